@@ -1,0 +1,176 @@
+/* encoder.h - the attnd core: a transformer encoder block (or a stack of them)
+ * on OpenBLAS, exact to PyTorch's nn.TransformerEncoderLayer.
+ *
+ * The core knows nothing of HTTP or JSON requests.  It loads a model once
+ * (from a safetensors file or deterministically from a seed) and runs
+ * forwards on it; a model is read-only after loading and may be shared by
+ * any number of concurrent forwards, each with its own workspace.
+ *
+ * Shape letters used in comments throughout core/:
+ *   B  sequences in a batch          L  padded sequence length
+ *   D  d_model                       H  n_heads (query heads)
+ *   G  n_kv_heads (key/value heads)  E  head size = D / H
+ *   F  d_ff                          T  real tokens in a batch (sum of lengths)
+ *
+ *     enc_hparams hp;
+ *     enc_hparams_default(&hp);                    // API.md defaults
+ *     enc_error err = {0};
+ *     enc_model *m = enc_model_load("w.safetensors", &hp, &err);  // or enc_model_random
+ *     enc_workspace *ws = enc_workspace_new(m);
+ *     enc_batch in = {.x = x, .B = 2, .L = 5, .lengths = lens};
+ *     enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = layer_ptrs};
+ *     if (enc_forward(m, ws, &in, &res, &err) < 0) ...
+ *     enc_workspace_free(ws);
+ *     enc_model_free(m);
+ */
+#ifndef ATTND_ENCODER_H
+#define ATTND_ENCODER_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- hyperparameters --------------------------------------------------- */
+
+typedef enum enc_activation {
+    ENC_ACT_RELU,      /* max(0, x) */
+    ENC_ACT_GELU,      /* exact: x * Phi(x), with erf */
+    ENC_ACT_GELU_TANH, /* PyTorch's approximate='tanh' */
+} enc_activation;
+
+typedef struct enc_hparams {
+    int d_model;          /* D */
+    int n_heads;          /* H; must divide d_model */
+    int n_kv_heads;       /* G; must divide n_heads */
+    int d_ff;             /* F */
+    int n_layers;         /* blocks in the stack, >= 1 */
+    enc_activation activation;
+    bool norm_first;      /* false: post-norm (the paper), true: pre-norm */
+    float layer_norm_eps; /* > 0 */
+    bool bias;            /* false: no bias in any Linear or LayerNorm */
+} enc_hparams;
+
+/* Upper bounds on hyperparameters, so sizes never overflow. */
+#define ENC_MAX_DIM (1 << 16)
+#define ENC_MAX_LAYERS 256
+
+/* Fills hp with API.md's defaults: D 512, H 8, G 8, F 2048, 1 layer, relu,
+ * post-norm, eps 1e-5, bias on. */
+void enc_hparams_default(enc_hparams *hp);
+
+/* Checks every setting and their combinations.  Returns 0, or ENC_EINVAL with
+ * a message naming the setting ("n_heads (6) must divide d_model (512)"). */
+int enc_hparams_validate(const enc_hparams *hp, enc_error *err);
+
+/* "relu" | "gelu" | "gelu_tanh" -> activation; returns 0 or ENC_EINVAL. */
+int enc_activation_parse(const char *name, enc_activation *out);
+const char *enc_activation_name(enc_activation act);
+
+/* ---- model ------------------------------------------------------------- */
+
+typedef struct enc_model enc_model;
+
+/* Loads a safetensors file whose tensors follow PyTorch's state_dict names
+ * (API.md section 2) for the hyperparameters in hp.  Every tensor is checked
+ * for presence, dtype (F32, F16, BF16) and shape, and refused if unexpected;
+ * values must be finite.  Returns an owned model, or NULL with err naming
+ * the tensor and the problem. */
+enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err);
+
+/* Builds a model deterministically from seed with PyTorch's initialisation
+ * scheme: xavier-uniform in-projection, zero in/out-projection biases,
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the other Linear weights and the FFN
+ * biases, LayerNorm weight 1 and bias 0.  The same seed gives the same bits on
+ * every machine.  Returns an owned model, or NULL with err set. */
+enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err);
+
+/* Frees a model; NULL is a no-op.  No forward may be running on it. */
+void enc_model_free(enc_model *m);
+
+/* Borrowed views, valid for the model's lifetime. */
+const enc_hparams *enc_model_hparams(const enc_model *m);
+size_t enc_model_param_count(const enc_model *m);
+/* sha256 of the weights file as 64 hex digits, or "" for a seeded model. */
+const char *enc_model_sha256(const enc_model *m);
+/* The weights file's path, or "seed:N" for a seeded model. */
+const char *enc_model_source(const enc_model *m);
+
+/* ---- a forward ------------------------------------------------------------ */
+
+/* The additive/boolean attn mask of API.md section 3. */
+typedef enum enc_attn_mask_kind {
+    ENC_MASK_NONE,
+    ENC_MASK_BOOL, /* attn_bool: nonzero = not allowed, as PyTorch's bool attn_mask */
+    ENC_MASK_ADD,  /* attn_add: added to the scaled scores; -inf = not allowed */
+} enc_attn_mask_kind;
+
+#define ENC_WINDOW_NONE (-1) /* an unbounded side of the window */
+
+typedef struct enc_mask {
+    bool causal;                 /* key j <= query i */
+    int window_left;             /* i - left <= j, or ENC_WINDOW_NONE */
+    int window_right;            /* j <= i + right, or ENC_WINDOW_NONE */
+    const int *global;           /* positions exempt from the window, or NULL */
+    size_t n_global;
+    const uint8_t *key_padding;  /* (B, L), nonzero = padding, or NULL */
+    enc_attn_mask_kind attn_kind;
+    const uint8_t *attn_bool;    /* (L, L) or (B, L, L) */
+    const float *attn_add;       /* (L, L) or (B, L, L) */
+    bool attn_per_sequence;      /* true: (B, L, L); false: (L, L) for all */
+} enc_mask;
+
+typedef struct enc_batch {
+    const float *x;        /* (B, L, D) row-major */
+    int B, L;
+    const int *lengths;    /* (B) real tokens per sequence, 1..L; NULL = all L */
+    enc_mask mask;         /* zeroed = no mask; set window_* to ENC_WINDOW_NONE */
+} enc_batch;
+
+typedef enum enc_attn_mode {
+    ENC_ATTN_NONE,  /* no weights: nothing written */
+    ENC_ATTN_HEADS, /* per layer (B, H, L, L) */
+    ENC_ATTN_MEAN,  /* per layer (B, L, L): the mean over heads */
+} enc_attn_mode;
+
+typedef struct enc_result {
+    float *out;             /* (B, L, D): rows at or past lengths[b] are zero */
+    enc_attn_mode attn_mode;
+    float **attn;           /* n_layers pointers; attn[l] NULL = layer l not wanted.
+                               Entries for queries or keys past lengths[b] are
+                               zero, as are rows of queries with no allowed key. */
+} enc_result;
+
+/* A forward's scratch memory.  Sized for a batch shape on first use and grown
+ * (never shrunk) when a larger one comes; one workspace per concurrent forward. */
+typedef struct enc_workspace enc_workspace;
+
+enc_workspace *enc_workspace_new(const enc_model *m);
+void enc_workspace_free(enc_workspace *ws);
+/* Bytes the workspace holds now. */
+size_t enc_workspace_bytes(const enc_workspace *ws);
+
+/* Checks a batch against the model: shape, lengths, mask positions and values.
+ * Returns 0, or ENC_EINVAL naming the field and index ("lengths[1] = 9 is
+ * outside 1..5").  enc_forward calls it first. */
+int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err);
+
+/* Runs the stack on a batch.  Returns 0; ENC_EINVAL for a bad batch;
+ * ENC_ENOMEM when the workspace cannot grow; ENC_ENUMERIC when the input
+ * drives a value to infinity or NaN (out is then not to be used). */
+int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_result *res,
+                enc_error *err);
+
+/* The same computation in plain loops, no BLAS, no packing: the obviously
+ * correct reference the fast path is tested against.  Slow. */
+int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, enc_error *err);
+
+/* Floating-point operations of one forward (the GEMMs and attention), for
+ * benchmarks and metrics. */
+double enc_forward_flops(const enc_hparams *hp, int B, int L);
+
+/* Sets OpenBLAS's thread count for the whole process (it is global). */
+void enc_set_blas_threads(int n);
+
+#endif

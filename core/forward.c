@@ -1,0 +1,299 @@
+/* forward.c - the encoder forward: workspace, batch checks, and the block as a
+ * short sequence of ops over the batch's real tokens packed into (T, D). */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct enc_workspace {
+    const enc_model *m;
+    size_t cap_T, cap_L, cap_B; /* what the buffers are sized for */
+    void *mem;                  /* one allocation the buffers are carved from */
+    size_t bytes;
+    float *x;          /* (T, D) the residual stream */
+    float *y;          /* (T, D) a sublayer's normed input (pre-norm) */
+    float *qkv;        /* (T, D + 2*G*E) */
+    float *z;          /* (T, D) attention output, heads concatenated */
+    float *o;          /* (T, D) a sublayer's output */
+    float *h;          /* (T, F) feed-forward hidden layer */
+    float *scores;     /* (L, L) one head's scores, then weights */
+    uint8_t *is_global;/* (L) */
+    int *offsets;      /* (B + 1) first packed row of each sequence */
+};
+
+enc_workspace *enc_workspace_new(const enc_model *m)
+{
+    enc_workspace *ws = calloc(1, sizeof *ws);
+    if (ws)
+        ws->m = m;
+    return ws;
+}
+
+void enc_workspace_free(enc_workspace *ws)
+{
+    if (!ws)
+        return;
+    free(ws->mem);
+    free(ws);
+}
+
+size_t enc_workspace_bytes(const enc_workspace *ws)
+{
+    return ws ? ws->bytes : 0;
+}
+
+/* a * b into *out, or false on size_t overflow. */
+static bool mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (b && a > SIZE_MAX / b)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+/* Rounds n bytes up to a 64-byte boundary (a cache line, an AVX-512 vector). */
+static size_t align64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+/* Makes room for T packed tokens, sequences up to L and B sequences.  Grows
+ * only; contents are not kept.  Returns 0 or ENC_ENOMEM. */
+static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, enc_error *err)
+{
+    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && B <= ws->cap_B)
+        return ENC_OK;
+    const enc_model *m = ws->m;
+    T = T > ws->cap_T ? T : ws->cap_T;
+    L = L > ws->cap_L ? L : ws->cap_L;
+    B = B > ws->cap_B ? B : ws->cap_B;
+
+    const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
+    size_t n_td, n_tq, n_tf, n_ll, sizes[9];
+    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, F, &n_tf) &&
+              mul_ok(L, L, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
+              n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8;
+    if (!ok)
+        return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
+    sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
+    sizes[2] = align64(n_tq * sizeof(float));
+    sizes[5] = align64(n_tf * sizeof(float));
+    sizes[6] = align64(n_ll * sizeof(float));
+    sizes[7] = align64(L);
+    sizes[8] = align64((B + 1) * sizeof(int));
+    size_t total = 0;
+    for (int i = 0; i < 9; i++) {
+        if (sizes[i] > SIZE_MAX - total)
+            return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address "
+                                                  "space");
+        total += sizes[i];
+    }
+
+    void *mem = aligned_alloc(64, total);
+    if (!mem)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory: the workspace needs %zu bytes",
+                             total);
+    free(ws->mem);
+    ws->mem = mem;
+    ws->bytes = total;
+    ws->cap_T = T;
+    ws->cap_L = L;
+    ws->cap_B = B;
+    char *p = mem;
+    void **bufs[9] = {(void **)&ws->x, (void **)&ws->y, (void **)&ws->qkv,
+                      (void **)&ws->z, (void **)&ws->o, (void **)&ws->h,
+                      (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->offsets};
+    for (int i = 0; i < 9; i++) {
+        *bufs[i] = p;
+        p += sizes[i];
+    }
+    return ENC_OK;
+}
+
+int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
+{
+    if (!m || !in || !in->x)
+        return enc_error_set(err, ENC_EINVAL, "no input");
+    const int B = in->B, L = in->L, D = m->hp.d_model;
+    if (B < 1 || L < 1)
+        return enc_error_set(err, ENC_EINVAL, "batch shape [%d, %d] must be at least [1, 1]", B,
+                             L);
+    for (int b = 0; in->lengths && b < B; b++)
+        if (in->lengths[b] < 1 || in->lengths[b] > L)
+            return enc_error_set(err, ENC_EINVAL, "lengths[%d] = %d is outside 1..%d", b,
+                                 in->lengths[b], L);
+    for (int b = 0; b < B; b++) {
+        int len = in->lengths ? in->lengths[b] : L;
+        const float *x = in->x + (size_t)b * L * D;
+        for (size_t k = 0; k < (size_t)len * D; k++)
+            if (!isfinite(x[k]))
+                return enc_error_set(err, ENC_EINVAL, "embeddings[%d][%zu][%zu] is not finite",
+                                     b, k / (size_t)D, k % (size_t)D);
+    }
+
+    const enc_mask *mk = &in->mask;
+    if (mk->window_left < ENC_WINDOW_NONE || mk->window_right < ENC_WINDOW_NONE)
+        return enc_error_set(err, ENC_EINVAL, "mask.window sides must not be negative");
+    if (mk->n_global && !mk->global)
+        return enc_error_set(err, ENC_EINVAL, "mask.global has no positions");
+    for (size_t k = 0; k < mk->n_global; k++)
+        if (mk->global[k] < 0 || mk->global[k] >= L)
+            return enc_error_set(err, ENC_EINVAL, "mask.global[%zu] = %d is outside 0..%d", k,
+                                 mk->global[k], L - 1);
+    if (mk->attn_kind == ENC_MASK_BOOL && !mk->attn_bool)
+        return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
+    if (mk->attn_kind == ENC_MASK_ADD) {
+        if (!mk->attn_add)
+            return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
+        size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
+        for (size_t k = 0; k < n; k++) {
+            float v = mk->attn_add[k];
+            if (isnan(v) || v == INFINITY)
+                return enc_error_set(err, ENC_EINVAL,
+                                     "mask.attn value at flat index %zu is %s; numbers or -inf "
+                                     "expected",
+                                     k, isnan(v) ? "NaN" : "+inf");
+        }
+    }
+    if ((unsigned)mk->attn_kind > ENC_MASK_ADD)
+        return enc_error_set(err, ENC_EINVAL, "mask.attn has an unknown kind");
+    return ENC_OK;
+}
+
+/* Sequence b's mask view over the batch's mask arrays. */
+static seq_mask seq_mask_for(const enc_batch *in, const enc_workspace *ws, int b, int len)
+{
+    const enc_mask *mk = &in->mask;
+    const size_t L = (size_t)in->L;
+    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
+    return (seq_mask){
+        .len = len,
+        .L = in->L,
+        .causal = mk->causal,
+        .window_left = mk->window_left,
+        .window_right = mk->window_right,
+        .is_global = mk->n_global ? ws->is_global : NULL,
+        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
+        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
+        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
+    };
+}
+
+/* One block over the T packed tokens in ws->x, in place.  attn: NULL, or this
+ * layer's (B, H, L, L) / (B, L, L) weights output. */
+static void block_forward(const enc_model *m, const enc_layer *ly, enc_workspace *ws,
+                          const enc_batch *in, int T, float *attn, enc_attn_mode mode)
+{
+    const enc_hparams *hp = &m->hp;
+    const int D = hp->d_model, F = hp->d_ff, H = hp->n_heads, E = m->head_dim;
+    const int Q = m->qkv_dim, L = in->L;
+    const float eps = hp->layer_norm_eps;
+
+    /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
+    const float *a_in = ws->x;
+    if (hp->norm_first) {
+        layernorm_forward(ws->y, ws->x, ly->ln1_w, ly->ln1_b, T, D, eps);
+        a_in = ws->y;
+    }
+    linear_forward(ws->qkv, a_in, ly->w_qkv, ly->b_qkv, T, D, Q);
+    for (int b = 0; b < in->B; b++) {
+        const int row = ws->offsets[b], len = ws->offsets[b + 1] - row;
+        seq_mask sm = seq_mask_for(in, ws, b, len);
+        float *seq_attn = NULL;
+        if (attn)
+            seq_attn = attn + (size_t)b * (mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        attention_forward(ws->z + (size_t)row * D, D, ws->qkv + (size_t)row * Q, Q, len, H,
+                          hp->n_kv_heads, E, &sm, ws->scores, seq_attn, mode, L);
+    }
+    linear_forward(ws->o, ws->z, ly->w_o, ly->b_o, T, D, D);
+    residual_forward(ws->x, ws->o, (size_t)T * D);
+    if (!hp->norm_first)
+        layernorm_forward(ws->x, ws->x, ly->ln1_w, ly->ln1_b, T, D, eps);
+
+    /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
+    const float *f_in = ws->x;
+    if (hp->norm_first) {
+        layernorm_forward(ws->y, ws->x, ly->ln2_w, ly->ln2_b, T, D, eps);
+        f_in = ws->y;
+    }
+    linear_forward(ws->h, f_in, ly->w_1, ly->b_1, T, D, F);
+    activation_forward(ws->h, (size_t)T * F, hp->activation);
+    linear_forward(ws->o, ws->h, ly->w_2, ly->b_2, T, F, D);
+    residual_forward(ws->x, ws->o, (size_t)T * D);
+    if (!hp->norm_first)
+        layernorm_forward(ws->x, ws->x, ly->ln2_w, ly->ln2_b, T, D, eps);
+}
+
+int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_result *res,
+                enc_error *err)
+{
+    int rc = enc_batch_validate(m, in, err);
+    if (rc < 0)
+        return rc;
+    if (!ws || ws->m != m || !res || !res->out)
+        return enc_error_set(err, ENC_EINVAL, "forward needs the model's workspace and an output");
+    const int B = in->B, L = in->L, D = m->hp.d_model, H = m->hp.n_heads;
+
+    size_t T = 0;
+    for (int b = 0; b < B; b++)
+        T += (size_t)(in->lengths ? in->lengths[b] : L);
+    if (T > INT32_MAX)
+        return enc_error_set(err, ENC_ELIMIT, "batch has %zu tokens; at most %d", T, INT32_MAX);
+    if ((rc = workspace_reserve(ws, T, (size_t)L, (size_t)B, err)) < 0)
+        return rc;
+
+    /* Pack the real tokens of every sequence into x (T, D). */
+    ws->offsets[0] = 0;
+    for (int b = 0; b < B; b++) {
+        int len = in->lengths ? in->lengths[b] : L;
+        ws->offsets[b + 1] = ws->offsets[b] + len;
+        memcpy(ws->x + (size_t)ws->offsets[b] * D, in->x + (size_t)b * L * D,
+               (size_t)len * D * sizeof(float));
+    }
+    memset(ws->is_global, 0, (size_t)L);
+    for (size_t k = 0; k < in->mask.n_global; k++)
+        ws->is_global[in->mask.global[k]] = 1;
+
+    const size_t attn_size = (size_t)B * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        float *attn = NULL;
+        if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[l]) {
+            attn = res->attn[l];
+            memset(attn, 0, attn_size * sizeof *attn);
+        }
+        block_forward(m, &m->layers[l], ws, in, (int)T, attn, res->attn_mode);
+    }
+
+    /* Unpack, padding rows zero; refuse a result that overflowed. */
+    for (int b = 0; b < B; b++) {
+        const int row = ws->offsets[b], len = ws->offsets[b + 1] - row;
+        float *dst = res->out + (size_t)b * L * D;
+        memcpy(dst, ws->x + (size_t)row * D, (size_t)len * D * sizeof(float));
+        memset(dst + (size_t)len * D, 0, (size_t)(L - len) * D * sizeof(float));
+    }
+    for (size_t k = 0; k < T * (size_t)D; k++)
+        if (!isfinite(ws->x[k]))
+            return enc_error_set(err, ENC_ENUMERIC,
+                                 "the input drives the model out of float32 range "
+                                 "(a non-finite value at token %zu); scale the embeddings down",
+                                 k / (size_t)D);
+    return ENC_OK;
+}
+
+double enc_forward_flops(const enc_hparams *hp, int B, int L)
+{
+    const double T = (double)B * L, D = hp->d_model, F = hp->d_ff, E = (double)D / hp->n_heads;
+    const double Q = D + 2.0 * hp->n_kv_heads * E;
+    const double per_layer = 2.0 * T * D * Q        /* in-projection */
+                             + 2.0 * T * D * D      /* out-projection */
+                             + 4.0 * T * D * F      /* feed-forward */
+                             + 4.0 * B * hp->n_heads * (double)L * L * E; /* QK^T and AV */
+    return per_layer * hp->n_layers;
+}
+
+void enc_set_blas_threads(int n)
+{
+    openblas_set_num_threads(n > 0 ? n : 1);
+}

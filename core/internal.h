@@ -1,0 +1,107 @@
+/* internal.h - what core/'s files share and tests may look at; not public API.
+ *
+ * Internal non-static functions carry no enc_ prefix: model_, ops' *_forward,
+ * attention_, mask_.  Shape letters as in encoder.h. */
+#ifndef ATTND_INTERNAL_H
+#define ATTND_INTERNAL_H
+
+#include "encoder.h"
+
+#include <stdint.h>
+
+/* One block's parameters, PyTorch layout (a Linear's weight is (out, in)).
+ * Every pointer is into enc_model.params; biases are NULL when hp.bias is off. */
+typedef struct enc_layer {
+    float *w_qkv; /* (D + 2*G*E, D): q rows, then k rows, then v rows */
+    float *b_qkv; /* (D + 2*G*E) */
+    float *w_o;   /* (D, D) */
+    float *b_o;   /* (D) */
+    float *w_1;   /* (F, D) */
+    float *b_1;   /* (F) */
+    float *w_2;   /* (D, F) */
+    float *b_2;   /* (D) */
+    float *ln1_w; /* (D) */
+    float *ln1_b; /* (D) */
+    float *ln2_w; /* (D) */
+    float *ln2_b; /* (D) */
+} enc_layer;
+
+struct enc_model {
+    enc_hparams hp;
+    int head_dim;       /* E = D / H */
+    int kv_dim;         /* G * E */
+    int qkv_dim;        /* D + 2 * G * E */
+    enc_layer *layers;  /* (n_layers) */
+    float *params;      /* every parameter, one allocation */
+    size_t n_params;
+    char sha256[65];    /* hex, or "" */
+    char source[4096];  /* path or "seed:N" */
+};
+
+/* ---- model.c ---- */
+
+/* Allocates a model with hp's shapes and carves the layers out of one
+ * zeroed allocation.  Returns an owned model or NULL (err set). */
+enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
+
+/* The seeded generator enc_model_random uses: splitmix64 streams, one per
+ * (seed, layer, tensor), so each tensor's numbers depend on nothing else. */
+typedef struct model_rng {
+    uint64_t state;
+} model_rng;
+
+void model_rng_init(model_rng *r, uint64_t seed, int layer, int tensor);
+uint64_t model_rng_next(model_rng *r);
+/* A float32 uniform in [-bound, bound): (2u - 1) * bound in double, u having
+ * 24 random bits, rounded once to float. */
+float model_rng_uniform(model_rng *r, double bound);
+
+/* ---- ops.c: one function per op, shapes in the comment ---- */
+
+/* out (M, N) = in (M, K) . w (N, K)^T + b (N); b may be NULL. */
+void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
+                    int N);
+/* out (M, D) = LayerNorm(in (M, D)) * w + b; b may be NULL; out may be in.
+ * Statistics in double, so no finite input overflows. */
+void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
+                       float eps);
+/* x (n) += y (n) */
+void residual_forward(float *x, const float *y, size_t n);
+/* x (n) = act(x) in place */
+void activation_forward(float *x, size_t n, enc_activation act);
+/* One activation on one value: the definition the fast loop and the naive
+ * reference share. */
+float activation_value(float x, enc_activation act);
+/* Softmax of one row of n scores in place; -inf entries are excluded keys.
+ * A row with no finite-or-larger score becomes all zeros. */
+void softmax_row(float *s, int n);
+
+/* ---- attention.c ---- */
+
+/* Which keys one sequence's queries may see: the rule of API.md section 3. */
+typedef struct seq_mask {
+    int len;                  /* real tokens; keys >= len are padding */
+    int L;                    /* padded length: the row stride of the arrays below */
+    bool causal;
+    int window_left, window_right;  /* ENC_WINDOW_NONE = unbounded */
+    const uint8_t *is_global;       /* (L) or NULL */
+    const uint8_t *key_padding;     /* (L) or NULL */
+    const uint8_t *attn_bool;       /* (L, L) or NULL */
+    const float *attn_add;          /* (L, L) or NULL */
+} seq_mask;
+
+/* Adds the mask to query row i's scaled scores s (len): disallowed keys
+ * become -inf, the additive mask is added to the rest. */
+void mask_apply_row(const seq_mask *sm, int i, float *s);
+
+/* Multi-head attention for one sequence of len tokens.
+ *   qkv     (len, qkv_stride): Q in columns [0, H*E), K in [H*E, H*E+G*E), V after
+ *   z       (len, z_stride): heads' outputs concatenated, columns [0, H*E)
+ *   scores  (len, len) scratch
+ *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN,
+ *           rows and columns < len written (the rest left as it is) */
+void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
+                       int G, int E, const seq_mask *sm, float *scores, float *attn,
+                       enc_attn_mode mode, int L);
+
+#endif

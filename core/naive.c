@@ -1,0 +1,212 @@
+/* naive.c - the encoder in plain loops and double precision, one sequence at
+ * a time, no BLAS and no packing: the obviously correct reference the fast
+ * path in forward.c is tested against.  It shares no code with it. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* y (n, out) = x (n, in) . w (out, in)^T + b (out) */
+static void naive_linear(double *y, const double *x, const float *w, const float *b, int n,
+                         int in, int out)
+{
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int k = 0; k < in; k++)
+                acc += x[(size_t)i * in + k] * w[(size_t)o * in + k];
+            y[(size_t)i * out + o] = acc;
+        }
+}
+
+/* y (n, D) = (x - mean) / sqrt(var + eps) * w + b, row by row */
+static void naive_layernorm(double *y, const double *x, const float *w, const float *b, int n,
+                            int D, double eps)
+{
+    for (int i = 0; i < n; i++) {
+        const double *r = x + (size_t)i * D;
+        double mean = 0, var = 0;
+        for (int k = 0; k < D; k++)
+            mean += r[k];
+        mean /= D;
+        for (int k = 0; k < D; k++)
+            var += (r[k] - mean) * (r[k] - mean);
+        var /= D;
+        for (int k = 0; k < D; k++)
+            y[(size_t)i * D + k] = (r[k] - mean) / sqrt(var + eps) * w[k] + (b ? b[k] : 0.0);
+    }
+}
+
+static double naive_act(double x, enc_activation act)
+{
+    switch (act) {
+    case ENC_ACT_RELU:
+        return x > 0 ? x : 0;
+    case ENC_ACT_GELU:
+        return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case ENC_ACT_GELU_TANH:
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    }
+    return x;
+}
+
+static bool naive_is_global(const enc_mask *mk, int p)
+{
+    for (size_t k = 0; k < mk->n_global; k++)
+        if (mk->global[k] == p)
+            return true;
+    return false;
+}
+
+/* API.md section 3, condition by condition: may query i of sequence b see key j? */
+static bool naive_allowed(const enc_batch *in, int b, int len, int i, int j)
+{
+    const enc_mask *mk = &in->mask;
+    const size_t L = (size_t)in->L;
+    if (j >= len)
+        return false; /* padding by lengths */
+    if (mk->key_padding && mk->key_padding[b * L + j])
+        return false; /* padding by key_padding */
+    if (mk->causal && j > i)
+        return false;
+    bool windowed = mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE;
+    if (windowed && !naive_is_global(mk, i) && !naive_is_global(mk, j)) {
+        if (mk->window_left != ENC_WINDOW_NONE && j < i - mk->window_left)
+            return false;
+        if (mk->window_right != ENC_WINDOW_NONE && j > i + mk->window_right)
+            return false;
+    }
+    if (mk->attn_kind == ENC_MASK_BOOL) {
+        size_t off = (mk->attn_per_sequence ? (size_t)b * L * L : 0) + (size_t)i * L + (size_t)j;
+        if (mk->attn_bool[off])
+            return false;
+    }
+    return true;
+}
+
+static double naive_additive(const enc_batch *in, int b, int i, int j)
+{
+    const enc_mask *mk = &in->mask;
+    const size_t L = (size_t)in->L;
+    if (mk->attn_kind != ENC_MASK_ADD)
+        return 0.0;
+    return mk->attn_add[(mk->attn_per_sequence ? (size_t)b * L * L : 0) + (size_t)i * L + j];
+}
+
+int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, enc_error *err)
+{
+    int rc = enc_batch_validate(m, in, err);
+    if (rc < 0)
+        return rc;
+    const enc_hparams *hp = &m->hp;
+    const int B = in->B, L = in->L, D = hp->d_model, F = hp->d_ff, H = hp->n_heads;
+    const int G = hp->n_kv_heads, E = D / H, KV = G * E;
+    const size_t LD = (size_t)L * D;
+
+    double *x = malloc(LD * sizeof *x), *a = malloc(LD * sizeof *a);
+    double *q = malloc(LD * sizeof *q), *z = malloc(LD * sizeof *z), *o = malloc(LD * sizeof *o);
+    double *k = malloc((size_t)L * KV * sizeof *k), *v = malloc((size_t)L * KV * sizeof *v);
+    double *hid = malloc((size_t)L * F * sizeof *hid), *p = malloc((size_t)L * sizeof *p);
+    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p) {
+        rc = enc_error_set(err, ENC_ENOMEM, "out of memory in the naive forward");
+        goto done;
+    }
+    memset(res->out, 0, (size_t)B * LD * sizeof *res->out);
+    const size_t attn_per_seq = (size_t)(res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+    for (int l = 0; l < hp->n_layers && res->attn_mode != ENC_ATTN_NONE; l++)
+        if (res->attn && res->attn[l])
+            memset(res->attn[l], 0, (size_t)B * attn_per_seq * sizeof(float));
+
+    for (int b = 0; b < B; b++) {
+        const int len = in->lengths ? in->lengths[b] : L;
+        for (size_t t = 0; t < (size_t)len * D; t++)
+            x[t] = in->x[(size_t)b * LD + t];
+
+        for (int l = 0; l < hp->n_layers; l++) {
+            const enc_layer *ly = &m->layers[l];
+            /* attention sublayer */
+            if (hp->norm_first)
+                naive_layernorm(a, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
+            else
+                memcpy(a, x, (size_t)len * D * sizeof *a);
+            const float *wq = ly->w_qkv, *wk = wq + (size_t)D * D, *wv = wk + (size_t)KV * D;
+            const float *bq = ly->b_qkv, *bk = bq ? bq + D : NULL, *bv = bq ? bq + D + KV : NULL;
+            naive_linear(q, a, wq, bq, len, D, D);
+            naive_linear(k, a, wk, bk, len, D, KV);
+            naive_linear(v, a, wv, bv, len, D, KV);
+
+            float *attn = NULL;
+            if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[l])
+                attn = res->attn[l] + (size_t)b * attn_per_seq;
+            for (int h = 0; h < H; h++) {
+                const int g = h / (H / G);
+                for (int i = 0; i < len; i++) {
+                    double max = -INFINITY, sum = 0;
+                    for (int j = 0; j < len; j++) {
+                        p[j] = -INFINITY;
+                        if (!naive_allowed(in, b, len, i, j))
+                            continue;
+                        double s = 0;
+                        for (int e = 0; e < E; e++)
+                            s += q[(size_t)i * D + h * E + e] * k[(size_t)j * KV + g * E + e];
+                        p[j] = s / sqrt((double)E) + naive_additive(in, b, i, j);
+                        if (p[j] > max)
+                            max = p[j];
+                    }
+                    for (int j = 0; j < len; j++) {
+                        p[j] = (max == -INFINITY || p[j] == -INFINITY) ? 0.0 : exp(p[j] - max);
+                        sum += p[j];
+                    }
+                    for (int j = 0; j < len; j++)
+                        p[j] = sum > 0 ? p[j] / sum : 0.0;
+                    for (int e = 0; e < E; e++) {
+                        double acc = 0;
+                        for (int j = 0; j < len; j++)
+                            acc += p[j] * v[(size_t)j * KV + g * E + e];
+                        z[(size_t)i * D + h * E + e] = acc;
+                    }
+                    for (int j = 0; attn && j < len; j++) {
+                        if (res->attn_mode == ENC_ATTN_HEADS)
+                            attn[((size_t)h * L + i) * L + j] = (float)p[j];
+                        else
+                            attn[(size_t)i * L + j] += (float)(p[j] / H);
+                    }
+                }
+            }
+            naive_linear(o, z, ly->w_o, ly->b_o, len, D, D);
+            for (size_t t = 0; t < (size_t)len * D; t++)
+                x[t] += o[t];
+            if (!hp->norm_first)
+                naive_layernorm(x, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
+
+            /* feed-forward sublayer */
+            if (hp->norm_first)
+                naive_layernorm(a, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
+            else
+                memcpy(a, x, (size_t)len * D * sizeof *a);
+            naive_linear(hid, a, ly->w_1, ly->b_1, len, D, F);
+            for (size_t t = 0; t < (size_t)len * F; t++)
+                hid[t] = naive_act(hid[t], hp->activation);
+            naive_linear(o, hid, ly->w_2, ly->b_2, len, F, D);
+            for (size_t t = 0; t < (size_t)len * D; t++)
+                x[t] += o[t];
+            if (!hp->norm_first)
+                naive_layernorm(x, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
+        }
+        for (size_t t = 0; t < (size_t)len * D; t++)
+            res->out[(size_t)b * LD + t] = (float)x[t];
+    }
+    rc = ENC_OK;
+done:
+    free(x);
+    free(a);
+    free(q);
+    free(z);
+    free(o);
+    free(k);
+    free(v);
+    free(hid);
+    free(p);
+    return rc;
+}

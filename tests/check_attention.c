@@ -1,0 +1,222 @@
+/* check_attention.c - attention against worked examples: the textbook's
+ * "the ring fell", hand-written mask patterns and softmax rows. */
+#include "internal.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The textbook example: one head, d_k = 4, three tokens. */
+static const float ring_Q[3][4] = {{1, 0, 0, 0}, {0, 1, 1, 0}, {0, 1, 0, 0}};
+static const float ring_K[3][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 1, 1, 0}};
+static const float ring_V[3][4] = {{1, 1, 0, 0}, {0, 0, 2, 2}, {3, 0, 0, 3}};
+static const float ring_A[3][3] = {
+    {0.452f, 0.274f, 0.274f}, {0.186f, 0.307f, 0.507f}, {0.233f, 0.384f, 0.384f}};
+static const float ring_Z1[4] = {1.706f, 0.186f, 0.614f, 2.134f}; /* "ring" now carries "fell" */
+
+static seq_mask no_mask(int len)
+{
+    return (seq_mask){.len = len, .L = len, .window_left = ENC_WINDOW_NONE,
+                      .window_right = ENC_WINDOW_NONE};
+}
+
+START_TEST(test_ring_fell_kernel)
+{
+    float qkv[3][12], z[3][4], scores[9], attn[9];
+    for (int i = 0; i < 3; i++) {
+        memcpy(qkv[i], ring_Q[i], sizeof ring_Q[i]);
+        memcpy(qkv[i] + 4, ring_K[i], sizeof ring_K[i]);
+        memcpy(qkv[i] + 8, ring_V[i], sizeof ring_V[i]);
+    }
+    seq_mask sm = no_mask(3);
+    attention_forward(&z[0][0], 4, &qkv[0][0], 12, 3, 1, 1, 4, &sm, scores, attn, ENC_ATTN_HEADS,
+                      3);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_msg(fabsf(attn[i * 3 + j] - ring_A[i][j]) < 1e-3f, "A[%d][%d] = %f", i, j,
+                          (double)attn[i * 3 + j]);
+    for (int e = 0; e < 4; e++)
+        ck_assert_msg(fabsf(z[1][e] - ring_Z1[e]) < 1.5e-3f, "Z[1][%d] = %f", e, (double)z[1][e]);
+    /* Row 0 exactly: softmax([1, 0, 0] / 2). */
+    double e0 = exp(0.5), expect0 = e0 / (e0 + 2.0);
+    ck_assert_double_eq_tol(attn[0], expect0, 1e-6);
+}
+END_TEST
+
+/* The same example through the public API: a one-head block whose
+ * projections turn one-hot embeddings into the example's Q, K and V. */
+START_TEST(test_ring_fell_public)
+{
+    enc_hparams hp = {.d_model = 4, .n_heads = 1, .n_kv_heads = 1, .d_ff = 4, .n_layers = 1,
+                      .activation = ENC_ACT_RELU, .layer_norm_eps = 1e-5f, .bias = false};
+    enc_model *m = model_alloc(&hp, NULL);
+    ck_assert_ptr_nonnull(m);
+    enc_layer *ly = &m->layers[0];
+    /* Q = X Wq^T with X one-hot rows e_0, e_1, e_2: Wq[o][i] = Q[i][o]. */
+    for (int i = 0; i < 3; i++)
+        for (int o = 0; o < 4; o++) {
+            ly->w_qkv[o * 4 + i] = ring_Q[i][o];
+            ly->w_qkv[(4 + o) * 4 + i] = ring_K[i][o];
+            ly->w_qkv[(8 + o) * 4 + i] = ring_V[i][o];
+        }
+    for (int k = 0; k < 4; k++)
+        ly->ln1_w[k] = ly->ln2_w[k] = 1.0f;
+
+    float x[3][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, out[12], attn[9];
+    float *attn_layers[1] = {attn};
+    enc_batch in = batch_plain(&x[0][0], 1, 3, NULL);
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = attn_layers};
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), 0);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_msg(fabsf(attn[i * 3 + j] - ring_A[i][j]) < 1e-3f, "A[%d][%d] = %f", i, j,
+                          (double)attn[i * 3 + j]);
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
+/* Allowed-key patterns written out by hand for L = 6: row i, column j, '1' =
+ * allowed.  Each checks mask_apply_row on a row of zeros. */
+static void expect_pattern(const seq_mask *sm, const char *rows[6])
+{
+    for (int i = 0; i < 6; i++) {
+        float s[6] = {0};
+        mask_apply_row(sm, i, s);
+        for (int j = 0; j < 6; j++) {
+            bool allowed = s[j] != -INFINITY;
+            ck_assert_msg(allowed == (rows[i][j] == '1'), "row %d col %d: got %d, want %c", i, j,
+                          allowed, rows[i][j]);
+        }
+    }
+}
+
+START_TEST(test_mask_causal)
+{
+    seq_mask sm = no_mask(6);
+    sm.causal = true;
+    const char *rows[6] = {"100000", "110000", "111000", "111100", "111110", "111111"};
+    expect_pattern(&sm, rows);
+}
+END_TEST
+
+START_TEST(test_mask_window_global)
+{
+    /* window {left 1, right 2}, global position 4: row 4 sees all, all see 4. */
+    seq_mask sm = no_mask(6);
+    sm.window_left = 1;
+    sm.window_right = 2;
+    uint8_t g[6] = {0, 0, 0, 0, 1, 0};
+    sm.is_global = g;
+    const char *rows[6] = {"111010", "111110", "011110", "001111", "111111", "000011"};
+    expect_pattern(&sm, rows);
+}
+END_TEST
+
+START_TEST(test_mask_causal_window_padding)
+{
+    /* causal + window left 2 (right unbounded) + key 1 padding + length 5. */
+    seq_mask sm = no_mask(6);
+    sm.len = 5;
+    sm.causal = true;
+    sm.window_left = 2;
+    uint8_t kp[6] = {0, 1, 0, 0, 0, 0};
+    sm.key_padding = kp;
+    const char *rows[6] = {"100000", "100000", "101000", "001100", "001110", "000000"};
+    for (int i = 0; i < 5; i++) { /* rows >= len are never computed */
+        float s[6] = {0};
+        mask_apply_row(&sm, i, s);
+        for (int j = 0; j < 5; j++)
+            ck_assert_int_eq(s[j] != -INFINITY, rows[i][j] == '1');
+    }
+}
+END_TEST
+
+START_TEST(test_mask_bool_and_additive)
+{
+    uint8_t ab[36] = {0};
+    float aa[36] = {0};
+    ab[2 * 6 + 3] = 1;
+    aa[1 * 6 + 0] = -2.5f;
+    aa[1 * 6 + 1] = -INFINITY;
+    seq_mask sm = no_mask(6);
+    sm.attn_bool = ab;
+    float s[6] = {0};
+    mask_apply_row(&sm, 2, s);
+    ck_assert(s[3] == -INFINITY && s[2] == 0.0f);
+    seq_mask sa = no_mask(6);
+    sa.attn_add = aa;
+    float t[6] = {1, 1, 1, 1, 1, 1};
+    mask_apply_row(&sa, 1, t);
+    ck_assert_float_eq(t[0], -1.5f);
+    ck_assert(t[1] == -INFINITY);
+    ck_assert_float_eq(t[2], 1.0f);
+}
+END_TEST
+
+START_TEST(test_softmax_rows)
+{
+    float s[3] = {0.0f, -INFINITY, logf(3.0f)};
+    softmax_row(s, 3);
+    ck_assert_float_eq_tol(s[0], 0.25f, 1e-7f);
+    ck_assert_float_eq(s[1], 0.0f);
+    ck_assert_float_eq_tol(s[2], 0.75f, 1e-7f);
+
+    float none[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    softmax_row(none, 4);
+    for (int j = 0; j < 4; j++)
+        ck_assert(none[j] == 0.0f); /* zeros, never NaN */
+
+    /* Max subtraction: huge scores do not overflow. */
+    float big[2] = {1e30f, 1e30f};
+    softmax_row(big, 2);
+    ck_assert_float_eq(big[0], 0.5f);
+}
+END_TEST
+
+START_TEST(test_layernorm_extremes)
+{
+    /* No finite input overflows: +-3e38 normalise to +-1. */
+    float x[4] = {3e38f, -3e38f, 3e38f, -3e38f}, w[4] = {1, 1, 1, 1}, y[4];
+    layernorm_forward(y, x, w, NULL, 1, 4, 1e-5f);
+    for (int j = 0; j < 4; j++)
+        ck_assert_float_eq_tol(y[j], (j % 2) ? -1.0f : 1.0f, 1e-6f);
+    /* Identical values: zero variance gives zeros (then the bias). */
+    float c[3] = {7, 7, 7}, b[3] = {0.5f, 0.5f, 0.5f}, yc[3];
+    layernorm_forward(yc, c, w, b, 1, 3, 1e-5f);
+    for (int j = 0; j < 3; j++)
+        ck_assert_float_eq(yc[j], 0.5f);
+}
+END_TEST
+
+START_TEST(test_activations_worked)
+{
+    /* Values from the definitions: gelu(1) = Phi(1) = 0.8413447, gelu_tanh(1) =
+     * 0.5 (1 + tanh(0.7978846 * 1.044715)) = 0.8411920. */
+    ck_assert_float_eq_tol(activation_value(1.0f, ENC_ACT_GELU), 0.8413447f, 1e-6f);
+    ck_assert_float_eq_tol(activation_value(1.0f, ENC_ACT_GELU_TANH), 0.8411920f, 1e-6f);
+    ck_assert_float_eq_tol(activation_value(-1.0f, ENC_ACT_GELU), -0.1586553f, 1e-6f);
+    ck_assert_float_eq(activation_value(-2.0f, ENC_ACT_RELU), 0.0f);
+    ck_assert_float_eq(activation_value(2.5f, ENC_ACT_RELU), 2.5f);
+}
+END_TEST
+
+Suite *attention_suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("worked");
+    tcase_add_test(tc, test_ring_fell_kernel);
+    tcase_add_test(tc, test_ring_fell_public);
+    tcase_add_test(tc, test_mask_causal);
+    tcase_add_test(tc, test_mask_window_global);
+    tcase_add_test(tc, test_mask_causal_window_padding);
+    tcase_add_test(tc, test_mask_bool_and_additive);
+    tcase_add_test(tc, test_softmax_rows);
+    tcase_add_test(tc, test_layernorm_extremes);
+    tcase_add_test(tc, test_activations_worked);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,22 @@
+/* check_main.c - runs every suite; exits non-zero if any test fails.
+ * CK_RUN_SUITE / CK_RUN_CASE select a part, as Check documents. */
+#include "encoder.h"
+#include "suites.h"
+
+#include <stdlib.h>
+
+int main(void)
+{
+    enc_set_blas_threads(2);
+    SRunner *sr = srunner_create(sha256_suite());
+    srunner_add_suite(sr, safetensors_suite());
+    srunner_add_suite(sr, hparams_suite());
+    srunner_add_suite(sr, model_suite());
+    srunner_add_suite(sr, attention_suite());
+    srunner_add_suite(sr, naive_suite());
+    srunner_add_suite(sr, torch_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

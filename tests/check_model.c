@@ -1,0 +1,282 @@
+/* check_model.c - building models: seeded weights against an independent
+ * Python implementation of the documented scheme, parameter counts worked by
+ * hand, and weights files refused with the tensor named. */
+#include "internal.h"
+#include "sha256.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEED_JSON TESTS_DIR "/fixtures/seed/expected.json"
+#define MODEL_DIR TESTS_DIR "/fixtures/safetensors/model"
+
+/* The model's storage for a state_dict name (with or without "layers.N."),
+ * and its length; NULL if the name is not one of the model's. */
+static const float *param_by_name(const enc_model *m, const char *name, size_t *n)
+{
+    int l = 0, used = 0;
+    if (sscanf(name, "layers.%d.%n", &l, &used) == 1 && used > 0)
+        name += used;
+    if (l < 0 || l >= m->hp.n_layers)
+        return NULL;
+    const enc_layer *ly = &m->layers[l];
+    const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, KV = (size_t)m->kv_dim;
+    const size_t Q = (size_t)m->qkv_dim;
+    const struct {
+        const char *name;
+        const float *p;
+        size_t n;
+    } map[] = {
+        {"self_attn.in_proj_weight", ly->w_qkv, Q * D},
+        {"self_attn.q_proj_weight", ly->w_qkv, D * D},
+        {"self_attn.k_proj_weight", ly->w_qkv + D * D, KV * D},
+        {"self_attn.v_proj_weight", ly->w_qkv + D * D + KV * D, KV * D},
+        {"self_attn.in_proj_bias", ly->b_qkv, Q},
+        {"self_attn.out_proj.weight", ly->w_o, D * D},
+        {"self_attn.out_proj.bias", ly->b_o, D},
+        {"linear1.weight", ly->w_1, F * D},
+        {"linear1.bias", ly->b_1, F},
+        {"linear2.weight", ly->w_2, D * F},
+        {"linear2.bias", ly->b_2, D},
+        {"norm1.weight", ly->ln1_w, D},
+        {"norm1.bias", ly->ln1_b, D},
+        {"norm2.weight", ly->ln2_w, D},
+        {"norm2.bias", ly->ln2_b, D},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(name, map[i].name) == 0) {
+            *n = map[i].n;
+            return map[i].p;
+        }
+    return NULL;
+}
+
+START_TEST(test_seeded_matches_python)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(SEED_JSON, 0, &jerr);
+    ck_assert_msg(root != NULL, "%s: %s", SEED_JSON, jerr.text);
+    json_t *cases = json_object_get(root, "cases");
+    ck_assert_int_ge(json_array_size(cases), 3);
+    size_t ci;
+    json_t *c;
+    json_array_foreach(cases, ci, c) {
+        json_t *jhp = json_object_get(c, "hp");
+        enc_hparams hp;
+        enc_hparams_default(&hp);
+        hp.d_model = (int)json_integer_value(json_object_get(jhp, "d_model"));
+        hp.n_heads = (int)json_integer_value(json_object_get(jhp, "n_heads"));
+        hp.n_kv_heads = (int)json_integer_value(json_object_get(jhp, "n_kv_heads"));
+        hp.d_ff = (int)json_integer_value(json_object_get(jhp, "d_ff"));
+        hp.n_layers = (int)json_integer_value(json_object_get(jhp, "n_layers"));
+        hp.bias = json_is_true(json_object_get(jhp, "bias"));
+        uint64_t seed = strtoull(json_string_value(json_object_get(c, "seed")), NULL, 10);
+
+        enc_error err = {0};
+        enc_model *m = enc_model_random(&hp, seed, &err);
+        ck_assert_msg(m != NULL, "%s", err.message);
+        ck_assert_uint_eq(enc_model_param_count(m),
+                          (size_t)json_integer_value(json_object_get(c, "params")));
+        const char *name;
+        json_t *values;
+        size_t checked = 0;
+        json_object_foreach(json_object_get(c, "tensors"), name, values) {
+            size_t n = 0;
+            const float *p = param_by_name(m, name, &n);
+            ck_assert_msg(p != NULL, "case %zu: no parameter %s", ci, name);
+            ck_assert_uint_eq(n, json_array_size(values));
+            for (size_t i = 0; i < n; i++) {
+                float want = (float)json_real_value(json_array_get(values, i));
+                if (json_is_integer(json_array_get(values, i)))
+                    want = (float)json_integer_value(json_array_get(values, i));
+                ck_assert_msg(p[i] == want, "case %zu %s[%zu]: %.9g, want %.9g", ci, name, i,
+                              (double)p[i], (double)want);
+            }
+            checked += n;
+        }
+        ck_assert_uint_eq(checked, enc_model_param_count(m));
+        char src[64];
+        snprintf(src, sizeof src, "seed:%llu", (unsigned long long)seed);
+        ck_assert_str_eq(enc_model_source(m), src);
+        ck_assert_str_eq(enc_model_sha256(m), "");
+        enc_model_free(m);
+    }
+    json_decref(root);
+}
+END_TEST
+
+START_TEST(test_seed_changes_weights)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 16;
+    hp.n_heads = 2;
+    hp.n_kv_heads = 2;
+    hp.d_ff = 8;
+    enc_model *a = enc_model_random(&hp, 1, NULL), *b = enc_model_random(&hp, 1, NULL);
+    enc_model *c = enc_model_random(&hp, 2, NULL);
+    ck_assert(memcmp(a->params, b->params, a->n_params * sizeof(float)) == 0);
+    ck_assert(memcmp(a->params, c->params, a->n_params * sizeof(float)) != 0);
+    enc_model_free(a);
+    enc_model_free(b);
+    enc_model_free(c);
+    enc_model_free(NULL); /* a no-op */
+}
+END_TEST
+
+/* Parameter counts worked by hand from API.md section 2's table. */
+START_TEST(test_param_counts)
+{
+    enc_hparams hp = {4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    /* in_proj 12x4 + 12, out 4x4 + 4, linear1 8x4 + 8, linear2 4x8 + 4, norms 4 x 4 */
+    enc_model *m = enc_model_random(&hp, 0, NULL);
+    ck_assert_uint_eq(enc_model_param_count(m), 48 + 12 + 16 + 4 + 32 + 8 + 32 + 4 + 16);
+    enc_model_free(m);
+    hp.bias = false; /* weights and the two norm weights only */
+    m = enc_model_random(&hp, 0, NULL);
+    ck_assert_uint_eq(enc_model_param_count(m), 48 + 16 + 32 + 32 + 8);
+    enc_model_free(m);
+    enc_hparams gqa = {8, 4, 2, 16, 3, ENC_ACT_RELU, false, 1e-5f, true};
+    /* q 8x8, k and v 4x8 each, bias 16; out 64 + 8; ff 128 + 16 + 128 + 8; norms 32 */
+    m = enc_model_random(&gqa, 0, NULL);
+    ck_assert_uint_eq(enc_model_param_count(m), 3 * (64 + 64 + 16 + 72 + 280 + 32));
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_invalid_hparams_refused)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.n_heads = 7;
+    enc_error err = {0};
+    ck_assert_ptr_null(enc_model_random(&hp, 0, &err));
+    ck_assert_int_eq(err.status, ENC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "n_heads (7)"));
+}
+END_TEST
+
+/* The tiny model the broken files are variants of. */
+static enc_hparams tiny_hparams(void)
+{
+    enc_hparams hp = {4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    return hp;
+}
+
+START_TEST(test_model_files)
+{
+    json_error_t jerr;
+    json_t *expect = json_load_file(MODEL_DIR "/expected.json", 0, &jerr);
+    ck_assert_msg(expect != NULL, "%s", jerr.text);
+    ck_assert_int_ge(json_object_size(expect), 7);
+    const char *file;
+    json_t *want;
+    json_object_foreach(expect, file, want) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", MODEL_DIR, file);
+        enc_hparams hp = tiny_hparams();
+        enc_error err = {0};
+        enc_model *m = enc_model_load(path, &hp, &err);
+        if (json_is_true(json_object_get(want, "ok"))) {
+            ck_assert_msg(m != NULL, "%s refused: %s", file, err.message);
+            ck_assert_str_eq(enc_model_source(m), path);
+            ck_assert_uint_eq(strlen(enc_model_sha256(m)), 64);
+        } else {
+            const char *msg = json_string_value(json_object_get(want, "error"));
+            ck_assert_msg(m == NULL, "%s loaded but should fail with %s", file, msg);
+            ck_assert_int_eq(err.status, ENC_EFORMAT);
+            ck_assert_msg(strstr(err.message, msg), "%s: '%s' lacks '%s'", file, err.message, msg);
+        }
+        enc_model_free(m);
+    }
+    json_decref(expect);
+}
+END_TEST
+
+/* The valid file's values land where the names say, and its sha256 is the
+ * digest of the file's bytes read without the loader. */
+START_TEST(test_valid_file_contents)
+{
+    enc_hparams hp = tiny_hparams();
+    enc_error err = {0};
+    enc_model *m = enc_model_load(MODEL_DIR "/valid.safetensors", &hp, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    ck_assert_uint_eq(enc_model_param_count(m), 172);
+
+    FILE *f = fopen(MODEL_DIR "/valid.safetensors", "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    unsigned char digest[SHA256_DIGEST_SIZE];
+    char hex[SHA256_HEX_SIZE];
+    sha256(buf, n, digest);
+    sha256_hex(digest, hex);
+    ck_assert_str_eq(enc_model_sha256(m), hex);
+
+    /* Norm weights are 1 in the file; the values elsewhere are not all zero. */
+    for (int k = 0; k < 4; k++)
+        ck_assert_float_eq(m->layers[0].ln1_w[k], 1.0f);
+    double sum = 0;
+    for (size_t i = 0; i < 48; i++)
+        sum += fabs(m->layers[0].w_qkv[i]);
+    ck_assert(sum > 0);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_missing_file_named)
+{
+    enc_hparams hp = tiny_hparams();
+    enc_error err = {0};
+    ck_assert_ptr_null(enc_model_load("/nonexistent/w.safetensors", &hp, &err));
+    ck_assert_int_eq(err.status, ENC_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/w.safetensors"));
+}
+END_TEST
+
+START_TEST(test_wrong_hparams_for_file)
+{
+    /* The tiny file read as d_ff 16: the first mismatching tensor is named. */
+    enc_hparams hp = tiny_hparams();
+    hp.d_ff = 16;
+    enc_error err = {0};
+    ck_assert_ptr_null(enc_model_load(MODEL_DIR "/valid.safetensors", &hp, &err));
+    ck_assert_str_eq(err.message, "tensor 'linear1.weight' has shape [8, 4], expected [16, 4]");
+    /* As two layers: the unprefixed names do not exist. */
+    hp = tiny_hparams();
+    hp.n_layers = 2;
+    enc_error_clear(&err);
+    ck_assert_ptr_null(enc_model_load(MODEL_DIR "/valid.safetensors", &hp, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "missing tensor 'layers.0."));
+    /* With bias off, the biases are unexpected. */
+    hp = tiny_hparams();
+    hp.bias = false;
+    enc_error_clear(&err);
+    ck_assert_ptr_null(enc_model_load(MODEL_DIR "/valid.safetensors", &hp, &err));
+    ck_assert_ptr_nonnull(strstr(err.message, "bias false"));
+}
+END_TEST
+
+Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("build");
+    tcase_add_test(tc, test_seeded_matches_python);
+    tcase_add_test(tc, test_seed_changes_weights);
+    tcase_add_test(tc, test_param_counts);
+    tcase_add_test(tc, test_invalid_hparams_refused);
+    suite_add_tcase(s, tc);
+    TCase *tl = tcase_create("load");
+    tcase_add_test(tl, test_model_files);
+    tcase_add_test(tl, test_valid_file_contents);
+    tcase_add_test(tl, test_missing_file_named);
+    tcase_add_test(tl, test_wrong_hparams_for_file);
+    suite_add_tcase(s, tl);
+    return s;
+}

@@ -1,0 +1,448 @@
+/* check_naive.c - the fast forward against the naive reference on random
+ * shapes and masks; batching, workspace reuse, threads and numeric edges. */
+#include "internal.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_OUT 1e-4
+#define TOL_ATTN 1e-5
+
+/* Model shapes the random tests draw from: odd sizes, GQA, MQA, stacks. */
+static const enc_hparams shapes[] = {
+    {12, 3, 3, 20, 1, ENC_ACT_RELU, false, 1e-5f, true},
+    {10, 5, 1, 7, 1, ENC_ACT_GELU, true, 1e-5f, true},
+    {8, 4, 2, 16, 2, ENC_ACT_GELU_TANH, true, 1e-6f, true},
+    {16, 4, 4, 32, 3, ENC_ACT_GELU, false, 1e-3f, false},
+    {6, 2, 2, 5, 2, ENC_ACT_RELU, false, 1e-5f, true},
+    {1, 1, 1, 1, 1, ENC_ACT_RELU, false, 1e-5f, true},
+};
+#define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
+
+/* A random model: seeded init, then every parameter perturbed so zero biases
+ * and unit norms do not hide mistakes. */
+static enc_model *random_model(const enc_hparams *hp, uint64_t seed)
+{
+    enc_model *m = enc_model_random(hp, seed, NULL);
+    ck_assert_ptr_nonnull(m);
+    uint64_t st = seed * 7 + 1;
+    float *noise = xcalloc(m->n_params, sizeof *noise);
+    fill_random(noise, m->n_params, &st, 0.1f);
+    for (size_t i = 0; i < m->n_params; i++)
+        m->params[i] += noise[i];
+    free(noise);
+    return m;
+}
+
+/* A batch with random shape, lengths and mask; owns its arrays. */
+typedef struct rand_batch {
+    enc_batch in;
+    float *x;
+    int *lengths;
+    int *global;
+    uint8_t *key_padding, *attn_bool;
+    float *attn_add;
+} rand_batch;
+
+static void rand_batch_make(rand_batch *rb, const enc_model *m, uint64_t *st, int variant)
+{
+    memset(rb, 0, sizeof *rb);
+    const int D = m->hp.d_model, B = rand_int(st, 1, 3), L = rand_int(st, 1, 9);
+    rb->x = xcalloc((size_t)B * L * D, sizeof *rb->x);
+    fill_random(rb->x, (size_t)B * L * D, st, 1.0f);
+    rb->in = batch_plain(rb->x, B, L, NULL);
+    enc_mask *mk = &rb->in.mask;
+    if (variant & 1) {
+        rb->lengths = xcalloc((size_t)B, sizeof *rb->lengths);
+        for (int b = 0; b < B; b++)
+            rb->lengths[b] = rand_int(st, 1, L);
+        rb->in.lengths = rb->lengths;
+    }
+    mk->causal = variant & 2;
+    if (variant & 4) {
+        mk->window_left = rand_int(st, -1, 3);
+        mk->window_right = rand_int(st, -1, 3);
+        rb->global = xcalloc(2, sizeof *rb->global);
+        mk->n_global = (size_t)rand_int(st, 0, 2);
+        for (size_t k = 0; k < mk->n_global; k++)
+            rb->global[k] = rand_int(st, 0, L - 1);
+        mk->global = rb->global;
+    }
+    if (variant & 8) {
+        rb->key_padding = xcalloc((size_t)B * L, 1);
+        for (int k = 0; k < B * L; k++)
+            rb->key_padding[k] = rand_int(st, 0, 3) == 0;
+        mk->key_padding = rb->key_padding;
+    }
+    mk->attn_per_sequence = variant & 32;
+    size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
+    if (variant & 16) {
+        mk->attn_kind = ENC_MASK_BOOL;
+        rb->attn_bool = xcalloc(n, 1);
+        for (size_t k = 0; k < n; k++)
+            rb->attn_bool[k] = rand_int(st, 0, 4) == 0;
+        for (int j = 0; j < L; j++) /* a fully masked query row */
+            rb->attn_bool[(size_t)(L - 1) * L + j] = 1;
+        mk->attn_bool = rb->attn_bool;
+    } else if (variant & 64) {
+        mk->attn_kind = ENC_MASK_ADD;
+        rb->attn_add = xcalloc(n, sizeof *rb->attn_add);
+        fill_random(rb->attn_add, n, st, 1.0f);
+        rb->attn_add[0] = -INFINITY;
+        mk->attn_add = rb->attn_add;
+    }
+}
+
+static void rand_batch_free(rand_batch *rb)
+{
+    free(rb->x);
+    free(rb->lengths);
+    free(rb->global);
+    free(rb->key_padding);
+    free(rb->attn_bool);
+    free(rb->attn_add);
+}
+
+/* Runs fast and naive on one batch in one attention mode and compares. */
+static void compare_fast_naive(const enc_model *m, enc_workspace *ws, const enc_batch *in,
+                               enc_attn_mode mode, const char *label)
+{
+    const enc_hparams *hp = &m->hp;
+    const size_t n_out = (size_t)in->B * in->L * hp->d_model;
+    const size_t n_attn = (size_t)in->B * (mode == ENC_ATTN_HEADS ? hp->n_heads : 1) * in->L *
+                          in->L;
+    float *out_f = xcalloc(n_out, sizeof(float)), *out_n = xcalloc(n_out, sizeof(float));
+    float *attn_f[ENC_MAX_LAYERS] = {0}, *attn_n[ENC_MAX_LAYERS] = {0};
+    for (int l = 0; l < hp->n_layers; l++) {
+        attn_f[l] = xcalloc(n_attn, sizeof(float));
+        attn_n[l] = xcalloc(n_attn, sizeof(float));
+        for (size_t k = 0; k < n_attn; k++)
+            attn_f[l][k] = 99.0f; /* every entry must be written */
+    }
+    enc_result rf = {.out = out_f, .attn_mode = mode, .attn = attn_f};
+    enc_result rn = {.out = out_n, .attn_mode = mode, .attn = attn_n};
+    enc_error err = {0};
+    ck_assert_msg(enc_forward(m, ws, in, &rf, &err) == 0, "%s: %s", label, err.message);
+    ck_assert_msg(enc_forward_naive(m, in, &rn, &err) == 0, "%s: %s", label, err.message);
+    double d = max_abs_diff(out_f, out_n, n_out);
+    ck_assert_msg(d < TOL_OUT, "%s: outputs differ by %g", label, d);
+    for (int l = 0; l < hp->n_layers && mode != ENC_ATTN_NONE; l++) {
+        d = max_abs_diff(attn_f[l], attn_n[l], n_attn);
+        ck_assert_msg(d < TOL_ATTN, "%s: layer %d attention differs by %g", label, l, d);
+    }
+    for (int l = 0; l < hp->n_layers; l++) {
+        free(attn_f[l]);
+        free(attn_n[l]);
+    }
+    free(out_f);
+    free(out_n);
+}
+
+START_TEST(test_fast_matches_naive_random)
+{
+    const enc_hparams *hp = &shapes[_i];
+    enc_model *m = random_model(hp, 1000 + (uint64_t)_i);
+    enc_workspace *ws = enc_workspace_new(m); /* reused across shapes on purpose */
+    uint64_t st = 42 + (uint64_t)_i;
+    for (int variant = 0; variant < 128; variant++) {
+        rand_batch rb;
+        rand_batch_make(&rb, m, &st, variant);
+        char label[96];
+        snprintf(label, sizeof label, "shape %d variant %d B %d L %d", _i, variant, rb.in.B,
+                 rb.in.L);
+        compare_fast_naive(m, ws, &rb.in, (enc_attn_mode)(variant % 3), label);
+        rand_batch_free(&rb);
+    }
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_fully_masked_row_is_zero)
+{
+    enc_model *m = random_model(&shapes[0], 7);
+    const int L = 4, D = m->hp.d_model, H = m->hp.n_heads;
+    float x[4 * 12], out[4 * 12], attn[3 * 4 * 4];
+    uint64_t st = 3;
+    fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
+    uint8_t ab[16] = {0};
+    for (int j = 0; j < L; j++)
+        ab[2 * L + j] = 1; /* query 2 may see nothing */
+    enc_batch in = batch_plain(x, 1, L, NULL);
+    in.mask.attn_kind = ENC_MASK_BOOL;
+    in.mask.attn_bool = ab;
+    float *layers[1] = {attn};
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = layers};
+    enc_workspace *ws = enc_workspace_new(m);
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, NULL), 0);
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < L; j++)
+            ck_assert(attn[(h * L + 2) * L + j] == 0.0f);
+    for (int k = 0; k < L * D; k++)
+        ck_assert(isfinite(out[k]));
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
+/* A sequence in a padded batch gives what it gives alone: the same operations
+ * on the same values.  Bit for bit where the BLAS kernel's result for a row
+ * does not depend on the row's position in the GEMM (OpenBLAS's AVX-512 and
+ * Sandy Bridge kernels); its Haswell and Zen kernels round differently by
+ * position, so the bound is float32 rounding, far below any masking or
+ * padding mistake (those show at 1e-2 and up). */
+#define TOL_ALONE 1e-6
+START_TEST(test_padded_equals_alone)
+{
+    const enc_hparams *hp = &shapes[_i];
+    enc_model *m = random_model(hp, 77);
+    const int B = 3, L = 7, D = hp->d_model, H = hp->n_heads, NL = hp->n_layers;
+    int lengths[3] = {7, 2, 5};
+    float *x = xcalloc((size_t)B * L * D, sizeof *x), *out = xcalloc((size_t)B * L * D, 4);
+    uint64_t st = 5;
+    fill_random(x, (size_t)B * L * D, &st, 1.0f);
+    float *attn[ENC_MAX_LAYERS];
+    for (int l = 0; l < NL; l++)
+        attn[l] = xcalloc((size_t)B * H * L * L, sizeof(float));
+    enc_batch in = batch_plain(x, B, L, lengths);
+    in.mask.causal = true;
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = attn};
+    enc_workspace *ws = enc_workspace_new(m);
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, NULL), 0);
+
+    for (int b = 0; b < B; b++) {
+        const int len = lengths[b];
+        float *out1 = xcalloc((size_t)len * D, sizeof(float)), *attn1[ENC_MAX_LAYERS];
+        for (int l = 0; l < NL; l++)
+            attn1[l] = xcalloc((size_t)H * len * len, sizeof(float));
+        enc_batch one = batch_plain(x + (size_t)b * L * D, 1, len, NULL);
+        one.mask.causal = true;
+        enc_result r1 = {.out = out1, .attn_mode = ENC_ATTN_HEADS, .attn = attn1};
+        enc_workspace *ws1 = enc_workspace_new(m);
+        ck_assert_int_eq(enc_forward(m, ws1, &one, &r1, NULL), 0);
+        double d = max_abs_diff(out1, out + (size_t)b * L * D, (size_t)len * D);
+        ck_assert_msg(d <= TOL_ALONE, "sequence %d differs from itself alone by %g", b, d);
+        for (int k = len * D; k < L * D; k++)
+            ck_assert(out[(size_t)b * L * D + k] == 0.0f); /* padding rows zero */
+        for (int l = 0; l < NL; l++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < L; i++)
+                    for (int j = 0; j < L; j++) {
+                        float got = attn[l][(((size_t)b * H + h) * L + i) * L + j];
+                        float want = (i < len && j < len)
+                                         ? attn1[l][((size_t)h * len + i) * len + j]
+                                         : 0.0f;
+                        ck_assert_msg(fabsf(got - want) <= TOL_ALONE,
+                                      "b %d l %d h %d [%d][%d]: %g vs %g", b, l, h, i, j,
+                                      (double)got, (double)want);
+                    }
+        enc_workspace_free(ws1);
+        for (int l = 0; l < NL; l++)
+            free(attn1[l]);
+        free(out1);
+    }
+    enc_workspace_free(ws);
+    for (int l = 0; l < NL; l++)
+        free(attn[l]);
+    free(x);
+    free(out);
+    enc_model_free(m);
+}
+END_TEST
+
+/* A workspace grown for a large batch and reused for a small one (and back)
+ * gives the same bits as a fresh one. */
+START_TEST(test_workspace_reuse)
+{
+    enc_model *m = random_model(&shapes[2], 11);
+    const int D = m->hp.d_model;
+    enc_workspace *shared = enc_workspace_new(m);
+    int sizes[][2] = {{3, 9}, {1, 2}, {2, 5}, {3, 9}};
+    for (int k = 0; k < 4; k++) {
+        int B = sizes[k][0], L = sizes[k][1];
+        float *x = xcalloc((size_t)B * L * D, 4), *o1 = xcalloc((size_t)B * L * D, 4);
+        float *o2 = xcalloc((size_t)B * L * D, 4);
+        uint64_t st = (uint64_t)k + 100;
+        fill_random(x, (size_t)B * L * D, &st, 1.0f);
+        enc_batch in = batch_plain(x, B, L, NULL);
+        enc_result r1 = {.out = o1}, r2 = {.out = o2};
+        enc_workspace *fresh = enc_workspace_new(m);
+        ck_assert_int_eq(enc_forward(m, shared, &in, &r1, NULL), 0);
+        ck_assert_int_eq(enc_forward(m, fresh, &in, &r2, NULL), 0);
+        ck_assert(memcmp(o1, o2, (size_t)B * L * D * sizeof(float)) == 0);
+        enc_workspace_free(fresh);
+        free(x);
+        free(o1);
+        free(o2);
+    }
+    ck_assert_uint_gt(enc_workspace_bytes(shared), 0);
+    enc_workspace_free(shared);
+    enc_model_free(m);
+}
+END_TEST
+
+/* Concurrent forwards on one shared model, each with its own workspace. */
+typedef struct {
+    const enc_model *m;
+    const float *x;
+    int B, L;
+    const float *expect;
+    int mismatches;
+} thread_job;
+
+static void *run_job(void *arg)
+{
+    thread_job *j = arg;
+    size_t n = (size_t)j->B * j->L * j->m->hp.d_model;
+    float *out = malloc(n * sizeof *out);
+    enc_workspace *ws = enc_workspace_new(j->m);
+    for (int it = 0; it < 20 && out && ws; it++) {
+        enc_batch in = batch_plain(j->x, j->B, j->L, NULL);
+        enc_result res = {.out = out};
+        if (enc_forward(j->m, ws, &in, &res, NULL) != 0 || memcmp(out, j->expect, n * 4) != 0)
+            j->mismatches++;
+    }
+    enc_workspace_free(ws);
+    free(out);
+    return NULL;
+}
+
+START_TEST(test_concurrent_forwards)
+{
+    enc_model *m = random_model(&shapes[3], 13);
+    const int B = 2, L = 8, D = m->hp.d_model;
+    float *x = xcalloc((size_t)B * L * D, 4), *expect = xcalloc((size_t)B * L * D, 4);
+    uint64_t st = 9;
+    fill_random(x, (size_t)B * L * D, &st, 1.0f);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_batch in = batch_plain(x, B, L, NULL);
+    enc_result res = {.out = expect};
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, NULL), 0);
+    thread_job jobs[4];
+    pthread_t tids[4];
+    for (int t = 0; t < 4; t++) {
+        jobs[t] = (thread_job){.m = m, .x = x, .B = B, .L = L, .expect = expect};
+        ck_assert_int_eq(pthread_create(&tids[t], NULL, run_job, &jobs[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(tids[t], NULL);
+        ck_assert_int_eq(jobs[t].mismatches, 0);
+    }
+    enc_workspace_free(ws);
+    free(x);
+    free(expect);
+    enc_model_free(m);
+}
+END_TEST
+
+/* Any finite input gives finite outputs or ENC_ENUMERIC, never NaN with 0. */
+START_TEST(test_extreme_inputs)
+{
+    enc_model *m = random_model(&shapes[_i % N_SHAPES], 21);
+    const int L = 3, D = m->hp.d_model;
+    const float values[] = {1e-38f, 3e38f, -3e38f, 1e30f, 1e-30f};
+    float *x = xcalloc((size_t)L * D, 4), *out = xcalloc((size_t)L * D, 4);
+    for (int k = 0; k < L * D; k++)
+        x[k] = values[(_i + k) % 5] * ((k % 3) ? 1.0f : -1.0f);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_batch in = batch_plain(x, 1, L, NULL);
+    enc_result res = {.out = out};
+    enc_error err = {0};
+    int rc = enc_forward(m, ws, &in, &res, &err);
+    if (rc == 0) {
+        for (int k = 0; k < L * D; k++)
+            ck_assert_msg(isfinite(out[k]), "non-finite output %g at %d with rc 0",
+                          (double)out[k], k);
+    } else {
+        ck_assert_int_eq(rc, ENC_ENUMERIC);
+        ck_assert_ptr_nonnull(strstr(err.message, "float32 range"));
+    }
+    enc_workspace_free(ws);
+    free(x);
+    free(out);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_batch_validation_messages)
+{
+    enc_model *m = random_model(&shapes[0], 1);
+    const int D = m->hp.d_model;
+    float x[2 * 3 * 12] = {0}, out[2 * 3 * 12];
+    enc_result res = {.out = out};
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+
+    int bad_len[2] = {3, 4};
+    enc_batch in = batch_plain(x, 2, 3, bad_len);
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_str_eq(err.message, "lengths[1] = 4 is outside 1..3");
+
+    enc_error_clear(&err);
+    in = batch_plain(x, 2, 3, NULL);
+    x[1 * 3 * D + 2 * D + 5] = NAN;
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_str_eq(err.message, "embeddings[1][2][5] is not finite");
+    x[1 * 3 * D + 2 * D + 5] = 0;
+
+    enc_error_clear(&err);
+    int global[2] = {0, 3};
+    in.mask.global = global;
+    in.mask.n_global = 2;
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_str_eq(err.message, "mask.global[1] = 3 is outside 0..2");
+
+    enc_error_clear(&err);
+    in = batch_plain(x, 2, 3, NULL);
+    float add[9] = {0};
+    add[4] = NAN;
+    in.mask.attn_kind = ENC_MASK_ADD;
+    in.mask.attn_add = add;
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "mask.attn value at flat index 4 is NaN"));
+
+    enc_error_clear(&err);
+    in = batch_plain(x, 0, 3, NULL);
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "batch shape [0, 3]"));
+
+    enc_error_clear(&err);
+    in = batch_plain(x, 1, 3, NULL);
+    in.mask.window_left = -5;
+    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "mask.window"));
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_flops_formula)
+{
+    /* BERT-base block at B=1, L=128: 1.86 GFLOP (issue 4's figure). */
+    enc_hparams hp = {768, 12, 12, 3072, 1, ENC_ACT_GELU, false, 1e-5f, true};
+    double f = enc_forward_flops(&hp, 1, 128);
+    ck_assert_double_eq_tol(f / 1e9, 1.86, 0.01);
+}
+END_TEST
+
+Suite *naive_suite(void)
+{
+    Suite *s = suite_create("naive");
+    TCase *tc = tcase_create("fast_vs_naive");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
+    tcase_add_test(tc, test_fully_masked_row_is_zero);
+    tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);
+    tcase_add_test(tc, test_workspace_reuse);
+    tcase_add_test(tc, test_concurrent_forwards);
+    tcase_add_loop_test(tc, test_extreme_inputs, 0, 10);
+    tcase_add_test(tc, test_batch_validation_messages);
+    tcase_add_test(tc, test_flops_formula);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,164 @@
+/* check_sha256.c - SHA-256 against the FIPS 180-2 / NIST vectors, padding edge
+ * lengths, and streaming in chunks against one-shot. */
+#include "sha256.h"
+#include "suites.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Hex of the one-shot digest of len bytes at data, into hex. */
+static void hex_of(const void *data, size_t len, char hex[SHA256_HEX_SIZE])
+{
+    unsigned char d[SHA256_DIGEST_SIZE];
+    sha256(data, len, d);
+    sha256_hex(d, hex);
+}
+
+/* Hex of the digest of data fed in chunks of the sizes in chunks[] (cycled). */
+static void hex_chunked(const unsigned char *data, size_t len, const size_t *chunks,
+                        size_t n_chunks, char hex[SHA256_HEX_SIZE])
+{
+    sha256_ctx c;
+    unsigned char d[SHA256_DIGEST_SIZE];
+    sha256_init(&c);
+    for (size_t off = 0, i = 0; off < len; i++) {
+        size_t take = chunks[i % n_chunks];
+        if (take > len - off)
+            take = len - off;
+        sha256_update(&c, data + off, take);
+        off += take;
+    }
+    sha256_final(&c, d);
+    sha256_hex(d, hex);
+}
+
+START_TEST(test_nist_vectors)
+{
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopq"
+         "rlmnopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    char hex[SHA256_HEX_SIZE];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        hex_of(v[i].msg, strlen(v[i].msg), hex);
+        ck_assert_msg(strcmp(hex, v[i].hex) == 0, "sha256(\"%s\") = %s, expected %s", v[i].msg, hex,
+                      v[i].hex);
+    }
+}
+END_TEST
+
+START_TEST(test_million_a)
+{
+    const char *want = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+    const size_t n = 1000000;
+    unsigned char *a = malloc(n);
+    ck_assert_ptr_nonnull(a);
+    memset(a, 'a', n);
+    char hex[SHA256_HEX_SIZE];
+
+    hex_of(a, n, hex);
+    ck_assert_str_eq(hex, want);
+
+    /* Odd chunk sizes that straddle block boundaries in every way. */
+    static const size_t odd[] = {1, 3, 7, 13, 63, 65, 127, 129, 1001, 4099};
+    hex_chunked(a, n, odd, sizeof odd / sizeof odd[0], hex);
+    ck_assert_str_eq(hex, want);
+    static const size_t ones[] = {1};
+    hex_chunked(a, n, ones, 1, hex);
+    ck_assert_str_eq(hex, want);
+    free(a);
+}
+END_TEST
+
+/* Lengths around the padding boundaries (55/56 bytes leave no room for the
+ * length; 64 is a whole block), digests from an independent implementation. */
+START_TEST(test_padding_edges)
+{
+    static const struct {
+        size_t n;
+        const char *hex;
+    } v[] = {
+        {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+        {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+        {63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+        {64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+        {65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+        {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+        {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+        {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"},
+    };
+    unsigned char a[128];
+    memset(a, 'a', sizeof a);
+    char hex[SHA256_HEX_SIZE];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        hex_of(a, v[i].n, hex);
+        ck_assert_msg(strcmp(hex, v[i].hex) == 0, "sha256('a' x %zu) = %s, expected %s", v[i].n,
+                      hex, v[i].hex);
+    }
+}
+END_TEST
+
+/* Every split of a message into two updates, and many chunkings, give the
+ * one-shot digest. */
+START_TEST(test_streaming_equals_one_shot)
+{
+    unsigned char data[300];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof data; i++) {
+        x = x * 1103515245u + 12345u;
+        data[i] = (unsigned char)(x >> 24);
+    }
+    char want[SHA256_HEX_SIZE], got[SHA256_HEX_SIZE];
+    hex_of(data, sizeof data, want);
+
+    for (size_t split = 0; split <= sizeof data; split++) {
+        sha256_ctx c;
+        unsigned char d[SHA256_DIGEST_SIZE];
+        sha256_init(&c);
+        sha256_update(&c, data, split);
+        sha256_update(&c, NULL, 0); /* an empty update changes nothing */
+        sha256_update(&c, data + split, sizeof data - split);
+        sha256_final(&c, d);
+        sha256_hex(d, got);
+        ck_assert_msg(strcmp(got, want) == 0, "split at %zu: %s, expected %s", split, got, want);
+    }
+    for (size_t chunk = 1; chunk <= 130; chunk++) {
+        hex_chunked(data, sizeof data, &chunk, 1, got);
+        ck_assert_msg(strcmp(got, want) == 0, "chunks of %zu: %s, expected %s", chunk, got, want);
+    }
+}
+END_TEST
+
+START_TEST(test_hex_format)
+{
+    unsigned char d[SHA256_DIGEST_SIZE];
+    char hex[SHA256_HEX_SIZE];
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+        d[i] = (unsigned char)(i * 8 + 7);
+    memset(hex, 'x', sizeof hex);
+    sha256_hex(d, hex);
+    ck_assert_str_eq(hex, "070f171f272f373f474f575f676f777f878f979fa7afb7bfc7cfd7dfe7eff7ff");
+    ck_assert_uint_eq(strlen(hex), SHA256_HEX_SIZE - 1);
+}
+END_TEST
+
+Suite *sha256_suite(void)
+{
+    Suite *s = suite_create("sha256");
+    TCase *tc = tcase_create("sha256");
+    tcase_set_timeout(tc, 60); /* a million one-byte updates, slow under sanitizers */
+    tcase_add_test(tc, test_nist_vectors);
+    tcase_add_test(tc, test_million_a);
+    tcase_add_test(tc, test_padding_edges);
+    tcase_add_test(tc, test_streaming_equals_one_shot);
+    tcase_add_test(tc, test_hex_format);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,15 @@
+/* suites.h - every Check suite of the test runner; check_main.c runs them all. */
+#ifndef ATTND_TESTS_SUITES_H
+#define ATTND_TESTS_SUITES_H
+
+#include <check.h>
+
+Suite *sha256_suite(void);
+Suite *safetensors_suite(void);
+Suite *hparams_suite(void);
+Suite *model_suite(void);
+Suite *attention_suite(void);
+Suite *torch_suite(void);
+Suite *naive_suite(void);
+
+#endif
