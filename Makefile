@@ -1,7 +1,9 @@
 # attnd - build, test and run.  `make help` lists the targets.
 #
-#   make                 build the core library and the test runner (warnings on)
-#   make test            build and run every test
+#   make                 build build/attnd and the test runner (warnings on)
+#   make run             install what is missing, build, and start attnd on the
+#                        built-in default model (ARGS="--port 9000 ..." adds flags)
+#   make test            install what is missing, build, and run every test
 #   make deps            install the Debian packages the build needs (root or sudo)
 #   make SANITIZER=address|undefined|address,undefined test
 #                        the same, instrumented, in build/san-<name>/
@@ -14,7 +16,7 @@ PYTHON    ?= /usr/bin/python3
 
 # Debian packages: what building and testing need; what making fixtures needs.
 DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd-dev \
-                check libsubunit-dev
+                check libsubunit-dev libcurl4-openssl-dev
 DEB_FIXTURES := python3-torch python3-numpy
 
 # ---- flag groups -----------------------------------------------------------
@@ -37,14 +39,19 @@ endif
 
 
 PKGS_CORE := openblas jansson
-DEP_CFLAGS = $(shell $(PKG) --cflags $(PKGS_CORE) 2>/dev/null)
+PKGS_SRV  := libmicrohttpd
+DEP_CFLAGS = $(shell $(PKG) --cflags $(PKGS_CORE) $(PKGS_SRV) 2>/dev/null)
 DEP_LIBS   = $(shell $(PKG) --libs $(PKGS_CORE) 2>/dev/null) -lm -lpthread
+SRV_LIBS   = $(shell $(PKG) --libs $(PKGS_SRV) 2>/dev/null)
+CURL_CFLAGS = $(shell $(PKG) --cflags libcurl 2>/dev/null)
+CURL_LIBS   = $(shell $(PKG) --libs libcurl 2>/dev/null)
 CHECK_CFLAGS = $(shell $(PKG) --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell $(PKG) --libs check 2>/dev/null)
 
 CFLAGS    ?=
 LDFLAGS   ?=
-ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP -Icore $(DEP_CFLAGS) $(CFLAGS)
+ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP -Icore -Iconfig -Iserver \
+              $(DEP_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # ---- sources ---------------------------------------------------------------
@@ -52,12 +59,18 @@ CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB  := $(BUILD)/libattnd_core.a
 
+CONFIG_SRC := $(wildcard config/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+APP_OBJ   := $(CONFIG_SRC:%.c=$(BUILD)/%.o) $(SERVER_SRC:%.c=$(BUILD)/%.o)
+APP_LIB   := $(BUILD)/libattnd_app.a
+ATTND     := $(BUILD)/attnd
+
 TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/tests/check_attnd
 
-.PHONY: all test valgrind deps deps-fixtures fixtures clean help format
-all: $(CORE_LIB) $(TEST_BIN)
+.PHONY: all run test valgrind deps deps-fixtures fixtures clean help format
+all: $(ATTND) $(TEST_BIN)
 
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -70,14 +83,30 @@ $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -DTESTS_DIR='"$(CURDIR)/tests"'
-$(TEST_BIN): $(TEST_OBJ) $(CORE_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(CORE_LIB) $(CHECK_LIBS) $(DEP_LIBS)
+$(APP_LIB): $(APP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(ATTND): $(BUILD)/server/main.o $(APP_LIB) $(CORE_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SRV_LIBS) $(DEP_LIBS)
+
+$(BUILD)/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) $(CURL_CFLAGS) -DTESTS_DIR='"$(CURDIR)/tests"' \
+                                  -DATTND_BIN='"$(CURDIR)/$(ATTND)"'
+$(TEST_BIN): $(TEST_OBJ) $(APP_LIB) $(CORE_LIB) | $(ATTND)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(APP_LIB) $(CORE_LIB) $(CHECK_LIBS) $(CURL_LIBS) \
+	  $(SRV_LIBS) $(DEP_LIBS)
 
 # The test runner prints Check's summary line ("100%: Checks: N, Failures: 0,
 # Errors: 0") and exits non-zero on any failure.
-test: $(TEST_BIN)
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
+
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(ATTND)
+	$(ATTND) $(ARGS)
 
 # valgrind knows no AVX-512, so OpenBLAS is pinned to its Haswell kernels here;
 # Check runs in one process so leaks are seen.
@@ -106,9 +135,9 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
 
 format:
-	clang-format -i core/*.[ch] tests/*.[ch]
+	clang-format -i core/*.[ch] config/*.[ch] server/*.[ch] tests/*.[ch]
 
 clean:
 	rm -rf build
 
--include $(CORE_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(CORE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(BUILD)/server/main.d $(TEST_OBJ:.o=.d)

@@ -3,11 +3,13 @@
 #include "encoder.h"
 #include "suites.h"
 
+#include <curl/curl.h>
 #include <stdlib.h>
 
 int main(void)
 {
     enc_set_blas_threads(2);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     SRunner *sr = srunner_create(sha256_suite());
     srunner_add_suite(sr, safetensors_suite());
     srunner_add_suite(sr, hparams_suite());
@@ -15,8 +17,11 @@ int main(void)
     srunner_add_suite(sr, attention_suite());
     srunner_add_suite(sr, naive_suite());
     srunner_add_suite(sr, torch_suite());
+    srunner_add_suite(sr, config_suite());
+    srunner_add_suite(sr, http_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    curl_global_cleanup();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1,0 +1,38 @@
+# attnd in a container: build stage with the same steps as the README
+# (make deps, then make), runtime stage with only the shared libraries
+# build/attnd needs, run as a non-root user.
+#
+#   docker build -t attnd .
+#   docker run --rm -p 8080:8080 attnd
+#   docker run --rm -p 8080:8080 -v "$PWD/model.safetensors:/models/model.safetensors:ro" \
+#       -e ATTND_WEIGHTS=/models/model.safetensors -e ATTND_D_MODEL=768 -e ATTND_N_HEADS=12 \
+#       -e ATTND_D_FF=3072 -e ATTND_ACTIVATION=gelu attnd
+
+FROM debian:bookworm-slim AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends make \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Makefile ./
+COPY core core
+COPY config config
+COPY server server
+# The README's steps: install what the build needs, then build.
+RUN make deps && make WERROR=1 build/attnd
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libopenblas0-pthread libjansson4 libmicrohttpd12 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin attnd
+COPY --from=build /src/build/attnd /usr/local/bin/attnd
+COPY config/attnd.json /etc/attnd/attnd.json
+USER attnd
+ENV ATTND_HOST=0.0.0.0 \
+    ATTND_PORT=8080
+EXPOSE 8080
+# No curl in the image: bash's /dev/tcp speaks enough HTTP for /health.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${ATTND_PORT:-8080} && printf 'GET /health HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+ENTRYPOINT ["/usr/local/bin/attnd"]

@@ -1,0 +1,762 @@
+/* config.c - the daemon's settings from command-line flags, ATTND_* variables,
+ * a JSON config file and built-in defaults (API.md section 1).
+ *
+ * One table, CONFIG_SETTINGS, lists every setting; the defaults, the three
+ * parsers, the range checks and --help are all driven by it.  Values are
+ * checked where they are read, so a message names the source and the
+ * setting: "--port: 'abc' is not an integer", "ATTND_MAX_BATCH: 0 is outside
+ * 1..1048576", "config file f.json: model.d_model: \"512\" is not an integer".
+ * Like core/, this module never prints or exits. */
+#include "config.h"
+
+#include <errno.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+/* How a setting's value is written and checked. */
+typedef enum cfg_type {
+    CFG_INT,     /* int: decimal, in lo..hi */
+    CFG_SIZE,    /* size_t: decimal, in lo..hi */
+    CFG_LONG,    /* long: decimal, in lo..hi */
+    CFG_U64,     /* uint64_t: decimal, in lo..hi */
+    CFG_FLOAT,   /* float: a positive finite number */
+    CFG_BOOL,    /* bool: true/false, 1/0, yes/no, on/off */
+    CFG_STRING,  /* char *: owned, non-empty */
+    CFG_NSTRING, /* char *: owned, or NULL (JSON null or an empty string) */
+    CFG_NAME,    /* char *: owned, 1..64 of [A-Za-z0-9._-], not "." or ".." */
+    CFG_ACT,     /* enc_activation: relu | gelu | gelu_tanh */
+} cfg_type;
+
+#define CFG_NAME_MAX 64
+
+/* The one table of settings.
+ *
+ * X(key, flag, variable, type, field, metavar, default, lo, hi, description)
+ *
+ * key is the JSON "section.key"; field is the member of attnd_config it
+ * sets; metavar names the value in --help; default is written as a flag's
+ * value would be (NULL = null), or "=section.key" for "the value of that
+ * setting unless this one is set somewhere"; lo..hi bound integers. */
+/* clang-format off */
+#define CONFIG_SETTINGS(X)                                                                         \
+    X("server.host", "--host", "ATTND_HOST", CFG_STRING, server.host, "ADDR",                      \
+      "0.0.0.0", 0, 0, "address to listen on (IPv4, IPv6 or a host name)")                         \
+    X("server.port", "--port", "ATTND_PORT", CFG_INT, server.port, "N",                            \
+      "8080", 0, 65535, "TCP port to listen on; 0 = any free port")                                \
+    X("server.threads", "--threads", "ATTND_THREADS", CFG_INT, server.threads, "N",                \
+      "2", 1, 64, "HTTP threads")                                                                  \
+    X("server.max_body_bytes", "--max-body-bytes", "ATTND_MAX_BODY_BYTES", CFG_SIZE,               \
+      server.max_body_bytes, "BYTES", "67108864", 1024, 1099511627776ull,                          \
+      "largest request body; a larger one gets 413")                                               \
+    X("server.api_key", "--api-key", "ATTND_API_KEY", CFG_NSTRING, server.api_key, "KEY",          \
+      NULL, 0, 0, "require 'Authorization: Bearer KEY'; null = no authentication")                 \
+    X("server.cors_origin", "--cors-origin", "ATTND_CORS_ORIGIN", CFG_NSTRING,                     \
+      server.cors_origin, "ORIGIN", NULL, 0, 0,                                                    \
+      "Access-Control-Allow-Origin to send; null = no CORS headers")                               \
+    X("server.max_connections", "--max-connections", "ATTND_MAX_CONNECTIONS", CFG_INT,             \
+      server.max_connections, "N", "256", 1, 100000, "open connections at most")                   \
+    X("server.connection_timeout", "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", CFG_INT,    \
+      server.connection_timeout, "SECONDS", "30", 1, 3600,                                         \
+      "seconds an idle connection stays open")                                                     \
+    X("server.access_log", "--access-log", "ATTND_ACCESS_LOG", CFG_BOOL, server.access_log,        \
+      "BOOL", "true", 0, 0, "log one line per request to stderr")                                  \
+    X("compute.workers", "--workers", "ATTND_WORKERS", CFG_INT, compute.workers, "N",              \
+      "1", 1, 64, "forward passes running at once")                                                \
+    X("compute.blas_threads", "--blas-threads", "ATTND_BLAS_THREADS", CFG_INT,                     \
+      compute.blas_threads, "N", "2", 1, 256, "OpenBLAS threads")                                  \
+    X("compute.queue_size", "--queue-size", "ATTND_QUEUE_SIZE", CFG_INT, compute.queue_size,       \
+      "N", "64", 1, 1000000, "requests waiting for a worker; one more gets 429")                   \
+    X("limits.max_batch", "--max-batch", "ATTND_MAX_BATCH", CFG_INT, limits.max_batch, "N",        \
+      "64", 1, 1048576, "sequences in one request at most")                                        \
+    X("limits.max_seq_len", "--max-seq-len", "ATTND_MAX_SEQ_LEN", CFG_INT, limits.max_seq_len,     \
+      "N", "4096", 1, 1048576, "tokens in one sequence at most")                                   \
+    X("limits.max_batch_tokens", "--max-batch-tokens", "ATTND_MAX_BATCH_TOKENS", CFG_LONG,         \
+      limits.max_batch_tokens, "N", "65536", 1, 2147483647, "B * L of one request at most")        \
+    X("limits.max_attention_bytes", "--max-attention-bytes", "ATTND_MAX_ATTENTION_BYTES",          \
+      CFG_SIZE, limits.max_attention_bytes, "BYTES", "268435456", 0, 1099511627776ull,             \
+      "bytes of attention weights (float32) one response may return; 0 = none")                                \
+    X("model.name", "--model-name", "ATTND_MODEL_NAME", CFG_NAME, model.name, "NAME",              \
+      "encoder", 0, 0, "model name in URLs and responses: 1..64 of A-Z a-z 0-9 . _ -")             \
+    X("model.d_model", "--d-model", "ATTND_D_MODEL", CFG_INT, model.hp.d_model, "N",               \
+      "512", 1, ENC_MAX_DIM, "embedding size D")                                                   \
+    X("model.n_heads", "--n-heads", "ATTND_N_HEADS", CFG_INT, model.hp.n_heads, "N",               \
+      "8", 1, ENC_MAX_DIM, "attention heads H; must divide d_model")                               \
+    X("model.n_kv_heads", "--n-kv-heads", "ATTND_N_KV_HEADS", CFG_INT, model.hp.n_kv_heads,        \
+      "N", "=model.n_heads", 1, ENC_MAX_DIM,                                                       \
+      "key/value heads (grouped-query attention); must divide n_heads")                            \
+    X("model.d_ff", "--d-ff", "ATTND_D_FF", CFG_INT, model.hp.d_ff, "N",                           \
+      "2048", 1, 4 * ENC_MAX_DIM, "feed-forward hidden size")                                      \
+    X("model.n_layers", "--n-layers", "ATTND_N_LAYERS", CFG_INT, model.hp.n_layers, "N",           \
+      "1", 1, ENC_MAX_LAYERS, "encoder blocks in the stack")                                       \
+    X("model.activation", "--activation", "ATTND_ACTIVATION", CFG_ACT, model.hp.activation,        \
+      "NAME", "relu", 0, 0, "feed-forward activation: relu, gelu (erf) or gelu_tanh")              \
+    X("model.norm_first", "--norm-first", "ATTND_NORM_FIRST", CFG_BOOL, model.hp.norm_first,       \
+      "BOOL", "false", 0, 0, "true = pre-norm; false = post-norm (the paper)")                     \
+    X("model.layer_norm_eps", "--layer-norm-eps", "ATTND_LAYER_NORM_EPS", CFG_FLOAT,               \
+      model.hp.layer_norm_eps, "X", "1e-5", 0, 0, "LayerNorm epsilon, a positive number")          \
+    X("model.bias", "--bias", "ATTND_BIAS", CFG_BOOL, model.hp.bias, "BOOL",                       \
+      "true", 0, 0, "biases in every Linear and LayerNorm")                                        \
+    X("model.weights", "--weights", "ATTND_WEIGHTS", CFG_NSTRING, model.weights, "FILE",           \
+      NULL, 0, 0, "safetensors weights file; null = build the weights from seed")                  \
+    X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
+      "0", 0, UINT64_MAX, "seed of the built-in weights when there is no weights file")
+/* clang-format on */
+
+typedef struct cfg_setting {
+    const char *key;  /* "server.port" */
+    const char *flag; /* "--port" */
+    const char *env;  /* "ATTND_PORT" */
+    cfg_type type;
+    size_t offset;       /* of the field in attnd_config */
+    const char *metavar; /* "N" */
+    const char *dflt;    /* as a flag's value; NULL = null; "=key" = that setting's value */
+    uint64_t lo, hi;     /* integer range */
+    const char *desc;
+} cfg_setting;
+
+static const cfg_setting settings[] = {
+#define CFG_ROW(key, flag, env, type, field, metavar, dflt, lo, hi, desc)                          \
+    {key, flag, env, type, offsetof(attnd_config, field), metavar, dflt, lo, hi, desc},
+    CONFIG_SETTINGS(CFG_ROW)
+#undef CFG_ROW
+};
+
+#define N_SETTINGS (sizeof settings / sizeof *settings)
+
+/* A value read from text or JSON, before its checks. */
+typedef struct cfg_value {
+    uint64_t u;        /* integers */
+    bool out_of_range; /* an integer below 0 or above UINT64_MAX */
+    double f;          /* CFG_FLOAT */
+    bool b;            /* CFG_BOOL */
+    const char *s;     /* strings, borrowed; NULL = null */
+} cfg_value;
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void *field_of(attnd_config *cfg, const cfg_setting *s)
+{
+    return (char *)cfg + s->offset;
+}
+
+static const cfg_setting *setting_by_key(const char *key)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strcmp(settings[i].key, key) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+/* The setting whose flag is "--" + the n bytes at name, or NULL. */
+static const cfg_setting *setting_by_flag(const char *name, size_t n)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strncmp(settings[i].flag + 2, name, n) == 0 && settings[i].flag[2 + n] == '\0')
+            return &settings[i];
+    return NULL;
+}
+
+/* Copies text into out (cap bytes) for a one-line message: control
+ * characters become '?', and a long text is cut with "...". */
+static const char *shown(const char *text, char *out, size_t cap)
+{
+    size_t n = 0, len = strlen(text);
+    for (; n < len && n + 4 < cap; n++)
+        out[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
+    if (n < len) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* Parses a decimal integer: an optional '-', then digits, nothing else.
+ * Sets *out_of_range for a negative value or one above UINT64_MAX.
+ * Returns 0, or -1 when text is not an integer. */
+static int parse_uint(const char *text, uint64_t *out, bool *out_of_range)
+{
+    const char *p = text + (text[0] == '-');
+    if (*p == '\0' || strspn(p, "0123456789") != strlen(p))
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(p, NULL, 10);
+    *out_of_range = errno == ERANGE || (text[0] == '-' && v != 0);
+    *out = v;
+    return 0;
+}
+
+/* Parses a decimal or exponent number with strtod, all of text and no
+ * leading space; out-of-range values are left to the caller's checks.
+ * Returns 0, or -1 when text is not a number. */
+static int parse_double(const char *text, double *out)
+{
+    char *end;
+    if (text[0] == '\0' || strchr(" \t\n\v\f\r", text[0]))
+        return -1;
+    errno = 0;
+    *out = strtod(text, &end);
+    return *end == '\0' ? 0 : -1;
+}
+
+/* true/false, 1/0, yes/no, on/off, in any case.  Returns 0 or -1. */
+static int parse_bool(const char *text, bool *out)
+{
+    static const char *const words[][2] = {
+        {"true", "false"}, {"1", "0"}, {"yes", "no"}, {"on", "off"}};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        for (int v = 0; v < 2; v++)
+            if (strcasecmp(text, words[i][v]) == 0) {
+                *out = v == 0;
+                return 0;
+            }
+    return -1;
+}
+
+/* Why s is not a valid model name, or NULL if it is one. */
+static const char *name_problem(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return "must not be empty";
+    if (n > CFG_NAME_MAX)
+        return "is longer than 64 characters";
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return "may contain only letters, digits, '.', '_' and '-'";
+    }
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return "must not be '.' or '..'";
+    return NULL;
+}
+
+/* Replaces the owned string at *slot with a copy of s (NULL for null). */
+static int set_string(char **slot, const char *s, enc_error *err)
+{
+    char *copy = NULL;
+    if (s && !(copy = strdup(s)))
+        return enc_error_set(err, ENC_ENOMEM, "out of memory");
+    free(*slot);
+    *slot = copy;
+    return ENC_OK;
+}
+
+/* ---- checking and storing a value ---------------------------------------- */
+
+/* Checks v against s's type and range and stores it in cfg.  src names the
+ * source and setting ("--port", "config file f: server.port"); text is the
+ * value as the message shows it.  Returns 0 or ENC_EINVAL/ENC_ENOMEM. */
+static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, const char *src,
+                 const char *text, enc_error *err)
+{
+    void *p = field_of(cfg, s);
+    const char *problem;
+    switch (s->type) {
+    case CFG_INT:
+    case CFG_SIZE:
+    case CFG_LONG:
+    case CFG_U64:
+        if (v->out_of_range || v->u < s->lo || v->u > s->hi)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is outside %llu..%llu", src, text,
+                                 (unsigned long long)s->lo, (unsigned long long)s->hi);
+        if (s->type == CFG_INT)
+            *(int *)p = (int)v->u;
+        else if (s->type == CFG_SIZE)
+            *(size_t *)p = (size_t)v->u;
+        else if (s->type == CFG_LONG)
+            *(long *)p = (long)v->u;
+        else
+            *(uint64_t *)p = v->u;
+        return ENC_OK;
+    case CFG_FLOAT:
+        if (!isfinite(v->f) || !(v->f > 0.0))
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not a positive number", src, text);
+        if (v->f > FLT_MAX)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is too large for float32", src, text);
+        if ((float)v->f == 0.0f)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is too small for float32", src, text);
+        *(float *)p = (float)v->f;
+        return ENC_OK;
+    case CFG_BOOL:
+        *(bool *)p = v->b;
+        return ENC_OK;
+    case CFG_ACT:
+        if (enc_activation_parse(v->s, (enc_activation *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of relu, gelu, gelu_tanh", src,
+                                 text);
+        return ENC_OK;
+    case CFG_STRING:
+        if (!v->s || v->s[0] == '\0')
+            return enc_error_set(err, ENC_EINVAL, "%s: %s must not be empty", src, text);
+        return set_string(p, v->s, err);
+    case CFG_NSTRING:
+        return set_string(p, v->s && v->s[0] ? v->s : NULL, err);
+    case CFG_NAME:
+        if ((problem = name_problem(v->s)))
+            return enc_error_set(err, ENC_EINVAL, "%s: %s %s", src, text, problem);
+        return set_string(p, v->s, err);
+    }
+    return enc_error_set(err, ENC_EINVAL, "%s: unsupported setting type", src);
+}
+
+/* Sets s from text, a flag's or variable's value (or a default); src names
+ * it ("--port", "ATTND_PORT").  Returns 0 or ENC_EINVAL/ENC_ENOMEM. */
+static int set_from_text(attnd_config *cfg, const cfg_setting *s, const char *text, const char *src,
+                         enc_error *err)
+{
+    char buf[72], quoted[76];
+    cfg_value v = {0};
+    shown(text, buf, sizeof buf);
+    snprintf(quoted, sizeof quoted, "'%s'", buf);
+    switch (s->type) {
+    case CFG_INT:
+    case CFG_SIZE:
+    case CFG_LONG:
+    case CFG_U64:
+        if (parse_uint(text, &v.u, &v.out_of_range) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not an integer", src, quoted);
+        return store(cfg, s, &v, src, buf, err);
+    case CFG_FLOAT:
+        if (parse_double(text, &v.f) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not a number", src, quoted);
+        return store(cfg, s, &v, src, buf, err);
+    case CFG_BOOL:
+        if (parse_bool(text, &v.b) < 0)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "%s: %s is not a boolean (true/false, 1/0, yes/no, on/off)", src,
+                                 quoted);
+        return store(cfg, s, &v, src, buf, err);
+    default:
+        v.s = text;
+        return store(cfg, s, &v, src, quoted, err);
+    }
+}
+
+/* Sets s from a JSON value of the config file; src is "config file F:
+ * section.key".  Returns 0 or ENC_EINVAL/ENC_ENOMEM. */
+static int set_from_json(attnd_config *cfg, const cfg_setting *s, const json_t *j, const char *src,
+                         enc_error *err)
+{
+    char buf[72];
+    char *dump = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+    shown(dump ? dump : "(value)", buf, sizeof buf);
+    free(dump);
+    cfg_value v = {0};
+    const char *want = NULL;
+    switch (s->type) {
+    case CFG_INT:
+    case CFG_SIZE:
+    case CFG_LONG:
+    case CFG_U64:
+        if (json_is_integer(j)) {
+            json_int_t n = json_integer_value(j);
+            v.out_of_range = n < 0;
+            v.u = (uint64_t)n;
+        } else if (json_is_real(j) && floor(json_real_value(j)) == json_real_value(j)) {
+            double d = json_real_value(j);
+            v.out_of_range = d < 0.0 || d >= 18446744073709551616.0;
+            v.u = v.out_of_range ? 0 : (uint64_t)d;
+        } else if (s->type == CFG_U64 && json_is_string(j)) {
+            /* JSON integers stop at 2^63 - 1; a larger seed comes as a string. */
+            if (parse_uint(json_string_value(j), &v.u, &v.out_of_range) < 0)
+                want = "an integer";
+        } else {
+            want = "an integer";
+        }
+        break;
+    case CFG_FLOAT:
+        if (json_is_number(j))
+            v.f = json_number_value(j);
+        else
+            want = "a number";
+        break;
+    case CFG_BOOL:
+        if (json_is_boolean(j))
+            v.b = json_is_true(j);
+        else
+            want = "a boolean (true or false)";
+        break;
+    case CFG_NSTRING:
+        if (json_is_string(j) || json_is_null(j))
+            v.s = json_string_value(j);
+        else
+            want = "a string or null";
+        break;
+    default:
+        if (json_is_string(j))
+            v.s = json_string_value(j);
+        else
+            want = "a string";
+        break;
+    }
+    if (want)
+        return enc_error_set(err, ENC_EINVAL, "%s: %s is not %s", src, buf, want);
+    return store(cfg, s, &v, src, buf, err);
+}
+
+/* ---- the sources -------------------------------------------------------- */
+
+/* Sets every setting to its default; "=key" defaults are resolved later. */
+static int apply_defaults(attnd_config *cfg, enc_error *err)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const cfg_setting *s = &settings[i];
+        int rc;
+        if (!s->dflt || s->dflt[0] == '=')
+            continue;
+        if ((rc = set_from_text(cfg, s, s->dflt, "default", err)) < 0)
+            return rc;
+    }
+    return ENC_OK;
+}
+
+/* Settings left at an "=key" default take that setting's value. */
+static void resolve_followers(attnd_config *cfg, const bool *set)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const cfg_setting *s = &settings[i], *from;
+        if (set[i] || !s->dflt || s->dflt[0] != '=' || !(from = setting_by_key(s->dflt + 1)))
+            continue;
+        /* Only integer settings follow others (n_kv_heads follows n_heads). */
+        if (s->type == CFG_INT && from->type == CFG_INT)
+            *(int *)field_of(cfg, s) = *(int *)field_of(cfg, from);
+    }
+}
+
+/* The value of variable name in envp, or NULL when it is missing or empty. */
+static const char *env_value(char **envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return (*e)[n + 1] ? *e + n + 1 : NULL;
+    return NULL;
+}
+
+/* Reads the JSON config file at path into cfg, marking the settings it sets.
+ * Returns 0, or ENC_EIO / ENC_EFORMAT / ENC_EINVAL naming the file. */
+static int load_file(attnd_config *cfg, const char *path, bool *set, enc_error *err)
+{
+    char file[128];
+    shown(path, file, sizeof file);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return enc_error_set(err, ENC_EIO, "config file %s: %s", file, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(fp);
+        return enc_error_set(err, ENC_EIO, "config file %s: %s", file, strerror(EISDIR));
+    }
+    json_error_t jerr;
+    json_t *root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(fp);
+    if (!root) {
+        if (jerr.line > 0)
+            return enc_error_set(err, ENC_EFORMAT, "config file %s: line %d, column %d: %s", file,
+                                 jerr.line, jerr.column, jerr.text);
+        return enc_error_set(err, ENC_EFORMAT, "config file %s: %s", file, jerr.text);
+    }
+
+    int rc = ENC_OK;
+    const char *section, *key;
+    json_t *sobj, *value;
+    char name[72], src[256];
+    if (!json_is_object(root)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config file %s: the top level is not an object", file);
+        goto done;
+    }
+    json_object_foreach(root, section, sobj)
+    {
+        size_t slen = strlen(section);
+        bool known = false;
+        for (size_t i = 0; i < N_SETTINGS && !known; i++)
+            known = strncmp(settings[i].key, section, slen) == 0 && settings[i].key[slen] == '.';
+        if (!known) {
+            rc = enc_error_set(err, ENC_EINVAL, "config file %s: unknown section '%s'", file,
+                               shown(section, name, sizeof name));
+            goto done;
+        }
+        if (!json_is_object(sobj)) {
+            rc = enc_error_set(err, ENC_EINVAL, "config file %s: section '%s' is not an object",
+                               file, section);
+            goto done;
+        }
+        json_object_foreach(sobj, key, value)
+        {
+            char full[160];
+            snprintf(full, sizeof full, "%s.%s", section, key);
+            const cfg_setting *s = setting_by_key(full);
+            if (!s) {
+                rc = enc_error_set(err, ENC_EINVAL, "config file %s: unknown key '%s'", file,
+                                   shown(full, name, sizeof name));
+                goto done;
+            }
+            snprintf(src, sizeof src, "config file %s: %s", file, s->key);
+            if ((rc = set_from_json(cfg, s, value, src, err)) < 0)
+                goto done;
+            set[s - settings] = true;
+        }
+    }
+done:
+    json_decref(root);
+    return rc;
+}
+
+/* ---- flags ---------------------------------------------------------------- */
+
+typedef enum flag_kind { FLAG_SETTING, FLAG_CONFIG, FLAG_HELP, FLAG_VERSION, FLAG_CHECK } flag_kind;
+
+typedef struct flag_arg {
+    flag_kind kind;
+    const cfg_setting *setting; /* FLAG_SETTING */
+    const char *value;          /* FLAG_SETTING, FLAG_CONFIG: borrowed from argv or static */
+} flag_arg;
+
+/* A value-taking flag's separate value: argv[*i + 1], unless it is missing or
+ * looks like a flag ("--x"; such a value needs --flag=VALUE). */
+static const char *next_value(int argc, char **argv, int *i)
+{
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!v || (v[0] == '-' && v[1] == '-' && v[2] != '\0'))
+        return NULL;
+    ++*i;
+    return v;
+}
+
+/* Reads the flag at argv[*i] and its value, and moves *i past them.
+ * Returns 0, or ENC_EINVAL for an unknown flag, a missing or unexpected
+ * value, or a positional argument. */
+static int read_flag(int argc, char **argv, int *i, flag_arg *out, enc_error *err)
+{
+    const char *arg = argv[*i];
+    char buf[72];
+    *out = (flag_arg){0};
+    if (strcmp(arg, "-h") == 0) {
+        out->kind = FLAG_HELP;
+        ++*i;
+        return ENC_OK;
+    }
+    if (arg[0] != '-')
+        return enc_error_set(err, ENC_EINVAL, "unexpected argument '%s'",
+                             shown(arg, buf, sizeof buf));
+    if (arg[1] != '-' || arg[2] == '\0')
+        return enc_error_set(err, ENC_EINVAL, "unknown flag '%s'", shown(arg, buf, sizeof buf));
+
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    /* The flag without its value, for messages (the value may be a secret). */
+    char flag[72];
+    snprintf(flag, sizeof flag, "--%.*s", (int)(n < 60 ? n : 60), name);
+
+    static const struct {
+        const char *name;
+        flag_kind kind;
+    } actions[] = {{"help", FLAG_HELP}, {"version", FLAG_VERSION}, {"check-config", FLAG_CHECK}};
+    for (size_t k = 0; k < sizeof actions / sizeof *actions; k++) {
+        if (strlen(actions[k].name) == n && strncmp(name, actions[k].name, n) == 0) {
+            if (eq)
+                return enc_error_set(err, ENC_EINVAL, "%s takes no value", flag);
+            out->kind = actions[k].kind;
+            ++*i;
+            return ENC_OK;
+        }
+    }
+
+    const cfg_setting *s = setting_by_flag(name, n);
+    bool is_config = n == 6 && strncmp(name, "config", 6) == 0;
+    if (!s && !is_config) {
+        /* --no-FLAG for a boolean. */
+        if (n > 3 && strncmp(name, "no-", 3) == 0 && (s = setting_by_flag(name + 3, n - 3)) &&
+            s->type == CFG_BOOL) {
+            if (eq)
+                return enc_error_set(err, ENC_EINVAL, "%s takes no value", flag);
+            *out = (flag_arg){FLAG_SETTING, s, "false"};
+            ++*i;
+            return ENC_OK;
+        }
+        return enc_error_set(err, ENC_EINVAL, "unknown flag '%s'", flag);
+    }
+
+    out->kind = is_config ? FLAG_CONFIG : FLAG_SETTING;
+    out->setting = s;
+    if (eq) {
+        out->value = eq + 1;
+    } else if (s && s->type == CFG_BOOL) {
+        /* A bare boolean is true; a following boolean word is its value. */
+        bool b;
+        out->value = "true";
+        if (*i + 1 < argc && parse_bool(argv[*i + 1], &b) == 0)
+            out->value = argv[++*i];
+    } else if (!(out->value = next_value(argc, argv, i))) {
+        return enc_error_set(err, ENC_EINVAL, "%s: missing value", flag);
+    }
+    ++*i;
+    return ENC_OK;
+}
+
+/* ---- the public functions ------------------------------------------------ */
+
+int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error *err)
+{
+    bool set[N_SETTINGS] = {false}; /* set by the file, a variable or a flag */
+    const char *path = NULL;
+    bool path_flag = false;
+    flag_arg f;
+    int rc;
+
+    memset(cfg, 0, sizeof *cfg);
+    if ((rc = apply_defaults(cfg, err)) < 0)
+        goto fail;
+
+    /* First pass over the flags: their form, --config and the actions. */
+    for (int i = 1; i < argc;) {
+        if ((rc = read_flag(argc, argv, &i, &f, err)) < 0)
+            goto fail;
+        if (f.kind == FLAG_CONFIG) {
+            path = f.value;
+            path_flag = true;
+        }
+        cfg->help |= f.kind == FLAG_HELP;
+        cfg->version |= f.kind == FLAG_VERSION;
+        cfg->check_config |= f.kind == FLAG_CHECK;
+    }
+    /* --help and --version work whatever the rest of the configuration says. */
+    if (cfg->help || cfg->version) {
+        resolve_followers(cfg, set);
+        return ENC_OK;
+    }
+
+    if (!path_flag)
+        path = env_value(envp, "ATTND_CONFIG");
+    if (path && path[0]) {
+        if ((rc = set_string(&cfg->config_path, path, err)) < 0 ||
+            (rc = load_file(cfg, path, set, err)) < 0)
+            goto fail;
+    }
+
+    for (size_t k = 0; k < N_SETTINGS; k++) {
+        const char *text = env_value(envp, settings[k].env);
+        if (!text)
+            continue;
+        if ((rc = set_from_text(cfg, &settings[k], text, settings[k].env, err)) < 0)
+            goto fail;
+        set[k] = true;
+    }
+
+    /* Second pass: the settings' flags, left to right (the last one wins). */
+    for (int i = 1; i < argc;) {
+        if ((rc = read_flag(argc, argv, &i, &f, err)) < 0)
+            goto fail;
+        if (f.kind != FLAG_SETTING)
+            continue;
+        if ((rc = set_from_text(cfg, f.setting, f.value, f.setting->flag, err)) < 0)
+            goto fail;
+        set[f.setting - settings] = true;
+    }
+
+    resolve_followers(cfg, set);
+
+    enc_error hp_err = {0};
+    if (enc_hparams_validate(&cfg->model.hp, &hp_err) < 0) {
+        rc = enc_error_set(err, hp_err.status, "model: %s", hp_err.message);
+        goto fail;
+    }
+    return ENC_OK;
+
+fail:
+    config_free(cfg);
+    return rc;
+}
+
+void config_free(attnd_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        cfg_type t = settings[i].type;
+        if (t == CFG_STRING || t == CFG_NSTRING || t == CFG_NAME) {
+            char **slot = field_of(cfg, &settings[i]);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+    free(cfg->config_path);
+    cfg->config_path = NULL;
+}
+
+/* Writes one setting's entry of --help. */
+static void help_setting(FILE *out, const cfg_setting *s)
+{
+    char flag[96];
+    if (s->type == CFG_BOOL)
+        snprintf(flag, sizeof flag, "%s, --no-%s", s->flag, s->flag + 2);
+    else
+        snprintf(flag, sizeof flag, "%s %s", s->flag, s->metavar);
+    fprintf(out, "  %-32s %s\n      %s\n      %s; default ", flag, s->env, s->desc, s->key);
+    if (!s->dflt)
+        fputs("null", out);
+    else if (s->dflt[0] == '=')
+        fprintf(out, "the value of %s", s->dflt + 1);
+    else
+        fputs(s->dflt, out);
+    if (s->type == CFG_INT || s->type == CFG_SIZE || s->type == CFG_LONG || s->type == CFG_U64)
+        fprintf(out, "; %llu..%llu", (unsigned long long)s->lo, (unsigned long long)s->hi);
+    fputc('\n', out);
+}
+
+char *config_help_text(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return NULL;
+    fputs("Usage: attnd [--config FILE] [--check-config] [--SETTING VALUE]...\n"
+          "       attnd --help | --version\n"
+          "\n"
+          "Serves a transformer encoder over HTTP.  Every setting can be given as a\n"
+          "flag, as an ATTND_* environment variable or as a key of the JSON config file:\n"
+          "a flag overrides a variable, a variable overrides the file, and the file\n"
+          "overrides the default.  Write --flag VALUE or --flag=VALUE (a value that\n"
+          "starts with -- needs the = form).  On/off settings also take a bare --flag\n"
+          "(true) or --no-flag (false); their values are true/false, 1/0, yes/no, on/off.\n"
+          "An empty variable counts as unset; an empty value of a setting whose default\n"
+          "is null (api_key, cors_origin, weights) means null.  An invalid value stops\n"
+          "attnd with a message naming the setting.\n"
+          "\n"
+          "  --config FILE                    ATTND_CONFIG\n"
+          "      JSON config file: {\"server\": {...}, \"compute\": {...}, \"limits\": {...},\n"
+          "      \"model\": {...}}; an unknown key is an error; default none\n"
+          "  --check-config\n"
+          "      check the configuration and load the weights, then exit (0 = valid)\n"
+          "  -h, --help\n"
+          "      print this help and exit\n"
+          "  --version\n"
+          "      print the version and exit\n",
+          out);
+    const char *section = "";
+    size_t section_len = 0;
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const cfg_setting *s = &settings[i];
+        size_t n = (size_t)(strchr(s->key, '.') - s->key);
+        if (n != section_len || strncmp(s->key, section, n) != 0) {
+            fprintf(out, "\n%.*s:\n", (int)n, s->key);
+            section = s->key;
+            section_len = n;
+        }
+        help_setting(out, s);
+    }
+    if (fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

@@ -1,0 +1,46 @@
+/* api.h - what the HTTP layer and the request codecs share: the contract's
+ * error kinds (API.md section 7) and request limits. */
+#ifndef ATTND_API_H
+#define ATTND_API_H
+
+#include <stddef.h>
+
+/* X(name, http status, "type" string of the JSON error body) */
+#define API_ERROR_MAP(X)                                                                           \
+    X(BAD_REQUEST, 400, "invalid_request")                                                         \
+    X(UNAUTHORIZED, 401, "unauthorized")                                                           \
+    X(NOT_FOUND, 404, "not_found")                                                                 \
+    X(METHOD_NOT_ALLOWED, 405, "method_not_allowed")                                               \
+    X(TOO_LARGE, 413, "too_large")                                                                 \
+    X(UNSUPPORTED_MEDIA, 415, "unsupported_media_type")                                            \
+    X(QUEUE_FULL, 429, "queue_full")                                                               \
+    X(INTERNAL, 500, "internal")                                                                   \
+    X(UNAVAILABLE, 503, "unavailable")
+
+typedef enum api_error_kind {
+    API_OK = 0,
+#define API_ERROR_ENUM(name, status, type) API_##name,
+    API_ERROR_MAP(API_ERROR_ENUM)
+#undef API_ERROR_ENUM
+} api_error_kind;
+
+typedef struct api_error {
+    api_error_kind kind;  /* API_OK until set */
+    char message[512];    /* names the field and index */
+} api_error;
+
+/* Sets err (first error wins) and returns -1. */
+int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int api_error_status(api_error_kind kind);      /* 400, 401, ... */
+const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
+
+/* The limits a request is checked against before anything is allocated. */
+typedef struct api_limits {
+    int max_batch;
+    int max_seq_len;
+    long max_batch_tokens;       /* B * L */
+    size_t max_attention_bytes;  /* float32 bytes of the attention output */
+} api_limits;
+
+#endif

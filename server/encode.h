@@ -1,0 +1,94 @@
+/* encode.h - the /v1/encode codec (API.md section 4): a JSON request body to
+ * a core batch, and a forward's results to the JSON response body.  Knows
+ * nothing of HTTP; never prints.
+ *
+ *     encode_request req;
+ *     api_error err = {0};
+ *     if (encode_request_parse(&req, body, len, &hp, &limits, &err) < 0 ||
+ *         encode_request_alloc_outputs(&req, &hp, &err) < 0)
+ *         -> respond api_error_status(err.kind) with err.message
+ *     enc_result result = encode_request_result(&req);
+ *     enc_forward(model, ws, &req.batch, &result, ...)
+ *     char *json = encode_response(&req, "encoder", &hp, &usage, &json_len);
+ *     encode_request_free(&req);
+ */
+#ifndef ATTND_ENCODE_H
+#define ATTND_ENCODE_H
+
+#include "api.h"
+#include "encoder.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct encode_usage {
+    int sequences;
+    long tokens;        /* real tokens: sum of lengths */
+    double queue_ms;
+    double compute_ms;
+} encode_usage;
+
+typedef struct encode_request {
+    enc_batch batch;      /* x, B, L, lengths and mask point into the arrays below */
+    bool batched;         /* input nesting [B][L][D] (true) or [L][D] (false) */
+    float *x;             /* owned (B, L, D) */
+    int *lengths;         /* owned (B) or NULL */
+    int *global;          /* owned or NULL */
+    uint8_t *key_padding; /* owned (B, L) or NULL */
+    uint8_t *attn_bool;   /* owned (L, L) or (B, L, L), or NULL */
+    float *attn_add;      /* owned, or NULL */
+
+    enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
+    int n_layers;             /* the model's */
+    bool *want_layer;         /* owned (n_layers): which layers' attention to compute; the
+                                 last is always set unless attention is "none" */
+    bool layers_listed;       /* attention_layers was not "last": add "attention_layers" */
+    int *layers;              /* owned (n_layers): the listed layers, in request order */
+    int n_listed;             /* entries of layers */
+    int precision;            /* 1..9, default 9 */
+    bool base64_out;          /* "encoding": "base64" */
+
+    /* Outputs, allocated by encode_request_alloc_outputs: */
+    float *out;               /* owned (B, L, D) */
+    float **attn;             /* owned (n_layers) pointers; attn[l] owned when want_layer[l] */
+} encode_request;
+
+/* Parses and validates a /v1/encode body against the model's hyperparameters
+ * and the limits.  Checks every field of API.md section 4: nesting, ragged
+ * rows, d_model, numbers only, finite base64 floats, lengths in 1..L, mask
+ * options (unknown ones refused), attention mode, attention_layers indices,
+ * precision, encoding; and batch / sequence / token counts and the attention
+ * output size against limits BEFORE allocating anything sized by them.
+ * Returns 0, or -1 with err set: API_BAD_REQUEST (400) or API_TOO_LARGE (413),
+ * the message naming the field and index ("embeddings[1][3] has 511 numbers;
+ * d_model is 512").  req is always safe to encode_request_free. */
+int encode_request_parse(encode_request *req, const char *body, size_t len,
+                         const enc_hparams *hp, const api_limits *limits, api_error *err);
+
+/* Allocates req->out and req->attn[l] for the wanted layers (zeroed).
+ * Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
+int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);
+
+/* The enc_result that writes into req's outputs. */
+enc_result encode_request_result(encode_request *req);
+
+/* The response body for a completed forward (API.md section 4): model, shape,
+ * outputs (with the input's nesting; with lengths, sequence b has lengths[b]
+ * rows and attention [H][len][len]), attention (last wanted layer, or
+ * omitted for "none"), attention_layers when listed, usage; numbers with
+ * req->precision significant digits, or base64 little-endian float32 with
+ * outputs_shape / attention_shape.  Returns an owned NUL-terminated string
+ * and its length in *len, or NULL when out of memory. */
+char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                      const encode_usage *usage, size_t *len);
+
+void encode_request_free(encode_request *req);
+
+/* Standard base64 (RFC 4648, with padding).  base64_decode returns an owned
+ * buffer and its length, or NULL for invalid input (bad characters, bad
+ * padding, length not a multiple of 4; whitespace is not allowed). */
+char *base64_encode(const void *data, size_t len, size_t *out_len);
+unsigned char *base64_decode(const char *text, size_t len, size_t *out_len);
+
+#endif

@@ -1,0 +1,124 @@
+/* main.c - attnd: configuration, model, compute pool and HTTP server, until
+ * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
+#include "config.h"
+#include "pool.h"
+#include "server.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Loads the weights file, or builds the model from the seed. */
+static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
+{
+    if (cfg->model.weights)
+        return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
+    return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+}
+
+static void log_model(const attnd_config *cfg, const enc_model *m)
+{
+    const enc_hparams *hp = enc_model_hparams(m);
+    fprintf(stderr,
+            "attnd: model %s: d_model %d, %d heads (%d kv), d_ff %d, %d layer%s, %s, %s, "
+            "%zu parameters from %s%s%s\n",
+            cfg->model.name, hp->d_model, hp->n_heads, hp->n_kv_heads, hp->d_ff, hp->n_layers,
+            hp->n_layers == 1 ? "" : "s", enc_activation_name(hp->activation),
+            hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
+            enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "",
+            enc_model_sha256(m));
+}
+
+int main(int argc, char **argv)
+{
+    /* Signals are taken by sigwait below, so block them in every thread. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    attnd_config cfg;
+    enc_error err = {0};
+    int status = EXIT_FAILURE;
+    enc_model *model = NULL;
+    pool *workers = NULL;
+    server *srv = NULL;
+
+    if (config_load(&cfg, argc, argv, environ, &err) < 0) {
+        fprintf(stderr, "attnd: %s\n", err.message);
+        config_free(&cfg);
+        return 2;
+    }
+    if (cfg.help) {
+        char *text = config_help_text();
+        fputs(text ? text : "out of memory\n", stdout);
+        free(text);
+        status = EXIT_SUCCESS;
+        goto done;
+    }
+    if (cfg.version) {
+        printf("attnd %s\n", ATTND_VERSION);
+        status = EXIT_SUCCESS;
+        goto done;
+    }
+    enc_set_blas_threads(cfg.compute.blas_threads);
+
+    if (cfg.check_config) {
+        if (!(model = model_from_config(&cfg, &err))) {
+            fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "",
+                    err.message);
+            goto done;
+        }
+        log_model(&cfg, model);
+        fprintf(stderr, "attnd: configuration OK\n");
+        status = EXIT_SUCCESS;
+        goto done;
+    }
+
+    /* Listen first, so /health answers 503 while a large model loads. */
+    if (!(srv = server_new(&cfg, &err)) || server_start(srv, &err) < 0) {
+        fprintf(stderr, "attnd: %s\n", err.message);
+        goto done;
+    }
+    fprintf(stderr, "attnd %s: listening on http://%s:%d\n", ATTND_VERSION, cfg.server.host,
+            server_port(srv));
+    if (!(model = model_from_config(&cfg, &err))) {
+        fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "",
+                err.message);
+        goto done;
+    }
+    log_model(&cfg, model);
+    if (!(workers = pool_new(model, cfg.compute.workers, cfg.compute.queue_size, &err))) {
+        fprintf(stderr, "attnd: %s\n", err.message);
+        goto done;
+    }
+    server_set_model(srv, model, workers);
+    fprintf(stderr, "attnd: ready (%d compute worker%s x %d BLAS threads, %d HTTP threads)\n",
+            cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.blas_threads,
+            cfg.server.threads);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "attnd: %s: finishing requests in flight, then exiting\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_shutdown(srv);
+    server_free(srv);
+    pool_free(workers);
+    enc_model_free(model);
+    config_free(&cfg);
+    fprintf(stderr, "attnd: stopped\n");
+    return EXIT_SUCCESS;
+done:
+    server_free(srv);
+    pool_free(workers);
+    enc_model_free(model);
+    config_free(&cfg);
+    return status;
+}

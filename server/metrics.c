@@ -1,0 +1,202 @@
+/* metrics.c - counters and histograms, rendered in Prometheus text format. */
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The routes counted by name; every other path is "other". */
+static const char *const routes[] = {"/v1/encode", "/health", "/v1/model", "/metrics",
+                                     "/openapi.json", "other"};
+#define N_ROUTES (int)(sizeof routes / sizeof *routes)
+#define MAX_STATUS 600
+
+/* Seconds: 1 ms to 30 s. */
+static const double time_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 30.0};
+#define N_TIME (int)(sizeof time_buckets / sizeof *time_buckets)
+static const double batch_buckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+#define N_BATCH (int)(sizeof batch_buckets / sizeof *batch_buckets)
+
+typedef struct histogram {
+    const double *bounds;
+    int n;
+    unsigned long counts[16]; /* per bucket (not cumulative); [n] = +Inf */
+    double sum;
+    unsigned long total;
+} histogram;
+
+struct metrics {
+    pthread_mutex_t lock;
+    unsigned long requests[N_ROUTES][MAX_STATUS];
+    histogram request_s, queue_s, compute_s, batch;
+    unsigned long tokens, sequences, forwards;
+    long in_flight;
+};
+
+static void hist_init(histogram *h, const double *bounds, int n)
+{
+    memset(h, 0, sizeof *h);
+    h->bounds = bounds;
+    h->n = n;
+}
+
+static void hist_observe(histogram *h, double v)
+{
+    int i = 0;
+    while (i < h->n && v > h->bounds[i])
+        i++;
+    h->counts[i]++;
+    h->sum += v;
+    h->total++;
+}
+
+metrics *metrics_new(void)
+{
+    metrics *mx = calloc(1, sizeof *mx);
+    if (!mx)
+        return NULL;
+    pthread_mutex_init(&mx->lock, NULL);
+    hist_init(&mx->request_s, time_buckets, N_TIME);
+    hist_init(&mx->queue_s, time_buckets, N_TIME);
+    hist_init(&mx->compute_s, time_buckets, N_TIME);
+    hist_init(&mx->batch, batch_buckets, N_BATCH);
+    return mx;
+}
+
+void metrics_free(metrics *mx)
+{
+    if (!mx)
+        return;
+    pthread_mutex_destroy(&mx->lock);
+    free(mx);
+}
+
+static int route_index(const char *route)
+{
+    for (int i = 0; i < N_ROUTES - 1; i++)
+        if (route && strcmp(route, routes[i]) == 0)
+            return i;
+    return N_ROUTES - 1;
+}
+
+void metrics_request(metrics *mx, const char *route, int status, double seconds)
+{
+    if (status < 0 || status >= MAX_STATUS)
+        status = 0;
+    pthread_mutex_lock(&mx->lock);
+    mx->requests[route_index(route)][status]++;
+    hist_observe(&mx->request_s, seconds);
+    pthread_mutex_unlock(&mx->lock);
+}
+
+void metrics_forward(metrics *mx, int sequences, long tokens, double queue_s, double compute_s)
+{
+    pthread_mutex_lock(&mx->lock);
+    mx->forwards++;
+    mx->sequences += (unsigned long)sequences;
+    mx->tokens += (unsigned long)tokens;
+    hist_observe(&mx->batch, sequences);
+    hist_observe(&mx->queue_s, queue_s);
+    hist_observe(&mx->compute_s, compute_s);
+    pthread_mutex_unlock(&mx->lock);
+}
+
+void metrics_in_flight(metrics *mx, int delta)
+{
+    pthread_mutex_lock(&mx->lock);
+    mx->in_flight += delta;
+    pthread_mutex_unlock(&mx->lock);
+}
+
+/* A growing text buffer. */
+typedef struct buf {
+    char *s;
+    size_t len, cap;
+    int failed;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n + 1;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->failed = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+static void put_hist(buf *b, const char *name, const char *help, const histogram *h)
+{
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    unsigned long cum = 0;
+    for (int i = 0; i < h->n; i++) {
+        cum += h->counts[i];
+        put(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
+    }
+    put(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.9g\n%s_count %lu\n", name, h->total, name,
+        h->sum, name, h->total);
+}
+
+char *metrics_render(metrics *mx, int queue_depth, size_t *len)
+{
+    buf b = {.s = malloc(8192), .cap = 8192};
+    if (!b.s)
+        return NULL;
+    b.s[0] = '\0';
+    pthread_mutex_lock(&mx->lock);
+    put(&b, "# HELP attnd_requests_total HTTP requests served, by route and status.\n"
+            "# TYPE attnd_requests_total counter\n");
+    for (int r = 0; r < N_ROUTES; r++)
+        for (int s = 0; s < MAX_STATUS; s++)
+            if (mx->requests[r][s])
+                put(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %lu\n", routes[r], s,
+                    mx->requests[r][s]);
+    put_hist(&b, "attnd_request_duration_seconds",
+             "Time from a request's first byte to its response.", &mx->request_s);
+    put_hist(&b, "attnd_queue_duration_seconds", "Time a forward waited for a compute worker.",
+             &mx->queue_s);
+    put_hist(&b, "attnd_compute_duration_seconds", "Time a forward ran on a compute worker.",
+             &mx->compute_s);
+    put_hist(&b, "attnd_batch_sequences", "Sequences per forward.", &mx->batch);
+    put(&b,
+        "# HELP attnd_tokens_total Real tokens encoded (sum of lengths).\n"
+        "# TYPE attnd_tokens_total counter\nattnd_tokens_total %lu\n"
+        "# HELP attnd_sequences_total Sequences encoded.\n"
+        "# TYPE attnd_sequences_total counter\nattnd_sequences_total %lu\n"
+        "# HELP attnd_forwards_total Forwards run.\n"
+        "# TYPE attnd_forwards_total counter\nattnd_forwards_total %lu\n"
+        "# HELP attnd_requests_in_flight Requests being served now.\n"
+        "# TYPE attnd_requests_in_flight gauge\nattnd_requests_in_flight %ld\n"
+        "# HELP attnd_queue_depth Forwards waiting for a compute worker.\n"
+        "# TYPE attnd_queue_depth gauge\nattnd_queue_depth %d\n",
+        mx->tokens, mx->sequences, mx->forwards, mx->in_flight, queue_depth);
+    pthread_mutex_unlock(&mx->lock);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    *len = b.len;
+    return b.s;
+}

@@ -1,0 +1,31 @@
+/* metrics.h - the daemon's Prometheus metrics (API.md section 6): requests by
+ * route and status, request / queue / compute duration histograms, batch
+ * sizes, tokens, in-flight requests and queue depth.  Thread-safe.
+ *
+ *     metrics *mx = metrics_new();
+ *     metrics_request(mx, "/v1/encode", 200, 0.012);
+ *     char *text = metrics_render(mx, queue_depth, &len);   // owned
+ */
+#ifndef ATTND_METRICS_H
+#define ATTND_METRICS_H
+
+#include <stddef.h>
+
+typedef struct metrics metrics;
+
+metrics *metrics_new(void);
+void metrics_free(metrics *mx);
+
+/* A finished request: route is one of the daemon's route names (anything
+ * else counts as "other"), status its HTTP status. */
+void metrics_request(metrics *mx, const char *route, int status, double seconds);
+/* A finished forward: its sequences, real tokens and times. */
+void metrics_forward(metrics *mx, int sequences, long tokens, double queue_s, double compute_s);
+/* Requests being served now: +1 when one starts, -1 when it ends. */
+void metrics_in_flight(metrics *mx, int delta);
+
+/* The Prometheus text exposition (version 0.0.4).  Owned; NULL when out of
+ * memory. */
+char *metrics_render(metrics *mx, int queue_depth, size_t *len);
+
+#endif

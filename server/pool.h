@@ -1,0 +1,51 @@
+/* pool.h - the compute pool: a fixed set of workers, each with its own core
+ * workspace, running forwards from a bounded queue.  HTTP threads submit a
+ * job and go on serving other connections; the worker calls the job's done
+ * callback from its own thread when the forward has run.
+ *
+ *     pool *p = pool_new(model, 1, 64);
+ *     job.batch = &req.batch; job.result = res; job.done = wake; job.arg = conn;
+ *     if (pool_submit(p, &job) < 0) -> 429
+ *     ... in done(): job.rc, job.err, job.queue_ms, job.compute_ms
+ *     pool_free(p);   // finishes every job already queued first
+ */
+#ifndef ATTND_POOL_H
+#define ATTND_POOL_H
+
+#include "encoder.h"
+
+typedef struct pool pool;
+
+typedef struct pool_job {
+    const enc_batch *batch;     /* borrowed until done is called */
+    enc_result result;          /* where the forward writes */
+    void (*done)(struct pool_job *job, void *arg);
+    void *arg;
+    /* filled by the pool before done */
+    int rc;                     /* enc_forward's status */
+    enc_error err;
+    double queue_ms;            /* submit to start */
+    double compute_ms;          /* start to end */
+    struct pool_job *next;      /* the pool's queue link */
+    double submitted;           /* monotonic seconds */
+} pool_job;
+
+/* Starts workers threads, each with a workspace for m; at most queue_size
+ * jobs wait.  Returns an owned pool, or NULL (err set). */
+pool *pool_new(const enc_model *m, int workers, int queue_size, enc_error *err);
+
+/* Queues a job.  Returns 0, or -1 when the queue is full or the pool is
+ * stopping (done is then never called). */
+int pool_submit(pool *p, pool_job *job);
+
+/* Jobs waiting (not yet started). */
+int pool_queue_depth(pool *p);
+
+/* Runs every queued job to completion, stops the workers and frees the pool.
+ * NULL is a no-op. */
+void pool_free(pool *p);
+
+/* Monotonic clock in seconds. */
+double pool_now(void);
+
+#endif

@@ -1,0 +1,582 @@
+/* server.c - routes, request lifecycle and shutdown on libmicrohttpd. */
+#include "server.h"
+
+#include "api.h"
+#include "encode.h"
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+struct server {
+    const attnd_config *cfg;
+    struct MHD_Daemon *daemon;
+    int port;
+    metrics *mx;
+    const enc_model *model;       /* NULL until ready */
+    pool *pool;
+    char *model_json;             /* the /v1/model body, made once */
+    atomic_int ready;
+    atomic_int shutting_down;
+    atomic_long in_flight;        /* requests begun and not yet completed */
+    atomic_ulong next_id;
+};
+
+typedef enum req_state { REQ_READING, REQ_QUEUED, REQ_DONE, REQ_REJECTED } req_state;
+
+/* One HTTP request, from its headers to MHD's completion callback. */
+typedef struct request {
+    server *srv;
+    struct MHD_Connection *conn;
+    double start;
+    char id[129];
+    char method[16];
+    char path[128];          /* for the log, cut */
+    const char *route;       /* metrics route name */
+    char *body;              /* (len) the upload, NUL-terminated */
+    size_t len, cap;
+    int too_large;
+    _Atomic req_state state;
+    encode_request enc;
+    pool_job job;
+    int status;
+    size_t bytes;
+} request;
+
+/* ---- responses ----------------------------------------------------------- */
+
+/* Queues body (owned, freed by MHD) with the headers every response carries. */
+static enum MHD_Result respond(request *r, int status, const char *type, char *body, size_t len,
+                               const char *const *extra)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    const char *origin = r->srv->cfg->server.cors_origin;
+    if (origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                "X-Request-Id, X-Queue-Ms, X-Compute-Ms, Retry-After");
+        if (strcmp(origin, "*") != 0)
+            MHD_add_response_header(resp, "Vary", "Origin");
+    }
+    for (int i = 0; extra && extra[i]; i += 2)
+        MHD_add_response_header(resp, extra[i], extra[i + 1]);
+    if (atomic_load(&r->srv->shutting_down))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    r->status = status;
+    r->bytes = len;
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result respond_json(request *r, int status, json_t *obj, const char *const *extra)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    if (!s)
+        return MHD_NO;
+    return respond(r, status, "application/json", s, strlen(s), extra);
+}
+
+/* The contract's error body: {"error": {"type": ..., "message": ...}}. */
+static enum MHD_Result respond_error(request *r, api_error_kind kind, const char *message,
+                                     const char *const *extra)
+{
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message",
+                             message);
+    return respond_json(r, api_error_status(kind), body, extra);
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const char *header(request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* A client's X-Request-Id is kept when it is 1..128 characters of
+ * [A-Za-z0-9._:-]; otherwise one is made up. */
+static void request_id_init(request *r)
+{
+    const char *given = header(r, "X-Request-Id");
+    size_t n = given ? strlen(given) : 0;
+    bool ok = n > 0 && n < sizeof r->id;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (given[i] >= 'a' && given[i] <= 'z') || (given[i] >= 'A' && given[i] <= 'Z') ||
+             (given[i] >= '0' && given[i] <= '9') || strchr("._:-", given[i]);
+    if (ok) {
+        memcpy(r->id, given, n + 1);
+        return;
+    }
+    unsigned long k = atomic_fetch_add(&r->srv->next_id, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(r->id, sizeof r->id, "%08lx%08lx", (unsigned long)ts.tv_sec & 0xffffffffUL,
+             (k * 2654435761UL + (unsigned long)ts.tv_nsec) & 0xffffffffUL);
+}
+
+/* Constant-time comparison, so the key cannot be guessed byte by byte. */
+static bool secret_equal(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char diff = na != nb;
+    for (size_t i = 0; i < na; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+    return diff == 0;
+}
+
+static bool authorized(request *r)
+{
+    const char *key = r->srv->cfg->server.api_key;
+    if (!key)
+        return true;
+    const char *auth = header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    return secret_equal(auth + 7, key);
+}
+
+/* application/json, optionally with parameters ("; charset=utf-8"). */
+static bool is_json(const char *ct)
+{
+    if (!ct)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    size_t n = strlen("application/json");
+    return strncasecmp(ct, "application/json", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* ---- routes -------------------------------------------------------------- */
+
+typedef enum route_id { RT_ENCODE, RT_HEALTH, RT_MODEL, RT_METRICS, RT_OPENAPI, RT_NONE } route_id;
+
+static const struct {
+    const char *path;
+    const char *allow; /* methods, for 405's Allow */
+} route_table[] = {
+    [RT_ENCODE] = {"/v1/encode", "POST, OPTIONS"},
+    [RT_HEALTH] = {"/health", "GET, HEAD, OPTIONS"},
+    [RT_MODEL] = {"/v1/model", "GET, HEAD, OPTIONS"},
+    [RT_METRICS] = {"/metrics", "GET, HEAD, OPTIONS"},
+    [RT_OPENAPI] = {"/openapi.json", "GET, HEAD, OPTIONS"},
+};
+
+static route_id route_find(const char *url)
+{
+    for (int i = 0; i < RT_NONE; i++)
+        if (strcmp(url, route_table[i].path) == 0)
+            return (route_id)i;
+    return RT_NONE;
+}
+
+static enum MHD_Result serve_health(request *r)
+{
+    server *s = r->srv;
+    if (atomic_load(&s->shutting_down))
+        return respond_json(r, 503, json_pack("{s:s}", "status", "shutting_down"), NULL);
+    if (!atomic_load(&s->ready))
+        return respond_json(r, 503, json_pack("{s:s}", "status", "starting"), NULL);
+    return respond_json(r, 200, json_pack("{s:s}", "status", "ok"), NULL);
+}
+
+static enum MHD_Result serve_model(request *r)
+{
+    const char *body = r->srv->model_json;
+    if (!atomic_load(&r->srv->ready) || !body)
+        return respond_error(r, API_UNAVAILABLE, "the model is still loading", NULL);
+    char *copy = strdup(body);
+    return copy ? respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
+}
+
+static enum MHD_Result serve_metrics(request *r)
+{
+    size_t len = 0;
+    pool *p = r->srv->pool;
+    char *text = metrics_render(r->srv->mx, p ? pool_queue_depth(p) : 0, &len);
+    if (!text)
+        return MHD_NO;
+    return respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, NULL);
+}
+
+static enum MHD_Result serve_openapi(request *r)
+{
+    char *copy = strdup(openapi_json);
+    return copy ? respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
+}
+
+/* Runs on a compute worker when the forward is done: wake the connection. */
+static void job_done(pool_job *job, void *arg)
+{
+    (void)job;
+    request *r = arg;
+    atomic_store(&r->state, REQ_DONE);
+    MHD_resume_connection(r->conn);
+}
+
+/* POST /v1/encode, once the body is in: decode, then hand to the pool. */
+static enum MHD_Result encode_start(request *r)
+{
+    server *s = r->srv;
+    api_error err = {0};
+    if (r->too_large) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "request body is over server.max_body_bytes (%zu bytes)",
+                 s->cfg->server.max_body_bytes);
+        return respond_error(r, API_TOO_LARGE, msg, NULL);
+    }
+    if (!is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return respond_error(r, API_UNSUPPORTED_MEDIA,
+                             "Content-Type must be application/json", NULL);
+    /* Shutting down is no reason to refuse: a request that got this far was
+     * accepted before the listener closed, and accepted requests finish. */
+    if (!atomic_load(&s->ready))
+        return respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                             (const char *const[]){"Retry-After", "1", NULL});
+    const attnd_config *cfg = s->cfg;
+    api_limits limits = {.max_batch = cfg->limits.max_batch,
+                         .max_seq_len = cfg->limits.max_seq_len,
+                         .max_batch_tokens = cfg->limits.max_batch_tokens,
+                         .max_attention_bytes = cfg->limits.max_attention_bytes};
+    const enc_hparams *hp = enc_model_hparams(s->model);
+    if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, &limits, &err) < 0 ||
+        encode_request_alloc_outputs(&r->enc, hp, &err) < 0)
+        return respond_error(r, err.kind, err.message, NULL);
+
+    r->job.batch = &r->enc.batch;
+    r->job.result = encode_request_result(&r->enc);
+    r->job.done = job_done;
+    r->job.arg = r;
+    atomic_store(&r->state, REQ_QUEUED);
+    /* Suspend first: the worker may finish and resume before we return. */
+    MHD_suspend_connection(r->conn);
+    if (pool_submit(s->pool, &r->job) < 0) {
+        atomic_store(&r->state, REQ_REJECTED);
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
+}
+
+/* The forward has run (or was refused a place): answer. */
+static enum MHD_Result encode_finish(request *r)
+{
+    server *s = r->srv;
+    if (atomic_load(&r->state) == REQ_REJECTED) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the compute queue is full (compute.queue_size %d); retry",
+                 s->cfg->compute.queue_size);
+        return respond_error(r, API_QUEUE_FULL, msg,
+                             (const char *const[]){"Retry-After", "1", NULL});
+    }
+    pool_job *job = &r->job;
+    if (job->rc < 0) {
+        api_error_kind kind = job->rc == ENC_ENOMEM ? API_UNAVAILABLE
+                              : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC)
+                                  ? API_BAD_REQUEST
+                                  : API_INTERNAL;
+        return respond_error(r, kind, job->err.message, NULL);
+    }
+    const encode_request *e = &r->enc;
+    long tokens = 0;
+    for (int b = 0; b < e->batch.B; b++)
+        tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
+    metrics_forward(s->mx, e->batch.B, tokens, job->queue_ms / 1e3, job->compute_ms / 1e3);
+    encode_usage usage = {.sequences = e->batch.B, .tokens = tokens, .queue_ms = job->queue_ms,
+                          .compute_ms = job->compute_ms};
+    size_t len = 0;
+    char *body = encode_response(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, &len);
+    if (!body)
+        return respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
+    char qms[32], cms[32];
+    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
+    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
+    return respond(r, 200, "application/json", body, len,
+                   (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+}
+
+static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
+{
+    const char *origin = r->srv->cfg->server.cors_origin;
+    if (strcmp(method, "OPTIONS") == 0) {
+        if (!origin)
+            return respond(r, 204, "text/plain", NULL, 0,
+                           (const char *const[]){"Allow", route_table[rt].allow, NULL});
+        return respond(r, 204, "text/plain", NULL, 0,
+                       (const char *const[]){
+                           "Allow", route_table[rt].allow, "Access-Control-Allow-Methods",
+                           route_table[rt].allow, "Access-Control-Allow-Headers",
+                           "Authorization, Content-Type, X-Request-Id",
+                           "Access-Control-Max-Age", "600", NULL});
+    }
+    bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    bool method_ok = rt == RT_ENCODE ? strcmp(method, "POST") == 0 : is_get;
+    if (!method_ok) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s does not accept %s; use %s", route_table[rt].path, method,
+                 rt == RT_ENCODE ? "POST" : "GET");
+        return respond_error(r, API_METHOD_NOT_ALLOWED, msg,
+                             (const char *const[]){"Allow", route_table[rt].allow, NULL});
+    }
+    if (rt != RT_HEALTH && !authorized(r))
+        return respond_error(r, API_UNAUTHORIZED,
+                             "missing or wrong API key: send Authorization: Bearer <key>",
+                             (const char *const[]){"WWW-Authenticate", "Bearer", NULL});
+    switch (rt) {
+    case RT_ENCODE:
+        return encode_start(r);
+    case RT_HEALTH:
+        return serve_health(r);
+    case RT_MODEL:
+        return serve_model(r);
+    case RT_METRICS:
+        return serve_metrics(r);
+    case RT_OPENAPI:
+        return serve_openapi(r);
+    case RT_NONE:
+        break;
+    }
+    return MHD_NO;
+}
+
+/* ---- libmicrohttpd callbacks ------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    server *s = cls;
+    request *r = *con_cls;
+    if (!r) { /* headers are in: the request begins */
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->srv = s;
+        r->conn = conn;
+        r->start = pool_now();
+        snprintf(r->method, sizeof r->method, "%s", method);
+        snprintf(r->path, sizeof r->path, "%s", url);
+        route_id rt = route_find(url);
+        r->route = rt == RT_NONE ? "other" : route_table[rt].path;
+        request_id_init(r);
+        *con_cls = r;
+        atomic_fetch_add(&s->in_flight, 1);
+        metrics_in_flight(s->mx, 1);
+        /* A declared body over the limit is refused before it is read. */
+        const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->cfg->server.max_body_bytes) {
+            r->too_large = 1;
+            if (rt == RT_ENCODE)
+                return encode_start(r);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a piece of the body */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->too_large || n > s->cfg->server.max_body_bytes - r->len) {
+            r->too_large = 1; /* keep reading, keep nothing; answer 413 at the end */
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + n + 1)
+                cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b)
+                return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload_data, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+    /* The whole request is in (or a suspended one resumed). */
+    req_state st = atomic_load(&r->state);
+    if (st == REQ_DONE || st == REQ_REJECTED)
+        return encode_finish(r);
+    if (st == REQ_QUEUED)
+        return MHD_YES; /* woken early: the worker has not finished */
+    route_id rt = route_find(url);
+    if (rt == RT_NONE) {
+        char msg[192];
+        snprintf(msg, sizeof msg, "no route %.128s; see /openapi.json", url);
+        return respond_error(r, API_NOT_FOUND, msg, NULL);
+    }
+    return dispatch(r, rt, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    server *s = cls;
+    request *r = *con_cls;
+    if (!r)
+        return;
+    double secs = pool_now() - r->start;
+    int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499;
+    metrics_request(s->mx, r->route, status, secs);
+    if (s->cfg->server.access_log)
+        fprintf(stderr, "%s %s %d %zu %.1fms %s\n", r->method, r->path, status, r->bytes,
+                secs * 1e3, r->id);
+    encode_request_free(&r->enc);
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+    metrics_in_flight(s->mx, -1);
+    atomic_fetch_sub(&s->in_flight, 1);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+server *server_new(const attnd_config *cfg, enc_error *err)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s || !(s->mx = metrics_new())) {
+        free(s);
+        enc_error_set(err, ENC_ENOMEM, "out of memory starting the server");
+        return NULL;
+    }
+    s->cfg = cfg;
+    return s;
+}
+
+int server_start(server *s, enc_error *err)
+{
+    const attnd_config *cfg = s->cfg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->server.port);
+    int gai = getaddrinfo(cfg->server.host, port, &hints, &ai);
+    if (gai != 0)
+        return enc_error_set(err, ENC_EIO, "server.host: cannot resolve '%s': %s",
+                             cfg->server.host, gai_strerror(gai));
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_OptionItem opts[8];
+    int n = 0;
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                        cfg->server.max_connections, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                        cfg->server.connection_timeout, NULL};
+    if (cfg->server.threads > 1)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads,
+                                            NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->server.port, NULL, NULL, on_request, s,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (!s->daemon)
+        return enc_error_set(err, ENC_EIO, "server.port: cannot listen on %s:%d: %s",
+                             cfg->server.host, cfg->server.port,
+                             saved ? strerror(saved) : "libmicrohttpd refused the settings");
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : cfg->server.port;
+    return ENC_OK;
+}
+
+int server_port(const server *s)
+{
+    return s->port;
+}
+
+/* The shortest decimal that reads back as f, as a double: 1e-05, not
+ * 9.9999997473787516e-06. */
+static double shortest(float f)
+{
+    char buf[32];
+    for (int prec = 1; prec < 10; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f)
+            break;
+    }
+    return strtod(buf, NULL);
+}
+
+void server_set_model(server *s, const enc_model *m, pool *p)
+{
+    const enc_hparams *hp = enc_model_hparams(m);
+    const attnd_config *cfg = s->cfg;
+    const char *sha = enc_model_sha256(m);
+    json_t *info = json_pack(
+        "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:b}, s:I, s:{s:s, s:o}, "
+        "s:{s:i, s:i, s:I, s:I, s:I}, s:s}",
+        "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads",
+        hp->n_heads, "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff",
+        hp->d_ff, "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation),
+        "norm_first", hp->norm_first, "layer_norm_eps", shortest(hp->layer_norm_eps), "bias",
+        hp->bias, "parameters", (json_int_t)enc_model_param_count(m), "weights", "source",
+        enc_model_source(m), "sha256", sha[0] ? json_string(sha) : json_null(), "limits",
+        "max_batch", cfg->limits.max_batch, "max_seq_len", cfg->limits.max_seq_len,
+        "max_batch_tokens", (json_int_t)cfg->limits.max_batch_tokens, "max_attention_bytes",
+        (json_int_t)cfg->limits.max_attention_bytes, "max_body_bytes",
+        (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION);
+    free(s->model_json);
+    s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(info);
+    s->model = m;
+    s->pool = p;
+    atomic_store(&s->ready, 1);
+}
+
+void server_shutdown(server *s)
+{
+    if (!s || !s->daemon)
+        return;
+    atomic_store(&s->shutting_down, 1);
+    /* Stop accepting: close the listening socket ourselves. */
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    /* Requests already accepted finish; idle keep-alive connections are
+     * closed by MHD_stop_daemon below.  A client that trickles its body
+     * forever is not waited for past the grace period. */
+    const double grace = s->cfg->server.connection_timeout + 30.0, until = pool_now() + grace;
+    while (atomic_load(&s->in_flight) > 0 && pool_now() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}
+
+void server_free(server *s)
+{
+    if (!s)
+        return;
+    if (s->daemon)
+        MHD_stop_daemon(s->daemon);
+    metrics_free(s->mx);
+    free(s->model_json);
+    free(s);
+}

@@ -1,0 +1,47 @@
+/* server.h - the HTTP daemon on libmicrohttpd: routes of API.md sections 4, 6
+ * and 7, authentication, CORS, limits, access log, request ids, metrics and
+ * graceful shutdown.  HTTP threads read and decode requests; forwards run on
+ * the compute pool (pool.h) while the connection is suspended.
+ *
+ *     server *s = server_new(&cfg, &err);
+ *     server_start(s, &err);                 // listening; /health says 503
+ *     ... load the model, start the pool ...
+ *     server_set_model(s, model, pool);      // /health says 200
+ *     ... wait for SIGTERM ...
+ *     server_shutdown(s);                    // 503, stop accepting, finish in-flight
+ *     server_free(s);
+ */
+#ifndef ATTND_SERVER_H
+#define ATTND_SERVER_H
+
+#include "config.h"
+#include "encoder.h"
+#include "pool.h"
+
+#define ATTND_VERSION "0.1.0"
+
+typedef struct server server;
+
+/* A server for cfg (borrowed for the server's lifetime).  Owned, or NULL. */
+server *server_new(const attnd_config *cfg, enc_error *err);
+
+/* Binds and starts listening.  Returns 0, or ENC_EIO naming server.host /
+ * server.port and the reason. */
+int server_start(server *s, enc_error *err);
+
+/* The bound port (useful with server.port 0). */
+int server_port(const server *s);
+
+/* Serves m (borrowed) through p (borrowed) from now on: ready. */
+void server_set_model(server *s, const enc_model *m, pool *p);
+
+/* /health turns 503, the listener closes, requests already accepted finish;
+ * then the HTTP threads stop.  The pool is left to the caller. */
+void server_shutdown(server *s);
+
+void server_free(server *s);
+
+/* The OpenAPI 3 description served at /openapi.json (openapi.c). */
+extern const char openapi_json[];
+
+#endif

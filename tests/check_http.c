@@ -1,0 +1,820 @@
+/* check_http.c - integration tests: the real build/attnd on an ephemeral
+ * 127.0.0.1 port, spoken to over HTTP.  Numeric results are checked against
+ * the PyTorch fixtures, never against the core's own output. */
+#include "daemon.h"
+#include "safetensors.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TORCH_DIR TESTS_DIR "/fixtures/torch"
+#define INVALID_DIR TESTS_DIR "/fixtures/requests/invalid"
+
+/* A small default model keeps start-up and requests quick. */
+static const char *const small_model[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32",
+                                          "--seed", "3", NULL};
+
+static daemon_proc dp;
+
+static void start_or_fail(const char *const *args, const char *const *env)
+{
+    if (daemon_start(&dp, args, env) != 0) {
+        char *log = daemon_log(&dp);
+        ck_abort_msg("attnd did not start: %s", log);
+    }
+}
+
+static json_t *parse_body(const http_resp *r)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->body, 0, &e);
+    ck_assert_msg(j != NULL, "response is not JSON (%s): %.300s", e.text, r->body);
+    return j;
+}
+
+/* The contract's error body, with the expected type and a message containing want. */
+static void assert_error(const http_resp *r, long status, const char *type, const char *want)
+{
+    ck_assert_msg(r->status == status, "status %ld, want %ld: %.300s", r->status, status,
+                  r->body);
+    json_t *j = parse_body(r);
+    json_t *e = json_object_get(j, "error");
+    ck_assert_msg(json_is_object(e), "no error object: %s", r->body);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), type);
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    ck_assert_msg(msg && strstr(msg, want), "message '%s' lacks '%s'", msg ? msg : "", want);
+    json_decref(j);
+}
+
+/* ---- the routes ---------------------------------------------------------- */
+
+START_TEST(test_health_and_request_id)
+{
+    start_or_fail(small_model, NULL);
+    http_resp r;
+    char buf[256];
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "{\"status\":\"ok\"}");
+    ck_assert_ptr_nonnull(http_header(&r, "X-Request-Id", buf, sizeof buf));
+    ck_assert_uint_ge(strlen(buf), 8);
+    http_resp_free(&r);
+    static const char *const given[] = {"X-Request-Id: my-trace.42", NULL};
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, given, &r), 0);
+    ck_assert_str_eq(http_header(&r, "X-Request-Id", buf, sizeof buf), "my-trace.42");
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_model_route)
+{
+    start_or_fail(small_model, (const char *const[]){"ATTND_MAX_BATCH=7", NULL});
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = parse_body(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "encoder");
+    json_t *hp = json_object_get(j, "hyperparameters");
+    ck_assert_int_eq(json_integer_value(json_object_get(hp, "d_model")), 16);
+    ck_assert_int_eq(json_integer_value(json_object_get(hp, "n_heads")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(hp, "n_kv_heads")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(hp, "d_ff")), 32);
+    ck_assert_str_eq(json_string_value(json_object_get(hp, "activation")), "relu");
+    /* D=16, F=32, bias: in_proj 48*16+48, out 256+16, ff 512+32+512+16, norms 64 */
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "parameters")),
+                     768 + 48 + 256 + 16 + 512 + 32 + 512 + 16 + 64);
+    json_t *w = json_object_get(j, "weights");
+    ck_assert_str_eq(json_string_value(json_object_get(w, "source")), "seed:3");
+    ck_assert(json_is_null(json_object_get(w, "sha256")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "limits"), "max_batch")),
+                     7);
+    json_decref(j);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_openapi_and_version)
+{
+    start_or_fail(small_model, NULL);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/openapi.json", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = parse_body(&r);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "openapi")), "3."));
+    json_t *paths = json_object_get(j, "paths");
+    const char *routes[] = {"/v1/encode", "/health", "/v1/model", "/metrics", "/openapi.json"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(json_object_get(paths, routes[i]), "openapi lacks %s", routes[i]);
+    ck_assert(json_object_get(json_object_get(paths, "/v1/encode"), "post"));
+    char *out = NULL;
+    ck_assert_int_eq(run_attnd((const char *const[]){"--version", NULL}, NULL, &out), 0);
+    const char *v = json_string_value(json_object_get(json_object_get(j, "info"), "version"));
+    ck_assert_msg(strstr(out, v), "--version '%s' differs from openapi's '%s'", out, v);
+    free(out);
+    json_decref(j);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_metrics_count_requests)
+{
+    start_or_fail(small_model, NULL);
+    http_resp r;
+    const char *body = "{\"embeddings\": [[0.5,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1],"
+                       "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]]}";
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+    }
+    http_do(dp.port, "GET", "/nope", NULL, 0, NULL, &r);
+    http_resp_free(&r);
+    ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    char ct[128];
+    ck_assert_ptr_nonnull(strstr(http_header(&r, "Content-Type", ct, sizeof ct), "text/plain"));
+    const char *want[] = {"attnd_requests_total{route=\"/v1/encode\",status=\"200\"} 3\n",
+                          "attnd_requests_total{route=\"other\",status=\"404\"} 1\n",
+                          "attnd_tokens_total 6\n",
+                          "attnd_sequences_total 3\n",
+                          "attnd_batch_sequences_count 3\n",
+                          "attnd_compute_duration_seconds_count 3\n",
+                          "attnd_queue_duration_seconds_bucket{le=\"+Inf\"} 3\n",
+                          "# TYPE attnd_request_duration_seconds histogram\n",
+                          "attnd_requests_in_flight 1\n", /* this request */
+                          "attnd_queue_depth 0\n"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(strstr(r.body, want[i]), "metrics lack '%s':\n%s", want[i], r.body);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* ---- /v1/encode against PyTorch ----------------------------------------- */
+
+/* A fixture case: the daemon's flags for its model, and a request body. */
+typedef struct http_case {
+    st_file f;
+    char *args[40];
+    int n_args;
+    int B, L, D, H, n_layers;
+    int *lengths;
+} http_case;
+
+static void add_arg(http_case *c, const char *a)
+{
+    c->args[c->n_args++] = strdup(a);
+}
+
+/* Reads a case and makes the daemon flags that serve its model. */
+static void http_case_load(http_case *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    char path[1024];
+    enc_error err = {0};
+    snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, name);
+    ck_assert_msg(st_open(&c->f, path, &err) == 0, "%s", err.message);
+    json_t *cfg = json_loads(st_metadata(&c->f, "config"), 0, NULL);
+    ck_assert_ptr_nonnull(cfg);
+    static const char *const keys[] = {"d_model", "n_heads", "n_kv_heads", "d_ff", "n_layers",
+                                       "activation", "layer_norm_eps"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        char flag[64], val[64];
+        snprintf(flag, sizeof flag, "--%s", keys[i]);
+        for (char *p = flag; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        json_t *v = json_object_get(cfg, keys[i]);
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else if (json_is_integer(v))
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        else
+            snprintf(val, sizeof val, "%.9g", json_number_value(v));
+        add_arg(c, flag);
+        add_arg(c, val);
+    }
+    add_arg(c, json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first" : "--no-norm-first");
+    add_arg(c, json_is_true(json_object_get(cfg, "bias")) ? "--bias" : "--no-bias");
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
+    add_arg(c, "--weights");
+    add_arg(c, path);
+    c->D = (int)json_integer_value(json_object_get(cfg, "d_model"));
+    c->H = (int)json_integer_value(json_object_get(cfg, "n_heads"));
+    c->n_layers = (int)json_integer_value(json_object_get(cfg, "n_layers"));
+    json_decref(cfg);
+    const st_tensor *x = st_find(&c->f, "x");
+    c->B = (int)x->shape[0];
+    c->L = (int)x->shape[1];
+}
+
+static void http_case_free(http_case *c)
+{
+    for (int i = 0; i < c->n_args; i++)
+        free(c->args[i]);
+    free(c->lengths);
+    st_close(&c->f);
+}
+
+static float *tensor_floats(const st_file *f, const char *name, size_t *n)
+{
+    const st_tensor *t = st_find(f, name);
+    if (!t)
+        return NULL;
+    float *v = xcalloc(t->numel, sizeof *v);
+    ck_assert_int_eq(st_tensor_read_f32(t, v, NULL), 0);
+    if (n)
+        *n = t->numel;
+    return v;
+}
+
+/* A nested JSON array of the float tensor (dims dims, bool when as_bool). */
+static json_t *nested(const float *v, const int64_t *dims, int ndim, int as_bool)
+{
+    json_t *a = json_array();
+    size_t stride = 1;
+    for (int k = 1; k < ndim; k++)
+        stride *= (size_t)dims[k];
+    for (int64_t i = 0; i < dims[0]; i++) {
+        if (ndim == 1)
+            json_array_append_new(a, as_bool ? json_boolean(v[i] != 0) : json_real(v[i]));
+        else
+            json_array_append_new(a, nested(v + (size_t)i * stride, dims + 1, ndim - 1, as_bool));
+    }
+    return a;
+}
+
+/* The /v1/encode body for a case: embeddings (or embeddings_b64) and its mask. */
+static char *http_case_body(http_case *c, const char *extra_json)
+{
+    json_t *body = extra_json ? json_loads(extra_json, 0, NULL) : json_object();
+    const st_tensor *tx = st_find(&c->f, "x");
+    float *x = tensor_floats(&c->f, "x", NULL);
+    json_object_set_new(body, "embeddings", nested(x, tx->shape, 3, 0));
+    free(x);
+    size_t n;
+    float *v = tensor_floats(&c->f, "lengths", &n);
+    if (v) {
+        json_t *a = json_array();
+        c->lengths = xcalloc(n, sizeof *c->lengths);
+        for (size_t i = 0; i < n; i++) {
+            c->lengths[i] = (int)v[i];
+            json_array_append_new(a, json_integer((json_int_t)v[i]));
+        }
+        json_object_set_new(body, "lengths", a);
+        free(v);
+    }
+    json_t *mask = json_loads(st_metadata(&c->f, "mask"), 0, NULL);
+    if (json_is_null(json_object_get(mask, "window")))
+        json_object_del(mask, "window");
+    const char *names[] = {"key_padding", "attn_bool", "attn_add"};
+    for (int k = 0; k < 3; k++) {
+        const st_tensor *t = st_find(&c->f, names[k]);
+        if (!t)
+            continue;
+        float *m = tensor_floats(&c->f, names[k], NULL);
+        json_object_set_new(mask, k == 0 ? "key_padding" : "attn",
+                            nested(m, t->shape, t->ndim, k < 2));
+        free(m);
+    }
+    json_object_set_new(body, "mask", mask);
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return s;
+}
+
+/* Compares a response array (ragged per sequence with lengths) with the
+ * fixture's padded tensor want (B, [H,] L, ...). */
+static void compare_seq(json_t *got, const float *want, const http_case *c, int per_head,
+                        int last_is_L, const char *what)
+{
+    ck_assert_msg(json_array_size(got) == (size_t)c->B, "%s: %zu sequences", what,
+                  json_array_size(got));
+    const int H = per_head ? c->H : 1, L = c->L, W = last_is_L ? c->L : c->D;
+    double worst = 0;
+    for (int b = 0; b < c->B; b++) {
+        const int len = c->lengths ? c->lengths[b] : L;
+        json_t *seq = json_array_get(got, (size_t)b);
+        for (int h = 0; h < H; h++) {
+            json_t *mat = per_head ? json_array_get(seq, (size_t)h) : seq;
+            ck_assert_msg(json_array_size(mat) == (size_t)len, "%s: seq %d has %zu rows", what, b,
+                          json_array_size(mat));
+            for (int i = 0; i < len; i++) {
+                json_t *row = json_array_get(mat, (size_t)i);
+                int wlen = last_is_L ? len : W;
+                ck_assert_msg(json_array_size(row) == (size_t)wlen, "%s: row width %zu", what,
+                              json_array_size(row));
+                for (int k = 0; k < wlen; k++) {
+                    double g = json_number_value(json_array_get(row, (size_t)k));
+                    double w = want[(((size_t)b * H + h) * L + i) * W + k];
+                    if (fabs(g - w) > worst)
+                        worst = fabs(g - w);
+                }
+            }
+        }
+    }
+    ck_assert_msg(worst <= 1e-4, "%s differs from PyTorch by %g", what, worst);
+}
+
+static const char *const http_cases[] = {"layer_post_relu", "mask_combined", "mask_lengths",
+                                         "stack3_post_gelu", "gqa_kv2", "weights_bf16",
+                                         "mask_window_global", "mask_attn_add_3d"};
+
+START_TEST(test_encode_matches_torch)
+{
+    http_case c;
+    http_case_load(&c, http_cases[_i]);
+    c.args[c.n_args] = NULL;
+    start_or_fail((const char *const *)c.args, NULL);
+    for (int mode = 0; mode < 2; mode++) {
+        const char *extra = mode == 0 ? "{\"attention\": \"heads\", \"attention_layers\": \"all\"}"
+                                      : "{\"attention\": \"mean\"}";
+        char *body = http_case_body(&c, extra);
+        http_resp r;
+        ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+        ck_assert_msg(r.status == 200, "%s: %ld %.300s", http_cases[_i], r.status, r.body);
+        json_t *j = parse_body(&r);
+        float *want = tensor_floats(&c.f, "out", NULL);
+        compare_seq(json_object_get(j, "outputs"), want, &c, 0, 0, "outputs");
+        free(want);
+        char key[32];
+        snprintf(key, sizeof key, mode == 0 ? "attn.%d" : "attn_mean.%d", c.n_layers - 1);
+        want = tensor_floats(&c.f, key, NULL);
+        compare_seq(json_object_get(j, "attention"), want, &c, mode == 0, 1, "attention");
+        free(want);
+        if (mode == 0) {
+            json_t *layers = json_object_get(j, "attention_layers");
+            ck_assert_uint_eq(json_array_size(layers), (size_t)c.n_layers);
+            for (int l = 0; l < c.n_layers; l++) {
+                json_t *e = json_array_get(layers, (size_t)l);
+                ck_assert_int_eq(json_integer_value(json_object_get(e, "layer")), l);
+                snprintf(key, sizeof key, "attn.%d", l);
+                want = tensor_floats(&c.f, key, NULL);
+                compare_seq(json_object_get(e, "attention"), want, &c, 1, 1, key);
+                free(want);
+            }
+        }
+        json_t *usage = json_object_get(j, "usage");
+        ck_assert_int_eq(json_integer_value(json_object_get(usage, "sequences")), c.B);
+        long tokens = 0;
+        for (int b = 0; b < c.B; b++)
+            tokens += c.lengths ? c.lengths[b] : c.L;
+        ck_assert_int_eq(json_integer_value(json_object_get(usage, "tokens")), tokens);
+        ck_assert(json_is_number(json_object_get(usage, "compute_ms")));
+        char hv[64];
+        ck_assert_ptr_nonnull(http_header(&r, "X-Compute-Ms", hv, sizeof hv));
+        ck_assert_ptr_nonnull(http_header(&r, "X-Queue-Ms", hv, sizeof hv));
+        json_decref(j);
+        http_resp_free(&r);
+        free(body);
+        free(c.lengths);
+        c.lengths = NULL;
+    }
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    http_case_free(&c);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------- */
+
+START_TEST(test_error_statuses)
+{
+    start_or_fail((const char *const[]){"--d-model", "16", "--n-heads", "4", "--d-ff", "32",
+                                        "--max-body-bytes", "2048", "--max-batch", "2", NULL},
+                  NULL);
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", "{\"embeddings\": [[1,2", &r), 0);
+    assert_error(&r, 400, "invalid_request", "JSON");
+    http_resp_free(&r);
+
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", "{\"embeddings\": [[1,2,3]]}", &r), 0);
+    assert_error(&r, 400, "invalid_request", "d_model");
+    http_resp_free(&r);
+
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v2/nothing", NULL, 0, NULL, &r), 0);
+    assert_error(&r, 404, "not_found", "/v2/nothing");
+    http_resp_free(&r);
+
+    char allow[64];
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/encode", NULL, 0, NULL, &r), 0);
+    assert_error(&r, 405, "method_not_allowed", "POST");
+    ck_assert_ptr_nonnull(strstr(http_header(&r, "Allow", allow, sizeof allow), "POST"));
+    http_resp_free(&r);
+    ck_assert_int_eq(http_do(dp.port, "DELETE", "/health", NULL, 0, NULL, &r), 0);
+    assert_error(&r, 405, "method_not_allowed", "GET");
+    http_resp_free(&r);
+
+    char big[4096];
+    memset(big, ' ', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", big, &r), 0);
+    assert_error(&r, 413, "too_large", "max_body_bytes");
+    http_resp_free(&r);
+
+    const char *three = "{\"embeddings\": [[[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]],"
+                        "[[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]],[[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]]}";
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", three, &r), 0);
+    assert_error(&r, 413, "too_large", "max_batch");
+    http_resp_free(&r);
+
+    static const char *const text[] = {"Content-Type: text/plain", NULL};
+    ck_assert_int_eq(http_do(dp.port, "POST", "/v1/encode", "{}", 2, text, &r), 0);
+    assert_error(&r, 415, "unsupported_media_type", "application/json");
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* The request directory shared with the codec's unit tests: each body with
+ * the status and message it must receive from the daemon. */
+START_TEST(test_invalid_request_directory)
+{
+    json_error_t e;
+    json_t *expect = json_load_file(INVALID_DIR "/expected.json", 0, &e);
+    ck_assert_msg(expect != NULL, "%s", e.text);
+    json_t *cfg = json_object_get(expect, "_config");
+    ck_assert_ptr_nonnull(cfg);
+    char *args[32];
+    int n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(cfg, key, v) {
+        char flag[64], val[64];
+        snprintf(flag, sizeof flag, "--%s", key);
+        for (char *p = flag; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        if (!json_is_integer(v))
+            continue;
+        snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        args[n++] = strdup(flag);
+        args[n++] = strdup(val);
+    }
+    args[n] = NULL;
+    start_or_fail((const char *const *)args, NULL);
+    int checked = 0;
+    json_object_foreach(expect, key, v) {
+        if (key[0] == '_')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", INVALID_DIR, key);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "%s", path);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        char *body = xcalloc((size_t)size + 1, 1);
+        ck_assert_int_eq(fread(body, 1, (size_t)size, f), (size_t)size);
+        fclose(f);
+        static const char *const json_ct[] = {"Content-Type: application/json", NULL};
+        http_resp r;
+        ck_assert_int_eq(http_do(dp.port, "POST", "/v1/encode", body, (size_t)size, json_ct, &r),
+                         0);
+        long want = (long)json_integer_value(json_object_get(v, "status"));
+        const char *msg = json_string_value(json_object_get(v, "message"));
+        assert_error(&r, want, want == 413 ? "too_large" : "invalid_request", msg);
+        http_resp_free(&r);
+        free(body);
+        checked++;
+    }
+    ck_assert_int_ge(checked, 25);
+    /* Nothing broke: the daemon still serves. */
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    for (int i = 0; i < n; i++)
+        free(args[i]);
+    json_decref(expect);
+}
+END_TEST
+
+START_TEST(test_api_key)
+{
+    start_or_fail(small_model, (const char *const[]){"ATTND_API_KEY=s3cret", NULL});
+    http_resp r;
+    char hv[64];
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200); /* exempt */
+    http_resp_free(&r);
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    assert_error(&r, 401, "unauthorized", "API key");
+    ck_assert_str_eq(http_header(&r, "WWW-Authenticate", hv, sizeof hv), "Bearer");
+    http_resp_free(&r);
+    static const char *const wrong[] = {"Authorization: Bearer s3cres", NULL};
+    ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, wrong, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    http_resp_free(&r);
+    static const char *const right[] = {"Authorization: Bearer s3cret",
+                                        "Content-Type: application/json", NULL};
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, right, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    const char *body = "{\"embeddings\": [[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]}";
+    ck_assert_int_eq(http_do(dp.port, "POST", "/v1/encode", body, strlen(body), right, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_cors)
+{
+    const char *args[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32", "--cors-origin",
+                          "https://app.example", NULL};
+    start_or_fail(args, NULL);
+    http_resp r;
+    char hv[128];
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_str_eq(http_header(&r, "Access-Control-Allow-Origin", hv, sizeof hv),
+                     "https://app.example");
+    http_resp_free(&r);
+    ck_assert_int_eq(http_do(dp.port, "OPTIONS", "/v1/encode", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 204);
+    ck_assert_ptr_nonnull(
+        strstr(http_header(&r, "Access-Control-Allow-Methods", hv, sizeof hv), "POST"));
+    ck_assert_ptr_nonnull(
+        strstr(http_header(&r, "Access-Control-Allow-Headers", hv, sizeof hv), "Authorization"));
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    /* Without cors_origin: no CORS header. */
+    start_or_fail(small_model, NULL);
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_ptr_null(http_header(&r, "Access-Control-Allow-Origin", hv, sizeof hv));
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_access_log)
+{
+    start_or_fail(small_model, NULL);
+    static const char *const id[] = {"X-Request-Id: log-check-7", NULL};
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, id, &r), 0);
+    http_resp_free(&r);
+    char *log = NULL;
+    for (int i = 0; i < 100; i++) { /* the line is written as the request completes */
+        free(log);
+        log = daemon_log(&dp);
+        if (strstr(log, "log-check-7"))
+            break;
+        usleep(10000);
+    }
+    const char *line = strstr(log, "GET /v1/model 200 ");
+    ck_assert_msg(line != NULL, "no access log line in:\n%s", log);
+    const char *eol = strchr(line, '\n');
+    ck_assert_ptr_nonnull(eol);
+    ck_assert_msg(strstr(line, "ms log-check-7") && strstr(line, "ms log-check-7") < eol,
+                  "line lacks duration and id: %.*s", (int)(eol - line), line);
+    free(log);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* ---- configuration and start-up ----------------------------------------- */
+
+static char *model_name_of(int port)
+{
+    http_resp r;
+    ck_assert_int_eq(http_do(port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *j = parse_body(&r);
+    char *name = strdup(json_string_value(json_object_get(j, "name")));
+    json_decref(j);
+    http_resp_free(&r);
+    return name;
+}
+
+START_TEST(test_config_precedence)
+{
+    char path[] = "/tmp/attnd-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *file = "{\"model\": {\"name\": \"from-file\", \"d_model\": 16, \"n_heads\": 4, "
+                       "\"d_ff\": 32}}";
+    ck_assert_int_eq(write(fd, file, strlen(file)), (ssize_t)strlen(file));
+    close(fd);
+    char cfg_env[64];
+    snprintf(cfg_env, sizeof cfg_env, "ATTND_CONFIG=%s", path);
+    /* file only */
+    start_or_fail(NULL, (const char *const[]){cfg_env, NULL});
+    char *n = model_name_of(dp.port);
+    ck_assert_str_eq(n, "from-file");
+    free(n);
+    daemon_stop(&dp);
+    /* env over file */
+    start_or_fail(NULL, (const char *const[]){cfg_env, "ATTND_MODEL_NAME=from-env", NULL});
+    n = model_name_of(dp.port);
+    ck_assert_str_eq(n, "from-env");
+    free(n);
+    daemon_stop(&dp);
+    /* flag over env over file */
+    start_or_fail((const char *const[]){"--model-name", "from-flag", NULL},
+                  (const char *const[]){cfg_env, "ATTND_MODEL_NAME=from-env", NULL});
+    n = model_name_of(dp.port);
+    ck_assert_str_eq(n, "from-flag");
+    free(n);
+    daemon_stop(&dp);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(test_startup_errors)
+{
+    char *out = NULL;
+    /* --help lists flags with their variables and defaults. */
+    ck_assert_int_eq(run_attnd((const char *const[]){"--help", NULL}, NULL, &out), 0);
+    const char *flags[] = {"--port", "ATTND_PORT", "--weights", "ATTND_WEIGHTS", "--api-key",
+                           "--max-batch", "--check-config", "8080"};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+    free(out);
+    /* An invalid setting: one line naming it, non-zero. */
+    ck_assert_int_ne(run_attnd((const char *const[]){"--n-heads", "7", NULL}, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "n_heads (7)"), "%s", out);
+    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1);
+    free(out);
+    ck_assert_int_ne(run_attnd(NULL, (const char *const[]){"ATTND_PORT=http", NULL}, &out), 0);
+    ck_assert_msg(strstr(out, "ATTND_PORT"), "%s", out);
+    free(out);
+    /* A broken weights file: the tensor is named, non-zero. */
+    const char *bad = TESTS_DIR "/fixtures/safetensors/model/";
+    char wpath[512];
+    snprintf(wpath, sizeof wpath, "%s%s", bad, "wrong_shape.safetensors");
+    if (access(wpath, R_OK) != 0)
+        snprintf(wpath, sizeof wpath, "%s%s", bad, "shape.safetensors");
+    const char *tiny[] = {"--check-config", "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
+                          "--weights", wpath, NULL};
+    ck_assert_int_ne(run_attnd(tiny, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "linear1.weight"), "%s", out);
+    free(out);
+    char vpath[512];
+    snprintf(vpath, sizeof vpath, "%s%s", bad, "valid.safetensors");
+    tiny[8] = vpath;
+    ck_assert_int_eq(run_attnd(tiny, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "configuration OK"), "%s", out);
+    free(out);
+    /* The same refusal at start-up without --check-config. */
+    const char *serve[] = {"--port", "0", "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
+                           "--weights", wpath, NULL};
+    ck_assert_int_ne(run_attnd(serve, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "linear1.weight"), "%s", out);
+    free(out);
+}
+END_TEST
+
+/* ---- shutdown ------------------------------------------------------------ */
+
+typedef struct slow_req {
+    int port;
+    const char *body;
+    long status;
+} slow_req;
+
+static void *send_slow(void *arg)
+{
+    slow_req *s = arg;
+    http_resp r;
+    if (http_post_json(s->port, "/v1/encode", s->body, &r) == 0)
+        s->status = r.status;
+    http_resp_free(&r);
+    return NULL;
+}
+
+/* A body of B sequences of L tokens of width D. */
+static char *big_body(int B, int L, int D)
+{
+    size_t cap = (size_t)B * L * D * 8 + 64, n = 0;
+    char *s = xcalloc(cap, 1);
+    n += (size_t)sprintf(s + n, "{\"attention\": \"none\", \"embeddings\": [");
+    for (int b = 0; b < B; b++) {
+        s[n++] = '[';
+        for (int i = 0; i < L; i++) {
+            s[n++] = '[';
+            for (int k = 0; k < D; k++)
+                n += (size_t)sprintf(s + n, "%s%d", k ? "," : "", (i * 7 + k) % 5 - 2);
+            s[n++] = ']';
+            if (i + 1 < L)
+                s[n++] = ',';
+        }
+        s[n++] = ']';
+        if (b + 1 < B)
+            s[n++] = ',';
+    }
+    sprintf(s + n, "]}");
+    return s;
+}
+
+START_TEST(test_graceful_shutdown)
+{
+    /* A model slow enough that requests are still running at SIGTERM. */
+    start_or_fail((const char *const[]){"--d-model", "256", "--n-heads", "4", "--d-ff", "1024",
+                                        "--n-layers", "6", "--blas-threads", "1", NULL},
+                  NULL);
+    char *body = big_body(1, 384, 256);
+    slow_req reqs[3];
+    pthread_t tids[3];
+    for (int i = 0; i < 3; i++) {
+        reqs[i] = (slow_req){.port = dp.port, .body = body};
+        pthread_create(&tids[i], NULL, send_slow, &reqs[i]);
+    }
+    /* Wait until all three are in flight (metrics count this request too). */
+    for (int i = 0; i < 500; i++) {
+        http_resp r;
+        http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r);
+        int in = strstr(r.body, "attnd_requests_in_flight 4\n") != NULL;
+        http_resp_free(&r);
+        if (in)
+            break;
+        usleep(10000);
+    }
+    kill(dp.pid, SIGTERM);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(tids[i], NULL);
+        ck_assert_msg(reqs[i].status == 200, "request %d got %ld", i, reqs[i].status);
+    }
+    /* The listener is closed: new connections fail. */
+    http_resp r;
+    usleep(100000);
+    ck_assert_int_ne(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    http_resp_free(&r);
+    int status = 0;
+    waitpid(dp.pid, &status, 0);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+    dp.pid = 0;
+    char *log = daemon_log(&dp);
+    ck_assert_ptr_nonnull(strstr(log, "SIGTERM"));
+    free(log);
+    daemon_stop(&dp);
+    free(body);
+}
+END_TEST
+
+START_TEST(test_queue_full_429)
+{
+    start_or_fail((const char *const[]){"--d-model", "256", "--n-heads", "4", "--d-ff", "1024",
+                                        "--n-layers", "4", "--queue-size", "1", "--workers", "1",
+                                        NULL},
+                  NULL);
+    char *body = big_body(1, 256, 256);
+    enum { N = 8 };
+    slow_req reqs[N];
+    pthread_t tids[N];
+    for (int i = 0; i < N; i++) {
+        reqs[i] = (slow_req){.port = dp.port, .body = body};
+        pthread_create(&tids[i], NULL, send_slow, &reqs[i]);
+    }
+    int ok = 0, full = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(tids[i], NULL);
+        ok += reqs[i].status == 200;
+        full += reqs[i].status == 429;
+    }
+    ck_assert_int_eq(ok + full, N);
+    ck_assert_int_ge(ok, 1);
+    ck_assert_int_ge(full, 1);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    free(body);
+}
+END_TEST
+
+Suite *http_suite(void)
+{
+    Suite *s = suite_create("http");
+    TCase *tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_health_and_request_id);
+    tcase_add_test(tc, test_model_route);
+    tcase_add_test(tc, test_openapi_and_version);
+    tcase_add_test(tc, test_metrics_count_requests);
+    tcase_add_loop_test(tc, test_encode_matches_torch, 0,
+                        (int)(sizeof http_cases / sizeof *http_cases));
+    tcase_add_test(tc, test_error_statuses);
+    tcase_add_test(tc, test_invalid_request_directory);
+    tcase_add_test(tc, test_api_key);
+    tcase_add_test(tc, test_cors);
+    tcase_add_test(tc, test_access_log);
+    tcase_add_test(tc, test_config_precedence);
+    tcase_add_test(tc, test_startup_errors);
+    tcase_add_test(tc, test_graceful_shutdown);
+    tcase_add_test(tc, test_queue_full_429);
+    suite_add_tcase(s, tc);
+    return s;
+}
