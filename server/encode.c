@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BAD(...) api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define BAD(...)       api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
 #define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -65,12 +65,13 @@
 #define SAFE_MAX 40
 
 /* Client text made safe for an error message: printable ASCII only (other
- * bytes become '?'), cut after SAFE_MAX characters with "...".  Returns out. */
-static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
+ * bytes become '?'), cut after max characters with "...".  out has room for
+ * max + 4.  Returns out. */
+static const char *safe_text_n(const char *s, char *out, size_t max)
 {
     size_t n = 0;
     const unsigned char *u = (const unsigned char *)(s ? s : "");
-    for (; *u && n < SAFE_MAX; u++)
+    for (; *u && n < max; u++)
         out[n++] = (*u >= 0x20 && *u < 0x7f) ? (char)*u : '?';
     if (*u) {
         memcpy(out + n, "...", 3);
@@ -78,6 +79,12 @@ static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
     }
     out[n] = '\0';
     return out;
+}
+
+/* The same for names and values quoted from the request: SAFE_MAX characters. */
+static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
+{
+    return safe_text_n(s, out, SAFE_MAX);
 }
 
 /* "a string", "an array", ... for messages. */
@@ -126,6 +133,17 @@ static int to_float(const json_t *v, float *out)
         return -1;
     *out = (float)d;
     return 0;
+}
+
+/* "s" unless n is 1, for "row%s", "number%s"; entries and matrices have their own. */
+static const char *plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+static const char *entries(size_t n)
+{
+    return n == 1 ? "entry" : "entries";
 }
 
 static void *alloc_zero(size_t n, size_t size)
@@ -257,15 +275,16 @@ unsigned char *base64_decode(const char *text, size_t len, size_t *out_len)
 
 /* ---- parsing: options ------------------------------------------------------ */
 
-static const char *const TOP_FIELDS[] = {"embeddings", "embeddings_b64", "shape",
-                                         "lengths", "mask", "attention",
-                                         "attention_layers", "precision", "encoding"};
+static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
+                                         "lengths",          "mask",           "attention",
+                                         "attention_layers", "precision",      "encoding"};
 
 static int check_fields(json_t *root, api_error *err)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         bool known = false;
         for (size_t i = 0; i < sizeof TOP_FIELDS / sizeof *TOP_FIELDS; i++)
             known = known || strcmp(key, TOP_FIELDS[i]) == 0;
@@ -318,7 +337,7 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
         long long l = json_integer_value(e);
         if (l < 0 || l >= n)
             rc = BAD("attention_layers[%zu] = %lld is outside 0..%d (the model has %d layer%s)", k,
-                     l, n - 1, n, n == 1 ? "" : "s");
+                     l, n - 1, n, plural((size_t)n));
         else if (seen[l])
             rc = BAD("attention_layers[%zu] = %lld is listed twice", k, l);
         else {
@@ -387,8 +406,7 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
                         const api_limits *lim, api_error *err)
 {
     if (lim && B > (size_t)(lim->max_batch > 0 ? lim->max_batch : 0))
-        return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B,
-                         lim->max_batch);
+        return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B, lim->max_batch);
     if (lim && L > (size_t)(lim->max_seq_len > 0 ? lim->max_seq_len : 0))
         return TOO_LARGE("sequence length %zu is over limits.max_seq_len (%d)", L,
                          lim->max_seq_len);
@@ -469,8 +487,8 @@ static void row_name(char *buf, size_t n, bool batched, size_t b, size_t i)
 /* Holds every sequence and row of nested embeddings to B, L and D and every
  * entry to float32 numbers; when x is not NULL, also converts them into x
  * (B, L, D).  Called once to check, then (after allocating x) to fill. */
-static int walk_embeddings(const json_t *emb, bool batched, size_t B, size_t L, size_t D,
-                           float *x, api_error *err)
+static int walk_embeddings(const json_t *emb, bool batched, size_t B, size_t L, size_t D, float *x,
+                           api_error *err)
 {
     char name[80];
     for (size_t b = 0; b < B; b++) {
@@ -478,9 +496,9 @@ static int walk_embeddings(const json_t *emb, bool batched, size_t B, size_t L, 
         if (!json_is_array(seq))
             return BAD("embeddings[%zu] is %s; expected an array of rows", b, kind_of(seq));
         if (json_array_size(seq) != L)
-            return BAD("embeddings[%zu] has %zu rows; embeddings[0] has %zu (sequences must have "
-                       "the same length: pad them and send lengths)",
-                       b, json_array_size(seq), L);
+            return BAD("embeddings[%zu] has %zu row%s; embeddings[0] has %zu (sequences must "
+                       "have the same length: pad them and send lengths)",
+                       b, json_array_size(seq), plural(json_array_size(seq)), L);
         for (size_t i = 0; i < L; i++) {
             const json_t *row = json_array_get(seq, i);
             row_name(name, sizeof name, batched, b, i);
@@ -488,7 +506,8 @@ static int walk_embeddings(const json_t *emb, bool batched, size_t B, size_t L, 
                 return BAD("%s is %s; expected an array of d_model (%zu) numbers", name,
                            kind_of(row), D);
             if (json_array_size(row) != D)
-                return BAD("%s has %zu numbers; d_model is %zu", name, json_array_size(row), D);
+                return BAD("%s has %zu number%s; d_model is %zu", name, json_array_size(row),
+                           plural(json_array_size(row)), D);
             float *dst = x ? x + (b * L + i) * D : NULL;
             for (size_t k = 0; k < D; k++) {
                 const json_t *v = json_array_get(row, k);
@@ -581,8 +600,8 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     /* Little-endian float32 to the host's floats, in place. */
     for (size_t k = 0; k < n_floats; k++) {
         const unsigned char *p = bytes + 4 * k;
-        uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24;
+        uint32_t u =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         float f;
         memcpy(&f, &u, sizeof f);
         if (!isfinite(f)) {
@@ -610,8 +629,8 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
     if (!json_is_array(v))
         return BAD("lengths must be an array of integers (one per sequence), not %s", kind_of(v));
     if (json_array_size(v) != (size_t)B)
-        return BAD("lengths has %zu entries; the batch has %d sequence%s", json_array_size(v), B,
-                   B == 1 ? "" : "s");
+        return BAD("lengths has %zu %s; the batch has %d sequence%s", json_array_size(v),
+                   entries(json_array_size(v)), B, plural((size_t)B));
     if (!(req->lengths = alloc_zero((size_t)B, sizeof *req->lengths)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (int b = 0; b < B; b++) {
@@ -659,17 +678,16 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
                    kind_of(v));
     const char *key;
     json_t *e;
-    json_object_foreach(v, key, e) {
+    json_object_foreach(v, key, e)
+    {
         if (strcmp(key, "left") != 0 && strcmp(key, "right") != 0) {
             char q[SAFE_MAX + 4];
-            return BAD("mask.window: unknown option '%s'; expected left, right",
-                       safe_text(key, q));
+            return BAD("mask.window: unknown option '%s'; expected left, right", safe_text(key, q));
         }
     }
-    if (window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left, err) <
-            0 ||
-        window_side(json_object_get(v, "right"), "mask.window.right", L, &mk->window_right,
-                    err) < 0)
+    if (window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left, err) < 0 ||
+        window_side(json_object_get(v, "right"), "mask.window.right", L, &mk->window_right, err) <
+            0)
         return -1;
     return 0;
 }
@@ -704,8 +722,8 @@ static int parse_key_padding(encode_request *req, const json_t *v, api_error *er
         return BAD("mask.key_padding must be bool[B][L]%s", req->batched ? "" : " or bool[L]");
     const bool flat = !req->batched && !json_is_array(json_array_get(v, 0));
     if (!flat && json_array_size(v) != B)
-        return BAD("mask.key_padding has %zu rows; the batch has %zu sequence%s",
-                   json_array_size(v), B, B == 1 ? "" : "s");
+        return BAD("mask.key_padding has %zu row%s; the batch has %zu sequence%s",
+                   json_array_size(v), plural(json_array_size(v)), B, plural(B));
     for (int pass = 0; pass < 2; pass++) {
         for (size_t b = 0; b < B; b++) {
             const json_t *row = flat ? v : json_array_get(v, b);
@@ -718,7 +736,8 @@ static int parse_key_padding(encode_request *req, const json_t *v, api_error *er
                 return BAD("%s is %s; expected an array of L (%zu) booleans", name, kind_of(row),
                            L);
             if (json_array_size(row) != L)
-                return BAD("%s has %zu entries; L is %zu", name, json_array_size(row), L);
+                return BAD("%s has %zu %s; L is %zu", name, json_array_size(row),
+                           entries(json_array_size(row)), L);
             for (size_t j = 0; j < L; j++) {
                 const json_t *e = json_array_get(row, j);
                 if (!json_is_boolean(e))
@@ -748,8 +767,8 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
         return BAD("mask.attn must be [L][L] for a single sequence ([L][d_model] embeddings)");
     const size_t n_mat = per_seq ? B : 1;
     if (per_seq && json_array_size(v) != B)
-        return BAD("mask.attn has %zu matrices; the batch has %zu sequence%s",
-                   json_array_size(v), B, B == 1 ? "" : "s");
+        return BAD("mask.attn has %zu matri%s; the batch has %zu sequence%s", json_array_size(v),
+                   json_array_size(v) == 1 ? "x" : "ces", B, plural(B));
 
     enc_attn_mask_kind kind = ENC_MASK_NONE;
     char first[128] = "", name[128];
@@ -764,15 +783,16 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
             if (!json_is_array(mat))
                 return BAD("%s is %s; expected [L][L]", mname, kind_of(mat));
             if (json_array_size(mat) != L)
-                return BAD("%s has %zu rows; L is %zu", mname, json_array_size(mat), L);
+                return BAD("%s has %zu row%s; L is %zu", mname, json_array_size(mat),
+                           plural(json_array_size(mat)), L);
             for (size_t i = 0; i < L; i++) {
                 const json_t *row = json_array_get(mat, i);
                 if (!json_is_array(row))
                     return BAD("%s[%zu] is %s; expected an array of L (%zu) entries", mname, i,
                                kind_of(row), L);
                 if (json_array_size(row) != L)
-                    return BAD("%s[%zu] has %zu entries; L is %zu", mname, i,
-                               json_array_size(row), L);
+                    return BAD("%s[%zu] has %zu %s; L is %zu", mname, i, json_array_size(row),
+                               entries(json_array_size(row)), L);
                 for (size_t j = 0; j < L; j++) {
                     const json_t *e = json_array_get(row, j);
                     const size_t at = (m * L + i) * L + j;
@@ -800,8 +820,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                                    kind == ENC_MASK_BOOL ? "a boolean" : "a number");
                     }
                     if (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX)
-                        return BAD("%s = %g is over the float32 range", name,
-                                   json_number_value(e));
+                        return BAD("%s = %g is over the float32 range", name, json_number_value(e));
                 }
             }
         }
@@ -829,7 +848,8 @@ static int parse_mask(encode_request *req, json_t *mask, api_error *err)
         return BAD("mask must be an object, not %s", kind_of(mask));
     const char *key;
     json_t *v;
-    json_object_foreach(mask, key, v) {
+    json_object_foreach(mask, key, v)
+    {
         static const char *const known[] = {"causal", "window", "global", "key_padding", "attn"};
         bool ok = false;
         for (size_t i = 0; i < sizeof known / sizeof *known; i++)
@@ -876,8 +896,7 @@ static int parse_root(encode_request *req, json_t *root, const enc_hparams *hp,
                    "embeddings_b64 with shape)");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
-    if ((emb ? parse_nested(req, emb, hp, lim, err) : parse_b64(req, b64, shape, hp, lim, err)) <
-        0)
+    if ((emb ? parse_nested(req, emb, hp, lim, err) : parse_b64(req, b64, shape, hp, lim, err)) < 0)
         return -1;
     req->batch.x = req->x;
 
@@ -889,8 +908,8 @@ static int parse_root(encode_request *req, json_t *root, const enc_hparams *hp,
     return 0;
 }
 
-int encode_request_parse(encode_request *req, const char *body, size_t len,
-                         const enc_hparams *hp, const api_limits *limits, api_error *err)
+int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                         const api_limits *limits, api_error *err)
 {
     memset(req, 0, sizeof *req);
     req->batch.mask.window_left = ENC_WINDOW_NONE;
@@ -909,10 +928,10 @@ int encode_request_parse(encode_request *req, const char *body, size_t len,
     json_error_t jerr;
     json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        char text[SAFE_MAX + 4];
+        char text[JSON_ERROR_TEXT_LENGTH + 4];
         /* jansson's text may quote the offending bytes: keep it ASCII. */
         return BAD("invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                   safe_text(jerr.text, text));
+                   safe_text_n(jerr.text, text, JSON_ERROR_TEXT_LENGTH));
     }
     int rc = parse_root(req, root, hp, limits, err);
     json_decref(root);
@@ -1077,8 +1096,8 @@ static seq_view view_of(const encode_request *req, const enc_hparams *hp, int la
     if (layer < 0)
         return (seq_view){req->out + b * L * D, 0, len, D, D, 0};
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    return (seq_view){req->attn[layer] + b * (heads ? heads : 1) * L * L, heads, len, len, L,
-                      L * L};
+    return (seq_view){
+        req->attn[layer] + b * (heads ? heads : 1) * L * L, heads, len, len, L, L * L};
 }
 
 static void write_json_view(sbuf *sb, const seq_view *v, int precision)

@@ -24,7 +24,7 @@
 
 typedef struct encode_usage {
     int sequences;
-    long tokens;        /* real tokens: sum of lengths */
+    long tokens; /* real tokens: sum of lengths */
     double queue_ms;
     double compute_ms;
 } encode_usage;
@@ -39,19 +39,19 @@ typedef struct encode_request {
     uint8_t *attn_bool;   /* owned (L, L) or (B, L, L), or NULL */
     float *attn_add;      /* owned, or NULL */
 
-    enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
-    int n_layers;             /* the model's */
-    bool *want_layer;         /* owned (n_layers): which layers' attention to compute; the
-                                 last is always set unless attention is "none" */
-    bool layers_listed;       /* attention_layers was not "last": add "attention_layers" */
-    int *layers;              /* owned (n_layers): the listed layers, in request order */
-    int n_listed;             /* entries of layers */
-    int precision;            /* 1..9, default 9 */
-    bool base64_out;          /* "encoding": "base64" */
+    enc_attn_mode attn_mode; /* from "attention": heads (default) | mean | none */
+    int n_layers;            /* the model's */
+    bool *want_layer;        /* owned (n_layers): which layers' attention to compute; the
+                                last is always set unless attention is "none" */
+    bool layers_listed;      /* attention_layers was not "last": add "attention_layers" */
+    int *layers;             /* owned (n_layers): the listed layers, in request order */
+    int n_listed;            /* entries of layers */
+    int precision;           /* 1..9, default 9 */
+    bool base64_out;         /* "encoding": "base64" */
 
     /* Outputs, allocated by encode_request_alloc_outputs: */
-    float *out;               /* owned (B, L, D) */
-    float **attn;             /* owned (n_layers) pointers; attn[l] owned when want_layer[l] */
+    float *out;   /* owned (B, L, D) */
+    float **attn; /* owned (n_layers) pointers; attn[l] owned when want_layer[l] */
 } encode_request;
 
 /* Parses and validates a /v1/encode body against the model's hyperparameters
@@ -59,12 +59,15 @@ typedef struct encode_request {
  * rows, d_model, numbers only, finite base64 floats, lengths in 1..L, mask
  * options (unknown ones refused), attention mode, attention_layers indices,
  * precision, encoding; and batch / sequence / token counts and the attention
- * output size against limits BEFORE allocating anything sized by them.
+ * output size against limits BEFORE allocating anything sized by them
+ * (limits NULL: none, sizes are still checked for overflow).
  * Returns 0, or -1 with err set: API_BAD_REQUEST (400) or API_TOO_LARGE (413),
  * the message naming the field and index ("embeddings[1][3] has 511 numbers;
- * d_model is 512").  req is always safe to encode_request_free. */
-int encode_request_parse(encode_request *req, const char *body, size_t len,
-                         const enc_hparams *hp, const api_limits *limits, api_error *err);
+ * d_model is 512"; API_UNAVAILABLE when out of memory).  req is always safe
+ * to encode_request_free.  docs/api.md lists the choices the contract leaves
+ * open (null = absent, the unbatched form's masks, clamped windows, ...). */
+int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                         const api_limits *limits, api_error *err);
 
 /* Allocates req->out and req->attn[l] for the wanted layers (zeroed).
  * Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
@@ -75,11 +78,13 @@ enc_result encode_request_result(encode_request *req);
 
 /* The response body for a completed forward (API.md section 4): model, shape,
  * outputs (with the input's nesting; with lengths, sequence b has lengths[b]
- * rows and attention [H][len][len]), attention (last wanted layer, or
- * omitted for "none"), attention_layers when listed, usage; numbers with
- * req->precision significant digits, or base64 little-endian float32 with
- * outputs_shape / attention_shape.  Returns an owned NUL-terminated string
- * and its length in *len, or NULL when out of memory. */
+ * rows and attention [H][len][len]), attention (always the LAST layer's
+ * weights; omitted for "none"), attention_layers (in request order) when
+ * listed, usage; numbers with req->precision significant digits ("%.{p}g"),
+ * or base64 little-endian float32 with outputs_shape / attention_shape (one
+ * string per sequence with lengths).  Returns an owned NUL-terminated string
+ * and its length in *len, or NULL when out of memory (or when req has no
+ * outputs allocated). */
 char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
                       const encode_usage *usage, size_t *len);
 

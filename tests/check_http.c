@@ -2,10 +2,12 @@
  * 127.0.0.1 port, spoken to over HTTP.  Numeric results are checked against
  * the PyTorch fixtures, never against the core's own output. */
 #include "daemon.h"
+#include "encode.h"
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 
+#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -387,6 +389,104 @@ START_TEST(test_encode_matches_torch)
 }
 END_TEST
 
+/* The same case with base64 both ways, and the unbatched [L][D] form. */
+START_TEST(test_encode_base64_and_forms)
+{
+    http_case c;
+    http_case_load(&c, "mask_lengths");
+    c.args[c.n_args] = NULL;
+    start_or_fail((const char *const *)c.args, NULL);
+    size_t nx;
+    float *x = tensor_floats(&c.f, "x", &nx);
+    size_t b64_len;
+    char *b64 = base64_encode(x, nx * sizeof(float), &b64_len);
+    char *plain = http_case_body(&c, NULL); /* for lengths and mask */
+    json_t *body = json_loads(plain, 0, NULL);
+    json_object_del(body, "embeddings");
+    json_object_set_new(body, "embeddings_b64", json_string(b64));
+    json_object_set_new(body, "shape", json_pack("[i,i,i]", c.B, c.L, c.D));
+    json_object_set_new(body, "encoding", json_string("base64"));
+    char *text = json_dumps(body, JSON_COMPACT);
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", text, &r), 0);
+    ck_assert_msg(r.status == 200, "%ld %.300s", r.status, r.body);
+    json_t *j = parse_body(&r);
+    /* Ragged with lengths: one base64 string and one shape per sequence. */
+    json_t *outs = json_object_get(j, "outputs"), *shapes = json_object_get(j, "outputs_shape");
+    json_t *atts = json_object_get(j, "attention"), *ashapes = json_object_get(j, "attention_shape");
+    ck_assert_uint_eq(json_array_size(outs), (size_t)c.B);
+    float *want = tensor_floats(&c.f, "out", NULL), *want_a = tensor_floats(&c.f, "attn.0", NULL);
+    for (int b = 0; b < c.B; b++) {
+        const int len = c.lengths[b];
+        json_t *shp = json_array_get(shapes, (size_t)b);
+        ck_assert_int_eq(json_integer_value(json_array_get(shp, 0)), len);
+        ck_assert_int_eq(json_integer_value(json_array_get(shp, 1)), c.D);
+        const char *s64 = json_string_value(json_array_get(outs, (size_t)b));
+        size_t n = 0;
+        unsigned char *raw = base64_decode(s64, strlen(s64), &n);
+        ck_assert_uint_eq(n, (size_t)len * c.D * sizeof(float));
+        double d = max_abs_diff((const float *)(void *)raw, want + (size_t)b * c.L * c.D,
+                                (size_t)len * c.D);
+        ck_assert_msg(d <= 1e-4, "base64 outputs of sequence %d differ by %g", b, d);
+        free(raw);
+        shp = json_array_get(ashapes, (size_t)b);
+        ck_assert_int_eq(json_integer_value(json_array_get(shp, 0)), c.H);
+        ck_assert_int_eq(json_integer_value(json_array_get(shp, 1)), len);
+        s64 = json_string_value(json_array_get(atts, (size_t)b));
+        raw = base64_decode(s64, strlen(s64), &n);
+        ck_assert_uint_eq(n, (size_t)c.H * len * len * sizeof(float));
+        const float *got = (const float *)(void *)raw;
+        for (int h = 0; h < c.H; h++)
+            for (int i = 0; i < len; i++)
+                for (int k = 0; k < len; k++) {
+                    float w = want_a[(((size_t)b * c.H + h) * c.L + i) * c.L + k];
+                    float g = got[((size_t)h * len + i) * len + k];
+                    ck_assert_msg(fabsf(g - w) <= 1e-4f, "attention b%d h%d [%d][%d]", b, h, i,
+                                  k);
+                }
+        free(raw);
+    }
+    json_decref(j);
+    http_resp_free(&r);
+
+    /* One sequence as [L][D], attention none: outputs [L][D], no attention. */
+    const st_tensor *tx = st_find(&c.f, "x");
+    int64_t dims[2] = {tx->shape[1], tx->shape[2]};
+    json_t *one = json_pack("{s:o,s:s}", "embeddings", nested(x, dims, 2, 0), "attention", "none");
+    char *one_text = json_dumps(one, JSON_COMPACT);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", one_text, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    j = parse_body(&r);
+    ck_assert_ptr_null(json_object_get(j, "attention"));
+    json_t *shape = json_object_get(j, "shape");
+    ck_assert_uint_eq(json_array_size(shape), 2);
+    json_t *o = json_object_get(j, "outputs");
+    ck_assert_uint_eq(json_array_size(o), (size_t)c.L);
+    /* Sequence 0 of the fixture has the full length: its rows are the answer. */
+    ck_assert_int_eq(c.lengths[0], c.L);
+    double worst = 0;
+    for (int i = 0; i < c.L; i++)
+        for (int k = 0; k < c.D; k++) {
+            double g = json_number_value(json_array_get(json_array_get(o, (size_t)i), (size_t)k));
+            worst = fmax(worst, fabs(g - want[(size_t)i * c.D + k]));
+        }
+    ck_assert_msg(worst <= 1e-4, "unbatched outputs differ by %g", worst);
+    json_decref(j);
+    http_resp_free(&r);
+    free(one_text);
+    json_decref(one);
+    free(want);
+    free(want_a);
+    free(text);
+    json_decref(body);
+    free(plain);
+    free(b64);
+    free(x);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    http_case_free(&c);
+}
+END_TEST
+
 /* ---- errors ------------------------------------------------------------- */
 
 START_TEST(test_error_statuses)
@@ -721,6 +821,32 @@ static char *big_body(int B, int L, int D)
     return s;
 }
 
+static size_t keep_body(char *ptr, size_t size, size_t n, void *arg)
+{
+    char *dst = arg; /* a 256-byte buffer */
+    size_t have = strlen(dst), add = size * n;
+    if (have + add < 256) {
+        memcpy(dst + have, ptr, add);
+        dst[have + add] = '\0';
+    }
+    return size * n;
+}
+
+/* GET /health on a kept-alive curl handle: the status, the body in body. */
+static long health_on(CURL *c, int port, char body[256])
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/health", port);
+    body[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
 START_TEST(test_graceful_shutdown)
 {
     /* A model slow enough that requests are still running at SIGTERM. */
@@ -728,6 +854,10 @@ START_TEST(test_graceful_shutdown)
                                         "--n-layers", "6", "--blas-threads", "1", NULL},
                   NULL);
     char *body = big_body(1, 384, 256);
+    /* A connection opened before SIGTERM, kept alive, to watch /health. */
+    CURL *watch = curl_easy_init();
+    char hbody[256];
+    ck_assert_int_eq(health_on(watch, dp.port, hbody), 200);
     slow_req reqs[3];
     pthread_t tids[3];
     for (int i = 0; i < 3; i++) {
@@ -745,6 +875,15 @@ START_TEST(test_graceful_shutdown)
         usleep(10000);
     }
     kill(dp.pid, SIGTERM);
+    /* While they finish, /health says 503 on the open connection. */
+    long hs = 0;
+    for (int i = 0; i < 200 && hs != 503; i++) {
+        hs = health_on(watch, dp.port, hbody);
+        usleep(5000);
+    }
+    ck_assert_int_eq(hs, 503);
+    ck_assert_str_eq(hbody, "{\"status\":\"shutting_down\"}");
+    curl_easy_cleanup(watch);
     for (int i = 0; i < 3; i++) {
         pthread_join(tids[i], NULL);
         ck_assert_msg(reqs[i].status == 200, "request %d got %ld", i, reqs[i].status);
@@ -806,6 +945,7 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_metrics_count_requests);
     tcase_add_loop_test(tc, test_encode_matches_torch, 0,
                         (int)(sizeof http_cases / sizeof *http_cases));
+    tcase_add_test(tc, test_encode_base64_and_forms);
     tcase_add_test(tc, test_error_statuses);
     tcase_add_test(tc, test_invalid_request_directory);
     tcase_add_test(tc, test_api_key);

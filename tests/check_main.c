@@ -18,6 +18,7 @@ int main(void)
     srunner_add_suite(sr, naive_suite());
     srunner_add_suite(sr, torch_suite());
     srunner_add_suite(sr, config_suite());
+    srunner_add_suite(sr, encode_suite());
     srunner_add_suite(sr, http_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -190,7 +190,7 @@ def make():
          {"embeddings": batch(2, 3), "mask": {"key_padding": [[False] * 3, [False] * 2]}}, 400,
          "mask.key_padding[1] has 2 entries; L is 3")
     case("key_padding_rows", {"embeddings": batch(2, 3), "mask": {"key_padding": [[False] * 3]}},
-         400, "mask.key_padding has 1 rows; the batch has 2 sequences")
+         400, "mask.key_padding has 1 row; the batch has 2 sequences")
     case("key_padding_not_bool",
          {"embeddings": batch(1, 3), "mask": {"key_padding": [[False, 0, False]]}}, 400,
          "mask.key_padding[0][1] is not a boolean")
