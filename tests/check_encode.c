@@ -16,6 +16,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "torch_fixture.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -26,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TORCH_DIR   TESTS_DIR "/fixtures/torch"
 #define INVALID_DIR TESTS_DIR "/fixtures/requests/invalid"
 #define TOL         1e-4
 
@@ -344,47 +344,10 @@ typedef struct fx {
     size_t n_global;
 } fx;
 
-static char case_names[64][256];
-static int n_cases;
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
-static void list_cases(void)
-{
-    if (n_cases)
-        return;
-    DIR *d = opendir(TORCH_DIR);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) && n_cases < 64) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, e->d_name);
-        FILE *f = e->d_name[0] != '.' ? fopen(path, "rb") : NULL;
-        if (f) {
-            fclose(f);
-            snprintf(case_names[n_cases++], sizeof case_names[0], "%s", e->d_name);
-        }
-    }
-    closedir(d);
-    qsort(case_names, (size_t)n_cases, sizeof case_names[0], cmp_names);
-}
-
 /* A fixture tensor as floats (owned), or NULL if absent. */
 static float *fx_floats(const fx *c, const char *name, size_t *numel)
 {
-    const st_tensor *t = st_find(&c->file, name);
-    if (!t)
-        return NULL;
-    float *v = xcalloc(t->numel, sizeof *v);
-    enc_error err = {0};
-    ck_assert_msg(st_tensor_read_f32(t, v, &err) == 0, "%s", err.message);
-    if (numel)
-        *numel = t->numel;
-    return v;
+    return torch_floats(&c->file, name, numel);
 }
 
 /* Fixture tensor "name" (layer < 0) or "name.layer"; must exist. */
@@ -400,6 +363,7 @@ static float *fx_want(const fx *c, const char *name, int layer)
     return v;
 }
 
+/* An integer of a metadata object, or -1 (an unbounded window side) if absent. */
 static int meta_int(const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
@@ -410,30 +374,12 @@ static void fx_load(fx *c, const char *name)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
-    char path[1024];
-    enc_error err = {0};
-    snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, name);
-    ck_assert_msg(st_open(&c->file, path, &err) == 0, "%s", err.message);
-
+    torch_case_open(&c->file, name);
+    torch_hparams(&c->file, &c->hp);
+    c->model = torch_model(name, &c->hp);
     json_error_t jerr;
-    json_t *cfg = json_loads(st_metadata(&c->file, "config"), 0, &jerr);
     json_t *mask = json_loads(st_metadata(&c->file, "mask"), 0, &jerr);
-    ck_assert_msg(cfg && mask, "%s: metadata: %s", name, jerr.text);
-    enc_hparams_default(&c->hp);
-    c->hp.d_model = meta_int(cfg, "d_model");
-    c->hp.n_heads = meta_int(cfg, "n_heads");
-    c->hp.n_kv_heads = meta_int(cfg, "n_kv_heads");
-    c->hp.d_ff = meta_int(cfg, "d_ff");
-    c->hp.n_layers = meta_int(cfg, "n_layers");
-    ck_assert_int_eq(enc_activation_parse(json_string_value(json_object_get(cfg, "activation")),
-                                          &c->hp.activation),
-                     0);
-    c->hp.norm_first = json_is_true(json_object_get(cfg, "norm_first"));
-    c->hp.bias = json_is_true(json_object_get(cfg, "bias"));
-    c->hp.layer_norm_eps = (float)json_number_value(json_object_get(cfg, "layer_norm_eps"));
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
-    c->model = enc_model_load(path, &c->hp, &err);
-    ck_assert_msg(c->model != NULL, "%s: %s", name, err.message);
+    ck_assert_msg(mask != NULL, "%s: metadata: %s", name, jerr.text);
 
     const st_tensor *tx = st_find(&c->file, "x");
     ck_assert_msg(tx && tx->ndim == 3, "%s: x must be [B, L, D]", name);
@@ -470,7 +416,6 @@ static void fx_load(fx *c, const char *name)
     json_t *glob = json_object_get(mask, "global");
     for (size_t k = 0; k < json_array_size(glob) && k < 16; k++)
         c->global[c->n_global++] = (int)json_integer_value(json_array_get(glob, k));
-    json_decref(cfg);
     json_decref(mask);
 }
 
@@ -705,11 +650,10 @@ static const char *const REQUIRED_CASES[] = {
 
 START_TEST(test_required_cases_present)
 {
-    list_cases();
     for (size_t i = 0; i < sizeof REQUIRED_CASES / sizeof *REQUIRED_CASES; i++) {
         bool found = false;
-        for (int k = 0; k < n_cases; k++)
-            found = found || strcmp(case_names[k], REQUIRED_CASES[i]) == 0;
+        for (int k = 0; k < torch_case_count(); k++)
+            found = found || strcmp(torch_case_name(k), REQUIRED_CASES[i]) == 0;
         ck_assert_msg(found, "fixture case %s is missing under %s", REQUIRED_CASES[i], TORCH_DIR);
     }
 }
@@ -719,7 +663,7 @@ END_TEST
 START_TEST(test_fixture_nested)
 {
     fx c;
-    fx_load(&c, case_names[_i]);
+    fx_load(&c, torch_case_name(_i));
     char *body = fx_body(&c, -1, false, "\"attention_layers\": \"all\"");
     run r;
     run_body(&r, c.model, &c.hp, body, c.name);
@@ -759,7 +703,7 @@ END_TEST
 START_TEST(test_fixture_base64)
 {
     fx c;
-    fx_load(&c, case_names[_i]);
+    fx_load(&c, torch_case_name(_i));
     const int n_layers = c.hp.n_layers;
     char *body = fx_body(&c, -1, true,
                          n_layers > 1 ? "\"attention\": \"mean\", \"encoding\": \"base64\", "
@@ -803,7 +747,7 @@ END_TEST
 START_TEST(test_fixture_unbatched)
 {
     fx c;
-    fx_load(&c, case_names[_i]);
+    fx_load(&c, torch_case_name(_i));
     const int n_layers = c.hp.n_layers;
     for (int b = 0; b < c.y.B; b++) {
         const bool b64 = b % 2 == 1;
@@ -857,7 +801,7 @@ END_TEST
 START_TEST(test_fixture_precision)
 {
     fx c;
-    fx_load(&c, case_names[_i]);
+    fx_load(&c, torch_case_name(_i));
     const int last = c.hp.n_layers - 1;
     const tol rounded = {false, TOL, 1e-2};
 
@@ -1561,7 +1505,7 @@ Suite *encode_suite(void)
     Suite *s = suite_create("encode");
     TCase *tc = tcase_create("codec");
     tcase_set_timeout(tc, 300);
-    list_cases();
+    const int n_cases = torch_case_count();
     tcase_add_test(tc, test_required_cases_present);
     tcase_add_loop_test(tc, test_fixture_nested, 0, n_cases);
     tcase_add_loop_test(tc, test_fixture_base64, 0, n_cases);

@@ -6,6 +6,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "torch_fixture.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -18,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TORCH_DIR TESTS_DIR "/fixtures/torch"
 #define INVALID_DIR TESTS_DIR "/fixtures/requests/invalid"
 
 /* A small default model keeps start-up and requests quick. */
@@ -185,9 +185,7 @@ static void http_case_load(http_case *c, const char *name)
 {
     memset(c, 0, sizeof *c);
     char path[1024];
-    enc_error err = {0};
-    snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, name);
-    ck_assert_msg(st_open(&c->f, path, &err) == 0, "%s", err.message);
+    torch_case_open(&c->f, name);
     json_t *cfg = json_loads(st_metadata(&c->f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
     static const char *const keys[] = {"d_model", "n_heads", "n_kv_heads", "d_ff", "n_layers",
@@ -230,18 +228,6 @@ static void http_case_free(http_case *c)
     st_close(&c->f);
 }
 
-static float *tensor_floats(const st_file *f, const char *name, size_t *n)
-{
-    const st_tensor *t = st_find(f, name);
-    if (!t)
-        return NULL;
-    float *v = xcalloc(t->numel, sizeof *v);
-    ck_assert_int_eq(st_tensor_read_f32(t, v, NULL), 0);
-    if (n)
-        *n = t->numel;
-    return v;
-}
-
 /* A nested JSON array of the float tensor (dims dims, bool when as_bool). */
 static json_t *nested(const float *v, const int64_t *dims, int ndim, int as_bool)
 {
@@ -263,11 +249,11 @@ static char *http_case_body(http_case *c, const char *extra_json)
 {
     json_t *body = extra_json ? json_loads(extra_json, 0, NULL) : json_object();
     const st_tensor *tx = st_find(&c->f, "x");
-    float *x = tensor_floats(&c->f, "x", NULL);
+    float *x = torch_floats(&c->f, "x", NULL);
     json_object_set_new(body, "embeddings", nested(x, tx->shape, 3, 0));
     free(x);
     size_t n;
-    float *v = tensor_floats(&c->f, "lengths", &n);
+    float *v = torch_floats(&c->f, "lengths", &n);
     if (v) {
         json_t *a = json_array();
         c->lengths = xcalloc(n, sizeof *c->lengths);
@@ -286,7 +272,7 @@ static char *http_case_body(http_case *c, const char *extra_json)
         const st_tensor *t = st_find(&c->f, names[k]);
         if (!t)
             continue;
-        float *m = tensor_floats(&c->f, names[k], NULL);
+        float *m = torch_floats(&c->f, names[k], NULL);
         json_object_set_new(mask, k == 0 ? "key_padding" : "attn",
                             nested(m, t->shape, t->ndim, k < 2));
         free(m);
@@ -348,12 +334,12 @@ START_TEST(test_encode_matches_torch)
         ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
         ck_assert_msg(r.status == 200, "%s: %ld %.300s", http_cases[_i], r.status, r.body);
         json_t *j = parse_body(&r);
-        float *want = tensor_floats(&c.f, "out", NULL);
+        float *want = torch_floats(&c.f, "out", NULL);
         compare_seq(json_object_get(j, "outputs"), want, &c, 0, 0, "outputs");
         free(want);
         char key[32];
         snprintf(key, sizeof key, mode == 0 ? "attn.%d" : "attn_mean.%d", c.n_layers - 1);
-        want = tensor_floats(&c.f, key, NULL);
+        want = torch_floats(&c.f, key, NULL);
         compare_seq(json_object_get(j, "attention"), want, &c, mode == 0, 1, "attention");
         free(want);
         if (mode == 0) {
@@ -363,7 +349,7 @@ START_TEST(test_encode_matches_torch)
                 json_t *e = json_array_get(layers, (size_t)l);
                 ck_assert_int_eq(json_integer_value(json_object_get(e, "layer")), l);
                 snprintf(key, sizeof key, "attn.%d", l);
-                want = tensor_floats(&c.f, key, NULL);
+                want = torch_floats(&c.f, key, NULL);
                 compare_seq(json_object_get(e, "attention"), want, &c, 1, 1, key);
                 free(want);
             }
@@ -397,7 +383,7 @@ START_TEST(test_encode_base64_and_forms)
     c.args[c.n_args] = NULL;
     start_or_fail((const char *const *)c.args, NULL);
     size_t nx;
-    float *x = tensor_floats(&c.f, "x", &nx);
+    float *x = torch_floats(&c.f, "x", &nx);
     size_t b64_len;
     char *b64 = base64_encode(x, nx * sizeof(float), &b64_len);
     char *plain = http_case_body(&c, NULL); /* for lengths and mask */
@@ -415,7 +401,7 @@ START_TEST(test_encode_base64_and_forms)
     json_t *outs = json_object_get(j, "outputs"), *shapes = json_object_get(j, "outputs_shape");
     json_t *atts = json_object_get(j, "attention"), *ashapes = json_object_get(j, "attention_shape");
     ck_assert_uint_eq(json_array_size(outs), (size_t)c.B);
-    float *want = tensor_floats(&c.f, "out", NULL), *want_a = tensor_floats(&c.f, "attn.0", NULL);
+    float *want = torch_floats(&c.f, "out", NULL), *want_a = torch_floats(&c.f, "attn.0", NULL);
     for (int b = 0; b < c.B; b++) {
         const int len = c.lengths[b];
         json_t *shp = json_array_get(shapes, (size_t)b);

@@ -6,14 +6,13 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "torch_fixture.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TORCH_DIR TESTS_DIR "/fixtures/torch"
 #define TOL 1e-4
 #define MIN_CASES 28
 
@@ -32,98 +31,28 @@ typedef struct torch_case {
     float *attn_add;
 } torch_case;
 
-static char case_names[64][256];
-static int n_cases;
-
-/* Lists the case directories once, sorted, so loop tests can index them. */
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
-static void list_cases(void)
-{
-    if (n_cases)
-        return;
-    DIR *d = opendir(TORCH_DIR);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) && n_cases < 64) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, e->d_name);
-        FILE *f = e->d_name[0] != '.' ? fopen(path, "rb") : NULL;
-        if (f) {
-            fclose(f);
-            snprintf(case_names[n_cases++], sizeof case_names[0], "%s", e->d_name);
-        }
-    }
-    closedir(d);
-    qsort(case_names, (size_t)n_cases, sizeof case_names[0], cmp_names);
-}
-
-/* The tensor's values as floats (owned), or NULL if absent. */
-static float *read_floats(const st_file *f, const char *name, size_t *numel)
-{
-    const st_tensor *t = st_find(f, name);
-    if (!t)
-        return NULL;
-    float *v = xcalloc(t->numel, sizeof *v);
-    enc_error err = {0};
-    ck_assert_msg(st_tensor_read_f32(t, v, &err) == 0, "%s", err.message);
-    if (numel)
-        *numel = t->numel;
-    return v;
-}
-
-static int json_int(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    ck_assert_msg(json_is_integer(v), "metadata: %s is not an integer", key);
-    return (int)json_integer_value(v);
-}
-
 static void case_load(torch_case *c, const char *name)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
-    char path[1024];
-    enc_error err = {0};
-    snprintf(path, sizeof path, "%s/%s/case.safetensors", TORCH_DIR, name);
-    ck_assert_msg(st_open(&c->file, path, &err) == 0, "%s", err.message);
-
-    /* Hyperparameters and mask from the metadata. */
+    torch_case_open(&c->file, name);
+    torch_hparams(&c->file, &c->hp);
+    c->model = torch_model(name, &c->hp);
     json_error_t jerr;
-    const char *cfg_s = st_metadata(&c->file, "config"), *mask_s = st_metadata(&c->file, "mask");
-    ck_assert_msg(cfg_s && mask_s, "%s: metadata lacks config or mask", name);
-    json_t *cfg = json_loads(cfg_s, 0, &jerr), *mask = json_loads(mask_s, 0, &jerr);
-    ck_assert_msg(cfg && mask, "%s: metadata: %s", name, jerr.text);
-    enc_hparams_default(&c->hp);
-    c->hp.d_model = json_int(cfg, "d_model");
-    c->hp.n_heads = json_int(cfg, "n_heads");
-    c->hp.n_kv_heads = json_int(cfg, "n_kv_heads");
-    c->hp.d_ff = json_int(cfg, "d_ff");
-    c->hp.n_layers = json_int(cfg, "n_layers");
-    ck_assert_int_eq(enc_activation_parse(json_string_value(json_object_get(cfg, "activation")),
-                                          &c->hp.activation),
-                     0);
-    c->hp.norm_first = json_is_true(json_object_get(cfg, "norm_first"));
-    c->hp.bias = json_is_true(json_object_get(cfg, "bias"));
-    c->hp.layer_norm_eps = (float)json_number_value(json_object_get(cfg, "layer_norm_eps"));
-
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
-    c->model = enc_model_load(path, &c->hp, &err);
-    ck_assert_msg(c->model != NULL, "%s: %s", name, err.message);
+    const char *mask_s = st_metadata(&c->file, "mask");
+    ck_assert_msg(mask_s != NULL, "%s: metadata lacks mask", name);
+    json_t *mask = json_loads(mask_s, 0, &jerr);
+    ck_assert_msg(mask != NULL, "%s: mask metadata: %s", name, jerr.text);
 
     const st_tensor *tx = st_find(&c->file, "x");
     ck_assert_msg(tx && tx->ndim == 3, "%s: x must be [B, L, D]", name);
-    c->x = read_floats(&c->file, "x", NULL);
+    c->x = torch_floats(&c->file, "x", NULL);
     c->in = batch_plain(c->x, (int)tx->shape[0], (int)tx->shape[1], NULL);
     ck_assert_int_eq(tx->shape[2], c->hp.d_model);
     const int B = c->in.B, L = c->in.L;
 
     size_t n;
-    float *v = read_floats(&c->file, "lengths", &n);
+    float *v = torch_floats(&c->file, "lengths", &n);
     if (v) {
         ck_assert_uint_eq(n, (size_t)B);
         c->lengths = xcalloc(n, sizeof *c->lengths);
@@ -136,8 +65,8 @@ static void case_load(torch_case *c, const char *name)
     mk->causal = json_is_true(json_object_get(mask, "causal"));
     json_t *win = json_object_get(mask, "window");
     if (json_is_object(win)) {
-        mk->window_left = json_int(win, "left");
-        mk->window_right = json_int(win, "right");
+        mk->window_left = (int)json_integer_value(json_object_get(win, "left"));
+        mk->window_right = (int)json_integer_value(json_object_get(win, "right"));
     }
     json_t *glob = json_object_get(mask, "global");
     mk->n_global = json_array_size(glob);
@@ -145,7 +74,7 @@ static void case_load(torch_case *c, const char *name)
     for (size_t k = 0; k < mk->n_global; k++)
         c->global[k] = (int)json_integer_value(json_array_get(glob, k));
     mk->global = c->global;
-    if ((v = read_floats(&c->file, "key_padding", &n))) {
+    if ((v = torch_floats(&c->file, "key_padding", &n))) {
         ck_assert_uint_eq(n, (size_t)B * L);
         c->key_padding = xcalloc(n, 1);
         for (size_t i = 0; i < n; i++)
@@ -153,7 +82,7 @@ static void case_load(torch_case *c, const char *name)
         mk->key_padding = c->key_padding;
         free(v);
     }
-    if ((v = read_floats(&c->file, "attn_bool", &n))) {
+    if ((v = torch_floats(&c->file, "attn_bool", &n))) {
         c->attn_bool = xcalloc(n, 1);
         for (size_t i = 0; i < n; i++)
             c->attn_bool[i] = v[i] != 0.0f;
@@ -163,14 +92,13 @@ static void case_load(torch_case *c, const char *name)
         ck_assert(n == (size_t)L * L || n == (size_t)B * L * L);
         free(v);
     }
-    if ((c->attn_add = read_floats(&c->file, "attn_add", &n))) {
+    if ((c->attn_add = torch_floats(&c->file, "attn_add", &n))) {
         ck_assert_msg(mk->attn_kind == ENC_MASK_NONE, "%s: both mask kinds", name);
         mk->attn_kind = ENC_MASK_ADD;
         mk->attn_add = c->attn_add;
         mk->attn_per_sequence = n == (size_t)B * L * L && n != (size_t)L * L;
         ck_assert(n == (size_t)L * L || n == (size_t)B * L * L);
     }
-    json_decref(cfg);
     json_decref(mask);
 }
 
@@ -214,7 +142,7 @@ static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const 
                   err.message);
 
     size_t n;
-    float *want = read_floats(&c->file, "out", &n);
+    float *want = torch_floats(&c->file, "out", &n);
     ck_assert_msg(want && n == n_out, "%s: expected out missing or misshaped", c->name);
     double d = max_abs_diff(out, want, n_out);
     ck_assert_msg(d <= TOL, "%s %s: outputs differ from PyTorch by %g", c->name, path, d);
@@ -223,7 +151,7 @@ static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const 
     for (int l = 0; l < hp->n_layers && mode != ENC_ATTN_NONE; l++) {
         char key[32];
         snprintf(key, sizeof key, "%s.%d", mode == ENC_ATTN_HEADS ? "attn" : "attn_mean", l);
-        want = read_floats(&c->file, key, &n);
+        want = torch_floats(&c->file, key, &n);
         ck_assert_msg(want && n == n_attn, "%s: %s missing or misshaped", c->name, key);
         d = max_abs_diff(attn[l], want, n_attn);
         ck_assert_msg(d <= TOL, "%s %s: %s differs from PyTorch by %g", c->name, path, key, d);
@@ -237,15 +165,15 @@ static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const 
 
 START_TEST(test_enough_cases)
 {
-    list_cases();
-    ck_assert_msg(n_cases >= MIN_CASES, "only %d fixture cases under %s", n_cases, TORCH_DIR);
+    ck_assert_msg(torch_case_count() >= MIN_CASES, "only %d fixture cases under %s",
+                  torch_case_count(), TORCH_DIR);
 }
 END_TEST
 
 START_TEST(test_torch_case)
 {
     torch_case c;
-    case_load(&c, case_names[_i]);
+    case_load(&c, torch_case_name(_i));
     check_case(&c, enc_forward, ENC_ATTN_HEADS, "fast");
     check_case(&c, enc_forward, ENC_ATTN_MEAN, "fast");
     check_case(&c, enc_forward, ENC_ATTN_NONE, "fast");
@@ -261,8 +189,7 @@ Suite *torch_suite(void)
     TCase *tc = tcase_create("fixtures");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_enough_cases);
-    list_cases(); /* one test per case directory */
-    tcase_add_loop_test(tc, test_torch_case, 0, n_cases);
+    tcase_add_loop_test(tc, test_torch_case, 0, torch_case_count()); /* one per case */
     suite_add_tcase(s, tc);
     return s;
 }
