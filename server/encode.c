@@ -48,6 +48,7 @@
  * only and cut, so a message is always valid UTF-8.
  */
 #include "encode.h"
+#include "strbuf.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -983,74 +984,30 @@ void encode_request_free(encode_request *req)
 
 /* ---- the response ---------------------------------------------------------- */
 
-/* A growing text buffer; after a failed allocation it stays failed. */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static bool sb_reserve(sbuf *sb, size_t extra)
-{
-    if (sb->oom)
-        return false;
-    if (extra <= sb->cap - sb->len)
-        return true;
-    size_t want = sb->cap ? sb->cap : 4096;
-    while (want - sb->len < extra) {
-        if (want > SIZE_MAX / 2) {
-            sb->oom = true;
-            return false;
-        }
-        want *= 2;
-    }
-    char *p = realloc(sb->p, want);
-    if (!p) {
-        sb->oom = true;
-        return false;
-    }
-    sb->p = p;
-    sb->cap = want;
-    return true;
-}
-
-static void sb_put(sbuf *sb, const char *s, size_t n)
-{
-    if (sb_reserve(sb, n)) {
-        memcpy(sb->p + sb->len, s, n);
-        sb->len += n;
-    }
-}
-
-static void sb_puts(sbuf *sb, const char *s)
-{
-    sb_put(sb, s, strlen(s));
-}
-
-static void sb_size(sbuf *sb, size_t v)
+static void sb_size(strbuf *sb, size_t v)
 {
     char t[32];
     int n = snprintf(t, sizeof t, "%zu", v);
-    sb_put(sb, t, (size_t)n);
+    strbuf_put(sb, t, (size_t)n);
 }
 
 /* One float with p significant digits; null (never NaN or inf) if not finite. */
-static void sb_float(sbuf *sb, float f, int p)
+static void sb_float(strbuf *sb, float f, int p)
 {
     if (!isfinite(f)) {
-        sb_put(sb, "null", 4);
+        strbuf_put(sb, "null", 4);
         return;
     }
-    if (sb_reserve(sb, 32)) {
-        int n = snprintf(sb->p + sb->len, 32, "%.*g", p, (double)f);
+    if (strbuf_reserve(sb, 32)) {
+        int n = snprintf(sb->s + sb->len, 32, "%.*g", p, (double)f);
         if (n > 0 && n < 32)
             sb->len += (size_t)n;
     }
 }
 
-/* Base64 of a float stream, written into an sbuf as it goes. */
+/* Base64 of a float stream, written into an strbuf as it goes. */
 typedef struct b64w {
-    sbuf *sb;
+    strbuf *sb;
     unsigned char buf[3 * 1024];
     size_t n;
 } b64w;
@@ -1058,8 +1015,8 @@ typedef struct b64w {
 static void b64w_flush(b64w *w, bool final)
 {
     size_t n = final ? w->n : w->n / 3 * 3;
-    if (sb_reserve(w->sb, n / 3 * 4 + 4)) {
-        w->sb->len += b64_encode_block(w->buf, n, w->sb->p + w->sb->len);
+    if (strbuf_reserve(w->sb, n / 3 * 4 + 4)) {
+        w->sb->len += b64_encode_block(w->buf, n, w->sb->s + w->sb->len);
     }
     memmove(w->buf, w->buf + n, w->n - n);
     w->n -= n;
@@ -1100,27 +1057,27 @@ static seq_view view_of(const encode_request *req, const enc_hparams *hp, int la
         req->attn[layer] + b * (heads ? heads : 1) * L * L, heads, len, len, L, L * L};
 }
 
-static void write_json_view(sbuf *sb, const seq_view *v, int precision)
+static void write_json_view(strbuf *sb, const seq_view *v, int precision)
 {
     const size_t nh = v->heads ? v->heads : 1;
     if (v->heads)
-        sb_put(sb, "[", 1);
+        strbuf_put(sb, "[", 1);
     for (size_t h = 0; h < nh; h++) {
-        sb_put(sb, h ? ",[" : "[", h ? 2 : 1);
+        strbuf_put(sb, h ? ",[" : "[", h ? 2 : 1);
         for (size_t i = 0; i < v->rows; i++) {
             const float *row = v->base + h * v->head_stride + i * v->stride;
-            sb_put(sb, i ? ",[" : "[", i ? 2 : 1);
+            strbuf_put(sb, i ? ",[" : "[", i ? 2 : 1);
             for (size_t j = 0; j < v->cols; j++) {
                 if (j)
-                    sb_put(sb, ",", 1);
+                    strbuf_put(sb, ",", 1);
                 sb_float(sb, row[j], precision);
             }
-            sb_put(sb, "]", 1);
+            strbuf_put(sb, "]", 1);
         }
-        sb_put(sb, "]", 1);
+        strbuf_put(sb, "]", 1);
     }
     if (v->heads)
-        sb_put(sb, "]", 1);
+        strbuf_put(sb, "]", 1);
 }
 
 static void write_b64_view(b64w *w, const seq_view *v)
@@ -1133,73 +1090,73 @@ static void write_b64_view(b64w *w, const seq_view *v)
 }
 
 /* "H,rows,cols" or "rows,cols" of a view. */
-static void write_dims(sbuf *sb, const seq_view *v)
+static void write_dims(strbuf *sb, const seq_view *v)
 {
     if (v->heads) {
         sb_size(sb, v->heads);
-        sb_put(sb, ",", 1);
+        strbuf_put(sb, ",", 1);
     }
     sb_size(sb, v->rows);
-    sb_put(sb, ",", 1);
+    strbuf_put(sb, ",", 1);
     sb_size(sb, v->cols);
 }
 
 /* The outputs (layer < 0) or a layer's attention in the request's form:
  * nested numbers, one base64 string, or (ragged base64) one per sequence. */
-static void write_tensor(sbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+static void write_tensor(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     if (!req->base64_out) {
         if (req->batched)
-            sb_put(sb, "[", 1);
+            strbuf_put(sb, "[", 1);
         for (size_t b = 0; b < B; b++) {
             seq_view v = view_of(req, hp, layer, b);
             if (b)
-                sb_put(sb, ",", 1);
+                strbuf_put(sb, ",", 1);
             write_json_view(sb, &v, req->precision);
         }
         if (req->batched)
-            sb_put(sb, "]", 1);
+            strbuf_put(sb, "]", 1);
         return;
     }
     const bool per_seq = req->lengths && req->batched;
     b64w stream = {.sb = sb, .n = 0}, *w = &stream;
-    sb_put(sb, per_seq ? "[\"" : "\"", per_seq ? 2 : 1);
+    strbuf_put(sb, per_seq ? "[\"" : "\"", per_seq ? 2 : 1);
     for (size_t b = 0; b < B; b++) {
         seq_view v = view_of(req, hp, layer, b);
         if (per_seq && b) {
             b64w_flush(w, true);
-            sb_put(sb, "\",\"", 3);
+            strbuf_put(sb, "\",\"", 3);
         }
         write_b64_view(w, &v);
     }
     b64w_flush(w, true);
-    sb_put(sb, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
+    strbuf_put(sb, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
 }
 
 /* outputs_shape / attention_shape for the base64 form. */
-static void write_shape(sbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+static void write_shape(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     if (req->lengths && req->batched) {
-        sb_put(sb, "[", 1);
+        strbuf_put(sb, "[", 1);
         for (size_t b = 0; b < B; b++) {
             seq_view v = view_of(req, hp, layer, b);
-            sb_put(sb, b ? ",[" : "[", b ? 2 : 1);
+            strbuf_put(sb, b ? ",[" : "[", b ? 2 : 1);
             write_dims(sb, &v);
-            sb_put(sb, "]", 1);
+            strbuf_put(sb, "]", 1);
         }
-        sb_put(sb, "]", 1);
+        strbuf_put(sb, "]", 1);
         return;
     }
     seq_view v = view_of(req, hp, layer, 0);
-    sb_put(sb, "[", 1);
+    strbuf_put(sb, "[", 1);
     if (req->batched) {
         sb_size(sb, B);
-        sb_put(sb, ",", 1);
+        strbuf_put(sb, ",", 1);
     }
     write_dims(sb, &v);
-    sb_put(sb, "]", 1);
+    strbuf_put(sb, "]", 1);
 }
 
 char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
@@ -1210,7 +1167,7 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L, D = (size_t)hp->d_model;
     const int last = req->n_layers - 1;
     const bool attn = req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last];
-    sbuf sb = {0};
+    strbuf sb = {0};
 
     /* A size hint: every number at its widest ("-1.23456789e-38,"). */
     size_t numbers = B * L * D;
@@ -1220,51 +1177,51 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     }
     size_t hint;
     if (!mul_over(numbers, req->base64_out ? 6 : (size_t)req->precision + 8, &hint))
-        sb_reserve(&sb, hint + 1024);
-    sb.oom = false;
+        strbuf_reserve(&sb, hint + 1024);
+    sb.failed = false; /* the hint is only a hint */
 
     json_t *name = json_string(model_name ? model_name : "");
     char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-    sb_puts(&sb, "{\"model\":");
-    sb_puts(&sb, quoted ? quoted : "\"\"");
+    strbuf_puts(&sb, "{\"model\":");
+    strbuf_puts(&sb, quoted ? quoted : "\"\"");
     free(quoted);
     json_decref(name);
 
-    sb_puts(&sb, ",\"shape\":[");
+    strbuf_puts(&sb, ",\"shape\":[");
     if (req->batched) {
         sb_size(&sb, B);
-        sb_put(&sb, ",", 1);
+        strbuf_put(&sb, ",", 1);
     }
     sb_size(&sb, L);
-    sb_put(&sb, ",", 1);
+    strbuf_put(&sb, ",", 1);
     sb_size(&sb, D);
-    sb_puts(&sb, "],\"outputs\":");
+    strbuf_puts(&sb, "],\"outputs\":");
     write_tensor(&sb, req, hp, -1);
     if (req->base64_out) {
-        sb_puts(&sb, ",\"outputs_shape\":");
+        strbuf_puts(&sb, ",\"outputs_shape\":");
         write_shape(&sb, req, hp, -1);
     }
     if (attn) {
-        sb_puts(&sb, ",\"attention\":");
+        strbuf_puts(&sb, ",\"attention\":");
         write_tensor(&sb, req, hp, last);
         if (req->base64_out) {
-            sb_puts(&sb, ",\"attention_shape\":");
+            strbuf_puts(&sb, ",\"attention_shape\":");
             write_shape(&sb, req, hp, last);
         }
         if (req->layers_listed) {
-            sb_puts(&sb, ",\"attention_layers\":[");
+            strbuf_puts(&sb, ",\"attention_layers\":[");
             for (int k = 0; k < req->n_listed; k++) {
                 const int l = req->layers[k];
-                sb_puts(&sb, k ? ",{\"layer\":" : "{\"layer\":");
+                strbuf_puts(&sb, k ? ",{\"layer\":" : "{\"layer\":");
                 sb_size(&sb, (size_t)l);
-                sb_puts(&sb, ",\"attention\":");
+                strbuf_puts(&sb, ",\"attention\":");
                 if (req->attn[l])
                     write_tensor(&sb, req, hp, l);
                 else
-                    sb_puts(&sb, "null");
-                sb_puts(&sb, "}");
+                    strbuf_puts(&sb, "null");
+                strbuf_puts(&sb, "}");
             }
-            sb_puts(&sb, "]");
+            strbuf_puts(&sb, "]");
         }
     }
     char tail[256];
@@ -1274,13 +1231,6 @@ char *encode_response(const encode_request *req, const char *model_name, const e
                      ",\"usage\":{\"sequences\":%d,\"tokens\":%ld,\"queue_ms\":%.3f,"
                      "\"compute_ms\":%.3f}}",
                      usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c);
-    sb_put(&sb, tail, n > 0 && (size_t)n < sizeof tail ? (size_t)n : 0);
-    sb_put(&sb, "", 1); /* the NUL */
-    if (sb.oom) {
-        free(sb.p);
-        return NULL;
-    }
-    if (len)
-        *len = sb.len - 1;
-    return sb.p;
+    strbuf_put(&sb, tail, n > 0 && (size_t)n < sizeof tail ? (size_t)n : 0);
+    return strbuf_detach(&sb, len);
 }

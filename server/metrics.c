@@ -1,8 +1,8 @@
 /* metrics.c - counters and histograms, rendered in Prometheus text format. */
 #include "metrics.h"
+#include "strbuf.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,67 +111,28 @@ void metrics_in_flight(metrics *mx, int delta)
     pthread_mutex_unlock(&mx->lock);
 }
 
-/* A growing text buffer. */
-typedef struct buf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
+static void put_hist(strbuf *b, const char *name, const char *help, const histogram *h)
 {
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n + 1;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->failed = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-static void put_hist(buf *b, const char *name, const char *help, const histogram *h)
-{
-    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    strbuf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     unsigned long cum = 0;
     for (int i = 0; i < h->n; i++) {
         cum += h->counts[i];
-        put(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
+        strbuf_printf(b, "%s_bucket{le=\"%g\"} %lu\n", name, h->bounds[i], cum);
     }
-    put(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.9g\n%s_count %lu\n", name, h->total, name,
+    strbuf_printf(b, "%s_bucket{le=\"+Inf\"} %lu\n%s_sum %.9g\n%s_count %lu\n", name, h->total, name,
         h->sum, name, h->total);
 }
 
 char *metrics_render(metrics *mx, int queue_depth, size_t *len)
 {
-    buf b = {.s = malloc(8192), .cap = 8192};
-    if (!b.s)
-        return NULL;
-    b.s[0] = '\0';
+    strbuf b = {0};
     pthread_mutex_lock(&mx->lock);
-    put(&b, "# HELP attnd_requests_total HTTP requests served, by route and status.\n"
+    strbuf_printf(&b, "# HELP attnd_requests_total HTTP requests served, by route and status.\n"
             "# TYPE attnd_requests_total counter\n");
     for (int r = 0; r < N_ROUTES; r++)
         for (int s = 0; s < MAX_STATUS; s++)
             if (mx->requests[r][s])
-                put(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %lu\n", routes[r], s,
+                strbuf_printf(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %lu\n", routes[r], s,
                     mx->requests[r][s]);
     put_hist(&b, "attnd_request_duration_seconds",
              "Time from a request's first byte to its response.", &mx->request_s);
@@ -180,7 +141,7 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
     put_hist(&b, "attnd_compute_duration_seconds", "Time a forward ran on a compute worker.",
              &mx->compute_s);
     put_hist(&b, "attnd_batch_sequences", "Sequences per forward.", &mx->batch);
-    put(&b,
+    strbuf_printf(&b,
         "# HELP attnd_tokens_total Real tokens encoded (sum of lengths).\n"
         "# TYPE attnd_tokens_total counter\nattnd_tokens_total %lu\n"
         "# HELP attnd_sequences_total Sequences encoded.\n"
@@ -193,10 +154,5 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
         "# TYPE attnd_queue_depth gauge\nattnd_queue_depth %d\n",
         mx->tokens, mx->sequences, mx->forwards, mx->in_flight, queue_depth);
     pthread_mutex_unlock(&mx->lock);
-    if (b.failed) {
-        free(b.s);
-        return NULL;
-    }
-    *len = b.len;
-    return b.s;
+    return strbuf_detach(&b, len);
 }

@@ -674,6 +674,48 @@ START_TEST(test_access_log)
 }
 END_TEST
 
+/* Every operation /openapi.json documents answers with a status it documents. */
+START_TEST(test_openapi_matches_daemon)
+{
+    start_or_fail(small_model, NULL);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/openapi.json", NULL, 0, NULL, &r), 0);
+    json_t *spec = parse_body(&r);
+    http_resp_free(&r);
+    const char *path;
+    json_t *ops;
+    int checked = 0;
+    json_object_foreach(json_object_get(spec, "paths"), path, ops) {
+        const char *method;
+        json_t *op;
+        json_object_foreach(ops, method, op) {
+            char upper[16];
+            size_t k = 0;
+            for (; method[k] && k < sizeof upper - 1; k++)
+                upper[k] = (char)(method[k] - 32 * (method[k] >= 'a' && method[k] <= 'z'));
+            upper[k] = '\0';
+            const char *body = "{\"embeddings\": [[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]}";
+            static const char *const ct[] = {"Content-Type: application/json", NULL};
+            bool post = strcmp(upper, "POST") == 0;
+            ck_assert_int_eq(http_do(dp.port, upper, path, post ? body : NULL,
+                                     post ? strlen(body) : 0, ct, &r),
+                             0);
+            char status[8];
+            snprintf(status, sizeof status, "%ld", r.status);
+            ck_assert_msg(json_object_get(json_object_get(op, "responses"), status),
+                          "%s %s answered %s, which /openapi.json does not document", upper, path,
+                          status);
+            ck_assert_msg(r.status == 200, "%s %s: %ld", upper, path, r.status);
+            http_resp_free(&r);
+            checked++;
+        }
+    }
+    ck_assert_int_ge(checked, 5);
+    json_decref(spec);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* ---- configuration and start-up ----------------------------------------- */
 
 static char *model_name_of(int port)
@@ -762,6 +804,54 @@ START_TEST(test_startup_errors)
     ck_assert_int_ne(run_attnd(serve, NULL, &out), 0);
     ck_assert_msg(strstr(out, "linear1.weight"), "%s", out);
     free(out);
+}
+END_TEST
+
+/* attnd listens before it builds the model: until then /health and
+ * /v1/encode say 503.  A model of 400M parameters takes long enough to build
+ * that the window is seen (the test waits for the listening line, then asks). */
+START_TEST(test_starting_503)
+{
+    daemon_proc d;
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.lock, NULL);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    d.pid = fork();
+    if (d.pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execl(ATTND_BIN, ATTND_BIN, "--host", "127.0.0.1", "--port", "0", "--d-model", "2048",
+              "--d-ff", "8192", "--n-layers", "8", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char log[4096] = "";
+    size_t len = 0;
+    int port = 0;
+    while (!port && len < sizeof log - 1) {
+        ssize_t n = read(fds[0], log + len, sizeof log - 1 - len);
+        ck_assert_int_gt(n, 0);
+        len += (size_t)n;
+        log[len] = '\0';
+        const char *p = strstr(log, "listening on http://");
+        const char *colon = p ? strchr(p + 20, ':') : NULL;
+        if (colon && strchr(colon, '\n'))
+            port = atoi(colon + 1);
+    }
+    http_resp r;
+    ck_assert_int_eq(http_do(port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 503);
+    ck_assert_str_eq(r.body, "{\"status\":\"starting\"}");
+    http_resp_free(&r);
+    ck_assert_int_eq(http_post_json(port, "/v1/encode", "{\"embeddings\": [[1]]}", &r), 0);
+    assert_error(&r, 503, "unavailable", "loading");
+    http_resp_free(&r);
+    kill(d.pid, SIGKILL); /* no need to wait for 1.6 GB of weights */
+    waitpid(d.pid, NULL, 0);
+    close(fds[0]);
+    pthread_mutex_destroy(&d.lock);
 }
 END_TEST
 
@@ -928,6 +1018,7 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_health_and_request_id);
     tcase_add_test(tc, test_model_route);
     tcase_add_test(tc, test_openapi_and_version);
+    tcase_add_test(tc, test_openapi_matches_daemon);
     tcase_add_test(tc, test_metrics_count_requests);
     tcase_add_loop_test(tc, test_encode_matches_torch, 0,
                         (int)(sizeof http_cases / sizeof *http_cases));
@@ -939,6 +1030,7 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_access_log);
     tcase_add_test(tc, test_config_precedence);
     tcase_add_test(tc, test_startup_errors);
+    tcase_add_test(tc, test_starting_503);
     tcase_add_test(tc, test_graceful_shutdown);
     tcase_add_test(tc, test_queue_full_429);
     suite_add_tcase(s, tc);
