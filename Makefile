@@ -133,6 +133,9 @@ deps-fixtures:
 fixtures: deps-fixtures
 	$(PYTHON) tools/make_fixtures.py tests/fixtures/torch
 	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
+	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
+	$(PYTHON) tools/make_invalid_requests.py tests/fixtures/requests/invalid
+	$(PYTHON) tools/make_openapi.py server/openapi.c
 
 format:
 	clang-format -i core/*.[ch] config/*.[ch] server/*.[ch] tests/*.[ch]

@@ -111,6 +111,16 @@ static const char *header(request *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+/* Copies src into dst (size bytes) as printable ASCII, other bytes as '?', so
+ * a URL cannot break a log line or the JSON of an error message. */
+static void printable_copy(char *dst, size_t size, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < size; i++)
+        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
+    dst[i] = '\0';
+}
+
 /* A client's X-Request-Id is kept when it is 1..128 characters of
  * [A-Za-z0-9._:-]; otherwise one is made up. */
 static void request_id_init(request *r)
@@ -330,7 +340,7 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
     bool method_ok = rt == RT_ENCODE ? strcmp(method, "POST") == 0 : is_get;
     if (!method_ok) {
         char msg[96];
-        snprintf(msg, sizeof msg, "%s does not accept %s; use %s", route_table[rt].path, method,
+        snprintf(msg, sizeof msg, "%s does not accept %s; use %s", route_table[rt].path, r->method,
                  rt == RT_ENCODE ? "POST" : "GET");
         return respond_error(r, API_METHOD_NOT_ALLOWED, msg,
                              (const char *const[]){"Allow", route_table[rt].allow, NULL});
@@ -372,8 +382,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->srv = s;
         r->conn = conn;
         r->start = pool_now();
-        snprintf(r->method, sizeof r->method, "%s", method);
-        snprintf(r->path, sizeof r->path, "%s", url);
+        printable_copy(r->method, sizeof r->method, method);
+        printable_copy(r->path, sizeof r->path, url);
         route_id rt = route_find(url);
         r->route = rt == RT_NONE ? "other" : route_table[rt].path;
         request_id_init(r);
@@ -423,7 +433,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     route_id rt = route_find(url);
     if (rt == RT_NONE) {
         char msg[192];
-        snprintf(msg, sizeof msg, "no route %.128s; see /openapi.json", url);
+        snprintf(msg, sizeof msg, "no route %s; see /openapi.json", r->path);
         return respond_error(r, API_NOT_FOUND, msg, NULL);
     }
     return dispatch(r, rt, method);

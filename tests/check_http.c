@@ -492,6 +492,10 @@ START_TEST(test_error_statuses)
     ck_assert_int_eq(http_do(dp.port, "GET", "/v2/nothing", NULL, 0, NULL, &r), 0);
     assert_error(&r, 404, "not_found", "/v2/nothing");
     http_resp_free(&r);
+    /* An escaped newline and invalid UTF-8 in the path: still a JSON 404. */
+    ck_assert_int_eq(http_do(dp.port, "GET", "/a%0Ab%FF%C3", NULL, 0, NULL, &r), 0);
+    assert_error(&r, 404, "not_found", "/a?b");
+    http_resp_free(&r);
 
     char allow[64];
     ck_assert_int_eq(http_do(dp.port, "GET", "/v1/encode", NULL, 0, NULL, &r), 0);
