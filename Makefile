@@ -20,7 +20,7 @@ DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd
 DEB_FIXTURES := python3-torch python3-numpy
 
 # ---- flag groups -----------------------------------------------------------
-OPT       ?= -O2
+OPT       ?= -O3
 DEBUG     := -g
 STD       := -std=c11 -D_GNU_SOURCE
 WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -68,8 +68,9 @@ typedef enum cfg_type {
       "BOOL", "true", 0, 0, "log one line per request to stderr")                                  \
     X("compute.workers", "--workers", "ATTND_WORKERS", CFG_INT, compute.workers, "N",              \
       "1", 1, 64, "forward passes running at once")                                                \
-    X("compute.blas_threads", "--blas-threads", "ATTND_BLAS_THREADS", CFG_INT,                     \
-      compute.blas_threads, "N", "2", 1, 256, "OpenBLAS threads")                                  \
+    X("compute.forward_threads", "--forward-threads", "ATTND_FORWARD_THREADS", CFG_INT,           \
+      compute.forward_threads, "N", "2", 1, 256,                                                   \
+      "threads each forward uses (it splits every op among them)")                                 \
     X("compute.queue_size", "--queue-size", "ATTND_QUEUE_SIZE", CFG_INT, compute.queue_size,       \
       "N", "64", 1, 1000000, "requests waiting for a worker; one more gets 429")                   \
     X("limits.max_batch", "--max-batch", "ATTND_MAX_BATCH", CFG_INT, limits.max_batch, "N",        \

@@ -39,7 +39,7 @@ typedef struct attnd_config {
     } server;
     struct {
         int workers;             /* forwards running at once, 1 */
-        int blas_threads;        /* OpenBLAS threads per forward, 2 */
+        int forward_threads;     /* threads each forward splits its ops over, 2 */
         int queue_size;          /* requests waiting for a worker before 429, 64 */
     } compute;
     struct {

@@ -15,6 +15,13 @@ void mask_apply_row(const seq_mask *sm, int i, float *s)
     const uint8_t *ab = sm->attn_bool ? sm->attn_bool + (size_t)i * sm->L : NULL;
     const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
 
+    /* The common cases without a per-key test: no mask, or causal alone. */
+    if (!windowed && !kp && !ab && !aa) {
+        for (int j = sm->causal ? i + 1 : len; j < len; j++)
+            s[j] = -INFINITY;
+        return;
+    }
+
     for (int j = 0; j < len; j++) {
         bool allowed = !(kp && kp[j]) && !(sm->causal && j > i) && !(ab && ab[j]);
         if (allowed && windowed && !i_global && !(sm->is_global && sm->is_global[j])) {
@@ -30,10 +37,13 @@ void mask_apply_row(const seq_mask *sm, int i, float *s)
     }
 }
 
-void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
-                       int G, int E, const seq_mask *sm, float *scores, float *attn,
-                       enc_attn_mode mode, int L)
+void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
+                    int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
+                    enc_attn_mode mode, int L)
 {
+    const int rows = i1 - i0;
+    if (rows <= 0)
+        return;
     const float scale = 1.0f / sqrtf((float)E);
     const int group = H / G; /* query heads per key/value head */
     const float *k_base = qkv + (size_t)H * E;
@@ -41,40 +51,47 @@ void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride,
 
     for (int h = 0; h < H; h++) {
         const int g = h / group;
-        const float *q = qkv + (size_t)h * E; /* (len, E), row stride qkv_stride */
-        const float *k = k_base + (size_t)g * E;
-        const float *v = v_base + (size_t)g * E;
+        const float *q = qkv + (size_t)i0 * qkv_stride + (size_t)h * E; /* (rows, E) */
+        const float *k = k_base + (size_t)g * E;                        /* (len, E) */
+        const float *v = v_base + (size_t)g * E;                        /* (len, E) */
 
-        /* scores (len, len) = q . k^T / sqrt(E) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, E, scale, q, qkv_stride, k,
+        /* scores (rows, len) = q . k^T / sqrt(E), then mask and softmax */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, len, E, scale, q, qkv_stride, k,
                     qkv_stride, 0.0f, scores, len);
-        for (int i = 0; i < len; i++) {
-            float *row = scores + (size_t)i * len;
-            mask_apply_row(sm, i, row);
+        for (int r = 0; r < rows; r++) {
+            float *row = scores + (size_t)r * len;
+            mask_apply_row(sm, i0 + r, row);
             softmax_row(row, len);
         }
 
         if (attn && mode == ENC_ATTN_HEADS) {
-            float *dst = attn + (size_t)h * L * L;
-            for (int i = 0; i < len; i++)
-                memcpy(dst + (size_t)i * L, scores + (size_t)i * len, (size_t)len * sizeof *dst);
+            float *dst = attn + ((size_t)h * L + i0) * L;
+            for (int r = 0; r < rows; r++)
+                memcpy(dst + (size_t)r * L, scores + (size_t)r * len, (size_t)len * sizeof *dst);
         } else if (attn && mode == ENC_ATTN_MEAN) {
-            for (int i = 0; i < len; i++) {
-                float *dst = attn + (size_t)i * L;
-                const float *src = scores + (size_t)i * len;
+            for (int r = 0; r < rows; r++) {
+                float *dst = attn + (size_t)(i0 + r) * L;
+                const float *src = scores + (size_t)r * len;
                 for (int j = 0; j < len; j++)
                     dst[j] = h ? dst[j] + src[j] : src[j];
             }
         }
 
-        /* z_h (len, E) = weights (len, len) . v (len, E) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, E, len, 1.0f, scores, len, v,
-                    qkv_stride, 0.0f, z + (size_t)h * E, z_stride);
+        /* z_h (rows, E) = weights (rows, len) . v (len, E) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, len, 1.0f, scores, len, v,
+                    qkv_stride, 0.0f, z + (size_t)i0 * z_stride + (size_t)h * E, z_stride);
     }
 
     if (attn && mode == ENC_ATTN_MEAN) {
-        for (int i = 0; i < len; i++)
+        for (int r = 0; r < rows; r++)
             for (int j = 0; j < len; j++)
-                attn[(size_t)i * L + j] /= (float)H;
+                attn[(size_t)(i0 + r) * L + j] /= (float)H;
     }
+}
+
+void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
+                       int G, int E, const seq_mask *sm, float *scores, float *attn,
+                       enc_attn_mode mode, int L)
+{
+    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, scores, attn, mode, L);
 }

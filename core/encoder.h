@@ -170,7 +170,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
  * benchmarks and metrics. */
 double enc_forward_flops(const enc_hparams *hp, int B, int L);
 
-/* Sets OpenBLAS's thread count for the whole process (it is global). */
-void enc_set_blas_threads(int n);
+/* Threads each forward uses: workspaces made from now on get a team of n
+ * threads that splits every op (GEMMs by output columns, attention by tiles
+ * of query rows, norms by rows).  OpenBLAS itself is set to one thread, so the
+ * two never compete for cores.  Default 1. */
+void enc_set_threads(int n);
 
 #endif

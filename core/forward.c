@@ -2,13 +2,29 @@
  * short sequence of ops over the batch's real tokens packed into (T, D). */
 #include "internal.h"
 
+#include "team.h"
+
 #include <cblas.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Query rows per attention tile: a thread's scores are (ATTN_TILE, L), never
+ * (L, L), and tiles spread one sequence's attention over the team. */
+#define ATTN_TILE 64
+
+/* Threads each new workspace's team has (enc_set_threads). */
+static atomic_int default_threads = 1;
+
+/* One unit of attention work: query rows [i0, i1) of sequence b. */
+typedef struct attn_item {
+    int b, i0, i1;
+} attn_item;
+
 struct enc_workspace {
     const enc_model *m;
+    team *team;                 /* the threads this workspace's forwards use */
     size_t cap_T, cap_L, cap_B; /* what the buffers are sized for */
     void *mem;                  /* one allocation the buffers are carved from */
     size_t bytes;
@@ -18,16 +34,23 @@ struct enc_workspace {
     float *z;          /* (T, D) attention output, heads concatenated */
     float *o;          /* (T, D) a sublayer's output */
     float *h;          /* (T, F) feed-forward hidden layer */
-    float *scores;     /* (L, L) one head's scores, then weights */
+    float *scores;     /* (threads, ATTN_TILE, L) each thread's scores, then weights */
     uint8_t *is_global;/* (L) */
     int *offsets;      /* (B + 1) first packed row of each sequence */
+    attn_item *items;  /* (B * ceil(L / 1)) attention work, at most one per row */
+    int n_items;
 };
 
 enc_workspace *enc_workspace_new(const enc_model *m)
 {
     enc_workspace *ws = calloc(1, sizeof *ws);
-    if (ws)
-        ws->m = m;
+    if (!ws)
+        return NULL;
+    ws->m = m;
+    if (!(ws->team = team_new(atomic_load(&default_threads)))) {
+        free(ws);
+        return NULL;
+    }
     return ws;
 }
 
@@ -35,6 +58,7 @@ void enc_workspace_free(enc_workspace *ws)
 {
     if (!ws)
         return;
+    team_free(ws->team);
     free(ws->mem);
     free(ws);
 }
@@ -71,10 +95,12 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, en
     B = B > ws->cap_B ? B : ws->cap_B;
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
-    size_t n_td, n_tq, n_tf, n_ll, sizes[9];
+    const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
+    size_t n_td, n_tq, n_tf, n_ll, n_items, sizes[10];
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, F, &n_tf) &&
-              mul_ok(L, L, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
-              n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8;
+              mul_ok(nth * tile, L, &n_ll) && mul_ok(B, L, &n_items) && n_td < SIZE_MAX / 8 &&
+              n_tq < SIZE_MAX / 8 && n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 &&
+              n_items < SIZE_MAX / 16;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
     sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
@@ -83,8 +109,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, en
     sizes[6] = align64(n_ll * sizeof(float));
     sizes[7] = align64(L);
     sizes[8] = align64((B + 1) * sizeof(int));
+    sizes[9] = align64(n_items * sizeof(attn_item));
     size_t total = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         if (sizes[i] > SIZE_MAX - total)
             return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address "
                                                   "space");
@@ -102,10 +129,11 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, en
     ws->cap_L = L;
     ws->cap_B = B;
     char *p = mem;
-    void **bufs[9] = {(void **)&ws->x, (void **)&ws->y, (void **)&ws->qkv,
-                      (void **)&ws->z, (void **)&ws->o, (void **)&ws->h,
-                      (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->offsets};
-    for (int i = 0; i < 9; i++) {
+    void **bufs[10] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
+                       (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
+                       (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->offsets,
+                       (void **)&ws->items};
+    for (int i = 0; i < 10; i++) {
         *bufs[i] = p;
         p += sizes[i];
     }
@@ -181,49 +209,153 @@ static seq_mask seq_mask_for(const enc_batch *in, const enc_workspace *ws, int b
     };
 }
 
+/* ---- the block, as team phases ---------------------------------------- */
+
+/* What every phase of one block needs. */
+typedef struct block_ctx {
+    const enc_model *m;
+    const enc_layer *ly;
+    enc_workspace *ws;
+    const enc_batch *in;
+    int T;
+    float *attn;            /* this layer's weights output, or NULL */
+    enc_attn_mode mode;
+    /* the Linear of a linear phase */
+    float *lin_out;
+    const float *lin_in, *lin_w, *lin_b;
+    int lin_K, lin_N;
+    bool lin_act;
+    /* the rows of a norm phase */
+    const float *ln_w, *ln_b;
+    bool add_o;             /* x += o first */
+    float *ln_out;          /* NULL: no LayerNorm */
+} block_ctx;
+
+/* A Linear, split by output columns (weight rows): each thread packs only its
+ * share of the weights, and applies the bias and activation to its columns. */
+static void phase_linear(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    int n0, n1;
+    /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
+    const int blocks = (c->lin_N + 15) / 16;
+    team_split(blocks, tid, n, &n0, &n1);
+    n0 *= 16;
+    n1 = n1 * 16 < c->lin_N ? n1 * 16 : c->lin_N;
+    linear_forward_cols(c->lin_out, c->lin_in, c->lin_w, c->lin_b, c->T, c->lin_K, c->lin_N, n0,
+                        n1, c->lin_act ? &c->m->hp.activation : NULL);
+}
+
+/* Residual add and LayerNorm, split by rows: x += o (if add_o), then
+ * ln_out = LN(x) (if ln_out). */
+static void phase_norm(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const int D = c->m->hp.d_model;
+    int r0, r1;
+    team_split(c->T, tid, n, &r0, &r1);
+    if (r1 <= r0)
+        return;
+    float *x = c->ws->x + (size_t)r0 * D;
+    if (c->add_o)
+        residual_forward(x, c->ws->o + (size_t)r0 * D, (size_t)(r1 - r0) * D);
+    if (c->ln_out)
+        layernorm_forward(c->ln_out + (size_t)r0 * D, x, c->ln_w, c->ln_b, r1 - r0, D,
+                          c->m->hp.layer_norm_eps);
+}
+
+/* Attention, split by (sequence, tile of query rows) items. */
+static void phase_attention(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    enc_workspace *ws = c->ws;
+    const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim, L = c->in->L;
+    const int tile = L < ATTN_TILE ? L : ATTN_TILE;
+    float *scores = ws->scores + (size_t)tid * tile * L;
+    int k0, k1;
+    team_split(ws->n_items, tid, n, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+        const attn_item *it = &ws->items[k];
+        const int row = ws->offsets[it->b], len = ws->offsets[it->b + 1] - row;
+        seq_mask sm = seq_mask_for(c->in, ws, it->b, len);
+        float *seq_attn = NULL;
+        if (c->attn)
+            seq_attn = c->attn + (size_t)it->b * (c->mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        attention_rows(ws->z + (size_t)row * D, D, ws->qkv + (size_t)row * Q, Q, len, it->i0,
+                       it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scores, seq_attn, c->mode,
+                       L);
+    }
+}
+
+/* The attention work items: every sequence cut into tiles of at most
+ * ATTN_TILE query rows, and into at least as many tiles as the team has
+ * threads when the sequence is long enough, so one sequence uses every core. */
+static void plan_attention(enc_workspace *ws, const enc_batch *in)
+{
+    const int nth = team_size(ws->team);
+    ws->n_items = 0;
+    for (int b = 0; b < in->B; b++) {
+        const int len = ws->offsets[b + 1] - ws->offsets[b];
+        int tile = (len + nth - 1) / nth;
+        tile = tile > ATTN_TILE ? ATTN_TILE : tile < 16 ? 16 : tile;
+        for (int i0 = 0; i0 < len; i0 += tile)
+            ws->items[ws->n_items++] = (attn_item){b, i0, i0 + tile < len ? i0 + tile : len};
+    }
+}
+
+static void run_linear(block_ctx *c, float *out, const float *in, const float *w, const float *b,
+                       int K, int N, bool act)
+{
+    c->lin_out = out;
+    c->lin_in = in;
+    c->lin_w = w;
+    c->lin_b = b;
+    c->lin_K = K;
+    c->lin_N = N;
+    c->lin_act = act;
+    team_run(c->ws->team, phase_linear, c);
+}
+
+static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, const float *b)
+{
+    c->add_o = add_o;
+    c->ln_out = ln_out;
+    c->ln_w = w;
+    c->ln_b = b;
+    team_run(c->ws->team, phase_norm, c);
+}
+
 /* One block over the T packed tokens in ws->x, in place.  attn: NULL, or this
  * layer's (B, H, L, L) / (B, L, L) weights output. */
 static void block_forward(const enc_model *m, const enc_layer *ly, enc_workspace *ws,
                           const enc_batch *in, int T, float *attn, enc_attn_mode mode)
 {
     const enc_hparams *hp = &m->hp;
-    const int D = hp->d_model, F = hp->d_ff, H = hp->n_heads, E = m->head_dim;
-    const int Q = m->qkv_dim, L = in->L;
-    const float eps = hp->layer_norm_eps;
+    const int D = hp->d_model, F = hp->d_ff;
+    block_ctx c = {.m = m, .ly = ly, .ws = ws, .in = in, .T = T, .attn = attn, .mode = mode};
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
     const float *a_in = ws->x;
     if (hp->norm_first) {
-        layernorm_forward(ws->y, ws->x, ly->ln1_w, ly->ln1_b, T, D, eps);
+        run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
-    linear_forward(ws->qkv, a_in, ly->w_qkv, ly->b_qkv, T, D, Q);
-    for (int b = 0; b < in->B; b++) {
-        const int row = ws->offsets[b], len = ws->offsets[b + 1] - row;
-        seq_mask sm = seq_mask_for(in, ws, b, len);
-        float *seq_attn = NULL;
-        if (attn)
-            seq_attn = attn + (size_t)b * (mode == ENC_ATTN_HEADS ? H : 1) * L * L;
-        attention_forward(ws->z + (size_t)row * D, D, ws->qkv + (size_t)row * Q, Q, len, H,
-                          hp->n_kv_heads, E, &sm, ws->scores, seq_attn, mode, L);
-    }
-    linear_forward(ws->o, ws->z, ly->w_o, ly->b_o, T, D, D);
-    residual_forward(ws->x, ws->o, (size_t)T * D);
-    if (!hp->norm_first)
-        layernorm_forward(ws->x, ws->x, ly->ln1_w, ly->ln1_b, T, D, eps);
+    run_linear(&c, ws->qkv, a_in, ly->w_qkv, ly->b_qkv, D, m->qkv_dim, false);
+    team_run(ws->team, phase_attention, &c);
+    run_linear(&c, ws->o, ws->z, ly->w_o, ly->b_o, D, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
     const float *f_in = ws->x;
     if (hp->norm_first) {
-        layernorm_forward(ws->y, ws->x, ly->ln2_w, ly->ln2_b, T, D, eps);
+        run_norm(&c, true, ws->y, ly->ln2_w, ly->ln2_b);
         f_in = ws->y;
+    } else {
+        run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b);
     }
-    linear_forward(ws->h, f_in, ly->w_1, ly->b_1, T, D, F);
-    activation_forward(ws->h, (size_t)T * F, hp->activation);
-    linear_forward(ws->o, ws->h, ly->w_2, ly->b_2, T, F, D);
-    residual_forward(ws->x, ws->o, (size_t)T * D);
-    if (!hp->norm_first)
-        layernorm_forward(ws->x, ws->x, ly->ln2_w, ly->ln2_b, T, D, eps);
+    run_linear(&c, ws->h, f_in, ly->w_1, ly->b_1, D, F, true);
+    run_linear(&c, ws->o, ws->h, ly->w_2, ly->b_2, F, D, false);
+    run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
 
 int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_result *res,
@@ -255,6 +387,7 @@ int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_
     memset(ws->is_global, 0, (size_t)L);
     for (size_t k = 0; k < in->mask.n_global; k++)
         ws->is_global[in->mask.global[k]] = 1;
+    plan_attention(ws, in);
 
     const size_t attn_size = (size_t)B * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
     for (int l = 0; l < m->hp.n_layers; l++) {
@@ -293,7 +426,9 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
     return per_layer * hp->n_layers;
 }
 
-void enc_set_blas_threads(int n)
+void enc_set_threads(int n)
 {
-    openblas_set_num_threads(n > 0 ? n : 1);
+    /* The team splits every op itself; BLAS calls are one thread each. */
+    openblas_set_num_threads(1);
+    atomic_store(&default_threads, n > 0 ? n : 1);
 }

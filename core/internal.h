@@ -61,6 +61,10 @@ float model_rng_uniform(model_rng *r, double bound);
 /* out (M, N) = in (M, K) . w (N, K)^T + b (N); b may be NULL. */
 void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
                     int N);
+/* The same for columns [n0, n1) of out only (rows n0..n1 of w), then
+ * act on them when act is not NULL: one thread's share of a Linear. */
+void linear_forward_cols(float *out, const float *in, const float *w, const float *b, int M, int K,
+                         int N, int n0, int n1, const enc_activation *act);
 /* out (M, D) = LayerNorm(in (M, D)) * w + b; b may be NULL; out may be in.
  * Statistics in double, so no finite input overflows. */
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
@@ -94,12 +98,18 @@ typedef struct seq_mask {
  * become -inf, the additive mask is added to the rest. */
 void mask_apply_row(const seq_mask *sm, int i, float *s);
 
-/* Multi-head attention for one sequence of len tokens.
+/* Multi-head attention for query rows [i0, i1) of one sequence of len
+ * tokens, every head; keys and values are the whole sequence.
  *   qkv     (len, qkv_stride): Q in columns [0, H*E), K in [H*E, H*E+G*E), V after
- *   z       (len, z_stride): heads' outputs concatenated, columns [0, H*E)
- *   scores  (len, len) scratch
- *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN,
- *           rows and columns < len written (the rest left as it is) */
+ *   z       (len, z_stride): heads' outputs concatenated; rows [i0, i1) written
+ *   scores  (i1 - i0, len) scratch: never more than a tile of rows
+ *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN;
+ *           rows [i0, i1), columns < len written */
+void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
+                    int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
+                    enc_attn_mode mode, int L);
+
+/* attention_rows over every query row at once: scores is (len, len). */
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
                        int G, int E, const seq_mask *sm, float *scores, float *attn,
                        enc_attn_mode mode, int L);

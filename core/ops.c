@@ -1,22 +1,48 @@
 /* ops.c - the forward pass's elementwise and matrix ops, one function each. */
 #include "internal.h"
+#include "vecmath.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+/* The elementwise loops are compiled for AVX-512, AVX2 and plain x86-64; the
+ * loader picks the best the CPU has (GCC function multi-versioning). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* Lanes of the partial sums and maxima below: enough for one AVX-512
+ * register, so a strict-IEEE reduction still vectorizes. */
+#define LANES 16
+
 void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
                     int N)
 {
-    /* out = in . w^T: row-major activations, PyTorch-layout (N, K) weights. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, in, K, w, K, 0.0f, out,
-                N);
-    if (b) {
-        for (int i = 0; i < M; i++) {
-            float *row = out + (size_t)i * N;
-            for (int j = 0; j < N; j++)
-                row[j] += b[j];
-        }
+    linear_forward_cols(out, in, w, b, M, K, N, 0, N, NULL);
+}
+
+void linear_forward_cols(float *out, const float *in, const float *w, const float *b, int M, int K,
+                         int N, int n0, int n1, const enc_activation *act)
+{
+    if (n1 <= n0 || M <= 0)
+        return;
+    const int cols = n1 - n0;
+    /* out[:, n0:n1] = in . w[n0:n1]^T: row-major activations, PyTorch-layout
+     * (N, K) weights, so a column slice of out is a row slice of w. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, in, K,
+                w + (size_t)n0 * K, K, 0.0f, out + n0, N);
+    if (!b && !act)
+        return;
+    for (int i = 0; i < M; i++) {
+        float *row = out + (size_t)i * N + n0;
+        if (b)
+            for (int j = 0; j < cols; j++)
+                row[j] += b[n0 + j];
+        if (act)
+            activation_forward(row, (size_t)cols, *act);
     }
 }
 
@@ -59,16 +85,18 @@ float activation_value(float x, enc_activation act)
         return x > 0.0f ? x : 0.0f;
     case ENC_ACT_GELU:
         /* x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+        return 0.5f * x * (1.0f + erf_approx(x * 0.70710678118654752f));
     case ENC_ACT_GELU_TANH: {
-        /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + tanhf(inner));
+        /* 0.5 x (1 + tanh(u)) = x * sigmoid(2u) = x / (1 + exp(-2u)),
+         * u = sqrt(2/pi) (x + 0.044715 x^3) */
+        const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+        return x / (1.0f + exp_approx(-2.0f * u));
     }
     }
     return x;
 }
 
+VECTOR_CLONES
 void activation_forward(float *x, size_t n, enc_activation act)
 {
     switch (act) {
@@ -77,26 +105,49 @@ void activation_forward(float *x, size_t n, enc_activation act)
             x[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case ENC_ACT_GELU:
-    case ENC_ACT_GELU_TANH:
         for (size_t i = 0; i < n; i++)
-            x[i] = activation_value(x[i], act);
+            x[i] = 0.5f * x[i] * (1.0f + erf_approx(x[i] * 0.70710678118654752f));
+        break;
+    case ENC_ACT_GELU_TANH:
+        for (size_t i = 0; i < n; i++) {
+            const float u = 0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i]);
+            x[i] = x[i] / (1.0f + exp_approx(-2.0f * u));
+        }
         break;
     }
 }
 
+VECTOR_CLONES
 void softmax_row(float *s, int n)
 {
+    /* The maximum, and whether any score is NaN, in LANES partial lanes. */
+    float lane_max[LANES], lane_sum[LANES];
+    int lane_nan[LANES];
+    for (int k = 0; k < LANES; k++) {
+        lane_max[k] = -INFINITY;
+        lane_sum[k] = 0.0f;
+        lane_nan[k] = 0;
+    }
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) {
+            lane_max[k] = s[j + k] > lane_max[k] ? s[j + k] : lane_max[k];
+            lane_nan[k] |= s[j + k] != s[j + k];
+        }
     float max = -INFINITY;
-    bool nan = false;
-    for (int j = 0; j < n; j++) {
-        if (s[j] > max)
-            max = s[j];
-        nan |= isnan(s[j]);
+    int nan = 0;
+    for (int k = 0; k < LANES; k++) {
+        max = lane_max[k] > max ? lane_max[k] : max;
+        nan |= lane_nan[k];
+    }
+    for (; j < n; j++) {
+        max = s[j] > max ? s[j] : max;
+        nan |= s[j] != s[j];
     }
     if (nan) {
         /* Overflowed scores: let NaN reach the output, where enc_forward's
          * finiteness check reports it, rather than hide it as zeros. */
-        for (int j = 0; j < n; j++)
+        for (j = 0; j < n; j++)
             s[j] = NAN;
         return;
     }
@@ -105,13 +156,19 @@ void softmax_row(float *s, int n)
         memset(s, 0, (size_t)n * sizeof *s);
         return;
     }
+    /* exp(s - max), exactly 0 for excluded (-inf) keys */
+    for (j = 0; j < n; j++)
+        s[j] = s[j] == -INFINITY ? 0.0f : exp_approx(s[j] - max);
+    j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++)
+            lane_sum[k] += s[j + k];
     float sum = 0.0f;
-    for (int j = 0; j < n; j++) {
-        float e = s[j] == -INFINITY ? 0.0f : expf(s[j] - max);
-        s[j] = e;
-        sum += e;
-    }
-    float inv = 1.0f / sum;
-    for (int j = 0; j < n; j++)
+    for (int k = 0; k < LANES; k++)
+        sum += lane_sum[k];
+    for (; j < n; j++)
+        sum += s[j];
+    const float inv = 1.0f / sum;
+    for (j = 0; j < n; j++)
         s[j] *= inv;
 }

@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         status = EXIT_SUCCESS;
         goto done;
     }
-    enc_set_blas_threads(cfg.compute.blas_threads);
+    enc_set_threads(cfg.compute.forward_threads);
 
     if (cfg.check_config) {
         if (!(model = model_from_config(&cfg, &err))) {
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     }
     server_set_model(srv, model, workers);
     fprintf(stderr, "attnd: ready (%d compute worker%s x %d BLAS threads, %d HTTP threads)\n",
-            cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.blas_threads,
+            cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
             cfg.server.threads);
 
     int sig = 0;

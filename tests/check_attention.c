@@ -1,6 +1,7 @@
 /* check_attention.c - attention against worked examples: the textbook's
  * "the ring fell", hand-written mask patterns and softmax rows. */
 #include "internal.h"
+#include "vecmath.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -204,6 +205,28 @@ START_TEST(test_activations_worked)
 }
 END_TEST
 
+/* The vectorizable exp and erf against double-precision libm, over their
+ * whole useful range: the bounds vecmath.h promises. */
+START_TEST(test_vecmath_accuracy)
+{
+    double worst_exp = 0, worst_erf = 0;
+    for (float x = -87.0f; x <= 0.0f; x += 3e-4f) {
+        double want = exp((double)x);
+        double rel = fabs((double)exp_approx(x) - want) / want;
+        worst_exp = rel > worst_exp ? rel : worst_exp;
+    }
+    for (float x = -9.0f; x <= 9.0f; x += 1e-4f) {
+        double err = fabs((double)erf_approx(x) - erf((double)x));
+        worst_erf = err > worst_erf ? err : worst_erf;
+    }
+    ck_assert_msg(worst_exp < 2.5e-7, "exp_approx relative error %g", worst_exp);
+    ck_assert_msg(worst_erf < 4e-7, "erf_approx absolute error %g", worst_erf);
+    ck_assert(exp_approx(0.0f) == 1.0f);
+    ck_assert(erf_approx(0.0f) == 0.0f);
+    ck_assert_float_eq_tol(erf_approx(-20.0f), -1.0f, 1e-7f);
+}
+END_TEST
+
 Suite *attention_suite(void)
 {
     Suite *s = suite_create("attention");
@@ -217,6 +240,7 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_softmax_rows);
     tcase_add_test(tc, test_layernorm_extremes);
     tcase_add_test(tc, test_activations_worked);
+    tcase_add_test(tc, test_vecmath_accuracy);
     suite_add_tcase(s, tc);
     return s;
 }

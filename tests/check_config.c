@@ -75,7 +75,7 @@ static void assert_defaults(const attnd_config *c)
     ck_assert_int_eq(c->server.connection_timeout, 30);
     ck_assert(c->server.access_log);
     ck_assert_int_eq(c->compute.workers, 1);
-    ck_assert_int_eq(c->compute.blas_threads, 2);
+    ck_assert_int_eq(c->compute.forward_threads, 2);
     ck_assert_int_eq(c->compute.queue_size, 64);
     ck_assert_int_eq(c->limits.max_batch, 64);
     ck_assert_int_eq(c->limits.max_seq_len, 4096);
@@ -111,7 +111,7 @@ static void assert_custom(const attnd_config *c)
     ck_assert_int_eq(c->server.connection_timeout, 3600);
     ck_assert(!c->server.access_log);
     ck_assert_int_eq(c->compute.workers, 64);
-    ck_assert_int_eq(c->compute.blas_threads, 256);
+    ck_assert_int_eq(c->compute.forward_threads, 256);
     ck_assert_int_eq(c->compute.queue_size, 1000000);
     ck_assert_int_eq(c->limits.max_batch, 1048576);
     ck_assert_int_eq(c->limits.max_seq_len, 128);
@@ -174,7 +174,7 @@ START_TEST(test_flags_set_every_field)
             ARGS("--host", "127.0.0.1", "--port=9000", "--threads", "3", "--max-body-bytes",
                  "1099511627776", "--api-key", "s3cret", "--cors-origin=https://example.com",
                  "--max-connections", "100000", "--connection-timeout", "3600", "--no-access-log",
-                 "--workers", "64", "--blas-threads", "256", "--queue-size", "1000000",
+                 "--workers", "64", "--forward-threads", "256", "--queue-size", "1000000",
                  "--max-batch", "1048576", "--max-seq-len", "128", "--max-batch-tokens",
                  "2147483647", "--max-attention-bytes", "0", "--model-name", "tiny-v1.0_x",
                  "--d-model", "64", "--n-heads", "4", "--n-kv-heads", "2", "--d-ff", "96",
@@ -195,7 +195,7 @@ START_TEST(test_variables_set_every_field)
                 "ATTND_MAX_BODY_BYTES=1099511627776", "ATTND_API_KEY=s3cret",
                 "ATTND_CORS_ORIGIN=https://example.com", "ATTND_MAX_CONNECTIONS=100000",
                 "ATTND_CONNECTION_TIMEOUT=3600", "ATTND_ACCESS_LOG=off", "ATTND_WORKERS=64",
-                "ATTND_BLAS_THREADS=256", "ATTND_QUEUE_SIZE=1000000", "ATTND_MAX_BATCH=1048576",
+                "ATTND_FORWARD_THREADS=256", "ATTND_QUEUE_SIZE=1000000", "ATTND_MAX_BATCH=1048576",
                 "ATTND_MAX_SEQ_LEN=128", "ATTND_MAX_BATCH_TOKENS=2147483647",
                 "ATTND_MAX_ATTENTION_BYTES=0", "ATTND_MODEL_NAME=tiny-v1.0_x", "ATTND_D_MODEL=64",
                 "ATTND_N_HEADS=4", "ATTND_N_KV_HEADS=2", "ATTND_D_FF=96", "ATTND_N_LAYERS=3",
@@ -213,7 +213,7 @@ START_TEST(test_file_sets_every_field)
                        "  \"max_body_bytes\": 1099511627776, \"api_key\": \"s3cret\",\n"
                        "  \"cors_origin\": \"https://example.com\", \"max_connections\": 100000,\n"
                        "  \"connection_timeout\": 3600, \"access_log\": false},\n"
-                       " \"compute\": {\"workers\": 64, \"blas_threads\": 256,\n"
+                       " \"compute\": {\"workers\": 64, \"forward_threads\": 256,\n"
                        "  \"queue_size\": 1000000},\n"
                        " \"limits\": {\"max_batch\": 1048576, \"max_seq_len\": 128,\n"
                        "  \"max_batch_tokens\": 2147483647, \"max_attention_bytes\": 0},\n"
@@ -673,7 +673,7 @@ START_TEST(test_help_lists_everything)
         "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", "server.connection_timeout",
         "--access-log", "--no-access-log", "ATTND_ACCESS_LOG", "server.access_log",
         "--workers", "ATTND_WORKERS", "compute.workers",
-        "--blas-threads", "ATTND_BLAS_THREADS", "compute.blas_threads",
+        "--forward-threads", "ATTND_FORWARD_THREADS", "compute.forward_threads",
         "--queue-size", "ATTND_QUEUE_SIZE", "compute.queue_size",
         "--max-batch", "ATTND_MAX_BATCH", "limits.max_batch",
         "--max-seq-len", "ATTND_MAX_SEQ_LEN", "limits.max_seq_len",

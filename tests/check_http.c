@@ -931,7 +931,7 @@ START_TEST(test_graceful_shutdown)
 {
     /* A model slow enough that requests are still running at SIGTERM. */
     start_or_fail((const char *const[]){"--d-model", "256", "--n-heads", "4", "--d-ff", "1024",
-                                        "--n-layers", "6", "--blas-threads", "1", NULL},
+                                        "--n-layers", "6", "--forward-threads", "1", NULL},
                   NULL);
     char *body = big_body(1, 384, 256);
     /* A connection opened before SIGTERM, kept alive, to watch /health. */

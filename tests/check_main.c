@@ -8,7 +8,7 @@
 
 int main(void)
 {
-    enc_set_blas_threads(2);
+    enc_set_threads(2);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     SRunner *sr = srunner_create(sha256_suite());
     srunner_add_suite(sr, safetensors_suite());

@@ -163,6 +163,56 @@ START_TEST(test_fast_matches_naive_random)
 }
 END_TEST
 
+/* Long sequences: attention cut into several tiles of query rows, spread over
+ * teams of 1, 2 and 3 threads, every mask kind, against the naive reference. */
+START_TEST(test_tiled_attention_threads)
+{
+    const int threads = 1 + _i % 3;
+    enc_set_threads(threads);
+    const enc_hparams hp = {24, 4, 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true};
+    enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
+    enc_workspace *ws = enc_workspace_new(m);
+    const int lens[] = {17, 65, 130, 200};
+    const int L = lens[_i % 4], B = 2, D = hp.d_model;
+    uint64_t st = 77 + (uint64_t)_i;
+    float *x = xcalloc((size_t)B * L * D, sizeof *x);
+    fill_random(x, (size_t)B * L * D, &st, 1.0f);
+    int lengths[2] = {L, L / 2 + 1};
+    uint8_t *kp = xcalloc((size_t)B * L, 1);
+    for (int k = 0; k < B * L; k++)
+        kp[k] = rand_int(&st, 0, 9) == 0;
+    float *add = xcalloc((size_t)B * L * L, sizeof *add);
+    fill_random(add, (size_t)B * L * L, &st, 0.5f);
+    int global[2] = {0, L / 3};
+    for (int variant = 0; variant < 4; variant++) {
+        enc_batch in = batch_plain(x, B, L, variant & 1 ? lengths : NULL);
+        in.mask.causal = variant == 1;
+        if (variant == 2) {
+            in.mask.window_left = 5;
+            in.mask.window_right = 9;
+            in.mask.global = global;
+            in.mask.n_global = 2;
+            in.mask.key_padding = kp;
+        }
+        if (variant == 3) {
+            in.mask.attn_kind = ENC_MASK_ADD;
+            in.mask.attn_add = add;
+            in.mask.attn_per_sequence = true;
+        }
+        char label[64];
+        snprintf(label, sizeof label, "threads %d L %d variant %d", threads, L, variant);
+        compare_fast_naive(m, ws, &in, (enc_attn_mode)(variant % 3), label);
+        compare_fast_naive(m, ws, &in, ENC_ATTN_MEAN, label);
+    }
+    free(x);
+    free(kp);
+    free(add);
+    enc_workspace_free(ws);
+    enc_model_free(m);
+    enc_set_threads(2);
+}
+END_TEST
+
 START_TEST(test_fully_masked_row_is_zero)
 {
     enc_model *m = random_model(&shapes[0], 7);
@@ -436,6 +486,7 @@ Suite *naive_suite(void)
     TCase *tc = tcase_create("fast_vs_naive");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
+    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 12);
     tcase_add_test(tc, test_fully_masked_row_is_zero);
     tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);
     tcase_add_test(tc, test_workspace_reuse);

@@ -1,0 +1,36 @@
+/* team.h - a small fork-join team: n threads (the caller and n-1 helpers) run
+ * one function together and meet again.  One team per workspace, so a
+ * forward uses its threads without sharing them with any other forward.
+ *
+ * The helpers spin briefly between phases (a forward runs a few phases per
+ * layer, microseconds apart) and then sleep, so an idle daemon costs no CPU.
+ *
+ *     static void work(void *arg, int tid, int n) { ... rows tid*M/n .. (tid+1)*M/n ... }
+ *     team *t = team_new(2);
+ *     team_run(t, work, &args);   // returns when every thread has finished
+ *     team_free(t);
+ */
+#ifndef ATTND_TEAM_H
+#define ATTND_TEAM_H
+
+typedef struct team team;
+
+typedef void (*team_fn)(void *arg, int tid, int n);
+
+/* A team of n threads (n >= 1; n = 1 runs everything on the caller).
+ * Returns an owned team, or NULL when threads cannot be started. */
+team *team_new(int n);
+
+/* Runs fn(arg, tid, n) on every thread of the team, tid 0 on the caller, and
+ * waits for all.  Not reentrant: one run at a time per team. */
+void team_run(team *t, team_fn fn, void *arg);
+
+int team_size(const team *t);
+
+/* Stops and frees the helpers; NULL is a no-op. */
+void team_free(team *t);
+
+/* The rows [*lo, *hi) of n rows that thread tid of nth takes. */
+void team_split(int n, int tid, int nth, int *lo, int *hi);
+
+#endif
