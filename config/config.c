@@ -73,6 +73,12 @@ typedef enum cfg_type {
       "threads each forward uses (it splits every op among them)")                                 \
     X("compute.queue_size", "--queue-size", "ATTND_QUEUE_SIZE", CFG_INT, compute.queue_size,       \
       "N", "64", 1, 1000000, "requests waiting for a worker; one more gets 429")                   \
+    X("compute.batch_tokens", "--batch-tokens", "ATTND_BATCH_TOKENS", CFG_INT,                     \
+      compute.batch_tokens, "N", "8192", 1, 1048576,                                               \
+      "dynamic batching: waiting requests run as one forward up to this many tokens")              \
+    X("compute.batch_delay_ms", "--batch-delay-ms", "ATTND_BATCH_DELAY_MS", CFG_INT,               \
+      compute.batch_delay_ms, "MS", "0", 0, 10000,                                                 \
+      "dynamic batching: how long a forward may wait for more requests to join it")                \
     X("limits.max_batch", "--max-batch", "ATTND_MAX_BATCH", CFG_INT, limits.max_batch, "N",        \
       "64", 1, 1048576, "sequences in one request at most")                                        \
     X("limits.max_seq_len", "--max-seq-len", "ATTND_MAX_SEQ_LEN", CFG_INT, limits.max_seq_len,     \

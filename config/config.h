@@ -41,6 +41,8 @@ typedef struct attnd_config {
         int workers;             /* forwards running at once, 1 */
         int forward_threads;     /* threads each forward splits its ops over, 2 */
         int queue_size;          /* requests waiting for a worker before 429, 64 */
+        int batch_tokens;        /* dynamic batching: tokens one forward takes at most, 8192 */
+        int batch_delay_ms;      /* dynamic batching: wait for more requests, 0 */
     } compute;
     struct {
         int max_batch;           /* 64 */

@@ -162,6 +162,24 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err);
 int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_result *res,
                 enc_error *err);
 
+/* One batch of a dynamic batch: its input, where its results go, and (set by
+ * enc_forward_many) its own status and error. */
+typedef struct enc_job {
+    const enc_batch *in;
+    enc_result *res;
+    int rc;        /* 0, or the negative status of this job alone */
+    enc_error err;
+} enc_job;
+
+/* Runs n batches as one forward: the Linears over all their real tokens at
+ * once, attention per sequence with each batch's own mask and length, each
+ * batch's outputs and weights where its enc_result says.  Every job gets its
+ * own rc/err: a bad or overflowing batch fails alone.  A batch's results are
+ * what enc_forward gives it alone (within float32 rounding of BLAS kernels
+ * whose rounding depends on a row's place in a GEMM; bit for bit on
+ * AVX-512).  Returns the number of jobs that failed. */
+int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n);
+
 /* The same computation in plain loops, no BLAS, no packing: the obviously
  * correct reference the fast path is tested against.  Slow. */
 int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, enc_error *err);

@@ -17,15 +17,21 @@
 /* Threads each new workspace's team has (enc_set_threads). */
 static atomic_int default_threads = 1;
 
-/* One unit of attention work: query rows [i0, i1) of sequence b. */
+/* One sequence of the packed batch: sequence b of job j, at rows
+ * [row, row + len) of the packed matrices. */
+typedef struct seq_info {
+    int job, b, row, len;
+} seq_info;
+
+/* One unit of attention work: query rows [i0, i1) of packed sequence seq. */
 typedef struct attn_item {
-    int b, i0, i1;
+    int seq, i0, i1;
 } attn_item;
 
 struct enc_workspace {
     const enc_model *m;
     team *team;                 /* the threads this workspace's forwards use */
-    size_t cap_T, cap_L, cap_B; /* what the buffers are sized for */
+    size_t cap_T, cap_L, cap_S, cap_G; /* tokens, longest L, sequences, sum of L */
     void *mem;                  /* one allocation the buffers are carved from */
     size_t bytes;
     float *x;          /* (T, D) the residual stream */
@@ -35,10 +41,10 @@ struct enc_workspace {
     float *o;          /* (T, D) a sublayer's output */
     float *h;          /* (T, F) feed-forward hidden layer */
     float *scores;     /* (threads, ATTN_TILE, L) each thread's scores, then weights */
-    uint8_t *is_global;/* (L) */
-    int *offsets;      /* (B + 1) first packed row of each sequence */
-    attn_item *items;  /* (B * ceil(L / 1)) attention work, at most one per row */
-    int n_items;
+    uint8_t *is_global;/* (sum of the jobs' L) each job's global positions */
+    seq_info *seqs;    /* (S) the packed sequences */
+    attn_item *items;  /* (T + S) attention work: at most a tile per 16 rows, plus one */
+    int n_seqs, n_items;
 };
 
 enc_workspace *enc_workspace_new(const enc_model *m)
@@ -83,33 +89,36 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-/* Makes room for T packed tokens, sequences up to L and B sequences.  Grows
- * only; contents are not kept.  Returns 0 or ENC_ENOMEM. */
-static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, enc_error *err)
+/* Makes room for T packed tokens, sequences up to L long, S sequences whose
+ * jobs' lengths L add up to G.  Grows only; contents are not kept.  Returns 0
+ * or ENC_ENOMEM. */
+static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, size_t G,
+                             enc_error *err)
 {
-    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && B <= ws->cap_B)
+    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && S <= ws->cap_S && G <= ws->cap_G)
         return ENC_OK;
     const enc_model *m = ws->m;
     T = T > ws->cap_T ? T : ws->cap_T;
     L = L > ws->cap_L ? L : ws->cap_L;
-    B = B > ws->cap_B ? B : ws->cap_B;
+    S = S > ws->cap_S ? S : ws->cap_S;
+    G = G > ws->cap_G ? G : ws->cap_G;
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
-    size_t n_td, n_tq, n_tf, n_ll, n_items, sizes[10];
+    size_t n_td, n_tq, n_tf, n_ll, sizes[10];
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, F, &n_tf) &&
-              mul_ok(nth * tile, L, &n_ll) && mul_ok(B, L, &n_items) && n_td < SIZE_MAX / 8 &&
-              n_tq < SIZE_MAX / 8 && n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 &&
-              n_items < SIZE_MAX / 16;
+              mul_ok(nth * tile, L, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
+              n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
+              S < SIZE_MAX / 32;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
     sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
     sizes[2] = align64(n_tq * sizeof(float));
     sizes[5] = align64(n_tf * sizeof(float));
     sizes[6] = align64(n_ll * sizeof(float));
-    sizes[7] = align64(L);
-    sizes[8] = align64((B + 1) * sizeof(int));
-    sizes[9] = align64(n_items * sizeof(attn_item));
+    sizes[7] = align64(G);
+    sizes[8] = align64(S * sizeof(seq_info));
+    sizes[9] = align64((T + S) * sizeof(attn_item));
     size_t total = 0;
     for (int i = 0; i < 10; i++) {
         if (sizes[i] > SIZE_MAX - total)
@@ -127,11 +136,12 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t B, en
     ws->bytes = total;
     ws->cap_T = T;
     ws->cap_L = L;
-    ws->cap_B = B;
+    ws->cap_S = S;
+    ws->cap_G = G;
     char *p = mem;
     void **bufs[10] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
-                       (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->offsets,
+                       (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->seqs,
                        (void **)&ws->items};
     for (int i = 0; i < 10; i++) {
         *bufs[i] = p;
@@ -190,8 +200,9 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
     return ENC_OK;
 }
 
-/* Sequence b's mask view over the batch's mask arrays. */
-static seq_mask seq_mask_for(const enc_batch *in, const enc_workspace *ws, int b, int len)
+/* Sequence b's mask view over its batch's mask arrays; is_global is that
+ * batch's (L) flags, or NULL. */
+static seq_mask seq_mask_for(const enc_batch *in, const uint8_t *is_global, int b, int len)
 {
     const enc_mask *mk = &in->mask;
     const size_t L = (size_t)in->L;
@@ -202,7 +213,7 @@ static seq_mask seq_mask_for(const enc_batch *in, const enc_workspace *ws, int b
         .causal = mk->causal,
         .window_left = mk->window_left,
         .window_right = mk->window_right,
-        .is_global = mk->n_global ? ws->is_global : NULL,
+        .is_global = mk->n_global ? is_global : NULL,
         .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
         .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
         .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
@@ -216,10 +227,10 @@ typedef struct block_ctx {
     const enc_model *m;
     const enc_layer *ly;
     enc_workspace *ws;
-    const enc_batch *in;
+    const enc_job *jobs;    /* the batches run together */
+    const size_t *global_off; /* (jobs) where each job's is_global flags start */
+    int layer;
     int T;
-    float *attn;            /* this layer's weights output, or NULL */
-    enc_attn_mode mode;
     /* the Linear of a linear phase */
     float *lin_out;
     const float *lin_in, *lin_w, *lin_b;
@@ -270,37 +281,42 @@ static void phase_attention(void *arg, int tid, int n)
     block_ctx *c = arg;
     const enc_model *m = c->m;
     enc_workspace *ws = c->ws;
-    const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim, L = c->in->L;
-    const int tile = L < ATTN_TILE ? L : ATTN_TILE;
-    float *scores = ws->scores + (size_t)tid * tile * L;
+    const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim;
+    const int tile = (int)(ws->cap_L < ATTN_TILE ? ws->cap_L : ATTN_TILE);
+    float *scores = ws->scores + (size_t)tid * tile * ws->cap_L;
     int k0, k1;
     team_split(ws->n_items, tid, n, &k0, &k1);
     for (int k = k0; k < k1; k++) {
         const attn_item *it = &ws->items[k];
-        const int row = ws->offsets[it->b], len = ws->offsets[it->b + 1] - row;
-        seq_mask sm = seq_mask_for(c->in, ws, it->b, len);
+        const seq_info *sq = &ws->seqs[it->seq];
+        const enc_job *job = &c->jobs[sq->job];
+        const enc_batch *in = job->in;
+        const enc_result *res = job->res;
+        const int L = in->L;
+        seq_mask sm = seq_mask_for(in, ws->is_global + c->global_off[sq->job], sq->b, sq->len);
         float *seq_attn = NULL;
-        if (c->attn)
-            seq_attn = c->attn + (size_t)it->b * (c->mode == ENC_ATTN_HEADS ? H : 1) * L * L;
-        attention_rows(ws->z + (size_t)row * D, D, ws->qkv + (size_t)row * Q, Q, len, it->i0,
-                       it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scores, seq_attn, c->mode,
-                       L);
+        if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[c->layer])
+            seq_attn = res->attn[c->layer] +
+                       (size_t)sq->b * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q, sq->len,
+                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scores, seq_attn,
+                       res->attn_mode, L);
     }
 }
 
 /* The attention work items: every sequence cut into tiles of at most
  * ATTN_TILE query rows, and into at least as many tiles as the team has
  * threads when the sequence is long enough, so one sequence uses every core. */
-static void plan_attention(enc_workspace *ws, const enc_batch *in)
+static void plan_attention(enc_workspace *ws)
 {
     const int nth = team_size(ws->team);
     ws->n_items = 0;
-    for (int b = 0; b < in->B; b++) {
-        const int len = ws->offsets[b + 1] - ws->offsets[b];
+    for (int s = 0; s < ws->n_seqs; s++) {
+        const int len = ws->seqs[s].len;
         int tile = (len + nth - 1) / nth;
         tile = tile > ATTN_TILE ? ATTN_TILE : tile < 16 ? 16 : tile;
         for (int i0 = 0; i0 < len; i0 += tile)
-            ws->items[ws->n_items++] = (attn_item){b, i0, i0 + tile < len ? i0 + tile : len};
+            ws->items[ws->n_items++] = (attn_item){s, i0, i0 + tile < len ? i0 + tile : len};
     }
 }
 
@@ -326,14 +342,16 @@ static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, co
     team_run(c->ws->team, phase_norm, c);
 }
 
-/* One block over the T packed tokens in ws->x, in place.  attn: NULL, or this
- * layer's (B, H, L, L) / (B, L, L) weights output. */
-static void block_forward(const enc_model *m, const enc_layer *ly, enc_workspace *ws,
-                          const enc_batch *in, int T, float *attn, enc_attn_mode mode)
+/* Block l over the T packed tokens in ws->x, in place, writing each job's
+ * attention weights for layer l where it asked for them. */
+static void block_forward(const enc_model *m, int l, enc_workspace *ws, const enc_job *jobs,
+                          const size_t *global_off, int T)
 {
     const enc_hparams *hp = &m->hp;
+    const enc_layer *ly = &m->layers[l];
     const int D = hp->d_model, F = hp->d_ff;
-    block_ctx c = {.m = m, .ly = ly, .ws = ws, .in = in, .T = T, .attn = attn, .mode = mode};
+    block_ctx c = {.m = m, .ly = ly, .ws = ws, .jobs = jobs, .global_off = global_off,
+                   .layer = l, .T = T};
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
     const float *a_in = ws->x;
@@ -358,61 +376,127 @@ static void block_forward(const enc_model *m, const enc_layer *ly, enc_workspace
     run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
 
+/* Checks a job and its result buffers; sets job->rc and job->err. */
+static int job_check(const enc_model *m, enc_job *job)
+{
+    enc_error_clear(&job->err);
+    job->rc = enc_batch_validate(m, job->in, &job->err);
+    if (job->rc == 0 && (!job->res || !job->res->out))
+        job->rc = enc_error_set(&job->err, ENC_EINVAL, "forward needs an output");
+    return job->rc;
+}
+
+int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
+{
+    if (!ws || ws->m != m || n < 1) {
+        for (int j = 0; j < n; j++)
+            jobs[j].rc = enc_error_set(&jobs[j].err, ENC_EINVAL,
+                                       "forward needs the model's workspace");
+        return n;
+    }
+    const int D = m->hp.d_model, H = m->hp.n_heads;
+    size_t T = 0, S = 0, G = 0, Lmax = 1;
+    int failed = 0;
+    for (int j = 0; j < n; j++) {
+        if (job_check(m, &jobs[j]) < 0) {
+            failed++;
+            continue;
+        }
+        const enc_batch *in = jobs[j].in;
+        for (int b = 0; b < in->B; b++)
+            T += (size_t)(in->lengths ? in->lengths[b] : in->L);
+        S += (size_t)in->B;
+        G += (size_t)in->L;
+        Lmax = (size_t)in->L > Lmax ? (size_t)in->L : Lmax;
+    }
+    if (failed == n)
+        return failed;
+    enc_error err = {0};
+    int rc = ENC_OK;
+    if (T > INT32_MAX)
+        rc = enc_error_set(&err, ENC_ELIMIT, "batch has %zu tokens; at most %d", T, INT32_MAX);
+    if (rc == 0)
+        rc = workspace_reserve(ws, T, Lmax, S, G, &err);
+    size_t *global_off = rc == 0 ? calloc((size_t)n, sizeof *global_off) : NULL;
+    if (rc == 0 && !global_off)
+        rc = enc_error_set(&err, ENC_ENOMEM, "out of memory planning a batch");
+    if (rc < 0) {
+        for (int j = 0; j < n; j++)
+            if (jobs[j].rc == 0) {
+                jobs[j].rc = rc;
+                jobs[j].err = err;
+                failed++;
+            }
+        return failed;
+    }
+
+    /* Pack the real tokens of every sequence of every job into x (T, D). */
+    int row = 0;
+    size_t goff = 0;
+    ws->n_seqs = 0;
+    for (int j = 0; j < n; j++) {
+        if (jobs[j].rc < 0)
+            continue;
+        const enc_batch *in = jobs[j].in;
+        const int L = in->L;
+        global_off[j] = goff;
+        memset(ws->is_global + goff, 0, (size_t)L);
+        for (size_t k = 0; k < in->mask.n_global; k++)
+            ws->is_global[goff + (size_t)in->mask.global[k]] = 1;
+        goff += (size_t)L;
+        for (int b = 0; b < in->B; b++) {
+            const int len = in->lengths ? in->lengths[b] : L;
+            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len};
+            memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
+                   (size_t)len * D * sizeof(float));
+            row += len;
+        }
+        /* Zero the attention outputs: entries past a sequence's length stay 0. */
+        const enc_result *res = jobs[j].res;
+        const size_t attn_size =
+            (size_t)in->B * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        for (int l = 0; l < m->hp.n_layers && res->attn_mode != ENC_ATTN_NONE && res->attn; l++)
+            if (res->attn[l])
+                memset(res->attn[l], 0, attn_size * sizeof(float));
+    }
+    plan_attention(ws);
+
+    for (int l = 0; l < m->hp.n_layers; l++)
+        block_forward(m, l, ws, jobs, global_off, (int)T);
+
+    /* Unpack, padding rows zero; a job whose result overflowed fails alone. */
+    for (int s = 0; s < ws->n_seqs; s++) {
+        const seq_info *sq = &ws->seqs[s];
+        enc_job *job = &jobs[sq->job];
+        const int L = job->in->L;
+        float *dst = job->res->out + (size_t)sq->b * L * D;
+        const float *src = ws->x + (size_t)sq->row * D;
+        memcpy(dst, src, (size_t)sq->len * D * sizeof(float));
+        memset(dst + (size_t)sq->len * D, 0, (size_t)(L - sq->len) * D * sizeof(float));
+        for (size_t k = 0; k < (size_t)sq->len * D && job->rc == 0; k++)
+            if (!isfinite(src[k])) {
+                job->rc = enc_error_set(&job->err, ENC_ENUMERIC,
+                                        "the input drives the model out of float32 range "
+                                        "(a non-finite value in sequence %d, token %zu); scale "
+                                        "the embeddings down",
+                                        sq->b, k / (size_t)D);
+                failed++;
+            }
+    }
+    free(global_off);
+    return failed;
+}
+
 int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_result *res,
                 enc_error *err)
 {
-    int rc = enc_batch_validate(m, in, err);
-    if (rc < 0)
-        return rc;
-    if (!ws || ws->m != m || !res || !res->out)
-        return enc_error_set(err, ENC_EINVAL, "forward needs the model's workspace and an output");
-    const int B = in->B, L = in->L, D = m->hp.d_model, H = m->hp.n_heads;
-
-    size_t T = 0;
-    for (int b = 0; b < B; b++)
-        T += (size_t)(in->lengths ? in->lengths[b] : L);
-    if (T > INT32_MAX)
-        return enc_error_set(err, ENC_ELIMIT, "batch has %zu tokens; at most %d", T, INT32_MAX);
-    if ((rc = workspace_reserve(ws, T, (size_t)L, (size_t)B, err)) < 0)
-        return rc;
-
-    /* Pack the real tokens of every sequence into x (T, D). */
-    ws->offsets[0] = 0;
-    for (int b = 0; b < B; b++) {
-        int len = in->lengths ? in->lengths[b] : L;
-        ws->offsets[b + 1] = ws->offsets[b] + len;
-        memcpy(ws->x + (size_t)ws->offsets[b] * D, in->x + (size_t)b * L * D,
-               (size_t)len * D * sizeof(float));
-    }
-    memset(ws->is_global, 0, (size_t)L);
-    for (size_t k = 0; k < in->mask.n_global; k++)
-        ws->is_global[in->mask.global[k]] = 1;
-    plan_attention(ws, in);
-
-    const size_t attn_size = (size_t)B * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
-    for (int l = 0; l < m->hp.n_layers; l++) {
-        float *attn = NULL;
-        if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[l]) {
-            attn = res->attn[l];
-            memset(attn, 0, attn_size * sizeof *attn);
-        }
-        block_forward(m, &m->layers[l], ws, in, (int)T, attn, res->attn_mode);
-    }
-
-    /* Unpack, padding rows zero; refuse a result that overflowed. */
-    for (int b = 0; b < B; b++) {
-        const int row = ws->offsets[b], len = ws->offsets[b + 1] - row;
-        float *dst = res->out + (size_t)b * L * D;
-        memcpy(dst, ws->x + (size_t)row * D, (size_t)len * D * sizeof(float));
-        memset(dst + (size_t)len * D, 0, (size_t)(L - len) * D * sizeof(float));
-    }
-    for (size_t k = 0; k < T * (size_t)D; k++)
-        if (!isfinite(ws->x[k]))
-            return enc_error_set(err, ENC_ENUMERIC,
-                                 "the input drives the model out of float32 range "
-                                 "(a non-finite value at token %zu); scale the embeddings down",
-                                 k / (size_t)D);
-    return ENC_OK;
+    enc_job job = {.in = in, .res = res};
+    if (!m || !in)
+        return enc_error_set(err, ENC_EINVAL, "no input");
+    enc_forward_many(m, ws, &job, 1);
+    if (job.rc < 0 && err && err->status == ENC_OK)
+        *err = job.err;
+    return job.rc;
 }
 
 double enc_forward_flops(const enc_hparams *hp, int B, int L)

@@ -95,7 +95,13 @@ int main(int argc, char **argv)
         goto done;
     }
     log_model(&cfg, model);
-    if (!(workers = pool_new(model, cfg.compute.workers, cfg.compute.queue_size, &err))) {
+    pool_options popt = {.workers = cfg.compute.workers,
+                         .queue_size = cfg.compute.queue_size,
+                         .batch_tokens = cfg.compute.batch_tokens,
+                         .batch_delay_ms = cfg.compute.batch_delay_ms,
+                         .on_forward = server_on_forward,
+                         .on_forward_arg = srv};
+    if (!(workers = pool_new(model, &popt, &err))) {
         fprintf(stderr, "attnd: %s\n", err.message);
         goto done;
     }

@@ -31,7 +31,7 @@ typedef struct histogram {
 struct metrics {
     pthread_mutex_t lock;
     unsigned long requests[N_ROUTES][MAX_STATUS];
-    histogram request_s, queue_s, compute_s, batch;
+    histogram request_s, queue_s, compute_s, batch, batch_requests;
     unsigned long tokens, sequences, forwards;
     long in_flight;
 };
@@ -63,6 +63,7 @@ metrics *metrics_new(void)
     hist_init(&mx->queue_s, time_buckets, N_TIME);
     hist_init(&mx->compute_s, time_buckets, N_TIME);
     hist_init(&mx->batch, batch_buckets, N_BATCH);
+    hist_init(&mx->batch_requests, batch_buckets, N_BATCH);
     return mx;
 }
 
@@ -92,15 +93,22 @@ void metrics_request(metrics *mx, const char *route, int status, double seconds)
     pthread_mutex_unlock(&mx->lock);
 }
 
-void metrics_forward(metrics *mx, int sequences, long tokens, double queue_s, double compute_s)
+void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s)
 {
     pthread_mutex_lock(&mx->lock);
     mx->forwards++;
     mx->sequences += (unsigned long)sequences;
     mx->tokens += (unsigned long)tokens;
     hist_observe(&mx->batch, sequences);
-    hist_observe(&mx->queue_s, queue_s);
+    hist_observe(&mx->batch_requests, requests);
     hist_observe(&mx->compute_s, compute_s);
+    pthread_mutex_unlock(&mx->lock);
+}
+
+void metrics_queue(metrics *mx, double queue_s)
+{
+    pthread_mutex_lock(&mx->lock);
+    hist_observe(&mx->queue_s, queue_s);
     pthread_mutex_unlock(&mx->lock);
 }
 
@@ -141,6 +149,8 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
     put_hist(&b, "attnd_compute_duration_seconds", "Time a forward ran on a compute worker.",
              &mx->compute_s);
     put_hist(&b, "attnd_batch_sequences", "Sequences per forward.", &mx->batch);
+    put_hist(&b, "attnd_batch_requests", "Requests per forward (dynamic batching).",
+             &mx->batch_requests);
     strbuf_printf(&b,
         "# HELP attnd_tokens_total Real tokens encoded (sum of lengths).\n"
         "# TYPE attnd_tokens_total counter\nattnd_tokens_total %lu\n"

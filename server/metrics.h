@@ -19,8 +19,11 @@ void metrics_free(metrics *mx);
 /* A finished request: route is one of the daemon's route names (anything
  * else counts as "other"), status its HTTP status. */
 void metrics_request(metrics *mx, const char *route, int status, double seconds);
-/* A finished forward: its sequences, real tokens and times. */
-void metrics_forward(metrics *mx, int sequences, long tokens, double queue_s, double compute_s);
+/* A finished forward (one dynamic batch): its sequences, real tokens,
+ * requests and compute time. */
+void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s);
+/* A request's wait for a compute worker. */
+void metrics_queue(metrics *mx, double queue_s);
 /* Requests being served now: +1 when one starts, -1 when it ends. */
 void metrics_in_flight(metrics *mx, int delta);
 

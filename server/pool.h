@@ -3,7 +3,13 @@
  * job and go on serving other connections; the worker calls the job's done
  * callback from its own thread when the forward has run.
  *
- *     pool *p = pool_new(model, 1, 64);
+ * Dynamic batching: a worker takes the first waiting job and every job
+ * waiting behind it, up to batch_tokens real tokens in all, optionally
+ * waiting batch_delay_ms for more to arrive, and runs them as one forward
+ * (enc_forward_many); each job still gets exactly its own results.
+ *
+ *     pool_options o = {.workers = 1, .queue_size = 64, .batch_tokens = 8192};
+ *     pool *p = pool_new(model, &o, &err);
  *     job.batch = &req.batch; job.result = res; job.done = wake; job.arg = conn;
  *     if (pool_submit(p, &job) < 0) -> 429
  *     ... in done(): job.rc, job.err, job.queue_ms, job.compute_ms
@@ -28,11 +34,23 @@ typedef struct pool_job {
     double compute_ms;          /* start to end */
     struct pool_job *next;      /* the pool's queue link */
     double submitted;           /* monotonic seconds */
+    long tokens;                /* real tokens of the batch, counted at submit */
 } pool_job;
 
-/* Starts workers threads, each with a workspace for m; at most queue_size
- * jobs wait.  Returns an owned pool, or NULL (err set). */
-pool *pool_new(const enc_model *m, int workers, int queue_size, enc_error *err);
+typedef struct pool_options {
+    int workers;                /* forwards running at once */
+    int queue_size;             /* jobs waiting at most */
+    int batch_tokens;           /* tokens one forward takes at most (a bigger job runs alone) */
+    int batch_delay_ms;         /* how long a forward may wait for more jobs; 0 = none */
+    /* Called once per forward from the worker (may be NULL): its sequences,
+     * real tokens, jobs, and compute seconds. */
+    void (*on_forward)(void *arg, int sequences, long tokens, int jobs, double compute_s);
+    void *on_forward_arg;
+} pool_options;
+
+/* Starts o->workers threads, each with a workspace for m.  Returns an owned
+ * pool, or NULL (err set). */
+pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err);
 
 /* Queues a job.  Returns 0, or -1 when the queue is full or the pool is
  * stopping (done is then never called). */

@@ -308,7 +308,7 @@ static enum MHD_Result encode_finish(request *r)
     long tokens = 0;
     for (int b = 0; b < e->batch.B; b++)
         tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
-    metrics_forward(s->mx, e->batch.B, tokens, job->queue_ms / 1e3, job->compute_ms / 1e3);
+    metrics_queue(s->mx, job->queue_ms / 1e3);
     encode_usage usage = {.sequences = e->batch.B, .tokens = tokens, .queue_ms = job->queue_ms,
                           .compute_ms = job->compute_ms};
     size_t len = 0;
@@ -531,6 +531,12 @@ static double shortest(float f)
             break;
     }
     return strtod(buf, NULL);
+}
+
+void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s)
+{
+    server *s = arg;
+    metrics_forward(s->mx, sequences, tokens, requests, compute_s);
 }
 
 void server_set_model(server *s, const enc_model *m, pool *p)

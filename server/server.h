@@ -32,6 +32,10 @@ int server_start(server *s, enc_error *err);
 /* The bound port (useful with server.port 0). */
 int server_port(const server *s);
 
+/* The pool's on_forward callback (arg: the server): counts a forward in
+ * /metrics. */
+void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s);
+
 /* Serves m (borrowed) through p (borrowed) from now on: ready. */
 void server_set_model(server *s, const enc_model *m, pool *p);
 

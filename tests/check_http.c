@@ -473,6 +473,93 @@ START_TEST(test_encode_base64_and_forms)
 }
 END_TEST
 
+/* Dynamic batching: concurrent requests of different shapes and options run
+ * in shared forwards, and each gets exactly its own result (PyTorch's). */
+typedef struct batched_req {
+    int port;
+    char *body;
+    http_resp resp;
+    int ok;
+} batched_req;
+
+static void *send_batched(void *arg)
+{
+    batched_req *q = arg;
+    q->ok = http_post_json(q->port, "/v1/encode", q->body, &q->resp) == 0;
+    return NULL;
+}
+
+START_TEST(test_dynamic_batching)
+{
+    http_case c;
+    http_case_load(&c, "layer_post_relu");
+    add_arg(&c, "--batch-delay-ms");
+    add_arg(&c, "300");
+    c.args[c.n_args] = NULL;
+    start_or_fail((const char *const *)c.args, NULL);
+    size_t nx;
+    float *x = torch_floats(&c.f, "x", &nx);
+    float *want = torch_floats(&c.f, "out", NULL), *want_a = torch_floats(&c.f, "attn.0", NULL);
+    const st_tensor *tx = st_find(&c.f, "x");
+    enum { KINDS = 3, REPEAT = 4, N = KINDS * REPEAT };
+    batched_req reqs[N];
+    pthread_t tids[N];
+    for (int k = 0; k < N; k++) {
+        json_t *body;
+        if (k % KINDS == 2) { /* the whole batch */
+            body = json_pack("{s:o}", "embeddings", nested(x, tx->shape, 3, 0));
+        } else { /* sequence 0 or 1 alone, as [L][D] */
+            const int b = k % KINDS;
+            body = json_pack("{s:o}", "embeddings",
+                             nested(x + (size_t)b * c.L * c.D, tx->shape + 1, 2, 0));
+        }
+        reqs[k] = (batched_req){.port = dp.port, .body = json_dumps(body, JSON_COMPACT)};
+        json_decref(body);
+    }
+    for (int k = 0; k < N; k++)
+        pthread_create(&tids[k], NULL, send_batched, &reqs[k]);
+    for (int k = 0; k < N; k++)
+        pthread_join(tids[k], NULL);
+    for (int k = 0; k < N; k++) {
+        ck_assert_msg(reqs[k].ok && reqs[k].resp.status == 200, "request %d: %ld %.200s", k,
+                      reqs[k].resp.status, reqs[k].resp.body);
+        json_t *j = parse_body(&reqs[k].resp);
+        json_t *outs = json_object_get(j, "outputs"), *att = json_object_get(j, "attention");
+        if (k % KINDS == 2) {
+            compare_seq(outs, want, &c, 0, 0, "batch outputs");
+            compare_seq(att, want_a, &c, 1, 1, "batch attention");
+        } else {
+            const int b = k % KINDS;
+            json_t *wrapped = json_pack("[O]", outs), *wrapped_a = json_pack("[O]", att);
+            http_case one = c;
+            one.B = 1;
+            compare_seq(wrapped, want + (size_t)b * c.L * c.D, &one, 0, 0, "alone outputs");
+            compare_seq(wrapped_a, want_a + (size_t)b * c.H * c.L * c.L, &one, 1, 1,
+                        "alone attention");
+            json_decref(wrapped);
+            json_decref(wrapped_a);
+        }
+        json_decref(j);
+        http_resp_free(&reqs[k].resp);
+        free(reqs[k].body);
+    }
+    /* They shared forwards: fewer forwards than requests. */
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+    const char *f = strstr(r.body, "\nattnd_forwards_total ");
+    ck_assert_ptr_nonnull(f);
+    long forwards = atol(f + strlen("\nattnd_forwards_total "));
+    ck_assert_msg(forwards >= 1 && forwards < N, "%ld forwards for %d requests", forwards, N);
+    ck_assert_ptr_nonnull(strstr(r.body, "attnd_batch_requests_count"));
+    http_resp_free(&r);
+    free(x);
+    free(want);
+    free(want_a);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    http_case_free(&c);
+}
+END_TEST
+
 /* ---- errors ------------------------------------------------------------- */
 
 START_TEST(test_error_statuses)
@@ -1027,6 +1114,7 @@ Suite *http_suite(void)
     tcase_add_loop_test(tc, test_encode_matches_torch, 0,
                         (int)(sizeof http_cases / sizeof *http_cases));
     tcase_add_test(tc, test_encode_base64_and_forms);
+    tcase_add_test(tc, test_dynamic_batching);
     tcase_add_test(tc, test_error_statuses);
     tcase_add_test(tc, test_invalid_request_directory);
     tcase_add_test(tc, test_api_key);

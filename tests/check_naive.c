@@ -213,6 +213,84 @@ START_TEST(test_tiled_attention_threads)
 }
 END_TEST
 
+/* Several batches run as one (dynamic batching): each gets what it gets
+ * alone, and a bad or overflowing batch fails without touching the others. */
+START_TEST(test_forward_many)
+{
+    const enc_hparams *hp = &shapes[_i % N_SHAPES];
+    enc_model *m = random_model(hp, 900 + (uint64_t)_i);
+    enc_workspace *ws = enc_workspace_new(m);
+    uint64_t st = 31 + (uint64_t)_i;
+    enum { N = 6 };
+    rand_batch rb[N];
+    enc_job jobs[N];
+    enc_result res[N];
+    float *outs[N], *attn[N][ENC_MAX_LAYERS];
+    const size_t H = (size_t)hp->n_heads, D = (size_t)hp->d_model;
+    for (int j = 0; j < N; j++) {
+        rand_batch_make(&rb[j], m, &st, (j * 37 + _i * 11) % 128);
+        const size_t B = (size_t)rb[j].in.B, L = (size_t)rb[j].in.L;
+        outs[j] = xcalloc(B * L * D, sizeof(float));
+        for (int l = 0; l < hp->n_layers; l++)
+            attn[j][l] = xcalloc(B * H * L * L, sizeof(float));
+        res[j] = (enc_result){.out = outs[j], .attn_mode = (enc_attn_mode)(j % 3),
+                              .attn = attn[j]};
+        jobs[j] = (enc_job){.in = &rb[j].in, .res = &res[j]};
+    }
+    /* Job 2 is invalid (a length past L); job 4's inputs sit at the edge of
+     * float32 (it may overflow, and then fails alone). */
+    int bad_len[3] = {0, 0, 0};
+    bad_len[0] = rb[2].in.L + 1;
+    bad_len[1] = bad_len[2] = 1;
+    rb[2].in.lengths = bad_len;
+    float *huge = xcalloc((size_t)rb[4].in.B * rb[4].in.L * D, sizeof(float));
+    for (size_t k = 0; k < (size_t)rb[4].in.B * rb[4].in.L * D; k++)
+        huge[k] = 3e38f;
+    rb[4].in.x = huge;
+    rb[4].in.lengths = NULL;
+    const int failed = enc_forward_many(m, ws, jobs, N);
+    ck_assert_int_eq(jobs[2].rc, ENC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(jobs[2].err.message, "lengths[0]"));
+    ck_assert(jobs[4].rc == 0 || jobs[4].rc == ENC_ENUMERIC);
+    ck_assert_int_eq(failed, 1 + (jobs[4].rc != 0));
+    for (size_t k = 0; jobs[4].rc == 0 && k < (size_t)rb[4].in.B * rb[4].in.L * D; k++)
+        ck_assert(isfinite(outs[4][k]));
+    for (int j = 0; j < N; j++) {
+        if (j == 2 || j == 4)
+            continue;
+        ck_assert_int_eq(jobs[j].rc, 0);
+        /* alone, through the naive reference */
+        const size_t B = (size_t)rb[j].in.B, L = (size_t)rb[j].in.L;
+        float *out1 = xcalloc(B * L * D, sizeof(float)), *attn1[ENC_MAX_LAYERS];
+        for (int l = 0; l < hp->n_layers; l++)
+            attn1[l] = xcalloc(B * H * L * L, sizeof(float));
+        enc_result r1 = {.out = out1, .attn_mode = res[j].attn_mode, .attn = attn1};
+        ck_assert_int_eq(enc_forward_naive(m, &rb[j].in, &r1, NULL), 0);
+        double d = max_abs_diff(out1, outs[j], B * L * D);
+        ck_assert_msg(d < TOL_OUT, "job %d outputs differ from alone by %g", j, d);
+        const size_t n_attn = B * (res[j].attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        for (int l = 0; l < hp->n_layers && res[j].attn_mode != ENC_ATTN_NONE; l++) {
+            d = max_abs_diff(attn1[l], attn[j][l], n_attn);
+            ck_assert_msg(d < TOL_ATTN, "job %d layer %d attention differs by %g", j, l, d);
+        }
+        for (int l = 0; l < hp->n_layers; l++)
+            free(attn1[l]);
+        free(out1);
+    }
+    for (int j = 0; j < N; j++) {
+        if (j == 2)
+            rb[j].in.lengths = rb[j].lengths;
+        rand_batch_free(&rb[j]);
+        free(outs[j]);
+        for (int l = 0; l < hp->n_layers; l++)
+            free(attn[j][l]);
+    }
+    free(huge);
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
 START_TEST(test_fully_masked_row_is_zero)
 {
     enc_model *m = random_model(&shapes[0], 7);
@@ -487,6 +565,7 @@ Suite *naive_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 12);
+    tcase_add_loop_test(tc, test_forward_many, 0, 2 * N_SHAPES);
     tcase_add_test(tc, test_fully_masked_row_is_zero);
     tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);
     tcase_add_test(tc, test_workspace_reuse);
