@@ -8,6 +8,8 @@
 #   make SANITIZER=address|undefined|address,undefined test
 #                        the same, instrumented, in build/san-<name>/
 #   make valgrind        the tests under valgrind memcheck (no errors, no leaks)
+#   make bench           performance against PyTorch / ONNX Runtime (bench/run.sh;
+#                        docs/performance.md)
 #   make fixtures        regenerate the PyTorch fixtures (installs python3-torch)
 
 CC        ?= cc
@@ -69,7 +71,7 @@ TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/tests/check_attnd
 
-.PHONY: all run test valgrind deps deps-fixtures fixtures clean help format
+.PHONY: all run test bench valgrind deps deps-fixtures fixtures clean help format
 all: $(ATTND) $(TEST_BIN)
 
 help:
@@ -102,6 +104,11 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
+
+bench:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(ATTND) $(CORE_LIB)
+	bash bench/run.sh
 
 run:
 	@$(MAKE) --no-print-directory deps

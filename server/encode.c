@@ -37,9 +37,16 @@
  *   below -FLT_MAX (JSON has no -Infinity; send e.g. -1e39) become -inf,
  *   i.e. "not allowed"; above +FLT_MAX they are refused.
  * - mask.window sides larger than L are clamped to L (same meaning).
- * - Numbers are printed with "%.{precision}g" in the C locale (the daemon
- *   never calls setlocale).  A non-finite value, which the core never
+ * - Numbers are printed as "%.{precision}g" prints them in the C locale (the
+ *   daemon never calls setlocale), by fmt_float rather than snprintf (same
+ *   text, several times faster).  A non-finite value, which the core never
  *   returns, would be printed as null so the body stays valid JSON.
+ * - The embeddings array is read from the body text (scan_embeddings), not
+ *   through one json_t per number; jansson reads the rest of the body.  A
+ *   number becomes (float)strtod(text), as jansson's double did, except
+ *   that the integer -0 is now -0.0f (jansson made it the integer 0).
+ *   Everything else (what is valid JSON, every message, the order errors
+ *   are reported in) is what the jansson-only code did.
  *
  * Error messages name the field and index: "embeddings[1][3] has 511
  * numbers; d_model is 512", "mask: unknown option 'x'", "lengths[1] = 9 is
@@ -50,10 +57,13 @@
 #include "encode.h"
 #include "strbuf.h"
 
+#include <errno.h>
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +284,513 @@ unsigned char *base64_decode(const char *text, size_t len, size_t *out_len)
     return out;
 }
 
+/* ---- JSON numbers: reading ------------------------------------------------- */
+
+/* Numeric arrays are read from the body text, not through one json_t per
+ * number.  A number is read as jansson read it (strtod, then float32), with
+ * a fast exact path: up to 19 significant digits w and a decimal exponent e
+ * with w <= 2^53 and |e| <= 22 make w * 10^e or w / 10^-e one correctly
+ * rounded double operation on exact operands (Clinger), the double strtod
+ * returns.  Anything else goes to strtod. */
+
+static const double POW10_DBL[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static const uint64_t POW10_U64[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && is_ws(*p))
+        p++;
+    return p;
+}
+
+/* |value| < 10^mag; MAG_ZERO when every digit is 0. */
+#define MAG_ZERO LONG_MIN
+
+/* What one pass over a JSON number token tells. */
+typedef struct num_token {
+    size_t len;     /* bytes */
+    bool integer;   /* no fraction, no exponent: jansson reads it as an int64 */
+    size_t digits;  /* digits before any fraction */
+    long mag;       /* |value| < 10^mag, or MAG_ZERO */
+} num_token;
+
+/* Scans the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)
+ * at the start of s[0..n).  Returns false if s does not start with one ("01"
+ * is the number 0 followed by 1: the caller looks at what follows). */
+static bool number_scan(const char *s, size_t n, num_token *t)
+{
+    const char *p = s, *const end = s + n;
+    p += *p == '-';
+    if (p == end || (unsigned)(*p - '0') > 9)
+        return false;
+    const char *first = p;
+    long mag = MAG_ZERO;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && (unsigned)(*p - '0') <= 9)
+            p++;
+        mag = p - first > 1000000000 ? 1000000000L : (long)(p - first);
+    }
+    t->digits = (size_t)(p - first);
+    t->integer = true;
+    if (p < end && *p == '.') {
+        t->integer = false;
+        if (++p == end || (unsigned)(*p - '0') > 9)
+            return false;
+        const char *frac = p;
+        if (mag == MAG_ZERO) {
+            while (p < end && *p == '0')
+                p++;
+            if (p < end && (unsigned)(*p - '0') <= 9) /* 0.00123 < 10^-2 */
+                mag = p - frac > 1000000000 ? -1000000000L : -(long)(p - frac);
+        }
+        while (p < end && (unsigned)(*p - '0') <= 9)
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        t->integer = false;
+        bool neg = false;
+        if (++p < end && (*p == '+' || *p == '-'))
+            neg = *p++ == '-';
+        if (p == end || (unsigned)(*p - '0') > 9)
+            return false;
+        long e = 0;
+        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
+            if (e < 100000000)
+                e = e * 10 + (*p - '0');
+        if (mag != MAG_ZERO)
+            mag += neg ? -e : e;
+    }
+    t->len = (size_t)(p - s);
+    t->mag = mag;
+    return true;
+}
+
+/* A token copied and NUL-terminated for the C library: into small (size
+ * bytes) when it fits, else malloc'd (free it when != small).  NULL when out
+ * of memory. */
+static char *token_copy(const char *s, size_t n, char *small, size_t size)
+{
+    char *buf = n < size ? small : malloc(n + 1);
+    if (buf) {
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+    }
+    return buf;
+}
+
+/* strtod of the token s[0..n); *erange: strtod set ERANGE.  False when out
+ * of memory. */
+static bool token_strtod(const char *s, size_t n, double *out, bool *erange)
+{
+    char small[128], *buf = token_copy(s, n, small, sizeof small);
+    if (!buf)
+        return false;
+    errno = 0;
+    *out = strtod(buf, NULL);
+    *erange = errno == ERANGE;
+    if (buf != small)
+        free(buf);
+    return true;
+}
+
+/* Whether the integer token s[0..n) fits jansson's json_int_t (strtoll). */
+static bool token_int64(const char *s, size_t n, bool *oom)
+{
+    char small[128], *buf = token_copy(s, n, small, sizeof small);
+    if (!buf) {
+        *oom = true;
+        return false;
+    }
+    errno = 0;
+    (void)strtoll(buf, NULL, 10);
+    const bool fits = errno != ERANGE;
+    if (buf != small)
+        free(buf);
+    return fits;
+}
+
+/* The value strtod gives for the JSON number at the start of s[0..n) (its
+ * syntax already checked), in *out.  Returns the token's length, or 0 when
+ * out of memory (a long token is copied for strtod). */
+static size_t number_read(const char *s, size_t n, double *out)
+{
+    const char *p = s, *const end = s + n;
+    const bool neg = *p == '-';
+    p += neg;
+    uint64_t w = 0; /* all the digits, when there are at most 19 */
+    const char *digits = p;
+    for (; p < end && (unsigned)(*p - '0') <= 9; p++)
+        w = w * 10 + (unsigned)(*p - '0');
+    size_t nd = (size_t)(p - digits);
+    long e10 = 0; /* value = w * 10^e10 */
+    if (p < end && *p == '.') {
+        digits = ++p;
+        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
+            w = w * 10 + (unsigned)(*p - '0');
+        nd += (size_t)(p - digits);
+        e10 = -(long)(p - digits);
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        bool eneg = false;
+        if (++p < end && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        long e = 0;
+        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
+            if (e < 100000000)
+                e = e * 10 + (*p - '0');
+        e10 += eneg ? -e : e;
+    }
+    const size_t len = (size_t)(p - s);
+    if (nd <= 19) { /* w < 10^19: exact */
+        if (w == 0) {
+            *out = neg ? -0.0 : 0.0;
+            return len;
+        }
+        if (w <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22) {
+            double d = (double)w;
+            d = e10 < 0 ? d / POW10_DBL[-e10] : d * POW10_DBL[e10];
+            *out = neg ? -d : d;
+            return len;
+        }
+    }
+    bool erange;
+    return token_strtod(s, len, out, &erange) ? len : 0;
+}
+
+bool encode_number_parse(const char *text, size_t len, double *value)
+{
+    num_token t;
+    if (!text || len == 0 || !number_scan(text, len, &t) || t.len != len)
+        return false;
+    return number_read(text, len, value) == len;
+}
+
+/* ---- JSON numbers: writing ------------------------------------------------- */
+
+/* A float with p significant digits, exactly as "%.{p}g" prints it, without
+ * snprintf: the float is m * 2^e2 (m < 2^24), and round-half-even(m * 2^e2 *
+ * 10^k) for the k that leaves p digits is computed exactly in 64- or 128-bit
+ * integers (m * 5^k shifted, or m << e2 divided by 10^-k).  The few floats
+ * out of that reach (below about 1e-36) go to snprintf. */
+
+__extension__ typedef unsigned __int128 u128;
+
+static const uint64_t POW5_U64[28] = {1u,
+                                      5u,
+                                      25u,
+                                      125u,
+                                      625u,
+                                      3125u,
+                                      15625u,
+                                      78125u,
+                                      390625u,
+                                      1953125u,
+                                      9765625u,
+                                      48828125u,
+                                      244140625u,
+                                      1220703125u,
+                                      6103515625u,
+                                      30517578125u,
+                                      152587890625u,
+                                      762939453125u,
+                                      3814697265625u,
+                                      19073486328125u,
+                                      95367431640625u,
+                                      476837158203125u,
+                                      2384185791015625u,
+                                      11920928955078125u,
+                                      59604644775390625u,
+                                      298023223876953125u,
+                                      1490116119384765625u,
+                                      7450580596923828125u};
+
+/* Round half to even of v / 2^t, 0 < t < 64 (or 128). */
+static uint64_t shr_round64(uint64_t v, int t)
+{
+    const uint64_t q = v >> t, rem = v & ((UINT64_C(1) << t) - 1), half = UINT64_C(1) << (t - 1);
+    return q + ((rem > half) | ((rem == half) & q & 1));
+}
+
+static u128 shr_round128(u128 v, int t)
+{
+    const u128 one = 1, q = v >> t, rem = v & ((one << t) - 1), half = one << (t - 1);
+    return q + (rem > half || (rem == half && (q & 1)));
+}
+
+/* Round half to even of num / den. */
+static uint64_t div_round64(uint64_t num, uint64_t den)
+{
+    const uint64_t q = num / den, r = num % den;
+    return q + (r > den - r || (r == den - r && (q & 1)));
+}
+
+static u128 div_round128(u128 num, u128 den)
+{
+    const u128 q = num / den, r = num % den;
+    return q + (r > den - r || (r == den - r && (q & 1)));
+}
+
+/* round-half-even(m * 2^e2 * 10^k), exactly, in *r.  False when that is out
+ * of this code's reach (the caller uses snprintf). */
+static bool scale_round(uint32_t m, int e2, int k, uint64_t *r)
+{
+    if (k >= 0) { /* m * 5^k * 2^(e2 + k) */
+        if (k > 44) /* m * 5^k must stay under 2^128 */
+            return false;
+        const int s = e2 + k;
+        if (k <= 17) { /* m * 5^k < 2^64 */
+            const uint64_t P = (uint64_t)m * POW5_U64[k];
+            if (s >= 0) {
+                if (s > 63 || P > UINT64_MAX >> s)
+                    return false;
+                *r = P << s;
+            } else {
+                if (-s > 63)
+                    return false;
+                *r = shr_round64(P, -s);
+            }
+            return true;
+        }
+        const u128 P =
+            k <= 27 ? (u128)m * POW5_U64[k] : (u128)m * POW5_U64[27] * POW5_U64[k - 27];
+        u128 q;
+        if (s >= 0) {
+            if (s > 127 || P > ((u128)-1) >> s)
+                return false;
+            q = P << s;
+        } else {
+            if (-s > 127)
+                return false;
+            q = shr_round128(P, -s);
+        }
+        if (q > UINT64_MAX)
+            return false;
+        *r = (uint64_t)q;
+        return true;
+    }
+    const int j = -k; /* m * 2^e2 / 10^j */
+    if (j > 38)
+        return false;
+    if (e2 >= 0) {
+        if (j <= 19 && e2 <= 39) {
+            *r = div_round64((uint64_t)m << e2, POW10_U64[j]);
+            return true;
+        }
+        if (e2 > 103) /* m << e2 must stay under 2^128 */
+            return false;
+        const u128 den = (u128)POW10_U64[j < 19 ? j : 19] * POW10_U64[j < 19 ? 0 : j - 19];
+        const u128 q = div_round128((u128)m << e2, den);
+        if (q > UINT64_MAX)
+            return false;
+        *r = (uint64_t)q;
+        return true;
+    }
+    if (j > 19 || -e2 > 63 || POW10_U64[j] > UINT64_MAX >> -e2)
+        return false;
+    *r = div_round64(m, POW10_U64[j] << -e2);
+    return true;
+}
+
+/* 10^j as the nearest double, j = -46..39 */
+static const double POW10_NEAR[86] = {
+    1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39, 1e-38, 1e-37, 1e-36, 1e-35, 1e-34,
+    1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28, 1e-27, 1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21,
+    1e-20, 1e-19, 1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9,  1e-8,
+    1e-7,  1e-6,  1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,   1e3,   1e4,   1e5,
+    1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e13,  1e14,  1e15,  1e16,  1e17,  1e18,
+    1e19,  1e20,  1e21,  1e22,  1e23,  1e24,  1e25,  1e26,  1e27,  1e28,  1e29,  1e30,  1e31,
+    1e32,  1e33,  1e34,  1e35,  1e36,  1e37,  1e38,  1e39};
+
+static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                                 "34353637383940414243444546474849505152535455565758596061626364656667"
+                                 "6869707172737475767778798081828384858687888990919293949596979899";
+
+/* v < 10^8 as 8 ASCII digits in a register, stored (memcpy) in reading order. */
+static uint64_t digits8(uint32_t v)
+{
+    const uint32_t a = v / 10000, b = v - a * 10000;
+    const uint32_t a1 = a / 100, a2 = a - a1 * 100, b1 = b / 100, b2 = b - b1 * 100;
+    uint16_t t0, t1, t2, t3;
+    memcpy(&t0, DIGITS2 + 2 * a1, 2);
+    memcpy(&t1, DIGITS2 + 2 * a2, 2);
+    memcpy(&t2, DIGITS2 + 2 * b1, 2);
+    memcpy(&t3, DIGITS2 + 2 * b2, 2);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (uint64_t)t0 << 48 | (uint64_t)t1 << 32 | (uint64_t)t2 << 16 | t3;
+#else
+    return (uint64_t)t3 << 48 | (uint64_t)t2 << 32 | (uint64_t)t1 << 16 | t0;
+#endif
+}
+
+/* Of 8 bytes in reading order: the last n zero bytes (v != 0); the bytes
+ * after the first n (0 <= n < 8). */
+static int trailing_zero_bytes(uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_ctzll(v) / 8;
+#else
+    return __builtin_clzll(v) / 8;
+#endif
+}
+
+static uint64_t drop_bytes(uint64_t v, int n)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return v << (8 * n);
+#else
+    return v >> (8 * n);
+#endif
+}
+
+/* The longest float fmt_float writes ("-1.23456789e-38", "-0.000123456789"),
+ * and how far past its end it may scribble. */
+#define FLOAT_CHARS 15
+#define FLOAT_SLACK 16
+
+/* Writes f with p (1..9) significant digits as "%.{p}g" does, or null when
+ * f is not finite, to out (room for FLOAT_CHARS + FLOAT_SLACK bytes; not
+ * NUL-terminated).  Returns the length. */
+static size_t fmt_float(char *out, float f, int p)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t bits = u & 0x7fffffffu;
+    char *o = out;
+    if (bits >= 0x7f800000u) {
+        memcpy(o, "null", 4);
+        return 4;
+    }
+    *o = '-';
+    o += u >> 31;
+    if (bits == 0) {
+        *o++ = '0';
+        return (size_t)(o - out);
+    }
+    uint32_t m;
+    int e2;
+    if (bits >= 0x00800000u) {
+        m = (bits & 0x007fffffu) | 0x00800000u;
+        e2 = (int)(bits >> 23) - 150;
+    } else { /* subnormal */
+        m = bits;
+        e2 = -149;
+    }
+    /* x = floor(log10 |f|): 2^n2 <= |f| < 2^(n2 + 1) gives it or one less
+     * ((n * 1233) >> 12 is floor(n log10 2) for |n| < 681; gcc's >> of a
+     * negative int is arithmetic); one comparison settles it.  (Should a
+     * comparison with a rounded power of ten ever be wrong, the loop below
+     * corrects k, or snprintf takes over: the digits never depend on it.) */
+    const int n2 = e2 + 31 - __builtin_clz(m);
+    int x = (n2 * 1233) >> 12;
+    float a;
+    memcpy(&a, &bits, sizeof a);
+    x += (double)a >= POW10_NEAR[x + 47];
+    int k = p - 1 - x;
+    uint64_t r = 0;
+    for (int tries = 0;; tries++) {
+        if (tries == 4 || !scale_round(m, e2, k, &r))
+            goto fallback;
+        if (r < POW10_U64[p - 1]) { /* x was high */
+            k++;
+        } else if (r > POW10_U64[p]) { /* x was low */
+            k--;
+        } else {
+            if (r == POW10_U64[p]) { /* 9.9999999996 rounds to 10.0000000 */
+                r = POW10_U64[p - 1];
+                k--;
+            }
+            break;
+        }
+    }
+    x = p - 1 - k; /* the exponent of the rounded value: %g's X */
+
+    /* The digits as c0 and, in a register, the next 8 (zeros past p), so
+     * that each piece is one store into out. */
+    const uint32_t r9 = (uint32_t)(r * POW10_U64[9 - p]), c0 = r9 / 100000000u;
+    const uint64_t rest = digits8(r9 - c0 * 100000000u);
+    const uint64_t vals = rest - UINT64_C(0x3030303030303030); /* digit values */
+    const int nd = vals ? 9 - trailing_zero_bytes(vals) : 1; /* %g drops trailing zeros */
+    if (x < -4 || x >= p) { /* d.ddde+XX */
+        o[0] = (char)('0' + c0);
+        o[1] = '.';
+        memcpy(o + 2, &rest, 8);
+        o += nd > 1 ? nd + 1 : 1;
+        const int ax = x < 0 ? -x : x;
+        o[0] = 'e';
+        o[1] = x < 0 ? '-' : '+';
+        memcpy(o + 2, DIGITS2 + 2 * ax, 2); /* |x| <= 45 */
+        o += 4;
+    } else if (x >= 0) { /* ddd.ddd */
+        o[0] = (char)('0' + c0);
+        memcpy(o + 1, &rest, 8);
+        if (nd > x + 1) { /* x < 8 */
+            const uint64_t frac = drop_bytes(rest, x);
+            o[x + 1] = '.';
+            memcpy(o + x + 2, &frac, 8);
+            o += nd + 1;
+        } else {
+            o += x + 1;
+        }
+    } else { /* 0.000ddd */
+        memcpy(o, "0.000000", 8);
+        o += 1 - x;
+        o[0] = (char)('0' + c0);
+        memcpy(o + 1, &rest, 8);
+        o += nd;
+    }
+    return (size_t)(o - out);
+
+fallback:;
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+    n = n > 0 && n <= FLOAT_CHARS ? n : 0;
+    memcpy(out, buf, (size_t)n);
+    return (size_t)n;
+}
+
+size_t encode_format_float(char *buf, float f, int precision)
+{
+    char tmp[FLOAT_CHARS + FLOAT_SLACK];
+    const size_t n = fmt_float(tmp, f, precision < 1 ? 1 : precision > 9 ? 9 : precision);
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+    return n;
+}
+
 /* ---- parsing: options ------------------------------------------------------ */
 
 static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
@@ -448,32 +965,86 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
 
 /* ---- parsing: embeddings --------------------------------------------------- */
 
-/* The form and B, L of nested embeddings, from embeddings and embeddings[0]. */
-static int nested_shape(const json_t *emb, bool *batched, size_t *B, size_t *L, api_error *err)
+/* The nested embeddings array is read from the body text, not by jansson:
+ *
+ * 1. find_embeddings walks the top-level object to the "embeddings" member
+ *    and, when its value is an array, scan_embeddings reads that array once:
+ *    it checks the JSON syntax exactly as jansson would (numbers, literals,
+ *    nesting depth; strings are handed to jansson one by one, and objects
+ *    make jansson read the whole body), counts B and L, and notes the error
+ *    the jansson-based walk reported first (same messages, same order).
+ * 2. jansson parses the rest: a copy of the body with that array replaced
+ *    by [].  When that copy is not valid JSON, jansson parses another copy
+ *    whose replacement keeps the array's lines and columns, so its message
+ *    ("invalid JSON at line 3, column 7: ...") is the body's.
+ * 3. parse_nested checks the shape, then the limits, then the noted error,
+ *    and only then allocates x and reads the numbers into it (a second pass
+ *    over the array's text). */
+
+#define JSON_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused */
+
+static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
+
+enum { V_ARRAY, V_OBJECT, V_STRING, V_NUMBER, V_BOOL, V_NULL };
+static const char *const V_NAME[] = {"an array", "an object", "a string",
+                                     "a number", "a boolean", "null"};
+
+enum { FORM_UNKNOWN, FORM_BATCHED, FORM_SEQUENCE };
+
+typedef struct emb_scan {
+    size_t D;             /* d_model */
+    bool found;           /* the top-level "embeddings" is an array, scanned here */
+    size_t start, end;    /* its bytes in the body */
+    bool bad_syntax;      /* it is not valid JSON: jansson words the error */
+    bool objects;         /* it holds objects: jansson checks the whole body */
+    bool oom;
+    int form;
+    size_t num_depth;     /* where numbers go (3 batched, 2 not), once the form is known */
+    size_t B, L;
+    bool shape_bad;       /* nested_shape's errors: before the limits */
+    char shape_msg[256];
+    bool walk_bad;        /* the walk's first error: after the limits */
+    size_t key[3];        /* its place in the walk's order: (b, i + 1, k + 1), 0 = the container */
+    char walk_msg[256];
+} emb_scan;
+
+static void shape_error(emb_scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shape_error(emb_scan *sc, const char *fmt, ...)
 {
-    static const char form[] = "number[B][L][d_model] or number[L][d_model]";
-    if (!json_is_array(emb))
-        return BAD("embeddings must be %s, not %s", form, kind_of(emb));
-    if (json_array_size(emb) == 0)
-        return BAD("embeddings is empty; expected %s", form);
-    json_t *e0 = json_array_get(emb, 0);
-    if (!json_is_array(e0))
-        return BAD("embeddings[0] is %s; embeddings must be %s", kind_of(e0), form);
-    if (json_array_size(e0) == 0)
-        return BAD("embeddings[0] is empty; embeddings must be %s", form);
-    json_t *e00 = json_array_get(e0, 0);
-    if (json_is_array(e00)) {
-        *batched = true;
-        *B = json_array_size(emb);
-        *L = json_array_size(e0);
-    } else if (json_is_number(e00)) {
-        *batched = false;
-        *B = 1;
-        *L = json_array_size(emb);
-    } else {
-        return BAD("embeddings[0][0] is %s; embeddings must be %s", kind_of(e00), form);
-    }
-    return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc->shape_msg, sizeof sc->shape_msg, fmt, ap);
+    va_end(ap);
+    sc->shape_bad = true;
+    sc->num_depth = 0;
+}
+
+/* Whether an error at (b, i1, k1) comes before the one noted so far in the
+ * jansson-based walk's order: sequence by sequence, a sequence's row count
+ * before its rows, a row's length before its numbers. */
+static bool walk_first(const emb_scan *sc, size_t b, size_t i1, size_t k1)
+{
+    if (!sc->walk_bad)
+        return true;
+    if (b != sc->key[0])
+        return b < sc->key[0];
+    if (i1 != sc->key[1])
+        return i1 < sc->key[1];
+    return k1 < sc->key[2];
+}
+
+static void walk_error(emb_scan *sc, size_t b, size_t i1, size_t k1, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void walk_error(emb_scan *sc, size_t b, size_t i1, size_t k1, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc->walk_msg, sizeof sc->walk_msg, fmt, ap);
+    va_end(ap);
+    sc->walk_bad = true;
+    sc->key[0] = b;
+    sc->key[1] = i1;
+    sc->key[2] = k1;
 }
 
 /* "embeddings[b][i]", or "embeddings[i]" for the unbatched form. */
@@ -485,60 +1056,428 @@ static void row_name(char *buf, size_t n, bool batched, size_t b, size_t i)
         snprintf(buf, n, "embeddings[%zu]", i);
 }
 
-/* Holds every sequence and row of nested embeddings to B, L and D and every
- * entry to float32 numbers; when x is not NULL, also converts them into x
- * (B, L, D).  Called once to check, then (after allocating x) to fill. */
-static int walk_embeddings(const json_t *emb, bool batched, size_t B, size_t L, size_t D, float *x,
-                           api_error *err)
+/* A value of kind at depth level of the array (0: the embeddings value
+ * itself), at idx[0..level) in the arrays around it.  A number: in_range
+ * (|v| <= FLT_MAX) and, when not, its value v. */
+static void scan_value(emb_scan *sc, size_t level, const size_t *idx, int kind, bool in_range,
+                       double v)
 {
-    char name[80];
-    for (size_t b = 0; b < B; b++) {
-        const json_t *seq = batched ? json_array_get(emb, b) : emb;
-        if (!json_is_array(seq))
-            return BAD("embeddings[%zu] is %s; expected an array of rows", b, kind_of(seq));
-        if (json_array_size(seq) != L)
-            return BAD("embeddings[%zu] has %zu row%s; embeddings[0] has %zu (sequences must "
-                       "have the same length: pad them and send lengths)",
-                       b, json_array_size(seq), plural(json_array_size(seq)), L);
-        for (size_t i = 0; i < L; i++) {
-            const json_t *row = json_array_get(seq, i);
-            row_name(name, sizeof name, batched, b, i);
-            if (!json_is_array(row))
-                return BAD("%s is %s; expected an array of d_model (%zu) numbers", name,
-                           kind_of(row), D);
-            if (json_array_size(row) != D)
-                return BAD("%s has %zu number%s; d_model is %zu", name, json_array_size(row),
-                           plural(json_array_size(row)), D);
-            float *dst = x ? x + (b * L + i) * D : NULL;
-            for (size_t k = 0; k < D; k++) {
-                const json_t *v = json_array_get(row, k);
-                float f;
-                if (!json_is_number(v))
-                    return BAD("%s[%zu] is not a number (it is %s)", name, k, kind_of(v));
-                if (to_float(v, &f) < 0)
-                    return BAD("%s[%zu] = %g is outside the float32 range", name, k,
-                               json_number_value(v));
-                if (dst)
-                    dst[k] = f;
-            }
+    if (sc->shape_bad || level == 0)
+        return;
+    if (sc->form == FORM_UNKNOWN) {
+        if (level == 1) { /* embeddings[0] */
+            if (kind != V_ARRAY)
+                shape_error(sc, "embeddings[0] is %s; embeddings must be %s", V_NAME[kind],
+                            EMB_FORM);
+            return;
+        }
+        /* embeddings[0][0] decides the form */
+        if (kind == V_ARRAY)
+            sc->form = FORM_BATCHED;
+        else if (kind == V_NUMBER)
+            sc->form = FORM_SEQUENCE;
+        if (kind == V_ARRAY || kind == V_NUMBER)
+            sc->num_depth = sc->form == FORM_BATCHED ? 3 : 2;
+        else {
+            shape_error(sc, "embeddings[0][0] is %s; embeddings must be %s", V_NAME[kind],
+                        EMB_FORM);
+            return;
         }
     }
-    return 0;
+    const bool batched = sc->form == FORM_BATCHED;
+    const size_t role = batched ? level : level + 1; /* 1 sequence, 2 row, 3 number */
+    const size_t b = batched ? idx[0] : 0;
+    char name[80];
+    if (role == 1) {
+        if (kind != V_ARRAY && walk_first(sc, b, 0, 0))
+            walk_error(sc, b, 0, 0, "embeddings[%zu] is %s; expected an array of rows", b,
+                       V_NAME[kind]);
+    } else if (role == 2) {
+        const size_t i = idx[level - 1];
+        if (kind != V_ARRAY && walk_first(sc, b, i + 1, 0)) {
+            row_name(name, sizeof name, batched, b, i);
+            walk_error(sc, b, i + 1, 0, "%s is %s; expected an array of d_model (%zu) numbers",
+                       name, V_NAME[kind], sc->D);
+        }
+    } else if (role == 3 && (kind != V_NUMBER || !in_range)) {
+        const size_t i = idx[level - 2], k = idx[level - 1];
+        if (!walk_first(sc, b, i + 1, k + 1))
+            return;
+        row_name(name, sizeof name, batched, b, i);
+        if (kind != V_NUMBER)
+            walk_error(sc, b, i + 1, k + 1, "%s[%zu] is not a number (it is %s)", name, k,
+                       V_NAME[kind]);
+        else
+            walk_error(sc, b, i + 1, k + 1, "%s[%zu] = %g is outside the float32 range", name, k,
+                       v);
+    }
 }
 
-static int parse_nested(encode_request *req, const json_t *emb, const enc_hparams *hp,
-                        const api_limits *lim, api_error *err)
+/* The array at depth level closed with count entries. */
+static void scan_close(emb_scan *sc, size_t level, const size_t *idx, size_t count)
 {
-    size_t B = 0, L = 0;
-    if (nested_shape(emb, &req->batched, &B, &L, err) < 0 ||
-        check_limits(req, B, L, hp, lim, err) < 0)
+    if (level == 0) {
+        if (count == 0 && !sc->shape_bad)
+            shape_error(sc, "embeddings is empty; expected %s", EMB_FORM);
+        if (sc->form == FORM_BATCHED) {
+            sc->B = count;
+        } else {
+            sc->B = 1;
+            sc->L = count;
+        }
+        return;
+    }
+    if (sc->shape_bad)
+        return;
+    if (sc->form == FORM_UNKNOWN) { /* embeddings[0], without a first entry */
+        shape_error(sc, "embeddings[0] is empty; embeddings must be %s", EMB_FORM);
+        return;
+    }
+    const bool batched = sc->form == FORM_BATCHED;
+    const size_t role = batched ? level : level + 1;
+    const size_t b = batched ? idx[0] : 0;
+    if (role == 1) { /* a sequence */
+        if (b == 0)
+            sc->L = count;
+        else if (count != sc->L && walk_first(sc, b, 0, 0))
+            walk_error(sc, b, 0, 0,
+                       "embeddings[%zu] has %zu row%s; embeddings[0] has %zu (sequences must "
+                       "have the same length: pad them and send lengths)",
+                       b, count, plural(count), sc->L);
+    } else if (role == 2) { /* a row */
+        const size_t i = idx[level - 1];
+        if (count != sc->D && walk_first(sc, b, i + 1, 0)) {
+            char name[80];
+            row_name(name, sizeof name, batched, b, i);
+            walk_error(sc, b, i + 1, 0, "%s has %zu number%s; d_model is %zu", name, count,
+                       plural(count), sc->D);
+        }
+    }
+}
+
+/* Past the string that starts at p ('"'), or NULL if it does not end.  Not
+ * checked: jansson does that. */
+static const char *skip_string(const char *p, const char *end)
+{
+    const char *from = p + 1;
+    for (;;) {
+        const char *q = memchr(from, '"', (size_t)(end - from));
+        if (!q)
+            return NULL;
+        size_t backslashes = 0;
+        while (q - backslashes > p + 1 && q[-1 - (ptrdiff_t)backslashes] == '\\')
+            backslashes++;
+        if (backslashes % 2 == 0)
+            return q + 1;
+        from = q + 1;
+    }
+}
+
+/* Past the array or object that starts at p, by counting brackets outside
+ * strings, or NULL.  Right for valid JSON, which jansson checks. */
+static const char *skip_nested(const char *p, const char *end)
+{
+    size_t depth = 0;
+    while (p < end) {
+        const char c = *p;
+        if (c == '"') {
+            if (!(p = skip_string(p, end)))
+                return NULL;
+            continue;
+        }
+        if (c == '[' || c == '{')
+            depth++;
+        else if ((c == ']' || c == '}') && --depth == 0)
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+/* Past the value that starts at p, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p == '[' || *p == '{')
+        return skip_nested(p, end);
+    const char *q = p;
+    while (q < end && !is_ws(*q) && *q != ',' && *q != '}' && *q != ']')
+        q++;
+    return q > p ? q : NULL;
+}
+
+static int hex_value(char c)
+{
+    if (is_digit(c))
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Whether the object key s[0..n) (as written, escapes included) is want, an
+ * ASCII name without NUL. */
+static bool key_is(const char *s, size_t n, const char *want)
+{
+    if (!memchr(s, '\\', n))
+        return n == strlen(want) && memcmp(s, want, n) == 0;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++, w++) {
+        char c = s[i];
+        if (c == '\\') { /* only \u00XX can spell an ASCII letter */
+            if (i + 5 >= n || s[i + 1] != 'u')
+                return false;
+            int cp = 0;
+            for (size_t h = 2; h < 6; h++) {
+                const int v = hex_value(s[i + h]);
+                if (v < 0)
+                    return false;
+                cp = cp * 16 + v;
+            }
+            if (cp == 0 || cp >= 0x80)
+                return false;
+            c = (char)cp;
+            i += 5;
+        }
+        if (c == '\0' || want[w] != c)
+            return false;
+    }
+    return want[w] == '\0';
+}
+
+/* Reads the embeddings array at s ('[') to its end: see the section comment.
+ * Sets sc->end, or sc->bad_syntax (or sc->oom). */
+static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const char *end)
+{
+    const char *p = s;
+    size_t depth = 0;      /* arrays open: the level of the next value */
+    size_t idx[3] = {0};   /* the entry being read in each of the outer three arrays */
+    for (;;) {
+        /* a value at level depth starts at p (p < end) */
+        if (depth + 2 > JSON_MAX_DEPTH) /* the body's object is 1, embeddings 2 */
+            goto bad;
+        const char c = *p;
+        if (c == '[') {
+            scan_value(sc, depth, idx, V_ARRAY, true, 0.0);
+            if (depth < 3)
+                idx[depth] = 0;
+            depth++;
+            p = skip_ws(p + 1, end);
+            if (p == end)
+                goto bad;
+            if (*p != ']')
+                continue;
+            p++;
+            depth--;
+            if (depth < 3)
+                scan_close(sc, depth, idx, 0);
+        } else if (c == '-' || is_digit(c)) {
+            num_token t;
+            if (!number_scan(p, (size_t)(end - p), &t))
+                goto bad;
+            if (t.integer && t.digits >= 19 && !token_int64(p, t.len, &sc->oom))
+                goto bad; /* jansson: "too big integer" */
+            bool in_range = true, erange;
+            double v = 0.0;
+            if (t.mag > 38) { /* not certainly below 1e38 (FLT_MAX is 3.4e38) */
+                if (!token_strtod(p, t.len, &v, &erange)) {
+                    sc->oom = true;
+                    return;
+                }
+                if (erange && isinf(v))
+                    goto bad; /* jansson: "real number overflow" */
+                in_range = v <= FLT_MAX && v >= -FLT_MAX;
+            }
+            if (depth != sc->num_depth || !in_range) /* else: a number where numbers go */
+                scan_value(sc, depth, idx, V_NUMBER, in_range, v);
+            p += t.len;
+            if (p < end && *p == '\0') /* jansson drops one NUL here: see the words below */
+                p++;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+            const char *word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+            const size_t n = strlen(word);
+            if ((size_t)(end - p) < n || memcmp(p, word, n) != 0)
+                goto bad;
+            scan_value(sc, depth, idx, c == 'n' ? V_NULL : V_BOOL, true, 0.0);
+            p += n; /* "truex": what follows is checked below */
+            /* jansson 2.14 reads one byte past a number or a word and puts it
+             * back; a NUL put back is lost, so "1\0]" is "1]" to jansson. */
+            if (p < end && *p == '\0')
+                p++;
+        } else if (c == '"') {
+            const char *q = skip_string(p, end);
+            json_error_t je;
+            json_t *str = q ? json_loadb(p, (size_t)(q - p), JSON_DECODE_ANY, &je) : NULL;
+            if (!str)
+                goto bad;
+            json_decref(str);
+            scan_value(sc, depth, idx, V_STRING, true, 0.0);
+            p = q;
+        } else if (c == '{') {
+            if (!(p = skip_nested(p, end)))
+                goto bad;
+            sc->objects = true;
+            scan_value(sc, depth, idx, V_OBJECT, true, 0.0);
+        } else {
+            goto bad;
+        }
+        /* after a value: a comma, or the ends of arrays */
+        for (;;) {
+            if (depth == 0) {
+                sc->end = (size_t)(p - body);
+                return;
+            }
+            p = skip_ws(p, end);
+            if (p == end)
+                goto bad;
+            if (*p == ',') {
+                if (depth <= 3)
+                    idx[depth - 1]++;
+                p = skip_ws(p + 1, end);
+                if (p == end)
+                    goto bad;
+                break;
+            }
+            if (*p != ']')
+                goto bad;
+            p++;
+            depth--;
+            if (depth < 3)
+                scan_close(sc, depth, idx, idx[depth] + 1);
+        }
+    }
+bad:
+    sc->bad_syntax = true;
+}
+
+/* Walks the top-level object to its "embeddings" member and scans it when
+ * it is an array (sc->found).  Anything unexpected on the way just stops
+ * the walk: the body is then invalid JSON, and jansson says so. */
+static void find_embeddings(emb_scan *sc, const char *body, size_t len)
+{
+    const char *p = body, *end = body + len;
+    p = skip_ws(p, end);
+    if (p == end || *p != '{')
+        return;
+    p = skip_ws(p + 1, end);
+    while (p < end && *p == '"') {
+        const char *q = skip_string(p, end);
+        if (!q)
+            return;
+        const bool emb = key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings");
+        p = skip_ws(q, end);
+        if (p == end || *p != ':')
+            return;
+        p = skip_ws(p + 1, end);
+        if (p == end)
+            return;
+        if (emb) {
+            if (*p == '[') {
+                sc->found = true;
+                sc->start = (size_t)(p - body);
+                scan_embeddings(sc, body, p, end);
+            }
+            return; /* a second "embeddings" is jansson's duplicate key */
+        }
+        if (!(p = skip_value(p, end)))
+            return;
+        p = skip_ws(p, end);
+        if (p == end || *p != ',')
+            return;
+        p = skip_ws(p + 1, end);
+    }
+}
+
+/* The body as jansson values, with the scanned embeddings array replaced
+ * by [] (its numbers are read from the text).  NULL when the body is not
+ * valid JSON, with *jerr as jansson words it for the body itself (or *oom). */
+static json_t *load_root(const emb_scan *sc, const char *body, size_t len, json_error_t *jerr,
+                         bool *oom)
+{
+    if (!sc->found || sc->bad_syntax || sc->objects)
+        return json_loadb(body, len, JSON_REJECT_DUPLICATES, jerr);
+    const size_t tail = len - sc->end;
+    char *doc = malloc(sc->start + 2 + tail);
+    if (!doc) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(doc, body, sc->start);
+    memcpy(doc + sc->start, "[]", 2);
+    memcpy(doc + sc->start + 2, body + sc->end, tail);
+    json_t *root = json_loadb(doc, sc->start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
+    free(doc);
+    if (root || !(doc = malloc(len)))
+        return root;
+    /* Invalid outside the array: again with "[  ...  ]" that keeps its
+     * newlines and one column per character (jansson counts characters,
+     * not bytes), so the line and column are the body's. */
+    memcpy(doc, body, sc->start);
+    size_t n = sc->start;
+    doc[n++] = '[';
+    for (size_t i = sc->start + 1; i + 1 < sc->end; i++) {
+        const unsigned char c = (unsigned char)body[i];
+        if (c == '\n')
+            doc[n++] = '\n';
+        else if ((c & 0xc0) != 0x80 && c != 0) /* not a UTF-8 continuation byte, nor a */
+            doc[n++] = ' ';                      /* NUL jansson dropped (no column either) */
+    }
+    doc[n++] = ']';
+    memcpy(doc + n, body + sc->end, tail);
+    json_error_t padded;
+    if (!json_loadb(doc, n + tail, JSON_REJECT_DUPLICATES, &padded))
+        *jerr = padded;
+    free(doc);
+    return NULL;
+}
+
+/* Reads every number of the checked array text p[0..end) into x, in order.
+ * Returns 0, -1 out of memory, -2 when the count is not n (cannot happen). */
+static int read_numbers(const char *p, const char *end, float *x, size_t n)
+{
+    size_t k = 0;
+    while (p < end) {
+        const char c = *p;
+        if (c != '-' && !is_digit(c)) {
+            p++;
+            continue;
+        }
+        double d;
+        const size_t len = number_read(p, (size_t)(end - p), &d);
+        if (len == 0)
+            return -1;
+        if (k == n)
+            return -2;
+        x[k++] = (float)d;
+        p += len;
+    }
+    return k == n ? 0 : -2;
+}
+
+static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *sc,
+                        const char *body, const enc_hparams *hp, const api_limits *lim,
+                        api_error *err)
+{
+    if (!sc->found) {
+        if (json_is_array(emb)) /* find_embeddings missed it: cannot happen */
+            return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
+        return BAD("embeddings must be %s, not %s", EMB_FORM, kind_of(emb));
+    }
+    if (sc->shape_bad)
+        return BAD("%s", sc->shape_msg);
+    req->batched = sc->form == FORM_BATCHED;
+    const size_t B = sc->B, L = sc->L, D = (size_t)hp->d_model;
+    if (check_limits(req, B, L, hp, lim, err) < 0)
         return -1;
-    const size_t D = (size_t)hp->d_model;
-    if (walk_embeddings(emb, req->batched, B, L, D, NULL, err) < 0)
-        return -1;
+    if (sc->walk_bad)
+        return BAD("%s", sc->walk_msg);
     if (!(req->x = malloc(B * L * D * sizeof *req->x)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
-    walk_embeddings(emb, req->batched, B, L, D, req->x, err);
+    const int rc = read_numbers(body + sc->start, body + sc->end, req->x, B * L * D);
+    if (rc == -1)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
+    if (rc < 0)
+        return api_error_set(err, API_INTERNAL, "encode: embeddings changed between passes");
     req->batch.B = (int)B;
     req->batch.L = (int)L;
     return 0;
@@ -807,7 +1746,8 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                     enc_attn_mask_kind k = json_is_boolean(e)  ? ENC_MASK_BOOL
                                            : json_is_number(e) ? ENC_MASK_ADD
                                                                : ENC_MASK_NONE;
-                    if (k != kind || (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX))
+                    if (k != kind || k == ENC_MASK_NONE ||
+                        (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX))
                         snprintf(name, sizeof name, "%s[%zu][%zu]", mname, i, j);
                     if (k == ENC_MASK_NONE)
                         return BAD("%s is %s; expected a boolean or a number", name, kind_of(e));
@@ -880,8 +1820,8 @@ static int parse_mask(encode_request *req, json_t *mask, api_error *err)
 
 /* ---- parsing: the request ------------------------------------------------ */
 
-static int parse_root(encode_request *req, json_t *root, const enc_hparams *hp,
-                      const api_limits *lim, api_error *err)
+static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, const char *body,
+                      const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", kind_of(root));
@@ -897,7 +1837,8 @@ static int parse_root(encode_request *req, json_t *root, const enc_hparams *hp,
                    "embeddings_b64 with shape)");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
-    if ((emb ? parse_nested(req, emb, hp, lim, err) : parse_b64(req, b64, shape, hp, lim, err)) < 0)
+    if ((emb ? parse_nested(req, emb, sc, body, hp, lim, err)
+             : parse_b64(req, b64, shape, hp, lim, err)) < 0)
         return -1;
     req->batch.x = req->x;
 
@@ -926,15 +1867,24 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
     if (!req->want_layer || !req->layers)
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
 
+    const char *text = body ? body : "";
+    const size_t n = body ? len : 0;
+    emb_scan sc = {.D = (size_t)hp->d_model};
+    find_embeddings(&sc, text, n);
     json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    bool oom = sc.oom;
+    json_t *root = oom ? NULL : load_root(&sc, text, n, &jerr, &oom);
+    if (oom)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
     if (!root) {
-        char text[JSON_ERROR_TEXT_LENGTH + 4];
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
         /* jansson's text may quote the offending bytes: keep it ASCII. */
         return BAD("invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                   safe_text_n(jerr.text, text, JSON_ERROR_TEXT_LENGTH));
+                   safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
     }
-    int rc = parse_root(req, root, hp, limits, err);
+    int rc = sc.found && sc.bad_syntax /* but jansson took it: cannot happen */
+                 ? api_error_set(err, API_INTERNAL, "encode: embeddings scanner refused valid JSON")
+                 : parse_root(req, root, &sc, text, hp, limits, err);
     json_decref(root);
     return rc;
 }
@@ -991,20 +1941,6 @@ static void sb_size(strbuf *sb, size_t v)
     strbuf_put(sb, t, (size_t)n);
 }
 
-/* One float with p significant digits; null (never NaN or inf) if not finite. */
-static void sb_float(strbuf *sb, float f, int p)
-{
-    if (!isfinite(f)) {
-        strbuf_put(sb, "null", 4);
-        return;
-    }
-    if (strbuf_reserve(sb, 32)) {
-        int n = snprintf(sb->s + sb->len, 32, "%.*g", p, (double)f);
-        if (n > 0 && n < 32)
-            sb->len += (size_t)n;
-    }
-}
-
 /* Base64 of a float stream, written into an strbuf as it goes. */
 typedef struct b64w {
     strbuf *sb;
@@ -1057,6 +1993,24 @@ static seq_view view_of(const encode_request *req, const enc_hparams *hp, int la
         req->attn[layer] + b * (heads ? heads : 1) * L * L, heads, len, len, L, L * L};
 }
 
+/* [n floats with p significant digits], null for any non-finite one. */
+static void write_row(strbuf *sb, const float *row, size_t n, int p)
+{
+    if (n > SIZE_MAX / 2 / (FLOAT_CHARS + 1) ||
+        !strbuf_reserve(sb, n * (FLOAT_CHARS + 1) + 2 + FLOAT_SLACK))
+        return;
+    p = p < 1 ? 1 : p > 9 ? 9 : p;
+    char *o = sb->s + sb->len;
+    *o++ = '[';
+    for (size_t j = 0; j < n; j++) {
+        if (j)
+            *o++ = ',';
+        o += fmt_float(o, row[j], p);
+    }
+    *o++ = ']';
+    sb->len = (size_t)(o - sb->s);
+}
+
 static void write_json_view(strbuf *sb, const seq_view *v, int precision)
 {
     const size_t nh = v->heads ? v->heads : 1;
@@ -1066,13 +2020,9 @@ static void write_json_view(strbuf *sb, const seq_view *v, int precision)
         strbuf_put(sb, h ? ",[" : "[", h ? 2 : 1);
         for (size_t i = 0; i < v->rows; i++) {
             const float *row = v->base + h * v->head_stride + i * v->stride;
-            strbuf_put(sb, i ? ",[" : "[", i ? 2 : 1);
-            for (size_t j = 0; j < v->cols; j++) {
-                if (j)
-                    strbuf_put(sb, ",", 1);
-                sb_float(sb, row[j], precision);
-            }
-            strbuf_put(sb, "]", 1);
+            if (i)
+                strbuf_put(sb, ",", 1);
+            write_row(sb, row, v->cols, precision);
         }
         strbuf_put(sb, "]", 1);
     }

@@ -96,4 +96,20 @@ void encode_request_free(encode_request *req);
 char *base64_encode(const void *data, size_t len, size_t *out_len);
 unsigned char *base64_decode(const char *text, size_t len, size_t *out_len);
 
+/* The codec's own JSON number reading and writing, which replace jansson's
+ * for the big numeric arrays (declared here for the tests).
+ *
+ * encode_number_parse: whether text[0..len) is exactly one JSON number
+ * (RFC 8259: no "01", "+1", ".5", "1.", NaN or Infinity), and if so its
+ * value in *value, bit for bit what strtod returns for that text (-0 is
+ * -0.0; overflow is +-HUGE_VAL).  The request's floats are (float)*value.
+ *
+ * encode_format_float: f with precision (1..9; others clamped) significant
+ * digits, the same text snprintf's "%.*g" writes in the C locale ("-0" for
+ * negative zero), or "null" when f is not finite.  buf needs
+ * ENCODE_FLOAT_CHARS bytes; it is NUL-terminated; returns the length. */
+#define ENCODE_FLOAT_CHARS 16
+bool encode_number_parse(const char *text, size_t len, double *value);
+size_t encode_format_float(char *buf, float f, int precision);
+
 #endif

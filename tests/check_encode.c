@@ -20,6 +20,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1500,6 +1501,442 @@ START_TEST(test_mutations)
 }
 END_TEST
 
+/* ---- JSON numbers in: encode_number_parse against strtod and jansson ------- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static bool same_bits_d(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static bool same_bits_f(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* text must be one JSON number whose value is strtod's, bit for bit, and so
+ * its float32 (float)strtod's; records the first failure in k. */
+static void number_is_strtod(chk *k, const char *text)
+{
+    double got, want = strtod(text, NULL);
+    if (!encode_number_parse(text, strlen(text), &got))
+        chk_fail(k, "'%s' was refused", text);
+    else if (!same_bits_d(got, want) || !same_bits_f((float)got, (float)want))
+        chk_fail(k, "'%s' read as %a, strtod gives %a", text, got, want);
+}
+
+START_TEST(test_number_parse_edges)
+{
+    static const char *const good[] = {
+        "0", "-0", "0.0", "-0.0", "0e0", "0E-5", "0e99999999999", "1", "-1", "1E+2", "1e+2", "1E2",
+        "1e-2", "0.5", "-0.125", "123456789", "1.23456789e-05", "-4.5e-07",
+        /* float32's edges, and past them */
+        "1e-45", "1.4e-45", "1.401298464324817e-45", "7.006492321624085e-46", "7.1e-46", "1e-46",
+        "1.17549435e-38", "1.1754942e-38", "3.4028235e38", "3.40282347e+38", "3.4028236e38",
+        "3.40282356779733661637539395458142568448e38", "1e39", "-1e39",
+        /* double's edges: subnormals, overflow to inf as strtod does */
+        "4.9406564584124654e-324", "2.4703282292062327e-324", "2.4703282292062328e-324", "1e-400",
+        "1.7976931348623157e308", "1.7976931348623159e308", "1e400", "-1e400",
+        /* the fast path's edges: 19 digits, 2^53, 10^22 */
+        "9007199254740992", "9007199254740993", "9007199254740993.0", "1e22", "1e23", "4e-22",
+        "1e-22", "1e-23", "1234567890123456789", "12345678901234567890", "9223372036854775807",
+        "9223372036854775808", "-9223372036854775809", "123456789012345678901234567890",
+        "0.000000000000000000000000000000000000000000001", "1.0000000000000000000000000001",
+        /* float midpoints: (float)(double) rounds twice, as before */
+        "1.00000005960464477539062500", "1.000000059604644775390625001",
+        "1.0000000596046447753906249", "16777217", "16777219", "0.1", "0.2", "0.3", "2.5e-8",
+        "8.589973e9", "1e10", "1e11", "4294967295", "4294967296.5"};
+    static const char *const bad[] = {"",   "01",   "-01", "00",   "+1",    ".5",        "1.",
+                                      "-",  "--1",  "1e",  "1e+",  "1e-",   "1E",        "NaN",
+                                      "nan", "inf", "Infinity", "-Infinity", "0x10", "1.5.3",
+                                      " 1", "1 ",   "1e5.5", "1,5", "1_000", "-.5", "1.e5", "e5",
+                                      "0.", "1ee5", "1e+-5", "\xd9\xa1", "1\n"};
+    chk k = {0};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        number_is_strtod(&k, good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double v = 42.0;
+        if (encode_number_parse(bad[i], strlen(bad[i]), &v))
+            chk_fail(&k, "'%s' was accepted (as %g)", bad[i], v);
+    }
+    ck_assert_msg(!k.failed, "%s", k.msg);
+    double v;
+    ck_assert(encode_number_parse("-0", 2, &v) && signbit(v)); /* strtod's -0 */
+    ck_assert(encode_number_parse("12", 1, &v) && v == 1.0);   /* len is the token */
+}
+END_TEST
+
+/* Random numbers in every form a client may print, against strtod. */
+START_TEST(test_number_parse_random)
+{
+    uint64_t s = 0xD1CE;
+    chk k = {0};
+    char text[96];
+    for (int it = 0; it < 300000 && !k.failed; it++) {
+        const uint64_t r = splitmix(&s);
+        union {
+            uint32_t u;
+            float f;
+        } f32 = {.u = (uint32_t)r};
+        union {
+            uint64_t u;
+            double d;
+        } f64 = {.u = splitmix(&s)};
+        switch (it % 6) {
+        case 0: /* any float, as the daemon and PyTorch print it */
+            if (!isfinite(f32.f))
+                continue;
+            snprintf(text, sizeof text, "%.*g", 1 + (int)((r >> 40) % 9), (double)f32.f);
+            break;
+        case 1: /* any double, round-trip and beyond */
+            if (!isfinite(f64.d))
+                continue;
+            snprintf(text, sizeof text, "%.*g", 1 + (int)((r >> 40) % 20), f64.d);
+            break;
+        case 2: /* exponent form with a lower-case or upper-case e */
+            if (!isfinite(f32.f))
+                continue;
+            snprintf(text, sizeof text, (r >> 60) & 1 ? "%.*e" : "%.*E", (int)((r >> 40) % 12),
+                     (double)f32.f);
+            break;
+        default: { /* digits, a point, an exponent, at random */
+            size_t n = 0;
+            if (r & 1)
+                text[n++] = '-';
+            const int int_digits = 1 + (int)((r >> 8) % 22), frac = (int)((r >> 16) % 24);
+            for (int d = 0; d < int_digits; d++)
+                text[n++] = (char)('0' + (d == 0 && int_digits > 1 ? 1 + splitmix(&s) % 9
+                                                                     : splitmix(&s) % 10));
+            if (int_digits == 1 && (r >> 30) % 3 == 0)
+                text[n - 1] = '0'; /* 0.xxx */
+            if (frac) {
+                text[n++] = '.';
+                for (int d = 0; d < frac; d++)
+                    text[n++] = (char)('0' + splitmix(&s) % 10);
+            }
+            if ((r >> 32) % 3)
+                n += (size_t)snprintf(text + n, sizeof text - n, "e%+d",
+                                      (int)((r >> 36) % 700) - 350);
+            text[n] = '\0';
+        }
+        }
+        number_is_strtod(&k, text);
+    }
+    ck_assert_msg(!k.failed, "%s", k.msg);
+}
+END_TEST
+
+/* Short strings of number characters: a JSON number exactly when jansson
+ * takes "[text]" (those it refuses for overflowing its int64 or double are
+ * numbers too, of no interest here). */
+START_TEST(test_number_parse_grammar)
+{
+    static const char alphabet[] = "0123456789-+.eE";
+    uint64_t s = 0x6A66;
+    chk k = {0};
+    char text[16], doc[32];
+    for (int it = 0; it < 200000 && !k.failed; it++) {
+        const size_t n = 1 + splitmix(&s) % 7;
+        for (size_t i = 0; i < n; i++)
+            text[i] = alphabet[splitmix(&s) % (sizeof alphabet - 1)];
+        text[n] = '\0';
+        snprintf(doc, sizeof doc, "[%s]", text);
+        json_error_t je;
+        json_t *j = json_loads(doc, 0, &je);
+        if (!j && (strstr(je.text, "overflow") || strstr(je.text, "too big")))
+            continue; /* jansson stops there, before any later fault ("9e999.") */
+        const bool jansson = j != NULL;
+        double v;
+        const bool ours = encode_number_parse(text, n, &v);
+        if (ours != jansson)
+            chk_fail(&k, "'%s': jansson %s it, encode_number_parse %s it", text,
+                     jansson ? "takes" : "refuses", ours ? "takes" : "refuses");
+        else if (j && json_number_value(json_array_get(j, 0)) != v)
+            chk_fail(&k, "'%s': jansson reads %g, encode_number_parse %g", text,
+                     json_number_value(json_array_get(j, 0)), v);
+        json_decref(j);
+    }
+    ck_assert_msg(!k.failed, "%s", k.msg);
+}
+END_TEST
+
+/* ---- JSON numbers out: encode_format_float against snprintf ------------------ */
+
+/* f at precision p must print as snprintf's "%.*g" (so the same decimal
+ * value), and at 9 digits read back with strtof as the same float. */
+static void format_is_snprintf(chk *k, float f, int p)
+{
+    char got[ENCODE_FLOAT_CHARS + 8], want[64];
+    memset(got, 'x', sizeof got);
+    const size_t n = encode_format_float(got, f, p);
+    snprintf(want, sizeof want, "%.*g", p, (double)f);
+    if (n != strlen(got) || strcmp(got, want) != 0) {
+        chk_fail(k, "%a at precision %d: '%s', snprintf '%s'", (double)f, p, got, want);
+        return;
+    }
+    if (p == 9) {
+        char *end;
+        const float back = strtof(got, &end);
+        if (*end != '\0' || !same_bits_f(back, f))
+            chk_fail(k, "'%s' reads back as %a, not %a", got, (double)back, (double)f);
+    }
+}
+
+START_TEST(test_format_float_edges)
+{
+    chk k = {0};
+    const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 2.5f, 0.25f, 0.125f, 0.375f,
+                              1.5f, 9.5f, 95.0f, 0.95f, 0.0001f, 0.00001f, 123456789.0f,
+                              16777216.0f, 16777215.0f, 1e9f, 1e10f, 3e30f, 1.5e-7f,
+                              FLT_MIN, -FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX,
+                              9.9999995f, 9.999999f, 0.99999994f, 99999.99f, 999999.94f,
+                              1e-36f, 1e-37f, 1e-38f, 1e-39f, 1e-40f, 1e-44f, 3.4e38f};
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+        for (int p = 1; p <= 9; p++)
+            format_is_snprintf(&k, specials[i], p);
+    /* around every power of ten, where the exponent and the carries change */
+    for (int j = -45; j <= 38; j++) {
+        float f = (float)pow(10.0, j);
+        for (int step = 0; step < 8; step++)
+            f = nextafterf(f, 0.0f);
+        for (int step = 0; step < 16; step++, f = nextafterf(f, INFINITY))
+            for (int p = 1; p <= 9; p++)
+                format_is_snprintf(&k, f, p);
+    }
+    /* exact ties (12.5 at 2 digits, 0.0625 at 3) and their neighbours */
+    for (int p = 1; p <= 8; p++)
+        for (int n = 1; n < 2000; n++) {
+            format_is_snprintf(&k, (float)n + 0.5f, p);
+            format_is_snprintf(&k, (float)n / 1024.0f, p);
+            format_is_snprintf(&k, nextafterf((float)n + 0.5f, 0.0f), p);
+        }
+    /* integers, and every float in a few binades */
+    for (uint32_t i = 0; i < 100000; i++)
+        format_is_snprintf(&k, (float)i, 1 + (int)(i % 9));
+    for (uint32_t u = 0x3f800000u; u < 0x3f800000u + 200000; u++) {
+        float f;
+        memcpy(&f, &u, sizeof f);
+        format_is_snprintf(&k, f, 9);
+        format_is_snprintf(&k, f, 1 + (int)(u % 8));
+    }
+    ck_assert_msg(!k.failed, "%s", k.msg);
+    char buf[ENCODE_FLOAT_CHARS];
+    ck_assert_str_eq((encode_format_float(buf, NAN, 9), buf), "null");
+    ck_assert_str_eq((encode_format_float(buf, -INFINITY, 3), buf), "null");
+    ck_assert_str_eq((encode_format_float(buf, -0.0f, 9), buf), "-0");
+    ck_assert_str_eq((encode_format_float(buf, 0.1f, 0), buf), "0.1"); /* clamped to 1 */
+}
+END_TEST
+
+/* A million random floats of every exponent (subnormals included), every
+ * precision, against snprintf. */
+START_TEST(test_format_float_random)
+{
+    uint64_t s = 0xF10A7;
+    chk k = {0};
+    for (int it = 0; it < 1000000 && !k.failed; it++) {
+        const uint64_t r = splitmix(&s);
+        const uint32_t u = (uint32_t)r;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        if (!isfinite(f))
+            continue;
+        format_is_snprintf(&k, f, 9);
+        if (it % 4 == 0)
+            format_is_snprintf(&k, f, 1 + (int)((r >> 32) % 8));
+    }
+    ck_assert_msg(!k.failed, "%s", k.msg);
+}
+END_TEST
+
+/* ---- the embeddings scanner: the jansson-based walk's messages and order ------ */
+
+typedef struct want_msg {
+    const char *body;
+    int status; /* 0: accepted */
+    const char *message;
+} want_msg;
+
+START_TEST(test_scanner_messages)
+{
+    small s;
+    small_load(&s); /* d_model 4, max_batch 4, max_seq_len 8, max_batch_tokens 16 */
+    static const want_msg cases[] = {
+        /* the walk's order: a sequence's rows before the next sequence's count */
+        {"{\"embeddings\": [[[1,2,3,4],[1,2,\"x\",4]],[[1,2,3,4]]]}", 400,
+         "embeddings[0][1][2] is not a number (it is a string)"},
+        /* ... a sequence's count before its rows, a row's length before its numbers */
+        {"{\"embeddings\": [[[1,2,3,4]],[[1,\"x\",3,4],[1,2,3,4]]]}", 400,
+         "embeddings[1] has 2 rows; embeddings[0] has 1 (sequences must have the same length: "
+         "pad them and send lengths)"},
+        {"{\"embeddings\": [[[1,2,3,4],[1,\"x\",3]]]}", 400,
+         "embeddings[0][1] has 3 numbers; d_model is 4"},
+        {"{\"embeddings\": [[1,2,3,4],[5,6,7,{\"a\": [1]}]]}", 400,
+         "embeddings[1][3] is not a number (it is an object)"},
+        {"{\"embeddings\": [[1,2,3,4],[5,6,7,[8]]]}", 400,
+         "embeddings[1][3] is not a number (it is an array)"},
+        {"{\"embeddings\": [[[1,2,3,4]], 5]}", 400,
+         "embeddings[1] is a number; expected an array of rows"},
+        {"{\"embeddings\": [[1,2,3,4], true]}", 400,
+         "embeddings[1] is a boolean; expected an array of d_model (4) numbers"},
+        {"{\"embeddings\": [[[1,2,3,4]], [null]]}", 400,
+         "embeddings[1][0] is null; expected an array of d_model (4) numbers"},
+        {"{\"embeddings\": [[1,2,3,4],[5,6,7,1e39]]}", 400,
+         "embeddings[1][3] = 1e+39 is outside the float32 range"},
+        {"{\"embeddings\": [[1,2,3,-3.4028236e38]]}", 400,
+         "embeddings[0][3] = -3.40282e+38 is outside the float32 range"},
+        {"{\"embeddings\": [[1,2,3,\"\\u00e9\"]]}", 400,
+         "embeddings[0][3] is not a number (it is a string)"},
+        /* the shape: before the limits */
+        {"{\"embeddings\": []}", 400, "embeddings is empty; expected number[B][L][d_model]"},
+        {"{\"embeddings\": [[]]}", 400, "embeddings[0] is empty; embeddings must be"},
+        {"{\"embeddings\": [null, [1]]}", 400, "embeddings[0] is null; embeddings must be"},
+        {"{\"embeddings\": [[\"a\"]]}", 400, "embeddings[0][0] is a string; embeddings must be"},
+        {"{\"embeddings\": [[{}]]}", 400, "embeddings[0][0] is an object; embeddings must be"},
+        {"{\"embeddings\": \"abc\"}", 400,
+         "embeddings must be number[B][L][d_model] or number[L][d_model], not a string"},
+        {"{\"embeddings\": null, \"embeddings_b64\": null}", 400, "embeddings is required"},
+        /* the limits: before the walk's errors */
+        {"{\"embeddings\": [[[1,2,3,4]],[[1,2,3,4]],[[1,2,3,4]],[[1,2,3,4]],[[\"x\"]]]}", 413,
+         "batch of 5 sequences is over limits.max_batch (4)"},
+        {"{\"embeddings\": [[1,2,3,4],[1],[1],[1],[1],[1],[1],[1],[1]]}", 413,
+         "sequence length 9 is over limits.max_seq_len (8)"},
+        /* the other fields: before embeddings (jansson's order of the fields) */
+        {"{\"embeddings\": [[1,\"x\",3,4]], \"precision\": 12}", 400,
+         "precision = 12 is outside 1..9"},
+        {"{\"embeddings\": [[1,\"x\",3,4]], \"embedings\": 1}", 400, "unknown field 'embedings'"},
+        {"{\"embeddings\": [[1,2,3,4]], \"shape\": [1, 4]}", 400,
+         "shape is only used with embeddings_b64"},
+        /* accepted */
+        {"{\"embedd\\u0069ngs\": [[1,2,3,4]]}", 0, NULL},
+        {"{\"attention\": \"mean\", \"embeddings\":\n[[1,2,3,4]\n,[5,6,7,8]\t]\r\n}", 0, NULL},
+        {"{\"embeddings\": [[[-0, 1E+2, 1e-45, 3.4028234663852886e38]]]}", 0, NULL},
+        /* FLT_MAX printed with 8 or 9 digits is above it as a double: refused, as before */
+        {"{\"embeddings\": [[1, 2, 3, 3.4028235e38]]}", 400,
+         "embeddings[0][3] = 3.40282e+38 is outside the float32 range"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        encode_request req;
+        api_error err;
+        const int rc = parse_small(&s, cases[i].body, &req, &err);
+        if (cases[i].status == 0) {
+            ck_assert_msg(rc == 0, "%s: %s", cases[i].body, err.message);
+        } else {
+            ck_assert_msg(rc < 0 && api_error_status(err.kind) == cases[i].status,
+                          "%s: status %d (%s), want %d", cases[i].body,
+                          api_error_status(err.kind), err.message, cases[i].status);
+            ck_assert_msg(strstr(err.message, cases[i].message) != NULL,
+                          "%s: message '%s' lacks '%s'", cases[i].body, err.message,
+                          cases[i].message);
+        }
+        encode_request_free(&req);
+    }
+    /* The numbers are (float)strtod of the text: -0 stays negative. */
+    encode_request req;
+    api_error err;
+    ck_assert_int_eq(
+        parse_small(&s, "{\"embeddings\": [[-0, 1E+2, 1e-45, 3.4028234663852886e38]]}", &req, &err),
+        0);
+    ck_assert(req.x[0] == 0.0f && signbit(req.x[0]));
+    ck_assert(req.x[1] == 100.0f && req.x[2] == FLT_TRUE_MIN && req.x[3] == FLT_MAX);
+    encode_request_free(&req);
+    /* jansson 2.14 drops one NUL byte after a number: so does the scanner. */
+    static const char nul_body[] = "{\"embeddings\": [[1\0, 2, 3, 4]]}";
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(
+        encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &s.lim, &err), 0);
+    ck_assert(req.x[0] == 1.0f && req.x[3] == 4.0f);
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
+/* Invalid JSON anywhere gets jansson's own message for the body, line and
+ * column included, whether the fault is inside the embeddings array (read
+ * by the scanner) or outside it (read by jansson from a copy). */
+START_TEST(test_scanner_syntax)
+{
+    small s;
+    small_load(&s);
+    static const char *const bodies[] = {
+        "{\"embeddings\": [[01, 2, 3, 4]]}",
+        "{\"embeddings\": [[1., 2, 3, 4]]}",
+        "{\"embeddings\": [[+1, 2, 3, 4]]}",
+        "{\"embeddings\": [[.5, 2, 3, 4]]}",
+        "{\"embeddings\": [[NaN, 2, 3, 4]]}",
+        "{\"embeddings\": [[1, Infinity, 3, 4]]}",
+        "{\"embeddings\": [[1, -Infinity, 3, 4]]}",
+        "{\"embeddings\": [[1, 2, 3, 1e400]]}",
+        "{\"embeddings\": [[1, 2, 3, 9223372036854775808]]}",
+        "{\"embeddings\": [[1, 2, 3, -9223372036854775809]]}",
+        "{\"embeddings\": [[1, 2, 3, 4],]}",
+        "{\"embeddings\": [[1 2, 3, 4]]}",
+        "{\"embeddings\": [[1, 2, 3, 4]}",
+        "{\"embeddings\": [[1, 2, 3, 4]",
+        "{\"embeddings\": [[1, 2, tru, 4]]}",
+        "{\"embeddings\": [[1, 2, truex, 4]]}",
+        "{\"embeddings\": [[1, 2, \"\xff\", 4]]}",
+        "{\"embeddings\": [[1, 2, \"\\ud800\", 4]]}",
+        "{\"embeddings\": [[1, 2, \"a\nb\", 4]]}",
+        "{\"embeddings\": [[1, 2, {\"a\": 1, \"a\": 2}, 4]]}",
+        "{\"embeddings\": [[1, 2, 3, 4]]\n, \"precision\": 4,\n \"mask\": {\"causal\": tru}}",
+        "{\"embeddings\":\n  [[1, 2, 3, 4],\n   [5, 6, 7, 8]], \"x\" 1}",
+        "{\"embeddings\": [[1, 2, \"\xc3\xa9\xc3\xa9\", 4]], \"precision\": 4 \"x\"}",
+        "{\"embeddings\": [[1, 2, 3, 4]], \"embeddings\": [[1, 2, 3, 4]]}",
+        "{\"a\": [1, \"embeddings\"], \"embeddings\": [[1, 2, 3, 4]] \"b\"}",
+        "{\"embeddings\": [[1, 2, 3, 4]]} []",
+        "{\"embeddings\": [[1, 2, 3, 4]]}\n\n  x",
+        "[[1, 2, 3, 4]] x",
+        "{\"embeddings\" [[1, 2, 3, 4]]}",
+        "{\"precision\": 4 \"embeddings\": [[1, 2, 3, 4]]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        const char *body = bodies[i];
+        json_error_t je;
+        json_t *j = json_loadb(body, strlen(body), JSON_REJECT_DUPLICATES, &je);
+        ck_assert_msg(j == NULL, "%s: jansson takes it", body);
+        char want[512];
+        snprintf(want, sizeof want, "invalid JSON at line %d, column %d: ", je.line, je.column);
+        encode_request req;
+        api_error err;
+        ck_assert_int_eq(parse_small(&s, body, &req, &err), -1);
+        encode_request_free(&req);
+        ck_assert_msg(err.kind == API_BAD_REQUEST && strncmp(err.message, want, strlen(want)) == 0,
+                      "%s: '%s', want '%s...'", body, err.message, want);
+        /* jansson's text, as printable ASCII */
+        for (const char *a = je.text, *b = err.message + strlen(want); *a; a++, b++)
+            ck_assert_msg(*b == ((unsigned char)*a >= 0x20 && (unsigned char)*a < 0x7f ? *a : '?'),
+                          "%s: '%s' is not jansson's '%s'", body, err.message, je.text);
+    }
+    /* Nesting: jansson allows 2048 levels, the body's object being one;
+     * 2047 arrays are valid JSON (a d_model error), 2048 are not. */
+    char *nest = xcalloc(2 * 2048 + 64, 1);
+    for (int n = 2047; n <= 2048; n++) {
+        memset(nest, 0, 2 * 2048 + 64);
+        strcpy(nest, "{\"embeddings\": ");
+        memset(nest + strlen(nest), '[', (size_t)n);
+        memset(nest + strlen(nest), ']', (size_t)n);
+        strcat(nest, "}");
+        encode_request req;
+        api_error err;
+        ck_assert_int_eq(parse_small(&s, nest, &req, &err), -1);
+        ck_assert_msg(strstr(err.message, n == 2048 ? "maximum parsing depth reached"
+                                                   : "embeddings[0][0] has 1 number; d_model is 4"),
+                      "%d arrays: %s", n, err.message);
+        encode_request_free(&req);
+    }
+    free(nest);
+    enc_model_free(s.model);
+}
+END_TEST
+
 Suite *encode_suite(void)
 {
     Suite *s = suite_create("encode");
@@ -1520,6 +1957,13 @@ Suite *encode_suite(void)
     tcase_add_test(tc, test_response_details);
     tcase_add_loop_test(tc, test_random_shapes, 0, 4);
     tcase_add_test(tc, test_mutations);
+    tcase_add_test(tc, test_number_parse_edges);
+    tcase_add_test(tc, test_number_parse_random);
+    tcase_add_test(tc, test_number_parse_grammar);
+    tcase_add_test(tc, test_format_float_edges);
+    tcase_add_test(tc, test_format_float_random);
+    tcase_add_test(tc, test_scanner_messages);
+    tcase_add_test(tc, test_scanner_syntax);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,465 @@
+#!/usr/bin/env bash
+# bench/run.sh - `make bench`: attnd's performance against the issue-4 targets,
+# every figure measured in this one run and printed under the command that
+# made it, then a summary table.  Needs build/attnd and build/libattnd_core.a
+# (the Makefile's bench target builds them first); compiles the C benchmarks
+# into build/bench/ itself.  See docs/performance.md for what each figure means.
+#
+# Model everywhere: one BERT-base-sized block - d_model 768, 12 heads, d_ff
+# 3072, gelu, post-norm, 1 layer - with per-head attention weights computed.
+#
+#   1. core       build/bench/bench_core core: enc_forward, best and median ms,
+#                 GFLOP/s, at B=1 L=128, B=8 L=128, B=1 L=512
+#   2. roofline   build/bench/bench_core roofline: cblas_sgemm 2048^3, GFLOP/s
+#   3. torch      bench/torch_bench.py: PyTorch, one process per (torch threads,
+#                 OpenBLAS threads) pair, best per shape           [optional]
+#   4. onnx       bench/torch_bench.py export + bench/ort_bench.js: ONNX Runtime
+#                 through onnxruntime-node (npm, into build/bench)  [optional]
+#   5. http       build/attnd on 127.0.0.1 + build/bench/http_bench: latency
+#                 p50/p99 (base64, JSON) and throughput (32 clients)
+#   6. summary    each target of issue 4: met or not in this run
+#
+# Environment (defaults in brackets):
+#   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
+#   BENCH_WARMUP [3]            untimed runs before them
+#   BENCH_ROOFLINE_REPEAT [5]   timed sgemm calls
+#   BENCH_THREADS [2]           enc_set_threads for the core; OpenBLAS threads for
+#                               the roofline; intra_op threads for ONNX Runtime
+#   BENCH_TORCH_GRID ["1:1 1:2 2:1 2:2"]
+#                               torch.set_num_threads : OpenBLAS threads pairs tried
+#   BENCH_TORCH_ROUNDS [2]      times the whole grid runs (best of all counts)
+#   BENCH_HTTP_SECONDS [5]      length of each HTTP measurement
+#   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
+#   BENCH_CLIENTS [32]          concurrent clients in the throughput test
+#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http"
+#   BENCH_ORT_VERSION [1.30.0]  onnxruntime-node version npm installs
+#   BENCH_NPM_TIMEOUT [180]     seconds npm install may take
+#   PYTHON [/usr/bin/python3]   CC [cc]
+#
+# Exit status: 0 when every part that could run did run (targets not met do
+# not fail it; optional parts that cannot run here are skipped with the
+# reason); 1 when a measurement failed or build/attnd is missing.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+
+REPEAT=${BENCH_REPEAT:-20}
+WARMUP=${BENCH_WARMUP:-3}
+ROOF_REPEAT=${BENCH_ROOFLINE_REPEAT:-5}
+THREADS=${BENCH_THREADS:-2}
+TORCH_GRID=${BENCH_TORCH_GRID:-"1:1 1:2 2:1 2:2"}
+TORCH_ROUNDS=${BENCH_TORCH_ROUNDS:-2}
+HTTP_SECONDS=${BENCH_HTTP_SECONDS:-5}
+HTTP_MAX=${BENCH_HTTP_MAX_REQUESTS:-400}
+CLIENTS=${BENCH_CLIENTS:-32}
+SKIP=" ${BENCH_SKIP:-} "
+ORT_VERSION=${BENCH_ORT_VERSION:-1.30.0}
+NPM_TIMEOUT=${BENCH_NPM_TIMEOUT:-180}
+PYTHON=${PYTHON:-/usr/bin/python3}
+CC=${CC:-cc}
+
+BB=build/bench                     # everything this script writes
+SHAPES="1x128 8x128 1x512"
+MODEL_FLAGS="--d-model 768 --n-heads 12 --d-ff 3072 --activation gelu"
+WARN="-Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+      -Wpointer-arith -Wcast-qual -Wundef -Wvla"
+
+declare -A R=()      # RESULT key -> value, from every step
+declare -A WHY=()    # part -> why it was skipped or failed
+FAILED=0
+DAEMON_PID=""
+T_START=$(date +%s)
+
+# ---- helpers ---------------------------------------------------------------
+
+section() { printf '\n== %s ==\n' "$*"; }
+
+skipped() { [[ $SKIP == *" $1 "* ]]; }
+
+# calc EXPR: awk arithmetic on numbers this script measured.
+calc() { awk "BEGIN { printf \"%.4f\", $1 }"; }
+
+# holds EXPR: true when the awk comparison holds.
+holds() { awk "BEGIN { exit !($1) }"; }
+
+# fmt N DIGITS: a number rounded for printing.
+fmt() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
+
+# run_step SECONDS CMD...: prints "$ CMD", runs it for at most SECONDS, prints
+# its output (indented) and records its "RESULT key=value" lines in R.
+# Returns the command's status (3 = cannot run here, 124 = out of time).
+run_step() {
+    local limit=$1 out=$BB/step.out rc line kv
+    shift
+    printf '$ %s\n' "$*"
+    timeout --kill-after=5 "$limit" "$@" >"$out" 2>&1
+    rc=$?
+    while IFS= read -r line; do
+        if [[ $line == RESULT\ * ]]; then
+            for kv in ${line#RESULT }; do R[${kv%%=*}]=${kv#*=}; done
+            echo "$line" >>"$BB/results.txt"
+        else
+            printf '    %s\n' "$line"
+        fi
+    done <"$out"
+    [ "$rc" = 124 ] && printf '    (stopped: over %s s)\n' "$limit"
+    return "$rc"
+}
+
+# The reason a step printed after "SKIP: ", or its last line.
+step_reason() {
+    local r
+    r=$(sed -n 's/^SKIP: //p' "$BB/step.out" | head -n 1)
+    [ -n "$r" ] || r=$(tail -n 1 "$BB/step.out")
+    printf '%s' "$r"
+}
+
+# busy_pct: the share of all CPUs (in %) that other processes use, sampled for
+# one second while this script does nothing (from /proc/stat).
+busy_pct() {
+    local a b
+    a=$(head -n 1 /proc/stat)
+    sleep 1
+    b=$(head -n 1 /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN {
+        n = split(a, x); split(b, y); total = 0; idle = 0
+        for (i = 2; i <= 9 && i <= n; i++) total += y[i] - x[i]   # not guest time: it is in user
+        idle = (y[5] - x[5]) + (y[6] - x[6])   # idle + iowait
+        printf "%.0f", (total > 0 ? 100 * (total - idle) / total : 0) }'
+}
+
+# ticks_now: "BUSY TOTAL OWN" - the machine's busy and total CPU ticks (all
+# CPUs, /proc/stat) and the CPU ticks this script and its finished children
+# have used (/proc/self/stat utime stime cutime cstime), all in USER_HZ.
+ticks_now() {
+    local own
+    own=$(sed 's/.*) //' "/proc/$$/stat" | awk '{ print $12 + $13 + $14 + $15 }')
+    head -n 1 /proc/stat | awk -v own="$own" '{
+        t = 0; for (i = 2; i <= 9; i++) t += $i
+        print t - $5 - $6, t, own }'
+}
+
+# health PORT: the status line of GET /health (bash's /dev/tcp; no curl needed).
+health() {
+    # shellcheck disable=SC2016 # $1 is expanded by the inner bash
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+        printf "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && head -n 1 <&3' _ "$1" \
+        2>/dev/null
+}
+
+stop_daemon() {
+    [ -n "$DAEMON_PID" ] || return 0
+    kill -TERM "$DAEMON_PID" 2>/dev/null
+    for _ in $(seq 50); do
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    kill -KILL "$DAEMON_PID" 2>/dev/null
+    wait "$DAEMON_PID" 2>/dev/null
+    DAEMON_PID=""
+}
+trap stop_daemon EXIT
+trap 'stop_daemon; exit 130' INT TERM
+
+# ---- build -----------------------------------------------------------------
+
+section "build"
+for f in build/attnd build/libattnd_core.a; do
+    if [ ! -f "$f" ]; then
+        echo "bench: $f is missing; run 'make build/attnd build/libattnd_core.a' (or 'make bench')"
+        exit 1
+    fi
+done
+mkdir -p "$BB"
+: >"$BB/results.txt"
+if ! CORE_LIBS=$(pkg-config --cflags --libs openblas jansson) ||
+    ! CURL_LIBS=$(pkg-config --cflags --libs libcurl); then
+    echo "bench: pkg-config cannot find openblas, jansson or libcurl (make deps installs them)"
+    exit 1
+fi
+# shellcheck disable=SC2086 # word splitting of flag lists is intended
+{
+    run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Icore -Ibench \
+        bench/bench_core.c bench/bench_util.c -o $BB/bench_core build/libattnd_core.a \
+        $CORE_LIBS -lm -lpthread &&
+    run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench \
+        bench/http_bench.c bench/bench_util.c -o $BB/http_bench $CURL_LIBS -lm -lpthread
+} || { echo "bench: cannot compile the benchmarks"; exit 1; }
+
+# ---- machine ---------------------------------------------------------------
+
+section "machine"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+avx512=no
+grep -qw avx512f /proc/cpuinfo && avx512=yes
+echo "nproc $(nproc); CPU: ${cpu:-unknown}; AVX-512: $avx512; $(uname -sr)"
+echo "attnd tree: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(
+    [ -n "$(git status --porcelain -- core server config 2>/dev/null)" ] && echo ' + uncommitted changes')"
+BUSY_START=$(busy_pct)
+TICKS_START=$(ticks_now)
+echo "before the run, other processes use ${BUSY_START}% of the CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)); anything else running skews every figure"
+run_step 30 $BB/bench_core info || FAILED=1
+
+# ---- 2. OpenBLAS roofline (first: the core's lines can then quote it) --------
+
+section "OpenBLAS roofline: cblas_sgemm 2048x2048x2048"
+run_step 120 $BB/bench_core roofline --n 2048 --threads "$THREADS" --repeat "$ROOF_REPEAT" \
+    --warmup 1 || { FAILED=1; WHY[roofline]="bench_core roofline failed"; }
+
+# ---- 1. the core -----------------------------------------------------------
+
+section "core: enc_forward with ENC_ATTN_HEADS, enc_set_threads($THREADS)"
+for s in $SHAPES; do
+    # shellcheck disable=SC2086
+    run_step 180 $BB/bench_core core --batch "${s%x*}" --len "${s#*x}" --threads "$THREADS" \
+        --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS ||
+        { FAILED=1; WHY[core]="bench_core core failed"; continue; }
+    if [ -n "${R[roofline_gflops]:-}" ]; then
+        echo "    -> $(fmt "$(calc "100 * ${R[core_${s}_gflops]} / ${R[roofline_gflops]}")" 1)% of the sgemm roofline (${R[roofline_gflops]} GFLOP/s)"
+    fi
+done
+
+# ---- 3. PyTorch ------------------------------------------------------------
+
+section "PyTorch: the same block, outputs + per-head weights, eval, no_grad"
+if skipped torch; then
+    WHY[torch]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    # PyTorch's times swing more from one process to the next than the core's
+    # (OpenBLAS's thread start-up, OpenMP), so the grid runs BENCH_TORCH_ROUNDS
+    # times, each pair in its own process, and the best of all counts.
+    declare -A TBEST=() TPAIR=()
+    for round in $(seq "$TORCH_ROUNDS"); do
+        echo "(round $round of $TORCH_ROUNDS)"
+        for pair in $TORCH_GRID; do
+            tt=${pair%:*} bt=${pair#*:}
+            run_step 300 env -u OMP_NUM_THREADS OPENBLAS_NUM_THREADS="$bt" "$PYTHON" \
+                bench/torch_bench.py time --threads "$tt" --shapes "${SHAPES// /,}" \
+                --repeat "$REPEAT" --warmup "$WARMUP"
+            rc=$?
+            if [ "$rc" != 0 ]; then
+                WHY[torch]=$(step_reason)
+                [ "$rc" = 3 ] || FAILED=1
+                break 2
+            fi
+            for s in $SHAPES; do
+                v=${R[torch_${tt}_${bt}_${s}_best_ms]:-}
+                if [ -n "$v" ] && { [ -z "${TBEST[$s]:-}" ] || holds "$v < ${TBEST[$s]}"; }; then
+                    TBEST[$s]=$v TPAIR[$s]=$pair
+                fi
+            done
+        done
+    done
+    # The best pair for each shape, and the ratio to the core.
+    for s in $SHAPES; do
+        best=${TBEST[$s]:-} bestpair=${TPAIR[$s]:-}
+        [ -n "$best" ] || continue
+        R[torch_best_${s}]=$best
+        R[torch_bestpair_${s}]="set_num_threads(${bestpair%:*}), OpenBLAS ${bestpair#*:}"
+        line="B=${s%x*} L=${s#*x}: best ${best} ms with torch.set_num_threads(${bestpair%:*}), OpenBLAS threads ${bestpair#*:}"
+        if [ -n "${R[core_${s}_best_ms]:-}" ]; then
+            R[torch_ratio_${s}]=$(calc "$best / ${R[core_${s}_best_ms]}")
+            line+="; PyTorch_best / attnd = $(fmt "${R[torch_ratio_${s}]}" 2) (attnd best ${R[core_${s}_best_ms]} ms)"
+        fi
+        echo "-> $line"
+    done
+fi
+
+# ---- 4. ONNX Runtime -------------------------------------------------------
+
+section "ONNX Runtime (onnxruntime-node), intra_op threads $THREADS"
+onnx_skip() { WHY[onnx]=$1; echo "skipped: $1"; }
+if skipped onnx; then
+    onnx_skip "BENCH_SKIP"
+elif [ -n "${WHY[torch]:-}" ]; then
+    onnx_skip "the export needs PyTorch, which did not run (${WHY[torch]})"
+elif ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    onnx_skip "node and npm are not installed"
+else
+    ok=1
+    if [ ! -f "$BB/node_modules/onnxruntime-node/package.json" ]; then
+        # The package bundles its CPU binaries; its install script only fetches
+        # CUDA ones (from api.nuget.org), which ONNXRUNTIME_NODE_INSTALL=skip
+        # turns off.  npm's own chatter goes to build/bench/npm.log.
+        printf '$ (cd %s && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save --no-audit --no-fund --no-package-lock onnxruntime-node@%s)\n' "$BB" "$ORT_VERSION"
+        if ! (cd "$BB" && ONNXRUNTIME_NODE_INSTALL=skip timeout "$NPM_TIMEOUT" npm install \
+            --no-save --no-audit --no-fund --no-package-lock "onnxruntime-node@$ORT_VERSION") \
+            >"$BB/npm.log" 2>&1; then
+            ok=0
+            onnx_skip "npm install onnxruntime-node@$ORT_VERSION failed: $(grep -m1 -E 'npm (error|ERR!) (code|[A-Z])' "$BB/npm.log" || tail -n 1 "$BB/npm.log") (full log: $BB/npm.log)"
+        fi
+    else
+        echo "(onnxruntime-node already installed in $BB/node_modules)"
+    fi
+    if [ "$ok" = 1 ]; then
+        mkdir -p "$BB/onnx_check"
+        run_step 300 "$PYTHON" bench/torch_bench.py export "$BB/block.onnx" \
+            --check-dir "$BB/onnx_check"
+        rc=$?
+        if [ "$rc" != 0 ]; then
+            ok=0
+            onnx_skip "$(step_reason)"
+            [ "$rc" = 3 ] || FAILED=1
+        fi
+    fi
+    if [ "$ok" = 1 ]; then
+        run_step 300 env NODE_PATH="$BB/node_modules" node bench/ort_bench.js "$BB/block.onnx" \
+            --threads "$THREADS" --shapes "${SHAPES// /,}" --repeat "$REPEAT" --warmup "$WARMUP" \
+            --check-dir "$BB/onnx_check"
+        rc=$?
+        if [ "$rc" != 0 ]; then
+            onnx_skip "$(step_reason)"
+            [ "$rc" = 3 ] || FAILED=1
+        fi
+        for s in $SHAPES; do
+            v=${R[ort_${s}_best_ms]:-}
+            if [ -z "$v" ] || [ -z "${R[core_${s}_best_ms]:-}" ]; then
+                continue
+            fi
+            R[ort_ratio_${s}]=$(calc "$v / ${R[core_${s}_best_ms]}")
+            echo "-> B=${s%x*} L=${s#*x}: ONNX Runtime / attnd = $(fmt "${R[ort_ratio_${s}]}" 2) (${v} ms vs ${R[core_${s}_best_ms]} ms, best of each)"
+        done
+    fi
+fi
+
+# ---- 5. HTTP ---------------------------------------------------------------
+
+section "HTTP: build/attnd on 127.0.0.1, keep-alive clients"
+http_fail() { WHY[http]=$1; echo "bench: $1"; FAILED=1; }
+if skipped http; then
+    WHY[http]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    # shellcheck disable=SC2086
+    printf '$ build/attnd %s --host 127.0.0.1 --port 0 --no-access-log 2>%s/attnd.log &\n' \
+        "$MODEL_FLAGS" "$BB"
+    # shellcheck disable=SC2086
+    build/attnd $MODEL_FLAGS --host 127.0.0.1 --port 0 --no-access-log 2>"$BB/attnd.log" &
+    DAEMON_PID=$!
+    # The port from "listening on http://127.0.0.1:PORT", then GET /health -> 200.
+    PORT="" ready=0
+    for _ in $(seq 150); do
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        [ -n "$PORT" ] || PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' \
+            "$BB/attnd.log" | head -n 1)
+        if [ -n "$PORT" ] && [[ $(health "$PORT") == *" 200"* ]]; then
+            ready=1
+            break
+        fi
+        sleep 0.2
+    done
+    sed 's/^/    /' "$BB/attnd.log"
+    if [ "$ready" != 1 ]; then
+        http_fail "attnd did not become ready within 30 s (log: $BB/attnd.log)"
+    else
+        echo "(attnd pid $DAEMON_PID, port $PORT)"
+        core_med=${R[core_1x128_median_ms]:-}
+        for fmt_ in b64 json; do
+            run_step $((HTTP_SECONDS + 60)) $BB/http_bench latency --port "$PORT" --format "$fmt_" \
+                --batch 1 --len 128 --seconds "$HTTP_SECONDS" --max-requests "$HTTP_MAX" \
+                --warmup 3 --name "http_$fmt_" || { http_fail "http_bench latency $fmt_ failed"; continue; }
+            if [ -n "$core_med" ]; then
+                R[http_${fmt_}_ratio]=$(calc "${R[http_${fmt_}_p50_ms]} / $core_med")
+                echo "-> p50 / core median for the same request (B=1 L=128, $core_med ms) = $(fmt "${R[http_${fmt_}_ratio]}" 2)"
+            fi
+        done
+        run_step $((HTTP_SECONDS + 60)) $BB/http_bench throughput --port "$PORT" \
+            --clients "$CLIENTS" --batch 1 --len 32 --seconds "$HTTP_SECONDS" --name http_small ||
+            http_fail "http_bench throughput ($CLIENTS clients) failed"
+        run_step $((HTTP_SECONDS + 60)) $BB/http_bench throughput --port "$PORT" \
+            --clients 1 --batch 32 --len 32 --seconds "$HTTP_SECONDS" --name http_big ||
+            http_fail "http_bench throughput (B=32) failed"
+        if [ -n "${R[http_small_tokens_per_s]:-}" ] && [ -n "${R[http_big_tokens_per_s]:-}" ]; then
+            R[http_tput_ratio]=$(calc "${R[http_small_tokens_per_s]} / ${R[http_big_tokens_per_s]}")
+            echo "-> $CLIENTS clients x B=1 L=32 / one client x B=32 L=32 (tokens/s) = $(fmt "$(calc "100 * ${R[http_tput_ratio]}")" 1)%"
+        fi
+    fi
+    stop_daemon
+    echo "(attnd stopped)"
+fi
+
+# ---- machine check: was anything else competing for the cores? -------------
+
+section "machine check: the roofline again, and the CPUs' other load"
+ROOF_START=${R[roofline_gflops]:-}
+run_step 120 $BB/bench_core roofline --n 2048 --threads "$THREADS" --repeat "$ROOF_REPEAT" \
+    --warmup 1 || FAILED=1
+ROOF_END=${R[roofline_gflops]:-}
+R[roofline_gflops]=$ROOF_START
+# Others' share of the CPUs over the whole run: the machine's busy ticks less
+# this script's own (the benchmarks, the daemon and its clients).
+BUSY_RUN=$(awk -v a="$TICKS_START" -v b="$(ticks_now)" 'BEGIN {
+    split(a, x); split(b, y); total = y[2] - x[2]
+    other = (y[1] - x[1]) - (y[3] - x[3])
+    printf "%.0f", (total > 0 && other > 0 ? 100 * other / total : 0) }')
+echo "during the run, other processes used ${BUSY_RUN}% of the CPUs"
+NOISY=""
+if [ "$BUSY_START" -gt 10 ] || [ "$BUSY_RUN" -gt 5 ]; then
+    NOISY="other processes used ${BUSY_START}% of the CPUs just before the run and ${BUSY_RUN}% during it"
+fi
+if [ -n "$ROOF_START" ] && [ -n "$ROOF_END" ] &&
+    holds "$ROOF_END < 0.9 * $ROOF_START || $ROOF_END > 1.1 * $ROOF_START"; then
+    NOISY="${NOISY:+$NOISY; }sgemm went from $ROOF_START GFLOP/s at the start to $ROOF_END at the end"
+fi
+
+# ---- 6. summary ------------------------------------------------------------
+
+# row TARGET MEASURED VALUE OP LIMIT [WHY-MISSING]: one summary line; VALUE
+# empty means the figure was not measured in this run.
+row() {
+    local verdict
+    if [ -z "$3" ]; then
+        verdict="n/a${6:+ ($6)}"
+    elif holds "$3 $4 $5"; then
+        verdict="met"
+    else
+        verdict="NOT met"
+    fi
+    printf '%-46s %-34s %s\n' "$1" "$2" "$verdict"
+}
+
+section "summary: issue 4 targets in this run"
+echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
+echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
+[ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
+printf '%-46s %-34s %s\n' "target" "measured" "result"
+for s in $SHAPES; do
+    r=${R[torch_ratio_${s}]:-}
+    m="n/a"
+    [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[torch_best_${s}]} / ${R[core_${s}_best_ms]} ms)"
+    row "core >= 1.2x faster than PyTorch, B=${s%x*} L=${s#*x}" "$m" "$r" ">=" 1.2 "${WHY[torch]:-}"
+done
+r="" m="n/a"
+if [ -n "${R[core_8x128_gflops]:-}" ] && [ -n "${R[roofline_gflops]:-}" ]; then
+    r=$(calc "${R[core_8x128_gflops]} / ${R[roofline_gflops]}")
+    m="$(fmt "$(calc "100 * $r")" 1)% (${R[core_8x128_gflops]} / ${R[roofline_gflops]} GFLOP/s)"
+fi
+row "B=8 L=128 >= 80% of the sgemm roofline" "$m" "$r" ">=" 0.8 "${WHY[core]:-${WHY[roofline]:-}}"
+for fmt_ in b64 json; do
+    lim=1.15 name="base64"
+    [ "$fmt_" = json ] && lim=3 name="JSON"
+    r=${R[http_${fmt_}_ratio]:-} m="n/a"
+    [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[http_${fmt_}_p50_ms]} / ${R[core_1x128_median_ms]} ms)"
+    row "$name HTTP p50 <= ${lim}x core (B=1 L=128)" "$m" "$r" "<=" "$lim" "${WHY[http]:-}"
+done
+r=${R[http_tput_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$(calc "100 * $r")" 1)% ($(fmt "${R[http_small_tokens_per_s]}" 0) / $(fmt "${R[http_big_tokens_per_s]}" 0) tok/s)"
+row "$CLIENTS clients B=1 L=32 >= 70% of B=32 tokens/s" "$m" "$r" ">=" 0.7 "${WHY[http]:-}"
+echo
+echo "not targets, for reference:"
+for s in $SHAPES; do
+    r=${R[ort_ratio_${s}]:-}
+    if [ -n "$r" ]; then
+        echo "  ONNX Runtime / attnd, B=${s%x*} L=${s#*x}: $(fmt "$r" 2)x (${R[ort_${s}_best_ms]} / ${R[core_${s}_best_ms]} ms)"
+    else
+        echo "  ONNX Runtime / attnd, B=${s%x*} L=${s#*x}: n/a (${WHY[onnx]:-not measured})"
+    fi
+done
+for s in $SHAPES; do
+    [ -n "${R[torch_bestpair_${s}]:-}" ] &&
+        echo "  PyTorch's best setting, B=${s%x*} L=${s#*x}: ${R[torch_bestpair_${s}]}"
+done
+echo "every RESULT line: $BB/results.txt; whole run: $(($(date +%s) - T_START)) s"
+exit "$FAILED"

@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""torch_bench.py - the PyTorch side of `make bench` (Debian's python3-torch).
+
+  OPENBLAS_NUM_THREADS=O torch_bench.py time --threads T [--shapes 1x128,8x128,1x512]
+                                             [--repeat N] [--warmup W]
+  torch_bench.py export OUT.onnx [--check-dir DIR]
+
+time: the same computation as attnd's enc_forward with ENC_ATTN_HEADS -- one
+nn.TransformerEncoderLayer (d_model 768, 12 heads, d_ff 3072, gelu, post-norm,
+batch_first), eval mode, under torch.no_grad(), returning the outputs AND the
+per-head attention weights.  nn.TransformerEncoderLayer.forward never returns
+the weights, so Block below runs its own submodules in its order:
+self_attn(x, x, x, need_weights=True, average_attn_weights=False), then add &
+norm and the feed-forward block on that same attention output (nothing is
+computed twice).  Before timing it checks Block's outputs against the layer's
+own forward.  --threads is torch.set_num_threads (ATen's OpenMP threads).
+Debian's torch does its GEMMs in the system OpenBLAS (pthreads), whose thread
+count torch.set_num_threads does not change: it comes from
+OPENBLAS_NUM_THREADS (default: every core), so bench/run.sh runs one process
+per (torch threads, OpenBLAS threads) pair and keeps the best.
+
+export: writes Block to ONNX (opset 14; dynamic B and L; outputs "out" (B, L,
+768) and "attn" (B, 12, L, L)), and with --check-dir one B=1 L=128 input and
+PyTorch's outputs as raw little-endian float32 (x.f32, out.f32, attn.f32) for
+the ONNX Runtime run to compare against.
+
+Each timing prints a readable line and a "RESULT key=value" line for
+bench/run.sh.  Exit status 3 means "cannot do this here" (reason on stdout).
+"""
+import argparse
+import os
+import sys
+import time
+
+D_MODEL, N_HEADS, D_FF = 768, 12, 3072
+
+
+def fail(reason):
+    """Prints why this part is skipped and exits with status 3."""
+    print(f"SKIP: {reason}")
+    sys.exit(3)
+
+
+try:
+    import torch
+    from torch import nn
+except Exception as e:  # ImportError, or a broken install
+    fail(f"{sys.executable} cannot import torch ({type(e).__name__}: {e})")
+
+
+class Block(nn.Module):
+    """One post-norm encoder layer that also returns per-head attention weights."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        l = self.layer
+        a, w = l.self_attn(x, x, x, need_weights=True, average_attn_weights=False)
+        x = l.norm1(x + l.dropout1(a))
+        x = l.norm2(x + l._ff_block(x))
+        return x, w  # (B, L, D), (B, H, L, L)
+
+
+def make_block():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, activation="gelu",
+                                       batch_first=True, norm_first=False)
+    return Block(layer).eval()
+
+
+def openblas_threads():
+    """The thread count of the OpenBLAS torch uses, as a string ("?" if unknown)."""
+    try:
+        import ctypes
+        return str(ctypes.CDLL("libopenblas.so.0").openblas_get_num_threads())
+    except (OSError, AttributeError):
+        return "?"
+
+
+def parse_shapes(text):
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",")]
+
+
+def cmd_time(args):
+    torch.set_num_threads(args.threads)
+    block = make_block()
+    with torch.no_grad():
+        x = torch.randn(2, 16, D_MODEL)
+        out, w = block(x)
+        diff = (out - block.layer(x)).abs().max().item()
+        rowsum = (w.sum(-1) - 1).abs().max().item()
+    if diff > 1e-5 or tuple(w.shape) != (2, N_HEADS, 16, 16) or rowsum > 1e-5:
+        print(f"torch_bench: Block differs from nn.TransformerEncoderLayer ({diff:.3g})",
+              file=sys.stderr)
+        sys.exit(1)
+    blas = openblas_threads()
+    print(f"torch {torch.__version__}: torch.get_num_threads() = {torch.get_num_threads()}, "
+          f"OpenBLAS threads = {blas}; Block == layer(x) within {diff:.1e}")
+    for B, L in parse_shapes(args.shapes):
+        x = torch.randn(B, L, D_MODEL)
+        ms = []
+        with torch.no_grad():
+            for i in range(args.warmup + args.repeat):
+                t0 = time.perf_counter()
+                out, w = block(x)
+                t = (time.perf_counter() - t0) * 1e3
+                if i >= args.warmup:
+                    ms.append(t)
+        assert tuple(w.shape) == (B, N_HEADS, L, L)
+        ms.sort()
+        best, median = ms[0], ms[len(ms) // 2]
+        key = f"torch_{args.threads}_{blas}_{B}x{L}"
+        print(f"PyTorch B={B} L={L}, torch.set_num_threads({args.threads}), OpenBLAS threads "
+              f"{blas}, best of {args.repeat}: "
+              f"{best:.3f} ms, median {median:.3f} ms")
+        print(f"RESULT {key}_best_ms={best:.3f} {key}_median_ms={median:.3f}")
+
+
+def cmd_export(args):
+    block = make_block()
+    x = torch.randn(1, 128, D_MODEL)
+    try:
+        t0 = time.perf_counter()
+        torch.onnx.export(block, (x,), args.out, input_names=["x"],
+                          output_names=["out", "attn"], opset_version=14,
+                          dynamic_axes={"x": {0: "B", 1: "L"}, "out": {0: "B", 1: "L"},
+                                        "attn": {0: "B", 2: "L", 3: "L"}})
+        secs = time.perf_counter() - t0
+    except Exception as e:
+        fail(f"torch.onnx.export failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+    print(f"exported with torch {torch.__version__}, opset 14, in {secs:.1f} s: {args.out} "
+          f"({os.path.getsize(args.out) / 2**20:.1f} MiB)")
+    if args.check_dir:
+        with torch.no_grad():
+            out, w = block(x)
+        for name, t in (("x", x), ("out", out), ("attn", w)):
+            t.contiguous().numpy().astype("<f4").tofile(os.path.join(args.check_dir,
+                                                                     name + ".f32"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("time")
+    t.add_argument("--threads", type=int, required=True)
+    t.add_argument("--shapes", default="1x128,8x128,1x512")
+    t.add_argument("--repeat", type=int, default=20)
+    t.add_argument("--warmup", type=int, default=3)
+    e = sub.add_parser("export")
+    e.add_argument("out")
+    e.add_argument("--check-dir")
+    args = p.parse_args()
+    if args.cmd == "time":
+        cmd_time(args)
+    else:
+        cmd_export(args)
+
+
+if __name__ == "__main__":
+    main()
