@@ -44,6 +44,7 @@ struct enc_workspace {
     uint8_t *is_global;/* (sum of the jobs' L) each job's global positions */
     seq_info *seqs;    /* (S) the packed sequences */
     attn_item *items;  /* (T + S) attention work: at most a tile per 16 rows, plus one */
+    float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
     int n_seqs, n_items;
 };
 
@@ -105,7 +106,7 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
-    size_t n_td, n_tq, n_tf, n_ll, sizes[10];
+    size_t n_td, n_tq, n_tf, n_ll, sizes[11];
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, F, &n_tf) &&
               mul_ok(nth * tile, L, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
@@ -119,8 +120,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     sizes[7] = align64(G);
     sizes[8] = align64(S * sizeof(seq_info));
     sizes[9] = align64((T + S) * sizeof(attn_item));
+    sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     size_t total = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         if (sizes[i] > SIZE_MAX - total)
             return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address "
                                                   "space");
@@ -139,11 +141,11 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     ws->cap_S = S;
     ws->cap_G = G;
     char *p = mem;
-    void **bufs[10] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
+    void **bufs[11] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
                        (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->seqs,
-                       (void **)&ws->items};
-    for (int i = 0; i < 10; i++) {
+                       (void **)&ws->items,  (void **)&ws->gemm};
+    for (int i = 0; i < 11; i++) {
         *bufs[i] = p;
         p += sizes[i];
     }
@@ -234,6 +236,7 @@ typedef struct block_ctx {
     /* the Linear of a linear phase */
     float *lin_out;
     const float *lin_in, *lin_w, *lin_b;
+    const gemm_packed *lin_pk; /* lin_w packed, or NULL */
     int lin_K, lin_N;
     bool lin_act;
     /* the rows of a norm phase */
@@ -242,19 +245,29 @@ typedef struct block_ctx {
     float *ln_out;          /* NULL: no LayerNorm */
 } block_ctx;
 
-/* A Linear, split by output columns (weight rows): each thread packs only its
- * share of the weights, and applies the bias and activation to its columns. */
+/* A Linear, split by output columns (weight rows): each thread multiplies
+ * only its share of the weights (prepacked panels, or rows cblas_sgemm
+ * packs), and applies the bias and activation to its columns. */
 static void phase_linear(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
+    const enc_activation *act = c->lin_act ? &c->m->hp.activation : NULL;
     int n0, n1;
+    if (c->lin_pk) {
+        team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
+        if (n1 > n0)
+            gemm_packed_cols(c->lin_out, c->lin_in, c->lin_pk, c->lin_b, c->T, n0, n1, act,
+                             c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) /
+                                                          sizeof(float)));
+        return;
+    }
     /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
     const int blocks = (c->lin_N + 15) / 16;
     team_split(blocks, tid, n, &n0, &n1);
     n0 *= 16;
     n1 = n1 * 16 < c->lin_N ? n1 * 16 : c->lin_N;
     linear_forward_cols(c->lin_out, c->lin_in, c->lin_w, c->lin_b, c->T, c->lin_K, c->lin_N, n0,
-                        n1, c->lin_act ? &c->m->hp.activation : NULL);
+                        n1, act);
 }
 
 /* Residual add and LayerNorm, split by rows: x += o (if add_o), then
@@ -320,9 +333,10 @@ static void plan_attention(enc_workspace *ws)
     }
 }
 
-static void run_linear(block_ctx *c, float *out, const float *in, const float *w, const float *b,
-                       int K, int N, bool act)
+static void run_linear(block_ctx *c, float *out, const float *in, const float *w,
+                       const gemm_packed *pk, const float *b, int K, int N, bool act)
 {
+    c->lin_pk = pk && c->m->packed && gemm_enabled() ? pk : NULL;
     c->lin_out = out;
     c->lin_in = in;
     c->lin_w = w;
@@ -359,9 +373,9 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
-    run_linear(&c, ws->qkv, a_in, ly->w_qkv, ly->b_qkv, D, m->qkv_dim, false);
+    run_linear(&c, ws->qkv, a_in, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim, false);
     team_run(ws->team, phase_attention, &c);
-    run_linear(&c, ws->o, ws->z, ly->w_o, ly->b_o, D, D, false);
+    run_linear(&c, ws->o, ws->z, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
     const float *f_in = ws->x;
@@ -371,8 +385,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     } else {
         run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b);
     }
-    run_linear(&c, ws->h, f_in, ly->w_1, ly->b_1, D, F, true);
-    run_linear(&c, ws->o, ws->h, ly->w_2, ly->b_2, F, D, false);
+    run_linear(&c, ws->h, f_in, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
+    run_linear(&c, ws->o, ws->h, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
     run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
 

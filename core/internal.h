@@ -6,6 +6,7 @@
 #define ATTND_INTERNAL_H
 
 #include "encoder.h"
+#include "gemm.h"
 
 #include <stdint.h>
 
@@ -24,6 +25,9 @@ typedef struct enc_layer {
     float *ln1_b; /* (D) */
     float *ln2_w; /* (D) */
     float *ln2_b; /* (D) */
+    /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
+     * the CPU has no AVX-512 (cblas_sgemm on the weights above instead). */
+    gemm_packed *pk_qkv, *pk_o, *pk_1, *pk_2;
 } enc_layer;
 
 struct enc_model {
@@ -34,6 +38,7 @@ struct enc_model {
     enc_layer *layers;  /* (n_layers) */
     float *params;      /* every parameter, one allocation */
     size_t n_params;
+    bool packed;        /* some layer has a packed weight: workspaces need GEMM scratch */
     char sha256[65];    /* hex, or "" */
     char source[4096];  /* path or "seed:N" */
 };
@@ -43,6 +48,12 @@ struct enc_model {
 /* Allocates a model with hp's shapes and carves the layers out of one
  * zeroed allocation.  Returns an owned model or NULL (err set). */
 enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
+
+/* Packs every layer's Linear weights for the packed GEMM (gemm.h), when the
+ * CPU can run it, replacing any earlier packing: the constructors call it
+ * once the weights are final, and whoever changes params afterwards (tests)
+ * calls it again.  Best effort: a weight left unpacked runs on cblas_sgemm. */
+void model_pack(enc_model *m);
 
 /* The seeded generator enc_model_random uses: splitmix64 streams, one per
  * (seed, layer, tensor), so each tensor's numbers depend on nothing else. */

@@ -65,10 +65,34 @@ nomem:
     return NULL;
 }
 
+void model_pack(enc_model *m)
+{
+    const int D = m->hp.d_model, F = m->hp.d_ff;
+    m->packed = false;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        enc_layer *ly = &m->layers[l];
+        gemm_packed_free(ly->pk_qkv);
+        gemm_packed_free(ly->pk_o);
+        gemm_packed_free(ly->pk_1);
+        gemm_packed_free(ly->pk_2);
+        ly->pk_qkv = gemm_pack(ly->w_qkv, m->qkv_dim, D);
+        ly->pk_o = gemm_pack(ly->w_o, D, D);
+        ly->pk_1 = gemm_pack(ly->w_1, F, D);
+        ly->pk_2 = gemm_pack(ly->w_2, D, F);
+        m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;
+    }
+}
+
 void enc_model_free(enc_model *m)
 {
     if (!m)
         return;
+    for (int l = 0; m->layers && l < m->hp.n_layers; l++) {
+        gemm_packed_free(m->layers[l].pk_qkv);
+        gemm_packed_free(m->layers[l].pk_o);
+        gemm_packed_free(m->layers[l].pk_1);
+        gemm_packed_free(m->layers[l].pk_2);
+    }
     free(m->params);
     free(m->layers);
     free(m);
@@ -167,6 +191,7 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
         fill_value(ly->ln2_w, D, 1.0f);
     }
     snprintf(m->source, sizeof m->source, "seed:%llu", (unsigned long long)seed);
+    model_pack(m);
     return m;
 }
 
@@ -307,6 +332,7 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
     snprintf(m->source, sizeof m->source, "%s", path);
     free(used);
     st_close(&f);
+    model_pack(m);
     return m;
 error:
     free(used);

@@ -22,8 +22,8 @@
 #define INVALID_DIR TESTS_DIR "/fixtures/requests/invalid"
 
 /* A small default model keeps start-up and requests quick. */
-static const char *const small_model[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32",
-                                          "--seed", "3", NULL};
+static const char *const small_model[] = {"--d-model", "16",     "--n-heads", "4", "--d-ff",
+                                          "32",        "--seed", "3",         NULL};
 
 static daemon_proc dp;
 
@@ -46,11 +46,10 @@ static json_t *parse_body(const http_resp *r)
 /* The contract's error body, with the expected type and a message containing want. */
 static void assert_error(const http_resp *r, long status, const char *type, const char *want)
 {
-    ck_assert_msg(r->status == status, "status %ld, want %ld: %.300s", r->status, status,
-                  r->body);
+    ck_assert_msg(r->status == status, "status %ld, want %ld: %.300s", r->status, status, r->body);
     json_t *j = parse_body(r);
     json_t *e = json_object_get(j, "error");
-    ck_assert_msg(json_is_object(e), "no error object: %s", r->body);
+    ck_assert_msg(json_is_object(e), "no error object: %.500s", r->body);
     ck_assert_str_eq(json_string_value(json_object_get(e, "type")), type);
     const char *msg = json_string_value(json_object_get(e, "message"));
     ck_assert_msg(msg && strstr(msg, want), "message '%s' lacks '%s'", msg ? msg : "", want);
@@ -143,10 +142,6 @@ START_TEST(test_metrics_count_requests)
     }
     http_do(dp.port, "GET", "/nope", NULL, 0, NULL, &r);
     http_resp_free(&r);
-    ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
-    ck_assert_int_eq(r.status, 200);
-    char ct[128];
-    ck_assert_ptr_nonnull(strstr(http_header(&r, "Content-Type", ct, sizeof ct), "text/plain"));
     const char *want[] = {"attnd_requests_total{route=\"/v1/encode\",status=\"200\"} 3\n",
                           "attnd_requests_total{route=\"other\",status=\"404\"} 1\n",
                           "attnd_tokens_total 6\n",
@@ -157,8 +152,27 @@ START_TEST(test_metrics_count_requests)
                           "# TYPE attnd_request_duration_seconds histogram\n",
                           "attnd_requests_in_flight 1\n", /* this request */
                           "attnd_queue_depth 0\n"};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-        ck_assert_msg(strstr(r.body, want[i]), "metrics lack '%s':\n%s", want[i], r.body);
+    const size_t n_want = sizeof want / sizeof *want;
+    /* A request is counted when libmicrohttpd reports it completed, just
+     * after its response went out: the client can ask /metrics first.  So
+     * ask again (for at most 5 s) until the counts settle. */
+    size_t missing = 0;
+    for (int attempt = 0; attempt < 250; attempt++) {
+        if (attempt > 0) {
+            http_resp_free(&r);
+            usleep(20000);
+        }
+        ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        for (missing = 0; missing < n_want && strstr(r.body, want[missing]); missing++)
+            ;
+        if (missing == n_want)
+            break;
+    }
+    char ct[128];
+    ck_assert_ptr_nonnull(strstr(http_header(&r, "Content-Type", ct, sizeof ct), "text/plain"));
+    ck_assert_msg(missing == n_want, "metrics lack '%s':\n%.2000s",
+                  want[missing < n_want ? missing : 0], r.body);
     http_resp_free(&r);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
@@ -188,8 +202,8 @@ static void http_case_load(http_case *c, const char *name)
     torch_case_open(&c->f, name);
     json_t *cfg = json_loads(st_metadata(&c->f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
-    static const char *const keys[] = {"d_model", "n_heads", "n_kv_heads", "d_ff", "n_layers",
-                                       "activation", "layer_norm_eps"};
+    static const char *const keys[] = {"d_model",  "n_heads",    "n_kv_heads",    "d_ff",
+                                       "n_layers", "activation", "layer_norm_eps"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         char flag[64], val[64];
         snprintf(flag, sizeof flag, "--%s", keys[i]);
@@ -206,7 +220,8 @@ static void http_case_load(http_case *c, const char *name)
         add_arg(c, flag);
         add_arg(c, val);
     }
-    add_arg(c, json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first" : "--no-norm-first");
+    add_arg(c,
+            json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first" : "--no-norm-first");
     add_arg(c, json_is_true(json_object_get(cfg, "bias")) ? "--bias" : "--no-bias");
     snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
     add_arg(c, "--weights");
@@ -316,8 +331,8 @@ static void compare_seq(json_t *got, const float *want, const http_case *c, int 
     ck_assert_msg(worst <= 1e-4, "%s differs from PyTorch by %g", what, worst);
 }
 
-static const char *const http_cases[] = {"layer_post_relu", "mask_combined", "mask_lengths",
-                                         "stack3_post_gelu", "gqa_kv2", "weights_bf16",
+static const char *const http_cases[] = {"layer_post_relu",    "mask_combined",   "mask_lengths",
+                                         "stack3_post_gelu",   "gqa_kv2",         "weights_bf16",
                                          "mask_window_global", "mask_attn_add_3d"};
 
 START_TEST(test_encode_matches_torch)
@@ -399,7 +414,8 @@ START_TEST(test_encode_base64_and_forms)
     json_t *j = parse_body(&r);
     /* Ragged with lengths: one base64 string and one shape per sequence. */
     json_t *outs = json_object_get(j, "outputs"), *shapes = json_object_get(j, "outputs_shape");
-    json_t *atts = json_object_get(j, "attention"), *ashapes = json_object_get(j, "attention_shape");
+    json_t *atts = json_object_get(j, "attention"),
+           *ashapes = json_object_get(j, "attention_shape");
     ck_assert_uint_eq(json_array_size(outs), (size_t)c.B);
     float *want = torch_floats(&c.f, "out", NULL), *want_a = torch_floats(&c.f, "attn.0", NULL);
     for (int b = 0; b < c.B; b++) {
@@ -427,8 +443,7 @@ START_TEST(test_encode_base64_and_forms)
                 for (int k = 0; k < len; k++) {
                     float w = want_a[(((size_t)b * c.H + h) * c.L + i) * c.L + k];
                     float g = got[((size_t)h * len + i) * len + k];
-                    ck_assert_msg(fabsf(g - w) <= 1e-4f, "attention b%d h%d [%d][%d]", b, h, i,
-                                  k);
+                    ck_assert_msg(fabsf(g - w) <= 1e-4f, "attention b%d h%d [%d][%d]", b, h, i, k);
                 }
         free(raw);
     }
@@ -627,7 +642,8 @@ START_TEST(test_invalid_request_directory)
     int n = 0;
     const char *key;
     json_t *v;
-    json_object_foreach(cfg, key, v) {
+    json_object_foreach(cfg, key, v)
+    {
         char flag[64], val[64];
         snprintf(flag, sizeof flag, "--%s", key);
         for (char *p = flag; *p; p++)
@@ -642,7 +658,8 @@ START_TEST(test_invalid_request_directory)
     args[n] = NULL;
     start_or_fail((const char *const *)args, NULL);
     int checked = 0;
-    json_object_foreach(expect, key, v) {
+    json_object_foreach(expect, key, v)
+    {
         if (key[0] == '_')
             continue;
         char path[1024];
@@ -713,8 +730,9 @@ END_TEST
 
 START_TEST(test_cors)
 {
-    const char *args[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32", "--cors-origin",
-                          "https://app.example", NULL};
+    const char *args[] = {"--d-model", "16", "--n-heads",     "4",
+                          "--d-ff",    "32", "--cors-origin", "https://app.example",
+                          NULL};
     start_or_fail(args, NULL);
     http_resp r;
     char hv[128];
@@ -776,10 +794,12 @@ START_TEST(test_openapi_matches_daemon)
     const char *path;
     json_t *ops;
     int checked = 0;
-    json_object_foreach(json_object_get(spec, "paths"), path, ops) {
+    json_object_foreach(json_object_get(spec, "paths"), path, ops)
+    {
         const char *method;
         json_t *op;
-        json_object_foreach(ops, method, op) {
+        json_object_foreach(ops, method, op)
+        {
             char upper[16];
             size_t k = 0;
             for (; method[k] && k < sizeof upper - 1; k++)
@@ -788,9 +808,9 @@ START_TEST(test_openapi_matches_daemon)
             const char *body = "{\"embeddings\": [[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]}";
             static const char *const ct[] = {"Content-Type: application/json", NULL};
             bool post = strcmp(upper, "POST") == 0;
-            ck_assert_int_eq(http_do(dp.port, upper, path, post ? body : NULL,
-                                     post ? strlen(body) : 0, ct, &r),
-                             0);
+            ck_assert_int_eq(
+                http_do(dp.port, upper, path, post ? body : NULL, post ? strlen(body) : 0, ct, &r),
+                0);
             char status[8];
             snprintf(status, sizeof status, "%ld", r.status);
             ck_assert_msg(json_object_get(json_object_get(op, "responses"), status),
@@ -859,8 +879,8 @@ START_TEST(test_startup_errors)
     char *out = NULL;
     /* --help lists flags with their variables and defaults. */
     ck_assert_int_eq(run_attnd((const char *const[]){"--help", NULL}, NULL, &out), 0);
-    const char *flags[] = {"--port", "ATTND_PORT", "--weights", "ATTND_WEIGHTS", "--api-key",
-                           "--max-batch", "--check-config", "8080"};
+    const char *flags[] = {"--port",    "ATTND_PORT",  "--weights",      "ATTND_WEIGHTS",
+                           "--api-key", "--max-batch", "--check-config", "8080"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
     free(out);
@@ -878,8 +898,8 @@ START_TEST(test_startup_errors)
     snprintf(wpath, sizeof wpath, "%s%s", bad, "wrong_shape.safetensors");
     if (access(wpath, R_OK) != 0)
         snprintf(wpath, sizeof wpath, "%s%s", bad, "shape.safetensors");
-    const char *tiny[] = {"--check-config", "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
-                          "--weights", wpath, NULL};
+    const char *tiny[] = {"--check-config", "--d-model", "4",         "--n-heads", "2",
+                          "--d-ff",         "8",         "--weights", wpath,       NULL};
     ck_assert_int_ne(run_attnd(tiny, NULL, &out), 0);
     ck_assert_msg(strstr(out, "linear1.weight"), "%s", out);
     free(out);
@@ -890,8 +910,8 @@ START_TEST(test_startup_errors)
     ck_assert_msg(strstr(out, "configuration OK"), "%s", out);
     free(out);
     /* The same refusal at start-up without --check-config. */
-    const char *serve[] = {"--port", "0", "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
-                           "--weights", wpath, NULL};
+    const char *serve[] = {"--port", "0", "--d-model", "4",   "--n-heads", "2",
+                           "--d-ff", "8", "--weights", wpath, NULL};
     ck_assert_int_ne(run_attnd(serve, NULL, &out), 0);
     ck_assert_msg(strstr(out, "linear1.weight"), "%s", out);
     free(out);

@@ -36,6 +36,7 @@ static enc_model *random_model(const enc_hparams *hp, uint64_t seed)
     for (size_t i = 0; i < m->n_params; i++)
         m->params[i] += noise[i];
     free(noise);
+    model_pack(m); /* the Linears' packed copies follow the new weights */
     return m;
 }
 

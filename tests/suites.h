@@ -11,6 +11,7 @@ Suite *model_suite(void);
 Suite *attention_suite(void);
 Suite *torch_suite(void);
 Suite *naive_suite(void);
+Suite *gemm_suite(void);
 Suite *config_suite(void);
 Suite *encode_suite(void);
 Suite *http_suite(void);
