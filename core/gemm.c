@@ -6,9 +6,10 @@
  * L1 and a 1-2 MiB L2 per core:
  *   - k in blocks of KC, so the activation block (MC x KC) stays in L2 and a
  *     panel's slice (KC x NR, 96 KiB) streams through L1/L2 once per block;
- *   - rows in chunks of MC, each copied to the thread's scratch as MR-row
- *     strips, k-major (a contiguous broadcast source; rows K floats apart
- *     would also all fall in the same L1 sets when K is a multiple of 1024).
+ *   - rows in chunks of MC; when K is a multiple of 512 floats, each chunk
+ *     is copied to the thread's scratch as MR-row strips, k-major, because
+ *     rows K floats apart would fall in the same few L1 sets (all of them in
+ *     one set when K is a multiple of 1024); other K read rows in place.
  * Partial tiles: fewer rows by an instance of the kernel per row count,
  * fewer columns by masked loads and stores. */
 #include "gemm.h"
@@ -104,21 +105,23 @@ gemm_packed *gemm_pack(const float *w, int N, int K)
 enum { ACCUMULATE = 1, ADD_BIAS = 2 };
 
 /* c (mr, ldc), columns masked by m0 | m1 (=, or += with ACCUMULATE)
- *   a (kc, MR) . b (kc, NR) [+ bias (NR) with ADD_BIAS].
- * a holds mr rows (MR apart), b a panel's kc rows, 64-byte aligned. */
+ *   a (mr, kc) . b (kc, NR) [+ bias (NR) with ADD_BIAS].
+ * a's element (r, k) is a[r * rs + k * ks]: rs = 1, ks = MR for packed
+ * strips, rs = K, ks = 1 for the activations in place; b is a panel's kc
+ * rows, 64-byte aligned. */
 __attribute__((target("avx512f"), always_inline)) static inline void
-kernel(int mr, const float *a, const float *b, int kc, float *c, int ldc, unsigned mode,
-       const float *bias, __mmask16 m0, __mmask16 m1)
+kernel(int mr, const float *a, size_t rs, size_t ks, const float *b, int kc, float *c, int ldc,
+       unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
 {
     __m512 acc[GEMM_MR][2];
     for (int r = 0; r < GEMM_MR; r++)
         if (r < mr)
             acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++, a += GEMM_MR, b += GEMM_NR) {
+    for (int k = 0; k < kc; k++, a += ks, b += GEMM_NR) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         for (int r = 0; r < GEMM_MR; r++)
             if (r < mr) {
-                const __m512 ar = _mm512_set1_ps(a[r]);
+                const __m512 ar = _mm512_set1_ps(a[(size_t)r * rs]);
                 acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
                 acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
             }
@@ -145,22 +148,28 @@ kernel(int mr, const float *a, const float *b, int kc, float *c, int ldc, unsign
         }
 }
 
-/* The kernel for 1..MR rows, each an instance with its row count fixed. */
-__attribute__((target("avx512f"))) static void kernel_rows(int mr, const float *a, const float *b,
-                                                           int kc, float *c, int ldc, unsigned mode,
-                                                           const float *bias, __mmask16 m0,
-                                                           __mmask16 m1)
+/* The kernel for 1..MR rows, an instance per row count, on packed strips
+ * (lda 0) or in place (lda = the activations' row stride). */
+__attribute__((target("avx512f"))) static void
+kernel_rows(int mr, const float *a, int lda, const float *b, int kc, float *c, int ldc,
+            unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
 {
-    switch (mr) {
+    /* clang-format off */
 #define ROWS(n)                                                                                    \
     case n:                                                                                        \
-        kernel(n, a, b, kc, c, ldc, mode, bias, m0, m1);                                           \
+        if (lda)                                                                                   \
+            kernel(n, a, (size_t)lda, 1, b, kc, c, ldc, mode, bias, m0, m1);                       \
+        else                                                                                       \
+            kernel(n, a, 1, GEMM_MR, b, kc, c, ldc, mode, bias, m0, m1);                           \
         break;
-        ROWS(1)
-        ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
-#undef ROWS
-            default : break;
+    switch (mr) {
+    ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6)
+    ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
+    default:
+        break;
     }
+#undef ROWS
+    /* clang-format on */
 }
 
 /* Rows [0, mc) x columns [k0, k0 + kc) of in (.., K) into dst as MR-row
@@ -187,6 +196,10 @@ void gemm_packed_cols(float *out, const float *in, const gemm_packed *pw, const 
                       int p0, int p1, const enc_activation *act, float *scratch)
 {
     const int N = pw->N, K = pw->K;
+    /* Rows 2 KiB apart or a multiple of it would crowd a few L1 sets (all
+     * 12 in one set when K is a multiple of 1024): copy them into strips.
+     * Otherwise the kernel reads them in place, which saves the copy. */
+    const bool packs = ((size_t)K * sizeof(float)) % 2048 == 0;
     p1 = p1 < pw->P ? p1 : pw->P;
     for (int m0 = 0; m0 < M; m0 += MC) {
         const int mc = M - m0 < MC ? M - m0 : MC;
@@ -194,7 +207,8 @@ void gemm_packed_cols(float *out, const float *in, const gemm_packed *pw, const 
             const int kc = K - k0 < KC ? K - k0 : KC;
             const bool last = k0 + kc == K;
             const unsigned mode = (k0 > 0 ? ACCUMULATE : 0u) | (last && b ? ADD_BIAS : 0u);
-            pack_rows(scratch, in + (size_t)m0 * K, K, mc, k0, kc);
+            if (packs)
+                pack_rows(scratch, in + (size_t)m0 * K, K, mc, k0, kc);
             for (int p = p0; p < p1; p++) {
                 const int n0 = p * GEMM_NR, nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
                 const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
@@ -202,8 +216,10 @@ void gemm_packed_cols(float *out, const float *in, const gemm_packed *pw, const 
                 for (int i = 0; i < mc; i += GEMM_MR) {
                     const int mr = mc - i < GEMM_MR ? mc - i : GEMM_MR;
                     float *c = out + (size_t)(m0 + i) * N + n0;
-                    kernel_rows(mr, scratch + (size_t)i * kc, panel, kc, c, N, mode,
-                                b ? b + n0 : NULL, lo, hi);
+                    const float *a =
+                        packs ? scratch + (size_t)i * kc : in + (size_t)(m0 + i) * K + k0;
+                    kernel_rows(mr, a, packs ? 0 : K, panel, kc, c, N, mode, b ? b + n0 : NULL, lo,
+                                hi);
                     if (last && act)
                         for (int r = 0; r < mr; r++)
                             activation_forward(c + (size_t)r * N, (size_t)nn, *act);

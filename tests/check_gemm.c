@@ -1,6 +1,7 @@
 /* check_gemm.c - the prepacked Linear GEMM (core/gemm.c) against a plain
  * double-precision loop: odd sizes on every edge of its blocking (rows not a
- * multiple of 12, columns not a multiple of 32, K over one 768 block), bias
+ * multiple of 12, columns not a multiple of 32, K over one 768 block, K
+ * with and without the copy into strips), bias
  * and activation, thread shares of panels, and rows that do not depend on
  * the rest of the batch. */
 #include "internal.h"
@@ -34,9 +35,23 @@ static float *scratch_new(void)
 
 /* M, K, N, bias, activation (-1: none) */
 static const int shapes[][5] = {
-    {1, 1, 1, 1, -1},     {1, 768, 768, 1, -1}, {12, 64, 32, 0, -1},   {13, 65, 33, 1, 0},
-    {25, 100, 77, 1, 1},  {7, 3, 200, 0, 2},    {193, 40, 48, 1, -1},  {5, 769, 31, 1, -1},
-    {30, 1600, 70, 1, 1}, {200, 17, 15, 0, -1}, {37, 2304, 96, 1, -1}, {11, 5, 1, 1, 0},
+    {1, 1, 1, 1, -1},
+    {1, 768, 768, 1, -1},
+    {12, 64, 32, 0, -1},
+    {13, 65, 33, 1, 0},
+    {25, 100, 77, 1, 1},
+    {7, 3, 200, 0, 2},
+    {193, 40, 48, 1, -1},
+    {5, 769, 31, 1, -1},
+    {30, 1600, 70, 1, 1},
+    {200, 17, 15, 0, -1},
+    {37, 2304, 96, 1, -1},
+    {11, 5, 1, 1, 0},
+    /* K a multiple of 512: rows copied into strips first (K = 3072 as in
+     * BERT-base's second Linear, 2048 over two blocks) */
+    {14, 2048, 40, 1, 1},
+    {3, 512, 33, 0, -1},
+    {25, 3072, 64, 1, 2},
 };
 
 START_TEST(test_packed_matches_reference)
