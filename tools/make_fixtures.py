@@ -116,6 +116,14 @@ CASES = [
      dict(prefixed=True)),
     ("odd_sizes", "D 12, H 3, F 20, B 3, L 7, lengths [7, 1, 4]",
      dict(D=12, H=3, F=20, B=3, L=7, lengths=(7, 1, 4))),
+    ("long_tiled", "D 64, H 4, F 512, gelu, B 2, L 130, lengths [130, 97]: attention in "
+     "tiles of 64 query rows, 227 tokens (past one 192-row chunk of the packed GEMM), K = 512 "
+     "in linear2 (its rows copied into strips)",
+     dict(D=64, H=4, F=512, act="gelu", B=2, L=130, lengths=(130, 97))),
+    ("long_masked", "as long_tiled, pre-norm, with causal + window left 50 right 10 + "
+     "global [0, 100]: masks across tile edges",
+     dict(D=64, H=4, F=512, act="gelu", B=2, L=130, lengths=(130, 97), norm_first=True,
+          causal=True, window=(50, 10), global_=(0, 100))),
 ]
 
 
