@@ -60,6 +60,7 @@
 #include <errno.h>
 #include <float.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -184,15 +185,27 @@ static int b64_value(unsigned char c)
 
 /* Encodes n bytes (n a multiple of 3, or the final piece) to dst: 4 chars
  * per 3 bytes, '=' padding on a short final group.  Returns chars written. */
+/* The two characters of every 12 bits (built from B64_ALPHABET on first use):
+ * one table read per two output characters. */
+static char b64_pairs[4096][2];
+static pthread_once_t b64_pairs_once = PTHREAD_ONCE_INIT;
+
+static void b64_pairs_init(void)
+{
+    for (unsigned v = 0; v < 4096; v++) {
+        b64_pairs[v][0] = B64_ALPHABET[v >> 6];
+        b64_pairs[v][1] = B64_ALPHABET[v & 63];
+    }
+}
+
 static size_t b64_encode_block(const unsigned char *src, size_t n, char *dst)
 {
+    pthread_once(&b64_pairs_once, b64_pairs_init);
     size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        unsigned v = (unsigned)src[i] << 16 | (unsigned)src[i + 1] << 8 | src[i + 2];
-        dst[o++] = B64_ALPHABET[v >> 18 & 63];
-        dst[o++] = B64_ALPHABET[v >> 12 & 63];
-        dst[o++] = B64_ALPHABET[v >> 6 & 63];
-        dst[o++] = B64_ALPHABET[v & 63];
+    for (; i + 3 <= n; i += 3, o += 4) {
+        const unsigned v = (unsigned)src[i] << 16 | (unsigned)src[i + 1] << 8 | src[i + 2];
+        memcpy(dst + o, b64_pairs[v >> 12], 2);
+        memcpy(dst + o + 2, b64_pairs[v & 4095], 2);
     }
     if (n - i == 1) {
         unsigned v = (unsigned)src[i] << 16;
@@ -224,10 +237,37 @@ static size_t b64_decoded_size(const char *s, size_t len)
  * b64_decoded_size bytes.  Returns 0, or -1 with *bad the offset of the
  * first character that is not valid there (a non-alphabet character, or '='
  * other than one or two at the very end). */
+/* Each character's 6 bits, or B64_BAD: the table the decoder's fast loop
+ * reads (built from B64_ALPHABET on first use). */
+#define B64_BAD 0x100u
+static uint16_t b64_table[256];
+static pthread_once_t b64_table_once = PTHREAD_ONCE_INIT;
+
+static void b64_table_init(void)
+{
+    for (int c = 0; c < 256; c++)
+        b64_table[c] = B64_BAD;
+    for (unsigned v = 0; v < 64; v++)
+        b64_table[(unsigned char)B64_ALPHABET[v]] = (uint16_t)v;
+}
+
 static int b64_decode_into(const char *s, size_t len, unsigned char *out, size_t *bad)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
+    pthread_once(&b64_table_once, b64_table_init);
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0, i = 0;
+    /* Every group but the last has no padding: four table reads, one check. */
+    for (; i + 4 < len; i += 4, o += 3) {
+        const uint32_t a = b64_table[u[i]], b = b64_table[u[i + 1]], c = b64_table[u[i + 2]],
+                       d = b64_table[u[i + 3]];
+        if ((a | b | c | d) & B64_BAD)
+            break; /* the careful loop below finds the character */
+        const uint32_t v = a << 18 | b << 12 | c << 6 | d;
+        out[o] = (unsigned char)(v >> 16);
+        out[o + 1] = (unsigned char)(v >> 8);
+        out[o + 2] = (unsigned char)v;
+    }
+    for (; i < len; i += 4) {
         const bool last = i + 4 == len;
         int v[4];
         for (int k = 0; k < 4; k++) {
@@ -340,10 +380,10 @@ static const char *skip_ws(const char *p, const char *end)
 
 /* What one pass over a JSON number token tells. */
 typedef struct num_token {
-    size_t len;     /* bytes */
-    bool integer;   /* no fraction, no exponent: jansson reads it as an int64 */
-    size_t digits;  /* digits before any fraction */
-    long mag;       /* |value| < 10^mag, or MAG_ZERO */
+    size_t len;    /* bytes */
+    bool integer;  /* no fraction, no exponent: jansson reads it as an int64 */
+    size_t digits; /* digits before any fraction */
+    long mag;      /* |value| < 10^mag, or MAG_ZERO */
 } num_token;
 
 /* Scans the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)
@@ -568,7 +608,7 @@ static u128 div_round128(u128 num, u128 den)
  * of this code's reach (the caller uses snprintf). */
 static bool scale_round(uint32_t m, int e2, int k, uint64_t *r)
 {
-    if (k >= 0) { /* m * 5^k * 2^(e2 + k) */
+    if (k >= 0) {   /* m * 5^k * 2^(e2 + k) */
         if (k > 44) /* m * 5^k must stay under 2^128 */
             return false;
         const int s = e2 + k;
@@ -585,8 +625,7 @@ static bool scale_round(uint32_t m, int e2, int k, uint64_t *r)
             }
             return true;
         }
-        const u128 P =
-            k <= 27 ? (u128)m * POW5_U64[k] : (u128)m * POW5_U64[27] * POW5_U64[k - 27];
+        const u128 P = k <= 27 ? (u128)m * POW5_U64[k] : (u128)m * POW5_U64[27] * POW5_U64[k - 27];
         u128 q;
         if (s >= 0) {
             if (s > 127 || P > ((u128)-1) >> s)
@@ -635,9 +674,10 @@ static const double POW10_NEAR[86] = {
     1e19,  1e20,  1e21,  1e22,  1e23,  1e24,  1e25,  1e26,  1e27,  1e28,  1e29,  1e30,  1e31,
     1e32,  1e33,  1e34,  1e35,  1e36,  1e37,  1e38,  1e39};
 
-static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233"
-                                 "34353637383940414243444546474849505152535455565758596061626364656667"
-                                 "6869707172737475767778798081828384858687888990919293949596979899";
+static const char DIGITS2[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
 
 /* v < 10^8 as 8 ASCII digits in a register, stored (memcpy) in reading order. */
 static uint64_t digits8(uint32_t v)
@@ -743,8 +783,8 @@ static size_t fmt_float(char *out, float f, int p)
     const uint32_t r9 = (uint32_t)(r * POW10_U64[9 - p]), c0 = r9 / 100000000u;
     const uint64_t rest = digits8(r9 - c0 * 100000000u);
     const uint64_t vals = rest - UINT64_C(0x3030303030303030); /* digit values */
-    const int nd = vals ? 9 - trailing_zero_bytes(vals) : 1; /* %g drops trailing zeros */
-    if (x < -4 || x >= p) { /* d.ddde+XX */
+    const int nd = vals ? 9 - trailing_zero_bytes(vals) : 1;   /* %g drops trailing zeros */
+    if (x < -4 || x >= p) {                                    /* d.ddde+XX */
         o[0] = (char)('0' + c0);
         o[1] = '.';
         memcpy(o + 2, &rest, 8);
@@ -981,7 +1021,8 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
  *    and only then allocates x and reads the numbers into it (a second pass
  *    over the array's text). */
 
-#define JSON_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused */
+#define JSON_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused   \
+                             */
 
 static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
 
@@ -992,20 +1033,24 @@ static const char *const V_NAME[] = {"an array", "an object", "a string",
 enum { FORM_UNKNOWN, FORM_BATCHED, FORM_SEQUENCE };
 
 typedef struct emb_scan {
-    size_t D;             /* d_model */
-    bool found;           /* the top-level "embeddings" is an array, scanned here */
-    size_t start, end;    /* its bytes in the body */
-    bool bad_syntax;      /* it is not valid JSON: jansson words the error */
-    bool objects;         /* it holds objects: jansson checks the whole body */
+    size_t D;          /* d_model */
+    bool found;        /* the top-level "embeddings" is an array, scanned here */
+    size_t start, end; /* its bytes in the body */
+    bool bad_syntax;   /* it is not valid JSON: jansson words the error */
+    bool objects;      /* it holds objects: jansson checks the whole body */
     bool oom;
     int form;
-    size_t num_depth;     /* where numbers go (3 batched, 2 not), once the form is known */
+    size_t num_depth; /* where numbers go (3 batched, 2 not), once the form is known */
     size_t B, L;
-    bool shape_bad;       /* nested_shape's errors: before the limits */
+    bool shape_bad; /* nested_shape's errors: before the limits */
     char shape_msg[256];
-    bool walk_bad;        /* the walk's first error: after the limits */
-    size_t key[3];        /* its place in the walk's order: (b, i + 1, k + 1), 0 = the container */
+    bool walk_bad; /* the walk's first error: after the limits */
+    size_t key[3]; /* its place in the walk's order: (b, i + 1, k + 1), 0 = the container */
     char walk_msg[256];
+    /* The top-level "embeddings_b64" string, when its text is plain
+     * printable ASCII (no escapes): read from the body, not by jansson. */
+    bool b64_found;
+    size_t b64_start, b64_end; /* its characters, between the quotes */
 } emb_scan;
 
 static void shape_error(emb_scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1250,8 +1295,8 @@ static bool key_is(const char *s, size_t n, const char *want)
 static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const char *end)
 {
     const char *p = s;
-    size_t depth = 0;      /* arrays open: the level of the next value */
-    size_t idx[3] = {0};   /* the entry being read in each of the outer three arrays */
+    size_t depth = 0;    /* arrays open: the level of the next value */
+    size_t idx[3] = {0}; /* the entry being read in each of the outer three arrays */
     for (;;) {
         /* a value at level depth starts at p (p < end) */
         if (depth + 2 > JSON_MAX_DEPTH) /* the body's object is 1, embeddings 2 */
@@ -1365,6 +1410,7 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
         if (!q)
             return;
         const bool emb = key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings");
+        const bool b64 = key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings_b64");
         p = skip_ws(q, end);
         if (p == end || *p != ':')
             return;
@@ -1379,6 +1425,18 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
             }
             return; /* a second "embeddings" is jansson's duplicate key */
         }
+        if (b64 && *p == '"' && !sc->b64_found) { /* a second one: jansson's duplicate key */
+            const char *s = memchr(p + 1, '"', (size_t)(end - (p + 1)));
+            unsigned odd = 0; /* a byte jansson would read otherwise: escapes, controls, UTF-8 */
+            for (const unsigned char *c = (const unsigned char *)p + 1;
+                 s && c < (const unsigned char *)s; c++)
+                odd |= (unsigned)(*c < 0x20) | (unsigned)(*c > 0x7e) | (unsigned)(*c == '\\');
+            if (s && !odd) {
+                sc->b64_found = true;
+                sc->b64_start = (size_t)(p + 1 - body);
+                sc->b64_end = (size_t)(s - body);
+            }
+        }
         if (!(p = skip_value(p, end)))
             return;
         p = skip_ws(p, end);
@@ -1389,41 +1447,51 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
 }
 
 /* The body as jansson values, with the scanned embeddings array replaced
- * by [] (its numbers are read from the text).  NULL when the body is not
- * valid JSON, with *jerr as jansson words it for the body itself (or *oom). */
-static json_t *load_root(const emb_scan *sc, const char *body, size_t len, json_error_t *jerr,
-                         bool *oom)
+ * by [] (its numbers are read from the text), or else the plain
+ * embeddings_b64 string by "" (its characters are decoded from the text).
+ * NULL when the body is not valid JSON, with *jerr as jansson words it for
+ * the body itself (or *oom). */
+static json_t *load_root(emb_scan *sc, const char *body, size_t len, json_error_t *jerr, bool *oom)
 {
-    if (!sc->found || sc->bad_syntax || sc->objects)
+    size_t start, end; /* the bytes replaced */
+    const char *empty; /* by this */
+    if (sc->found && !sc->bad_syntax && !sc->objects) {
+        start = sc->start, end = sc->end, empty = "[]";
+        sc->b64_found = false; /* both keys: the request is refused anyway */
+    } else if (sc->b64_found && !sc->found) {
+        start = sc->b64_start - 1, end = sc->b64_end + 1, empty = "\"\"";
+    } else {
+        sc->b64_found = false;
         return json_loadb(body, len, JSON_REJECT_DUPLICATES, jerr);
-    const size_t tail = len - sc->end;
-    char *doc = malloc(sc->start + 2 + tail);
+    }
+    const size_t tail = len - end;
+    char *doc = malloc(start + 2 + tail);
     if (!doc) {
         *oom = true;
         return NULL;
     }
-    memcpy(doc, body, sc->start);
-    memcpy(doc + sc->start, "[]", 2);
-    memcpy(doc + sc->start + 2, body + sc->end, tail);
-    json_t *root = json_loadb(doc, sc->start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
+    memcpy(doc, body, start);
+    memcpy(doc + start, empty, 2);
+    memcpy(doc + start + 2, body + end, tail);
+    json_t *root = json_loadb(doc, start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
     free(doc);
     if (root || !(doc = malloc(len)))
         return root;
-    /* Invalid outside the array: again with "[  ...  ]" that keeps its
-     * newlines and one column per character (jansson counts characters,
-     * not bytes), so the line and column are the body's. */
-    memcpy(doc, body, sc->start);
-    size_t n = sc->start;
-    doc[n++] = '[';
-    for (size_t i = sc->start + 1; i + 1 < sc->end; i++) {
+    /* Invalid outside the value: again with "[  ...  ]" (or "  ...  ")
+     * that keeps its newlines and one column per character (jansson counts
+     * characters, not bytes), so the line and column are the body's. */
+    memcpy(doc, body, start);
+    size_t n = start;
+    doc[n++] = empty[0];
+    for (size_t i = start + 1; i + 1 < end; i++) {
         const unsigned char c = (unsigned char)body[i];
         if (c == '\n')
             doc[n++] = '\n';
         else if ((c & 0xc0) != 0x80 && c != 0) /* not a UTF-8 continuation byte, nor a */
-            doc[n++] = ' ';                      /* NUL jansson dropped (no column either) */
+            doc[n++] = ' ';                    /* NUL jansson dropped (no column either) */
     }
-    doc[n++] = ']';
-    memcpy(doc + n, body + sc->end, tail);
+    doc[n++] = empty[1];
+    memcpy(doc + n, body + end, tail);
     json_error_t padded;
     if (!json_loadb(doc, n + tail, JSON_REJECT_DUPLICATES, &padded))
         *jerr = padded;
@@ -1483,9 +1551,11 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
     return 0;
 }
 
-/* embeddings_b64 + shape. */
+/* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
+ * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape,
-                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+                     const emb_scan *sc, const char *body, const enc_hparams *hp,
+                     const api_limits *lim, api_error *err)
 {
     if (!json_is_string(text))
         return BAD("embeddings_b64 must be a base64 string, not %s", kind_of(text));
@@ -1512,8 +1582,9 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     if (check_limits(req, B, L, hp, lim, err) < 0)
         return -1;
 
-    const char *s = json_string_value(text);
-    const size_t len = json_string_length(text), n_floats = B * L * D;
+    const char *s = sc->b64_found ? body + sc->b64_start : json_string_value(text);
+    const size_t len = sc->b64_found ? sc->b64_end - sc->b64_start : json_string_length(text);
+    const size_t n_floats = B * L * D;
     if (len % 4)
         return BAD("embeddings_b64 is not valid base64: its length (%zu) is not a multiple of 4",
                    len);
@@ -1838,7 +1909,7 @@ static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, con
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
     if ((emb ? parse_nested(req, emb, sc, body, hp, lim, err)
-             : parse_b64(req, b64, shape, hp, lim, err)) < 0)
+             : parse_b64(req, b64, shape, sc, body, hp, lim, err)) < 0)
         return -1;
     req->batch.x = req->x;
 
@@ -1850,8 +1921,7 @@ static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, con
     return 0;
 }
 
-int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                         const api_limits *limits, api_error *err)
+int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err)
 {
     memset(req, 0, sizeof *req);
     req->batch.mask.window_left = ENC_WINDOW_NONE;
@@ -1866,6 +1936,25 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
     req->layers = alloc_zero((size_t)hp->n_layers, sizeof *req->layers);
     if (!req->want_layer || !req->layers)
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    return 0;
+}
+
+int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
+                        const api_limits *limits, api_error *err)
+{
+    return check_limits(req, B, L, hp, limits, err);
+}
+
+int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
+{
+    return parse_mask(req, mask, err);
+}
+
+int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                         const api_limits *limits, api_error *err)
+{
+    if (encode_request_init(req, hp, err) < 0)
+        return -1;
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;

@@ -69,6 +69,25 @@ typedef struct encode_request {
 int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
                          const api_limits *limits, api_error *err);
 
+/* For other codecs that fill an encode_request themselves (v2.c): */
+
+/* Zeroes req and sets the defaults of an empty request for hp: no mask
+ * (windows unbounded), attention "heads", precision 9, want_layer and layers
+ * allocated (all false).  Returns 0, or -1 (API_INTERNAL for bad hp,
+ * API_UNAVAILABLE when out of memory); req is then safe to free. */
+int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err);
+
+/* The limits check encode_request_parse runs as soon as B and L are known
+ * (413 naming the limit; needs req->attn_mode and req->want_layer set). */
+int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
+                        const api_limits *limits, api_error *err);
+
+/* Parses a /v1 "mask" object (causal, window, global, key_padding, attn)
+ * into req->batch.mask; req->batch.B, .L and req->batched must be set.
+ * Messages name the option as "mask.<option>". */
+struct json_t;
+int encode_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
+
 /* Allocates req->out and req->attn[l] for the wanted layers (zeroed).
  * Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);

@@ -920,6 +920,70 @@ START_TEST(test_base64_rejects)
 }
 END_TEST
 
+/* embeddings_b64 in a body: plain text is decoded from the body, text with
+ * JSON escapes goes through jansson; both give the same floats, and a bad
+ * character deep in the text is named with its offset. */
+START_TEST(test_base64_body_paths)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 4;
+    hp.n_heads = hp.n_kv_heads = 1;
+    hp.d_ff = 8;
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 20};
+    /* 8 floats; 0x3fffffff (1.99999988) encodes as "////" */
+    static const uint32_t bits[8] = {0x3fffffffu, 0x3f800000u, 0xc0490fdbu, 0x00000001u,
+                                     0x7f7fffffu, 0x80000000u, 0x3eaaaaabu, 0x42280000u};
+    unsigned char le[32];
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 4; j++)
+            le[4 * k + j] = (unsigned char)(bits[k] >> (8 * j));
+    size_t n;
+    char *b64 = base64_encode(le, sizeof le, &n);
+    ck_assert_ptr_nonnull(strstr(b64, "////"));
+    /* The same text with every '/' written "\/" and the first 'A' as \u0041. */
+    char esc[128] = "", *e = esc;
+    for (const char *c = b64; *c; c++)
+        e += *c == '/' ? sprintf(e, "\\/") : sprintf(e, "%c", *c);
+    char *a = strchr(esc, 'A');
+    ck_assert_ptr_nonnull(a);
+    char esc2[160];
+    snprintf(esc2, sizeof esc2, "%.*s\\u0041%s", (int)(a - esc), esc, a + 1);
+    const char *texts[] = {b64, esc, esc2};
+    for (int t = 0; t < 3; t++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"shape\": [2, 4], \"embeddings_b64\": \"%s\"}", texts[t]);
+        encode_request req;
+        api_error err = {0};
+        ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0,
+                      "%s: %s", body, err.message);
+        ck_assert_int_eq(req.batch.B, 1);
+        ck_assert_int_eq(req.batch.L, 2);
+        ck_assert(!req.batched);
+        for (int k = 0; k < 8; k++) {
+            uint32_t u;
+            memcpy(&u, &req.x[k], 4);
+            ck_assert_msg(u == bits[k], "%s: float %d is %08x, want %08x", body, k, u, bits[k]);
+        }
+        encode_request_free(&req);
+    }
+    /* A bad character past the first groups, in both paths. */
+    for (int t = 0; t < 2; t++) {
+        char bad[64], body[256];
+        snprintf(bad, sizeof bad, "%s", b64);
+        bad[21] = t ? '\x01' : '.';
+        snprintf(body, sizeof body, "{\"shape\": [2, 4], \"embeddings_b64\": \"%s\"}", bad);
+        encode_request req;
+        api_error err = {0};
+        ck_assert_int_eq(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err), -1);
+        encode_request_free(&req);
+        const char *want = t ? "invalid JSON at line 1, column" : "'.' at offset 21";
+        ck_assert_msg(strstr(err.message, want), "'%s' lacks '%s'", err.message, want);
+    }
+    free(b64);
+}
+END_TEST
+
 /* ---- the invalid request directory ------------------------------------------------- */
 
 static char *read_file(const char *path, size_t *size)
@@ -1556,11 +1620,11 @@ START_TEST(test_number_parse_edges)
         "1.00000005960464477539062500", "1.000000059604644775390625001",
         "1.0000000596046447753906249", "16777217", "16777219", "0.1", "0.2", "0.3", "2.5e-8",
         "8.589973e9", "1e10", "1e11", "4294967295", "4294967296.5"};
-    static const char *const bad[] = {"",   "01",   "-01", "00",   "+1",    ".5",        "1.",
-                                      "-",  "--1",  "1e",  "1e+",  "1e-",   "1E",        "NaN",
-                                      "nan", "inf", "Infinity", "-Infinity", "0x10", "1.5.3",
-                                      " 1", "1 ",   "1e5.5", "1,5", "1_000", "-.5", "1.e5", "e5",
-                                      "0.", "1ee5", "1e+-5", "\xd9\xa1", "1\n"};
+    static const char *const bad[] = {
+        "",     "01",    "-01",  "00",    "+1",       ".5",  "1.",    "-",        "--1",
+        "1e",   "1e+",   "1e-",  "1E",    "NaN",      "nan", "inf",   "Infinity", "-Infinity",
+        "0x10", "1.5.3", " 1",   "1 ",    "1e5.5",    "1,5", "1_000", "-.5",      "1.e5",
+        "e5",   "0.",    "1ee5", "1e+-5", "\xd9\xa1", "1\n"};
     chk k = {0};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         number_is_strtod(&k, good[i]);
@@ -1616,7 +1680,7 @@ START_TEST(test_number_parse_random)
             const int int_digits = 1 + (int)((r >> 8) % 22), frac = (int)((r >> 16) % 24);
             for (int d = 0; d < int_digits; d++)
                 text[n++] = (char)('0' + (d == 0 && int_digits > 1 ? 1 + splitmix(&s) % 9
-                                                                     : splitmix(&s) % 10));
+                                                                   : splitmix(&s) % 10));
             if (int_digits == 1 && (r >> 30) % 3 == 0)
                 text[n - 1] = '0'; /* 0.xxx */
             if (frac) {
@@ -1695,12 +1759,13 @@ static void format_is_snprintf(chk *k, float f, int p)
 START_TEST(test_format_float_edges)
 {
     chk k = {0};
-    const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 2.5f, 0.25f, 0.125f, 0.375f,
-                              1.5f, 9.5f, 95.0f, 0.95f, 0.0001f, 0.00001f, 123456789.0f,
-                              16777216.0f, 16777215.0f, 1e9f, 1e10f, 3e30f, 1.5e-7f,
-                              FLT_MIN, -FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX,
-                              9.9999995f, 9.999999f, 0.99999994f, 99999.99f, 999999.94f,
-                              1e-36f, 1e-37f, 1e-38f, 1e-39f, 1e-40f, 1e-44f, 3.4e38f};
+    const float specials[] = {
+        0.0f,       -0.0f,        1.0f,        -1.0f,        0.5f,          2.5f,    0.25f,
+        0.125f,     0.375f,       1.5f,        9.5f,         95.0f,         0.95f,   0.0001f,
+        0.00001f,   123456789.0f, 16777216.0f, 16777215.0f,  1e9f,          1e10f,   3e30f,
+        1.5e-7f,    FLT_MIN,      -FLT_MIN,    FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX,
+        9.9999995f, 9.999999f,    0.99999994f, 99999.99f,    999999.94f,    1e-36f,  1e-37f,
+        1e-38f,     1e-39f,       1e-40f,      1e-44f,       3.4e38f};
     for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
         for (int p = 1; p <= 9; p++)
             format_is_snprintf(&k, specials[i], p);
@@ -1833,8 +1898,8 @@ START_TEST(test_scanner_messages)
             ck_assert_msg(rc == 0, "%s: %s", cases[i].body, err.message);
         } else {
             ck_assert_msg(rc < 0 && api_error_status(err.kind) == cases[i].status,
-                          "%s: status %d (%s), want %d", cases[i].body,
-                          api_error_status(err.kind), err.message, cases[i].status);
+                          "%s: status %d (%s), want %d", cases[i].body, api_error_status(err.kind),
+                          err.message, cases[i].status);
             ck_assert_msg(strstr(err.message, cases[i].message) != NULL,
                           "%s: message '%s' lacks '%s'", cases[i].body, err.message,
                           cases[i].message);
@@ -1853,8 +1918,8 @@ START_TEST(test_scanner_messages)
     /* jansson 2.14 drops one NUL byte after a number: so does the scanner. */
     static const char nul_body[] = "{\"embeddings\": [[1\0, 2, 3, 4]]}";
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(
-        encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &s.lim, &err), 0);
+    ck_assert_int_eq(encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &s.lim, &err),
+                     0);
     ck_assert(req.x[0] == 1.0f && req.x[3] == 4.0f);
     encode_request_free(&req);
     enc_model_free(s.model);
@@ -1899,6 +1964,14 @@ START_TEST(test_scanner_syntax)
         "[[1, 2, 3, 4]] x",
         "{\"embeddings\" [[1, 2, 3, 4]]}",
         "{\"precision\": 4 \"embeddings\": [[1, 2, 3, 4]]}",
+        /* embeddings_b64's characters are read from the body too */
+        "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1, 4],}",
+        "{\"embeddings_b64\": \"AAAA\nAAAA\", \"shape\": [1, 4]}",
+        "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==\", \"embeddings_b64\": \"AAAA\"}",
+        "{\"embeddings_b64\":\n \"AAAAAAAAAAAAAAAAAAAAAA==\"\n \"shape\": [1, 4]}",
+        "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1, 4]} x",
+        "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==, \"shape\": [1, 4]}",
+        "{\"embeddings_b64\": \"\xc3\xa9" "AAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1 4]}",
     };
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
         const char *body = bodies[i];
@@ -1930,8 +2003,9 @@ START_TEST(test_scanner_syntax)
         encode_request req;
         api_error err;
         ck_assert_int_eq(parse_small(&s, nest, &req, &err), -1);
-        ck_assert_msg(strstr(err.message, n == 2048 ? "maximum parsing depth reached"
-                                                   : "embeddings[0][0] has 1 number; d_model is 4"),
+        ck_assert_msg(strstr(err.message, n == 2048
+                                              ? "maximum parsing depth reached"
+                                              : "embeddings[0][0] has 1 number; d_model is 4"),
                       "%d arrays: %s", n, err.message);
         encode_request_free(&req);
     }
@@ -1965,6 +2039,7 @@ Suite *encode_suite(void)
     tcase_add_test(tc, test_number_parse_grammar);
     tcase_add_test(tc, test_format_float_edges);
     tcase_add_test(tc, test_format_float_random);
+    tcase_add_test(tc, test_base64_body_paths);
     tcase_add_test(tc, test_scanner_messages);
     tcase_add_test(tc, test_scanner_syntax);
     suite_add_tcase(s, tc);
