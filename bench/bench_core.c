@@ -3,12 +3,15 @@
  *   bench_core info                      OpenBLAS build and core name
  *   bench_core roofline [options]        cblas_sgemm N x N x N: GFLOP/s
  *   bench_core core --batch B --len L [options]
- *                                        enc_forward with per-head attention
- *                                        weights: best and median ms, GFLOP/s
+ *                                        enc_forward, per-head attention
+ *                                        weights unless --attention says
+ *                                        otherwise: best and median ms,
+ *                                        GFLOP/s, peak resident memory
  * options: --threads T (2): enc_set_threads(T) for "core", OpenBLAS threads
  *          for "roofline";  --repeat R (20)  --warmup W (3)  --n N (2048)
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
+ *          --attention heads|mean|none (heads)
  *
  * Each mode prints one human-readable line, then one "RESULT key=value ..."
  * line for bench/run.sh.  Timings are wall-clock (CLOCK_MONOTONIC) around each
@@ -33,6 +36,7 @@ typedef struct options {
     int n; /* sgemm size for "roofline" */
     enc_hparams hp;
     unsigned long seed;
+    enc_attn_mode attn;
 } options;
 
 static void usage(void)
@@ -41,7 +45,8 @@ static void usage(void)
           "       bench_core roofline [--n N] [--threads T] [--repeat R] [--warmup W]\n"
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A]"
-          " [--seed S]\n",
+          " [--seed S]\n"
+          "                       [--attention heads|mean|none]\n",
           stderr);
     exit(2);
 }
@@ -60,7 +65,7 @@ static int parse_int(const char *flag, const char *s, long min)
 
 static options parse_args(int argc, char **argv)
 {
-    options o = {.threads = 2, .repeat = 20, .warmup = 3, .n = 2048};
+    options o = {.threads = 2, .repeat = 20, .warmup = 3, .n = 2048, .attn = ENC_ATTN_HEADS};
     enc_hparams_default(&o.hp);
     o.hp.d_model = 768;
     o.hp.n_heads = o.hp.n_kv_heads = 12;
@@ -93,7 +98,12 @@ static options parse_args(int argc, char **argv)
             o.hp.d_ff = parse_int(f, v, 1);
         else if (!strcmp(f, "--seed"))
             o.seed = (unsigned long)parse_int(f, v, 0);
-        else if (!strcmp(f, "--activation")) {
+        else if (!strcmp(f, "--attention")) {
+            if (!strcmp(v, "heads") || !strcmp(v, "mean") || !strcmp(v, "none"))
+                o.attn = v[0] == 'h' ? ENC_ATTN_HEADS : v[0] == 'm' ? ENC_ATTN_MEAN : ENC_ATTN_NONE;
+            else
+                usage();
+        } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
                 exit(2);
@@ -123,6 +133,20 @@ static double *alloc_doubles(size_t n)
         exit(1);
     }
     return p;
+}
+
+/* This process's peak resident memory in MiB (VmHWM), or -1. */
+static double peak_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb < 0 ? -1 : kb / 1024;
 }
 
 /* Sorts ms (n) in place and returns its best (smallest) and median. */
@@ -174,7 +198,7 @@ static int run_roofline(const options *o)
     return 0;
 }
 
-/* enc_forward on a (B, L, D) input with per-head attention weights. */
+/* enc_forward on a (B, L, D) input, with o->attn attention weights. */
 static int run_core(const options *o)
 {
     if (!o->batch || !o->len)
@@ -193,15 +217,18 @@ static int run_core(const options *o)
         return 1;
     }
 
-    float *x = alloc_floats(B * L * D);        /* (B, L, D) */
-    float *out = alloc_floats(B * L * D);      /* (B, L, D) */
-    float *attn = alloc_floats(B * H * L * L); /* (B, H, L, L) */
+    float *x = alloc_floats(B * L * D);   /* (B, L, D) */
+    float *out = alloc_floats(B * L * D); /* (B, L, D) */
+    const size_t n_attn = o->attn == ENC_ATTN_HEADS  ? B * H * L * L
+                          : o->attn == ENC_ATTN_MEAN ? B * L * L
+                                                     : 1;
+    float *attn = alloc_floats(n_attn); /* (B, H, L, L), (B, L, L) or none */
     bench_rng r = bench_rng_new(2);
     bench_fill_normal(&r, x, B * L * D);
     float *layers[1] = {attn};
     enc_batch in = {.x = x, .B = o->batch, .L = o->len};
     in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
-    enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = layers};
+    enc_result res = {.out = out, .attn_mode = o->attn, .attn = layers};
 
     double *ms = alloc_doubles((size_t)o->repeat);
     int rc = 0;
@@ -218,16 +245,22 @@ static int run_core(const options *o)
         summarise(ms, o->repeat, &best, &median);
         const double flops = enc_forward_flops(&o->hp, o->batch, o->len);
         const double gflops = flops / (best * 1e6);
-        char key[32];
-        snprintf(key, sizeof key, "core_%dx%d", o->batch, o->len);
-        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s, attention heads), %d threads, "
+        static const char *const mode_name[] = {"none", "heads", "mean"};
+        const char *mode = o->attn == ENC_ATTN_HEADS  ? mode_name[1]
+                           : o->attn == ENC_ATTN_MEAN ? mode_name[2]
+                                                      : mode_name[0];
+        char key[48];
+        snprintf(key, sizeof key, "core_%dx%d%s%s", o->batch, o->len,
+                 o->attn == ENC_ATTN_HEADS ? "" : "_", o->attn == ENC_ATTN_HEADS ? "" : mode);
+        const double rss = peak_rss_mib();
+        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s, attention %s), %d threads, "
                "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP/forward, "
-               "workspace %.1f MiB)\n",
+               "workspace %.1f MiB, peak resident %.0f MiB)\n",
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
-               enc_activation_name(o->hp.activation), o->threads, o->repeat, best, median, gflops,
-               flops / 1e9, (double)enc_workspace_bytes(ws) / (1 << 20));
-        printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f\n", key, best, key, median,
-               key, gflops);
+               enc_activation_name(o->hp.activation), mode, o->threads, o->repeat, best, median,
+               gflops, flops / 1e9, (double)enc_workspace_bytes(ws) / (1 << 20), rss);
+        printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f %s_peak_rss_mib=%.0f\n",
+               key, best, key, median, key, gflops, key, rss);
     }
     free(ms);
     free(x);

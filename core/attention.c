@@ -8,7 +8,13 @@
 
 void mask_apply_row(const seq_mask *sm, int i, float *s)
 {
-    const int len = sm->len, wl = sm->window_left, wr = sm->window_right;
+    mask_apply_keys(sm, i, 0, sm->len, s);
+}
+
+void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
+{
+    const int wl = sm->window_left, wr = sm->window_right;
+    s -= j0; /* s[j] is key j's score */
     const bool windowed = wl != ENC_WINDOW_NONE || wr != ENC_WINDOW_NONE;
     const bool i_global = sm->is_global && sm->is_global[i];
     const uint8_t *kp = sm->key_padding;
@@ -17,12 +23,12 @@ void mask_apply_row(const seq_mask *sm, int i, float *s)
 
     /* The common cases without a per-key test: no mask, or causal alone. */
     if (!windowed && !kp && !ab && !aa) {
-        for (int j = sm->causal ? i + 1 : len; j < len; j++)
+        for (int j = sm->causal && i + 1 > j0 ? i + 1 : j0; sm->causal && j < j1; j++)
             s[j] = -INFINITY;
         return;
     }
 
-    for (int j = 0; j < len; j++) {
+    for (int j = j0; j < j1; j++) {
         bool allowed = !(kp && kp[j]) && !(sm->causal && j > i) && !(ab && ab[j]);
         if (allowed && windowed && !i_global && !(sm->is_global && sm->is_global[j])) {
             if (wl != ENC_WINDOW_NONE && j < i - wl)
@@ -37,6 +43,60 @@ void mask_apply_row(const seq_mask *sm, int i, float *s)
     }
 }
 
+/* attention_rows without weights for a long sequence: keys in blocks of
+ * KEY_BLOCK with an online softmax, so the scores in use are (rows,
+ * KEY_BLOCK) whatever len is, and each head's output is summed block by
+ * block in z: z = sum over blocks of exp(s - max) v, rescaled whenever the
+ * running max grows, divided by the sum of the weights at the end. */
+static void attention_rows_online(float *z, int z_stride, const float *qkv, int qkv_stride, int len,
+                                  int i0, int i1, int H, int G, int E, const seq_mask *sm,
+                                  float *scores)
+{
+    const int rows = i1 - i0;
+    const float scale = 1.0f / sqrtf((float)E);
+    const int group = H / G;
+    const float *k_base = qkv + (size_t)H * E;
+    const float *v_base = k_base + (size_t)G * E;
+    float *row_max = scores + (size_t)rows * KEY_BLOCK, *row_sum = row_max + rows;
+
+    for (int h = 0; h < H; h++) {
+        const int g = h / group;
+        const float *q = qkv + (size_t)i0 * qkv_stride + (size_t)h * E; /* (rows, E) */
+        float *zh = z + (size_t)i0 * z_stride + (size_t)h * E;          /* (rows, E) */
+        for (int r = 0; r < rows; r++) {
+            row_max[r] = -INFINITY;
+            row_sum[r] = 0.0f;
+        }
+        for (int j0 = 0; j0 < len; j0 += KEY_BLOCK) {
+            const int n = len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK;
+            const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
+            const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
+            /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qkv_stride,
+                        k, qkv_stride, 0.0f, scores, n);
+            for (int r = 0; r < rows; r++) {
+                float *row = scores + (size_t)r * n;
+                mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
+                const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
+                if (j0 > 0 && alpha != 1.0f)
+                    for (int e = 0; e < E; e++)
+                        zh[(size_t)r * z_stride + e] *= alpha;
+            }
+            /* z_h (rows, E) (+)= exp weights (rows, n) . v (n, E) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, n, 1.0f, scores, n, v,
+                        qkv_stride, j0 > 0 ? 1.0f : 0.0f, zh, z_stride);
+        }
+        for (int r = 0; r < rows; r++) {
+            /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
+            const float inv = row_sum[r] > 0.0f    ? 1.0f / row_sum[r]
+                              : row_sum[r] == 0.0f ? 0.0f
+                                                   : NAN;
+            for (int e = 0; e < E; e++)
+                zh[(size_t)r * z_stride + e] *= inv;
+        }
+    }
+}
+
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
                     int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
                     enc_attn_mode mode, int L)
@@ -44,6 +104,10 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
     const int rows = i1 - i0;
     if (rows <= 0)
         return;
+    if (!attn && len >= KEY_BLOCK + 2) {
+        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, scores);
+        return;
+    }
     const float scale = 1.0f / sqrtf((float)E);
     const int group = H / G; /* query heads per key/value head */
     const float *k_base = qkv + (size_t)H * E;

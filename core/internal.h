@@ -90,6 +90,15 @@ float activation_value(float x, enc_activation act);
 /* Softmax of one row of n scores in place; -inf entries are excluded keys.
  * A row with no finite-or-larger score becomes all zeros. */
 void softmax_row(float *s, int n);
+/* One block of keys of an online softmax (FlashAttention's): given a row's
+ * running *max and *sum of exp(score - *max) over the keys before, and the
+ * next n scores s (-inf = excluded), sets s to exp(s - new max) (0 where
+ * excluded), updates *max and *sum, and returns the factor exp(old max -
+ * new max) that whatever was summed with the old max must be scaled by (1
+ * while no key is allowed).  Start with *max = -inf, *sum = 0; the weights
+ * are then s / *sum (no allowed key at all: *sum stays 0, weights 0).  NaN
+ * or +inf scores make everything NaN, as in softmax_row. */
+float softmax_block(float *s, int n, float *max, float *sum);
 
 /* ---- attention.c ---- */
 
@@ -108,6 +117,13 @@ typedef struct seq_mask {
 /* Adds the mask to query row i's scaled scores s (len): disallowed keys
  * become -inf, the additive mask is added to the rest. */
 void mask_apply_row(const seq_mask *sm, int i, float *s);
+/* The same for keys [j0, j1) only: s[0] is key j0's score. */
+void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
+
+/* Keys per block of attention's online softmax (without weights to return,
+ * sequences of at least KEY_BLOCK + 2 tokens).  scores then needs rows *
+ * (KEY_BLOCK + 2) floats, which a tile's rows * len always has. */
+#define KEY_BLOCK 128
 
 /* Multi-head attention for query rows [i0, i1) of one sequence of len
  * tokens, every head; keys and values are the whole sequence.
@@ -115,7 +131,9 @@ void mask_apply_row(const seq_mask *sm, int i, float *s);
  *   z       (len, z_stride): heads' outputs concatenated; rows [i0, i1) written
  *   scores  (i1 - i0, len) scratch: never more than a tile of rows
  *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN;
- *           rows [i0, i1), columns < len written */
+ *           rows [i0, i1), columns < len written
+ * Without attn, a sequence of KEY_BLOCK + 2 or more tokens goes through keys
+ * in blocks with an online softmax: the same result within float rounding. */
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
                     int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
                     enc_attn_mode mode, int L);

@@ -172,3 +172,56 @@ void softmax_row(float *s, int n)
     for (j = 0; j < n; j++)
         s[j] *= inv;
 }
+
+VECTOR_CLONES
+float softmax_block(float *s, int n, float *max, float *sum)
+{
+    float lane_max[LANES];
+    int lane_nan[LANES];
+    for (int k = 0; k < LANES; k++) {
+        lane_max[k] = -INFINITY;
+        lane_nan[k] = 0;
+    }
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) {
+            lane_max[k] = s[j + k] > lane_max[k] ? s[j + k] : lane_max[k];
+            lane_nan[k] |= s[j + k] != s[j + k];
+        }
+    float m = *max;
+    int nan = m != m;
+    for (int k = 0; k < LANES; k++) {
+        m = lane_max[k] > m ? lane_max[k] : m;
+        nan |= lane_nan[k];
+    }
+    for (; j < n; j++) {
+        m = s[j] > m ? s[j] : m;
+        nan |= s[j] != s[j];
+    }
+    if (nan || m == INFINITY) { /* overflow: NaN to the output, as softmax_row */
+        for (j = 0; j < n; j++)
+            s[j] = NAN;
+        *max = *sum = NAN;
+        return NAN;
+    }
+    if (m == -INFINITY) { /* no allowed key yet */
+        memset(s, 0, (size_t)n * sizeof *s);
+        return 1.0f;
+    }
+    const float alpha = *max == -INFINITY ? 0.0f : exp_approx(*max - m);
+    float lane_sum[LANES] = {0};
+    for (j = 0; j < n; j++)
+        s[j] = s[j] == -INFINITY ? 0.0f : exp_approx(s[j] - m);
+    j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++)
+            lane_sum[k] += s[j + k];
+    float total = 0.0f;
+    for (int k = 0; k < LANES; k++)
+        total += lane_sum[k];
+    for (; j < n; j++)
+        total += s[j];
+    *sum = *sum * alpha + total;
+    *max = m;
+    return alpha;
+}
