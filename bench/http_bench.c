@@ -5,6 +5,7 @@
  *                         [--seconds S] [--max-requests N] [--warmup W]
  *   http_bench throughput --port P --clients C --batch B --len L --seconds S
  * common: --host 127.0.0.1  --d-model D (768)  --name KEY (prefix of RESULT keys)
+ *         --attention heads|mean|none (heads)
  *
  * latency: one client sends identical requests one after the other until S
  * seconds or N requests, and reports p50/p99 of the end-to-end time of each
@@ -14,7 +15,8 @@
  * until S seconds have passed; tokens/s = successful requests x B x L / the
  * wall time from the start until the last client's last response.
  *
- * Requests carry per-head attention weights ("attention": "heads").
+ * Requests carry per-head attention weights ("attention": "heads"), or what
+ * --attention heads|mean|none asks for.
  * b64: embeddings_b64 + shape in, "encoding": "base64" out.  json: nested
  * arrays in (%.9g), JSON numbers out with "precision": 9.  Any response
  * other than 200 is counted as an error; errors make the exit status 1.
@@ -33,7 +35,8 @@
 typedef struct options {
     const char *mode; /* "latency" or "throughput" */
     const char *host;
-    const char *name; /* RESULT key prefix */
+    const char *name;      /* RESULT key prefix */
+    const char *attention; /* "heads", "mean" or "none" */
     int port;
     int b64; /* 1: base64 in and out; 0: JSON numbers */
     int batch, len, d_model;
@@ -146,8 +149,8 @@ static text make_body(const options *o)
         /* x86-64 is little-endian, which is what the API wants. */
         text_printf(&t, "{\"embeddings_b64\":\"");
         text_base64(&t, (const unsigned char *)x, n * sizeof *x);
-        text_printf(&t, "\",\"shape\":[%d,%d,%d],\"attention\":\"heads\",\"encoding\":\"base64\"}",
-                    o->batch, o->len, o->d_model);
+        text_printf(&t, "\",\"shape\":[%d,%d,%d],\"attention\":\"%s\",\"encoding\":\"base64\"}",
+                    o->batch, o->len, o->d_model, o->attention);
     } else {
         text_printf(&t, "{\"embeddings\":[");
         size_t k = 0;
@@ -161,7 +164,8 @@ static text make_body(const options *o)
             }
             text_printf(&t, "]");
         }
-        text_printf(&t, "],\"attention\":\"heads\",\"encoding\":\"json\",\"precision\":9}");
+        text_printf(&t, "],\"attention\":\"%s\",\"encoding\":\"json\",\"precision\":9}",
+                    o->attention);
     }
     free(x);
     return t;
@@ -391,7 +395,7 @@ static void usage(void)
     fputs("usage: http_bench latency --port P --format b64|json --batch B --len L\n"
           "                          [--seconds S] [--max-requests N] [--warmup W]\n"
           "       http_bench throughput --port P --clients C --batch B --len L --seconds S\n"
-          "       common: [--host H] [--d-model D] [--name KEY]\n",
+          "       common: [--host H] [--d-model D] [--name KEY] [--attention heads|mean|none]\n",
           stderr);
     exit(2);
 }
@@ -418,7 +422,8 @@ static options parse_args(int argc, char **argv)
                  .clients = 1,
                  .seconds = 5,
                  .max_requests = 1000000,
-                 .warmup = 3};
+                 .warmup = 3,
+                 .attention = "heads"};
     if (argc < 2)
         usage();
     o.mode = argv[1];
@@ -430,7 +435,11 @@ static options parse_args(int argc, char **argv)
             o.port = parse_int(f, v);
         else if (!strcmp(f, "--host"))
             o.host = v;
-        else if (!strcmp(f, "--name"))
+        else if (!strcmp(f, "--attention")) {
+            if (strcmp(v, "heads") && strcmp(v, "mean") && strcmp(v, "none"))
+                usage();
+            o.attention = v;
+        } else if (!strcmp(f, "--name"))
             o.name = v;
         else if (!strcmp(f, "--format")) {
             if (strcmp(v, "b64") && strcmp(v, "json"))

@@ -17,7 +17,10 @@
 #                 through onnxruntime-node (npm, into build/bench)  [optional]
 #   5. http       build/attnd on 127.0.0.1 + build/bench/http_bench: latency
 #                 p50/p99 (base64, JSON) and throughput (32 clients)
-#   6. summary    each target of issue 4: met or not in this run
+#   6. memory     one sequence of L=16384 with attention "none": the core's peak
+#                 resident memory (bench_core), and the daemon's after serving
+#                 it over HTTP in base64 (VmHWM)
+#   7. summary    each target of issue 4: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -31,7 +34,8 @@
 #   BENCH_HTTP_SECONDS [5]      length of each HTTP measurement
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
-#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http"
+#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory"
+#   BENCH_MEMORY_LEN [16384]    sequence length of the memory test
 #   BENCH_ORT_VERSION [1.30.0]  onnxruntime-node version npm installs
 #   BENCH_NPM_TIMEOUT [180]     seconds npm install may take
 #   PYTHON [/usr/bin/python3]   CC [cc]
@@ -53,6 +57,7 @@ TORCH_ROUNDS=${BENCH_TORCH_ROUNDS:-2}
 HTTP_SECONDS=${BENCH_HTTP_SECONDS:-5}
 HTTP_MAX=${BENCH_HTTP_MAX_REQUESTS:-400}
 CLIENTS=${BENCH_CLIENTS:-32}
+MEM_LEN=${BENCH_MEMORY_LEN:-16384}
 SKIP=" ${BENCH_SKIP:-} "
 ORT_VERSION=${BENCH_ORT_VERSION:-1.30.0}
 NPM_TIMEOUT=${BENCH_NPM_TIMEOUT:-180}
@@ -159,6 +164,31 @@ stop_daemon() {
     wait "$DAEMON_PID" 2>/dev/null
     DAEMON_PID=""
 }
+# start_daemon FLAGS...: starts build/attnd on 127.0.0.1 with FLAGS, sets
+# DAEMON_PID, PORT (from "listening on http://127.0.0.1:PORT") and ready=1
+# once GET /health answers 200 (within 30 s).
+start_daemon() {
+    printf '$ build/attnd %s --host 127.0.0.1 --port 0 --no-access-log 2>%s/attnd.log &\n' \
+        "$*" "$BB"
+    build/attnd "$@" --host 127.0.0.1 --port 0 --no-access-log 2>"$BB/attnd.log" &
+    DAEMON_PID=$!
+    PORT="" ready=0
+    for _ in $(seq 150); do
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        [ -n "$PORT" ] || PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' \
+            "$BB/attnd.log" | head -n 1)
+        if [ -n "$PORT" ] && [[ $(health "$PORT") == *" 200"* ]]; then
+            ready=1
+            break
+        fi
+        sleep 0.2
+    done
+    sed 's/^/    /' "$BB/attnd.log"
+}
+
+# vm_kib PID FIELD: a /proc/PID/status field (VmRSS, VmHWM) in KiB.
+vm_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
 trap stop_daemon EXIT
 trap 'stop_daemon; exit 130' INT TERM
 
@@ -332,25 +362,7 @@ if skipped http; then
     WHY[http]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 else
-    # shellcheck disable=SC2086
-    printf '$ build/attnd %s --host 127.0.0.1 --port 0 --no-access-log 2>%s/attnd.log &\n' \
-        "$MODEL_FLAGS" "$BB"
-    # shellcheck disable=SC2086
-    build/attnd $MODEL_FLAGS --host 127.0.0.1 --port 0 --no-access-log 2>"$BB/attnd.log" &
-    DAEMON_PID=$!
-    # The port from "listening on http://127.0.0.1:PORT", then GET /health -> 200.
-    PORT="" ready=0
-    for _ in $(seq 150); do
-        kill -0 "$DAEMON_PID" 2>/dev/null || break
-        [ -n "$PORT" ] || PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' \
-            "$BB/attnd.log" | head -n 1)
-        if [ -n "$PORT" ] && [[ $(health "$PORT") == *" 200"* ]]; then
-            ready=1
-            break
-        fi
-        sleep 0.2
-    done
-    sed 's/^/    /' "$BB/attnd.log"
+    start_daemon $MODEL_FLAGS
     if [ "$ready" != 1 ]; then
         http_fail "attnd did not become ready within 30 s (log: $BB/attnd.log)"
     else
@@ -380,6 +392,37 @@ else
     echo "(attnd stopped)"
 fi
 
+# ---- 6. memory: one long sequence without attention weights ------------------
+
+section "memory: B=1 L=$MEM_LEN, attention none"
+if skipped memory; then
+    WHY[memory]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    # shellcheck disable=SC2086
+    run_step 600 $BB/bench_core core --batch 1 --len "$MEM_LEN" --threads "$THREADS" --repeat 1 \
+        --warmup 0 --attention none $MODEL_FLAGS || { FAILED=1; WHY[memory]="bench_core failed"; }
+    mem_body=$((MEM_LEN * 768 * 4 * 4 / 3 + 1024))
+    # shellcheck disable=SC2086
+    start_daemon $MODEL_FLAGS --max-seq-len "$MEM_LEN" --max-batch-tokens "$MEM_LEN" \
+        --max-body-bytes $((mem_body * 2)) --connection-timeout 600
+    if [ "$ready" != 1 ]; then
+        WHY[memory]="attnd did not start (log: $BB/attnd.log)"
+        FAILED=1
+    else
+        idle=$(vm_kib "$DAEMON_PID" VmRSS)
+        run_step 600 $BB/http_bench latency --port "$PORT" --format b64 --batch 1 \
+            --len "$MEM_LEN" --attention none --seconds 1 --max-requests 1 --warmup 0 \
+            --name http_mem || { FAILED=1; WHY[memory]="http_bench failed"; }
+        peak=$(vm_kib "$DAEMON_PID" VmHWM)
+        if [ -n "$peak" ]; then
+            R[http_mem_peak_rss_mib]=$(calc "$peak / 1024")
+            echo "-> attnd resident: $(fmt "$(calc "$idle / 1024")" 0) MiB idle, peak $(fmt "${R[http_mem_peak_rss_mib]}" 0) MiB (VmHWM) serving one B=1 L=$MEM_LEN base64 request"
+        fi
+    fi
+    stop_daemon
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -404,7 +447,7 @@ if [ -n "$ROOF_START" ] && [ -n "$ROOF_END" ] &&
     NOISY="${NOISY:+$NOISY; }sgemm went from $ROOF_START GFLOP/s at the start to $ROOF_END at the end"
 fi
 
-# ---- 6. summary ------------------------------------------------------------
+# ---- 7. summary ------------------------------------------------------------
 
 # row TARGET MEASURED VALUE OP LIMIT [WHY-MISSING]: one summary line; VALUE
 # empty means the figure was not measured in this run.
@@ -417,14 +460,14 @@ row() {
     else
         verdict="NOT met"
     fi
-    printf '%-46s %-34s %s\n' "$1" "$2" "$verdict"
+    printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
 section "summary: issue 4 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
-printf '%-46s %-34s %s\n' "target" "measured" "result"
+printf '%-50s %-34s %s\n' "target" "measured" "result"
 for s in $SHAPES; do
     r=${R[torch_ratio_${s}]:-}
     m="n/a"
@@ -447,6 +490,13 @@ done
 r=${R[http_tput_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$(calc "100 * $r")" 1)% ($(fmt "${R[http_small_tokens_per_s]}" 0) / $(fmt "${R[http_big_tokens_per_s]}" 0) tok/s)"
 row "$CLIENTS clients B=1 L=32 >= 70% of B=32 tokens/s" "$m" "$r" ">=" 0.7 "${WHY[http]:-}"
+for k in core_1x${MEM_LEN}_none_peak_rss_mib http_mem_peak_rss_mib; do
+    r=${R[$k]:-} m="n/a"
+    [ -n "$r" ] && m="$(fmt "$r" 0) MiB peak resident"
+    what="core"
+    [ "$k" = http_mem_peak_rss_mib ] && what="attnd over HTTP"
+    row "L=$MEM_LEN attention none < 1 GiB ($what)" "$m" "$r" "<" 1024 "${WHY[memory]:-}"
+done
 echo
 echo "not targets, for reference:"
 for s in $SHAPES; do
