@@ -1021,8 +1021,9 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
  *    and only then allocates x and reads the numbers into it (a second pass
  *    over the array's text). */
 
-#define JSON_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused   \
-                             */
+#define JSON_MAX_DEPTH                                                                             \
+    2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused                      \
+          */
 
 static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
 
@@ -2047,18 +2048,6 @@ static void b64w_flush(b64w *w, bool final)
     w->n -= n;
 }
 
-static void b64w_float(b64w *w, float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if (w->n + 4 > sizeof w->buf)
-        b64w_flush(w, false);
-    w->buf[w->n++] = (unsigned char)(u & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 8 & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 16 & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 24);
-}
-
 /* One sequence's piece of a result: [heads][rows][cols] (heads 0: no head
  * dimension) at base, rows stride floats apart, heads head_stride apart. */
 typedef struct seq_view {
@@ -2119,13 +2108,62 @@ static void write_json_view(strbuf *sb, const seq_view *v, int precision)
         strbuf_put(sb, "]", 1);
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* n floats at f, whose bytes in memory are already little-endian float32:
+ * copied into the buffer, or (a long run with the buffer empty) encoded
+ * straight from memory. */
+static void b64w_floats(b64w *w, const float *f, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)f;
+    size_t bytes = n * sizeof *f;
+    while (bytes) {
+        if (w->n == 0 && bytes >= sizeof w->buf) {
+            const size_t m = bytes / 3 * 3;
+            if (strbuf_reserve(w->sb, m / 3 * 4 + 4))
+                w->sb->len += b64_encode_block(p, m, w->sb->s + w->sb->len);
+            p += m;
+            bytes -= m;
+            continue;
+        }
+        const size_t k = bytes < sizeof w->buf - w->n ? bytes : sizeof w->buf - w->n;
+        memcpy(w->buf + w->n, p, k);
+        w->n += k;
+        p += k;
+        bytes -= k;
+        if (w->n == sizeof w->buf)
+            b64w_flush(w, false);
+    }
+}
+#else
+static void b64w_float(b64w *w, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (w->n + 4 > sizeof w->buf)
+        b64w_flush(w, false);
+    w->buf[w->n++] = (unsigned char)(u & 0xff);
+    w->buf[w->n++] = (unsigned char)(u >> 8 & 0xff);
+    w->buf[w->n++] = (unsigned char)(u >> 16 & 0xff);
+    w->buf[w->n++] = (unsigned char)(u >> 24);
+}
+
+static void b64w_floats(b64w *w, const float *f, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        b64w_float(w, f[j]);
+}
+#endif
+
 static void write_b64_view(b64w *w, const seq_view *v)
 {
     const size_t nh = v->heads ? v->heads : 1;
+    if (v->stride == v->cols && (nh == 1 || v->head_stride == v->rows * v->cols)) {
+        b64w_floats(w, v->base, nh * v->rows * v->cols); /* one contiguous block */
+        return;
+    }
     for (size_t h = 0; h < nh; h++)
         for (size_t i = 0; i < v->rows; i++)
-            for (size_t j = 0; j < v->cols; j++)
-                b64w_float(w, v->base[h * v->head_stride + i * v->stride + j]);
+            b64w_floats(w, v->base + h * v->head_stride + i * v->stride, v->cols);
 }
 
 /* "H,rows,cols" or "rows,cols" of a view. */
