@@ -60,7 +60,11 @@ typedef enum cfg_type {
       server.cors_origin, "ORIGIN", NULL, 0, 0,                                                    \
       "Access-Control-Allow-Origin to send; null = no CORS headers")                               \
     X("server.max_connections", "--max-connections", "ATTND_MAX_CONNECTIONS", CFG_INT,             \
-      server.max_connections, "N", "256", 1, 100000, "open connections at most")                   \
+      server.max_connections, "N", "2048", 1, 100000,                                              \
+      "open connections at most, idle and slow ones included")                                     \
+    X("server.max_connections_per_ip", "--max-connections-per-ip",                                 \
+      "ATTND_MAX_CONNECTIONS_PER_IP", CFG_INT, server.max_connections_per_ip, "N", "0", 0, 100000, \
+      "open connections from one client address at most; 0 = no limit")                           \
     X("server.connection_timeout", "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", CFG_INT,    \
       server.connection_timeout, "SECONDS", "30", 1, 3600,                                         \
       "seconds an idle connection stays open")                                                     \
@@ -559,9 +563,11 @@ static int read_flag(int argc, char **argv, int *i, flag_arg *out, enc_error *er
 
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t n = eq ? (size_t)(eq - name) : strlen(name);
-    /* The flag without its value, for messages (the value may be a secret). */
-    char flag[72];
-    snprintf(flag, sizeof flag, "--%.*s", (int)(n < 60 ? n : 60), name);
+    /* The flag without its value, for messages (the value may be a secret);
+     * control characters shown as '?', so the message stays one line. */
+    char flag[72], cut[64];
+    snprintf(cut, sizeof cut, "%.*s", (int)(n < 60 ? n : 60), name);
+    snprintf(flag, sizeof flag, "--%s", shown(cut, buf, sizeof buf));
 
     static const struct {
         const char *name;

@@ -33,7 +33,8 @@ typedef struct attnd_config {
         size_t max_body_bytes;   /* 67108864 */
         char *api_key;           /* NULL = no authentication */
         char *cors_origin;       /* NULL = no CORS headers */
-        int max_connections;     /* 256 */
+        int max_connections;     /* 2048 */
+        int max_connections_per_ip; /* from one client address; 0 = no limit */
         int connection_timeout;  /* seconds a connection may stay idle, 30 */
         bool access_log;         /* one line per request on stderr, true */
     } server;

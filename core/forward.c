@@ -48,6 +48,24 @@ struct enc_workspace {
     int n_seqs, n_items;
 };
 
+/* A GEMM on every thread of the team at once (arg: 3 (WARM_N, WARM_N)
+ * matrices per thread).  OpenBLAS takes a buffer from its pool for each call
+ * in progress and maps a new one when all are in use; when that mapping
+ * fails (an address-space limit, RLIMIT_AS) it retries forever, and the
+ * forward hangs.  So the buffers for this team's calls running together are
+ * mapped here, at start-up, not in the middle of a request that has just
+ * run the process out of memory.  The calls start together (team_run) and
+ * each runs for milliseconds, long enough that they overlap. */
+#define WARM_N 128
+static void phase_blas_warmup(void *arg, int tid, int n)
+{
+    (void)n;
+    const size_t nn = (size_t)WARM_N * WARM_N;
+    float *a = (float *)arg + (size_t)tid * 3 * nn, *b = a + nn, *c = b + nn;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, WARM_N, WARM_N, WARM_N, 1.0f, a, WARM_N,
+                b, WARM_N, 0.0f, c, WARM_N);
+}
+
 enc_workspace *enc_workspace_new(const enc_model *m)
 {
     enc_workspace *ws = calloc(1, sizeof *ws);
@@ -58,6 +76,13 @@ enc_workspace *enc_workspace_new(const enc_model *m)
         free(ws);
         return NULL;
     }
+    float *warm = calloc((size_t)team_size(ws->team) * 3 * WARM_N * WARM_N, sizeof *warm);
+    if (!warm) {
+        enc_workspace_free(ws);
+        return NULL;
+    }
+    team_run(ws->team, phase_blas_warmup, warm);
+    free(warm);
     return ws;
 }
 

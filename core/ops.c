@@ -144,8 +144,9 @@ void softmax_row(float *s, int n)
         max = s[j] > max ? s[j] : max;
         nan |= s[j] != s[j];
     }
-    if (nan) {
-        /* Overflowed scores: let NaN reach the output, where enc_forward's
+    if (nan || max == INFINITY) {
+        /* Overflowed scores (NaN, or +inf, whose exp(s - max) would be
+         * inf - inf): let NaN reach the output, where enc_forward's
          * finiteness check reports it, rather than hide it as zeros. */
         for (j = 0; j < n; j++)
             s[j] = NAN;

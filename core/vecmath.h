@@ -3,7 +3,8 @@
  *
  * exp_approx: Cephes' expf (range reduction by ln 2, degree-6 polynomial),
  *   within 2 ulp of expf for x in [-87.3, 88.7]; smaller x give 2^-126-ish,
- *   callers that need an exact 0 (masked keys) select it themselves.
+ *   callers that need an exact 0 (masked keys) select it themselves; NaN
+ *   gives NaN.
  * erf_approx: the Taylor series below 0.35, Abramowitz & Stegun 7.1.26 with
  *   exp_approx above; |error| < 4e-7 for every x (float rounding included;
  *   tests/check_attention.c measures it against double erf), so
@@ -33,8 +34,10 @@ static inline float exp_approx(float x)
     y = y * r + 1.6666665459e-1f;
     y = y * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    /* times 2^n: the float with exponent field n + 127, kept in 1..254 */
-    int32_t e = (int32_t)nf + 127;
+    /* times 2^n: the float with exponent field n + 127, kept in 1..254.  A
+     * NaN x converts as 0 (converting NaN to int is undefined) and stays NaN
+     * through y. */
+    int32_t e = (int32_t)(nf == nf ? nf : 0.0f) + 127;
     e = e < 1 ? 1 : e;
     e = e > 254 ? 254 : e;
     const uint32_t bits = (uint32_t)e << 23;

@@ -74,7 +74,7 @@
 
 /* ---- small helpers --------------------------------------------------------- */
 
-#define SAFE_MAX 40
+#define SAFE_MAX ENCODE_SAFE_MAX
 
 /* Client text made safe for an error message: printable ASCII only (other
  * bytes become '?'), cut after max characters with "...".  out has room for
@@ -99,8 +99,13 @@ static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
     return safe_text_n(s, out, SAFE_MAX);
 }
 
+const char *encode_safe_text(const char *s, char out[ENCODE_SAFE_MAX + 4])
+{
+    return safe_text(s, out);
+}
+
 /* "a string", "an array", ... for messages. */
-static const char *kind_of(const json_t *v)
+const char *encode_json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -122,7 +127,7 @@ static const char *kind_of(const json_t *v)
 }
 
 /* obj[key], with JSON null taken as absent.  Borrowed. */
-static json_t *field(const json_t *obj, const char *key)
+json_t *encode_json_field(const json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
     return json_is_null(v) ? NULL : v;
@@ -877,7 +882,7 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     if (!json_is_array(v))
         return BAD("attention_layers must be \"last\", \"all\" or an array of layer indices "
                    "0..%d, not %s",
-                   n - 1, kind_of(v));
+                   n - 1, encode_json_kind(v));
     if (json_array_size(v) == 0)
         return BAD("attention_layers is empty; give layer indices 0..%d, \"all\" or \"last\"",
                    n - 1);
@@ -888,8 +893,8 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     for (size_t k = 0; k < json_array_size(v) && rc == 0; k++) {
         json_t *e = json_array_get(v, k);
         if (!json_is_integer(e)) {
-            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k, kind_of(e),
-                     n - 1);
+            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k,
+                     encode_json_kind(e), n - 1);
             break;
         }
         long long l = json_integer_value(e);
@@ -911,11 +916,12 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
     char q[SAFE_MAX + 4];
-    json_t *v = field(root, "attention");
+    json_t *v = encode_json_field(root, "attention");
     if (v) {
         const char *s = json_string_value(v);
         if (!s)
-            return BAD("attention must be \"heads\", \"mean\" or \"none\", not %s", kind_of(v));
+            return BAD("attention must be \"heads\", \"mean\" or \"none\", not %s",
+                       encode_json_kind(v));
         if (strcmp(s, "heads") == 0)
             req->attn_mode = ENC_ATTN_HEADS;
         else if (strcmp(s, "mean") == 0)
@@ -926,7 +932,7 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
             return BAD("attention must be \"heads\", \"mean\" or \"none\", not '%s'",
                        safe_text(s, q));
     }
-    if (parse_layers(req, field(root, "attention_layers"), err) < 0)
+    if (parse_layers(req, encode_json_field(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
         req->layers_listed = false; /* validated, but nothing to return */
@@ -936,18 +942,18 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
             req->want_layer[req->layers[k]] = true;
     }
 
-    if ((v = field(root, "precision"))) {
+    if ((v = encode_json_field(root, "precision"))) {
         if (!json_is_integer(v))
-            return BAD("precision must be an integer 1..9, not %s", kind_of(v));
+            return BAD("precision must be an integer 1..9, not %s", encode_json_kind(v));
         long long p = json_integer_value(v);
         if (p < 1 || p > 9)
             return BAD("precision = %lld is outside 1..9", p);
         req->precision = (int)p;
     }
-    if ((v = field(root, "encoding"))) {
+    if ((v = encode_json_field(root, "encoding"))) {
         const char *s = json_string_value(v);
         if (!s)
-            return BAD("encoding must be \"json\" or \"base64\", not %s", kind_of(v));
+            return BAD("encoding must be \"json\" or \"base64\", not %s", encode_json_kind(v));
         if (strcmp(s, "base64") == 0)
             req->base64_out = true;
         else if (strcmp(s, "json") != 0)
@@ -1530,7 +1536,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
     if (!sc->found) {
         if (json_is_array(emb)) /* find_embeddings missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
-        return BAD("embeddings must be %s, not %s", EMB_FORM, kind_of(emb));
+        return BAD("embeddings must be %s, not %s", EMB_FORM, encode_json_kind(emb));
     }
     if (sc->shape_bad)
         return BAD("%s", sc->shape_msg);
@@ -1559,13 +1565,13 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
                      const api_limits *lim, api_error *err)
 {
     if (!json_is_string(text))
-        return BAD("embeddings_b64 must be a base64 string, not %s", kind_of(text));
+        return BAD("embeddings_b64 must be a base64 string, not %s", encode_json_kind(text));
     if (!shape)
         return BAD("embeddings_b64 needs shape: [B, L, d_model] or [L, d_model]");
     size_t nd = json_array_size(shape);
     if (!json_is_array(shape) || nd < 2 || nd > 3)
         return BAD("shape must be [B, L, d_model] or [L, d_model], not %s%s",
-                   json_is_array(shape) ? "an array of " : kind_of(shape),
+                   json_is_array(shape) ? "an array of " : encode_json_kind(shape),
                    json_is_array(shape) ? (nd < 2 ? "fewer than 2 entries" : "more than 3 entries")
                                         : "");
     size_t dims[3];
@@ -1639,7 +1645,8 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
 {
     const int B = req->batch.B, L = req->batch.L;
     if (!json_is_array(v))
-        return BAD("lengths must be an array of integers (one per sequence), not %s", kind_of(v));
+        return BAD("lengths must be an array of integers (one per sequence), not %s",
+                   encode_json_kind(v));
     if (json_array_size(v) != (size_t)B)
         return BAD("lengths has %zu %s; the batch has %d sequence%s", json_array_size(v),
                    entries(json_array_size(v)), B, plural((size_t)B));
@@ -1648,7 +1655,7 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
     for (int b = 0; b < B; b++) {
         json_t *e = json_array_get(v, (size_t)b);
         if (!json_is_integer(e))
-            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, kind_of(e), L);
+            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, encode_json_kind(e), L);
         long long n = json_integer_value(e);
         if (n < 1 || n > L)
             return BAD("lengths[%d] = %lld is outside 1..%d", b, n, L);
@@ -1666,7 +1673,7 @@ static int window_side(const json_t *v, const char *name, int L, int *out, api_e
         return 0;
     }
     if (!json_is_integer(v))
-        return BAD("%s must be a non-negative integer, not %s", name, kind_of(v));
+        return BAD("%s must be a non-negative integer, not %s", name, encode_json_kind(v));
     long long w = json_integer_value(v);
     if (w < 0)
         return BAD("%s = %lld must not be negative", name, w);
@@ -1687,7 +1694,7 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
     if (!json_is_object(v))
         return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
                    "not %s",
-                   kind_of(v));
+                   encode_json_kind(v));
     const char *key;
     json_t *e;
     json_object_foreach(v, key, e)
@@ -1708,14 +1715,16 @@ static int parse_global(encode_request *req, const json_t *v, api_error *err)
 {
     const int L = req->batch.L;
     if (!json_is_array(v))
-        return BAD("mask.global must be an array of positions 0..%d, not %s", L - 1, kind_of(v));
+        return BAD("mask.global must be an array of positions 0..%d, not %s", L - 1,
+                   encode_json_kind(v));
     const size_t n = json_array_size(v);
     if (!(req->global = alloc_zero(n, sizeof *req->global)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (size_t k = 0; k < n; k++) {
         json_t *e = json_array_get(v, k);
         if (!json_is_integer(e))
-            return BAD("mask.global[%zu] is %s; expected a position 0..%d", k, kind_of(e), L - 1);
+            return BAD("mask.global[%zu] is %s; expected a position 0..%d", k, encode_json_kind(e),
+                       L - 1);
         long long p = json_integer_value(e);
         if (p < 0 || p >= L)
             return BAD("mask.global[%zu] = %lld is outside 0..%d", k, p, L - 1);
@@ -1745,15 +1754,15 @@ static int parse_key_padding(encode_request *req, const json_t *v, api_error *er
             else
                 snprintf(name, sizeof name, "mask.key_padding[%zu]", b);
             if (!json_is_array(row))
-                return BAD("%s is %s; expected an array of L (%zu) booleans", name, kind_of(row),
-                           L);
+                return BAD("%s is %s; expected an array of L (%zu) booleans", name,
+                           encode_json_kind(row), L);
             if (json_array_size(row) != L)
                 return BAD("%s has %zu %s; L is %zu", name, json_array_size(row),
                            entries(json_array_size(row)), L);
             for (size_t j = 0; j < L; j++) {
                 const json_t *e = json_array_get(row, j);
                 if (!json_is_boolean(e))
-                    return BAD("%s[%zu] is not a boolean (it is %s)", name, j, kind_of(e));
+                    return BAD("%s[%zu] is not a boolean (it is %s)", name, j, encode_json_kind(e));
                 if (pass)
                     req->key_padding[b * L + j] = json_is_true(e);
             }
@@ -1793,7 +1802,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
             else
                 snprintf(mname, sizeof mname, "mask.attn");
             if (!json_is_array(mat))
-                return BAD("%s is %s; expected [L][L]", mname, kind_of(mat));
+                return BAD("%s is %s; expected [L][L]", mname, encode_json_kind(mat));
             if (json_array_size(mat) != L)
                 return BAD("%s has %zu row%s; L is %zu", mname, json_array_size(mat),
                            plural(json_array_size(mat)), L);
@@ -1801,7 +1810,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                 const json_t *row = json_array_get(mat, i);
                 if (!json_is_array(row))
                     return BAD("%s[%zu] is %s; expected an array of L (%zu) entries", mname, i,
-                               kind_of(row), L);
+                               encode_json_kind(row), L);
                 if (json_array_size(row) != L)
                     return BAD("%s[%zu] has %zu %s; L is %zu", mname, i, json_array_size(row),
                                entries(json_array_size(row)), L);
@@ -1822,14 +1831,15 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                         (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX))
                         snprintf(name, sizeof name, "%s[%zu][%zu]", mname, i, j);
                     if (k == ENC_MASK_NONE)
-                        return BAD("%s is %s; expected a boolean or a number", name, kind_of(e));
+                        return BAD("%s is %s; expected a boolean or a number", name,
+                                   encode_json_kind(e));
                     if (kind == ENC_MASK_NONE) {
                         kind = k;
                         snprintf(first, sizeof first, "%s", name);
                     } else if (k != kind) {
                         return BAD("mask.attn mixes booleans and numbers: %s is %s but %s is "
                                    "%s; use one type",
-                                   name, kind_of(e), first,
+                                   name, encode_json_kind(e), first,
                                    kind == ENC_MASK_BOOL ? "a boolean" : "a number");
                     }
                     if (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX)
@@ -1858,7 +1868,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
 static int parse_mask(encode_request *req, json_t *mask, api_error *err)
 {
     if (!json_is_object(mask))
-        return BAD("mask must be an object, not %s", kind_of(mask));
+        return BAD("mask must be an object, not %s", encode_json_kind(mask));
     const char *key;
     json_t *v;
     json_object_foreach(mask, key, v)
@@ -1874,18 +1884,18 @@ static int parse_mask(encode_request *req, json_t *mask, api_error *err)
                        safe_text(key, q));
         }
     }
-    if ((v = field(mask, "causal"))) {
+    if ((v = encode_json_field(mask, "causal"))) {
         if (!json_is_boolean(v))
-            return BAD("mask.causal must be true or false, not %s", kind_of(v));
+            return BAD("mask.causal must be true or false, not %s", encode_json_kind(v));
         req->batch.mask.causal = json_is_true(v);
     }
-    if ((v = field(mask, "window")) && parse_window(req, v, err) < 0)
+    if ((v = encode_json_field(mask, "window")) && parse_window(req, v, err) < 0)
         return -1;
-    if ((v = field(mask, "global")) && parse_global(req, v, err) < 0)
+    if ((v = encode_json_field(mask, "global")) && parse_global(req, v, err) < 0)
         return -1;
-    if ((v = field(mask, "key_padding")) && parse_key_padding(req, v, err) < 0)
+    if ((v = encode_json_field(mask, "key_padding")) && parse_key_padding(req, v, err) < 0)
         return -1;
-    if ((v = field(mask, "attn")) && parse_attn_mask(req, v, err) < 0)
+    if ((v = encode_json_field(mask, "attn")) && parse_attn_mask(req, v, err) < 0)
         return -1;
     return 0;
 }
@@ -1896,12 +1906,13 @@ static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, con
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", kind_of(root));
+        return BAD("the request body must be a JSON object, not %s", encode_json_kind(root));
     if (check_fields(root, err) < 0 || parse_options(req, root, err) < 0)
         return -1;
 
-    json_t *emb = field(root, "embeddings"), *b64 = field(root, "embeddings_b64"),
-           *shape = field(root, "shape");
+    json_t *emb = encode_json_field(root, "embeddings"),
+           *b64 = encode_json_field(root, "embeddings_b64"),
+           *shape = encode_json_field(root, "shape");
     if (emb && b64)
         return BAD("give either embeddings or embeddings_b64 (with shape), not both");
     if (!emb && !b64)
@@ -1915,9 +1926,9 @@ static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, con
     req->batch.x = req->x;
 
     json_t *v;
-    if ((v = field(root, "lengths")) && parse_lengths(req, v, err) < 0)
+    if ((v = encode_json_field(root, "lengths")) && parse_lengths(req, v, err) < 0)
         return -1;
-    if ((v = field(root, "mask")) && parse_mask(req, v, err) < 0)
+    if ((v = encode_json_field(root, "mask")) && parse_mask(req, v, err) < 0)
         return -1;
     return 0;
 }

@@ -88,6 +88,17 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
 struct json_t;
 int encode_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
 
+/* Small helpers the codecs share for their messages: */
+
+/* Client text made safe to quote: printable ASCII (other bytes '?'), cut
+ * after ENCODE_SAFE_MAX characters with "...".  Returns out. */
+#define ENCODE_SAFE_MAX 40
+const char *encode_safe_text(const char *s, char out[ENCODE_SAFE_MAX + 4]);
+/* "an object", "an array", "a string", "a number", "a boolean", "null". */
+const char *encode_json_kind(const struct json_t *v);
+/* obj[key], JSON null taken as absent; borrowed. */
+struct json_t *encode_json_field(const struct json_t *obj, const char *key);
+
 /* Allocates req->out and req->attn[l] for the wanted layers (zeroed).
  * Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -19,6 +20,24 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
     if (cfg->model.weights)
         return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
     return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+}
+
+/* Makes room for server.max_connections sockets: raises the soft open-file
+ * limit (often 1024) to max_connections + 64 when the hard limit allows, as
+ * nginx's worker_rlimit_nofile does; warns when it cannot. */
+static void raise_open_files(const attnd_config *cfg)
+{
+    struct rlimit rl;
+    const rlim_t want = (rlim_t)cfg->server.max_connections + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+        rl.rlim_cur < want)
+        fprintf(stderr,
+                "attnd: warning: the open-file limit (%llu) is below server.max_connections + 64 "
+                "(%llu): connections past it are refused\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)want);
 }
 
 static void log_model(const attnd_config *cfg, const enc_model *m)
@@ -82,6 +101,7 @@ int main(int argc, char **argv)
         goto done;
     }
 
+    raise_open_files(&cfg);
     /* Listen first, so /health answers 503 while a large model loads. */
     if (!(srv = server_new(&cfg, &err)) || server_start(srv, &err) < 0) {
         fprintf(stderr, "attnd: %s\n", err.message);

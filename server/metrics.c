@@ -8,8 +8,18 @@
 #include <string.h>
 
 /* The routes counted by name; every other path is "other". */
-static const char *const routes[] = {"/v1/encode", "/health", "/v1/model", "/metrics",
-                                     "/openapi.json", "other"};
+static const char *const routes[] = {"/v1/encode",
+                                     "/health",
+                                     "/v1/model",
+                                     "/metrics",
+                                     "/openapi.json",
+                                     "/v2",
+                                     "/v2/health/live",
+                                     "/v2/health/ready",
+                                     "/v2/models/{name}",
+                                     "/v2/models/{name}/ready",
+                                     "/v2/models/{name}/infer",
+                                     "other"};
 #define N_ROUTES (int)(sizeof routes / sizeof *routes)
 #define MAX_STATUS 600
 

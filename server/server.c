@@ -4,6 +4,8 @@
 #include "api.h"
 #include "encode.h"
 #include "metrics.h"
+#include "page.h"
+#include "v2.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,6 +50,9 @@ typedef struct request {
     int too_large;
     _Atomic req_state state;
     encode_request enc;
+    bool v2;                 /* a /v2 path: errors are {"error": "..."} */
+    v2_path v2path;          /* the model and version a /v2/models/... path names */
+    v2_request v2req;        /* POST /v2/models/{name}/infer */
     pool_job job;
     int status;
     size_t bytes;
@@ -71,7 +76,8 @@ static enum MHD_Result respond(request *r, int status, const char *type, char *b
     if (origin) {
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
         MHD_add_response_header(resp, "Access-Control-Expose-Headers",
-                                "X-Request-Id, X-Queue-Ms, X-Compute-Ms, Retry-After");
+                                "X-Request-Id, X-Queue-Ms, X-Compute-Ms, Retry-After, "
+                                "Inference-Header-Content-Length");
         if (strcmp(origin, "*") != 0)
             MHD_add_response_header(resp, "Vary", "Origin");
     }
@@ -99,6 +105,9 @@ static enum MHD_Result respond_json(request *r, int status, json_t *obj, const c
 static enum MHD_Result respond_error(request *r, api_error_kind kind, const char *message,
                                      const char *const *extra)
 {
+    if (r->v2) /* the Open Inference Protocol's error body: {"error": "..."} */
+        return respond_json(r, api_error_status(kind), json_pack("{s:s}", "error", message),
+                            extra);
     json_t *body = json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message",
                              message);
     return respond_json(r, api_error_status(kind), body, extra);
@@ -177,7 +186,21 @@ static bool is_json(const char *ct)
 
 /* ---- routes -------------------------------------------------------------- */
 
-typedef enum route_id { RT_ENCODE, RT_HEALTH, RT_MODEL, RT_METRICS, RT_OPENAPI, RT_NONE } route_id;
+typedef enum route_id {
+    RT_ENCODE,
+    RT_HEALTH,
+    RT_MODEL,
+    RT_METRICS,
+    RT_OPENAPI,
+    RT_PAGE,
+    RT_V2_SERVER,
+    RT_V2_LIVE,
+    RT_V2_READY,
+    RT_V2_MODEL,
+    RT_V2_MODEL_READY,
+    RT_V2_INFER,
+    RT_NONE
+} route_id;
 
 static const struct {
     const char *path;
@@ -188,11 +211,42 @@ static const struct {
     [RT_MODEL] = {"/v1/model", "GET, HEAD, OPTIONS"},
     [RT_METRICS] = {"/metrics", "GET, HEAD, OPTIONS"},
     [RT_OPENAPI] = {"/openapi.json", "GET, HEAD, OPTIONS"},
+    [RT_PAGE] = {"/", "GET, HEAD, OPTIONS"},
+    /* The Open Inference Protocol (v2.h); {name} also stands for
+     * {name}/versions/{v}. */
+    [RT_V2_SERVER] = {"/v2", "GET, HEAD, OPTIONS"},
+    [RT_V2_LIVE] = {"/v2/health/live", "GET, HEAD, OPTIONS"},
+    [RT_V2_READY] = {"/v2/health/ready", "GET, HEAD, OPTIONS"},
+    [RT_V2_MODEL] = {"/v2/models/{name}", "GET, HEAD, OPTIONS"},
+    [RT_V2_MODEL_READY] = {"/v2/models/{name}/ready", "GET, HEAD, OPTIONS"},
+    [RT_V2_INFER] = {"/v2/models/{name}/infer", "POST, OPTIONS"},
 };
 
-static route_id route_find(const char *url)
+/* Which route url is.  A path under /v2 sets *is_v2 and, for the model
+ * routes, fills *p with the model and version it names. */
+static route_id route_find(const char *url, v2_path *p, bool *is_v2)
 {
-    for (int i = 0; i < RT_NONE; i++)
+    v2_route v = v2_route_parse(url, p);
+    *is_v2 = v != V2_ROUTE_NONE;
+    switch (v) {
+    case V2_ROUTE_NONE:
+        break;
+    case V2_ROUTE_UNKNOWN:
+        return RT_NONE;
+    case V2_ROUTE_SERVER:
+        return RT_V2_SERVER;
+    case V2_ROUTE_LIVE:
+        return RT_V2_LIVE;
+    case V2_ROUTE_READY:
+        return RT_V2_READY;
+    case V2_ROUTE_MODEL:
+        return RT_V2_MODEL;
+    case V2_ROUTE_MODEL_READY:
+        return RT_V2_MODEL_READY;
+    case V2_ROUTE_INFER:
+        return RT_V2_INFER;
+    }
+    for (int i = 0; i < RT_V2_SERVER; i++)
         if (strcmp(url, route_table[i].path) == 0)
             return (route_id)i;
     return RT_NONE;
@@ -233,6 +287,29 @@ static enum MHD_Result serve_openapi(request *r)
     return copy ? respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
 }
 
+/* The page's Content-Security-Policy: its own inline script and style, data:
+ * images, and requests to this daemon only, so it cannot load or send
+ * anything elsewhere. */
+#define PAGE_CSP                                                                                   \
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "                  \
+    "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "                     \
+    "frame-ancestors 'none'"
+
+/* GET /: the heatmap page (page.h).  Static and free of model data, it needs
+ * no API key (a browser cannot send one when it opens a URL); the page sends
+ * the key the user types with its own API requests.  no-cache: a new binary
+ * may carry a new page. */
+static enum MHD_Result serve_page(request *r)
+{
+    char *copy = malloc(page_html_len);
+    if (!copy)
+        return MHD_NO;
+    memcpy(copy, page_html, page_html_len);
+    return respond(r, 200, "text/html; charset=utf-8", copy, page_html_len,
+                   (const char *const[]){"Cache-Control", "no-cache", "Content-Security-Policy",
+                                         PAGE_CSP, "X-Content-Type-Options", "nosniff", NULL});
+}
+
 /* Runs on a compute worker when the forward is done: wake the connection. */
 static void job_done(pool_job *job, void *arg)
 {
@@ -242,17 +319,48 @@ static void job_done(pool_job *job, void *arg)
     MHD_resume_connection(r->conn);
 }
 
+static enum MHD_Result respond_too_large(request *r)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "request body is over server.max_body_bytes (%zu bytes)",
+             r->srv->cfg->server.max_body_bytes);
+    return respond_error(r, API_TOO_LARGE, msg, NULL);
+}
+
+static api_limits request_limits(const attnd_config *cfg)
+{
+    api_limits limits = {.max_batch = cfg->limits.max_batch,
+                         .max_seq_len = cfg->limits.max_seq_len,
+                         .max_batch_tokens = cfg->limits.max_batch_tokens,
+                         .max_attention_bytes = cfg->limits.max_attention_bytes};
+    return limits;
+}
+
+/* Hands a decoded request's batch to the pool; the connection sleeps until
+ * job_done wakes it. */
+static enum MHD_Result submit_job(request *r, encode_request *e)
+{
+    r->job.batch = &e->batch;
+    r->job.result = encode_request_result(e);
+    r->job.done = job_done;
+    r->job.arg = r;
+    atomic_store(&r->state, REQ_QUEUED);
+    /* Suspend first: the worker may finish and resume before we return. */
+    MHD_suspend_connection(r->conn);
+    if (pool_submit(r->srv->pool, &r->job) < 0) {
+        atomic_store(&r->state, REQ_REJECTED);
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
+}
+
 /* POST /v1/encode, once the body is in: decode, then hand to the pool. */
 static enum MHD_Result encode_start(request *r)
 {
     server *s = r->srv;
     api_error err = {0};
-    if (r->too_large) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "request body is over server.max_body_bytes (%zu bytes)",
-                 s->cfg->server.max_body_bytes);
-        return respond_error(r, API_TOO_LARGE, msg, NULL);
-    }
+    if (r->too_large)
+        return respond_too_large(r);
     if (!is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return respond_error(r, API_UNSUPPORTED_MEDIA,
                              "Content-Type must be application/json", NULL);
@@ -261,29 +369,15 @@ static enum MHD_Result encode_start(request *r)
     if (!atomic_load(&s->ready))
         return respond_error(r, API_UNAVAILABLE, "the model is still loading",
                              (const char *const[]){"Retry-After", "1", NULL});
-    const attnd_config *cfg = s->cfg;
-    api_limits limits = {.max_batch = cfg->limits.max_batch,
-                         .max_seq_len = cfg->limits.max_seq_len,
-                         .max_batch_tokens = cfg->limits.max_batch_tokens,
-                         .max_attention_bytes = cfg->limits.max_attention_bytes};
+    api_limits limits = request_limits(s->cfg);
     const enc_hparams *hp = enc_model_hparams(s->model);
     if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, &limits, &err) < 0 ||
         encode_request_alloc_outputs(&r->enc, hp, &err) < 0)
         return respond_error(r, err.kind, err.message, NULL);
-
-    r->job.batch = &r->enc.batch;
-    r->job.result = encode_request_result(&r->enc);
-    r->job.done = job_done;
-    r->job.arg = r;
-    atomic_store(&r->state, REQ_QUEUED);
-    /* Suspend first: the worker may finish and resume before we return. */
-    MHD_suspend_connection(r->conn);
-    if (pool_submit(s->pool, &r->job) < 0) {
-        atomic_store(&r->state, REQ_REJECTED);
-        MHD_resume_connection(r->conn);
-    }
-    return MHD_YES;
+    return submit_job(r, &r->enc);
 }
+
+static enum MHD_Result v2_finish(request *r);
 
 /* The forward has run (or was refused a place): answer. */
 static enum MHD_Result encode_finish(request *r)
@@ -304,6 +398,8 @@ static enum MHD_Result encode_finish(request *r)
                                   : API_INTERNAL;
         return respond_error(r, kind, job->err.message, NULL);
     }
+    if (r->v2)
+        return v2_finish(r);
     const encode_request *e = &r->enc;
     long tokens = 0;
     for (int b = 0; b < e->batch.B; b++)
@@ -322,6 +418,110 @@ static enum MHD_Result encode_finish(request *r)
                    (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
 }
 
+/* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
+
+/* The health routes answer 200 with an empty body (the protocol: the status
+ * is the answer), or 503 {"error": ...} as API.md section 7 says for "not
+ * ready". */
+static enum MHD_Result respond_empty(request *r)
+{
+    return respond(r, 200, "text/plain", NULL, 0, NULL);
+}
+
+static enum MHD_Result v2_not_ready(request *r)
+{
+    return respond_error(r, API_UNAVAILABLE,
+                         atomic_load(&r->srv->shutting_down) ? "the server is shutting down"
+                                                             : "the model is still loading",
+                         NULL);
+}
+
+/* GET /v2, /v2/health/{live,ready}, /v2/models/{name}[/versions/{v}][/ready]. */
+static enum MHD_Result serve_v2(request *r, route_id rt)
+{
+    server *s = r->srv;
+    api_error err = {0};
+    const bool ready = atomic_load(&s->ready) && !atomic_load(&s->shutting_down);
+    char *body = NULL;
+    switch (rt) {
+    case RT_V2_SERVER:
+        body = v2_server_metadata(ATTND_VERSION);
+        break;
+    case RT_V2_LIVE:
+        return respond_empty(r);
+    case RT_V2_READY:
+        return ready ? respond_empty(r) : v2_not_ready(r);
+    case RT_V2_MODEL_READY:
+    case RT_V2_MODEL:
+        if (v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
+            return respond_error(r, err.kind, err.message, NULL);
+        if (rt == RT_V2_MODEL_READY)
+            return ready ? respond_empty(r) : v2_not_ready(r);
+        if (!atomic_load(&s->ready))
+            return v2_not_ready(r);
+        body = v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model));
+        break;
+    default:
+        return MHD_NO;
+    }
+    return body ? respond(r, 200, "application/json", body, strlen(body), NULL) : MHD_NO;
+}
+
+/* POST /v2/models/{name}[/versions/{v}]/infer, once the body is in. */
+static enum MHD_Result v2_infer_start(request *r)
+{
+    server *s = r->srv;
+    api_error err = {0};
+    if (v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
+        return respond_error(r, err.kind, err.message, NULL);
+    if (r->too_large)
+        return respond_too_large(r);
+    /* Any Content-Type will do, as with Triton (tritonclient sends none);
+     * the framing is Inference-Header-Content-Length's. */
+    const char *ce = header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (ce && strcasecmp(ce, "identity") != 0) {
+        char name[64], msg[160];
+        printable_copy(name, sizeof name, ce);
+        snprintf(msg, sizeof msg, "Content-Encoding %s is not supported; send the body uncompressed",
+                 name);
+        return respond_error(r, API_UNSUPPORTED_MEDIA, msg, NULL);
+    }
+    if (!atomic_load(&s->ready))
+        return respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                             (const char *const[]){"Retry-After", "1", NULL});
+    api_limits limits = request_limits(s->cfg);
+    const enc_hparams *hp = enc_model_hparams(s->model);
+    if (v2_request_parse(&r->v2req, r->body, r->len, header(r, "Inference-Header-Content-Length"),
+                         s->cfg->model.name, hp, &limits, &err) < 0 ||
+        encode_request_alloc_outputs(&r->v2req.enc, hp, &err) < 0)
+        return respond_error(r, err.kind, err.message, NULL);
+    return submit_job(r, &r->v2req.enc);
+}
+
+/* The forward of an infer request has run: the v2 response, JSON alone or
+ * JSON then binary outputs. */
+static enum MHD_Result v2_finish(request *r)
+{
+    server *s = r->srv;
+    const pool_job *job = &r->job;
+    metrics_queue(s->mx, job->queue_ms / 1e3);
+    size_t len = 0, header_len = 0;
+    char *body =
+        v2_response(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model), &len, &header_len);
+    if (!body)
+        return respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
+    char qms[32], cms[32], hl[32];
+    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
+    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
+    snprintf(hl, sizeof hl, "%zu", header_len);
+    if (!header_len)
+        return respond(r, 200, "application/json", body, len,
+                       (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    return respond(r, 200, "application/octet-stream", body, len,
+                   (const char *const[]){"Inference-Header-Content-Length", hl, "X-Queue-Ms", qms,
+                                         "X-Compute-Ms", cms, NULL});
+}
+
 static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
 {
     const char *origin = r->srv->cfg->server.cors_origin;
@@ -333,19 +533,22 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
                        (const char *const[]){
                            "Allow", route_table[rt].allow, "Access-Control-Allow-Methods",
                            route_table[rt].allow, "Access-Control-Allow-Headers",
-                           "Authorization, Content-Type, X-Request-Id",
+                           "Authorization, Content-Type, X-Request-Id, "
+                           "Inference-Header-Content-Length",
                            "Access-Control-Max-Age", "600", NULL});
     }
     bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool method_ok = rt == RT_ENCODE ? strcmp(method, "POST") == 0 : is_get;
+    const bool post = rt == RT_ENCODE || rt == RT_V2_INFER;
+    bool method_ok = post ? strcmp(method, "POST") == 0 : is_get;
     if (!method_ok) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s does not accept %s; use %s", route_table[rt].path, r->method,
-                 rt == RT_ENCODE ? "POST" : "GET");
+                 post ? "POST" : "GET");
         return respond_error(r, API_METHOD_NOT_ALLOWED, msg,
                              (const char *const[]){"Allow", route_table[rt].allow, NULL});
     }
-    if (rt != RT_HEALTH && !authorized(r))
+    if (rt != RT_HEALTH && rt != RT_PAGE && rt != RT_V2_LIVE && rt != RT_V2_READY &&
+        !authorized(r))
         return respond_error(r, API_UNAUTHORIZED,
                              "missing or wrong API key: send Authorization: Bearer <key>",
                              (const char *const[]){"WWW-Authenticate", "Bearer", NULL});
@@ -360,6 +563,16 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
         return serve_metrics(r);
     case RT_OPENAPI:
         return serve_openapi(r);
+    case RT_PAGE:
+        return serve_page(r);
+    case RT_V2_INFER:
+        return v2_infer_start(r);
+    case RT_V2_SERVER:
+    case RT_V2_LIVE:
+    case RT_V2_READY:
+    case RT_V2_MODEL:
+    case RT_V2_MODEL_READY:
+        return serve_v2(r, rt);
     case RT_NONE:
         break;
     }
@@ -384,7 +597,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->start = pool_now();
         printable_copy(r->method, sizeof r->method, method);
         printable_copy(r->path, sizeof r->path, url);
-        route_id rt = route_find(url);
+        route_id rt = route_find(url, &r->v2path, &r->v2);
         r->route = rt == RT_NONE ? "other" : route_table[rt].path;
         request_id_init(r);
         *con_cls = r;
@@ -396,6 +609,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             r->too_large = 1;
             if (rt == RT_ENCODE)
                 return encode_start(r);
+            if (rt == RT_V2_INFER)
+                return v2_infer_start(r);
         }
         return MHD_YES;
     }
@@ -430,7 +645,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return encode_finish(r);
     if (st == REQ_QUEUED)
         return MHD_YES; /* woken early: the worker has not finished */
-    route_id rt = route_find(url);
+    route_id rt = route_find(url, &r->v2path, &r->v2);
     if (rt == RT_NONE) {
         char msg[192];
         snprintf(msg, sizeof msg, "no route %s; see /openapi.json", r->path);
@@ -454,6 +669,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         fprintf(stderr, "%s %s %d %zu %.1fms %s\n", r->method, r->path, status, r->bytes,
                 secs * 1e3, r->id);
     encode_request_free(&r->enc);
+    v2_request_free(&r->v2req);
     free(r->body);
     free(r);
     *con_cls = NULL;
@@ -497,6 +713,9 @@ int server_start(server *s, enc_error *err)
                                         cfg->server.max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         cfg->server.connection_timeout, NULL};
+    if (cfg->server.max_connections_per_ip > 0)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                            cfg->server.max_connections_per_ip, NULL};
     if (cfg->server.threads > 1)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads,
                                             NULL};

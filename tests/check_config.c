@@ -71,7 +71,8 @@ static void assert_defaults(const attnd_config *c)
     ck_assert_uint_eq(c->server.max_body_bytes, 67108864u);
     ck_assert_ptr_null(c->server.api_key);
     ck_assert_ptr_null(c->server.cors_origin);
-    ck_assert_int_eq(c->server.max_connections, 256);
+    ck_assert_int_eq(c->server.max_connections, 2048);
+    ck_assert_int_eq(c->server.max_connections_per_ip, 0);
     ck_assert_int_eq(c->server.connection_timeout, 30);
     ck_assert(c->server.access_log);
     ck_assert_int_eq(c->compute.workers, 1);
@@ -110,6 +111,7 @@ static void assert_custom(const attnd_config *c)
     ck_assert_str_eq(c->server.api_key, "s3cret");
     ck_assert_str_eq(c->server.cors_origin, "https://example.com");
     ck_assert_int_eq(c->server.max_connections, 100000);
+    ck_assert_int_eq(c->server.max_connections_per_ip, 32);
     ck_assert_int_eq(c->server.connection_timeout, 3600);
     ck_assert(!c->server.access_log);
     ck_assert_int_eq(c->compute.workers, 64);
@@ -177,7 +179,8 @@ START_TEST(test_flags_set_every_field)
     load_ok(&cfg, NULL,
             ARGS("--host", "127.0.0.1", "--port=9000", "--threads", "3", "--max-body-bytes",
                  "1099511627776", "--api-key", "s3cret", "--cors-origin=https://example.com",
-                 "--max-connections", "100000", "--connection-timeout", "3600", "--no-access-log",
+                 "--max-connections", "100000", "--max-connections-per-ip", "32",
+                 "--connection-timeout", "3600", "--no-access-log",
                  "--workers", "64", "--forward-threads", "256", "--queue-size", "1000000",
                  "--batch-tokens", "1048576", "--batch-delay-ms", "10000",
                  "--max-batch", "1048576", "--max-seq-len", "128", "--max-batch-tokens",
@@ -199,7 +202,7 @@ START_TEST(test_variables_set_every_field)
             ENV("ATTND_HOST=127.0.0.1", "ATTND_PORT=9000", "ATTND_THREADS=3",
                 "ATTND_MAX_BODY_BYTES=1099511627776", "ATTND_API_KEY=s3cret",
                 "ATTND_CORS_ORIGIN=https://example.com", "ATTND_MAX_CONNECTIONS=100000",
-                "ATTND_CONNECTION_TIMEOUT=3600", "ATTND_ACCESS_LOG=off", "ATTND_WORKERS=64",
+                "ATTND_MAX_CONNECTIONS_PER_IP=32", "ATTND_CONNECTION_TIMEOUT=3600", "ATTND_ACCESS_LOG=off", "ATTND_WORKERS=64",
                 "ATTND_FORWARD_THREADS=256", "ATTND_QUEUE_SIZE=1000000", "ATTND_BATCH_TOKENS=1048576",
                 "ATTND_BATCH_DELAY_MS=10000", "ATTND_MAX_BATCH=1048576",
                 "ATTND_MAX_SEQ_LEN=128", "ATTND_MAX_BATCH_TOKENS=2147483647",
@@ -218,6 +221,7 @@ START_TEST(test_file_sets_every_field)
     const char *json = "{\"server\": {\"host\": \"127.0.0.1\", \"port\": 9000, \"threads\": 3,\n"
                        "  \"max_body_bytes\": 1099511627776, \"api_key\": \"s3cret\",\n"
                        "  \"cors_origin\": \"https://example.com\", \"max_connections\": 100000,\n"
+                       "  \"max_connections_per_ip\": 32,\n"
                        "  \"connection_timeout\": 3600, \"access_log\": false},\n"
                        " \"compute\": {\"workers\": 64, \"forward_threads\": 256,\n"
                        "  \"queue_size\": 1000000, \"batch_tokens\": 1048576,\n"
@@ -595,6 +599,9 @@ static struct {
     {"", {0}, {0}, ": line 1, column 0: '[' or '{' expected near end of file"},
     {"{\"server\": {\"port\": 1, \"port\": 2}}", {0}, {0}, ": line 1, column 29: duplicate object key near '\"port\"'"},
     {"{\"model\": {\"n_heads\": 6}}", {0}, {0}, "model: n_heads (6) must divide d_model (512)"},
+    /* control characters in a flag's name are shown as '?' (fuzz_config) */
+    {NULL, {"--no\nsuch"}, {0}, "unknown flag '--no?such'"},
+    {NULL, {"--po\trt=1"}, {0}, "unknown flag '--po?rt'"},
 };
 /* clang-format on */
 
@@ -679,6 +686,7 @@ START_TEST(test_help_lists_everything)
         "--api-key", "ATTND_API_KEY", "server.api_key",
         "--cors-origin", "ATTND_CORS_ORIGIN", "server.cors_origin",
         "--max-connections", "ATTND_MAX_CONNECTIONS", "server.max_connections",
+        "--max-connections-per-ip", "ATTND_MAX_CONNECTIONS_PER_IP", "server.max_connections_per_ip",
         "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", "server.connection_timeout",
         "--access-log", "--no-access-log", "ATTND_ACCESS_LOG", "server.access_log",
         "--workers", "ATTND_WORKERS", "compute.workers",

@@ -21,6 +21,11 @@ int main(void)
     srunner_add_suite(sr, config_suite());
     srunner_add_suite(sr, encode_suite());
     srunner_add_suite(sr, http_suite());
+    srunner_add_suite(sr, page_suite());
+    srunner_add_suite(sr, fuzz_suite());
+    srunner_add_suite(sr, edges_suite());
+    srunner_add_suite(sr, hostile_suite());
+    srunner_add_suite(sr, v2_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -84,11 +84,25 @@ static void free_argv(char **argv)
     free(argv);
 }
 
-/* The child: environment plus extra entries (which replace same-named ones). */
+/* The child: environment plus extra entries (which replace same-named ones).
+ * With ATTND_TEST_WRAPPER set (make valgrind sets it to a valgrind command
+ * line), attnd runs under that command: its words, then argv. */
 static void child_exec(char **argv, const char *const *env)
 {
     for (size_t i = 0; env && env[i]; i++)
         putenv(strdup(env[i])); /* the child execs right away: never freed */
+    const char *wrapper = getenv("ATTND_TEST_WRAPPER");
+    if (wrapper && wrapper[0]) {
+        char *words = strdup(wrapper), *save = NULL, *wargv[64];
+        size_t n = 0, k = 0;
+        for (char *w = strtok_r(words, " ", &save); w && n < 32; w = strtok_r(NULL, " ", &save))
+            wargv[n++] = w;
+        while (argv[k] && n < 63)
+            wargv[n++] = argv[k++];
+        wargv[n] = NULL;
+        execvp(wargv[0], wargv);
+        _exit(127);
+    }
     execv(ATTND_BIN, argv);
     _exit(127);
 }

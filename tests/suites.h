@@ -15,5 +15,10 @@ Suite *gemm_suite(void);
 Suite *config_suite(void);
 Suite *encode_suite(void);
 Suite *http_suite(void);
+Suite *page_suite(void);
+Suite *fuzz_suite(void);
+Suite *edges_suite(void);
+Suite *hostile_suite(void);
+Suite *v2_suite(void);
 
 #endif

@@ -111,16 +111,155 @@ PATHS = {
     "/openapi.json": {"get": {"summary": "This document", "responses": {
         "200": {"description": "OpenAPI 3", "content": {"application/json": {"schema": {"type": "object"}}}},
         "401": err("missing or wrong API key")}}},
+    "/": {"get": {
+        "summary": "A page that runs /v1/encode and draws the attention weights as heatmaps",
+        "description": "One self-contained HTML page (script and style inline, no external "
+                       "resources). It needs no API key; it sends the key typed into its form "
+                       "with its own requests.",
+        "security": [], "responses": {
+            "200": {"description": "the page",
+                    "content": {"text/html": {"schema": {"type": "string"}}}}}}},
 }
+
+# ---- the Open Inference Protocol (KServe v2) with Triton's binary tensor data
+# extension (server/v2.c; docs/api.md has the details).
+
+
+def v2err(desc):
+    return {"description": desc,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/V2Error"}}}}
+
+
+def v2body(ref, desc):
+    return {"description": desc,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/" + ref}}}}
+
+
+V2_EMPTY = {"description": "yes (empty body)"}
+V2_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"},
+           "description": "the model's name (model.name, \"encoder\" by default)"}
+V2_VERSION = {"name": "version", "in": "path", "required": True,
+              "schema": {"type": "string", "enum": ["1"]}, "description": "the model's one version"}
+V2_PARAMS = {"type": "object", "description": "$parameters: string, number or boolean values"}
+
+SCHEMAS.update({
+    "V2Error": {"type": "object", "required": ["error"],
+                "properties": {"error": {"type": "string", "description": "What was wrong and where."}}},
+    "V2ServerMetadata": {"type": "object", "properties": {
+        "name": {"type": "string"}, "version": {"type": "string"},
+        "extensions": {"type": "array", "items": {"type": "string"},
+                       "description": "[\"binary_tensor_data\"]"}}},
+    "V2TensorMetadata": {"type": "object", "properties": {
+        "name": {"type": "string"}, "datatype": {"type": "string"},
+        "shape": {"type": "array", "items": {"type": "integer"}, "description": "-1: variable"}}},
+    "V2ModelMetadata": {"type": "object", "properties": {
+        "name": {"type": "string"}, "versions": {"type": "array", "items": {"type": "string"}},
+        "platform": {"type": "string"},
+        "inputs": {"type": "array", "items": {"$ref": "#/components/schemas/V2TensorMetadata"},
+                   "description": "embeddings FP32 [-1, -1, d_model], lengths INT32 [-1]"},
+        "outputs": {"type": "array", "items": {"$ref": "#/components/schemas/V2TensorMetadata"},
+                    "description": "outputs FP32 [-1, -1, d_model], attention FP32 [-1, n_heads, -1, -1]"}}},
+    "V2InferRequest": {"type": "object", "required": ["inputs"], "additionalProperties": False, "properties": {
+        "id": {"type": "string", "description": "echoed in the response"},
+        "model_name": {"type": "string"}, "model_version": {"type": "string"},
+        "parameters": {"type": "object", "additionalProperties": False, "properties": {
+            "attention": {"type": "string", "enum": ["heads", "mean", "none"], "default": "heads"},
+            "causal": {"type": "boolean"},
+            "window": {"description": "an integer, {left, right}, or a string holding either"},
+            "window_left": {"type": "integer", "minimum": 0},
+            "window_right": {"type": "integer", "minimum": 0},
+            "global": {"description": "int[] positions, or a string holding that JSON"},
+            "key_padding": {"description": "bool[B][L] (true = padding), or a string holding that JSON"},
+            "attn": {"description": "bool or number [L][L] or [B][L][L], or a string holding that JSON"},
+            "binary_data_output": {"type": "boolean", "default": False}}},
+        "inputs": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["name", "shape", "datatype"], "properties": {
+            "name": {"type": "string", "enum": ["embeddings", "lengths"]},
+            "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            "datatype": {"type": "string", "enum": ["FP32", "INT32"]},
+            "parameters": {"type": "object", "properties": {"binary_data_size": {"type": "integer", "minimum": 0}}},
+            "data": {"type": "array", "items": {}, "description": "flat row-major or nested as the shape"}}}},
+        "outputs": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "enum": ["outputs", "attention"]},
+            "parameters": {"type": "object", "properties": {"binary_data": {"type": "boolean"}}}}}}}},
+    "V2InferResponse": {"type": "object", "properties": {
+        "model_name": {"type": "string"}, "model_version": {"type": "string"},
+        "id": {"type": "string"},
+        "outputs": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "datatype": {"type": "string"},
+            "shape": {"type": "array", "items": {"type": "integer"}},
+            "parameters": {"type": "object", "properties": {"binary_data_size": {"type": "integer"}}},
+            "data": {"type": "array", "items": {"type": "number"}}}}}}},
+})
+
+
+def v2_model_paths(versioned):
+    base = "/v2/models/{name}" + ("/versions/{version}" if versioned else "")
+    params = [V2_NAME] + ([V2_VERSION] if versioned else [])
+    return {
+        base: {"get": {"summary": "Model metadata (Open Inference Protocol)", "parameters": params,
+                       "responses": {"200": v2body("V2ModelMetadata", "the model's inputs and outputs"),
+                                     "401": v2err("missing or wrong API key"),
+                                     "404": v2err("unknown model or version"),
+                                     "503": v2err("starting")}}},
+        base + "/ready": {"get": {"summary": "Model ready (Open Inference Protocol)", "parameters": params,
+                                  "responses": {"200": V2_EMPTY, "401": v2err("missing or wrong API key"),
+                                                "404": v2err("unknown model or version"),
+                                                "503": v2err("starting or shutting down")}}},
+        base + "/infer": {"post": {
+            "summary": "Inference (Open Inference Protocol, with Triton's binary tensor data extension)",
+            "description": "The body is the JSON inference request, or, with the "
+                           "Inference-Header-Content-Length header, that many bytes of JSON followed by "
+                           "the binary tensors (little-endian, row-major) in input order. Any "
+                           "Content-Type is accepted.",
+            "parameters": params + [
+                {"name": "Inference-Header-Content-Length", "in": "header", "required": False,
+                 "schema": {"type": "integer", "minimum": 0},
+                 "description": "bytes of JSON at the start of the body when binary tensors follow"}],
+            "requestBody": {"required": True, "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/V2InferRequest"}},
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+            "responses": {
+                "200": {"description": "the outputs: JSON, or JSON then binary outputs",
+                        "headers": {"Inference-Header-Content-Length": {
+                            "schema": {"type": "integer"},
+                            "description": "present when binary outputs follow the JSON"}},
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/V2InferResponse"}},
+                            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+                "400": v2err("malformed request: JSON, inputs, shapes, data, sizes, parameters, outputs"),
+                "401": v2err("missing or wrong API key"),
+                "404": v2err("unknown model or version"),
+                "405": v2err("not POST"),
+                "413": v2err("body over server.max_body_bytes, or batch / sequence / token / attention size over the limits"),
+                "415": v2err("a Content-Encoding other than identity"),
+                "429": v2err("the compute queue is full; see Retry-After"),
+                "503": v2err("starting or shutting down")}}},
+    }
+
+
+PATHS.update({
+    "/v2": {"get": {"summary": "Server metadata (Open Inference Protocol)", "responses": {
+        "200": v2body("V2ServerMetadata", "name, version, extensions"),
+        "401": v2err("missing or wrong API key")}}},
+    "/v2/health/live": {"get": {"summary": "Server live (Open Inference Protocol)", "security": [],
+                                "responses": {"200": V2_EMPTY}}},
+    "/v2/health/ready": {"get": {"summary": "Server ready (Open Inference Protocol)", "security": [],
+                                 "responses": {"200": V2_EMPTY,
+                                               "503": v2err("starting or shutting down")}}},
+})
+PATHS.update(v2_model_paths(False))
+PATHS.update(v2_model_paths(True))
 
 SPEC = {
     "openapi": "3.0.3",
     "info": {"title": "attnd", "version": VERSION,
              "description": "A transformer encoder served over HTTP: outputs and attention weights. "
-                            "Errors are {\"error\": {\"type\", \"message\"}}."},
+                            "Errors are {\"error\": {\"type\", \"message\"}}; under /v2 (the Open "
+                            "Inference Protocol) they are {\"error\": \"message\"}."},
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                       "description": "Required on every route but /health when server.api_key is set."}},
+                                       "description": "Required on every route but /health, /, /v2/health/live and "
+                                                      "/v2/health/ready when server.api_key is set."}},
         "schemas": SCHEMAS},
     "security": [{"bearer": []}],
     "paths": PATHS,

@@ -1,0 +1,1312 @@
+/* v2.c - the Open Inference Protocol (KServe v2) with Triton's binary tensor
+ * data extension: /v2 routes, metadata, and the infer request and response
+ * codec on top of encode.c's request struct, limits and mask parser.
+ *
+ * Choices where API.md and the protocol documents leave room
+ * (docs/api.md, "Open Inference Protocol (v2) in detail", is the user's
+ * version of this list):
+ *
+ * - One model, one version: "1".  /versions/{v} with any other v is a 404.
+ * - Inputs: embeddings FP32 [B, L, D] (rank 3 only), optional lengths INT32
+ *   [B]; no others.  JSON "data" is flat (row-major) or fully nested to the
+ *   shape; a partly nested array is refused.  Binary data is little-endian,
+ *   row-major, in input order after the JSON header; binary_data_size must
+ *   be exactly the shape's byte count, and the sizes must add up to the bytes
+ *   after the header: no more, no less.
+ * - Request parameters: attention ("heads" | "mean" | "none"), the mask
+ *   options of /v1's "mask" object (causal, window, global, key_padding, attn,
+ *   same forms and rules; window_left / window_right as scalar alternatives to
+ *   {"left", "right"}; a non-scalar option may also be sent as a string
+ *   holding its JSON, since the protocol's parameters are scalars), and
+ *   binary_data_output.  Anything else is refused, so a typo is an error.
+ * - Outputs: "outputs" FP32 [B, L, D] and "attention" FP32 [B, H, L, L]
+ *   ("mean": [B, L, L]), the last layer's; padded positions are zero (dense
+ *   tensors, not ragged).  No "outputs" list (or an empty one) means both
+ *   ("attention" only when the attention parameter is not "none"); asking
+ *   for "outputs" alone computes no attention.
+ * - Response floats in JSON are printed with 9 significant digits (they
+ *   round-trip float32).  The response echoes "id" when the request has one.
+ * - An input's "data" array of numbers is read from the body text (see
+ *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
+ */
+#include "v2.h"
+#include "strbuf.h"
+
+#include <errno.h>
+#include <float.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...) api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define OOM()    api_error_set(err, API_UNAVAILABLE, "out of memory")
+#define SAFE_MAX ENCODE_SAFE_MAX
+#define MAX_RANK 8
+
+/* ---- small helpers --------------------------------------------------------- */
+
+/* Refuses any key of obj not in known (n of them); what names obj. */
+static int check_keys(json_t *obj, const char *const *known, size_t n, const char *what,
+                      const char *noun, const char *expected, api_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; i < n && !ok; i++)
+            ok = strcmp(key, known[i]) == 0;
+        if (!ok) {
+            char q[SAFE_MAX + 4];
+            return BAD("%sunknown %s '%s'; expected %s", what, noun, encode_safe_text(key, q),
+                       expected);
+        }
+    }
+    return 0;
+}
+
+/* "[2, 6, 16]" into buf. */
+static const char *shape_text(const long long *dims, int rank, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int k = 0; k < rank && n < size; k++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", k ? ", " : "", dims[k]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+/* ---- routes and metadata ----------------------------------------------------- */
+
+static bool seg_copy(char *dst, size_t size, const char *s, size_t n)
+{
+    if (n >= size)
+        return false;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    return true;
+}
+
+static bool seg_is(const char *s, size_t n, const char *want)
+{
+    return strlen(want) == n && memcmp(s, want, n) == 0;
+}
+
+v2_route v2_route_parse(const char *url, v2_path *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!url || strncmp(url, "/v2", 3) != 0 || (url[3] != '\0' && url[3] != '/'))
+        return V2_ROUTE_NONE;
+    const char *rest = url + 3;
+    if (!*rest)
+        return V2_ROUTE_SERVER;
+    if (strcmp(rest, "/health/live") == 0)
+        return V2_ROUTE_LIVE;
+    if (strcmp(rest, "/health/ready") == 0)
+        return V2_ROUTE_READY;
+    if (strncmp(rest, "/models/", 8) != 0)
+        return V2_ROUTE_UNKNOWN;
+    /* name [versions v] [ready | infer] */
+    const char *seg[5];
+    size_t len[5];
+    int n = 0;
+    for (const char *s = rest + 8;; n++) {
+        if (n == 5)
+            return V2_ROUTE_UNKNOWN;
+        const char *e = strchr(s, '/');
+        seg[n] = s;
+        len[n] = e ? (size_t)(e - s) : strlen(s);
+        if (len[n] == 0)
+            return V2_ROUTE_UNKNOWN;
+        if (!e) {
+            n++;
+            break;
+        }
+        s = e + 1;
+    }
+    int k = 1;
+    p->too_long = !seg_copy(p->name, sizeof p->name, seg[0], len[0]);
+    if (n >= 3 && seg_is(seg[1], len[1], "versions")) {
+        p->has_version = true;
+        p->too_long |= !seg_copy(p->version, sizeof p->version, seg[2], len[2]);
+        k = 3;
+    }
+    if (k == n)
+        return V2_ROUTE_MODEL;
+    if (k + 1 == n && seg_is(seg[k], len[k], "ready"))
+        return V2_ROUTE_MODEL_READY;
+    if (k + 1 == n && seg_is(seg[k], len[k], "infer"))
+        return V2_ROUTE_INFER;
+    return V2_ROUTE_UNKNOWN;
+}
+
+int v2_check_model(const v2_path *p, const char *model_name, api_error *err)
+{
+    char q[SAFE_MAX + 4], m[SAFE_MAX + 4];
+    if (p->too_long || strcmp(p->name, model_name) != 0)
+        return api_error_set(err, API_NOT_FOUND, "unknown model '%s'; this server serves '%s'",
+                             encode_safe_text(p->name, q), encode_safe_text(model_name, m));
+    if (p->has_version && strcmp(p->version, V2_MODEL_VERSION) != 0)
+        return api_error_set(
+            err, API_NOT_FOUND,
+            "model '%s' has no version '%s'; its only version is " V2_MODEL_VERSION,
+            encode_safe_text(model_name, m), encode_safe_text(p->version, q));
+    return 0;
+}
+
+static char *dump(json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    return s;
+}
+
+char *v2_server_metadata(const char *version)
+{
+    return dump(json_pack("{s:s, s:s, s:[s]}", "name", "attnd", "version", version, "extensions",
+                          "binary_tensor_data"));
+}
+
+char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
+{
+    return dump(json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i]}], "
+                          "s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i,i,i,i]}]}",
+                          "name", model_name, "versions", V2_MODEL_VERSION, "platform", "attnd",
+                          "inputs", "name", "embeddings", "datatype", "FP32", "shape", -1, -1,
+                          hp->d_model, "name", "lengths", "datatype", "INT32", "shape", -1,
+                          "outputs", "name", "outputs", "datatype", "FP32", "shape", -1, -1,
+                          hp->d_model, "name", "attention", "datatype", "FP32", "shape", -1,
+                          hp->n_heads, -1, -1));
+}
+
+/* ---- parsing: request parameters ---------------------------------------------- */
+
+static const char *const PARAMS[] = {"attention",   "causal",       "window",
+                                     "window_left", "window_right", "global",
+                                     "key_padding", "attn",         "binary_data_output"};
+#define PARAMS_TEXT                                                                                \
+    "attention, causal, window, window_left, window_right, global, key_padding, attn or "          \
+    "binary_data_output"
+
+/* A mask option as /v1's mask object takes it: the value itself, or, when it
+ * is a string, the JSON it holds (the protocol's parameters are scalars).
+ * New reference, or NULL with err set. */
+static json_t *mask_value(const char *name, json_t *v, api_error *err)
+{
+    if (!json_is_string(v))
+        return json_incref(v);
+    json_error_t jerr;
+    json_t *parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, &jerr);
+    if (!parsed) {
+        char q[SAFE_MAX + 4], why[SAFE_MAX + 4];
+        BAD("parameters.%s: the string '%s' is not valid JSON (%s)", name,
+            encode_safe_text(json_string_value(v), q), encode_safe_text(jerr.text, why));
+        return NULL;
+    }
+    return parsed;
+}
+
+/* Request-level parameters: attention and binary_data_output into req, the
+ * mask options into *mask (a /v1 mask object, new reference). */
+static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_t **mask,
+                        bool *window_lr, api_error *err)
+{
+    *mask = json_object();
+    if (!*mask)
+        return OOM();
+    if (!params)
+        return 0;
+    if (!json_is_object(params))
+        return BAD("parameters must be an object, not %s", encode_json_kind(params));
+    if (check_keys(params, PARAMS, sizeof PARAMS / sizeof *PARAMS, "parameters: ", "parameter",
+                   PARAMS_TEXT, err) < 0)
+        return -1;
+    char q[SAFE_MAX + 4];
+    json_t *v = json_object_get(params, "attention");
+    if (v && !json_is_null(v)) {
+        const char *s = json_string_value(v);
+        if (!s)
+            return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not %s",
+                       encode_json_kind(v));
+        if (strcmp(s, "heads") == 0)
+            req->enc.attn_mode = ENC_ATTN_HEADS;
+        else if (strcmp(s, "mean") == 0)
+            req->enc.attn_mode = ENC_ATTN_MEAN;
+        else if (strcmp(s, "none") == 0)
+            req->enc.attn_mode = ENC_ATTN_NONE;
+        else
+            return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not '%s'",
+                       encode_safe_text(s, q));
+    }
+    v = json_object_get(params, "binary_data_output");
+    if (v && !json_is_null(v)) {
+        if (!json_is_boolean(v))
+            return BAD("parameters.binary_data_output must be true or false, not %s",
+                       encode_json_kind(v));
+        *binary_all = json_is_true(v);
+    }
+    static const char *const mask_keys[] = {"causal", "window", "global", "key_padding", "attn"};
+    for (size_t i = 0; i < sizeof mask_keys / sizeof *mask_keys; i++) {
+        v = json_object_get(params, mask_keys[i]);
+        if (!v || json_is_null(v))
+            continue;
+        json_t *m = i == 0 ? json_incref(v) : mask_value(mask_keys[i], v, err);
+        if (!m || json_object_set_new(*mask, mask_keys[i], m) < 0)
+            return m ? OOM() : -1;
+    }
+    json_t *left = json_object_get(params, "window_left"),
+           *right = json_object_get(params, "window_right");
+    if ((left && !json_is_null(left)) || (right && !json_is_null(right))) {
+        if (json_object_get(*mask, "window"))
+            return BAD("parameters: give window, or window_left and window_right, not both");
+        json_t *w = json_pack("{s:O?, s:O?}", "left", left, "right", right);
+        if (!w || json_object_set_new(*mask, "window", w) < 0)
+            return OOM();
+        *window_lr = true;
+    }
+    return 0;
+}
+
+/* Runs /v1's mask parser and names the options as v2 spells them. */
+static int parse_mask(v2_request *req, json_t *mask, bool window_lr, api_error *err)
+{
+    api_error e = {0};
+    if (encode_parse_mask(&req->enc, mask, &e) == 0)
+        return 0;
+    char msg[sizeof e.message];
+    size_t n = 0;
+    for (const char *s = e.message; *s && n + 1 < sizeof msg;) {
+        const char *rep = NULL;
+        size_t skip = 0;
+        if (window_lr && strncmp(s, "mask.window.left", 16) == 0)
+            rep = "parameters.window_left", skip = 16;
+        else if (window_lr && strncmp(s, "mask.window.right", 17) == 0)
+            rep = "parameters.window_right", skip = 17;
+        else if (strncmp(s, "mask.", 5) == 0)
+            rep = "parameters.", skip = 5;
+        if (rep) {
+            size_t r = strlen(rep);
+            if (n + r + 1 >= sizeof msg)
+                break;
+            memcpy(msg + n, rep, r);
+            n += r;
+            s += skip;
+        } else {
+            msg[n++] = *s++;
+        }
+    }
+    msg[n] = '\0';
+    return api_error_set(err, e.kind, "%s", msg);
+}
+
+/* ---- parsing: outputs ------------------------------------------------------------ */
+
+static const char *const OUT_NAME[V2_N_OUT] = {"outputs", "attention"};
+
+static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_error *err)
+{
+    const bool attn_allowed = req->enc.attn_mode != ENC_ATTN_NONE;
+    if (outs && !json_is_array(outs))
+        return BAD("outputs must be an array of {\"name\": ...} objects, not %s",
+                   encode_json_kind(outs));
+    if (!outs || json_array_size(outs) == 0) {
+        req->out[req->n_out++] = V2_OUT_OUTPUTS;
+        req->binary[V2_OUT_OUTPUTS] = binary_all;
+        if (attn_allowed) {
+            req->out[req->n_out++] = V2_OUT_ATTENTION;
+            req->binary[V2_OUT_ATTENTION] = binary_all;
+        }
+        return 0;
+    }
+    bool seen[V2_N_OUT] = {false, false};
+    for (size_t k = 0; k < json_array_size(outs); k++) {
+        json_t *o = json_array_get(outs, k);
+        char q[SAFE_MAX + 4], what[48];
+        snprintf(what, sizeof what, "outputs[%zu]: ", k);
+        if (!json_is_object(o))
+            return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
+                       encode_json_kind(o));
+        static const char *const keys[] = {"name", "parameters"};
+        if (check_keys(o, keys, 2, what, "field", "name or parameters", err) < 0)
+            return -1;
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (!name)
+            return BAD("outputs[%zu] has no name (a string: \"outputs\" or \"attention\")", k);
+        int which = -1;
+        for (int i = 0; i < V2_N_OUT; i++)
+            if (strcmp(name, OUT_NAME[i]) == 0)
+                which = i;
+        if (which < 0)
+            return BAD("outputs[%zu]: unknown output '%s'; the model gives outputs and attention",
+                       k, encode_safe_text(name, q));
+        if (seen[which])
+            return BAD("outputs[%zu]: output '%s' is asked for twice", k, name);
+        if (which == V2_OUT_ATTENTION && !attn_allowed)
+            return BAD("outputs[%zu] asks for attention but parameters.attention is \"none\"", k);
+        seen[which] = true;
+        bool binary = binary_all;
+        json_t *params = json_object_get(o, "parameters");
+        if (params && !json_is_null(params)) {
+            char pw[64];
+            snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters: ", k, name);
+            if (!json_is_object(params))
+                return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
+                           encode_json_kind(params));
+            static const char *const pk[] = {"binary_data"};
+            if (check_keys(params, pk, 1, pw, "parameter",
+                           "binary_data (the only output parameter)", err) < 0)
+                return -1;
+            const json_t *b = json_object_get(params, "binary_data");
+            if (b && !json_is_null(b)) {
+                if (!json_is_boolean(b))
+                    return BAD("outputs[%zu] (%s): parameters.binary_data must be true or false, "
+                               "not %s",
+                               k, name, encode_json_kind(b));
+                binary = json_is_true(b);
+            }
+        }
+        req->out[req->n_out++] = (v2_output)which;
+        req->binary[which] = binary;
+    }
+    if (!seen[V2_OUT_ATTENTION])
+        req->enc.attn_mode = ENC_ATTN_NONE; /* not asked for: not computed */
+    return 0;
+}
+
+/* ---- parsing: inputs --------------------------------------------------------------- */
+
+enum { IN_EMB, IN_LEN, IN_N };
+
+typedef struct v2_input {
+    int index;        /* in "inputs" */
+    const char *name; /* borrowed */
+    long long shape[MAX_RANK];
+    int rank;
+    const json_t *data; /* JSON data, or NULL */
+    const char *text;   /* the data array's text when read from the body (fast_data) */
+    const char *text_end;
+    bool binary;
+    size_t bin_size;          /* binary_data_size */
+    const unsigned char *bin; /* its bytes in the body */
+} v2_input;
+
+static const char *const IN_DTYPE[IN_N] = {"FP32", "INT32"};
+
+/* One input's name, datatype, shape, parameters and data, checked for form. */
+static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
+{
+    char q[SAFE_MAX + 4], what[48];
+    snprintf(what, sizeof what, "inputs[%zu]: ", k);
+    if (!json_is_object(o))
+        return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
+                   encode_json_kind(o));
+    static const char *const keys[] = {"name", "shape", "datatype", "parameters", "data"};
+    if (check_keys(o, keys, 5, what, "field", "name, shape, datatype, parameters or data", err) < 0)
+        return -1;
+    const json_t *v = json_object_get(o, "name");
+    if (!json_is_string(v))
+        return BAD("inputs[%zu] has no name (a string: \"embeddings\" or \"lengths\")", k);
+    const char *name = json_string_value(v);
+    *which = strcmp(name, "embeddings") == 0 ? IN_EMB : strcmp(name, "lengths") == 0 ? IN_LEN : -1;
+    if (*which < 0)
+        return BAD("inputs[%zu]: unknown input '%s'; the model takes embeddings (FP32 [B, L, "
+                   "d_model]) and lengths (INT32 [B])",
+                   k, encode_safe_text(name, q));
+    in->index = (int)k;
+    in->name = name;
+
+    v = json_object_get(o, "datatype");
+    if (!json_is_string(v))
+        return BAD("inputs[%zu] (%s) has no datatype (a string: %s)", k, name, IN_DTYPE[*which]);
+    if (strcmp(json_string_value(v), IN_DTYPE[*which]) != 0)
+        return BAD("inputs[%zu] (%s): datatype is '%s'; the model takes %s", k, name,
+                   encode_safe_text(json_string_value(v), q), IN_DTYPE[*which]);
+
+    v = json_object_get(o, "shape");
+    if (!json_is_array(v))
+        return BAD("inputs[%zu] (%s) has no shape (an array of integers)", k, name);
+    if (json_array_size(v) > MAX_RANK)
+        return BAD("inputs[%zu] (%s): shape has %zu dimensions; expected %s", k, name,
+                   json_array_size(v), *which == IN_EMB ? "[B, L, d_model]" : "[B]");
+    in->rank = (int)json_array_size(v);
+    for (int d = 0; d < in->rank; d++) {
+        const json_t *e = json_array_get(v, (size_t)d);
+        if (!json_is_integer(e) || json_integer_value(e) < 0)
+            return BAD("inputs[%zu] (%s): shape[%d] is %s; expected a non-negative integer", k,
+                       name, d, json_is_integer(e) ? "negative" : encode_json_kind(e));
+        in->shape[d] = json_integer_value(e);
+    }
+
+    json_t *params = json_object_get(o, "parameters");
+    if (params && !json_is_null(params)) {
+        char pw[64];
+        snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters: ", k, name);
+        if (!json_is_object(params))
+            return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
+                       encode_json_kind(params));
+        static const char *const pk[] = {"binary_data_size"};
+        if (check_keys(params, pk, 1, pw, "parameter",
+                       "binary_data_size (the only input parameter)", err) < 0)
+            return -1;
+        const json_t *b = json_object_get(params, "binary_data_size");
+        if (b && !json_is_null(b)) {
+            if (!json_is_integer(b) || json_integer_value(b) < 0)
+                return BAD("inputs[%zu] (%s): parameters.binary_data_size must be a non-negative "
+                           "integer (bytes), not %s",
+                           k, name, json_is_integer(b) ? "negative" : encode_json_kind(b));
+            in->binary = true;
+            in->bin_size = (size_t)json_integer_value(b);
+        }
+    }
+    v = json_object_get(o, "data");
+    in->data = json_is_null(v) ? NULL : v;
+    if (in->data && in->binary)
+        return BAD("inputs[%zu] (%s) has both data and parameters.binary_data_size; send one", k,
+                   name);
+    if (!in->data && !in->binary)
+        return BAD("inputs[%zu] (%s) has no data (give data, or parameters.binary_data_size and "
+                   "the bytes after the JSON header)",
+                   k, name);
+    return 0;
+}
+
+/* "[1][2][3]" for flat element k of shape dims. */
+static void index_text(char *buf, size_t size, size_t k, const long long *dims, int rank)
+{
+    size_t idx[MAX_RANK];
+    for (int d = rank - 1; d >= 0; d--) {
+        size_t n = dims[d] > 0 ? (size_t)dims[d] : 1;
+        idx[d] = k % n;
+        k /= n;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < rank && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, "[%zu]", idx[d]);
+}
+
+/* Stores JSON element e as element k of in (FP32 into f, INT32 into i). */
+static int store_json(const v2_input *in, const json_t *e, size_t k, const char *where, float *f,
+                      int *i, api_error *err)
+{
+    if (f) {
+        if (!json_is_number(e))
+            return BAD("inputs[%d] (%s): data%s is %s, not a number", in->index, in->name, where,
+                       encode_json_kind(e));
+        double d = json_number_value(e);
+        if (!(d <= FLT_MAX && d >= -FLT_MAX))
+            return BAD("inputs[%d] (%s): data%s = %g is outside the float32 range", in->index,
+                       in->name, where, d);
+        f[k] = (float)d;
+        return 0;
+    }
+    if (!json_is_integer(e))
+        return BAD("inputs[%d] (%s): data%s is %s, not an integer", in->index, in->name, where,
+                   json_is_real(e) ? "a number with a fraction" : encode_json_kind(e));
+    long long v = json_integer_value(e);
+    if (v < INT32_MIN || v > INT32_MAX)
+        return BAD("inputs[%d] (%s): data%s = %lld is outside the INT32 range", in->index, in->name,
+                   where, v);
+    i[k] = (int)v;
+    return 0;
+}
+
+/* A fully nested array, level d of in's shape; *k counts the elements. */
+static int read_nested(const v2_input *in, const json_t *v, int d, char *where, size_t wlen,
+                       size_t *k, float *f, int *i, api_error *err)
+{
+    char dims[160];
+    if (!json_is_array(v))
+        return BAD("inputs[%d] (%s): data%s is %s; shape %s needs an array of %lld here", in->index,
+                   in->name, where, encode_json_kind(v),
+                   shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
+    if (json_array_size(v) != (size_t)in->shape[d])
+        return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index,
+                   in->name, where, json_array_size(v),
+                   shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
+    size_t n = strlen(where);
+    for (size_t j = 0; j < json_array_size(v); j++) {
+        snprintf(where + n, wlen - n, "[%zu]", j);
+        const json_t *e = json_array_get(v, j);
+        if (d + 1 < in->rank) {
+            if (read_nested(in, e, d + 1, where, wlen, k, f, i, err) < 0)
+                return -1;
+        } else if (store_json(in, e, (*k)++, where, f, i, err) < 0) {
+            return -1;
+        }
+    }
+    where[n] = '\0';
+    return 0;
+}
+
+/* ---- fast numbers ---------------------------------------------------------------------
+ *
+ * An inputs[k].data array of numbers is read from the body's text, not
+ * through jansson's one json_t per number (some 40 bytes each, so a large
+ * JSON tensor would cost twenty times its text in memory).  scan_header finds
+ * these arrays before jansson runs, checking that each holds nothing but
+ * numbers (RFC 8259, as jansson reads them) and arrays of them; jansson then
+ * parses a copy in which each is blanked to [ ... ] with its line breaks
+ * kept, so jansson's line and column numbers still point into the body.
+ * Anything else (a string or a boolean among the numbers, text the scan
+ * does not follow) is left to jansson and the code above: the messages are
+ * the same either way. */
+
+#define FAST_INPUTS 8  /* inputs[0..7]; a request with more is refused anyway */
+#define FAST_DEPTH  32 /* deeper arrays are left to jansson */
+
+typedef struct fast_data {
+    const char *start[FAST_INPUTS]; /* inputs[k].data's text, or NULL */
+    const char *end[FAST_INPUTS];
+} fast_data;
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static const char *ws(const char *p, const char *end)
+{
+    while (p < end && is_ws(*p))
+        p++;
+    return p;
+}
+
+static const char *num_end(const char *p, const char *end)
+{
+    while (p < end && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' ||
+                       *p == 'e' || *p == 'E'))
+        p++;
+    return p;
+}
+
+/* After the string at p ('"'), or NULL. */
+static const char *skip_str(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* After the value at p (not checked: jansson does that), or NULL. */
+static const char *skip_any(const char *p, const char *end)
+{
+    int depth = 0;
+    do {
+        p = ws(p, end);
+        if (p >= end)
+            return NULL;
+        if (*p == '"') {
+            if (!(p = skip_str(p, end)))
+                return NULL;
+        } else if (*p == '[' || *p == '{') {
+            depth++, p++;
+        } else if (*p == ']' || *p == '}') {
+            if (--depth < 0)
+                return NULL;
+            p++;
+        } else if (*p == ',' || *p == ':') {
+            if (depth == 0)
+                return NULL;
+            p++;
+        } else {
+            const char *q = p;
+            while (q < end && *q && !is_ws(*q) && !strchr(",:[]{}\"", *q))
+                q++;
+            if (q == p)
+                return NULL;
+            p = q;
+        }
+    } while (depth > 0);
+    return p;
+}
+
+/* Whether jansson takes the number token [p, q) of value d: an integer must
+ * fit int64 ("too big integer"), a real must not overflow ("real number
+ * overflow"). */
+static bool jansson_takes(const char *p, const char *q, double d)
+{
+    for (const char *s = p; s < q; s++)
+        if (*s == '.' || *s == 'e' || *s == 'E')
+            return !isinf(d);
+    char buf[24];
+    if ((size_t)(q - p) >= sizeof buf)
+        return false;
+    memcpy(buf, p, (size_t)(q - p));
+    buf[q - p] = '\0';
+    errno = 0;
+    (void)strtoll(buf, NULL, 10);
+    return errno != ERANGE;
+}
+
+/* After a valid array of numbers (and of such arrays) at p ('['), or NULL. */
+static const char *numeric_array(const char *p, const char *end, int depth)
+{
+    if (depth > FAST_DEPTH)
+        return NULL;
+    p = ws(p + 1, end);
+    if (p < end && *p == ']')
+        return p + 1;
+    for (;;) {
+        if (p >= end)
+            return NULL;
+        if (*p == '[') {
+            if (!(p = numeric_array(p, end, depth + 1)))
+                return NULL;
+        } else {
+            const char *q = num_end(p, end);
+            double d;
+            if (q == p || !encode_number_parse(p, (size_t)(q - p), &d) || !jansson_takes(p, q, d))
+                return NULL;
+            p = q;
+        }
+        p = ws(p, end);
+        if (p < end && *p == ',')
+            p = ws(p + 1, end);
+        else if (p < end && *p == ']')
+            return p + 1;
+        else
+            return NULL;
+    }
+}
+
+/* Whether the string token [p, q) (quotes included) is key, byte for byte. */
+static bool key_is(const char *p, const char *q, const char *key)
+{
+    size_t n = strlen(key);
+    return (size_t)(q - p) == n + 2 && memcmp(p + 1, key, n) == 0;
+}
+
+/* Walks the members of the object at p ('{'); calls member(key, value) for
+ * each, which returns the end of the value or NULL.  Returns the end of the
+ * object, or NULL. */
+typedef const char *(*member_fn)(const char *key, const char *key_end, const char *value,
+                                 const char *end, int k, fast_data *fd);
+
+static const char *walk_object(const char *p, const char *end, member_fn member, int k,
+                               fast_data *fd)
+{
+    p = ws(p + 1, end);
+    if (p < end && *p == '}')
+        return p + 1;
+    for (;;) {
+        if (p >= end || *p != '"')
+            return NULL;
+        const char *key = p;
+        if (!(p = skip_str(p, end)))
+            return NULL;
+        const char *key_end = p;
+        p = ws(p, end);
+        if (p >= end || *p != ':')
+            return NULL;
+        if (!(p = member(key, key_end, ws(p + 1, end), end, k, fd)))
+            return NULL;
+        p = ws(p, end);
+        if (p < end && *p == ',')
+            p = ws(p + 1, end);
+        else if (p < end && *p == '}')
+            return p + 1;
+        else
+            return NULL;
+    }
+}
+
+/* A member of inputs[k]: note "data" when it is an array of numbers. */
+static const char *input_member(const char *key, const char *key_end, const char *v,
+                                const char *end, int k, fast_data *fd)
+{
+    const char *after;
+    if (key_is(key, key_end, "data") && v < end && *v == '[' &&
+        (after = numeric_array(v, end, 0))) {
+        fd->start[k] = v;
+        fd->end[k] = after;
+        return after;
+    }
+    return skip_any(v, end);
+}
+
+/* A member of the request: walk "inputs". */
+static const char *root_member(const char *key, const char *key_end, const char *v, const char *end,
+                               int k, fast_data *fd)
+{
+    (void)k;
+    if (!key_is(key, key_end, "inputs") || v >= end || *v != '[')
+        return skip_any(v, end);
+    const char *p = ws(v + 1, end);
+    if (p < end && *p == ']')
+        return p + 1;
+    for (int i = 0;; i++) {
+        if (p >= end)
+            return NULL;
+        p = *p == '{' && i < FAST_INPUTS ? walk_object(p, end, input_member, i, fd)
+                                         : skip_any(p, end);
+        if (!p)
+            return NULL;
+        p = ws(p, end);
+        if (p < end && *p == ',')
+            p = ws(p + 1, end);
+        else if (p < end && *p == ']')
+            return p + 1;
+        else
+            return NULL;
+    }
+}
+
+/* Finds the inputs' numeric data arrays in the JSON text.  Returns the copy
+ * jansson is to parse (owned; NULL when there are none: parse text itself),
+ * or NULL with *oom set. */
+static char *scan_header(const char *text, size_t len, fast_data *fd, bool *oom)
+{
+    memset(fd, 0, sizeof *fd);
+    const char *p = ws(text, text + len);
+    if (p < text + len && *p == '{')
+        walk_object(p, text + len, root_member, 0, fd);
+    bool any = false;
+    for (int k = 0; k < FAST_INPUTS; k++)
+        any = any || fd->start[k];
+    if (!any)
+        return NULL;
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    for (int k = 0; k < FAST_INPUTS; k++) {
+        if (!fd->start[k])
+            continue;
+        char *c = copy + (fd->start[k] - text);
+        const size_t n = (size_t)(fd->end[k] - fd->start[k]); /* '[' ... ']' */
+        for (size_t j = 1; j + 1 < n; j++)
+            c[j] = c[j] == '\n' || c[j] == '\r' ? c[j] : ' ';
+    }
+    return copy;
+}
+
+/* The number token at *pp as element k of in (f or i); where names it. */
+static int store_text(const v2_input *in, const char **pp, const char *end, size_t k,
+                      const char *where, float *f, int *i, api_error *err)
+{
+    const char *p = *pp, *q = num_end(p, end);
+    *pp = q;
+    if (f) {
+        double d = 0;
+        encode_number_parse(p, (size_t)(q - p), &d); /* checked by numeric_array */
+        if (!(d <= FLT_MAX && d >= -FLT_MAX))
+            return BAD("inputs[%d] (%s): data%s = %g is outside the float32 range", in->index,
+                       in->name, where, d);
+        f[k] = (float)d;
+        return 0;
+    }
+    for (const char *s = p; s < q; s++)
+        if (*s == '.' || *s == 'e' || *s == 'E')
+            return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer",
+                       in->index, in->name, where);
+    const bool neg = *p == '-';
+    long long v = 0;
+    bool over = false;
+    for (const char *s = p + neg; s < q && !over; s++) {
+        over = v > (INT32_MAX + 1LL - (*s - '0')) / 10;
+        v = v * 10 + (*s - '0');
+    }
+    if (over || (neg ? -v < INT32_MIN : v > INT32_MAX))
+        return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range", in->index, in->name,
+                   where, (int)(q - p > SAFE_MAX ? SAFE_MAX : q - p), p);
+    i[k] = (int)(neg ? -v : v);
+    return 0;
+}
+
+/* Entries of the (checked) array at p. */
+static size_t text_count(const char *p, const char *end)
+{
+    p = ws(p + 1, end);
+    if (p < end && *p == ']')
+        return 0;
+    size_t n = 1;
+    for (int depth = 0; p < end; p++) {
+        if (*p == '[')
+            depth++;
+        else if (*p == ']' && depth-- == 0)
+            break;
+        else if (*p == ',' && depth == 0)
+            n++;
+    }
+    return n;
+}
+
+/* read_nested on the text: level d of in's shape at p ('['); returns the
+ * end of the array, or NULL with err set. */
+static const char *text_nested(const v2_input *in, const char *p, const char *end, int d,
+                               char *where, size_t wlen, size_t *k, float *f, int *i,
+                               api_error *err)
+{
+    char dims[160];
+    const size_t count = text_count(p, end);
+    if (count != (size_t)in->shape[d]) {
+        BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index, in->name,
+            where, count, shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
+        return NULL;
+    }
+    const size_t n = strlen(where);
+    p = ws(p + 1, end);
+    for (size_t j = 0; j < count; j++) {
+        snprintf(where + n, wlen - n, "[%zu]", j);
+        if (d + 1 < in->rank) {
+            if (*p != '[') {
+                BAD("inputs[%d] (%s): data%s is a number; shape %s needs an array of %lld here",
+                    in->index, in->name, where, shape_text(in->shape, in->rank, dims, sizeof dims),
+                    in->shape[d + 1]);
+                return NULL;
+            }
+            if (!(p = text_nested(in, p, end, d + 1, where, wlen, k, f, i, err)))
+                return NULL;
+        } else {
+            if (*p == '[') {
+                BAD("inputs[%d] (%s): data%s is an array, not %s", in->index, in->name, where,
+                    f ? "a number" : "an integer");
+                return NULL;
+            }
+            if (store_text(in, &p, end, (*k)++, where, f, i, err) < 0)
+                return NULL;
+        }
+        p = ws(p, end);
+        if (p < end && *p == ',')
+            p = ws(p + 1, end);
+    }
+    where[n] = '\0';
+    return ws(p, end) + 1; /* past ']' */
+}
+
+/* read_input's JSON part, on the data array's text. */
+static int read_text(const v2_input *in, size_t numel, float *f, int *i, api_error *err)
+{
+    char where[160], dims[160];
+    const char *p = in->text, *end = in->text_end;
+    const size_t count = text_count(p, end);
+    const char *first = ws(p + 1, end);
+    if (in->rank > 1 && count > 0 && *first == '[') {
+        size_t k = 0;
+        where[0] = '\0';
+        return text_nested(in, p, end, 0, where, sizeof where, &k, f, i, err) ? 0 : -1;
+    }
+    if (count != numel)
+        return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name, count,
+                   count == 1 ? "entry" : "entries",
+                   shape_text(in->shape, in->rank, dims, sizeof dims), numel);
+    p = first;
+    for (size_t k = 0; k < numel; k++) {
+        snprintf(where, sizeof where, "[%zu]", k);
+        if (*p == '[')
+            return BAD("inputs[%d] (%s): data%s is an array, not %s", in->index, in->name, where,
+                       f ? "a number" : "an integer");
+        if (store_text(in, &p, end, k, where, f, i, err) < 0)
+            return -1;
+        p = ws(p, end);
+        if (p < end && *p == ',')
+            p = ws(p + 1, end);
+    }
+    return 0;
+}
+
+/* in's data (JSON, flat or nested, or binary) into numel floats f or ints i. */
+static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_error *err)
+{
+    char where[160], dims[160];
+    if (in->text)
+        return read_text(in, numel, f, i, err);
+    if (in->binary) {
+        for (size_t k = 0; k < numel; k++) {
+            const unsigned char *b = in->bin + 4 * k;
+            uint32_t u =
+                (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+            if (i) {
+                i[k] = (int)(int32_t)u;
+                continue;
+            }
+            memcpy(&f[k], &u, sizeof u);
+            if (!isfinite(f[k])) {
+                index_text(where, sizeof where, k, in->shape, in->rank);
+                return BAD("inputs[%d] (%s): binary element %zu (%s) is %s", in->index, in->name, k,
+                           where, isnan(f[k]) ? "NaN" : "infinite");
+            }
+        }
+        return 0;
+    }
+    const json_t *v = in->data;
+    if (!json_is_array(v))
+        return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
+                   "as the shape), not %s",
+                   in->index, in->name, encode_json_kind(v));
+    if (in->rank > 1 && json_array_size(v) > 0 && json_is_array(json_array_get(v, 0))) {
+        size_t k = 0;
+        where[0] = '\0';
+        return read_nested(in, v, 0, where, sizeof where, &k, f, i, err);
+    }
+    if (json_array_size(v) != numel)
+        return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name,
+                   json_array_size(v), json_array_size(v) == 1 ? "entry" : "entries",
+                   shape_text(in->shape, in->rank, dims, sizeof dims), numel);
+    for (size_t k = 0; k < numel; k++) {
+        snprintf(where, sizeof where, "[%zu]", k);
+        if (store_json(in, json_array_get(v, k), k, where, f, i, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Inference-Header-Content-Length: a decimal byte count within the body. */
+static int header_length(const char *text, size_t len, size_t *out, api_error *err)
+{
+    char q[SAFE_MAX + 4];
+    size_t n = 0, digits = 0;
+    const char *p = text;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (n > (SIZE_MAX - 9) / 10)
+            return BAD("Inference-Header-Content-Length %s is past the end of the body (%zu "
+                       "bytes)",
+                       encode_safe_text(text, q), len);
+        n = n * 10 + (size_t)(*p - '0');
+    }
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!digits || *p)
+        return BAD("Inference-Header-Content-Length '%s' is not a byte count (a non-negative "
+                   "decimal integer)",
+                   encode_safe_text(text, q));
+    if (n > len)
+        return BAD("Inference-Header-Content-Length %zu is past the end of the body (%zu bytes)", n,
+                   len);
+    *out = n;
+    return 0;
+}
+
+/* ---- parsing: the request ------------------------------------------------------------ */
+
+static int parse_root(v2_request *req, json_t *root, const fast_data *fd, const unsigned char *bin,
+                      size_t bin_len, bool has_header, size_t json_len, const char *model_name,
+                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    char q[SAFE_MAX + 4], m[SAFE_MAX + 4], dims[160];
+    if (!json_is_object(root))
+        return BAD("the inference request must be a JSON object, not %s", encode_json_kind(root));
+    static const char *const keys[] = {"id",         "model_name", "model_version",
+                                       "parameters", "inputs",     "outputs"};
+    if (check_keys(root, keys, 6, "", "field",
+                   "id, model_name, model_version, parameters, inputs or outputs", err) < 0)
+        return -1;
+    const json_t *v = json_object_get(root, "id");
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v))
+            return BAD("id must be a string, not %s", encode_json_kind(v));
+        if (!(req->id = strdup(json_string_value(v))))
+            return OOM();
+    }
+    v = json_object_get(root, "model_name");
+    if (v && !json_is_null(v) &&
+        (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
+        return BAD(
+            "model_name is %s%s%s but the URL names model '%s'", json_is_string(v) ? "'" : "",
+            json_is_string(v) ? encode_safe_text(json_string_value(v), q) : encode_json_kind(v),
+            json_is_string(v) ? "'" : "", encode_safe_text(model_name, m));
+    v = json_object_get(root, "model_version");
+    if (v && !json_is_null(v) &&
+        (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
+        return BAD("model_version must be \"" V2_MODEL_VERSION "\" (the model's only version)");
+
+    bool binary_all = false, window_lr = false;
+    json_t *mask = NULL;
+    int rc = parse_params(req, encode_json_field(root, "parameters"), &binary_all, &mask,
+                          &window_lr, err);
+    if (rc == 0)
+        rc = parse_outputs(req, encode_json_field(root, "outputs"), binary_all, err);
+    if (rc < 0) {
+        json_decref(mask);
+        return -1;
+    }
+    encode_request *e = &req->enc;
+    if (e->attn_mode != ENC_ATTN_NONE)
+        e->want_layer[e->n_layers - 1] = true;
+
+    /* The inputs' form; then B and L against the limits; then the bytes. */
+    v2_input in[IN_N];
+    bool have[IN_N] = {false, false};
+    const json_t *inputs = json_object_get(root, "inputs");
+    if (!json_is_array(inputs) || json_array_size(inputs) == 0)
+        rc = BAD("inputs must be a non-empty array of tensors (embeddings FP32 [B, L, d_model], "
+                 "optional lengths INT32 [B]), not %s",
+                 inputs ? encode_json_kind(inputs) : "absent");
+    for (size_t k = 0; rc == 0 && k < json_array_size(inputs); k++) {
+        v2_input cur = {0};
+        int which = -1;
+        if (parse_input(json_array_get(inputs, k), k, &cur, &which, err) < 0) {
+            rc = -1;
+        } else if (have[which]) {
+            rc = BAD("inputs[%zu]: input '%s' is given twice (also inputs[%d])", k, cur.name,
+                     in[which].index);
+        } else {
+            if (k < FAST_INPUTS && fd->start[k] && cur.data) { /* read from the text */
+                cur.text = fd->start[k];
+                cur.text_end = fd->end[k];
+            }
+            in[which] = cur;
+            have[which] = true;
+        }
+    }
+    if (rc == 0 && !have[IN_EMB])
+        rc = BAD("input 'embeddings' is required (FP32 [B, L, %d])", hp->d_model);
+    if (rc < 0) {
+        json_decref(mask);
+        return -1;
+    }
+    const v2_input *x = &in[IN_EMB];
+    if (x->rank != 3)
+        rc = BAD("inputs[%d] (embeddings): shape %s has %d dimension%s; expected [B, L, %d]",
+                 x->index, shape_text(x->shape, x->rank, dims, sizeof dims), x->rank,
+                 x->rank == 1 ? "" : "s", hp->d_model);
+    else if (x->shape[0] < 1 || x->shape[1] < 1)
+        rc = BAD("inputs[%d] (embeddings): shape %s is empty; B and L must be at least 1", x->index,
+                 shape_text(x->shape, x->rank, dims, sizeof dims));
+    else if (x->shape[2] != hp->d_model)
+        rc = BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
+                 x->shape[2], hp->d_model);
+    else if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
+        rc = -1;
+    if (rc < 0) {
+        json_decref(mask);
+        return -1;
+    }
+    const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
+    const size_t numel[IN_N] = {B * L * (size_t)hp->d_model, B};
+    if (have[IN_LEN] && (in[IN_LEN].rank != 1 || in[IN_LEN].shape[0] != (long long)B))
+        rc = BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of "
+                 "embeddings",
+                 in[IN_LEN].index, shape_text(in[IN_LEN].shape, in[IN_LEN].rank, dims, sizeof dims),
+                 B);
+
+    /* The binary data: in input order, each exactly its shape's bytes, all
+     * of it claimed. */
+    int order[IN_N] = {IN_EMB, IN_LEN};
+    if (have[IN_LEN] && in[IN_LEN].index < in[IN_EMB].index)
+        order[0] = IN_LEN, order[1] = IN_EMB;
+    size_t used = 0;
+    for (int o = 0; rc == 0 && o < IN_N; o++) {
+        v2_input *t = &in[order[o]];
+        if (!have[order[o]] || !t->binary)
+            continue;
+        if (!has_header)
+            rc = BAD("inputs[%d] (%s) has parameters.binary_data_size but the request has no "
+                     "Inference-Header-Content-Length header (the JSON header's length in bytes)",
+                     t->index, t->name);
+        else if (t->bin_size / 4 != numel[order[o]] || t->bin_size % 4 != 0)
+            rc = BAD("inputs[%d] (%s): binary_data_size is %zu but shape %s of %s needs %zu bytes",
+                     t->index, t->name, t->bin_size,
+                     shape_text(t->shape, t->rank, dims, sizeof dims), IN_DTYPE[order[o]],
+                     numel[order[o]] * 4);
+        else if (t->bin_size > bin_len - used)
+            rc = BAD("inputs[%d] (%s): binary_data_size %zu runs past the end of the body: only "
+                     "%zu bytes follow the %zu-byte JSON header%s",
+                     t->index, t->name, t->bin_size, bin_len - used, json_len,
+                     used ? " and the inputs before it" : "");
+        else {
+            t->bin = bin + used;
+            used += t->bin_size;
+        }
+    }
+    if (rc == 0 && used != bin_len)
+        rc = BAD("%zu byte%s after the %zu-byte JSON header %s claimed by no input's "
+                 "binary_data_size (the inputs claim %zu of %zu)",
+                 bin_len - used, bin_len - used == 1 ? "" : "s", json_len,
+                 bin_len - used == 1 ? "is" : "are", used, bin_len);
+    if (rc < 0) {
+        json_decref(mask);
+        return -1;
+    }
+
+    /* The batch. */
+    e->batched = true;
+    e->batch.B = (int)B;
+    e->batch.L = (int)L;
+    if (!(e->x = malloc(numel[IN_EMB] * sizeof *e->x)) ||
+        (have[IN_LEN] && !(e->lengths = malloc(B * sizeof *e->lengths))))
+        rc = OOM();
+    else if (read_input(x, numel[IN_EMB], e->x, NULL, err) < 0)
+        rc = -1;
+    e->batch.x = e->x;
+    if (rc == 0 && have[IN_LEN]) {
+        rc = read_input(&in[IN_LEN], B, NULL, e->lengths, err);
+        for (size_t b = 0; rc == 0 && b < B; b++)
+            if (e->lengths[b] < 1 || (size_t)e->lengths[b] > L)
+                rc = BAD("inputs[%d] (lengths): lengths[%zu] = %d is outside 1..%zu",
+                         in[IN_LEN].index, b, e->lengths[b], L);
+        e->batch.lengths = e->lengths;
+    }
+    if (rc == 0)
+        rc = parse_mask(req, mask, window_lr, err);
+    json_decref(mask);
+    return rc;
+}
+
+int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_len,
+                     const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                     api_error *err)
+{
+    memset(req, 0, sizeof *req);
+    if (encode_request_init(&req->enc, hp, err) < 0)
+        return -1;
+    const char *text = body ? body : "";
+    const size_t n = body ? len : 0;
+    size_t json_len = n;
+    if (header_len && header_length(header_len, n, &json_len, err) < 0)
+        return -1;
+    fast_data fd;
+    bool oom = false;
+    char *copy = scan_header(text, json_len, &fd, &oom);
+    if (oom)
+        return OOM();
+    json_error_t jerr;
+    json_t *root = json_loadb(copy ? copy : text, json_len, JSON_REJECT_DUPLICATES, &jerr);
+    free(copy);
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        snprintf(msg, sizeof msg, "%s", jerr.text);
+        for (char *c = msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                *c = '?';
+        return BAD("invalid JSON %sat line %d, column %d: %s%s",
+                   header_len ? "header (the first Inference-Header-Content-Length bytes) " : "",
+                   jerr.line, jerr.column, msg,
+                   header_len ? ""
+                              : " (a body with binary tensors needs an "
+                                "Inference-Header-Content-Length header)");
+    }
+    int rc = parse_root(req, root, &fd, (const unsigned char *)text + json_len, n - json_len,
+                        header_len != NULL, json_len, model_name, hp, limits, err);
+    json_decref(root);
+    return rc;
+}
+
+void v2_request_free(v2_request *req)
+{
+    if (!req)
+        return;
+    encode_request_free(&req->enc);
+    free(req->id);
+    memset(req, 0, sizeof *req);
+}
+
+/* ---- the response ------------------------------------------------------------------ */
+
+/* s as a JSON string (quotes, backslashes and control characters escaped;
+ * other bytes as they are: the model name and id are valid UTF-8). */
+static void put_string(strbuf *sb, const char *s)
+{
+    strbuf_put(sb, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            strbuf_put(sb, esc, 2);
+        } else if (c < 0x20) {
+            strbuf_printf(sb, "\\u%04x", c);
+        } else {
+            strbuf_put(sb, s, 1);
+        }
+    }
+    strbuf_put(sb, "\"", 1);
+}
+
+/* An output's values and shape. */
+static const float *output_view(const v2_request *req, const enc_hparams *hp, v2_output o,
+                                size_t dims[4], int *rank)
+{
+    const encode_request *e = &req->enc;
+    const size_t B = (size_t)e->batch.B, L = (size_t)e->batch.L;
+    if (o == V2_OUT_OUTPUTS) {
+        dims[0] = B, dims[1] = L, dims[2] = (size_t)hp->d_model;
+        *rank = 3;
+        return e->out;
+    }
+    *rank = 0;
+    dims[(*rank)++] = B;
+    if (e->attn_mode == ENC_ATTN_HEADS)
+        dims[(*rank)++] = (size_t)hp->n_heads;
+    dims[(*rank)++] = L;
+    dims[(*rank)++] = L;
+    return e->attn ? e->attn[e->n_layers - 1] : NULL;
+}
+
+char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
+                  size_t *header_len)
+{
+    strbuf sb = {0};
+    const float *vals[V2_N_OUT];
+    size_t numel[V2_N_OUT];
+    bool any_binary = false;
+    strbuf_puts(&sb, "{\"model_name\":");
+    put_string(&sb, model_name);
+    strbuf_puts(&sb, ",\"model_version\":\"" V2_MODEL_VERSION "\"");
+    if (req->id) {
+        strbuf_puts(&sb, ",\"id\":");
+        put_string(&sb, req->id);
+    }
+    strbuf_puts(&sb, ",\"outputs\":[");
+    for (int k = 0; k < req->n_out; k++) {
+        const v2_output o = req->out[k];
+        size_t dims[4];
+        int rank;
+        vals[k] = output_view(req, hp, o, dims, &rank);
+        if (!vals[k]) {
+            strbuf_free(&sb);
+            return NULL;
+        }
+        numel[k] = 1;
+        strbuf_printf(&sb, "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[", k ? "," : "",
+                      OUT_NAME[o]);
+        for (int d = 0; d < rank; d++) {
+            strbuf_printf(&sb, "%s%zu", d ? "," : "", dims[d]);
+            numel[k] *= dims[d];
+        }
+        if (req->binary[o]) {
+            any_binary = true;
+            strbuf_printf(&sb, "],\"parameters\":{\"binary_data_size\":%zu}}", numel[k] * 4);
+            continue;
+        }
+        strbuf_puts(&sb, "],\"data\":[");
+        if (strbuf_reserve(&sb, numel[k] * (ENCODE_FLOAT_CHARS + 1) + ENCODE_FLOAT_CHARS)) {
+            for (size_t i = 0; i < numel[k]; i++) {
+                sb.len += encode_format_float(sb.s + sb.len, vals[k][i], 9);
+                sb.s[sb.len++] = ',';
+            }
+            if (numel[k])
+                sb.len--;
+        }
+        strbuf_puts(&sb, "]}");
+    }
+    strbuf_puts(&sb, "]}");
+    const size_t json_len = sb.len;
+    for (int k = 0; k < req->n_out; k++) {
+        if (!req->binary[req->out[k]] || !strbuf_reserve(&sb, numel[k] * 4))
+            continue;
+        unsigned char *p = (unsigned char *)sb.s + sb.len;
+        for (size_t i = 0; i < numel[k]; i++, p += 4) {
+            uint32_t u;
+            memcpy(&u, &vals[k][i], sizeof u);
+            p[0] = (unsigned char)u, p[1] = (unsigned char)(u >> 8);
+            p[2] = (unsigned char)(u >> 16), p[3] = (unsigned char)(u >> 24);
+        }
+        sb.len += numel[k] * 4;
+    }
+    *header_len = any_binary ? json_len : 0;
+    return strbuf_detach(&sb, len);
+}

@@ -1,0 +1,575 @@
+/* check_hostile.c - slow and hostile clients, and faults, against the real
+ * build/attnd on 127.0.0.1 (API.md section 7: no input, however malformed
+ * or large, crashes the daemon or blocks other clients).
+ *
+ * - 1,000 idle or trickling connections (slowloris) while /health and
+ *   /v1/encode are still served (the test raises its own open-file limit;
+ *   the daemon raises its own, see docs/reliability.md);
+ * - oversized headers and URL, a lying Content-Length (short and long), an
+ *   endless chunked body, garbage instead of HTTP: each answered with a 4xx
+ *   or dropped, and the daemon serves the next client;
+ * - a weights file missing or truncated at start;
+ * - a request within the limits that the memory left (RLIMIT_AS, set on the
+ *   running daemon with prlimit) cannot hold: 503 or 413, then business as
+ *   usual;
+ * - inputs at the edge of float32 over HTTP: a 400 or a 200 without null. */
+#include "daemon.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const small_model[] = {"--d-model", "16", "--n-heads", "4",
+                                          "--d-ff",    "32", NULL};
+static const char small_body[] = "{\"embeddings\": [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, "
+                                 "14, 15, 16], [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]]}";
+
+static daemon_proc dp;
+
+static void start_or_fail(const char *const *args, const char *const *env)
+{
+    if (daemon_start(&dp, args, env) != 0) {
+        char *log = daemon_log(&dp);
+        ck_abort_msg("attnd did not start: %s", log);
+    }
+}
+
+/* /health is 200 and a small /v1/encode is 200: the daemon still serves. */
+static void assert_serving(int port, const char *when)
+{
+    http_resp r;
+    ck_assert_msg(http_do(port, "GET", "/health", NULL, 0, NULL, &r) == 0 && r.status == 200,
+                  "%s: /health got %ld", when, r.status);
+    http_resp_free(&r);
+    ck_assert_msg(http_post_json(port, "/v1/encode", small_body, &r) == 0 && r.status == 200,
+                  "%s: /v1/encode got %ld: %.200s", when, r.status, r.body);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"outputs\""));
+    http_resp_free(&r);
+}
+
+/* ---- raw sockets ----------------------------------------------------------- */
+
+/* A TCP connection to 127.0.0.1:port from source address from (another
+ * loopback address such as "127.0.0.2", or NULL), or -1. */
+static int raw_connect_from(int port, const char *from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (from) {
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        if (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+            bind(fd, (struct sockaddr *)&src, sizeof src) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int raw_connect(int port)
+{
+    return raw_connect_from(port, NULL);
+}
+
+/* Sends all n bytes (MSG_NOSIGNAL); returns 0, or -1 when the peer is gone. */
+static int raw_send(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
+        if (k <= 0)
+            return -1;
+        s += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Reads what the daemon answers within timeout_ms: the HTTP status of the
+ * first response line, 0 when the connection was closed without one, -1
+ * when it is still open and silent. */
+static int raw_status(int fd, int timeout_ms)
+{
+    char buf[4096];
+    size_t len = 0;
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t k = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+        if (k <= 0)
+            return len >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
+        len += (size_t)k;
+        buf[len] = '\0';
+        if (len >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 && strchr(buf, '\n'))
+            return atoi(buf + 9);
+        if (len == sizeof buf - 1)
+            return 0;
+    }
+    return -1;
+}
+
+/* Whether the daemon still holds the connection fd open (nothing to read,
+ * no end of file).  Does not wait. */
+static bool still_open(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) == 0)
+        return true;
+    char c;
+    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/* Open file descriptors of pid (its sockets among them). */
+static int open_fds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    while (d && readdir(d))
+        n++;
+    if (d)
+        closedir(d);
+    return n - 2;
+}
+
+/* Raises this process's open-file limit to want (at most the hard limit);
+ * returns the limit now in force. */
+static long raise_nofile(long want)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if ((long)rl.rlim_cur < want) {
+        rl.rlim_cur =
+            rl.rlim_max == RLIM_INFINITY || (long)rl.rlim_max >= want ? (rlim_t)want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return (long)rl.rlim_cur;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- slowloris --------------------------------------------------------------- */
+
+enum { SLOW_CONNS = 1000 };
+
+START_TEST(test_slowloris)
+{
+    /* 1,000 connections need about 1,050 descriptors here (and in attnd,
+     * which raises its own soft limit to the hard one). */
+    long limit = raise_nofile(SLOW_CONNS + 200);
+    int n = SLOW_CONNS;
+    if (limit < SLOW_CONNS + 100) {
+        n = (int)limit - 100;
+        fprintf(stderr, "test_slowloris: open-file limit %ld: %d connections only\n", limit, n);
+    }
+    start_or_fail(small_model, NULL);
+    int *fds = xcalloc((size_t)n, sizeof *fds);
+    int opened = 0;
+    for (int i = 0; i < n; i++) {
+        fds[i] = raw_connect(dp.port);
+        if (fds[i] < 0)
+            break;
+        opened++;
+        /* Every other one starts a request and will trickle its headers. */
+        if (i % 2 && raw_send(fds[i], "POST /v1/encode HTTP/1.1\r\nHost: a\r\n", 35) < 0)
+            ck_abort_msg("connection %d: the daemon hung up at once", i);
+    }
+    ck_assert_int_eq(opened, n);
+    /* The daemon holds them all (its descriptors: the connections, plus
+     * a few of its own). */
+    for (int i = 0; i < 100 && open_fds(dp.pid) < n; i++)
+        sleep_ms(20);
+    ck_assert_msg(open_fds(dp.pid) >= n, "attnd holds %d descriptors for %d connections",
+                  open_fds(dp.pid), n);
+    for (int round = 0; round < 5; round++) {
+        /* Trickle a header line on every other connection... */
+        for (int i = 1; i < n; i += 2)
+            if (raw_send(fds[i], "X-Slow: 1\r\n", 11) < 0)
+                ck_abort_msg("round %d: a trickling connection was dropped", round);
+        /* ...and real clients are served all the same. */
+        assert_serving(dp.port, "with 1,000 slow connections open");
+        sleep_ms(200);
+    }
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    free(fds);
+    assert_serving(dp.port, "after the slow connections closed");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* With server.max_connections_per_ip, one address cannot take the whole
+ * pool: 400 slow connections from 127.0.0.2 against max_connections 300
+ * leave 127.0.0.1 served (without the per-address limit they would fill it). */
+START_TEST(test_connections_per_ip)
+{
+    raise_nofile(600);
+    const char *args[] = {"--d-model",
+                          "16",
+                          "--n-heads",
+                          "4",
+                          "--d-ff",
+                          "32",
+                          "--max-connections",
+                          "300",
+                          "--max-connections-per-ip",
+                          "50",
+                          NULL};
+    start_or_fail(args, NULL);
+    enum { N = 400 };
+    int fds[N], opened = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = raw_connect_from(dp.port, "127.0.0.2");
+        ck_assert_msg(fds[i] >= 0, "connect from 127.0.0.2: %s", strerror(errno));
+        opened++;
+        /* Ignore failures: the daemon closes the connections past 50. */
+        raw_send(fds[i], "GET /health HTTP/1.1\r\nHost: a\r\n", 32);
+    }
+    /* The daemon keeps at most 50 of them and closes the rest. */
+    int open_now = N;
+    for (int tries = 0; tries < 100 && open_now > 50; tries++) {
+        sleep_ms(20);
+        open_now = 0;
+        for (int i = 0; i < N; i++)
+            open_now += still_open(fds[i]);
+    }
+    ck_assert_msg(open_now >= 1 && open_now <= 50, "%d of %d connections from 127.0.0.2 open",
+                  open_now, opened);
+    assert_serving(dp.port, "with one address at its connection limit");
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* ---- malformed HTTP ------------------------------------------------------------ */
+
+/* Sends text on a new connection; returns what raw_status says (the daemon
+ * must answer or close within timeout_ms). */
+static int exchange(int port, const char *text, size_t len, int timeout_ms)
+{
+    int fd = raw_connect(port);
+    ck_assert_int_ge(fd, 0);
+    raw_send(fd, text, len); /* the daemon may close before all is sent */
+    int st = raw_status(fd, timeout_ms);
+    close(fd);
+    return st;
+}
+
+START_TEST(test_oversized_headers)
+{
+    start_or_fail(small_model, NULL);
+    enum { BIG = 256 * 1024 };
+    char *req = xcalloc(BIG + 256, 1);
+    /* One huge header value. */
+    int n = sprintf(req, "GET /health HTTP/1.1\r\nHost: a\r\nX-Big: ");
+    memset(req + n, 'a', BIG);
+    strcpy(req + n + BIG, "\r\n\r\n");
+    int st = exchange(dp.port, req, strlen(req), 10000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "a 256 KB header got %d", st);
+    /* Thousands of small headers. */
+    n = sprintf(req, "GET /health HTTP/1.1\r\nHost: a\r\n");
+    while (n < BIG)
+        n += sprintf(req + n, "X-H%d: v\r\n", n);
+    strcpy(req + n, "\r\n");
+    st = exchange(dp.port, req, strlen(req), 10000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "256 KB of headers got %d", st);
+    /* A 256 KB URL. */
+    n = sprintf(req, "GET /");
+    memset(req + n, 'u', BIG);
+    strcpy(req + n + BIG, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    st = exchange(dp.port, req, strlen(req), 10000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "a 256 KB URL got %d", st);
+    /* Not HTTP at all. */
+    st = exchange(dp.port, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15, 10000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "a TLS hello got %d", st);
+    free(req);
+    assert_serving(dp.port, "after oversized headers");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+START_TEST(test_lying_content_length)
+{
+    const char *args[] = {
+        "--d-model",        "16",    "--n-heads", "4", "--d-ff", "32", "--connection-timeout", "2",
+        "--max-body-bytes", "65536", NULL};
+    start_or_fail(args, NULL);
+    char req[512];
+    /* Promises 1000 bytes, sends 10, then waits: dropped (or answered) once
+     * the connection has been idle for server.connection_timeout, and the
+     * daemon serves others meanwhile. */
+    int fd = raw_connect(dp.port);
+    ck_assert_int_ge(fd, 0);
+    snprintf(req, sizeof req,
+             "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: "
+             "application/json\r\nContent-Length: 1000\r\n\r\n{\"embeddi");
+    ck_assert_int_eq(raw_send(fd, req, strlen(req)), 0);
+    assert_serving(dp.port, "while a body is missing");
+    int st = raw_status(fd, 20000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "a short body got %d", st);
+    close(fd);
+    /* Promises 5 bytes, sends a whole body: the rest is a malformed next
+     * request, refused. */
+    snprintf(req, sizeof req,
+             "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+             "Content-Length: 5\r\n\r\n%s",
+             small_body);
+    st = exchange(dp.port, req, strlen(req), 10000);
+    ck_assert_msg(st == 0 || (st >= 400 && st < 500), "a long body got %d", st);
+    /* Promises more than max_body_bytes: 413 before the body is read. */
+    snprintf(req, sizeof req,
+             "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: "
+             "application/json\r\nContent-Length: 999999999999\r\n\r\n{");
+    st = exchange(dp.port, req, strlen(req), 10000);
+    ck_assert_int_eq(st, 413);
+    /* Not a number, negative, two of them. */
+    static const char *const bad[] = {"abc", "-1", "5, 6", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(req, sizeof req,
+                 "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %s\r\n\r\n{}",
+                 bad[i]);
+        st = exchange(dp.port, req, strlen(req), 10000);
+        ck_assert_msg(st == 0 || (st >= 400 && st < 500), "Content-Length: %s got %d", bad[i], st);
+    }
+    assert_serving(dp.port, "after lying Content-Lengths");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
+static unsigned long proc_status_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "r");
+    unsigned long kb = 0;
+    size_t n = strlen(field);
+    while (fp && fgets(line, sizeof line, fp))
+        if (strncmp(line, field, n) == 0)
+            kb = strtoul(line + n, NULL, 10);
+    if (fp)
+        fclose(fp);
+    return kb;
+}
+
+/* A chunked body that never ends: the daemon keeps none of it past
+ * max_body_bytes (it reads and discards the rest, to answer 413 when the
+ * body ends), or answers 413, or hangs up; its memory does not grow with
+ * the body and it serves others meanwhile. */
+START_TEST(test_endless_chunked_body)
+{
+    const char *args[] = {"--d-model",        "16",    "--n-heads", "4", "--d-ff", "32",
+                          "--max-body-bytes", "65536", NULL};
+    start_or_fail(args, NULL);
+    int fd = raw_connect(dp.port);
+    ck_assert_int_ge(fd, 0);
+    const char *head = "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n";
+    ck_assert_int_eq(raw_send(fd, head, strlen(head)), 0);
+    unsigned long rss0 = proc_status_kb(dp.pid, "VmRSS:");
+    char chunk[4096 + 16];
+    int n = sprintf(chunk, "1000\r\n");
+    memset(chunk + n, '1', 4096);
+    memcpy(chunk + n + 4096, "\r\n", 2);
+    size_t chunk_len = (size_t)n + 4096 + 2;
+    /* 16 MB (256 times the limit), or until the daemon hangs up. */
+    long sent = 0;
+    int st = -1;
+    for (int i = 0; i < 4096; i++) {
+        if (raw_send(fd, chunk, chunk_len) < 0)
+            break;
+        sent += 4096;
+        if (i % 256 == 0 && (st = raw_status(fd, 1)) != -1)
+            break;
+    }
+    if (st == -1)
+        st = raw_status(fd, 10000);
+    /* Still open and silent (-1) is allowed too: the daemon reads and
+     * discards; what matters is that it keeps serving and stays small. */
+    ck_assert_msg(st <= 0 || st == 413, "an endless body got %d", st);
+    unsigned long rss1 = proc_status_kb(dp.pid, "VmRSS:");
+    ck_assert_msg(rss1 < rss0 + 8192, "VmRSS %lu kB -> %lu kB after %ld MB of body", rss0, rss1,
+                  sent >> 20);
+    assert_serving(dp.port, "during an endless chunked body");
+    close(fd);
+    assert_serving(dp.port, "after an endless chunked body");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* ---- faults ---------------------------------------------------------------------- */
+
+START_TEST(test_weights_missing_or_truncated)
+{
+    char *out = NULL;
+    const char *missing[] = {
+        "--port", "0",      "--d-model", "4",         "--n-heads",
+        "2",      "--d-ff", "8",         "--weights", "/nonexistent/model.safetensors",
+        NULL};
+    ck_assert_int_ne(run_attnd(missing, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "model.weights") && strstr(out, "/nonexistent/model.safetensors"),
+                  "%s", out);
+    free(out);
+    /* The valid fixture cut short: every length from 0 to the full file but
+     * one refuses to start with a message (a sample of cut points). */
+    const char *valid = TESTS_DIR "/fixtures/safetensors/model/valid.safetensors";
+    FILE *fp = fopen(valid, "rb");
+    ck_assert_ptr_nonnull(fp);
+    char buf[65536];
+    size_t size = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    ck_assert_int_gt(size, 64);
+    char path[] = "/tmp/attnd-truncated-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    const size_t cuts[] = {0, 4, 8, 9, 100, size / 2, size - 1};
+    for (size_t k = 0; k < sizeof cuts / sizeof *cuts; k++) {
+        fp = fopen(path, "wb");
+        fwrite(buf, 1, cuts[k], fp);
+        fclose(fp);
+        const char *args[] = {"--port", "0", "--d-model", "4",  "--n-heads", "2",
+                              "--d-ff", "8", "--weights", path, NULL};
+        int st = run_attnd(args, NULL, &out);
+        ck_assert_msg(st != 0 && st != 127, "cut at %zu: exit %d: %s", cuts[k], st, out);
+        ck_assert_msg(strstr(out, "model.weights: ") && !strstr(out, "listening\nattnd: ready"),
+                      "cut at %zu: %s", cuts[k], out);
+        free(out);
+    }
+    unlink(path);
+}
+END_TEST
+
+/* A body of L tokens of width D, attention per head. */
+static char *long_body(int L, int D)
+{
+    char *s = xcalloc((size_t)L * D * 3 + 64, 1);
+    size_t n = (size_t)sprintf(s, "{\"embeddings\": [");
+    for (int i = 0; i < L; i++) {
+        s[n++] = '[';
+        for (int k = 0; k < D; k++)
+            n += (size_t)sprintf(s + n, "%s%d", k ? "," : "", (i + k) % 3);
+        s[n++] = ']';
+        if (i + 1 < L)
+            s[n++] = ',';
+    }
+    strcpy(s + n, "]}");
+    return s;
+}
+
+START_TEST(test_out_of_memory_request)
+{
+    /* A request within every limit whose attention output (4 heads x 4096^2
+     * float32 = 256 MiB) cannot be allocated in 96 MiB more address space.
+     * ASan (the sanitizer run) must return NULL rather than abort. */
+    const char *args[] = {"--d-model",     "16",   "--n-heads", "4", "--d-ff", "32",
+                          "--max-seq-len", "4096", NULL};
+    start_or_fail(args, (const char *const[]){"ASAN_OPTIONS=allocator_may_return_null=1", NULL});
+    char *body = long_body(4096, 16);
+    unsigned long vsz = proc_status_kb(dp.pid, "VmSize:") * 1024;
+    ck_assert_uint_gt(vsz, 0);
+    struct rlimit rl = {.rlim_cur = vsz + (96ul << 20), .rlim_max = RLIM_INFINITY};
+    struct rlimit old;
+    ck_assert_int_eq(prlimit(dp.pid, RLIMIT_AS, NULL, &old), 0);
+    rl.rlim_max = old.rlim_max;
+    ck_assert_msg(prlimit(dp.pid, RLIMIT_AS, &rl, NULL) == 0, "prlimit: %s", strerror(errno));
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+    ck_assert_msg(r.status == 503 || r.status == 413, "status %ld: %.200s", r.status, r.body);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"error\""));
+    http_resp_free(&r);
+    /* Small requests still work under the limit; then lift it. */
+    assert_serving(dp.port, "after running out of memory");
+    ck_assert_int_eq(prlimit(dp.pid, RLIMIT_AS, &old, NULL), 0);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* ---- numbers at the edges, over HTTP ---------------------------------------- */
+
+START_TEST(test_edge_numbers_http)
+{
+    start_or_fail(small_model, NULL);
+    static const char *const values[] = {"1e-38", "3e38", "-3e38", "3.4028234e38", "1e-45"};
+    char body[2048];
+    int served = 0;
+    for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+        for (int form = 0; form < 3; form++) {
+            /* form 0: one token; 1: identical rows; 2: mixed signs */
+            size_t n = (size_t)sprintf(body, "{\"embeddings\": [");
+            int L = form == 0 ? 1 : 3;
+            for (int i = 0; i < L; i++) {
+                n += (size_t)sprintf(body + n, "%s[", i ? "," : "");
+                for (int k = 0; k < 16; k++)
+                    n += (size_t)sprintf(body + n, "%s%s%s", k ? "," : "",
+                                         form == 2 && (i + k) % 2 ? "-" : "", values[v]);
+                n += (size_t)sprintf(body + n, "]");
+            }
+            sprintf(body + n, "], \"attention\": \"heads\"}");
+            http_resp r;
+            ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+            ck_assert_msg(r.status == 200 || r.status == 400, "%s form %d: %ld", values[v], form,
+                          r.status);
+            if (r.status == 200) {
+                served++;
+                ck_assert_msg(!strstr(r.body, "null") && !strstr(r.body, "nan") &&
+                                  !strstr(r.body, "inf"),
+                              "%s form %d: %.300s", values[v], form, r.body);
+            } else {
+                ck_assert_ptr_nonnull(strstr(r.body, "invalid_request"));
+            }
+            http_resp_free(&r);
+        }
+    }
+    ck_assert_int_gt(served, 0);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+Suite *hostile_suite(void)
+{
+    Suite *s = suite_create("hostile");
+    TCase *tc = tcase_create("clients");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_slowloris);
+    tcase_add_test(tc, test_connections_per_ip);
+    tcase_add_test(tc, test_oversized_headers);
+    tcase_add_test(tc, test_lying_content_length);
+    tcase_add_test(tc, test_endless_chunked_body);
+    tcase_add_test(tc, test_weights_missing_or_truncated);
+    tcase_add_test(tc, test_out_of_memory_request);
+    tcase_add_test(tc, test_edge_numbers_http);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,59 @@
+/* fuzz.h - the fuzz targets' entry points (tests/fuzz/fuzz_*.c).
+ *
+ * Each entry runs one input through a decoder and checks what must hold for
+ * every input (no crash, no leak, no NaN or infinity in a result the daemon
+ * would answer 200 with); a broken property aborts through FUZZ_ASSERT.
+ * The same entries are built two ways:
+ *
+ *   - with clang -fsanitize=fuzzer,address,undefined and -DFUZZ_LIBFUZZER,
+ *     each file also defines LLVMFuzzerTestOneInput (make fuzz, build/fuzz/);
+ *   - plainly, into the Check runner, where check_fuzz.c replays the seed and
+ *     regression corpora (tests/fuzz/seeds/, tests/fuzz/regress/) through
+ *     them on every make test (and so under ASan/UBSan and valgrind too).
+ *
+ * Every entry returns 0, as libFuzzer wants. */
+#ifndef ATTND_TESTS_FUZZ_H
+#define ATTND_TESTS_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A property that must hold for every input: abort (libFuzzer saves the
+ * input as a crash; under Check the test errors) with file, line and why. */
+#define FUZZ_ASSERT(cond, ...)                                                                     \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: fuzz property failed: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* POST /v1/encode bodies: encode_request_parse, then (when it accepts) a
+ * forward on a tiny seeded model and encode_response; also the codec's own
+ * number reader and float writer against strtod / snprintf. */
+int fuzz_encode(const uint8_t *data, size_t size);
+
+/* safetensors files: st_parse and st_tensor_read_f32 over every tensor, then
+ * enc_model_load on the same bytes for a tiny model. */
+int fuzz_safetensors(const uint8_t *data, size_t size);
+
+/* The configuration: config_load with the input as the JSON config file,
+ * plus flags and ATTND_* variables taken from its NUL-separated tail. */
+int fuzz_config(const uint8_t *data, size_t size);
+
+/* POST /v2/models/{name}/infer bodies: v2_request_parse (JSON and Triton's
+ * binary tensor data; an input "#<Inference-Header-Content-Length>\n<body>"
+ * sets that header), then a forward on a tiny model and v2_response. */
+int fuzz_v2(const uint8_t *data, size_t size);
+
+/* A new target: fuzz_<name>.c defining int fuzz_<name>(const uint8_t *,
+ * size_t) and, under FUZZ_LIBFUZZER, LLVMFuzzerTestOneInput; its
+ * declaration here, a row in check_fuzz.c's table, <name> in the Makefile's
+ * FUZZ_TARGETS, seeds in tests/fuzz/seeds/<name>/ and an empty regression
+ * corpus tests/fuzz/regress/<name>/ (docs/reliability.md). */
+
+#endif

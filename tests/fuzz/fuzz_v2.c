@@ -1,0 +1,119 @@
+/* fuzz_v2.c - fuzz target: the KServe v2 infer request decoder (server/v2.c,
+ * JSON header plus Triton's binary tensor data), a forward on a tiny model
+ * and the response writer.  An input that starts with '#' carries the
+ * Inference-Header-Content-Length value up to its first newline ("#32\n"),
+ * and the body after it; any other input is the body alone.  See fuzz.h. */
+#include "fuzz.h"
+
+#include "v2.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+/* A tiny seeded model with check_v2.c's sizes: D 4, H 2, F 8, 2 layers. */
+static enc_model *model;
+static enc_workspace *workspace;
+
+static bool all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return false;
+    return true;
+}
+
+int fuzz_v2(const uint8_t *data, size_t size)
+{
+    if (!model) {
+        enc_set_threads(1);
+        enc_hparams hp;
+        enc_hparams_default(&hp);
+        hp.d_model = 4;
+        hp.n_heads = hp.n_kv_heads = 2;
+        hp.d_ff = 8;
+        hp.n_layers = 2;
+        enc_error err = {0};
+        model = enc_model_random(&hp, 5, &err);
+        FUZZ_ASSERT(model != NULL, "%s", err.message);
+        workspace = enc_workspace_new(model);
+        FUZZ_ASSERT(workspace != NULL, "out of memory");
+    }
+    const enc_hparams *hp = enc_model_hparams(model);
+
+    /* The optional "#<header length>\n" prefix. */
+    char header[32], *header_length = NULL;
+    const char *body = (const char *)data;
+    size_t len = size;
+    if (size > 0 && data[0] == '#') {
+        const uint8_t *nl = memchr(data, '\n', size < sizeof header ? size : sizeof header);
+        if (nl) {
+            size_t n = (size_t)(nl - data) - 1;
+            memcpy(header, data + 1, n);
+            header[n] = '\0';
+            header_length = header;
+            body = (const char *)nl + 1;
+            len = size - (size_t)(nl + 1 - data);
+        }
+    }
+    /* The body in an allocation of exactly its size, so ASan sees overreads. */
+    char *copy = malloc(len ? len : 1);
+    FUZZ_ASSERT(copy != NULL, "out of memory");
+    memcpy(copy, body, len);
+
+    const api_limits limits = {
+        .max_batch = 4, .max_seq_len = 8, .max_batch_tokens = 16, .max_attention_bytes = 1024};
+    v2_request req;
+    api_error err = {0};
+    if (v2_request_parse(&req, copy, len, header_length, "encoder", hp, &limits, &err) < 0) {
+        FUZZ_ASSERT(err.kind == API_BAD_REQUEST || err.kind == API_TOO_LARGE ||
+                        err.kind == API_NOT_FOUND || err.kind == API_UNAVAILABLE,
+                    "kind %d: %s", (int)err.kind, err.message);
+        FUZZ_ASSERT(err.message[0] != '\0', "an error without a message");
+        v2_request_free(&req);
+        free(copy);
+        return 0;
+    }
+    encode_request *e = &req.enc;
+    FUZZ_ASSERT(e->batch.B >= 1 && e->batch.B <= limits.max_batch && e->batch.L >= 1 &&
+                    e->batch.L <= limits.max_seq_len &&
+                    (long)e->batch.B * e->batch.L <= limits.max_batch_tokens,
+                "accepted shape [%d, %d] is outside the limits", e->batch.B, e->batch.L);
+    FUZZ_ASSERT(encode_request_alloc_outputs(e, hp, &err) == 0, "%s", err.message);
+    enc_result res = encode_request_result(e);
+    enc_error ferr = {0};
+    int rc = enc_forward(model, workspace, &e->batch, &res, &ferr);
+    if (rc < 0) {
+        FUZZ_ASSERT(rc == ENC_ENUMERIC || rc == ENC_EINVAL, "forward failed: %d %s", rc,
+                    ferr.message);
+    } else {
+        const size_t BL = (size_t)e->batch.B * (size_t)e->batch.L;
+        FUZZ_ASSERT(all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
+        for (int l = 0; l < hp->n_layers; l++) {
+            size_t per = e->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+            if (e->attn_mode != ENC_ATTN_NONE && e->attn[l])
+                FUZZ_ASSERT(all_finite(e->attn[l], BL * per * (size_t)e->batch.L),
+                            "a non-finite attention weight in layer %d", l);
+        }
+        size_t out_len = 0, header_len = 0;
+        char *out = v2_response(&req, "encoder", hp, &out_len, &header_len);
+        FUZZ_ASSERT(out != NULL, "no response body");
+        FUZZ_ASSERT(header_len <= out_len, "header %zu of %zu bytes", header_len, out_len);
+        json_error_t jerr;
+        json_t *j = json_loadb(out, header_len ? header_len : out_len, 0, &jerr);
+        FUZZ_ASSERT(j != NULL, "response is not JSON: %s", jerr.text);
+        json_decref(j);
+        free(out);
+    }
+    v2_request_free(&req);
+    free(copy);
+    return 0;
+}
+
+#ifdef FUZZ_LIBFUZZER
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return fuzz_v2(data, size);
+}
+#endif
