@@ -166,6 +166,15 @@ int daemon_stop(daemon_proc *d)
         waitpid(d->pid, &status, 0);
         rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         pthread_join(d->reader, NULL);
+        if (rc != 0) { /* say how it ended, and its last words, for the failing test */
+            pthread_mutex_lock(&d->lock);
+            const size_t n = d->log ? strlen(d->log) : 0;
+            fprintf(stderr, "daemon_stop: attnd %s %d; the end of its log:\n%s\n",
+                    WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                    d->log ? d->log + (n > 3000 ? n - 3000 : 0) : "(none)");
+            pthread_mutex_unlock(&d->lock);
+        }
     }
     close(d->err_fd);
     free(d->log);
