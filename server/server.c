@@ -9,14 +9,18 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,13 +28,17 @@ struct server {
     const attnd_config *cfg;
     struct MHD_Daemon *daemon;
     int port;
+    int listen_fd; /* ours, not libmicrohttpd's: see acceptor_main */
+    int wake[2];   /* a pipe: a byte tells the acceptor to stop */
+    pthread_t acceptor;
+    bool accepting; /* the acceptor thread runs */
     metrics *mx;
-    const enc_model *model;       /* NULL until ready */
+    const enc_model *model; /* NULL until ready */
     pool *pool;
-    char *model_json;             /* the /v1/model body, made once */
+    char *model_json; /* the /v1/model body, made once */
     atomic_int ready;
     atomic_int shutting_down;
-    atomic_long in_flight;        /* requests begun and not yet completed */
+    atomic_long in_flight; /* requests begun and not yet completed */
     atomic_ulong next_id;
 };
 
@@ -43,16 +51,16 @@ typedef struct request {
     double start;
     char id[129];
     char method[16];
-    char path[128];          /* for the log, cut */
-    const char *route;       /* metrics route name */
-    char *body;              /* (len) the upload, NUL-terminated */
+    char path[128];    /* for the log, cut */
+    const char *route; /* metrics route name */
+    char *body;        /* (len) the upload, NUL-terminated */
     size_t len, cap;
     int too_large;
     _Atomic req_state state;
     encode_request enc;
-    bool v2;                 /* a /v2 path: errors are {"error": "..."} */
-    v2_path v2path;          /* the model and version a /v2/models/... path names */
-    v2_request v2req;        /* POST /v2/models/{name}/infer */
+    bool v2;          /* a /v2 path: errors are {"error": "..."} */
+    v2_path v2path;   /* the model and version a /v2/models/... path names */
+    v2_request v2req; /* POST /v2/models/{name}/infer */
     pool_job job;
     int status;
     size_t bytes;
@@ -64,8 +72,7 @@ typedef struct request {
 static enum MHD_Result respond(request *r, int status, const char *type, char *body, size_t len,
                                const char *const *extra)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
         return MHD_NO;
@@ -106,10 +113,9 @@ static enum MHD_Result respond_error(request *r, api_error_kind kind, const char
                                      const char *const *extra)
 {
     if (r->v2) /* the Open Inference Protocol's error body: {"error": "..."} */
-        return respond_json(r, api_error_status(kind), json_pack("{s:s}", "error", message),
-                            extra);
-    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message",
-                             message);
+        return respond_json(r, api_error_status(kind), json_pack("{s:s}", "error", message), extra);
+    json_t *body =
+        json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message", message);
     return respond_json(r, api_error_status(kind), body, extra);
 }
 
@@ -362,8 +368,8 @@ static enum MHD_Result encode_start(request *r)
     if (r->too_large)
         return respond_too_large(r);
     if (!is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return respond_error(r, API_UNSUPPORTED_MEDIA,
-                             "Content-Type must be application/json", NULL);
+        return respond_error(r, API_UNSUPPORTED_MEDIA, "Content-Type must be application/json",
+                             NULL);
     /* Shutting down is no reason to refuse: a request that got this far was
      * accepted before the listener closed, and accepted requests finish. */
     if (!atomic_load(&s->ready))
@@ -392,10 +398,9 @@ static enum MHD_Result encode_finish(request *r)
     }
     pool_job *job = &r->job;
     if (job->rc < 0) {
-        api_error_kind kind = job->rc == ENC_ENOMEM ? API_UNAVAILABLE
-                              : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC)
-                                  ? API_BAD_REQUEST
-                                  : API_INTERNAL;
+        api_error_kind kind = job->rc == ENC_ENOMEM                                ? API_UNAVAILABLE
+                              : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC) ? API_BAD_REQUEST
+                                                                                   : API_INTERNAL;
         return respond_error(r, kind, job->err.message, NULL);
     }
     if (r->v2)
@@ -405,7 +410,9 @@ static enum MHD_Result encode_finish(request *r)
     for (int b = 0; b < e->batch.B; b++)
         tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
     metrics_queue(s->mx, job->queue_ms / 1e3);
-    encode_usage usage = {.sequences = e->batch.B, .tokens = tokens, .queue_ms = job->queue_ms,
+    encode_usage usage = {.sequences = e->batch.B,
+                          .tokens = tokens,
+                          .queue_ms = job->queue_ms,
                           .compute_ms = job->compute_ms};
     size_t len = 0;
     char *body = encode_response(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, &len);
@@ -482,8 +489,8 @@ static enum MHD_Result v2_infer_start(request *r)
     if (ce && strcasecmp(ce, "identity") != 0) {
         char name[64], msg[160];
         printable_copy(name, sizeof name, ce);
-        snprintf(msg, sizeof msg, "Content-Encoding %s is not supported; send the body uncompressed",
-                 name);
+        snprintf(msg, sizeof msg,
+                 "Content-Encoding %s is not supported; send the body uncompressed", name);
         return respond_error(r, API_UNSUPPORTED_MEDIA, msg, NULL);
     }
     if (!atomic_load(&s->ready))
@@ -530,12 +537,12 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
             return respond(r, 204, "text/plain", NULL, 0,
                            (const char *const[]){"Allow", route_table[rt].allow, NULL});
         return respond(r, 204, "text/plain", NULL, 0,
-                       (const char *const[]){
-                           "Allow", route_table[rt].allow, "Access-Control-Allow-Methods",
-                           route_table[rt].allow, "Access-Control-Allow-Headers",
-                           "Authorization, Content-Type, X-Request-Id, "
-                           "Inference-Header-Content-Length",
-                           "Access-Control-Max-Age", "600", NULL});
+                       (const char *const[]){"Allow", route_table[rt].allow,
+                                             "Access-Control-Allow-Methods", route_table[rt].allow,
+                                             "Access-Control-Allow-Headers",
+                                             "Authorization, Content-Type, X-Request-Id, "
+                                             "Inference-Header-Content-Length",
+                                             "Access-Control-Max-Age", "600", NULL});
     }
     bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     const bool post = rt == RT_ENCODE || rt == RT_V2_INFER;
@@ -547,8 +554,7 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
         return respond_error(r, API_METHOD_NOT_ALLOWED, msg,
                              (const char *const[]){"Allow", route_table[rt].allow, NULL});
     }
-    if (rt != RT_HEALTH && rt != RT_PAGE && rt != RT_V2_LIVE && rt != RT_V2_READY &&
-        !authorized(r))
+    if (rt != RT_HEALTH && rt != RT_PAGE && rt != RT_V2_LIVE && rt != RT_V2_READY && !authorized(r))
         return respond_error(r, API_UNAUTHORIZED,
                              "missing or wrong API key: send Authorization: Bearer <key>",
                              (const char *const[]){"WWW-Authenticate", "Bearer", NULL});
@@ -582,8 +588,8 @@ static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
 /* ---- libmicrohttpd callbacks ------------------------------------------- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     (void)version;
     server *s = cls;
@@ -688,56 +694,141 @@ server *server_new(const attnd_config *cfg, enc_error *err)
         return NULL;
     }
     s->cfg = cfg;
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
     return s;
+}
+
+/* The listening socket is ours: this thread accepts and hands each
+ * connection to libmicrohttpd (MHD_add_connection), and shutdown closes the
+ * socket itself.  libmicrohttpd's own listener would need MHD_quiesce_daemon
+ * to stop accepting, and on an epoll daemon with internal threads that
+ * races with the threads' own removal of the socket from their epoll sets:
+ * the loser calls MHD_PANIC ("Failed to remove listen FD from epoll set")
+ * and the process aborts at SIGTERM (an open libmicrohttpd defect; about
+ * one shutdown in ten under a loaded test run here).  poll() mode avoids
+ * the race too, but costs 2 ms per request of 2 MB. */
+static void *acceptor_main(void *arg)
+{
+    server *s = arg;
+    struct pollfd fds[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                            {.fd = s->wake[0], .events = POLLIN}};
+    for (;;) {
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[1].revents)
+            break; /* shutdown */
+        if (!(fds[0].revents & POLLIN))
+            continue;
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        const int fd =
+            accept4(s->listen_fd, (struct sockaddr *)&addr, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            /* Out of descriptors or memory: let the load pass rather than spin. */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+            continue;
+        }
+        /* Over a connection limit, or out of memory: libmicrohttpd closes it. */
+        (void)MHD_add_connection(s->daemon, fd, (const struct sockaddr *)&addr, len);
+    }
+    return NULL;
+}
+
+/* Stops the acceptor and closes the listening socket: new connections are
+ * refused from here on. */
+static void stop_accepting(server *s)
+{
+    if (s->accepting) {
+        const char byte = 'q';
+        while (write(s->wake[1], &byte, 1) < 0 && errno == EINTR)
+            ;
+        pthread_join(s->acceptor, NULL);
+        s->accepting = false;
+    }
+    int *fds[] = {&s->listen_fd, &s->wake[0], &s->wake[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+}
+
+/* A socket bound to ai and listening; -1 with errno set. */
+static int listen_on(const struct addrinfo *ai)
+{
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+        const int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }
 
 int server_start(server *s, enc_error *err)
 {
     const attnd_config *cfg = s->cfg;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     char port[16];
     snprintf(port, sizeof port, "%d", cfg->server.port);
     int gai = getaddrinfo(cfg->server.host, port, &hints, &ai);
     if (gai != 0)
-        return enc_error_set(err, ENC_EIO, "server.host: cannot resolve '%s': %s",
-                             cfg->server.host, gai_strerror(gai));
-    /* poll(), not epoll: on an epoll daemon with internal threads,
-     * MHD_quiesce_daemon (our shutdown) races with the worker threads'
-     * own removal of the listening socket from their epoll sets, and the
-     * loser calls MHD_PANIC ("Failed to remove listen FD from epoll set"),
-     * which aborts the process: an open libmicrohttpd defect, seen here in
-     * about one test run in ten under load.  poll() quiesces through the
-     * inter-thread channel instead, and has no FD_SETSIZE limit. */
-    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+        return enc_error_set(err, ENC_EIO, "server.host: cannot resolve '%s': %s", cfg->server.host,
+                             gai_strerror(gai));
+    s->listen_fd = listen_on(ai);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (s->listen_fd < 0)
+        return enc_error_set(err, ENC_EIO, "server.port: cannot listen on %s:%d: %s",
+                             cfg->server.host, cfg->server.port, strerror(saved));
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    s->port = cfg->server.port;
+    if (getsockname(s->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
+        s->port =
+            ntohs(bound.ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((const struct sockaddr_in *)&bound)->sin_port);
+
+    /* libmicrohttpd without a listening socket of its own (acceptor_main). */
+    const unsigned flags =
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
     struct MHD_OptionItem opts[8];
     int n = 0;
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-                                        cfg->server.max_connections, NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, cfg->server.max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         cfg->server.connection_timeout, NULL};
     if (cfg->server.max_connections_per_ip > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                             cfg->server.max_connections_per_ip, NULL};
     if (cfg->server.threads > 1)
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads,
-                                            NULL};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    s->daemon = MHD_start_daemon(flags, (uint16_t)cfg->server.port, NULL, NULL, on_request, s,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-    int saved = errno;
-    freeaddrinfo(ai);
-    if (!s->daemon)
-        return enc_error_set(err, ENC_EIO, "server.port: cannot listen on %s:%d: %s",
-                             cfg->server.host, cfg->server.port,
+    errno = 0;
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
+                                 on_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    saved = errno;
+    if (!s->daemon || pipe2(s->wake, O_CLOEXEC) < 0 ||
+        pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
+        saved = saved ? saved : errno;
+        stop_accepting(s);
+        if (s->daemon)
+            MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+        return enc_error_set(err, ENC_EIO, "server: cannot start on %s:%d: %s", cfg->server.host,
+                             s->port,
                              saved ? strerror(saved) : "libmicrohttpd refused the settings");
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : cfg->server.port;
+    }
+    s->accepting = true;
     return ENC_OK;
 }
 
@@ -773,11 +864,11 @@ void server_set_model(server *s, const enc_model *m, pool *p)
     json_t *info = json_pack(
         "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:b}, s:I, s:{s:s, s:o}, "
         "s:{s:i, s:i, s:I, s:I, s:I}, s:s}",
-        "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads",
-        hp->n_heads, "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff",
-        hp->d_ff, "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation),
-        "norm_first", hp->norm_first, "layer_norm_eps", shortest(hp->layer_norm_eps), "bias",
-        hp->bias, "parameters", (json_int_t)enc_model_param_count(m), "weights", "source",
+        "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads", hp->n_heads,
+        "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff", hp->d_ff,
+        "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation), "norm_first",
+        hp->norm_first, "layer_norm_eps", shortest(hp->layer_norm_eps), "bias", hp->bias,
+        "parameters", (json_int_t)enc_model_param_count(m), "weights", "source",
         enc_model_source(m), "sha256", sha[0] ? json_string(sha) : json_null(), "limits",
         "max_batch", cfg->limits.max_batch, "max_seq_len", cfg->limits.max_seq_len,
         "max_batch_tokens", (json_int_t)cfg->limits.max_batch_tokens, "max_attention_bytes",
@@ -796,10 +887,8 @@ void server_shutdown(server *s)
     if (!s || !s->daemon)
         return;
     atomic_store(&s->shutting_down, 1);
-    /* Stop accepting: close the listening socket ourselves. */
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    /* Stop accepting: close the listening socket. */
+    stop_accepting(s);
     /* Requests already accepted finish; idle keep-alive connections are
      * closed by MHD_stop_daemon below.  A client that trickles its body
      * forever is not waited for past the grace period. */
@@ -816,6 +905,7 @@ void server_free(server *s)
 {
     if (!s)
         return;
+    stop_accepting(s);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     metrics_free(s->mx);
