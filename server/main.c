@@ -107,8 +107,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "attnd: %s\n", err.message);
         goto done;
     }
-    fprintf(stderr, "attnd %s: listening on http://%s:%d\n", ATTND_VERSION, cfg.server.host,
-            server_port(srv));
+    const bool v6 = strchr(cfg.server.host, ':') != NULL; /* an IPv6 address: [::1]:8080 */
+    fprintf(stderr, "attnd %s: listening on http://%s%s%s:%d\n", ATTND_VERSION, v6 ? "[" : "",
+            cfg.server.host, v6 ? "]" : "", server_port(srv));
     if (!(model = model_from_config(&cfg, &err))) {
         fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "",
                 err.message);
@@ -126,7 +127,7 @@ int main(int argc, char **argv)
         goto done;
     }
     server_set_model(srv, model, workers);
-    fprintf(stderr, "attnd: ready (%d compute worker%s x %d BLAS threads, %d HTTP threads)\n",
+    fprintf(stderr, "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads)\n",
             cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
             cfg.server.threads);
 
