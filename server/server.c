@@ -808,15 +808,12 @@ int server_start(server *s, enc_error *err)
     /* libmicrohttpd without a listening socket of its own (acceptor_main). */
     const unsigned flags =
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
-    struct MHD_OptionItem opts[9];
+    struct MHD_OptionItem opts[8];
     int n = 0;
     opts[n++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, cfg->server.max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         cfg->server.connection_timeout, NULL};
-    /* Each connection's buffer (headers, then pieces of the body): 256 KiB
-     * reads a 512 KiB body in a few calls rather than sixteen. */
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL};
     if (cfg->server.max_connections_per_ip > 0)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                             cfg->server.max_connections_per_ip, NULL};
