@@ -361,7 +361,7 @@ static void plan_attention(enc_workspace *ws)
 static void run_linear(block_ctx *c, float *out, const float *in, const float *w,
                        const gemm_packed *pk, const float *b, int K, int N, bool act)
 {
-    c->lin_pk = pk && c->m->packed && gemm_enabled() ? pk : NULL;
+    c->lin_pk = pk && gemm_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
     c->lin_out = out;
     c->lin_in = in;
     c->lin_w = w;

@@ -120,57 +120,15 @@ void activation_forward(float *x, size_t n, enc_activation act)
 VECTOR_CLONES
 void softmax_row(float *s, int n)
 {
-    /* The maximum, and whether any score is NaN, in LANES partial lanes. */
-    float lane_max[LANES], lane_sum[LANES];
-    int lane_nan[LANES];
-    for (int k = 0; k < LANES; k++) {
-        lane_max[k] = -INFINITY;
-        lane_sum[k] = 0.0f;
-        lane_nan[k] = 0;
-    }
-    int j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++) {
-            lane_max[k] = s[j + k] > lane_max[k] ? s[j + k] : lane_max[k];
-            lane_nan[k] |= s[j + k] != s[j + k];
-        }
-    float max = -INFINITY;
-    int nan = 0;
-    for (int k = 0; k < LANES; k++) {
-        max = lane_max[k] > max ? lane_max[k] : max;
-        nan |= lane_nan[k];
-    }
-    for (; j < n; j++) {
-        max = s[j] > max ? s[j] : max;
-        nan |= s[j] != s[j];
-    }
-    if (nan || max == INFINITY) {
-        /* Overflowed scores (NaN, or +inf, whose exp(s - max) would be
-         * inf - inf): let NaN reach the output, where enc_forward's
-         * finiteness check reports it, rather than hide it as zeros. */
-        for (j = 0; j < n; j++)
-            s[j] = NAN;
+    /* One block holding the whole row: s becomes exp(s - max) and sum their
+     * total (0 when no key is allowed, s then all zeros; NaN on overflow, s
+     * then all NaN). */
+    float max = -INFINITY, sum = 0.0f;
+    softmax_block(s, n, &max, &sum);
+    if (!(sum > 0.0f))
         return;
-    }
-    if (max == -INFINITY) {
-        /* No allowed key: zero weights, so a zero attention output. */
-        memset(s, 0, (size_t)n * sizeof *s);
-        return;
-    }
-    /* exp(s - max), exactly 0 for excluded (-inf) keys */
-    for (j = 0; j < n; j++)
-        s[j] = s[j] == -INFINITY ? 0.0f : exp_approx(s[j] - max);
-    j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++)
-            lane_sum[k] += s[j + k];
-    float sum = 0.0f;
-    for (int k = 0; k < LANES; k++)
-        sum += lane_sum[k];
-    for (; j < n; j++)
-        sum += s[j];
     const float inv = 1.0f / sum;
-    for (j = 0; j < n; j++)
+    for (int j = 0; j < n; j++)
         s[j] *= inv;
 }
 

@@ -1432,6 +1432,7 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
             }
             return; /* a second "embeddings" is jansson's duplicate key */
         }
+        const char *next = NULL; /* past the value, when the string was read here */
         if (b64 && *p == '"' && !sc->b64_found) { /* a second one: jansson's duplicate key */
             const char *s = memchr(p + 1, '"', (size_t)(end - (p + 1)));
             unsigned odd = 0; /* a byte jansson would read otherwise: escapes, controls, UTF-8 */
@@ -1442,9 +1443,10 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
                 sc->b64_found = true;
                 sc->b64_start = (size_t)(p + 1 - body);
                 sc->b64_end = (size_t)(s - body);
+                next = s + 1; /* no escapes: the string ends at that quote */
             }
         }
-        if (!(p = skip_value(p, end)))
+        if (!(p = next ? next : skip_value(p, end)))
             return;
         p = skip_ws(p, end);
         if (p == end || *p != ',')

@@ -189,43 +189,14 @@ typedef struct http_case {
     int *lengths;
 } http_case;
 
-static void add_arg(http_case *c, const char *a)
-{
-    c->args[c->n_args++] = strdup(a);
-}
-
 /* Reads a case and makes the daemon flags that serve its model. */
 static void http_case_load(http_case *c, const char *name)
 {
     memset(c, 0, sizeof *c);
-    char path[1024];
     torch_case_open(&c->f, name);
+    torch_daemon_flags(&c->f, name, c->args, &c->n_args, (int)(sizeof c->args / sizeof *c->args));
     json_t *cfg = json_loads(st_metadata(&c->f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
-    static const char *const keys[] = {"d_model",  "n_heads",    "n_kv_heads",    "d_ff",
-                                       "n_layers", "activation", "layer_norm_eps"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        char flag[64], val[64];
-        snprintf(flag, sizeof flag, "--%s", keys[i]);
-        for (char *p = flag; *p; p++)
-            if (*p == '_')
-                *p = '-';
-        json_t *v = json_object_get(cfg, keys[i]);
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else if (json_is_integer(v))
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        else
-            snprintf(val, sizeof val, "%.9g", json_number_value(v));
-        add_arg(c, flag);
-        add_arg(c, val);
-    }
-    add_arg(c,
-            json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first" : "--no-norm-first");
-    add_arg(c, json_is_true(json_object_get(cfg, "bias")) ? "--bias" : "--no-bias");
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
-    add_arg(c, "--weights");
-    add_arg(c, path);
     c->D = (int)json_integer_value(json_object_get(cfg, "d_model"));
     c->H = (int)json_integer_value(json_object_get(cfg, "n_heads"));
     c->n_layers = (int)json_integer_value(json_object_get(cfg, "n_layers"));
@@ -508,8 +479,8 @@ START_TEST(test_dynamic_batching)
 {
     http_case c;
     http_case_load(&c, "layer_post_relu");
-    add_arg(&c, "--batch-delay-ms");
-    add_arg(&c, "300");
+    c.args[c.n_args++] = strdup("--batch-delay-ms");
+    c.args[c.n_args++] = strdup("300");
     c.args[c.n_args] = NULL;
     start_or_fail((const char *const *)c.args, NULL);
     size_t nx;

@@ -993,34 +993,9 @@ static void v2_case_load(v2_case *c, const char *name)
 {
     memset(c, 0, sizeof *c);
     torch_case_open(&c->f, name);
+    torch_daemon_flags(&c->f, name, c->args, &c->n_args, (int)(sizeof c->args / sizeof *c->args));
     json_t *cfg = json_loads(st_metadata(&c->f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
-    static const char *const keys[] = {"d_model",  "n_heads",    "n_kv_heads",    "d_ff",
-                                       "n_layers", "activation", "layer_norm_eps"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        char flag[64], val[64];
-        snprintf(flag, sizeof flag, "--%s", keys[i]);
-        for (char *p = flag; *p; p++)
-            *p = *p == '_' ? '-' : *p;
-        json_t *v = json_object_get(cfg, keys[i]);
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else if (json_is_integer(v))
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        else
-            snprintf(val, sizeof val, "%.9g", json_number_value(v));
-        c->args[c->n_args++] = strdup(flag);
-        c->args[c->n_args++] = strdup(val);
-    }
-    c->args[c->n_args++] = strdup(
-        json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first" : "--no-norm-first");
-    c->args[c->n_args++] =
-        strdup(json_is_true(json_object_get(cfg, "bias")) ? "--bias" : "--no-bias");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
-    c->args[c->n_args++] = strdup("--weights");
-    c->args[c->n_args++] = strdup(path);
-    c->args[c->n_args] = NULL;
     c->D = (int)json_integer_value(json_object_get(cfg, "d_model"));
     c->H = (int)json_integer_value(json_object_get(cfg, "n_heads"));
     c->n_layers = (int)json_integer_value(json_object_get(cfg, "n_layers"));

@@ -94,9 +94,9 @@ void torch_hparams(const st_file *f, enc_hparams *hp)
     hp->n_kv_heads = cfg_int(cfg, "n_kv_heads");
     hp->d_ff = cfg_int(cfg, "d_ff");
     hp->n_layers = cfg_int(cfg, "n_layers");
-    ck_assert_int_eq(
-        enc_activation_parse(json_string_value(json_object_get(cfg, "activation")), &hp->activation),
-        0);
+    ck_assert_int_eq(enc_activation_parse(json_string_value(json_object_get(cfg, "activation")),
+                                          &hp->activation),
+                     0);
     hp->norm_first = json_is_true(json_object_get(cfg, "norm_first"));
     hp->bias = json_is_true(json_object_get(cfg, "bias"));
     hp->layer_norm_eps = (float)json_number_value(json_object_get(cfg, "layer_norm_eps"));
@@ -111,4 +111,37 @@ enc_model *torch_model(const char *name, const enc_hparams *hp)
     enc_model *m = enc_model_load(path, hp, &err);
     ck_assert_msg(m != NULL, "%s: %s", name, err.message);
     return m;
+}
+
+void torch_daemon_flags(const st_file *f, const char *name, char **args, int *n, int max)
+{
+    json_t *cfg = json_loads(st_metadata(f, "config"), 0, NULL);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_le(*n + 2 * 7 + 4 + 1, max);
+    static const char *const keys[] = {"d_model",  "n_heads",    "n_kv_heads",    "d_ff",
+                                       "n_layers", "activation", "layer_norm_eps"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        char flag[64], val[64];
+        snprintf(flag, sizeof flag, "--%s", keys[i]);
+        for (char *p = flag; *p; p++)
+            *p = *p == '_' ? '-' : *p;
+        json_t *v = json_object_get(cfg, keys[i]);
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else if (json_is_integer(v))
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        else
+            snprintf(val, sizeof val, "%.9g", json_number_value(v));
+        args[(*n)++] = strdup(flag);
+        args[(*n)++] = strdup(val);
+    }
+    args[(*n)++] = strdup(json_is_true(json_object_get(cfg, "norm_first")) ? "--norm-first"
+                                                                           : "--no-norm-first");
+    args[(*n)++] = strdup(json_is_true(json_object_get(cfg, "bias")) ? "--bias" : "--no-bias");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", TORCH_DIR, name);
+    args[(*n)++] = strdup("--weights");
+    args[(*n)++] = strdup(path);
+    args[*n] = NULL;
+    json_decref(cfg);
 }

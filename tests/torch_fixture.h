@@ -22,6 +22,12 @@ void torch_case_open(st_file *f, const char *name);
 /* Tensor name of f as floats (owned), or NULL if absent; *numel when non-NULL. */
 float *torch_floats(const st_file *f, const char *name, size_t *numel);
 
+/* Appends to args, from args[*n] on, the attnd flags that serve case name's
+ * model (--d-model ... --bias/--no-bias --weights PATH), read from f's
+ * "config" metadata; each strdup'ed, args kept NULL-terminated; at most max
+ * entries in all, NULL included. */
+void torch_daemon_flags(const st_file *f, const char *name, char **args, int *n, int max);
+
 /* The model hyperparameters of a case, from its "config" metadata. */
 void torch_hparams(const st_file *f, enc_hparams *hp);
 
