@@ -1,6 +1,7 @@
 /* attention.c - masks and multi-head scaled dot-product attention for one
  * sequence; grouped-query heads share key/value heads. */
 #include "internal.h"
+#include "simd.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -43,6 +44,39 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     }
 }
 
+size_t attention_scratch_floats(int rows, int len, int E)
+{
+    return (size_t)rows * ((size_t)len + 16) + (size_t)KEY_BLOCK * (size_t)E + 2 * (size_t)rows;
+}
+
+/* The two products, on the packed kernel when simd_enabled() (kt is then
+ * scratch for a block of keys' panels, KEY_BLOCK * E floats) or on
+ * cblas_sgemm (kt NULL).  qs is Q's, K's and V's row stride (qkv's). */
+
+/* s (rows, n; rows lds apart) = scale * q (rows, E) . k (n, E)^T */
+static void scores_mul(float *s, int lds, const float *q, const float *k, int qs, int rows, int n,
+                       int E, float scale, float *kt)
+{
+    if (kt) {
+        gemm_pack_t(kt, k, qs, n, E, scale);
+        gemm_mul(s, lds, q, qs, kt, GEMM_NR, (size_t)E * GEMM_NR, rows, n, E, false);
+    } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qs, k, qs, 0.0f,
+                    s, lds);
+    }
+}
+
+/* z (rows, E; rows zs apart) = [z +] p (rows, n; rows lds apart) . v (n, E) */
+static void values_mul(float *z, int zs, const float *p, int lds, const float *v, int qs, int rows,
+                       int n, int E, bool accumulate, bool fast)
+{
+    if (fast)
+        gemm_mul(z, zs, p, lds, v, (size_t)qs, GEMM_NR, rows, E, n, accumulate);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, n, 1.0f, p, lds, v, qs,
+                    accumulate ? 1.0f : 0.0f, z, zs);
+}
+
 /* attention_rows without weights for a long sequence: keys in blocks of
  * KEY_BLOCK with an online softmax, so the scores in use are (rows,
  * KEY_BLOCK) whatever len is, and each head's output is summed block by
@@ -50,14 +84,13 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
  * running max grows, divided by the sum of the weights at the end. */
 static void attention_rows_online(float *z, int z_stride, const float *qkv, int qkv_stride, int len,
                                   int i0, int i1, int H, int G, int E, const seq_mask *sm,
-                                  float *scores)
+                                  float *scores, float *kt, float *row_max, float *row_sum)
 {
     const int rows = i1 - i0;
     const float scale = 1.0f / sqrtf((float)E);
     const int group = H / G;
     const float *k_base = qkv + (size_t)H * E;
     const float *v_base = k_base + (size_t)G * E;
-    float *row_max = scores + (size_t)rows * KEY_BLOCK, *row_sum = row_max + rows;
 
     for (int h = 0; h < H; h++) {
         const int g = h / group;
@@ -72,10 +105,9 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qkv_stride,
-                        k, qkv_stride, 0.0f, scores, n);
+            scores_mul(scores, KEY_BLOCK, q, k, qkv_stride, rows, n, E, scale, kt);
             for (int r = 0; r < rows; r++) {
-                float *row = scores + (size_t)r * n;
+                float *row = scores + (size_t)r * KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
                 const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
                 if (j0 > 0 && alpha != 1.0f)
@@ -83,8 +115,8 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
                         zh[(size_t)r * z_stride + e] *= alpha;
             }
             /* z_h (rows, E) (+)= exp weights (rows, n) . v (n, E) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, n, 1.0f, scores, n, v,
-                        qkv_stride, j0 > 0 ? 1.0f : 0.0f, zh, z_stride);
+            values_mul(zh, z_stride, scores, KEY_BLOCK, v, qkv_stride, rows, n, E, j0 > 0,
+                       kt != NULL);
         }
         for (int r = 0; r < rows; r++) {
             /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
@@ -98,14 +130,22 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
 }
 
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
-                    int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
+                    int i1, int H, int G, int E, const seq_mask *sm, float *scratch, float *attn,
                     enc_attn_mode mode, int L)
 {
     const int rows = i1 - i0;
     if (rows <= 0)
         return;
+    /* scratch: scores (rows, lds), then the key panels, then the online
+     * softmax's running max and sum (rows each) */
+    const int lds = gemm_padded_ld(len);
+    float *scores = scratch;
+    float *kt = simd_enabled() ? scores + (size_t)rows * ((size_t)len + 16) : NULL;
+    float *row_max = scores + (size_t)rows * ((size_t)len + 16) + (size_t)KEY_BLOCK * E;
+    float *row_sum = row_max + rows;
     if (!attn && len >= KEY_BLOCK + 2) {
-        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, scores);
+        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, scores, kt,
+                              row_max, row_sum);
         return;
     }
     const float scale = 1.0f / sqrtf((float)E);
@@ -119,11 +159,13 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         const float *k = k_base + (size_t)g * E;                        /* (len, E) */
         const float *v = v_base + (size_t)g * E;                        /* (len, E) */
 
-        /* scores (rows, len) = q . k^T / sqrt(E), then mask and softmax */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, len, E, scale, q, qkv_stride, k,
-                    qkv_stride, 0.0f, scores, len);
+        /* scores (rows, len) = q . k^T / sqrt(E), a block of keys at a time,
+         * then mask and softmax */
+        for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
+            scores_mul(scores + j0, lds, q, k + (size_t)j0 * qkv_stride, qkv_stride, rows,
+                       len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale, kt);
         for (int r = 0; r < rows; r++) {
-            float *row = scores + (size_t)r * len;
+            float *row = scores + (size_t)r * lds;
             mask_apply_row(sm, i0 + r, row);
             softmax_row(row, len);
         }
@@ -131,19 +173,19 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         if (attn && mode == ENC_ATTN_HEADS) {
             float *dst = attn + ((size_t)h * L + i0) * L;
             for (int r = 0; r < rows; r++)
-                memcpy(dst + (size_t)r * L, scores + (size_t)r * len, (size_t)len * sizeof *dst);
+                memcpy(dst + (size_t)r * L, scores + (size_t)r * lds, (size_t)len * sizeof *dst);
         } else if (attn && mode == ENC_ATTN_MEAN) {
             for (int r = 0; r < rows; r++) {
                 float *dst = attn + (size_t)(i0 + r) * L;
-                const float *src = scores + (size_t)r * len;
+                const float *src = scores + (size_t)r * lds;
                 for (int j = 0; j < len; j++)
                     dst[j] = h ? dst[j] + src[j] : src[j];
             }
         }
 
         /* z_h (rows, E) = weights (rows, len) . v (len, E) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, len, 1.0f, scores, len, v,
-                    qkv_stride, 0.0f, z + (size_t)i0 * z_stride + (size_t)h * E, z_stride);
+        values_mul(z + (size_t)i0 * z_stride + (size_t)h * E, z_stride, scores, lds, v, qkv_stride,
+                   rows, len, E, false, kt != NULL);
     }
 
     if (attn && mode == ENC_ATTN_MEAN) {
@@ -154,8 +196,8 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
 }
 
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
-                       int G, int E, const seq_mask *sm, float *scores, float *attn,
+                       int G, int E, const seq_mask *sm, float *scratch, float *attn,
                        enc_attn_mode mode, int L)
 {
-    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, scores, attn, mode, L);
+    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, scratch, attn, mode, L);
 }

@@ -2,6 +2,7 @@
  * short sequence of ops over the batch's real tokens packed into (T, D). */
 #include "internal.h"
 
+#include "simd.h"
 #include "team.h"
 
 #include <cblas.h>
@@ -39,12 +40,14 @@ struct enc_workspace {
     float *qkv;        /* (T, D + 2*G*E) */
     float *z;          /* (T, D) attention output, heads concatenated */
     float *o;          /* (T, D) a sublayer's output */
-    float *h;          /* (T, F) feed-forward hidden layer */
-    float *scores;     /* (threads, ATTN_TILE, L) each thread's scores, then weights */
+    float *h;          /* (T, ldh) feed-forward hidden layer, F used of each row */
+    float *scores;     /* (threads, attn_floats) each thread's attention scratch */
+    size_t attn_floats;
     uint8_t *is_global;/* (sum of the jobs' L) each job's global positions */
     seq_info *seqs;    /* (S) the packed sequences */
     attn_item *items;  /* (T + S) attention work: at most a tile per 16 rows, plus one */
     float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
+    int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
     int n_seqs, n_items;
 };
 
@@ -131,9 +134,13 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
+    const int ldh = gemm_padded_ld((int)F);
+    const size_t attn_floats =
+        align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
+        sizeof(float);
     size_t n_td, n_tq, n_tf, n_ll, sizes[11];
-    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, F, &n_tf) &&
-              mul_ok(nth * tile, L, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
+    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
+              mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
               S < SIZE_MAX / 32;
     if (!ok)
@@ -165,6 +172,8 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     ws->cap_L = L;
     ws->cap_S = S;
     ws->cap_G = G;
+    ws->ldh = ldh;
+    ws->attn_floats = attn_floats;
     char *p = mem;
     void **bufs[11] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
@@ -263,6 +272,7 @@ typedef struct block_ctx {
     const float *lin_in, *lin_w, *lin_b;
     const gemm_packed *lin_pk; /* lin_w packed, or NULL */
     int lin_K, lin_N;
+    int lin_ldo, lin_ldi;      /* lin_out's and lin_in's row strides */
     bool lin_act;
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
@@ -281,7 +291,8 @@ static void phase_linear(void *arg, int tid, int n)
     if (c->lin_pk) {
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
         if (n1 > n0)
-            gemm_packed_cols(c->lin_out, c->lin_in, c->lin_pk, c->lin_b, c->T, n0, n1, act,
+            gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                             c->T, n0, n1, act,
                              c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) /
                                                           sizeof(float)));
         return;
@@ -291,8 +302,8 @@ static void phase_linear(void *arg, int tid, int n)
     team_split(blocks, tid, n, &n0, &n1);
     n0 *= 16;
     n1 = n1 * 16 < c->lin_N ? n1 * 16 : c->lin_N;
-    linear_forward_cols(c->lin_out, c->lin_in, c->lin_w, c->lin_b, c->T, c->lin_K, c->lin_N, n0,
-                        n1, act);
+    linear_forward_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w, c->lin_b, c->T,
+                        c->lin_K, n0, n1, act);
 }
 
 /* Residual add and LayerNorm, split by rows: x += o (if add_o), then
@@ -320,8 +331,7 @@ static void phase_attention(void *arg, int tid, int n)
     const enc_model *m = c->m;
     enc_workspace *ws = c->ws;
     const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim;
-    const int tile = (int)(ws->cap_L < ATTN_TILE ? ws->cap_L : ATTN_TILE);
-    float *scores = ws->scores + (size_t)tid * tile * ws->cap_L;
+    float *scratch = ws->scores + (size_t)tid * ws->attn_floats;
     int k0, k1;
     team_split(ws->n_items, tid, n, &k0, &k1);
     for (int k = k0; k < k1; k++) {
@@ -337,7 +347,7 @@ static void phase_attention(void *arg, int tid, int n)
             seq_attn = res->attn[c->layer] +
                        (size_t)sq->b * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
         attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q, sq->len,
-                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scores, seq_attn,
+                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scratch, seq_attn,
                        res->attn_mode, L);
     }
 }
@@ -358,16 +368,19 @@ static void plan_attention(enc_workspace *ws)
     }
 }
 
-static void run_linear(block_ctx *c, float *out, const float *in, const float *w,
+/* out (T rows ldo apart, N) = act(in (T rows ldi apart, K) . w^T + b) */
+static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int ldi, const float *w,
                        const gemm_packed *pk, const float *b, int K, int N, bool act)
 {
-    c->lin_pk = pk && gemm_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
+    c->lin_pk = pk && simd_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
     c->lin_out = out;
     c->lin_in = in;
     c->lin_w = w;
     c->lin_b = b;
     c->lin_K = K;
     c->lin_N = N;
+    c->lin_ldo = ldo;
+    c->lin_ldi = ldi;
     c->lin_act = act;
     team_run(c->ws->team, phase_linear, c);
 }
@@ -398,9 +411,10 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
-    run_linear(&c, ws->qkv, a_in, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim, false);
+    run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
+               false);
     team_run(ws->team, phase_attention, &c);
-    run_linear(&c, ws->o, ws->z, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
+    run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
     const float *f_in = ws->x;
@@ -410,8 +424,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     } else {
         run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b);
     }
-    run_linear(&c, ws->h, f_in, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
-    run_linear(&c, ws->o, ws->h, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
+    run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
+    run_linear(&c, ws->o, D, ws->h, ws->ldh, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
     run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
 

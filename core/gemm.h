@@ -10,13 +10,14 @@
  *
  *     gemm_packed *pw = gemm_pack(w, N, K);   // NULL: use cblas_sgemm
  *     float *scratch = malloc(gemm_scratch_bytes());  // one per thread
- *     gemm_packed_cols(out, in, pw, b, M, p0, p1, act, scratch);
+ *     gemm_packed_cols(out, N, in, K, pw, b, M, p0, p1, act, scratch);
  *
  * Row i of the result depends on row i of the input only, summed in the
  * same order whatever M is, so a sequence gives the same bits alone or in a
  * batch.  Machines without AVX-512 (and valgrind, which hides it) get NULL
- * from gemm_pack and stay on cblas_sgemm; tests run both paths against the
- * same PyTorch fixtures (gemm_set_enabled). */
+ * from gemm_pack and stay on cblas_sgemm, as does every forward while
+ * simd_set_enabled(false) (simd.h); tests run both paths against the same
+ * PyTorch fixtures. */
 #ifndef ATTND_GEMM_H
 #define ATTND_GEMM_H
 
@@ -29,14 +30,6 @@
 #define GEMM_NR 32
 
 typedef struct gemm_packed gemm_packed;
-
-/* Whether this CPU runs the packed kernel (AVX-512F). */
-bool gemm_supported(void);
-
-/* Turns the packed path off (false) or back on for every later forward; on
- * by default.  For tests and comparisons: both paths compute the same Linear. */
-void gemm_set_enabled(bool on);
-bool gemm_enabled(void);
 
 /* w (N, K), PyTorch layout, packed into panels.  Returns an owned packed
  * weight, or NULL when the CPU has no AVX-512 or memory is short (the
@@ -54,11 +47,34 @@ int gemm_panels(const gemm_packed *pw);
  * activation block). */
 size_t gemm_scratch_bytes(void);
 
-/* out[:, p0*NR : min(p1*NR, N)] (M, N) = in (M, K) . w^T + b, then act on
- * those columns when act is not NULL: panels [p0, p1) of one Linear, one
- * thread's share.  b may be NULL; scratch is gemm_scratch_bytes(), 64-byte
- * aligned, the thread's own. */
-void gemm_packed_cols(float *out, const float *in, const gemm_packed *pw, const float *b, int M,
-                      int p0, int p1, const enc_activation *act, float *scratch);
+/* Whether rows ld floats apart are read in place (true), or copied first
+ * because they would crowd a few L1 sets (ld * 4 a multiple of 2 KiB). */
+bool gemm_stride_ok(int ld);
+
+/* A row stride for n floats that gemm_stride_ok accepts: n, or n + 16. */
+int gemm_padded_ld(int n);
+
+/* out[:, p0*NR : min(p1*NR, N)] (M rows ldc apart, N) = in (M rows lda
+ * apart, K) . w^T + b, then act on those columns when act is not NULL:
+ * panels [p0, p1) of one Linear, one thread's share.  b may be NULL;
+ * scratch is gemm_scratch_bytes(), 64-byte aligned, the thread's own. */
+void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                      const float *b, int M, int p0, int p1, const enc_activation *act,
+                      float *scratch);
+
+/* The attention products, on the same kernel (AVX-512 only; without it the
+ * caller uses cblas_sgemm).
+ *
+ * dst = scale * src^T in panels: src (N rows lds apart, K), dst
+ * ceil(N / NR) panels of (K, NR), zero past N, as gemm_pack lays out a
+ * weight.  dst holds ceil(N / NR) * K * NR floats. */
+void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scale);
+
+/* c (M rows ldc apart, N) = [c +] a (M rows lda apart, K) . b (K, N), where
+ * b's element (k, n) is b[(n / NR) * panel + k * ldb + n % NR]: panels from
+ * gemm_pack_t (ldb NR, panel K * NR) or a row-major matrix read in place
+ * (ldb its row stride, panel NR).  Columns of b past N are never read. */
+void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb,
+              size_t panel, int M, int N, int K, bool accumulate);
 
 #endif

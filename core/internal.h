@@ -73,9 +73,11 @@ float model_rng_uniform(model_rng *r, double bound);
 void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
                     int N);
 /* The same for columns [n0, n1) of out only (rows n0..n1 of w), then
- * act on them when act is not NULL: one thread's share of a Linear. */
-void linear_forward_cols(float *out, const float *in, const float *w, const float *b, int M, int K,
-                         int N, int n0, int n1, const enc_activation *act);
+ * act on them when act is not NULL: one thread's share of a Linear; out's
+ * rows are ldc floats apart, in's lda. */
+void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
+                         const float *b, int M, int K, int n0, int n1,
+                         const enc_activation *act);
 /* out (M, D) = LayerNorm(in (M, D)) * w + b; b may be NULL; out may be in.
  * Statistics in double, so no finite input overflows. */
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
@@ -99,6 +101,12 @@ void softmax_row(float *s, int n);
  * are then s / *sum (no allowed key at all: *sum stays 0, weights 0).  NaN
  * or +inf scores make everything NaN, as in softmax_row. */
 float softmax_block(float *s, int n, float *max, float *sum);
+/* softmax_block's rows without a finite max m: nan (a NaN among the scores
+ * or in *max) or m +inf make everything NaN, m -inf (no allowed key yet)
+ * zeros.  Returns true, with softmax_block's return value in *ret, when the
+ * row was one of those and is done. */
+bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum,
+                           float *ret);
 
 /* ---- attention.c ---- */
 
@@ -120,27 +128,32 @@ void mask_apply_row(const seq_mask *sm, int i, float *s);
 /* The same for keys [j0, j1) only: s[0] is key j0's score. */
 void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
 
-/* Keys per block of attention's online softmax (without weights to return,
- * sequences of at least KEY_BLOCK + 2 tokens).  scores then needs rows *
- * (KEY_BLOCK + 2) floats, which a tile's rows * len always has. */
+/* Keys per block: of the score products, and of attention's online
+ * softmax (without weights to return, sequences of at least KEY_BLOCK + 2
+ * tokens). */
 #define KEY_BLOCK 128
+
+/* Floats of the scratch attention_rows needs for rows query rows of a
+ * sequence of len tokens, head size E. */
+size_t attention_scratch_floats(int rows, int len, int E);
 
 /* Multi-head attention for query rows [i0, i1) of one sequence of len
  * tokens, every head; keys and values are the whole sequence.
  *   qkv     (len, qkv_stride): Q in columns [0, H*E), K in [H*E, H*E+G*E), V after
  *   z       (len, z_stride): heads' outputs concatenated; rows [i0, i1) written
- *   scores  (i1 - i0, len) scratch: never more than a tile of rows
+ *   scratch attention_scratch_floats(i1 - i0, len, E) floats
  *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN;
  *           rows [i0, i1), columns < len written
  * Without attn, a sequence of KEY_BLOCK + 2 or more tokens goes through keys
  * in blocks with an online softmax: the same result within float rounding. */
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
-                    int i1, int H, int G, int E, const seq_mask *sm, float *scores, float *attn,
+                    int i1, int H, int G, int E, const seq_mask *sm, float *scratch, float *attn,
                     enc_attn_mode mode, int L);
 
-/* attention_rows over every query row at once: scores is (len, len). */
+/* attention_rows over every query row at once: scratch is
+ * attention_scratch_floats(len, len, E) floats. */
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
-                       int G, int E, const seq_mask *sm, float *scores, float *attn,
+                       int G, int E, const seq_mask *sm, float *scratch, float *attn,
                        enc_attn_mode mode, int L);
 
 #endif

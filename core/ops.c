@@ -1,5 +1,6 @@
 /* ops.c - the forward pass's elementwise and matrix ops, one function each. */
 #include "internal.h"
+#include "simd.h"
 #include "vecmath.h"
 
 #include <cblas.h>
@@ -17,27 +18,30 @@
 /* Lanes of the partial sums and maxima below: enough for one AVX-512
  * register, so a strict-IEEE reduction still vectorizes. */
 #define LANES 16
+/* Independent double accumulators of a vectorized sum. */
+#define DLANES 16
 
 void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
                     int N)
 {
-    linear_forward_cols(out, in, w, b, M, K, N, 0, N, NULL);
+    linear_forward_cols(out, N, in, K, w, b, M, K, 0, N, NULL);
 }
 
-void linear_forward_cols(float *out, const float *in, const float *w, const float *b, int M, int K,
-                         int N, int n0, int n1, const enc_activation *act)
+void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
+                         const float *b, int M, int K, int n0, int n1,
+                         const enc_activation *act)
 {
     if (n1 <= n0 || M <= 0)
         return;
     const int cols = n1 - n0;
     /* out[:, n0:n1] = in . w[n0:n1]^T: row-major activations, PyTorch-layout
      * (N, K) weights, so a column slice of out is a row slice of w. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, in, K,
-                w + (size_t)n0 * K, K, 0.0f, out + n0, N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, in, lda,
+                w + (size_t)n0 * K, K, 0.0f, out + n0, ldc);
     if (!b && !act)
         return;
     for (int i = 0; i < M; i++) {
-        float *row = out + (size_t)i * N + n0;
+        float *row = out + (size_t)i * ldc + n0;
         if (b)
             for (int j = 0; j < cols; j++)
                 row[j] += b[n0 + j];
@@ -46,6 +50,7 @@ void linear_forward_cols(float *out, const float *in, const float *w, const floa
     }
 }
 
+VECTOR_CLONES
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
                        float eps)
 {
@@ -53,20 +58,37 @@ void layernorm_forward(float *out, const float *in, const float *w, const float 
         const float *x = in + (size_t)i * D;
         float *y = out + (size_t)i * D;
         /* Double statistics: |x| < 3.5e38 squared is < 1.3e77, far from
-         * double's range, so no finite float input overflows here. */
+         * double's range, so no finite float input overflows here.  Sums in
+         * DLANES independent lanes, which vectorize. */
+        double lane[DLANES] = {0};
+        int j = 0;
+        for (; j + DLANES <= D; j += DLANES)
+            for (int k = 0; k < DLANES; k++)
+                lane[k] += x[j + k];
         double mean = 0.0;
-        for (int j = 0; j < D; j++)
+        for (int k = 0; k < DLANES; k++)
+            mean += lane[k];
+        for (; j < D; j++)
             mean += x[j];
         mean /= D;
+        for (int k = 0; k < DLANES; k++)
+            lane[k] = 0.0;
+        for (j = 0; j + DLANES <= D; j += DLANES)
+            for (int k = 0; k < DLANES; k++) {
+                const double c = x[j + k] - mean;
+                lane[k] += c * c;
+            }
         double var = 0.0;
-        for (int j = 0; j < D; j++) {
-            double c = x[j] - mean;
+        for (int k = 0; k < DLANES; k++)
+            var += lane[k];
+        for (; j < D; j++) {
+            const double c = x[j] - mean;
             var += c * c;
         }
         var /= D; /* biased, as PyTorch's LayerNorm */
-        double rstd = 1.0 / sqrt(var + (double)eps);
-        for (int j = 0; j < D; j++) {
-            float v = (float)((x[j] - mean) * rstd) * w[j];
+        const double rstd = 1.0 / sqrt(var + (double)eps);
+        for (j = 0; j < D; j++) {
+            const float v = (float)((x[j] - mean) * rstd) * w[j];
             y[j] = b ? v + b[j] : v;
         }
     }
@@ -99,6 +121,10 @@ float activation_value(float x, enc_activation act)
 VECTOR_CLONES
 void activation_forward(float *x, size_t n, enc_activation act)
 {
+    if (simd_enabled()) {
+        simd_activation(x, n, act);
+        return;
+    }
     switch (act) {
     case ENC_ACT_RELU:
         for (size_t i = 0; i < n; i++)
@@ -132,42 +158,60 @@ void softmax_row(float *s, int n)
         s[j] *= inv;
 }
 
+bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum,
+                           float *ret)
+{
+    if (nan || m == INFINITY) { /* overflow: NaN to the output, as softmax_row */
+        for (int j = 0; j < n; j++)
+            s[j] = NAN;
+        *max = *sum = NAN;
+        *ret = NAN;
+        return true;
+    }
+    if (m == -INFINITY) { /* no allowed key yet */
+        memset(s, 0, (size_t)n * sizeof *s);
+        *ret = 1.0f;
+        return true;
+    }
+    return false;
+}
+
 VECTOR_CLONES
 float softmax_block(float *s, int n, float *max, float *sum)
 {
+    if (simd_enabled())
+        return simd_softmax_block(s, n, max, sum);
+    /* The max, and the largest magnitude's bits: a NaN's are above +inf's. */
     float lane_max[LANES];
-    int lane_nan[LANES];
+    uint32_t lane_abs[LANES];
     for (int k = 0; k < LANES; k++) {
         lane_max[k] = -INFINITY;
-        lane_nan[k] = 0;
+        lane_abs[k] = 0;
     }
     int j = 0;
-    for (; j + LANES <= n; j += LANES)
+    for (; j + LANES <= n; j += LANES) {
+        uint32_t bits[LANES];
+        memcpy(bits, s + j, sizeof bits);
         for (int k = 0; k < LANES; k++) {
             lane_max[k] = s[j + k] > lane_max[k] ? s[j + k] : lane_max[k];
-            lane_nan[k] |= s[j + k] != s[j + k];
+            const uint32_t a = bits[k] & 0x7FFFFFFFu;
+            lane_abs[k] = a > lane_abs[k] ? a : lane_abs[k];
         }
+    }
     float m = *max;
-    int nan = m != m;
+    bool nan = m != m;
     for (int k = 0; k < LANES; k++) {
         m = lane_max[k] > m ? lane_max[k] : m;
-        nan |= lane_nan[k];
+        nan |= lane_abs[k] > 0x7F800000u;
     }
     for (; j < n; j++) {
         m = s[j] > m ? s[j] : m;
         nan |= s[j] != s[j];
     }
-    if (nan || m == INFINITY) { /* overflow: NaN to the output, as softmax_row */
-        for (j = 0; j < n; j++)
-            s[j] = NAN;
-        *max = *sum = NAN;
-        return NAN;
-    }
-    if (m == -INFINITY) { /* no allowed key yet */
-        memset(s, 0, (size_t)n * sizeof *s);
-        return 1.0f;
-    }
-    const float alpha = *max == -INFINITY ? 0.0f : exp_approx(*max - m);
+    float alpha;
+    if (softmax_block_special(s, n, nan, m, max, sum, &alpha))
+        return alpha;
+    alpha = *max == -INFINITY ? 0.0f : exp_approx(*max - m);
     float lane_sum[LANES] = {0};
     for (j = 0; j < n; j++)
         s[j] = s[j] == -INFINITY ? 0.0f : exp_approx(s[j] - m);

@@ -1,11 +1,13 @@
 /* check_attention.c - attention against worked examples: the textbook's
  * "the ring fell", hand-written mask patterns and softmax rows. */
 #include "internal.h"
+#include "simd.h"
 #include "vecmath.h"
 #include "suites.h"
 #include "test_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The textbook example: one head, d_k = 4, three tokens. */
@@ -24,15 +26,17 @@ static seq_mask no_mask(int len)
 
 START_TEST(test_ring_fell_kernel)
 {
-    float qkv[3][12], z[3][4], scores[9], attn[9];
+    float qkv[3][12], z[3][4], attn[9];
+    float *scratch = xcalloc(attention_scratch_floats(3, 3, 4), sizeof *scratch);
     for (int i = 0; i < 3; i++) {
         memcpy(qkv[i], ring_Q[i], sizeof ring_Q[i]);
         memcpy(qkv[i] + 4, ring_K[i], sizeof ring_K[i]);
         memcpy(qkv[i] + 8, ring_V[i], sizeof ring_V[i]);
     }
     seq_mask sm = no_mask(3);
-    attention_forward(&z[0][0], 4, &qkv[0][0], 12, 3, 1, 1, 4, &sm, scores, attn, ENC_ATTN_HEADS,
+    attention_forward(&z[0][0], 4, &qkv[0][0], 12, 3, 1, 1, 4, &sm, scratch, attn, ENC_ATTN_HEADS,
                       3);
+    free(scratch);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             ck_assert_msg(fabsf(attn[i * 3 + j] - ring_A[i][j]) < 1e-3f, "A[%d][%d] = %f", i, j,
@@ -158,8 +162,16 @@ START_TEST(test_mask_bool_and_additive)
 }
 END_TEST
 
+/* Loop tests over _i: 0 the AVX-512 forms (where the CPU has them), 1 the
+ * portable ones. */
+static void use_simd(int i)
+{
+    simd_set_enabled(i == 0);
+}
+
 START_TEST(test_softmax_rows)
 {
+    use_simd(_i);
     float s[3] = {0.0f, -INFINITY, logf(3.0f)};
     softmax_row(s, 3);
     ck_assert_float_eq_tol(s[0], 0.25f, 1e-7f);
@@ -175,6 +187,100 @@ START_TEST(test_softmax_rows)
     float big[2] = {1e30f, 1e30f};
     softmax_row(big, 2);
     ck_assert_float_eq(big[0], 0.5f);
+    simd_set_enabled(true);
+}
+END_TEST
+
+/* Softmax rows of many lengths (either side of the 16-float vectors), with
+ * excluded keys, against softmax in double; an online softmax over two
+ * blocks against the same; rows with no allowed key, NaN, +inf. */
+START_TEST(test_softmax_against_double)
+{
+    use_simd(_i);
+    static const int lens[] = {1, 5, 15, 16, 17, 31, 100, 128, 130, 513};
+    uint64_t st = 4242;
+    for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
+        const int n = lens[t];
+        float *s = xcalloc((size_t)n, sizeof *s), *o = xcalloc((size_t)n, sizeof *o);
+        double *want = xcalloc((size_t)n, sizeof *want);
+        fill_random(s, (size_t)n, &st, 8.0f);
+        for (int j = 0; j < n; j++)
+            if (j % 7 == 3 || (n > 1 && j == n - 1))
+                s[j] = -INFINITY;
+        memcpy(o, s, (size_t)n * sizeof *s);
+        double max = -INFINITY, sum = 0.0;
+        for (int j = 0; j < n; j++)
+            max = s[j] > max ? s[j] : max;
+        for (int j = 0; j < n; j++)
+            sum += want[j] = s[j] == -INFINITY ? 0.0 : exp((double)s[j] - max);
+        softmax_row(s, n);
+        /* online: keys [0, h) then [h, n) */
+        const int h = n / 3;
+        float m = -INFINITY, z = 0.0f;
+        softmax_block(o, h, &m, &z);
+        const float alpha = softmax_block(o + h, n - h, &m, &z);
+        for (int j = 0; j < h; j++)
+            o[j] *= alpha;
+        for (int j = 0; j < n; j++) {
+            const double w = want[j] / sum;
+            ck_assert_msg(fabs(s[j] - w) <= 4e-6 * w + 1e-9, "n %d key %d: %g, want %g", n, j,
+                          (double)s[j], w);
+            ck_assert_msg(fabs(o[j] / z - w) <= 4e-6 * w + 1e-9, "online n %d key %d: %g, want %g",
+                          n, j, (double)(o[j] / z), w);
+            if (want[j] == 0.0)
+                ck_assert(s[j] == 0.0f && o[j] == 0.0f);
+        }
+        /* NaN anywhere, or +inf: the whole row NaN; no key allowed: zeros */
+        for (int j = 0; j < n; j++)
+            s[j] = j == n / 2 ? NAN : 1.0f;
+        softmax_row(s, n);
+        for (int j = 0; j < n; j++)
+            ck_assert_msg(isnan(s[j]), "n %d: NaN row key %d is %g", n, j, (double)s[j]);
+        for (int j = 0; j < n; j++)
+            s[j] = j == n - 1 ? INFINITY : -INFINITY;
+        softmax_row(s, n);
+        ck_assert(isnan(s[0]));
+        for (int j = 0; j < n; j++)
+            s[j] = -INFINITY;
+        softmax_row(s, n);
+        for (int j = 0; j < n; j++)
+            ck_assert(s[j] == 0.0f);
+        free(s);
+        free(o);
+        free(want);
+    }
+    simd_set_enabled(true);
+}
+END_TEST
+
+/* Every activation over a whole range against its definition in double, in
+ * arrays of lengths either side of a vector: within vecmath.h's bounds. */
+START_TEST(test_activations_against_double)
+{
+    use_simd(_i);
+    const int n = 180001; /* x from -9 to 9 in steps of 1e-4 */
+    float *x = xcalloc((size_t)n, sizeof *x);
+    for (int a = ENC_ACT_RELU; a <= ENC_ACT_GELU_TANH; a++) {
+        for (int i = 0; i < n; i++)
+            x[i] = -9.0f + 1e-4f * (float)i;
+        activation_forward(x, (size_t)n, (enc_activation)a);
+        activation_forward(x, 0, (enc_activation)a); /* nothing to do */
+        double worst = 0.0;
+        for (int i = 0; i < n; i++) {
+            const double v = -9.0f + 1e-4f * (float)i;
+            double want = v > 0 ? v : 0.0;
+            if (a == ENC_ACT_GELU)
+                want = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+            else if (a == ENC_ACT_GELU_TANH)
+                want = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+            const double err = fabs(x[i] - want) / (fabs(v) > 1.0 ? fabs(v) : 1.0);
+            worst = err > worst ? err : worst;
+        }
+        ck_assert_msg(worst < 4e-7, "activation %d: error %g (relative to max(|x|, 1))", a,
+                      worst);
+    }
+    free(x);
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -237,7 +343,9 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_mask_window_global);
     tcase_add_test(tc, test_mask_causal_window_padding);
     tcase_add_test(tc, test_mask_bool_and_additive);
-    tcase_add_test(tc, test_softmax_rows);
+    tcase_add_loop_test(tc, test_softmax_rows, 0, 2);
+    tcase_add_loop_test(tc, test_softmax_against_double, 0, 2);
+    tcase_add_loop_test(tc, test_activations_against_double, 0, 2);
     tcase_add_test(tc, test_layernorm_extremes);
     tcase_add_test(tc, test_activations_worked);
     tcase_add_test(tc, test_vecmath_accuracy);

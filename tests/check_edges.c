@@ -5,6 +5,7 @@
  * weights or fails with ENC_ENUMERIC (the daemon's 400); inputs of ordinary
  * size must succeed.  Also the kernels' overflow cases on their own. */
 #include "internal.h"
+#include "simd.h"
 #include "suites.h"
 #include "test_util.h"
 #include "vecmath.h"
@@ -22,6 +23,21 @@ START_TEST(test_exp_nan)
     ck_assert(isnan(erf_approx(nan_in)));
     ck_assert(exp_approx(-INFINITY) >= 0.0f && exp_approx(-INFINITY) < 1e-37f);
     ck_assert(isfinite(exp_approx(INFINITY)));
+    /* the activations over arrays: NaN in, NaN out (relu: 0, as PyTorch's
+     * max(x, 0) on the portable path), on both forms */
+    for (int on = 0; on < 2; on++) {
+        simd_set_enabled(on);
+        for (int a = ENC_ACT_RELU; a <= ENC_ACT_GELU_TANH; a++) {
+            float x[19];
+            for (int i = 0; i < 19; i++)
+                x[i] = i == 17 ? nan_in : 1.0f;
+            activation_forward(x, 19, (enc_activation)a);
+            ck_assert_msg(a == ENC_ACT_RELU ? x[17] == 0.0f : isnan(x[17]),
+                          "activation %d of NaN gave %g (simd %d)", a, (double)x[17], on);
+            ck_assert(isfinite(x[16]) && isfinite(x[18]));
+        }
+    }
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -29,6 +45,7 @@ END_TEST
  * reports, instead of inf - inf inside exp (found by fuzz_encode). */
 START_TEST(test_softmax_inf_score)
 {
+    simd_set_enabled(_i == 0); /* the AVX-512 form, then the portable one */
     float a[3] = {INFINITY, 1.0f, -INFINITY};
     softmax_row(a, 3);
     for (int j = 0; j < 3; j++)
@@ -43,6 +60,7 @@ START_TEST(test_softmax_inf_score)
     ck_assert_float_eq(c[0], 1.0f);
     ck_assert(c[1] >= 0.0f && c[1] < 1e-37f);
     ck_assert_float_eq(c[2], 0.0f);
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -195,7 +213,7 @@ Suite *edges_suite(void)
     Suite *s = suite_create("edges");
     TCase *tc = tcase_create("float32");
     tcase_add_test(tc, test_exp_nan);
-    tcase_add_test(tc, test_softmax_inf_score);
+    tcase_add_loop_test(tc, test_softmax_inf_score, 0, 2);
     tcase_add_loop_test(tc, test_edges_finite_or_refused, 0, N_MODELS);
     suite_add_tcase(s, tc);
     return s;

@@ -5,6 +5,7 @@
  * and activation, thread shares of panels, and rows that do not depend on
  * the rest of the batch. */
 #include "internal.h"
+#include "simd.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -47,7 +48,7 @@ static const int shapes[][5] = {
     {200, 17, 15, 0, -1},
     {37, 2304, 96, 1, -1},
     {11, 5, 1, 1, 0},
-    /* K a multiple of 512: rows copied into strips first (K = 3072 as in
+    /* K a multiple of 512: rows copied to the scratch first (K = 3072 as in
      * BERT-base's second Linear, 2048 over two blocks) */
     {14, 2048, 40, 1, 1},
     {3, 512, 33, 0, -1},
@@ -70,7 +71,7 @@ START_TEST(test_packed_matches_reference)
     reference(want, in, w, has_bias ? b : NULL, M, K, N, a);
 
     gemm_packed *pw = gemm_pack(w, N, K);
-    if (!gemm_supported()) {
+    if (!simd_supported()) {
         ck_assert_msg(pw == NULL, "gemm_pack must refuse on a CPU without AVX-512");
     } else {
         ck_assert(pw != NULL);
@@ -80,8 +81,8 @@ START_TEST(test_packed_matches_reference)
             got[k] = NAN; /* every entry must be written */
         /* Two threads' shares: panels [0, p) and [p, P), any split. */
         const int P = gemm_panels(pw), p = P / 2;
-        gemm_packed_cols(got, in, pw, has_bias ? b : NULL, M, 0, p, a, scratch);
-        gemm_packed_cols(got, in, pw, has_bias ? b : NULL, M, p, P, a, scratch);
+        gemm_packed_cols(got, N, in, K, pw, has_bias ? b : NULL, M, 0, p, a, scratch);
+        gemm_packed_cols(got, N, in, K, pw, has_bias ? b : NULL, M, p, P, a, scratch);
         const double d = max_abs_diff(got, want, (size_t)M * N);
         ck_assert_msg(d <= 1e-5 * sqrt((double)K), "M %d K %d N %d: differs by %g", M, K, N, d);
         free(scratch);
@@ -99,7 +100,7 @@ END_TEST
  * sequence gives what it gives alone. */
 START_TEST(test_rows_independent)
 {
-    if (!gemm_supported())
+    if (!simd_supported())
         return;
     const int M = 29, K = 1000, N = 45;
     uint64_t st = 99;
@@ -109,9 +110,10 @@ START_TEST(test_rows_independent)
     fill_random(w, (size_t)N * K, &st, 0.05f);
     gemm_packed *pw = gemm_pack(w, N, K);
     float *scratch = scratch_new();
-    gemm_packed_cols(all, in, pw, NULL, M, 0, gemm_panels(pw), NULL, scratch);
+    gemm_packed_cols(all, N, in, K, pw, NULL, M, 0, gemm_panels(pw), NULL, scratch);
     for (int i = 0; i < M; i++) {
-        gemm_packed_cols(one, in + (size_t)i * K, pw, NULL, 1, 0, gemm_panels(pw), NULL, scratch);
+        gemm_packed_cols(one, N, in + (size_t)i * K, K, pw, NULL, 1, 0, gemm_panels(pw), NULL,
+                         scratch);
         ck_assert_msg(memcmp(one, all + (size_t)i * N, (size_t)N * sizeof *one) == 0,
                       "row %d alone differs from row %d of %d", i, i, M);
     }
@@ -121,6 +123,126 @@ START_TEST(test_rows_independent)
     free(w);
     free(all);
     free(one);
+}
+END_TEST
+
+/* Rows further apart than K (in) and N (out): the padding of in is never
+ * read (NaN there would show), the padding of out never written; strides
+ * copied to the scratch first (lda * 4 a multiple of 2 KiB) and read in
+ * place (the workspace's padded hidden layer, 3072 + 16) both. */
+static const int strided[][5] = {
+    /* M, K, lda, N, ldc */
+    {30, 3072, 3088, 50, 64},
+    {30, 3000, 3072, 40, 40},
+    {13, 700, 1024, 33, 35},
+    {200, 768, 784, 96, 100},
+};
+
+START_TEST(test_strided_rows)
+{
+    if (!simd_supported())
+        return;
+    const int M = strided[_i][0], K = strided[_i][1], lda = strided[_i][2];
+    const int N = strided[_i][3], ldc = strided[_i][4];
+    ck_assert_int_eq(gemm_stride_ok(lda), ((size_t)lda * 4) % 2048 != 0);
+    uint64_t st = 7 + (uint64_t)_i;
+    float *dense = xcalloc((size_t)M * K, sizeof *dense), *in = xcalloc((size_t)M * lda, 4);
+    float *w = xcalloc((size_t)N * K, sizeof *w), *b = xcalloc((size_t)N, sizeof *b);
+    float *want = xcalloc((size_t)M * N, sizeof *want), *out = xcalloc((size_t)M * ldc, 4);
+    fill_random(dense, (size_t)M * K, &st, 1.0f);
+    fill_random(w, (size_t)N * K, &st, 1.0f / sqrtf((float)K));
+    fill_random(b, (size_t)N, &st, 0.5f);
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < lda; k++)
+            in[(size_t)i * lda + k] = k < K ? dense[(size_t)i * K + k] : NAN;
+    for (size_t k = 0; k < (size_t)M * ldc; k++)
+        out[k] = -7.0f;
+    const enc_activation act = ENC_ACT_GELU;
+    reference(want, dense, w, b, M, K, N, &act);
+
+    gemm_packed *pw = gemm_pack(w, N, K);
+    float *scratch = scratch_new();
+    gemm_packed_cols(out, ldc, in, lda, pw, b, M, 0, gemm_panels(pw), &act, scratch);
+    double d = 0.0;
+    for (int i = 0; i < M; i++)
+        for (int n = 0; n < ldc; n++) {
+            const float got = out[(size_t)i * ldc + n];
+            if (n >= N)
+                ck_assert_msg(got == -7.0f, "row %d padding column %d was written: %g", i, n,
+                              got);
+            else
+                d = fmax(d, fabs((double)got - want[(size_t)i * N + n]));
+        }
+    ck_assert_msg(d <= 1e-5 * sqrt((double)K), "M %d K %d lda %d: differs by %g", M, K, lda, d);
+    free(scratch);
+    gemm_packed_free(pw);
+    free(dense);
+    free(in);
+    free(w);
+    free(b);
+    free(want);
+    free(out);
+}
+END_TEST
+
+/* The attention products: c (+)= a . b with b read in place (values, rows
+ * ldb apart) and b = scale * src^T packed by gemm_pack_t (keys), against
+ * double sums; sizes off every edge of the kernel (12 rows, 32 columns). */
+static const int mul_shapes[][3] = {
+    /* M, N, K */
+    {1, 1, 1}, {5, 7, 3}, {12, 32, 64}, {13, 33, 64}, {64, 128, 64}, {64, 64, 130}, {25, 100, 17},
+};
+
+START_TEST(test_attention_products)
+{
+    if (!simd_supported())
+        return;
+    const int M = mul_shapes[_i][0], N = mul_shapes[_i][1], K = mul_shapes[_i][2];
+    const int lda = K + 3, ldb = N + 5, ldc = N + 2, lds = K + 9;
+    const float scale = 0.125f;
+    uint64_t st = 555 + (uint64_t)_i;
+    float *a = xcalloc((size_t)M * lda, sizeof *a), *b = xcalloc((size_t)K * ldb, sizeof *b);
+    float *src = xcalloc((size_t)N * lds, sizeof *src);
+    const int P = (N + GEMM_NR - 1) / GEMM_NR;
+    float *bp = xcalloc((size_t)P * K * GEMM_NR, sizeof *bp);
+    float *c = xcalloc((size_t)M * ldc, sizeof *c), *c0 = xcalloc((size_t)M * ldc, sizeof *c0);
+    fill_random(a, (size_t)M * lda, &st, 1.0f);
+    fill_random(b, (size_t)K * ldb, &st, 1.0f);
+    fill_random(src, (size_t)N * lds, &st, 1.0f);
+    fill_random(c0, (size_t)M * ldc, &st, 1.0f);
+    gemm_pack_t(bp, src, lds, N, K, scale);
+
+    for (int packed = 0; packed < 2; packed++)
+        for (int acc = 0; acc < 2; acc++) {
+            memcpy(c, c0, (size_t)M * ldc * sizeof *c);
+            if (packed)
+                gemm_mul(c, ldc, a, lda, bp, GEMM_NR, (size_t)K * GEMM_NR, M, N, K, acc);
+            else
+                gemm_mul(c, ldc, a, lda, b, (size_t)ldb, GEMM_NR, M, N, K, acc);
+            double worst = 0.0;
+            for (int i = 0; i < M; i++)
+                for (int n = 0; n < ldc; n++) {
+                    const size_t at = (size_t)i * ldc + n;
+                    if (n >= N) { /* past N: untouched */
+                        ck_assert(c[at] == c0[at]);
+                        continue;
+                    }
+                    double want = acc ? c0[at] : 0.0;
+                    for (int k = 0; k < K; k++)
+                        want += (double)a[(size_t)i * lda + k] *
+                                (packed ? (double)scale * src[(size_t)n * lds + k]
+                                        : (double)b[(size_t)k * ldb + n]);
+                    worst = fmax(worst, fabs(c[at] - want));
+                }
+            ck_assert_msg(worst <= 1e-5 * sqrt((double)K), "M %d N %d K %d packed %d acc %d: %g",
+                          M, N, K, packed, acc, worst);
+        }
+    free(a);
+    free(b);
+    free(src);
+    free(bp);
+    free(c);
+    free(c0);
 }
 END_TEST
 
@@ -137,7 +259,7 @@ START_TEST(test_forward_both_paths)
     hp.n_layers = 2;
     enc_model *m = enc_model_random(&hp, 5, NULL);
     ck_assert(m);
-    ck_assert_msg(!gemm_supported() || m->packed, "seeded model not packed on AVX-512");
+    ck_assert_msg(!simd_supported() || m->packed, "seeded model not packed on AVX-512");
     const int B = 2, L = 19, D = hp.d_model;
     int lengths[2] = {19, 4};
     uint64_t st = 3;
@@ -149,9 +271,9 @@ START_TEST(test_forward_both_paths)
     enc_result r1 = {.out = o1, .attn_mode = ENC_ATTN_NONE};
     enc_result r2 = {.out = o2, .attn_mode = ENC_ATTN_NONE};
     ck_assert_int_eq(enc_forward(m, ws, &in, &r1, NULL), 0);
-    gemm_set_enabled(false);
+    simd_set_enabled(false);
     ck_assert_int_eq(enc_forward(m, ws, &in, &r2, NULL), 0);
-    gemm_set_enabled(true);
+    simd_set_enabled(true);
     const double d = max_abs_diff(o1, o2, (size_t)B * L * D);
     ck_assert_msg(d <= 1e-5, "packed and cblas paths differ by %g", d);
     enc_workspace_free(ws);
@@ -170,6 +292,9 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
+    tcase_add_loop_test(tc, test_attention_products, 0,
+                        (int)(sizeof mul_shapes / sizeof mul_shapes[0]));
+    tcase_add_loop_test(tc, test_strided_rows, 0, (int)(sizeof strided / sizeof strided[0]));
     tcase_add_test(tc, test_forward_both_paths);
     suite_add_tcase(s, tc);
     return s;

@@ -4,6 +4,7 @@
  * torch's functional ops) through the fast path and the naive reference. */
 #include "encoder.h"
 #include "internal.h"
+#include "simd.h"
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
@@ -201,17 +202,17 @@ START_TEST(test_torch_case)
     case_load(&c, torch_case_name(_i));
     /* Where the CPU has AVX-512 the loaded model's Linears are prepacked
      * (gemm.h): the fast path then runs once on them and once on cblas_sgemm. */
-    ck_assert_msg(!gemm_supported() || c.model->layers[0].pk_qkv,
+    ck_assert_msg(!simd_supported() || c.model->layers[0].pk_qkv,
                   "%s: AVX-512 CPU but the weights were not packed", c.name);
     check_case(&c, enc_forward, ENC_ATTN_HEADS, "fast");
     check_case(&c, enc_forward, ENC_ATTN_MEAN, "fast");
     check_case(&c, enc_forward, ENC_ATTN_NONE, "fast");
     check_case(&c, run_batched, ENC_ATTN_HEADS, "fast, batched with another job");
     check_case(&c, run_batched, ENC_ATTN_MEAN, "fast, batched with another job");
-    gemm_set_enabled(false);
+    simd_set_enabled(false);
     check_case(&c, enc_forward, ENC_ATTN_HEADS, "fast, cblas_sgemm");
     check_case(&c, enc_forward, ENC_ATTN_NONE, "fast, cblas_sgemm");
-    gemm_set_enabled(true);
+    simd_set_enabled(true);
     check_case(&c, run_naive, ENC_ATTN_HEADS, "naive");
     check_case(&c, run_naive, ENC_ATTN_MEAN, "naive");
     case_free(&c);

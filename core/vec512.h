@@ -1,0 +1,109 @@
+/* vec512.h - vecmath.h's exp and erf, sixteen floats at a time in AVX-512
+ * registers.  Private to core/; include only where __x86_64__ and GCC or
+ * Clang, and call only from functions with target("avx512f") on a CPU that
+ * has it (simd_enabled()).
+ *
+ * Same algorithms, constants and clamps as exp_approx and erf_approx, so the
+ * same error bounds (tests/check_attention.c measures both against double);
+ * only the rounding of fused multiply-adds may differ in the last bit. */
+#ifndef ATTND_VEC512_H
+#define ATTND_VEC512_H
+
+#include "encoder.h"
+
+#include <immintrin.h>
+
+#define V512 __attribute__((target("avx512f"), always_inline)) static inline
+
+V512 __m512 v512_set(float x)
+{
+    return _mm512_set1_ps(x);
+}
+
+/* exp_approx on each lane.  NaN stays NaN: the clamps take x last, and
+ * vmaxps/vminps return their second operand when either is NaN. */
+V512 __m512 v512_exp(__m512 x)
+{
+    x = _mm512_max_ps(v512_set(-87.33654f), x);
+    x = _mm512_min_ps(v512_set(88.72283f), x);
+    const __m512 fn = _mm512_mul_ps(x, v512_set(1.44269504088896341f));
+    const __m512 nf = _mm512_sub_ps(_mm512_add_ps(fn, v512_set(12582912.0f)),
+                                    v512_set(12582912.0f));
+    __m512 r = _mm512_fnmadd_ps(nf, v512_set(0.693359375f), x);
+    r = _mm512_fnmadd_ps(nf, v512_set(-2.12194440e-4f), r);
+    const __m512 z = _mm512_mul_ps(r, r);
+    __m512 y = v512_set(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, r, v512_set(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, r, v512_set(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, r, v512_set(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, r, v512_set(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, r, v512_set(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, z, _mm512_add_ps(r, v512_set(1.0f)));
+    /* times 2^n, the exponent field kept in 1..254 (a NaN lane converts to
+     * INT_MIN, clamped too; y is NaN there anyway) */
+    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127));
+    e = _mm512_max_epi32(e, _mm512_set1_epi32(1));
+    e = _mm512_min_epi32(e, _mm512_set1_epi32(254));
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
+}
+
+/* erf_approx on each lane: the Taylor series below 0.35, A&S 7.1.26 above. */
+V512 __m512 v512_erf(__m512 x)
+{
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i xi = _mm512_castps_si512(x);
+    const __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi));
+    /* t = 1 / d: the 14-bit reciprocal and a Newton step, 2^-28 relative,
+     * below float's rounding and about 4x the throughput of a division */
+    const __m512 d = _mm512_fmadd_ps(v512_set(0.3275911f), ax, v512_set(1.0f));
+    __m512 t = _mm512_rcp14_ps(d);
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, v512_set(2.0f)));
+    __m512 poly = v512_set(1.061405429f);
+    poly = _mm512_fmadd_ps(poly, t, v512_set(-1.453152027f));
+    poly = _mm512_fmadd_ps(poly, t, v512_set(1.421413741f));
+    poly = _mm512_fmadd_ps(poly, t, v512_set(-0.284496736f));
+    poly = _mm512_fmadd_ps(poly, t, v512_set(0.254829592f));
+    poly = _mm512_mul_ps(poly, t);
+    const __m512 far = _mm512_fnmadd_ps(
+        poly, v512_exp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(ax, ax))), v512_set(1.0f));
+    const __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 near = v512_set(-1.0f / 1320.0f);
+    near = _mm512_fmadd_ps(near, x2, v512_set(1.0f / 216.0f));
+    near = _mm512_fmadd_ps(near, x2, v512_set(-1.0f / 42.0f));
+    near = _mm512_fmadd_ps(near, x2, v512_set(1.0f / 10.0f));
+    near = _mm512_fmadd_ps(near, x2, v512_set(-1.0f / 3.0f));
+    near = _mm512_mul_ps(_mm512_mul_ps(_mm512_fmadd_ps(near, x2, v512_set(1.0f)),
+                                       v512_set(1.12837916709551257f)),
+                         ax);
+    const __mmask16 small = _mm512_cmp_ps_mask(ax, v512_set(0.35f), _CMP_LT_OQ);
+    const __m512 e = _mm512_mask_blend_ps(small, far, near);
+    /* copysign: erf's sign is x's (NaN lanes: far is NaN, kept) */
+    return _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_castps_si512(e), _mm512_and_si512(sign, xi)));
+}
+
+/* activation_value on each lane. */
+V512 __m512 v512_act(__m512 x, enc_activation act)
+{
+    switch (act) {
+    case ENC_ACT_RELU: /* NaN -> 0, as activation_value: vmaxps gives its second operand */
+        return _mm512_max_ps(x, _mm512_setzero_ps());
+    case ENC_ACT_GELU: {
+        const __m512 e = v512_erf(_mm512_mul_ps(x, v512_set(0.70710678118654752f)));
+        return _mm512_mul_ps(_mm512_mul_ps(v512_set(0.5f), x), _mm512_add_ps(v512_set(1.0f), e));
+    }
+    case ENC_ACT_GELU_TANH: {
+        const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+        const __m512 u = _mm512_mul_ps(v512_set(0.79788456080286536f),
+                                       _mm512_fmadd_ps(v512_set(0.044715f), x3, x));
+        const __m512 d = _mm512_add_ps(v512_set(1.0f),
+                                       v512_exp(_mm512_mul_ps(v512_set(-2.0f), u)));
+        return _mm512_div_ps(x, d);
+    }
+    }
+    return x;
+}
+
+#undef V512
+
+#endif
