@@ -90,20 +90,60 @@ gemm_packed *gemm_pack(const float *w, int N, int K)
     return pw;
 }
 
-void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scale)
+/* 16 vectors transposed in place: r[i] lane j <- r[j] lane i. */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) { /* pairs of rows interleaved */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* then pairs of pairs */
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    /* each 128-bit block of r[i] is now 4 rows of one column; two rounds
+     * of 128-bit block shuffles gather a column's four blocks */
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+        r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+    }
+}
+
+__attribute__((target("avx512f"))) void gemm_pack_t(float *dst, const float *src, int lds, int N,
+                                                     int K, float scale)
 {
     const int P = (N + GEMM_NR - 1) / GEMM_NR;
-    for (int p = 0; p < P; p++, dst += (size_t)K * GEMM_NR) {
-        const int nn = N - p * GEMM_NR < GEMM_NR ? N - p * GEMM_NR : GEMM_NR;
-        for (int j = 0; j < nn; j++) {
-            const float *row = src + (size_t)(p * GEMM_NR + j) * (size_t)lds;
-            for (int k = 0; k < K; k++)
-                dst[(size_t)k * GEMM_NR + j] = scale * row[k];
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (int p = 0; p < P; p++, dst += (size_t)K * GEMM_NR)
+        for (int half = 0; half < 2; half++) {
+            const int j0 = p * GEMM_NR + half * 16; /* source rows j0..j0+15 */
+            const int nj = N - j0 < 16 ? (N - j0 > 0 ? N - j0 : 0) : 16;
+            for (int k0 = 0; k0 < K; k0 += 16) {
+                const int nk = K - k0 < 16 ? K - k0 : 16;
+                const __mmask16 km = nk == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nk) - 1u);
+                __m512 r[16];
+                for (int j = 0; j < 16; j++) {
+                    const float *row = src + (size_t)(j0 + j) * (size_t)lds + k0;
+                    r[j] = j >= nj   ? _mm512_setzero_ps()
+                           : nk == 16 ? _mm512_mul_ps(vs, _mm512_loadu_ps(row))
+                                      : _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(km, row));
+                }
+                transpose16(r);
+                for (int k = 0; k < nk; k++)
+                    _mm512_storeu_ps(dst + (size_t)(k0 + k) * GEMM_NR + half * 16, r[k]);
+            }
         }
-        for (int j = nn; j < GEMM_NR; j++)
-            for (int k = 0; k < K; k++)
-                dst[(size_t)k * GEMM_NR + j] = 0.0f;
-    }
 }
 
 /* What the kernel does with the tile it has summed. */
