@@ -893,6 +893,72 @@ START_TEST(test_base64_rfc4648)
 }
 END_TEST
 
+/* Long strings, where the AVX-512 VBMI loops run on CPUs that have them
+ * (64 characters a step): every length from 0 to 400 and a few large ones
+ * against a bit-by-bit encoder written here, round trips, and a bad
+ * character anywhere -- inside a step, at its edges, in the final group --
+ * refused. */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static size_t reference_b64(const unsigned char *s, size_t n, char *d)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        int bits[24];
+        for (int k = 0; k < 24; k++)
+            bits[k] = i + (size_t)k / 8 < n ? s[i + (size_t)k / 8] >> (7 - k % 8) & 1 : 0;
+        for (int c = 0; c < 4; c++) {
+            int v = 0;
+            for (int k = 0; k < 6; k++)
+                v = v << 1 | bits[c * 6 + k];
+            d[o++] = c >= 2 && i + (size_t)c - 1 >= n ? '=' : A[v];
+        }
+    }
+    d[o] = '\0';
+    return o;
+}
+
+START_TEST(test_base64_long)
+{
+    uint64_t st = 77;
+    static const char bad_chars[] = {'!', (char)0xC3, '=', '-', '\n', '\0'};
+    for (size_t n = 0; n < 5000; n += n < 400 ? 1 : 997) {
+        unsigned char *b = xcalloc(n + 1, 1);
+        for (size_t i = 0; i < n; i++)
+            b[i] = (unsigned char)(splitmix(&st) >> 24);
+        char *want = xcalloc(n / 3 * 4 + 8, 1);
+        const size_t wl = reference_b64(b, n, want);
+        size_t el = 0, dl = 0;
+        char *e = base64_encode(b, n, &el);
+        ck_assert_msg(el == wl && strcmp(e, want) == 0, "%zu bytes encode differently", n);
+        unsigned char *d = base64_decode(want, wl, &dl);
+        ck_assert_msg(d && dl == n && memcmp(d, b, n) == 0, "%zu bytes: no round trip", n);
+        free(d);
+        for (size_t t = 0; wl >= 8 && t < sizeof bad_chars; t++) {
+            const size_t at = t == 0   ? 63 % wl
+                              : t == 1 ? 64 % wl
+                                       : (size_t)(splitmix(&st) % (wl - 4)); /* before the end */
+            const char keep = want[at];
+            want[at] = bad_chars[t];
+            d = base64_decode(want, wl, &dl);
+            ck_assert_msg(d == NULL, "%zu chars: 0x%02x at %zu accepted", wl,
+                          (unsigned char)bad_chars[t], at);
+            want[at] = keep;
+        }
+        free(b);
+        free(want);
+        free(e);
+    }
+}
+END_TEST
+
 START_TEST(test_base64_rejects)
 {
     static const char *const bad[] = {
@@ -1340,6 +1406,13 @@ START_TEST(test_response_details)
     const float vals[] = {-0.0f, 1.5f, -0.3125f, 3e30f};
     memcpy(req.out, vals, sizeof vals);
     req.out[4] = 99.0f; /* padding row: never written */
+    /* the outputs come unzeroed (the forward writes every entry): zero the
+     * attention as the forward would, then one weight */
+    for (int l = 0; l < req.n_layers; l++)
+        if (req.attn[l])
+            memset(req.attn[l], 0,
+                   (size_t)req.batch.B * (size_t)s.hp.n_heads * (size_t)req.batch.L *
+                       (size_t)req.batch.L * sizeof(float));
     req.attn[1][0] = 1.0f;
     encode_usage u = {.sequences = 1, .tokens = 1};
     size_t len;
@@ -1569,14 +1642,6 @@ START_TEST(test_mutations)
 END_TEST
 
 /* ---- JSON numbers in: encode_number_parse against strtod and jansson ------- */
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
 
 static bool same_bits_d(double a, double b)
 {
@@ -2027,6 +2092,7 @@ Suite *encode_suite(void)
     tcase_add_loop_test(tc, test_fixture_precision, 0, n_cases);
     tcase_add_test(tc, test_base64_rfc4648);
     tcase_add_test(tc, test_base64_rejects);
+    tcase_add_test(tc, test_base64_long);
     tcase_add_test(tc, test_invalid_requests);
     tcase_add_test(tc, test_defaults_and_nulls);
     tcase_add_test(tc, test_mask_forms);
