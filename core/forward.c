@@ -429,6 +429,17 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
 
+/* Zeroes the entries of n (L, L) matrices whose row or column is len or
+ * more. */
+static void zero_padding(float *a, int n, int L, int len)
+{
+    for (int h = 0; h < n && len < L; h++, a += (size_t)L * L) {
+        for (int r = 0; r < len; r++)
+            memset(a + (size_t)r * L + len, 0, (size_t)(L - len) * sizeof *a);
+        memset(a + (size_t)len * L, 0, (size_t)(L - len) * L * sizeof *a);
+    }
+}
+
 /* Checks a job and its result buffers; sets job->rc and job->err. */
 static int job_check(const enc_model *m, enc_job *job)
 {
@@ -504,13 +515,14 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
                    (size_t)len * D * sizeof(float));
             row += len;
         }
-        /* Zero the attention outputs: entries past a sequence's length stay 0. */
+        /* Attention entries whose query or key is padding are 0; attention
+         * writes every other one. */
         const enc_result *res = jobs[j].res;
-        const size_t attn_size =
-            (size_t)in->B * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
         for (int l = 0; l < m->hp.n_layers && res->attn_mode != ENC_ATTN_NONE && res->attn; l++)
-            if (res->attn[l])
-                memset(res->attn[l], 0, attn_size * sizeof(float));
+            for (int b = 0; res->attn[l] && b < in->B; b++)
+                zero_padding(res->attn[l] + (size_t)b * heads * L * L, heads, L,
+                             in->lengths ? in->lengths[b] : L);
     }
     plan_attention(ws);
 

@@ -118,6 +118,8 @@ static void compare_fast_naive(const enc_model *m, enc_workspace *ws, const enc_
     const size_t n_attn = (size_t)in->B * (mode == ENC_ATTN_HEADS ? hp->n_heads : 1) * in->L *
                           in->L;
     float *out_f = xcalloc(n_out, sizeof(float)), *out_n = xcalloc(n_out, sizeof(float));
+    for (size_t k = 0; k < n_out; k++)
+        out_f[k] = 99.0f; /* every entry must be written, padding rows too */
     float *attn_f[ENC_MAX_LAYERS] = {0}, *attn_n[ENC_MAX_LAYERS] = {0};
     for (int l = 0; l < hp->n_layers; l++) {
         attn_f[l] = xcalloc(n_attn, sizeof(float));
