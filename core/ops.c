@@ -94,6 +94,20 @@ void layernorm_forward(float *out, const float *in, const float *w, const float 
     }
 }
 
+VECTOR_CLONES
+bool floats_finite(const float *x, size_t n)
+{
+    /* NaN and infinities have every exponent bit set: one bit test per
+     * float and no early exit, so the loop vectorizes */
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        bad |= (u & 0x7F800000u) == 0x7F800000u;
+    }
+    return !bad;
+}
+
 void residual_forward(float *x, const float *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
