@@ -1673,13 +1673,16 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
     return 0;
 }
 
-/* Whether none of n float32 bit patterns is NaN or infinite (exponent bits
- * all ones).  Not inlined: GCC vectorizes it alone, not inside its caller. */
-__attribute__((noinline)) static bool all_finite(const uint32_t *w, size_t n)
+/* Whether none of n floats is NaN or infinite (exponent bits all ones).  Not
+ * inlined: GCC vectorizes it alone, not inside its caller. */
+__attribute__((noinline)) static bool all_finite(const float *x, size_t n)
 {
     uint32_t bad = 0;
-    for (size_t k = 0; k < n; k++)
-        bad |= (w[k] & 0x7F800000u) == 0x7F800000u;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t u;
+        memcpy(&u, x + k, sizeof u);
+        bad |= (u & 0x7F800000u) == 0x7F800000u;
+    }
     return !bad;
 }
 
@@ -1742,17 +1745,17 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     }
     /* Little-endian float32 to the host's floats, in place: nothing to do
      * on a little-endian host. */
-    uint32_t *words = (uint32_t *)(void *)req->x;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     for (size_t k = 0; k < n_floats; k++) {
         const unsigned char *p = bytes + 4 * k;
-        words[k] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                   (uint32_t)p[3] << 24;
+        const uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                           (uint32_t)p[3] << 24;
+        memcpy(req->x + k, &u, sizeof u);
     }
 #endif
     /* Every float finite: one pass that vectorizes, then the first
      * offender named. */
-    const bool finite = all_finite(words, n_floats);
+    const bool finite = all_finite(req->x, n_floats);
     for (size_t k = 0; !finite && k < n_floats; k++) {
         const float f = req->x[k];
         if (!isfinite(f)) {
