@@ -1392,6 +1392,18 @@ START_TEST(test_attention_layers_and_limits)
 }
 END_TEST
 
+/* Zeroes a parsed request's outputs, as a forward would write them: the
+ * codec leaves them unset (the forward writes every entry). */
+static void zero_outputs(encode_request *req, const enc_hparams *hp)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    memset(req->out, 0, B * L * (size_t)hp->d_model * sizeof *req->out);
+    for (int l = 0; l < req->n_layers; l++)
+        if (req->attn[l])
+            memset(req->attn[l], 0, B * heads * L * L * sizeof(float));
+}
+
 START_TEST(test_response_details)
 {
     small s;
@@ -1402,17 +1414,11 @@ START_TEST(test_response_details)
                        "\"encoding\": \"base64\", \"precision\": 2}";
     ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
     ck_assert_int_eq(encode_request_alloc_outputs(&req, &s.hp, &err), 0);
+    zero_outputs(&req, &s.hp); /* as the forward would leave them */
     /* Values set by hand: the writer, not the model, is under test here. */
     const float vals[] = {-0.0f, 1.5f, -0.3125f, 3e30f};
     memcpy(req.out, vals, sizeof vals);
     req.out[4] = 99.0f; /* padding row: never written */
-    /* the outputs come unzeroed (the forward writes every entry): zero the
-     * attention as the forward would, then one weight */
-    for (int l = 0; l < req.n_layers; l++)
-        if (req.attn[l])
-            memset(req.attn[l], 0,
-                   (size_t)req.batch.B * (size_t)s.hp.n_heads * (size_t)req.batch.L *
-                       (size_t)req.batch.L * sizeof(float));
     req.attn[1][0] = 1.0f;
     encode_usage u = {.sequences = 1, .tokens = 1};
     size_t len;
@@ -1583,6 +1589,7 @@ static void parse_any(const small *s, const char *body, size_t len)
         if (encode_request_alloc_outputs(&req, &s->hp, &err) == 0) {
             size_t n;
             encode_usage u = {0};
+            zero_outputs(&req, &s->hp);
             free(encode_response(&req, "m", &s->hp, &u, &n));
         }
     } else {
