@@ -82,8 +82,6 @@ void linear_forward_cols(float *out, int ldc, const float *in, int lda, const fl
  * Statistics in double, so no finite input overflows. */
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
                        float eps);
-/* Whether none of x (n) is NaN or infinite; vectorized. */
-bool floats_finite(const float *x, size_t n);
 /* x (n) += y (n) */
 void residual_forward(float *x, const float *y, size_t n);
 /* x (n) = act(x) in place */

@@ -95,7 +95,7 @@ void layernorm_forward(float *out, const float *in, const float *w, const float 
 }
 
 VECTOR_CLONES
-bool floats_finite(const float *x, size_t n)
+bool enc_floats_finite(const float *x, size_t n)
 {
     /* NaN and infinities have every exponent bit set: one bit test per
      * float and no early exit, so the loop vectorizes */

@@ -1665,19 +1665,6 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
     return 0;
 }
 
-/* Whether none of n floats is NaN or infinite (exponent bits all ones).  Not
- * inlined: GCC vectorizes it alone, not inside its caller. */
-__attribute__((noinline)) static bool all_finite(const float *x, size_t n)
-{
-    uint32_t bad = 0;
-    for (size_t k = 0; k < n; k++) {
-        uint32_t u;
-        memcpy(&u, x + k, sizeof u);
-        bad |= (u & 0x7F800000u) == 0x7F800000u;
-    }
-    return !bad;
-}
-
 /* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
  * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape,
@@ -1747,7 +1734,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
 #endif
     /* Every float finite: one pass that vectorizes, then the first
      * offender named. */
-    const bool finite = all_finite(req->x, n_floats);
+    const bool finite = enc_floats_finite(req->x, n_floats);
     for (size_t k = 0; !finite && k < n_floats; k++) {
         const float f = req->x[k];
         if (!isfinite(f)) {
