@@ -6,6 +6,7 @@
 #include "team.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
@@ -51,22 +52,54 @@ struct enc_workspace {
     int n_seqs, n_items;
 };
 
-/* A GEMM on every thread of the team at once (arg: 3 (WARM_N, WARM_N)
- * matrices per thread).  OpenBLAS takes a buffer from its pool for each call
- * in progress and maps a new one when all are in use; when that mapping
- * fails (an address-space limit, RLIMIT_AS) it retries forever, and the
- * forward hangs.  So the buffers for this team's calls running together are
- * mapped here, at start-up, not in the middle of a request that has just
- * run the process out of memory.  The calls start together (team_run) and
- * each runs for milliseconds, long enough that they overlap. */
-#define WARM_N 128
-static void phase_blas_warmup(void *arg, int tid, int n)
+/* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
+ * the pool, and each of OpenBLAS's own threads holds one from the moment it
+ * starts (at load, but it may run late) until the process ends; whoever
+ * finds every mapped buffer taken maps a new one, and when that mapping
+ * fails (an address-space limit, RLIMIT_AS) OpenBLAS retries for ever: a
+ * forward would hang after a request had run the process out of memory.
+ * So each new workspace has the pool map a buffer for every thread of the
+ * workspaces alive plus every thread OpenBLAS may have (fewer than the CPUs
+ * it counts): this thread takes them all together, then gives them back.
+ * OpenBLAS 0.3.21's pool keeps a buffer mapped once given back and hands
+ * it to any thread (docs/reliability.md), so no later call maps.
+ *
+ * blas_memory_alloc and blas_memory_free are exported by libopenblas but
+ * declared in no header of it; weak, so that another BLAS still links (and
+ * gets no reservation).  The pool has 2 * MAX_THREADS buffers (MAX_THREADS
+ * from openblas_get_config(), 64 in Debian's build); asking for more makes
+ * OpenBLAS print an error and return NULL, so the count is capped there. */
+extern void *blas_memory_alloc(int procpos) __attribute__((weak));
+extern void blas_memory_free(void *area) __attribute__((weak));
+
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_threads; /* threads of the workspaces alive (under blas_lock) */
+
+static int blas_pool_size(void)
 {
-    (void)n;
-    const size_t nn = (size_t)WARM_N * WARM_N;
-    float *a = (float *)arg + (size_t)tid * 3 * nn, *b = a + nn, *c = b + nn;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, WARM_N, WARM_N, WARM_N, 1.0f, a, WARM_N,
-                b, WARM_N, 0.0f, c, WARM_N);
+    const char *cfg = openblas_get_config(), *mt = cfg ? strstr(cfg, "MAX_THREADS=") : NULL;
+    const int n = mt ? atoi(mt + strlen("MAX_THREADS=")) : 0;
+    return n > 0 ? 2 * n : 16;
+}
+
+/* A workspace of n threads is made (n > 0) or freed (n < 0). */
+static void blas_threads_add(int n)
+{
+    pthread_mutex_lock(&blas_lock);
+    blas_threads += n;
+    const int cap = blas_pool_size(), all = blas_threads + openblas_get_num_procs() - 1;
+    const int want = all < cap ? all : cap;
+    void **held = n > 0 && blas_memory_alloc && blas_memory_free ? calloc((size_t)want, sizeof *held)
+                                                                : NULL;
+    if (held) {
+        int got = 0;
+        while (got < want && (held[got] = blas_memory_alloc(0)) != NULL)
+            got++;
+        while (got > 0)
+            blas_memory_free(held[--got]);
+        free(held);
+    }
+    pthread_mutex_unlock(&blas_lock);
 }
 
 enc_workspace *enc_workspace_new(const enc_model *m)
@@ -79,13 +112,7 @@ enc_workspace *enc_workspace_new(const enc_model *m)
         free(ws);
         return NULL;
     }
-    float *warm = calloc((size_t)team_size(ws->team) * 3 * WARM_N * WARM_N, sizeof *warm);
-    if (!warm) {
-        enc_workspace_free(ws);
-        return NULL;
-    }
-    team_run(ws->team, phase_blas_warmup, warm);
-    free(warm);
+    blas_threads_add(team_size(ws->team));
     return ws;
 }
 
@@ -93,6 +120,7 @@ void enc_workspace_free(enc_workspace *ws)
 {
     if (!ws)
         return;
+    blas_threads_add(-team_size(ws->team));
     team_free(ws->team);
     free(ws->mem);
     free(ws);

@@ -2,6 +2,7 @@
 #include "team.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -112,8 +113,14 @@ void team_run(team *t, team_fn fn, void *arg)
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
     fn(arg, 0, t->n);
-    while (atomic_load_explicit(&t->pending, memory_order_acquire) > 0)
-        cpu_relax();
+    /* Spin while the helpers finish their shares, then yield the CPU, so
+     * that a helper waiting for one (more threads than free cores, or
+     * valgrind, which runs one thread at a time) gets it sooner. */
+    for (int spins = 0; atomic_load_explicit(&t->pending, memory_order_acquire) > 0;)
+        if (++spins < SPIN_LIMIT)
+            cpu_relax();
+        else
+            sched_yield();
 }
 
 int team_size(const team *t)

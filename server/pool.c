@@ -19,7 +19,13 @@ struct pool {
     int stopping;
     int n_workers;
     pthread_t *threads;
+    enc_workspace **workspaces; /* (workers) each worker's, made by pool_new */
 };
+
+typedef struct worker_arg {
+    pool *p;
+    enc_workspace *ws;
+} worker_arg;
 
 double pool_now(void)
 {
@@ -61,8 +67,10 @@ static void deadline_in(struct timespec *ts, int ms)
 
 static void *worker_main(void *arg)
 {
-    pool *p = arg;
-    enc_workspace *ws = enc_workspace_new(p->model);
+    worker_arg wa = *(worker_arg *)arg;
+    free(arg);
+    pool *p = wa.p;
+    enc_workspace *ws = wa.ws;
     pool_job *batch[MAX_BATCH_JOBS];
     enc_job ej[MAX_BATCH_JOBS]; /* about 70 KB of the thread's stack */
     for (;;) {
@@ -99,12 +107,7 @@ static void *worker_main(void *arg)
             ej[k] = (enc_job){.in = batch[k]->batch, .res = &batch[k]->result};
             sequences += batch[k]->batch->B;
         }
-        if (ws) {
-            enc_forward_many(p->model, ws, ej, n);
-        } else {
-            for (int k = 0; k < n; k++)
-                ej[k].rc = enc_error_set(&ej[k].err, ENC_ENOMEM, "out of memory for a workspace");
-        }
+        enc_forward_many(p->model, ws, ej, n);
         const double compute_s = pool_now() - start;
         if (p->opt.on_forward)
             p->opt.on_forward(p->opt.on_forward_arg, sequences, tokens, n, compute_s);
@@ -115,7 +118,6 @@ static void *worker_main(void *arg)
             batch[k]->done(batch[k], batch[k]->arg);
         }
     }
-    enc_workspace_free(ws);
     return NULL;
 }
 
@@ -138,13 +140,28 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
     pthread_cond_init(&p->more, &ca);
     pthread_condattr_destroy(&ca);
     p->threads = calloc((size_t)workers, sizeof *p->threads);
-    if (!p->threads) {
+    p->workspaces = calloc((size_t)workers, sizeof *p->workspaces);
+    if (!p->threads || !p->workspaces) {
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the compute pool");
         pool_free(p);
         return NULL;
     }
+    /* The workspaces (their threads, buffers and BLAS buffers) are made
+     * here, before the daemon says it is ready: made later by the workers,
+     * a limit on memory set once the daemon is up could find them
+     * half-made (docs/reliability.md). */
+    for (int i = 0; i < workers; i++)
+        if (!(p->workspaces[i] = enc_workspace_new(m))) {
+            enc_error_set(err, ENC_ENOMEM, "out of memory for compute worker %d's workspace", i);
+            pool_free(p);
+            return NULL;
+        }
     for (int i = 0; i < workers; i++) {
-        if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (wa)
+            *wa = (worker_arg){p, p->workspaces[i]};
+        if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
             enc_error_set(err, ENC_ENOMEM, "cannot start compute worker %d", i);
             pool_free(p);
             return NULL;
@@ -199,6 +216,9 @@ void pool_free(pool *p)
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->threads[i], NULL);
+    for (int i = 0; p->workspaces && i < p->opt.workers; i++)
+        enc_workspace_free(p->workspaces[i]);
+    free(p->workspaces);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

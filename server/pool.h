@@ -48,8 +48,9 @@ typedef struct pool_options {
     void *on_forward_arg;
 } pool_options;
 
-/* Starts o->workers threads, each with a workspace for m.  Returns an owned
- * pool, or NULL (err set). */
+/* Makes o->workers workspaces for m, then starts a worker thread on each:
+ * when it returns, the pool can run forwards without allocating a
+ * workspace.  Returns an owned pool, or NULL (err set). */
 pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err);
 
 /* Queues a job.  Returns 0, or -1 when the queue is full or the pool is

@@ -2,15 +2,22 @@
  * Python implementation of the documented scheme, parameter counts worked by
  * hand, and weights files refused with the tensor named. */
 #include "internal.h"
+#include "pool.h"
 #include "sha256.h"
 #include "suites.h"
 #include "test_util.h"
 
+#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define SEED_JSON TESTS_DIR "/fixtures/seed/expected.json"
 #define MODEL_DIR TESTS_DIR "/fixtures/safetensors/model"
@@ -263,6 +270,146 @@ START_TEST(test_wrong_hparams_for_file)
 }
 END_TEST
 
+/* OpenBLAS's buffer pool, as core/forward.c reaches it. */
+extern void *blas_memory_alloc(int procpos) __attribute__((weak));
+
+/* The process's address space now, from /proc/self/status (0 if unknown). */
+static unsigned long vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    unsigned long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %lu", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Limits this process's address space to what it uses now plus room
+ * bytes; 0, or -1. */
+static int limit_address_space(unsigned long room)
+{
+    struct rlimit rl;
+    const unsigned long vsz = vm_size();
+    if (vsz == 0 || getrlimit(RLIMIT_AS, &rl) != 0)
+        return -1;
+    rl.rlim_cur = vsz + room;
+    return setrlimit(RLIMIT_AS, &rl);
+}
+
+/* Workspaces map OpenBLAS's buffers for all their threads' BLAS calls, and
+ * for OpenBLAS's own threads, when they are made (forward.c): with the
+ * address space then used up, as many buffers at once as there are
+ * workspace threads and OpenBLAS threads (at most its CPU count less one)
+ * are still there.  Without the reservation OpenBLAS retries a failing
+ * mapping for ever (the hang test_out_of_memory_request found): the child
+ * runs under an alarm, so a hang fails the test.  Two workspaces of 2
+ * threads: 4 buffers at once, and one per OpenBLAS thread. */
+START_TEST(test_workspace_maps_blas_buffers)
+{
+    ck_assert_msg(blas_memory_alloc != NULL, "linked without OpenBLAS's buffer pool");
+    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    enc_model *m = enc_model_random(&hp, 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL); /* not the handler Check's runner installed */
+        alarm(30);
+        /* teams of 2 (check_main.c's enc_set_threads(2), inherited):
+         * not set again here, as openblas_set_num_threads may restart
+         * OpenBLAS's threads after a fork, each taking a buffer */
+        enc_workspace *a = enc_workspace_new(m), *b = enc_workspace_new(m);
+        if (!a || !b)
+            _exit(3);
+        /* 1 MiB more address space: no room for a buffer (128 MiB) */
+        if (limit_address_space(1ul << 20) != 0)
+            _exit(4);
+        for (int i = 0; i < 4 + openblas_get_num_procs() - 1; i++)
+            if (!blas_memory_alloc(0))
+                _exit(6);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    enc_model_free(m);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child %s %d (SIGALRM: a BLAS buffer mapping retried for ever)",
+                  WIFEXITED(status) ? "exited" : "killed by signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+END_TEST
+
+static void job_done(pool_job *job, void *arg)
+{
+    (void)job;
+    atomic_store((atomic_int *)arg, 1);
+}
+
+/* pool_new returns with every worker's workspace made (pool.c), before the
+ * daemon says it is ready.  So an address-space limit set at once, as
+ * test_out_of_memory_request sets it on the running daemon, still leaves
+ * forwards working.  When the workers made their own workspaces, they could
+ * do it under the limit, where OpenBLAS's buffer mapping spun for ever (CI
+ * on 1fde720).  The forward is checked against enc_forward_naive. */
+START_TEST(test_pool_ready_before_limit)
+{
+    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    enc_model *m = enc_model_random(&hp, 3, NULL);
+    ck_assert_ptr_nonnull(m);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);
+        alarm(30);
+        /* teams of 2, from check_main.c (see above) */
+        pool_options o = {.workers = 2, .queue_size = 4, .batch_tokens = 1024};
+        enc_error err = {0};
+        pool *p = pool_new(m, &o, &err);
+        if (!p)
+            _exit(3);
+        /* room for the forward's workspace (1.2 MB), none for a BLAS
+         * buffer (128 MiB in Debian's OpenBLAS) */
+        if (limit_address_space(16ul << 20) != 0)
+            _exit(4);
+        static float x[3 * 16], out[3 * 16], ref[3 * 16];
+        for (int i = 0; i < 3 * 16; i++)
+            x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+        enc_batch in = {.x = x, .B = 1, .L = 3,
+                        .mask = {.window_left = ENC_WINDOW_NONE, .window_right = ENC_WINDOW_NONE}};
+        atomic_int done = 0;
+        pool_job job = {.batch = &in, .result = {.out = out}, .done = job_done, .arg = &done};
+        if (pool_submit(p, &job) != 0)
+            _exit(6);
+        while (!atomic_load(&done))
+            usleep(1000);
+        if (job.rc != 0) {
+            fprintf(stderr, "forward: %s\n", job.err.message);
+            _exit(7);
+        }
+        enc_result rr = {.out = ref};
+        if (enc_forward_naive(m, &in, &rr, &err) != 0)
+            _exit(8);
+        for (int i = 0; i < 3 * 16; i++)
+            if (fabsf(out[i] - ref[i]) > 1e-4f)
+                _exit(9);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    enc_model_free(m);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child %s %d (3: pool_new failed, 4: no limit set, 7: forward failed, 9: outputs differ from "
+                  "the naive forward; SIGALRM: a hang)",
+                  WIFEXITED(status) ? "exited" : "killed by signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -278,5 +425,10 @@ Suite *model_suite(void)
     tcase_add_test(tl, test_missing_file_named);
     tcase_add_test(tl, test_wrong_hparams_for_file);
     suite_add_tcase(s, tl);
+    TCase *tw = tcase_create("workspace");
+    tcase_set_timeout(tw, 60);
+    tcase_add_test(tw, test_workspace_maps_blas_buffers);
+    tcase_add_test(tw, test_pool_ready_before_limit);
+    suite_add_tcase(s, tw);
     return s;
 }
