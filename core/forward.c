@@ -67,8 +67,9 @@ struct enc_workspace {
  * blas_memory_alloc and blas_memory_free are exported by libopenblas but
  * declared in no header of it; weak, so that another BLAS still links (and
  * gets no reservation).  The pool has 2 * MAX_THREADS buffers (MAX_THREADS
- * from openblas_get_config(), 64 in Debian's build); asking for more makes
- * OpenBLAS print an error and return NULL, so the count is capped there. */
+ * from openblas_get_config(), 64 in Debian's build); past that OpenBLAS
+ * warns (and, past its overflow area, returns NULL), so the count is capped
+ * there. */
 extern void *blas_memory_alloc(int procpos) __attribute__((weak));
 extern void blas_memory_free(void *area) __attribute__((weak));
 
@@ -82,22 +83,26 @@ static int blas_pool_size(void)
     return n > 0 ? 2 * n : 16;
 }
 
+/* Has the pool map want buffers: takes them all at once, gives them back. */
+static void blas_map_buffers(int want)
+{
+    void **held = calloc((size_t)want, sizeof *held);
+    int got = 0;
+    while (held && got < want && (held[got] = blas_memory_alloc(0)) != NULL)
+        got++;
+    while (got > 0)
+        blas_memory_free(held[--got]);
+    free(held);
+}
+
 /* A workspace of n threads is made (n > 0) or freed (n < 0). */
 static void blas_threads_add(int n)
 {
     pthread_mutex_lock(&blas_lock);
     blas_threads += n;
-    const int cap = blas_pool_size(), all = blas_threads + openblas_get_num_procs() - 1;
-    const int want = all < cap ? all : cap;
-    void **held = n > 0 && blas_memory_alloc && blas_memory_free ? calloc((size_t)want, sizeof *held)
-                                                                : NULL;
-    if (held) {
-        int got = 0;
-        while (got < want && (held[got] = blas_memory_alloc(0)) != NULL)
-            got++;
-        while (got > 0)
-            blas_memory_free(held[--got]);
-        free(held);
+    if (n > 0 && blas_memory_alloc && blas_memory_free) {
+        const int cap = blas_pool_size(), all = blas_threads + openblas_get_num_procs() - 1;
+        blas_map_buffers(all < cap ? all : cap);
     }
     pthread_mutex_unlock(&blas_lock);
 }

@@ -300,61 +300,69 @@ static int limit_address_space(unsigned long room, struct rlimit *old)
     return setrlimit(RLIMIT_AS, &rl);
 }
 
-/* Workspaces map OpenBLAS's buffers for all their threads' BLAS calls, and
- * for OpenBLAS's own threads, when they are made (forward.c): with the
- * address space then used up, as many buffers at once as there are
- * workspace threads and OpenBLAS threads (at most its CPU count less one)
- * are still there.  Without the reservation OpenBLAS retries a failing
- * mapping for ever (the hang test_out_of_memory_request found): the child
- * runs under an alarm, so a hang fails the test.  Two workspaces of 2
- * threads: 4 buffers at once, and one per OpenBLAS thread. */
-START_TEST(test_workspace_maps_blas_buffers)
+/* Runs body(m) in a forked child under alarm(30), so that a hang fails the
+ * test, and fails unless the child exits 0; codes names the nonzero exit
+ * codes for the message.  The child keeps the runner's thread count
+ * (check_main.c's enc_set_threads(2)): openblas_set_num_threads in a child
+ * after fork restarts OpenBLAS's threads, each taking a buffer.  Under
+ * make valgrind (CK_FORK=no) the child checks for leaks when it exits, so
+ * the bodies free what they make. */
+static void run_in_child(int (*body)(enc_model *), enc_model *m, const char *codes)
 {
-    ck_assert_msg(blas_memory_alloc != NULL, "linked without OpenBLAS's buffer pool");
-    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
-    enc_model *m = enc_model_random(&hp, 0, NULL);
-    ck_assert_ptr_nonnull(m);
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         signal(SIGALRM, SIG_DFL); /* not the handler Check's runner installed */
         alarm(30);
-        /* teams of 2 (check_main.c's enc_set_threads(2), inherited):
-         * not set again here, as openblas_set_num_threads may restart
-         * OpenBLAS's threads after a fork, each taking a buffer */
-        enc_workspace *a = enc_workspace_new(m), *b = enc_workspace_new(m);
-        if (!a || !b)
-            _exit(3);
-        /* 1 MiB more address space: no room for a buffer (128 MiB) */
-        struct rlimit old;
-        if (limit_address_space(1ul << 20, &old) != 0)
-            _exit(4);
-        static void *held[4 + 256];
-        const int want = 4 + openblas_get_num_procs() - 1;
-        int code = 0, got = 0;
-        while (got < want && got < (int)(sizeof held / sizeof *held) &&
-               (held[got] = blas_memory_alloc(0)) != NULL)
-            got++;
-        if (got < want)
-            code = 6;
-        /* everything given back, with room again: under valgrind (make
-         * valgrind) the child checks for leaks when it exits */
-        setrlimit(RLIMIT_AS, &old);
-        while (got > 0)
-            blas_memory_free(held[--got]);
-        enc_workspace_free(a);
-        enc_workspace_free(b);
-        enc_model_free(m);
-        _exit(code);
+        _exit(body(m));
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    enc_model_free(m);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "child %s %d (SIGALRM: a BLAS buffer mapping retried for ever)",
+                  "child %s %d (%s; SIGALRM: a hang, a BLAS buffer mapping retried for ever)",
                   WIFEXITED(status) ? "exited" : "killed by signal",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), codes);
+}
+
+/* Two workspaces (teams of 2), then 1 MiB more address space (no room for
+ * a buffer, 128 MiB), then as many buffers held at once as the workspaces'
+ * threads and OpenBLAS's possible threads (its CPU count less one). */
+static int hold_blas_buffers(enc_model *m)
+{
+    enc_workspace *a = enc_workspace_new(m), *b = enc_workspace_new(m);
+    struct rlimit old;
+    if (!a || !b || limit_address_space(1ul << 20, &old) != 0)
+        return 3;
+    static void *held[4 + 256];
+    const int want = 4 + openblas_get_num_procs() - 1;
+    int got = 0;
+    while (got < want && got < (int)(sizeof held / sizeof *held) &&
+           (held[got] = blas_memory_alloc(0)) != NULL)
+        got++;
+    const int code = got < want ? 6 : 0;
+    setrlimit(RLIMIT_AS, &old); /* room again for valgrind's exit-time check */
+    while (got > 0)
+        blas_memory_free(held[--got]);
+    enc_workspace_free(a);
+    enc_workspace_free(b);
+    enc_model_free(m);
+    return code;
+}
+
+/* Workspaces map OpenBLAS's buffers for all their threads' BLAS calls, and
+ * for OpenBLAS's own threads, when they are made (forward.c): with the
+ * address space then used up, that many buffers at once are still there.
+ * Without the reservation OpenBLAS retries a failing mapping for ever (the
+ * hang test_out_of_memory_request found). */
+START_TEST(test_workspace_maps_blas_buffers)
+{
+    ck_assert_msg(blas_memory_alloc != NULL, "linked without OpenBLAS's buffer pool");
+    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    enc_model *m = enc_model_random(&hp, 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    run_in_child(hold_blas_buffers, m, "3: no workspaces or no limit, 6: pool exhausted");
+    enc_model_free(m);
 }
 END_TEST
 
@@ -364,70 +372,60 @@ static void job_done(pool_job *job, void *arg)
     atomic_store((atomic_int *)arg, 1);
 }
 
+/* A pool of 2 workers, then 16 MiB more address space (room for the
+ * forward's workspace, 1.2 MB; none for a BLAS buffer), then one forward,
+ * checked against enc_forward_naive. */
+static int forward_after_limit(enc_model *m)
+{
+    pool_options o = {.workers = 2, .queue_size = 4, .batch_tokens = 1024};
+    enc_error err = {0};
+    pool *p = pool_new(m, &o, &err);
+    struct rlimit old;
+    if (!p || limit_address_space(16ul << 20, &old) != 0)
+        return 3;
+    static float x[3 * 16], out[3 * 16], ref[3 * 16];
+    for (int i = 0; i < 3 * 16; i++)
+        x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+    enc_batch in = {.x = x, .B = 1, .L = 3,
+                    .mask = {.window_left = ENC_WINDOW_NONE, .window_right = ENC_WINDOW_NONE}};
+    atomic_int done = 0;
+    pool_job job = {.batch = &in, .result = {.out = out}, .done = job_done, .arg = &done};
+    int code = 0;
+    if (pool_submit(p, &job) != 0)
+        code = 6;
+    while (code == 0 && !atomic_load(&done))
+        usleep(1000);
+    enc_result rr = {.out = ref};
+    if (code == 0 && job.rc != 0) {
+        fprintf(stderr, "forward: %s\n", job.err.message);
+        code = 7;
+    } else if (code == 0 && enc_forward_naive(m, &in, &rr, &err) != 0) {
+        code = 8;
+    }
+    for (int i = 0; code == 0 && i < 3 * 16; i++)
+        if (fabsf(out[i] - ref[i]) > 1e-4f)
+            code = 9;
+    setrlimit(RLIMIT_AS, &old); /* as in hold_blas_buffers */
+    pool_free(p);
+    enc_model_free(m);
+    return code;
+}
+
 /* pool_new returns with every worker's workspace made (pool.c), before the
  * daemon says it is ready.  So an address-space limit set at once, as
  * test_out_of_memory_request sets it on the running daemon, still leaves
  * forwards working.  When the workers made their own workspaces, they could
  * do it under the limit, where OpenBLAS's buffer mapping spun for ever (CI
- * on 1fde720).  The forward is checked against enc_forward_naive. */
+ * on 1fde720). */
 START_TEST(test_pool_ready_before_limit)
 {
     enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
     enc_model *m = enc_model_random(&hp, 3, NULL);
     ck_assert_ptr_nonnull(m);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        signal(SIGALRM, SIG_DFL);
-        alarm(30);
-        /* teams of 2, from check_main.c (see above) */
-        pool_options o = {.workers = 2, .queue_size = 4, .batch_tokens = 1024};
-        enc_error err = {0};
-        pool *p = pool_new(m, &o, &err);
-        if (!p)
-            _exit(3);
-        /* room for the forward's workspace (1.2 MB), none for a BLAS
-         * buffer (128 MiB in Debian's OpenBLAS) */
-        struct rlimit old;
-        if (limit_address_space(16ul << 20, &old) != 0)
-            _exit(4);
-        static float x[3 * 16], out[3 * 16], ref[3 * 16];
-        for (int i = 0; i < 3 * 16; i++)
-            x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
-        enc_batch in = {.x = x, .B = 1, .L = 3,
-                        .mask = {.window_left = ENC_WINDOW_NONE, .window_right = ENC_WINDOW_NONE}};
-        atomic_int done = 0;
-        pool_job job = {.batch = &in, .result = {.out = out}, .done = job_done, .arg = &done};
-        if (pool_submit(p, &job) != 0)
-            _exit(6);
-        while (!atomic_load(&done))
-            usleep(1000);
-        int code = 0;
-        enc_result rr = {.out = ref};
-        if (job.rc != 0) {
-            fprintf(stderr, "forward: %s\n", job.err.message);
-            code = 7;
-        } else if (enc_forward_naive(m, &in, &rr, &err) != 0) {
-            code = 8;
-        }
-        for (int i = 0; code == 0 && i < 3 * 16; i++)
-            if (fabsf(out[i] - ref[i]) > 1e-4f)
-                code = 9;
-        /* as in test_workspace_maps_blas_buffers */
-        setrlimit(RLIMIT_AS, &old);
-        pool_free(p);
-        enc_model_free(m);
-        _exit(code);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    run_in_child(forward_after_limit, m,
+                 "3: pool_new failed or no limit, 7: forward failed, 8: naive forward failed, "
+                 "9: outputs differ from the naive forward");
     enc_model_free(m);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "child %s %d (3: pool_new failed, 4: no limit set, 7: forward failed, 9: outputs differ from "
-                  "the naive forward; SIGALRM: a hang)",
-                  WIFEXITED(status) ? "exited" : "killed by signal",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 END_TEST
 
