@@ -7,6 +7,15 @@
  *                                        weights unless --attention says
  *                                        otherwise: best and median ms,
  *                                        GFLOP/s, peak resident memory
+ *   bench_core peak [--threads T]        the CPU's float32 FMA peak: T
+ *                                        threads of independent 512-bit
+ *                                        (or 256-bit) vfmadd231ps, GFLOP/s
+ *   bench_core linears --batch B --len L [options]
+ *                                        the block's four Linears alone, on
+ *                                        the core's packed kernel and team
+ *                                        (core/gemm.h, core/team.h), split
+ *                                        as the forward splits them: the
+ *                                        forward's ceiling, GFLOP/s
  * options: --threads T (2): enc_set_threads(T) for "core", OpenBLAS threads
  *          for "roofline";  --repeat R (20)  --warmup W (3)  --n N (2048)
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
@@ -22,7 +31,11 @@
 #include "bench_util.h"
 #include "encoder.h"
 
+#include "gemm.h"
+#include "team.h"
+
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +59,10 @@ static void usage(void)
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A]"
           " [--seed S]\n"
-          "                       [--attention heads|mean|none]\n",
+          "                       [--attention heads|mean|none]\n"
+          "       bench_core peak [--threads T] [--repeat R]\n"
+          "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
+          "                       [--d-model D] [--d-ff F]\n",
           stderr);
     exit(2);
 }
@@ -271,6 +287,231 @@ static int run_core(const options *o)
     return rc < 0 ? 1 : 0;
 }
 
+/* ---- peak: the FMA ceiling ------------------------------------------------ */
+
+#define PEAK_STEPS 50000000L /* loop trips per thread: 12 FMAs each */
+
+typedef struct peak_arg {
+    pthread_barrier_t *start;
+    double gflops; /* this thread's rate */
+    float live;    /* the chains' sum, so that they are computed */
+} peak_arg;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* 12 independent chains (more than the FMA latency times the pipes), so the
+ * loop runs at the FMA units' throughput; distinct starting values keep the
+ * compiler from merging them, and the sum returned keeps them live. */
+#define FMA12(T, fma, set1, add, sum)                                                              \
+    T a0 = set1(0.01f), a1 = set1(0.02f), a2 = set1(0.03f), a3 = set1(0.04f), a4 = set1(0.05f);    \
+    T a5 = set1(0.06f), a6 = set1(0.07f), a7 = set1(0.08f), a8 = set1(0.09f), a9 = set1(0.10f);    \
+    T a10 = set1(0.11f), a11 = set1(0.12f);                                                        \
+    const T b = set1(0.999999f), c = set1(1e-6f);                                                  \
+    for (long k = 0; k < PEAK_STEPS; k++) {                                                        \
+        a0 = fma(a0, b, c), a1 = fma(a1, b, c), a2 = fma(a2, b, c), a3 = fma(a3, b, c);            \
+        a4 = fma(a4, b, c), a5 = fma(a5, b, c), a6 = fma(a6, b, c), a7 = fma(a7, b, c);            \
+        a8 = fma(a8, b, c), a9 = fma(a9, b, c), a10 = fma(a10, b, c), a11 = fma(a11, b, c);        \
+    }                                                                                              \
+    *live = sum(add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))),             \
+                    add(add(a8, a9), add(a10, a11))));
+
+__attribute__((target("avx512f"))) static double fma_loop_512(float *live)
+{
+    FMA12(__m512, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_add_ps, _mm512_reduce_add_ps)
+    return 12.0 * 16 * 2 * PEAK_STEPS;
+}
+
+/* The 8 lanes of v added. */
+__attribute__((target("avx2,fma"))) static float sum256(__m256 v)
+{
+    float l[8], s = 0;
+    _mm256_storeu_ps(l, v);
+    for (int i = 0; i < 8; i++)
+        s += l[i];
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static double fma_loop_256(float *live)
+{
+    FMA12(__m256, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_add_ps, sum256)
+    return 12.0 * 8 * 2 * PEAK_STEPS;
+}
+
+/* The widest FMA this CPU has, or NULL. */
+static double (*fma_loop(const char **name))(float *)
+{
+    __builtin_cpu_init();
+    *name = "512-bit";
+    if (__builtin_cpu_supports("avx512f"))
+        return fma_loop_512;
+    *name = "256-bit";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return fma_loop_256;
+    return NULL;
+}
+#else
+static double (*fma_loop(const char **name))(float *)
+{
+    *name = "none";
+    return NULL;
+}
+#endif
+
+static void *peak_thread(void *p)
+{
+    peak_arg *a = p;
+    const char *name;
+    double (*loop)(float *) = fma_loop(&name);
+    pthread_barrier_wait(a->start);
+    const double t0 = bench_now_ms();
+    const double flops = loop(&a->live);
+    a->gflops = flops / ((bench_now_ms() - t0) * 1e6);
+    return NULL;
+}
+
+/* T threads run the FMA loop at once; the peak is the sum of their rates,
+ * best of R rounds. */
+static int run_peak(const options *o)
+{
+    const char *name;
+    if (!fma_loop(&name)) {
+        printf("SKIP: no AVX2/FMA or AVX-512 on this CPU\n");
+        return 3;
+    }
+    const int n = o->threads;
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    peak_arg *args = calloc((size_t)n, sizeof *args);
+    pthread_barrier_t start;
+    if (!th || !args || pthread_barrier_init(&start, NULL, (unsigned)n) != 0) {
+        fprintf(stderr, "bench_core: cannot start %d threads\n", n);
+        return 1;
+    }
+    double best = 0, worst_thread = 0;
+    for (int r = 0; r < o->repeat; r++) {
+        for (int i = 0; i < n; i++) {
+            args[i] = (peak_arg){.start = &start};
+            if (pthread_create(&th[i], NULL, peak_thread, &args[i]) != 0) {
+                fprintf(stderr, "bench_core: cannot start %d threads\n", n);
+                return 1;
+            }
+        }
+        double sum = 0, lo = 1e30;
+        for (int i = 0; i < n; i++) {
+            pthread_join(th[i], NULL);
+            sum += args[i].gflops;
+            lo = args[i].gflops < lo ? args[i].gflops : lo;
+        }
+        if (sum > best) {
+            best = sum;
+            worst_thread = lo;
+        }
+    }
+    pthread_barrier_destroy(&start);
+    printf("float32 FMA peak, %d threads of independent %s vfmadd231ps, best of %d: %.1f GFLOP/s "
+           "(slowest thread %.1f)\n",
+           n, name, o->repeat, best, worst_thread);
+    printf("RESULT peak_gflops=%.2f\n", best);
+    free(th);
+    free(args);
+    return 0;
+}
+
+/* ---- linears: the forward's ceiling -------------------------------------- */
+
+/* One Linear of the block on the packed kernel: out (M rows ldo apart, N) =
+ * in (M rows ldi apart, K) . w^T + b. */
+typedef struct linear_run {
+    const gemm_packed *pk;
+    const float *in, *b;
+    float *out;
+    int M, ldi, ldo;
+    float *scratch; /* (threads) gemm_scratch_bytes() each */
+} linear_run;
+
+static void linear_phase(void *arg, int tid, int n)
+{
+    const linear_run *l = arg;
+    int p0, p1;
+    team_split(gemm_panels(l->pk), tid, n, &p0, &p1);
+    if (p1 > p0)
+        gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
+                         l->scratch + (size_t)tid * (gemm_scratch_bytes() / sizeof(float)));
+}
+
+/* The in-projection (3D outputs), the out-projection, and the feed-forward
+ * pair for B*L tokens, each split by output panels over a team of T threads
+ * as enc_forward splits them, and timed together: the forward's GEMM time
+ * without attention, norms, activation or copies. */
+static int run_linears(const options *o)
+{
+    if (!o->batch || !o->len)
+        usage();
+    const int M = o->batch * o->len, D = o->hp.d_model, F = o->hp.d_ff, Q = 3 * D;
+    const int ldh = gemm_padded_ld(F), ldq = gemm_padded_ld(Q), ldd = gemm_padded_ld(D);
+    const int shape[4][2] = {{Q, D}, {D, D}, {F, D}, {D, F}}; /* (N, K) */
+    gemm_packed *pk[4] = {NULL};
+    bench_rng r = bench_rng_new(4);
+    for (int i = 0; i < 4; i++) {
+        float *w = alloc_floats((size_t)shape[i][0] * shape[i][1]);
+        bench_fill_normal(&r, w, (size_t)shape[i][0] * shape[i][1]);
+        pk[i] = gemm_pack(w, shape[i][0], shape[i][1]);
+        free(w);
+        if (!pk[i]) {
+            printf("SKIP: no packed kernel here (it needs AVX-512F)\n");
+            for (int k = 0; k < i; k++)
+                gemm_packed_free(pk[k]);
+            return 3;
+        }
+    }
+    float *x = alloc_floats((size_t)M * ldd), *qkv = alloc_floats((size_t)M * ldq);
+    float *o_ = alloc_floats((size_t)M * ldd), *h = alloc_floats((size_t)M * ldh);
+    float *bias = alloc_floats((size_t)(F > Q ? F : Q));
+    float *scratch = aligned_alloc(64, (size_t)o->threads * gemm_scratch_bytes());
+    team *t = team_new(o->threads);
+    if (!scratch || !t) {
+        fprintf(stderr, "bench_core: out of memory for the team\n");
+        return 1;
+    }
+    bench_fill_normal(&r, x, (size_t)M * ldd);
+    bench_fill_normal(&r, h, (size_t)M * ldh); /* the hidden layer, as if after GELU */
+    bench_fill_normal(&r, bias, (size_t)(F > Q ? F : Q));
+    linear_run runs[4] = {
+        {pk[0], x, bias, qkv, M, ldd, ldq, scratch},
+        {pk[1], x, bias, o_, M, ldd, ldd, scratch}, /* reads x for z: same shape */
+        {pk[2], x, bias, h, M, ldd, ldh, scratch},
+        {pk[3], h, bias, o_, M, ldh, ldd, scratch},
+    };
+    double *ms = alloc_doubles((size_t)o->repeat);
+    for (int i = -o->warmup; i < o->repeat; i++) {
+        const double t0 = bench_now_ms();
+        for (int k = 0; k < 4; k++)
+            team_run(t, linear_phase, &runs[k]);
+        if (i >= 0)
+            ms[i] = bench_now_ms() - t0;
+    }
+    double best, median;
+    summarise(ms, o->repeat, &best, &median);
+    const double flops = 2.0 * M * ((double)Q * D + (double)D * D + 2.0 * D * F);
+    const double gflops = flops / (best * 1e6);
+    printf("the four Linears alone, %d tokens (D=%d F=%d), %d threads, best of %d: %.3f ms, "
+           "median %.3f ms, %.1f GFLOP/s (%.2f GFLOP)\n",
+           M, D, F, o->threads, o->repeat, best, median, gflops, flops / 1e9);
+    printf("RESULT linears_%dx%d_best_ms=%.3f linears_%dx%d_gflops=%.2f\n", o->batch, o->len, best,
+           o->batch, o->len, gflops);
+    team_free(t);
+    for (int k = 0; k < 4; k++)
+        gemm_packed_free(pk[k]);
+    free(ms);
+    free(scratch);
+    free(x);
+    free(qkv);
+    free(o_);
+    free(h);
+    free(bias);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o = parse_args(argc, argv);
@@ -280,6 +521,10 @@ int main(int argc, char **argv)
         return run_roofline(&o);
     if (!strcmp(o.mode, "core"))
         return run_core(&o);
+    if (!strcmp(o.mode, "peak"))
+        return run_peak(&o);
+    if (!strcmp(o.mode, "linears"))
+        return run_linears(&o);
     usage();
     return 2;
 }

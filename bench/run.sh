@@ -10,7 +10,10 @@
 #
 #   1. core       build/bench/bench_core core: enc_forward, best and median ms,
 #                 GFLOP/s, at B=1 L=128, B=8 L=128, B=1 L=512
-#   2. roofline   build/bench/bench_core roofline: cblas_sgemm 2048^3, GFLOP/s
+#   2. roofline   build/bench/bench_core roofline: cblas_sgemm 2048^3, GFLOP/s;
+#                 and the ceiling: bench_core peak (the CPUs' float32 FMA
+#                 peak) and bench_core linears (the block's four Linears
+#                 alone on attnd's kernel, per shape)
 #   3. torch      bench/torch_bench.py: PyTorch, one process per (torch threads,
 #                 OpenBLAS threads) pair, best per shape           [optional]
 #   4. onnx       bench/torch_bench.py export + bench/ort_bench.js: ONNX Runtime
@@ -236,6 +239,18 @@ run_step 30 $BB/bench_core info || FAILED=1
 section "OpenBLAS roofline: cblas_sgemm 2048x2048x2048"
 run_step 120 $BB/bench_core roofline --n 2048 --threads "$THREADS" --repeat "$ROOF_REPEAT" \
     --warmup 1 || { FAILED=1; WHY[roofline]="bench_core roofline failed"; }
+
+# The ceiling the core works under: the FMA units' peak, and the four Linears
+# alone (no attention, norms, activation or copies) on the core's own kernel.
+section "ceiling: the CPUs' FMA peak, and the block's four Linears alone"
+run_step 60 $BB/bench_core peak --threads "$THREADS" --repeat 3 ||
+    [ $? = 3 ] || { FAILED=1; WHY[peak]="bench_core peak failed"; }
+for s in $SHAPES; do
+    # shellcheck disable=SC2086
+    run_step 120 $BB/bench_core linears --batch "${s%x*}" --len "${s#*x}" --threads "$THREADS" \
+        --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS ||
+        [ $? = 3 ] || { FAILED=1; WHY[linears]="bench_core linears failed"; }
+done
 
 # ---- 1. the core -----------------------------------------------------------
 
@@ -510,6 +525,20 @@ done
 for s in $SHAPES; do
     [ -n "${R[torch_bestpair_${s}]:-}" ] &&
         echo "  PyTorch's best setting, B=${s%x*} L=${s#*x}: ${R[torch_bestpair_${s}]}"
+done
+# How close the forward runs to its ceiling, and what 1.2x PyTorch asks of it.
+[ -n "${R[peak_gflops]:-}" ] && echo "  FMA peak of $THREADS threads: ${R[peak_gflops]} GFLOP/s"
+for s in $SHAPES; do
+    lin=${R[linears_${s}_gflops]:-} core=${R[core_${s}_gflops]:-}
+    if [ -z "$lin" ] || [ -z "$core" ]; then continue; fi
+    line="  B=${s%x*} L=${s#*x}: the four Linears alone $lin GFLOP/s"
+    [ -n "${R[peak_gflops]:-}" ] && line+=" ($(fmt "$(calc "100 * $lin / ${R[peak_gflops]}")" 1)% of the FMA peak)"
+    line+="; the forward $core GFLOP/s, $(fmt "$(calc "100 * $core / $lin")" 1)% of that"
+    if [ -n "${R[torch_best_${s}]:-}" ]; then
+        need=$(calc "$core * ${R[core_${s}_best_ms]} * 1.2 / ${R[torch_best_${s}]}")
+        line+="; 1.2x PyTorch's ${R[torch_best_${s}]} ms needs $(fmt "$need" 1) GFLOP/s, $(fmt "$(calc "100 * $need / $lin")" 1)% of the Linears' rate"
+    fi
+    echo "$line"
 done
 echo "every RESULT line: $BB/results.txt; whole run: $(($(date +%s) - T_START)) s"
 exit "$FAILED"
