@@ -19,7 +19,8 @@
 #   4. onnx       bench/torch_bench.py export + bench/ort_bench.js: ONNX Runtime
 #                 through onnxruntime-node (npm, into build/bench)  [optional]
 #   5. http       build/attnd on 127.0.0.1 + build/bench/http_bench: latency
-#                 p50/p99 (base64, JSON) and throughput (32 clients)
+#                 p50/p99 (base64, JSON) and throughput (32 clients); then
+#                 the transport alone (bench/transport_floor.py), for reference
 #   6. memory     one sequence of L=16384 with attention "none": the core's peak
 #                 resident memory (bench_core), and the daemon's after serving
 #                 it over HTTP in base64 (VmHWM)
@@ -405,6 +406,27 @@ else
     fi
     stop_daemon
     echo "(attnd stopped)"
+    # The transport alone, for reference: a server that answers the same
+    # request with a body of the same size and does nothing else.
+    printf '$ %s bench/transport_floor.py --port 0 >%s/floor.log &\n' "$PYTHON" "$BB"
+    "$PYTHON" bench/transport_floor.py --port 0 >"$BB/floor.log" 2>&1 &
+    FLOOR_PID=$!
+    FLOOR_PORT=""
+    for _ in $(seq 50); do
+        FLOOR_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$BB/floor.log")
+        [ -n "$FLOOR_PORT" ] && break
+        kill -0 "$FLOOR_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -n "$FLOOR_PORT" ]; then
+        run_step $((HTTP_SECONDS + 60)) $BB/http_bench latency --port "$FLOOR_PORT" --format b64 \
+            --batch 1 --len 128 --seconds "$HTTP_SECONDS" --max-requests "$HTTP_MAX" --warmup 3 \
+            --name http_floor || echo "(the transport floor could not be measured)"
+    else
+        echo "(the transport floor server did not start: $(tail -n 1 "$BB/floor.log"))"
+    fi
+    kill "$FLOOR_PID" 2>/dev/null
+    wait "$FLOOR_PID" 2>/dev/null
 fi
 
 # ---- 6. memory: one long sequence without attention weights ------------------
@@ -526,6 +548,12 @@ for s in $SHAPES; do
     [ -n "${R[torch_bestpair_${s}]:-}" ] &&
         echo "  PyTorch's best setting, B=${s%x*} L=${s#*x}: ${R[torch_bestpair_${s}]}"
 done
+if [ -n "${R[http_b64_p50_ms]:-}" ] && [ -n "${R[core_1x128_median_ms]:-}" ]; then
+    line="  base64 over HTTP, B=1 L=128: p50 - core median = $(fmt "$(calc "${R[http_b64_p50_ms]} - ${R[core_1x128_median_ms]}")" 3) ms"
+    [ -n "${R[http_floor_p50_ms]:-}" ] &&
+        line+="; the transport alone (bench/transport_floor.py, same request and response sizes): p50 ${R[http_floor_p50_ms]} ms"
+    echo "$line"
+fi
 # How close the forward runs to its ceiling, and what 1.2x PyTorch asks of it.
 [ -n "${R[peak_gflops]:-}" ] && echo "  FMA peak of $THREADS threads: ${R[peak_gflops]} GFLOP/s"
 for s in $SHAPES; do
