@@ -17,7 +17,7 @@
  *                                        as the forward splits them: the
  *                                        forward's ceiling, GFLOP/s
  * options: --threads T (2): enc_set_threads(T) for "core", OpenBLAS threads
- *          for "roofline";  --repeat R (20)  --warmup W (3)  --n N (2048)
+ *          for "roofline", threads for "peak" and "linears";  --repeat R (20)  --warmup W (3)  --n N (2048)
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
  *          --attention heads|mean|none (heads)
@@ -392,8 +392,9 @@ static int run_peak(const options *o)
         for (int i = 0; i < n; i++) {
             args[i] = (peak_arg){.start = &start};
             if (pthread_create(&th[i], NULL, peak_thread, &args[i]) != 0) {
+                /* the threads started wait at the barrier for ever: leave */
                 fprintf(stderr, "bench_core: cannot start %d threads\n", n);
-                return 1;
+                exit(1);
             }
         }
         double sum = 0, lo = 1e30;
