@@ -188,9 +188,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
  * benchmarks and metrics. */
 double enc_forward_flops(const enc_hparams *hp, int B, int L);
 
-/* Whether none of x (n) is NaN or infinite; vectorized (no early exit), so
- * callers check a whole tensor at once and walk it only when it fails. */
-bool enc_floats_finite(const float *x, size_t n);
+/* The index of the first NaN or infinity in x (n), or n when there is none.
+ * A whole tensor is checked in one vectorized pass; it is walked only when
+ * that pass finds one. */
+size_t enc_floats_nonfinite(const float *x, size_t n);
 
 /* Threads each forward uses: workspaces made from now on get a team of n
  * threads that splits every op (GEMMs by output columns, attention by tiles

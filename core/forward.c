@@ -233,12 +233,10 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
                                  in->lengths[b], L);
     for (int b = 0; b < B; b++) {
         int len = in->lengths ? in->lengths[b] : L;
-        const float *x = in->x + (size_t)b * L * D;
-        const bool finite = enc_floats_finite(x, (size_t)len * D);
-        for (size_t k = 0; !finite && k < (size_t)len * D; k++)
-            if (!isfinite(x[k]))
-                return enc_error_set(err, ENC_EINVAL, "embeddings[%d][%zu][%zu] is not finite",
-                                     b, k / (size_t)D, k % (size_t)D);
+        const size_t n = (size_t)len * D, k = enc_floats_nonfinite(in->x + (size_t)b * L * D, n);
+        if (k < n)
+            return enc_error_set(err, ENC_EINVAL, "embeddings[%d][%zu][%zu] is not finite", b,
+                                 k / (size_t)D, k % (size_t)D);
     }
 
     const enc_mask *mk = &in->mask;
@@ -572,16 +570,15 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         const float *src = ws->x + (size_t)sq->row * D;
         memcpy(dst, src, (size_t)sq->len * D * sizeof(float));
         memset(dst + (size_t)sq->len * D, 0, (size_t)(L - sq->len) * D * sizeof(float));
-        const bool finite = enc_floats_finite(src, (size_t)sq->len * D);
-        for (size_t k = 0; !finite && k < (size_t)sq->len * D && job->rc == 0; k++)
-            if (!isfinite(src[k])) {
-                job->rc = enc_error_set(&job->err, ENC_ENUMERIC,
-                                        "the input drives the model out of float32 range "
-                                        "(a non-finite value in sequence %d, token %zu); scale "
-                                        "the embeddings down",
-                                        sq->b, k / (size_t)D);
-                failed++;
-            }
+        const size_t count = (size_t)sq->len * D, k = enc_floats_nonfinite(src, count);
+        if (k < count && job->rc == 0) {
+            job->rc = enc_error_set(&job->err, ENC_ENUMERIC,
+                                    "the input drives the model out of float32 range (a "
+                                    "non-finite value in sequence %d, token %zu); scale the "
+                                    "embeddings down",
+                                    sq->b, k / (size_t)D);
+            failed++;
+        }
     }
     free(global_off);
     return failed;

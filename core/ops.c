@@ -95,7 +95,7 @@ void layernorm_forward(float *out, const float *in, const float *w, const float 
 }
 
 VECTOR_CLONES
-bool enc_floats_finite(const float *x, size_t n)
+static bool all_finite(const float *x, size_t n)
 {
     /* NaN and infinities have every exponent bit set: one bit test per
      * float and no early exit, so the loop vectorizes */
@@ -106,6 +106,16 @@ bool enc_floats_finite(const float *x, size_t n)
         bad |= (u & 0x7F800000u) == 0x7F800000u;
     }
     return !bad;
+}
+
+size_t enc_floats_nonfinite(const float *x, size_t n)
+{
+    if (all_finite(x, n))
+        return n;
+    size_t k = 0;
+    while (k < n && isfinite(x[k]))
+        k++;
+    return k;
 }
 
 void residual_forward(float *x, const float *y, size_t n)

@@ -1301,8 +1301,6 @@ static void scan_close(emb_scan *sc, size_t level, const size_t *idx, size_t cou
     }
 }
 
-/* Past the string that starts at p ('"'), or NULL if it does not end.  Not
- * checked: jansson does that. */
 /* Whether n bytes are plain ASCII that a JSON string holds as is: no
  * escape, control character or UTF-8, so jansson would read them unchanged.
  * Compiled for AVX2 and plain x86-64 (a base64 string is half a megabyte
@@ -1318,6 +1316,8 @@ static bool plain_ascii(const unsigned char *c, size_t n)
     return !odd;
 }
 
+/* Past the string that starts at p ('"'), or NULL if it does not end.  Not
+ * checked: jansson does that. */
 static const char *skip_string(const char *p, const char *end)
 {
     const char *from = p + 1;
@@ -1732,21 +1732,17 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
         memcpy(req->x + k, &u, sizeof u);
     }
 #endif
-    /* Every float finite: one pass that vectorizes, then the first
-     * offender named. */
-    const bool finite = enc_floats_finite(req->x, n_floats);
-    for (size_t k = 0; !finite && k < n_floats; k++) {
-        const float f = req->x[k];
-        if (!isfinite(f)) {
-            char where[80];
-            const size_t b = k / (L * D), i = k / D % L, d = k % D;
-            if (req->batched)
-                snprintf(where, sizeof where, "embeddings[%zu][%zu][%zu]", b, i, d);
-            else
-                snprintf(where, sizeof where, "embeddings[%zu][%zu]", i, d);
-            return BAD("embeddings_b64: float %zu (%s) is %s", k, where,
-                       isnan(f) ? "NaN" : "infinite");
-        }
+    /* Every float finite, or the first offender named. */
+    const size_t k = enc_floats_nonfinite(req->x, n_floats);
+    if (k < n_floats) {
+        char where[80];
+        const size_t b = k / (L * D), i = k / D % L, d = k % D;
+        if (req->batched)
+            snprintf(where, sizeof where, "embeddings[%zu][%zu][%zu]", b, i, d);
+        else
+            snprintf(where, sizeof where, "embeddings[%zu][%zu]", i, d);
+        return BAD("embeddings_b64: float %zu (%s) is %s", k, where,
+                   isnan(req->x[k]) ? "NaN" : "infinite");
     }
     req->batch.B = (int)B;
     req->batch.L = (int)L;
@@ -2110,10 +2106,10 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
         return api_error_set(err, API_INTERNAL, "encode: outputs for an unparsed request");
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-    /* Zeroed, though the forward writes every entry of both: with malloc,
-     * the hostile suite's out-of-memory test hung now and then with attnd
-     * under valgrind (2 of about 10 runs; not understood, see
-     * docs/reliability.md), and zeroing 1.2 MB costs 0.05 ms. */
+    /* Zeroed, though the forward writes every entry of both (about 0.05 ms
+     * for 1.2 MB).  They were malloc'd once, and zeroed again when a hang
+     * under valgrind was blamed on that; the hang was the start-up race
+     * docs/reliability.md describes, so dropping the zeroing is open. */
     req->out = alloc_zero(B * L * (size_t)hp->d_model, sizeof *req->out);
     req->attn = alloc_zero((size_t)req->n_layers, sizeof *req->attn);
     if (!req->out || !req->attn)
