@@ -1393,8 +1393,7 @@ START_TEST(test_attention_layers_and_limits)
 END_TEST
 
 /* Zeroes a parsed request's outputs, as a forward would write them: the
- * codec's contract is only that the forward writes every entry (that it
- * zeroes them today is not what these tests check). */
+ * codec leaves them unset, the forward writes every entry. */
 static void zero_outputs(encode_request *req, const enc_hparams *hp)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
