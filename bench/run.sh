@@ -18,9 +18,11 @@
 #                 OpenBLAS threads) pair, best per shape           [optional]
 #   4. onnx       bench/torch_bench.py export + bench/ort_bench.js: ONNX Runtime
 #                 through onnxruntime-node (npm, into build/bench)  [optional]
-#   5. http       build/attnd on 127.0.0.1 + build/bench/http_bench: latency
-#                 p50/p99 (base64, JSON) and throughput (32 clients); then
-#                 the transport alone (bench/transport_floor.py), for reference
+#   5. http       build/bench/wake_latency (a thread woken on an idle CPU, and
+#                 on one attnd's spinners keep busy), then build/attnd on
+#                 127.0.0.1 + build/bench/http_bench: latency p50/p99 (base64,
+#                 JSON) and throughput (32 clients); then the transport alone
+#                 (bench/transport_floor.py), for reference
 #   6. memory     one sequence of L=16384 with attention "none": the core's peak
 #                 resident memory (bench_core), and the daemon's after serving
 #                 it over HTTP in base64 (VmHWM)
@@ -218,7 +220,9 @@ fi
         bench/bench_core.c bench/bench_util.c -o $BB/bench_core build/libattnd_core.a \
         $CORE_LIBS -lm -lpthread &&
     run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench \
-        bench/http_bench.c bench/bench_util.c -o $BB/http_bench $CURL_LIBS -lm -lpthread
+        bench/http_bench.c bench/bench_util.c -o $BB/http_bench $CURL_LIBS -lm -lpthread &&
+    run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench -Iserver \
+        bench/wake_latency.c bench/bench_util.c server/spin.c -o $BB/wake_latency -lm -lpthread
 } || { echo "bench: cannot compile the benchmarks"; exit 1; }
 
 # ---- machine ---------------------------------------------------------------
@@ -378,6 +382,10 @@ if skipped http; then
     WHY[http]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 else
+    # What compute.spin_us is for: a wake-up on a CPU left idle, and on one
+    # the spinners keep busy.
+    run_step 60 $BB/wake_latency --gap-us 1000 --rounds 300 --window-us 2000 ||
+        echo "(the wake-up latency could not be measured)"
     start_daemon $MODEL_FLAGS
     if [ "$ready" != 1 ]; then
         http_fail "attnd did not become ready within 30 s (log: $BB/attnd.log)"

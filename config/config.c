@@ -83,6 +83,9 @@ typedef enum cfg_type {
     X("compute.batch_delay_ms", "--batch-delay-ms", "ATTND_BATCH_DELAY_MS", CFG_INT,               \
       compute.batch_delay_ms, "MS", "0", 0, 10000,                                                 \
       "dynamic batching: how long a forward may wait for more requests to join it")                \
+    X("compute.spin_us", "--spin-us", "ATTND_SPIN_US", CFG_INT, compute.spin_us, "US", "2000", 0,  \
+      1000000,                                                                                     \
+      "keep idle CPUs spinning (SCHED_IDLE) this long after each hand-off of a request; 0 = off")  \
     X("limits.max_batch", "--max-batch", "ATTND_MAX_BATCH", CFG_INT, limits.max_batch, "N",        \
       "64", 1, 1048576, "sequences in one request at most")                                        \
     X("limits.max_seq_len", "--max-seq-len", "ATTND_MAX_SEQ_LEN", CFG_INT, limits.max_seq_len,     \

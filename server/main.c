@@ -3,7 +3,10 @@
 #include "config.h"
 #include "pool.h"
 #include "server.h"
+#include "spin.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +23,36 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
     if (cfg->model.weights)
         return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
     return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+}
+
+/* compute.spin_us: spinners (spin.h) on as many CPUs as the daemon's
+ * threads can keep busy at once, none under a CPU quota; *note says what
+ * was done, for the ready line. */
+static spinners *start_spinners(const attnd_config *cfg, char *note, size_t note_len)
+{
+    if (cfg->compute.spin_us == 0) {
+        snprintf(note, note_len, "no spinning");
+        return NULL;
+    }
+    char why[PATH_MAX + 200];
+    if (spin_cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup", why, sizeof why)) {
+        fprintf(stderr, "attnd: compute.spin_us: off, a CPU quota applies (%s)\n", why);
+        snprintf(note, note_len, "no spinning");
+        return NULL;
+    }
+    const long busy = (long)cfg->compute.workers * cfg->compute.forward_threads + cfg->server.threads;
+    const int cpus = spin_cpus_allowed();
+    const int n = busy < cpus ? (int)busy : cpus;
+    spinners *sp = spinners_new(n, cfg->compute.spin_us);
+    if (!sp) {
+        fprintf(stderr, "attnd: compute.spin_us: off, cannot start the spinners: %s\n",
+                strerror(errno));
+        snprintf(note, note_len, "no spinning");
+        return NULL;
+    }
+    snprintf(note, note_len, "spinning %d us on %d CPU%s", cfg->compute.spin_us, n,
+             n == 1 ? "" : "s");
+    return sp;
 }
 
 /* Makes room for server.max_connections sockets: raises the soft open-file
@@ -69,6 +102,7 @@ int main(int argc, char **argv)
     enc_model *model = NULL;
     pool *workers = NULL;
     server *srv = NULL;
+    spinners *spin = NULL;
 
     if (config_load(&cfg, argc, argv, environ, &err) < 0) {
         fprintf(stderr, "attnd: %s\n", err.message);
@@ -102,8 +136,10 @@ int main(int argc, char **argv)
     }
 
     raise_open_files(&cfg);
+    char spin_note[64];
+    spin = start_spinners(&cfg, spin_note, sizeof spin_note);
     /* Listen first, so /health answers 503 while a large model loads. */
-    if (!(srv = server_new(&cfg, &err)) || server_start(srv, &err) < 0) {
+    if (!(srv = server_new(&cfg, spin, &err)) || server_start(srv, &err) < 0) {
         fprintf(stderr, "attnd: %s\n", err.message);
         goto done;
     }
@@ -127,9 +163,9 @@ int main(int argc, char **argv)
         goto done;
     }
     server_set_model(srv, model, workers);
-    fprintf(stderr, "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads)\n",
+    fprintf(stderr, "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s)\n",
             cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
-            cfg.server.threads);
+            cfg.server.threads, spin_note);
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -138,6 +174,7 @@ int main(int argc, char **argv)
     server_shutdown(srv);
     server_free(srv);
     pool_free(workers);
+    spinners_free(spin);
     enc_model_free(model);
     config_free(&cfg);
     fprintf(stderr, "attnd: stopped\n");
@@ -145,6 +182,7 @@ int main(int argc, char **argv)
 done:
     server_free(srv);
     pool_free(workers);
+    spinners_free(spin);
     enc_model_free(model);
     config_free(&cfg);
     return status;

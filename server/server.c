@@ -35,6 +35,7 @@ struct server {
     metrics *mx;
     const enc_model *model; /* NULL until ready */
     pool *pool;
+    spinners *spin;         /* kicked at each hand-off (spin.h); may be NULL */
     char *model_json; /* the /v1/model body, made once */
     atomic_int ready;
     atomic_int shutting_down;
@@ -351,6 +352,7 @@ static enum MHD_Result submit_job(request *r, encode_request *e)
     r->job.done = job_done;
     r->job.arg = r;
     atomic_store(&r->state, REQ_QUEUED);
+    spinners_kick(r->srv->spin); /* a worker is about to be woken */
     /* Suspend first: the worker may finish and resume before we return. */
     MHD_suspend_connection(r->conn);
     if (pool_submit(r->srv->pool, &r->job) < 0) {
@@ -601,6 +603,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->srv = s;
         r->conn = conn;
         r->start = pool_now();
+        spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
         printable_copy(r->method, sizeof r->method, method);
         printable_copy(r->path, sizeof r->path, url);
         route_id rt = route_find(url, &r->v2path, &r->v2);
@@ -676,6 +679,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     double secs = pool_now() - r->start;
+    spinners_kick(s->spin); /* the client is reading; its next request may follow */
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499;
     metrics_request(s->mx, r->route, status, secs);
     if (s->cfg->server.access_log)
@@ -692,7 +696,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-server *server_new(const attnd_config *cfg, enc_error *err)
+server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
 {
     server *s = calloc(1, sizeof *s);
     if (!s || !(s->mx = metrics_new())) {
@@ -701,6 +705,7 @@ server *server_new(const attnd_config *cfg, enc_error *err)
         return NULL;
     }
     s->cfg = cfg;
+    s->spin = spin;
     s->listen_fd = s->wake[0] = s->wake[1] = -1;
     return s;
 }
@@ -860,6 +865,7 @@ static double shortest(float f)
 void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s)
 {
     server *s = arg;
+    spinners_kick(s->spin); /* the HTTP threads are about to be woken */
     metrics_forward(s->mx, sequences, tokens, requests, compute_s);
 }
 

@@ -3,7 +3,7 @@
  * graceful shutdown.  HTTP threads read and decode requests; forwards run on
  * the compute pool (pool.h) while the connection is suspended.
  *
- *     server *s = server_new(&cfg, &err);
+ *     server *s = server_new(&cfg, spin, &err);  // spin: spin.h, or NULL
  *     server_start(s, &err);                 // listening; /health says 503
  *     ... load the model, start the pool ...
  *     server_set_model(s, model, pool);      // /health says 200
@@ -17,13 +17,17 @@
 #include "config.h"
 #include "encoder.h"
 #include "pool.h"
+#include "spin.h"
 
 #define ATTND_VERSION "0.1.0"
 
 typedef struct server server;
 
-/* A server for cfg (borrowed for the server's lifetime).  Owned, or NULL. */
-server *server_new(const attnd_config *cfg, enc_error *err);
+/* A server for cfg and spin (both borrowed for the server's lifetime; spin
+ * may be NULL), which it kicks at each hand-off of a request: when its
+ * headers arrive, when it is queued, when its forward ends and when its
+ * response has been sent.  Owned, or NULL. */
+server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err);
 
 /* Binds and starts listening.  Returns 0, or ENC_EIO naming server.host /
  * server.port and the reason. */
@@ -33,7 +37,7 @@ int server_start(server *s, enc_error *err);
 int server_port(const server *s);
 
 /* The pool's on_forward callback (arg: the server): counts a forward in
- * /metrics. */
+ * /metrics and kicks the spinners. */
 void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s);
 
 /* Serves m (borrowed) through p (borrowed) from now on: ready. */

@@ -80,6 +80,7 @@ static void assert_defaults(const attnd_config *c)
     ck_assert_int_eq(c->compute.queue_size, 64);
     ck_assert_int_eq(c->compute.batch_tokens, 8192);
     ck_assert_int_eq(c->compute.batch_delay_ms, 0);
+    ck_assert_int_eq(c->compute.spin_us, 2000);
     ck_assert_int_eq(c->limits.max_batch, 64);
     ck_assert_int_eq(c->limits.max_seq_len, 4096);
     ck_assert_int_eq(c->limits.max_batch_tokens, 65536);
@@ -119,6 +120,7 @@ static void assert_custom(const attnd_config *c)
     ck_assert_int_eq(c->compute.queue_size, 1000000);
     ck_assert_int_eq(c->compute.batch_tokens, 1048576);
     ck_assert_int_eq(c->compute.batch_delay_ms, 10000);
+    ck_assert_int_eq(c->compute.spin_us, 0);
     ck_assert_int_eq(c->limits.max_batch, 1048576);
     ck_assert_int_eq(c->limits.max_seq_len, 128);
     ck_assert_int_eq(c->limits.max_batch_tokens, 2147483647L);
@@ -182,7 +184,7 @@ START_TEST(test_flags_set_every_field)
                  "--max-connections", "100000", "--max-connections-per-ip", "32",
                  "--connection-timeout", "3600", "--no-access-log",
                  "--workers", "64", "--forward-threads", "256", "--queue-size", "1000000",
-                 "--batch-tokens", "1048576", "--batch-delay-ms", "10000",
+                 "--batch-tokens", "1048576", "--batch-delay-ms", "10000", "--spin-us", "0",
                  "--max-batch", "1048576", "--max-seq-len", "128", "--max-batch-tokens",
                  "2147483647", "--max-attention-bytes", "0", "--model-name", "tiny-v1.0_x",
                  "--d-model", "64", "--n-heads", "4", "--n-kv-heads", "2", "--d-ff", "96",
@@ -204,7 +206,7 @@ START_TEST(test_variables_set_every_field)
                 "ATTND_CORS_ORIGIN=https://example.com", "ATTND_MAX_CONNECTIONS=100000",
                 "ATTND_MAX_CONNECTIONS_PER_IP=32", "ATTND_CONNECTION_TIMEOUT=3600", "ATTND_ACCESS_LOG=off", "ATTND_WORKERS=64",
                 "ATTND_FORWARD_THREADS=256", "ATTND_QUEUE_SIZE=1000000", "ATTND_BATCH_TOKENS=1048576",
-                "ATTND_BATCH_DELAY_MS=10000", "ATTND_MAX_BATCH=1048576",
+                "ATTND_BATCH_DELAY_MS=10000", "ATTND_SPIN_US=0", "ATTND_MAX_BATCH=1048576",
                 "ATTND_MAX_SEQ_LEN=128", "ATTND_MAX_BATCH_TOKENS=2147483647",
                 "ATTND_MAX_ATTENTION_BYTES=0", "ATTND_MODEL_NAME=tiny-v1.0_x", "ATTND_D_MODEL=64",
                 "ATTND_N_HEADS=4", "ATTND_N_KV_HEADS=2", "ATTND_D_FF=96", "ATTND_N_LAYERS=3",
@@ -225,7 +227,7 @@ START_TEST(test_file_sets_every_field)
                        "  \"connection_timeout\": 3600, \"access_log\": false},\n"
                        " \"compute\": {\"workers\": 64, \"forward_threads\": 256,\n"
                        "  \"queue_size\": 1000000, \"batch_tokens\": 1048576,\n"
-                       "  \"batch_delay_ms\": 10000},\n"
+                       "  \"batch_delay_ms\": 10000, \"spin_us\": 0},\n"
                        " \"limits\": {\"max_batch\": 1048576, \"max_seq_len\": 128,\n"
                        "  \"max_batch_tokens\": 2147483647, \"max_attention_bytes\": 0},\n"
                        " \"model\": {\"name\": \"tiny-v1.0_x\", \"d_model\": 64, \"n_heads\": 4,\n"
@@ -553,6 +555,7 @@ static struct {
     {NULL, {0}, {"ATTND_QUEUE_SIZE=1000001"}, "ATTND_QUEUE_SIZE: 1000001 is outside 1..1000000"},
     {NULL, {"--batch-tokens", "0"}, {0}, "--batch-tokens: 0 is outside 1..1048576"},
     {NULL, {0}, {"ATTND_BATCH_DELAY_MS=-1"}, "ATTND_BATCH_DELAY_MS: -1 is outside 0..10000"},
+    {NULL, {"--spin-us", "1000001"}, {0}, "--spin-us: 1000001 is outside 0..1000000"},
     {NULL, {0}, {"ATTND_CONNECTION_TIMEOUT=0"}, "ATTND_CONNECTION_TIMEOUT: 0 is outside 1..3600"},
     {NULL, {0}, {"ATTND_ACCESS_LOG=nope"}, "ATTND_ACCESS_LOG: 'nope' is not a boolean"},
     {NULL, {0}, {"ATTND_ACTIVATION=GELU"}, "ATTND_ACTIVATION: 'GELU' is not one of"},
@@ -694,6 +697,7 @@ START_TEST(test_help_lists_everything)
         "--queue-size", "ATTND_QUEUE_SIZE", "compute.queue_size",
         "--batch-tokens", "ATTND_BATCH_TOKENS", "compute.batch_tokens",
         "--batch-delay-ms", "ATTND_BATCH_DELAY_MS", "compute.batch_delay_ms",
+        "--spin-us", "ATTND_SPIN_US", "compute.spin_us", "default 2000", "0..1000000",
         "--max-batch", "ATTND_MAX_BATCH", "limits.max_batch",
         "--max-seq-len", "ATTND_MAX_SEQ_LEN", "limits.max_seq_len",
         "--max-batch-tokens", "ATTND_MAX_BATCH_TOKENS", "limits.max_batch_tokens",

@@ -20,5 +20,6 @@ Suite *fuzz_suite(void);
 Suite *edges_suite(void);
 Suite *hostile_suite(void);
 Suite *v2_suite(void);
+Suite *spin_suite(void);
 
 #endif
