@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,17 +151,28 @@ static int run_batched(const enc_model *m, enc_workspace *ws, const enc_batch *i
     return failed ? jobs[1].rc : 0;
 }
 
-/* Runs one path in one attention mode and compares everything it returns. */
+/* n floats of NaN: an entry the forward leaves unwritten then differs from
+ * PyTorch's by infinity (max_abs_diff), padding included. */
+static float *poisoned(size_t n)
+{
+    float *f = xcalloc(n, sizeof *f);
+    for (size_t i = 0; i < n; i++)
+        f[i] = NAN;
+    return f;
+}
+
+/* Runs one path in one attention mode and compares everything it returns,
+ * into outputs that start as NaN (the daemon does not zero them). */
 static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const char *path)
 {
     const enc_hparams *hp = &c->hp;
     const int B = c->in.B, L = c->in.L, H = hp->n_heads;
     const size_t n_out = (size_t)B * L * hp->d_model;
     const size_t n_attn = (size_t)B * (mode == ENC_ATTN_HEADS ? H : 1) * L * L;
-    float *out = xcalloc(n_out, sizeof *out);
+    float *out = poisoned(n_out);
     float *attn[ENC_MAX_LAYERS] = {0};
     for (int l = 0; l < hp->n_layers; l++)
-        attn[l] = xcalloc(n_attn, sizeof(float));
+        attn[l] = poisoned(n_attn);
     enc_result res = {.out = out, .attn_mode = mode, .attn = attn};
     enc_workspace *ws = enc_workspace_new(c->model);
     enc_error err = {0};
