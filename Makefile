@@ -153,7 +153,7 @@ $(PAGE_NODE)/node_modules/playwright-core/package.json:
 
 bench:
 	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory $(ATTND) $(CORE_LIB)
+	@$(MAKE) --no-print-directory $(ATTND) $(CORE_LIB) $(APP_LIB)
 	bash bench/run.sh
 
 run:

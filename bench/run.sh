@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh - `make bench`: attnd's performance against the issue-4 targets,
 # every figure measured in this one run and printed under the command that
-# made it, then a summary table.  Needs build/attnd and build/libattnd_core.a
-# (the Makefile's bench target builds them first); compiles the C benchmarks
+# made it, then a summary table.  Needs build/attnd, build/libattnd_core.a and
+# build/libattnd_app.a (the Makefile's bench target builds them first); compiles the C benchmarks
 # into build/bench/ itself.  See docs/performance.md for what each figure means.
 #
 # Model everywhere: one BERT-base-sized block - d_model 768, 12 heads, d_ff
@@ -201,9 +201,9 @@ trap 'stop_daemon; exit 130' INT TERM
 # ---- build -----------------------------------------------------------------
 
 section "build"
-for f in build/attnd build/libattnd_core.a; do
+for f in build/attnd build/libattnd_core.a build/libattnd_app.a; do
     if [ ! -f "$f" ]; then
-        echo "bench: $f is missing; run 'make build/attnd build/libattnd_core.a' (or 'make bench')"
+        echo "bench: $f is missing; run 'make bench'"
         exit 1
     fi
 done
@@ -222,7 +222,7 @@ fi
     run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench \
         bench/http_bench.c bench/bench_util.c -o $BB/http_bench $CURL_LIBS -lm -lpthread &&
     run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench -Iserver \
-        bench/wake_latency.c bench/bench_util.c server/spin.c -o $BB/wake_latency -lm -lpthread
+        bench/wake_latency.c bench/bench_util.c -o $BB/wake_latency build/libattnd_app.a -lm -lpthread
 } || { echo "bench: cannot compile the benchmarks"; exit 1; }
 
 # ---- machine ---------------------------------------------------------------

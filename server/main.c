@@ -30,28 +30,24 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
  * was done, for the ready line. */
 static spinners *start_spinners(const attnd_config *cfg, char *note, size_t note_len)
 {
-    if (cfg->compute.spin_us == 0) {
-        snprintf(note, note_len, "no spinning");
+    snprintf(note, note_len, "no spinning");
+    if (cfg->compute.spin_us == 0)
         return NULL;
-    }
     char why[PATH_MAX + 200];
     if (spin_cpu_quota("/sys/fs/cgroup", "/proc/self/cgroup", why, sizeof why)) {
         fprintf(stderr, "attnd: compute.spin_us: off, a CPU quota applies (%s)\n", why);
-        snprintf(note, note_len, "no spinning");
         return NULL;
     }
     const long busy = (long)cfg->compute.workers * cfg->compute.forward_threads + cfg->server.threads;
     const int cpus = spin_cpus_allowed();
     const int n = busy < cpus ? (int)busy : cpus;
     spinners *sp = spinners_new(n, cfg->compute.spin_us);
-    if (!sp) {
+    if (!sp)
         fprintf(stderr, "attnd: compute.spin_us: off, cannot start the spinners: %s\n",
                 strerror(errno));
-        snprintf(note, note_len, "no spinning");
-        return NULL;
-    }
-    snprintf(note, note_len, "spinning %d us on %d CPU%s", cfg->compute.spin_us, n,
-             n == 1 ? "" : "s");
+    else
+        snprintf(note, note_len, "spinning %d us on %d CPU%s", cfg->compute.spin_us, n,
+                 n == 1 ? "" : "s");
     return sp;
 }
 

@@ -19,12 +19,12 @@ struct pool {
     int stopping;
     int n_workers;
     pthread_t *threads;
-    enc_workspace **workspaces; /* (workers) each worker's, made by pool_new */
+    struct worker_arg *args;    /* (workers) what each worker thread is given */
 };
 
 typedef struct worker_arg {
     pool *p;
-    enc_workspace *ws;
+    enc_workspace *ws; /* the worker's, made by pool_new */
 } worker_arg;
 
 double pool_now(void)
@@ -67,10 +67,9 @@ static void deadline_in(struct timespec *ts, int ms)
 
 static void *worker_main(void *arg)
 {
-    worker_arg wa = *(worker_arg *)arg;
-    free(arg);
-    pool *p = wa.p;
-    enc_workspace *ws = wa.ws;
+    const worker_arg *wa = arg;
+    pool *p = wa->p;
+    enc_workspace *ws = wa->ws;
     pool_job *batch[MAX_BATCH_JOBS];
     enc_job ej[MAX_BATCH_JOBS]; /* about 70 KB of the thread's stack */
     for (;;) {
@@ -140,8 +139,8 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
     pthread_cond_init(&p->more, &ca);
     pthread_condattr_destroy(&ca);
     p->threads = calloc((size_t)workers, sizeof *p->threads);
-    p->workspaces = calloc((size_t)workers, sizeof *p->workspaces);
-    if (!p->threads || !p->workspaces) {
+    p->args = calloc((size_t)workers, sizeof *p->args);
+    if (!p->threads || !p->args) {
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the compute pool");
         pool_free(p);
         return NULL;
@@ -150,18 +149,16 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
      * here, before the daemon says it is ready: made later by the workers,
      * a limit on memory set once the daemon is up could find them
      * half-made (docs/reliability.md). */
-    for (int i = 0; i < workers; i++)
-        if (!(p->workspaces[i] = enc_workspace_new(m))) {
+    for (int i = 0; i < workers; i++) {
+        p->args[i].p = p;
+        if (!(p->args[i].ws = enc_workspace_new(m))) {
             enc_error_set(err, ENC_ENOMEM, "out of memory for compute worker %d's workspace", i);
             pool_free(p);
             return NULL;
         }
+    }
     for (int i = 0; i < workers; i++) {
-        worker_arg *wa = malloc(sizeof *wa);
-        if (wa)
-            *wa = (worker_arg){p, p->workspaces[i]};
-        if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
-            free(wa);
+        if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
             enc_error_set(err, ENC_ENOMEM, "cannot start compute worker %d", i);
             pool_free(p);
             return NULL;
@@ -216,9 +213,9 @@ void pool_free(pool *p)
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->threads[i], NULL);
-    for (int i = 0; p->workspaces && i < p->opt.workers; i++)
-        enc_workspace_free(p->workspaces[i]);
-    free(p->workspaces);
+    for (int i = 0; p->args && i < p->opt.workers; i++)
+        enc_workspace_free(p->args[i].ws);
+    free(p->args);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

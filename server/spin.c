@@ -190,10 +190,10 @@ static bool first_line(const char *path, char *buf, size_t len)
     return ok;
 }
 
-static bool is_dir(const char *path)
+static bool exists(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
 /* Looks for a quota in file in mnt + path and each ancestor up to mnt. */
@@ -253,12 +253,11 @@ bool spin_cpu_quota(const char *root, const char *self, char *why, size_t why_le
         char mnt[PATH_MAX], probe[PATH_MAX + 32];
         if (!strcmp(line, "0") && !*controllers) { /* cgroup v2 */
             snprintf(probe, sizeof probe, "%s/cgroup.controllers", root);
-            struct stat st;
-            snprintf(mnt, sizeof mnt, stat(probe, &st) == 0 ? "%s" : "%s/unified", root);
+            snprintf(mnt, sizeof mnt, exists(probe) ? "%s" : "%s/unified", root);
             limited = quota_in(mnt, path, "cpu.max", true, why, why_len);
         } else if (lists(controllers, "cpu")) { /* cgroup v1 */
             snprintf(mnt, sizeof mnt, "%s/%s", root, controllers);
-            if (!is_dir(mnt))
+            if (!exists(mnt))
                 snprintf(mnt, sizeof mnt, "%s/cpu", root);
             limited = quota_in(mnt, path, "cpu.cfs_quota_us", false, why, why_len);
         }

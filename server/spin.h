@@ -5,7 +5,7 @@
  * forward wakes its team; the finished forward wakes the HTTP thread again,
  * whose response wakes the client.  Each wake-up that lands on a halted CPU
  * waits for that CPU to come out of halt: on a virtual machine that is an
- * exit to the hypervisor, measured at 40-90 us here against 5-20 us for a
+ * exit to the hypervisor, measured at 23-61 us here against 16-19 us for a
  * CPU that is running something (docs/performance.md, "Wake-ups").
  *
  * The spinners are threads at SCHED_IDLE that spin (pause, and sched_yield
@@ -40,7 +40,7 @@ spinners *spinners_new(int n, long window_us);
  * any thread; s may be NULL. */
 void spinners_kick(spinners *s);
 
-/* Spinners currently running at SCHED_IDLE (for tests and the start-up log). */
+/* Spinners currently running at SCHED_IDLE (0 for NULL). */
 int spinners_count(const spinners *s);
 
 /* Stops and joins the threads.  s may be NULL. */
