@@ -44,21 +44,31 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     }
 }
 
-size_t attention_scratch_floats(int rows, int len, int E)
+size_t attention_scratch_floats(int rows, int len)
 {
-    return (size_t)rows * ((size_t)len + 16) + (size_t)KEY_BLOCK * (size_t)E + 2 * (size_t)rows;
+    return (size_t)rows * ((size_t)len + 16) + 2 * (size_t)rows;
 }
 
-/* The two products, on the packed kernel when simd_enabled() (kt is then
- * scratch for a block of keys' panels, KEY_BLOCK * E floats) or on
- * cblas_sgemm (kt NULL).  qs is Q's, K's and V's row stride (qkv's). */
+size_t attention_keys_floats(int len, int E)
+{
+    return ((size_t)len + GEMM_NR - 1) / GEMM_NR * GEMM_NR * (size_t)E;
+}
+
+void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int g, int E)
+{
+    gemm_pack_t(kt, qkv + (size_t)(H + g) * E, qkv_stride, len, E, 1.0f / sqrtf((float)E));
+}
+
+/* The two products, on the packed kernel when kt holds the head's keys from
+ * attention_pack_keys (offset to the first key of the block: a multiple of
+ * GEMM_NR keys), or on cblas_sgemm (kt NULL).  qs is Q's, K's and V's row
+ * stride (qkv's). */
 
 /* s (rows, n; rows lds apart) = scale * q (rows, E) . k (n, E)^T */
 static void scores_mul(float *s, int lds, const float *q, const float *k, int qs, int rows, int n,
-                       int E, float scale, float *kt)
+                       int E, float scale, const float *kt)
 {
     if (kt) {
-        gemm_pack_t(kt, k, qs, n, E, scale);
         gemm_mul(s, lds, q, qs, kt, GEMM_NR, (size_t)E * GEMM_NR, rows, n, E, false);
     } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qs, k, qs, 0.0f,
@@ -84,13 +94,14 @@ static void values_mul(float *z, int zs, const float *p, int lds, const float *v
  * running max grows, divided by the sum of the weights at the end. */
 static void attention_rows_online(float *z, int z_stride, const float *qkv, int qkv_stride, int len,
                                   int i0, int i1, int H, int G, int E, const seq_mask *sm,
-                                  float *scores, float *kt, float *row_max, float *row_sum)
+                                  const float *kt, float *scores, float *row_max, float *row_sum)
 {
     const int rows = i1 - i0;
     const float scale = 1.0f / sqrtf((float)E);
     const int group = H / G;
     const float *k_base = qkv + (size_t)H * E;
     const float *v_base = k_base + (size_t)G * E;
+    const size_t keys = attention_keys_floats(len, E); /* one head's packed keys */
 
     for (int h = 0; h < H; h++) {
         const int g = h / group;
@@ -105,7 +116,8 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
-            scores_mul(scores, KEY_BLOCK, q, k, qkv_stride, rows, n, E, scale, kt);
+            scores_mul(scores, KEY_BLOCK, q, k, qkv_stride, rows, n, E, scale,
+                       kt ? kt + (size_t)g * keys + (size_t)j0 * E : NULL);
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
@@ -130,24 +142,24 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
 }
 
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
-                    int i1, int H, int G, int E, const seq_mask *sm, float *scratch, float *attn,
-                    enc_attn_mode mode, int L)
+                    int i1, int H, int G, int E, const seq_mask *sm, const float *kt,
+                    float *scratch, float *attn, enc_attn_mode mode, int L)
 {
     const int rows = i1 - i0;
     if (rows <= 0)
         return;
-    /* scratch: scores (rows, lds), then the key panels, then the online
-     * softmax's running max and sum (rows each) */
+    /* scratch: scores (rows, lds), then the online softmax's running max and
+     * sum (rows each) */
     const int lds = gemm_padded_ld(len);
     float *scores = scratch;
-    float *kt = simd_enabled() ? scores + (size_t)rows * ((size_t)len + 16) : NULL;
-    float *row_max = scores + (size_t)rows * ((size_t)len + 16) + (size_t)KEY_BLOCK * E;
+    float *row_max = scores + (size_t)rows * ((size_t)len + 16);
     float *row_sum = row_max + rows;
     if (!attn && len >= KEY_BLOCK + 2) {
-        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, scores, kt,
+        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, kt, scores,
                               row_max, row_sum);
         return;
     }
+    const size_t keys = attention_keys_floats(len, E);
     const float scale = 1.0f / sqrtf((float)E);
     const int group = H / G; /* query heads per key/value head */
     const float *k_base = qkv + (size_t)H * E;
@@ -163,18 +175,16 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
          * then mask and softmax */
         for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
             scores_mul(scores + j0, lds, q, k + (size_t)j0 * qkv_stride, qkv_stride, rows,
-                       len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale, kt);
+                       len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale,
+                       kt ? kt + (size_t)g * keys + (size_t)j0 * E : NULL);
+        float *heads = attn && mode == ENC_ATTN_HEADS ? attn + ((size_t)h * L + i0) * L : NULL;
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
             mask_apply_row(sm, i0 + r, row);
-            softmax_row(row, len);
+            softmax_row(row, len, heads ? heads + (size_t)r * L : NULL);
         }
 
-        if (attn && mode == ENC_ATTN_HEADS) {
-            float *dst = attn + ((size_t)h * L + i0) * L;
-            for (int r = 0; r < rows; r++)
-                memcpy(dst + (size_t)r * L, scores + (size_t)r * lds, (size_t)len * sizeof *dst);
-        } else if (attn && mode == ENC_ATTN_MEAN) {
+        if (attn && mode == ENC_ATTN_MEAN) {
             for (int r = 0; r < rows; r++) {
                 float *dst = attn + (size_t)(i0 + r) * L;
                 const float *src = scores + (size_t)r * lds;
@@ -195,9 +205,22 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
     }
 }
 
+size_t attention_forward_floats(int len, int G, int E)
+{
+    return attention_scratch_floats(len, len) + (size_t)G * attention_keys_floats(len, E);
+}
+
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
                        int G, int E, const seq_mask *sm, float *scratch, float *attn,
                        enc_attn_mode mode, int L)
 {
-    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, scratch, attn, mode, L);
+    float *kt = NULL;
+    if (simd_enabled()) {
+        kt = scratch + attention_scratch_floats(len, len);
+        for (int g = 0; g < G; g++)
+            attention_pack_keys(kt + (size_t)g * attention_keys_floats(len, E), qkv, qkv_stride,
+                                len, H, g, E);
+    }
+    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, kt, scratch, attn, mode,
+                   L);
 }

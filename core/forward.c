@@ -20,9 +20,11 @@
 static atomic_int default_threads = 1;
 
 /* One sequence of the packed batch: sequence b of job j, at rows
- * [row, row + len) of the packed matrices. */
+ * [row, row + len) of the packed matrices, its packed keys at kt floats
+ * into the workspace's kt. */
 typedef struct seq_info {
     int job, b, row, len;
+    size_t kt;
 } seq_info;
 
 /* One unit of attention work: query rows [i0, i1) of packed sequence seq. */
@@ -42,6 +44,8 @@ struct enc_workspace {
     float *z;          /* (T, D) attention output, heads concatenated */
     float *o;          /* (T, D) a sublayer's output */
     float *h;          /* (T, ldh) feed-forward hidden layer, F used of each row */
+    float *kt;         /* every sequence's keys packed for the scores (attention_pack_keys),
+                          or none (!m->packed) */
     float *scores;     /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
     uint8_t *is_global;/* (sum of the jobs' L) each job's global positions */
@@ -167,15 +171,18 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
+    const size_t GE = (size_t)m->hp.n_kv_heads * (size_t)m->head_dim;
     const int ldh = gemm_padded_ld((int)F);
     const size_t attn_floats =
-        align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
-        sizeof(float);
-    size_t n_td, n_tq, n_tf, n_ll, sizes[11];
+        align64(attention_scratch_floats((int)tile, (int)L) * sizeof(float)) / sizeof(float);
+    size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[12];
+    /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
+     * per sequence */
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
               mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
-              S < SIZE_MAX / 32;
+              S < SIZE_MAX / 32 && (!m->packed || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
+              n_kt < SIZE_MAX / 8;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
     sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
@@ -186,8 +193,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     sizes[8] = align64(S * sizeof(seq_info));
     sizes[9] = align64((T + S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
+    sizes[11] = align64(n_kt * sizeof(float));
     size_t total = 0;
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 12; i++) {
         if (sizes[i] > SIZE_MAX - total)
             return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address "
                                                   "space");
@@ -208,11 +216,11 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     ws->ldh = ldh;
     ws->attn_floats = attn_floats;
     char *p = mem;
-    void **bufs[11] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
+    void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
                        (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->seqs,
-                       (void **)&ws->items,  (void **)&ws->gemm};
-    for (int i = 0; i < 11; i++) {
+                       (void **)&ws->items,  (void **)&ws->gemm,      (void **)&ws->kt};
+    for (int i = 0; i < 12; i++) {
         *bufs[i] = p;
         p += sizes[i];
     }
@@ -299,6 +307,7 @@ typedef struct block_ctx {
     const size_t *global_off; /* (jobs) where each job's is_global flags start */
     int layer;
     int T;
+    const float *kt;        /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
     /* the Linear of a linear phase */
     float *lin_out;
     const float *lin_in, *lin_w, *lin_b;
@@ -379,8 +388,26 @@ static void phase_attention(void *arg, int tid, int n)
             seq_attn = res->attn[c->layer] +
                        (size_t)sq->b * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
         attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q, sq->len,
-                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm, scratch, seq_attn,
-                       res->attn_mode, L);
+                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm,
+                       c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
+    }
+}
+
+/* Every sequence's keys packed for attention, split by (sequence, key/value
+ * head). */
+static void phase_keys(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    enc_workspace *ws = c->ws;
+    const int G = m->hp.n_kv_heads, E = m->head_dim, Q = m->qkv_dim;
+    int k0, k1;
+    team_split(ws->n_seqs * G, tid, n, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+        const seq_info *sq = &ws->seqs[k / G];
+        const int g = k % G;
+        attention_pack_keys(ws->kt + sq->kt + (size_t)g * attention_keys_floats(sq->len, E),
+                            ws->qkv + (size_t)sq->row * Q, Q, sq->len, m->hp.n_heads, g, E);
     }
 }
 
@@ -435,7 +462,7 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     const enc_layer *ly = &m->layers[l];
     const int D = hp->d_model, F = hp->d_ff;
     block_ctx c = {.m = m, .ly = ly, .ws = ws, .jobs = jobs, .global_off = global_off,
-                   .layer = l, .T = T};
+                   .layer = l, .T = T, .kt = m->packed && simd_enabled() ? ws->kt : NULL};
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
     const float *a_in = ws->x;
@@ -445,6 +472,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     }
     run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
                false);
+    if (c.kt)
+        team_run(ws->team, phase_keys, &c);
     team_run(ws->team, phase_attention, &c);
     run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
@@ -528,7 +557,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
 
     /* Pack the real tokens of every sequence of every job into x (T, D). */
     int row = 0;
-    size_t goff = 0;
+    size_t goff = 0, kt = 0;
     ws->n_seqs = 0;
     for (int j = 0; j < n; j++) {
         if (jobs[j].rc < 0)
@@ -542,7 +571,8 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         goff += (size_t)L;
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
-            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len};
+            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt};
+            kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
                    (size_t)len * D * sizeof(float));
             row += len;

@@ -90,8 +90,10 @@ void activation_forward(float *x, size_t n, enc_activation act);
  * reference share. */
 float activation_value(float x, enc_activation act);
 /* Softmax of one row of n scores in place; -inf entries are excluded keys.
- * A row with no finite-or-larger score becomes all zeros. */
-void softmax_row(float *s, int n);
+ * A row with no finite-or-larger score becomes all zeros.  The weights are
+ * also written to copy (n) unless it is NULL: attention's weights go out
+ * in the same pass. */
+void softmax_row(float *s, int n, float *copy);
 /* One block of keys of an online softmax (FlashAttention's): given a row's
  * running *max and *sum of exp(score - *max) over the keys before, and the
  * next n scores s (-inf = excluded), sets s to exp(s - new max) (0 where
@@ -134,24 +136,37 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
 #define KEY_BLOCK 128
 
 /* Floats of the scratch attention_rows needs for rows query rows of a
- * sequence of len tokens, head size E. */
-size_t attention_scratch_floats(int rows, int len, int E);
+ * sequence of len tokens. */
+size_t attention_scratch_floats(int rows, int len);
+
+/* One key/value head's keys packed for the scores product: K^T / sqrt(E) in
+ * the panels of gemm_pack_t, attention_keys_floats(len, E) floats.
+ * attention_pack_keys writes head g's from qkv (len rows qkv_stride apart,
+ * laid out as for attention_rows) to kt.  A sequence's keys are packed
+ * once per block and read by every tile of its query rows: packing them
+ * per tile cost a tile's share of a forward again for each tile (1.8% of
+ * the forward at B=1 L=512). */
+size_t attention_keys_floats(int len, int E);
+void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int g, int E);
 
 /* Multi-head attention for query rows [i0, i1) of one sequence of len
  * tokens, every head; keys and values are the whole sequence.
  *   qkv     (len, qkv_stride): Q in columns [0, H*E), K in [H*E, H*E+G*E), V after
  *   z       (len, z_stride): heads' outputs concatenated; rows [i0, i1) written
- *   scratch attention_scratch_floats(i1 - i0, len, E) floats
+ *   kt      G heads' packed keys, attention_keys_floats(len, E) floats apart
+ *           (attention_pack_keys), for the AVX-512 kernel; NULL: cblas_sgemm
+ *   scratch attention_scratch_floats(i1 - i0, len) floats
  *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN;
  *           rows [i0, i1), columns < len written
  * Without attn, a sequence of KEY_BLOCK + 2 or more tokens goes through keys
  * in blocks with an online softmax: the same result within float rounding. */
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
-                    int i1, int H, int G, int E, const seq_mask *sm, float *scratch, float *attn,
-                    enc_attn_mode mode, int L);
+                    int i1, int H, int G, int E, const seq_mask *sm, const float *kt,
+                    float *scratch, float *attn, enc_attn_mode mode, int L);
 
-/* attention_rows over every query row at once: scratch is
- * attention_scratch_floats(len, len, E) floats. */
+/* attention_rows over every query row at once, packing the keys itself when
+ * simd_enabled(): scratch is attention_forward_floats(len, G, E) floats. */
+size_t attention_forward_floats(int len, int G, int E);
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
                        int G, int E, const seq_mask *sm, float *scratch, float *attn,
                        enc_attn_mode mode, int L);

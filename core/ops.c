@@ -168,18 +168,20 @@ void activation_forward(float *x, size_t n, enc_activation act)
 }
 
 VECTOR_CLONES
-void softmax_row(float *s, int n)
+void softmax_row(float *s, int n, float *copy)
 {
     /* One block holding the whole row: s becomes exp(s - max) and sum their
      * total (0 when no key is allowed, s then all zeros; NaN on overflow, s
-     * then all NaN). */
+     * then all NaN: both stay as they are, times 1). */
     float max = -INFINITY, sum = 0.0f;
     softmax_block(s, n, &max, &sum);
-    if (!(sum > 0.0f))
-        return;
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < n; j++)
-        s[j] *= inv;
+    const float inv = sum > 0.0f ? 1.0f / sum : 1.0f;
+    if (copy)
+        for (int j = 0; j < n; j++)
+            copy[j] = s[j] *= inv;
+    else
+        for (int j = 0; j < n; j++)
+            s[j] *= inv;
 }
 
 bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum,

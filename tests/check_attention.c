@@ -27,7 +27,7 @@ static seq_mask no_mask(int len)
 START_TEST(test_ring_fell_kernel)
 {
     float qkv[3][12], z[3][4], attn[9];
-    float *scratch = xcalloc(attention_scratch_floats(3, 3, 4), sizeof *scratch);
+    float *scratch = xcalloc(attention_forward_floats(3, 1, 4), sizeof *scratch);
     for (int i = 0; i < 3; i++) {
         memcpy(qkv[i], ring_Q[i], sizeof ring_Q[i]);
         memcpy(qkv[i] + 4, ring_K[i], sizeof ring_K[i]);
@@ -173,27 +173,28 @@ START_TEST(test_softmax_rows)
 {
     use_simd(_i);
     float s[3] = {0.0f, -INFINITY, logf(3.0f)};
-    softmax_row(s, 3);
+    softmax_row(s, 3, NULL);
     ck_assert_float_eq_tol(s[0], 0.25f, 1e-7f);
     ck_assert_float_eq(s[1], 0.0f);
     ck_assert_float_eq_tol(s[2], 0.75f, 1e-7f);
 
     float none[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    softmax_row(none, 4);
+    softmax_row(none, 4, NULL);
     for (int j = 0; j < 4; j++)
         ck_assert(none[j] == 0.0f); /* zeros, never NaN */
 
     /* Max subtraction: huge scores do not overflow. */
     float big[2] = {1e30f, 1e30f};
-    softmax_row(big, 2);
+    softmax_row(big, 2, NULL);
     ck_assert_float_eq(big[0], 0.5f);
     simd_set_enabled(true);
 }
 END_TEST
 
 /* Softmax rows of many lengths (either side of the 16-float vectors), with
- * excluded keys, against softmax in double; an online softmax over two
- * blocks against the same; rows with no allowed key, NaN, +inf. */
+ * excluded keys, against softmax in double, and the weights' copy (written
+ * over NaN) against the same; an online softmax over two blocks against the
+ * same; rows with no allowed key, NaN, +inf. */
 START_TEST(test_softmax_against_double)
 {
     use_simd(_i);
@@ -202,6 +203,7 @@ START_TEST(test_softmax_against_double)
     for (size_t t = 0; t < sizeof lens / sizeof *lens; t++) {
         const int n = lens[t];
         float *s = xcalloc((size_t)n, sizeof *s), *o = xcalloc((size_t)n, sizeof *o);
+        float *c = xcalloc((size_t)n, sizeof *c);
         double *want = xcalloc((size_t)n, sizeof *want);
         fill_random(s, (size_t)n, &st, 8.0f);
         for (int j = 0; j < n; j++)
@@ -213,7 +215,9 @@ START_TEST(test_softmax_against_double)
             max = s[j] > max ? s[j] : max;
         for (int j = 0; j < n; j++)
             sum += want[j] = s[j] == -INFINITY ? 0.0 : exp((double)s[j] - max);
-        softmax_row(s, n);
+        for (int j = 0; j < n; j++)
+            c[j] = NAN;
+        softmax_row(s, n, c);
         /* online: keys [0, h) then [h, n) */
         const int h = n / 3;
         float m = -INFINITY, z = 0.0f;
@@ -225,6 +229,8 @@ START_TEST(test_softmax_against_double)
             const double w = want[j] / sum;
             ck_assert_msg(fabs(s[j] - w) <= 4e-6 * w + 1e-9, "n %d key %d: %g, want %g", n, j,
                           (double)s[j], w);
+            ck_assert_msg(fabs(c[j] - w) <= 4e-6 * w + 1e-9, "copy n %d key %d: %g, want %g", n,
+                          j, (double)c[j], w);
             ck_assert_msg(fabs(o[j] / z - w) <= 4e-6 * w + 1e-9, "online n %d key %d: %g, want %g",
                           n, j, (double)(o[j] / z), w);
             if (want[j] == 0.0)
@@ -233,18 +239,26 @@ START_TEST(test_softmax_against_double)
         /* NaN anywhere, or +inf: the whole row NaN; no key allowed: zeros */
         for (int j = 0; j < n; j++)
             s[j] = j == n / 2 ? NAN : 1.0f;
-        softmax_row(s, n);
+        softmax_row(s, n, NULL);
         for (int j = 0; j < n; j++)
             ck_assert_msg(isnan(s[j]), "n %d: NaN row key %d is %g", n, j, (double)s[j]);
         for (int j = 0; j < n; j++)
+            s[j] = j == n / 2 ? NAN : 1.0f;
+        softmax_row(s, n, c);
+        for (int j = 0; j < n; j++)
+            ck_assert_msg(isnan(c[j]), "n %d: NaN row's copy key %d is %g", n, j, (double)c[j]);
+        for (int j = 0; j < n; j++)
             s[j] = j == n - 1 ? INFINITY : -INFINITY;
-        softmax_row(s, n);
+        softmax_row(s, n, NULL);
         ck_assert(isnan(s[0]));
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n; j++) {
             s[j] = -INFINITY;
-        softmax_row(s, n);
+            c[j] = NAN;
+        }
+        softmax_row(s, n, c);
         for (int j = 0; j < n; j++)
-            ck_assert(s[j] == 0.0f);
+            ck_assert(s[j] == 0.0f && c[j] == 0.0f);
+        free(c);
         free(s);
         free(o);
         free(want);
