@@ -21,6 +21,8 @@
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
  *          --attention heads|mean|none (heads)
+ *          --name KEY: "core"'s RESULT keys are KEY_best_ms ... instead of
+ *          core_BxL_best_ms ...
  *
  * Each mode prints one human-readable line, then one "RESULT key=value ..."
  * line for bench/run.sh.  Timings are wall-clock (CLOCK_MONOTONIC) around each
@@ -50,6 +52,7 @@ typedef struct options {
     enc_hparams hp;
     unsigned long seed;
     enc_attn_mode attn;
+    const char *name; /* RESULT key prefix for "core", or NULL: core_BxL[_mode] */
 } options;
 
 static void usage(void)
@@ -59,7 +62,7 @@ static void usage(void)
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A]"
           " [--seed S]\n"
-          "                       [--attention heads|mean|none]\n"
+          "                       [--attention heads|mean|none] [--name KEY]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F]\n",
@@ -119,6 +122,8 @@ static options parse_args(int argc, char **argv)
                 o.attn = v[0] == 'h' ? ENC_ATTN_HEADS : v[0] == 'm' ? ENC_ATTN_MEAN : ENC_ATTN_NONE;
             else
                 usage();
+        } else if (!strcmp(f, "--name")) {
+            o.name = v;
         } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
@@ -268,6 +273,8 @@ static int run_core(const options *o)
         char key[48];
         snprintf(key, sizeof key, "core_%dx%d%s%s", o->batch, o->len,
                  o->attn == ENC_ATTN_HEADS ? "" : "_", o->attn == ENC_ATTN_HEADS ? "" : mode);
+        if (o->name)
+            snprintf(key, sizeof key, "%s", o->name);
         const double rss = peak_rss_mib();
         printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s, attention %s), %d threads, "
                "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP/forward, "
