@@ -6,9 +6,9 @@
  * Same algorithms, constants and clamps as exp_approx and erf_approx, so the
  * same error bounds (tests/check_attention.c measures the softmax and the
  * activations built on them against double); only the rounding of fused
- * multiply-adds may differ in the last bit, and v512_exp at the top of its
- * range (below).  GELU takes erf's A&S form without its series near 0
- * (v512_act): a third fewer instructions, same bound on GELU. */
+ * multiply-adds may differ in the last bit, v512_exp at the top of its range
+ * (below), and erf, which only GELU uses here: erf_approx's A&S form without
+ * its series near 0 (v512_erf_abs), fewer instructions, same bound on GELU. */
 #ifndef ATTND_VEC512_H
 #define ATTND_VEC512_H
 
@@ -67,29 +67,6 @@ V512 __m512 v512_erf_abs(__m512 ax)
     poly = _mm512_mul_ps(poly, t);
     return _mm512_fnmadd_ps(poly, v512_exp(_mm512_mul_ps(ax, _mm512_sub_ps(_mm512_setzero_ps(), ax))),
                             v512_set(1.0f));
-}
-
-/* erf_approx on each lane: the Taylor series below 0.35, A&S 7.1.26 above. */
-V512 __m512 v512_erf(__m512 x)
-{
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
-    const __m512i xi = _mm512_castps_si512(x);
-    const __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi));
-    const __m512 far = v512_erf_abs(ax);
-    const __m512 x2 = _mm512_mul_ps(x, x);
-    __m512 near = v512_set(-1.0f / 1320.0f);
-    near = _mm512_fmadd_ps(near, x2, v512_set(1.0f / 216.0f));
-    near = _mm512_fmadd_ps(near, x2, v512_set(-1.0f / 42.0f));
-    near = _mm512_fmadd_ps(near, x2, v512_set(1.0f / 10.0f));
-    near = _mm512_fmadd_ps(near, x2, v512_set(-1.0f / 3.0f));
-    near = _mm512_mul_ps(_mm512_mul_ps(_mm512_fmadd_ps(near, x2, v512_set(1.0f)),
-                                       v512_set(1.12837916709551257f)),
-                         ax);
-    const __mmask16 small = _mm512_cmp_ps_mask(ax, v512_set(0.35f), _CMP_LT_OQ);
-    const __m512 e = _mm512_mask_blend_ps(small, far, near);
-    /* copysign: erf's sign is x's (NaN lanes: far is NaN, kept) */
-    return _mm512_castsi512_ps(
-        _mm512_or_si512(_mm512_castps_si512(e), _mm512_and_si512(sign, xi)));
 }
 
 /* activation_value on each lane. */
