@@ -601,6 +601,15 @@ if [ -n "${R[http_b64_p50_ms]:-}" ] && [ -n "${R[http_core_median_ms]:-}" ]; the
         line+="; the transport alone (bench/transport_floor.py, same request and response sizes): p50 ${R[http_floor_p50_ms]} ms"
     echo "$line"
 fi
+# The same ratio against the daemon's own compute median for the very
+# requests timed (X-Compute-Ms): no window apart, so a check on the ratio
+# above when the machine's speed moved between the two.
+for fmt_ in b64 json; do
+    p50=${R[http_${fmt_}_p50_ms]:-} cm=${R[http_${fmt_}_compute_ms]:-}
+    if [ -n "$p50" ] && [ -n "$cm" ] && holds "$cm > 0"; then
+        echo "  $fmt_ over HTTP, B=1 L=128: p50 / the daemon's compute median for the same requests = $(fmt "$(calc "$p50 / $cm")" 2)x ($p50 / $cm ms)"
+    fi
+done
 # How close the forward runs to its ceiling, and what 1.2x PyTorch asks of it.
 [ -n "${R[peak_gflops]:-}" ] && echo "  FMA peak of $THREADS threads: ${R[peak_gflops]} GFLOP/s"
 for s in $SHAPES; do
