@@ -59,6 +59,14 @@ void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, i
     gemm_pack_t(kt, qkv + (size_t)(H + g) * E, qkv_stride, len, E, 1.0f / sqrtf((float)E));
 }
 
+/* Key j0's panel (j0 a multiple of GEMM_NR) of key/value head g in a
+ * sequence's packed keys (keys = attention_keys_floats per head), or NULL
+ * when there are none. */
+static const float *packed_keys(const float *kt, size_t keys, int g, int j0, int E)
+{
+    return kt ? kt + (size_t)g * keys + (size_t)j0 * (size_t)E : NULL;
+}
+
 /* The two products, on the packed kernel when kt holds the head's keys from
  * attention_pack_keys (offset to the first key of the block: a multiple of
  * GEMM_NR keys), or on cblas_sgemm (kt NULL).  qs is Q's, K's and V's row
@@ -117,7 +125,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
             scores_mul(scores, KEY_BLOCK, q, k, qkv_stride, rows, n, E, scale,
-                       kt ? kt + (size_t)g * keys + (size_t)j0 * E : NULL);
+                       packed_keys(kt, keys, g, j0, E));
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
@@ -176,7 +184,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
             scores_mul(scores + j0, lds, q, k + (size_t)j0 * qkv_stride, qkv_stride, rows,
                        len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale,
-                       kt ? kt + (size_t)g * keys + (size_t)j0 * E : NULL);
+                       packed_keys(kt, keys, g, j0, E));
         float *heads = attn && mode == ENC_ATTN_HEADS ? attn + ((size_t)h * L + i0) * L : NULL;
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
