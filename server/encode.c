@@ -55,6 +55,7 @@
  * only and cut, so a message is always valid UTF-8.
  */
 #include "encode.h"
+#include "jsontext.h"
 #include "strbuf.h"
 
 #include <errno.h>
@@ -469,18 +470,6 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-static const char *skip_ws(const char *p, const char *end)
-{
-    while (p < end && is_ws(*p))
-        p++;
-    return p;
-}
-
 /* |value| < 10^mag; MAG_ZERO when every digit is 0. */
 #define MAG_ZERO LONG_MIN
 
@@ -643,6 +632,19 @@ bool encode_number_parse(const char *text, size_t len, double *value)
     if (!text || len == 0 || !number_scan(text, len, &t) || t.len != len)
         return false;
     return number_read(text, len, value) == len;
+}
+
+size_t encode_number_token(const char *text, size_t len, double *value)
+{
+    num_token t;
+    bool oom = false;
+    if (!text || len == 0 || !number_scan(text, len, &t))
+        return 0;
+    if (t.integer && t.digits >= 19 && !token_int64(text, t.len, &oom))
+        return 0; /* jansson: "too big integer" */
+    if (number_read(text, t.len, value) != t.len)
+        return 0;
+    return t.integer || !isinf(*value) ? t.len : 0; /* jansson: "real number overflow" */
 }
 
 /* ---- JSON numbers: writing ------------------------------------------------- */
@@ -1323,96 +1325,6 @@ static bool plain_ascii(const unsigned char *c, size_t n)
     return !odd;
 }
 
-/* Past the string that starts at p ('"'), or NULL if it does not end.  Not
- * checked: jansson does that. */
-static const char *skip_string(const char *p, const char *end)
-{
-    const char *from = p + 1;
-    for (;;) {
-        const char *q = memchr(from, '"', (size_t)(end - from));
-        if (!q)
-            return NULL;
-        size_t backslashes = 0;
-        while (q - backslashes > p + 1 && q[-1 - (ptrdiff_t)backslashes] == '\\')
-            backslashes++;
-        if (backslashes % 2 == 0)
-            return q + 1;
-        from = q + 1;
-    }
-}
-
-/* Past the array or object that starts at p, by counting brackets outside
- * strings, or NULL.  Right for valid JSON, which jansson checks. */
-static const char *skip_nested(const char *p, const char *end)
-{
-    size_t depth = 0;
-    while (p < end) {
-        const char c = *p;
-        if (c == '"') {
-            if (!(p = skip_string(p, end)))
-                return NULL;
-            continue;
-        }
-        if (c == '[' || c == '{')
-            depth++;
-        else if ((c == ']' || c == '}') && --depth == 0)
-            return p + 1;
-        p++;
-    }
-    return NULL;
-}
-
-/* Past the value that starts at p, or NULL. */
-static const char *skip_value(const char *p, const char *end)
-{
-    if (*p == '"')
-        return skip_string(p, end);
-    if (*p == '[' || *p == '{')
-        return skip_nested(p, end);
-    const char *q = p;
-    while (q < end && !is_ws(*q) && *q != ',' && *q != '}' && *q != ']')
-        q++;
-    return q > p ? q : NULL;
-}
-
-static int hex_value(char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Whether the object key s[0..n) (as written, escapes included) is want, an
- * ASCII name without NUL. */
-static bool key_is(const char *s, size_t n, const char *want)
-{
-    if (!memchr(s, '\\', n))
-        return n == strlen(want) && memcmp(s, want, n) == 0;
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++, w++) {
-        char c = s[i];
-        if (c == '\\') { /* only \u00XX can spell an ASCII letter */
-            if (i + 5 >= n || s[i + 1] != 'u')
-                return false;
-            int cp = 0;
-            for (size_t h = 2; h < 6; h++) {
-                const int v = hex_value(s[i + h]);
-                if (v < 0)
-                    return false;
-                cp = cp * 16 + v;
-            }
-            if (cp == 0 || cp >= 0x80)
-                return false;
-            c = (char)cp;
-            i += 5;
-        }
-        if (c == '\0' || want[w] != c)
-            return false;
-    }
-    return want[w] == '\0';
-}
-
 /* Reads the embeddings array at s ('[') to its end: see the section comment.
  * Sets sc->end, or sc->bad_syntax (or sc->oom). */
 static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const char *end)
@@ -1430,7 +1342,7 @@ static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const
             if (depth < 3)
                 idx[depth] = 0;
             depth++;
-            p = skip_ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
             if (p == end)
                 goto bad;
             if (*p != ']')
@@ -1473,7 +1385,7 @@ static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const
             if (p < end && *p == '\0')
                 p++;
         } else if (c == '"') {
-            const char *q = skip_string(p, end);
+            const char *q = jt_skip_string(p, end);
             json_error_t je;
             json_t *str = q ? json_loadb(p, (size_t)(q - p), JSON_DECODE_ANY, &je) : NULL;
             if (!str)
@@ -1482,7 +1394,7 @@ static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const
             scan_value(sc, depth, idx, V_STRING, true, 0.0);
             p = q;
         } else if (c == '{') {
-            if (!(p = skip_nested(p, end)))
+            if (!(p = jt_skip_nested(p, end)))
                 goto bad;
             sc->objects = true;
             scan_value(sc, depth, idx, V_OBJECT, true, 0.0);
@@ -1495,13 +1407,13 @@ static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const
                 sc->end = (size_t)(p - body);
                 return;
             }
-            p = skip_ws(p, end);
+            p = jt_skip_ws(p, end);
             if (p == end)
                 goto bad;
             if (*p == ',') {
                 if (depth <= 3)
                     idx[depth - 1]++;
-                p = skip_ws(p + 1, end);
+                p = jt_skip_ws(p + 1, end);
                 if (p == end)
                     goto bad;
                 break;
@@ -1524,20 +1436,20 @@ bad:
 static void find_embeddings(emb_scan *sc, const char *body, size_t len)
 {
     const char *p = body, *end = body + len;
-    p = skip_ws(p, end);
+    p = jt_skip_ws(p, end);
     if (p == end || *p != '{')
         return;
-    p = skip_ws(p + 1, end);
+    p = jt_skip_ws(p + 1, end);
     while (p < end && *p == '"') {
-        const char *q = skip_string(p, end);
+        const char *q = jt_skip_string(p, end);
         if (!q)
             return;
-        const bool emb = key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings");
-        const bool b64 = key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings_b64");
-        p = skip_ws(q, end);
+        const bool emb = jt_key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings");
+        const bool b64 = jt_key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings_b64");
+        p = jt_skip_ws(q, end);
         if (p == end || *p != ':')
             return;
-        p = skip_ws(p + 1, end);
+        p = jt_skip_ws(p + 1, end);
         if (p == end)
             return;
         if (emb) {
@@ -1558,12 +1470,12 @@ static void find_embeddings(emb_scan *sc, const char *body, size_t len)
                 next = s + 1; /* no escapes: the string ends at that quote */
             }
         }
-        if (!(p = next ? next : skip_value(p, end)))
+        if (!(p = next ? next : jt_skip_value(p, end)))
             return;
-        p = skip_ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p == end || *p != ',')
             return;
-        p = skip_ws(p + 1, end);
+        p = jt_skip_ws(p + 1, end);
     }
 }
 

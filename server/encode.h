@@ -134,12 +134,20 @@ unsigned char *base64_decode(const char *text, size_t len, size_t *out_len);
  * value in *value, bit for bit what strtod returns for that text (-0 is
  * -0.0; overflow is +-HUGE_VAL).  The request's floats are (float)*value.
  *
+ * encode_number_token: the JSON number at the start of text[0..len) as
+ * jansson reads it: its length, with its value as encode_number_parse gives
+ * it; 0 when text does not start with a number, when jansson would refuse
+ * it (an integer beyond int64, "too big integer"; a real that overflows,
+ * "real number overflow"), or when memory is short.  What follows the
+ * number is the caller's to check ("1x" is the number 1, length 1).
+ *
  * encode_format_float: f with precision (1..9; others clamped) significant
  * digits, the same text snprintf's "%.*g" writes in the C locale ("-0" for
  * negative zero), or "null" when f is not finite.  buf needs
  * ENCODE_FLOAT_CHARS bytes; it is NUL-terminated; returns the length. */
 #define ENCODE_FLOAT_CHARS 16
 bool encode_number_parse(const char *text, size_t len, double *value);
+size_t encode_number_token(const char *text, size_t len, double *value);
 size_t encode_format_float(char *buf, float f, int precision);
 
 #endif

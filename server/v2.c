@@ -30,9 +30,9 @@
  *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
  */
 #include "v2.h"
+#include "jsontext.h"
 #include "strbuf.h"
 
-#include <errno.h>
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>
@@ -564,95 +564,12 @@ typedef struct fast_data {
     const char *end[FAST_INPUTS];
 } fast_data;
 
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static const char *ws(const char *p, const char *end)
-{
-    while (p < end && is_ws(*p))
-        p++;
-    return p;
-}
-
-static const char *num_end(const char *p, const char *end)
-{
-    while (p < end && ((*p >= '0' && *p <= '9') || *p == '-' || *p == '+' || *p == '.' ||
-                       *p == 'e' || *p == 'E'))
-        p++;
-    return p;
-}
-
-/* After the string at p ('"'), or NULL. */
-static const char *skip_str(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return NULL;
-}
-
-/* After the value at p (not checked: jansson does that), or NULL. */
-static const char *skip_any(const char *p, const char *end)
-{
-    int depth = 0;
-    do {
-        p = ws(p, end);
-        if (p >= end)
-            return NULL;
-        if (*p == '"') {
-            if (!(p = skip_str(p, end)))
-                return NULL;
-        } else if (*p == '[' || *p == '{') {
-            depth++, p++;
-        } else if (*p == ']' || *p == '}') {
-            if (--depth < 0)
-                return NULL;
-            p++;
-        } else if (*p == ',' || *p == ':') {
-            if (depth == 0)
-                return NULL;
-            p++;
-        } else {
-            const char *q = p;
-            while (q < end && *q && !is_ws(*q) && !strchr(",:[]{}\"", *q))
-                q++;
-            if (q == p)
-                return NULL;
-            p = q;
-        }
-    } while (depth > 0);
-    return p;
-}
-
-/* Whether jansson takes the number token [p, q) of value d: an integer must
- * fit int64 ("too big integer"), a real must not overflow ("real number
- * overflow"). */
-static bool jansson_takes(const char *p, const char *q, double d)
-{
-    for (const char *s = p; s < q; s++)
-        if (*s == '.' || *s == 'e' || *s == 'E')
-            return !isinf(d);
-    char buf[24];
-    if ((size_t)(q - p) >= sizeof buf)
-        return false;
-    memcpy(buf, p, (size_t)(q - p));
-    buf[q - p] = '\0';
-    errno = 0;
-    (void)strtoll(buf, NULL, 10);
-    return errno != ERANGE;
-}
-
 /* After a valid array of numbers (and of such arrays) at p ('['), or NULL. */
 static const char *numeric_array(const char *p, const char *end, int depth)
 {
     if (depth > FAST_DEPTH)
         return NULL;
-    p = ws(p + 1, end);
+    p = jt_skip_ws(p + 1, end);
     if (p < end && *p == ']')
         return p + 1;
     for (;;) {
@@ -662,27 +579,20 @@ static const char *numeric_array(const char *p, const char *end, int depth)
             if (!(p = numeric_array(p, end, depth + 1)))
                 return NULL;
         } else {
-            const char *q = num_end(p, end);
             double d;
-            if (q == p || !encode_number_parse(p, (size_t)(q - p), &d) || !jansson_takes(p, q, d))
+            const size_t n = encode_number_token(p, (size_t)(end - p), &d);
+            if (n == 0)
                 return NULL;
-            p = q;
+            p += n;
         }
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p < end && *p == ',')
-            p = ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
         else if (p < end && *p == ']')
             return p + 1;
         else
             return NULL;
     }
-}
-
-/* Whether the string token [p, q) (quotes included) is key, byte for byte. */
-static bool key_is(const char *p, const char *q, const char *key)
-{
-    size_t n = strlen(key);
-    return (size_t)(q - p) == n + 2 && memcmp(p + 1, key, n) == 0;
 }
 
 /* Walks the members of the object at p ('{'); calls member(key, value) for
@@ -694,24 +604,24 @@ typedef const char *(*member_fn)(const char *key, const char *key_end, const cha
 static const char *walk_object(const char *p, const char *end, member_fn member, int k,
                                fast_data *fd)
 {
-    p = ws(p + 1, end);
+    p = jt_skip_ws(p + 1, end);
     if (p < end && *p == '}')
         return p + 1;
     for (;;) {
         if (p >= end || *p != '"')
             return NULL;
         const char *key = p;
-        if (!(p = skip_str(p, end)))
+        if (!(p = jt_skip_string(p, end)))
             return NULL;
         const char *key_end = p;
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p >= end || *p != ':')
             return NULL;
-        if (!(p = member(key, key_end, ws(p + 1, end), end, k, fd)))
+        if (!(p = member(key, key_end, jt_skip_ws(p + 1, end), end, k, fd)))
             return NULL;
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p < end && *p == ',')
-            p = ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
         else if (p < end && *p == '}')
             return p + 1;
         else
@@ -724,13 +634,13 @@ static const char *input_member(const char *key, const char *key_end, const char
                                 const char *end, int k, fast_data *fd)
 {
     const char *after;
-    if (key_is(key, key_end, "data") && v < end && *v == '[' &&
+    if (jt_key_is(key + 1, (size_t)(key_end - key - 2), "data") && v < end && *v == '[' &&
         (after = numeric_array(v, end, 0))) {
         fd->start[k] = v;
         fd->end[k] = after;
         return after;
     }
-    return skip_any(v, end);
+    return jt_skip_value(v, end);
 }
 
 /* A member of the request: walk "inputs". */
@@ -738,21 +648,21 @@ static const char *root_member(const char *key, const char *key_end, const char 
                                int k, fast_data *fd)
 {
     (void)k;
-    if (!key_is(key, key_end, "inputs") || v >= end || *v != '[')
-        return skip_any(v, end);
-    const char *p = ws(v + 1, end);
+    if (!jt_key_is(key + 1, (size_t)(key_end - key - 2), "inputs") || v >= end || *v != '[')
+        return jt_skip_value(v, end);
+    const char *p = jt_skip_ws(v + 1, end);
     if (p < end && *p == ']')
         return p + 1;
     for (int i = 0;; i++) {
         if (p >= end)
             return NULL;
         p = *p == '{' && i < FAST_INPUTS ? walk_object(p, end, input_member, i, fd)
-                                         : skip_any(p, end);
+                                         : jt_skip_value(p, end);
         if (!p)
             return NULL;
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p < end && *p == ',')
-            p = ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
         else if (p < end && *p == ']')
             return p + 1;
         else
@@ -766,7 +676,7 @@ static const char *root_member(const char *key, const char *key_end, const char 
 static char *scan_header(const char *text, size_t len, fast_data *fd, bool *oom)
 {
     memset(fd, 0, sizeof *fd);
-    const char *p = ws(text, text + len);
+    const char *p = jt_skip_ws(text, text + len);
     if (p < text + len && *p == '{')
         walk_object(p, text + len, root_member, 0, fd);
     bool any = false;
@@ -796,11 +706,10 @@ static char *scan_header(const char *text, size_t len, fast_data *fd, bool *oom)
 static int store_text(const v2_input *in, const char **pp, const char *end, size_t k,
                       const char *where, float *f, int *i, api_error *err)
 {
-    const char *p = *pp, *q = num_end(p, end);
+    double d = 0; /* numeric_array checked the token */
+    const char *p = *pp, *q = p + encode_number_token(p, (size_t)(end - p), &d);
     *pp = q;
     if (f) {
-        double d = 0;
-        encode_number_parse(p, (size_t)(q - p), &d); /* checked by numeric_array */
         if (!(d <= FLT_MAX && d >= -FLT_MAX))
             return BAD("inputs[%d] (%s): data%s = %g is outside the float32 range", in->index,
                        in->name, where, d);
@@ -828,7 +737,7 @@ static int store_text(const v2_input *in, const char **pp, const char *end, size
 /* Entries of the (checked) array at p. */
 static size_t text_count(const char *p, const char *end)
 {
-    p = ws(p + 1, end);
+    p = jt_skip_ws(p + 1, end);
     if (p < end && *p == ']')
         return 0;
     size_t n = 1;
@@ -857,7 +766,7 @@ static const char *text_nested(const v2_input *in, const char *p, const char *en
         return NULL;
     }
     const size_t n = strlen(where);
-    p = ws(p + 1, end);
+    p = jt_skip_ws(p + 1, end);
     for (size_t j = 0; j < count; j++) {
         snprintf(where + n, wlen - n, "[%zu]", j);
         if (d + 1 < in->rank) {
@@ -878,12 +787,12 @@ static const char *text_nested(const v2_input *in, const char *p, const char *en
             if (store_text(in, &p, end, (*k)++, where, f, i, err) < 0)
                 return NULL;
         }
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p < end && *p == ',')
-            p = ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
     }
     where[n] = '\0';
-    return ws(p, end) + 1; /* past ']' */
+    return jt_skip_ws(p, end) + 1; /* past ']' */
 }
 
 /* read_input's JSON part, on the data array's text. */
@@ -892,7 +801,7 @@ static int read_text(const v2_input *in, size_t numel, float *f, int *i, api_err
     char where[160], dims[160];
     const char *p = in->text, *end = in->text_end;
     const size_t count = text_count(p, end);
-    const char *first = ws(p + 1, end);
+    const char *first = jt_skip_ws(p + 1, end);
     if (in->rank > 1 && count > 0 && *first == '[') {
         size_t k = 0;
         where[0] = '\0';
@@ -910,9 +819,9 @@ static int read_text(const v2_input *in, size_t numel, float *f, int *i, api_err
                        f ? "a number" : "an integer");
         if (store_text(in, &p, end, k, where, f, i, err) < 0)
             return -1;
-        p = ws(p, end);
+        p = jt_skip_ws(p, end);
         if (p < end && *p == ',')
-            p = ws(p + 1, end);
+            p = jt_skip_ws(p + 1, end);
     }
     return 0;
 }

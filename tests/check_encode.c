@@ -1712,6 +1712,55 @@ START_TEST(test_number_parse_edges)
 }
 END_TEST
 
+/* encode_number_token against jansson itself: the token it finds at the
+ * start of each text is the one jansson reads there (as "[token]"), with
+ * jansson's value; where it finds none, jansson refuses the number. */
+START_TEST(test_number_token)
+{
+    static const struct {
+        const char *text;
+        size_t len; /* 0: none jansson takes */
+    } c[] = {
+        {"12,", 2},
+        {"-0.5]", 4},
+        {"1e5x", 3},   /* what follows is the caller's */
+        {"01", 1},     /* the number 0, then 1 */
+        {"3.25E-2 ", 7},
+        {"9223372036854775807", 19},   /* INT64_MAX */
+        {"-9223372036854775808", 20},  /* INT64_MIN */
+        {"9223372036854775808", 0},    /* "too big integer" */
+        {"-9223372036854775809]", 0},
+        {"123456789012345678901234567890", 0},
+        {"12345678901234567890.0", 22}, /* a real: no int64 limit */
+        {"1e308", 5},
+        {"1e400", 0},                   /* "real number overflow" */
+        {"-1.8e308,", 0},
+        {"1e-400", 6},                  /* underflow to 0 is taken */
+        {"+1", 0}, {"-", 0}, {".5", 0}, {"1.", 0}, {"1e+", 0}, {"", 0}, {"x1", 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const char *t = c[i].text;
+        double v = 42.0;
+        const size_t n = encode_number_token(t, strlen(t), &v);
+        ck_assert_msg(n == c[i].len, "'%s': token of %zu bytes, expected %zu", t, n, c[i].len);
+        char doc[64];
+        snprintf(doc, sizeof doc, "[%.*s]", (int)(n ? n : strlen(t)), t);
+        json_error_t je;
+        json_t *a = json_loads(doc, 0, &je);
+        if (n == 0) {
+            if (c[i].len == 0 && a && strcmp(t, "") != 0) /* the whole text, where no token */
+                ck_abort_msg("'%s': jansson takes %s", t, doc);
+        } else {
+            ck_assert_msg(a && json_array_size(a) == 1 && json_is_number(json_array_get(a, 0)),
+                          "'%s': jansson refuses %s (%s)", t, doc, je.text);
+            const double want = json_number_value(json_array_get(a, 0));
+            ck_assert_msg(v == want, "'%s': %.17g, jansson %.17g", t, v, want);
+        }
+        json_decref(a);
+    }
+}
+END_TEST
+
 /* Random numbers in every form a client may print, against strtod. */
 START_TEST(test_number_parse_random)
 {
@@ -2108,6 +2157,7 @@ Suite *encode_suite(void)
     tcase_add_loop_test(tc, test_random_shapes, 0, 4);
     tcase_add_test(tc, test_mutations);
     tcase_add_test(tc, test_number_parse_edges);
+    tcase_add_test(tc, test_number_token);
     tcase_add_test(tc, test_number_parse_random);
     tcase_add_test(tc, test_number_parse_grammar);
     tcase_add_test(tc, test_format_float_edges);

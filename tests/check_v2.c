@@ -500,11 +500,9 @@ START_TEST(test_text_numbers_bypass_jansson)
         ck_assert_msg(rc == 0, "%s", err.message);
         ck_assert(req.enc.x[1023] == 0.25f);
         v2_request_free(&req);
-        if (!escaped)
-            ck_assert_msg(allocs < 64, "%zu jansson allocations for 1024 numbers read as text",
-                          allocs);
-        else
-            ck_assert_msg(allocs > 1024, "the escaped key was not left to jansson (%zu)", allocs);
+        /* "\u0069nputs" is "inputs" (jsontext.h): read as text too */
+        ck_assert_msg(allocs < 64, "%zu jansson allocations for 1024 numbers read as text%s",
+                      allocs, escaped ? " (key written with an escape)" : "");
     }
     json_set_alloc_funcs(old_malloc, old_free);
     free(b.p);

@@ -21,5 +21,6 @@ Suite *edges_suite(void);
 Suite *hostile_suite(void);
 Suite *v2_suite(void);
 Suite *spin_suite(void);
+Suite *jsontext_suite(void);
 
 #endif
