@@ -198,5 +198,15 @@ size_t enc_floats_nonfinite(const float *x, size_t n);
  * of query rows, norms by rows).  OpenBLAS itself is set to one thread, so the
  * two never compete for cores.  Default 1. */
 void enc_set_threads(int n);
+/* The n of the last enc_set_threads (1 before any). */
+int enc_threads(void);
+
+/* The most forward threads, over all workspaces alive together, that m's
+ * forwards can run without OpenBLAS running out of the buffers reserved for
+ * them (docs/reliability.md): 2 x OpenBLAS's MAX_THREADS less its own
+ * threads (127 with Debian's build on 2 CPUs) when the forwards call
+ * OpenBLAS (a CPU without AVX-512, valgrind, simd_set_enabled(false)), else
+ * INT_MAX. */
+int enc_blas_threads_max(const enc_model *m);
 
 #endif

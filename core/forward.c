@@ -6,6 +6,7 @@
 #include "team.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <math.h>
@@ -109,6 +110,33 @@ static void blas_threads_add(int n)
         blas_map_buffers(all < cap ? all : cap);
     }
     pthread_mutex_unlock(&blas_lock);
+}
+
+/* Whether m's forwards call BLAS: some Linear left unpacked (attention
+ * too when none is packed), or the AVX-512 kernel turned off (simd.h). */
+static bool calls_blas(const enc_model *m)
+{
+    if (!m->packed || !simd_enabled())
+        return true;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const enc_layer *ly = &m->layers[l];
+        if (!ly->pk_qkv || !ly->pk_o || !ly->pk_1 || !ly->pk_2)
+            return true;
+    }
+    return false;
+}
+
+int enc_blas_threads_max(const enc_model *m)
+{
+    if (!calls_blas(m) || !blas_memory_alloc || !blas_memory_free)
+        return INT_MAX;
+    const int n = blas_pool_size() - (openblas_get_num_procs() - 1);
+    return n > 1 ? n : 1;
+}
+
+int enc_threads(void)
+{
+    return atomic_load(&default_threads);
 }
 
 enc_workspace *enc_workspace_new(const enc_model *m)

@@ -126,6 +126,10 @@ int main(int argc, char **argv)
             goto done;
         }
         log_model(&cfg, model);
+        if (pool_check(model, cfg.compute.workers, &err) < 0) {
+            fprintf(stderr, "attnd: %s\n", err.message);
+            goto done;
+        }
         fprintf(stderr, "attnd: configuration OK\n");
         status = EXIT_SUCCESS;
         goto done;

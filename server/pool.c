@@ -120,9 +120,25 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+int pool_check(const enc_model *m, int workers, enc_error *err)
+{
+    const long threads = (long)workers * enc_threads();
+    const int max = enc_blas_threads_max(m);
+    if (threads <= max)
+        return 0;
+    enc_error_set(err, ENC_EINVAL,
+                  "compute.workers x compute.forward_threads = %d x %d = %ld forward threads; "
+                  "here forwards call OpenBLAS (no AVX-512 kernel: a CPU without AVX-512, or "
+                  "valgrind), whose buffers cover at most %d: lower either",
+                  workers, enc_threads(), threads, max);
+    return -1;
+}
+
 pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
 {
     const int workers = o->workers;
+    if (pool_check(m, workers, err) < 0)
+        return NULL;
     pool *p = calloc(1, sizeof *p);
     if (!p) {
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the compute pool");

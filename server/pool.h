@@ -48,9 +48,14 @@ typedef struct pool_options {
     void *on_forward_arg;
 } pool_options;
 
+/* Whether workers workspaces of enc_threads() threads each can run m's
+ * forwards: 0, or -1 (err set, ENC_EINVAL) when there are more threads than
+ * the BLAS buffers reserved for them cover (enc_blas_threads_max). */
+int pool_check(const enc_model *m, int workers, enc_error *err);
+
 /* Makes o->workers workspaces for m, then starts a worker thread on each:
  * when it returns, the pool can run forwards without allocating a
- * workspace.  Returns an owned pool, or NULL (err set). */
+ * workspace.  Returns an owned pool, or NULL (err set; pool_check first). */
 pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err);
 
 /* Queues a job.  Returns 0, or -1 when the queue is full or the pool is

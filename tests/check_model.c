@@ -4,11 +4,13 @@
 #include "internal.h"
 #include "pool.h"
 #include "sha256.h"
+#include "simd.h"
 #include "suites.h"
 #include "test_util.h"
 
 #include <cblas.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -366,6 +368,38 @@ START_TEST(test_workspace_maps_blas_buffers)
 }
 END_TEST
 
+/* More forward threads than OpenBLAS's buffers cover are refused where the
+ * forwards call OpenBLAS, before any thread starts; the bound is 2 x the
+ * MAX_THREADS OpenBLAS reports, less its own threads (CPUs - 1). */
+START_TEST(test_pool_threads_over_blas_buffers)
+{
+    const char *cfg = openblas_get_config(), *mt = strstr(cfg, "MAX_THREADS=");
+    ck_assert_msg(mt, "openblas_get_config() has no MAX_THREADS: %s", cfg);
+    const int bound = 2 * atoi(mt + strlen("MAX_THREADS=")) - (openblas_get_num_procs() - 1);
+    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true};
+    enc_model *m = enc_model_random(&hp, 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    const bool was = simd_enabled();
+    const int threads = enc_threads();
+    simd_set_enabled(false); /* the cblas path, as on a CPU without AVX-512 */
+    ck_assert_int_eq(enc_blas_threads_max(m), bound);
+    enc_set_threads(bound / 2 + 1);
+    enc_error err = {0};
+    pool_options o = {.workers = 2, .queue_size = 4, .batch_tokens = 1024};
+    ck_assert_ptr_null(pool_new(m, &o, &err));
+    ck_assert_int_eq(err.status, ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "compute.workers") && strstr(err.message, "forward_threads"),
+                  "%s", err.message);
+    enc_set_threads(bound / 2); /* at the bound: accepted */
+    ck_assert_int_eq(pool_check(m, 2, &(enc_error){0}), 0);
+    simd_set_enabled(was);
+    if (was && m->packed) /* the AVX-512 kernel calls no BLAS: no bound */
+        ck_assert_int_eq(enc_blas_threads_max(m), INT_MAX);
+    enc_set_threads(threads);
+    enc_model_free(m);
+}
+END_TEST
+
 static void job_done(pool_job *job, void *arg)
 {
     (void)job;
@@ -448,6 +482,7 @@ Suite *model_suite(void)
     tcase_set_timeout(tw, 60);
     tcase_add_test(tw, test_workspace_maps_blas_buffers);
     tcase_add_test(tw, test_pool_ready_before_limit);
+    tcase_add_test(tw, test_pool_threads_over_blas_buffers);
     suite_add_tcase(s, tw);
     return s;
 }
