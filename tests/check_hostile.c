@@ -8,6 +8,8 @@
  * - oversized headers and URL, a lying Content-Length (short and long), an
  *   endless chunked body, garbage instead of HTTP: each answered with a 4xx
  *   or dropped, and the daemon serves the next client;
+ * - 1,536 random mutations of valid requests: answered (never a 5xx but 503
+ *   or libmicrohttpd's 505) or closed, and the daemon serves on;
  * - a weights file missing or truncated at start;
  * - a request within the limits that the memory left (RLIMIT_AS, set on the
  *   running daemon with prlimit) cannot hold: 503 or 413, then business as
@@ -25,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,6 +450,193 @@ START_TEST(test_endless_chunked_body)
 }
 END_TEST
 
+/* ---- mutated requests ---------------------------------------------------------- */
+
+/* Valid requests, byte for byte, that the test below mutates. */
+static const char *const seed_requests[] = {
+    "GET /health HTTP/1.1\r\nHost: a\r\n\r\n",
+    "GET /metrics HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n",
+    "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+    "Content-Length: 122\r\n\r\n"
+    "{\"embeddings\": [[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]], \"mask\": {\"causal\": true}, "
+    "\"attention\": \"heads\", \"precision\": 4}",
+    "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n"
+    "1f\r\n{\"embeddings\": [[1,2,3,4,5,6,7,\r\n"
+    "2b\r\n8,9,10,11,12,13,14,15,16]], \"lengths\": [1]}\r\n0\r\n\r\n",
+    "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+    "Content-Length: 128\r\n\r\n"
+    "{\"embeddings_b64\": \"AACAPwAAAEAAAEBAAACAQAAAoEAAAMBAAADgQAAAAEEAABBBAAAgQQAAMEEAAEBBAABQQQAA"
+    "YEEAAHBBAACAQQ==\", \"shape\": [1, 16]}",
+    "POST /v2/models/encoder/infer HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+    "Content-Length: 127\r\n\r\n"
+    "{\"inputs\": [{\"name\": \"embeddings\", \"datatype\": \"FP32\", \"shape\": [1, 1, 16], "
+    "\"data\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}",
+    "OPTIONS /v1/encode HTTP/1.1\r\nHost: a\r\nOrigin: http://x\r\n"
+    "Access-Control-Request-Method: POST\r\n\r\n",
+};
+
+/* Fragments the mutations insert: HTTP's and JSON's own syntax. */
+static const char *const fragments[] = {
+    "\r\n", "\r\n\r\n", ":", " ", "\0", "Content-Length: 99999999999\r\n", "Content-Length: -1\r\n",
+    "Transfer-Encoding: chunked\r\n", "0\r\n\r\n", "ffffffff\r\n", "Expect: 100-continue\r\n",
+    "Connection: close\r\n", "%00", "%", "/../", "?a=b&&=", "\"", "[", "]", "{", "}", ",",
+    "1e999", "-0", "NaN", "null", "\\u0000", "\xff\xfe", "99999999999999999999"};
+
+static uint64_t mut_next(uint64_t *r)
+{
+    *r ^= *r << 13;
+    *r ^= *r >> 7;
+    *r ^= *r << 17;
+    return *r;
+}
+
+/* buf (*len bytes, room for cap) changed in place by one random edit. */
+static void mutate(char *buf, size_t *len, size_t cap, uint64_t *rng)
+{
+    const size_t n = *len, at = n ? (size_t)(mut_next(rng) % n) : 0;
+    switch (mut_next(rng) % 6) {
+    case 0: /* a byte replaced */
+        if (n)
+            buf[at] = (char)(mut_next(rng) & 0xff);
+        break;
+    case 1: { /* a run deleted */
+        const size_t k = (size_t)(mut_next(rng) % 16) + 1, m = k < n - at ? k : n - at;
+        memmove(buf + at, buf + at + m, n - at - m);
+        *len = n - m;
+        break;
+    }
+    case 2: { /* a fragment inserted */
+        const char *f = fragments[mut_next(rng) % (sizeof fragments / sizeof *fragments)];
+        const size_t k = *f ? strlen(f) : 1;
+        if (n + k <= cap) {
+            memmove(buf + at + k, buf + at, n - at);
+            memcpy(buf + at, f, k);
+            *len = n + k;
+        }
+        break;
+    }
+    case 3: { /* a run repeated */
+        const size_t k = (size_t)(mut_next(rng) % 32) + 1, m = k < n - at ? k : n - at;
+        if (n + m <= cap) {
+            memmove(buf + at + m, buf + at, n - at);
+            *len = n + m;
+        }
+        break;
+    }
+    case 4: /* a digit changed (lengths, sizes, numbers) */
+        for (size_t i = 0; i < n; i++)
+            if (buf[(at + i) % n] >= '0' && buf[(at + i) % n] <= '9') {
+                buf[(at + i) % n] = (char)('0' + mut_next(rng) % 10);
+                break;
+            }
+        break;
+    default: /* cut short */
+        *len = at;
+        break;
+    }
+}
+
+/* The statuses of n connections' answers (as raw_status: 0 closed without
+ * one, -1 still silent after timeout_ms), read all at once. */
+static void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
+{
+    enum { LINE = 64 };
+    char *buf = xcalloc((size_t)n, LINE);
+    size_t *len = xcalloc((size_t)n, sizeof *len);
+    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
+    for (int b = 0; b < n; b++)
+        st[b] = -1;
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        int open = 0;
+        for (int b = 0; b < n; b++) {
+            p[b] = (struct pollfd){.fd = st[b] == -1 ? fd[b] : -1, .events = POLLIN};
+            open += st[b] == -1;
+        }
+        if (open == 0 || poll(p, (nfds_t)n, 50) < 0)
+            break;
+        for (int b = 0; b < n; b++) {
+            if (st[b] != -1 || !(p[b].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char *line = buf + (size_t)b * LINE;
+            const ssize_t k = recv(fd[b], line + len[b], LINE - 1 - len[b], 0);
+            if (k > 0)
+                len[b] += (size_t)k;
+            line[len[b]] = '\0';
+            if (len[b] >= 12 && strncmp(line, "HTTP/1.", 7) == 0)
+                st[b] = atoi(line + 9);
+            else if (k <= 0 || len[b] == LINE - 1)
+                st[b] = 0;
+        }
+    }
+    free(p);
+    free(len);
+    free(buf);
+}
+
+/* Valid requests mutated at random (a fixed seed: the same requests every
+ * run), sent 256 at a time (32 to attnd under valgrind), each on its own
+ * connection, half-closed after
+ * sending: every answer is an HTTP status other than a 5xx (503 aside, and
+ * libmicrohttpd's 505 for an HTTP version it does not speak), or the
+ * connection closes; nothing makes attnd crash, stall or leak (the sanitizer
+ * and valgrind runs check that at its exit). */
+START_TEST(test_mutated_requests)
+{
+    const char *args[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32",
+                          "--connection-timeout", "1", NULL};
+    start_or_fail(args, NULL);
+    enum { CAP = 4096, BATCH = 256 };
+    /* attnd under valgrind (tens of times slower): fewer at a time, and
+     * more time for each batch */
+    const bool slow = getenv("ATTND_TEST_WRAPPER") != NULL;
+    const int batch = slow ? BATCH / 8 : BATCH, rounds = slow ? 4 * batch : 6 * batch;
+    for (size_t i = 0; i < sizeof seed_requests / sizeof *seed_requests; i++) {
+        /* each seed as it is: a success, so the mutations start from valid requests */
+        const int fd = raw_connect(dp.port);
+        ck_assert_int_ge(fd, 0);
+        raw_send(fd, seed_requests[i], strlen(seed_requests[i]));
+        const int st = raw_status(fd, 30000);
+        close(fd);
+        ck_assert_msg(st >= 200 && st < 300, "seed %zu got %d: %.60s", i, st, seed_requests[i]);
+    }
+    static char buf[BATCH][CAP];
+    uint64_t rng = 0x9E3779B97F4A7C15u;
+    int answered = 0, closed = 0, silent = 0;
+    for (int i0 = 0; i0 < rounds; i0 += batch) {
+        int fd[BATCH], st[BATCH];
+        size_t seed_of[BATCH];
+        for (int b = 0; b < batch; b++) {
+            seed_of[b] = (size_t)(i0 + b) % (sizeof seed_requests / sizeof *seed_requests);
+            size_t len = strlen(seed_requests[seed_of[b]]);
+            memcpy(buf[b], seed_requests[seed_of[b]], len);
+            for (int k = (int)(mut_next(&rng) % 4); k >= 0; k--)
+                mutate(buf[b], &len, CAP, &rng);
+            fd[b] = raw_connect(dp.port);
+            ck_assert_int_ge(fd[b], 0);
+            raw_send(fd[b], buf[b], len); /* the daemon may close first */
+            shutdown(fd[b], SHUT_WR);
+        }
+        /* an unfinished body waits for attnd's 1 s connection timeout */
+        raw_statuses(fd, st, batch, slow ? 60000 : 10000);
+        for (int b = 0; b < batch; b++) {
+            close(fd[b]);
+            /* 505: libmicrohttpd's own answer to a request line that is
+             * not HTTP/1.0 or 1.1 (RFC 9110 15.6.6), before attnd sees it */
+            if (st[b] >= 500 && st[b] != 503 && st[b] != 505) {
+                http_resp none = {.status = st[b]};
+                fail_with_log("a mutated request", seed_requests[seed_of[b]], &none);
+            }
+            st[b] > 0 ? answered++ : st[b] == 0 ? closed++ : silent++;
+        }
+    }
+    ck_assert_msg(answered > rounds / 2 && silent == 0, "%d answered, %d closed, %d silent",
+                  answered, closed, silent);
+    assert_serving(dp.port, "after mutated requests");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* ---- faults ---------------------------------------------------------------------- */
 
 START_TEST(test_weights_missing_or_truncated)
@@ -587,6 +777,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_oversized_headers);
     tcase_add_test(tc, test_lying_content_length);
     tcase_add_test(tc, test_endless_chunked_body);
+    tcase_add_test(tc, test_mutated_requests);
     tcase_add_test(tc, test_weights_missing_or_truncated);
     tcase_add_test(tc, test_out_of_memory_request);
     tcase_add_test(tc, test_edge_numbers_http);
