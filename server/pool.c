@@ -122,15 +122,15 @@ static void *worker_main(void *arg)
 
 int pool_check(const enc_model *m, int workers, enc_error *err)
 {
-    const long threads = (long)workers * enc_threads();
-    const int max = enc_blas_threads_max(m);
+    const int each = enc_threads(), max = enc_blas_threads_max(m);
+    const long threads = (long)workers * each;
     if (threads <= max)
         return 0;
     enc_error_set(err, ENC_EINVAL,
                   "compute.workers x compute.forward_threads = %d x %d = %ld forward threads; "
                   "here forwards call OpenBLAS (no AVX-512 kernel: a CPU without AVX-512, or "
                   "valgrind), whose buffers cover at most %d: lower either",
-                  workers, enc_threads(), threads, max);
+                  workers, each, threads, max);
     return -1;
 }
 

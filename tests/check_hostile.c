@@ -119,28 +119,56 @@ static int raw_send(int fd, const char *s, size_t n)
     return 0;
 }
 
-/* Reads what the daemon answers within timeout_ms: the HTTP status of the
- * first response line, 0 when the connection was closed without one, -1
- * when it is still open and silent. */
+/* Reads what the daemon answers on n connections within timeout_ms (by the
+ * clock: with many connections poll often returns at once): st[b] is the
+ * HTTP status of fd[b]'s first response line, 0 when it was closed without
+ * one, -1 when it is still open and silent. */
+static void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
+{
+    enum { LINE = 64 };
+    char *buf = xcalloc((size_t)n, LINE);
+    size_t *len = xcalloc((size_t)n, sizeof *len);
+    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
+    for (int b = 0; b < n; b++)
+        st[b] = -1;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+            break;
+        int open = 0;
+        for (int b = 0; b < n; b++) {
+            p[b] = (struct pollfd){.fd = st[b] == -1 ? fd[b] : -1, .events = POLLIN};
+            open += st[b] == -1;
+        }
+        if (open == 0 || poll(p, (nfds_t)n, 50) < 0)
+            break;
+        for (int b = 0; b < n; b++) {
+            if (st[b] != -1 || !(p[b].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char *line = buf + (size_t)b * LINE;
+            const ssize_t k = recv(fd[b], line + len[b], LINE - 1 - len[b], 0);
+            if (k > 0)
+                len[b] += (size_t)k;
+            line[len[b]] = '\0';
+            if (len[b] >= 12 && strncmp(line, "HTTP/1.", 7) == 0)
+                st[b] = atoi(line + 9);
+            else if (k <= 0 || len[b] == LINE - 1)
+                st[b] = 0;
+        }
+    }
+    free(p);
+    free(len);
+    free(buf);
+}
+
+/* raw_statuses on one connection. */
 static int raw_status(int fd, int timeout_ms)
 {
-    char buf[4096];
-    size_t len = 0;
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 100) <= 0)
-            continue;
-        ssize_t k = recv(fd, buf + len, sizeof buf - 1 - len, 0);
-        if (k <= 0)
-            return len >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 ? atoi(buf + 9) : 0;
-        len += (size_t)k;
-        buf[len] = '\0';
-        if (len >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 && strchr(buf, '\n'))
-            return atoi(buf + 9);
-        if (len == sizeof buf - 1)
-            return 0;
-    }
-    return -1;
+    int st;
+    raw_statuses(&fd, &st, 1, timeout_ms);
+    return st;
 }
 
 /* Whether the daemon still holds the connection fd open (nothing to read,
@@ -154,34 +182,29 @@ static bool still_open(int fd)
     return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
-/* Open file descriptors of pid (its sockets among them). */
-static int open_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    int n = 0;
-    while (d && readdir(d))
-        n++;
-    if (d)
-        closedir(d);
-    return n - 2;
-}
-
-/* Sockets pid holds (its listening socket among them). */
-static int open_sockets(pid_t pid)
+/* Open file descriptors of pid whose target starts with kind ("" for all;
+ * "socket:" for its sockets). */
+static int fds_of(pid_t pid, const char *kind)
 {
     char path[64], link[64];
     snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
     DIR *d = opendir(path);
     int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
+    for (struct dirent *e; d && (e = readdir(d));) { /* "." and ".." are no links */
         const ssize_t k = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
-        n += k > 7 && strncmp(link, "socket:", 7) == 0;
+        if (k >= 0) {
+            link[k] = '\0';
+            n += strncmp(link, kind, strlen(kind)) == 0;
+        }
     }
     if (d)
         closedir(d);
     return n;
+}
+
+static int open_fds(pid_t pid)
+{
+    return fds_of(pid, "");
 }
 
 /* Raises this process's open-file limit to want (at most the hard limit);
@@ -553,49 +576,6 @@ static void mutate(char *buf, size_t *len, size_t cap, uint64_t *rng)
     }
 }
 
-/* The statuses of n connections' answers (as raw_status: 0 closed without
- * one, -1 still silent after timeout_ms), read all at once. */
-static void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
-{
-    enum { LINE = 64 };
-    char *buf = xcalloc((size_t)n, LINE);
-    size_t *len = xcalloc((size_t)n, sizeof *len);
-    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
-    for (int b = 0; b < n; b++)
-        st[b] = -1;
-    /* by the clock: with many connections poll often returns at once */
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
-            break;
-        int open = 0;
-        for (int b = 0; b < n; b++) {
-            p[b] = (struct pollfd){.fd = st[b] == -1 ? fd[b] : -1, .events = POLLIN};
-            open += st[b] == -1;
-        }
-        if (open == 0 || poll(p, (nfds_t)n, 50) < 0)
-            break;
-        for (int b = 0; b < n; b++) {
-            if (st[b] != -1 || !(p[b].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char *line = buf + (size_t)b * LINE;
-            const ssize_t k = recv(fd[b], line + len[b], LINE - 1 - len[b], 0);
-            if (k > 0)
-                len[b] += (size_t)k;
-            line[len[b]] = '\0';
-            if (len[b] >= 12 && strncmp(line, "HTTP/1.", 7) == 0)
-                st[b] = atoi(line + 9);
-            else if (k <= 0 || len[b] == LINE - 1)
-                st[b] = 0;
-        }
-    }
-    free(p);
-    free(len);
-    free(buf);
-}
-
 /* Valid requests mutated at random (a fixed seed: the same requests every
  * run), sent 256 at a time (32 to attnd under valgrind), each on its own
  * connection, half-closed after sending.  Every answer is an HTTP status
@@ -615,11 +595,7 @@ START_TEST(test_mutated_requests)
     const int batch = slow ? BATCH / 8 : BATCH, rounds = slow ? 4 * batch : 6 * batch;
     for (size_t i = 0; i < sizeof seed_requests / sizeof *seed_requests; i++) {
         /* each seed as it is: a success, so the mutations start from valid requests */
-        const int fd = raw_connect(dp.port);
-        ck_assert_int_ge(fd, 0);
-        raw_send(fd, seed_requests[i], strlen(seed_requests[i]));
-        const int st = raw_status(fd, 30000);
-        close(fd);
+        const int st = exchange(dp.port, seed_requests[i], strlen(seed_requests[i]), 30000);
         ck_assert_msg(st >= 200 && st < 300, "seed %zu got %d: %.60s", i, st, seed_requests[i]);
     }
     static char buf[BATCH][CAP];
@@ -661,9 +637,9 @@ START_TEST(test_mutated_requests)
     ck_assert_msg(answered > rounds / 2 && silent == 0,
                   "%d answered, %d closed, %d silent (the first: %s)", answered, closed, silent,
                   first_silent);
-    int socks = open_sockets(dp.pid);
+    int socks = fds_of(dp.pid, "socket:");
     for (int i = 0; i < WAIT_TRIES && socks > 1; i++, sleep_ms(20))
-        socks = open_sockets(dp.pid);
+        socks = fds_of(dp.pid, "socket:");
     if (socks > 1) {
         http_resp none = {.status = 0};
         char what[384];
