@@ -7,6 +7,11 @@
 #   docker run --rm -p 8080:8080 -v "$PWD/model.safetensors:/models/model.safetensors:ro" \
 #       -e ATTND_WEIGHTS=/models/model.safetensors -e ATTND_D_MODEL=768 -e ATTND_N_HEADS=12 \
 #       -e ATTND_D_FF=3072 -e ATTND_ACTIVATION=gelu attnd
+#
+# make docker-check runs these stages without a Docker engine, in debootstrap
+# roots (tools/dockerfile_check.py): keep to the instructions it knows (FROM
+# debian:<suite>-slim, RUN, COPY [--from], WORKDIR, ENV, USER, EXPOSE,
+# HEALTHCHECK and ENTRYPOINT in JSON form) or teach it the new one.
 
 FROM debian:bookworm-slim AS build
 RUN apt-get update \

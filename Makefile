@@ -16,6 +16,9 @@
 #   make bench           performance against PyTorch / ONNX Runtime (bench/run.sh;
 #                        docs/performance.md)
 #   make fixtures        regenerate the PyTorch fixtures (installs python3-torch)
+#   make docker-check    the Dockerfile's steps in debootstrap roots, then the
+#                        image's entrypoint, healthcheck and a request (root;
+#                        no Docker engine needed: tools/dockerfile_check.py)
 
 CC        ?= cc
 PKG       ?= pkg-config
@@ -27,6 +30,8 @@ DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd
 DEB_FIXTURES := python3-torch python3-numpy
 # What the page's browser test needs (make deps-page installs what is missing).
 DEB_PAGE     := chromium nodejs npm
+# What make docker-check needs.
+DEB_DOCKER   := debootstrap python3
 
 # ---- flag groups -----------------------------------------------------------
 OPT       ?= -O3
@@ -88,7 +93,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/tests/check_attnd
 
 .PHONY: all run test bench valgrind deps deps-fixtures fixtures clean help format fuzz fuzz-build \
-        test-load soak
+        test-load soak docker-check
 all: $(ATTND) $(TEST_BIN)
 
 help:
@@ -192,6 +197,12 @@ test-load:
 
 soak:
 	@$(MAKE) --no-print-directory test-load LOAD_SECONDS=$(SOAK_SECONDS)
+
+# The Dockerfile without a Docker engine: each stage in a fresh debootstrap
+# root, then the image started as it would run (tools/dockerfile_check.py).
+docker-check:
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_DOCKER)"
+	$(PYTHON) tools/dockerfile_check.py --work $(BUILD)/dockerfile-check
 
 # ---- fuzzing: libFuzzer from Debian's clang (docs/reliability.md) ----------
 # make fuzz builds every target with clang -fsanitize=fuzzer,address,undefined
