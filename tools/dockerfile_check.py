@@ -90,6 +90,15 @@ def exec_form(args, where):
     return v
 
 
+def duration(text, where):
+    """A Docker duration (300ms, 10s, 1m30s, 1h) in seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        fail(f"{where}: not a duration: {text}")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
 def env_pairs(args, where):
     """ENV k=v [k=v ...] (values may be quoted) as a list of pairs."""
     pairs = []
@@ -107,7 +116,7 @@ class Stage:
         self.workdir, self.user = "/", "root"
         self.env = {}
         self.entrypoint = self.healthcheck = None
-        self.health_start = 30.0
+        self.health_start, self.health_timeout = 0.0, 30.0
 
     def path(self, p):
         """p (absolute, or relative to WORKDIR) inside the root."""
@@ -251,7 +260,8 @@ def build(dockerfile, context, work, mirror):
             if not m:
                 fail(f"{where}: only HEALTHCHECK [--option=value ...] CMD [...] is supported")
             opts = dict(o.split("=", 1) for o in m.group(1).split())
-            st.health_start = float(opts.get("--start-period", "0s").rstrip("s") or 0)
+            st.health_start = duration(opts.get("--start-period", "0s"), where)
+            st.health_timeout = duration(opts.get("--timeout", "30s"), where)
             st.healthcheck = exec_form(m.group(2), where)
         elif word in ("EXPOSE", "LABEL"):
             pass  # metadata only
@@ -287,8 +297,12 @@ def run_image(st, port):
             while True:
                 if proc.poll() is not None:
                     fail(f"attnd exited with {proc.returncode} before it was healthy: {log.name}")
-                rc = subprocess.call(st.chroot_argv(st.healthcheck, user=st.user, env=env),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    rc = subprocess.call(st.chroot_argv(st.healthcheck, user=st.user, env=env),
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         timeout=st.health_timeout)
+                except subprocess.TimeoutExpired:
+                    rc = -1  # Docker counts a check past --timeout as failed
                 if rc == 0:
                     break
                 if time.monotonic() > deadline:
