@@ -2,7 +2,7 @@
 """dockerfile_check.py - the Dockerfile's steps, run without a Docker engine.
 
   tools/dockerfile_check.py [--dockerfile Dockerfile] [--work build/dockerfile-check]
-                            [--port 18590] [--mirror http://deb.debian.org/debian]
+                            [--port N] [--mirror http://deb.debian.org/debian]
 
 `make docker-check` runs it (as root: it uses debootstrap, chroot and mount).
 Each stage starts from a fresh Debian root that debootstrap made
@@ -13,8 +13,8 @@ Docker's default PATH, in its WORKDIR; COPY from the build context (this
 directory) or from an earlier stage (--from); WORKDIR, ENV and USER as Docker
 applies them.  Then the last stage is started as the image would be: its
 ENTRYPOINT, as its USER, with its ENV - but ATTND_HOST=127.0.0.1 and
-ATTND_PORT=--port in place of the image's 0.0.0.0:8080, since the chroot shares
-this machine's network.  Its HEALTHCHECK command must pass inside the root
+ATTND_PORT=--port (default: a port free on 127.0.0.1) in place of the image's
+0.0.0.0:8080, since the chroot shares this machine's network.  Its HEALTHCHECK command must pass inside the root
 within the start period, GET /v1/model and a POST /v1/encode on the built-in
 model must answer 200 with the model's shape, and SIGTERM must end it with
 status 0.
@@ -35,6 +35,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -282,6 +283,13 @@ def http(method, url, body=None):
         return e.code, e.read()
 
 
+def free_port():
+    """A port free on 127.0.0.1 now (the kernel's pick)."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
 def run_image(st, port):
     if not st.entrypoint:
         fail("the last stage has no ENTRYPOINT")
@@ -351,7 +359,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dockerfile", default="Dockerfile")
     ap.add_argument("--work", default="build/dockerfile-check")
-    ap.add_argument("--port", type=int, default=18590)
+    ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--mirror", default="http://deb.debian.org/debian")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -364,7 +372,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     started = time.monotonic()
     final = build(a.dockerfile, context, work, a.mirror)
-    run_image(final, a.port)
+    run_image(final, a.port or free_port())
     # The stage roots (about 1 GiB) go; a failed run leaves them to look at.
     for d in os.listdir(work):
         if d.startswith("stage"):
