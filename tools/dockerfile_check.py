@@ -125,7 +125,9 @@ class Stage:
         return os.path.join(self.root, os.path.normpath(p).lstrip("/"))
 
     def environ(self):
-        e = {"PATH": DOCKER_PATH, "HOME": "/root" if self.user == "root" else "/"}
+        """Docker's environment for RUN and the entrypoint: its PATH, HOME from
+        the user's passwd entry, then the stage's ENV."""
+        e = {"PATH": DOCKER_PATH, "HOME": passwd_entry(self.root, self.user)[2]}
         e.update(self.env)
         return e
 
@@ -134,8 +136,8 @@ class Stage:
         /dev (gone when it exits), as user, with exactly env."""
         spec = []
         if user and user != "root":
-            pw = passwd_entry(self.root, user)
-            spec = [f"--userspec={pw[0]}:{pw[1]}"]
+            uid, gid, _ = passwd_entry(self.root, user)
+            spec = [f"--userspec={uid}:{gid}"]
         env = env if env is not None else self.environ()
         inner = (f"mount -t proc proc {shlex.quote(self.root)}/proc && "
                  f"mount --bind /dev {shlex.quote(self.root)}/dev && exec chroot "
@@ -145,11 +147,12 @@ class Stage:
 
 
 def passwd_entry(root, user):
+    """(uid, gid, home) of user (a name or a uid) in the root's /etc/passwd."""
     with open(os.path.join(root, "etc/passwd"), encoding="utf-8") as f:
         for line in f:
             p = line.rstrip("\n").split(":")
             if p[0] == user or p[2] == user:
-                return int(p[2]), int(p[3])
+                return int(p[2]), int(p[3]), p[5]
     fail(f"USER {user}: no such user in the image's /etc/passwd")
 
 
