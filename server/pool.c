@@ -128,8 +128,9 @@ int pool_check(const enc_model *m, int workers, enc_error *err)
         return 0;
     enc_error_set(err, ENC_EINVAL,
                   "compute.workers x compute.forward_threads = %d x %d = %ld forward threads; "
-                  "here forwards call OpenBLAS (no AVX-512 kernel: a CPU without AVX-512, or "
-                  "valgrind), whose buffers cover at most %d: lower either",
+                  "here forwards call OpenBLAS (the AVX-512 kernel is not in use: a CPU without "
+                  "AVX-512, valgrind, or weights left unpacked), whose buffers cover at most %d: "
+                  "lower either",
                   workers, each, threads, max);
     return -1;
 }
