@@ -12,41 +12,80 @@ void mask_apply_row(const seq_mask *sm, int i, float *s)
     mask_apply_keys(sm, i, 0, sm->len, s);
 }
 
+/* BigBird: query i may see key j by the blocks pattern */
+static bool blocks_allowed(const seq_mask *sm, int i, int j)
+{
+    const enc_blocks_pattern *p = &sm->blocks;
+    const int qb = i / p->size, kb = j / p->size;
+    if (qb - kb <= p->window && kb - qb <= p->window)
+        return true;
+    if (qb < p->global || kb < p->global)
+        return true;
+    for (int r = 0; r < sm->rnd_k; r++)
+        if (sm->rnd[(size_t)qb * sm->rnd_k + r] == kb)
+            return true;
+    return false;
+}
+
+/* Whether (i, j) is in the union of the pattern options (true when none is
+ * given). */
+static bool in_pattern(const seq_mask *sm, int i, int j)
+{
+    if (!sm->pattern)
+        return true;
+    if (sm->is_global && (sm->is_global[i] || sm->is_global[j]))
+        return true;
+    const int wl = sm->window_left, wr = sm->window_right;
+    if ((wl != ENC_WINDOW_NONE || wr != ENC_WINDOW_NONE) &&
+        (wl == ENC_WINDOW_NONE || j >= i - wl) && (wr == ENC_WINDOW_NONE || j <= i + wr))
+        return true;
+    if (sm->stride > 0) {
+        const int d = i - j;
+        if ((d < 0 ? -d : d) < sm->stride || d % sm->stride == 0)
+            return true;
+    }
+    if (sm->fixed_block > 0 && (i / sm->fixed_block == j / sm->fixed_block ||
+                                j % sm->fixed_block >= sm->fixed_block - sm->fixed_summary))
+        return true;
+    return sm->blocks.size > 0 && blocks_allowed(sm, i, j);
+}
+
+bool mask_allowed(const seq_mask *sm, int i, int j)
+{
+    if (sm->key_padding && sm->key_padding[j])
+        return false;
+    if (sm->causal && j > i)
+        return false;
+    if (sm->attn_bool && sm->attn_bool[(size_t)i * sm->L + j])
+        return false;
+    if (sm->attn_add && sm->attn_add[(size_t)i * sm->L + j] == -INFINITY)
+        return false;
+    return in_pattern(sm, i, j);
+}
+
 void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
 {
-    const int wl = sm->window_left, wr = sm->window_right;
     s -= j0; /* s[j] is key j's score */
-    const bool windowed = wl != ENC_WINDOW_NONE || wr != ENC_WINDOW_NONE;
-    const bool i_global = sm->is_global && sm->is_global[i];
-    const uint8_t *kp = sm->key_padding;
-    const uint8_t *ab = sm->attn_bool ? sm->attn_bool + (size_t)i * sm->L : NULL;
     const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
 
     /* The common cases without a per-key test: no mask, or causal alone. */
-    if (!windowed && !kp && !ab && !aa) {
+    if (!sm->pattern && !sm->key_padding && !sm->attn_bool && !aa) {
         for (int j = sm->causal && i + 1 > j0 ? i + 1 : j0; sm->causal && j < j1; j++)
             s[j] = -INFINITY;
         return;
     }
-
     for (int j = j0; j < j1; j++) {
-        bool allowed = !(kp && kp[j]) && !(sm->causal && j > i) && !(ab && ab[j]);
-        if (allowed && windowed && !i_global && !(sm->is_global && sm->is_global[j])) {
-            if (wl != ENC_WINDOW_NONE && j < i - wl)
-                allowed = false;
-            if (wr != ENC_WINDOW_NONE && j > i + wr)
-                allowed = false;
-        }
-        if (!allowed)
+        if (!mask_allowed(sm, i, j))
             s[j] = -INFINITY;
         else if (aa)
             s[j] += aa[j];
     }
 }
 
-size_t attention_scratch_floats(int rows, int len)
+size_t attention_scratch_floats(int rows, int len, int E)
 {
-    return (size_t)rows * ((size_t)len + 16) + 2 * (size_t)rows;
+    const size_t width = (size_t)(len > KEY_BLOCK ? len : KEY_BLOCK) + 16;
+    return (size_t)rows * (width + 2 * (size_t)E + 2);
 }
 
 size_t attention_keys_floats(int len, int E)
@@ -72,14 +111,15 @@ static const float *packed_keys(const float *kt, size_t keys, int g, int j0, int
  * GEMM_NR keys), or on cblas_sgemm (kt NULL).  qs is Q's, K's and V's row
  * stride (qkv's). */
 
-/* s (rows, n; rows lds apart) = scale * q (rows, E) . k (n, E)^T */
-static void scores_mul(float *s, int lds, const float *q, const float *k, int qs, int rows, int n,
-                       int E, float scale, const float *kt)
+/* s (rows, n; rows lds apart) = scale * q (rows, E; rows qs apart) . k (n, E;
+ * rows ks apart)^T */
+static void scores_mul(float *s, int lds, const float *q, int qs, const float *k, int ks, int rows,
+                       int n, int E, float scale, const float *kt)
 {
     if (kt) {
         gemm_mul(s, lds, q, qs, kt, GEMM_NR, (size_t)E * GEMM_NR, rows, n, E, false);
     } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qs, k, qs, 0.0f,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qs, k, ks, 0.0f,
                     s, lds);
     }
 }
@@ -124,7 +164,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
-            scores_mul(scores, KEY_BLOCK, q, k, qkv_stride, rows, n, E, scale,
+            scores_mul(scores, KEY_BLOCK, q, qkv_stride, k, qkv_stride, rows, n, E, scale,
                        packed_keys(kt, keys, g, j0, E));
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * KEY_BLOCK;
@@ -182,8 +222,8 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         /* scores (rows, len) = q . k^T / sqrt(E), a block of keys at a time,
          * then mask and softmax */
         for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
-            scores_mul(scores + j0, lds, q, k + (size_t)j0 * qkv_stride, qkv_stride, rows,
-                       len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale,
+            scores_mul(scores + j0, lds, q, qkv_stride, k + (size_t)j0 * qkv_stride, qkv_stride,
+                       rows, len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale,
                        packed_keys(kt, keys, g, j0, E));
         float *heads = attn && mode == ENC_ATTN_HEADS ? attn + ((size_t)h * L + i0) * L : NULL;
         for (int r = 0; r < rows; r++) {
@@ -215,7 +255,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
 
 size_t attention_forward_floats(int len, int G, int E)
 {
-    return attention_scratch_floats(len, len) + (size_t)G * attention_keys_floats(len, E);
+    return attention_scratch_floats(len, len, E) + (size_t)G * attention_keys_floats(len, E);
 }
 
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
@@ -224,11 +264,234 @@ void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride,
 {
     float *kt = NULL;
     if (simd_enabled()) {
-        kt = scratch + attention_scratch_floats(len, len);
+        kt = scratch + attention_scratch_floats(len, len, E);
         for (int g = 0; g < G; g++)
             attention_pack_keys(kt + (size_t)g * attention_keys_floats(len, E), qkv, qkv_stride,
                                 len, H, g, E);
     }
     attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, kt, scratch, attn, mode,
                    L);
+}
+
+/* ---- attention over a block mask's tiles ------------------------------------ */
+
+/* Consecutive listed key tiles scored together: keys [j0, j0 + n), at most
+ * KEY_BLOCK of them; bit t of partial is set when the chunk's t-th tile
+ * needs the mask. */
+typedef struct key_chunk {
+    int j0, n;
+    unsigned partial;
+} key_chunk;
+
+/* An item's key tiles: tiles[0 .. n_tiles), or (tiles NULL) every tile of
+ * the sequence, each flagged `all`. */
+typedef struct tile_list {
+    const uint32_t *tiles;
+    int n_tiles;
+    uint32_t all;
+    int len;
+} tile_list;
+
+static uint32_t tile_at(const tile_list *tl, int pos)
+{
+    return tl->tiles ? tl->tiles[pos] : (uint32_t)pos | tl->all;
+}
+
+/* The chunk that starts at tile position *pos; advances *pos past it.
+ * Returns false when no tile is left. */
+static bool chunk_next(const tile_list *tl, int *pos, key_chunk *c)
+{
+    const int end = tl->tiles ? tl->n_tiles : (tl->len + ENC_TILE_K - 1) / ENC_TILE_K;
+    if (*pos >= end)
+        return false;
+    const int kt = (int)(tile_at(tl, *pos) & ~BM_FULL);
+    c->j0 = kt * ENC_TILE_K;
+    c->n = 0;
+    c->partial = 0;
+    for (int t = 0; *pos < end && t < KEY_BLOCK / ENC_TILE_K; t++, (*pos)++) {
+        const uint32_t e = tile_at(tl, *pos);
+        if ((int)(e & ~BM_FULL) != kt + t)
+            break;
+        if (!(e & BM_FULL))
+            c->partial |= 1u << t;
+        const int k0 = (kt + t) * ENC_TILE_K;
+        c->n += tl->len - k0 < ENC_TILE_K ? tl->len - k0 : ENC_TILE_K;
+    }
+    return true;
+}
+
+/* Masks row r (query i) of a chunk's scores on its partial tiles only. */
+static void chunk_mask(const seq_mask *sm, const key_chunk *c, int i, float *row)
+{
+    for (unsigned bits = c->partial; bits; bits &= bits - 1) {
+        const int t = __builtin_ctz(bits);
+        const int k0 = c->j0 + t * ENC_TILE_K;
+        const int k1 = k0 + ENC_TILE_K < c->j0 + c->n ? k0 + ENC_TILE_K : c->j0 + c->n;
+        mask_apply_keys(sm, i, k0, k1, row + t * ENC_TILE_K);
+    }
+}
+
+/* One head's weights of query i (compact: the chunks' scores side by side)
+ * to where the result wants them.  Dense: the row of L floats, zero outside
+ * the chunks; CSR: the row's allowed pairs.  add: accumulate (the mean). */
+static void weights_out(const attn_seq *s, const tile_list *tl, int i, const float *w, float *dst,
+                        bool add)
+{
+    key_chunk c;
+    int pos = 0, off = 0;
+    if (!s->indptr) {
+        int j = 0;
+        while (chunk_next(tl, &pos, &c)) {
+            for (; !add && j < c.j0; j++)
+                dst[j] = 0.0f;
+            for (int k = 0; k < c.n; k++)
+                dst[c.j0 + k] = add ? dst[c.j0 + k] + w[off + k] : w[off + k];
+            off += c.n;
+            j = c.j0 + c.n;
+        }
+        for (; !add && j < s->len; j++)
+            dst[j] = 0.0f;
+        return;
+    }
+    const int32_t *idx = s->indices + s->indptr[i], n = s->indptr[i + 1] - s->indptr[i];
+    bool more = chunk_next(tl, &pos, &c);
+    for (int32_t k = 0; k < n; k++) {
+        const int j = idx[k];
+        while (more && j >= c.j0 + c.n) {
+            off += c.n;
+            more = chunk_next(tl, &pos, &c);
+        }
+        if (!more)
+            break;
+        if (j >= c.j0)
+            dst[k] = add ? dst[k] + w[off + j - c.j0] : w[off + j - c.j0];
+    }
+}
+
+/* Where query i's weights of head h go (mode HEADS; MEAN: h ignored). */
+static float *weights_row(const attn_seq *s, int h, int i)
+{
+    const int heads_at = s->mode == ENC_ATTN_HEADS ? h : 0;
+    if (s->indptr)
+        return s->attn + (size_t)heads_at * s->nnz + (size_t)s->indptr[i];
+    return s->attn + ((size_t)heads_at * s->L + i) * s->L;
+}
+
+uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
+                         const uint32_t *tiles, int n_tiles, uint32_t all, float *scratch)
+{
+    const int H = s->H, E = s->E, qs = s->qkv_stride, group = H / s->G;
+    const float scale = 1.0f / sqrtf((float)E);
+    const size_t keys = attention_keys_floats(s->len, E); /* one head's packed keys */
+    const float *k_base = s->qkv + (size_t)H * E;
+    const float *v_base = k_base + (size_t)s->G * E;
+    const tile_list tl = {tiles, n_tiles, all, s->len};
+    const bool weights = s->mode != ENC_ATTN_NONE && s->attn;
+    const size_t width = (size_t)(s->len > KEY_BLOCK ? s->len : KEY_BLOCK) + 16;
+    /* scratch: scores (n_rows, width), running max and sum (n_rows each), the
+     * gathered rows' q and z (n_rows, E) */
+    float *scores = scratch;
+    float *row_max = scores + (size_t)n_rows * width, *row_sum = row_max + n_rows;
+    float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
+
+    int total = 0; /* the chunks' keys side by side (weights) */
+    key_chunk c;
+    for (int pos = 0; chunk_next(&tl, &pos, &c);)
+        total += c.n;
+    if (total == 0) { /* no key at all: zero outputs (and weights) */
+        for (int r = 0; r < n_rows; r++) {
+            const int i = rows ? rows[r] : i0 + r;
+            memset(s->z + (size_t)i * s->z_stride, 0, (size_t)H * E * sizeof(float));
+            for (int h = 0; weights && h < (s->mode == ENC_ATTN_HEADS ? H : 1); h++) {
+                float *dst = weights_row(s, h, i);
+                const size_t nw = s->indptr ? (size_t)(s->indptr[i + 1] - s->indptr[i])
+                                            : (size_t)s->len;
+                memset(dst, 0, nw * sizeof *dst);
+            }
+        }
+        return 0;
+    }
+    const int lds = weights ? gemm_padded_ld(total) : KEY_BLOCK;
+
+    for (int h = 0; h < H; h++) {
+        const int g = h / group;
+        const float *q = s->qkv + (size_t)i0 * qs + (size_t)h * E; /* (n_rows, E) */
+        int q_stride = qs;
+        if (rows) { /* gather the rows' queries */
+            for (int r = 0; r < n_rows; r++)
+                memcpy(qbuf + (size_t)r * E, s->qkv + (size_t)rows[r] * qs + (size_t)h * E,
+                       (size_t)E * sizeof(float));
+            q = qbuf;
+            q_stride = E;
+        }
+        float *zh = rows ? zbuf : s->z + (size_t)i0 * s->z_stride + (size_t)h * E;
+        const int z_stride = rows ? E : s->z_stride;
+
+        if (!weights) {
+            /* online softmax chunk by chunk, z summed in place */
+            for (int r = 0; r < n_rows; r++) {
+                row_max[r] = -INFINITY;
+                row_sum[r] = 0.0f;
+            }
+            bool first = true;
+            for (int pos = 0; chunk_next(&tl, &pos, &c); first = false) {
+                scores_mul(scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs + (size_t)g * E,
+                           qs, n_rows, c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+                for (int r = 0; r < n_rows; r++) {
+                    float *row = scores + (size_t)r * lds;
+                    if (c.partial)
+                        chunk_mask(s->sm, &c, rows ? rows[r] : i0 + r, row);
+                    const float alpha = softmax_block(row, c.n, &row_max[r], &row_sum[r]);
+                    if (!first && alpha != 1.0f)
+                        for (int e = 0; e < E; e++)
+                            zh[(size_t)r * z_stride + e] *= alpha;
+                }
+                values_mul(zh, z_stride, scores, lds, v_base + (size_t)c.j0 * qs + (size_t)g * E,
+                           qs, n_rows, c.n, E, !first, s->kt != NULL);
+            }
+            for (int r = 0; r < n_rows; r++) {
+                const float inv = row_sum[r] > 0.0f    ? 1.0f / row_sum[r]
+                                  : row_sum[r] == 0.0f ? 0.0f
+                                                       : NAN;
+                for (int e = 0; e < E; e++)
+                    zh[(size_t)r * z_stride + e] *= inv;
+            }
+        } else {
+            /* every chunk's scores side by side, masked, one softmax per row */
+            int off = 0;
+            for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n) {
+                scores_mul(scores + off, lds, q, q_stride,
+                           k_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, scale,
+                           packed_keys(s->kt, keys, g, c.j0, E));
+                for (int r = 0; c.partial && r < n_rows; r++)
+                    chunk_mask(s->sm, &c, rows ? rows[r] : i0 + r, scores + (size_t)r * lds + off);
+            }
+            for (int r = 0; r < n_rows; r++) {
+                const int i = rows ? rows[r] : i0 + r;
+                float *row = scores + (size_t)r * lds;
+                softmax_row(row, total, NULL);
+                weights_out(s, &tl, i, row, weights_row(s, h, i),
+                            s->mode == ENC_ATTN_MEAN && h > 0);
+            }
+            off = 0;
+            bool first = true;
+            for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n, first = false)
+                values_mul(zh, z_stride, scores + off, lds,
+                           v_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, !first,
+                           s->kt != NULL);
+        }
+        for (int r = 0; rows && r < n_rows; r++) /* scatter the gathered rows' z */
+            memcpy(s->z + (size_t)rows[r] * s->z_stride + (size_t)h * E, zbuf + (size_t)r * E,
+                   (size_t)E * sizeof(float));
+    }
+    if (weights && s->mode == ENC_ATTN_MEAN) {
+        for (int r = 0; r < n_rows; r++) {
+            const int i = rows ? rows[r] : i0 + r;
+            float *dst = weights_row(s, 0, i);
+            const int nw = s->indptr ? s->indptr[i + 1] - s->indptr[i] : s->len;
+            for (int j = 0; j < nw; j++)
+                dst[j] /= (float)H;
+        }
+    }
+    return (uint64_t)total * (uint64_t)n_rows * (uint64_t)H;
 }

@@ -99,7 +99,7 @@ const char *enc_model_source(const enc_model *m);
 
 /* ---- a forward ------------------------------------------------------------ */
 
-/* The additive/boolean attn mask of API.md section 3. */
+/* The additive/boolean attn mask of docs/api.md ("Masks"). */
 typedef enum enc_attn_mask_kind {
     ENC_MASK_NONE,
     ENC_MASK_BOOL, /* attn_bool: nonzero = not allowed, as PyTorch's bool attn_mask */
@@ -108,12 +108,35 @@ typedef enum enc_attn_mask_kind {
 
 #define ENC_WINDOW_NONE (-1) /* an unbounded side of the window */
 
+/* BigBird's block-sparse pattern (Zaheer et al. 2020).  With qb = i / size and
+ * kb = j / size, query i may see key j when |qb - kb| <= window, qb < global,
+ * kb < global, or kb is one of the `random` key blocks drawn for qb
+ * (enc_blocks_random).  size 0 = off. */
+typedef struct enc_blocks_pattern {
+    int size;      /* tokens per block, >= 1 */
+    int window;    /* key blocks each side of the query's own, >= 0 */
+    int global;    /* the first `global` blocks see and are seen by all, >= 0 */
+    int random;    /* random key blocks per query block, >= 0 */
+    uint64_t seed; /* the generator's seed: the same seed, the same blocks everywhere */
+} enc_blocks_pattern;
+
+/* Which keys each query may see (docs/model.md, "Masks and sparse patterns").
+ * The pattern options (window, stride, fixed, blocks) are a union: a pair
+ * (i, j) is in the pattern when any option given allows it, and the rows and
+ * columns of the global positions join it; no pattern option means every
+ * pair (global alone changes nothing).  Then lengths, key_padding, causal and
+ * attn restrict the pattern. */
 typedef struct enc_mask {
     bool causal;                 /* key j <= query i */
     int window_left;             /* i - left <= j, or ENC_WINDOW_NONE */
     int window_right;            /* j <= i + right, or ENC_WINDOW_NONE */
-    const int *global;           /* positions exempt from the window, or NULL */
+    const int *global;           /* positions whose rows and columns join the pattern, or NULL */
     size_t n_global;
+    int stride;                  /* Sparse Transformer's strided pattern, symmetric form:
+                                    |i - j| < stride or (i - j) mod stride = 0; 0 = off */
+    int fixed_block;             /* Sparse Transformer's fixed pattern: i / block = j / block */
+    int fixed_summary;           /*   or j mod block >= block - summary; block 0 = off */
+    enc_blocks_pattern blocks;   /* BigBird's block-sparse pattern */
     const uint8_t *key_padding;  /* (B, L), nonzero = padding, or NULL */
     enc_attn_mask_kind attn_kind;
     const uint8_t *attn_bool;    /* (L, L) or (B, L, L) */
@@ -121,11 +144,25 @@ typedef struct enc_mask {
     bool attn_per_sequence;      /* true: (B, L, L); false: (L, L) for all */
 } enc_mask;
 
+/* The random key blocks of BigBird's pattern for query block qb of a
+ * sequence of n_blocks blocks: the candidates are the key blocks kb with
+ * |qb - kb| > window and kb >= global, in ascending order; min(random,
+ * candidates) of them are drawn by a partial Fisher-Yates shuffle on
+ * splitmix64 seeded with seed ^ (0x9E3779B97F4A7C15 * (qb + 1)) (docs/model.md
+ * gives the exact steps).  Writes them, ascending, to out (room for
+ * p->random) and returns how many; query blocks below p->global get none.
+ * cand is scratch for n_blocks ints. */
+int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out);
+
+typedef struct enc_blockmask enc_blockmask;
+
 typedef struct enc_batch {
     const float *x;        /* (B, L, D) row-major */
     int B, L;
     const int *lengths;    /* (B) real tokens per sequence, 1..L; NULL = all L */
     enc_mask mask;         /* zeroed = no mask; set window_* to ENC_WINDOW_NONE */
+    const enc_blockmask *blockmask; /* borrowed: this batch's, from enc_blockmask_new, or NULL
+                                       (the forward compiles its own); needed for CSR weights */
 } enc_batch;
 
 typedef enum enc_attn_mode {
@@ -134,13 +171,52 @@ typedef enum enc_attn_mode {
     ENC_ATTN_MEAN,  /* per layer (B, L, L): the mean over heads */
 } enc_attn_mode;
 
+typedef enum enc_attn_format {
+    ENC_FORMAT_DENSE, /* (B, H, L, L) or (B, L, L) per layer */
+    ENC_FORMAT_CSR,   /* per layer, sequence after sequence: (H, nnz_b) or (nnz_b), the
+                         values of the allowed pairs in the order of the batch's blockmask
+                         CSR (enc_blockmask_indptr / _indices) */
+} enc_attn_format;
+
 typedef struct enc_result {
     float *out;             /* (B, L, D): rows at or past lengths[b] are zero */
     enc_attn_mode attn_mode;
+    enc_attn_format attn_format;
     float **attn;           /* n_layers pointers; attn[l] NULL = layer l not wanted.
-                               Entries for queries or keys past lengths[b] are
-                               zero, as are rows of queries with no allowed key. */
+                               Dense: entries for queries or keys past lengths[b] are
+                               zero, as are rows of queries with no allowed key, and
+                               pairs the mask does not allow. */
+    uint64_t scores;        /* set by the forward: query-key scores it computed, over
+                               every sequence, head and layer (masked entries of partially
+                               masked tiles included) */
 } enc_result;
+
+/* ---- the block mask ------------------------------------------------------ */
+
+/* Query rows and keys per tile of the block mask. */
+#define ENC_TILE_Q 64
+#define ENC_TILE_K 32
+
+/* Compiles a batch's mask (FlexAttention's BlockMask): for each sequence and
+ * each tile of ENC_TILE_Q query rows, the tiles of ENC_TILE_K keys it scores,
+ * each full (no per-key mask work) or partial (masked key by key); empty
+ * tiles are never scored.  Window, causal, lengths, key padding, global
+ * positions and the patterns give the tiles arithmetically; an explicit attn
+ * mask is classified by one pass over it.  With csr, also each sequence's
+ * allowed pairs in CSR form (row by row, keys ascending).  The batch is
+ * validated first (enc_batch_validate's checks that need no model).
+ * Returns an owned block mask, or NULL with err set: ENC_EINVAL for a bad
+ * batch, ENC_ELIMIT when a sequence has more than INT32_MAX allowed pairs,
+ * ENC_ENOMEM. */
+enc_blockmask *enc_blockmask_new(const enc_batch *in, bool csr, enc_error *err);
+void enc_blockmask_free(enc_blockmask *bm);
+/* Scores a forward computes for sequence b, per head and layer. */
+uint64_t enc_blockmask_scores(const enc_blockmask *bm, int b);
+/* With csr: sequence b's allowed pairs; its indptr (len + 1 entries) and
+ * indices (nnz), borrowed for the block mask's lifetime. */
+size_t enc_blockmask_nnz(const enc_blockmask *bm, int b);
+const int32_t *enc_blockmask_indptr(const enc_blockmask *bm, int b);
+const int32_t *enc_blockmask_indices(const enc_blockmask *bm, int b);
 
 /* A forward's scratch memory.  Sized for a batch shape on first use and grown
  * (never shrunk) when a larger one comes; one workspace per concurrent forward. */

@@ -26,17 +26,22 @@ static atomic_int default_threads = 1;
 typedef struct seq_info {
     int job, b, row, len;
     size_t kt;
+    size_t csr; /* CSR weights: where its values start in a layer's (floats) */
 } seq_info;
 
-/* One unit of attention work: query rows [i0, i1) of packed sequence seq. */
+/* One unit of attention work: query rows [i0, i1) of packed sequence seq,
+ * or (grows) its global positions' rows grows[i0 .. i1) of the block mask;
+ * cost its scores per head, for sharing the items out. */
 typedef struct attn_item {
     int seq, i0, i1;
+    bool grows;
+    uint64_t cost;
 } attn_item;
 
 struct enc_workspace {
     const enc_model *m;
     team *team;                 /* the threads this workspace's forwards use */
-    size_t cap_T, cap_L, cap_S, cap_G; /* tokens, longest L, sequences, sum of L */
+    size_t cap_T, cap_L, cap_S;  /* tokens, longest L, sequences */
     void *mem;                  /* one allocation the buffers are carved from */
     size_t bytes;
     float *x;          /* (T, D) the residual stream */
@@ -49,12 +54,13 @@ struct enc_workspace {
                           or none (!m->packed) */
     float *scores;     /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
-    uint8_t *is_global;/* (sum of the jobs' L) each job's global positions */
     seq_info *seqs;    /* (S) the packed sequences */
-    attn_item *items;  /* (T + S) attention work: at most a tile per 16 rows, plus one */
+    attn_item *items;  /* (T + 2S) attention work: at most a tile per 16 rows, plus one,
+                          then the global rows' items (64 rows each) */
     float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
     int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
-    int n_seqs, n_items;
+    int n_seqs, n_items;  /* items [0, n_tiles) are the tiles, the rest global rows */
+    int n_tiles;
 };
 
 /* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
@@ -183,26 +189,24 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-/* Makes room for T packed tokens, sequences up to L long, S sequences whose
- * jobs' lengths L add up to G.  Grows only; contents are not kept.  Returns 0
- * or ENC_ENOMEM. */
-static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, size_t G,
-                             enc_error *err)
+/* Makes room for T packed tokens, sequences up to L long, S sequences.
+ * Grows only; contents are not kept.  Returns 0 or ENC_ENOMEM. */
+static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error *err)
 {
-    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && S <= ws->cap_S && G <= ws->cap_G)
+    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && S <= ws->cap_S)
         return ENC_OK;
     const enc_model *m = ws->m;
     T = T > ws->cap_T ? T : ws->cap_T;
     L = L > ws->cap_L ? L : ws->cap_L;
     S = S > ws->cap_S ? S : ws->cap_S;
-    G = G > ws->cap_G ? G : ws->cap_G;
 
     const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
     const size_t GE = (size_t)m->hp.n_kv_heads * (size_t)m->head_dim;
     const int ldh = gemm_padded_ld((int)F);
     const size_t attn_floats =
-        align64(attention_scratch_floats((int)tile, (int)L) * sizeof(float)) / sizeof(float);
+        align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
+        sizeof(float);
     size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[12];
     /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
      * per sequence */
@@ -217,9 +221,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     sizes[2] = align64(n_tq * sizeof(float));
     sizes[5] = align64(n_tf * sizeof(float));
     sizes[6] = align64(n_ll * sizeof(float));
-    sizes[7] = align64(G);
+    sizes[7] = 0;
     sizes[8] = align64(S * sizeof(seq_info));
-    sizes[9] = align64((T + S) * sizeof(attn_item));
+    sizes[9] = align64((T + 2 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     sizes[11] = align64(n_kt * sizeof(float));
     size_t total = 0;
@@ -240,16 +244,16 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, si
     ws->cap_T = T;
     ws->cap_L = L;
     ws->cap_S = S;
-    ws->cap_G = G;
     ws->ldh = ldh;
     ws->attn_floats = attn_floats;
     char *p = mem;
     void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
-                       (void **)&ws->scores, (void **)&ws->is_global, (void **)&ws->seqs,
+                       (void **)&ws->scores, NULL,                   (void **)&ws->seqs,
                        (void **)&ws->items,  (void **)&ws->gemm,      (void **)&ws->kt};
     for (int i = 0; i < 12; i++) {
-        *bufs[i] = p;
+        if (bufs[i])
+            *bufs[i] = p;
         p += sizes[i];
     }
     return ENC_OK;
@@ -275,53 +279,7 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
                                  k / (size_t)D, k % (size_t)D);
     }
 
-    const enc_mask *mk = &in->mask;
-    if (mk->window_left < ENC_WINDOW_NONE || mk->window_right < ENC_WINDOW_NONE)
-        return enc_error_set(err, ENC_EINVAL, "mask.window sides must not be negative");
-    if (mk->n_global && !mk->global)
-        return enc_error_set(err, ENC_EINVAL, "mask.global has no positions");
-    for (size_t k = 0; k < mk->n_global; k++)
-        if (mk->global[k] < 0 || mk->global[k] >= L)
-            return enc_error_set(err, ENC_EINVAL, "mask.global[%zu] = %d is outside 0..%d", k,
-                                 mk->global[k], L - 1);
-    if (mk->attn_kind == ENC_MASK_BOOL && !mk->attn_bool)
-        return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
-    if (mk->attn_kind == ENC_MASK_ADD) {
-        if (!mk->attn_add)
-            return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
-        size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
-        for (size_t k = 0; k < n; k++) {
-            float v = mk->attn_add[k];
-            if (isnan(v) || v == INFINITY)
-                return enc_error_set(err, ENC_EINVAL,
-                                     "mask.attn value at flat index %zu is %s; numbers or -inf "
-                                     "expected",
-                                     k, isnan(v) ? "NaN" : "+inf");
-        }
-    }
-    if ((unsigned)mk->attn_kind > ENC_MASK_ADD)
-        return enc_error_set(err, ENC_EINVAL, "mask.attn has an unknown kind");
-    return ENC_OK;
-}
-
-/* Sequence b's mask view over its batch's mask arrays; is_global is that
- * batch's (L) flags, or NULL. */
-static seq_mask seq_mask_for(const enc_batch *in, const uint8_t *is_global, int b, int len)
-{
-    const enc_mask *mk = &in->mask;
-    const size_t L = (size_t)in->L;
-    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
-    return (seq_mask){
-        .len = len,
-        .L = in->L,
-        .causal = mk->causal,
-        .window_left = mk->window_left,
-        .window_right = mk->window_right,
-        .is_global = mk->n_global ? is_global : NULL,
-        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
-        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
-        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
-    };
+    return mask_validate(in, err);
 }
 
 /* ---- the block, as team phases ---------------------------------------- */
@@ -332,7 +290,8 @@ typedef struct block_ctx {
     const enc_layer *ly;
     enc_workspace *ws;
     const enc_job *jobs;    /* the batches run together */
-    const size_t *global_off; /* (jobs) where each job's is_global flags start */
+    const enc_blockmask *const *bms; /* (jobs) each job's block mask */
+    uint64_t *scores;       /* (jobs) the scores each job's attention computed */
     int layer;
     int T;
     const float *kt;        /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
@@ -393,32 +352,102 @@ static void phase_norm(void *arg, int tid, int n)
                           c->m->hp.layer_norm_eps);
 }
 
-/* Attention, split by (sequence, tile of query rows) items. */
-static void phase_attention(void *arg, int tid, int n)
+/* Items [k0, k1) of n (costs cost[k]): thread tid's share of the total
+ * cost, in one contiguous range. */
+static void split_cost(const attn_item *items, int n, int tid, int nth, int *k0, int *k1)
 {
-    block_ctx *c = arg;
+    uint64_t total = 0;
+    for (int k = 0; k < n; k++)
+        total += items[k].cost;
+    *k0 = *k1 = 0;
+    uint64_t before = 0;
+    bool started = false;
+    for (int k = 0; k < n; k++) {
+        /* the thread an item goes to: where its middle falls */
+        const uint64_t mid = before + items[k].cost / 2;
+        const int owner = total ? (int)((double)mid * nth / (double)total) : k * nth / n;
+        before += items[k].cost;
+        if (owner == tid && !started) {
+            *k0 = k;
+            started = true;
+        }
+        if (owner <= tid)
+            *k1 = k + 1;
+    }
+    if (!started)
+        *k0 = *k1;
+}
+
+/* Items [first, first + count) of the plan, split by cost. */
+static void run_items(block_ctx *c, int first, int count, int tid, int n)
+{
     const enc_model *m = c->m;
     enc_workspace *ws = c->ws;
     const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim;
     float *scratch = ws->scores + (size_t)tid * ws->attn_floats;
     int k0, k1;
-    team_split(ws->n_items, tid, n, &k0, &k1);
-    for (int k = k0; k < k1; k++) {
+    split_cost(ws->items + first, count, tid, n, &k0, &k1);
+    for (int k = first + k0; k < first + k1; k++) {
         const attn_item *it = &ws->items[k];
         const seq_info *sq = &ws->seqs[it->seq];
         const enc_job *job = &c->jobs[sq->job];
         const enc_batch *in = job->in;
         const enc_result *res = job->res;
+        const enc_blockmask *bm = c->bms[sq->job];
+        const bm_seq *bs = &bm->seqs[sq->b];
         const int L = in->L;
-        seq_mask sm = seq_mask_for(in, ws->is_global + c->global_off[sq->job], sq->b, sq->len);
+        const seq_mask sm = seq_mask_for(in, bm, sq->b);
+        const bool csr = res->attn_format == ENC_FORMAT_CSR;
+        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
         float *seq_attn = NULL;
         if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[c->layer])
-            seq_attn = res->attn[c->layer] +
-                       (size_t)sq->b * (res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
-        attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q, sq->len,
-                       it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm,
-                       c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
+            seq_attn = res->attn[c->layer] + (csr ? sq->csr : (size_t)sq->b * heads * L * L);
+        uint64_t done;
+        if (bs->dense && !csr) {
+            attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q,
+                           sq->len, it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm,
+                           c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
+            done = (uint64_t)(it->i1 - it->i0) * (uint64_t)sq->len * (uint64_t)H;
+        } else {
+            const attn_seq as = {
+                .z = ws->z + (size_t)sq->row * D, .z_stride = D,
+                .qkv = ws->qkv + (size_t)sq->row * Q, .qkv_stride = Q,
+                .len = sq->len, .H = H, .G = m->hp.n_kv_heads, .E = m->head_dim,
+                .sm = &sm, .kt = c->kt ? c->kt + sq->kt : NULL,
+                .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE, .attn = seq_attn, .L = L,
+                .indptr = csr ? bs->indptr : NULL, .indices = csr ? bs->indices : NULL,
+                .nnz = bs->nnz};
+            if (it->grows) {
+                const bool restricted = sm.causal || sm.key_padding || sm.attn_bool || sm.attn_add;
+                done = attention_tiles(&as, 0, bs->grows + it->i0, it->i1 - it->i0, NULL, 0,
+                                       restricted ? 0 : BM_FULL, scratch);
+            } else if (bs->dense) {
+                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL,
+                                       scratch);
+            } else {
+                const int qt = it->i0 / ENC_TILE_Q;
+                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0,
+                                       bs->tiles + bs->qptr[qt],
+                                       (int)(bs->qptr[qt + 1] - bs->qptr[qt]), 0, scratch);
+            }
+        }
+        __atomic_fetch_add(&c->scores[sq->job], done, __ATOMIC_RELAXED);
     }
+}
+
+/* Attention, split by (sequence, tile of query rows) items. */
+static void phase_attention(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    run_items(c, 0, c->ws->n_tiles, tid, n);
+}
+
+/* The global positions' rows, after the tiles (which computed them too, over
+ * their tiles only): every key. */
+static void phase_attention_globals(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    run_items(c, c->ws->n_tiles, c->ws->n_items - c->ws->n_tiles, tid, n);
 }
 
 /* Every sequence's keys packed for attention, split by (sequence, key/value
@@ -439,19 +468,48 @@ static void phase_keys(void *arg, int tid, int n)
     }
 }
 
-/* The attention work items: every sequence cut into tiles of at most
- * ATTN_TILE query rows, and into at least as many tiles as the team has
- * threads when the sequence is long enough, so one sequence uses every core. */
-static void plan_attention(enc_workspace *ws)
+/* The attention work items.  A sequence without a mask is cut into tiles
+ * of at most ATTN_TILE query rows; a masked one into its block mask's query
+ * tiles (ENC_TILE_Q rows).  Either way into at least as many items as the
+ * team has threads when the sequence is long enough (16 rows at least), so
+ * one sequence uses every core.  Then the global positions' rows, 64 to an
+ * item. */
+static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
 {
     const int nth = team_size(ws->team);
     ws->n_items = 0;
     for (int s = 0; s < ws->n_seqs; s++) {
-        const int len = ws->seqs[s].len;
+        const seq_info *sq = &ws->seqs[s];
+        const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
+        const int len = sq->len;
         int tile = (len + nth - 1) / nth;
         tile = tile > ATTN_TILE ? ATTN_TILE : tile < 16 ? 16 : tile;
-        for (int i0 = 0; i0 < len; i0 += tile)
-            ws->items[ws->n_items++] = (attn_item){s, i0, i0 + tile < len ? i0 + tile : len};
+        if (!bs->dense && tile > ENC_TILE_Q)
+            tile = ENC_TILE_Q;
+        for (int i0 = 0; i0 < len; i0 += tile) {
+            int i1 = i0 + tile < len ? i0 + tile : len;
+            uint64_t keys = (uint64_t)len;
+            if (!bs->dense) { /* an item stays inside one query tile */
+                const int qt = i0 / ENC_TILE_Q, q1 = (qt + 1) * ENC_TILE_Q;
+                i1 = i1 < q1 ? i1 : q1;
+                keys = 0;
+                for (uint32_t t = bs->qptr[qt]; t < bs->qptr[qt + 1]; t++)
+                    keys += ENC_TILE_K;
+            }
+            ws->items[ws->n_items++] =
+                (attn_item){s, i0, i1, false, keys * (uint64_t)(i1 - i0) + 1};
+            i0 = i1 - tile;
+        }
+    }
+    ws->n_tiles = ws->n_items;
+    for (int s = 0; s < ws->n_seqs; s++) {
+        const seq_info *sq = &ws->seqs[s];
+        const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
+        for (int g0 = 0; g0 < bs->n_grows; g0 += ENC_TILE_Q) {
+            const int g1 = g0 + ENC_TILE_Q < bs->n_grows ? g0 + ENC_TILE_Q : bs->n_grows;
+            ws->items[ws->n_items++] =
+                (attn_item){s, g0, g1, true, (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
+        }
     }
 }
 
@@ -484,12 +542,12 @@ static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, co
 /* Block l over the T packed tokens in ws->x, in place, writing each job's
  * attention weights for layer l where it asked for them. */
 static void block_forward(const enc_model *m, int l, enc_workspace *ws, const enc_job *jobs,
-                          const size_t *global_off, int T)
+                          const enc_blockmask *const *bms, uint64_t *scores, int T)
 {
     const enc_hparams *hp = &m->hp;
     const enc_layer *ly = &m->layers[l];
     const int D = hp->d_model, F = hp->d_ff;
-    block_ctx c = {.m = m, .ly = ly, .ws = ws, .jobs = jobs, .global_off = global_off,
+    block_ctx c = {.m = m, .ly = ly, .ws = ws, .jobs = jobs, .bms = bms, .scores = scores,
                    .layer = l, .T = T, .kt = m->packed && simd_enabled() ? ws->kt : NULL};
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
@@ -503,6 +561,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     if (c.kt)
         team_run(ws->team, phase_keys, &c);
     team_run(ws->team, phase_attention, &c);
+    if (ws->n_items > ws->n_tiles)
+        team_run(ws->team, phase_attention_globals, &c);
     run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
@@ -529,13 +589,35 @@ static void zero_padding(float *a, int n, int L, int len)
     }
 }
 
-/* Checks a job and its result buffers; sets job->rc and job->err. */
-static int job_check(const enc_model *m, enc_job *job)
+/* Checks a job and its result buffers, and finds its block mask (the
+ * batch's, or *own, compiled here); sets job->rc and job->err. */
+static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
+                     enc_blockmask **own)
 {
     enc_error_clear(&job->err);
+    *own = NULL;
     job->rc = enc_batch_validate(m, job->in, &job->err);
     if (job->rc == 0 && (!job->res || !job->res->out))
         job->rc = enc_error_set(&job->err, ENC_EINVAL, "forward needs an output");
+    if (job->rc < 0)
+        return job->rc;
+    job->res->scores = 0;
+    const bool csr = job->res->attn_format == ENC_FORMAT_CSR &&
+                     job->res->attn_mode != ENC_ATTN_NONE;
+    if (job->in->blockmask) {
+        *bm = job->in->blockmask;
+        if (csr && !(*bm)->csr)
+            job->rc = enc_error_set(&job->err, ENC_EINVAL,
+                                    "CSR weights need the batch's block mask compiled with csr");
+        return job->rc;
+    }
+    if (csr)
+        return job->rc = enc_error_set(&job->err, ENC_EINVAL,
+                                       "CSR weights need the batch's block mask (enc_batch."
+                                       "blockmask)");
+    *bm = *own = enc_blockmask_new(job->in, false, &job->err);
+    if (!*bm)
+        job->rc = job->err.status != ENC_OK ? (int)job->err.status : ENC_ENOMEM;
     return job->rc;
 }
 
@@ -548,10 +630,20 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         return n;
     }
     const int D = m->hp.d_model, H = m->hp.n_heads;
-    size_t T = 0, S = 0, G = 0, Lmax = 1;
+    size_t T = 0, S = 0, Lmax = 1;
     int failed = 0;
+    /* (n) each job's block mask, the ones compiled here, its scores */
+    const enc_blockmask **bms = calloc((size_t)n, sizeof *bms);
+    enc_blockmask **own = calloc((size_t)n, sizeof *own);
+    uint64_t *scores = calloc((size_t)n, sizeof *scores);
+    if (!bms || !own || !scores) {
+        for (int j = 0; j < n; j++)
+            jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM, "out of memory planning a batch");
+        failed = n;
+        goto done;
+    }
     for (int j = 0; j < n; j++) {
-        if (job_check(m, &jobs[j]) < 0) {
+        if (job_check(m, &jobs[j], &bms[j], &own[j]) < 0) {
             failed++;
             continue;
         }
@@ -559,20 +651,16 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         for (int b = 0; b < in->B; b++)
             T += (size_t)(in->lengths ? in->lengths[b] : in->L);
         S += (size_t)in->B;
-        G += (size_t)in->L;
         Lmax = (size_t)in->L > Lmax ? (size_t)in->L : Lmax;
     }
     if (failed == n)
-        return failed;
+        goto done;
     enc_error err = {0};
     int rc = ENC_OK;
     if (T > INT32_MAX)
         rc = enc_error_set(&err, ENC_ELIMIT, "batch has %zu tokens; at most %d", T, INT32_MAX);
     if (rc == 0)
-        rc = workspace_reserve(ws, T, Lmax, S, G, &err);
-    size_t *global_off = rc == 0 ? calloc((size_t)n, sizeof *global_off) : NULL;
-    if (rc == 0 && !global_off)
-        rc = enc_error_set(&err, ENC_ENOMEM, "out of memory planning a batch");
+        rc = workspace_reserve(ws, T, Lmax, S, &err);
     if (rc < 0) {
         for (int j = 0; j < n; j++)
             if (jobs[j].rc == 0) {
@@ -580,44 +668,46 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
                 jobs[j].err = err;
                 failed++;
             }
-        return failed;
+        goto done;
     }
 
     /* Pack the real tokens of every sequence of every job into x (T, D). */
     int row = 0;
-    size_t goff = 0, kt = 0;
+    size_t kt = 0;
     ws->n_seqs = 0;
     for (int j = 0; j < n; j++) {
         if (jobs[j].rc < 0)
             continue;
         const enc_batch *in = jobs[j].in;
+        const enc_result *res = jobs[j].res;
         const int L = in->L;
-        global_off[j] = goff;
-        memset(ws->is_global + goff, 0, (size_t)L);
-        for (size_t k = 0; k < in->mask.n_global; k++)
-            ws->is_global[goff + (size_t)in->mask.global[k]] = 1;
-        goff += (size_t)L;
+        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
+        size_t csr = 0;
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
-            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt};
+            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr};
+            csr += (size_t)heads * bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
                    (size_t)len * D * sizeof(float));
             row += len;
         }
-        /* Attention entries whose query or key is padding are 0; attention
-         * writes every other one. */
-        const enc_result *res = jobs[j].res;
-        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
-        for (int l = 0; l < m->hp.n_layers && res->attn_mode != ENC_ATTN_NONE && res->attn; l++)
+        /* Dense attention entries whose query or key is padding are 0;
+         * attention writes every other one. */
+        for (int l = 0; l < m->hp.n_layers && res->attn_mode != ENC_ATTN_NONE && res->attn &&
+                        res->attn_format == ENC_FORMAT_DENSE;
+             l++)
             for (int b = 0; res->attn[l] && b < in->B; b++)
                 zero_padding(res->attn[l] + (size_t)b * heads * L * L, heads, L,
                              in->lengths ? in->lengths[b] : L);
     }
-    plan_attention(ws);
+    plan_attention(ws, bms);
 
     for (int l = 0; l < m->hp.n_layers; l++)
-        block_forward(m, l, ws, jobs, global_off, (int)T);
+        block_forward(m, l, ws, jobs, bms, scores, (int)T);
+    for (int j = 0; j < n; j++)
+        if (jobs[j].rc == 0)
+            jobs[j].res->scores = scores[j];
 
     /* Unpack, padding rows zero; a job whose result overflowed fails alone. */
     for (int s = 0; s < ws->n_seqs; s++) {
@@ -638,7 +728,12 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
             failed++;
         }
     }
-    free(global_off);
+done:
+    for (int j = 0; own && j < n; j++)
+        enc_blockmask_free(own[j]);
+    free(own);
+    free((void *)bms);
+    free(scores);
     return failed;
 }
 

@@ -112,17 +112,28 @@ bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float
 
 /* ---- attention.c ---- */
 
-/* Which keys one sequence's queries may see: the rule of API.md section 3. */
+/* Which keys one sequence's queries may see: enc_mask's rule for one
+ * sequence (seq_mask_for). */
 typedef struct seq_mask {
     int len;                  /* real tokens; keys >= len are padding */
     int L;                    /* padded length: the row stride of the arrays below */
     bool causal;
     int window_left, window_right;  /* ENC_WINDOW_NONE = unbounded */
-    const uint8_t *is_global;       /* (L) or NULL */
+    bool pattern;             /* a pattern option is given: pairs outside it are not allowed */
+    int stride;               /* strided, or 0 */
+    int fixed_block, fixed_summary; /* fixed, or block 0 */
+    enc_blocks_pattern blocks;      /* BigBird, or size 0 */
+    const int *rnd;           /* (ceil(len / blocks.size), rnd_k) random key blocks, -1 = none */
+    int rnd_k;
+    const uint8_t *is_global;       /* (L) global positions, or NULL (none, or no pattern) */
     const uint8_t *key_padding;     /* (L) or NULL */
     const uint8_t *attn_bool;       /* (L, L) or NULL */
     const float *attn_add;          /* (L, L) or NULL */
 } seq_mask;
+
+/* Whether query i may see key j (both < len): the definition the tiles,
+ * the CSR lists and partially masked tiles follow. */
+bool mask_allowed(const seq_mask *sm, int i, int j);
 
 /* Adds the mask to query row i's scaled scores s (len): disallowed keys
  * become -inf, the additive mask is added to the rest. */
@@ -130,14 +141,52 @@ void mask_apply_row(const seq_mask *sm, int i, float *s);
 /* The same for keys [j0, j1) only: s[0] is key j0's score. */
 void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
 
+/* ---- blockmask.c ---- */
+
+/* A tile entry's flag: the tile is full (every pair allowed, no additive
+ * mask); the low bits are the key tile's index. */
+#define BM_FULL 0x80000000u
+
+/* One sequence of a block mask. */
+typedef struct bm_seq {
+    int len;
+    bool dense;         /* no mask beyond the length: every tile full, nothing listed */
+    int nq, nk;         /* query tiles ceil(len / ENC_TILE_Q), key tiles ceil(len / ENC_TILE_K) */
+    uint32_t *qptr;     /* (nq + 1) query tile t's entries are tiles[qptr[t] .. qptr[t+1]) */
+    uint32_t *tiles;    /* key tiles, ascending, BM_FULL when full; NULL when dense */
+    int *grows;         /* (n_grows) rows of global positions: they see every key, so they
+                           run as items of their own after the tiles (which skip them) */
+    int n_grows;
+    int *rnd;           /* BigBird's random key blocks (seq_mask.rnd), or NULL */
+    int rnd_k;
+    uint64_t scores;    /* scores per head and layer */
+    int32_t *indptr;    /* with csr: (len + 1) */
+    int32_t *indices;   /* with csr: (nnz) */
+    size_t nnz;
+} bm_seq;
+
+struct enc_blockmask {
+    int B;
+    bool csr;
+    uint8_t *is_global; /* (L) */
+    bm_seq *seqs;       /* (B) */
+};
+
+/* The mask checks of enc_batch_validate that need no model. */
+int mask_validate(const enc_batch *in, enc_error *err);
+/* Whether a pattern option (window, stride, fixed, blocks) is given. */
+bool mask_has_pattern(const enc_mask *mk);
+/* Sequence b's mask view, over in's arrays and bm's tables. */
+seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b);
+
 /* Keys per block: of the score products, and of attention's online
  * softmax (without weights to return, sequences of at least KEY_BLOCK + 2
  * tokens). */
 #define KEY_BLOCK 128
 
-/* Floats of the scratch attention_rows needs for rows query rows of a
- * sequence of len tokens. */
-size_t attention_scratch_floats(int rows, int len);
+/* Floats of the scratch attention_rows and attention_tiles need for rows
+ * query rows of a sequence of len tokens, head size E. */
+size_t attention_scratch_floats(int rows, int len, int E);
 
 /* One key/value head's keys packed for the scores product: K^T / sqrt(E) in
  * the panels of gemm_pack_t, attention_keys_floats(len, E) floats.
@@ -171,5 +220,35 @@ size_t attention_forward_floats(int len, int G, int E);
 void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int H,
                        int G, int E, const seq_mask *sm, float *scratch, float *attn,
                        enc_attn_mode mode, int L);
+
+/* What attention_tiles needs of one sequence. */
+typedef struct attn_seq {
+    float *z;                /* (len, z_stride): heads' outputs concatenated */
+    int z_stride;
+    const float *qkv;        /* (len, qkv_stride), as for attention_rows */
+    int qkv_stride;
+    int len, H, G, E;
+    const seq_mask *sm;
+    const float *kt;         /* packed keys (attention_pack_keys), or NULL: cblas_sgemm */
+    enc_attn_mode mode;      /* ENC_ATTN_NONE (or attn NULL): no weights */
+    float *attn;             /* dense: (H or 1, L, L); CSR: (H or 1, nnz) */
+    int L;
+    const int32_t *indptr;   /* CSR: the sequence's allowed pairs; NULL: dense weights */
+    const int32_t *indices;
+    size_t nnz;
+} attn_seq;
+
+/* Multi-head attention for n_rows query rows of one sequence, rows i0 + r
+ * (rows NULL) or rows[r], over the key tiles of a block mask: tiles[0 ..
+ * n_tiles) (key tile index | BM_FULL), or with tiles NULL every key tile,
+ * each flagged `all`.  Consecutive tiles are scored together, KEY_BLOCK
+ * keys at most; only tiles without BM_FULL are masked key by key; keys in
+ * no listed tile are never scored.  Without weights an online softmax sums
+ * z chunk by chunk; with them, every chunk's scores sit side by side for one
+ * softmax per row, then go to the dense row (zero elsewhere) or the CSR
+ * row.  scratch: attention_scratch_floats(n_rows, len, E).  Returns the
+ * scores computed (every head). */
+uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
+                         const uint32_t *tiles, int n_tiles, uint32_t all, float *scratch);
 
 #endif

@@ -114,6 +114,7 @@ START_TEST(test_mask_window_global)
     seq_mask sm = no_mask(6);
     sm.window_left = 1;
     sm.window_right = 2;
+    sm.pattern = true; /* what seq_mask_for sets for a window */
     uint8_t g[6] = {0, 0, 0, 0, 1, 0};
     sm.is_global = g;
     const char *rows[6] = {"111010", "111110", "011110", "001111", "111111", "000011"};
@@ -128,6 +129,7 @@ START_TEST(test_mask_causal_window_padding)
     sm.len = 5;
     sm.causal = true;
     sm.window_left = 2;
+    sm.pattern = true;
     uint8_t kp[6] = {0, 1, 0, 0, 0, 0};
     sm.key_padding = kp;
     const char *rows[6] = {"100000", "100000", "101000", "001100", "001110", "000000"};

@@ -1,0 +1,523 @@
+/* blockmask.c - a batch's mask compiled into tiles (FlexAttention's
+ * BlockMask): for each tile of ENC_TILE_Q query rows, the tiles of
+ * ENC_TILE_K keys it scores, full or partial; the empty ones are never
+ * scored.  Also BigBird's random blocks and the allowed pairs in CSR form.
+ *
+ * A tile's class comes from each mask component on its rectangle of
+ * (query, key) pairs: NONE (no pair allowed), SOME, ALL.  The pattern
+ * options are a union (the largest class wins), the restrictions an
+ * intersection (the smallest wins).  Each component is arithmetic on the
+ * rectangle's corners, except attn, which is scanned once. */
+#include "internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NONE, SOME, ALL };
+
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+
+/* The random-block table may hold at most this many entries. */
+#define RANDOM_TABLE_MAX ((size_t)1 << 24)
+
+/* ---- BigBird's random blocks --------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    const int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
+{
+    if (p->random <= 0 || qb < p->global)
+        return 0;
+    int n = 0;
+    for (int kb = MAX2(p->global, 0); kb < n_blocks; kb++)
+        if (kb - qb > p->window || qb - kb > p->window)
+            cand[n++] = kb;
+    const int k = MIN2(p->random, n);
+    uint64_t x = p->seed ^ (0x9E3779B97F4A7C15u * (uint64_t)(qb + 1));
+    for (int t = 0; t < k; t++) {
+        const int u = t + (int)(splitmix64(&x) % (uint64_t)(n - t));
+        const int c = cand[t];
+        cand[t] = cand[u];
+        cand[u] = c;
+    }
+    memcpy(out, cand, (size_t)k * sizeof *out);
+    qsort(out, (size_t)k, sizeof *out, cmp_int);
+    return k;
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+int mask_validate(const enc_batch *in, enc_error *err)
+{
+    const enc_mask *mk = &in->mask;
+    const int B = in->B, L = in->L;
+    if (mk->window_left < ENC_WINDOW_NONE || mk->window_right < ENC_WINDOW_NONE)
+        return enc_error_set(err, ENC_EINVAL, "mask.window sides must not be negative");
+    if (mk->n_global && !mk->global)
+        return enc_error_set(err, ENC_EINVAL, "mask.global has no positions");
+    for (size_t k = 0; k < mk->n_global; k++)
+        if (mk->global[k] < 0 || mk->global[k] >= L)
+            return enc_error_set(err, ENC_EINVAL, "mask.global[%zu] = %d is outside 0..%d", k,
+                                 mk->global[k], L - 1);
+    if (mk->stride < 0)
+        return enc_error_set(err, ENC_EINVAL, "mask.strided.stride = %d must be at least 1",
+                             mk->stride);
+    if (mk->fixed_block < 0)
+        return enc_error_set(err, ENC_EINVAL, "mask.fixed.block = %d must be at least 1",
+                             mk->fixed_block);
+    if (mk->fixed_block > 0 && (mk->fixed_summary < 0 || mk->fixed_summary >= mk->fixed_block))
+        return enc_error_set(err, ENC_EINVAL,
+                             "mask.fixed.summary = %d must be in 0..%d (below mask.fixed.block "
+                             "= %d)",
+                             mk->fixed_summary, mk->fixed_block - 1, mk->fixed_block);
+    const enc_blocks_pattern *bp = &mk->blocks;
+    if (bp->size < 0)
+        return enc_error_set(err, ENC_EINVAL, "mask.blocks.size = %d must be at least 1",
+                             bp->size);
+    if (bp->size > 0 && (bp->window < 0 || bp->global < 0 || bp->random < 0))
+        return enc_error_set(err, ENC_EINVAL, "mask.blocks.%s = %d must not be negative",
+                             bp->window < 0 ? "window" : bp->global < 0 ? "global" : "random",
+                             bp->window < 0 ? bp->window : bp->global < 0 ? bp->global
+                                                                          : bp->random);
+    if (mk->attn_kind == ENC_MASK_BOOL && !mk->attn_bool)
+        return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
+    if (mk->attn_kind == ENC_MASK_ADD) {
+        if (!mk->attn_add)
+            return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
+        size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
+        for (size_t k = 0; k < n; k++) {
+            float v = mk->attn_add[k];
+            if (isnan(v) || v == INFINITY)
+                return enc_error_set(err, ENC_EINVAL,
+                                     "mask.attn value at flat index %zu is %s; numbers or -inf "
+                                     "expected",
+                                     k, isnan(v) ? "NaN" : "+inf");
+        }
+    }
+    if ((unsigned)mk->attn_kind > ENC_MASK_ADD)
+        return enc_error_set(err, ENC_EINVAL, "mask.attn has an unknown kind");
+    return ENC_OK;
+}
+
+bool mask_has_pattern(const enc_mask *mk)
+{
+    return mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE ||
+           mk->stride > 0 || mk->fixed_block > 0 || mk->blocks.size > 0;
+}
+
+seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b)
+{
+    const enc_mask *mk = &in->mask;
+    const bm_seq *sq = &bm->seqs[b];
+    const size_t L = (size_t)in->L;
+    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
+    const bool pattern = mask_has_pattern(mk);
+    return (seq_mask){
+        .len = sq->len,
+        .L = in->L,
+        .causal = mk->causal,
+        .window_left = mk->window_left,
+        .window_right = mk->window_right,
+        .pattern = pattern,
+        .stride = mk->stride,
+        .fixed_block = mk->fixed_block,
+        .fixed_summary = mk->fixed_summary,
+        .blocks = mk->blocks,
+        .rnd = sq->rnd,
+        .rnd_k = sq->rnd_k,
+        .is_global = pattern && mk->n_global ? bm->is_global : NULL,
+        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
+        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
+        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
+    };
+}
+
+/* ---- classifying a tile: queries [q0, q1) x keys [k0, k1) ---------------- */
+
+/* floor(a / b) for b > 0 */
+static long long floor_div(long long a, long long b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* j - i within [-left, right] */
+static int class_window(const seq_mask *sm, int q0, int q1, int k0, int k1)
+{
+    const long long dmin = (long long)k0 - (q1 - 1), dmax = (long long)(k1 - 1) - q0;
+    const long long lo = sm->window_left == ENC_WINDOW_NONE ? LLONG_MIN : -sm->window_left;
+    const long long hi = sm->window_right == ENC_WINDOW_NONE ? LLONG_MAX : sm->window_right;
+    if (dmin >= lo && dmax <= hi)
+        return ALL;
+    return dmax < lo || dmin > hi ? NONE : SOME;
+}
+
+/* |i - j| < s, or (i - j) mod s = 0 */
+static int class_strided(int s, int q0, int q1, int k0, int k1)
+{
+    const long long dmin = (long long)q0 - (k1 - 1), dmax = (long long)(q1 - 1) - k0;
+    if (s == 1 || (dmin > -s && dmax < s))
+        return ALL;
+    const bool band = dmax > -s && dmin < s;
+    const bool diagonal = floor_div(dmax, s) * s >= dmin;
+    return band || diagonal ? SOME : NONE;
+}
+
+/* Keys below x that are summary keys of the fixed pattern. */
+static long long fixed_summary_below(long long x, int l, int c)
+{
+    return x / l * c + MAX2(0, x % l - (l - c));
+}
+
+/* i / l = j / l, or j mod l >= l - c */
+static int class_fixed(int l, int c, int q0, int q1, int k0, int k1)
+{
+    const int qa = q0 / l, qz = (q1 - 1) / l, ka = k0 / l, kz = (k1 - 1) / l;
+    if (qa == qz && ka == kz && qa == ka)
+        return ALL;
+    const long long n = fixed_summary_below(k1, l, c) - fixed_summary_below(k0, l, c);
+    if (n == k1 - k0)
+        return ALL;
+    return n > 0 || !(qz < ka || kz < qa) ? SOME : NONE;
+}
+
+/* BigBird: |qb - kb| <= w, qb < g, kb < g, or kb random for qb */
+static int class_blocks(const seq_mask *sm, int q0, int q1, int k0, int k1)
+{
+    const enc_blocks_pattern *p = &sm->blocks;
+    const int b = p->size, g = p->global, w = p->window;
+    const int qa = q0 / b, qz = (q1 - 1) / b, ka = k0 / b, kz = (k1 - 1) / b;
+    if (qz < g || kz < g)
+        return ALL;
+    const long long dmin = (long long)ka - qz, dmax = (long long)kz - qa;
+    if (dmin >= -w && dmax <= w)
+        return ALL;
+    if ((dmax >= -w && dmin <= w) || qa < g || ka < g)
+        return SOME;
+    for (int qb = qa; qb <= qz; qb++)
+        for (int r = 0; r < sm->rnd_k; r++) {
+            const int kb = sm->rnd[(size_t)qb * sm->rnd_k + r];
+            if (kb >= ka && kb <= kz)
+                return SOME;
+        }
+    return NONE;
+}
+
+/* The global positions' columns (their rows run as items of their own). */
+static int class_global_keys(const uint32_t *below, int k0, int k1)
+{
+    const uint32_t n = below[k1] - below[k0];
+    return n == (uint32_t)(k1 - k0) ? ALL : n ? SOME : NONE;
+}
+
+static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
+{
+    size_t allowed = 0, n = (size_t)(q1 - q0) * (size_t)(k1 - k0);
+    bool add = false;
+    for (int i = q0; i < q1; i++) {
+        if (sm->attn_bool) {
+            const uint8_t *r = sm->attn_bool + (size_t)i * sm->L;
+            for (int j = k0; j < k1; j++)
+                allowed += !r[j];
+        } else {
+            const float *r = sm->attn_add + (size_t)i * sm->L;
+            for (int j = k0; j < k1; j++) {
+                allowed += r[j] != -INFINITY;
+                add |= r[j] != 0.0f;
+            }
+        }
+    }
+    return allowed == 0 ? NONE : allowed == n && !add ? ALL : SOME;
+}
+
+/* Scratch of one sequence's compile: prefix counts over its keys. */
+typedef struct class_ctx {
+    const seq_mask *sm;
+    const uint32_t *global_below; /* (len + 1) global positions below each key, or NULL */
+    const uint32_t *pad_below;    /* (len + 1) padding keys below each key, or NULL */
+} class_ctx;
+
+static int tile_class(const class_ctx *cx, int q0, int q1, int k0, int k1)
+{
+    const seq_mask *sm = cx->sm;
+    int r = ALL;
+    if (sm->pattern) {
+        int p = NONE;
+        if (sm->window_left != ENC_WINDOW_NONE || sm->window_right != ENC_WINDOW_NONE)
+            p = MAX2(p, class_window(sm, q0, q1, k0, k1));
+        if (p < ALL && sm->stride > 0)
+            p = MAX2(p, class_strided(sm->stride, q0, q1, k0, k1));
+        if (p < ALL && sm->fixed_block > 0)
+            p = MAX2(p, class_fixed(sm->fixed_block, sm->fixed_summary, q0, q1, k0, k1));
+        if (p < ALL && sm->blocks.size > 0)
+            p = MAX2(p, class_blocks(sm, q0, q1, k0, k1));
+        if (p < ALL && cx->global_below)
+            p = MAX2(p, class_global_keys(cx->global_below, k0, k1));
+        r = p;
+    }
+    if (r > NONE && sm->causal)
+        r = MIN2(r, k0 > q1 - 1 ? NONE : k1 - 1 <= q0 ? ALL : SOME);
+    if (r > NONE && cx->pad_below) {
+        const uint32_t n = cx->pad_below[k1] - cx->pad_below[k0];
+        r = MIN2(r, n == (uint32_t)(k1 - k0) ? NONE : n ? SOME : ALL);
+    }
+    if (r > NONE && (sm->attn_bool || sm->attn_add))
+        r = MIN2(r, class_attn(sm, q0, q1, k0, k1));
+    return r;
+}
+
+/* ---- compiling ------------------------------------------------------------- */
+
+static void seq_free(bm_seq *s)
+{
+    free(s->qptr);
+    free(s->tiles);
+    free(s->grows);
+    free(s->rnd);
+    free(s->indptr);
+    free(s->indices);
+}
+
+void enc_blockmask_free(enc_blockmask *bm)
+{
+    if (!bm)
+        return;
+    for (int b = 0; bm->seqs && b < bm->B; b++)
+        seq_free(&bm->seqs[b]);
+    free(bm->seqs);
+    free(bm->is_global);
+    free(bm);
+}
+
+/* (n + 1) counts: out[k] = how many of flags[0..k) are set. */
+static uint32_t *prefix_counts(const uint8_t *flags, int n)
+{
+    uint32_t *out = malloc(((size_t)n + 1) * sizeof *out);
+    if (out) {
+        out[0] = 0;
+        for (int k = 0; k < n; k++)
+            out[k + 1] = out[k] + (flags[k] != 0);
+    }
+    return out;
+}
+
+/* BigBird's random blocks of every query block of sequence s. */
+static int compile_random(bm_seq *s, const enc_blocks_pattern *p, enc_error *err)
+{
+    const int nb = (s->len + p->size - 1) / p->size;
+    s->rnd_k = MIN2(p->random, nb);
+    if (s->rnd_k == 0)
+        return ENC_OK;
+    if ((size_t)nb * (size_t)s->rnd_k > RANDOM_TABLE_MAX)
+        return enc_error_set(err, ENC_ELIMIT,
+                             "mask.blocks: %d random blocks for each of %d blocks is a table of "
+                             "more than %zu entries; use larger blocks or fewer random ones",
+                             s->rnd_k, nb, RANDOM_TABLE_MAX);
+    int *cand = malloc((size_t)nb * sizeof *cand);
+    s->rnd = malloc((size_t)nb * (size_t)s->rnd_k * sizeof *s->rnd);
+    if (!cand || !s->rnd) {
+        free(cand);
+        return enc_error_set(err, ENC_ENOMEM, "out of memory compiling mask.blocks");
+    }
+    for (int qb = 0; qb < nb; qb++) {
+        int *row = s->rnd + (size_t)qb * s->rnd_k;
+        const int k = enc_blocks_random(p, nb, qb, cand, row);
+        for (int r = k; r < s->rnd_k; r++)
+            row[r] = -1;
+    }
+    free(cand);
+    return ENC_OK;
+}
+
+/* The allowed pairs of sequence s in CSR form: rows of global positions
+ * over every key, the others over their query tile's listed tiles. */
+static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
+{
+    const int len = s->len;
+    size_t cap = (size_t)len * 8, nnz = 0;
+    s->indptr = malloc(((size_t)len + 1) * sizeof *s->indptr);
+    s->indices = malloc(cap * sizeof *s->indices);
+    if (!s->indptr || !s->indices)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed pairs");
+    for (int i = 0; i < len; i++) {
+        s->indptr[i] = (int32_t)nnz;
+        const bool grow = sm->is_global && sm->is_global[i];
+        const int qt = i / ENC_TILE_Q;
+        const uint32_t t0 = s->dense || grow ? 0 : s->qptr[qt];
+        const uint32_t t1 = s->dense || grow ? (uint32_t)s->nk : s->qptr[qt + 1];
+        for (uint32_t t = t0; t < t1; t++) {
+            const uint32_t e = s->dense || grow ? t | BM_FULL : s->tiles[t];
+            const int k0 = (int)(e & ~BM_FULL) * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
+            if ((size_t)(k1 - k0) > cap - nnz) {
+                if (cap > (size_t)INT32_MAX)
+                    return enc_error_set(err, ENC_ELIMIT,
+                                         "the mask allows more than %d pairs in one sequence",
+                                         INT32_MAX);
+                cap *= 2;
+                int32_t *p = realloc(s->indices, cap * sizeof *p);
+                if (!p)
+                    return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed "
+                                                          "pairs");
+                s->indices = p;
+            }
+            const bool full = (e & BM_FULL) && !(grow && !s->dense);
+            for (int j = k0; j < k1; j++)
+                if (full || mask_allowed(sm, i, j))
+                    s->indices[nnz++] = j;
+        }
+        if (nnz > (size_t)INT32_MAX)
+            return enc_error_set(err, ENC_ELIMIT,
+                                 "the mask allows more than %d pairs in one sequence", INT32_MAX);
+    }
+    s->indptr[len] = (int32_t)nnz;
+    s->nnz = nnz;
+    return ENC_OK;
+}
+
+/* Sequence b's tiles (and random blocks, and CSR when asked). */
+static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, enc_error *err)
+{
+    bm_seq *s = &bm->seqs[b];
+    const enc_mask *mk = &in->mask;
+    const int len = in->lengths ? in->lengths[b] : in->L;
+    s->len = len;
+    s->nq = (len + ENC_TILE_Q - 1) / ENC_TILE_Q;
+    s->nk = (len + ENC_TILE_K - 1) / ENC_TILE_K;
+    if (mk->blocks.size > 0 && compile_random(s, &mk->blocks, err) < 0)
+        return err ? err->status : ENC_EINVAL;
+    const seq_mask sm = seq_mask_for(in, bm, b);
+    s->dense = !sm.pattern && !sm.causal && !sm.key_padding && !sm.attn_bool && !sm.attn_add;
+
+    int rc = ENC_OK;
+    uint32_t *global_below = NULL, *pad_below = NULL;
+    if (sm.is_global) {
+        s->grows = malloc((size_t)len * sizeof *s->grows);
+        global_below = prefix_counts(sm.is_global, len);
+        if (!s->grows || !global_below) {
+            rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+            goto done;
+        }
+        for (int i = 0; i < len; i++)
+            if (sm.is_global[i])
+                s->grows[s->n_grows++] = i;
+    }
+    if (s->dense) {
+        s->scores = (uint64_t)len * (uint64_t)len;
+    } else {
+        if (sm.key_padding && !(pad_below = prefix_counts(sm.key_padding, len))) {
+            rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+            goto done;
+        }
+        const class_ctx cx = {.sm = &sm, .global_below = global_below, .pad_below = pad_below};
+        size_t cap = (size_t)s->nq * 4 + 16, n = 0;
+        s->qptr = malloc(((size_t)s->nq + 1) * sizeof *s->qptr);
+        s->tiles = malloc(cap * sizeof *s->tiles);
+        if (!s->qptr || !s->tiles) {
+            rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+            goto done;
+        }
+        for (int qt = 0; qt < s->nq; qt++) {
+            const int q0 = qt * ENC_TILE_Q, q1 = MIN2(q0 + ENC_TILE_Q, len);
+            uint64_t keys = 0;
+            s->qptr[qt] = (uint32_t)n;
+            for (int kt = 0; kt < s->nk; kt++) {
+                const int k0 = kt * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
+                const int c = tile_class(&cx, q0, q1, k0, k1);
+                if (c == NONE)
+                    continue;
+                if (n == cap) {
+                    uint32_t *p = realloc(s->tiles, 2 * cap * sizeof *p);
+                    if (!p) {
+                        rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+                        goto done;
+                    }
+                    s->tiles = p;
+                    cap *= 2;
+                }
+                s->tiles[n++] = (uint32_t)kt | (c == ALL ? BM_FULL : 0);
+                keys += (uint64_t)(k1 - k0);
+            }
+            s->scores += keys * (uint64_t)(q1 - q0);
+        }
+        s->qptr[s->nq] = (uint32_t)n;
+        s->scores += (uint64_t)s->n_grows * (uint64_t)len;
+    }
+    if (csr)
+        rc = compile_csr(s, &sm, err);
+done:
+    free(global_below);
+    free(pad_below);
+    return rc;
+}
+
+enc_blockmask *enc_blockmask_new(const enc_batch *in, bool csr, enc_error *err)
+{
+    if (!in || in->B < 1 || in->L < 1) {
+        enc_error_set(err, ENC_EINVAL, "no batch to compile a mask for");
+        return NULL;
+    }
+    for (int b = 0; in->lengths && b < in->B; b++)
+        if (in->lengths[b] < 1 || in->lengths[b] > in->L) {
+            enc_error_set(err, ENC_EINVAL, "lengths[%d] = %d is outside 1..%d", b,
+                          in->lengths[b], in->L);
+            return NULL;
+        }
+    if (mask_validate(in, err) < 0)
+        return NULL;
+    enc_blockmask *bm = calloc(1, sizeof *bm);
+    if (!bm)
+        goto oom;
+    bm->B = in->B;
+    bm->csr = csr;
+    bm->seqs = calloc((size_t)in->B, sizeof *bm->seqs);
+    bm->is_global = calloc((size_t)in->L, 1);
+    if (!bm->seqs || !bm->is_global)
+        goto oom;
+    for (size_t k = 0; k < in->mask.n_global; k++)
+        bm->is_global[in->mask.global[k]] = 1;
+    for (int b = 0; b < in->B; b++)
+        if (compile_seq(bm, in, b, csr, err) < 0) {
+            enc_blockmask_free(bm);
+            return NULL;
+        }
+    return bm;
+oom:
+    enc_blockmask_free(bm);
+    enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+    return NULL;
+}
+
+uint64_t enc_blockmask_scores(const enc_blockmask *bm, int b)
+{
+    return bm->seqs[b].scores;
+}
+
+size_t enc_blockmask_nnz(const enc_blockmask *bm, int b)
+{
+    return bm->seqs[b].nnz;
+}
+
+const int32_t *enc_blockmask_indptr(const enc_blockmask *bm, int b)
+{
+    return bm->seqs[b].indptr;
+}
+
+const int32_t *enc_blockmask_indices(const enc_blockmask *bm, int b)
+{
+    return bm->seqs[b].indices;
+}
