@@ -15,6 +15,7 @@ int main(void)
     srunner_add_suite(sr, hparams_suite());
     srunner_add_suite(sr, model_suite());
     srunner_add_suite(sr, attention_suite());
+    srunner_add_suite(sr, blockmask_suite());
     srunner_add_suite(sr, naive_suite());
     srunner_add_suite(sr, gemm_suite());
     srunner_add_suite(sr, torch_suite());

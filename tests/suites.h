@@ -9,6 +9,7 @@ Suite *safetensors_suite(void);
 Suite *hparams_suite(void);
 Suite *model_suite(void);
 Suite *attention_suite(void);
+Suite *blockmask_suite(void);
 Suite *torch_suite(void);
 Suite *naive_suite(void);
 Suite *gemm_suite(void);

@@ -1,0 +1,345 @@
+/* check_blockmask.c - the block mask: the scores a forward computes against
+ * the tile arithmetic of each pattern, the CSR lists against a predicate
+ * written here from the definitions, and the tiled attention against the
+ * naive reference on sequences long enough to have many tiles. */
+#include "internal.h"
+#include "simd.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+
+/* A small model: D 16, 4 heads, 2 key/value heads, 2 layers. */
+static enc_model *small_model(void)
+{
+    const enc_hparams hp = {16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true};
+    enc_model *m = enc_model_random(&hp, 11, NULL);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+/* Runs one forward without weights; returns the scores it computed. */
+static uint64_t forward_scores(const enc_model *m, const enc_batch *in)
+{
+    const size_t n = (size_t)in->B * in->L * m->hp.d_model;
+    float *out = xcalloc(n, sizeof *out);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_NONE};
+    enc_error err = {0};
+    ck_assert_msg(enc_forward(m, ws, in, &res, &err) == 0, "%s", err.message);
+    enc_workspace_free(ws);
+    free(out);
+    return res.scores;
+}
+
+/* Keys of the key tiles (ENC_TILE_K wide, cut at len) that meet [lo, hi]. */
+static uint64_t tile_keys(int lo, int hi, int len)
+{
+    lo = MAX2(lo, 0);
+    hi = MIN2(hi, len - 1);
+    if (lo > hi)
+        return 0;
+    const int k0 = lo / ENC_TILE_K * ENC_TILE_K;
+    const int k1 = MIN2((hi / ENC_TILE_K + 1) * ENC_TILE_K, len);
+    return (uint64_t)(k1 - k0);
+}
+
+START_TEST(test_scores_no_mask)
+{
+    enc_model *m = small_model();
+    const int L = 150, lengths[3] = {150, 7, 100};
+    float *x = xcalloc((size_t)3 * L * 16, sizeof *x);
+    uint64_t st = 3;
+    fill_random(x, (size_t)3 * L * 16, &st, 1.0f);
+    enc_batch in = batch_plain(x, 3, L, lengths);
+    const uint64_t want = 4ull * 2 * (150 * 150 + 7 * 7 + 100 * 100); /* H L^2 per layer */
+    ck_assert_uint_eq(forward_scores(m, &in), want);
+    free(x);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_scores_window_causal_blocks)
+{
+    enc_model *m = small_model();
+    const int len = 333;
+    float *x = xcalloc((size_t)len * 16, sizeof *x);
+    uint64_t st = 5;
+    fill_random(x, (size_t)len * 16, &st, 1.0f);
+    for (int w = 0; w <= 70; w += 7) {
+        /* window w: query tile [q0, q1) scores the key tiles meeting
+         * [q0 - w, q1 - 1 + w] */
+        enc_batch in = batch_plain(x, 1, len, NULL);
+        in.mask.window_left = in.mask.window_right = w;
+        uint64_t want = 0;
+        for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
+            const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+            want += (uint64_t)(q1 - q0) * tile_keys(q0 - w, q1 - 1 + w, len);
+        }
+        const uint64_t got = forward_scores(m, &in);
+        ck_assert_uint_eq(got, want * 4 * 2);
+        /* the bound: H L (2w + 1 + 2T) per layer, T = ENC_TILE_Q */
+        ck_assert_uint_le(got, 4ull * 2 * len * (2 * w + 1 + 2 * ENC_TILE_Q));
+    }
+    {
+        enc_batch in = batch_plain(x, 1, len, NULL);
+        in.mask.causal = true;
+        uint64_t want = 0;
+        for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
+            const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+            want += (uint64_t)(q1 - q0) * tile_keys(0, q1 - 1, len);
+        }
+        ck_assert_uint_eq(forward_scores(m, &in), want * 4 * 2);
+    }
+    {
+        /* BigBird, blocks of 64 (one query tile each), window 1, global 1, no
+         * random blocks: query block 0 sees all; the others their
+         * neighbours and block 0. */
+        enc_batch in = batch_plain(x, 1, len, NULL);
+        in.mask.blocks = (enc_blocks_pattern){.size = 64, .window = 1, .global = 1};
+        const int nb = (len + 63) / 64;
+        uint64_t want = 0;
+        for (int qb = 0; qb < nb; qb++) {
+            const int rows = MIN2(64, len - qb * 64);
+            uint64_t keys = 0;
+            for (int kb = 0; kb < nb; kb++)
+                if (qb == 0 || kb == 0 || abs(qb - kb) <= 1)
+                    keys += (uint64_t)MIN2(64, len - kb * 64);
+            want += keys * (uint64_t)rows;
+        }
+        ck_assert_uint_eq(forward_scores(m, &in), want * 4 * 2);
+    }
+    free(x);
+    enc_model_free(m);
+}
+END_TEST
+
+/* ---- the allowed pairs, from the definitions ------------------------------ */
+
+typedef struct pattern_case {
+    int len, L;
+    bool causal;
+    int wl, wr; /* -1 unbounded */
+    int stride, fixed_l, fixed_c;
+    enc_blocks_pattern blocks;
+    int global[3], n_global;
+    bool padding; /* every 5th key is padding */
+} pattern_case;
+
+static bool def_allowed(const pattern_case *pc, const int *rnd, int rnd_k, int i, int j)
+{
+    if (pc->padding && j % 5 == 4)
+        return false;
+    if (pc->causal && j > i)
+        return false;
+    const bool window = pc->wl >= 0 || pc->wr >= 0;
+    if (!window && !pc->stride && !pc->fixed_l && !pc->blocks.size)
+        return true;
+    for (int g = 0; g < pc->n_global; g++)
+        if (pc->global[g] == i || pc->global[g] == j)
+            return true;
+    if (window && (pc->wl < 0 || i - j <= pc->wl) && (pc->wr < 0 || j - i <= pc->wr))
+        return true;
+    if (pc->stride && (abs(i - j) < pc->stride || (i - j) % pc->stride == 0))
+        return true;
+    if (pc->fixed_l && (i / pc->fixed_l == j / pc->fixed_l || j % pc->fixed_l >= pc->fixed_l -
+                                                                               pc->fixed_c))
+        return true;
+    if (pc->blocks.size) {
+        const int b = pc->blocks.size, qb = i / b, kb = j / b;
+        if (abs(qb - kb) <= pc->blocks.window || qb < pc->blocks.global || kb < pc->blocks.global)
+            return true;
+        for (int r = 0; r < rnd_k; r++)
+            if (rnd[(size_t)qb * rnd_k + r] == kb)
+                return true;
+    }
+    return false;
+}
+
+static const pattern_case cases[] = {
+    {.len = 200, .L = 200, .wl = 9, .wr = 30},
+    {.len = 161, .L = 170, .wl = 64, .wr = 64, .causal = true, .padding = true},
+    {.len = 257, .L = 257, .wl = -1, .wr = -1, .stride = 40},
+    {.len = 257, .L = 260, .wl = -1, .wr = -1, .stride = 16, .causal = true},
+    {.len = 300, .L = 300, .wl = -1, .wr = -1, .fixed_l = 50, .fixed_c = 7},
+    {.len = 300, .L = 300, .wl = 3, .wr = 3, .fixed_l = 64, .fixed_c = 0, .global = {5, 250},
+     .n_global = 2},
+    {.len = 333, .L = 333, .wl = -1, .wr = -1,
+     .blocks = {.size = 20, .window = 1, .global = 1, .random = 3, .seed = 42}},
+    {.len = 129, .L = 140, .wl = 2, .wr = 0, .stride = 33,
+     .blocks = {.size = 7, .window = 0, .global = 0, .random = 2, .seed = 7}, .global = {100},
+     .n_global = 1, .padding = true},
+};
+
+/* Builds a batch of one sequence for a case (x random), its key padding in kp. */
+static enc_batch case_batch(const pattern_case *pc, const float *x, const int *len, uint8_t *kp)
+{
+    enc_batch in = batch_plain(x, 1, pc->L, len);
+    enc_mask *mk = &in.mask;
+    mk->causal = pc->causal;
+    mk->window_left = pc->wl < 0 ? ENC_WINDOW_NONE : pc->wl;
+    mk->window_right = pc->wr < 0 ? ENC_WINDOW_NONE : pc->wr;
+    mk->stride = pc->stride;
+    mk->fixed_block = pc->fixed_l;
+    mk->fixed_summary = pc->fixed_c;
+    mk->blocks = pc->blocks;
+    mk->global = pc->global;
+    mk->n_global = (size_t)pc->n_global;
+    if (pc->padding) {
+        for (int j = 0; j < pc->L; j++)
+            kp[j] = j % 5 == 4;
+        mk->key_padding = kp;
+    }
+    return in;
+}
+
+START_TEST(test_csr_lists_allowed_pairs)
+{
+    const pattern_case *pc = &cases[_i];
+    float *x = xcalloc((size_t)pc->L * 16, sizeof *x);
+    uint8_t *kp = xcalloc((size_t)pc->L, 1);
+    enc_batch in = case_batch(pc, x, &pc->len, kp);
+    enc_error err = {0};
+    enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
+    ck_assert_msg(bm != NULL, "%s", err.message);
+    /* the random blocks, from the public generator */
+    const int b = pc->blocks.size, nb = b ? (pc->len + b - 1) / b : 0;
+    const int rk = b ? MIN2(pc->blocks.random, nb) : 0;
+    int *rnd = xcalloc((size_t)nb * rk + 1, sizeof *rnd), *cand = xcalloc((size_t)nb + 1, sizeof *cand);
+    for (int qb = 0; qb < nb; qb++) {
+        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * rk);
+        for (int r = k; r < rk; r++)
+            rnd[(size_t)qb * rk + r] = -1;
+    }
+    const int32_t *indptr = enc_blockmask_indptr(bm, 0), *indices = enc_blockmask_indices(bm, 0);
+    size_t nnz = 0;
+    for (int i = 0; i < pc->len; i++) {
+        ck_assert_int_eq(indptr[i], (int32_t)nnz);
+        for (int j = 0; j < pc->len; j++)
+            if (def_allowed(pc, rnd, rk, i, j)) {
+                ck_assert_msg(indices[nnz] == j, "case %d row %d: index %zu is %d, want %d", _i,
+                              i, nnz, indices[nnz], j);
+                nnz++;
+            }
+    }
+    ck_assert_int_eq(indptr[pc->len], (int32_t)nnz);
+    ck_assert_uint_eq(enc_blockmask_nnz(bm, 0), nnz);
+    /* the tiles cover every allowed pair: scores >= allowed pairs */
+    ck_assert_uint_ge(enc_blockmask_scores(bm, 0), nnz);
+    enc_blockmask_free(bm);
+    free(rnd);
+    free(cand);
+    free(kp);
+    free(x);
+}
+END_TEST
+
+/* The tiled forward against the naive one (window, causal, global and key
+ * padding, which the naive reference knows), and dense weights against CSR. */
+START_TEST(test_tiles_match_naive)
+{
+    const pattern_case *pc = &cases[_i];
+    if (pc->stride || pc->fixed_l || pc->blocks.size)
+        return; /* the naive reference's own patterns: tests/check_sparse.c */
+    enc_model *m = small_model();
+    const int D = 16, H = 4, L = pc->L, NL = 2;
+    float *x = xcalloc((size_t)L * D, sizeof *x);
+    uint64_t st = 17 + (uint64_t)_i;
+    fill_random(x, (size_t)L * D, &st, 1.0f);
+    uint8_t *kp = xcalloc((size_t)L, 1);
+    enc_batch in = case_batch(pc, x, &pc->len, kp);
+    enc_error err = {0};
+    enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
+    ck_assert_ptr_nonnull(bm);
+    const size_t nnz = enc_blockmask_nnz(bm, 0);
+    const int32_t *indptr = enc_blockmask_indptr(bm, 0), *indices = enc_blockmask_indices(bm, 0);
+
+    float *want = xcalloc((size_t)L * D, sizeof *want), *got = xcalloc((size_t)L * D, sizeof *got);
+    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
+    float *da[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
+    float *ca[2] = {xcalloc((size_t)H * nnz + 1, sizeof(float)), xcalloc((size_t)H * nnz + 1, sizeof(float))};
+    enc_result rn = {.out = want, .attn_mode = ENC_ATTN_HEADS, .attn = wa};
+    ck_assert_int_eq(enc_forward_naive(m, &in, &rn, &err), 0);
+    for (int simd = 0; simd < 2; simd++) {
+        simd_set_enabled(simd);
+        enc_workspace *ws = enc_workspace_new(m);
+        enc_result rd = {.out = got, .attn_mode = ENC_ATTN_HEADS, .attn = da};
+        ck_assert_int_eq(enc_forward(m, ws, &in, &rd, &err), 0);
+        ck_assert_double_le(max_abs_diff(got, want, (size_t)L * D), 1e-4);
+        for (int l = 0; l < NL; l++)
+            ck_assert_double_le(max_abs_diff(da[l], wa[l], (size_t)H * L * L), 1e-5);
+        enc_batch inc = in;
+        inc.blockmask = bm;
+        enc_result rc = {.out = got, .attn_mode = ENC_ATTN_HEADS, .attn_format = ENC_FORMAT_CSR,
+                         .attn = ca};
+        ck_assert_int_eq(enc_forward(m, ws, &inc, &rc, &err), 0);
+        ck_assert_double_le(max_abs_diff(got, want, (size_t)L * D), 1e-4);
+        ck_assert_uint_eq(rc.scores, rd.scores);
+        for (int l = 0; l < NL; l++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < pc->len; i++)
+                    for (int32_t k = indptr[i]; k < indptr[i + 1]; k++)
+                        ck_assert_float_eq_tol(ca[l][(size_t)h * nnz + k],
+                                               wa[l][((size_t)h * L + i) * L + indices[k]], 1e-5);
+        /* without weights: the online softmax over the same tiles */
+        enc_result r0 = {.out = got, .attn_mode = ENC_ATTN_NONE};
+        ck_assert_int_eq(enc_forward(m, ws, &in, &r0, &err), 0);
+        ck_assert_double_le(max_abs_diff(got, want, (size_t)L * D), 1e-4);
+        enc_workspace_free(ws);
+    }
+    simd_set_enabled(true);
+    for (int l = 0; l < NL; l++) {
+        free(wa[l]);
+        free(da[l]);
+        free(ca[l]);
+    }
+    free(want);
+    free(got);
+    free(kp);
+    free(x);
+    enc_blockmask_free(bm);
+    enc_model_free(m);
+}
+END_TEST
+
+START_TEST(test_bad_patterns_refused)
+{
+    float x[16 * 4] = {0};
+    enc_batch in = batch_plain(x, 1, 4, NULL);
+    enc_error err = {0};
+    in.mask.fixed_block = 8;
+    in.mask.fixed_summary = 9;
+    ck_assert_ptr_null(enc_blockmask_new(&in, false, &err));
+    ck_assert_str_eq(err.message,
+                     "mask.fixed.summary = 9 must be in 0..7 (below mask.fixed.block = 8)");
+    in.mask.fixed_block = 0;
+    in.mask.stride = -2;
+    enc_error_clear(&err);
+    ck_assert_ptr_null(enc_blockmask_new(&in, false, &err));
+    ck_assert_str_eq(err.message, "mask.strided.stride = -2 must be at least 1");
+    in.mask.stride = 0;
+    in.mask.blocks = (enc_blocks_pattern){.size = 1, .random = -1};
+    enc_error_clear(&err);
+    ck_assert_ptr_null(enc_blockmask_new(&in, false, &err));
+    ck_assert_str_eq(err.message, "mask.blocks.random = -1 must not be negative");
+}
+END_TEST
+
+Suite *blockmask_suite(void)
+{
+    Suite *s = suite_create("blockmask");
+    TCase *tc = tcase_create("blockmask");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_scores_no_mask);
+    tcase_add_test(tc, test_scores_window_causal_blocks);
+    tcase_add_loop_test(tc, test_csr_lists_allowed_pairs, 0, (int)(sizeof cases / sizeof *cases));
+    tcase_add_loop_test(tc, test_tiles_match_naive, 0, (int)(sizeof cases / sizeof *cases));
+    tcase_add_test(tc, test_bad_patterns_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
