@@ -21,6 +21,11 @@
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
  *          --attention heads|mean|none (heads)
+ *          --mask SPEC: "core" with a mask, options joined by ',':
+ *          window=W  global=N (N positions spread evenly)  causal
+ *          strided=S  fixed=L:C  blocks=B:W:G:R (seed 0)  docs=N (an
+ *          explicit boolean attn mask: N equal documents, block diagonal)
+ *          (none); "core" then also prints the scores computed
  *          --name KEY: "core"'s RESULT keys are KEY_best_ms ... instead of
  *          core_BxL_best_ms ...
  *
@@ -53,6 +58,7 @@ typedef struct options {
     unsigned long seed;
     enc_attn_mode attn;
     const char *name; /* RESULT key prefix for "core", or NULL: core_BxL[_mode] */
+    const char *mask; /* --mask SPEC, or NULL */
 } options;
 
 static void usage(void)
@@ -62,7 +68,7 @@ static void usage(void)
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A]"
           " [--seed S]\n"
-          "                       [--attention heads|mean|none] [--name KEY]\n"
+          "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F]\n",
@@ -124,6 +130,8 @@ static options parse_args(int argc, char **argv)
                 usage();
         } else if (!strcmp(f, "--name")) {
             o.name = v;
+        } else if (!strcmp(f, "--mask")) {
+            o.mask = v;
         } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
@@ -219,6 +227,49 @@ static int run_roofline(const options *o)
     return 0;
 }
 
+/* The mask of --mask SPEC for sequences of L tokens; global positions go
+ * to *global (room for L), an attn mask to *attn (allocated).  Exits on a
+ * bad SPEC. */
+static void parse_mask(const char *spec, int L, enc_mask *mk, int *global, uint8_t **attn)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int a = 0, b = 0, c = 0, d = 0;
+        if (sscanf(t, "window=%d", &a) == 1) {
+            mk->window_left = mk->window_right = a;
+        } else if (sscanf(t, "global=%d", &a) == 1 && a > 0 && a <= L) {
+            for (int k = 0; k < a; k++)
+                global[k] = (int)((long long)k * L / a);
+            mk->global = global;
+            mk->n_global = (size_t)a;
+        } else if (!strcmp(t, "causal")) {
+            mk->causal = true;
+        } else if (sscanf(t, "strided=%d", &a) == 1) {
+            mk->stride = a;
+        } else if (sscanf(t, "fixed=%d:%d", &a, &b) == 2) {
+            mk->fixed_block = a;
+            mk->fixed_summary = b;
+        } else if (sscanf(t, "blocks=%d:%d:%d:%d", &a, &b, &c, &d) == 4) {
+            mk->blocks = (enc_blocks_pattern){.size = a, .window = b, .global = c, .random = d};
+        } else if (sscanf(t, "docs=%d", &a) == 1 && a > 0 && a <= L) {
+            *attn = calloc((size_t)L * L, 1);
+            if (!*attn) {
+                fputs("bench_core: out of memory for the attn mask\n", stderr);
+                exit(1);
+            }
+            for (int i = 0; i < L; i++)
+                for (int j = 0; j < L; j++)
+                    (*attn)[(size_t)i * L + j] = (long long)i * a / L != (long long)j * a / L;
+            mk->attn_kind = ENC_MASK_BOOL;
+            mk->attn_bool = *attn;
+        } else {
+            fprintf(stderr, "bench_core: bad --mask option '%s'\n", t);
+            exit(2);
+        }
+    }
+}
+
 /* enc_forward on a (B, L, D) input, with o->attn attention weights. */
 static int run_core(const options *o)
 {
@@ -249,6 +300,10 @@ static int run_core(const options *o)
     float *layers[1] = {attn};
     enc_batch in = {.x = x, .B = o->batch, .L = o->len};
     in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
+    int *global = calloc(L, sizeof *global);
+    uint8_t *attn_mask = NULL;
+    if (o->mask)
+        parse_mask(o->mask, o->len, &in.mask, global, &attn_mask);
     enc_result res = {.out = out, .attn_mode = o->attn, .attn = layers};
 
     double *ms = alloc_doubles((size_t)o->repeat);
@@ -282,13 +337,17 @@ static int run_core(const options *o)
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
                enc_activation_name(o->hp.activation), mode, o->threads, o->repeat, best, median,
                gflops, flops / 1e9, (double)enc_workspace_bytes(ws) / (1 << 20), rss);
-        printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f %s_peak_rss_mib=%.0f\n",
-               key, best, key, median, key, gflops, key, rss);
+        printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f %s_peak_rss_mib=%.0f "
+               "%s_scores=%llu\n",
+               key, best, key, median, key, gflops, key, rss, key,
+               (unsigned long long)res.scores);
     }
     free(ms);
     free(x);
     free(out);
     free(attn);
+    free(global);
+    free(attn_mask);
     enc_workspace_free(ws);
     enc_model_free(m);
     return rc < 0 ? 1 : 0;

@@ -82,10 +82,34 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     }
 }
 
+/* Scores per row attention_tiles may hold: every key, and as many gathered
+ * columns again. */
+static size_t scores_width(int len)
+{
+    return 2 * (size_t)(len > KEY_BLOCK ? len : KEY_BLOCK) + 16;
+}
+
 size_t attention_scratch_floats(int rows, int len, int E)
 {
-    const size_t width = (size_t)(len > KEY_BLOCK ? len : KEY_BLOCK) + 16;
-    return (size_t)rows * (width + 2 * (size_t)E + 2);
+    return (size_t)rows * (scores_width(len) + 2 * (size_t)E + 2) + (size_t)len;
+}
+
+size_t attention_gather_floats(int n_gcols, int E)
+{
+    return 2 * (size_t)n_gcols * (size_t)E + attention_keys_floats(n_gcols, E);
+}
+
+void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int n, int H,
+                      int G, int g, int E, bool pack)
+{
+    float *k = dst, *v = dst + (size_t)n * E;
+    for (int c = 0; c < n; c++) {
+        const float *row = qkv + (size_t)cols[c] * qkv_stride;
+        memcpy(k + (size_t)c * E, row + (size_t)(H + g) * E, (size_t)E * sizeof(float));
+        memcpy(v + (size_t)c * E, row + (size_t)(H + G + g) * E, (size_t)E * sizeof(float));
+    }
+    if (pack)
+        gemm_pack_t(v + (size_t)n * E, k, E, n, E, 1.0f / sqrtf((float)E));
 }
 
 size_t attention_keys_floats(int len, int E)
@@ -283,6 +307,14 @@ typedef struct key_chunk {
     unsigned partial;
 } key_chunk;
 
+/* The gathered columns of an item: n of them (pieces of KEY_BLOCK), skip[c]
+ * set for those a listed tile scores itself. */
+typedef struct gathered_cols {
+    const int *cols;
+    int n;
+    const uint8_t *skip;
+} gathered_cols;
+
 /* An item's key tiles: tiles[0 .. n_tiles), or (tiles NULL) every tile of
  * the sequence, each flagged `all`. */
 typedef struct tile_list {
@@ -331,11 +363,12 @@ static void chunk_mask(const seq_mask *sm, const key_chunk *c, int i, float *row
     }
 }
 
-/* One head's weights of query i (compact: the chunks' scores side by side)
- * to where the result wants them.  Dense: the row of L floats, zero outside
- * the chunks; CSR: the row's allowed pairs.  add: accumulate (the mean). */
-static void weights_out(const attn_seq *s, const tile_list *tl, int i, const float *w, float *dst,
-                        bool add)
+/* One head's weights of query i (compact: the chunks' scores side by side,
+ * then the gathered columns' at goff) to where the result wants them.
+ * Dense: the row of L floats, zero outside the chunks; CSR: the row's
+ * allowed pairs.  add: accumulate (the mean). */
+static void weights_out(const attn_seq *s, const tile_list *tl, const gathered_cols *gc, int goff,
+                        int i, const float *w, float *dst, bool add)
 {
     key_chunk c;
     int pos = 0, off = 0;
@@ -351,20 +384,47 @@ static void weights_out(const attn_seq *s, const tile_list *tl, int i, const flo
         }
         for (; !add && j < s->len; j++)
             dst[j] = 0.0f;
+        for (int g = 0; g < gc->n; g++)
+            if (!gc->skip[g])
+                dst[gc->cols[g]] = add ? dst[gc->cols[g]] + w[goff + g] : w[goff + g];
         return;
     }
     const int32_t *idx = s->indices + s->indptr[i], n = s->indptr[i + 1] - s->indptr[i];
     bool more = chunk_next(tl, &pos, &c);
+    int g = 0;
     for (int32_t k = 0; k < n; k++) {
         const int j = idx[k];
         while (more && j >= c.j0 + c.n) {
             off += c.n;
             more = chunk_next(tl, &pos, &c);
         }
-        if (!more)
-            break;
-        if (j >= c.j0)
-            dst[k] = add ? dst[k] + w[off + j - c.j0] : w[off + j - c.j0];
+        float v;
+        if (more && j >= c.j0) {
+            v = w[off + j - c.j0];
+        } else {
+            while (g < gc->n && gc->cols[g] < j)
+                g++;
+            if (g == gc->n || gc->cols[g] != j || gc->skip[g])
+                continue;
+            v = w[goff + g];
+        }
+        dst[k] = add ? dst[k] + v : v;
+    }
+}
+
+/* Masks row r (query i) of the gathered columns' scores (n of them, from
+ * column c0): those a listed tile scores, and those the mask does not allow,
+ * become -inf; the additive mask is added to the rest. */
+static void gathered_mask(const seq_mask *sm, const gathered_cols *gc, int c0, int n, int i,
+                          float *row)
+{
+    const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
+    for (int c = 0; c < n; c++) {
+        const int j = gc->cols[c0 + c];
+        if (gc->skip[c0 + c] || !mask_allowed(sm, i, j))
+            row[c] = -INFINITY;
+        else if (aa)
+            row[c] += aa[j];
     }
 }
 
@@ -378,7 +438,8 @@ static float *weights_row(const attn_seq *s, int h, int i)
 }
 
 uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
-                         const uint32_t *tiles, int n_tiles, uint32_t all, float *scratch)
+                         const uint32_t *tiles, int n_tiles, uint32_t all, bool gathered,
+                         float *scratch)
 {
     const int H = s->H, E = s->E, qs = s->qkv_stride, group = H / s->G;
     const float scale = 1.0f / sqrtf((float)E);
@@ -387,17 +448,30 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     const float *v_base = k_base + (size_t)s->G * E;
     const tile_list tl = {tiles, n_tiles, all, s->len};
     const bool weights = s->mode != ENC_ATTN_NONE && s->attn;
-    const size_t width = (size_t)(s->len > KEY_BLOCK ? s->len : KEY_BLOCK) + 16;
+    const size_t width = scores_width(s->len);
     /* scratch: scores (n_rows, width), running max and sum (n_rows each), the
-     * gathered rows' q and z (n_rows, E) */
+     * gathered rows' q and z (n_rows, E), the gathered columns' skip flags */
     float *scores = scratch;
     float *row_max = scores + (size_t)n_rows * width, *row_sum = row_max + n_rows;
     float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
+    uint8_t *skip = (uint8_t *)(zbuf + (size_t)n_rows * E);
 
     int total = 0; /* the chunks' keys side by side (weights) */
     key_chunk c;
     for (int pos = 0; chunk_next(&tl, &pos, &c);)
         total += c.n;
+    gathered_cols gc = {s->gcols, gathered ? s->n_gcols : 0, skip};
+    if (gc.n) { /* the gathered columns a listed tile holds are its own */
+        int t = 0;
+        for (int g = 0; g < gc.n; g++) {
+            const uint32_t kt = (uint32_t)(gc.cols[g] / ENC_TILE_K);
+            while (t < n_tiles && (tiles[t] & ~BM_FULL) < kt)
+                t++;
+            skip[g] = t < n_tiles && (tiles[t] & ~BM_FULL) == kt;
+        }
+    }
+    const int goff = total; /* where the gathered columns' scores sit (weights) */
+    total += gc.n;
     if (total == 0) { /* no key at all: zero outputs (and weights) */
         for (int r = 0; r < n_rows; r++) {
             const int i = rows ? rows[r] : i0 + r;
@@ -449,6 +523,23 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                 values_mul(zh, z_stride, scores, lds, v_base + (size_t)c.j0 * qs + (size_t)g * E,
                            qs, n_rows, c.n, E, !first, s->kt != NULL);
             }
+            const float *gk = s->gather + (size_t)g * s->gather_floats;
+            for (int c0 = 0; c0 < gc.n; c0 += KEY_BLOCK, first = false) {
+                const int n = gc.n - c0 < KEY_BLOCK ? gc.n - c0 : KEY_BLOCK;
+                const float *gv = gk + (size_t)gc.n * E;
+                scores_mul(scores, lds, q, q_stride, gk + (size_t)c0 * E, E, n_rows, n, E, scale,
+                           s->kt ? gv + (size_t)gc.n * E + (size_t)c0 * E : NULL);
+                for (int r = 0; r < n_rows; r++) {
+                    float *row = scores + (size_t)r * lds;
+                    gathered_mask(s->sm, &gc, c0, n, rows ? rows[r] : i0 + r, row);
+                    const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
+                    if (!first && alpha != 1.0f)
+                        for (int e = 0; e < E; e++)
+                            zh[(size_t)r * z_stride + e] *= alpha;
+                }
+                values_mul(zh, z_stride, scores, lds, gv + (size_t)c0 * E, E, n_rows, n, E,
+                           !first, s->kt != NULL);
+            }
             for (int r = 0; r < n_rows; r++) {
                 const float inv = row_sum[r] > 0.0f    ? 1.0f / row_sum[r]
                                   : row_sum[r] == 0.0f ? 0.0f
@@ -466,11 +557,20 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                 for (int r = 0; c.partial && r < n_rows; r++)
                     chunk_mask(s->sm, &c, rows ? rows[r] : i0 + r, scores + (size_t)r * lds + off);
             }
+            const float *gk = s->gather + (size_t)g * s->gather_floats;
+            const float *gv = gk + (size_t)gc.n * E;
+            if (gc.n) {
+                scores_mul(scores + goff, lds, q, q_stride, gk, E, n_rows, gc.n, E, scale,
+                           s->kt ? gv + (size_t)gc.n * E : NULL);
+                for (int r = 0; r < n_rows; r++)
+                    gathered_mask(s->sm, &gc, 0, gc.n, rows ? rows[r] : i0 + r,
+                                  scores + (size_t)r * lds + goff);
+            }
             for (int r = 0; r < n_rows; r++) {
                 const int i = rows ? rows[r] : i0 + r;
                 float *row = scores + (size_t)r * lds;
                 softmax_row(row, total, NULL);
-                weights_out(s, &tl, i, row, weights_row(s, h, i),
+                weights_out(s, &tl, &gc, goff, i, row, weights_row(s, h, i),
                             s->mode == ENC_ATTN_MEAN && h > 0);
             }
             off = 0;
@@ -478,6 +578,9 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
             for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n, first = false)
                 values_mul(zh, z_stride, scores + off, lds,
                            v_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, !first,
+                           s->kt != NULL);
+            if (gc.n)
+                values_mul(zh, z_stride, scores + goff, lds, gv, E, n_rows, gc.n, E, !first,
                            s->kt != NULL);
         }
         for (int r = 0; rows && r < n_rows; r++) /* scatter the gathered rows' z */

@@ -178,22 +178,13 @@ static int class_strided(int s, int q0, int q1, int k0, int k1)
     return band || diagonal ? SOME : NONE;
 }
 
-/* Keys below x that are summary keys of the fixed pattern. */
-static long long fixed_summary_below(long long x, int l, int c)
-{
-    return x / l * c + MAX2(0, x % l - (l - c));
-}
-
-/* i / l = j / l, or j mod l >= l - c */
-static int class_fixed(int l, int c, int q0, int q1, int k0, int k1)
+/* i / l = j / l (the summary columns, j mod l >= l - c, are gathered) */
+static int class_fixed(int l, int q0, int q1, int k0, int k1)
 {
     const int qa = q0 / l, qz = (q1 - 1) / l, ka = k0 / l, kz = (k1 - 1) / l;
     if (qa == qz && ka == kz && qa == ka)
         return ALL;
-    const long long n = fixed_summary_below(k1, l, c) - fixed_summary_below(k0, l, c);
-    if (n == k1 - k0)
-        return ALL;
-    return n > 0 || !(qz < ka || kz < qa) ? SOME : NONE;
+    return qz < ka || kz < qa ? NONE : SOME;
 }
 
 /* BigBird: |qb - kb| <= w, qb < g, kb < g, or kb random for qb */
@@ -216,13 +207,6 @@ static int class_blocks(const seq_mask *sm, int q0, int q1, int k0, int k1)
                 return SOME;
         }
     return NONE;
-}
-
-/* The global positions' columns (their rows run as items of their own). */
-static int class_global_keys(const uint32_t *below, int k0, int k1)
-{
-    const uint32_t n = below[k1] - below[k0];
-    return n == (uint32_t)(k1 - k0) ? ALL : n ? SOME : NONE;
 }
 
 static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
@@ -248,7 +232,6 @@ static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
 /* Scratch of one sequence's compile: prefix counts over its keys. */
 typedef struct class_ctx {
     const seq_mask *sm;
-    const uint32_t *global_below; /* (len + 1) global positions below each key, or NULL */
     const uint32_t *pad_below;    /* (len + 1) padding keys below each key, or NULL */
 } class_ctx;
 
@@ -263,12 +246,10 @@ static int tile_class(const class_ctx *cx, int q0, int q1, int k0, int k1)
         if (p < ALL && sm->stride > 0)
             p = MAX2(p, class_strided(sm->stride, q0, q1, k0, k1));
         if (p < ALL && sm->fixed_block > 0)
-            p = MAX2(p, class_fixed(sm->fixed_block, sm->fixed_summary, q0, q1, k0, k1));
+            p = MAX2(p, class_fixed(sm->fixed_block, q0, q1, k0, k1));
         if (p < ALL && sm->blocks.size > 0)
             p = MAX2(p, class_blocks(sm, q0, q1, k0, k1));
-        if (p < ALL && cx->global_below)
-            p = MAX2(p, class_global_keys(cx->global_below, k0, k1));
-        r = p;
+        r = p; /* the gathered columns come on top */
     }
     if (r > NONE && sm->causal)
         r = MIN2(r, k0 > q1 - 1 ? NONE : k1 - 1 <= q0 ? ALL : SOME);
@@ -288,6 +269,7 @@ static void seq_free(bm_seq *s)
     free(s->qptr);
     free(s->tiles);
     free(s->grows);
+    free(s->gcols);
     free(s->rnd);
     free(s->indptr);
     free(s->indices);
@@ -360,6 +342,16 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
         const int qt = i / ENC_TILE_Q;
         const uint32_t t0 = s->dense || grow ? 0 : s->qptr[qt];
         const uint32_t t1 = s->dense || grow ? (uint32_t)s->nk : s->qptr[qt + 1];
+        /* (room for every gathered column) */
+        const size_t gather = grow ? 0 : (size_t)s->n_gcols;
+        if (gather > cap - nnz) {
+            cap = 2 * cap + gather;
+            int32_t *p = realloc(s->indices, cap * sizeof *p);
+            if (!p)
+                return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed pairs");
+            s->indices = p;
+        }
+        int gc = 0; /* the next gathered column */
         for (uint32_t t = t0; t < t1; t++) {
             const uint32_t e = s->dense || grow ? t | BM_FULL : s->tiles[t];
             const int k0 = (int)(e & ~BM_FULL) * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
@@ -375,11 +367,29 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
                                                           "pairs");
                 s->indices = p;
             }
+            /* gathered columns before the tile, then those inside it (the
+             * tile has them) */
+            for (; gc < (int)gather && s->gcols[gc] < k0; gc++)
+                if (mask_allowed(sm, i, s->gcols[gc]))
+                    s->indices[nnz++] = s->gcols[gc];
+            while (gc < (int)gather && s->gcols[gc] < k1)
+                gc++;
             const bool full = (e & BM_FULL) && !(grow && !s->dense);
             for (int j = k0; j < k1; j++)
                 if (full || mask_allowed(sm, i, j))
                     s->indices[nnz++] = j;
+            if ((size_t)(cap - nnz) < gather) {
+                cap = 2 * cap + gather;
+                int32_t *p = realloc(s->indices, cap * sizeof *p);
+                if (!p)
+                    return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed "
+                                                          "pairs");
+                s->indices = p;
+            }
         }
+        for (; gc < (int)gather; gc++)
+            if (mask_allowed(sm, i, s->gcols[gc]))
+                s->indices[nnz++] = s->gcols[gc];
         if (nnz > (size_t)INT32_MAX)
             return enc_error_set(err, ENC_ELIMIT,
                                  "the mask allows more than %d pairs in one sequence", INT32_MAX);
@@ -404,17 +414,24 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
     s->dense = !sm.pattern && !sm.causal && !sm.key_padding && !sm.attn_bool && !sm.attn_add;
 
     int rc = ENC_OK;
-    uint32_t *global_below = NULL, *pad_below = NULL;
-    if (sm.is_global) {
+    uint32_t *pad_below = NULL;
+    if (sm.is_global || (sm.pattern && sm.fixed_block > 0 && sm.fixed_summary > 0)) {
+        /* the columns every row's pattern holds: gathered, scored by every
+         * query tile; the global positions' rows see every key */
         s->grows = malloc((size_t)len * sizeof *s->grows);
-        global_below = prefix_counts(sm.is_global, len);
-        if (!s->grows || !global_below) {
+        s->gcols = malloc((size_t)len * sizeof *s->gcols);
+        if (!s->grows || !s->gcols) {
             rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
             goto done;
         }
-        for (int i = 0; i < len; i++)
-            if (sm.is_global[i])
+        const int l = sm.fixed_block, c = sm.fixed_summary;
+        for (int i = 0; i < len; i++) {
+            const bool g = sm.is_global && sm.is_global[i];
+            if (g)
                 s->grows[s->n_grows++] = i;
+            if (g || (l > 0 && i % l >= l - c))
+                s->gcols[s->n_gcols++] = i;
+        }
     }
     if (s->dense) {
         s->scores = (uint64_t)len * (uint64_t)len;
@@ -423,7 +440,7 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
             rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
             goto done;
         }
-        const class_ctx cx = {.sm = &sm, .global_below = global_below, .pad_below = pad_below};
+        const class_ctx cx = {.sm = &sm, .pad_below = pad_below};
         size_t cap = (size_t)s->nq * 4 + 16, n = 0;
         s->qptr = malloc(((size_t)s->nq + 1) * sizeof *s->qptr);
         s->tiles = malloc(cap * sizeof *s->tiles);
@@ -452,7 +469,7 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
                 s->tiles[n++] = (uint32_t)kt | (c == ALL ? BM_FULL : 0);
                 keys += (uint64_t)(k1 - k0);
             }
-            s->scores += keys * (uint64_t)(q1 - q0);
+            s->scores += (keys + (uint64_t)s->n_gcols) * (uint64_t)(q1 - q0);
         }
         s->qptr[s->nq] = (uint32_t)n;
         s->scores += (uint64_t)s->n_grows * (uint64_t)len;
@@ -460,7 +477,6 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
     if (csr)
         rc = compile_csr(s, &sm, err);
 done:
-    free(global_below);
     free(pad_below);
     return rc;
 }

@@ -27,6 +27,7 @@ typedef struct seq_info {
     int job, b, row, len;
     size_t kt;
     size_t csr; /* CSR weights: where its values start in a layer's (floats) */
+    size_t gather; /* its gathered columns' keys and values in the workspace's gather */
 } seq_info;
 
 /* One unit of attention work: query rows [i0, i1) of packed sequence seq,
@@ -58,6 +59,9 @@ struct enc_workspace {
     attn_item *items;  /* (T + 2S) attention work: at most a tile per 16 rows, plus one,
                           then the global rows' items (64 rows each) */
     float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
+    float *gather;     /* every sequence's gathered columns (attention_gather), its own
+                          allocation: sized by the masks, not the batch shape */
+    size_t cap_gather;
     int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
     int n_seqs, n_items;  /* items [0, n_tiles) are the tiles, the rest global rows */
     int n_tiles;
@@ -165,6 +169,7 @@ void enc_workspace_free(enc_workspace *ws)
         return;
     blas_threads_add(-team_size(ws->team));
     team_free(ws->team);
+    free(ws->gather);
     free(ws->mem);
     free(ws);
 }
@@ -416,19 +421,21 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                 .sm = &sm, .kt = c->kt ? c->kt + sq->kt : NULL,
                 .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE, .attn = seq_attn, .L = L,
                 .indptr = csr ? bs->indptr : NULL, .indices = csr ? bs->indices : NULL,
-                .nnz = bs->nnz};
+                .nnz = bs->nnz, .gcols = bs->gcols, .n_gcols = bs->n_gcols,
+                .gather = ws->gather ? ws->gather + sq->gather : NULL,
+                .gather_floats = attention_gather_floats(bs->n_gcols, m->head_dim)};
             if (it->grows) {
                 const bool restricted = sm.causal || sm.key_padding || sm.attn_bool || sm.attn_add;
                 done = attention_tiles(&as, 0, bs->grows + it->i0, it->i1 - it->i0, NULL, 0,
-                                       restricted ? 0 : BM_FULL, scratch);
+                                       restricted ? 0 : BM_FULL, false, scratch);
             } else if (bs->dense) {
                 done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL,
-                                       scratch);
+                                       false, scratch);
             } else {
                 const int qt = it->i0 / ENC_TILE_Q;
                 done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0,
                                        bs->tiles + bs->qptr[qt],
-                                       (int)(bs->qptr[qt + 1] - bs->qptr[qt]), 0, scratch);
+                                       (int)(bs->qptr[qt + 1] - bs->qptr[qt]), 0, true, scratch);
             }
         }
         __atomic_fetch_add(&c->scores[sq->job], done, __ATOMIC_RELAXED);
@@ -465,6 +472,28 @@ static void phase_keys(void *arg, int tid, int n)
         const int g = k % G;
         attention_pack_keys(ws->kt + sq->kt + (size_t)g * attention_keys_floats(sq->len, E),
                             ws->qkv + (size_t)sq->row * Q, Q, sq->len, m->hp.n_heads, g, E);
+    }
+}
+
+/* Every sequence's gathered columns' keys and values (and packed keys),
+ * split by (sequence, key/value head). */
+static void phase_gather(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    enc_workspace *ws = c->ws;
+    const int G = m->hp.n_kv_heads, E = m->head_dim, Q = m->qkv_dim;
+    int k0, k1;
+    team_split(ws->n_seqs * G, tid, n, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+        const seq_info *sq = &ws->seqs[k / G];
+        const bm_seq *bs = &c->bms[sq->job]->seqs[sq->b];
+        const int g = k % G;
+        if (bs->n_gcols)
+            attention_gather(ws->gather + sq->gather +
+                                 (size_t)g * attention_gather_floats(bs->n_gcols, E),
+                             ws->qkv + (size_t)sq->row * Q, Q, bs->gcols, bs->n_gcols,
+                             m->hp.n_heads, G, g, E, c->kt != NULL);
     }
 }
 
@@ -560,6 +589,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                false);
     if (c.kt)
         team_run(ws->team, phase_keys, &c);
+    if (ws->gather)
+        team_run(ws->team, phase_gather, &c);
     team_run(ws->team, phase_attention, &c);
     if (ws->n_items > ws->n_tiles)
         team_run(ws->team, phase_attention_globals, &c);
@@ -671,9 +702,34 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         goto done;
     }
 
+    /* The gathered columns' room: every sequence's, every key/value head. */
+    size_t gather = 0;
+    for (int j = 0; j < n; j++)
+        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
+            gather += (size_t)m->hp.n_kv_heads *
+                      attention_gather_floats(bms[j]->seqs[b].n_gcols, m->head_dim);
+    if (gather > ws->cap_gather) {
+        float *p = aligned_alloc(64, align64(gather * sizeof(float)));
+        if (!p) {
+            for (int j = 0; j < n; j++)
+                if (jobs[j].rc == 0) {
+                    jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM,
+                                               "out of memory for the mask's gathered columns");
+                    failed++;
+                }
+            goto done;
+        }
+        free(ws->gather);
+        ws->gather = p;
+        ws->cap_gather = gather;
+    }
+    float *const gather_buf = ws->gather;
+    if (gather == 0)
+        ws->gather = NULL; /* no phase_gather for this batch */
+
     /* Pack the real tokens of every sequence of every job into x (T, D). */
     int row = 0;
-    size_t kt = 0;
+    size_t kt = 0, goff = 0;
     ws->n_seqs = 0;
     for (int j = 0; j < n; j++) {
         if (jobs[j].rc < 0)
@@ -685,7 +741,9 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         size_t csr = 0;
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
-            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr};
+            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
+            goff += (size_t)m->hp.n_kv_heads *
+                    attention_gather_floats(bms[j]->seqs[b].n_gcols, m->head_dim);
             csr += (size_t)heads * bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
@@ -708,6 +766,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == 0)
             jobs[j].res->scores = scores[j];
+    ws->gather = gather_buf;
 
     /* Unpack, padding rows zero; a job whose result overflowed fails alone. */
     for (int s = 0; s < ws->n_seqs; s++) {

@@ -157,6 +157,11 @@ typedef struct bm_seq {
     int *grows;         /* (n_grows) rows of global positions: they see every key, so they
                            run as items of their own after the tiles (which skip them) */
     int n_grows;
+    int *gcols;         /* (n_gcols) ascending: the columns in every row's pattern (global
+                           positions, fixed's summary keys), gathered and scored by every
+                           query tile besides its listed tiles (a tile that lists one
+                           scores it itself) */
+    int n_gcols;
     int *rnd;           /* BigBird's random key blocks (seq_mask.rnd), or NULL */
     int rnd_k;
     uint64_t scores;    /* scores per head and layer */
@@ -236,12 +241,27 @@ typedef struct attn_seq {
     const int32_t *indptr;   /* CSR: the sequence's allowed pairs; NULL: dense weights */
     const int32_t *indices;
     size_t nnz;
+    /* the gathered columns (bm_seq.gcols) and their keys and values, per key/value head
+     * g at g * gather_floats: K and V rows (n_gcols, E), then K packed as by
+     * attention_pack_keys when kt is set */
+    const int *gcols;
+    int n_gcols;
+    const float *gather;
+    size_t gather_floats;
 } attn_seq;
+
+/* Floats of one key/value head's gathered columns in attn_seq.gather. */
+size_t attention_gather_floats(int n_gcols, int E);
+/* Gathers (and packs, when pack) head g's keys and values of the columns
+ * cols (n) from qkv (laid out as for attention_rows) into dst. */
+void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int n, int H,
+                      int G, int g, int E, bool pack);
 
 /* Multi-head attention for n_rows query rows of one sequence, rows i0 + r
  * (rows NULL) or rows[r], over the key tiles of a block mask: tiles[0 ..
  * n_tiles) (key tile index | BM_FULL), or with tiles NULL every key tile,
- * each flagged `all`.  Consecutive tiles are scored together, KEY_BLOCK
+ * each flagged `all`; with gathered, also s's gathered columns (those in
+ * no listed tile).  Consecutive tiles are scored together, KEY_BLOCK
  * keys at most; only tiles without BM_FULL are masked key by key; keys in
  * no listed tile are never scored.  Without weights an online softmax sums
  * z chunk by chunk; with them, every chunk's scores sit side by side for one
@@ -249,6 +269,7 @@ typedef struct attn_seq {
  * row.  scratch: attention_scratch_floats(n_rows, len, E).  Returns the
  * scores computed (every head). */
 uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
-                         const uint32_t *tiles, int n_tiles, uint32_t all, float *scratch);
+                         const uint32_t *tiles, int n_tiles, uint32_t all, bool gathered,
+                         float *scratch);
 
 #endif

@@ -174,6 +174,9 @@ static const pattern_case cases[] = {
     {.len = 129, .L = 140, .wl = 2, .wr = 0, .stride = 33,
      .blocks = {.size = 7, .window = 0, .global = 0, .random = 2, .seed = 7}, .global = {100},
      .n_global = 1, .padding = true},
+    {.len = 200, .L = 210, .wl = 5, .wr = 5, .global = {3, 100, 180}, .n_global = 3,
+     .padding = true},
+    {.len = 190, .L = 190, .wl = 40, .wr = 0, .global = {150}, .n_global = 1, .causal = true},
 };
 
 /* Builds a batch of one sequence for a case (x random), its key padding in kp. */
