@@ -99,12 +99,13 @@ size_t attention_gather_floats(int n_gcols, int E)
     return 2 * (size_t)n_gcols * (size_t)E + attention_keys_floats(n_gcols, E);
 }
 
-void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int n, int H,
-                      int G, int g, int E, bool pack)
+void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int first,
+                      int step, int n, int H, int G, int g, int E, bool pack)
 {
     float *k = dst, *v = dst + (size_t)n * E;
     for (int c = 0; c < n; c++) {
-        const float *row = qkv + (size_t)cols[c] * qkv_stride;
+        const int j = cols ? cols[c] : first + c * step;
+        const float *row = qkv + (size_t)j * qkv_stride;
         memcpy(k + (size_t)c * E, row + (size_t)(H + g) * E, (size_t)E * sizeof(float));
         memcpy(v + (size_t)c * E, row + (size_t)(H + G + g) * E, (size_t)E * sizeof(float));
     }
@@ -297,6 +298,90 @@ void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride,
                    L);
 }
 
+size_t attention_residue_floats(int len, int stride, int r, int E)
+{
+    const int rem = len % stride, big = rem ? rem : stride; /* classes of m_hi keys */
+    const int m_hi = (len + stride - 1) / stride, m_lo = len / stride;
+    const int n_hi = r < big ? r : big, n_lo = r - n_hi;
+    return (size_t)n_hi * attention_gather_floats(m_hi, E) +
+           (size_t)n_lo * attention_gather_floats(m_lo, E);
+}
+
+uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, int k1,
+                           float *scratch)
+{
+    const int H = s->H, E = s->E, qs = s->qkv_stride, group = H / s->G, st = bs->stride;
+    const int n_rows = k1 - k0, m = (s->len - r + st - 1) / st; /* the class's keys */
+    const float scale = 1.0f / sqrtf((float)E);
+    const seq_mask *sm = s->sm;
+    /* scratch: scores (n_rows, KEY_BLOCK), the pairs' additive mask (n_rows, m),
+     * running max and sum */
+    float *scores = scratch, *mask = scores + (size_t)n_rows * KEY_BLOCK;
+    float *row_max = mask + (size_t)n_rows * m, *row_sum = row_max + n_rows;
+
+    /* The mask, once for every head: pairs a listed tile or the gathered
+     * block holds are theirs (-inf here), then the mask's own rule. */
+    for (int rr = 0; rr < n_rows; rr++) {
+        const int i = r + (k0 + rr) * st, qt = i / ENC_TILE_Q;
+        const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
+        uint32_t t = bs->qptr[qt];
+        int g = 0;
+        for (int c = 0; c < m; c++) {
+            const int j = r + c * st, kt = j / ENC_TILE_K;
+            while (t < bs->qptr[qt + 1] && (int)(bs->tiles[t] & ~BM_FULL) < kt)
+                t++;
+            while (g < bs->n_gcols && bs->gcols[g] < j)
+                g++;
+            const bool theirs = (t < bs->qptr[qt + 1] && (int)(bs->tiles[t] & ~BM_FULL) == kt) ||
+                                (g < bs->n_gcols && bs->gcols[g] == j);
+            float v = theirs || !mask_allowed(sm, i, j) ? -INFINITY : 0.0f;
+            if (v == 0.0f && aa)
+                v = aa[j];
+            mask[(size_t)rr * m + c] = v;
+        }
+    }
+
+    const size_t per_g = s->gather_floats;
+    const size_t cls = attention_gather_floats(bs->n_gcols, E) +
+                       attention_residue_floats(s->len, st, r, E);
+    for (int h = 0; h < H; h++) {
+        const int g = h / group;
+        const float *kg = s->gather + (size_t)g * per_g + cls; /* K (m, E), V (m, E), packed K */
+        const float *vg = kg + (size_t)m * E, *pk = s->kt ? vg + (size_t)m * E : NULL;
+        const int i0 = r + k0 * st;
+        const float *q = s->qkv + (size_t)i0 * qs + (size_t)h * E; /* rows st apart */
+        float *zh = s->res_z + (size_t)i0 * s->z_stride + (size_t)h * E;
+        const int zs = st * s->z_stride;
+        for (int rr = 0; rr < n_rows; rr++) {
+            row_max[rr] = -INFINITY;
+            row_sum[rr] = 0.0f;
+        }
+        for (int c0 = 0; c0 < m; c0 += KEY_BLOCK) {
+            const int n = m - c0 < KEY_BLOCK ? m - c0 : KEY_BLOCK;
+            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, n, E,
+                       scale, pk ? pk + (size_t)c0 * E : NULL);
+            for (int rr = 0; rr < n_rows; rr++) {
+                float *row = scores + (size_t)rr * KEY_BLOCK;
+                const float *mk = mask + (size_t)rr * m + c0;
+                for (int c = 0; c < n; c++)
+                    row[c] += mk[c];
+                const float alpha = softmax_block(row, n, &row_max[rr], &row_sum[rr]);
+                if (c0 > 0 && alpha != 1.0f)
+                    for (int e = 0; e < E; e++)
+                        zh[(size_t)rr * zs + e] *= alpha;
+            }
+            values_mul(zh, zs, scores, KEY_BLOCK, vg + (size_t)c0 * E, E, n_rows, n, E, c0 > 0,
+                       s->kt != NULL);
+        }
+        for (int rr = 0; rr < n_rows; rr++) {
+            const size_t at = (size_t)(i0 + rr * st) * H + (size_t)h;
+            s->res_m[at] = row_max[rr];
+            s->res_s[at] = row_sum[rr];
+        }
+    }
+    return (uint64_t)n_rows * (uint64_t)m * (uint64_t)H;
+}
+
 /* ---- attention over a block mask's tiles ------------------------------------ */
 
 /* Consecutive listed key tiles scored together: keys [j0, j0 + n), at most
@@ -472,7 +557,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     }
     const int goff = total; /* where the gathered columns' scores sit (weights) */
     total += gc.n;
-    if (total == 0) { /* no key at all: zero outputs (and weights) */
+    const bool resume = s->res_m && tiles; /* the residue classes went first */
+    if (total == 0 && !resume) { /* no key at all: zero outputs (and weights) */
         for (int r = 0; r < n_rows; r++) {
             const int i = rows ? rows[r] : i0 + r;
             memset(s->z + (size_t)i * s->z_stride, 0, (size_t)H * E * sizeof(float));
@@ -502,12 +588,18 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
         const int z_stride = rows ? E : s->z_stride;
 
         if (!weights) {
-            /* online softmax chunk by chunk, z summed in place */
+            /* online softmax chunk by chunk, z summed in place; from the
+             * residue classes' running state when they went first */
             for (int r = 0; r < n_rows; r++) {
-                row_max[r] = -INFINITY;
-                row_sum[r] = 0.0f;
+                const size_t at = (size_t)(i0 + r) * H + (size_t)h;
+                row_max[r] = resume ? s->res_m[at] : -INFINITY;
+                row_sum[r] = resume ? s->res_s[at] : 0.0f;
+                if (resume) /* contiguous rows only: tile items */
+                    memcpy(zh + (size_t)r * z_stride,
+                           s->res_z + (size_t)(i0 + r) * s->z_stride + (size_t)h * E,
+                           (size_t)E * sizeof(float));
             }
-            bool first = true;
+            bool first = !resume;
             for (int pos = 0; chunk_next(&tl, &pos, &c); first = false) {
                 scores_mul(scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs + (size_t)g * E,
                            qs, n_rows, c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));

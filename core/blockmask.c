@@ -167,14 +167,15 @@ static int class_window(const seq_mask *sm, int q0, int q1, int k0, int k1)
     return dmax < lo || dmin > hi ? NONE : SOME;
 }
 
-/* |i - j| < s, or (i - j) mod s = 0 */
-static int class_strided(int s, int q0, int q1, int k0, int k1)
+/* |i - j| < s, or (i - j) mod s = 0 (the second part only when the
+ * residue classes do not take it) */
+static int class_strided(int s, bool diagonals, int q0, int q1, int k0, int k1)
 {
     const long long dmin = (long long)q0 - (k1 - 1), dmax = (long long)(q1 - 1) - k0;
     if (s == 1 || (dmin > -s && dmax < s))
         return ALL;
     const bool band = dmax > -s && dmin < s;
-    const bool diagonal = floor_div(dmax, s) * s >= dmin;
+    const bool diagonal = diagonals && floor_div(dmax, s) * s >= dmin;
     return band || diagonal ? SOME : NONE;
 }
 
@@ -232,6 +233,7 @@ static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
 /* Scratch of one sequence's compile: prefix counts over its keys. */
 typedef struct class_ctx {
     const seq_mask *sm;
+    bool residue;                 /* the strided diagonals go to residue classes */
     const uint32_t *pad_below;    /* (len + 1) padding keys below each key, or NULL */
 } class_ctx;
 
@@ -244,7 +246,7 @@ static int tile_class(const class_ctx *cx, int q0, int q1, int k0, int k1)
         if (sm->window_left != ENC_WINDOW_NONE || sm->window_right != ENC_WINDOW_NONE)
             p = MAX2(p, class_window(sm, q0, q1, k0, k1));
         if (p < ALL && sm->stride > 0)
-            p = MAX2(p, class_strided(sm->stride, q0, q1, k0, k1));
+            p = MAX2(p, class_strided(sm->stride, !cx->residue, q0, q1, k0, k1));
         if (p < ALL && sm->fixed_block > 0)
             p = MAX2(p, class_fixed(sm->fixed_block, q0, q1, k0, k1));
         if (p < ALL && sm->blocks.size > 0)
@@ -400,7 +402,8 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
 }
 
 /* Sequence b's tiles (and random blocks, and CSR when asked). */
-static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, enc_error *err)
+static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, bool residue,
+                       enc_error *err)
 {
     bm_seq *s = &bm->seqs[b];
     const enc_mask *mk = &in->mask;
@@ -412,6 +415,9 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
         return err ? err->status : ENC_EINVAL;
     const seq_mask sm = seq_mask_for(in, bm, b);
     s->dense = !sm.pattern && !sm.causal && !sm.key_padding && !sm.attn_bool && !sm.attn_add;
+    /* the strided diagonals by residue class: without weights only (the
+     * tiles' softmax then starts from the classes' running state) */
+    s->stride = residue && !csr && sm.pattern && sm.stride > 1 && sm.stride < len ? sm.stride : 0;
 
     int rc = ENC_OK;
     uint32_t *pad_below = NULL;
@@ -440,7 +446,7 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
             rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
             goto done;
         }
-        const class_ctx cx = {.sm = &sm, .pad_below = pad_below};
+        const class_ctx cx = {.sm = &sm, .residue = s->stride > 0, .pad_below = pad_below};
         size_t cap = (size_t)s->nq * 4 + 16, n = 0;
         s->qptr = malloc(((size_t)s->nq + 1) * sizeof *s->qptr);
         s->tiles = malloc(cap * sizeof *s->tiles);
@@ -471,6 +477,10 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
             }
             s->scores += (keys + (uint64_t)s->n_gcols) * (uint64_t)(q1 - q0);
         }
+        for (int r = 0; r < s->stride; r++) { /* each class: its rows x its keys */
+            const uint64_t m = (uint64_t)((len - r + s->stride - 1) / s->stride);
+            s->scores += m * m;
+        }
         s->qptr[s->nq] = (uint32_t)n;
         s->scores += (uint64_t)s->n_grows * (uint64_t)len;
     }
@@ -482,6 +492,11 @@ done:
 }
 
 enc_blockmask *enc_blockmask_new(const enc_batch *in, bool csr, enc_error *err)
+{
+    return blockmask_new(in, csr, false, err);
+}
+
+enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_error *err)
 {
     if (!in || in->B < 1 || in->L < 1) {
         enc_error_set(err, ENC_EINVAL, "no batch to compile a mask for");
@@ -507,7 +522,7 @@ enc_blockmask *enc_blockmask_new(const enc_batch *in, bool csr, enc_error *err)
     for (size_t k = 0; k < in->mask.n_global; k++)
         bm->is_global[in->mask.global[k]] = 1;
     for (int b = 0; b < in->B; b++)
-        if (compile_seq(bm, in, b, csr, err) < 0) {
+        if (compile_seq(bm, in, b, csr, residue, err) < 0) {
             enc_blockmask_free(bm);
             return NULL;
         }
@@ -516,6 +531,24 @@ oom:
     enc_blockmask_free(bm);
     enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
     return NULL;
+}
+
+bool blockmask_listed(const bm_seq *s, int qt, int kt)
+{
+    if (s->dense)
+        return true;
+    uint32_t lo = s->qptr[qt], hi = s->qptr[qt + 1];
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        const uint32_t t = s->tiles[mid] & ~BM_FULL;
+        if (t == (uint32_t)kt)
+            return true;
+        if (t < (uint32_t)kt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
 }
 
 uint64_t enc_blockmask_scores(const enc_blockmask *bm, int b)

@@ -30,12 +30,15 @@ typedef struct seq_info {
     size_t gather; /* its gathered columns' keys and values in the workspace's gather */
 } seq_info;
 
-/* One unit of attention work: query rows [i0, i1) of packed sequence seq,
- * or (grows) its global positions' rows grows[i0 .. i1) of the block mask;
- * cost its scores per head, for sharing the items out. */
+/* One unit of attention work on packed sequence seq: query rows [i0, i1)
+ * (ITEM_TILE); its global positions' rows grows[i0 .. i1) of the block mask
+ * (ITEM_GROWS); or the rows cls + k * stride, k in [i0, i1), of a strided
+ * residue class (ITEM_RESIDUE).  cost: its scores per head, for sharing the
+ * items out. */
+enum { ITEM_TILE, ITEM_GROWS, ITEM_RESIDUE };
 typedef struct attn_item {
     int seq, i0, i1;
-    bool grows;
+    int kind, cls;
     uint64_t cost;
 } attn_item;
 
@@ -56,15 +59,21 @@ struct enc_workspace {
     float *scores;     /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
     seq_info *seqs;    /* (S) the packed sequences */
-    attn_item *items;  /* (T + 2S) attention work: at most a tile per 16 rows, plus one,
-                          then the global rows' items (64 rows each) */
+    attn_item *items;  /* (3T + 3S) attention work: the residue classes' items (at most
+                          len / 64 + stride < 2 len + 1 a sequence), then the tiles (at
+                          most a tile per 16 rows, plus one), then the global rows' (64
+                          rows each) */
     float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
     float *gather;     /* every sequence's gathered columns (attention_gather), its own
                           allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
     int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
-    int n_seqs, n_items;  /* items [0, n_tiles) are the tiles, the rest global rows */
-    int n_tiles;
+    int n_seqs, n_items;  /* items: [0, n_res) residue classes, [n_res, n_tiles) tiles,
+                             then global rows */
+    int n_res, n_tiles;
+    float *resid;      /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
+                          z (T, D); its own allocation, grown when a batch needs it */
+    size_t cap_resid;
 };
 
 /* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
@@ -170,6 +179,7 @@ void enc_workspace_free(enc_workspace *ws)
     blas_threads_add(-team_size(ws->team));
     team_free(ws->team);
     free(ws->gather);
+    free(ws->resid);
     free(ws->mem);
     free(ws);
 }
@@ -228,7 +238,7 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     sizes[6] = align64(n_ll * sizeof(float));
     sizes[7] = 0;
     sizes[8] = align64(S * sizeof(seq_info));
-    sizes[9] = align64((T + 2 * S) * sizeof(attn_item));
+    sizes[9] = align64((3 * T + 3 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     sizes[11] = align64(n_kt * sizeof(float));
     size_t total = 0;
@@ -357,6 +367,14 @@ static void phase_norm(void *arg, int tid, int n)
                           c->m->hp.layer_norm_eps);
 }
 
+/* Floats of one key/value head's gathered area of a sequence: its gathered
+ * columns, then its residue classes. */
+static size_t seq_gather_floats(const bm_seq *bs, int E)
+{
+    return attention_gather_floats(bs->n_gcols, E) +
+           (bs->stride ? attention_residue_floats(bs->len, bs->stride, bs->stride, E) : 0);
+}
+
 /* Items [k0, k1) of n (costs cost[k]): thread tid's share of the total
  * cost, in one contiguous range. */
 static void split_cost(const attn_item *items, int n, int tid, int nth, int *k0, int *k1)
@@ -414,7 +432,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                            c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
             done = (uint64_t)(it->i1 - it->i0) * (uint64_t)sq->len * (uint64_t)H;
         } else {
-            const attn_seq as = {
+            attn_seq as = {
                 .z = ws->z + (size_t)sq->row * D, .z_stride = D,
                 .qkv = ws->qkv + (size_t)sq->row * Q, .qkv_stride = Q,
                 .len = sq->len, .H = H, .G = m->hp.n_kv_heads, .E = m->head_dim,
@@ -423,8 +441,16 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                 .indptr = csr ? bs->indptr : NULL, .indices = csr ? bs->indices : NULL,
                 .nnz = bs->nnz, .gcols = bs->gcols, .n_gcols = bs->n_gcols,
                 .gather = ws->gather ? ws->gather + sq->gather : NULL,
-                .gather_floats = attention_gather_floats(bs->n_gcols, m->head_dim)};
-            if (it->grows) {
+                .gather_floats = seq_gather_floats(bs, m->head_dim)};
+            if (bs->stride) {
+                const size_t T = ws->cap_T;
+                as.res_m = ws->resid + (size_t)sq->row * H;
+                as.res_s = ws->resid + T * H + (size_t)sq->row * H;
+                as.res_z = ws->resid + 2 * T * H + (size_t)sq->row * D;
+            }
+            if (it->kind == ITEM_RESIDUE) {
+                done = attention_residue(&as, bs, it->cls, it->i0, it->i1, scratch);
+            } else if (it->kind == ITEM_GROWS) {
                 const bool restricted = sm.causal || sm.key_padding || sm.attn_bool || sm.attn_add;
                 done = attention_tiles(&as, 0, bs->grows + it->i0, it->i1 - it->i0, NULL, 0,
                                        restricted ? 0 : BM_FULL, false, scratch);
@@ -442,11 +468,18 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
     }
 }
 
+/* The strided residue classes, before the tiles. */
+static void phase_attention_residue(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    run_items(c, 0, c->ws->n_res, tid, n);
+}
+
 /* Attention, split by (sequence, tile of query rows) items. */
 static void phase_attention(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
-    run_items(c, 0, c->ws->n_tiles, tid, n);
+    run_items(c, c->ws->n_res, c->ws->n_tiles - c->ws->n_res, tid, n);
 }
 
 /* The global positions' rows, after the tiles (which computed them too, over
@@ -489,11 +522,18 @@ static void phase_gather(void *arg, int tid, int n)
         const seq_info *sq = &ws->seqs[k / G];
         const bm_seq *bs = &c->bms[sq->job]->seqs[sq->b];
         const int g = k % G;
+        float *dst = ws->gather + sq->gather + (size_t)g * seq_gather_floats(bs, E);
+        const float *qkv = ws->qkv + (size_t)sq->row * Q;
         if (bs->n_gcols)
-            attention_gather(ws->gather + sq->gather +
-                                 (size_t)g * attention_gather_floats(bs->n_gcols, E),
-                             ws->qkv + (size_t)sq->row * Q, Q, bs->gcols, bs->n_gcols,
-                             m->hp.n_heads, G, g, E, c->kt != NULL);
+            attention_gather(dst, qkv, Q, bs->gcols, 0, 0, bs->n_gcols, m->hp.n_heads, G, g, E,
+                             c->kt != NULL);
+        dst += attention_gather_floats(bs->n_gcols, E);
+        for (int r = 0; r < bs->stride; r++) { /* the residue classes, one after another */
+            const int n_keys = (sq->len - r + bs->stride - 1) / bs->stride;
+            attention_gather(dst, qkv, Q, NULL, r, bs->stride, n_keys, m->hp.n_heads, G, g, E,
+                             c->kt != NULL);
+            dst += attention_gather_floats(n_keys, E);
+        }
     }
 }
 
@@ -507,6 +547,19 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
 {
     const int nth = team_size(ws->team);
     ws->n_items = 0;
+    for (int s = 0; s < ws->n_seqs; s++) {
+        const seq_info *sq = &ws->seqs[s];
+        const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
+        for (int r = 0; r < bs->stride; r++) {
+            const int m = (sq->len - r + bs->stride - 1) / bs->stride;
+            for (int k0 = 0; k0 < m; k0 += ENC_TILE_Q) {
+                const int k1 = k0 + ENC_TILE_Q < m ? k0 + ENC_TILE_Q : m;
+                ws->items[ws->n_items++] = (attn_item){s, k0, k1, ITEM_RESIDUE, r,
+                                                       (uint64_t)m * (uint64_t)(k1 - k0) + 1};
+            }
+        }
+    }
+    ws->n_res = ws->n_items;
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
@@ -526,7 +579,7 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
                     keys += ENC_TILE_K;
             }
             ws->items[ws->n_items++] =
-                (attn_item){s, i0, i1, false, keys * (uint64_t)(i1 - i0) + 1};
+                (attn_item){s, i0, i1, ITEM_TILE, 0, keys * (uint64_t)(i1 - i0) + 1};
             i0 = i1 - tile;
         }
     }
@@ -536,8 +589,8 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
         for (int g0 = 0; g0 < bs->n_grows; g0 += ENC_TILE_Q) {
             const int g1 = g0 + ENC_TILE_Q < bs->n_grows ? g0 + ENC_TILE_Q : bs->n_grows;
-            ws->items[ws->n_items++] =
-                (attn_item){s, g0, g1, true, (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
+            ws->items[ws->n_items++] = (attn_item){s, g0, g1, ITEM_GROWS, 0,
+                                                   (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
         }
     }
 }
@@ -591,6 +644,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         team_run(ws->team, phase_keys, &c);
     if (ws->gather)
         team_run(ws->team, phase_gather, &c);
+    if (ws->n_res)
+        team_run(ws->team, phase_attention_residue, &c);
     team_run(ws->team, phase_attention, &c);
     if (ws->n_items > ws->n_tiles)
         team_run(ws->team, phase_attention_globals, &c);
@@ -646,7 +701,13 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
         return job->rc = enc_error_set(&job->err, ENC_EINVAL,
                                        "CSR weights need the batch's block mask (enc_batch."
                                        "blockmask)");
-    *bm = *own = enc_blockmask_new(job->in, false, &job->err);
+    /* The strided diagonals by residue class when no layer returns weights. */
+    bool weights = false;
+    for (int l = 0; job->res->attn_mode != ENC_ATTN_NONE && job->res->attn &&
+                    l < m->hp.n_layers;
+         l++)
+        weights |= job->res->attn[l] != NULL;
+    *bm = *own = blockmask_new(job->in, false, !weights, &job->err);
     if (!*bm)
         job->rc = job->err.status != ENC_OK ? (int)job->err.status : ENC_ENOMEM;
     return job->rc;
@@ -706,8 +767,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     size_t gather = 0;
     for (int j = 0; j < n; j++)
         for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
-            gather += (size_t)m->hp.n_kv_heads *
-                      attention_gather_floats(bms[j]->seqs[b].n_gcols, m->head_dim);
+            gather += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
     if (gather > ws->cap_gather) {
         float *p = aligned_alloc(64, align64(gather * sizeof(float)));
         if (!p) {
@@ -722,6 +782,26 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         free(ws->gather);
         ws->gather = p;
         ws->cap_gather = gather;
+    }
+    bool residue = false;
+    for (int j = 0; j < n; j++)
+        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
+            residue |= bms[j]->seqs[b].stride > 0;
+    const size_t n_resid = ws->cap_T * (2 * (size_t)H + (size_t)D);
+    if (residue && n_resid > ws->cap_resid) {
+        float *p = aligned_alloc(64, align64(n_resid * sizeof(float)));
+        if (!p) {
+            for (int j = 0; j < n; j++)
+                if (jobs[j].rc == 0) {
+                    jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM,
+                                               "out of memory for the strided pattern's state");
+                    failed++;
+                }
+            goto done;
+        }
+        free(ws->resid);
+        ws->resid = p;
+        ws->cap_resid = n_resid;
     }
     float *const gather_buf = ws->gather;
     if (gather == 0)
@@ -742,8 +822,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
             ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
-            goff += (size_t)m->hp.n_kv_heads *
-                    attention_gather_floats(bms[j]->seqs[b].n_gcols, m->head_dim);
+            goff += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
             csr += (size_t)heads * bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,

@@ -162,6 +162,11 @@ typedef struct bm_seq {
                            query tile besides its listed tiles (a tile that lists one
                            scores it itself) */
     int n_gcols;
+    int stride;         /* > 0: the strided pattern's diagonals ((i - j) mod stride = 0)
+                           run by residue class (rows and keys i mod stride = r), before
+                           the tiles, which then score the band |i - j| < stride only;
+                           their pairs inside a listed tile or a gathered column are the
+                           tiles' and the gathered block's.  Only without weights. */
     int *rnd;           /* BigBird's random key blocks (seq_mask.rnd), or NULL */
     int rnd_k;
     uint64_t scores;    /* scores per head and layer */
@@ -176,6 +181,12 @@ struct enc_blockmask {
     uint8_t *is_global; /* (L) */
     bm_seq *seqs;       /* (B) */
 };
+
+/* enc_blockmask_new, and with residue the strided diagonals by residue
+ * class (bm_seq.stride): for forwards that return no weights. */
+enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_error *err);
+/* Whether query tile qt lists key tile kt. */
+bool blockmask_listed(const bm_seq *s, int qt, int kt);
 
 /* The mask checks of enc_batch_validate that need no model. */
 int mask_validate(const enc_batch *in, enc_error *err);
@@ -247,15 +258,34 @@ typedef struct attn_seq {
     const int *gcols;
     int n_gcols;
     const float *gather;
-    size_t gather_floats;
+    size_t gather_floats;     /* one key/value head's: the gathered columns, then the
+                                 residue classes (attention_residue_floats) */
+    /* the strided residue classes' running softmax state, (len, H) and (len, z_stride)
+     * like z: written by attention_residue, read by the tiles; NULL when none */
+    float *res_m, *res_s, *res_z;
 } attn_seq;
+
+/* Floats before residue class r of a sequence of len tokens (r = stride:
+ * all of them) in one key/value head's gathered area. */
+size_t attention_residue_floats(int len, int stride, int r, int E);
+
+/* The strided diagonals of residue class r (bm_seq.stride), rows i = r +
+ * k * stride for k in [k0, k1): per head an online softmax over the class's
+ * keys (its keys and values gathered by attention_gather after the gathered
+ * columns), for the pairs no listed tile and no gathered column holds.
+ * Leaves each row's running max, sum and unnormalised z in s->res_*, where
+ * attention_tiles takes them up.  scratch: attention_scratch_floats(k1 -
+ * k0, len, E).  Returns the scores computed. */
+uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, int k1,
+                           float *scratch);
 
 /* Floats of one key/value head's gathered columns in attn_seq.gather. */
 size_t attention_gather_floats(int n_gcols, int E);
-/* Gathers (and packs, when pack) head g's keys and values of the columns
- * cols (n) from qkv (laid out as for attention_rows) into dst. */
-void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int n, int H,
-                      int G, int g, int E, bool pack);
+/* Gathers (and packs, when pack) head g's keys and values of n columns,
+ * cols[c] or (cols NULL) first + c * step, from qkv (laid out as for
+ * attention_rows) into dst. */
+void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int first,
+                      int step, int n, int H, int G, int g, int E, bool pack);
 
 /* Multi-head attention for n_rows query rows of one sequence, rows i0 + r
  * (rows NULL) or rows[r], over the key tiles of a block mask: tiles[0 ..

@@ -310,6 +310,72 @@ START_TEST(test_tiles_match_naive)
 }
 END_TEST
 
+/* Every case against the same pairs given as an explicit boolean attn mask
+ * built from the definitions here: with and without weights (without them
+ * the strided diagonals run by residue class, the fixed summary keys and
+ * global columns gathered), on both kernels. */
+START_TEST(test_patterns_match_explicit_mask)
+{
+    const pattern_case *pc = &cases[_i];
+    enc_model *m = small_model();
+    const int D = 16, H = 4, L = pc->L, NL = 2;
+    float *x = xcalloc((size_t)L * D, sizeof *x);
+    uint64_t st = 99 + (uint64_t)_i;
+    fill_random(x, (size_t)L * D, &st, 1.0f);
+    uint8_t *kp = xcalloc((size_t)L, 1), *ab = xcalloc((size_t)L * L, 1);
+    enc_batch in = case_batch(pc, x, &pc->len, kp);
+    const int b = pc->blocks.size, nb = b ? (pc->len + b - 1) / b : 0;
+    const int rk = b ? MIN2(pc->blocks.random, nb) : 0;
+    int *rnd = xcalloc((size_t)nb * rk + 1, sizeof *rnd), *cand = xcalloc((size_t)nb + 1, sizeof *cand);
+    for (int qb = 0; qb < nb; qb++) {
+        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * rk);
+        for (int r = k; r < rk; r++)
+            rnd[(size_t)qb * rk + r] = -1;
+    }
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++)
+            ab[(size_t)i * L + j] = !(i < pc->len && j < pc->len && def_allowed(pc, rnd, rk, i, j));
+    enc_batch ex = batch_plain(x, 1, L, &pc->len);
+    ex.mask.attn_kind = ENC_MASK_BOOL;
+    ex.mask.attn_bool = ab;
+
+    float *want = xcalloc((size_t)L * D, sizeof *want), *got = xcalloc((size_t)L * D, sizeof *got);
+    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
+    float *ga[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
+    enc_error err = {0};
+    for (int simd = 0; simd < 2; simd++) {
+        simd_set_enabled(simd);
+        enc_workspace *ws = enc_workspace_new(m);
+        for (int weights = 0; weights < 2; weights++) {
+            const enc_attn_mode mode = weights ? ENC_ATTN_HEADS : ENC_ATTN_NONE;
+            enc_result rw = {.out = want, .attn_mode = mode, .attn = wa};
+            enc_result rg = {.out = got, .attn_mode = mode, .attn = ga};
+            ck_assert_int_eq(enc_forward(m, ws, &ex, &rw, &err), 0);
+            ck_assert_int_eq(enc_forward(m, ws, &in, &rg, &err), 0);
+            ck_assert_msg(max_abs_diff(got, want, (size_t)L * D) <= 1e-5,
+                          "case %d simd %d weights %d: outputs differ by %g", _i, simd, weights,
+                          max_abs_diff(got, want, (size_t)L * D));
+            for (int l = 0; weights && l < NL; l++)
+                ck_assert_double_le(max_abs_diff(ga[l], wa[l], (size_t)H * L * L), 1e-6);
+        }
+        enc_workspace_free(ws);
+    }
+    simd_set_enabled(true);
+    for (int l = 0; l < NL; l++) {
+        free(wa[l]);
+        free(ga[l]);
+    }
+    free(want);
+    free(got);
+    free(rnd);
+    free(cand);
+    free(ab);
+    free(kp);
+    free(x);
+    enc_model_free(m);
+}
+END_TEST
+
 START_TEST(test_bad_patterns_refused)
 {
     float x[16 * 4] = {0};
@@ -342,6 +408,8 @@ Suite *blockmask_suite(void)
     tcase_add_test(tc, test_scores_window_causal_blocks);
     tcase_add_loop_test(tc, test_csr_lists_allowed_pairs, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_tiles_match_naive, 0, (int)(sizeof cases / sizeof *cases));
+    tcase_add_loop_test(tc, test_patterns_match_explicit_mask, 0,
+                        (int)(sizeof cases / sizeof *cases));
     tcase_add_test(tc, test_bad_patterns_refused);
     suite_add_tcase(s, tc);
     return s;
