@@ -306,6 +306,20 @@ static int run_core(const options *o)
         parse_mask(o->mask, o->len, &in.mask, global, &attn_mask);
     enc_result res = {.out = out, .attn_mode = o->attn, .attn = layers};
 
+    /* The allowed pairs, for the ideal a pattern is held to (not timed). */
+    unsigned long long nnz = (unsigned long long)B * L * L;
+    if (o->mask) {
+        enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
+        if (!bm) {
+            fprintf(stderr, "bench_core: bad mask: %s\n", err.message);
+            return 1;
+        }
+        nnz = 0;
+        for (int b = 0; b < o->batch; b++)
+            nnz += enc_blockmask_nnz(bm, b);
+        enc_blockmask_free(bm);
+    }
+
     double *ms = alloc_doubles((size_t)o->repeat);
     int rc = 0;
     for (int i = -o->warmup; i < o->repeat && rc == 0; i++) {
@@ -337,10 +351,16 @@ static int run_core(const options *o)
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
                enc_activation_name(o->hp.activation), mode, o->threads, o->repeat, best, median,
                gflops, flops / 1e9, (double)enc_workspace_bytes(ws) / (1 << 20), rss);
+        if (o->mask)
+            printf("mask %s: %llu allowed pairs (%.2f%% of B L^2), %llu scores computed (%.2f%% "
+                   "of H L^2 a sequence)\n",
+                   o->mask, nnz, 100.0 * (double)nnz / ((double)B * L * L),
+                   (unsigned long long)res.scores,
+                   100.0 * (double)res.scores / ((double)B * H * L * L));
         printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f %s_peak_rss_mib=%.0f "
-               "%s_scores=%llu\n",
+               "%s_scores=%llu %s_nnz=%llu\n",
                key, best, key, median, key, gflops, key, rss, key,
-               (unsigned long long)res.scores);
+               (unsigned long long)res.scores, key, nnz);
     }
     free(ms);
     free(x);

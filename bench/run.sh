@@ -29,7 +29,14 @@
 #   6. memory     one sequence of L=16384 with attention "none": the core's peak
 #                 resident memory (bench_core), and the daemon's after serving
 #                 it over HTTP in base64 (VmHWM)
-#   7. summary    each target of issue 4: met or not in this run
+#   7. long       long context (issue 18): bench_core core with sparse masks
+#                 (--mask), attention none, against the four Linears alone
+#                 and the dense forward at the same L: window 64 (+16 global
+#                 positions) at L=16384, its scaling from L=2048 to 32768,
+#                 causal at L=4096, fixed / strided / BigBird blocks against
+#                 their ideal by allowed pairs, an explicit block-diagonal
+#                 attn mask against its documents alone
+#   8. summary    each target of issues 4 and 18: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -44,7 +51,8 @@
 #   BENCH_HTTP_SECONDS [5]      length of each HTTP measurement
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
-#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory"
+#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long"
+#   BENCH_LONG_LEN [16384]      sequence length of the long-context patterns
 #   BENCH_MEMORY_LEN [16384]    sequence length of the memory test
 #   BENCH_ORT_VERSION [1.30.0]  onnxruntime-node version npm installs
 #   BENCH_NPM_TIMEOUT [180]     seconds npm install may take
@@ -507,6 +515,69 @@ else
     stop_daemon
 fi
 
+# ---- 7. long context: sparse patterns, attention none (issue 18) ------------
+
+LONG=${BENCH_LONG_LEN:-16384}
+# long_core NAME LEN [MASK]: one forward of B=1 L=LEN, attention none, best of
+# 2 (1 without a mask: the dense forward at L=16384 takes seconds).
+long_core() {
+    local reps=2
+    [ -z "${3:-}" ] && [ "$2" -gt 8192 ] && reps=1
+    # shellcheck disable=SC2086
+    run_step 900 $BB/bench_core core --batch 1 --len "$2" --threads "$THREADS" --repeat "$reps" \
+        --warmup 1 --attention none $MODEL_FLAGS ${3:+--mask "$3"} --name "$1" ||
+        { FAILED=1; WHY[long]="bench_core core --mask failed"; }
+}
+section "long context: sparse patterns at L=$LONG, attention none"
+if skipped long; then
+    WHY[long]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    for n in "$LONG" 4096 1024; do
+        run_step 300 $BB/bench_core linears --batch 1 --len "$n" --threads "$THREADS" --repeat 2 \
+            --warmup 1 || [ $? = 3 ] || { FAILED=1; WHY[long]="bench_core linears failed"; }
+    done
+    long_core long_dense "$LONG"
+    long_core long_window "$LONG" window=64
+    long_core long_window_global "$LONG" window=64,global=16
+    long_core long_fixed "$LONG" fixed=128:8
+    long_core long_strided "$LONG" strided=128
+    long_core long_blocks "$LONG" blocks=64:1:1:3
+    long_core long_window_2k 2048 window=64
+    long_core long_window_32k 32768 window=64
+    long_core long_dense_4k 4096
+    long_core long_causal_4k 4096 causal
+    long_core long_docs_4k 4096 docs=4
+    long_core long_doc_1k 1024
+    lin=${R[linears_1x${LONG}_best_ms]:-} dense=${R[long_dense_best_ms]:-}
+    # a pattern's ideal: the Linears plus its share, by allowed pairs, of the
+    # dense forward's attention
+    for p in fixed strided blocks; do
+        t=${R[long_${p}_best_ms]:-} nnz=${R[long_${p}_nnz]:-}
+        if [ -n "$t" ] && [ -n "$lin" ] && [ -n "$dense" ] && [ -n "$nnz" ]; then
+            ideal=$(calc "$lin + ($dense - $lin) * $nnz / ($LONG * $LONG)")
+            R[long_${p}_ideal_ms]=$ideal
+            R[long_${p}_ratio]=$(calc "$t / $ideal")
+            echo "-> $p: $t ms, ideal $(fmt "$ideal" 1) ms (Linears $lin + (dense $dense - Linears) x $nnz / L^2): $(fmt "${R[long_${p}_ratio]}" 2)x"
+        fi
+    done
+    for p in window window_global; do
+        t=${R[long_${p}_best_ms]:-}
+        [ -n "$t" ] && [ -n "$lin" ] && R[long_${p}_ratio]=$(calc "$t / $lin") &&
+            echo "-> $p: $t ms / the four Linears $lin ms = $(fmt "${R[long_${p}_ratio]}" 2)x"
+    done
+    a=${R[long_window_2k_best_ms]:-} b=${R[long_window_32k_best_ms]:-}
+    [ -n "$a" ] && [ -n "$b" ] && R[long_scaling]=$(calc "$b / $a") &&
+        echo "-> window 64: t(L=32768) / t(L=2048) = $b / $a = $(fmt "${R[long_scaling]}" 2) (linear: 16)"
+    l4=${R[linears_1x4096_best_ms]:-} d4=${R[long_dense_4k_best_ms]:-} c4=${R[long_causal_4k_best_ms]:-}
+    [ -n "$l4" ] && [ -n "$d4" ] && [ -n "$c4" ] &&
+        R[long_causal_ratio]=$(calc "($c4 - $l4) / ($d4 - $l4)") &&
+        echo "-> causal, L=4096: attention part $(fmt "$(calc "$c4 - $l4")" 1) ms / unmasked $(fmt "$(calc "$d4 - $l4")" 1) ms = $(fmt "${R[long_causal_ratio]}" 2)"
+    dd=${R[long_docs_4k_best_ms]:-} d1=${R[long_doc_1k_best_ms]:-}
+    [ -n "$dd" ] && [ -n "$d1" ] && R[long_docs_ratio]=$(calc "$dd / (4 * $d1)") &&
+        echo "-> 4 documents in one L=4096 attn mask: $dd ms / 4 x $d1 ms alone = $(fmt "${R[long_docs_ratio]}" 2)x"
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -547,7 +618,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4 targets in this run"
+section "summary: issue 4 and issue 18 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -581,6 +652,27 @@ for k in core_1x${MEM_LEN}_none_peak_rss_mib http_mem_peak_rss_mib; do
     [ "$k" = http_mem_peak_rss_mib ] && what="attnd over HTTP"
     row "L=$MEM_LEN attention none < 1 GiB ($what)" "$m" "$r" "<" 1024 "${WHY[memory]:-}"
 done
+w=${WHY[long]:-}
+r=${R[long_window_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_window_best_ms]} / ${R[linears_1x${LONG}_best_ms]} ms)"
+row "L=$LONG window 64 <= 1.25x the four Linears" "$m" "$r" "<=" 1.25 "$w"
+r=${R[long_window_global_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_window_global_best_ms]} / ${R[linears_1x${LONG}_best_ms]} ms)"
+row "L=$LONG window 64 + 16 global <= 1.4x Linears" "$m" "$r" "<=" 1.4 "$w"
+r=${R[long_scaling]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2) (${R[long_window_32k_best_ms]} / ${R[long_window_2k_best_ms]} ms)"
+row "window 64: t(32768) / t(2048) <= 18.4" "$m" "$r" "<=" 18.4 "$w"
+r=${R[long_causal_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x of the unmasked attention"
+row "causal L=4096 attention part <= 0.6x unmasked" "$m" "$r" "<=" 0.6 "$w"
+for p in fixed strided blocks; do
+    r=${R[long_${p}_ratio]:-} m="n/a"
+    [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_${p}_best_ms]} / $(fmt "${R[long_${p}_ideal_ms]}" 1) ms)"
+    row "L=$LONG $p within 1.3x of its ideal" "$m" "$r" "<=" 1.3 "$w"
+done
+r=${R[long_docs_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_docs_4k_best_ms]} / 4 x ${R[long_doc_1k_best_ms]} ms)"
+row "4-document attn mask <= 1.15x the documents alone" "$m" "$r" "<=" 1.15 "$w"
 echo
 echo "not targets, for reference:"
 for s in $SHAPES; do
