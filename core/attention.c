@@ -91,7 +91,8 @@ static size_t scores_width(int len)
 
 size_t attention_scratch_floats(int rows, int len, int E)
 {
-    return (size_t)rows * (scores_width(len) + 2 * (size_t)E + 2) + (size_t)len;
+    /* scores, the gathered columns' mask (len a row at most), q, z, max, sum */
+    return (size_t)rows * (scores_width(len) + (size_t)len + 2 * (size_t)E + 2) + (size_t)len;
 }
 
 size_t attention_gather_floats(int n_gcols, int E)
@@ -497,19 +498,21 @@ static void weights_out(const attn_seq *s, const tile_list *tl, const gathered_c
     }
 }
 
-/* Masks row r (query i) of the gathered columns' scores (n of them, from
- * column c0): those a listed tile scores, and those the mask does not allow,
- * become -inf; the additive mask is added to the rest. */
-static void gathered_mask(const seq_mask *sm, const gathered_cols *gc, int c0, int n, int i,
-                          float *row)
+/* The additive mask of query i over the gathered columns (gc->n): -inf for
+ * those a listed tile scores and those the mask does not allow, the attn
+ * mask's value (or 0) for the rest.  Made once per item, added per head.
+ * The columns are in every row's pattern: only the restrictions can refuse
+ * them. */
+static void gathered_mask(const seq_mask *sm, const gathered_cols *gc, int i, float *out)
 {
     const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
-    for (int c = 0; c < n; c++) {
-        const int j = gc->cols[c0 + c];
-        if (gc->skip[c0 + c] || !mask_allowed(sm, i, j))
-            row[c] = -INFINITY;
-        else if (aa)
-            row[c] += aa[j];
+    const bool restricted = sm->causal || sm->key_padding || sm->attn_bool || aa;
+    for (int c = 0; c < gc->n; c++) {
+        const int j = gc->cols[c];
+        if (gc->skip[c] || (restricted && !mask_allowed(sm, i, j)))
+            out[c] = -INFINITY;
+        else
+            out[c] = aa ? aa[j] : 0.0f;
     }
 }
 
@@ -539,7 +542,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     float *scores = scratch;
     float *row_max = scores + (size_t)n_rows * width, *row_sum = row_max + n_rows;
     float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
-    uint8_t *skip = (uint8_t *)(zbuf + (size_t)n_rows * E);
+    float *gmask = zbuf + (size_t)n_rows * E; /* (n_rows, n_gcols) */
+    uint8_t *skip = (uint8_t *)(gmask + (size_t)n_rows * (size_t)s->len);
 
     int total = 0; /* the chunks' keys side by side (weights) */
     key_chunk c;
@@ -557,6 +561,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     }
     const int goff = total; /* where the gathered columns' scores sit (weights) */
     total += gc.n;
+    for (int r = 0; r < n_rows && gc.n; r++)
+        gathered_mask(s->sm, &gc, rows ? rows[r] : i0 + r, gmask + (size_t)r * gc.n);
     const bool resume = s->res_m && tiles; /* the residue classes went first */
     if (total == 0 && !resume) { /* no key at all: zero outputs (and weights) */
         for (int r = 0; r < n_rows; r++) {
@@ -623,7 +629,9 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                            s->kt ? gv + (size_t)gc.n * E + (size_t)c0 * E : NULL);
                 for (int r = 0; r < n_rows; r++) {
                     float *row = scores + (size_t)r * lds;
-                    gathered_mask(s->sm, &gc, c0, n, rows ? rows[r] : i0 + r, row);
+                    const float *mk = gmask + (size_t)r * gc.n + c0;
+                    for (int k = 0; k < n; k++)
+                        row[k] += mk[k];
                     const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
                     if (!first && alpha != 1.0f)
                         for (int e = 0; e < E; e++)
@@ -654,9 +662,12 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
             if (gc.n) {
                 scores_mul(scores + goff, lds, q, q_stride, gk, E, n_rows, gc.n, E, scale,
                            s->kt ? gv + (size_t)gc.n * E : NULL);
-                for (int r = 0; r < n_rows; r++)
-                    gathered_mask(s->sm, &gc, 0, gc.n, rows ? rows[r] : i0 + r,
-                                  scores + (size_t)r * lds + goff);
+                for (int r = 0; r < n_rows; r++) {
+                    float *row = scores + (size_t)r * lds + goff;
+                    const float *mk = gmask + (size_t)r * gc.n;
+                    for (int k = 0; k < gc.n; k++)
+                        row[k] += mk[k];
+                }
             }
             for (int r = 0; r < n_rows; r++) {
                 const int i = rows ? rows[r] : i0 + r;
