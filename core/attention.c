@@ -91,8 +91,10 @@ static size_t scores_width(int len)
 
 size_t attention_scratch_floats(int rows, int len, int E)
 {
-    /* scores, the gathered columns' mask (len a row at most), q, z, max, sum */
-    return (size_t)rows * (scores_width(len) + (size_t)len + 2 * (size_t)E + 2) + (size_t)len;
+    /* scores, the item's mask (partial tiles and gathered columns: 2 len a
+     * row at most), q, z, max, sum */
+    return (size_t)rows * (scores_width(len) + 2 * (size_t)len + 2 * (size_t)E + 2) +
+           (size_t)len;
 }
 
 size_t attention_gather_floats(int n_gcols, int E)
@@ -438,14 +440,26 @@ static bool chunk_next(const tile_list *tl, int *pos, key_chunk *c)
     return true;
 }
 
-/* Masks row r (query i) of a chunk's scores on its partial tiles only. */
-static void chunk_mask(const seq_mask *sm, const key_chunk *c, int i, float *row)
+/* Keys [*k0, *k1) of a chunk's t-th tile. */
+static void chunk_tile(const key_chunk *c, int t, int *k0, int *k1)
+{
+    *k0 = c->j0 + t * ENC_TILE_K;
+    *k1 = *k0 + ENC_TILE_K < c->j0 + c->n ? *k0 + ENC_TILE_K : c->j0 + c->n;
+}
+
+/* Adds a chunk's partial tiles' mask (from mask, where *off says; advanced
+ * past them) to one row of its scores. */
+static void chunk_mask(const key_chunk *c, const float *mask, int *off, float *row)
 {
     for (unsigned bits = c->partial; bits; bits &= bits - 1) {
         const int t = __builtin_ctz(bits);
-        const int k0 = c->j0 + t * ENC_TILE_K;
-        const int k1 = k0 + ENC_TILE_K < c->j0 + c->n ? k0 + ENC_TILE_K : c->j0 + c->n;
-        mask_apply_keys(sm, i, k0, k1, row + t * ENC_TILE_K);
+        int k0, k1;
+        chunk_tile(c, t, &k0, &k1);
+        float *dst = row + t * ENC_TILE_K;
+        const float *src = mask + *off;
+        for (int k = 0; k < k1 - k0; k++)
+            dst[k] += src[k];
+        *off += k1 - k0;
     }
 }
 
@@ -542,8 +556,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     float *scores = scratch;
     float *row_max = scores + (size_t)n_rows * width, *row_sum = row_max + n_rows;
     float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
-    float *gmask = zbuf + (size_t)n_rows * E; /* (n_rows, n_gcols) */
-    uint8_t *skip = (uint8_t *)(gmask + (size_t)n_rows * (size_t)s->len);
+    float *imask = zbuf + (size_t)n_rows * E; /* (n_rows, mw) */
+    uint8_t *skip = (uint8_t *)(imask + 2 * (size_t)n_rows * (size_t)s->len);
 
     int total = 0; /* the chunks' keys side by side (weights) */
     key_chunk c;
@@ -561,8 +575,31 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     }
     const int goff = total; /* where the gathered columns' scores sit (weights) */
     total += gc.n;
-    for (int r = 0; r < n_rows && gc.n; r++)
-        gathered_mask(s->sm, &gc, rows ? rows[r] : i0 + r, gmask + (size_t)r * gc.n);
+    /* The item's mask, made once for every head: each row's partial tiles'
+     * additive mask side by side (pw), then the gathered columns'. */
+    int pw = 0;
+    for (int pos = 0; chunk_next(&tl, &pos, &c);)
+        for (unsigned bits = c.partial; bits; bits &= bits - 1) {
+            int k0, k1;
+            chunk_tile(&c, __builtin_ctz(bits), &k0, &k1);
+            pw += k1 - k0;
+        }
+    const size_t mw = (size_t)pw + (size_t)gc.n; /* imask's row stride */
+    for (int r = 0; r < n_rows && mw; r++) {
+        const int i = rows ? rows[r] : i0 + r;
+        float *mrow = imask + (size_t)r * mw;
+        memset(mrow, 0, (size_t)pw * sizeof *mrow);
+        for (int pos = 0; chunk_next(&tl, &pos, &c);)
+            for (unsigned bits = c.partial; bits; bits &= bits - 1) {
+                int k0, k1;
+                chunk_tile(&c, __builtin_ctz(bits), &k0, &k1);
+                mask_apply_keys(s->sm, i, k0, k1, mrow);
+                mrow += k1 - k0;
+            }
+        if (gc.n)
+            gathered_mask(s->sm, &gc, i, imask + (size_t)r * mw + pw);
+    }
+    const float *gmask = imask + pw; /* row r's gathered columns' mask: gmask + r * mw */
     const bool resume = s->res_m && tiles; /* the residue classes went first */
     if (total == 0 && !resume) { /* no key at all: zero outputs (and weights) */
         for (int r = 0; r < n_rows; r++) {
@@ -606,13 +643,16 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                            (size_t)E * sizeof(float));
             }
             bool first = !resume;
+            int moff = 0; /* the next partial tile's mask in each row of imask */
             for (int pos = 0; chunk_next(&tl, &pos, &c); first = false) {
                 scores_mul(scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs + (size_t)g * E,
                            qs, n_rows, c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+                const int moff0 = moff;
                 for (int r = 0; r < n_rows; r++) {
                     float *row = scores + (size_t)r * lds;
+                    moff = moff0;
                     if (c.partial)
-                        chunk_mask(s->sm, &c, rows ? rows[r] : i0 + r, row);
+                        chunk_mask(&c, imask + (size_t)r * mw, &moff, row);
                     const float alpha = softmax_block(row, c.n, &row_max[r], &row_sum[r]);
                     if (!first && alpha != 1.0f)
                         for (int e = 0; e < E; e++)
@@ -629,7 +669,7 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                            s->kt ? gv + (size_t)gc.n * E + (size_t)c0 * E : NULL);
                 for (int r = 0; r < n_rows; r++) {
                     float *row = scores + (size_t)r * lds;
-                    const float *mk = gmask + (size_t)r * gc.n + c0;
+                    const float *mk = gmask + (size_t)r * mw + c0;
                     for (int k = 0; k < n; k++)
                         row[k] += mk[k];
                     const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
@@ -649,13 +689,16 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
             }
         } else {
             /* every chunk's scores side by side, masked, one softmax per row */
-            int off = 0;
+            int off = 0, moff = 0;
             for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n) {
                 scores_mul(scores + off, lds, q, q_stride,
                            k_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, scale,
                            packed_keys(s->kt, keys, g, c.j0, E));
-                for (int r = 0; c.partial && r < n_rows; r++)
-                    chunk_mask(s->sm, &c, rows ? rows[r] : i0 + r, scores + (size_t)r * lds + off);
+                const int moff0 = moff;
+                for (int r = 0; c.partial && r < n_rows; r++) {
+                    moff = moff0;
+                    chunk_mask(&c, imask + (size_t)r * mw, &moff, scores + (size_t)r * lds + off);
+                }
             }
             const float *gk = s->gather + (size_t)g * s->gather_floats;
             const float *gv = gk + (size_t)gc.n * E;
@@ -664,7 +707,7 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                            s->kt ? gv + (size_t)gc.n * E : NULL);
                 for (int r = 0; r < n_rows; r++) {
                     float *row = scores + (size_t)r * lds + goff;
-                    const float *mk = gmask + (size_t)r * gc.n;
+                    const float *mk = gmask + (size_t)r * mw;
                     for (int k = 0; k < gc.n; k++)
                         row[k] += mk[k];
                 }
