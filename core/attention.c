@@ -324,6 +324,7 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
 
     /* The mask, once for every head: pairs a listed tile or the gathered
      * block holds are theirs (-inf here), then the mask's own rule. */
+    const bool restricted = sm->causal || sm->key_padding || sm->attn_bool || sm->attn_add;
     for (int rr = 0; rr < n_rows; rr++) {
         const int i = r + (k0 + rr) * st, qt = i / ENC_TILE_Q;
         const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
@@ -337,7 +338,9 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
                 g++;
             const bool theirs = (t < bs->qptr[qt + 1] && (int)(bs->tiles[t] & ~BM_FULL) == kt) ||
                                 (g < bs->n_gcols && bs->gcols[g] == j);
-            float v = theirs || !mask_allowed(sm, i, j) ? -INFINITY : 0.0f;
+            /* the pair is in the pattern (a diagonal): only the restrictions
+             * can refuse it */
+            float v = theirs || (restricted && !mask_allowed(sm, i, j)) ? -INFINITY : 0.0f;
             if (v == 0.0f && aa)
                 v = aa[j];
             mask[(size_t)rr * m + c] = v;
