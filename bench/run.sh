@@ -519,9 +519,12 @@ fi
 
 LONG=${BENCH_LONG_LEN:-16384}
 # long_core NAME LEN [MASK]: one forward of B=1 L=LEN, attention none, best of
-# 2 (1 without a mask: the dense forward at L=16384 takes seconds).
+# 5 up to L=4096, of 2 above (of 1 without a mask: the dense forward at
+# L=16384 takes seconds).
+long_reps() { if [ "$1" -le 4096 ]; then echo 5; else echo 2; fi; }
 long_core() {
-    local reps=2
+    local reps
+    reps=$(long_reps "$2")
     [ -z "${3:-}" ] && [ "$2" -gt 8192 ] && reps=1
     # shellcheck disable=SC2086
     run_step 900 $BB/bench_core core --batch 1 --len "$2" --threads "$THREADS" --repeat "$reps" \
@@ -534,7 +537,8 @@ if skipped long; then
     echo "skipped (BENCH_SKIP)"
 else
     for n in "$LONG" 4096 1024; do
-        run_step 300 $BB/bench_core linears --batch 1 --len "$n" --threads "$THREADS" --repeat 2 \
+        run_step 300 $BB/bench_core linears --batch 1 --len "$n" --threads "$THREADS" \
+            --repeat "$(long_reps "$n")" \
             --warmup 1 || [ $? = 3 ] || { FAILED=1; WHY[long]="bench_core linears failed"; }
     done
     long_core long_dense "$LONG"
