@@ -568,19 +568,17 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
         tile = tile > ATTN_TILE ? ATTN_TILE : tile < 16 ? 16 : tile;
         if (!bs->dense && tile > ENC_TILE_Q)
             tile = ENC_TILE_Q;
-        for (int i0 = 0; i0 < len; i0 += tile) {
-            int i1 = i0 + tile < len ? i0 + tile : len;
+        for (int i0 = 0, i1; i0 < len; i0 = i1) {
+            i1 = i0 + tile < len ? i0 + tile : len;
             uint64_t keys = (uint64_t)len;
             if (!bs->dense) { /* an item stays inside one query tile */
                 const int qt = i0 / ENC_TILE_Q, q1 = (qt + 1) * ENC_TILE_Q;
                 i1 = i1 < q1 ? i1 : q1;
-                keys = 0;
-                for (uint32_t t = bs->qptr[qt]; t < bs->qptr[qt + 1]; t++)
-                    keys += ENC_TILE_K;
+                keys = (uint64_t)(bs->qptr[qt + 1] - bs->qptr[qt]) * ENC_TILE_K +
+                       (uint64_t)bs->n_gcols;
             }
             ws->items[ws->n_items++] =
                 (attn_item){s, i0, i1, ITEM_TILE, 0, keys * (uint64_t)(i1 - i0) + 1};
-            i0 = i1 - tile;
         }
     }
     ws->n_tiles = ws->n_items;
