@@ -88,13 +88,15 @@ int mask_validate(const enc_batch *in, enc_error *err)
                              mk->fixed_summary, mk->fixed_block - 1, mk->fixed_block);
     const enc_blocks_pattern *bp = &mk->blocks;
     if (bp->size < 0)
-        return enc_error_set(err, ENC_EINVAL, "mask.blocks.size = %d must be at least 1",
-                             bp->size);
+        return enc_error_set(err, ENC_EINVAL, "mask.blocks.size = %d must be at least 1", bp->size);
     if (bp->size > 0 && (bp->window < 0 || bp->global < 0 || bp->random < 0))
         return enc_error_set(err, ENC_EINVAL, "mask.blocks.%s = %d must not be negative",
-                             bp->window < 0 ? "window" : bp->global < 0 ? "global" : "random",
-                             bp->window < 0 ? bp->window : bp->global < 0 ? bp->global
-                                                                          : bp->random);
+                             bp->window < 0   ? "window"
+                             : bp->global < 0 ? "global"
+                                              : "random",
+                             bp->window < 0   ? bp->window
+                             : bp->global < 0 ? bp->global
+                                              : bp->random);
     if (mk->attn_kind == ENC_MASK_BOOL && !mk->attn_bool)
         return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
     if (mk->attn_kind == ENC_MASK_ADD) {
@@ -233,8 +235,8 @@ static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
 /* Scratch of one sequence's compile: prefix counts over its keys. */
 typedef struct class_ctx {
     const seq_mask *sm;
-    bool residue;                 /* the strided diagonals go to residue classes */
-    const uint32_t *pad_below;    /* (len + 1) padding keys below each key, or NULL */
+    bool residue;              /* the strided diagonals go to residue classes */
+    const uint32_t *pad_below; /* (len + 1) padding keys below each key, or NULL */
 } class_ctx;
 
 static int tile_class(const class_ctx *cx, int q0, int q1, int k0, int k1)
@@ -365,8 +367,9 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
                 cap *= 2;
                 int32_t *p = realloc(s->indices, cap * sizeof *p);
                 if (!p)
-                    return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed "
-                                                          "pairs");
+                    return enc_error_set(err, ENC_ENOMEM,
+                                         "out of memory listing the allowed "
+                                         "pairs");
                 s->indices = p;
             }
             /* gathered columns before the tile, then those inside it (the
@@ -384,8 +387,9 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
                 cap = 2 * cap + gather;
                 int32_t *p = realloc(s->indices, cap * sizeof *p);
                 if (!p)
-                    return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed "
-                                                          "pairs");
+                    return enc_error_set(err, ENC_ENOMEM,
+                                         "out of memory listing the allowed "
+                                         "pairs");
                 s->indices = p;
             }
         }
@@ -504,8 +508,8 @@ enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_er
     }
     for (int b = 0; in->lengths && b < in->B; b++)
         if (in->lengths[b] < 1 || in->lengths[b] > in->L) {
-            enc_error_set(err, ENC_EINVAL, "lengths[%d] = %d is outside 1..%d", b,
-                          in->lengths[b], in->L);
+            enc_error_set(err, ENC_EINVAL, "lengths[%d] = %d is outside 1..%d", b, in->lengths[b],
+                          in->L);
             return NULL;
         }
     if (mask_validate(in, err) < 0)

@@ -67,6 +67,7 @@ struct enc_workspace {
     float *gather;     /* every sequence's gathered columns (attention_gather), its own
                           allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
+    bool gathering;    /* this batch has gathered columns or residue classes */
     int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
     int n_seqs, n_items;  /* items: [0, n_res) residue classes, [n_res, n_tiles) tiles,
                              then global rows */
@@ -640,7 +641,7 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                false);
     if (c.kt)
         team_run(ws->team, phase_keys, &c);
-    if (ws->gather)
+    if (ws->gathering)
         team_run(ws->team, phase_gather, &c);
     if (ws->n_res)
         team_run(ws->team, phase_attention_residue, &c);
@@ -711,6 +712,57 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
     return job->rc;
 }
 
+/* Fails every job still alive with rc and err; returns how many. */
+static int fail_live_jobs(enc_job *jobs, int n, int rc, const enc_error *err)
+{
+    int k = 0;
+    for (int j = 0; j < n; j++)
+        if (jobs[j].rc == 0) {
+            jobs[j].rc = rc;
+            jobs[j].err = *err;
+            k++;
+        }
+    return k;
+}
+
+/* Grows *buf (its own allocation, *cap floats) to need floats; contents
+ * are not kept.  Returns false when out of memory. */
+static bool grow_floats(float **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return true;
+    float *p = aligned_alloc(64, align64(need * sizeof(float)));
+    if (!p)
+        return false;
+    free(*buf);
+    *buf = p;
+    *cap = need;
+    return true;
+}
+
+/* Room for what the live jobs' block masks need besides the batch shape:
+ * every sequence's gathered columns and residue classes (every key/value
+ * head), and the residue classes' running state.  Returns 0 or ENC_ENOMEM. */
+static int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
+                                   const enc_blockmask *const *bms, enc_error *err)
+{
+    const enc_model *m = ws->m;
+    size_t gather = 0;
+    bool residue = false;
+    for (int j = 0; j < n; j++)
+        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++) {
+            gather += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
+            residue |= bms[j]->seqs[b].stride > 0;
+        }
+    ws->gathering = gather > 0;
+    if (!grow_floats(&ws->gather, &ws->cap_gather, gather))
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for the mask's gathered columns");
+    const size_t n_resid = ws->cap_T * (2 * (size_t)m->hp.n_heads + (size_t)m->hp.d_model);
+    if (residue && !grow_floats(&ws->resid, &ws->cap_resid, n_resid))
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for the strided pattern's state");
+    return ENC_OK;
+}
+
 int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
 {
     if (!ws || ws->m != m || n < 1) {
@@ -752,58 +804,15 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     if (rc == 0)
         rc = workspace_reserve(ws, T, Lmax, S, &err);
     if (rc < 0) {
-        for (int j = 0; j < n; j++)
-            if (jobs[j].rc == 0) {
-                jobs[j].rc = rc;
-                jobs[j].err = err;
-                failed++;
-            }
+        failed += fail_live_jobs(jobs, n, rc, &err);
         goto done;
     }
 
-    /* The gathered columns' room: every sequence's, every key/value head. */
-    size_t gather = 0;
-    for (int j = 0; j < n; j++)
-        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
-            gather += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
-    if (gather > ws->cap_gather) {
-        float *p = aligned_alloc(64, align64(gather * sizeof(float)));
-        if (!p) {
-            for (int j = 0; j < n; j++)
-                if (jobs[j].rc == 0) {
-                    jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM,
-                                               "out of memory for the mask's gathered columns");
-                    failed++;
-                }
-            goto done;
-        }
-        free(ws->gather);
-        ws->gather = p;
-        ws->cap_gather = gather;
+    rc = workspace_reserve_masks(ws, jobs, n, bms, &err);
+    if (rc < 0) {
+        failed += fail_live_jobs(jobs, n, rc, &err);
+        goto done;
     }
-    bool residue = false;
-    for (int j = 0; j < n; j++)
-        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
-            residue |= bms[j]->seqs[b].stride > 0;
-    const size_t n_resid = ws->cap_T * (2 * (size_t)H + (size_t)D);
-    if (residue && n_resid > ws->cap_resid) {
-        float *p = aligned_alloc(64, align64(n_resid * sizeof(float)));
-        if (!p) {
-            for (int j = 0; j < n; j++)
-                if (jobs[j].rc == 0) {
-                    jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM,
-                                               "out of memory for the strided pattern's state");
-                    failed++;
-                }
-            goto done;
-        }
-        free(ws->resid);
-        ws->resid = p;
-        ws->cap_resid = n_resid;
-    }
-    float *const gather_buf = ws->gather;
-    if (gather == 0)
-        ws->gather = NULL; /* no phase_gather for this batch */
 
     /* Pack the real tokens of every sequence of every job into x (T, D). */
     int row = 0;
@@ -843,7 +852,6 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == 0)
             jobs[j].res->scores = scores[j];
-    ws->gather = gather_buf;
 
     /* Unpack, padding rows zero; a job whose result overflowed fails alone. */
     for (int s = 0; s < ws->n_seqs; s++) {

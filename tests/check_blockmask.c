@@ -147,8 +147,8 @@ static bool def_allowed(const pattern_case *pc, const int *rnd, int rnd_k, int i
         return true;
     if (pc->stride && (abs(i - j) < pc->stride || (i - j) % pc->stride == 0))
         return true;
-    if (pc->fixed_l && (i / pc->fixed_l == j / pc->fixed_l || j % pc->fixed_l >= pc->fixed_l -
-                                                                               pc->fixed_c))
+    if (pc->fixed_l &&
+        (i / pc->fixed_l == j / pc->fixed_l || j % pc->fixed_l >= pc->fixed_l - pc->fixed_c))
         return true;
     if (pc->blocks.size) {
         const int b = pc->blocks.size, qb = i / b, kb = j / b;
@@ -167,17 +167,54 @@ static const pattern_case cases[] = {
     {.len = 257, .L = 257, .wl = -1, .wr = -1, .stride = 40},
     {.len = 257, .L = 260, .wl = -1, .wr = -1, .stride = 16, .causal = true},
     {.len = 300, .L = 300, .wl = -1, .wr = -1, .fixed_l = 50, .fixed_c = 7},
-    {.len = 300, .L = 300, .wl = 3, .wr = 3, .fixed_l = 64, .fixed_c = 0, .global = {5, 250},
+    {.len = 300,
+     .L = 300,
+     .wl = 3,
+     .wr = 3,
+     .fixed_l = 64,
+     .fixed_c = 0,
+     .global = {5, 250},
      .n_global = 2},
-    {.len = 333, .L = 333, .wl = -1, .wr = -1,
+    {.len = 333,
+     .L = 333,
+     .wl = -1,
+     .wr = -1,
      .blocks = {.size = 20, .window = 1, .global = 1, .random = 3, .seed = 42}},
-    {.len = 129, .L = 140, .wl = 2, .wr = 0, .stride = 33,
-     .blocks = {.size = 7, .window = 0, .global = 0, .random = 2, .seed = 7}, .global = {100},
-     .n_global = 1, .padding = true},
-    {.len = 200, .L = 210, .wl = 5, .wr = 5, .global = {3, 100, 180}, .n_global = 3,
+    {.len = 129,
+     .L = 140,
+     .wl = 2,
+     .wr = 0,
+     .stride = 33,
+     .blocks = {.size = 7, .window = 0, .global = 0, .random = 2, .seed = 7},
+     .global = {100},
+     .n_global = 1,
+     .padding = true},
+    {.len = 200,
+     .L = 210,
+     .wl = 5,
+     .wr = 5,
+     .global = {3, 100, 180},
+     .n_global = 3,
      .padding = true},
     {.len = 190, .L = 190, .wl = 40, .wr = 0, .global = {150}, .n_global = 1, .causal = true},
 };
+
+/* A case's random blocks, from the public generator: (blocks, *rk), -1 =
+ * none; owned. */
+static int *case_random(const pattern_case *pc, int *rk)
+{
+    const int b = pc->blocks.size, nb = b ? (pc->len + b - 1) / b : 0;
+    *rk = b ? MIN2(pc->blocks.random, nb) : 0;
+    int *rnd = xcalloc((size_t)nb * *rk + 1, sizeof *rnd);
+    int *cand = xcalloc((size_t)nb + 1, sizeof *cand);
+    for (int qb = 0; qb < nb; qb++) {
+        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * *rk);
+        for (int r = k; r < *rk; r++)
+            rnd[(size_t)qb * *rk + r] = -1;
+    }
+    free(cand);
+    return rnd;
+}
 
 /* Builds a batch of one sequence for a case (x random), its key padding in kp. */
 static enc_batch case_batch(const pattern_case *pc, const float *x, const int *len, uint8_t *kp)
@@ -210,23 +247,16 @@ START_TEST(test_csr_lists_allowed_pairs)
     enc_error err = {0};
     enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
     ck_assert_msg(bm != NULL, "%s", err.message);
-    /* the random blocks, from the public generator */
-    const int b = pc->blocks.size, nb = b ? (pc->len + b - 1) / b : 0;
-    const int rk = b ? MIN2(pc->blocks.random, nb) : 0;
-    int *rnd = xcalloc((size_t)nb * rk + 1, sizeof *rnd), *cand = xcalloc((size_t)nb + 1, sizeof *cand);
-    for (int qb = 0; qb < nb; qb++) {
-        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * rk);
-        for (int r = k; r < rk; r++)
-            rnd[(size_t)qb * rk + r] = -1;
-    }
+    int rk;
+    int *rnd = case_random(pc, &rk);
     const int32_t *indptr = enc_blockmask_indptr(bm, 0), *indices = enc_blockmask_indices(bm, 0);
     size_t nnz = 0;
     for (int i = 0; i < pc->len; i++) {
         ck_assert_int_eq(indptr[i], (int32_t)nnz);
         for (int j = 0; j < pc->len; j++)
             if (def_allowed(pc, rnd, rk, i, j)) {
-                ck_assert_msg(indices[nnz] == j, "case %d row %d: index %zu is %d, want %d", _i,
-                              i, nnz, indices[nnz], j);
+                ck_assert_msg(indices[nnz] == j, "case %d row %d: index %zu is %d, want %d", _i, i,
+                              nnz, indices[nnz], j);
                 nnz++;
             }
     }
@@ -236,7 +266,6 @@ START_TEST(test_csr_lists_allowed_pairs)
     ck_assert_uint_ge(enc_blockmask_scores(bm, 0), nnz);
     enc_blockmask_free(bm);
     free(rnd);
-    free(cand);
     free(kp);
     free(x);
 }
@@ -263,9 +292,12 @@ START_TEST(test_tiles_match_naive)
     const int32_t *indptr = enc_blockmask_indptr(bm, 0), *indices = enc_blockmask_indices(bm, 0);
 
     float *want = xcalloc((size_t)L * D, sizeof *want), *got = xcalloc((size_t)L * D, sizeof *got);
-    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
-    float *da[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
-    float *ca[2] = {xcalloc((size_t)H * nnz + 1, sizeof(float)), xcalloc((size_t)H * nnz + 1, sizeof(float))};
+    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)),
+                    xcalloc((size_t)H * L * L, sizeof(float))};
+    float *da[2] = {xcalloc((size_t)H * L * L, sizeof(float)),
+                    xcalloc((size_t)H * L * L, sizeof(float))};
+    float *ca[2] = {xcalloc((size_t)H * nnz + 1, sizeof(float)),
+                    xcalloc((size_t)H * nnz + 1, sizeof(float))};
     enc_result rn = {.out = want, .attn_mode = ENC_ATTN_HEADS, .attn = wa};
     ck_assert_int_eq(enc_forward_naive(m, &in, &rn, &err), 0);
     for (int simd = 0; simd < 2; simd++) {
@@ -278,8 +310,8 @@ START_TEST(test_tiles_match_naive)
             ck_assert_double_le(max_abs_diff(da[l], wa[l], (size_t)H * L * L), 1e-5);
         enc_batch inc = in;
         inc.blockmask = bm;
-        enc_result rc = {.out = got, .attn_mode = ENC_ATTN_HEADS, .attn_format = ENC_FORMAT_CSR,
-                         .attn = ca};
+        enc_result rc = {
+            .out = got, .attn_mode = ENC_ATTN_HEADS, .attn_format = ENC_FORMAT_CSR, .attn = ca};
         ck_assert_int_eq(enc_forward(m, ws, &inc, &rc, &err), 0);
         ck_assert_double_le(max_abs_diff(got, want, (size_t)L * D), 1e-4);
         ck_assert_uint_eq(rc.scores, rd.scores);
@@ -324,14 +356,8 @@ START_TEST(test_patterns_match_explicit_mask)
     fill_random(x, (size_t)L * D, &st, 1.0f);
     uint8_t *kp = xcalloc((size_t)L, 1), *ab = xcalloc((size_t)L * L, 1);
     enc_batch in = case_batch(pc, x, &pc->len, kp);
-    const int b = pc->blocks.size, nb = b ? (pc->len + b - 1) / b : 0;
-    const int rk = b ? MIN2(pc->blocks.random, nb) : 0;
-    int *rnd = xcalloc((size_t)nb * rk + 1, sizeof *rnd), *cand = xcalloc((size_t)nb + 1, sizeof *cand);
-    for (int qb = 0; qb < nb; qb++) {
-        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * rk);
-        for (int r = k; r < rk; r++)
-            rnd[(size_t)qb * rk + r] = -1;
-    }
+    int rk;
+    int *rnd = case_random(pc, &rk);
     for (int i = 0; i < L; i++)
         for (int j = 0; j < L; j++)
             ab[(size_t)i * L + j] = !(i < pc->len && j < pc->len && def_allowed(pc, rnd, rk, i, j));
@@ -340,8 +366,10 @@ START_TEST(test_patterns_match_explicit_mask)
     ex.mask.attn_bool = ab;
 
     float *want = xcalloc((size_t)L * D, sizeof *want), *got = xcalloc((size_t)L * D, sizeof *got);
-    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
-    float *ga[2] = {xcalloc((size_t)H * L * L, sizeof(float)), xcalloc((size_t)H * L * L, sizeof(float))};
+    float *wa[2] = {xcalloc((size_t)H * L * L, sizeof(float)),
+                    xcalloc((size_t)H * L * L, sizeof(float))};
+    float *ga[2] = {xcalloc((size_t)H * L * L, sizeof(float)),
+                    xcalloc((size_t)H * L * L, sizeof(float))};
     enc_error err = {0};
     for (int simd = 0; simd < 2; simd++) {
         simd_set_enabled(simd);
@@ -368,7 +396,6 @@ START_TEST(test_patterns_match_explicit_mask)
     free(want);
     free(got);
     free(rnd);
-    free(cand);
     free(ab);
     free(kp);
     free(x);
