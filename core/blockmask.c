@@ -330,75 +330,62 @@ static int compile_random(bm_seq *s, const enc_blocks_pattern *p, enc_error *err
     return ENC_OK;
 }
 
-/* The allowed pairs of sequence s in CSR form: rows of global positions
- * over every key, the others over their query tile's listed tiles. */
+/* Makes room in s->indices (*cap entries, nnz used) for need more. */
+static int indices_room(bm_seq *s, size_t *cap, size_t nnz, size_t need, enc_error *err)
+{
+    if (need <= *cap - nnz)
+        return ENC_OK;
+    if (nnz + need > (size_t)INT32_MAX)
+        return enc_error_set(err, ENC_ELIMIT, "the mask allows more than %d pairs in one sequence",
+                             INT32_MAX);
+    const size_t want = 2 * *cap > nnz + need ? 2 * *cap : nnz + need;
+    int32_t *p = realloc(s->indices, want * sizeof *p);
+    if (!p)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed pairs");
+    s->indices = p;
+    *cap = want;
+    return ENC_OK;
+}
+
+/* The allowed pairs of sequence s in CSR form, row by row, keys ascending:
+ * rows of global positions over every key, the others over their query
+ * tile's listed tiles and the gathered columns outside them. */
 static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
 {
     const int len = s->len;
-    size_t cap = (size_t)len * 8, nnz = 0;
+    size_t cap = 0, nnz = 0;
     s->indptr = malloc(((size_t)len + 1) * sizeof *s->indptr);
-    s->indices = malloc(cap * sizeof *s->indices);
-    if (!s->indptr || !s->indices)
+    if (!s->indptr)
         return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed pairs");
     for (int i = 0; i < len; i++) {
         s->indptr[i] = (int32_t)nnz;
         const bool grow = sm->is_global && sm->is_global[i];
+        const bool all = s->dense || grow; /* every key tile */
         const int qt = i / ENC_TILE_Q;
-        const uint32_t t0 = s->dense || grow ? 0 : s->qptr[qt];
-        const uint32_t t1 = s->dense || grow ? (uint32_t)s->nk : s->qptr[qt + 1];
-        /* (room for every gathered column) */
-        const size_t gather = grow ? 0 : (size_t)s->n_gcols;
-        if (gather > cap - nnz) {
-            cap = 2 * cap + gather;
-            int32_t *p = realloc(s->indices, cap * sizeof *p);
-            if (!p)
-                return enc_error_set(err, ENC_ENOMEM, "out of memory listing the allowed pairs");
-            s->indices = p;
-        }
+        const uint32_t t0 = all ? 0 : s->qptr[qt], t1 = all ? (uint32_t)s->nk : s->qptr[qt + 1];
+        const int gather = grow ? 0 : s->n_gcols;
         int gc = 0; /* the next gathered column */
+        int rc = indices_room(s, &cap, nnz, (size_t)gather, err);
+        if (rc < 0)
+            return rc;
         for (uint32_t t = t0; t < t1; t++) {
-            const uint32_t e = s->dense || grow ? t | BM_FULL : s->tiles[t];
+            const uint32_t e = all ? t | (s->dense ? BM_FULL : 0) : s->tiles[t];
             const int k0 = (int)(e & ~BM_FULL) * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
-            if ((size_t)(k1 - k0) > cap - nnz) {
-                if (cap > (size_t)INT32_MAX)
-                    return enc_error_set(err, ENC_ELIMIT,
-                                         "the mask allows more than %d pairs in one sequence",
-                                         INT32_MAX);
-                cap *= 2;
-                int32_t *p = realloc(s->indices, cap * sizeof *p);
-                if (!p)
-                    return enc_error_set(err, ENC_ENOMEM,
-                                         "out of memory listing the allowed "
-                                         "pairs");
-                s->indices = p;
-            }
-            /* gathered columns before the tile, then those inside it (the
-             * tile has them) */
-            for (; gc < (int)gather && s->gcols[gc] < k0; gc++)
+            if ((rc = indices_room(s, &cap, nnz, (size_t)(k1 - k0 + gather), err)) < 0)
+                return rc;
+            /* gathered columns before the tile; those inside it are the tile's */
+            for (; gc < gather && s->gcols[gc] < k0; gc++)
                 if (mask_allowed(sm, i, s->gcols[gc]))
                     s->indices[nnz++] = s->gcols[gc];
-            while (gc < (int)gather && s->gcols[gc] < k1)
+            while (gc < gather && s->gcols[gc] < k1)
                 gc++;
-            const bool full = (e & BM_FULL) && !(grow && !s->dense);
             for (int j = k0; j < k1; j++)
-                if (full || mask_allowed(sm, i, j))
+                if ((e & BM_FULL) || mask_allowed(sm, i, j))
                     s->indices[nnz++] = j;
-            if ((size_t)(cap - nnz) < gather) {
-                cap = 2 * cap + gather;
-                int32_t *p = realloc(s->indices, cap * sizeof *p);
-                if (!p)
-                    return enc_error_set(err, ENC_ENOMEM,
-                                         "out of memory listing the allowed "
-                                         "pairs");
-                s->indices = p;
-            }
         }
-        for (; gc < (int)gather; gc++)
+        for (; gc < gather; gc++)
             if (mask_allowed(sm, i, s->gcols[gc]))
                 s->indices[nnz++] = s->gcols[gc];
-        if (nnz > (size_t)INT32_MAX)
-            return enc_error_set(err, ENC_ELIMIT,
-                                 "the mask allows more than %d pairs in one sequence", INT32_MAX);
     }
     s->indptr[len] = (int32_t)nnz;
     s->nnz = nnz;
@@ -415,15 +402,15 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
     s->len = len;
     s->nq = (len + ENC_TILE_Q - 1) / ENC_TILE_Q;
     s->nk = (len + ENC_TILE_K - 1) / ENC_TILE_K;
-    if (mk->blocks.size > 0 && compile_random(s, &mk->blocks, err) < 0)
-        return err ? err->status : ENC_EINVAL;
+    int rc = mk->blocks.size > 0 ? compile_random(s, &mk->blocks, err) : ENC_OK;
+    if (rc < 0)
+        return rc;
     const seq_mask sm = seq_mask_for(in, bm, b);
     s->dense = !sm.pattern && !sm.causal && !sm.key_padding && !sm.attn_bool && !sm.attn_add;
     /* the strided diagonals by residue class: without weights only (the
      * tiles' softmax then starts from the classes' running state) */
     s->stride = residue && !csr && sm.pattern && sm.stride > 1 && sm.stride < len ? sm.stride : 0;
 
-    int rc = ENC_OK;
     uint32_t *pad_below = NULL;
     if (sm.is_global || (sm.pattern && sm.fixed_block > 0 && sm.fixed_summary > 0)) {
         /* the columns every row's pattern holds: gathered, scored by every
