@@ -511,6 +511,10 @@ else
             R[http_mem_peak_rss_mib]=$(calc "$peak / 1024")
             echo "-> attnd resident: $(fmt "$(calc "$idle / 1024")" 0) MiB idle, peak $(fmt "${R[http_mem_peak_rss_mib]}" 0) MiB (VmHWM) serving one B=1 L=$MEM_LEN base64 request"
         fi
+        # issue 18: the same daemon, per-head weights of a window 64 as CSR
+        run_step 600 "$PYTHON" bench/long_memory.py --port "$PORT" --pid "$DAEMON_PID" \
+            --len "$MEM_LEN" --window 64 ||
+            { FAILED=1; WHY[long_memory]="bench/long_memory.py failed"; }
     fi
     stop_daemon
 fi
@@ -674,6 +678,9 @@ for p in fixed strided blocks; do
     [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_${p}_best_ms]} / $(fmt "${R[long_${p}_ideal_ms]}" 1) ms)"
     row "L=$LONG $p within 1.3x of its ideal" "$m" "$r" "<=" 1.3 "$w"
 done
+r=${R[http_long_csr_peak_rss_mib]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 0) MiB peak resident"
+row "L=$MEM_LEN window 64 heads CSR < 1.5 GiB (attnd)" "$m" "$r" "<" 1536 "${WHY[long_memory]:-${WHY[memory]:-}}"
 r=${R[long_docs_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_docs_4k_best_ms]} / 4 x ${R[long_doc_1k_best_ms]} ms)"
 row "4-document attn mask <= 1.15x the documents alone" "$m" "$r" "<=" 1.15 "$w"
