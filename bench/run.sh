@@ -28,7 +28,8 @@
 #                 (bench/transport_floor.py), for reference
 #   6. memory     one sequence of L=16384 with attention "none": the core's peak
 #                 resident memory (bench_core), and the daemon's after serving
-#                 it over HTTP in base64 (VmHWM)
+#                 it over HTTP in base64 (VmHWM); then the daemon's after serving
+#                 per-head weights of a window 64 as CSR (bench/long_memory.py)
 #   7. long       long context (issue 18): bench_core core with sparse masks
 #                 (--mask), attention none, against the four Linears alone
 #                 and the dense forward at the same L: window 64 (+16 global
