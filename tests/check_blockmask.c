@@ -119,6 +119,34 @@ START_TEST(test_scores_window_causal_blocks)
 }
 END_TEST
 
+/* Window w over sequence lengths: each sequence's query tiles over its own
+ * keys only, so a batch costs the sum of its sequences alone. */
+static uint64_t window_keys(int len, int w)
+{
+    uint64_t want = 0;
+    for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
+        const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+        want += (uint64_t)(q1 - q0) * tile_keys(q0 - w, q1 - 1 + w, len);
+    }
+    return want;
+}
+
+START_TEST(test_scores_batch_pays_no_padding)
+{
+    enc_model *m = small_model();
+    const int L = 300, lengths[3] = {300, 45, 129};
+    float *x = xcalloc((size_t)3 * L * 16, sizeof *x);
+    uint64_t st = 8;
+    fill_random(x, (size_t)3 * L * 16, &st, 1.0f);
+    enc_batch in = batch_plain(x, 3, L, lengths);
+    in.mask.window_left = in.mask.window_right = 20;
+    const uint64_t want = window_keys(300, 20) + window_keys(45, 20) + window_keys(129, 20);
+    ck_assert_uint_eq(forward_scores(m, &in), want * 4 * 2);
+    free(x);
+    enc_model_free(m);
+}
+END_TEST
+
 /* ---- the allowed pairs, from the definitions ------------------------------ */
 
 typedef struct pattern_case {
@@ -433,6 +461,7 @@ Suite *blockmask_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_scores_no_mask);
     tcase_add_test(tc, test_scores_window_causal_blocks);
+    tcase_add_test(tc, test_scores_batch_pays_no_padding);
     tcase_add_loop_test(tc, test_csr_lists_allowed_pairs, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_tiles_match_naive, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_patterns_match_explicit_mask, 0,
