@@ -63,6 +63,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -171,6 +172,12 @@ static void *alloc_zero(size_t n, size_t size)
 }
 
 /* n floats, not zeroed; NULL on overflow or out of memory. */
+/* Sequence b's real tokens. */
+static size_t seq_len_of(const encode_request *req, size_t b)
+{
+    return req->lengths ? (size_t)req->lengths[b] : (size_t)req->batch.L;
+}
+
 static float *alloc_floats(size_t n)
 {
     size_t bytes;
@@ -941,9 +948,9 @@ size_t encode_format_float(char *buf, float f, int precision)
 
 /* ---- parsing: options ------------------------------------------------------ */
 
-static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
-                                         "lengths",          "mask",           "attention",
-                                         "attention_layers", "precision",      "encoding"};
+static const char *const TOP_FIELDS[] = {
+    "embeddings", "embeddings_b64",   "shape",     "lengths",  "mask",
+    "attention",  "attention_layers", "precision", "encoding", "attention_format"};
 
 static int check_fields(json_t *root, api_error *err)
 {
@@ -957,7 +964,8 @@ static int check_fields(json_t *root, api_error *err)
         if (!known) {
             char s[SAFE_MAX + 4];
             return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, lengths, "
-                       "mask, attention, attention_layers, precision or encoding",
+                       "mask, attention, attention_layers, attention_format, precision or "
+                       "encoding",
                        safe_text(key, s));
         }
     }
@@ -1053,6 +1061,11 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
             return BAD("precision = %lld is outside 1..9", p);
         req->precision = (int)p;
     }
+    if (encode_parse_attention_format(req, encode_json_field(root, "attention_format"),
+                                      "attention_format", err) < 0)
+        return -1;
+    if (req->attn_mode == ENC_ATTN_NONE)
+        req->csr = false; /* validated, but no weights to return */
     if ((v = encode_json_field(root, "encoding"))) {
         const char *s = json_string_value(v);
         if (!s)
@@ -1062,6 +1075,24 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
         else if (strcmp(s, "json") != 0)
             return BAD("encoding must be \"json\" or \"base64\", not '%s'", safe_text(s, q));
     }
+    return 0;
+}
+
+int encode_parse_attention_format(encode_request *req, const json_t *v, const char *name,
+                                  api_error *err)
+{
+    char q[SAFE_MAX + 4];
+    if (!v || json_is_null(v))
+        return 0;
+    const char *s = json_string_value(v);
+    if (!s)
+        return BAD("%s must be \"dense\" or \"csr\", not %s", name, encode_json_kind(v));
+    if (strcmp(s, "csr") == 0)
+        req->csr = true;
+    else if (strcmp(s, "dense") == 0)
+        req->csr = false;
+    else
+        return BAD("%s must be \"dense\" or \"csr\", not '%s'", name, safe_text(s, q));
     return 0;
 }
 
@@ -1085,8 +1116,8 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
         return TOO_LARGE("batch of %zu sequences x %zu positions = %zu tokens is over "
                          "limits.max_batch_tokens (%ld)",
                          B, L, BL, lim->max_batch_tokens);
-    if (req->attn_mode == ENC_ATTN_NONE)
-        return 0;
+    if (req->attn_mode == ENC_ATTN_NONE || req->csr)
+        return 0; /* CSR: held to the limit by allowed pairs (encode_request_plan) */
 
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
     size_t layers = 0, bytes = 0;
@@ -1894,24 +1925,133 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
     return 0;
 }
 
-static int parse_mask(encode_request *req, json_t *mask, api_error *err)
+/* Whether obj has only keys of known (n); else a 400 naming the first
+ * other one and listing known as expected (text). */
+static int only_keys(json_t *obj, const char *name, const char *const *known, size_t n,
+                     const char *expected, api_error *err)
 {
-    if (!json_is_object(mask))
-        return BAD("mask must be an object, not %s", encode_json_kind(mask));
     const char *key;
     json_t *v;
-    json_object_foreach(mask, key, v)
+    json_object_foreach(obj, key, v)
     {
-        static const char *const known[] = {"causal", "window", "global", "key_padding", "attn"};
         bool ok = false;
-        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        for (size_t i = 0; i < n; i++)
             ok = ok || strcmp(key, known[i]) == 0;
         if (!ok) {
             char q[SAFE_MAX + 4];
-            return BAD("mask: unknown option '%s'; expected causal, window, global, key_padding "
-                       "or attn",
-                       safe_text(key, q));
+            return BAD("%s: unknown option '%s'; expected %s", name, safe_text(key, q), expected);
         }
+    }
+    return 0;
+}
+
+/* obj.key as an int in min..INT_MAX (an integer; null or absent: def, or a
+ * 400 when required), named name.key in messages. */
+static int pattern_int(const json_t *obj, const char *name, const char *key, long long min,
+                       bool required, int def, int *out, api_error *err)
+{
+    const json_t *v = encode_json_field(obj, key);
+    if (!v) {
+        if (required)
+            return BAD("%s.%s is required", name, key);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return BAD("%s.%s must be an integer, not %s", name, key, encode_json_kind(v));
+    const long long x = json_integer_value(v);
+    if (x < min)
+        return BAD("%s.%s = %lld must be at least %lld", name, key, x, min);
+    if (x > INT_MAX)
+        return BAD("%s.%s = %lld is too large (at most %d)", name, key, x, INT_MAX);
+    *out = (int)x;
+    return 0;
+}
+
+/* mask.strided {stride}, mask.fixed {block, summary}, mask.blocks {size,
+ * window, global, random, seed}: the sparse patterns (docs/model.md). */
+static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"stride"};
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"stride\": s}, not %s", name, encode_json_kind(v));
+    if (only_keys(v, name, known, 1, "stride", err) < 0)
+        return -1;
+    return pattern_int(v, name, "stride", 1, true, 0, &mk->stride, err);
+}
+
+static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"block", "summary"};
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
+                   encode_json_kind(v));
+    if (only_keys(v, name, known, 2, "block, summary", err) < 0 ||
+        pattern_int(v, name, "block", 1, true, 0, &mk->fixed_block, err) < 0 ||
+        pattern_int(v, name, "summary", 0, true, 0, &mk->fixed_summary, err) < 0)
+        return -1;
+    if (mk->fixed_summary >= mk->fixed_block)
+        return BAD("%s.summary = %d must be below %s.block = %d", name, mk->fixed_summary, name,
+                   mk->fixed_block);
+    return 0;
+}
+
+static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"size", "window", "global", "random", "seed"};
+    enc_blocks_pattern *p = &mk->blocks;
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
+                   "\"random\": r, \"seed\": s}, not %s",
+                   name, encode_json_kind(v));
+    if (only_keys(v, name, known, 5, "size, window, global, random, seed", err) < 0 ||
+        pattern_int(v, name, "size", 1, true, 0, &p->size, err) < 0 ||
+        pattern_int(v, name, "window", 0, false, 0, &p->window, err) < 0 ||
+        pattern_int(v, name, "global", 0, false, 0, &p->global, err) < 0 ||
+        pattern_int(v, name, "random", 0, false, 0, &p->random, err) < 0)
+        return -1;
+    const json_t *seed = encode_json_field(v, "seed");
+    p->seed = 0;
+    if (seed) {
+        if (!json_is_integer(seed))
+            return BAD("%s.seed must be a non-negative integer, not %s", name,
+                       encode_json_kind(seed));
+        if (json_integer_value(seed) < 0)
+            return BAD("%s.seed = %lld must not be negative", name,
+                       (long long)json_integer_value(seed));
+        p->seed = (uint64_t)json_integer_value(seed);
+    }
+    return 0;
+}
+
+int encode_parse_pattern(encode_request *req, const char *option, json_t *v,
+                         const char *name, api_error *err)
+{
+    enc_mask *mk = &req->batch.mask;
+    if (strcmp(option, "strided") == 0)
+        return parse_strided(mk, v, name, err);
+    if (strcmp(option, "fixed") == 0)
+        return parse_fixed(mk, v, name, err);
+    return parse_blocks(mk, v, name, err);
+}
+
+static int parse_mask(encode_request *req, json_t *mask, api_error *err)
+{
+    static const char *const known[] = {"causal",      "window", "global",  "key_padding",
+                                        "attn",        "strided", "fixed",  "blocks"};
+    if (!json_is_object(mask))
+        return BAD("mask must be an object, not %s", encode_json_kind(mask));
+    if (only_keys(mask, "mask", known, sizeof known / sizeof *known,
+                  "causal, window, global, key_padding, attn, strided, fixed or blocks", err) < 0)
+        return -1;
+    json_t *v;
+    static const char *const patterns[] = {"strided", "fixed", "blocks"};
+    for (size_t k = 0; k < 3; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "mask.%s", patterns[k]);
+        if ((v = encode_json_field(mask, patterns[k])) &&
+            encode_parse_pattern(req, patterns[k], v, name, err) < 0)
+            return -1;
     }
     if ((v = encode_json_field(mask, "causal"))) {
         if (!json_is_boolean(v))
@@ -2016,7 +2156,56 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
                  ? api_error_set(err, API_INTERNAL, "encode: embeddings scanner refused valid JSON")
                  : parse_root(req, root, &sc, text, hp, limits, err);
     json_decref(root);
+    if (rc == 0)
+        rc = encode_request_plan(req, hp, limits, err);
     return rc;
+}
+
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *lim,
+                        api_error *err)
+{
+    if (!req->csr || req->attn_mode == ENC_ATTN_NONE)
+        return 0;
+    enc_error e = {0};
+    if (!(req->blockmask = enc_blockmask_new(&req->batch, true, &e)))
+        return api_error_set(err,
+                             e.status == ENC_ELIMIT   ? API_TOO_LARGE
+                             : e.status == ENC_ENOMEM ? API_UNAVAILABLE
+                                                      : API_BAD_REQUEST,
+                             "%s", e.message);
+    req->batch.blockmask = req->blockmask;
+    /* per layer: every sequence's values (heads x nnz) plus indices (nnz) and
+     * row pointers (len + 1), 4 bytes each */
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    size_t layers = 0, nnz = 0, per_layer = 0;
+    bool over = false;
+    for (int l = 0; l < req->n_layers; l++)
+        layers += req->want_layer[l];
+    for (int b = 0; b < req->batch.B; b++) {
+        const size_t n = enc_blockmask_nnz(req->blockmask, b);
+        size_t v = 0;
+        nnz += n;
+        over |= mul_over(n, heads + 1, &v);
+        per_layer += v + seq_len_of(req, (size_t)b) + 1;
+    }
+    size_t bytes = 0;
+    over |= mul_over(per_layer, sizeof(float), &bytes) || mul_over(bytes, layers, &bytes);
+    if (over || (lim && bytes > lim->max_attention_bytes)) {
+        char amount[48];
+        if (over)
+            snprintf(amount, sizeof amount, "more than %zu", SIZE_MAX);
+        else
+            snprintf(amount, sizeof amount, "%zu", bytes);
+        return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s "
+                         "float32, plus indices, x %zu layer%s) is over "
+                         "limits.max_attention_bytes (%zu); ask for %s, a sparser mask, or "
+                         "fewer attention_layers",
+                         amount, nnz, heads, heads == 1 ? "" : "s", layers,
+                         layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
+                         req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
+                                                          : "\"attention\": \"none\"");
+    }
+    return 0;
 }
 
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err)
@@ -2032,8 +2221,16 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
     req->attn = alloc_zero((size_t)req->n_layers, sizeof *req->attn);
     if (!req->out || !req->attn)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
+    size_t per_layer = B * heads * L * L;
+    if (req->csr) { /* the allowed pairs' values only */
+        if (!req->blockmask)
+            return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
+        per_layer = 0;
+        for (size_t b = 0; b < B; b++)
+            per_layer += heads * enc_blockmask_nnz(req->blockmask, (int)b);
+    }
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
-        if (req->want_layer[l] && !(req->attn[l] = alloc_floats(B * heads * L * L)))
+        if (req->want_layer[l] && !(req->attn[l] = alloc_floats(per_layer ? per_layer : 1)))
             return api_error_set(err, API_UNAVAILABLE, "out of memory for the attention weights");
     return 0;
 }
@@ -2042,6 +2239,7 @@ enc_result encode_request_result(encode_request *req)
 {
     enc_result r = {.out = req->out,
                     .attn_mode = req->attn ? req->attn_mode : ENC_ATTN_NONE,
+                    .attn_format = req->csr ? ENC_FORMAT_CSR : ENC_FORMAT_DENSE,
                     .attn = req->attn_mode != ENC_ATTN_NONE ? req->attn : NULL};
     return r;
 }
@@ -2056,6 +2254,7 @@ void encode_request_free(encode_request *req)
     free(req->key_padding);
     free(req->attn_bool);
     free(req->attn_add);
+    enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);
     free(req->out);
@@ -2098,15 +2297,10 @@ typedef struct seq_view {
     size_t heads, rows, cols, stride, head_stride;
 } seq_view;
 
-static size_t seq_len(const encode_request *req, size_t b)
-{
-    return req->lengths ? (size_t)req->lengths[b] : (size_t)req->batch.L;
-}
-
 /* Sequence b of the outputs (layer < 0) or of layer's attention. */
 static seq_view view_of(const encode_request *req, const enc_hparams *hp, int layer, size_t b)
 {
-    const size_t L = (size_t)req->batch.L, len = seq_len(req, b), D = (size_t)hp->d_model;
+    const size_t L = (size_t)req->batch.L, len = seq_len_of(req, b), D = (size_t)hp->d_model;
     if (layer < 0)
         return (seq_view){req->out + b * L * D, 0, len, D, D, 0};
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
@@ -2152,13 +2346,13 @@ static void write_json_view(strbuf *sb, const seq_view *v, int precision)
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* n floats at f, whose bytes in memory are already little-endian float32:
- * copied into the buffer, or (a long run with the buffer empty) encoded
- * straight from memory. */
-static void b64w_floats(b64w *w, const float *f, size_t n)
+/* n 4-byte words at f (float32 or int32), whose bytes in memory are
+ * already little-endian: copied into the buffer, or (a long run with the
+ * buffer empty) encoded straight from memory. */
+static void b64w_words(b64w *w, const void *f, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)f;
-    size_t bytes = n * sizeof *f;
+    const unsigned char *p = f;
+    size_t bytes = n * 4;
     while (bytes) {
         if (w->n == 0 && bytes >= sizeof w->buf) {
             const size_t m = bytes / 3 * 3;
@@ -2178,10 +2372,8 @@ static void b64w_floats(b64w *w, const float *f, size_t n)
     }
 }
 #else
-static void b64w_float(b64w *w, float f)
+static void b64w_word(b64w *w, uint32_t u)
 {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
     if (w->n + 4 > sizeof w->buf)
         b64w_flush(w, false);
     w->buf[w->n++] = (unsigned char)(u & 0xff);
@@ -2190,12 +2382,22 @@ static void b64w_float(b64w *w, float f)
     w->buf[w->n++] = (unsigned char)(u >> 24);
 }
 
-static void b64w_floats(b64w *w, const float *f, size_t n)
+static void b64w_words(b64w *w, const void *f, size_t n)
 {
-    for (size_t j = 0; j < n; j++)
-        b64w_float(w, f[j]);
+    const unsigned char *p = f;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t u;
+        memcpy(&u, p + 4 * j, sizeof u);
+        b64w_word(w, u);
+    }
 }
 #endif
+
+static void b64w_floats(b64w *w, const float *f, size_t n)
+{
+    b64w_words(w, f, n);
+}
+
 
 static void write_b64_view(b64w *w, const seq_view *v)
 {
@@ -2254,6 +2456,85 @@ static void write_tensor(strbuf *sb, const encode_request *req, const enc_hparam
     strbuf_put(sb, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
 }
 
+/* [n integers] */
+static void write_ints(strbuf *sb, const int32_t *v, size_t n)
+{
+    if (n > SIZE_MAX / 16 || !strbuf_reserve(sb, n * 12 + 2))
+        return;
+    char *o = sb->s + sb->len;
+    *o++ = '[';
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            *o++ = ',';
+        o += snprintf(o, 12, "%" PRId32, v[k]);
+    }
+    *o++ = ']';
+    sb->len = (size_t)(o - sb->s);
+}
+
+/* n 4-byte little-endian words at p as one base64 string. */
+static void write_b64_words(strbuf *sb, const void *p, size_t n)
+{
+    b64w w = {.sb = sb, .n = 0};
+    strbuf_put(sb, "\"", 1);
+    b64w_words(&w, p, n);
+    b64w_flush(&w, true);
+    strbuf_put(sb, "\"", 1);
+}
+
+/* A layer's attention as CSR (docs/api.md): per sequence {"indptr",
+ * "indices", "values"} (base64: strings and their shapes); an array of them
+ * for batched input. */
+static void write_csr(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+{
+    const size_t B = (size_t)req->batch.B;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
+    const size_t nh = heads ? heads : 1;
+    const float *values = req->attn[layer];
+    if (req->batched)
+        strbuf_put(sb, "[", 1);
+    for (size_t b = 0; b < B; b++) {
+        const size_t len = seq_len_of(req, b), nnz = enc_blockmask_nnz(req->blockmask, (int)b);
+        const int32_t *indptr = enc_blockmask_indptr(req->blockmask, (int)b);
+        const int32_t *indices = enc_blockmask_indices(req->blockmask, (int)b);
+        strbuf_puts(sb, b ? ",{\"indptr\":" : "{\"indptr\":");
+        if (req->base64_out) {
+            write_b64_words(sb, indptr, len + 1);
+            strbuf_puts(sb, ",\"indices\":");
+            write_b64_words(sb, indices, nnz);
+            strbuf_puts(sb, ",\"values\":");
+            write_b64_words(sb, values, nh * nnz);
+            strbuf_puts(sb, ",\"indptr_shape\":[");
+            sb_size(sb, len + 1);
+            strbuf_puts(sb, "],\"indices_shape\":[");
+            sb_size(sb, nnz);
+            strbuf_puts(sb, "],\"values_shape\":[");
+            if (heads) {
+                sb_size(sb, heads);
+                strbuf_put(sb, ",", 1);
+            }
+            sb_size(sb, nnz);
+            strbuf_puts(sb, "]}");
+        } else {
+            write_ints(sb, indptr, len + 1);
+            strbuf_puts(sb, ",\"indices\":");
+            write_ints(sb, indices, nnz);
+            strbuf_puts(sb, ",\"values\":");
+            if (heads)
+                strbuf_put(sb, "[", 1);
+            for (size_t h = 0; h < nh; h++) {
+                if (h)
+                    strbuf_put(sb, ",", 1);
+                write_row(sb, values + h * nnz, nnz, req->precision);
+            }
+            strbuf_puts(sb, heads ? "]}" : "}");
+        }
+        values += nh * nnz;
+    }
+    if (req->batched)
+        strbuf_put(sb, "]", 1);
+}
+
 /* outputs_shape / attention_shape for the base64 form. */
 static void write_shape(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
 {
@@ -2293,7 +2574,13 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     size_t numbers = B * L * D;
     if (attn) {
         const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-        numbers += B * heads * L * L * (size_t)(1 + req->n_listed);
+        size_t per_layer = B * heads * L * L;
+        if (req->csr) {
+            per_layer = 0;
+            for (size_t b = 0; b < B; b++)
+                per_layer += (heads + 1) * enc_blockmask_nnz(req->blockmask, (int)b) + L + 1;
+        }
+        numbers += per_layer * (size_t)(1 + req->n_listed);
     }
     size_t hint;
     if (!mul_over(numbers, req->base64_out ? 6 : (size_t)req->precision + 8, &hint))
@@ -2323,8 +2610,11 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     }
     if (attn) {
         strbuf_puts(&sb, ",\"attention\":");
-        write_tensor(&sb, req, hp, last);
-        if (req->base64_out) {
+        if (req->csr)
+            write_csr(&sb, req, hp, last);
+        else
+            write_tensor(&sb, req, hp, last);
+        if (req->base64_out && !req->csr) {
             strbuf_puts(&sb, ",\"attention_shape\":");
             write_shape(&sb, req, hp, last);
         }
@@ -2335,7 +2625,9 @@ char *encode_response(const encode_request *req, const char *model_name, const e
                 strbuf_puts(&sb, k ? ",{\"layer\":" : "{\"layer\":");
                 sb_size(&sb, (size_t)l);
                 strbuf_puts(&sb, ",\"attention\":");
-                if (req->attn[l])
+                if (req->attn[l] && req->csr)
+                    write_csr(&sb, req, hp, l);
+                else if (req->attn[l])
                     write_tensor(&sb, req, hp, l);
                 else
                     strbuf_puts(&sb, "null");
@@ -2349,8 +2641,9 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     const double c = usage && isfinite(usage->compute_ms) ? usage->compute_ms : 0.0;
     int n = snprintf(tail, sizeof tail,
                      ",\"usage\":{\"sequences\":%d,\"tokens\":%ld,\"queue_ms\":%.3f,"
-                     "\"compute_ms\":%.3f}}",
-                     usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c);
+                     "\"compute_ms\":%.3f,\"attention_scores\":%" PRIu64 "}}",
+                     usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c,
+                     usage ? usage->attention_scores : (uint64_t)0);
     strbuf_put(&sb, tail, n > 0 && (size_t)n < sizeof tail ? (size_t)n : 0);
     return strbuf_detach(&sb, len);
 }

@@ -27,6 +27,7 @@ typedef struct encode_usage {
     long tokens; /* real tokens: sum of lengths */
     double queue_ms;
     double compute_ms;
+    uint64_t attention_scores; /* query-key scores the forward computed (enc_result.scores) */
 } encode_usage;
 
 typedef struct encode_request {
@@ -48,6 +49,9 @@ typedef struct encode_request {
     int n_listed;            /* entries of layers */
     int precision;           /* 1..9, default 9 */
     bool base64_out;         /* "encoding": "base64" */
+    bool csr;                /* "attention_format": "csr" (and attention not "none") */
+    enc_blockmask *blockmask;/* owned: the batch's, compiled with CSR when csr (batch.blockmask
+                                points to it), else NULL (the forward compiles its own) */
 
     /* Outputs, allocated by encode_request_alloc_outputs: */
     float *out;   /* owned (B, L, D) */
@@ -88,6 +92,12 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
 struct json_t;
 int encode_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
 
+/* Parses one sparse pattern option (option "strided", "fixed" or "blocks":
+ * v its object) into req->batch.mask, naming it name in messages
+ * ("mask.fixed.summary = 9 must be below mask.fixed.block = 8"). */
+int encode_parse_pattern(encode_request *req, const char *option, struct json_t *v,
+                         const char *name, api_error *err);
+
 /* Small helpers the codecs share for their messages: */
 
 /* Client text made safe to quote: printable ASCII (other bytes '?'), cut
@@ -99,8 +109,23 @@ const char *encode_json_kind(const struct json_t *v);
 /* obj[key], JSON null taken as absent; borrowed. */
 struct json_t *encode_json_field(const struct json_t *obj, const char *key);
 
-/* Allocates req->out and req->attn[l] for the wanted layers (zeroed).
- * Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
+/* For a CSR request (req->csr): compiles the batch's block mask with its
+ * allowed pairs into req->blockmask and holds the attention size, by
+ * allowed pairs, to limits.max_attention_bytes (413).  A request without
+ * csr is left alone.  Call once the mask is parsed, before
+ * encode_request_alloc_outputs.  Returns 0 or -1 with err set (400 for a
+ * mask the core refuses, 413 over a limit, 503 out of memory). */
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *limits,
+                        api_error *err);
+
+/* Parses "attention_format" ("dense" | "csr"; NULL = absent) into req->csr,
+ * naming the field as name in messages. */
+int encode_parse_attention_format(encode_request *req, const struct json_t *v, const char *name,
+                                  api_error *err);
+
+/* Allocates req->out and req->attn[l] for the wanted layers: (B, heads, L,
+ * L) each, or with csr the allowed pairs' values, sum over b of heads x
+ * nnz_b.  Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);
 
 /* The enc_result that writes into req's outputs. */

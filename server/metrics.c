@@ -43,6 +43,7 @@ struct metrics {
     unsigned long requests[N_ROUTES][MAX_STATUS];
     histogram request_s, queue_s, compute_s, batch, batch_requests;
     unsigned long tokens, sequences, forwards;
+    unsigned long long attention_scores;
     long in_flight;
 };
 
@@ -115,6 +116,13 @@ void metrics_forward(metrics *mx, int sequences, long tokens, int requests, doub
     pthread_mutex_unlock(&mx->lock);
 }
 
+void metrics_attention_scores(metrics *mx, unsigned long long scores)
+{
+    pthread_mutex_lock(&mx->lock);
+    mx->attention_scores += scores;
+    pthread_mutex_unlock(&mx->lock);
+}
+
 void metrics_queue(metrics *mx, double queue_s)
 {
     pthread_mutex_lock(&mx->lock);
@@ -168,11 +176,14 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
         "# TYPE attnd_sequences_total counter\nattnd_sequences_total %lu\n"
         "# HELP attnd_forwards_total Forwards run.\n"
         "# TYPE attnd_forwards_total counter\nattnd_forwards_total %lu\n"
+        "# HELP attnd_attention_scores_total Query-key attention scores computed (every head "
+        "and layer; usage.attention_scores summed).\n"
+        "# TYPE attnd_attention_scores_total counter\nattnd_attention_scores_total %llu\n"
         "# HELP attnd_requests_in_flight Requests being served now.\n"
         "# TYPE attnd_requests_in_flight gauge\nattnd_requests_in_flight %ld\n"
         "# HELP attnd_queue_depth Forwards waiting for a compute worker.\n"
         "# TYPE attnd_queue_depth gauge\nattnd_queue_depth %d\n",
-        mx->tokens, mx->sequences, mx->forwards, mx->in_flight, queue_depth);
+        mx->tokens, mx->sequences, mx->forwards, mx->attention_scores, mx->in_flight, queue_depth);
     pthread_mutex_unlock(&mx->lock);
     return strbuf_detach(&b, len);
 }

@@ -1,6 +1,7 @@
 /* metrics.h - the daemon's Prometheus metrics (API.md section 6): requests by
  * route and status, request / queue / compute duration histograms, batch
- * sizes, tokens, in-flight requests and queue depth.  Thread-safe.
+ * sizes, tokens, attention scores, in-flight requests and queue depth.
+ * Thread-safe.
  *
  *     metrics *mx = metrics_new();
  *     metrics_request(mx, "/v1/encode", 200, 0.012);
@@ -22,6 +23,9 @@ void metrics_request(metrics *mx, const char *route, int status, double seconds)
 /* A finished forward (one dynamic batch): its sequences, real tokens,
  * requests and compute time. */
 void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s);
+/* A request's forward computed this many query-key scores
+ * (usage.attention_scores). */
+void metrics_attention_scores(metrics *mx, unsigned long long scores);
 /* A request's wait for a compute worker. */
 void metrics_queue(metrics *mx, double queue_s);
 /* Requests being served now: +1 when one starts, -1 when it ends. */

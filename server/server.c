@@ -412,10 +412,12 @@ static enum MHD_Result encode_finish(request *r)
     for (int b = 0; b < e->batch.B; b++)
         tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
     metrics_queue(s->mx, job->queue_ms / 1e3);
+    metrics_attention_scores(s->mx, job->result.scores);
     encode_usage usage = {.sequences = e->batch.B,
                           .tokens = tokens,
                           .queue_ms = job->queue_ms,
-                          .compute_ms = job->compute_ms};
+                          .compute_ms = job->compute_ms,
+                          .attention_scores = job->result.scores};
     size_t len = 0;
     char *body = encode_response(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, &len);
     if (!body)
@@ -514,6 +516,7 @@ static enum MHD_Result v2_finish(request *r)
     server *s = r->srv;
     const pool_job *job = &r->job;
     metrics_queue(s->mx, job->queue_ms / 1e3);
+    metrics_attention_scores(s->mx, job->result.scores);
     size_t len = 0, header_len = 0;
     char *body =
         v2_response(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model), &len, &header_len);
