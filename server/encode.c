@@ -2164,7 +2164,9 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
 int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *lim,
                         api_error *err)
 {
-    if (!req->csr || req->attn_mode == ENC_ATTN_NONE)
+    if (req->attn_mode == ENC_ATTN_NONE)
+        req->csr = false; /* no weights to return */
+    if (!req->csr)
         return 0;
     enc_error e = {0};
     if (!(req->blockmask = enc_blockmask_new(&req->batch, true, &e)))
@@ -2208,12 +2210,25 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
     return 0;
 }
 
+size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    if (req->attn_mode == ENC_ATTN_NONE)
+        return 0;
+    if (!req->csr)
+        return B * heads * L * L;
+    size_t n = 0; /* the allowed pairs' values only */
+    for (size_t b = 0; req->blockmask && b < B; b++)
+        n += heads * enc_blockmask_nnz(req->blockmask, (int)b);
+    return n;
+}
+
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err)
 {
     if (!req->x || !hp || hp->n_layers != req->n_layers)
         return api_error_set(err, API_INTERNAL, "encode: outputs for an unparsed request");
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
     /* Not zeroed: the forward writes every entry of both, padding included
      * (zeroing cost 0.03 ms at B=1 L=128; valgrind's memcheck would report
      * an entry left unwritten when the response reads it). */
@@ -2221,14 +2236,9 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
     req->attn = alloc_zero((size_t)req->n_layers, sizeof *req->attn);
     if (!req->out || !req->attn)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
-    size_t per_layer = B * heads * L * L;
-    if (req->csr) { /* the allowed pairs' values only */
-        if (!req->blockmask)
-            return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
-        per_layer = 0;
-        for (size_t b = 0; b < B; b++)
-            per_layer += heads * enc_blockmask_nnz(req->blockmask, (int)b);
-    }
+    if (req->csr && !req->blockmask)
+        return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
+    const size_t per_layer = encode_attention_floats(req, hp);
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
         if (req->want_layer[l] && !(req->attn[l] = alloc_floats(per_layer ? per_layer : 1)))
             return api_error_set(err, API_UNAVAILABLE, "out of memory for the attention weights");

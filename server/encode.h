@@ -123,6 +123,10 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
 int encode_parse_attention_format(encode_request *req, const struct json_t *v, const char *name,
                                   api_error *err);
 
+/* Floats of one layer's attention weights: (B, heads, L, L), or with csr
+ * the sum over b of heads x nnz_b (0 for "none"). */
+size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp);
+
 /* Allocates req->out and req->attn[l] for the wanted layers: (B, heads, L,
  * L) each, or with csr the allowed pairs' values, sum over b of heads x
  * nnz_b.  Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */

@@ -519,7 +519,8 @@ static enum MHD_Result v2_finish(request *r)
     metrics_attention_scores(s->mx, job->result.scores);
     size_t len = 0, header_len = 0;
     char *body =
-        v2_response(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model), &len, &header_len);
+        v2_response(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model), &len, &header_len,
+                    job->result.scores);
     if (!body)
         return respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
     char qms[32], cms[32], hl[32];

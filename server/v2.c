@@ -36,6 +36,7 @@
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -185,12 +186,13 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
 
 /* ---- parsing: request parameters ---------------------------------------------- */
 
-static const char *const PARAMS[] = {"attention",   "causal",       "window",
-                                     "window_left", "window_right", "global",
-                                     "key_padding", "attn",         "binary_data_output"};
+static const char *const PARAMS[] = {
+    "attention", "causal",      "window", "window_left", "window_right",     "global",
+    "key_padding", "attn",      "strided", "fixed",      "blocks",           "attention_format",
+    "binary_data_output"};
 #define PARAMS_TEXT                                                                                \
-    "attention, causal, window, window_left, window_right, global, key_padding, attn or "          \
-    "binary_data_output"
+    "attention, causal, window, window_left, window_right, global, key_padding, attn, strided, "   \
+    "fixed, blocks, attention_format or binary_data_output"
 
 /* A mask option as /v1's mask object takes it: the value itself, or, when it
  * is a string, the JSON it holds (the protocol's parameters are scalars).
@@ -249,7 +251,11 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
                        encode_json_kind(v));
         *binary_all = json_is_true(v);
     }
-    static const char *const mask_keys[] = {"causal", "window", "global", "key_padding", "attn"};
+    if (encode_parse_attention_format(&req->enc, json_object_get(params, "attention_format"),
+                                      "parameters.attention_format", err) < 0)
+        return -1;
+    static const char *const mask_keys[] = {"causal", "window",  "global", "key_padding",
+                                            "attn",   "strided", "fixed",  "blocks"};
     for (size_t i = 0; i < sizeof mask_keys / sizeof *mask_keys; i++) {
         v = json_object_get(params, mask_keys[i]);
         if (!v || json_is_null(v))
@@ -1102,6 +1108,8 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     int rc = parse_root(req, root, &fd, (const unsigned char *)text + json_len, n - json_len,
                         header_len != NULL, json_len, model_name, hp, limits, err);
     json_decref(root);
+    if (rc == 0)
+        rc = encode_request_plan(&req->enc, hp, limits, err);
     return rc;
 }
 
@@ -1135,32 +1143,108 @@ static void put_string(strbuf *sb, const char *s)
     strbuf_put(sb, "\"", 1);
 }
 
-/* An output's values and shape. */
-static const float *output_view(const v2_request *req, const enc_hparams *hp, v2_output o,
-                                size_t dims[4], int *rank)
+/* One tensor of the response: name, datatype, shape and values (4-byte
+ * words: FP32 or INT32), as JSON data or binary after the JSON. */
+typedef struct v2_tensor {
+    const char *name;
+    bool is_int;
+    size_t dims[4];
+    int rank;
+    const void *vals;
+    size_t numel;
+    bool binary;
+} v2_tensor;
+
+/* The last layer's CSR weights as the three tensors of docs/api.md:
+ * attention_indptr INT32 [B*L + 1] (row b*L + i; padding rows empty),
+ * attention_indices INT32 [nnz], attention_values FP32 [H, nnz] ([nnz] for
+ * the mean), nnz over the whole batch.  The arrays are owned by *own (one
+ * allocation); returns false when out of memory. */
+static bool csr_tensors(const v2_request *req, const enc_hparams *hp, bool binary, v2_tensor t[3],
+                        void **own)
 {
     const encode_request *e = &req->enc;
     const size_t B = (size_t)e->batch.B, L = (size_t)e->batch.L;
-    if (o == V2_OUT_OUTPUTS) {
-        dims[0] = B, dims[1] = L, dims[2] = (size_t)hp->d_model;
-        *rank = 3;
-        return e->out;
+    const size_t heads = e->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    size_t nnz = 0;
+    for (size_t b = 0; b < B; b++)
+        nnz += enc_blockmask_nnz(e->blockmask, (int)b);
+    if (nnz > INT32_MAX)
+        return false;
+    int32_t *indptr = malloc((B * L + 1 + nnz + heads * nnz + 1) * 4);
+    if (!indptr)
+        return false;
+    int32_t *indices = indptr + B * L + 1;
+    float *values = (float *)(indices + nnz);
+    const float *src = e->attn[e->n_layers - 1];
+    size_t base = 0;
+    for (size_t b = 0; b < B; b++) {
+        const size_t n = enc_blockmask_nnz(e->blockmask, (int)b);
+        const size_t len = e->lengths ? (size_t)e->lengths[b] : L;
+        const int32_t *ip = enc_blockmask_indptr(e->blockmask, (int)b);
+        for (size_t i = 0; i < L; i++)
+            indptr[b * L + i] = (int32_t)(base + (size_t)ip[i < len ? i : len]);
+        memcpy(indices + base, enc_blockmask_indices(e->blockmask, (int)b), n * 4);
+        for (size_t h = 0; h < heads; h++) /* (heads, n) of the sequence to [h][base ..] */
+            memcpy(values + h * nnz + base, src + h * n, n * sizeof *values);
+        src += heads * n;
+        base += n;
     }
-    *rank = 0;
-    dims[(*rank)++] = B;
-    if (e->attn_mode == ENC_ATTN_HEADS)
-        dims[(*rank)++] = (size_t)hp->n_heads;
-    dims[(*rank)++] = L;
-    dims[(*rank)++] = L;
-    return e->attn ? e->attn[e->n_layers - 1] : NULL;
+    indptr[B * L] = (int32_t)nnz;
+    *own = indptr;
+    t[0] = (v2_tensor){"attention_indptr", true, {B * L + 1}, 1, indptr, B * L + 1, binary};
+    t[1] = (v2_tensor){"attention_indices", true, {nnz}, 1, indices, nnz, binary};
+    t[2] = (v2_tensor){"attention_values", false, {heads, nnz}, 2, values, heads * nnz, binary};
+    if (e->attn_mode != ENC_ATTN_HEADS)
+        t[2].dims[0] = nnz, t[2].rank = 1;
+    return true;
+}
+
+/* An output's tensor (outputs, or dense attention). */
+static v2_tensor output_tensor(const v2_request *req, const enc_hparams *hp, v2_output o)
+{
+    const encode_request *e = &req->enc;
+    const size_t B = (size_t)e->batch.B, L = (size_t)e->batch.L;
+    v2_tensor t = {.name = OUT_NAME[o], .binary = req->binary[o]};
+    if (o == V2_OUT_OUTPUTS) {
+        t.dims[0] = B, t.dims[1] = L, t.dims[2] = (size_t)hp->d_model;
+        t.rank = 3;
+        t.vals = e->out;
+    } else {
+        t.dims[t.rank++] = B;
+        if (e->attn_mode == ENC_ATTN_HEADS)
+            t.dims[t.rank++] = (size_t)hp->n_heads;
+        t.dims[t.rank++] = L;
+        t.dims[t.rank++] = L;
+        t.vals = e->attn ? e->attn[e->n_layers - 1] : NULL;
+    }
+    t.numel = 1;
+    for (int d = 0; d < t.rank; d++)
+        t.numel *= t.dims[d];
+    return t;
 }
 
 char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
-                  size_t *header_len)
+                  size_t *header_len, uint64_t attention_scores)
 {
     strbuf sb = {0};
-    const float *vals[V2_N_OUT];
-    size_t numel[V2_N_OUT];
+    v2_tensor t[V2_N_OUT + 2];
+    int n_t = 0;
+    void *own = NULL;
+    for (int k = 0; k < req->n_out; k++) {
+        const v2_output o = req->out[k];
+        if (o == V2_OUT_ATTENTION && req->enc.csr) {
+            if (!csr_tensors(req, hp, req->binary[o], t + n_t, &own))
+                return NULL;
+            n_t += 3;
+        } else {
+            t[n_t] = output_tensor(req, hp, o);
+            if (!t[n_t++].vals) {
+                free(own);
+                return NULL;
+            }
+        }
+    }
     bool any_binary = false;
     strbuf_puts(&sb, "{\"model_name\":");
     put_string(&sb, model_name);
@@ -1169,53 +1253,50 @@ char *v2_response(const v2_request *req, const char *model_name, const enc_hpara
         strbuf_puts(&sb, ",\"id\":");
         put_string(&sb, req->id);
     }
+    strbuf_printf(&sb, ",\"parameters\":{\"attention_scores\":%" PRIu64 "}", attention_scores);
     strbuf_puts(&sb, ",\"outputs\":[");
-    for (int k = 0; k < req->n_out; k++) {
-        const v2_output o = req->out[k];
-        size_t dims[4];
-        int rank;
-        vals[k] = output_view(req, hp, o, dims, &rank);
-        if (!vals[k]) {
-            strbuf_free(&sb);
-            return NULL;
-        }
-        numel[k] = 1;
-        strbuf_printf(&sb, "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[", k ? "," : "",
-                      OUT_NAME[o]);
-        for (int d = 0; d < rank; d++) {
-            strbuf_printf(&sb, "%s%zu", d ? "," : "", dims[d]);
-            numel[k] *= dims[d];
-        }
-        if (req->binary[o]) {
+    for (int k = 0; k < n_t; k++) {
+        strbuf_printf(&sb, "%s{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":[", k ? "," : "",
+                      t[k].name, t[k].is_int ? "INT32" : "FP32");
+        for (int d = 0; d < t[k].rank; d++)
+            strbuf_printf(&sb, "%s%zu", d ? "," : "", t[k].dims[d]);
+        if (t[k].binary) {
             any_binary = true;
-            strbuf_printf(&sb, "],\"parameters\":{\"binary_data_size\":%zu}}", numel[k] * 4);
+            strbuf_printf(&sb, "],\"parameters\":{\"binary_data_size\":%zu}}", t[k].numel * 4);
             continue;
         }
         strbuf_puts(&sb, "],\"data\":[");
-        if (strbuf_reserve(&sb, numel[k] * (ENCODE_FLOAT_CHARS + 1) + ENCODE_FLOAT_CHARS)) {
-            for (size_t i = 0; i < numel[k]; i++) {
-                sb.len += encode_format_float(sb.s + sb.len, vals[k][i], 9);
+        if (strbuf_reserve(&sb, t[k].numel * (ENCODE_FLOAT_CHARS + 1) + ENCODE_FLOAT_CHARS)) {
+            for (size_t i = 0; i < t[k].numel; i++) {
+                if (t[k].is_int)
+                    sb.len += (size_t)snprintf(sb.s + sb.len, ENCODE_FLOAT_CHARS, "%" PRId32,
+                                               ((const int32_t *)t[k].vals)[i]);
+                else
+                    sb.len += encode_format_float(sb.s + sb.len, ((const float *)t[k].vals)[i],
+                                                  9);
                 sb.s[sb.len++] = ',';
             }
-            if (numel[k])
+            if (t[k].numel)
                 sb.len--;
         }
         strbuf_puts(&sb, "]}");
     }
     strbuf_puts(&sb, "]}");
     const size_t json_len = sb.len;
-    for (int k = 0; k < req->n_out; k++) {
-        if (!req->binary[req->out[k]] || !strbuf_reserve(&sb, numel[k] * 4))
+    for (int k = 0; k < n_t; k++) {
+        if (!t[k].binary || !strbuf_reserve(&sb, t[k].numel * 4))
             continue;
         unsigned char *p = (unsigned char *)sb.s + sb.len;
-        for (size_t i = 0; i < numel[k]; i++, p += 4) {
+        const unsigned char *v = t[k].vals;
+        for (size_t i = 0; i < t[k].numel; i++, p += 4) {
             uint32_t u;
-            memcpy(&u, &vals[k][i], sizeof u);
+            memcpy(&u, v + 4 * i, sizeof u);
             p[0] = (unsigned char)u, p[1] = (unsigned char)(u >> 8);
             p[2] = (unsigned char)(u >> 16), p[3] = (unsigned char)(u >> 24);
         }
-        sb.len += numel[k] * 4;
+        sb.len += t[k].numel * 4;
     }
+    free(own);
     *header_len = any_binary ? json_len : 0;
     return strbuf_detach(&sb, len);
 }

@@ -12,7 +12,7 @@
  *         v2_request_parse(&req, body, len, ihcl_header, "encoder", &hp, &limits, &err) == 0 &&
  *         encode_request_alloc_outputs(&req.enc, &hp, &err) == 0) {
  *         ... run req.enc.batch into encode_request_result(&req.enc) ...
- *         char *resp = v2_response(&req, "encoder", &hp, &len, &header_len);
+ *         char *resp = v2_response(&req, "encoder", &hp, &len, &header_len, res.scores);
  *         // header_len > 0: send Inference-Header-Content-Length: header_len
  *     }
  *     -> on error: status api_error_status(err.kind), body {"error": err.message}
@@ -93,15 +93,18 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
                      api_error *err);
 
 /* The response body for a completed forward: the JSON object (model_name,
- * model_version, id when the request had one, outputs in the requested order:
- * name, datatype FP32, shape [B, L, D] / [B, H, L, L] / [B, L, L], and "data"
- * flat in row-major order or parameters.binary_data_size), then the binary
- * outputs' little-endian float32 bytes in the same order.  *header_len is the
- * JSON's length when any output is binary (send it as
+ * model_version, id when the request had one, parameters.attention_scores,
+ * outputs in the requested order: name, datatype FP32, shape [B, L, D] / [B,
+ * H, L, L] / [B, L, L], and "data" flat in row-major order or
+ * parameters.binary_data_size; with attention_format csr the attention
+ * output is three tensors, attention_indptr INT32 [B*L + 1],
+ * attention_indices INT32 [nnz] and attention_values FP32 [H, nnz] or
+ * [nnz]), then the binary outputs' little-endian bytes in the same order.
+ * *header_len is the JSON's length when any output is binary (send it as
  * Inference-Header-Content-Length), else 0.  Owned, or NULL when out of
  * memory. */
 char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
-                  size_t *header_len);
+                  size_t *header_len, uint64_t attention_scores);
 
 /* Frees what req owns; req is empty afterwards. */
 void v2_request_free(v2_request *req);

@@ -779,10 +779,11 @@ START_TEST(test_response_bytes)
     memcpy(req.enc.out, out, sizeof out);
     memcpy(req.enc.attn[0], attn, sizeof attn);
     size_t len = 0, hlen = 0;
-    char *resp = v2_response(&req, "enc", &hp, &len, &hlen);
+    char *resp = v2_response(&req, "enc", &hp, &len, &hlen, 0);
     ck_assert_ptr_nonnull(resp);
     const char want_json[] =
-        "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\",\"outputs\":["
+        "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\","
+        "\"parameters\":{\"attention_scores\":0},\"outputs\":["
         "{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":[1,1,2,2],"
         "\"parameters\":{\"binary_data_size\":16}},"
         "{\"name\":\"outputs\",\"datatype\":\"FP32\",\"shape\":[1,2,2],"
@@ -798,10 +799,10 @@ START_TEST(test_response_bytes)
 
     /* All JSON: no header length, the mean attention [B, L, L]. */
     req.binary[V2_OUT_ATTENTION] = false;
-    resp = v2_response(&req, "enc", &hp, &len, &hlen);
+    resp = v2_response(&req, "enc", &hp, &len, &hlen, 12);
     ck_assert_uint_eq(hlen, 0);
     ck_assert_str_eq(resp, "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\","
-                           "\"outputs\":[{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":"
+                           "\"parameters\":{\"attention_scores\":12},\"outputs\":[{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":"
                            "[1,1,2,2],\"data\":[1,0,0.25,0.75]},{\"name\":\"outputs\","
                            "\"datatype\":\"FP32\",\"shape\":[1,2,2],\"data\":[1,-2.5,0.125,3]}]}");
     ck_assert_uint_eq(len, strlen(resp));
@@ -1276,9 +1277,13 @@ START_TEST(test_literal_binary_exchange)
     http_resp r;
     ck_assert_int_eq(post_infer("/v2/models/encoder/infer", &b, hl, &r), 0);
     ck_assert_msg(r.status == 200, "%ld %.300s", r.status, r.body);
-    const char want_json[] = "{\"model_name\":\"encoder\",\"model_version\":\"1\",\"outputs\":["
-                             "{\"name\":\"outputs\",\"datatype\":\"FP32\",\"shape\":[2,6,16],"
-                             "\"parameters\":{\"binary_data_size\":768}}]}";
+    /* attention_scores: no mask, so B L^2 H per layer */
+    char want_json[256];
+    snprintf(want_json, sizeof want_json,
+             "{\"model_name\":\"encoder\",\"model_version\":\"1\",\"parameters\":{"
+             "\"attention_scores\":%d},\"outputs\":[{\"name\":\"outputs\",\"datatype\":\"FP32\","
+             "\"shape\":[2,6,16],\"parameters\":{\"binary_data_size\":768}}]}",
+             2 * 6 * 6 * c.H * c.n_layers);
     char hv[32];
     ck_assert_ptr_nonnull(http_header(&r, "Inference-Header-Content-Length", hv, sizeof hv));
     ck_assert_uint_eq(strtoull(hv, NULL, 10), strlen(want_json));

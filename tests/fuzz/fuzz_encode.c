@@ -124,9 +124,8 @@ int fuzz_encode(const uint8_t *data, size_t size)
     const size_t BL = (size_t)req.batch.B * (size_t)req.batch.L;
     FUZZ_ASSERT(all_finite(req.out, BL * (size_t)hp->d_model), "a non-finite output");
     for (int l = 0; l < hp->n_layers; l++) {
-        size_t per = req.attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
         if (req.attn_mode != ENC_ATTN_NONE && req.attn[l])
-            FUZZ_ASSERT(all_finite(req.attn[l], BL * per * (size_t)req.batch.L),
+            FUZZ_ASSERT(all_finite(req.attn[l], encode_attention_floats(&req, hp)),
                         "a non-finite attention weight in layer %d", l);
     }
     encode_usage usage = {.sequences = req.batch.B, .tokens = (long)BL};

@@ -90,13 +90,12 @@ int fuzz_v2(const uint8_t *data, size_t size)
         const size_t BL = (size_t)e->batch.B * (size_t)e->batch.L;
         FUZZ_ASSERT(all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
         for (int l = 0; l < hp->n_layers; l++) {
-            size_t per = e->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
             if (e->attn_mode != ENC_ATTN_NONE && e->attn[l])
-                FUZZ_ASSERT(all_finite(e->attn[l], BL * per * (size_t)e->batch.L),
+                FUZZ_ASSERT(all_finite(e->attn[l], encode_attention_floats(e, hp)),
                             "a non-finite attention weight in layer %d", l);
         }
         size_t out_len = 0, header_len = 0;
-        char *out = v2_response(&req, "encoder", hp, &out_len, &header_len);
+        char *out = v2_response(&req, "encoder", hp, &out_len, &header_len, res.scores);
         FUZZ_ASSERT(out != NULL, "no response body");
         FUZZ_ASSERT(header_len <= out_len, "header %zu of %zu bytes", header_len, out_len);
         json_error_t jerr;
