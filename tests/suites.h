@@ -10,6 +10,7 @@ Suite *hparams_suite(void);
 Suite *model_suite(void);
 Suite *attention_suite(void);
 Suite *blockmask_suite(void);
+Suite *csr_suite(void);
 Suite *torch_suite(void);
 Suite *naive_suite(void);
 Suite *gemm_suite(void);
