@@ -37,7 +37,7 @@ static bool in_pattern(const seq_mask *sm, int i, int j)
         return true;
     const int wl = sm->window_left, wr = sm->window_right;
     if ((wl != ENC_WINDOW_NONE || wr != ENC_WINDOW_NONE) &&
-        (wl == ENC_WINDOW_NONE || j >= i - wl) && (wr == ENC_WINDOW_NONE || j <= i + wr))
+        (wl == ENC_WINDOW_NONE || i - j <= wl) && (wr == ENC_WINDOW_NONE || j - i <= wr))
         return true;
     if (sm->stride > 0) {
         const int d = i - j;
@@ -664,7 +664,7 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                 values_mul(zh, z_stride, scores, lds, v_base + (size_t)c.j0 * qs + (size_t)g * E,
                            qs, n_rows, c.n, E, !first, s->kt != NULL);
             }
-            const float *gk = s->gather + (size_t)g * s->gather_floats;
+            const float *gk = gc.n ? s->gather + (size_t)g * s->gather_floats : NULL;
             for (int c0 = 0; c0 < gc.n; c0 += KEY_BLOCK, first = false) {
                 const int n = gc.n - c0 < KEY_BLOCK ? gc.n - c0 : KEY_BLOCK;
                 const float *gv = gk + (size_t)gc.n * E;
@@ -703,8 +703,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                     chunk_mask(&c, imask + (size_t)r * mw, &moff, scores + (size_t)r * lds + off);
                 }
             }
-            const float *gk = s->gather + (size_t)g * s->gather_floats;
-            const float *gv = gk + (size_t)gc.n * E;
+            const float *gk = gc.n ? s->gather + (size_t)g * s->gather_floats : NULL;
+            const float *gv = gc.n ? gk + (size_t)gc.n * E : NULL;
             if (gc.n) {
                 scores_mul(scores + goff, lds, q, q_stride, gk, E, n_rows, gc.n, E, scale,
                            s->kt ? gv + (size_t)gc.n * E : NULL);

@@ -305,7 +305,7 @@ static uint32_t *prefix_counts(const uint8_t *flags, int n)
 /* BigBird's random blocks of every query block of sequence s. */
 static int compile_random(bm_seq *s, const enc_blocks_pattern *p, enc_error *err)
 {
-    const int nb = (s->len + p->size - 1) / p->size;
+    const int nb = (int)(((long long)s->len + p->size - 1) / p->size);
     s->rnd_k = MIN2(p->random, nb);
     if (s->rnd_k == 0)
         return ENC_OK;

@@ -7,6 +7,7 @@
 #include "suites.h"
 #include "test_util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,6 +432,44 @@ START_TEST(test_patterns_match_explicit_mask)
 }
 END_TEST
 
+/* Pattern sizes up to INT_MAX (what the API lets through) compile and
+ * mean what they say: a window or a block that covers the sequence allows
+ * every pair, so the forward equals the unmasked one. */
+START_TEST(test_huge_pattern_sizes)
+{
+    enc_model *m = small_model();
+    const int L = 70;
+    float *x = xcalloc((size_t)L * 16, sizeof *x), *want = xcalloc((size_t)L * 16, sizeof *want);
+    float *got = xcalloc((size_t)L * 16, sizeof *got);
+    uint64_t st = 21;
+    fill_random(x, (size_t)L * 16, &st, 1.0f);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    enc_batch plain = batch_plain(x, 1, L, NULL);
+    enc_result r = {.out = want, .attn_mode = ENC_ATTN_NONE};
+    ck_assert_int_eq(enc_forward(m, ws, &plain, &r, &err), 0);
+    for (int k = 0; k < 4; k++) {
+        enc_batch in = batch_plain(x, 1, L, NULL);
+        if (k == 0)
+            in.mask.blocks = (enc_blocks_pattern){.size = INT_MAX, .random = INT_MAX};
+        else if (k == 1)
+            in.mask.window_left = in.mask.window_right = INT_MAX;
+        else if (k == 2)
+            in.mask.stride = INT_MAX;
+        else
+            in.mask.fixed_block = INT_MAX, in.mask.fixed_summary = INT_MAX - 1;
+        enc_result rg = {.out = got, .attn_mode = ENC_ATTN_NONE};
+        ck_assert_msg(enc_forward(m, ws, &in, &rg, &err) == 0, "%d: %s", k, err.message);
+        ck_assert_double_le(max_abs_diff(got, want, (size_t)L * 16), 1e-5);
+    }
+    enc_workspace_free(ws);
+    free(x);
+    free(want);
+    free(got);
+    enc_model_free(m);
+}
+END_TEST
+
 START_TEST(test_bad_patterns_refused)
 {
     float x[16 * 4] = {0};
@@ -466,6 +505,7 @@ Suite *blockmask_suite(void)
     tcase_add_loop_test(tc, test_tiles_match_naive, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_patterns_match_explicit_mask, 0,
                         (int)(sizeof cases / sizeof *cases));
+    tcase_add_test(tc, test_huge_pattern_sizes);
     tcase_add_test(tc, test_bad_patterns_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -212,6 +212,38 @@ def make():
     case("attn_overflow", {"embeddings": batch(1, 2), "mask": {"attn": [[0, 1e39], [0, 0]]}}, 400,
          "mask.attn[0][1] = 1e+39 is over the float32 range")
 
+    # ---- sparse patterns (docs/model.md, "Masks and sparse patterns")
+    case("strided_zero", {"embeddings": batch(1, 3), "mask": {"strided": {"stride": 0}}}, 400,
+         "mask.strided.stride = 0 must be at least 1")
+    case("strided_not_object", {"embeddings": batch(1, 3), "mask": {"strided": 2}}, 400,
+         "mask.strided must be an object")
+    case("strided_unknown_key", {"embeddings": batch(1, 3), "mask": {"strided": {"step": 2}}}, 400,
+         "mask.strided: unknown option 'step'; expected stride")
+    case("fixed_summary_too_big",
+         {"embeddings": batch(1, 3), "mask": {"fixed": {"block": 8, "summary": 9}}}, 400,
+         "mask.fixed.summary = 9 must be below mask.fixed.block = 8")
+    case("fixed_no_summary", {"embeddings": batch(1, 3), "mask": {"fixed": {"block": 2}}}, 400,
+         "mask.fixed.summary is required")
+    case("blocks_no_size", {"embeddings": batch(1, 3), "mask": {"blocks": {"random": 1}}}, 400,
+         "mask.blocks.size is required")
+    case("blocks_float_window",
+         {"embeddings": batch(1, 3), "mask": {"blocks": {"size": 2, "window": 1.5}}}, 400,
+         "mask.blocks.window must be an integer, not a number")
+    case("blocks_negative_seed",
+         {"embeddings": batch(1, 3), "mask": {"blocks": {"size": 2, "seed": -4}}}, 400,
+         "mask.blocks.seed = -4 must not be negative")
+    case("blocks_size_too_large",
+         {"embeddings": batch(1, 3), "mask": {"blocks": {"size": 2 ** 31}}}, 400,
+         "mask.blocks.size = 2147483648 is too large")
+    case("bad_attention_format", dict(ok, attention_format="coo"), 400,
+         "attention_format must be \"dense\" or \"csr\", not 'coo'")
+    case("attention_format_not_string", dict(ok, attention_format=1), 400,
+         "attention_format must be \"dense\" or \"csr\", not a number")
+    case("csr_too_large",
+         {"embeddings": batch(2, 8), "attention_layers": "all", "attention_format": "csr"}, 413,
+         "(csr: 128 allowed pairs x 2 heads float32, plus indices, x 2 layers) is over "
+         "limits.max_attention_bytes (1024)")
+
     # ---- options
     case("bad_attention", dict(ok, attention="max"), 400,
          "attention must be \"heads\", \"mean\" or \"none\"")
