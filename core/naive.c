@@ -59,7 +59,53 @@ static bool naive_is_global(const enc_mask *mk, int p)
     return false;
 }
 
-/* API.md section 3, condition by condition: may query i of sequence b see key j? */
+/* BigBird's blocks: is kb one of query block qb's random blocks?  The
+ * generator is the definition (enc_blocks_random); the rest is written out
+ * here. */
+static bool naive_random_block(const enc_blocks_pattern *p, int len, int qb, int kb)
+{
+    const int nb = (int)(((long long)len + p->size - 1) / p->size);
+    int *cand = malloc(((size_t)nb + 1) * sizeof *cand);
+    int *out = malloc(((size_t)(p->random < nb ? p->random : nb) + 1) * sizeof *out);
+    bool found = false;
+    if (cand && out) {
+        const int k = enc_blocks_random(p, nb, qb, cand, out);
+        for (int r = 0; r < k; r++)
+            found |= out[r] == kb;
+    }
+    free(cand);
+    free(out);
+    return found;
+}
+
+/* The pattern options, a union (docs/model.md): is (i, j) in the pattern? */
+static bool naive_in_pattern(const enc_mask *mk, int len, int i, int j)
+{
+    const bool windowed = mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE;
+    const bool any = windowed || mk->stride > 0 || mk->fixed_block > 0 || mk->blocks.size > 0;
+    if (!any)
+        return true; /* no pattern option: every pair */
+    if (naive_is_global(mk, i) || naive_is_global(mk, j))
+        return true;
+    if (windowed && (mk->window_left == ENC_WINDOW_NONE || (long long)i - j <= mk->window_left) &&
+        (mk->window_right == ENC_WINDOW_NONE || (long long)j - i <= mk->window_right))
+        return true;
+    if (mk->stride > 0 && (abs(i - j) < mk->stride || (i - j) % mk->stride == 0))
+        return true;
+    if (mk->fixed_block > 0 && (i / mk->fixed_block == j / mk->fixed_block ||
+                                j % mk->fixed_block >= mk->fixed_block - mk->fixed_summary))
+        return true;
+    if (mk->blocks.size > 0) {
+        const enc_blocks_pattern *p = &mk->blocks;
+        const int qb = i / p->size, kb = j / p->size;
+        if (abs(qb - kb) <= p->window || qb < p->global || kb < p->global ||
+            naive_random_block(p, len, qb, kb))
+            return true;
+    }
+    return false;
+}
+
+/* Condition by condition: may query i of sequence b see key j? */
 static bool naive_allowed(const enc_batch *in, int b, int len, int i, int j)
 {
     const enc_mask *mk = &in->mask;
@@ -70,18 +116,17 @@ static bool naive_allowed(const enc_batch *in, int b, int len, int i, int j)
         return false; /* padding by key_padding */
     if (mk->causal && j > i)
         return false;
-    bool windowed = mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE;
-    if (windowed && !naive_is_global(mk, i) && !naive_is_global(mk, j)) {
-        if (mk->window_left != ENC_WINDOW_NONE && j < i - mk->window_left)
-            return false;
-        if (mk->window_right != ENC_WINDOW_NONE && j > i + mk->window_right)
-            return false;
-    }
+    if (!naive_in_pattern(mk, len, i, j))
+        return false;
     if (mk->attn_kind == ENC_MASK_BOOL) {
         size_t off = (mk->attn_per_sequence ? (size_t)b * L * L : 0) + (size_t)i * L + (size_t)j;
         if (mk->attn_bool[off])
             return false;
     }
+    if (mk->attn_kind == ENC_MASK_ADD &&
+        mk->attn_add[(mk->attn_per_sequence ? (size_t)b * L * L : 0) + (size_t)i * L + j] ==
+            -INFINITY)
+        return false;
     return true;
 }
 

@@ -300,13 +300,10 @@ START_TEST(test_csr_lists_allowed_pairs)
 }
 END_TEST
 
-/* The tiled forward against the naive one (window, causal, global and key
- * padding, which the naive reference knows), and dense weights against CSR. */
+/* The tiled forward against the naive one, and dense weights against CSR. */
 START_TEST(test_tiles_match_naive)
 {
     const pattern_case *pc = &cases[_i];
-    if (pc->stride || pc->fixed_l || pc->blocks.size)
-        return; /* the naive reference's own patterns: tests/check_sparse.c */
     enc_model *m = small_model();
     const int D = 16, H = 4, L = pc->L, NL = 2;
     float *x = xcalloc((size_t)L * D, sizeof *x);
@@ -470,6 +467,103 @@ START_TEST(test_huge_pattern_sizes)
 }
 END_TEST
 
+/* Random pattern options, lengths, causal and key padding on sequences of
+ * up to 300 tokens: the fast forward (no weights, dense and CSR weights)
+ * against the naive reference. */
+START_TEST(test_random_patterns_match_naive)
+{
+    enc_model *m = small_model();
+    uint64_t st = 1000 + (uint64_t)_i;
+    const int B = rand_int(&st, 1, 3), L = rand_int(&st, 1, 300), D = 16, H = 4;
+    float *x = xcalloc((size_t)B * L * D, sizeof *x);
+    fill_random(x, (size_t)B * L * D, &st, 1.0f);
+    int *lengths = xcalloc((size_t)B, sizeof *lengths), global[3];
+    for (int b = 0; b < B; b++)
+        lengths[b] = rand_int(&st, 1, L);
+    uint8_t *kp = xcalloc((size_t)B * L, 1);
+    enc_batch in = batch_plain(x, B, L, lengths);
+    enc_mask *mk = &in.mask;
+    mk->causal = rand_int(&st, 0, 3) == 0;
+    if (rand_int(&st, 0, 1))
+        mk->window_left = rand_int(&st, 0, 40), mk->window_right = rand_int(&st, -1, 40);
+    if (rand_int(&st, 0, 2) == 0)
+        mk->stride = rand_int(&st, 1, 50);
+    if (rand_int(&st, 0, 2) == 0) {
+        mk->fixed_block = rand_int(&st, 1, 70);
+        mk->fixed_summary = rand_int(&st, 0, mk->fixed_block - 1);
+    }
+    if (rand_int(&st, 0, 2) == 0)
+        mk->blocks = (enc_blocks_pattern){rand_int(&st, 1, 40), rand_int(&st, 0, 2),
+                                          rand_int(&st, 0, 2), rand_int(&st, 0, 4),
+                                          (uint64_t)rand_int(&st, 0, 1 << 20)};
+    mk->n_global = (size_t)rand_int(&st, 0, 3);
+    for (size_t k = 0; k < mk->n_global; k++)
+        global[k] = rand_int(&st, 0, L - 1);
+    mk->global = global;
+    if (rand_int(&st, 0, 3) == 0) {
+        for (int k = 0; k < B * L; k++)
+            kp[k] = rand_int(&st, 0, 5) == 0;
+        mk->key_padding = kp;
+    }
+    const size_t n_out = (size_t)B * L * D, n_attn = (size_t)B * H * L * L;
+    float *want = xcalloc(n_out, sizeof *want), *got = xcalloc(n_out, sizeof *got);
+    float *wa[2] = {xcalloc(n_attn, sizeof(float)), xcalloc(n_attn, sizeof(float))};
+    float *ga[2] = {xcalloc(n_attn, sizeof(float)), xcalloc(n_attn, sizeof(float))};
+    enc_error err = {0};
+    enc_result rn = {.out = want, .attn_mode = ENC_ATTN_HEADS, .attn = wa};
+    ck_assert_int_eq(enc_forward_naive(m, &in, &rn, &err), 0);
+    enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
+    ck_assert_msg(bm != NULL, "%s", err.message);
+    size_t nnz = 0;
+    for (int b = 0; b < B; b++)
+        nnz += enc_blockmask_nnz(bm, b);
+    float *ca[2] = {xcalloc((size_t)H * nnz + 1, sizeof(float)),
+                    xcalloc((size_t)H * nnz + 1, sizeof(float))};
+    enc_workspace *ws = enc_workspace_new(m);
+    for (int mode = 0; mode < 3; mode++) {
+        enc_batch run = in;
+        enc_result r = {.out = got, .attn_mode = mode ? ENC_ATTN_HEADS : ENC_ATTN_NONE,
+                        .attn = mode == 2 ? ca : ga};
+        if (mode == 2) {
+            run.blockmask = bm;
+            r.attn_format = ENC_FORMAT_CSR;
+        }
+        ck_assert_msg(enc_forward(m, ws, &run, &r, &err) == 0, "%s", err.message);
+        ck_assert_msg(max_abs_diff(got, want, n_out) <= 1e-4, "case %d mode %d: outputs off by %g",
+                      _i, mode, max_abs_diff(got, want, n_out));
+        for (int l = 0; mode == 1 && l < 2; l++)
+            ck_assert_double_le(max_abs_diff(ga[l], wa[l], n_attn), 1e-5);
+        for (int l = 0; mode == 2 && l < 2; l++) {
+            size_t off = 0;
+            for (int b = 0; b < B; b++) {
+                const int32_t *ip = enc_blockmask_indptr(bm, b), *ix = enc_blockmask_indices(bm, b);
+                const size_t n = enc_blockmask_nnz(bm, b);
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < lengths[b]; i++)
+                        for (int32_t k = ip[i]; k < ip[i + 1]; k++)
+                            ck_assert_float_eq_tol(
+                                ca[l][off + (size_t)h * n + (size_t)k],
+                                wa[l][(((size_t)b * H + h) * L + i) * L + ix[k]], 1e-5);
+                off += (size_t)H * n;
+            }
+        }
+    }
+    enc_workspace_free(ws);
+    enc_blockmask_free(bm);
+    for (int l = 0; l < 2; l++) {
+        free(wa[l]);
+        free(ga[l]);
+        free(ca[l]);
+    }
+    free(want);
+    free(got);
+    free(kp);
+    free(lengths);
+    free(x);
+    enc_model_free(m);
+}
+END_TEST
+
 START_TEST(test_bad_patterns_refused)
 {
     float x[16 * 4] = {0};
@@ -505,6 +599,7 @@ Suite *blockmask_suite(void)
     tcase_add_loop_test(tc, test_tiles_match_naive, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_patterns_match_explicit_mask, 0,
                         (int)(sizeof cases / sizeof *cases));
+    tcase_add_loop_test(tc, test_random_patterns_match_naive, 0, 40);
     tcase_add_test(tc, test_huge_pattern_sizes);
     tcase_add_test(tc, test_bad_patterns_refused);
     suite_add_tcase(s, tc);
