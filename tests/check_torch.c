@@ -77,6 +77,21 @@ static void case_load(torch_case *c, const char *name)
     for (size_t k = 0; k < mk->n_global; k++)
         c->global[k] = (int)json_integer_value(json_array_get(glob, k));
     mk->global = c->global;
+    /* the sparse patterns (docs/model.md) */
+    json_t *o;
+    if ((o = json_object_get(mask, "strided")))
+        mk->stride = (int)json_integer_value(json_object_get(o, "stride"));
+    if ((o = json_object_get(mask, "fixed"))) {
+        mk->fixed_block = (int)json_integer_value(json_object_get(o, "block"));
+        mk->fixed_summary = (int)json_integer_value(json_object_get(o, "summary"));
+    }
+    if ((o = json_object_get(mask, "blocks")))
+        mk->blocks = (enc_blocks_pattern){
+            (int)json_integer_value(json_object_get(o, "size")),
+            (int)json_integer_value(json_object_get(o, "window")),
+            (int)json_integer_value(json_object_get(o, "global")),
+            (int)json_integer_value(json_object_get(o, "random")),
+            (uint64_t)json_integer_value(json_object_get(o, "seed"))};
     if ((v = torch_floats(&c->file, "key_padding", &n))) {
         ck_assert_uint_eq(n, (size_t)B * L);
         c->key_padding = xcalloc(n, 1);
@@ -201,6 +216,102 @@ static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const 
     free(out);
 }
 
+/* The sparse cases: the CSR lists equal the allowed pairs the fixture
+ * script worked out from the definitions, the CSR weights equal PyTorch's
+ * at those pairs (both kernels), and BigBird's random blocks equal the
+ * script's own generator's. */
+static void check_csr(torch_case *c)
+{
+    size_t n;
+    float *allowed = torch_floats(&c->file, "allowed", &n);
+    if (!allowed)
+        return;
+    const enc_hparams *hp = &c->hp;
+    const int B = c->in.B, L = c->in.L, H = hp->n_heads;
+    ck_assert_uint_eq(n, (size_t)B * L * L);
+    enc_error err = {0};
+    enc_blockmask *bm = enc_blockmask_new(&c->in, true, &err);
+    ck_assert_msg(bm != NULL, "%s: %s", c->name, err.message);
+    size_t total = 0;
+    for (int b = 0; b < B; b++) {
+        const int len = c->in.lengths ? c->in.lengths[b] : L;
+        const int32_t *ip = enc_blockmask_indptr(bm, b), *ix = enc_blockmask_indices(bm, b);
+        int32_t k = 0;
+        for (int i = 0; i < len; i++) {
+            ck_assert_int_eq(ip[i], k);
+            for (int j = 0; j < L; j++)
+                if (allowed[((size_t)b * L + i) * L + j] != 0.0f) {
+                    ck_assert_msg(ix[k] == j, "%s: sequence %d row %d: index %d is %d, want %d",
+                                  c->name, b, i, k, ix[k], j);
+                    k++;
+                }
+        }
+        ck_assert_int_eq(ip[len], k);
+        total += (size_t)k;
+    }
+    float *vals[ENC_MAX_LAYERS] = {0};
+    for (int l = 0; l < hp->n_layers; l++)
+        vals[l] = xcalloc((size_t)H * total + 1, sizeof(float));
+    float *out = xcalloc((size_t)B * L * hp->d_model, sizeof(float));
+    for (int simd = 1; simd >= 0; simd--) {
+        simd_set_enabled(simd);
+        enc_batch in = c->in;
+        in.blockmask = bm;
+        enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS,
+                          .attn_format = ENC_FORMAT_CSR, .attn = vals};
+        enc_workspace *ws = enc_workspace_new(c->model);
+        ck_assert_msg(enc_forward(c->model, ws, &in, &res, &err) == 0, "%s: %s", c->name,
+                      err.message);
+        enc_workspace_free(ws);
+        for (int l = 0; l < hp->n_layers; l++) {
+            char key[32];
+            snprintf(key, sizeof key, "attn.%d", l);
+            float *want = torch_floats(&c->file, key, NULL);
+            size_t off = 0;
+            for (int b = 0; b < B; b++) {
+                const int len = c->in.lengths ? c->in.lengths[b] : L;
+                const int32_t *ip = enc_blockmask_indptr(bm, b), *ix = enc_blockmask_indices(bm, b);
+                const size_t nnz = enc_blockmask_nnz(bm, b);
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < len; i++)
+                        for (int32_t k = ip[i]; k < ip[i + 1]; k++) {
+                            const float w = want[(((size_t)b * H + h) * L + i) * L + ix[k]];
+                            const float g = vals[l][off + (size_t)h * nnz + (size_t)k];
+                            ck_assert_msg(fabsf(g - w) <= TOL, "%s layer %d: CSR weight (%d, %d) "
+                                          "head %d is %g, PyTorch %g", c->name, l, i, ix[k], h,
+                                          (double)g, (double)w);
+                        }
+                off += (size_t)H * nnz;
+            }
+            free(want);
+        }
+    }
+    simd_set_enabled(true);
+    float *table = torch_floats(&c->file, "random_blocks", &n);
+    if (table) { /* sequence 0's random blocks, [n_blocks, random] */
+        const enc_blocks_pattern *p = &c->in.mask.blocks;
+        const int len = c->in.lengths ? c->in.lengths[0] : L;
+        const int nb = (len + p->size - 1) / p->size;
+        ck_assert_uint_eq(n, (size_t)nb * p->random);
+        int *cand = xcalloc((size_t)nb, sizeof *cand), *got = xcalloc((size_t)p->random + 1, sizeof *got);
+        for (int qb = 0; qb < nb; qb++) {
+            const int k = enc_blocks_random(p, nb, qb, cand, got);
+            for (int r = 0; r < p->random; r++)
+                ck_assert_msg((r < k ? got[r] : -1) == (int)table[(size_t)qb * p->random + r],
+                              "%s: query block %d random block %d: %d, the script's %d", c->name,
+                              qb, r, r < k ? got[r] : -1, (int)table[(size_t)qb * p->random + r]);
+        }
+        free(cand);
+        free(got);
+        free(table);
+    }
+    for (int l = 0; l < hp->n_layers; l++)
+        free(vals[l]);
+    free(out);
+    free(allowed);
+    enc_blockmask_free(bm);
+}
+
 START_TEST(test_enough_cases)
 {
     ck_assert_msg(torch_case_count() >= MIN_CASES, "only %d fixture cases under %s",
@@ -227,6 +338,7 @@ START_TEST(test_torch_case)
     simd_set_enabled(true);
     check_case(&c, run_naive, ENC_ATTN_HEADS, "naive");
     check_case(&c, run_naive, ENC_ATTN_MEAN, "naive");
+    check_csr(&c);
     case_free(&c);
 }
 END_TEST

@@ -61,7 +61,7 @@ ROUND = {"F16": torch.float16, "BF16": torch.bfloat16}
 DEFAULTS = dict(D=16, H=4, G=None, F=32, eps=1e-5, B=2, L=6, n_layers=1, norm_first=False,
                 act="relu", bias=True, causal=False, window=None, global_=(), lengths=None,
                 key_padding=None, attn_bool=None, attn_add=None, dtype="F32",
-                separate_qkv=False, prefixed=False)
+                separate_qkv=False, prefixed=False, strided=None, fixed=None, blocks=None)
 CASES = [
     ("layer_post_relu", "one post-norm block, relu", {}),
     ("layer_pre_gelu", "one pre-norm block, exact (erf) gelu",
@@ -124,6 +124,34 @@ CASES = [
      "global [0, 100]: masks across tile edges",
      dict(D=64, H=4, F=512, act="gelu", B=2, L=130, lengths=(130, 97), norm_first=True,
           causal=True, window=(50, 10), global_=(0, 100))),
+    # The sparse patterns (docs/model.md): each given to torch as the dense
+    # boolean mask this script computes from the definitions.  L > 64 so
+    # query tiles of 64 and key tiles of 32 are cut by the pattern's edges.
+    ("sparse_window_tiles", "window 20 at L 150 (tiles cut by the window's edge), lengths "
+     "[150, 140]", dict(B=2, L=150, lengths=(150, 140), window=(20, 20))),
+    ("sparse_strided", "strided 16 at L 131, odd L, lengths [131, 77]",
+     dict(B=2, L=131, lengths=(131, 77), strided=16)),
+    ("sparse_strided_causal", "strided 8 with causal: Sparse Transformer's strided pattern; "
+     "pre-norm, gelu", dict(B=1, L=97, strided=8, causal=True, norm_first=True, act="gelu")),
+    ("sparse_fixed", "fixed block 32 summary 4 at L 140, key padding",
+     dict(B=2, L=140, fixed=(32, 4), key_padding=((7, 100), (0, 33, 34)))),
+    ("sparse_fixed_odd", "fixed block 7 summary 2 at L 71, causal, 2 layers",
+     dict(B=1, L=71, fixed=(7, 2), causal=True, n_layers=2)),
+    ("sparse_blocks", "BigBird blocks size 16, window 1, global 1, random 2, seed 1234 at "
+     "L 160, lengths [160, 90]",
+     dict(B=2, L=160, lengths=(160, 90), blocks=(16, 1, 1, 2, 1234))),
+    ("sparse_blocks_seed", "the same blocks with seed 99 and 3 random blocks, GQA (2 key/value "
+     "heads)", dict(B=1, L=160, G=2, blocks=(16, 1, 1, 3, 99))),
+    ("sparse_union_global", "union: window 3 + strided 24 + global [5, 70] at L 129, "
+     "lengths [129, 80]; global rows and columns over every key",
+     dict(B=2, L=129, lengths=(129, 80), window=(3, 3), strided=24, global_=(5, 70))),
+    ("sparse_union_attn", "union: fixed 16/2 + blocks size 8 window 0 random 1 seed 5, with a "
+     "random boolean attn [L, L] on top and a stack of 3 pre-norm blocks",
+     dict(B=2, L=90, fixed=(16, 2), blocks=(8, 0, 0, 1, 5), attn_bool="2d", n_layers=3,
+          norm_first=True, act="gelu")),
+    ("sparse_fully_masked_row", "window 2 with key padding that hides every key of query 40's "
+     "window in sequence 0 (zero weights and output for that row)",
+     dict(B=1, L=100, window=(2, 2), key_padding=((38, 39, 40, 41, 42),))),
 ]
 
 
@@ -145,7 +173,19 @@ class Case:
 
     def mask_meta(self):
         win = None if self.window is None else {"left": self.window[0], "right": self.window[1]}
-        return {"causal": self.causal, "window": win, "global": list(self.global_)}
+        meta = {"causal": self.causal, "window": win, "global": list(self.global_)}
+        if self.strided is not None:
+            meta["strided"] = {"stride": self.strided}
+        if self.fixed is not None:
+            meta["fixed"] = {"block": self.fixed[0], "summary": self.fixed[1]}
+        if self.blocks is not None:
+            size, window, glob, rnd, seed = self.blocks
+            meta["blocks"] = {"size": size, "window": window, "global": glob, "random": rnd,
+                              "seed": seed}
+        return meta
+
+    def has_pattern(self):
+        return any(v is not None for v in (self.window, self.strided, self.fixed, self.blocks))
 
 
 # ---- parameters ------------------------------------------------------------
@@ -257,9 +297,60 @@ def make_inputs(c):
     return x, lengths, key_padding, attn_bool, attn_add
 
 
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(state):
+    """(new state, output) of splitmix64, in Python integers mod 2**64."""
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, z ^ (z >> 31)
+
+
+def random_blocks(size, window, glob, rnd, seed, n, qb):
+    """BigBird's random key blocks of query block qb for a sequence of n
+    tokens, as docs/model.md gives the generator."""
+    nb = (n + size - 1) // size
+    if qb < glob or rnd == 0:
+        return set()
+    cand = [kb for kb in range(glob, nb) if abs(qb - kb) > window]
+    x = (seed ^ (0x9E3779B97F4A7C15 * (qb + 1))) & MASK64
+    k = min(rnd, len(cand))
+    for t in range(k):
+        x, r = splitmix64(x)
+        u = t + r % (len(cand) - t)
+        cand[t], cand[u] = cand[u], cand[t]
+    return set(cand[:k])
+
+
+def in_pattern(c, n, i, j):
+    """The pattern options, a union; their absence allows every pair."""
+    if not c.has_pattern():
+        return True
+    if i in c.global_ or j in c.global_:
+        return True
+    if c.window is not None and i - c.window[0] <= j <= i + c.window[1]:
+        return True
+    if c.strided is not None and (abs(i - j) < c.strided or (i - j) % c.strided == 0):
+        return True
+    if c.fixed is not None:
+        l, s = c.fixed
+        if i // l == j // l or j % l >= l - s:
+            return True
+    if c.blocks is not None:
+        size, window, glob, rnd, seed = c.blocks
+        qb, kb = i // size, j // size
+        if abs(qb - kb) <= window or qb < glob or kb < glob or \
+                kb in random_blocks(size, window, glob, rnd, seed, n, qb):
+            return True
+    return False
+
+
 def allowed_keys(c, lengths, key_padding, attn_bool, ignore_bool=False):
-    """[B, L, L] bool: may query i of sequence b attend to key j?  API.md
-    section 3, written out condition by condition."""
+    """[B, L, L] bool: may query i of sequence b attend to key j?  The mask
+    rule of docs/model.md, written out condition by condition."""
     B, L = c.B, c.L
     allowed = torch.zeros(B, L, L, dtype=torch.bool)
     for b in range(B):
@@ -269,10 +360,7 @@ def allowed_keys(c, lengths, key_padding, attn_bool, ignore_bool=False):
                 ok = j < n
                 ok = ok and not (key_padding is not None and bool(key_padding[b, j]))
                 ok = ok and (not c.causal or j <= i)
-                if c.window is not None:
-                    left, right = c.window
-                    ok = ok and (i - left <= j <= i + right
-                                 or i in c.global_ or j in c.global_)
+                ok = ok and in_pattern(c, n, i, j)
                 if attn_bool is not None and not ignore_bool:
                     m = attn_bool[b] if attn_bool.dim() == 3 else attn_bool
                     ok = ok and not bool(m[i, j])
@@ -316,16 +404,28 @@ def torch_masks(c, lengths, key_padding, attn_bool, attn_add):
     block = torch.zeros(L, L, dtype=torch.bool)
     if c.causal:
         block |= j > i
-    if c.window is not None:
+    sparse = c.strided is not None or c.fixed is not None or c.blocks is not None
+    if c.window is not None and not sparse:
         left, right = c.window
         in_win = (j >= i - left) & (j <= i + right)
         for g in c.global_:
             in_win |= (i == g) | (j == g)
         block |= ~in_win
     per_seq = (attn_bool is not None and attn_bool.dim() == 3) or \
-              (attn_add is not None and attn_add.dim() == 3)
+              (attn_add is not None and attn_add.dim() == 3) or (sparse and lengths is not None)
     if per_seq:
         block = block.expand(B, L, L).clone()
+    if sparse:
+        # The sparse patterns as the dense boolean mask of the equivalent
+        # pairs, per sequence (the blocks count over its own length).
+        for b in range(B):
+            n = L if lengths is None else int(lengths[b])
+            pat = torch.tensor([[not in_pattern(c, n, ii, jj) for jj in range(L)]
+                                for ii in range(L)])
+            if per_seq:
+                block[b] |= pat
+            else:
+                block |= pat
     if attn_bool is not None:
         block = block | attn_bool
     if attn_add is not None:
@@ -454,7 +554,8 @@ def make_case(c, outdir):
     if c.attn_bool == "row2":
         assert dead[:, 2].all() and dead.sum() == c.B, c.name
     else:
-        assert not dead.any(), f"{c.name}: a query row has no allowed key"
+        assert not dead.any() or c.name == "sparse_fully_masked_row", \
+            f"{c.name}: a query row has no allowed key"
 
     # Both references; the masks torch sees must say exactly what allowed says.
     model, mods = torch_model(c, params)
@@ -501,6 +602,20 @@ def make_case(c, outdir):
                  ("attn_bool", attn_bool), ("attn_add", attn_add)):
         if v is not None:
             tensors[k] = v
+    if c.name.startswith("sparse_"):
+        # The allowed pairs (for the CSR lists) and BigBird's random blocks
+        # of sequence 0 ([n_blocks, random], -1 where fewer exist).
+        tensors["allowed"] = allowed & ~pad[:, :, None]
+        if c.blocks is not None:
+            size, window, glob, rnd, seed = c.blocks
+            n0 = c.L if lengths is None else int(lengths[0])
+            nb = (n0 + size - 1) // size
+            table = torch.full((nb, rnd), -1, dtype=torch.int32)
+            for qb in range(nb):
+                for r, kb in enumerate(sorted(random_blocks(size, window, glob, rnd, seed, n0,
+                                                            qb))):
+                    table[qb, r] = kb
+            tensors["random_blocks"] = table
     for k, v in tensors.items():
         assert torch.isfinite(v.float()).all(), f"{c.name}: {k} is not finite"
 
@@ -607,16 +722,24 @@ def readme_row(c):
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1].startswith("-"):
-        print("usage: /usr/bin/python3 tools/make_fixtures.py OUTDIR\n"
-              "Writes OUTDIR/<case>/{model,case}.safetensors and OUTDIR/README.md.",
+    if len(argv) < 2 or argv[1].startswith("-"):
+        print("usage: /usr/bin/python3 tools/make_fixtures.py OUTDIR [CASE ...]\n"
+              "Writes OUTDIR/<case>/{model,case}.safetensors (every case, or those named) and\n"
+              "OUTDIR/README.md.",
               file=sys.stderr)
         return 2
     outdir = argv[1]
     torch.set_num_threads(1)
     os.makedirs(outdir, exist_ok=True)
     cases = [Case(*spec) for spec in CASES]
+    names = set(argv[2:])
+    unknown = names - {c.name for c in cases}
+    if unknown:
+        print(f"make_fixtures: unknown cases {sorted(unknown)}", file=sys.stderr)
+        return 2
     for c in cases:
+        if names and c.name not in names:
+            continue
         make_case(c, outdir)
         print(f"{c.name}", file=sys.stderr)
     with open(os.path.join(outdir, "README.md"), "w") as f:
