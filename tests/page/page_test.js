@@ -282,7 +282,9 @@ async function main() {
   const page = browser.pages()[0] || (await browser.newPage());
   page.setDefaultTimeout(15000);
   const outside = [];
+  let posts = 0; // POSTs to /v1/encode
   page.on("request", (req) => {
+    if (req.method() === "POST" && req.url().endsWith("/v1/encode")) posts++;
     if (!daemons.some((x) => x.base && req.url().startsWith(x.base + "/"))) outside.push(req.url());
   });
   const pageErrors = [];
@@ -584,9 +586,11 @@ async function main() {
 
   // 9. A daemon with an API key: the page loads, says the key is missing in
   //    words, and works once it is typed.  Its attention limit is small:
-  //    200 tokens' per-head weights are over it, and the page falls back to
-  //    the mean over heads and says why.
-  const dk = await startDaemon(["--d-model", "8", "--n-heads", "2", "--d-ff", "16", "--max-attention-bytes", "200000"],
+  //    200 tokens' per-head weights are over it for both layers and for the
+  //    last alone, and the page falls back to the last layer's mean over
+  //    heads and says why.
+  const dk = await startDaemon(["--d-model", "8", "--n-heads", "2", "--d-ff", "16", "--n-layers", "2",
+                                "--max-attention-bytes", "200000"],
                                { ATTND_API_KEY: "s3cret" });
   await page.goto(dk.base + "/");
   await page.waitForFunction(() => document.getElementById("results").dataset.state === "error");
@@ -600,13 +604,16 @@ async function main() {
   grids = await gridSizes(page);
   check(grids.length === 1 && grids[0].cells === 9, "with the key: the ring example");
   await page.selectOption("#source", "random");
+  const postsBefore = posts;
   st = await runAndWait(page, async () => {
     await page.fill("#rand-len", "200");
     await page.click("#run");
   });
+  check(posts - postsBefore === 3, `over max_attention_bytes: every layer, the last, its mean: ${posts - postsBefore} requests`);
   check(st === "done", "over max_attention_bytes: ran: " + (await page.textContent("#error")));
   req = await lastRequest();
-  check(req.attention === "mean" && req.attention_format === "csr", "over max_attention_bytes: asked for the mean");
+  check(req.attention === "mean" && req.attention_format === "csr" && req.attention_layers === undefined,
+        "over max_attention_bytes: asked for the last layer's mean");
   check((await page.textContent("#note")).includes("max_attention_bytes"), "over max_attention_bytes: says why");
   const figs = await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id));
   check(figs.join(" ") === "grid-mean", "over max_attention_bytes: the mean alone: " + figs);
