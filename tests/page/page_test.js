@@ -8,9 +8,13 @@
 // (CHROMIUM overrides).  It checks that the examples draw one L x L grid per
 // head plus the mean, that hovering a cell shows exactly what /v1/encode
 // returns for the same request (fetched here too), that the layer and mask
-// controls change what is drawn, that bad input and a missing API key show
-// an error in words, and saves a screenshot.  Bounded: it gives up after
-// TIME_LIMIT_MS and always stops the daemons and the browser.
+// controls change what is drawn, that each sparse-pattern control sends its
+// option and the ● ○ pattern grid is exactly the pairs the patterns'
+// definitions (written out below) allow, that a 2,048-token sequence comes as
+// base64 CSR and is painted on canvases where the pattern allows and nowhere
+// else, that bad input, a missing API key and an attention size over the
+// limit are handled in words, and saves a screenshot.  Bounded: it gives up
+// after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
 
 const { spawn } = require("child_process");
@@ -115,6 +119,154 @@ async function gridSizes(page) {
   })));
 }
 
+// ---- the patterns' definitions, written here from the API's text ----------
+// (docs/api.md "Masks", core/encoder.h), not taken from the page.
+
+// splitmix64 on BigInt, one step: returns [next state, output].
+const M64 = (1n << 64n) - 1n;
+function splitmix64(x) {
+  x = (x + 0x9e3779b97f4a7c15n) & M64;
+  let z = x;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M64;
+  return [x, z ^ (z >> 31n)];
+}
+
+// BigBird's random key blocks of query block qb (of nb): candidates are the
+// key blocks farther than window from qb and not below global, ascending;
+// min(random, candidates) drawn by a partial Fisher-Yates shuffle on
+// splitmix64 seeded with seed ^ (0x9E3779B97F4A7C15 * (qb + 1)).
+function randomBlocks(p, nb, qb) {
+  if (p.random <= 0 || qb < p.global) return [];
+  const cand = [];
+  for (let kb = p.global; kb < nb; kb++) if (kb - qb > p.window || qb - kb > p.window) cand.push(kb);
+  const k = Math.min(p.random, cand.length);
+  let x = (BigInt(p.seed) ^ ((0x9e3779b97f4a7c15n * BigInt(qb + 1)) & M64)) & M64, r;
+  for (let t = 0; t < k; t++) {
+    [x, r] = splitmix64(x);
+    const u = t + Number(r % BigInt(cand.length - t));
+    const c = cand[t];
+    cand[t] = cand[u];
+    cand[u] = c;
+  }
+  return cand.slice(0, k).sort((a, b) => a - b);
+}
+
+// allowed[i][j] for n real tokens: the pattern options are a union, the
+// global positions' rows and columns join it, no pattern option = every
+// pair; then causal restricts.
+function allowedPairs(mask, n) {
+  const w = mask.window, st = mask.strided, f = mask.fixed, g = mask.global || [];
+  const b = mask.blocks && { window: 0, global: 0, random: 0, seed: 0, ...mask.blocks };
+  const nb = b ? Math.ceil(n / b.size) : 0;
+  const rnd = [];
+  for (let qb = 0; qb < nb; qb++) rnd.push(randomBlocks(b, nb, qb));
+  const any = w !== undefined || st || f || b;
+  const A = [];
+  for (let i = 0; i < n; i++) {
+    const row = [];
+    for (let j = 0; j < n; j++) {
+      let ok = !any || g.includes(i) || g.includes(j);
+      if (w !== undefined) {
+        const left = typeof w === "number" ? w : w.left, right = typeof w === "number" ? w : w.right;
+        ok = ok || ((left === undefined || j >= i - left) && (right === undefined || j <= i + right));
+      }
+      if (st) ok = ok || Math.abs(i - j) < st.stride || (i - j) % st.stride === 0;
+      if (f) ok = ok || Math.floor(i / f.block) === Math.floor(j / f.block) || j % f.block >= f.block - f.summary;
+      if (b) {
+        const qb = Math.floor(i / b.size), kb = Math.floor(j / b.size);
+        ok = ok || Math.abs(qb - kb) <= b.window || qb < b.global || kb < b.global || rnd[qb].includes(kb);
+      }
+      if (mask.causal && j > i) ok = false;
+      row.push(ok);
+    }
+    A.push(row);
+  }
+  return A;
+}
+
+// A CSR attention object of /v1/encode (JSON or base64) as
+// {indptr, indices, heads: [values per head]}.
+function readCsr(a, H) {
+  if (typeof a.indptr === "string") {
+    const nums = (s, T) => { const u = Buffer.from(s, "base64"); return new T(u.buffer, u.byteOffset, u.length / 4); };
+    const indptr = nums(a.indptr, Int32Array), indices = nums(a.indices, Int32Array);
+    const v = nums(a.values, Float32Array), nnz = indices.length;
+    check(a.indptr_shape[0] === indptr.length && a.indices_shape[0] === nnz, "base64 CSR: shapes match the arrays");
+    check(v.length === H * nnz, `base64 CSR: ${v.length} values for ${H} x ${nnz}`);
+    return { indptr, indices, heads: Array.from({ length: H }, (_, h) => v.subarray(h * nnz, (h + 1) * nnz)) };
+  }
+  return { indptr: a.indptr, indices: a.indices, heads: H === 1 && !Array.isArray(a.values[0]) ? [a.values] : a.values };
+}
+
+// [H][n][n] dense weights (0 where the pair is not stored) from a CSR object.
+function denseOf(a, H) {
+  const c = readCsr(a, H), n = c.indptr.length - 1;
+  return c.heads.map((v) => {
+    const D = Array.from({ length: n }, () => new Array(n).fill(0));
+    for (let i = 0; i < n; i++) for (let e = c.indptr[i]; e < c.indptr[i + 1]; e++) D[i][c.indices[e]] = v[e];
+    return D;
+  });
+}
+
+// The CSR's pairs as allowed[i][j].
+function pairsOf(a) {
+  const c = readCsr(a, 1), n = c.indptr.length - 1;
+  const A = Array.from({ length: n }, () => new Array(n).fill(false));
+  for (let i = 0; i < n; i++) for (let e = c.indptr[i]; e < c.indptr[i + 1]; e++) A[i][c.indices[e]] = true;
+  return A;
+}
+
+const count = (A) => A.reduce((s, row) => s + row.filter(Boolean).length, 0);
+
+// The ● ○ pattern grid the page drew, as allowed[i][j] over its real tokens.
+async function patternGrid(page) {
+  return page.$$eval("#grid-pattern .cell", (cells) => cells.map((c) => [Number(c.dataset.i), Number(c.dataset.j), c.textContent]));
+}
+
+// Checks the page's pattern grid against expect (n x n) for L positions.
+async function checkPatternGrid(page, expect, L, what) {
+  const n = expect.length;
+  const cells = await patternGrid(page);
+  check(cells.length === L * L, `${what}: the pattern grid has ${cells.length} cells, want ${L * L}`);
+  let bad = 0;
+  for (const [i, j, t] of cells) {
+    const want = i >= n || j >= n ? "" : expect[i][j] ? "●" : "○";
+    if (t !== want) bad++;
+  }
+  check(bad === 0, `${what}: ${bad} pattern cells differ from the definitions`);
+  const pairs = Number((await page.textContent("#stat-pairs")).replace(/,/g, ""));
+  check(pairs === count(expect), `${what}: ${pairs} allowed pairs shown, the definitions give ${count(expect)}`);
+}
+
+// Which pixels of canvas sel are painted (alpha > 0), with the canvas's
+// cells per pixel k and size P.
+async function canvasPaint(page, sel) {
+  return page.$eval(sel, (cv) => {
+    const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+    let s = "";
+    for (let p = 3; p < d.length; p += 4) s += d[p] > 0 ? "1" : "0";
+    return { k: Number(cv.dataset.k), P: cv.width, H: cv.height, paint: s };
+  });
+}
+
+// Checks that canvas sel is painted exactly where a pair of its pixel's
+// k x k cells is allowed, for L positions.
+async function checkCanvas(page, sel, allowed, L, what) {
+  const { k, P, H, paint } = await canvasPaint(page, sel);
+  check(P === Math.ceil(L / k) && H === P, `${what}: canvas ${P}x${H} for L = ${L} at ${k} cells per pixel`);
+  const want = new Uint8Array(P * P);
+  for (let i = 0; i < allowed.length; i++)
+    for (let j = 0; j < allowed.length; j++) if (allowed[i][j]) want[Math.floor(i / k) * P + Math.floor(j / k)] = 1;
+  let painted = 0, wrong = 0;
+  for (let p = 0; p < P * P; p++) {
+    if (paint[p] === "1") painted++;
+    if ((paint[p] === "1") !== (want[p] === 1)) wrong++;
+  }
+  check(wrong === 0 && painted > 0, `${what}: ${wrong} of ${P * P} pixels painted where the pattern does not allow or blank where it does (${painted} painted)`);
+  return k;
+}
+
 async function main() {
   // A stack of 2 layers with 4 heads: small, and it has layers to choose.
   const d = await startDaemon(["--d-model", "16", "--n-heads", "4", "--d-ff", "32",
@@ -130,11 +282,14 @@ async function main() {
   const page = browser.pages()[0] || (await browser.newPage());
   page.setDefaultTimeout(15000);
   const outside = [];
+  let posts = 0; // POSTs to /v1/encode
   page.on("request", (req) => {
+    if (req.method() === "POST" && req.url().endsWith("/v1/encode")) posts++;
     if (!daemons.some((x) => x.base && req.url().startsWith(x.base + "/"))) outside.push(req.url());
   });
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(String(e)));
+  const lastRequest = async () => JSON.parse(await page.evaluate(() => window.attnd.lastRequest));
 
   // 1. The textbook example runs on load.  This daemon's model is not the
   //    textbook one, so the page computes it and says so; the numbers are
@@ -152,22 +307,43 @@ async function main() {
     }
   const labels = await page.$$eval("#grid-h0 .ql", (els) => els.map((e) => e.textContent));
   check(labels.join(" ") === "the ring fell", "ring: token labels, got " + labels);
+  await checkPatternGrid(page, allowedPairs({}, 3), 3, "ring, no mask");
+  //    The page's own pattern on the example: a window of 0 (each token
+  //    itself) and global token 1 ("ring"), whose row and column join it.
+  let st = await runAndWait(page, async () => {
+    await page.fill("#win-left", "0");
+    await page.fill("#win-right", "0");
+    await page.fill("#global", "1");
+  });
+  check(st === "done", "ring with a pattern: ran");
+  const ringMask = { window: { left: 0, right: 0 }, global: [1] };
+  await checkPatternGrid(page, allowedPairs(ringMask, 3), 3, "ring, window 0 + global 1");
+  check((await hoverValue(page, "grid-h0", 0, 2)) === "0" && (await page.textContent("#tip")).includes("(masked)"),
+        "ring with a pattern: (0, 2) is masked");
+  let sum = 0;
+  for (const j of [0, 1]) sum += Number(await hoverValue(page, "grid-h0", 0, j));
+  check(Math.abs(sum - 1) < 1e-6, "ring with a pattern: row 0 sums to 1 over its allowed keys, got " + sum);
+  for (const id of ["#win-left", "#win-right", "#global"]) await page.fill(id, "");
 
   // 2. Random embeddings through /v1/encode: 4 heads + the mean, each L x L,
-  //    every hovered weight exactly what the API returns for that request.
+  //    every hovered weight exactly what the API returns for that request
+  //    (CSR: the page asks for the allowed pairs' weights).
   const L = 6;
   await page.selectOption("#source", "random");
   await page.fill("#rand-len", String(L));
   await page.fill("#rand-seed", "3");
-  let st = await runAndWait(page, () => page.click("#run"));
+  st = await runAndWait(page, () => page.click("#run"));
   check(st === "done", "random: ran, state " + st + ": " + (await page.textContent("#error")));
   grids = await gridSizes(page);
   check(grids.length === 5, "random: 4 heads + mean, got " + grids.length);
   for (const g of grids) check(g.cells === L * L && g.pad === 0, `random: ${g.id} has ${g.cells} cells, want ${L * L}`);
-  const body = await page.evaluate(() => window.attnd.lastRequest);
-  let api = await fetchSame(d.base, body);
-  const last = api.attention; // [H][L][L], the last layer
+  let req = await lastRequest();
+  check(req.attention_format === "csr" && req.encoding === undefined && req.attention === "heads" && req.mask === undefined,
+        "random: CSR as JSON numbers, per head, no mask: " + JSON.stringify({ ...req, embeddings: undefined }));
+  let api = await fetchSame(d.base, JSON.stringify(req));
+  const last = denseOf(api.attention, 4); // [H][L][L], the last layer
   check(api.attention_layers.length === 2, "random: asked for every layer");
+  check(count(pairsOf(api.attention)) === L * L, "random: no mask, every pair in the CSR");
   for (let h = 0; h < 4; h++)
     for (let i = 0; i < L; i++)
       for (let j = 0; j < L; j++) {
@@ -181,10 +357,13 @@ async function main() {
     const shown = Number(await hoverValue(page, "grid-mean", i, j));
     check(Math.abs(shown - mean) < 1e-6, `mean [${i}][${j}]: hover ${shown}, API heads average ${mean}`);
   }
+  //    Scores computed: what usage.attention_scores says, next to the pattern.
+  check(Number((await page.textContent("#stat-scores")).replace(/,/g, "")) === api.usage.attention_scores,
+        "random: shows usage.attention_scores " + api.usage.attention_scores);
 
   // 3. The layer selector: layer 0 of the stack.
   await page.selectOption("#layer", "0");
-  const l0 = api.attention_layers.find((x) => x.layer === 0).attention;
+  const l0 = denseOf(api.attention_layers.find((x) => x.layer === 0).attention, 4);
   for (let i = 0; i < L; i++) {
     const shown = await hoverValue(page, "grid-h2", i, L - 1 - i);
     check(Number(shown) === l0[2][i][L - 1 - i], `layer 0 head 2 [${i}][${L - 1 - i}]: hover ${shown}, API ${l0[2][i][L - 1 - i]}`);
@@ -195,31 +374,176 @@ async function main() {
   st = await runAndWait(page, () => page.check("#causal"));
   check(st === "done", "causal: ran");
   api = await fetchSame(d.base, await page.evaluate(() => window.attnd.lastRequest));
-  check(api.attention[0][0][1] === 0, "causal: the API masks the future");
-  check((await page.evaluate(() => JSON.parse(window.attnd.lastRequest).mask.causal)) === true, "causal: sent");
+  let dense = denseOf(api.attention, 4);
+  check(dense[0][0][1] === 0 && !pairsOf(api.attention)[0][1], "causal: the API masks the future");
+  check((await lastRequest()).mask.causal === true, "causal: sent");
   await page.hover('#grid-h1 .cell[data-i="1"][data-j="4"]');
   const tip = await page.textContent("#tip");
   check(/: 0 \(masked\)/.test(tip), "causal: the tooltip says masked: " + tip);
-  check(Number(await hoverValue(page, "grid-h1", 4, 1)) === api.attention[1][4][1], "causal: hover = API");
+  check(Number(await hoverValue(page, "grid-h1", 4, 1)) === dense[1][4][1], "causal: hover = API");
+  await checkPatternGrid(page, allowedPairs({ causal: true }, L), L, "causal");
   st = await runAndWait(page, () => page.fill("#length", "4"));
   check(st === "done", "length: ran");
   grids = await gridSizes(page);
   for (const g of grids) check(g.cells === L * L && g.pad === L * L - 16, `length 4: ${g.id} has ${g.pad} padding cells`);
   api = await fetchSame(d.base, await page.evaluate(() => window.attnd.lastRequest));
-  check(Number(await hoverValue(page, "grid-h3", 3, 2)) === api.attention[3][3][2], "length: hover = API");
+  check(Number(await hoverValue(page, "grid-h3", 3, 2)) === denseOf(api.attention, 4)[3][3][2], "length: hover = API");
+  await checkPatternGrid(page, allowedPairs({ causal: true }, 4), L, "causal, length 4");
   await page.fill("#length", "");
   st = await runAndWait(page, () => page.uncheck("#causal"));
 
-  // 5. The screenshot: a sentence, every head and the mean, one cell hovered.
+  // 5. The sparse patterns: each control sends its option, and the ● ○ grid
+  //    is exactly the pairs the definitions allow, and the pairs the API's
+  //    CSR holds.  Cases at L = 16 (blank fields are left out).
+  const L16 = 16;
+  st = await runAndWait(page, () => page.fill("#rand-len", String(L16)));
+  check(st === "done", "L = 16: ran");
+  const cases = [
+    { what: "window", fields: { "#win-left": "2", "#win-right": "1" }, mask: { window: { left: 2, right: 1 } } },
+    { what: "strided", fields: { "#stride": "4" }, mask: { strided: { stride: 4 } } },
+    { what: "fixed", fields: { "#fixed-block": "4", "#fixed-summary": "1" }, mask: { fixed: { block: 4, summary: 1 } } },
+    { what: "fixed, summary blank", fields: { "#fixed-block": "5" }, mask: { fixed: { block: 5, summary: 0 } } },
+    { what: "blocks", fields: { "#blocks-size": "2", "#blocks-window": "1", "#blocks-global": "1", "#blocks-random": "2", "#blocks-seed": "7" },
+      mask: { blocks: { size: 2, window: 1, global: 1, random: 2, seed: 7 } } },
+    { what: "blocks, size and random only", fields: { "#blocks-size": "3", "#blocks-random": "1" },
+      mask: { blocks: { size: 3, random: 1 } } },
+    { what: "the union, with global and causal, length 14",
+      fields: { "#win-left": "1", "#win-right": "0", "#stride": "5", "#fixed-block": "4", "#fixed-summary": "1",
+                "#blocks-size": "4", "#blocks-random": "1", "#blocks-seed": "3", "#global": "6", "#length": "14" },
+      causal: true,
+      mask: { causal: true, window: { left: 1, right: 0 }, strided: { stride: 5 }, fixed: { block: 4, summary: 1 },
+              blocks: { size: 4, random: 1, seed: 3 }, global: [6] }, length: 14 },
+  ];
+  const patternIds = ["#win-left", "#win-right", "#stride", "#fixed-block", "#fixed-summary", "#blocks-size",
+                      "#blocks-window", "#blocks-global", "#blocks-random", "#blocks-seed", "#global", "#length"];
+  for (const c of cases) {
+    st = await runAndWait(page, async () => {
+      for (const id of patternIds) await page.fill(id, c.fields[id] || "");
+      if (c.causal) await page.check("#causal"); else await page.uncheck("#causal");
+      await page.click("#run");
+    });
+    check(st === "done", `${c.what}: ran: ` + (await page.textContent("#error")));
+    req = await lastRequest();
+    check(JSON.stringify(req.mask) === JSON.stringify(c.mask), `${c.what}: sent mask ${JSON.stringify(req.mask)}, want ${JSON.stringify(c.mask)}`);
+    check(c.length === undefined ? req.lengths === undefined : req.lengths[0] === c.length, `${c.what}: lengths`);
+    check(req.attention_format === "csr" && req.encoding === undefined, `${c.what}: CSR, JSON numbers`);
+    const box = await page.textContent("#req-json");
+    check(box.includes('"mask":' + JSON.stringify(c.mask)), `${c.what}: the request box shows the mask`);
+    const n = c.length || L16;
+    const want = allowedPairs(c.mask, n);
+    await checkPatternGrid(page, want, L16, c.what);
+    api = await fetchSame(d.base, JSON.stringify(req));
+    const got = pairsOf(api.attention);
+    check(JSON.stringify(got) === JSON.stringify(want), `${c.what}: the API's CSR pairs are the definitions' pairs`);
+    check(Number((await page.textContent("#stat-scores")).replace(/,/g, "")) === api.usage.attention_scores,
+          `${c.what}: shows usage.attention_scores ${api.usage.attention_scores}`);
+    // A pair outside the pattern is grey in the heatmaps and masked on hover;
+    // one inside shows the API's weight.
+    const h = 2, D = denseOf(api.attention, 4)[h];
+    let out = null, inside = null;
+    for (let i = 0; i < n && !(out && inside); i++)
+      for (let j = 0; j < n; j++) {
+        if (!want[i][j] && !out) out = [i, j];
+        if (want[i][j] && !inside && i !== j) inside = [i, j];
+      }
+    if (out) {
+      check((await hoverValue(page, "grid-h" + h, out[0], out[1])) === "0" && (await page.textContent("#tip")).includes("(masked)"),
+            `${c.what}: (${out}) is masked`);
+      check(await page.$eval(`#grid-h${h} .cell[data-i="${out[0]}"][data-j="${out[1]}"]`, (e) => e.classList.contains("masked")),
+            `${c.what}: (${out}) is grey`);
+    }
+    check(Number(await hoverValue(page, "grid-h" + h, inside[0], inside[1])) === D[inside[0]][inside[1]],
+          `${c.what}: (${inside}) hover = API`);
+  }
+  for (const id of patternIds) await page.fill(id, "");
+  await page.uncheck("#causal");
+
+  // 6. A long sequence: L = 2,048 with a window of 8 each side.  The page asks
+  //    for CSR in base64 and paints canvases: every pixel that holds an
+  //    allowed pair painted, every other one blank; hover shows the API's
+  //    float32 weight of the cell under the pointer.
+  const LL = 2048;
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", String(LL));
+    await page.fill("#win-left", "8");
+    await page.fill("#win-right", "8");
+    await page.click("#run");
+  });
+  check(st === "done", "L = 2048: ran: " + (await page.textContent("#error")));
+  req = await lastRequest();
+  check(req.attention_format === "csr" && req.encoding === "base64", "L = 2048: asked for CSR in base64");
+  check(JSON.stringify(req.mask) === JSON.stringify({ window: { left: 8, right: 8 } }), "L = 2048: the window sent");
+  check(req.embeddings.length === LL, "L = 2048: 2,048 tokens sent");
+  check((await page.$$("#grids .cell")).length === 0, "L = 2048: no HTML cells");
+  const canvases = await page.$$eval("#grids canvas", (cs) => cs.map((c) => c.closest("figure").id));
+  check(canvases.join(" ") === "grid-h0 grid-h1 grid-h2 grid-h3 grid-mean", "L = 2048: a canvas per head and the mean: " + canvases);
+  const wantLong = allowedPairs(req.mask, LL);
+  api = await fetchSame(d.base, JSON.stringify(req));
+  check(api.attention.indptr_shape[0] === LL + 1, "L = 2048: base64 CSR, indptr of L + 1");
+  const csrLong = readCsr(api.attention, 4);
+  check(csrLong.indices.length === count(wantLong), "L = 2048: the API's nnz is the window's pairs");
+  for (const id of canvases) await checkCanvas(page, `#${id} canvas`, wantLong, LL, "L = 2048 " + id);
+  const kPat = await checkCanvas(page, "#grid-pattern canvas", wantLong, LL, "L = 2048 pattern bitmap");
+  check(kPat >= 1, "L = 2048: the pattern as a bitmap");
+  check(Number((await page.textContent("#stat-pairs")).replace(/,/g, "")) === count(wantLong), "L = 2048: allowed pairs shown");
+  check(Number((await page.textContent("#stat-scores")).replace(/,/g, "")) === api.usage.attention_scores,
+        "L = 2048: usage.attention_scores shown");
+  // Hover: the tooltip names a cell (i, j); its value is the API's float32.
+  const valueAt = (c, h, i, j) => {
+    for (let e = c.indptr[i]; e < c.indptr[i + 1]; e++) if (c.indices[e] === j) return c.heads[h][e];
+    return null;
+  };
+  async function hoverCanvas(id, fx, fy) {
+    const box = await page.$eval(`#${id} canvas`, (cv) => {
+      cv.scrollIntoView({ block: "center", inline: "center" });
+      const r = cv.getBoundingClientRect();
+      return { x: r.left + cv.clientLeft, y: r.top + cv.clientTop, w: cv.clientWidth, h: cv.clientHeight };
+    });
+    await page.mouse.move(box.x + fx * box.w, box.y + fy * box.h);
+    const i = Number(await page.getAttribute("#tip-pair", "data-i")), j = Number(await page.getAttribute("#tip-pair", "data-j"));
+    return { i, j, v: (await page.textContent("#tip-value")).trim() };
+  }
+  let hovered = 0;
+  for (const [fx, fy] of [[0.5, 0.5], [0.1, 0.1], [0.91, 0.9], [0.3, 0.302], [0.9, 0.1]]) {
+    const t = await hoverCanvas("grid-h2", fx, fy);
+    check(Math.abs(t.i - fy * LL) <= 8 && Math.abs(t.j - fx * LL) <= 8, `L = 2048 hover: cell (${t.i}, ${t.j}) under the pointer at ${fx}, ${fy}`);
+    const v = valueAt(csrLong, 2, t.i, t.j);
+    if (v === null) check(t.v === "0" && (await page.textContent("#tip")).includes("(masked)"), `L = 2048 hover (${t.i}, ${t.j}): masked, shown ${t.v}`);
+    else {
+      hovered++;
+      check(Math.fround(Number(t.v)) === v, `L = 2048 hover (${t.i}, ${t.j}): ${t.v}, API float32 ${v}`);
+    }
+  }
+  check(hovered >= 2, "L = 2048: hovered at least two allowed cells");
+  const tm = await hoverCanvas("grid-mean", 0.25, 0.25);
+  const mv = valueAt(csrLong, 0, tm.i, tm.j) === null ? null
+    : [0, 1, 2, 3].reduce((s, h) => s + valueAt(csrLong, h, tm.i, tm.j), 0) / 4;
+  check(mv !== null && Math.abs(Number(tm.v) - mv) < 1e-6, `L = 2048 mean hover (${tm.i}, ${tm.j}): ${tm.v}, API heads average ${mv}`);
+  // One head alone: a larger canvas, the same rule.
+  await page.selectOption("#head", "1");
+  const kOne = await checkCanvas(page, "#grid-h1 canvas", wantLong, LL, "L = 2048 head 1 alone");
+  check(kOne <= 2, "L = 2048 head 1 alone: at most 2 x 2 cells per pixel, got " + kOne);
+  await page.selectOption("#head", "all");
+  for (const id of ["#win-left", "#win-right"]) await page.fill(id, "");
+  await page.fill("#rand-len", String(L));
+
+  // 7. The screenshot: a sentence with a sliding window and a global first
+  //    token, every head and the mean, one cell hovered.
   await page.selectOption("#source", "sentence");
+  await page.fill("#sentence", "the cat sat on the mat by the door");
+  await page.fill("#win-left", "1");
+  await page.fill("#win-right", "1");
+  await page.fill("#global", "0");
   st = await runAndWait(page, () => page.click("#run"));
   check(st === "done", "sentence: ran");
   grids = await gridSizes(page);
-  for (const g of grids) check(g.cells === 36, `sentence: ${g.id} has ${g.cells} cells`);
-  await page.hover('#grid-h1 .cell[data-i="4"][data-j="0"]');
+  for (const g of grids) check(g.cells === 81, `sentence: ${g.id} has ${g.cells} cells`);
+  await checkPatternGrid(page, allowedPairs({ window: { left: 1, right: 1 }, global: [0] }, 9), 9, "sentence");
+  await page.hover('#grid-h1 .cell[data-i="4"][data-j="3"]');
   await page.screenshot({ path: shotPath, fullPage: true });
+  for (const id of ["#win-left", "#win-right", "#global"]) await page.fill(id, "");
 
-  // 6. Bad input: the API's error, in words, instead of heatmaps.
+  // 8. Bad input: the API's error, in words, instead of heatmaps.
   await page.selectOption("#source", "paste");
   await page.fill("#paste", "[[1, 2, 3]]");
   st = await runAndWait(page, () => page.click("#run"));
@@ -227,6 +551,7 @@ async function main() {
   check(st === "error" && (await page.isVisible("#error")), "bad d_model: an error is shown");
   check(err.includes("400") && err.includes("d_model is 16"), "bad d_model: the API's message: " + err);
   check((await page.$$("#grids .cell")).length === 0, "bad d_model: no stale grids");
+  check(!(await page.isVisible("#pattern-box")), "bad d_model: no stale pattern");
   await page.fill("#paste", "[[1, 2,");
   st = await runAndWait(page, () => page.click("#run"));
   err = await page.textContent("#error");
@@ -239,10 +564,34 @@ async function main() {
   check(st === "done" && !(await page.isVisible("#error")), "paste: the error goes away");
   const cols = await page.$$eval("#grid-h0 .kl", (els) => els.map((e) => e.textContent));
   check(cols.join(" ") === "a b c", "paste: key labels, got " + cols);
+  // A pattern option the API refuses: its message.
+  st = await runAndWait(page, async () => {
+    await page.fill("#fixed-block", "2");
+    await page.fill("#fixed-summary", "2");
+    await page.click("#run");
+  });
+  err = await page.textContent("#error");
+  check(st === "error" && err.includes("400") && err.includes("mask.fixed.summary"), "fixed summary = block: the API's message: " + err);
+  check((await page.$$("#grids .cell")).length === 0, "fixed summary = block: no stale grids");
+  // One the page catches itself: BigBird's options without a block size.
+  st = await runAndWait(page, async () => {
+    await page.fill("#fixed-block", "");
+    await page.fill("#fixed-summary", "");
+    await page.fill("#blocks-random", "2");
+    await page.click("#run");
+  });
+  err = await page.textContent("#error");
+  check(st === "error" && err.includes("block size"), "blocks without a size: says so: " + err);
+  await page.fill("#blocks-random", "");
 
-  // 7. A daemon with an API key: the page loads, says the key is missing in
-  //    words, and works once it is typed.
-  const dk = await startDaemon(["--d-model", "8", "--n-heads", "2", "--d-ff", "16"], { ATTND_API_KEY: "s3cret" });
+  // 9. A daemon with an API key: the page loads, says the key is missing in
+  //    words, and works once it is typed.  Its attention limit is small:
+  //    200 tokens' per-head weights are over it for both layers and for the
+  //    last alone, and the page falls back to the last layer's mean over
+  //    heads and says why.
+  const dk = await startDaemon(["--d-model", "8", "--n-heads", "2", "--d-ff", "16", "--n-layers", "2",
+                                "--max-attention-bytes", "200000"],
+                               { ATTND_API_KEY: "s3cret" });
   await page.goto(dk.base + "/");
   await page.waitForFunction(() => document.getElementById("results").dataset.state === "error");
   err = await page.textContent("#error");
@@ -254,9 +603,24 @@ async function main() {
   check(st === "done", "with the key: ran: " + (await page.textContent("#error")));
   grids = await gridSizes(page);
   check(grids.length === 1 && grids[0].cells === 9, "with the key: the ring example");
+  await page.selectOption("#source", "random");
+  const postsBefore = posts;
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", "200");
+    await page.click("#run");
+  });
+  check(posts - postsBefore === 3, `over max_attention_bytes: every layer, the last, its mean: ${posts - postsBefore} requests`);
+  check(st === "done", "over max_attention_bytes: ran: " + (await page.textContent("#error")));
+  req = await lastRequest();
+  check(req.attention === "mean" && req.attention_format === "csr" && req.attention_layers === undefined,
+        "over max_attention_bytes: asked for the last layer's mean");
+  check((await page.textContent("#note")).includes("max_attention_bytes"), "over max_attention_bytes: says why");
+  const figs = await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id));
+  check(figs.join(" ") === "grid-mean", "over max_attention_bytes: the mean alone: " + figs);
+  await checkCanvas(page, "#grid-mean canvas", allowedPairs({}, 200), 200, "over max_attention_bytes: mean");
 
-  // 8. The textbook model (config/textbook.json): the example runs on attnd
-  //    and gives the textbook's numbers.
+  // 10. The textbook model (config/textbook.json): the example runs on attnd
+  //     and gives the textbook's numbers.
   const repo = path.resolve(__dirname, "..", "..");
   const dt = await startDaemon(["--config", path.join(repo, "config/textbook.json"),
                                 "--weights", path.join(repo, "config/textbook.safetensors")]);
@@ -264,11 +628,12 @@ async function main() {
   await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
   check((await page.textContent("#note")).includes("Computed by attnd"), "textbook model: computed by attnd");
   api = await fetchSame(dt.base, await page.evaluate(() => window.attnd.lastRequest));
+  const tb = denseOf(api.attention, 1)[0];
   for (let i = 0; i < 3; i++)
     for (let j = 0; j < 3; j++) {
       const v = Number(await hoverValue(page, "grid-h0", i, j));
-      check(v === api.attention[0][i][j] && Math.abs(v - ring[i][j]) < 1e-3,
-            `textbook model A[${i}][${j}] = ${v}, API ${api.attention[0][i][j]}, textbook ${ring[i][j]}`);
+      check(v === tb[i][j] && Math.abs(v - ring[i][j]) < 1e-3,
+            `textbook model A[${i}][${j}] = ${v}, API ${tb[i][j]}, textbook ${ring[i][j]}`);
     }
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
