@@ -2176,32 +2176,25 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
                                                       : API_BAD_REQUEST,
                              "%s", e.message);
     req->batch.blockmask = req->blockmask;
-    /* per layer: every sequence's values (heads x nnz) plus indices (nnz) and
-     * row pointers (len + 1), 4 bytes each */
+    /* the weights of the allowed pairs: heads x nnz float32 per layer (the
+     * limit counts weights, dense or CSR; not the index arrays) */
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-    size_t layers = 0, nnz = 0, per_layer = 0;
-    bool over = false;
+    size_t layers = 0, nnz = 0, bytes = 0;
     for (int l = 0; l < req->n_layers; l++)
         layers += req->want_layer[l];
-    for (int b = 0; b < req->batch.B; b++) {
-        const size_t n = enc_blockmask_nnz(req->blockmask, b);
-        size_t v = 0;
-        nnz += n;
-        over |= mul_over(n, heads + 1, &v);
-        per_layer += v + seq_len_of(req, (size_t)b) + 1;
-    }
-    size_t bytes = 0;
-    over |= mul_over(per_layer, sizeof(float), &bytes) || mul_over(bytes, layers, &bytes);
+    for (int b = 0; b < req->batch.B; b++)
+        nnz += enc_blockmask_nnz(req->blockmask, b); /* each at most INT32_MAX */
+    const bool over = mul_over(nnz, heads, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
+                      mul_over(bytes, layers, &bytes);
     if (over || (lim && bytes > lim->max_attention_bytes)) {
         char amount[48];
         if (over)
             snprintf(amount, sizeof amount, "more than %zu", SIZE_MAX);
         else
             snprintf(amount, sizeof amount, "%zu", bytes);
-        return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s "
-                         "float32, plus indices, x %zu layer%s) is over "
-                         "limits.max_attention_bytes (%zu); ask for %s, a sparser mask, or "
-                         "fewer attention_layers",
+        return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s x "
+                         "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
+                         "for %s, a sparser mask, or fewer attention_layers",
                          amount, nnz, heads, heads == 1 ? "" : "s", layers,
                          layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
                          req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""

@@ -343,6 +343,7 @@ typedef struct fx {
     int win_left, win_right; /* -1: unbounded */
     int global[16];
     size_t n_global;
+    char patterns[512]; /* the sparse pattern options, as JSON members ", \"strided\": {...}" */
 } fx;
 
 /* A fixture tensor as floats (owned), or NULL if absent. */
@@ -417,6 +418,17 @@ static void fx_load(fx *c, const char *name)
     json_t *glob = json_object_get(mask, "global");
     for (size_t k = 0; k < json_array_size(glob) && k < 16; k++)
         c->global[c->n_global++] = (int)json_integer_value(json_array_get(glob, k));
+    static const char *const patterns[] = {"strided", "fixed", "blocks"};
+    for (int k = 0; k < 3; k++) {
+        json_t *o = json_object_get(mask, patterns[k]);
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (text) {
+            const size_t used = strlen(c->patterns);
+            snprintf(c->patterns + used, sizeof c->patterns - used, ", \"%s\": %s", patterns[k],
+                     text);
+        }
+        free(text);
+    }
     json_decref(mask);
 }
 
@@ -525,6 +537,7 @@ static char *fx_body(const fx *c, int seq, bool b64, const char *extra)
             fprintf(f, k ? ", %d" : "%d", c->global[k]);
         fputc(']', f);
     }
+    fputs(c->patterns, f);
     if (c->key_padding) {
         /* The unbatched form takes bool[L] (even seq) or bool[1][L] (odd). */
         const bool flat = seq >= 0 && seq % 2 == 0;

@@ -1088,6 +1088,12 @@ static const char *case_request(const v2_case *c, send_mode emb, send_mode len, 
         json_object_set_new(params, "global", json_string(s));
         free(s);
     }
+    static const char *const patterns[] = {"strided", "fixed", "blocks"};
+    for (int k = 0; k < 3; k++) { /* objects, as they are */
+        json_t *o = json_object_get(mask, patterns[k]);
+        if (o)
+            json_object_set(params, patterns[k], o);
+    }
     json_decref(mask);
     static const char *const tensors[] = {"key_padding", "attn_bool", "attn_add"};
     for (int k = 0; k < 3; k++) {

@@ -241,7 +241,7 @@ def make():
          "attention_format must be \"dense\" or \"csr\", not a number")
     case("csr_too_large",
          {"embeddings": batch(2, 8), "attention_layers": "all", "attention_format": "csr"}, 413,
-         "(csr: 128 allowed pairs x 2 heads float32, plus indices, x 2 layers) is over "
+         "(csr: 128 allowed pairs x 2 heads x float32 x 2 layers) is over "
          "limits.max_attention_bytes (1024)")
 
     # ---- options
