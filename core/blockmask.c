@@ -392,6 +392,28 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
     return ENC_OK;
 }
 
+/* A short sequence whose pattern would cost as much as full attention
+ * (its gathered columns and global rows on top of tiles that hold nearly
+ * every key): every tile listed, partial, and the mask applied key by key:
+ * exactly len^2 scores.  Returns 0 or ENC_ENOMEM. */
+static int list_every_tile(bm_seq *s)
+{
+    const size_t n = (size_t)s->nq * (size_t)s->nk;
+    uint32_t *tiles = realloc(s->tiles, (n ? n : 1) * sizeof *tiles);
+    if (!tiles)
+        return ENC_ENOMEM;
+    s->tiles = tiles;
+    for (int qt = 0; qt < s->nq; qt++) {
+        s->qptr[qt] = (uint32_t)((size_t)qt * (size_t)s->nk);
+        for (int kt = 0; kt < s->nk; kt++)
+            tiles[(size_t)qt * (size_t)s->nk + (size_t)kt] = (uint32_t)kt;
+    }
+    s->qptr[s->nq] = (uint32_t)n;
+    s->n_gcols = s->n_grows = s->stride = 0;
+    s->scores = (uint64_t)s->len * (uint64_t)s->len;
+    return ENC_OK;
+}
+
 /* Sequence b's tiles (and random blocks, and CSR when asked). */
 static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, bool residue,
                        enc_error *err)
@@ -474,6 +496,12 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
         }
         s->qptr[s->nq] = (uint32_t)n;
         s->scores += (uint64_t)s->n_grows * (uint64_t)len;
+        if (s->scores >= (uint64_t)len * (uint64_t)len)
+            rc = list_every_tile(s);
+        if (rc < 0) {
+            rc = enc_error_set(err, ENC_ENOMEM, "out of memory compiling the mask");
+            goto done;
+        }
     }
     if (csr)
         rc = compile_csr(s, &sm, err);

@@ -531,6 +531,11 @@ START_TEST(test_random_patterns_match_naive)
         ck_assert_msg(enc_forward(m, ws, &run, &r, &err) == 0, "%s", err.message);
         ck_assert_msg(max_abs_diff(got, want, n_out) <= 1e-4, "case %d mode %d: outputs off by %g",
                       _i, mode, max_abs_diff(got, want, n_out));
+        /* a pattern never costs more than full attention */
+        uint64_t dense = 0;
+        for (int b = 0; b < B; b++)
+            dense += (uint64_t)H * 2 * (uint64_t)lengths[b] * (uint64_t)lengths[b];
+        ck_assert_uint_le(r.scores, dense);
         for (int l = 0; mode == 1 && l < 2; l++)
             ck_assert_double_le(max_abs_diff(ga[l], wa[l], n_attn), 1e-5);
         for (int l = 0; mode == 2 && l < 2; l++) {
