@@ -569,6 +569,47 @@ START_TEST(test_random_patterns_match_naive)
 }
 END_TEST
 
+/* BigBird's random blocks: the same seed gives the same blocks, another
+ * seed others; every query block past the global ones gets min(r,
+ * candidates) distinct blocks, each outside its window and the global
+ * blocks, in ascending order. */
+START_TEST(test_random_blocks_draw)
+{
+    const int nb = 40;
+    int cand[40], a[8], b[8];
+    for (int r = 0; r <= 8; r += 4) {
+        enc_blocks_pattern p = {.size = 16, .window = 2, .global = 2, .random = r, .seed = 7};
+        int differ = 0;
+        for (int qb = 0; qb < nb; qb++) {
+            const int ka = enc_blocks_random(&p, nb, qb, cand, a);
+            int candidates = 0;
+            for (int kb = p.global; kb < nb; kb++)
+                candidates += abs(qb - kb) > p.window;
+            ck_assert_int_eq(ka, qb < p.global ? 0 : MIN2(r, candidates));
+            for (int k = 0; k < ka; k++) {
+                ck_assert_int_ge(a[k], p.global);
+                ck_assert_int_gt(abs(qb - a[k]), p.window);
+                ck_assert(k == 0 || a[k] > a[k - 1]); /* distinct, ascending */
+            }
+            const int again = enc_blocks_random(&p, nb, qb, cand, b);
+            ck_assert_int_eq(again, ka);
+            ck_assert_mem_eq(a, b, (size_t)ka * sizeof *a);
+            p.seed = 8;
+            ck_assert_int_eq(enc_blocks_random(&p, nb, qb, cand, b), ka);
+            differ += ka > 0 && memcmp(a, b, (size_t)ka * sizeof *a) != 0;
+            p.seed = 7;
+        }
+        if (r)
+            ck_assert_int_gt(differ, nb / 2); /* another seed, other blocks */
+    }
+    /* fewer candidates than asked: all of them */
+    enc_blocks_pattern p = {.size = 1, .window = 1, .global = 0, .random = 5, .seed = 1};
+    ck_assert_int_eq(enc_blocks_random(&p, 4, 0, cand, a), 2); /* blocks 2 and 3 */
+    ck_assert_int_eq(a[0], 2);
+    ck_assert_int_eq(a[1], 3);
+}
+END_TEST
+
 START_TEST(test_bad_patterns_refused)
 {
     float x[16 * 4] = {0};
@@ -605,6 +646,7 @@ Suite *blockmask_suite(void)
     tcase_add_loop_test(tc, test_patterns_match_explicit_mask, 0,
                         (int)(sizeof cases / sizeof *cases));
     tcase_add_loop_test(tc, test_random_patterns_match_naive, 0, 40);
+    tcase_add_test(tc, test_random_blocks_draw);
     tcase_add_test(tc, test_huge_pattern_sizes);
     tcase_add_test(tc, test_bad_patterns_refused);
     suite_add_tcase(s, tc);
