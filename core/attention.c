@@ -542,85 +542,239 @@ static float *weights_row(const attn_seq *s, int h, int i)
     return s->attn + ((size_t)heads_at * s->L + i) * s->L;
 }
 
-uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
-                         const uint32_t *tiles, int n_tiles, uint32_t all, bool gathered,
-                         float *scratch)
-{
-    const int H = s->H, E = s->E, qs = s->qkv_stride, group = H / s->G;
-    const float scale = 1.0f / sqrtf((float)E);
-    const size_t keys = attention_keys_floats(s->len, E); /* one head's packed keys */
-    const float *k_base = s->qkv + (size_t)H * E;
-    const float *v_base = k_base + (size_t)s->G * E;
-    const tile_list tl = {tiles, n_tiles, all, s->len};
-    const bool weights = s->mode != ENC_ATTN_NONE && s->attn;
-    const size_t width = scores_width(s->len);
-    /* scratch: scores (n_rows, width), running max and sum (n_rows each), the
-     * gathered rows' q and z (n_rows, E), the gathered columns' skip flags */
-    float *scores = scratch;
-    float *row_max = scores + (size_t)n_rows * width, *row_sum = row_max + n_rows;
-    float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
-    float *imask = zbuf + (size_t)n_rows * E; /* (n_rows, mw) */
-    uint8_t *skip = (uint8_t *)(imask + 2 * (size_t)n_rows * (size_t)s->len);
+/* One call of attention_tiles: its rows, its keys and the scratch its
+ * steps share. */
+typedef struct tile_item {
+    const attn_seq *s;
+    int i0, n_rows;
+    const int *rows;      /* the rows, or NULL: i0 + r */
+    tile_list tl;         /* the listed key tiles */
+    gathered_cols gc;     /* the gathered columns (none for global rows) */
+    int total, goff;      /* keys scored: the chunks', then the gathered columns' from goff */
+    const float *imask;   /* (n_rows, mw): each row's partial tiles' additive mask side by
+                             side (pw floats), then the gathered columns' */
+    size_t mw;
+    int pw;
+    bool resume;          /* the residue classes went first: start from their state */
+    float *scores, *row_max, *row_sum, *qbuf, *zbuf;
+} tile_item;
 
-    int total = 0; /* the chunks' keys side by side (weights) */
+static int item_row(const tile_item *t, int r)
+{
+    return t->rows ? t->rows[r] : t->i0 + r;
+}
+
+/* Sizes the item's keys and makes its mask once for every head: which
+ * gathered columns a listed tile holds (those are the tile's), and each
+ * row's additive mask over its partial tiles and gathered columns. */
+static void item_plan(tile_item *t, float *imask, uint8_t *skip)
+{
+    const attn_seq *s = t->s;
+    const uint32_t *tiles = t->tl.tiles;
     key_chunk c;
-    for (int pos = 0; chunk_next(&tl, &pos, &c);)
-        total += c.n;
-    gathered_cols gc = {s->gcols, gathered ? s->n_gcols : 0, skip};
-    if (gc.n) { /* the gathered columns a listed tile holds are its own */
-        int t = 0;
-        for (int g = 0; g < gc.n; g++) {
-            const uint32_t kt = (uint32_t)(gc.cols[g] / ENC_TILE_K);
-            while (t < n_tiles && (tiles[t] & ~BM_FULL) < kt)
-                t++;
-            skip[g] = t < n_tiles && (tiles[t] & ~BM_FULL) == kt;
-        }
+    t->total = 0;
+    for (int pos = 0; chunk_next(&t->tl, &pos, &c);)
+        t->total += c.n;
+    for (int g = 0, k = 0; g < t->gc.n; g++) {
+        const uint32_t kt = (uint32_t)(t->gc.cols[g] / ENC_TILE_K);
+        while (k < t->tl.n_tiles && (tiles[k] & ~BM_FULL) < kt)
+            k++;
+        skip[g] = k < t->tl.n_tiles && (tiles[k] & ~BM_FULL) == kt;
     }
-    const int goff = total; /* where the gathered columns' scores sit (weights) */
-    total += gc.n;
-    /* The item's mask, made once for every head: each row's partial tiles'
-     * additive mask side by side (pw), then the gathered columns'. */
-    int pw = 0;
-    for (int pos = 0; chunk_next(&tl, &pos, &c);)
+    t->goff = t->total;
+    t->total += t->gc.n;
+    t->pw = 0;
+    for (int pos = 0; chunk_next(&t->tl, &pos, &c);)
         for (unsigned bits = c.partial; bits; bits &= bits - 1) {
             int k0, k1;
             chunk_tile(&c, __builtin_ctz(bits), &k0, &k1);
-            pw += k1 - k0;
+            t->pw += k1 - k0;
         }
-    const size_t mw = (size_t)pw + (size_t)gc.n; /* imask's row stride */
-    for (int r = 0; r < n_rows && mw; r++) {
-        const int i = rows ? rows[r] : i0 + r;
-        float *mrow = imask + (size_t)r * mw;
-        memset(mrow, 0, (size_t)pw * sizeof *mrow);
-        for (int pos = 0; chunk_next(&tl, &pos, &c);)
+    t->mw = (size_t)t->pw + (size_t)t->gc.n;
+    for (int r = 0; r < t->n_rows && t->mw; r++) {
+        const int i = item_row(t, r);
+        float *mrow = imask + (size_t)r * t->mw;
+        memset(mrow, 0, (size_t)t->pw * sizeof *mrow);
+        for (int pos = 0; chunk_next(&t->tl, &pos, &c);)
             for (unsigned bits = c.partial; bits; bits &= bits - 1) {
                 int k0, k1;
                 chunk_tile(&c, __builtin_ctz(bits), &k0, &k1);
                 mask_apply_keys(s->sm, i, k0, k1, mrow);
                 mrow += k1 - k0;
             }
-        if (gc.n)
-            gathered_mask(s->sm, &gc, i, imask + (size_t)r * mw + pw);
+        if (t->gc.n)
+            gathered_mask(s->sm, &t->gc, i, imask + (size_t)r * t->mw + t->pw);
     }
-    const float *gmask = imask + pw; /* row r's gathered columns' mask: gmask + r * mw */
-    const bool resume = s->res_m && tiles; /* the residue classes went first */
-    if (total == 0 && !resume) { /* no key at all: zero outputs (and weights) */
+    t->imask = imask;
+}
+
+/* Adds row r's gathered columns' mask (n of them from column c0) to its
+ * scores. */
+static void add_gathered_mask(const tile_item *t, int r, int c0, int n, float *row)
+{
+    const float *mk = t->imask + (size_t)r * t->mw + (size_t)t->pw + (size_t)c0;
+    for (int k = 0; k < n; k++)
+        row[k] += mk[k];
+}
+
+/* One online-softmax step over n scores a row of scores (lds apart) for
+ * every row: z (rows z_stride apart) rescaled when a row's max grows. */
+static void online_step(const tile_item *t, float *scores, int lds, int n, float *z, int z_stride,
+                        bool first)
+{
+    const int E = t->s->E;
+    for (int r = 0; r < t->n_rows; r++) {
+        const float alpha = softmax_block(scores + (size_t)r * lds, n, &t->row_max[r],
+                                          &t->row_sum[r]);
+        if (!first && alpha != 1.0f)
+            for (int e = 0; e < E; e++)
+                z[(size_t)r * z_stride + e] *= alpha;
+    }
+}
+
+/* Head h without weights: an online softmax chunk by chunk, then the
+ * gathered columns KEY_BLOCK at a time, z summed in place (from the residue
+ * classes' running state when they went first). */
+static void head_online(const tile_item *t, int h, const float *q, int q_stride, float *zh,
+                        int z_stride)
+{
+    const attn_seq *s = t->s;
+    const int E = s->E, qs = s->qkv_stride, g = h / (s->H / s->G);
+    const float scale = 1.0f / sqrtf((float)E);
+    const size_t keys = attention_keys_floats(s->len, E);
+    const float *k_base = s->qkv + (size_t)s->H * E + (size_t)g * E;
+    const float *v_base = k_base + (size_t)s->G * E;
+    const int lds = KEY_BLOCK;
+    for (int r = 0; r < t->n_rows; r++) {
+        const size_t at = (size_t)(t->i0 + r) * s->H + (size_t)h;
+        t->row_max[r] = t->resume ? s->res_m[at] : -INFINITY;
+        t->row_sum[r] = t->resume ? s->res_s[at] : 0.0f;
+        if (t->resume) /* tile items: contiguous rows */
+            memcpy(zh + (size_t)r * z_stride,
+                   s->res_z + (size_t)(t->i0 + r) * s->z_stride + (size_t)h * E,
+                   (size_t)E * sizeof(float));
+    }
+    bool first = !t->resume;
+    int moff = 0; /* the next partial tile's mask in each row of imask */
+    key_chunk c;
+    for (int pos = 0; chunk_next(&t->tl, &pos, &c); first = false) {
+        scores_mul(t->scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n,
+                   E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+        const int moff0 = moff;
+        for (int r = 0; c.partial && r < t->n_rows; r++) {
+            moff = moff0;
+            chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff, t->scores + (size_t)r * lds);
+        }
+        online_step(t, t->scores, lds, c.n, zh, z_stride, first);
+        values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n,
+                   E, !first, s->kt != NULL);
+    }
+    const int n_gc = t->gc.n;
+    const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL; /* K, V, packed K */
+    for (int c0 = 0; c0 < n_gc; c0 += KEY_BLOCK, first = false) {
+        const int n = n_gc - c0 < KEY_BLOCK ? n_gc - c0 : KEY_BLOCK;
+        const float *gv = gk + (size_t)n_gc * E;
+        scores_mul(t->scores, lds, q, q_stride, gk + (size_t)c0 * E, E, t->n_rows, n, E, scale,
+                   s->kt ? gv + (size_t)n_gc * E + (size_t)c0 * E : NULL);
+        for (int r = 0; r < t->n_rows; r++)
+            add_gathered_mask(t, r, c0, n, t->scores + (size_t)r * lds);
+        online_step(t, t->scores, lds, n, zh, z_stride, first);
+        values_mul(zh, z_stride, t->scores, lds, gv + (size_t)c0 * E, E, t->n_rows, n, E, !first,
+                   s->kt != NULL);
+    }
+    for (int r = 0; r < t->n_rows; r++) {
+        /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
+        const float inv = t->row_sum[r] > 0.0f    ? 1.0f / t->row_sum[r]
+                          : t->row_sum[r] == 0.0f ? 0.0f
+                                                  : NAN;
+        for (int e = 0; e < E; e++)
+            zh[(size_t)r * z_stride + e] *= inv;
+    }
+}
+
+/* Head h with weights: every chunk's scores and the gathered columns' side
+ * by side, masked, one softmax per row, the weights out, then z. */
+static void head_weights(const tile_item *t, int h, const float *q, int q_stride, float *zh,
+                         int z_stride)
+{
+    const attn_seq *s = t->s;
+    const int E = s->E, qs = s->qkv_stride, g = h / (s->H / s->G);
+    const float scale = 1.0f / sqrtf((float)E);
+    const size_t keys = attention_keys_floats(s->len, E);
+    const float *k_base = s->qkv + (size_t)s->H * E + (size_t)g * E;
+    const float *v_base = k_base + (size_t)s->G * E;
+    const int lds = gemm_padded_ld(t->total), n_gc = t->gc.n;
+    key_chunk c;
+    int off = 0, moff = 0;
+    for (int pos = 0; chunk_next(&t->tl, &pos, &c); off += c.n) {
+        scores_mul(t->scores + off, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows,
+                   c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+        const int moff0 = moff;
+        for (int r = 0; c.partial && r < t->n_rows; r++) {
+            moff = moff0;
+            chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff,
+                       t->scores + (size_t)r * lds + off);
+        }
+    }
+    const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL;
+    const float *gv = n_gc ? gk + (size_t)n_gc * E : NULL;
+    if (n_gc) {
+        scores_mul(t->scores + t->goff, lds, q, q_stride, gk, E, t->n_rows, n_gc, E, scale,
+                   s->kt ? gv + (size_t)n_gc * E : NULL);
+        for (int r = 0; r < t->n_rows; r++)
+            add_gathered_mask(t, r, 0, n_gc, t->scores + (size_t)r * lds + t->goff);
+    }
+    for (int r = 0; r < t->n_rows; r++) {
+        const int i = item_row(t, r);
+        float *row = t->scores + (size_t)r * lds;
+        softmax_row(row, t->total, NULL);
+        weights_out(s, &t->tl, &t->gc, t->goff, i, row, weights_row(s, h, i),
+                    s->mode == ENC_ATTN_MEAN && h > 0);
+    }
+    off = 0;
+    bool first = true;
+    for (int pos = 0; chunk_next(&t->tl, &pos, &c); off += c.n, first = false)
+        values_mul(zh, z_stride, t->scores + off, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows,
+                   c.n, E, !first, s->kt != NULL);
+    if (n_gc)
+        values_mul(zh, z_stride, t->scores + t->goff, lds, gv, E, t->n_rows, n_gc, E, !first,
+                   s->kt != NULL);
+}
+
+uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
+                         const uint32_t *tiles, int n_tiles, uint32_t all, bool gathered,
+                         float *scratch)
+{
+    const int H = s->H, E = s->E, qs = s->qkv_stride;
+    const bool weights = s->mode != ENC_ATTN_NONE && s->attn;
+    /* scratch: scores (n_rows, width), running max and sum (n_rows each), the
+     * gathered rows' q and z (n_rows, E), the item's mask (n_rows, 2 len at
+     * most), the gathered columns' skip flags */
+    float *scores = scratch;
+    float *row_max = scores + (size_t)n_rows * scores_width(s->len), *row_sum = row_max + n_rows;
+    float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
+    float *imask = zbuf + (size_t)n_rows * E;
+    uint8_t *skip = (uint8_t *)(imask + 2 * (size_t)n_rows * (size_t)s->len);
+    tile_item t = {.s = s, .i0 = i0, .n_rows = n_rows, .rows = rows,
+                   .tl = {tiles, n_tiles, all, s->len},
+                   .gc = {s->gcols, gathered ? s->n_gcols : 0, skip},
+                   .resume = s->res_m && tiles, .scores = scores, .row_max = row_max,
+                   .row_sum = row_sum, .qbuf = qbuf, .zbuf = zbuf};
+    item_plan(&t, imask, skip);
+
+    if (t.total == 0 && !t.resume) { /* no key at all: zero outputs (and weights) */
         for (int r = 0; r < n_rows; r++) {
-            const int i = rows ? rows[r] : i0 + r;
+            const int i = item_row(&t, r);
             memset(s->z + (size_t)i * s->z_stride, 0, (size_t)H * E * sizeof(float));
             for (int h = 0; weights && h < (s->mode == ENC_ATTN_HEADS ? H : 1); h++) {
-                float *dst = weights_row(s, h, i);
                 const size_t nw = s->indptr ? (size_t)(s->indptr[i + 1] - s->indptr[i])
                                             : (size_t)s->len;
-                memset(dst, 0, nw * sizeof *dst);
+                memset(weights_row(s, h, i), 0, nw * sizeof(float));
             }
         }
         return 0;
     }
-    const int lds = weights ? gemm_padded_ld(total) : KEY_BLOCK;
-
     for (int h = 0; h < H; h++) {
-        const int g = h / group;
         const float *q = s->qkv + (size_t)i0 * qs + (size_t)h * E; /* (n_rows, E) */
         int q_stride = qs;
         if (rows) { /* gather the rows' queries */
@@ -632,118 +786,22 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
         }
         float *zh = rows ? zbuf : s->z + (size_t)i0 * s->z_stride + (size_t)h * E;
         const int z_stride = rows ? E : s->z_stride;
-
-        if (!weights) {
-            /* online softmax chunk by chunk, z summed in place; from the
-             * residue classes' running state when they went first */
-            for (int r = 0; r < n_rows; r++) {
-                const size_t at = (size_t)(i0 + r) * H + (size_t)h;
-                row_max[r] = resume ? s->res_m[at] : -INFINITY;
-                row_sum[r] = resume ? s->res_s[at] : 0.0f;
-                if (resume) /* contiguous rows only: tile items */
-                    memcpy(zh + (size_t)r * z_stride,
-                           s->res_z + (size_t)(i0 + r) * s->z_stride + (size_t)h * E,
-                           (size_t)E * sizeof(float));
-            }
-            bool first = !resume;
-            int moff = 0; /* the next partial tile's mask in each row of imask */
-            for (int pos = 0; chunk_next(&tl, &pos, &c); first = false) {
-                scores_mul(scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs + (size_t)g * E,
-                           qs, n_rows, c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));
-                const int moff0 = moff;
-                for (int r = 0; r < n_rows; r++) {
-                    float *row = scores + (size_t)r * lds;
-                    moff = moff0;
-                    if (c.partial)
-                        chunk_mask(&c, imask + (size_t)r * mw, &moff, row);
-                    const float alpha = softmax_block(row, c.n, &row_max[r], &row_sum[r]);
-                    if (!first && alpha != 1.0f)
-                        for (int e = 0; e < E; e++)
-                            zh[(size_t)r * z_stride + e] *= alpha;
-                }
-                values_mul(zh, z_stride, scores, lds, v_base + (size_t)c.j0 * qs + (size_t)g * E,
-                           qs, n_rows, c.n, E, !first, s->kt != NULL);
-            }
-            const float *gk = gc.n ? s->gather + (size_t)g * s->gather_floats : NULL;
-            for (int c0 = 0; c0 < gc.n; c0 += KEY_BLOCK, first = false) {
-                const int n = gc.n - c0 < KEY_BLOCK ? gc.n - c0 : KEY_BLOCK;
-                const float *gv = gk + (size_t)gc.n * E;
-                scores_mul(scores, lds, q, q_stride, gk + (size_t)c0 * E, E, n_rows, n, E, scale,
-                           s->kt ? gv + (size_t)gc.n * E + (size_t)c0 * E : NULL);
-                for (int r = 0; r < n_rows; r++) {
-                    float *row = scores + (size_t)r * lds;
-                    const float *mk = gmask + (size_t)r * mw + c0;
-                    for (int k = 0; k < n; k++)
-                        row[k] += mk[k];
-                    const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
-                    if (!first && alpha != 1.0f)
-                        for (int e = 0; e < E; e++)
-                            zh[(size_t)r * z_stride + e] *= alpha;
-                }
-                values_mul(zh, z_stride, scores, lds, gv + (size_t)c0 * E, E, n_rows, n, E,
-                           !first, s->kt != NULL);
-            }
-            for (int r = 0; r < n_rows; r++) {
-                const float inv = row_sum[r] > 0.0f    ? 1.0f / row_sum[r]
-                                  : row_sum[r] == 0.0f ? 0.0f
-                                                       : NAN;
-                for (int e = 0; e < E; e++)
-                    zh[(size_t)r * z_stride + e] *= inv;
-            }
-        } else {
-            /* every chunk's scores side by side, masked, one softmax per row */
-            int off = 0, moff = 0;
-            for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n) {
-                scores_mul(scores + off, lds, q, q_stride,
-                           k_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, scale,
-                           packed_keys(s->kt, keys, g, c.j0, E));
-                const int moff0 = moff;
-                for (int r = 0; c.partial && r < n_rows; r++) {
-                    moff = moff0;
-                    chunk_mask(&c, imask + (size_t)r * mw, &moff, scores + (size_t)r * lds + off);
-                }
-            }
-            const float *gk = gc.n ? s->gather + (size_t)g * s->gather_floats : NULL;
-            const float *gv = gc.n ? gk + (size_t)gc.n * E : NULL;
-            if (gc.n) {
-                scores_mul(scores + goff, lds, q, q_stride, gk, E, n_rows, gc.n, E, scale,
-                           s->kt ? gv + (size_t)gc.n * E : NULL);
-                for (int r = 0; r < n_rows; r++) {
-                    float *row = scores + (size_t)r * lds + goff;
-                    const float *mk = gmask + (size_t)r * mw;
-                    for (int k = 0; k < gc.n; k++)
-                        row[k] += mk[k];
-                }
-            }
-            for (int r = 0; r < n_rows; r++) {
-                const int i = rows ? rows[r] : i0 + r;
-                float *row = scores + (size_t)r * lds;
-                softmax_row(row, total, NULL);
-                weights_out(s, &tl, &gc, goff, i, row, weights_row(s, h, i),
-                            s->mode == ENC_ATTN_MEAN && h > 0);
-            }
-            off = 0;
-            bool first = true;
-            for (int pos = 0; chunk_next(&tl, &pos, &c); off += c.n, first = false)
-                values_mul(zh, z_stride, scores + off, lds,
-                           v_base + (size_t)c.j0 * qs + (size_t)g * E, qs, n_rows, c.n, E, !first,
-                           s->kt != NULL);
-            if (gc.n)
-                values_mul(zh, z_stride, scores + goff, lds, gv, E, n_rows, gc.n, E, !first,
-                           s->kt != NULL);
-        }
+        if (weights)
+            head_weights(&t, h, q, q_stride, zh, z_stride);
+        else
+            head_online(&t, h, q, q_stride, zh, z_stride);
         for (int r = 0; rows && r < n_rows; r++) /* scatter the gathered rows' z */
             memcpy(s->z + (size_t)rows[r] * s->z_stride + (size_t)h * E, zbuf + (size_t)r * E,
                    (size_t)E * sizeof(float));
     }
     if (weights && s->mode == ENC_ATTN_MEAN) {
         for (int r = 0; r < n_rows; r++) {
-            const int i = rows ? rows[r] : i0 + r;
+            const int i = item_row(&t, r);
             float *dst = weights_row(s, 0, i);
             const int nw = s->indptr ? s->indptr[i + 1] - s->indptr[i] : s->len;
             for (int j = 0; j < nw; j++)
                 dst[j] /= (float)H;
         }
     }
-    return (uint64_t)total * (uint64_t)n_rows * (uint64_t)H;
+    return (uint64_t)t.total * (uint64_t)n_rows * (uint64_t)H;
 }
