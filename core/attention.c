@@ -632,6 +632,23 @@ static void online_step(const tile_item *t, float *scores, int lds, int n, float
     }
 }
 
+/* What a head's products read: its key/value head's keys and values in
+ * qkv, its packed keys' size, and the scores' scale. */
+typedef struct head_operands {
+    int g;                /* the key/value head */
+    const float *k, *v;   /* its K and V columns in qkv (rows qkv_stride apart) */
+    size_t keys;          /* floats of one head's packed keys */
+    float scale;          /* 1 / sqrt(E) */
+} head_operands;
+
+static head_operands operands_of(const attn_seq *s, int h)
+{
+    const int g = h / (s->H / s->G), E = s->E;
+    const float *k = s->qkv + (size_t)s->H * E + (size_t)g * E;
+    return (head_operands){g, k, k + (size_t)s->G * E, attention_keys_floats(s->len, E),
+                           1.0f / sqrtf((float)E)};
+}
+
 /* Head h without weights: an online softmax chunk by chunk, then the
  * gathered columns KEY_BLOCK at a time, z summed in place (from the residue
  * classes' running state when they went first). */
@@ -639,12 +656,10 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
                         int z_stride)
 {
     const attn_seq *s = t->s;
-    const int E = s->E, qs = s->qkv_stride, g = h / (s->H / s->G);
-    const float scale = 1.0f / sqrtf((float)E);
-    const size_t keys = attention_keys_floats(s->len, E);
-    const float *k_base = s->qkv + (size_t)s->H * E + (size_t)g * E;
-    const float *v_base = k_base + (size_t)s->G * E;
-    const int lds = KEY_BLOCK;
+    const head_operands op = operands_of(s, h);
+    const int E = s->E, qs = s->qkv_stride, g = op.g, lds = KEY_BLOCK;
+    const float scale = op.scale, *k_base = op.k, *v_base = op.v;
+    const size_t keys = op.keys;
     for (int r = 0; r < t->n_rows; r++) {
         const size_t at = (size_t)(t->i0 + r) * s->H + (size_t)h;
         t->row_max[r] = t->resume ? s->res_m[at] : -INFINITY;
@@ -698,12 +713,11 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
                          int z_stride)
 {
     const attn_seq *s = t->s;
-    const int E = s->E, qs = s->qkv_stride, g = h / (s->H / s->G);
-    const float scale = 1.0f / sqrtf((float)E);
-    const size_t keys = attention_keys_floats(s->len, E);
-    const float *k_base = s->qkv + (size_t)s->H * E + (size_t)g * E;
-    const float *v_base = k_base + (size_t)s->G * E;
+    const head_operands op = operands_of(s, h);
+    const int E = s->E, qs = s->qkv_stride, g = op.g;
     const int lds = gemm_padded_ld(t->total), n_gc = t->gc.n;
+    const float scale = op.scale, *k_base = op.k, *v_base = op.v;
+    const size_t keys = op.keys;
     key_chunk c;
     int off = 0, moff = 0;
     for (int pos = 0; chunk_next(&t->tl, &pos, &c); off += c.n) {

@@ -1098,6 +1098,26 @@ int encode_parse_attention_format(encode_request *req, const json_t *v, const ch
 
 /* ---- parsing: limits ------------------------------------------------------- */
 
+/* Layers whose attention weights the request returns. */
+static size_t layers_wanted(const encode_request *req)
+{
+    size_t layers = 0;
+    for (int l = 0; l < req->n_layers; l++)
+        layers += req->want_layer[l];
+    return layers;
+}
+
+/* "N" or, when the size overflowed, "more than SIZE_MAX", for a limit's
+ * message. */
+static const char *bytes_text(bool over, size_t bytes, char buf[48])
+{
+    if (over)
+        snprintf(buf, 48, "more than %zu", SIZE_MAX);
+    else
+        snprintf(buf, 48, "%zu", bytes);
+    return buf;
+}
+
 /* B and L against the limits and size_t, before anything sized by them is
  * allocated.  413 naming the limit. */
 static int check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
@@ -1120,22 +1140,17 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
         return 0; /* CSR: held to the limit by allowed pairs (encode_request_plan) */
 
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-    size_t layers = 0, bytes = 0;
-    for (int l = 0; l < req->n_layers; l++)
-        layers += req->want_layer[l];
+    const size_t layers = layers_wanted(req);
+    size_t bytes = 0;
     bool over = mul_over(B, heads, &bytes) || mul_over(bytes, L, &bytes) ||
                 mul_over(bytes, L, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
                 mul_over(bytes, layers, &bytes);
     if (over || (lim && bytes > lim->max_attention_bytes)) {
         char amount[48];
-        if (over)
-            snprintf(amount, sizeof amount, "more than %zu", SIZE_MAX);
-        else
-            snprintf(amount, sizeof amount, "%zu", bytes);
         return TOO_LARGE("attention output of %s bytes (%zu sequences x %zu head%s x %zu x %zu "
                          "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
                          "for %s, or fewer attention_layers",
-                         amount, B, heads, heads == 1 ? "" : "s", L, L, layers,
+                         bytes_text(over, bytes, amount), B, heads, heads == 1 ? "" : "s", L, L, layers,
                          layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
                          req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
                                                           : "\"attention\": \"none\"");
@@ -2179,23 +2194,18 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
     /* the weights of the allowed pairs: heads x nnz float32 per layer (the
      * limit counts weights, dense or CSR; not the index arrays) */
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-    size_t layers = 0, nnz = 0, bytes = 0;
-    for (int l = 0; l < req->n_layers; l++)
-        layers += req->want_layer[l];
+    const size_t layers = layers_wanted(req);
+    size_t nnz = 0, bytes = 0;
     for (int b = 0; b < req->batch.B; b++)
         nnz += enc_blockmask_nnz(req->blockmask, b); /* each at most INT32_MAX */
     const bool over = mul_over(nnz, heads, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
                       mul_over(bytes, layers, &bytes);
     if (over || (lim && bytes > lim->max_attention_bytes)) {
         char amount[48];
-        if (over)
-            snprintf(amount, sizeof amount, "more than %zu", SIZE_MAX);
-        else
-            snprintf(amount, sizeof amount, "%zu", bytes);
         return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s x "
                          "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
                          "for %s, a sparser mask, or fewer attention_layers",
-                         amount, nnz, heads, heads == 1 ? "" : "s", layers,
+                         bytes_text(over, bytes, amount), nnz, heads, heads == 1 ? "" : "s", layers,
                          layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
                          req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
                                                           : "\"attention\": \"none\"");
