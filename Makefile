@@ -79,7 +79,7 @@ CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB  := $(BUILD)/libattnd_core.a
 
 CONFIG_SRC := $(wildcard config/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 APP_OBJ   := $(CONFIG_SRC:%.c=$(BUILD)/%.o) $(SERVER_SRC:%.c=$(BUILD)/%.o)
 # The page at / (server/page.h): server/page/index.html as a C byte array.
 PAGE_SRC  := server/page/index.html

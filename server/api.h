@@ -15,6 +15,7 @@
     X(UNSUPPORTED_MEDIA, 415, "unsupported_media_type")                                            \
     X(QUEUE_FULL, 429, "queue_full")                                                               \
     X(INTERNAL, 500, "internal")                                                                   \
+    X(NOT_IMPLEMENTED, 501, "not_implemented")                                                     \
     X(UNAVAILABLE, 503, "unavailable")
 
 typedef enum api_error_kind {

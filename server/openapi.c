@@ -46,6 +46,7 @@ const char openapi_json[] =
     "         \"unsupported_media_type\",\n"
     "         \"queue_full\",\n"
     "         \"internal\",\n"
+    "         \"not_implemented\",\n"
     "         \"unavailable\"\n"
     "        ]\n"
     "       },\n"

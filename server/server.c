@@ -2,6 +2,7 @@
 #include "server.h"
 
 #include "api.h"
+#include "http/framing.h"
 #include "encode.h"
 #include "metrics.h"
 #include "page.h"
@@ -14,6 +15,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -45,18 +47,51 @@ struct server {
 
 typedef enum req_state { REQ_READING, REQ_QUEUED, REQ_DONE, REQ_REJECTED } req_state;
 
+typedef struct request request;
+
+/* What a route needs of a request before its body is read, and who serves
+ * it (the way llama.cpp's server registers {path, method, handler}). */
+typedef enum route_media {
+    MEDIA_NONE, /* GET, HEAD: no body expected */
+    MEDIA_JSON, /* Content-Type application/json, uncompressed */
+    MEDIA_ANY   /* any Content-Type (Triton's clients send none), uncompressed */
+} route_media;
+
+typedef struct route {
+    const char *path;
+    const char *allow; /* the methods, for 405's Allow and OPTIONS */
+    bool post;         /* POST with a body; otherwise GET and HEAD */
+    bool open;         /* served without the API key */
+    bool v2;           /* errors in the Open Inference Protocol's form */
+    bool names_model;  /* /v2/models/{name}: the name must be the model's */
+    route_media media;
+    /* The whole body is in: answer, or hand a forward to the pool. */
+    enum MHD_Result (*serve)(request *r);
+    /* The pool ran the forward (or refused it a place): answer. */
+    enum MHD_Result (*finish)(request *r);
+} route;
+
+/* An answer decided from the headers alone: sent once the body has been
+ * read and discarded (up to drain_budget), so that every client reads it. */
+typedef struct early_answer {
+    api_error err;         /* err.kind API_OK: none */
+    const char *extra[5];  /* extra response headers, name, value, ..., NULL */
+    bool close;            /* the body cannot be framed: answer, then close */
+} early_answer;
+
 /* One HTTP request, from its headers to MHD's completion callback. */
-typedef struct request {
+struct request {
     server *srv;
     struct MHD_Connection *conn;
     double start;
     char id[129];
     char method[16];
-    char path[128];    /* for the log, cut */
-    const char *route; /* metrics route name */
+    char path[256];    /* decoded, printable, cut: for the log and messages */
+    const route *rt;   /* NULL: no such route */
+    early_answer early;
     char *body;        /* (len) the upload, NUL-terminated */
     size_t len, cap;
-    int too_large;
+    unsigned long long drained; /* body bytes read and discarded */
     _Atomic req_state state;
     encode_request enc;
     bool v2;          /* a /v2 path: errors are {"error": "..."} */
@@ -65,7 +100,7 @@ typedef struct request {
     pool_job job;
     int status;
     size_t bytes;
-} request;
+};
 
 /* ---- responses ----------------------------------------------------------- */
 
@@ -91,7 +126,7 @@ static enum MHD_Result respond(request *r, int status, const char *type, char *b
     }
     for (int i = 0; extra && extra[i]; i += 2)
         MHD_add_response_header(resp, extra[i], extra[i + 1]);
-    if (atomic_load(&r->srv->shutting_down))
+    if (atomic_load(&r->srv->shutting_down) || r->early.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
     r->bytes = len;
@@ -191,73 +226,7 @@ static bool is_json(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-/* ---- routes -------------------------------------------------------------- */
-
-typedef enum route_id {
-    RT_ENCODE,
-    RT_HEALTH,
-    RT_MODEL,
-    RT_METRICS,
-    RT_OPENAPI,
-    RT_PAGE,
-    RT_V2_SERVER,
-    RT_V2_LIVE,
-    RT_V2_READY,
-    RT_V2_MODEL,
-    RT_V2_MODEL_READY,
-    RT_V2_INFER,
-    RT_NONE
-} route_id;
-
-static const struct {
-    const char *path;
-    const char *allow; /* methods, for 405's Allow */
-} route_table[] = {
-    [RT_ENCODE] = {"/v1/encode", "POST, OPTIONS"},
-    [RT_HEALTH] = {"/health", "GET, HEAD, OPTIONS"},
-    [RT_MODEL] = {"/v1/model", "GET, HEAD, OPTIONS"},
-    [RT_METRICS] = {"/metrics", "GET, HEAD, OPTIONS"},
-    [RT_OPENAPI] = {"/openapi.json", "GET, HEAD, OPTIONS"},
-    [RT_PAGE] = {"/", "GET, HEAD, OPTIONS"},
-    /* The Open Inference Protocol (v2.h); {name} also stands for
-     * {name}/versions/{v}. */
-    [RT_V2_SERVER] = {"/v2", "GET, HEAD, OPTIONS"},
-    [RT_V2_LIVE] = {"/v2/health/live", "GET, HEAD, OPTIONS"},
-    [RT_V2_READY] = {"/v2/health/ready", "GET, HEAD, OPTIONS"},
-    [RT_V2_MODEL] = {"/v2/models/{name}", "GET, HEAD, OPTIONS"},
-    [RT_V2_MODEL_READY] = {"/v2/models/{name}/ready", "GET, HEAD, OPTIONS"},
-    [RT_V2_INFER] = {"/v2/models/{name}/infer", "POST, OPTIONS"},
-};
-
-/* Which route url is.  A path under /v2 sets *is_v2 and, for the model
- * routes, fills *p with the model and version it names. */
-static route_id route_find(const char *url, v2_path *p, bool *is_v2)
-{
-    v2_route v = v2_route_parse(url, p);
-    *is_v2 = v != V2_ROUTE_NONE;
-    switch (v) {
-    case V2_ROUTE_NONE:
-        break;
-    case V2_ROUTE_UNKNOWN:
-        return RT_NONE;
-    case V2_ROUTE_SERVER:
-        return RT_V2_SERVER;
-    case V2_ROUTE_LIVE:
-        return RT_V2_LIVE;
-    case V2_ROUTE_READY:
-        return RT_V2_READY;
-    case V2_ROUTE_MODEL:
-        return RT_V2_MODEL;
-    case V2_ROUTE_MODEL_READY:
-        return RT_V2_MODEL_READY;
-    case V2_ROUTE_INFER:
-        return RT_V2_INFER;
-    }
-    for (int i = 0; i < RT_V2_SERVER; i++)
-        if (strcmp(url, route_table[i].path) == 0)
-            return (route_id)i;
-    return RT_NONE;
-}
+/* ---- the routes' handlers ------------------------------------------------ */
 
 static enum MHD_Result serve_health(request *r)
 {
@@ -326,14 +295,6 @@ static void job_done(pool_job *job, void *arg)
     MHD_resume_connection(r->conn);
 }
 
-static enum MHD_Result respond_too_large(request *r)
-{
-    char msg[160];
-    snprintf(msg, sizeof msg, "request body is over server.max_body_bytes (%zu bytes)",
-             r->srv->cfg->server.max_body_bytes);
-    return respond_error(r, API_TOO_LARGE, msg, NULL);
-}
-
 static api_limits request_limits(const attnd_config *cfg)
 {
     api_limits limits = {.max_batch = cfg->limits.max_batch,
@@ -367,11 +328,6 @@ static enum MHD_Result encode_start(request *r)
 {
     server *s = r->srv;
     api_error err = {0};
-    if (r->too_large)
-        return respond_too_large(r);
-    if (!is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return respond_error(r, API_UNSUPPORTED_MEDIA, "Content-Type must be application/json",
-                             NULL);
     /* Shutting down is no reason to refuse: a request that got this far was
      * accepted before the listener closed, and accepted requests finish. */
     if (!atomic_load(&s->ready))
@@ -385,10 +341,9 @@ static enum MHD_Result encode_start(request *r)
     return submit_job(r, &r->enc);
 }
 
-static enum MHD_Result v2_finish(request *r);
-
-/* The forward has run (or was refused a place): answer. */
-static enum MHD_Result encode_finish(request *r)
+/* The forward has run (or was refused a place): the queue's and the core's
+ * errors, or the route's answer. */
+static enum MHD_Result forward_finish(request *r)
 {
     server *s = r->srv;
     if (atomic_load(&r->state) == REQ_REJECTED) {
@@ -405,8 +360,14 @@ static enum MHD_Result encode_finish(request *r)
                                                                                    : API_INTERNAL;
         return respond_error(r, kind, job->err.message, NULL);
     }
-    if (r->v2)
-        return v2_finish(r);
+    return r->rt->finish(r);
+}
+
+/* POST /v1/encode: the response to a forward that ran. */
+static enum MHD_Result encode_finish(request *r)
+{
+    server *s = r->srv;
+    const pool_job *job = &r->job;
     const encode_request *e = &r->enc;
     long tokens = 0;
     for (int b = 0; b < e->batch.B; b++)
@@ -447,35 +408,41 @@ static enum MHD_Result v2_not_ready(request *r)
                          NULL);
 }
 
-/* GET /v2, /v2/health/{live,ready}, /v2/models/{name}[/versions/{v}][/ready]. */
-static enum MHD_Result serve_v2(request *r, route_id rt)
+static enum MHD_Result respond_body(request *r, char *body)
+{
+    return body ? respond(r, 200, "application/json", body, strlen(body), NULL) : MHD_NO;
+}
+
+/* GET /v2 */
+static enum MHD_Result serve_v2_server(request *r)
+{
+    return respond_body(r, v2_server_metadata(ATTND_VERSION));
+}
+
+/* GET /v2/health/live */
+static enum MHD_Result serve_v2_live(request *r)
+{
+    return respond_empty(r);
+}
+
+static bool serving(const server *s)
+{
+    return atomic_load(&s->ready) && !atomic_load(&s->shutting_down);
+}
+
+/* GET /v2/health/ready, /v2/models/{name}/ready */
+static enum MHD_Result serve_v2_ready(request *r)
+{
+    return serving(r->srv) ? respond_empty(r) : v2_not_ready(r);
+}
+
+/* GET /v2/models/{name} */
+static enum MHD_Result serve_v2_model(request *r)
 {
     server *s = r->srv;
-    api_error err = {0};
-    const bool ready = atomic_load(&s->ready) && !atomic_load(&s->shutting_down);
-    char *body = NULL;
-    switch (rt) {
-    case RT_V2_SERVER:
-        body = v2_server_metadata(ATTND_VERSION);
-        break;
-    case RT_V2_LIVE:
-        return respond_empty(r);
-    case RT_V2_READY:
-        return ready ? respond_empty(r) : v2_not_ready(r);
-    case RT_V2_MODEL_READY:
-    case RT_V2_MODEL:
-        if (v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
-            return respond_error(r, err.kind, err.message, NULL);
-        if (rt == RT_V2_MODEL_READY)
-            return ready ? respond_empty(r) : v2_not_ready(r);
-        if (!atomic_load(&s->ready))
-            return v2_not_ready(r);
-        body = v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model));
-        break;
-    default:
-        return MHD_NO;
-    }
-    return body ? respond(r, 200, "application/json", body, strlen(body), NULL) : MHD_NO;
+    if (!atomic_load(&s->ready))
+        return v2_not_ready(r);
+    return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model)));
 }
 
 /* POST /v2/models/{name}[/versions/{v}]/infer, once the body is in. */
@@ -483,20 +450,6 @@ static enum MHD_Result v2_infer_start(request *r)
 {
     server *s = r->srv;
     api_error err = {0};
-    if (v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
-        return respond_error(r, err.kind, err.message, NULL);
-    if (r->too_large)
-        return respond_too_large(r);
-    /* Any Content-Type will do, as with Triton (tritonclient sends none);
-     * the framing is Inference-Header-Content-Length's. */
-    const char *ce = header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (ce && strcasecmp(ce, "identity") != 0) {
-        char name[64], msg[160];
-        printable_copy(name, sizeof name, ce);
-        snprintf(msg, sizeof msg,
-                 "Content-Encoding %s is not supported; send the body uncompressed", name);
-        return respond_error(r, API_UNSUPPORTED_MEDIA, msg, NULL);
-    }
     if (!atomic_load(&s->ready))
         return respond_error(r, API_UNAVAILABLE, "the model is still loading",
                              (const char *const[]){"Retry-After", "1", NULL});
@@ -535,143 +488,294 @@ static enum MHD_Result v2_finish(request *r)
                                          "X-Compute-Ms", cms, NULL});
 }
 
-static enum MHD_Result dispatch(request *r, route_id rt, const char *method)
+/* ---- the route table ------------------------------------------------------ */
+
+static enum MHD_Result serve_options(request *r);
+
+/* The v1 routes come first in the table, then the /v2 routes by v2_route. */
+enum { V1_ROUTES = 6, V2_ROUTE_BASE = V1_ROUTES - V2_ROUTE_SERVER };
+
+/* GET routes' allow list; POST routes'. */
+#define ALLOW_GET "GET, HEAD, OPTIONS"
+#define ALLOW_POST "POST, OPTIONS"
+
+#define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
+
+static const route routes[] = {
+    {.path = "/v1/encode", .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON,
+     .serve = encode_start, .finish = encode_finish},
+    {GET_ROUTE("/health", serve_health), .open = true},
+    {GET_ROUTE("/v1/model", serve_model)},
+    {GET_ROUTE("/metrics", serve_metrics)},
+    {GET_ROUTE("/openapi.json", serve_openapi)},
+    {GET_ROUTE("/", serve_page), .open = true},
+    /* The Open Inference Protocol (v2.h); {name} also stands for
+     * {name}/versions/{v}. */
+    [V2_ROUTE_BASE + V2_ROUTE_SERVER] = {GET_ROUTE("/v2", serve_v2_server), .v2 = true},
+    [V2_ROUTE_BASE + V2_ROUTE_LIVE] = {GET_ROUTE("/v2/health/live", serve_v2_live), .open = true,
+                                       .v2 = true},
+    [V2_ROUTE_BASE + V2_ROUTE_READY] = {GET_ROUTE("/v2/health/ready", serve_v2_ready),
+                                        .open = true, .v2 = true},
+    [V2_ROUTE_BASE + V2_ROUTE_MODEL] = {GET_ROUTE("/v2/models/{name}", serve_v2_model),
+                                        .v2 = true, .names_model = true},
+    [V2_ROUTE_BASE + V2_ROUTE_MODEL_READY] = {GET_ROUTE("/v2/models/{name}/ready",
+                                                        serve_v2_ready),
+                                              .v2 = true, .names_model = true},
+    [V2_ROUTE_BASE + V2_ROUTE_INFER] = {.path = "/v2/models/{name}/infer", .allow = ALLOW_POST,
+                                        .post = true, .v2 = true, .names_model = true,
+                                        .media = MEDIA_ANY, .serve = v2_infer_start,
+                                        .finish = v2_finish},
+};
+
+/* The route of a decoded path, or NULL.  A path under /v2 sets r->v2 (its
+ * errors take the protocol's form even when no route matches) and, for the
+ * model routes, fills r->v2path with the model and version it names. */
+static const route *route_find(request *r, const char *path)
 {
-    const char *origin = r->srv->cfg->server.cors_origin;
-    if (strcmp(method, "OPTIONS") == 0) {
-        if (!origin)
-            return respond(r, 204, "text/plain", NULL, 0,
-                           (const char *const[]){"Allow", route_table[rt].allow, NULL});
-        return respond(r, 204, "text/plain", NULL, 0,
-                       (const char *const[]){"Allow", route_table[rt].allow,
-                                             "Access-Control-Allow-Methods", route_table[rt].allow,
-                                             "Access-Control-Allow-Headers",
-                                             "Authorization, Content-Type, X-Request-Id, "
-                                             "Inference-Header-Content-Length",
-                                             "Access-Control-Max-Age", "600", NULL});
+    const v2_route v = v2_route_parse(path, &r->v2path);
+    r->v2 = v != V2_ROUTE_NONE;
+    if (v == V2_ROUTE_UNKNOWN)
+        return NULL;
+    if (r->v2)
+        return &routes[V2_ROUTE_BASE + v];
+    for (size_t i = 0; i < V1_ROUTES; i++)
+        if (strcmp(path, routes[i].path) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+/* ---- what the headers decide ------------------------------------------------ */
+
+/* Sets the answer decided from the headers (the first one wins); -1. */
+static int decide(request *r, api_error_kind kind, const char *const *extra, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int decide(request *r, api_error_kind kind, const char *const *extra, const char *fmt, ...)
+{
+    early_answer *a = &r->early;
+    if (a->err.kind != API_OK)
+        return -1;
+    a->err.kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->err.message, sizeof a->err.message, fmt, ap);
+    va_end(ap);
+    for (int i = 0; extra && extra[i] && i + 2 < (int)(sizeof a->extra / sizeof *a->extra); i += 2) {
+        a->extra[i] = extra[i];
+        a->extra[i + 1] = extra[i + 1];
     }
-    bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    const bool post = rt == RT_ENCODE || rt == RT_V2_INFER;
-    bool method_ok = post ? strcmp(method, "POST") == 0 : is_get;
-    if (!method_ok) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "%s does not accept %s; use %s", route_table[rt].path, r->method,
-                 post ? "POST" : "GET");
-        return respond_error(r, API_METHOD_NOT_ALLOWED, msg,
-                             (const char *const[]){"Allow", route_table[rt].allow, NULL});
+    return -1;
+}
+
+typedef struct field_list {
+    http_field f[64];
+    size_t n;
+    bool more; /* over 64 fields: the rest are not looked at */
+} field_list;
+
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *name,
+                                     const char *value)
+{
+    (void)kind;
+    field_list *l = cls;
+    if (l->n == sizeof l->f / sizeof *l->f) {
+        l->more = true;
+        return MHD_NO;
     }
-    if (rt != RT_HEALTH && rt != RT_PAGE && rt != RT_V2_LIVE && rt != RT_V2_READY && !authorized(r))
-        return respond_error(r, API_UNAUTHORIZED,
-                             "missing or wrong API key: send Authorization: Bearer <key>",
-                             (const char *const[]){"WWW-Authenticate", "Bearer", NULL});
-    switch (rt) {
-    case RT_ENCODE:
-        return encode_start(r);
-    case RT_HEALTH:
-        return serve_health(r);
-    case RT_MODEL:
-        return serve_model(r);
-    case RT_METRICS:
-        return serve_metrics(r);
-    case RT_OPENAPI:
-        return serve_openapi(r);
-    case RT_PAGE:
-        return serve_page(r);
-    case RT_V2_INFER:
-        return v2_infer_start(r);
-    case RT_V2_SERVER:
-    case RT_V2_LIVE:
-    case RT_V2_READY:
-    case RT_V2_MODEL:
-    case RT_V2_MODEL_READY:
-        return serve_v2(r, rt);
-    case RT_NONE:
-        break;
+    l->f[l->n++] = (http_field){name, value};
+    return MHD_YES;
+}
+
+/* Everything the headers can decide, in the order a client would fix it:
+ * framing (RFC 9112), route, method, API key, media type and encoding,
+ * declared size.  Sets r->rt and fr.  Returns 0, or -1 with the answer in
+ * r->early. */
+static int decide_from_headers(request *r, const char *url, const char *method,
+                                const char *version, http_framing *fr)
+{
+    const server *s = r->srv;
+    field_list fl = {.n = 0};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_field, &fl);
+    if (fl.more) { /* the framing of a request with this many fields is not looked into */
+        r->early.close = true;
+        return decide(r, API_BAD_REQUEST, NULL, "over %zu header fields", fl.n);
     }
-    return MHD_NO;
+    api_error err = {0};
+    char path[sizeof r->path];
+    if (framing_check(version, fl.f, fl.n, fr, &err) < 0 ||
+        framing_path(url, path, sizeof path, &err) < 0) {
+        r->early.close = true; /* the body cannot be framed: answer and close */
+        printable_copy(r->path, sizeof r->path, url);
+        return decide(r, err.kind, NULL, "%s", err.message);
+    }
+    printable_copy(r->path, sizeof r->path, path);
+    r->rt = route_find(r, path);
+    const route *rt = r->rt;
+    if (!rt)
+        return decide(r, API_NOT_FOUND, NULL, "no route %s; see /openapi.json", r->path);
+    if (strcmp(method, "OPTIONS") == 0)
+        return 0;
+    const bool method_ok = rt->post ? strcmp(method, "POST") == 0
+                                    : strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (!method_ok)
+        return decide(r, API_METHOD_NOT_ALLOWED, (const char *const[]){"Allow", rt->allow, NULL},
+                      "%s does not accept %s; use %s", rt->path, r->method,
+                      rt->post ? "POST" : "GET");
+    if (!rt->open && !authorized(r))
+        return decide(r, API_UNAUTHORIZED,
+                      (const char *const[]){"WWW-Authenticate", "Bearer", NULL},
+                      "missing or wrong API key: send Authorization: Bearer <key>");
+    if (rt->names_model &&
+        v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
+        return decide(r, err.kind, NULL, "%s", err.message);
+    if (rt->media == MEDIA_NONE)
+        return 0;
+    if (rt->media == MEDIA_JSON && !is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return decide(r, API_UNSUPPORTED_MEDIA, NULL, "Content-Type must be application/json");
+    const char *ce = header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (ce && strcasecmp(ce, "identity") != 0) {
+        char name[64];
+        printable_copy(name, sizeof name, ce);
+        return decide(r, API_UNSUPPORTED_MEDIA, NULL,
+                      "Content-Encoding %s is not supported; send the body uncompressed", name);
+    }
+    if (fr->body == HTTP_BODY_LENGTH && fr->length > s->cfg->server.max_body_bytes)
+        return decide(r, API_TOO_LARGE, NULL,
+                      "request body is over server.max_body_bytes (%zu bytes)",
+                      s->cfg->server.max_body_bytes);
+    return 0;
+}
+
+/* An answer decided from the headers is sent after the body has been read
+ * and discarded, so that a client that sends its whole body before it
+ * reads (Python's http.client, Node's fetch) reads the answer rather than a
+ * reset connection.  Up to DRAIN_SECONDS from the headers and this many body
+ * bytes: twice server.max_body_bytes, at least DRAIN_MIN_BYTES; past either
+ * (or declared past the bytes), it is sent at once with Connection: close. */
+#define DRAIN_SECONDS 30.0
+#define DRAIN_MIN_BYTES (64ull << 20)
+
+static unsigned long long drain_budget(const server *s)
+{
+    const unsigned long long twice = 2ull * s->cfg->server.max_body_bytes;
+    return twice > DRAIN_MIN_BYTES ? twice : DRAIN_MIN_BYTES;
+}
+
+static enum MHD_Result answer_early(request *r, bool before_body_end)
+{
+    r->early.close |= before_body_end;
+    return respond_error(r, r->early.err.kind, r->early.err.message, r->early.extra);
+}
+
+/* OPTIONS on any route: its methods, and CORS's preflight answer. */
+static enum MHD_Result serve_options(request *r)
+{
+    const char *allow = r->rt->allow;
+    if (!r->srv->cfg->server.cors_origin)
+        return respond(r, 204, "text/plain", NULL, 0, (const char *const[]){"Allow", allow, NULL});
+    return respond(r, 204, "text/plain", NULL, 0,
+                   (const char *const[]){"Allow", allow, "Access-Control-Allow-Methods", allow,
+                                         "Access-Control-Allow-Headers",
+                                         "Authorization, Content-Type, X-Request-Id, "
+                                         "Inference-Header-Content-Length",
+                                         "Access-Control-Max-Age", "600", NULL});
 }
 
 /* ---- libmicrohttpd callbacks ------------------------------------------- */
+
+/* The headers are in: the request begins.  Everything the headers decide
+ * is decided here, before a byte of the body is kept. */
+static enum MHD_Result request_begin(server *s, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version, void **con_cls)
+{
+    request *r = calloc(1, sizeof *r);
+    if (!r)
+        return MHD_NO;
+    r->srv = s;
+    r->conn = conn;
+    r->start = pool_now();
+    spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
+    printable_copy(r->method, sizeof r->method, method);
+    request_id_init(r);
+    *con_cls = r;
+    atomic_fetch_add(&s->in_flight, 1);
+    metrics_in_flight(s->mx, 1);
+    http_framing fr = {.body = HTTP_BODY_NONE};
+    if (decide_from_headers(r, url, method, version, &fr) < 0) {
+        /* With Expect: 100-continue the answer replaces 100 Continue: the
+         * client has sent no body. */
+        if (fr.expect_continue)
+            return answer_early(r, false);
+        if (r->early.close || (fr.body == HTTP_BODY_LENGTH && fr.length > drain_budget(s)))
+            return answer_early(r, true);
+        return MHD_YES; /* read and discard the body, then answer */
+    }
+    /* A declared body within the limit gets its buffer now, so it is not
+     * regrown (and copied) piece by piece; at most 4 MiB up front, as a
+     * client may declare more than it sends. */
+    if (fr.body == HTTP_BODY_LENGTH && fr.length > 0) {
+        const size_t want = (size_t)(fr.length < 4u << 20 ? fr.length : 4u << 20) + 1;
+        if ((r->body = malloc(want)))
+            r->cap = want;
+    }
+    return MHD_YES;
+}
+
+/* A piece of the body: kept, or (an answer decided, or over the limit)
+ * counted and discarded. */
+static enum MHD_Result request_piece(request *r, const char *data, size_t n)
+{
+    const server *s = r->srv;
+    if (r->early.err.kind == API_OK && n > s->cfg->server.max_body_bytes - r->len)
+        (void)decide(r, API_TOO_LARGE, NULL, "request body is over server.max_body_bytes (%zu bytes)",
+               s->cfg->server.max_body_bytes);
+    if (r->early.err.kind != API_OK) {
+        free(r->body);
+        r->body = NULL;
+        r->len = r->cap = 0;
+        r->drained += n;
+        if (r->drained > drain_budget(s) || pool_now() - r->start > DRAIN_SECONDS)
+            return answer_early(r, true);
+        return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < r->len + n + 1)
+            cap *= 2;
+        char *b = realloc(r->body, cap);
+        if (!b)
+            return MHD_NO;
+        r->body = b;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return MHD_YES;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
 {
-    (void)version;
-    server *s = cls;
     request *r = *con_cls;
-    if (!r) { /* headers are in: the request begins */
-        r = calloc(1, sizeof *r);
-        if (!r)
-            return MHD_NO;
-        r->srv = s;
-        r->conn = conn;
-        r->start = pool_now();
-        spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
-        printable_copy(r->method, sizeof r->method, method);
-        printable_copy(r->path, sizeof r->path, url);
-        route_id rt = route_find(url, &r->v2path, &r->v2);
-        r->route = rt == RT_NONE ? "other" : route_table[rt].path;
-        request_id_init(r);
-        *con_cls = r;
-        atomic_fetch_add(&s->in_flight, 1);
-        metrics_in_flight(s->mx, 1);
-        /* A declared body over the limit is refused before it is read. */
-        const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > s->cfg->server.max_body_bytes) {
-            r->too_large = 1;
-            if (rt == RT_ENCODE)
-                return encode_start(r);
-            if (rt == RT_V2_INFER)
-                return v2_infer_start(r);
-        }
-        /* A declared body within it gets its buffer now, so it is not
-         * regrown (and copied) piece by piece; at most 4 MiB up front, as a
-         * client may declare more than it sends. */
-        unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-        declared = declared < 4u << 20 ? declared : 4u << 20;
-        if (declared > 0 && (r->body = malloc((size_t)declared + 1)))
-            r->cap = (size_t)declared + 1;
-        return MHD_YES;
-    }
-    if (*upload_size) { /* a piece of the body */
-        size_t n = *upload_size;
+    if (!r)
+        return request_begin(cls, conn, url, method, version, con_cls);
+    if (*upload_size) {
+        const size_t n = *upload_size;
         *upload_size = 0;
-        if (r->too_large || n > s->cfg->server.max_body_bytes - r->len) {
-            r->too_large = 1; /* keep reading, keep nothing; answer 413 at the end */
-            free(r->body);
-            r->body = NULL;
-            r->len = r->cap = 0;
-            return MHD_YES;
-        }
-        if (r->len + n + 1 > r->cap) {
-            size_t cap = r->cap ? r->cap : 4096;
-            while (cap < r->len + n + 1)
-                cap *= 2;
-            char *b = realloc(r->body, cap);
-            if (!b)
-                return MHD_NO;
-            r->body = b;
-            r->cap = cap;
-        }
-        memcpy(r->body + r->len, upload_data, n);
-        r->len += n;
-        r->body[r->len] = '\0';
-        return MHD_YES;
+        return request_piece(r, upload_data, n);
     }
     /* The whole request is in (or a suspended one resumed). */
-    req_state st = atomic_load(&r->state);
+    const req_state st = atomic_load(&r->state);
     if (st == REQ_DONE || st == REQ_REJECTED)
-        return encode_finish(r);
+        return forward_finish(r);
     if (st == REQ_QUEUED)
         return MHD_YES; /* woken early: the worker has not finished */
-    route_id rt = route_find(url, &r->v2path, &r->v2);
-    if (rt == RT_NONE) {
-        char msg[192];
-        snprintf(msg, sizeof msg, "no route %s; see /openapi.json", r->path);
-        return respond_error(r, API_NOT_FOUND, msg, NULL);
-    }
-    return dispatch(r, rt, method);
+    if (r->early.err.kind != API_OK)
+        return answer_early(r, false);
+    if (strcmp(method, "OPTIONS") == 0)
+        return serve_options(r);
+    return r->rt->serve(r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -685,7 +789,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     double secs = pool_now() - r->start;
     spinners_kick(s->spin); /* the client is reading; its next request may follow */
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499;
-    metrics_request(s->mx, r->route, status, secs);
+    metrics_request(s->mx, r->rt ? r->rt->path : "other", status, secs);
     if (s->cfg->server.access_log)
         fprintf(stderr, "%s %s %d %zu %.1fms %s\n", r->method, r->path, status, r->bytes,
                 secs * 1e3, r->id);
@@ -696,6 +800,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
     metrics_in_flight(s->mx, -1);
     atomic_fetch_sub(&s->in_flight, 1);
+}
+
+/* Leaves the request target as it came: framing_path decodes it, refusing
+ * what libmicrohttpd's own decoding would let through (an escaped NUL cuts
+ * the path there). */
+static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return strlen(s);
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -828,6 +942,7 @@ int server_start(server *s, enc_error *err)
                                             cfg->server.max_connections_per_ip, NULL};
     if (cfg->server.threads > 1)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)keep_escaped, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     errno = 0;
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED,

@@ -9,12 +9,13 @@
  *   endless chunked body, garbage instead of HTTP: each answered with a 4xx
  *   or dropped, and the daemon serves the next client;
  * - 1,536 random mutations of valid requests: answered (never a 5xx but 503
- *   or libmicrohttpd's 505) or closed, and the daemon serves on;
+ *   501 or libmicrohttpd's 505) or closed, and the daemon serves on;
  * - a weights file missing or truncated at start;
  * - a request within the limits that the memory left (RLIMIT_AS, set on the
  *   running daemon with prlimit) cannot hold: 503 or 413, then business as
  *   usual;
- * - inputs at the edge of float32 over HTTP: a 400 or a 200 without null. */
+ * - inputs at the edge of float32 over HTTP: a 400 or a 200 without null.
+ * RFC 9112's framing rules, one malformed request each: check_framing.c. */
 #include "daemon.h"
 #include "suites.h"
 #include "test_util.h"
@@ -76,100 +77,6 @@ static void assert_serving(int port, const char *when)
 }
 
 /* ---- raw sockets ----------------------------------------------------------- */
-
-/* A TCP connection to 127.0.0.1:port from source address from (another
- * loopback address such as "127.0.0.2", or NULL), or -1. */
-static int raw_connect_from(int port, const char *from)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (from) {
-        struct sockaddr_in src = {.sin_family = AF_INET};
-        if (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
-            bind(fd, (struct sockaddr *)&src, sizeof src) < 0) {
-            close(fd);
-            return -1;
-        }
-    }
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int raw_connect(int port)
-{
-    return raw_connect_from(port, NULL);
-}
-
-/* Sends all n bytes (MSG_NOSIGNAL); returns 0, or -1 when the peer is gone. */
-static int raw_send(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
-        if (k <= 0)
-            return -1;
-        s += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Reads what the daemon answers on n connections within timeout_ms (by the
- * clock: with many connections poll often returns at once): st[b] is the
- * HTTP status of fd[b]'s first response line, 0 when it was closed without
- * one, -1 when it is still open and silent. */
-static void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
-{
-    enum { LINE = 64 };
-    char *buf = xcalloc((size_t)n, LINE);
-    size_t *len = xcalloc((size_t)n, sizeof *len);
-    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
-    for (int b = 0; b < n; b++)
-        st[b] = -1;
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
-            break;
-        int open = 0;
-        for (int b = 0; b < n; b++) {
-            p[b] = (struct pollfd){.fd = st[b] == -1 ? fd[b] : -1, .events = POLLIN};
-            open += st[b] == -1;
-        }
-        if (open == 0 || poll(p, (nfds_t)n, 50) < 0)
-            break;
-        for (int b = 0; b < n; b++) {
-            if (st[b] != -1 || !(p[b].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char *line = buf + (size_t)b * LINE;
-            const ssize_t k = recv(fd[b], line + len[b], LINE - 1 - len[b], 0);
-            if (k > 0)
-                len[b] += (size_t)k;
-            line[len[b]] = '\0';
-            if (len[b] >= 12 && strncmp(line, "HTTP/1.", 7) == 0)
-                st[b] = atoi(line + 9);
-            else if (k <= 0 || len[b] == LINE - 1)
-                st[b] = 0;
-        }
-    }
-    free(p);
-    free(len);
-    free(buf);
-}
-
-/* raw_statuses on one connection. */
-static int raw_status(int fd, int timeout_ms)
-{
-    int st;
-    raw_statuses(&fd, &st, 1, timeout_ms);
-    return st;
-}
 
 /* Whether the daemon still holds the connection fd open (nothing to read,
  * no end of file).  Does not wait. */
@@ -423,22 +330,6 @@ START_TEST(test_lying_content_length)
 }
 END_TEST
 
-/* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
-static unsigned long proc_status_kb(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *fp = fopen(path, "r");
-    unsigned long kb = 0;
-    size_t n = strlen(field);
-    while (fp && fgets(line, sizeof line, fp))
-        if (strncmp(line, field, n) == 0)
-            kb = strtoul(line + n, NULL, 10);
-    if (fp)
-        fclose(fp);
-    return kb;
-}
-
 /* A chunked body that never ends: the daemon keeps none of it past
  * max_body_bytes (it reads and discards the rest, to answer 413 when the
  * body ends), or answers 413, or hangs up; its memory does not grow with
@@ -622,8 +513,9 @@ START_TEST(test_mutated_requests)
         for (int b = 0; b < batch; b++) {
             close(fd[b]);
             /* 505: libmicrohttpd's own answer to a request line that is
-             * not HTTP/1.0 or 1.1 (RFC 9110 15.6.6), before attnd sees it */
-            if (st[b] >= 500 && st[b] != 503 && st[b] != 505) {
+             * not HTTP/1.0 or 1.1 (RFC 9110 15.6.6), before attnd sees it;
+             * 501: a transfer coding other than chunked (RFC 9112 6.1) */
+            if (st[b] >= 500 && st[b] != 501 && st[b] != 503 && st[b] != 505) {
                 http_resp none = {.status = st[b]};
                 fail_with_log("a mutated request", seed_requests[seed_of[b]], &none);
             }

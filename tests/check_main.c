@@ -30,6 +30,7 @@ int main(void)
     srunner_add_suite(sr, v2_suite());
     srunner_add_suite(sr, csr_suite());
     srunner_add_suite(sr, spin_suite());
+    srunner_add_suite(sr, framing_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -1,7 +1,12 @@
 /* daemon.c - run attnd for integration tests, and a small libcurl client. */
 #include "daemon.h"
 
+#include "test_util.h"
+
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -316,4 +321,195 @@ void http_resp_free(http_resp *r)
     free(r->body);
     free(r->headers);
     r->body = r->headers = NULL;
+}
+
+/* ---- raw sockets ---------------------------------------------------------- */
+
+/* A TCP connection to 127.0.0.1:port from source address from (another
+ * loopback address such as "127.0.0.2", or NULL), or -1. */
+int raw_connect_from(int port, const char *from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (from) {
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        if (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+            bind(fd, (struct sockaddr *)&src, sizeof src) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int raw_connect(int port)
+{
+    return raw_connect_from(port, NULL);
+}
+
+/* Sends all n bytes (MSG_NOSIGNAL); returns 0, or -1 when the peer is gone. */
+int raw_send(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
+        if (k <= 0)
+            return -1;
+        s += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Reads what the daemon answers on n connections within timeout_ms (by the
+ * clock: with many connections poll often returns at once): st[b] is the
+ * HTTP status of fd[b]'s first response line, 0 when it was closed without
+ * one, -1 when it is still open and silent. */
+void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
+{
+    enum { LINE = 64 };
+    char *buf = xcalloc((size_t)n, LINE);
+    size_t *len = xcalloc((size_t)n, sizeof *len);
+    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
+    for (int b = 0; b < n; b++)
+        st[b] = -1;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+            break;
+        int open = 0;
+        for (int b = 0; b < n; b++) {
+            p[b] = (struct pollfd){.fd = st[b] == -1 ? fd[b] : -1, .events = POLLIN};
+            open += st[b] == -1;
+        }
+        if (open == 0 || poll(p, (nfds_t)n, 50) < 0)
+            break;
+        for (int b = 0; b < n; b++) {
+            if (st[b] != -1 || !(p[b].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char *line = buf + (size_t)b * LINE;
+            const ssize_t k = recv(fd[b], line + len[b], LINE - 1 - len[b], 0);
+            if (k > 0)
+                len[b] += (size_t)k;
+            line[len[b]] = '\0';
+            if (len[b] >= 12 && strncmp(line, "HTTP/1.", 7) == 0)
+                st[b] = atoi(line + 9);
+            else if (k <= 0 || len[b] == LINE - 1)
+                st[b] = 0;
+        }
+    }
+    free(p);
+    free(len);
+    free(buf);
+}
+
+/* raw_statuses on one connection. */
+int raw_status(int fd, int timeout_ms)
+{
+    int st;
+    raw_statuses(&fd, &st, 1, timeout_ms);
+    return st;
+}
+
+/* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
+unsigned long proc_status_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "r");
+    unsigned long kb = 0;
+    size_t n = strlen(field);
+    while (fp && fgets(line, sizeof line, fp))
+        if (strncmp(line, field, n) == 0)
+            kb = strtoul(line + n, NULL, 10);
+    if (fp)
+        fclose(fp);
+    return kb;
+}
+
+
+/* Reads one response from fd into out (status, raw headers, body framed by
+ * Content-Length or by the connection's end).  Returns 0, or -1 when no
+ * status line came within timeout_ms. */
+static int raw_read_response(int fd, int timeout_ms, http_resp *out)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xcalloc(cap, 1);
+    long want = -1; /* the whole response's length, once the headers are in */
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (want < 0 || (long)len < want) {
+        if (poll(&p, 1, timeout_ms) <= 0)
+            break;
+        if (len + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+        const ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        if (want < 0 && end && strncmp(buf, "HTTP/1.1 100", 12) != 0) {
+            const char *cl = strcasestr(buf, "\r\nContent-Length:");
+            if (cl && cl < end)
+                want = (end + 4 - buf) + atol(cl + 17);
+        } else if (end && strncmp(buf, "HTTP/1.1 100", 12) == 0) {
+            /* an interim 100 Continue: what follows is the response */
+            memmove(buf, end + 4, len - (size_t)(end + 4 - buf) + 1);
+            len -= (size_t)(end + 4 - buf);
+        }
+    }
+    char *end = strstr(buf, "\r\n\r\n");
+    if (strncmp(buf, "HTTP/1.", 7) != 0 || !end) {
+        free(buf);
+        return -1;
+    }
+    *end = '\0';
+    out->status = atol(buf + 9);
+    out->headers = strdup(buf);
+    out->len = len - (size_t)(end + 4 - buf);
+    out->body = xcalloc(out->len + 1, 1);
+    memcpy(out->body, end + 4, out->len);
+    free(buf);
+    return 0;
+}
+
+int raw_request(int port, const char *text, size_t len, http_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    const int fd = raw_connect(port);
+    if (fd < 0)
+        return -2;
+    /* The headers, then (as Python's http.client does, in a second write a
+     * moment later) the whole body, and only then read: an answer sent
+     * before the body and the connection closed under it is lost. */
+    const char *end = strstr(text, "\r\n\r\n");
+    const size_t head = end && (size_t)(end + 4 - text) < len ? (size_t)(end + 4 - text) : len;
+    int rc = raw_send(fd, text, head);
+    if (rc == 0 && head < len) {
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        rc = raw_send(fd, text + head, len - head);
+    }
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    rc = raw_read_response(fd, 30000, out);
+    close(fd);
+    return rc < 0 ? -2 : 0;
+}
+
+int raw_exchange(int fd, const char *text, size_t len, http_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    if (raw_send(fd, text, len) < 0)
+        return -1;
+    return raw_read_response(fd, 30000, out) < 0 ? -2 : 0;
 }

@@ -24,5 +24,6 @@ Suite *hostile_suite(void);
 Suite *v2_suite(void);
 Suite *spin_suite(void);
 Suite *jsontext_suite(void);
+Suite *framing_suite(void);
 
 #endif

@@ -25,7 +25,8 @@ SCHEMAS = {
         "type": "object", "required": ["type", "message"], "properties": {
             "type": {"type": "string", "enum": [
                 "invalid_request", "unauthorized", "not_found", "method_not_allowed", "too_large",
-                "unsupported_media_type", "queue_full", "internal", "unavailable"]},
+                "unsupported_media_type", "queue_full", "internal", "not_implemented",
+                "unavailable"]},
             "message": {"type": "string", "description": "What was wrong and where (field and index)."}}}}},
     "Window": {"oneOf": [
         {"type": "integer", "minimum": 0},
