@@ -285,7 +285,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_textbook_model.py config/textbook.safetensors
 
 format:
-	clang-format -i core/*.[ch] config/*.[ch] server/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
+	clang-format -i core/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
 
 clean:
 	rm -rf build

@@ -5,12 +5,15 @@
  *                         [--seconds S] [--max-requests N] [--warmup W]
  *   http_bench throughput --port P --clients C --batch B --len L --seconds S
  * common: --host 127.0.0.1  --d-model D (768)  --name KEY (prefix of RESULT keys)
- *         --attention heads|mean|none (heads)
+ *         --attention heads|mean|none (heads)  --pid PID (the daemon's, for its faults)
  *
  * latency: one client sends identical requests one after the other until S
  * seconds or N requests, and reports p50/p99 of the end-to-end time of each
  * (curl_easy_perform: send the body, the daemon decodes, computes, encodes,
- * receive the whole body), plus the median of the daemon's own X-Compute-Ms.
+ * receive the whole body), plus the median of the daemon's own X-Compute-Ms
+ * and, with --pid, the daemon's minor page faults per measured request
+ * (/proc/PID/stat's minflt before and after: memory it touched for the first
+ * time, which a daemon that reuses its buffers does not).
  * throughput: C clients start together, each sends requests back to back
  * until S seconds have passed; tokens/s = successful requests x B x L / the
  * wall time from the start until the last client's last response.
@@ -44,6 +47,7 @@ typedef struct options {
     double seconds;
     int max_requests;
     int warmup;
+    int pid; /* the daemon's, or 0 */
 } options;
 
 /* A growing NUL-terminated string. */
@@ -282,6 +286,25 @@ static void client_report_error(const client *c)
         fprintf(stderr, "http_bench: HTTP %ld: %.120s\n", c->last_status, c->head);
 }
 
+/* Minor page faults of process pid so far (/proc/PID/stat field 10), or -1. */
+static long minor_faults(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    long v = -1;
+    /* after ")": state ppid pgrp session tty_nr tpgid flags minflt */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1)
+        return -1;
+    return v;
+}
+
 static int run_latency(const options *o, const text *body)
 {
     client c;
@@ -294,10 +317,12 @@ static int run_latency(const options *o, const text *body)
             return 1;
         }
     }
+    const long faults0 = o->pid ? minor_faults(o->pid) : -1;
     double end = bench_now_ms() + o->seconds * 1e3;
     while (c.n < (size_t)o->max_requests && bench_now_ms() < end && !c.errors) {
         client_send(&c, 1);
     }
+    const long faults1 = faults0 >= 0 ? minor_faults(o->pid) : -1;
     if (c.errors || c.n == 0) {
         client_report_error(&c);
         client_free(&c);
@@ -315,6 +340,15 @@ static int run_latency(const options *o, const text *body)
            (double)c.body_bytes / 1024);
     printf("RESULT %s_p50_ms=%.3f %s_p99_ms=%.3f %s_compute_ms=%.3f %s_requests=%zu\n", o->name,
            p50, o->name, p99, o->name, compute, o->name, c.n);
+    if (faults1 >= 0) {
+        /* the response's pages: what first-touching it all would cost */
+        const double per = (double)(faults1 - faults0) / (double)c.n;
+        const double pages = (double)c.body_bytes / 4096;
+        printf("daemon minor faults per request: %.1f (%.2f%% of the response's %.0f pages)\n",
+               per, 100 * per / pages, pages);
+        printf("RESULT %s_faults=%.1f %s_fault_pct=%.3f\n", o->name, per, o->name,
+               100 * per / pages);
+    }
     client_free(&c);
     return 0;
 }
@@ -395,7 +429,8 @@ static void usage(void)
     fputs("usage: http_bench latency --port P --format b64|json --batch B --len L\n"
           "                          [--seconds S] [--max-requests N] [--warmup W]\n"
           "       http_bench throughput --port P --clients C --batch B --len L --seconds S\n"
-          "       common: [--host H] [--d-model D] [--name KEY] [--attention heads|mean|none]\n",
+          "       common: [--host H] [--d-model D] [--name KEY] [--attention heads|mean|none]\n"
+          "               [--pid PID]\n",
           stderr);
     exit(2);
 }
@@ -457,6 +492,8 @@ static options parse_args(int argc, char **argv)
             o.seconds = strtod(v, NULL);
         else if (!strcmp(f, "--max-requests"))
             o.max_requests = parse_int(f, v);
+        else if (!strcmp(f, "--pid"))
+            o.pid = parse_int(f, v);
         else if (!strcmp(f, "--warmup"))
             o.warmup = parse_int(f, v);
         else

@@ -36,12 +36,15 @@ int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
 int api_error_status(api_error_kind kind);      /* 400, 401, ... */
 const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
 
-/* The limits a request is checked against before anything is allocated. */
+/* The limits a request is checked against before anything is allocated,
+ * and where its large buffers come from. */
+struct bufpool;
 typedef struct api_limits {
     int max_batch;
     int max_seq_len;
     long max_batch_tokens;       /* B * L */
     size_t max_attention_bytes;  /* float32 bytes of the attention output */
+    struct bufpool *pool;        /* the input and outputs' buffers (bufpool.h); NULL: malloc */
 } api_limits;
 
 #endif

@@ -55,6 +55,9 @@
  * only and cut, so a message is always valid UTF-8.
  */
 #include "encode.h"
+
+#include "bufpool.h"
+#include "codec/stream.h"
 #include "jsontext.h"
 #include "strbuf.h"
 
@@ -176,12 +179,6 @@ static void *alloc_zero(size_t n, size_t size)
 static size_t seq_len_of(const encode_request *req, size_t b)
 {
     return req->lengths ? (size_t)req->lengths[b] : (size_t)req->batch.L;
-}
-
-static float *alloc_floats(size_t n)
-{
-    size_t bytes;
-    return mul_over(n ? n : 1, sizeof(float), &bytes) ? NULL : malloc(bytes);
 }
 
 /* ---- base64 (RFC 4648, standard alphabet, with padding) ------------------ */
@@ -311,7 +308,7 @@ static size_t b64_decode_vbmi(const unsigned char *s, size_t len, unsigned char 
 }
 #endif
 
-static size_t b64_encode_block(const unsigned char *src, size_t n, char *dst)
+size_t encode_base64_block(const unsigned char *src, size_t n, char *dst)
 {
     pthread_once(&b64_pairs_once, b64_pairs_init);
     size_t i = b64_vbmi() ? b64_encode_vbmi(src, n, dst) : 0, o = i / 3 * 4;
@@ -414,7 +411,7 @@ char *base64_encode(const void *data, size_t len, size_t *out_len)
     char *s = malloc(n + 1);
     if (!s)
         return NULL;
-    size_t w = b64_encode_block(data ? data : "", len, s);
+    size_t w = encode_base64_block(data ? data : "", len, s);
     s[w] = '\0';
     if (out_len)
         *out_len = w;
@@ -835,6 +832,7 @@ static uint64_t drop_bytes(uint64_t v, int n)
  * and how far past its end it may scribble. */
 #define FLOAT_CHARS 15
 #define FLOAT_SLACK 16
+_Static_assert(FLOAT_CHARS + FLOAT_SLACK == ENCODE_FLOAT_ROOM, "encode.h's ENCODE_FLOAT_ROOM");
 
 /* Writes f with p (1..9) significant digits as "%.{p}g" does, or null when
  * f is not finite, to out (room for FLOAT_CHARS + FLOAT_SLACK bytes; not
@@ -935,6 +933,11 @@ fallback:;
     n = n > 0 && n <= FLOAT_CHARS ? n : 0;
     memcpy(out, buf, (size_t)n);
     return (size_t)n;
+}
+
+size_t encode_float_text(char *out, float f, int precision)
+{
+    return fmt_float(out, f, precision);
 }
 
 size_t encode_format_float(char *buf, float f, int precision)
@@ -1618,7 +1621,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
         return -1;
     if (sc->walk_bad)
         return BAD("%s", sc->walk_msg);
-    if (!(req->x = malloc(B * L * D * sizeof *req->x)))
+    if (!(req->x = encode_alloc_input(req, B * L * D)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
     const int rc = read_numbers(body + sc->start, body + sc->end, req->x, B * L * D);
     if (rc == -1)
@@ -1677,7 +1680,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
         return BAD("embeddings_b64 holds %zu bytes; shape [%s] needs %zu (float32, 4 bytes each)",
                    have, dims_s, need);
     }
-    if (!(req->x = malloc(need ? need : 1)))
+    if (!(req->x = encode_alloc_input(req, (need + 3) / 4)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
     unsigned char *bytes = (unsigned char *)req->x;
     size_t bad;
@@ -2151,6 +2154,7 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
 {
     if (encode_request_init(req, hp, err) < 0)
         return -1;
+    req->pool = limits ? limits->pool : NULL;
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
@@ -2227,24 +2231,45 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
     return n;
 }
 
+float *encode_alloc_input(encode_request *req, size_t n)
+{
+    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->pool, n * sizeof(float));
+}
+
+/* Floats rounded up to a cache line's worth, so each array of the outputs'
+ * block starts 64-byte aligned. */
+static size_t line_floats(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err)
 {
     if (!req->x || !hp || hp->n_layers != req->n_layers)
         return api_error_set(err, API_INTERNAL, "encode: outputs for an unparsed request");
-    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
-    /* Not zeroed: the forward writes every entry of both, padding included
-     * (zeroing cost 0.03 ms at B=1 L=128; valgrind's memcheck would report
-     * an entry left unwritten when the response reads it). */
-    req->out = alloc_floats(B * L * (size_t)hp->d_model);
-    req->attn = alloc_zero((size_t)req->n_layers, sizeof *req->attn);
-    if (!req->out || !req->attn)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
     if (req->csr && !req->blockmask)
         return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
-    const size_t per_layer = encode_attention_floats(req, hp);
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t n_out = line_floats(B * L * (size_t)hp->d_model);
+    const size_t per_layer = line_floats(encode_attention_floats(req, hp));
+    size_t layers = 0;
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
-        if (req->want_layer[l] && !(req->attn[l] = alloc_floats(per_layer ? per_layer : 1)))
-            return api_error_set(err, API_UNAVAILABLE, "out of memory for the attention weights");
+        layers += req->want_layer[l];
+    /* One block for the outputs and every wanted layer's weights, taken
+     * from the pool: the forward writes into memory the last request left
+     * mapped.  Not zeroed: the forward writes every entry, padding included
+     * (valgrind's memcheck would report an entry left unwritten when the
+     * response reads it).  The sizes were held to the limits already. */
+    req->attn = alloc_zero((size_t)req->n_layers, sizeof *req->attn);
+    req->out = bufpool_take(req->pool, (n_out + layers * per_layer) * sizeof(float));
+    if (!req->out || !req->attn)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
+    float *next = req->out + n_out;
+    for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
+        if (req->want_layer[l]) {
+            req->attn[l] = next;
+            next += per_layer;
+        }
     return 0;
 }
 
@@ -2261,7 +2286,7 @@ void encode_request_free(encode_request *req)
 {
     if (!req)
         return;
-    free(req->x);
+    bufpool_give(req->pool, req->x);
     free(req->lengths);
     free(req->global);
     free(req->key_padding);
@@ -2270,393 +2295,218 @@ void encode_request_free(encode_request *req)
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);
-    free(req->out);
-    for (int l = 0; req->attn && l < req->n_layers; l++)
-        free(req->attn[l]);
+    bufpool_give(req->pool, req->out);
     free(req->attn);
     memset(req, 0, sizeof *req);
 }
 
 /* ---- the response ---------------------------------------------------------- */
 
-static void sb_size(strbuf *sb, size_t v)
-{
-    char t[32];
-    int n = snprintf(t, sizeof t, "%zu", v);
-    strbuf_put(sb, t, (size_t)n);
-}
-
-/* Base64 of a float stream, written into an strbuf as it goes. */
-typedef struct b64w {
-    strbuf *sb;
-    unsigned char buf[3 * 1024];
-    size_t n;
-} b64w;
-
-static void b64w_flush(b64w *w, bool final)
-{
-    size_t n = final ? w->n : w->n / 3 * 3;
-    if (strbuf_reserve(w->sb, n / 3 * 4 + 4)) {
-        w->sb->len += b64_encode_block(w->buf, n, w->sb->s + w->sb->len);
-    }
-    memmove(w->buf, w->buf + n, w->n - n);
-    w->n -= n;
-}
-
-/* One sequence's piece of a result: [heads][rows][cols] (heads 0: no head
- * dimension) at base, rows stride floats apart, heads head_stride apart. */
-typedef struct seq_view {
-    const float *base;
-    size_t heads, rows, cols, stride, head_stride;
-} seq_view;
-
-/* Sequence b of the outputs (layer < 0) or of layer's attention. */
-static seq_view view_of(const encode_request *req, const enc_hparams *hp, int layer, size_t b)
+/* Sequence b of the outputs (layer < 0) or of layer's attention: [rows][cols]
+ * or, per head, [heads][rows][cols]. */
+static stream_view view_of(const encode_request *req, const enc_hparams *hp, int layer, size_t b)
 {
     const size_t L = (size_t)req->batch.L, len = seq_len_of(req, b), D = (size_t)hp->d_model;
     if (layer < 0)
-        return (seq_view){req->out + b * L * D, 0, len, D, D, 0};
+        return (stream_view){req->out + b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    return (seq_view){
-        req->attn[layer] + b * (heads ? heads : 1) * L * L, heads, len, len, L, L * L};
+    const float *base = req->attn[layer] + b * (heads ? heads : 1) * L * L;
+    if (!heads)
+        return (stream_view){base, STREAM_FLOAT32, 2, {len, len}, {L, 1}};
+    return (stream_view){base, STREAM_FLOAT32, 3, {heads, len, len}, {L * L, L, 1}};
 }
 
-/* [n floats with p significant digits], null for any non-finite one. */
-static void write_row(strbuf *sb, const float *row, size_t n, int p)
+/* n 4-byte words at p as a vector. */
+static stream_view words(const void *p, stream_word word, size_t n)
 {
-    if (n > SIZE_MAX / 2 / (FLOAT_CHARS + 1) ||
-        !strbuf_reserve(sb, n * (FLOAT_CHARS + 1) + 2 + FLOAT_SLACK))
-        return;
-    p = p < 1 ? 1 : p > 9 ? 9 : p;
-    char *o = sb->s + sb->len;
-    *o++ = '[';
-    for (size_t j = 0; j < n; j++) {
-        if (j)
-            *o++ = ',';
-        o += fmt_float(o, row[j], p);
-    }
-    *o++ = ']';
-    sb->len = (size_t)(o - sb->s);
-}
-
-static void write_json_view(strbuf *sb, const seq_view *v, int precision)
-{
-    const size_t nh = v->heads ? v->heads : 1;
-    if (v->heads)
-        strbuf_put(sb, "[", 1);
-    for (size_t h = 0; h < nh; h++) {
-        strbuf_put(sb, h ? ",[" : "[", h ? 2 : 1);
-        for (size_t i = 0; i < v->rows; i++) {
-            const float *row = v->base + h * v->head_stride + i * v->stride;
-            if (i)
-                strbuf_put(sb, ",", 1);
-            write_row(sb, row, v->cols, precision);
-        }
-        strbuf_put(sb, "]", 1);
-    }
-    if (v->heads)
-        strbuf_put(sb, "]", 1);
-}
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* n 4-byte words at f (float32 or int32), whose bytes in memory are
- * already little-endian: copied into the buffer, or (a long run with the
- * buffer empty) encoded straight from memory. */
-static void b64w_words(b64w *w, const void *f, size_t n)
-{
-    const unsigned char *p = f;
-    size_t bytes = n * 4;
-    while (bytes) {
-        if (w->n == 0 && bytes >= sizeof w->buf) {
-            const size_t m = bytes / 3 * 3;
-            if (strbuf_reserve(w->sb, m / 3 * 4 + 4))
-                w->sb->len += b64_encode_block(p, m, w->sb->s + w->sb->len);
-            p += m;
-            bytes -= m;
-            continue;
-        }
-        const size_t k = bytes < sizeof w->buf - w->n ? bytes : sizeof w->buf - w->n;
-        memcpy(w->buf + w->n, p, k);
-        w->n += k;
-        p += k;
-        bytes -= k;
-        if (w->n == sizeof w->buf)
-            b64w_flush(w, false);
-    }
-}
-#else
-static void b64w_word(b64w *w, uint32_t u)
-{
-    if (w->n + 4 > sizeof w->buf)
-        b64w_flush(w, false);
-    w->buf[w->n++] = (unsigned char)(u & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 8 & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 16 & 0xff);
-    w->buf[w->n++] = (unsigned char)(u >> 24);
-}
-
-static void b64w_words(b64w *w, const void *f, size_t n)
-{
-    const unsigned char *p = f;
-    for (size_t j = 0; j < n; j++) {
-        uint32_t u;
-        memcpy(&u, p + 4 * j, sizeof u);
-        b64w_word(w, u);
-    }
-}
-#endif
-
-static void b64w_floats(b64w *w, const float *f, size_t n)
-{
-    b64w_words(w, f, n);
-}
-
-
-static void write_b64_view(b64w *w, const seq_view *v)
-{
-    const size_t nh = v->heads ? v->heads : 1;
-    if (v->stride == v->cols && (nh == 1 || v->head_stride == v->rows * v->cols)) {
-        b64w_floats(w, v->base, nh * v->rows * v->cols); /* one contiguous block */
-        return;
-    }
-    for (size_t h = 0; h < nh; h++)
-        for (size_t i = 0; i < v->rows; i++)
-            b64w_floats(w, v->base + h * v->head_stride + i * v->stride, v->cols);
-}
-
-/* "H,rows,cols" or "rows,cols" of a view. */
-static void write_dims(strbuf *sb, const seq_view *v)
-{
-    if (v->heads) {
-        sb_size(sb, v->heads);
-        strbuf_put(sb, ",", 1);
-    }
-    sb_size(sb, v->rows);
-    strbuf_put(sb, ",", 1);
-    sb_size(sb, v->cols);
+    return (stream_view){p, word, 1, {n}, {1}};
 }
 
 /* The outputs (layer < 0) or a layer's attention in the request's form:
  * nested numbers, one base64 string, or (ragged base64) one per sequence. */
-static void write_tensor(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+static void write_tensor(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     if (!req->base64_out) {
         if (req->batched)
-            strbuf_put(sb, "[", 1);
+            stream_text(st, "[", 1);
         for (size_t b = 0; b < B; b++) {
-            seq_view v = view_of(req, hp, layer, b);
+            const stream_view v = view_of(req, hp, layer, b);
             if (b)
-                strbuf_put(sb, ",", 1);
-            write_json_view(sb, &v, req->precision);
+                stream_text(st, ",", 1);
+            stream_json(st, &v, req->precision);
         }
         if (req->batched)
-            strbuf_put(sb, "]", 1);
+            stream_text(st, "]", 1);
         return;
     }
     const bool per_seq = req->lengths && req->batched;
-    b64w stream = {.sb = sb, .n = 0}, *w = &stream;
-    strbuf_put(sb, per_seq ? "[\"" : "\"", per_seq ? 2 : 1);
+    stream_text(st, per_seq ? "[\"" : "\"", per_seq ? 2 : 1);
     for (size_t b = 0; b < B; b++) {
-        seq_view v = view_of(req, hp, layer, b);
-        if (per_seq && b) {
-            b64w_flush(w, true);
-            strbuf_put(sb, "\",\"", 3);
-        }
-        write_b64_view(w, &v);
+        const stream_view v = view_of(req, hp, layer, b);
+        if (per_seq && b)
+            stream_text(st, "\",\"", 3);
+        stream_base64(st, &v);
     }
-    b64w_flush(w, true);
-    strbuf_put(sb, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
+    stream_text(st, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
 }
 
-/* [n integers] */
-static void write_ints(strbuf *sb, const int32_t *v, size_t n)
+/* n 4-byte words at p as one base64 string. */
+static void write_b64_words(stream *st, const void *p, stream_word word, size_t n)
 {
-    if (n > SIZE_MAX / 16 || !strbuf_reserve(sb, n * 12 + 2))
-        return;
-    char *o = sb->s + sb->len;
-    *o++ = '[';
-    for (size_t k = 0; k < n; k++) {
-        if (k)
-            *o++ = ',';
-        o += snprintf(o, 12, "%" PRId32, v[k]);
-    }
-    *o++ = ']';
-    sb->len = (size_t)(o - sb->s);
-}
-
-/* n 4-byte little-endian words at p as one base64 string. */
-static void write_b64_words(strbuf *sb, const void *p, size_t n)
-{
-    b64w w = {.sb = sb, .n = 0};
-    strbuf_put(sb, "\"", 1);
-    b64w_words(&w, p, n);
-    b64w_flush(&w, true);
-    strbuf_put(sb, "\"", 1);
+    const stream_view v = words(p, word, n);
+    stream_text(st, "\"", 1);
+    stream_base64(st, &v);
+    stream_text(st, "\"", 1);
 }
 
 /* A layer's attention as CSR (docs/api.md): per sequence {"indptr",
  * "indices", "values"} (base64: strings and their shapes); an array of them
  * for batched input. */
-static void write_csr(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+static void write_csr(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
     const size_t nh = heads ? heads : 1;
     const float *values = req->attn[layer];
     if (req->batched)
-        strbuf_put(sb, "[", 1);
+        stream_text(st, "[", 1);
     for (size_t b = 0; b < B; b++) {
         const size_t len = seq_len_of(req, b), nnz = enc_blockmask_nnz(req->blockmask, (int)b);
         const int32_t *indptr = enc_blockmask_indptr(req->blockmask, (int)b);
         const int32_t *indices = enc_blockmask_indices(req->blockmask, (int)b);
-        strbuf_puts(sb, b ? ",{\"indptr\":" : "{\"indptr\":");
+        stream_puts(st, b ? ",{\"indptr\":" : "{\"indptr\":");
         if (req->base64_out) {
-            write_b64_words(sb, indptr, len + 1);
-            strbuf_puts(sb, ",\"indices\":");
-            write_b64_words(sb, indices, nnz);
-            strbuf_puts(sb, ",\"values\":");
-            write_b64_words(sb, values, nh * nnz);
-            strbuf_puts(sb, ",\"indptr_shape\":[");
-            sb_size(sb, len + 1);
-            strbuf_puts(sb, "],\"indices_shape\":[");
-            sb_size(sb, nnz);
-            strbuf_puts(sb, "],\"values_shape\":[");
-            if (heads) {
-                sb_size(sb, heads);
-                strbuf_put(sb, ",", 1);
-            }
-            sb_size(sb, nnz);
-            strbuf_puts(sb, "]}");
-        } else {
-            write_ints(sb, indptr, len + 1);
-            strbuf_puts(sb, ",\"indices\":");
-            write_ints(sb, indices, nnz);
-            strbuf_puts(sb, ",\"values\":");
+            write_b64_words(st, indptr, STREAM_INT32, len + 1);
+            stream_puts(st, ",\"indices\":");
+            write_b64_words(st, indices, STREAM_INT32, nnz);
+            stream_puts(st, ",\"values\":");
+            write_b64_words(st, values, STREAM_FLOAT32, nh * nnz);
+            stream_printf(st, ",\"indptr_shape\":[%zu],\"indices_shape\":[%zu],\"values_shape\":[",
+                          len + 1, nnz);
             if (heads)
-                strbuf_put(sb, "[", 1);
-            for (size_t h = 0; h < nh; h++) {
-                if (h)
-                    strbuf_put(sb, ",", 1);
-                write_row(sb, values + h * nnz, nnz, req->precision);
+                stream_printf(st, "%zu,", heads);
+            stream_printf(st, "%zu]}", nnz);
+        } else {
+            const stream_view ip = words(indptr, STREAM_INT32, len + 1);
+            const stream_view ix = words(indices, STREAM_INT32, nnz);
+            const stream_view vals = {values, STREAM_FLOAT32, 2, {nh, nnz}, {nnz, 1}};
+            stream_json(st, &ip, 0);
+            stream_puts(st, ",\"indices\":");
+            stream_json(st, &ix, 0);
+            stream_puts(st, ",\"values\":");
+            if (heads) {
+                stream_json(st, &vals, req->precision);
+            } else {
+                const stream_view row = words(values, STREAM_FLOAT32, nnz);
+                stream_json(st, &row, req->precision);
             }
-            strbuf_puts(sb, heads ? "]}" : "}");
+            stream_puts(st, "}");
         }
         values += nh * nnz;
     }
     if (req->batched)
-        strbuf_put(sb, "]", 1);
+        stream_text(st, "]", 1);
+}
+
+/* "H,rows,cols" or "rows,cols" of a view. */
+static void write_dims(stream *st, const stream_view *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        stream_printf(st, d ? ",%zu" : "%zu", v->dims[d]);
 }
 
 /* outputs_shape / attention_shape for the base64 form. */
-static void write_shape(strbuf *sb, const encode_request *req, const enc_hparams *hp, int layer)
+static void write_shape(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     if (req->lengths && req->batched) {
-        strbuf_put(sb, "[", 1);
+        stream_text(st, "[", 1);
         for (size_t b = 0; b < B; b++) {
-            seq_view v = view_of(req, hp, layer, b);
-            strbuf_put(sb, b ? ",[" : "[", b ? 2 : 1);
-            write_dims(sb, &v);
-            strbuf_put(sb, "]", 1);
+            const stream_view v = view_of(req, hp, layer, b);
+            stream_text(st, b ? ",[" : "[", b ? 2 : 1);
+            write_dims(st, &v);
+            stream_text(st, "]", 1);
         }
-        strbuf_put(sb, "]", 1);
+        stream_text(st, "]", 1);
         return;
     }
-    seq_view v = view_of(req, hp, layer, 0);
-    strbuf_put(sb, "[", 1);
-    if (req->batched) {
-        sb_size(sb, B);
-        strbuf_put(sb, ",", 1);
+    const stream_view v = view_of(req, hp, layer, 0);
+    stream_text(st, "[", 1);
+    if (req->batched)
+        stream_printf(st, "%zu,", B);
+    write_dims(st, &v);
+    stream_text(st, "]", 1);
+}
+
+int encode_response_stream(const encode_request *req, const char *model_name,
+                           const enc_hparams *hp, const encode_usage *usage, stream *st)
+{
+    if (!req || !hp || !req->out || hp->n_layers != req->n_layers)
+        return -1;
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L, D = (size_t)hp->d_model;
+    const int last = req->n_layers - 1;
+    const bool attn = req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last];
+
+    json_t *name = json_string(model_name ? model_name : "");
+    char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    stream_puts(st, "{\"model\":");
+    stream_puts(st, quoted ? quoted : "\"\"");
+    free(quoted);
+    json_decref(name);
+
+    stream_puts(st, ",\"shape\":[");
+    if (req->batched)
+        stream_printf(st, "%zu,", B);
+    stream_printf(st, "%zu,%zu],\"outputs\":", L, D);
+    write_tensor(st, req, hp, -1);
+    if (req->base64_out) {
+        stream_puts(st, ",\"outputs_shape\":");
+        write_shape(st, req, hp, -1);
     }
-    write_dims(sb, &v);
-    strbuf_put(sb, "]", 1);
+    if (attn) {
+        stream_puts(st, ",\"attention\":");
+        if (req->csr)
+            write_csr(st, req, hp, last);
+        else
+            write_tensor(st, req, hp, last);
+        if (req->base64_out && !req->csr) {
+            stream_puts(st, ",\"attention_shape\":");
+            write_shape(st, req, hp, last);
+        }
+        if (req->layers_listed) {
+            stream_puts(st, ",\"attention_layers\":[");
+            for (int k = 0; k < req->n_listed; k++) {
+                const int l = req->layers[k];
+                stream_printf(st, "%s{\"layer\":%d,\"attention\":", k ? "," : "", l);
+                if (req->attn[l] && req->csr)
+                    write_csr(st, req, hp, l);
+                else if (req->attn[l])
+                    write_tensor(st, req, hp, l);
+                else
+                    stream_puts(st, "null");
+                stream_puts(st, "}");
+            }
+            stream_puts(st, "]");
+        }
+    }
+    const double q = usage && isfinite(usage->queue_ms) ? usage->queue_ms : 0.0;
+    const double c = usage && isfinite(usage->compute_ms) ? usage->compute_ms : 0.0;
+    stream_printf(st,
+                  ",\"usage\":{\"sequences\":%d,\"tokens\":%ld,\"queue_ms\":%.3f,"
+                  "\"compute_ms\":%.3f,\"attention_scores\":%" PRIu64 "}}",
+                  usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c,
+                  usage ? usage->attention_scores : (uint64_t)0);
+    return stream_failed(st) ? -1 : 0;
 }
 
 char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
                       const encode_usage *usage, size_t *len)
 {
-    if (!req || !hp || !req->out || hp->n_layers != req->n_layers)
-        return NULL;
-    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L, D = (size_t)hp->d_model;
-    const int last = req->n_layers - 1;
-    const bool attn = req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last];
-    strbuf sb = {0};
-
-    /* A size hint: every number at its widest ("-1.23456789e-38,"). */
-    size_t numbers = B * L * D;
-    if (attn) {
-        const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
-        size_t per_layer = B * heads * L * L;
-        if (req->csr) {
-            per_layer = 0;
-            for (size_t b = 0; b < B; b++)
-                per_layer += (heads + 1) * enc_blockmask_nnz(req->blockmask, (int)b) + L + 1;
-        }
-        numbers += per_layer * (size_t)(1 + req->n_listed);
-    }
-    size_t hint;
-    if (!mul_over(numbers, req->base64_out ? 6 : (size_t)req->precision + 8, &hint))
-        strbuf_reserve(&sb, hint + 1024);
-    sb.failed = false; /* the hint is only a hint */
-
-    json_t *name = json_string(model_name ? model_name : "");
-    char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-    strbuf_puts(&sb, "{\"model\":");
-    strbuf_puts(&sb, quoted ? quoted : "\"\"");
-    free(quoted);
-    json_decref(name);
-
-    strbuf_puts(&sb, ",\"shape\":[");
-    if (req->batched) {
-        sb_size(&sb, B);
-        strbuf_put(&sb, ",", 1);
-    }
-    sb_size(&sb, L);
-    strbuf_put(&sb, ",", 1);
-    sb_size(&sb, D);
-    strbuf_puts(&sb, "],\"outputs\":");
-    write_tensor(&sb, req, hp, -1);
-    if (req->base64_out) {
-        strbuf_puts(&sb, ",\"outputs_shape\":");
-        write_shape(&sb, req, hp, -1);
-    }
-    if (attn) {
-        strbuf_puts(&sb, ",\"attention\":");
-        if (req->csr)
-            write_csr(&sb, req, hp, last);
-        else
-            write_tensor(&sb, req, hp, last);
-        if (req->base64_out && !req->csr) {
-            strbuf_puts(&sb, ",\"attention_shape\":");
-            write_shape(&sb, req, hp, last);
-        }
-        if (req->layers_listed) {
-            strbuf_puts(&sb, ",\"attention_layers\":[");
-            for (int k = 0; k < req->n_listed; k++) {
-                const int l = req->layers[k];
-                strbuf_puts(&sb, k ? ",{\"layer\":" : "{\"layer\":");
-                sb_size(&sb, (size_t)l);
-                strbuf_puts(&sb, ",\"attention\":");
-                if (req->attn[l] && req->csr)
-                    write_csr(&sb, req, hp, l);
-                else if (req->attn[l])
-                    write_tensor(&sb, req, hp, l);
-                else
-                    strbuf_puts(&sb, "null");
-                strbuf_puts(&sb, "}");
-            }
-            strbuf_puts(&sb, "]");
-        }
-    }
-    char tail[256];
-    const double q = usage && isfinite(usage->queue_ms) ? usage->queue_ms : 0.0;
-    const double c = usage && isfinite(usage->compute_ms) ? usage->compute_ms : 0.0;
-    int n = snprintf(tail, sizeof tail,
-                     ",\"usage\":{\"sequences\":%d,\"tokens\":%ld,\"queue_ms\":%.3f,"
-                     "\"compute_ms\":%.3f,\"attention_scores\":%" PRIu64 "}}",
-                     usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c,
-                     usage ? usage->attention_scores : (uint64_t)0);
-    strbuf_put(&sb, tail, n > 0 && (size_t)n < sizeof tail ? (size_t)n : 0);
-    return strbuf_detach(&sb, len);
+    stream *st = stream_new();
+    char *text = NULL;
+    if (st && encode_response_stream(req, model_name, hp, usage, st) == 0)
+        text = stream_collect(st, len);
+    stream_free(st);
+    return text;
 }

@@ -31,9 +31,12 @@ typedef struct encode_usage {
 } encode_usage;
 
 typedef struct encode_request {
+    /* Where x and the outputs come from and go back to: the limits' pool
+     * (borrowed; NULL: malloc). */
+    struct bufpool *pool;
     enc_batch batch;      /* x, B, L, lengths and mask point into the arrays below */
     bool batched;         /* input nesting [B][L][D] (true) or [L][D] (false) */
-    float *x;             /* owned (B, L, D) */
+    float *x;             /* owned (B, L, D), from pool */
     int *lengths;         /* owned (B) or NULL */
     int *global;          /* owned or NULL */
     uint8_t *key_padding; /* owned (B, L) or NULL */
@@ -53,9 +56,11 @@ typedef struct encode_request {
     enc_blockmask *blockmask;/* owned: the batch's, compiled with CSR when csr (batch.blockmask
                                 points to it), else NULL (the forward compiles its own) */
 
-    /* Outputs, allocated by encode_request_alloc_outputs: */
-    float *out;   /* owned (B, L, D) */
-    float **attn; /* owned (n_layers) pointers; attn[l] owned when want_layer[l] */
+    /* Outputs, allocated by encode_request_alloc_outputs in one block from
+     * pool: */
+    float *out;   /* owned (B, L, D): the block */
+    float **attn; /* owned (n_layers) pointers; attn[l], in out's block, set when
+                     want_layer[l] */
 } encode_request;
 
 /* Parses and validates a /v1/encode body against the model's hyperparameters
@@ -127,6 +132,10 @@ int encode_parse_attention_format(encode_request *req, const struct json_t *v, c
  * the sum over b of heads x nnz_b (0 for "none"). */
 size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp);
 
+/* The floats a request's input x holds, from req->pool (NULL when out of
+ * memory); for codecs that fill x themselves. */
+float *encode_alloc_input(encode_request *req, size_t n);
+
 /* Allocates req->out and req->attn[l] for the wanted layers: (B, heads, L,
  * L) each, or with csr the allowed pairs' values, sum over b of heads x
  * nnz_b.  Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
@@ -146,6 +155,14 @@ enc_result encode_request_result(encode_request *req);
  * outputs allocated). */
 char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
                       const encode_usage *usage, size_t *len);
+
+/* The same body as pieces of st (codec/stream.h), to be produced chunk by
+ * chunk as the socket drains: the tensors are read from req's buffers, which
+ * must live until st is freed.  Returns 0, or -1 (no outputs allocated, or
+ * out of memory). */
+struct stream;
+int encode_response_stream(const encode_request *req, const char *model_name,
+                           const enc_hparams *hp, const encode_usage *usage, struct stream *st);
 
 void encode_request_free(encode_request *req);
 
@@ -175,6 +192,16 @@ unsigned char *base64_decode(const char *text, size_t len, size_t *out_len);
  * negative zero), or "null" when f is not finite.  buf needs
  * ENCODE_FLOAT_CHARS bytes; it is NUL-terminated; returns the length. */
 #define ENCODE_FLOAT_CHARS 16
+
+/* The same into out with room for ENCODE_FLOAT_ROOM bytes, not
+ * NUL-terminated, of which it may scribble past the number's end (the fast
+ * form, for writers that go on writing there); precision 1..9. */
+#define ENCODE_FLOAT_ROOM 31
+size_t encode_float_text(char *out, float f, int precision);
+
+/* Base64 of n bytes at src into dst (4 characters per 3 bytes, the last
+ * group padded); returns the characters written (not NUL-terminated). */
+size_t encode_base64_block(const unsigned char *src, size_t n, char *dst);
 bool encode_number_parse(const char *text, size_t len, double *value);
 size_t encode_number_token(const char *text, size_t len, double *value);
 size_t encode_format_float(char *buf, float f, int precision);

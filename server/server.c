@@ -2,6 +2,8 @@
 #include "server.h"
 
 #include "api.h"
+#include "bufpool.h"
+#include "codec/stream.h"
 #include "http/framing.h"
 #include "encode.h"
 #include "metrics.h"
@@ -38,6 +40,7 @@ struct server {
     const enc_model *model; /* NULL until ready */
     pool *pool;
     spinners *spin;         /* kicked at each hand-off (spin.h); may be NULL */
+    bufpool *buffers;       /* uploads, inputs and results, kept across requests */
     char *model_json; /* the /v1/model body, made once */
     atomic_int ready;
     atomic_int shutting_down;
@@ -98,21 +101,18 @@ struct request {
     v2_path v2path;   /* the model and version a /v2/models/... path names */
     v2_request v2req; /* POST /v2/models/{name}/infer */
     pool_job job;
+    stream *out;      /* a streamed response body (codec/stream.h), or NULL */
+    atomic_int refs;  /* libmicrohttpd's request, and a streamed body */
     int status;
     size_t bytes;
 };
 
 /* ---- responses ----------------------------------------------------------- */
 
-/* Queues body (owned, freed by MHD) with the headers every response carries. */
-static enum MHD_Result respond(request *r, int status, const char *type, char *body, size_t len,
-                               const char *const *extra)
+/* Queues resp with the headers every response carries. */
+static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, const char *type,
+                             const char *const *extra)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(resp, "X-Request-Id", r->id);
     const char *origin = r->srv->cfg->server.cors_origin;
@@ -129,10 +129,60 @@ static enum MHD_Result respond(request *r, int status, const char *type, char *b
     if (atomic_load(&r->srv->shutting_down) || r->early.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
-    r->bytes = len;
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;
+}
+
+/* Queues body (owned, freed by MHD) with the headers every response carries. */
+static enum MHD_Result respond(request *r, int status, const char *type, char *body, size_t len,
+                               const char *const *extra)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    r->bytes = len;
+    return queue(r, status, resp, type, extra);
+}
+
+static void request_unref(request *r);
+
+/* libmicrohttpd asks for the next bytes of a streamed body as the socket
+ * drains: they are encoded from the tensors straight into its buffer. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    request *r = cls;
+    const size_t n = stream_read(r->out, buf, max);
+    r->bytes += n;
+    return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_done(void *cls)
+{
+    request_unref(cls);
+}
+
+/* The block libmicrohttpd asks a streamed body for at a time. */
+#define STREAM_BLOCK (128u << 10)
+
+/* Queues r->out, produced as the socket drains: with Content-Length when
+ * its length is known ahead (base64, binary), else chunked.  The body reads
+ * the request's tensors, so the request lives until libmicrohttpd is done
+ * with the body. */
+static enum MHD_Result respond_stream(request *r, const char *type, const char *const *extra)
+{
+    const size_t size = stream_size(r->out);
+    atomic_fetch_add(&r->refs, 1);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        size == (size_t)-1 ? MHD_SIZE_UNKNOWN : size, STREAM_BLOCK, stream_reader, r, stream_done);
+    if (!resp) {
+        request_unref(r);
+        return MHD_NO;
+    }
+    return queue(r, 200, resp, type, extra);
 }
 
 static enum MHD_Result respond_json(request *r, int status, json_t *obj, const char *const *extra)
@@ -295,12 +345,14 @@ static void job_done(pool_job *job, void *arg)
     MHD_resume_connection(r->conn);
 }
 
-static api_limits request_limits(const attnd_config *cfg)
+static api_limits request_limits(const server *s)
 {
+    const attnd_config *cfg = s->cfg;
     api_limits limits = {.max_batch = cfg->limits.max_batch,
                          .max_seq_len = cfg->limits.max_seq_len,
                          .max_batch_tokens = cfg->limits.max_batch_tokens,
-                         .max_attention_bytes = cfg->limits.max_attention_bytes};
+                         .max_attention_bytes = cfg->limits.max_attention_bytes,
+                         .pool = s->buffers};
     return limits;
 }
 
@@ -333,7 +385,7 @@ static enum MHD_Result encode_start(request *r)
     if (!atomic_load(&s->ready))
         return respond_error(r, API_UNAVAILABLE, "the model is still loading",
                              (const char *const[]){"Retry-After", "1", NULL});
-    api_limits limits = request_limits(s->cfg);
+    api_limits limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
     if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, &limits, &err) < 0 ||
         encode_request_alloc_outputs(&r->enc, hp, &err) < 0)
@@ -379,15 +431,16 @@ static enum MHD_Result encode_finish(request *r)
                           .queue_ms = job->queue_ms,
                           .compute_ms = job->compute_ms,
                           .attention_scores = job->result.scores};
-    size_t len = 0;
-    char *body = encode_response(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, &len);
-    if (!body)
+    r->out = stream_new();
+    if (!r->out ||
+        encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model), &usage,
+                               r->out) < 0)
         return respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
     char qms[32], cms[32];
     snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
     snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
-    return respond(r, 200, "application/json", body, len,
-                   (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    return respond_stream(r, "application/json",
+                          (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
 }
 
 /* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
@@ -453,7 +506,7 @@ static enum MHD_Result v2_infer_start(request *r)
     if (!atomic_load(&s->ready))
         return respond_error(r, API_UNAVAILABLE, "the model is still loading",
                              (const char *const[]){"Retry-After", "1", NULL});
-    api_limits limits = request_limits(s->cfg);
+    api_limits limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
     if (v2_request_parse(&r->v2req, r->body, r->len, header(r, "Inference-Header-Content-Length"),
                          s->cfg->model.name, hp, &limits, &err) < 0 ||
@@ -470,22 +523,21 @@ static enum MHD_Result v2_finish(request *r)
     const pool_job *job = &r->job;
     metrics_queue(s->mx, job->queue_ms / 1e3);
     metrics_attention_scores(s->mx, job->result.scores);
-    size_t len = 0, header_len = 0;
-    char *body =
-        v2_response(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model), &len, &header_len,
-                    job->result.scores);
-    if (!body)
+    size_t header_len = 0;
+    r->out = stream_new();
+    if (!r->out || v2_response_stream(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model),
+                                      job->result.scores, r->out, &header_len) < 0)
         return respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
     char qms[32], cms[32], hl[32];
     snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
     snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
     snprintf(hl, sizeof hl, "%zu", header_len);
     if (!header_len)
-        return respond(r, 200, "application/json", body, len,
-                       (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
-    return respond(r, 200, "application/octet-stream", body, len,
-                   (const char *const[]){"Inference-Header-Content-Length", hl, "X-Queue-Ms", qms,
-                                         "X-Compute-Ms", cms, NULL});
+        return respond_stream(r, "application/json",
+                              (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    return respond_stream(r, "application/octet-stream",
+                          (const char *const[]){"Inference-Header-Content-Length", hl, "X-Queue-Ms",
+                                                qms, "X-Compute-Ms", cms, NULL});
 }
 
 /* ---- the route table ------------------------------------------------------ */
@@ -692,6 +744,7 @@ static enum MHD_Result request_begin(server *s, struct MHD_Connection *conn, con
         return MHD_NO;
     r->srv = s;
     r->conn = conn;
+    atomic_init(&r->refs, 1);
     r->start = pool_now();
     spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
     printable_copy(r->method, sizeof r->method, method);
@@ -714,7 +767,7 @@ static enum MHD_Result request_begin(server *s, struct MHD_Connection *conn, con
      * client may declare more than it sends. */
     if (fr.body == HTTP_BODY_LENGTH && fr.length > 0) {
         const size_t want = (size_t)(fr.length < 4u << 20 ? fr.length : 4u << 20) + 1;
-        if ((r->body = malloc(want)))
+        if ((r->body = bufpool_take(s->buffers, want)))
             r->cap = want;
     }
     return MHD_YES;
@@ -729,7 +782,7 @@ static enum MHD_Result request_piece(request *r, const char *data, size_t n)
         (void)decide(r, API_TOO_LARGE, NULL, "request body is over server.max_body_bytes (%zu bytes)",
                s->cfg->server.max_body_bytes);
     if (r->early.err.kind != API_OK) {
-        free(r->body);
+        bufpool_give(s->buffers, r->body);
         r->body = NULL;
         r->len = r->cap = 0;
         r->drained += n;
@@ -741,7 +794,7 @@ static enum MHD_Result request_piece(request *r, const char *data, size_t n)
         size_t cap = r->cap ? r->cap : 4096;
         while (cap < r->len + n + 1)
             cap *= 2;
-        char *b = realloc(r->body, cap);
+        char *b = bufpool_resize(s->buffers, r->body, cap);
         if (!b)
             return MHD_NO;
         r->body = b;
@@ -778,6 +831,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r->rt->serve(r);
 }
 
+/* Frees r when neither libmicrohttpd's request nor a streamed body needs
+ * it any more. */
+static void request_unref(request *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    stream_free(r->out);
+    encode_request_free(&r->enc);
+    v2_request_free(&r->v2req);
+    bufpool_give(r->srv->buffers, r->body);
+    free(r);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -793,13 +859,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (s->cfg->server.access_log)
         fprintf(stderr, "%s %s %d %zu %.1fms %s\n", r->method, r->path, status, r->bytes,
                 secs * 1e3, r->id);
-    encode_request_free(&r->enc);
-    v2_request_free(&r->v2req);
-    free(r->body);
-    free(r);
     *con_cls = NULL;
     metrics_in_flight(s->mx, -1);
     atomic_fetch_sub(&s->in_flight, 1);
+    request_unref(r);
 }
 
 /* Leaves the request target as it came: framing_path decodes it, refusing
@@ -817,7 +880,12 @@ static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
 server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
 {
     server *s = calloc(1, sizeof *s);
-    if (!s || !(s->mx = metrics_new())) {
+    /* Each request in flight holds up to three blocks (its upload, its
+     * input, its results); reading, computing and sending overlap. */
+    if (!s || !(s->mx = metrics_new()) ||
+        !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2)))) {
+        if (s)
+            metrics_free(s->mx);
         free(s);
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the server");
         return NULL;
@@ -1041,6 +1109,7 @@ void server_free(server *s)
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     metrics_free(s->mx);
+    bufpool_free(s->buffers);
     free(s->model_json);
     free(s);
 }

@@ -30,6 +30,8 @@
  *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
  */
 #include "v2.h"
+
+#include "codec/stream.h"
 #include "jsontext.h"
 #include "strbuf.h"
 
@@ -1052,7 +1054,7 @@ static int parse_root(v2_request *req, json_t *root, const fast_data *fd, const 
     e->batched = true;
     e->batch.B = (int)B;
     e->batch.L = (int)L;
-    if (!(e->x = malloc(numel[IN_EMB] * sizeof *e->x)) ||
+    if (!(e->x = encode_alloc_input(e, numel[IN_EMB])) ||
         (have[IN_LEN] && !(e->lengths = malloc(B * sizeof *e->lengths))))
         rc = OOM();
     else if (read_input(x, numel[IN_EMB], e->x, NULL, err) < 0)
@@ -1079,6 +1081,7 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     memset(req, 0, sizeof *req);
     if (encode_request_init(&req->enc, hp, err) < 0)
         return -1;
+    req->enc.pool = limits ? limits->pool : NULL;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
     size_t json_len = n;
@@ -1224,10 +1227,9 @@ static v2_tensor output_tensor(const v2_request *req, const enc_hparams *hp, v2_
     return t;
 }
 
-char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
-                  size_t *header_len, uint64_t attention_scores)
+int v2_response_stream(const v2_request *req, const char *model_name, const enc_hparams *hp,
+                       uint64_t attention_scores, stream *st, size_t *header_len)
 {
-    strbuf sb = {0};
     v2_tensor t[V2_N_OUT + 2];
     int n_t = 0;
     void *own = NULL;
@@ -1235,17 +1237,25 @@ char *v2_response(const v2_request *req, const char *model_name, const enc_hpara
         const v2_output o = req->out[k];
         if (o == V2_OUT_ATTENTION && req->enc.csr) {
             if (!csr_tensors(req, hp, req->binary[o], t + n_t, &own))
-                return NULL;
+                return -1;
+            stream_own(st, own); /* the merged CSR arrays live as long as the body */
             n_t += 3;
         } else {
             t[n_t] = output_tensor(req, hp, o);
-            if (!t[n_t++].vals) {
-                free(own);
-                return NULL;
-            }
+            if (!t[n_t++].vals)
+                return -1;
         }
     }
     bool any_binary = false;
+    for (int k = 0; k < n_t; k++)
+        any_binary |= t[k].binary;
+    /* The JSON first.  With binary outputs after it its length is a header
+     * (Inference-Header-Content-Length), so it is written out here, numbers
+     * included; without, its numbers are produced as the socket drains. */
+    stream *json = any_binary ? stream_new() : st;
+    if (!json)
+        return -1;
+    strbuf sb = {0};
     strbuf_puts(&sb, "{\"model_name\":");
     put_string(&sb, model_name);
     strbuf_puts(&sb, ",\"model_version\":\"" V2_MODEL_VERSION "\"");
@@ -1261,42 +1271,48 @@ char *v2_response(const v2_request *req, const char *model_name, const enc_hpara
         for (int d = 0; d < t[k].rank; d++)
             strbuf_printf(&sb, "%s%zu", d ? "," : "", t[k].dims[d]);
         if (t[k].binary) {
-            any_binary = true;
             strbuf_printf(&sb, "],\"parameters\":{\"binary_data_size\":%zu}}", t[k].numel * 4);
             continue;
         }
-        strbuf_puts(&sb, "],\"data\":[");
-        if (strbuf_reserve(&sb, t[k].numel * (ENCODE_FLOAT_CHARS + 1) + ENCODE_FLOAT_CHARS)) {
-            for (size_t i = 0; i < t[k].numel; i++) {
-                if (t[k].is_int)
-                    sb.len += (size_t)snprintf(sb.s + sb.len, ENCODE_FLOAT_CHARS, "%" PRId32,
-                                               ((const int32_t *)t[k].vals)[i]);
-                else
-                    sb.len += encode_format_float(sb.s + sb.len, ((const float *)t[k].vals)[i],
-                                                  9);
-                sb.s[sb.len++] = ',';
-            }
-            if (t[k].numel)
-                sb.len--;
-        }
-        strbuf_puts(&sb, "]}");
+        strbuf_puts(&sb, "],\"data\":");
+        stream_text(json, sb.s, sb.len);
+        sb.len = 0;
+        const stream_view v = {t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1,
+                               {t[k].numel}, {1}};
+        stream_json(json, &v, 9);
+        strbuf_puts(&sb, "}");
     }
     strbuf_puts(&sb, "]}");
-    const size_t json_len = sb.len;
-    for (int k = 0; k < n_t; k++) {
-        if (!t[k].binary || !strbuf_reserve(&sb, t[k].numel * 4))
-            continue;
-        unsigned char *p = (unsigned char *)sb.s + sb.len;
-        const unsigned char *v = t[k].vals;
-        for (size_t i = 0; i < t[k].numel; i++, p += 4) {
-            uint32_t u;
-            memcpy(&u, v + 4 * i, sizeof u);
-            p[0] = (unsigned char)u, p[1] = (unsigned char)(u >> 8);
-            p[2] = (unsigned char)(u >> 16), p[3] = (unsigned char)(u >> 24);
-        }
-        sb.len += t[k].numel * 4;
+    stream_text(json, sb.s, sb.len);
+    const bool failed = sb.failed;
+    strbuf_free(&sb);
+    *header_len = 0;
+    if (any_binary) {
+        size_t len = 0;
+        char *text = stream_failed(json) ? NULL : stream_collect(json, &len);
+        stream_free(json);
+        if (!text)
+            return -1;
+        stream_text(st, text, len);
+        free(text);
+        *header_len = len;
+        for (int k = 0; k < n_t; k++)
+            if (t[k].binary) {
+                const stream_view v = {t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1,
+                                       {t[k].numel}, {1}};
+                stream_raw(st, &v);
+            }
     }
-    free(own);
-    *header_len = any_binary ? json_len : 0;
-    return strbuf_detach(&sb, len);
+    return failed || stream_failed(st) ? -1 : 0;
+}
+
+char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
+                  size_t *header_len, uint64_t attention_scores)
+{
+    stream *st = stream_new();
+    char *text = NULL;
+    if (st && v2_response_stream(req, model_name, hp, attention_scores, st, header_len) == 0)
+        text = stream_collect(st, len);
+    stream_free(st);
+    return text;
 }

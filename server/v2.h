@@ -106,6 +106,13 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
 char *v2_response(const v2_request *req, const char *model_name, const enc_hparams *hp, size_t *len,
                   size_t *header_len, uint64_t attention_scores);
 
+/* The same body as pieces of st (codec/stream.h), produced as the socket
+ * drains (req's tensors must live until st is freed); *header_len as
+ * above.  Returns 0, or -1 when out of memory. */
+struct stream;
+int v2_response_stream(const v2_request *req, const char *model_name, const enc_hparams *hp,
+                       uint64_t attention_scores, struct stream *st, size_t *header_len);
+
 /* Frees what req owns; req is empty afterwards. */
 void v2_request_free(v2_request *req);
 

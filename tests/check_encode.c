@@ -599,7 +599,7 @@ typedef struct run {
     json_t *resp; /* parsed with jansson */
 } run;
 
-static const api_limits ROOMY = {64, 4096, 65536, (size_t)1 << 28};
+static const api_limits ROOMY = {64, 4096, 65536, (size_t)1 << 28, NULL};
 
 /* parse -> alloc outputs -> enc_forward -> encode_response -> json_loads. */
 static void run_body(run *r, const enc_model *m, const enc_hparams *hp, const char *body,
@@ -1009,7 +1009,7 @@ START_TEST(test_base64_body_paths)
     hp.d_model = 4;
     hp.n_heads = hp.n_kv_heads = 1;
     hp.d_ff = 8;
-    const api_limits lim = {64, 4096, 65536, (size_t)1 << 20};
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 20, NULL};
     /* 8 floats; 0x3fffffff (1.99999988) encodes as "////" */
     static const uint32_t bits[8] = {0x3fffffffu, 0x3f800000u, 0xc0490fdbu, 0x00000001u,
                                      0x7f7fffffu, 0x80000000u, 0x3eaaaaabu, 0x42280000u};
@@ -1091,6 +1091,7 @@ static void invalid_config(const json_t *cfg, enc_hparams *hp, api_limits *lim)
     hp->d_ff = meta_int(cfg, "d_ff");
     enc_error e = {0};
     ck_assert_msg(enc_hparams_validate(hp, &e) == 0, "_config: %s", e.message);
+    *lim = (api_limits){.pool = NULL}; /* malloc'd buffers */
     lim->max_batch = meta_int(cfg, "max_batch");
     lim->max_seq_len = meta_int(cfg, "max_seq_len");
     lim->max_batch_tokens = meta_int(cfg, "max_batch_tokens");
@@ -1113,7 +1114,7 @@ START_TEST(test_invalid_requests)
     json_t *expect = json_load_file(INVALID_DIR "/expected.json", 0, &je);
     ck_assert_msg(expect != NULL, "expected.json: %s", je.text);
     enc_hparams hp;
-    api_limits lim;
+    api_limits lim = {0};
     invalid_config(json_object_get(expect, "_config"), &hp, &lim);
 
     DIR *d = opendir(INVALID_DIR);

@@ -25,5 +25,7 @@ Suite *v2_suite(void);
 Suite *spin_suite(void);
 Suite *jsontext_suite(void);
 Suite *framing_suite(void);
+Suite *stream_suite(void);
+Suite *bufpool_suite(void);
 
 #endif
