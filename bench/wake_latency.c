@@ -1,5 +1,5 @@
 /* wake_latency.c - how long waking a thread on another CPU takes when that
- * CPU has gone idle (halted), and when attnd's spinners (server/spin.h) keep
+ * CPU has gone idle (halted), and when attnd's spinners (server/runtime/spin.h) keep
  * it busy at idle priority.  The reference behind compute.spin_us.
  *
  *     build/bench/wake_latency [--gap-us 1000] [--rounds 300] [--window-us 2000]
@@ -12,7 +12,7 @@
  * as the daemon kicks them at each hand-off.  Prints p10/p50/p90 in us and a
  * RESULT line; needs two CPUs. */
 #include "bench_util.h"
-#include "spin.h"
+#include "runtime/spin.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,9 +1,9 @@
 /* main.c - attnd: configuration, model, compute pool and HTTP server, until
  * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
 #include "config.h"
-#include "pool.h"
-#include "server.h"
-#include "spin.h"
+#include "runtime/pool.h"
+#include "http/server.h"
+#include "runtime/spin.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,8 +1,8 @@
-/* check_bufpool.c - server/bufpool.c: blocks come back for the next
+/* check_bufpool.c - server/runtime/bufpool.c: blocks come back for the next
  * request (the same memory, so no fresh pages), the smallest that fits is
  * chosen, at most keep wait idle (the larger ones), resize keeps contents,
  * and a NULL pool is plain malloc and free. */
-#include "bufpool.h"
+#include "runtime/bufpool.h"
 #include "suites.h"
 
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * counter, the limits by allowed pairs, /v2's CSR tensors, and every new
  * option's bad values refused with the field named. */
 #include "daemon.h"
-#include "encode.h"
+#include "protocol/encode.h"
 #include "suites.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-/* check_encode.c - the /v1/encode codec (server/encode.c) against independent
+/* check_encode.c - the /v1/encode codec (server/protocol/encode.c) against independent
  * references:
  *   - the PyTorch fixtures (tests/fixtures/torch/): request bodies written
  *     here from a case's x and mask (nested JSON, base64, the unbatched form),
@@ -12,7 +12,7 @@
  *     that checks the writer and the nesting, not the math.
  * Element loops record the first mismatch and assert once per tensor: a
  * Check assertion per number would make the forked runner crawl. */
-#include "encode.h"
+#include "protocol/encode.h"
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"

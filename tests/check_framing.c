@@ -9,7 +9,7 @@
  *   401, 404, 405, 415) reaches a client that sends its whole body before
  *   it reads; a keyless client's body is not kept; Expect: 100-continue gets
  *   the answer instead of 100 Continue. */
-#include "api.h"
+#include "protocol/api.h"
 #include "daemon.h"
 #include "http/framing.h"
 #include "suites.h"

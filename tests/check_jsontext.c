@@ -1,7 +1,7 @@
 /* check_jsontext.c - the JSON text steps the codec and v2 share
- * (server/jsontext.h), on worked examples: where each step stops, and which
+ * (server/codec/jsontext.h), on worked examples: where each step stops, and which
  * written keys spell a name. */
-#include "jsontext.h"
+#include "codec/jsontext.h"
 #include "suites.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
  * Python implementation of the documented scheme, parameter counts worked by
  * hand, and weights files refused with the tensor named. */
 #include "internal.h"
-#include "pool.h"
+#include "runtime/pool.h"
 #include "sha256.h"
 #include "simd.h"
 #include "suites.h"

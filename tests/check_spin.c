@@ -1,8 +1,8 @@
-/* check_spin.c - the idle-priority spinners (server/spin.h): they run at
+/* check_spin.c - the idle-priority spinners (server/runtime/spin.h): they run at
  * SCHED_IDLE and nothing else, spin after a kick and sleep once the window
  * has passed; and the CPU-quota check that turns them off, on made-up
  * cgroup v1, v2 and hybrid trees. */
-#include "spin.h"
+#include "runtime/spin.h"
 #include "suites.h"
 
 #include <dirent.h>

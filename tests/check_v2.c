@@ -1,5 +1,5 @@
 /* check_v2.c - the Open Inference Protocol (KServe v2) with Triton's binary
- * tensor data extension: the codec (server/v2.c) on requests and responses
+ * tensor data extension: the codec (server/protocol/v2.c) on requests and responses
  * written here byte by byte from the protocol documents, and the real daemon
  * against the PyTorch fixtures, through JSON and through binary tensors.
  *
@@ -13,7 +13,7 @@
 #include "suites.h"
 #include "test_util.h"
 #include "torch_fixture.h"
-#include "v2.h"
+#include "protocol/v2.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* stream.c - a response body produced chunk by chunk (stream.h). */
 #include "codec/stream.h"
 
-#include "encode.h"
+#include "protocol/encode.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

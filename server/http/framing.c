@@ -1,7 +1,7 @@
 /* framing.c - RFC 9112 framing and request-target checks (framing.h). */
 #include "http/framing.h"
 
-#include "encode.h"
+#include "protocol/encode.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #ifndef ATTND_HTTP_FRAMING_H
 #define ATTND_HTTP_FRAMING_H
 
-#include "api.h"
+#include "protocol/api.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * response writer.  See fuzz.h. */
 #include "fuzz.h"
 
-#include "encode.h"
+#include "protocol/encode.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,11 +1,11 @@
-/* fuzz_v2.c - fuzz target: the KServe v2 infer request decoder (server/v2.c,
+/* fuzz_v2.c - fuzz target: the KServe v2 infer request decoder (server/protocol/v2.c,
  * JSON header plus Triton's binary tensor data), a forward on a tiny model
  * and the response writer.  An input that starts with '#' carries the
  * Inference-Header-Content-Length value up to its first newline ("#32\n"),
  * and the body after it; any other input is the body alone.  See fuzz.h. */
 #include "fuzz.h"
 
-#include "v2.h"
+#include "protocol/v2.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -54,12 +54,12 @@
  * Text from the client (field names, strings) is quoted as printable ASCII
  * only and cut, so a message is always valid UTF-8.
  */
-#include "encode.h"
+#include "protocol/encode.h"
 
-#include "bufpool.h"
+#include "runtime/bufpool.h"
 #include "codec/stream.h"
-#include "jsontext.h"
-#include "strbuf.h"
+#include "codec/jsontext.h"
+#include "codec/strbuf.h"
 
 #include <errno.h>
 #include <float.h>

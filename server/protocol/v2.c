@@ -29,11 +29,11 @@
  * - An input's "data" array of numbers is read from the body text (see
  *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
  */
-#include "v2.h"
+#include "protocol/v2.h"
 
 #include "codec/stream.h"
-#include "jsontext.h"
-#include "strbuf.h"
+#include "codec/jsontext.h"
+#include "codec/strbuf.h"
 
 #include <float.h>
 #include <jansson.h>

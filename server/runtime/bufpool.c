@@ -1,5 +1,5 @@
 /* bufpool.c - large buffers kept across requests (bufpool.h). */
-#include "bufpool.h"
+#include "runtime/bufpool.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* metrics.c - counters and histograms, rendered in Prometheus text format. */
-#include "metrics.h"
-#include "strbuf.h"
+#include "runtime/metrics.h"
+#include "codec/strbuf.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* pool.c - the bounded compute pool (see pool.h). */
-#include "pool.h"
+#include "runtime/pool.h"
 
 #include <pthread.h>
 #include <stdlib.h>

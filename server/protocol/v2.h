@@ -21,8 +21,8 @@
 #ifndef ATTND_V2_H
 #define ATTND_V2_H
 
-#include "api.h"
-#include "encode.h"
+#include "protocol/api.h"
+#include "protocol/encode.h"
 
 #include <stdbool.h>
 #include <stddef.h>

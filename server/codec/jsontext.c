@@ -1,5 +1,5 @@
 /* jsontext.c - steps through JSON text in place (see jsontext.h). */
-#include "jsontext.h"
+#include "codec/jsontext.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* spin.c - idle-priority spinners that keep CPUs out of halt (see spin.h). */
-#include "spin.h"
+#include "runtime/spin.h"
 
 #include <errno.h>
 #include <limits.h>

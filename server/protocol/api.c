@@ -1,5 +1,5 @@
 /* api.c - the contract's error kinds: status codes and type strings. */
-#include "api.h"
+#include "protocol/api.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* strbuf.c - the growing text buffer. */
-#include "strbuf.h"
+#include "codec/strbuf.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -16,8 +16,8 @@
 
 #include "config.h"
 #include "encoder.h"
-#include "pool.h"
-#include "spin.h"
+#include "runtime/pool.h"
+#include "runtime/spin.h"
 
 #define ATTND_VERSION "0.1.0"
 

@@ -15,7 +15,7 @@
 #ifndef ATTND_ENCODE_H
 #define ATTND_ENCODE_H
 
-#include "api.h"
+#include "protocol/api.h"
 #include "encoder.h"
 
 #include <stdbool.h>

@@ -1,0 +1,148 @@
+/* internal.h - what the HTTP layer's files share: the server, a request on
+ * its way through the daemon, the route table's entries, and the functions
+ * one file offers the others.  Not for outside server/http/.
+ *
+ *     listener.c  the listening socket, libmicrohttpd, start-up, shutdown
+ *     request.c   one request's lifecycle: what its headers decide, its
+ *                 body, its completion
+ *     routes.c    the route table and each route's handler
+ *     respond.c   responses: whole bodies, errors, streamed bodies
+ *     framing.c   RFC 9112's rules (framing.h) */
+#ifndef ATTND_HTTP_INTERNAL_H
+#define ATTND_HTTP_INTERNAL_H
+
+#include "http/server.h"
+
+#include "codec/stream.h"
+#include "protocol/api.h"
+#include "protocol/encode.h"
+#include "protocol/v2.h"
+#include "runtime/bufpool.h"
+#include "runtime/metrics.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct server {
+    const attnd_config *cfg;
+    struct MHD_Daemon *daemon;
+    int port;
+    int listen_fd; /* ours, not libmicrohttpd's: see acceptor_main */
+    int wake[2];   /* a pipe: a byte tells the acceptor to stop */
+    pthread_t acceptor;
+    bool accepting; /* the acceptor thread runs */
+    metrics *mx;
+    const enc_model *model; /* NULL until ready */
+    pool *pool;
+    spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */
+    bufpool *buffers; /* uploads, inputs and results, kept across requests */
+    char *model_json; /* the /v1/model body, made once */
+    atomic_int ready;
+    atomic_int shutting_down;
+    atomic_long in_flight; /* requests begun and not yet completed */
+    atomic_ulong next_id;
+};
+
+typedef enum req_state { REQ_READING, REQ_QUEUED, REQ_DONE, REQ_REJECTED } req_state;
+
+typedef struct request request;
+
+/* What a route needs of a request before its body is read, and who serves
+ * it (the way llama.cpp's server registers {path, method, handler}). */
+typedef enum route_media {
+    MEDIA_NONE, /* GET, HEAD: no body expected */
+    MEDIA_JSON, /* Content-Type application/json, uncompressed */
+    MEDIA_ANY   /* any Content-Type (Triton's clients send none), uncompressed */
+} route_media;
+
+typedef struct route {
+    const char *path;
+    const char *allow; /* the methods, for 405's Allow and OPTIONS */
+    bool post;         /* POST with a body; otherwise GET and HEAD */
+    bool open;         /* served without the API key */
+    bool v2;           /* errors in the Open Inference Protocol's form */
+    bool names_model;  /* /v2/models/{name}: the name must be the model's */
+    route_media media;
+    /* The whole body is in: answer, or hand a forward to the pool. */
+    enum MHD_Result (*serve)(request *r);
+    /* The pool ran the forward (or refused it a place): answer. */
+    enum MHD_Result (*finish)(request *r);
+} route;
+
+/* An answer decided from the headers alone: sent once the body has been
+ * read and discarded (up to drain_budget), so that every client reads it. */
+typedef struct early_answer {
+    api_error err;        /* err.kind API_OK: none */
+    const char *extra[5]; /* extra response headers, name, value, ..., NULL */
+    bool close;           /* the body cannot be framed: answer, then close */
+} early_answer;
+
+/* One HTTP request, from its headers to MHD's completion callback. */
+struct request {
+    server *srv;
+    struct MHD_Connection *conn;
+    double start;
+    char id[129];
+    char method[16];
+    char path[256];  /* decoded, printable, cut: for the log and messages */
+    const route *rt; /* NULL: no such route */
+    early_answer early;
+    char *body; /* (len) the upload, NUL-terminated */
+    size_t len, cap;
+    unsigned long long drained; /* body bytes read and discarded */
+    _Atomic req_state state;
+    encode_request enc;
+    bool v2;          /* a /v2 path: errors are {"error": "..."} */
+    v2_path v2path;   /* the model and version a /v2/models/... path names */
+    v2_request v2req; /* POST /v2/models/{name}/infer */
+    pool_job job;
+    stream *out;     /* a streamed response body (codec/stream.h), or NULL */
+    atomic_int refs; /* libmicrohttpd's request, and a streamed body */
+    int status;
+    size_t bytes;
+};
+
+/* ---- respond.c ------------------------------------------------------------- */
+
+/* Queues body (owned, freed by libmicrohttpd) with the headers every
+ * response carries (content type, request id, CORS, extra: name, value, ...,
+ * NULL). */
+enum MHD_Result http_respond(request *r, int status, const char *type, char *body, size_t len,
+                             const char *const *extra);
+enum MHD_Result http_respond_json(request *r, int status, json_t *obj, const char *const *extra);
+/* The contract's error body, or under /v2 the protocol's {"error": "..."}. */
+enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *message,
+                                   const char *const *extra);
+/* Queues r->out (codec/stream.h), produced as the socket drains; a 200. */
+enum MHD_Result http_respond_stream(request *r, const char *type, const char *const *extra);
+
+/* ---- request.c ------------------------------------------------------------- */
+
+/* A request header's value, or NULL. */
+const char *http_header(request *r, const char *name);
+/* src into dst (size bytes) as printable ASCII, other bytes as '?'. */
+void http_printable(char *dst, size_t size, const char *src);
+/* Frees r when neither libmicrohttpd's request nor a streamed body needs it. */
+void http_request_unref(request *r);
+/* libmicrohttpd's callbacks (listener.c registers them). */
+enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version, const char *upload_data,
+                                size_t *upload_size, void **con_cls);
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe);
+size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
+
+/* ---- routes.c -------------------------------------------------------------- */
+
+/* The route of a decoded path, or NULL; sets r->v2 and r->v2path. */
+const route *http_route_find(request *r, const char *path);
+/* OPTIONS on r's route: its methods, and CORS's preflight answer. */
+enum MHD_Result http_serve_options(request *r);
+/* The pool ran r's forward (or refused it a place): answer. */
+enum MHD_Result http_forward_finish(request *r);
+
+#endif

@@ -1,0 +1,256 @@
+/* listener.c - the listening socket and its acceptor thread, libmicrohttpd
+ * started without a listener of its own, the model's arrival, shutdown. */
+#include "http/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
+{
+    server *s = calloc(1, sizeof *s);
+    /* Each request in flight holds up to three blocks (its upload, its
+     * input, its results); reading, computing and sending overlap. */
+    if (!s || !(s->mx = metrics_new()) ||
+        !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2)))) {
+        if (s)
+            metrics_free(s->mx);
+        free(s);
+        enc_error_set(err, ENC_ENOMEM, "out of memory starting the server");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->spin = spin;
+    s->listen_fd = s->wake[0] = s->wake[1] = -1;
+    return s;
+}
+
+/* The listening socket is ours: this thread accepts and hands each
+ * connection to libmicrohttpd (MHD_add_connection), and shutdown closes the
+ * socket itself.  libmicrohttpd's own listener would need MHD_quiesce_daemon
+ * to stop accepting, and on an epoll daemon with internal threads that
+ * races with the threads' own removal of the socket from their epoll sets:
+ * the loser calls MHD_PANIC ("Failed to remove listen FD from epoll set")
+ * and the process aborts at SIGTERM (an open libmicrohttpd defect; about
+ * one shutdown in ten under a loaded test run here).  poll() mode avoids
+ * the race too, but costs 2 ms per request of 2 MB. */
+static void *acceptor_main(void *arg)
+{
+    server *s = arg;
+    struct pollfd fds[2] = {{.fd = s->listen_fd, .events = POLLIN},
+                            {.fd = s->wake[0], .events = POLLIN}};
+    for (;;) {
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[1].revents)
+            break; /* shutdown */
+        if (!(fds[0].revents & POLLIN))
+            continue;
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        const int fd =
+            accept4(s->listen_fd, (struct sockaddr *)&addr, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            /* Out of descriptors or memory: let the load pass rather than spin. */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+            continue;
+        }
+        /* Over a connection limit, or out of memory: libmicrohttpd closes it. */
+        (void)MHD_add_connection(s->daemon, fd, (const struct sockaddr *)&addr, len);
+    }
+    return NULL;
+}
+
+/* Stops the acceptor and closes the listening socket: new connections are
+ * refused from here on. */
+static void stop_accepting(server *s)
+{
+    if (s->accepting) {
+        const char byte = 'q';
+        while (write(s->wake[1], &byte, 1) < 0 && errno == EINTR)
+            ;
+        pthread_join(s->acceptor, NULL);
+        s->accepting = false;
+    }
+    int *fds[] = {&s->listen_fd, &s->wake[0], &s->wake[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+}
+
+/* A socket bound to ai and listening; -1 with errno set. */
+static int listen_on(const struct addrinfo *ai)
+{
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+        const int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int server_start(server *s, enc_error *err)
+{
+    const attnd_config *cfg = s->cfg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->server.port);
+    int gai = getaddrinfo(cfg->server.host, port, &hints, &ai);
+    if (gai != 0)
+        return enc_error_set(err, ENC_EIO, "server.host: cannot resolve '%s': %s", cfg->server.host,
+                             gai_strerror(gai));
+    s->listen_fd = listen_on(ai);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (s->listen_fd < 0)
+        return enc_error_set(err, ENC_EIO, "server.port: cannot listen on %s:%d: %s",
+                             cfg->server.host, cfg->server.port, strerror(saved));
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    s->port = cfg->server.port;
+    if (getsockname(s->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
+        s->port =
+            ntohs(bound.ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((const struct sockaddr_in *)&bound)->sin_port);
+
+    /* libmicrohttpd without a listening socket of its own (acceptor_main). */
+    const unsigned flags =
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
+    struct MHD_OptionItem opts[8];
+    int n = 0;
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, cfg->server.max_connections, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                        cfg->server.connection_timeout, NULL};
+    if (cfg->server.max_connections_per_ip > 0)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                            cfg->server.max_connections_per_ip, NULL};
+    if (cfg->server.threads > 1)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, cfg->server.threads, NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)http_keep_escaped, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    errno = 0;
+    s->daemon =
+        MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
+                         http_on_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    saved = errno;
+    if (!s->daemon || pipe2(s->wake, O_CLOEXEC) < 0 ||
+        pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
+        saved = saved ? saved : errno;
+        stop_accepting(s);
+        if (s->daemon)
+            MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+        return enc_error_set(err, ENC_EIO, "server: cannot start on %s:%d: %s", cfg->server.host,
+                             s->port,
+                             saved ? strerror(saved) : "libmicrohttpd refused the settings");
+    }
+    s->accepting = true;
+    return ENC_OK;
+}
+
+int server_port(const server *s)
+{
+    return s->port;
+}
+
+/* The shortest decimal that reads back as f, as a double: 1e-05, not
+ * 9.9999997473787516e-06. */
+static double shortest(float f)
+{
+    char buf[32];
+    for (int prec = 1; prec < 10; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f)
+            break;
+    }
+    return strtod(buf, NULL);
+}
+
+void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s)
+{
+    server *s = arg;
+    spinners_kick(s->spin); /* the HTTP threads are about to be woken */
+    metrics_forward(s->mx, sequences, tokens, requests, compute_s);
+}
+
+void server_set_model(server *s, const enc_model *m, pool *p)
+{
+    const enc_hparams *hp = enc_model_hparams(m);
+    const attnd_config *cfg = s->cfg;
+    const char *sha = enc_model_sha256(m);
+    json_t *info = json_pack(
+        "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:b}, s:I, s:{s:s, s:o}, "
+        "s:{s:i, s:i, s:I, s:I, s:I}, s:s}",
+        "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads", hp->n_heads,
+        "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff", hp->d_ff,
+        "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation), "norm_first",
+        hp->norm_first, "layer_norm_eps", shortest(hp->layer_norm_eps), "bias", hp->bias,
+        "parameters", (json_int_t)enc_model_param_count(m), "weights", "source",
+        enc_model_source(m), "sha256", sha[0] ? json_string(sha) : json_null(), "limits",
+        "max_batch", cfg->limits.max_batch, "max_seq_len", cfg->limits.max_seq_len,
+        "max_batch_tokens", (json_int_t)cfg->limits.max_batch_tokens, "max_attention_bytes",
+        (json_int_t)cfg->limits.max_attention_bytes, "max_body_bytes",
+        (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION);
+    free(s->model_json);
+    s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(info);
+    s->model = m;
+    s->pool = p;
+    atomic_store(&s->ready, 1);
+}
+
+void server_shutdown(server *s)
+{
+    if (!s || !s->daemon)
+        return;
+    atomic_store(&s->shutting_down, 1);
+    /* Stop accepting: close the listening socket. */
+    stop_accepting(s);
+    /* Requests already accepted finish; idle keep-alive connections are
+     * closed by MHD_stop_daemon below.  A client that trickles its body
+     * forever is not waited for past the grace period. */
+    const double grace = s->cfg->server.connection_timeout + 30.0, until = pool_now() + grace;
+    while (atomic_load(&s->in_flight) > 0 && pool_now() < until) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}
+
+void server_free(server *s)
+{
+    if (!s)
+        return;
+    stop_accepting(s);
+    if (s->daemon)
+        MHD_stop_daemon(s->daemon);
+    metrics_free(s->mx);
+    bufpool_free(s->buffers);
+    free(s->model_json);
+    free(s);
+}

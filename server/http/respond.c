@@ -1,0 +1,104 @@
+/* respond.c - responses: whole bodies, the contract's errors, and bodies
+ * streamed from a request's tensors as the socket drains. */
+#include "http/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---- responses ----------------------------------------------------------- */
+
+/* Queues resp with the headers every response carries. */
+static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, const char *type,
+                             const char *const *extra)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    const char *origin = r->srv->cfg->server.cors_origin;
+    if (origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                "X-Request-Id, X-Queue-Ms, X-Compute-Ms, Retry-After, "
+                                "Inference-Header-Content-Length");
+        if (strcmp(origin, "*") != 0)
+            MHD_add_response_header(resp, "Vary", "Origin");
+    }
+    for (int i = 0; extra && extra[i]; i += 2)
+        MHD_add_response_header(resp, extra[i], extra[i + 1]);
+    if (atomic_load(&r->srv->shutting_down) || r->early.close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    r->status = status;
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* Queues body (owned, freed by MHD) with the headers every response carries. */
+enum MHD_Result http_respond(request *r, int status, const char *type, char *body, size_t len,
+                             const char *const *extra)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    r->bytes = len;
+    return queue(r, status, resp, type, extra);
+}
+
+/* libmicrohttpd asks for the next bytes of a streamed body as the socket
+ * drains: they are encoded from the tensors straight into its buffer. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    request *r = cls;
+    const size_t n = stream_read(r->out, buf, max);
+    r->bytes += n;
+    return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_done(void *cls)
+{
+    http_request_unref(cls);
+}
+
+/* The block libmicrohttpd asks a streamed body for at a time. */
+#define STREAM_BLOCK (128u << 10)
+
+/* Queues r->out, produced as the socket drains: with Content-Length when
+ * its length is known ahead (base64, binary), else chunked.  The body reads
+ * the request's tensors, so the request lives until libmicrohttpd is done
+ * with the body. */
+enum MHD_Result http_respond_stream(request *r, const char *type, const char *const *extra)
+{
+    const size_t size = stream_size(r->out);
+    atomic_fetch_add(&r->refs, 1);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        size == (size_t)-1 ? MHD_SIZE_UNKNOWN : size, STREAM_BLOCK, stream_reader, r, stream_done);
+    if (!resp) {
+        http_request_unref(r);
+        return MHD_NO;
+    }
+    return queue(r, 200, resp, type, extra);
+}
+
+enum MHD_Result http_respond_json(request *r, int status, json_t *obj, const char *const *extra)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    if (!s)
+        return MHD_NO;
+    return http_respond(r, status, "application/json", s, strlen(s), extra);
+}
+
+/* The contract's error body: {"error": {"type": ..., "message": ...}}. */
+enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *message,
+                                   const char *const *extra)
+{
+    if (r->v2) /* the Open Inference Protocol's error body: {"error": "..."} */
+        return http_respond_json(r, api_error_status(kind), json_pack("{s:s}", "error", message),
+                                 extra);
+    json_t *body =
+        json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message", message);
+    return http_respond_json(r, api_error_status(kind), body, extra);
+}

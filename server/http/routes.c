@@ -1,0 +1,352 @@
+/* routes.c - the route table (path, methods, key, media type, handlers) and
+ * each route's handler: health, model, metrics, the page, OpenAPI, the
+ * /v2 routes, and the two that run a forward on the compute pool. */
+#include "http/internal.h"
+
+#include "page/page.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the routes' handlers ------------------------------------------------ */
+
+static enum MHD_Result serve_health(request *r)
+{
+    server *s = r->srv;
+    if (atomic_load(&s->shutting_down))
+        return http_respond_json(r, 503, json_pack("{s:s}", "status", "shutting_down"), NULL);
+    if (!atomic_load(&s->ready))
+        return http_respond_json(r, 503, json_pack("{s:s}", "status", "starting"), NULL);
+    return http_respond_json(r, 200, json_pack("{s:s}", "status", "ok"), NULL);
+}
+
+static enum MHD_Result serve_model(request *r)
+{
+    const char *body = r->srv->model_json;
+    if (!atomic_load(&r->srv->ready) || !body)
+        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading", NULL);
+    char *copy = strdup(body);
+    return copy ? http_respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
+}
+
+static enum MHD_Result serve_metrics(request *r)
+{
+    size_t len = 0;
+    pool *p = r->srv->pool;
+    char *text = metrics_render(r->srv->mx, p ? pool_queue_depth(p) : 0, &len);
+    if (!text)
+        return MHD_NO;
+    return http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, NULL);
+}
+
+static enum MHD_Result serve_openapi(request *r)
+{
+    char *copy = strdup(openapi_json);
+    return copy ? http_respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
+}
+
+/* The page's Content-Security-Policy: its own inline script and style, data:
+ * images, and requests to this daemon only, so it cannot load or send
+ * anything elsewhere. */
+#define PAGE_CSP                                                                                   \
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "                  \
+    "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "                     \
+    "frame-ancestors 'none'"
+
+/* GET /: the heatmap page (page.h).  Static and free of model data, it needs
+ * no API key (a browser cannot send one when it opens a URL); the page sends
+ * the key the user types with its own API requests.  no-cache: a new binary
+ * may carry a new page. */
+static enum MHD_Result serve_page(request *r)
+{
+    char *copy = malloc(page_html_len);
+    if (!copy)
+        return MHD_NO;
+    memcpy(copy, page_html, page_html_len);
+    return http_respond(r, 200, "text/html; charset=utf-8", copy, page_html_len,
+                        (const char *const[]){"Cache-Control", "no-cache",
+                                              "Content-Security-Policy", PAGE_CSP,
+                                              "X-Content-Type-Options", "nosniff", NULL});
+}
+
+/* Runs on a compute worker when the forward is done: wake the connection. */
+static void job_done(pool_job *job, void *arg)
+{
+    (void)job;
+    request *r = arg;
+    atomic_store(&r->state, REQ_DONE);
+    MHD_resume_connection(r->conn);
+}
+
+static api_limits request_limits(const server *s)
+{
+    const attnd_config *cfg = s->cfg;
+    api_limits limits = {.max_batch = cfg->limits.max_batch,
+                         .max_seq_len = cfg->limits.max_seq_len,
+                         .max_batch_tokens = cfg->limits.max_batch_tokens,
+                         .max_attention_bytes = cfg->limits.max_attention_bytes,
+                         .pool = s->buffers};
+    return limits;
+}
+
+/* Hands a decoded request's batch to the pool; the connection sleeps until
+ * job_done wakes it. */
+static enum MHD_Result submit_job(request *r, encode_request *e)
+{
+    r->job.batch = &e->batch;
+    r->job.result = encode_request_result(e);
+    r->job.done = job_done;
+    r->job.arg = r;
+    atomic_store(&r->state, REQ_QUEUED);
+    spinners_kick(r->srv->spin); /* a worker is about to be woken */
+    /* Suspend first: the worker may finish and resume before we return. */
+    MHD_suspend_connection(r->conn);
+    if (pool_submit(r->srv->pool, &r->job) < 0) {
+        atomic_store(&r->state, REQ_REJECTED);
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
+}
+
+/* POST /v1/encode, once the body is in: decode, then hand to the pool. */
+static enum MHD_Result encode_start(request *r)
+{
+    server *s = r->srv;
+    api_error err = {0};
+    /* Shutting down is no reason to refuse: a request that got this far was
+     * accepted before the listener closed, and accepted requests finish. */
+    if (!atomic_load(&s->ready))
+        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                                  (const char *const[]){"Retry-After", "1", NULL});
+    api_limits limits = request_limits(s);
+    const enc_hparams *hp = enc_model_hparams(s->model);
+    if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, &limits, &err) < 0 ||
+        encode_request_alloc_outputs(&r->enc, hp, &err) < 0)
+        return http_respond_error(r, err.kind, err.message, NULL);
+    return submit_job(r, &r->enc);
+}
+
+/* The forward has run (or was refused a place): the queue's and the core's
+ * errors, or the route's answer. */
+enum MHD_Result http_forward_finish(request *r)
+{
+    server *s = r->srv;
+    if (atomic_load(&r->state) == REQ_REJECTED) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the compute queue is full (compute.queue_size %d); retry",
+                 s->cfg->compute.queue_size);
+        return http_respond_error(r, API_QUEUE_FULL, msg,
+                                  (const char *const[]){"Retry-After", "1", NULL});
+    }
+    pool_job *job = &r->job;
+    if (job->rc < 0) {
+        api_error_kind kind = job->rc == ENC_ENOMEM                                ? API_UNAVAILABLE
+                              : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC) ? API_BAD_REQUEST
+                                                                                   : API_INTERNAL;
+        return http_respond_error(r, kind, job->err.message, NULL);
+    }
+    return r->rt->finish(r);
+}
+
+/* POST /v1/encode: the response to a forward that ran. */
+static enum MHD_Result encode_finish(request *r)
+{
+    server *s = r->srv;
+    const pool_job *job = &r->job;
+    const encode_request *e = &r->enc;
+    long tokens = 0;
+    for (int b = 0; b < e->batch.B; b++)
+        tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
+    metrics_queue(s->mx, job->queue_ms / 1e3);
+    metrics_attention_scores(s->mx, job->result.scores);
+    encode_usage usage = {.sequences = e->batch.B,
+                          .tokens = tokens,
+                          .queue_ms = job->queue_ms,
+                          .compute_ms = job->compute_ms,
+                          .attention_scores = job->result.scores};
+    r->out = stream_new();
+    if (!r->out || encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model),
+                                          &usage, r->out) < 0)
+        return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
+    char qms[32], cms[32];
+    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
+    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
+    return http_respond_stream(r, "application/json",
+                               (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+}
+
+/* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
+
+/* The health routes answer 200 with an empty body (the protocol: the status
+ * is the answer), or 503 {"error": ...} as API.md section 7 says for "not
+ * ready". */
+static enum MHD_Result respond_empty(request *r)
+{
+    return http_respond(r, 200, "text/plain", NULL, 0, NULL);
+}
+
+static enum MHD_Result v2_not_ready(request *r)
+{
+    return http_respond_error(r, API_UNAVAILABLE,
+                              atomic_load(&r->srv->shutting_down) ? "the server is shutting down"
+                                                                  : "the model is still loading",
+                              NULL);
+}
+
+static enum MHD_Result respond_body(request *r, char *body)
+{
+    return body ? http_respond(r, 200, "application/json", body, strlen(body), NULL) : MHD_NO;
+}
+
+/* GET /v2 */
+static enum MHD_Result serve_v2_server(request *r)
+{
+    return respond_body(r, v2_server_metadata(ATTND_VERSION));
+}
+
+/* GET /v2/health/live */
+static enum MHD_Result serve_v2_live(request *r)
+{
+    return respond_empty(r);
+}
+
+static bool serving(const server *s)
+{
+    return atomic_load(&s->ready) && !atomic_load(&s->shutting_down);
+}
+
+/* GET /v2/health/ready, /v2/models/{name}/ready */
+static enum MHD_Result serve_v2_ready(request *r)
+{
+    return serving(r->srv) ? respond_empty(r) : v2_not_ready(r);
+}
+
+/* GET /v2/models/{name} */
+static enum MHD_Result serve_v2_model(request *r)
+{
+    server *s = r->srv;
+    if (!atomic_load(&s->ready))
+        return v2_not_ready(r);
+    return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model)));
+}
+
+/* POST /v2/models/{name}[/versions/{v}]/infer, once the body is in. */
+static enum MHD_Result v2_infer_start(request *r)
+{
+    server *s = r->srv;
+    api_error err = {0};
+    if (!atomic_load(&s->ready))
+        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                                  (const char *const[]){"Retry-After", "1", NULL});
+    api_limits limits = request_limits(s);
+    const enc_hparams *hp = enc_model_hparams(s->model);
+    if (v2_request_parse(&r->v2req, r->body, r->len,
+                         http_header(r, "Inference-Header-Content-Length"), s->cfg->model.name, hp,
+                         &limits, &err) < 0 ||
+        encode_request_alloc_outputs(&r->v2req.enc, hp, &err) < 0)
+        return http_respond_error(r, err.kind, err.message, NULL);
+    return submit_job(r, &r->v2req.enc);
+}
+
+/* The forward of an infer request has run: the v2 response, JSON alone or
+ * JSON then binary outputs. */
+static enum MHD_Result v2_finish(request *r)
+{
+    server *s = r->srv;
+    const pool_job *job = &r->job;
+    metrics_queue(s->mx, job->queue_ms / 1e3);
+    metrics_attention_scores(s->mx, job->result.scores);
+    size_t header_len = 0;
+    r->out = stream_new();
+    if (!r->out || v2_response_stream(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model),
+                                      job->result.scores, r->out, &header_len) < 0)
+        return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
+    char qms[32], cms[32], hl[32];
+    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
+    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
+    snprintf(hl, sizeof hl, "%zu", header_len);
+    if (!header_len)
+        return http_respond_stream(
+            r, "application/json",
+            (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    return http_respond_stream(r, "application/octet-stream",
+                               (const char *const[]){"Inference-Header-Content-Length", hl,
+                                                     "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+}
+
+/* ---- the route table ------------------------------------------------------ */
+
+/* The v1 routes come first in the table, then the /v2 routes by v2_route. */
+enum { V1_ROUTES = 6, V2_ROUTE_BASE = V1_ROUTES - V2_ROUTE_SERVER };
+
+/* GET routes' allow list; POST routes'. */
+#define ALLOW_GET  "GET, HEAD, OPTIONS"
+#define ALLOW_POST "POST, OPTIONS"
+
+#define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
+
+static const route routes[] = {
+    {.path = "/v1/encode",
+     .allow = ALLOW_POST,
+     .post = true,
+     .media = MEDIA_JSON,
+     .serve = encode_start,
+     .finish = encode_finish},
+    {GET_ROUTE("/health", serve_health), .open = true},
+    {GET_ROUTE("/v1/model", serve_model)},
+    {GET_ROUTE("/metrics", serve_metrics)},
+    {GET_ROUTE("/openapi.json", serve_openapi)},
+    {GET_ROUTE("/", serve_page), .open = true},
+    /* The Open Inference Protocol (v2.h); {name} also stands for
+     * {name}/versions/{v}. */
+    [V2_ROUTE_BASE + V2_ROUTE_SERVER] = {GET_ROUTE("/v2", serve_v2_server), .v2 = true},
+    [V2_ROUTE_BASE +
+        V2_ROUTE_LIVE] = {GET_ROUTE("/v2/health/live", serve_v2_live), .open = true, .v2 = true},
+    [V2_ROUTE_BASE +
+        V2_ROUTE_READY] = {GET_ROUTE("/v2/health/ready", serve_v2_ready), .open = true, .v2 = true},
+    [V2_ROUTE_BASE + V2_ROUTE_MODEL] = {GET_ROUTE("/v2/models/{name}", serve_v2_model), .v2 = true,
+                                        .names_model = true},
+    [V2_ROUTE_BASE + V2_ROUTE_MODEL_READY] = {GET_ROUTE("/v2/models/{name}/ready", serve_v2_ready),
+                                              .v2 = true, .names_model = true},
+    [V2_ROUTE_BASE + V2_ROUTE_INFER] = {.path = "/v2/models/{name}/infer",
+                                        .allow = ALLOW_POST,
+                                        .post = true,
+                                        .v2 = true,
+                                        .names_model = true,
+                                        .media = MEDIA_ANY,
+                                        .serve = v2_infer_start,
+                                        .finish = v2_finish},
+};
+
+/* The route of a decoded path, or NULL.  A path under /v2 sets r->v2 (its
+ * errors take the protocol's form even when no route matches) and, for the
+ * model routes, fills r->v2path with the model and version it names. */
+const route *http_route_find(request *r, const char *path)
+{
+    const v2_route v = v2_route_parse(path, &r->v2path);
+    r->v2 = v != V2_ROUTE_NONE;
+    if (v == V2_ROUTE_UNKNOWN)
+        return NULL;
+    if (r->v2)
+        return &routes[V2_ROUTE_BASE + v];
+    for (size_t i = 0; i < V1_ROUTES; i++)
+        if (strcmp(path, routes[i].path) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+/* OPTIONS on any route: its methods, and CORS's preflight answer. */
+enum MHD_Result http_serve_options(request *r)
+{
+    const char *allow = r->rt->allow;
+    if (!r->srv->cfg->server.cors_origin)
+        return http_respond(r, 204, "text/plain", NULL, 0,
+                            (const char *const[]){"Allow", allow, NULL});
+    return http_respond(r, 204, "text/plain", NULL, 0,
+                        (const char *const[]){"Allow", allow, "Access-Control-Allow-Methods", allow,
+                                              "Access-Control-Allow-Headers",
+                                              "Authorization, Content-Type, X-Request-Id, "
+                                              "Inference-Header-Content-Length",
+                                              "Access-Control-Max-Age", "600", NULL});
+}
