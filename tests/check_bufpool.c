@@ -80,8 +80,9 @@ START_TEST(test_resize_and_null_pool)
         ck_assert_ptr_nonnull(p);
         for (int i = 0; i < 100; i++)
             ck_assert_int_eq(p[i], i);
-        /* shrinking keeps the block */
-        ck_assert_ptr_eq(bufpool_resize(bp, p, 10), p);
+        /* shrinking keeps a pooled block (realloc may move it) */
+        if (bp)
+            ck_assert_ptr_eq(bufpool_resize(bp, p, 10), p);
         bufpool_give(bp, p);
         bufpool_give(bp, NULL);
         bufpool_free(bp);
