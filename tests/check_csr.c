@@ -4,6 +4,7 @@
  * counter, the limits by allowed pairs, /v2's CSR tensors, and every new
  * option's bad values refused with the field named. */
 #include "daemon.h"
+#include "codec/base64.h"
 #include "protocol/encode.h"
 #include "suites.h"
 #include "test_util.h"
@@ -56,14 +57,6 @@ typedef struct pattern {
     int global[2], n_global;
     bool causal;
 } pattern;
-
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
 
 /* BigBird's random blocks of query block qb (docs/model.md, step by step). */
 static bool random_block(const pattern *p, int n_blocks, int qb, int kb)

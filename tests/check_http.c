@@ -2,6 +2,7 @@
  * 127.0.0.1 port, spoken to over HTTP.  Numeric results are checked against
  * the PyTorch fixtures, never against the core's own output. */
 #include "daemon.h"
+#include "codec/base64.h"
 #include "protocol/encode.h"
 #include "safetensors.h"
 #include "suites.h"

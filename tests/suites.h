@@ -27,5 +27,7 @@ Suite *jsontext_suite(void);
 Suite *framing_suite(void);
 Suite *stream_suite(void);
 Suite *bufpool_suite(void);
+Suite *base64_suite(void);
+Suite *jsonnum_suite(void);
 
 #endif

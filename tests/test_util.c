@@ -1,6 +1,9 @@
 /* test_util.c - helpers for the Check suites. */
 #include "test_util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -59,4 +62,24 @@ void *xcalloc(size_t n, size_t size)
     void *p = calloc(n ? n : 1, size ? size : 1);
     ck_assert_ptr_nonnull(p);
     return p;
+}
+
+uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+int chk_fail(chk *k, const char *fmt, ...)
+{
+    if (k->failed)
+        return -1;
+    k->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->msg, sizeof k->msg, fmt, ap);
+    va_end(ap);
+    return -1;
 }

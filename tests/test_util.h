@@ -4,6 +4,7 @@
 
 #include "encoder.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,18 @@ int rand_int(uint64_t *state, int lo, int hi);
 
 /* A zeroed batch with no mask (windows unbounded). */
 enc_batch batch_plain(const float *x, int B, int L, const int *lengths);
+
+/* The next of a splitmix64 sequence from *state (deterministic test data). */
+uint64_t splitmix(uint64_t *state);
+
+/* First-failure recording, for checks over many values that report the
+ * first one at fault: chk_fail records it (once) and returns -1; the test
+ * then asserts !k.failed with k.msg. */
+typedef struct chk {
+    bool failed;
+    char msg[512];
+} chk;
+int chk_fail(chk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Checks allocation; aborts the test on NULL. */
 void *xcalloc(size_t n, size_t size);

@@ -1,5 +1,7 @@
 /* stream.c - a response body produced chunk by chunk (stream.h). */
 #include "codec/stream.h"
+#include "codec/base64.h"
+#include "codec/jsonnum.h"
 
 #include "protocol/encode.h"
 
@@ -24,9 +26,9 @@ typedef struct piece {
 } piece;
 
 /* Room one JSON number may take with what surrounds it: up to 7 bytes of
- * brackets and comma before it, ENCODE_FLOAT_ROOM for the number, and the
+ * brackets and comma before it, JSONNUM_ROOM for the number, and the
  * up to 3 closing brackets after the last one. */
-#define JSON_ROOM (ENCODE_FLOAT_ROOM + 16)
+#define JSON_ROOM (JSONNUM_ROOM + 16)
 
 struct stream {
     piece *pieces;
@@ -300,7 +302,7 @@ static size_t produce_json(stream *st, const piece *p, char *o, size_t room)
             if (v.word == STREAM_FLOAT32) {
                 float f;
                 memcpy(&f, row + 4 * j, 4);
-                o += encode_float_text(o, f, p->precision);
+                o += jsonnum_write(o, f, p->precision);
             } else {
                 int32_t i32;
                 memcpy(&i32, row + 4 * j, 4);
@@ -325,7 +327,7 @@ static size_t produce_json(stream *st, const piece *p, char *o, size_t room)
 /* The base64 text of the carried bytes (1 or 2) with its padding. */
 static size_t flush_carry(stream *st, char *o)
 {
-    const size_t n = encode_base64_block(st->carry, (size_t)st->n_carry, o);
+    const size_t n = base64_encode_block(st->carry, (size_t)st->n_carry, o);
     st->n_carry = 0;
     return n;
 }
@@ -347,7 +349,7 @@ static size_t produce_base64(stream *st, const piece *p, char *o, size_t room)
         const size_t fit = (room - (size_t)(o - start)) / 4 * 3;
         size_t m = row_bytes - st->off;
         m = (m < fit ? m : fit) / 3 * 3;
-        o += encode_base64_block(row + st->off, m, o);
+        o += base64_encode_block(row + st->off, m, o);
         st->off += m;
         if (row_bytes - st->off < 3) { /* the row's last 0..2 bytes are carried */
             while (st->off < row_bytes)

@@ -58,6 +58,8 @@
 
 #include "runtime/bufpool.h"
 #include "codec/stream.h"
+#include "codec/base64.h"
+#include "codec/jsonnum.h"
 #include "codec/jsontext.h"
 #include "codec/strbuf.h"
 
@@ -79,6 +81,11 @@
 #define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
 
 /* ---- small helpers --------------------------------------------------------- */
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 #define SAFE_MAX ENCODE_SAFE_MAX
 
@@ -108,6 +115,21 @@ static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
 const char *encode_safe_text(const char *s, char out[ENCODE_SAFE_MAX + 4])
 {
     return safe_text(s, out);
+}
+
+json_t *encode_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
+{
+    json_t *root = json_loadb(text, len, flags, err);
+    if (root || !strstr(err->text, "too big")) /* "too big (negative) integer" */
+        return root;
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, text, len);
+    jsonnum_widen(copy, len);
+    root = json_loadb(copy, len, flags, err);
+    free(copy);
+    return root;
 }
 
 /* "a string", "an array", ... for messages. */
@@ -179,774 +201,6 @@ static void *alloc_zero(size_t n, size_t size)
 static size_t seq_len_of(const encode_request *req, size_t b)
 {
     return req->lengths ? (size_t)req->lengths[b] : (size_t)req->batch.L;
-}
-
-/* ---- base64 (RFC 4648, standard alphabet, with padding) ------------------ */
-
-static const char B64_ALPHABET[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Encodes n bytes (n a multiple of 3, or the final piece) to dst: 4 chars
- * per 3 bytes, '=' padding on a short final group.  Returns chars written. */
-/* The two characters of every 12 bits (built from B64_ALPHABET on first use):
- * one table read per two output characters. */
-static char b64_pairs[4096][2];
-static pthread_once_t b64_pairs_once = PTHREAD_ONCE_INIT;
-
-static void b64_pairs_init(void)
-{
-    for (unsigned v = 0; v < 4096; v++) {
-        b64_pairs[v][0] = B64_ALPHABET[v >> 6];
-        b64_pairs[v][1] = B64_ALPHABET[v & 63];
-    }
-}
-
-/* AVX-512 VBMI loops for the bulk of both directions (W. Mula and D.
- * Lemire, "Base64 encoding and decoding at almost the speed of a memory
- * copy", 2019): 48 bytes <-> 64 characters per step with byte permutes, about
- * 8x the table loops below, which do the rest (and everything on CPUs
- * without VBMI, or under valgrind). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define B64_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
-
-static bool b64_vbmi(void)
-{
-    static atomic_int has = -1; /* not asked yet */
-    int h = atomic_load_explicit(&has, memory_order_relaxed);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-        atomic_store_explicit(&has, h, memory_order_relaxed);
-    }
-    return h;
-}
-
-/* Encodes whole 48-byte steps while 64 source bytes can be loaded; returns
- * the bytes consumed (4/3 as many characters written). */
-B64_VBMI static size_t b64_encode_vbmi(const unsigned char *src, size_t n, char *dst)
-{
-    /* each 32-bit lane gets source bytes 1 0 2 1 of its 3-byte group, so
-     * that the four 6-bit fields sit at bit offsets 10, 4, 22, 16 (+ 32) */
-    const __m512i gather = _mm512_setr_epi32(
-        0x01020001, 0x04050304, 0x07080607, 0x0a0b090a, 0x0d0e0c0d, 0x10110f10, 0x13141213,
-        0x16171516, 0x191a1819, 0x1c1d1b1c, 0x1f201e1f, 0x22232122, 0x25262425, 0x28292728,
-        0x2b2c2a2b, 0x2e2f2d2e);
-    const __m512i shifts = _mm512_set1_epi64(0x3036242a1016040a);
-    const __m512i alphabet = _mm512_loadu_si512((const void *)B64_ALPHABET);
-    size_t i = 0;
-    for (; i + 64 <= n; i += 48, dst += 64) {
-        const __m512i in = _mm512_permutexvar_epi8(gather, _mm512_loadu_si512(src + i));
-        const __m512i idx = _mm512_multishift_epi64_epi8(shifts, in);
-        _mm512_storeu_si512(dst, _mm512_permutexvar_epi8(idx, alphabet));
-    }
-    return i;
-}
-
-/* Decodes whole 64-character steps while the 64-byte store fits in cap and
- * the final group (which may hold padding) is left over; stops before a
- * step holding a non-alphabet character.  Returns the characters consumed
- * (3/4 as many bytes written). */
-B64_VBMI static size_t b64_decode_vbmi(const unsigned char *s, size_t len, unsigned char *out,
-                                       size_t cap)
-{
-    /* values of ASCII 0..127: 6 bits, or 0x80 for a character outside the
-     * alphabet (the input's own high bit catches 128..255) */
-    unsigned char table[128];
-    memset(table, 0x80, sizeof table);
-    for (unsigned v = 0; v < 64; v++)
-        table[(unsigned char)B64_ALPHABET[v]] = (unsigned char)v;
-    const __m512i lo = _mm512_loadu_si512(table), hi = _mm512_loadu_si512(table + 64);
-    const __m512i pack = _mm512_set_epi8(
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60, 61, 62, 56, 57, 58, 52, 53, 54, 48, 49,
-        50, 44, 45, 46, 40, 41, 42, 36, 37, 38, 32, 33, 34, 28, 29, 30, 24, 25, 26, 20, 21, 22, 16,
-        17, 18, 12, 13, 14, 8, 9, 10, 4, 5, 6, 0, 1, 2);
-    size_t i = 0, o = 0;
-    for (; i + 64 < len && o + 64 <= cap; i += 64, o += 48) {
-        const __m512i in = _mm512_loadu_si512(s + i);
-        const __m512i v = _mm512_permutex2var_epi8(lo, in, hi);
-        if (_mm512_movepi8_mask(_mm512_or_si512(v, in)))
-            break;
-        /* 4 x 6 bits -> 24 bits per 32-bit lane, then 3 bytes of each lane */
-        const __m512i ab = _mm512_maddubs_epi16(v, _mm512_set1_epi32(0x01400140));
-        const __m512i abcd = _mm512_madd_epi16(ab, _mm512_set1_epi32(0x00011000));
-        _mm512_storeu_si512(out + o, _mm512_permutexvar_epi8(pack, abcd));
-    }
-    return i;
-}
-#else
-static bool b64_vbmi(void)
-{
-    return false;
-}
-
-static size_t b64_encode_vbmi(const unsigned char *src, size_t n, char *dst)
-{
-    (void)src, (void)n, (void)dst;
-    return 0;
-}
-
-static size_t b64_decode_vbmi(const unsigned char *s, size_t len, unsigned char *out, size_t cap)
-{
-    (void)s, (void)len, (void)out, (void)cap;
-    return 0;
-}
-#endif
-
-size_t encode_base64_block(const unsigned char *src, size_t n, char *dst)
-{
-    pthread_once(&b64_pairs_once, b64_pairs_init);
-    size_t i = b64_vbmi() ? b64_encode_vbmi(src, n, dst) : 0, o = i / 3 * 4;
-    for (; i + 3 <= n; i += 3, o += 4) {
-        const unsigned v = (unsigned)src[i] << 16 | (unsigned)src[i + 1] << 8 | src[i + 2];
-        memcpy(dst + o, b64_pairs[v >> 12], 2);
-        memcpy(dst + o + 2, b64_pairs[v & 4095], 2);
-    }
-    if (n - i == 1) {
-        unsigned v = (unsigned)src[i] << 16;
-        dst[o++] = B64_ALPHABET[v >> 18 & 63];
-        dst[o++] = B64_ALPHABET[v >> 12 & 63];
-        dst[o++] = '=';
-        dst[o++] = '=';
-    } else if (n - i == 2) {
-        unsigned v = (unsigned)src[i] << 16 | (unsigned)src[i + 1] << 8;
-        dst[o++] = B64_ALPHABET[v >> 18 & 63];
-        dst[o++] = B64_ALPHABET[v >> 12 & 63];
-        dst[o++] = B64_ALPHABET[v >> 6 & 63];
-        dst[o++] = '=';
-    }
-    return o;
-}
-
-/* Bytes that len characters of base64 decode to (len a multiple of 4),
- * assuming the padding is well placed (decoding checks it). */
-static size_t b64_decoded_size(const char *s, size_t len)
-{
-    size_t n = len / 4 * 3;
-    if (len >= 4 && s[len - 1] == '=')
-        n -= (s[len - 2] == '=') ? 2 : 1;
-    return n;
-}
-
-/* Decodes len characters (a multiple of 4) into out, which has room for
- * b64_decoded_size bytes.  Returns 0, or -1 with *bad the offset of the
- * first character that is not valid there (a non-alphabet character, or '='
- * other than one or two at the very end). */
-/* Each character's 6 bits, or B64_BAD: the table the decoder's fast loop
- * reads (built from B64_ALPHABET on first use). */
-#define B64_BAD 0x100u
-static uint16_t b64_table[256];
-static pthread_once_t b64_table_once = PTHREAD_ONCE_INIT;
-
-static void b64_table_init(void)
-{
-    for (int c = 0; c < 256; c++)
-        b64_table[c] = B64_BAD;
-    for (unsigned v = 0; v < 64; v++)
-        b64_table[(unsigned char)B64_ALPHABET[v]] = (uint16_t)v;
-}
-
-static int b64_decode_into(const char *s, size_t len, unsigned char *out, size_t *bad)
-{
-    pthread_once(&b64_table_once, b64_table_init);
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = b64_vbmi() ? b64_decode_vbmi(u, len, out, b64_decoded_size(s, len)) : 0;
-    size_t o = i / 4 * 3;
-    /* Every group but the last has no padding: four table reads, one check. */
-    for (; i + 4 < len; i += 4, o += 3) {
-        const uint32_t a = b64_table[u[i]], b = b64_table[u[i + 1]], c = b64_table[u[i + 2]],
-                       d = b64_table[u[i + 3]];
-        if ((a | b | c | d) & B64_BAD)
-            break; /* the careful loop below finds the character */
-        const uint32_t v = a << 18 | b << 12 | c << 6 | d;
-        out[o] = (unsigned char)(v >> 16);
-        out[o + 1] = (unsigned char)(v >> 8);
-        out[o + 2] = (unsigned char)v;
-    }
-    for (; i < len; i += 4) {
-        const bool last = i + 4 == len;
-        int v[4];
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)s[i + (size_t)k];
-            if (c == '=') {
-                if (!last || k < 2 || (k == 2 && s[i + 3] != '=')) {
-                    *bad = i + (size_t)k;
-                    return -1;
-                }
-                v[k] = -2;
-            } else if ((v[k] = b64_value(c)) < 0) {
-                *bad = i + (size_t)k;
-                return -1;
-            }
-        }
-        out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-        if (v[2] >= 0)
-            out[o++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-        if (v[3] >= 0)
-            out[o++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
-    }
-    return 0;
-}
-
-char *base64_encode(const void *data, size_t len, size_t *out_len)
-{
-    if (len > (SIZE_MAX - 4) / 4 * 3)
-        return NULL;
-    size_t n = (len + 2) / 3 * 4;
-    char *s = malloc(n + 1);
-    if (!s)
-        return NULL;
-    size_t w = encode_base64_block(data ? data : "", len, s);
-    s[w] = '\0';
-    if (out_len)
-        *out_len = w;
-    return s;
-}
-
-unsigned char *base64_decode(const char *text, size_t len, size_t *out_len)
-{
-    if (len % 4 || (len && !text))
-        return NULL;
-    size_t n = b64_decoded_size(text, len), bad;
-    unsigned char *out = malloc(n ? n : 1);
-    if (!out)
-        return NULL;
-    if (b64_decode_into(text, len, out, &bad) < 0) {
-        free(out);
-        return NULL;
-    }
-    if (out_len)
-        *out_len = n;
-    return out;
-}
-
-/* ---- JSON numbers: reading ------------------------------------------------- */
-
-/* Numeric arrays are read from the body text, not through one json_t per
- * number.  A number is read as jansson read it (strtod, then float32), with
- * a fast exact path: up to 19 significant digits w and a decimal exponent e
- * with w <= 2^53 and |e| <= 22 make w * 10^e or w / 10^-e one correctly
- * rounded double operation on exact operands (Clinger), the double strtod
- * returns.  Anything else goes to strtod. */
-
-static const double POW10_DBL[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-static const uint64_t POW10_U64[20] = {1u,
-                                       10u,
-                                       100u,
-                                       1000u,
-                                       10000u,
-                                       100000u,
-                                       1000000u,
-                                       10000000u,
-                                       100000000u,
-                                       1000000000u,
-                                       10000000000u,
-                                       100000000000u,
-                                       1000000000000u,
-                                       10000000000000u,
-                                       100000000000000u,
-                                       1000000000000000u,
-                                       10000000000000000u,
-                                       100000000000000000u,
-                                       1000000000000000000u,
-                                       10000000000000000000u};
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* |value| < 10^mag; MAG_ZERO when every digit is 0. */
-#define MAG_ZERO LONG_MIN
-
-/* What one pass over a JSON number token tells. */
-typedef struct num_token {
-    size_t len;    /* bytes */
-    bool integer;  /* no fraction, no exponent: jansson reads it as an int64 */
-    size_t digits; /* digits before any fraction */
-    long mag;      /* |value| < 10^mag, or MAG_ZERO */
-} num_token;
-
-/* Scans the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)
- * at the start of s[0..n).  Returns false if s does not start with one ("01"
- * is the number 0 followed by 1: the caller looks at what follows). */
-static bool number_scan(const char *s, size_t n, num_token *t)
-{
-    const char *p = s, *const end = s + n;
-    p += *p == '-';
-    if (p == end || (unsigned)(*p - '0') > 9)
-        return false;
-    const char *first = p;
-    long mag = MAG_ZERO;
-    if (*p == '0') {
-        p++;
-    } else {
-        while (p < end && (unsigned)(*p - '0') <= 9)
-            p++;
-        mag = p - first > 1000000000 ? 1000000000L : (long)(p - first);
-    }
-    t->digits = (size_t)(p - first);
-    t->integer = true;
-    if (p < end && *p == '.') {
-        t->integer = false;
-        if (++p == end || (unsigned)(*p - '0') > 9)
-            return false;
-        const char *frac = p;
-        if (mag == MAG_ZERO) {
-            while (p < end && *p == '0')
-                p++;
-            if (p < end && (unsigned)(*p - '0') <= 9) /* 0.00123 < 10^-2 */
-                mag = p - frac > 1000000000 ? -1000000000L : -(long)(p - frac);
-        }
-        while (p < end && (unsigned)(*p - '0') <= 9)
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        t->integer = false;
-        bool neg = false;
-        if (++p < end && (*p == '+' || *p == '-'))
-            neg = *p++ == '-';
-        if (p == end || (unsigned)(*p - '0') > 9)
-            return false;
-        long e = 0;
-        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
-            if (e < 100000000)
-                e = e * 10 + (*p - '0');
-        if (mag != MAG_ZERO)
-            mag += neg ? -e : e;
-    }
-    t->len = (size_t)(p - s);
-    t->mag = mag;
-    return true;
-}
-
-/* A token copied and NUL-terminated for the C library: into small (size
- * bytes) when it fits, else malloc'd (free it when != small).  NULL when out
- * of memory. */
-static char *token_copy(const char *s, size_t n, char *small, size_t size)
-{
-    char *buf = n < size ? small : malloc(n + 1);
-    if (buf) {
-        memcpy(buf, s, n);
-        buf[n] = '\0';
-    }
-    return buf;
-}
-
-/* strtod of the token s[0..n); *erange: strtod set ERANGE.  False when out
- * of memory. */
-static bool token_strtod(const char *s, size_t n, double *out, bool *erange)
-{
-    char small[128], *buf = token_copy(s, n, small, sizeof small);
-    if (!buf)
-        return false;
-    errno = 0;
-    *out = strtod(buf, NULL);
-    *erange = errno == ERANGE;
-    if (buf != small)
-        free(buf);
-    return true;
-}
-
-/* Whether the integer token s[0..n) fits jansson's json_int_t (strtoll). */
-static bool token_int64(const char *s, size_t n, bool *oom)
-{
-    char small[128], *buf = token_copy(s, n, small, sizeof small);
-    if (!buf) {
-        *oom = true;
-        return false;
-    }
-    errno = 0;
-    (void)strtoll(buf, NULL, 10);
-    const bool fits = errno != ERANGE;
-    if (buf != small)
-        free(buf);
-    return fits;
-}
-
-/* The value strtod gives for the JSON number at the start of s[0..n) (its
- * syntax already checked), in *out.  Returns the token's length, or 0 when
- * out of memory (a long token is copied for strtod). */
-static size_t number_read(const char *s, size_t n, double *out)
-{
-    const char *p = s, *const end = s + n;
-    const bool neg = *p == '-';
-    p += neg;
-    uint64_t w = 0; /* all the digits, when there are at most 19 */
-    const char *digits = p;
-    for (; p < end && (unsigned)(*p - '0') <= 9; p++)
-        w = w * 10 + (unsigned)(*p - '0');
-    size_t nd = (size_t)(p - digits);
-    long e10 = 0; /* value = w * 10^e10 */
-    if (p < end && *p == '.') {
-        digits = ++p;
-        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
-            w = w * 10 + (unsigned)(*p - '0');
-        nd += (size_t)(p - digits);
-        e10 = -(long)(p - digits);
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        bool eneg = false;
-        if (++p < end && (*p == '+' || *p == '-'))
-            eneg = *p++ == '-';
-        long e = 0;
-        for (; p < end && (unsigned)(*p - '0') <= 9; p++)
-            if (e < 100000000)
-                e = e * 10 + (*p - '0');
-        e10 += eneg ? -e : e;
-    }
-    const size_t len = (size_t)(p - s);
-    if (nd <= 19) { /* w < 10^19: exact */
-        if (w == 0) {
-            *out = neg ? -0.0 : 0.0;
-            return len;
-        }
-        if (w <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22) {
-            double d = (double)w;
-            d = e10 < 0 ? d / POW10_DBL[-e10] : d * POW10_DBL[e10];
-            *out = neg ? -d : d;
-            return len;
-        }
-    }
-    bool erange;
-    return token_strtod(s, len, out, &erange) ? len : 0;
-}
-
-bool encode_number_parse(const char *text, size_t len, double *value)
-{
-    num_token t;
-    if (!text || len == 0 || !number_scan(text, len, &t) || t.len != len)
-        return false;
-    return number_read(text, len, value) == len;
-}
-
-size_t encode_number_token(const char *text, size_t len, double *value)
-{
-    num_token t;
-    bool oom = false;
-    if (!text || len == 0 || !number_scan(text, len, &t))
-        return 0;
-    if (t.integer && t.digits >= 19 && !token_int64(text, t.len, &oom))
-        return 0; /* jansson: "too big integer" */
-    if (number_read(text, t.len, value) != t.len)
-        return 0;
-    return t.integer || !isinf(*value) ? t.len : 0; /* jansson: "real number overflow" */
-}
-
-/* ---- JSON numbers: writing ------------------------------------------------- */
-
-/* A float with p significant digits, exactly as "%.{p}g" prints it, without
- * snprintf: the float is m * 2^e2 (m < 2^24), and round-half-even(m * 2^e2 *
- * 10^k) for the k that leaves p digits is computed exactly in 64- or 128-bit
- * integers (m * 5^k shifted, or m << e2 divided by 10^-k).  The few floats
- * out of that reach (below about 1e-36) go to snprintf. */
-
-__extension__ typedef unsigned __int128 u128;
-
-static const uint64_t POW5_U64[28] = {1u,
-                                      5u,
-                                      25u,
-                                      125u,
-                                      625u,
-                                      3125u,
-                                      15625u,
-                                      78125u,
-                                      390625u,
-                                      1953125u,
-                                      9765625u,
-                                      48828125u,
-                                      244140625u,
-                                      1220703125u,
-                                      6103515625u,
-                                      30517578125u,
-                                      152587890625u,
-                                      762939453125u,
-                                      3814697265625u,
-                                      19073486328125u,
-                                      95367431640625u,
-                                      476837158203125u,
-                                      2384185791015625u,
-                                      11920928955078125u,
-                                      59604644775390625u,
-                                      298023223876953125u,
-                                      1490116119384765625u,
-                                      7450580596923828125u};
-
-/* Round half to even of v / 2^t, 0 < t < 64 (or 128). */
-static uint64_t shr_round64(uint64_t v, int t)
-{
-    const uint64_t q = v >> t, rem = v & ((UINT64_C(1) << t) - 1), half = UINT64_C(1) << (t - 1);
-    return q + ((rem > half) | ((rem == half) & q & 1));
-}
-
-static u128 shr_round128(u128 v, int t)
-{
-    const u128 one = 1, q = v >> t, rem = v & ((one << t) - 1), half = one << (t - 1);
-    return q + (rem > half || (rem == half && (q & 1)));
-}
-
-/* Round half to even of num / den. */
-static uint64_t div_round64(uint64_t num, uint64_t den)
-{
-    const uint64_t q = num / den, r = num % den;
-    return q + (r > den - r || (r == den - r && (q & 1)));
-}
-
-static u128 div_round128(u128 num, u128 den)
-{
-    const u128 q = num / den, r = num % den;
-    return q + (r > den - r || (r == den - r && (q & 1)));
-}
-
-/* round-half-even(m * 2^e2 * 10^k), exactly, in *r.  False when that is out
- * of this code's reach (the caller uses snprintf). */
-static bool scale_round(uint32_t m, int e2, int k, uint64_t *r)
-{
-    if (k >= 0) {   /* m * 5^k * 2^(e2 + k) */
-        if (k > 44) /* m * 5^k must stay under 2^128 */
-            return false;
-        const int s = e2 + k;
-        if (k <= 17) { /* m * 5^k < 2^64 */
-            const uint64_t P = (uint64_t)m * POW5_U64[k];
-            if (s >= 0) {
-                if (s > 63 || P > UINT64_MAX >> s)
-                    return false;
-                *r = P << s;
-            } else {
-                if (-s > 63)
-                    return false;
-                *r = shr_round64(P, -s);
-            }
-            return true;
-        }
-        const u128 P = k <= 27 ? (u128)m * POW5_U64[k] : (u128)m * POW5_U64[27] * POW5_U64[k - 27];
-        u128 q;
-        if (s >= 0) {
-            if (s > 127 || P > ((u128)-1) >> s)
-                return false;
-            q = P << s;
-        } else {
-            if (-s > 127)
-                return false;
-            q = shr_round128(P, -s);
-        }
-        if (q > UINT64_MAX)
-            return false;
-        *r = (uint64_t)q;
-        return true;
-    }
-    const int j = -k; /* m * 2^e2 / 10^j */
-    if (j > 38)
-        return false;
-    if (e2 >= 0) {
-        if (j <= 19 && e2 <= 39) {
-            *r = div_round64((uint64_t)m << e2, POW10_U64[j]);
-            return true;
-        }
-        if (e2 > 103) /* m << e2 must stay under 2^128 */
-            return false;
-        const u128 den = (u128)POW10_U64[j < 19 ? j : 19] * POW10_U64[j < 19 ? 0 : j - 19];
-        const u128 q = div_round128((u128)m << e2, den);
-        if (q > UINT64_MAX)
-            return false;
-        *r = (uint64_t)q;
-        return true;
-    }
-    if (j > 19 || -e2 > 63 || POW10_U64[j] > UINT64_MAX >> -e2)
-        return false;
-    *r = div_round64(m, POW10_U64[j] << -e2);
-    return true;
-}
-
-/* 10^j as the nearest double, j = -46..39 */
-static const double POW10_NEAR[86] = {
-    1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39, 1e-38, 1e-37, 1e-36, 1e-35, 1e-34,
-    1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28, 1e-27, 1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21,
-    1e-20, 1e-19, 1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9,  1e-8,
-    1e-7,  1e-6,  1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,   1e3,   1e4,   1e5,
-    1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e13,  1e14,  1e15,  1e16,  1e17,  1e18,
-    1e19,  1e20,  1e21,  1e22,  1e23,  1e24,  1e25,  1e26,  1e27,  1e28,  1e29,  1e30,  1e31,
-    1e32,  1e33,  1e34,  1e35,  1e36,  1e37,  1e38,  1e39};
-
-static const char DIGITS2[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233"
-    "34353637383940414243444546474849505152535455565758596061626364656667"
-    "6869707172737475767778798081828384858687888990919293949596979899";
-
-/* v < 10^8 as 8 ASCII digits in a register, stored (memcpy) in reading order. */
-static uint64_t digits8(uint32_t v)
-{
-    const uint32_t a = v / 10000, b = v - a * 10000;
-    const uint32_t a1 = a / 100, a2 = a - a1 * 100, b1 = b / 100, b2 = b - b1 * 100;
-    uint16_t t0, t1, t2, t3;
-    memcpy(&t0, DIGITS2 + 2 * a1, 2);
-    memcpy(&t1, DIGITS2 + 2 * a2, 2);
-    memcpy(&t2, DIGITS2 + 2 * b1, 2);
-    memcpy(&t3, DIGITS2 + 2 * b2, 2);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return (uint64_t)t0 << 48 | (uint64_t)t1 << 32 | (uint64_t)t2 << 16 | t3;
-#else
-    return (uint64_t)t3 << 48 | (uint64_t)t2 << 32 | (uint64_t)t1 << 16 | t0;
-#endif
-}
-
-/* Of 8 bytes in reading order: the last n zero bytes (v != 0); the bytes
- * after the first n (0 <= n < 8). */
-static int trailing_zero_bytes(uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_ctzll(v) / 8;
-#else
-    return __builtin_clzll(v) / 8;
-#endif
-}
-
-static uint64_t drop_bytes(uint64_t v, int n)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return v << (8 * n);
-#else
-    return v >> (8 * n);
-#endif
-}
-
-/* The longest float fmt_float writes ("-1.23456789e-38", "-0.000123456789"),
- * and how far past its end it may scribble. */
-#define FLOAT_CHARS 15
-#define FLOAT_SLACK 16
-_Static_assert(FLOAT_CHARS + FLOAT_SLACK == ENCODE_FLOAT_ROOM, "encode.h's ENCODE_FLOAT_ROOM");
-
-/* Writes f with p (1..9) significant digits as "%.{p}g" does, or null when
- * f is not finite, to out (room for FLOAT_CHARS + FLOAT_SLACK bytes; not
- * NUL-terminated).  Returns the length. */
-static size_t fmt_float(char *out, float f, int p)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    const uint32_t bits = u & 0x7fffffffu;
-    char *o = out;
-    if (bits >= 0x7f800000u) {
-        memcpy(o, "null", 4);
-        return 4;
-    }
-    *o = '-';
-    o += u >> 31;
-    if (bits == 0) {
-        *o++ = '0';
-        return (size_t)(o - out);
-    }
-    uint32_t m;
-    int e2;
-    if (bits >= 0x00800000u) {
-        m = (bits & 0x007fffffu) | 0x00800000u;
-        e2 = (int)(bits >> 23) - 150;
-    } else { /* subnormal */
-        m = bits;
-        e2 = -149;
-    }
-    /* x = floor(log10 |f|): 2^n2 <= |f| < 2^(n2 + 1) gives it or one less
-     * ((n * 1233) >> 12 is floor(n log10 2) for |n| < 681; gcc's >> of a
-     * negative int is arithmetic); one comparison settles it.  (Should a
-     * comparison with a rounded power of ten ever be wrong, the loop below
-     * corrects k, or snprintf takes over: the digits never depend on it.) */
-    const int n2 = e2 + 31 - __builtin_clz(m);
-    int x = (n2 * 1233) >> 12;
-    float a;
-    memcpy(&a, &bits, sizeof a);
-    x += (double)a >= POW10_NEAR[x + 47];
-    int k = p - 1 - x;
-    uint64_t r = 0;
-    for (int tries = 0;; tries++) {
-        if (tries == 4 || !scale_round(m, e2, k, &r))
-            goto fallback;
-        if (r < POW10_U64[p - 1]) { /* x was high */
-            k++;
-        } else if (r > POW10_U64[p]) { /* x was low */
-            k--;
-        } else {
-            if (r == POW10_U64[p]) { /* 9.9999999996 rounds to 10.0000000 */
-                r = POW10_U64[p - 1];
-                k--;
-            }
-            break;
-        }
-    }
-    x = p - 1 - k; /* the exponent of the rounded value: %g's X */
-
-    /* The digits as c0 and, in a register, the next 8 (zeros past p), so
-     * that each piece is one store into out. */
-    const uint32_t r9 = (uint32_t)(r * POW10_U64[9 - p]), c0 = r9 / 100000000u;
-    const uint64_t rest = digits8(r9 - c0 * 100000000u);
-    const uint64_t vals = rest - UINT64_C(0x3030303030303030); /* digit values */
-    const int nd = vals ? 9 - trailing_zero_bytes(vals) : 1;   /* %g drops trailing zeros */
-    if (x < -4 || x >= p) {                                    /* d.ddde+XX */
-        o[0] = (char)('0' + c0);
-        o[1] = '.';
-        memcpy(o + 2, &rest, 8);
-        o += nd > 1 ? nd + 1 : 1;
-        const int ax = x < 0 ? -x : x;
-        o[0] = 'e';
-        o[1] = x < 0 ? '-' : '+';
-        memcpy(o + 2, DIGITS2 + 2 * ax, 2); /* |x| <= 45 */
-        o += 4;
-    } else if (x >= 0) { /* ddd.ddd */
-        o[0] = (char)('0' + c0);
-        memcpy(o + 1, &rest, 8);
-        if (nd > x + 1) { /* x < 8 */
-            const uint64_t frac = drop_bytes(rest, x);
-            o[x + 1] = '.';
-            memcpy(o + x + 2, &frac, 8);
-            o += nd + 1;
-        } else {
-            o += x + 1;
-        }
-    } else { /* 0.000ddd */
-        memcpy(o, "0.000000", 8);
-        o += 1 - x;
-        o[0] = (char)('0' + c0);
-        memcpy(o + 1, &rest, 8);
-        o += nd;
-    }
-    return (size_t)(o - out);
-
-fallback:;
-    char buf[48];
-    int n = snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-    n = n > 0 && n <= FLOAT_CHARS ? n : 0;
-    memcpy(out, buf, (size_t)n);
-    return (size_t)n;
-}
-
-size_t encode_float_text(char *out, float f, int precision)
-{
-    return fmt_float(out, f, precision);
-}
-
-size_t encode_format_float(char *buf, float f, int precision)
-{
-    char tmp[FLOAT_CHARS + FLOAT_SLACK];
-    const size_t n = fmt_float(tmp, f, precision < 1 ? 1 : precision > 9 ? 9 : precision);
-    memcpy(buf, tmp, n);
-    buf[n] = '\0';
-    return n;
 }
 
 /* ---- parsing: options ------------------------------------------------------ */
@@ -1401,15 +655,13 @@ static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const
             if (depth < 3)
                 scan_close(sc, depth, idx, 0);
         } else if (c == '-' || is_digit(c)) {
-            num_token t;
-            if (!number_scan(p, (size_t)(end - p), &t))
+            jsonnum_scanned t;
+            if (!jsonnum_scan(p, (size_t)(end - p), &t))
                 goto bad;
-            if (t.integer && t.digits >= 19 && !token_int64(p, t.len, &sc->oom))
-                goto bad; /* jansson: "too big integer" */
             bool in_range = true, erange;
             double v = 0.0;
             if (t.mag > 38) { /* not certainly below 1e38 (FLT_MAX is 3.4e38) */
-                if (!token_strtod(p, t.len, &v, &erange)) {
+                if (!jsonnum_strtod(p, t.len, &v, &erange)) {
                     sc->oom = true;
                     return;
                 }
@@ -1544,7 +796,7 @@ static json_t *load_root(emb_scan *sc, const char *body, size_t len, json_error_
         start = sc->b64_start - 1, end = sc->b64_end + 1, empty = "\"\"";
     } else {
         sc->b64_found = false;
-        return json_loadb(body, len, JSON_REJECT_DUPLICATES, jerr);
+        return encode_json_loadb(body, len, JSON_REJECT_DUPLICATES, jerr);
     }
     const size_t tail = len - end;
     char *doc = malloc(start + 2 + tail);
@@ -1555,7 +807,7 @@ static json_t *load_root(emb_scan *sc, const char *body, size_t len, json_error_
     memcpy(doc, body, start);
     memcpy(doc + start, empty, 2);
     memcpy(doc + start + 2, body + end, tail);
-    json_t *root = json_loadb(doc, start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
+    json_t *root = encode_json_loadb(doc, start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
     free(doc);
     if (root || !(doc = malloc(len)))
         return root;
@@ -1575,8 +827,10 @@ static json_t *load_root(emb_scan *sc, const char *body, size_t len, json_error_
     doc[n++] = empty[1];
     memcpy(doc + n, body + end, tail);
     json_error_t padded;
-    if (!json_loadb(doc, n + tail, JSON_REJECT_DUPLICATES, &padded))
+    json_t *again = encode_json_loadb(doc, n + tail, JSON_REJECT_DUPLICATES, &padded);
+    if (!again)
         *jerr = padded;
+    json_decref(again);
     free(doc);
     return NULL;
 }
@@ -1593,7 +847,7 @@ static int read_numbers(const char *p, const char *end, float *x, size_t n)
             continue;
         }
         double d;
-        const size_t len = number_read(p, (size_t)(end - p), &d);
+        const size_t len = jsonnum_read(p, (size_t)(end - p), &d);
         if (len == 0)
             return -1;
         if (k == n)
@@ -1670,7 +924,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     if (len % 4)
         return BAD("embeddings_b64 is not valid base64: its length (%zu) is not a multiple of 4",
                    len);
-    const size_t have = b64_decoded_size(s, len), need = n_floats * sizeof(float);
+    const size_t have = base64_decoded_size(s, len), need = n_floats * sizeof(float);
     if (have != need) {
         char dims_s[80];
         if (req->batched)
@@ -1684,7 +938,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
     unsigned char *bytes = (unsigned char *)req->x;
     size_t bad;
-    if (b64_decode_into(s, len, bytes, &bad) < 0) {
+    if (base64_decode_into(s, len, bytes, &bad) < 0) {
         unsigned char c = (unsigned char)s[bad];
         if (c >= 0x20 && c < 0x7f)
             return BAD("embeddings_b64 is not valid base64: '%c' at offset %zu", c, bad);

@@ -114,6 +114,13 @@ const char *encode_json_kind(const struct json_t *v);
 /* obj[key], JSON null taken as absent; borrowed. */
 struct json_t *encode_json_field(const struct json_t *obj, const char *key);
 
+/* jansson's json_loadb, except that integers beyond int64 are numbers (as
+ * JavaScript writes 1e20: 100000000000000000000), not "too big integer":
+ * an integer field then says it wants an integer, naming itself. */
+struct json_error_t;
+struct json_t *encode_json_loadb(const char *text, size_t len, size_t flags,
+                                 struct json_error_t *err);
+
 /* For a CSR request (req->csr): compiles the batch's block mask with its
  * allowed pairs into req->blockmask and holds the attention size, by
  * allowed pairs, to limits.max_attention_bytes (413).  A request without
@@ -165,45 +172,5 @@ int encode_response_stream(const encode_request *req, const char *model_name,
                            const enc_hparams *hp, const encode_usage *usage, struct stream *st);
 
 void encode_request_free(encode_request *req);
-
-/* Standard base64 (RFC 4648, with padding).  base64_decode returns an owned
- * buffer and its length, or NULL for invalid input (bad characters, bad
- * padding, length not a multiple of 4; whitespace is not allowed). */
-char *base64_encode(const void *data, size_t len, size_t *out_len);
-unsigned char *base64_decode(const char *text, size_t len, size_t *out_len);
-
-/* The codec's own JSON number reading and writing, which replace jansson's
- * for the big numeric arrays (declared here for the tests).
- *
- * encode_number_parse: whether text[0..len) is exactly one JSON number
- * (RFC 8259: no "01", "+1", ".5", "1.", NaN or Infinity), and if so its
- * value in *value, bit for bit what strtod returns for that text (-0 is
- * -0.0; overflow is +-HUGE_VAL).  The request's floats are (float)*value.
- *
- * encode_number_token: the JSON number at the start of text[0..len) as
- * jansson reads it: its length, with its value as encode_number_parse gives
- * it; 0 when text does not start with a number, when jansson would refuse
- * it (an integer beyond int64, "too big integer"; a real that overflows,
- * "real number overflow"), or when memory is short.  What follows the
- * number is the caller's to check ("1x" is the number 1, length 1).
- *
- * encode_format_float: f with precision (1..9; others clamped) significant
- * digits, the same text snprintf's "%.*g" writes in the C locale ("-0" for
- * negative zero), or "null" when f is not finite.  buf needs
- * ENCODE_FLOAT_CHARS bytes; it is NUL-terminated; returns the length. */
-#define ENCODE_FLOAT_CHARS 16
-
-/* The same into out with room for ENCODE_FLOAT_ROOM bytes, not
- * NUL-terminated, of which it may scribble past the number's end (the fast
- * form, for writers that go on writing there); precision 1..9. */
-#define ENCODE_FLOAT_ROOM 31
-size_t encode_float_text(char *out, float f, int precision);
-
-/* Base64 of n bytes at src into dst (4 characters per 3 bytes, the last
- * group padded); returns the characters written (not NUL-terminated). */
-size_t encode_base64_block(const unsigned char *src, size_t n, char *dst);
-bool encode_number_parse(const char *text, size_t len, double *value);
-size_t encode_number_token(const char *text, size_t len, double *value);
-size_t encode_format_float(char *buf, float f, int precision);
 
 #endif

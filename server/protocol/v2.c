@@ -30,6 +30,7 @@
  *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
  */
 #include "protocol/v2.h"
+#include "codec/jsonnum.h"
 
 #include "codec/stream.h"
 #include "codec/jsontext.h"
@@ -588,7 +589,7 @@ static const char *numeric_array(const char *p, const char *end, int depth)
                 return NULL;
         } else {
             double d;
-            const size_t n = encode_number_token(p, (size_t)(end - p), &d);
+            const size_t n = jsonnum_token(p, (size_t)(end - p), &d);
             if (n == 0)
                 return NULL;
             p += n;
@@ -715,7 +716,7 @@ static int store_text(const v2_input *in, const char **pp, const char *end, size
                       const char *where, float *f, int *i, api_error *err)
 {
     double d = 0; /* numeric_array checked the token */
-    const char *p = *pp, *q = p + encode_number_token(p, (size_t)(end - p), &d);
+    const char *p = *pp, *q = p + jsonnum_token(p, (size_t)(end - p), &d);
     *pp = q;
     if (f) {
         if (!(d <= FLT_MAX && d >= -FLT_MAX))
@@ -1093,7 +1094,8 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     if (oom)
         return OOM();
     json_error_t jerr;
-    json_t *root = json_loadb(copy ? copy : text, json_len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root =
+        encode_json_loadb(copy ? copy : text, json_len, JSON_REJECT_DUPLICATES, &jerr);
     free(copy);
     if (!root) {
         char msg[JSON_ERROR_TEXT_LENGTH + 4];

@@ -2,6 +2,7 @@
  * codec's own number scanner, base64), a forward on a tiny model and the
  * response writer.  See fuzz.h. */
 #include "fuzz.h"
+#include "codec/jsonnum.h"
 
 #include "protocol/encode.h"
 
@@ -45,7 +46,7 @@ static void check_number(const uint8_t *data, size_t size)
     if (size == 0 || size >= sizeof text)
         return;
     double v;
-    if (!encode_number_parse((const char *)data, size, &v))
+    if (!jsonnum_parse((const char *)data, size, &v))
         return;
     memcpy(text, data, size);
     text[size] = '\0';
@@ -64,8 +65,8 @@ static void check_float(const uint8_t *data, size_t size)
     float f;
     memcpy(&f, data, sizeof f);
     int precision = 1 + data[4] % 9;
-    char got[ENCODE_FLOAT_CHARS], want[64];
-    size_t n = encode_format_float(got, f, precision);
+    char got[JSONNUM_CHARS], want[64];
+    size_t n = jsonnum_format(got, f, precision);
     if (isfinite(f))
         snprintf(want, sizeof want, "%.*g", precision, (double)f);
     else
