@@ -28,7 +28,7 @@ RUN make deps && make WERROR=1 build/attnd
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libopenblas0-pthread libjansson4 libmicrohttpd12 \
+      libopenblas0-pthread libjansson4 libmicrohttpd12 libnettle8 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin attnd
 COPY --from=build /src/build/attnd /usr/local/bin/attnd

@@ -25,7 +25,7 @@ PKG       ?= pkg-config
 PYTHON    ?= /usr/bin/python3
 
 # Debian packages: what building and testing need; what making fixtures needs.
-DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd-dev \
+DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd-dev nettle-dev \
                 check libsubunit-dev libcurl4-openssl-dev
 DEB_FIXTURES := python3-torch python3-numpy
 # What the page's browser test needs (make deps-page installs what is missing).
@@ -57,7 +57,7 @@ endif
 endif
 
 
-PKGS_CORE := openblas jansson
+PKGS_CORE := openblas jansson nettle
 PKGS_SRV  := libmicrohttpd
 DEP_CFLAGS = $(shell $(PKG) --cflags $(PKGS_CORE) $(PKGS_SRV) 2>/dev/null)
 DEP_LIBS   = $(shell $(PKG) --libs $(PKGS_CORE) 2>/dev/null) -lm -lpthread

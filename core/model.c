@@ -326,9 +326,7 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
         }
     }
 
-    unsigned char digest[SHA256_DIGEST_SIZE];
-    sha256(f.bytes, f.size, digest);
-    sha256_hex(digest, m->sha256);
+    sha256_hex(f.bytes, f.size, m->sha256);
     snprintf(m->source, sizeof m->source, "%s", path);
     free(used);
     st_close(&f);

@@ -198,10 +198,8 @@ START_TEST(test_textbook_model)
 
     size_t len = 0;
     char *file = read_file(REPO_DIR "/config/textbook.safetensors", &len);
-    unsigned char digest[SHA256_DIGEST_SIZE];
     char hex[SHA256_HEX_SIZE];
-    sha256(file, len, digest);
-    sha256_hex(digest, hex);
+    sha256_hex(file, len, hex);
     free(file);
     ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
     ck_assert_ptr_nonnull(strstr(r.body, hex));

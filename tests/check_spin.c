@@ -200,38 +200,103 @@ START_TEST(test_nothing_to_do)
 }
 END_TEST
 
+/* Polls (every 5 ms, up to 30 s) until cond(sp) holds; whether it did.
+ * What is waited for is a state the spinners reach, never how fast: a
+ * SCHED_IDLE thread beside busy processes gets a sliver of a CPU, late. */
+static bool eventually(spinners *sp, bool (*cond)(spinners *, void *), void *arg)
+{
+    for (int i = 0; i < 6000; i++) {
+        if (cond(sp, arg))
+            return true;
+        sleep_ms(5);
+    }
+    return cond(sp, arg);
+}
+
+static bool all_asleep(spinners *sp, void *arg)
+{
+    spinners_status st;
+    spinners_state(sp, &st);
+    return st.idle == *(int *)arg && st.sleeping == st.idle;
+}
+
+static bool spun_more_than(spinners *sp, void *arg)
+{
+    spinners_status st;
+    spinners_state(sp, &st);
+    return st.spins > *(unsigned long *)arg;
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Spun in the window (spins went past *arg), or the window is over. */
+static bool spun_or_window_over(spinners *sp, void *arg)
+{
+    spinners_status st;
+    spinners_state(sp, &st);
+    return st.spins > *(unsigned long *)arg || now_ns() > st.until_ns;
+}
+
 START_TEST(test_spinners_idle_priority_and_asleep_after_the_window)
 {
-    spinners *sp = spinners_new(2, 100000); /* a 100 ms window */
+    int two = 2;
+    spinners *sp = spinners_new(2, 50000); /* a 50 ms window */
     ck_assert_ptr_nonnull(sp);
-    for (int i = 0; i < 200 && spinners_count(sp) < 2; i++)
-        sleep_ms(10);
-    ck_assert_int_eq(spinners_count(sp), 2);
-    /* Both exist, both at SCHED_IDLE, both asleep: never kicked. */
-    sleep_ms(50);
+    /* Both start, at SCHED_IDLE, and fall asleep: never kicked, never spun. */
+    ck_assert_msg(eventually(sp, all_asleep, &two), "the spinners never all went to sleep");
     spinner_info a = look();
     ck_assert_int_eq(a.n, 2);
     ck_assert_int_eq(a.idle, 2);
-    ck_assert_int_eq(a.sleeping, 2);
-    sleep_ms(100);
-    spinner_info b = look();
-    ck_assert_msg(b.cpu_ns - a.cpu_ns < 5000000, "unkicked spinners used %lld ns of CPU",
-                  b.cpu_ns - a.cpu_ns);
-    /* Kicked, they spin: this thread sleeps, so a CPU is theirs. */
-    spinners_kick(sp);
-    sleep_ms(60);
-    spinner_info c = look();
-    ck_assert_msg(c.cpu_ns - b.cpu_ns > 5000000, "kicked spinners used only %lld ns of CPU",
-                  c.cpu_ns - b.cpu_ns);
-    /* After the window they sleep again and use nothing. */
-    sleep_ms(200);
-    spinner_info d = look();
-    ck_assert_int_eq(d.sleeping, 2);
-    sleep_ms(100);
+    spinners_status st;
+    spinners_state(sp, &st);
+    ck_assert_uint_eq(st.spins, 0);
+    ck_assert_int_eq(spinners_count(sp), 2);
+    /* A kick opens a window of 50 ms from now; a sleeping spinner wakes
+     * and spins in it (once it gets a CPU: any time before the window
+     * ends); after it, all sleep again. */
+    for (int round = 0; round < 2; round++) {
+        spinners_state(sp, &st);
+        unsigned long spins = st.spins;
+        const long long t0 = now_ns();
+        spinners_kick(sp);
+        spinners_state(sp, &st);
+        ck_assert_msg(st.until_ns >= t0 + 50000000LL, "the window ends %lld ns after the kick",
+                      st.until_ns - t0);
+        /* Busy CPUs can keep a SCHED_IDLE thread off for longer than the
+         * window: then it wakes, finds the window gone, and sleeps on
+         * (test_kicked_spinners_spin gives it all the time it needs). */
+        ck_assert(eventually(sp, spun_or_window_over, &spins));
+        ck_assert_msg(eventually(sp, all_asleep, &two),
+                      "the spinners were not all asleep after their window");
+    }
     spinner_info e = look();
-    ck_assert_msg(e.cpu_ns - d.cpu_ns < 5000000, "spinners used %lld ns after their window",
-                  e.cpu_ns - d.cpu_ns);
     ck_assert_int_eq(e.idle, 2);
+    ck_assert_int_eq(e.sleeping, 2);
+    spinners_free(sp);
+    ck_assert_int_eq(look().n, 0);
+}
+END_TEST
+
+/* With a window far longer than the test, a kicked spinner spins (the
+ * count of windows begun goes up) as soon as it gets a CPU at all; free
+ * then stops it mid-window. */
+START_TEST(test_kicked_spinners_spin)
+{
+    spinners *sp = spinners_new(1, 600000000L); /* a 10 minute window */
+    ck_assert_ptr_nonnull(sp);
+    int one = 1;
+    ck_assert(eventually(sp, all_asleep, &one));
+    unsigned long none = 0;
+    spinners_kick(sp);
+    ck_assert_msg(eventually(sp, spun_more_than, &none), "a kicked spinner never spun");
+    spinners_status st;
+    spinners_state(sp, &st);
+    ck_assert_int_eq(st.sleeping, 0); /* spinning, not asleep */
     spinners_free(sp);
     ck_assert_int_eq(look().n, 0);
 }
@@ -270,6 +335,7 @@ Suite *spin_suite(void)
     tcase_add_test(tc, test_quota_unreadable_or_odd);
     tcase_add_test(tc, test_nothing_to_do);
     tcase_add_test(tc, test_spinners_idle_priority_and_asleep_after_the_window);
+    tcase_add_test(tc, test_kicked_spinners_spin);
     tcase_add_test(tc, test_kicks_from_many_threads_and_free_while_spinning);
     suite_add_tcase(s, tc);
     return s;

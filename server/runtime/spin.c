@@ -21,12 +21,13 @@
 
 struct spinners {
     long long window_ns;
-    int n;                 /* threads started */
+    int n; /* threads started */
     pthread_t *threads;
-    atomic_llong until;    /* spin while CLOCK_MONOTONIC ns < until */
-    atomic_int sleeping;   /* spinners in (or about to enter) cond_wait */
+    atomic_llong until;  /* spin while CLOCK_MONOTONIC ns < until */
+    atomic_int sleeping; /* spinners in (or about to enter) cond_wait */
     atomic_int stopping;
-    atomic_int idle;       /* spinners running at SCHED_IDLE */
+    atomic_int idle;    /* spinners running at SCHED_IDLE */
+    atomic_ulong spins; /* windows a spinner has begun to spin in */
     pthread_mutex_t lock;
     pthread_cond_t wake;
 };
@@ -68,6 +69,8 @@ static void *spinner_main(void *p)
     while (!atomic_load(&s->stopping)) {
         /* Spin.  A SCHED_IDLE thread still gets a sliver of a busy CPU now
          * and then; the yield hands it back within ~10 us. */
+        if (spinning(s))
+            atomic_fetch_add(&s->spins, 1);
         for (unsigned k = 1; spinning(s); k++) {
             for (int i = 0; i < 32; i++)
                 cpu_relax();
@@ -86,6 +89,17 @@ static void *spinner_main(void *p)
     }
     atomic_fetch_sub(&s->idle, 1);
     return NULL;
+}
+
+void spinners_state(spinners *s, spinners_status *st)
+{
+    *st = (spinners_status){0};
+    if (!s)
+        return;
+    st->idle = atomic_load(&s->idle);
+    st->sleeping = atomic_load(&s->sleeping);
+    st->spins = atomic_load(&s->spins);
+    st->until_ns = atomic_load(&s->until);
 }
 
 int spin_cpus_allowed(void)

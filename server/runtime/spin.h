@@ -43,6 +43,19 @@ void spinners_kick(spinners *s);
 /* Spinners currently running at SCHED_IDLE (0 for NULL). */
 int spinners_count(const spinners *s);
 
+/* What the spinners are doing, for tests and /metrics: state, not CPU time
+ * (how much CPU a SCHED_IDLE thread gets depends on everything else the
+ * machine runs). */
+typedef struct spinners_status {
+    int idle;            /* threads running at SCHED_IDLE */
+    int sleeping;        /* of them asleep until a kick */
+    unsigned long spins; /* windows a spinner has begun to spin in, so far */
+    long long until_ns;  /* CLOCK_MONOTONIC ns at which the current window ends */
+} spinners_status;
+
+/* The status of s (all zero for NULL). */
+void spinners_state(spinners *s, spinners_status *st);
+
 /* Stops and joins the threads.  s may be NULL. */
 void spinners_free(spinners *s);
 
