@@ -14,6 +14,8 @@
  * - a request within the limits that the memory left (RLIMIT_AS, set on the
  *   running daemon with prlimit) cannot hold: 503 or 413, then business as
  *   usual;
+ * - three clients that stop reading large responses: the daemon holds their
+ *   tensors, not their text;
  * - inputs at the edge of float32 over HTTP: a 400 or a 200 without null.
  * RFC 9112's framing rules, one malformed request each: check_framing.c. */
 #include "daemon.h"
@@ -635,6 +637,67 @@ START_TEST(test_out_of_memory_request)
 }
 END_TEST
 
+/* ---- slow readers ------------------------------------------------------------- */
+
+/* Three clients ask for large responses (4 heads x 1024^2 weights, about
+ * 46 MB of JSON each) and read only their first bytes.  The daemon streams
+ * each body from the request's tensors (16 MiB each) as its socket drains,
+ * so what it holds for them is those tensors, not three 46 MB texts (the
+ * daemon before streaming grew by about 3 x 62 MB here). */
+START_TEST(test_slow_readers)
+{
+    const char *args[] = {"--d-model",     "16",   "--n-heads", "4", "--d-ff", "32",
+                          "--max-seq-len", "1024", NULL};
+    start_or_fail(args, NULL);
+    char *json = long_body(1024, 16);
+    char *req = xcalloc(strlen(json) + 256, 1);
+    const int n = sprintf(req,
+                          "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: "
+                          "application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                          strlen(json), json);
+    enum { READERS = 3 };
+    const unsigned long rss0 = proc_status_kb(dp.pid, "VmRSS:");
+    int fd[READERS];
+    char head[65536];
+    for (int c = 0; c < READERS; c++) {
+        fd[c] = raw_connect(dp.port);
+        ck_assert_int_ge(fd[c], 0);
+        ck_assert_int_eq(raw_send(fd[c], req, (size_t)n), 0);
+    }
+    /* The first 64 KB of each: the response has begun, and stalls. */
+    for (int c = 0; c < READERS; c++) {
+        size_t got = 0;
+        while (got < sizeof head) {
+            const ssize_t k = recv(fd[c], head + got, sizeof head - got, 0);
+            ck_assert_int_gt(k, 0);
+            got += (size_t)k;
+        }
+        ck_assert_msg(strncmp(head, "HTTP/1.1 200", 12) == 0, "%.100s", head);
+    }
+    const unsigned long rss1 = proc_status_kb(dp.pid, "VmRSS:");
+    /* memcheck keeps shadow state for every byte the daemon allocates */
+    const double shadow = getenv("ATTND_TEST_WRAPPER") ? 2.5 : 1.0;
+    const unsigned long bound_kb = (unsigned long)(shadow * READERS * 16 * 1024) + 32 * 1024;
+    ck_assert_msg(rss1 < rss0 + bound_kb,
+                  "VmRSS %lu kB -> %lu kB with %d stalled 46 MB responses (bound +%lu kB)", rss0,
+                  rss1, READERS, bound_kb);
+    /* One of them read to the end: the whole body, as large as promised. */
+    size_t total = 0;
+    for (ssize_t k; (k = recv(fd[0], head, sizeof head, 0)) > 0;) {
+        total += (size_t)k;
+        if (total > (40u << 20) && memmem(head, (size_t)k, "\r\n0\r\n\r\n", 7))
+            break; /* the chunked body's end */
+    }
+    ck_assert_msg(total > (40u << 20), "the response was only %zu bytes", total);
+    for (int c = 0; c < READERS; c++)
+        close(fd[c]);
+    assert_serving(dp.port, "after slow readers");
+    free(req);
+    free(json);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* ---- numbers at the edges, over HTTP ---------------------------------------- */
 
 START_TEST(test_edge_numbers_http)
@@ -689,6 +752,7 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_mutated_requests);
     tcase_add_test(tc, test_weights_missing_or_truncated);
     tcase_add_test(tc, test_out_of_memory_request);
+    tcase_add_test(tc, test_slow_readers);
     tcase_add_test(tc, test_edge_numbers_http);
     suite_add_tcase(s, tc);
     return s;
