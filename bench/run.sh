@@ -224,7 +224,7 @@ for f in build/attnd build/libattnd_core.a build/libattnd_app.a; do
 done
 mkdir -p "$BB"
 : >"$BB/results.txt"
-if ! CORE_LIBS=$(pkg-config --cflags --libs openblas jansson) ||
+if ! CORE_LIBS=$(pkg-config --cflags --libs openblas jansson nettle) ||
     ! CURL_LIBS=$(pkg-config --cflags --libs libcurl); then
     echo "bench: pkg-config cannot find openblas, jansson or libcurl (make deps installs them)"
     exit 1

@@ -35,6 +35,7 @@ int main(void)
     srunner_add_suite(sr, bufpool_suite());
     srunner_add_suite(sr, base64_suite());
     srunner_add_suite(sr, jsonnum_suite());
+    srunner_add_suite(sr, runtime_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -29,5 +29,6 @@ Suite *stream_suite(void);
 Suite *bufpool_suite(void);
 Suite *base64_suite(void);
 Suite *jsonnum_suite(void);
+Suite *runtime_suite(void);
 
 #endif
