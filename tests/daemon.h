@@ -91,37 +91,4 @@ int raw_exchange(int fd, const char *text, size_t len, http_resp *out);
 /* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
 unsigned long proc_status_kb(pid_t pid, const char *field);
 
-/* ---- raw sockets: what libcurl would not send ---------------------------- */
-
-/* A TCP connection to 127.0.0.1:port from source address from (another
- * loopback address such as "127.0.0.2", or NULL), or -1. */
-int raw_connect_from(int port, const char *from);
-int raw_connect(int port);
-
-/* Sends all n bytes (MSG_NOSIGNAL); returns 0, or -1 when the peer is gone. */
-int raw_send(int fd, const char *s, size_t n);
-
-/* Reads what the daemon answers on n connections within timeout_ms: st[b]
- * is the HTTP status of fd[b]'s first response line, 0 when it was closed
- * without one, -1 when it is still open and silent. */
-void raw_statuses(const int *fd, int *st, int n, int timeout_ms);
-
-/* raw_statuses on one connection. */
-int raw_status(int fd, int timeout_ms);
-
-/* Sends text (len bytes) on a new connection, all of it before reading,
- * as Python's http.client and Node's fetch do (the headers, and 50 ms later
- * the body, in two writes as http.client makes them), then reads one response
- * into out (free with http_resp_free).  Returns 0; -1 when sending failed
- * (the daemon closed the connection first: a broken pipe); -2 when no
- * response came within 30 s. */
-int raw_request(int port, const char *text, size_t len, http_resp *out);
-
-/* The same on an open connection fd (for keep-alive). */
-int raw_exchange(int fd, const char *text, size_t len, http_resp *out);
-
-/* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
-unsigned long proc_status_kb(pid_t pid, const char *field);
-
-
 #endif

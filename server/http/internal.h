@@ -69,6 +69,10 @@ typedef struct route {
     route_media media;
     /* The whole body is in: answer, or hand a forward to the pool. */
     enum MHD_Result (*serve)(request *r);
+    /* POST routes: the codec that parses the body into the neutral request
+     * (NULL with err set: the answer). */
+    encode_request *(*parse)(request *r, const enc_hparams *hp, const api_limits *limits,
+                             api_error *err);
     /* The pool ran the forward (or refused it a place): answer. */
     enum MHD_Result (*finish)(request *r);
 } route;

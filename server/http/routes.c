@@ -109,8 +109,10 @@ static enum MHD_Result submit_job(request *r, encode_request *e)
     return MHD_YES;
 }
 
-/* POST /v1/encode, once the body is in: decode, then hand to the pool. */
-static enum MHD_Result encode_start(request *r)
+/* A POST route once its body is in: its codec parses the body into the
+ * neutral request (protocol/encode.h's encode_request), the outputs are
+ * allocated, and the pool gets the forward. */
+static enum MHD_Result serve_forward(request *r)
 {
     server *s = r->srv;
     api_error err = {0};
@@ -119,12 +121,21 @@ static enum MHD_Result encode_start(request *r)
     if (!atomic_load(&s->ready))
         return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
                                   (const char *const[]){"Retry-After", "1", NULL});
-    api_limits limits = request_limits(s);
+    const api_limits limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
-    if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, &limits, &err) < 0 ||
-        encode_request_alloc_outputs(&r->enc, hp, &err) < 0)
+    encode_request *e = r->rt->parse(r, hp, &limits, &err);
+    if (!e || encode_request_alloc_outputs(e, hp, &err) < 0)
         return http_respond_error(r, err.kind, err.message, NULL);
-    return submit_job(r, &r->enc);
+    return submit_job(r, e);
+}
+
+/* POST /v1/encode's codec. */
+static encode_request *parse_v1(request *r, const enc_hparams *hp, const api_limits *limits,
+                                api_error *err)
+{
+    if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, limits, err) < 0)
+        return NULL;
+    return &r->enc;
 }
 
 /* The forward has run (or was refused a place): the queue's and the core's
@@ -231,22 +242,16 @@ static enum MHD_Result serve_v2_model(request *r)
     return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model)));
 }
 
-/* POST /v2/models/{name}[/versions/{v}]/infer, once the body is in. */
-static enum MHD_Result v2_infer_start(request *r)
+/* POST /v2/models/{name}[/versions/{v}]/infer's codec. */
+static encode_request *parse_v2(request *r, const enc_hparams *hp, const api_limits *limits,
+                                api_error *err)
 {
-    server *s = r->srv;
-    api_error err = {0};
-    if (!atomic_load(&s->ready))
-        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
-                                  (const char *const[]){"Retry-After", "1", NULL});
-    api_limits limits = request_limits(s);
-    const enc_hparams *hp = enc_model_hparams(s->model);
+    const server *s = r->srv;
     if (v2_request_parse(&r->v2req, r->body, r->len,
                          http_header(r, "Inference-Header-Content-Length"), s->cfg->model.name, hp,
-                         &limits, &err) < 0 ||
-        encode_request_alloc_outputs(&r->v2req.enc, hp, &err) < 0)
-        return http_respond_error(r, err.kind, err.message, NULL);
-    return submit_job(r, &r->v2req.enc);
+                         limits, err) < 0)
+        return NULL;
+    return &r->v2req.enc;
 }
 
 /* The forward of an infer request has run: the v2 response, JSON alone or
@@ -291,7 +296,8 @@ static const route routes[] = {
      .allow = ALLOW_POST,
      .post = true,
      .media = MEDIA_JSON,
-     .serve = encode_start,
+     .serve = serve_forward,
+     .parse = parse_v1,
      .finish = encode_finish},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
@@ -315,7 +321,8 @@ static const route routes[] = {
                                         .v2 = true,
                                         .names_model = true,
                                         .media = MEDIA_ANY,
-                                        .serve = v2_infer_start,
+                                        .serve = serve_forward,
+                                        .parse = parse_v2,
                                         .finish = v2_finish},
 };
 
