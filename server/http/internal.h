@@ -73,8 +73,9 @@ typedef struct route {
      * (NULL with err set: the answer). */
     encode_request *(*parse)(request *r, const enc_hparams *hp, const api_limits *limits,
                              api_error *err);
-    /* The pool ran the forward (or refused it a place): answer. */
-    enum MHD_Result (*finish)(request *r);
+    /* The forward has run: the codec renders the response into out (0, or
+     * -1 out of memory); *header_len > 0 for a JSON header then binary. */
+    int (*render)(request *r, stream *out, size_t *header_len);
 } route;
 
 /* An answer decided from the headers alone: sent once the body has been

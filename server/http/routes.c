@@ -150,41 +150,49 @@ enum MHD_Result http_forward_finish(request *r)
         return http_respond_error(r, API_QUEUE_FULL, msg,
                                   (const char *const[]){"Retry-After", "1", NULL});
     }
-    pool_job *job = &r->job;
+    const pool_job *job = &r->job;
     if (job->rc < 0) {
         api_error_kind kind = job->rc == ENC_ENOMEM                                ? API_UNAVAILABLE
                               : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC) ? API_BAD_REQUEST
                                                                                    : API_INTERNAL;
         return http_respond_error(r, kind, job->err.message, NULL);
     }
-    return r->rt->finish(r);
+    metrics_queue(s->mx, job->queue_ms / 1e3);
+    metrics_attention_scores(s->mx, job->result.scores);
+    /* The route's codec renders the body as pieces, produced as the socket
+     * drains; header_len > 0: JSON then binary (the v2 protocol's form). */
+    size_t header_len = 0;
+    if (!(r->out = stream_new()) || r->rt->render(r, r->out, &header_len) < 0)
+        return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
+    char qms[32], cms[32], hl[32];
+    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
+    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
+    snprintf(hl, sizeof hl, "%zu", header_len);
+    if (!header_len)
+        return http_respond_stream(
+            r, "application/json",
+            (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    return http_respond_stream(r, "application/octet-stream",
+                               (const char *const[]){"Inference-Header-Content-Length", hl,
+                                                     "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
 }
 
 /* POST /v1/encode: the response to a forward that ran. */
-static enum MHD_Result encode_finish(request *r)
+static int render_v1(request *r, stream *out, size_t *header_len)
 {
-    server *s = r->srv;
+    const server *s = r->srv;
     const pool_job *job = &r->job;
     const encode_request *e = &r->enc;
     long tokens = 0;
     for (int b = 0; b < e->batch.B; b++)
         tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
-    metrics_queue(s->mx, job->queue_ms / 1e3);
-    metrics_attention_scores(s->mx, job->result.scores);
-    encode_usage usage = {.sequences = e->batch.B,
-                          .tokens = tokens,
-                          .queue_ms = job->queue_ms,
-                          .compute_ms = job->compute_ms,
-                          .attention_scores = job->result.scores};
-    r->out = stream_new();
-    if (!r->out || encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model),
-                                          &usage, r->out) < 0)
-        return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
-    char qms[32], cms[32];
-    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
-    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
-    return http_respond_stream(r, "application/json",
-                               (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    const encode_usage usage = {.sequences = e->batch.B,
+                                .tokens = tokens,
+                                .queue_ms = job->queue_ms,
+                                .compute_ms = job->compute_ms,
+                                .attention_scores = job->result.scores};
+    *header_len = 0;
+    return encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, out);
 }
 
 /* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
@@ -256,28 +264,11 @@ static encode_request *parse_v2(request *r, const enc_hparams *hp, const api_lim
 
 /* The forward of an infer request has run: the v2 response, JSON alone or
  * JSON then binary outputs. */
-static enum MHD_Result v2_finish(request *r)
+static int render_v2(request *r, stream *out, size_t *header_len)
 {
-    server *s = r->srv;
-    const pool_job *job = &r->job;
-    metrics_queue(s->mx, job->queue_ms / 1e3);
-    metrics_attention_scores(s->mx, job->result.scores);
-    size_t header_len = 0;
-    r->out = stream_new();
-    if (!r->out || v2_response_stream(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model),
-                                      job->result.scores, r->out, &header_len) < 0)
-        return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
-    char qms[32], cms[32], hl[32];
-    snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
-    snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
-    snprintf(hl, sizeof hl, "%zu", header_len);
-    if (!header_len)
-        return http_respond_stream(
-            r, "application/json",
-            (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
-    return http_respond_stream(r, "application/octet-stream",
-                               (const char *const[]){"Inference-Header-Content-Length", hl,
-                                                     "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    const server *s = r->srv;
+    return v2_response_stream(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model),
+                              r->job.result.scores, out, header_len);
 }
 
 /* ---- the route table ------------------------------------------------------ */
@@ -298,7 +289,7 @@ static const route routes[] = {
      .media = MEDIA_JSON,
      .serve = serve_forward,
      .parse = parse_v1,
-     .finish = encode_finish},
+     .render = render_v1},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},
@@ -323,7 +314,7 @@ static const route routes[] = {
                                         .media = MEDIA_ANY,
                                         .serve = serve_forward,
                                         .parse = parse_v2,
-                                        .finish = v2_finish},
+                                        .render = render_v2},
 };
 
 /* The route of a decoded path, or NULL.  A path under /v2 sets r->v2 (its
