@@ -1646,14 +1646,60 @@ START_TEST(test_big_integers_are_numbers)
      * (jansson alone said "too big integer" and named none). */
     encode_request req;
     api_error err = {0};
-    ck_assert_int_eq(parse_small(&s, "{\"embeddings\": [[1, 2, 3, 4]], \"lengths\": "
-                                     "[100000000000000000000]}",
+    ck_assert_int_eq(parse_small(&s,
+                                 "{\"embeddings\": [[1, 2, 3, 4]], \"lengths\": "
+                                 "[100000000000000000000]}",
                                  &req, &err),
                      -1);
     encode_request_free(&req);
     ck_assert_msg(strstr(err.message, "lengths[0]") && !strstr(err.message, "too big"), "%s",
                   err.message);
     enc_model_free(s.model);
+}
+END_TEST
+
+/* A body past 1 MB is read on two threads, split at a row's end: every
+ * number lands where it belongs, whitespace before the brackets or not. */
+START_TEST(test_large_body_split)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 256;
+    hp.n_heads = hp.n_kv_heads = 4;
+    hp.d_ff = 64;
+    enum { B = 2, L = 300, D = 256 };
+    char *body = xcalloc((size_t)B * L * D * 24 + 64, 1);
+    float *want = xcalloc((size_t)B * L * D, sizeof *want);
+    size_t n = (size_t)sprintf(body, "{\"embeddings\": [");
+    uint64_t s = 77;
+    for (int b = 0; b < B; b++) {
+        n += (size_t)sprintf(body + n, b ? ", [" : "[");
+        for (int i = 0; i < L; i++) {
+            n += (size_t)sprintf(body + n, i ? ",\n  [" : "[");
+            for (int k = 0; k < D; k++) {
+                char num[32];
+                snprintf(num, sizeof num, "%.6g",
+                         (double)((int)(splitmix(&s) % 2000001) - 1000000) * 1e-4);
+                want[((size_t)b * L + (size_t)i) * D + (size_t)k] = (float)strtod(num, NULL);
+                n += (size_t)sprintf(body + n, "%s%s", k ? (k % 7 ? "," : " , ") : "", num);
+            }
+            n += (size_t)sprintf(body + n, i % 3 ? "]" : " \n ]");
+        }
+        n += (size_t)sprintf(body + n, "]");
+    }
+    sprintf(body + n, "]}");
+    ck_assert_uint_gt(strlen(body), 1u << 20);
+    encode_request req;
+    api_error err = {0};
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL};
+    ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
+                  err.message);
+    for (size_t k = 0; k < (size_t)B * L * D; k++)
+        ck_assert_msg(req.x[k] == want[k], "x[%zu] = %.9g, want %.9g", k, (double)req.x[k],
+                      (double)want[k]);
+    encode_request_free(&req);
+    free(want);
+    free(body);
 }
 END_TEST
 
@@ -1697,7 +1743,8 @@ START_TEST(test_scanner_syntax)
         "{\"embeddings_b64\":\n \"AAAAAAAAAAAAAAAAAAAAAA==\"\n \"shape\": [1, 4]}",
         "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1, 4]} x",
         "{\"embeddings_b64\": \"AAAAAAAAAAAAAAAAAAAAAA==, \"shape\": [1, 4]}",
-        "{\"embeddings_b64\": \"\xc3\xa9" "AAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1 4]}",
+        "{\"embeddings_b64\": \"\xc3\xa9"
+        "AAAAAAAAAAAAAAAAAAAAA==\", \"shape\": [1 4]}",
     };
     for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
         const char *body = bodies[i];
@@ -1762,6 +1809,7 @@ Suite *encode_suite(void)
     tcase_add_test(tc, test_scanner_messages);
     tcase_add_test(tc, test_scanner_syntax);
     tcase_add_test(tc, test_big_integers_are_numbers);
+    tcase_add_test(tc, test_large_body_split);
     suite_add_tcase(s, tc);
     return s;
 }

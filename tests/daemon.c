@@ -1,8 +1,6 @@
 /* daemon.c - run attnd for integration tests, and a small libcurl client. */
 #include "daemon.h"
 
-#include "test_util.h"
-
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -325,6 +323,18 @@ void http_resp_free(http_resp *r)
 
 /* ---- raw sockets ---------------------------------------------------------- */
 
+/* calloc that does not return NULL: this file is linked into the load
+ * client too, without Check, so out of memory ends the process. */
+static void *zalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        fputs("daemon.c: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
 /* A TCP connection to 127.0.0.1:port from source address from (another
  * loopback address such as "127.0.0.2", or NULL), or -1. */
 int raw_connect_from(int port, const char *from)
@@ -374,9 +384,9 @@ int raw_send(int fd, const char *s, size_t n)
 void raw_statuses(const int *fd, int *st, int n, int timeout_ms)
 {
     enum { LINE = 64 };
-    char *buf = xcalloc((size_t)n, LINE);
-    size_t *len = xcalloc((size_t)n, sizeof *len);
-    struct pollfd *p = xcalloc((size_t)n, sizeof *p);
+    char *buf = zalloc((size_t)n, LINE);
+    size_t *len = zalloc((size_t)n, sizeof *len);
+    struct pollfd *p = zalloc((size_t)n, sizeof *p);
     for (int b = 0; b < n; b++)
         st[b] = -1;
     struct timespec t0, t;
@@ -442,14 +452,19 @@ unsigned long proc_status_kb(pid_t pid, const char *field)
 static int raw_read_response(int fd, int timeout_ms, http_resp *out)
 {
     size_t cap = 1 << 16, len = 0;
-    char *buf = xcalloc(cap, 1);
+    char *buf = zalloc(cap, 1);
     long want = -1; /* the whole response's length, once the headers are in */
     struct pollfd p = {.fd = fd, .events = POLLIN};
     while (want < 0 || (long)len < want) {
         if (poll(&p, 1, timeout_ms) <= 0)
             break;
-        if (len + 1 == cap)
-            buf = realloc(buf, cap *= 2);
+        if (len + 1 == cap) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown)
+                break;
+            buf = grown;
+            cap *= 2;
+        }
         const ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
         if (k <= 0)
             break;
@@ -475,7 +490,7 @@ static int raw_read_response(int fd, int timeout_ms, http_resp *out)
     out->status = atol(buf + 9);
     out->headers = strdup(buf);
     out->len = len - (size_t)(end + 4 - buf);
-    out->body = xcalloc(out->len + 1, 1);
+    out->body = zalloc(out->len + 1, 1);
     memcpy(out->body, end + 4, out->len);
     free(buf);
     return 0;

@@ -6,6 +6,7 @@
 #include "protocol/encode.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,7 +50,33 @@ struct stream {
     int n_carry;
     char stage[2 * JSON_ROOM]; /* for a caller's buffer too small to write into */
     size_t stage_pos, stage_len;
+
+    /* stream_parallel: a helper thread produces pieces [n, end) ahead, in
+     * chunks, while this stream's cursor produces [0, n). */
+    size_t ahead_min; /* numbers a body needs for the helper; 0: never */
+    bool ahead_tried;
+    struct ahead *ahead;
 };
+
+/* The helper's side: its own cursor over the tail of the pieces (a shallow
+ * copy of the stream, sharing pieces and text), and a bounded ring of
+ * chunks it has produced: at most AHEAD_CHUNKS x AHEAD_CHUNK bytes ahead. */
+#define AHEAD_CHUNK (256u << 10)
+#define AHEAD_CHUNKS 8
+
+typedef struct ahead {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    stream sub;
+    char *chunk[AHEAD_CHUNKS];
+    size_t len[AHEAD_CHUNKS];
+    size_t head, count; /* chunks ready, from head */
+    size_t pos;         /* bytes of chunk[head] already read */
+    bool done, cancel;
+} ahead;
+
+static void ahead_stop(stream *st);
 
 stream *stream_new(void)
 {
@@ -60,6 +87,7 @@ void stream_free(stream *st)
 {
     if (!st)
         return;
+    ahead_stop(st);
     for (size_t i = 0; i < st->n_owned; i++)
         free(st->owned[i]);
     free(st->owned);
@@ -421,10 +449,129 @@ static size_t produce(stream *st, char *o, size_t room)
     return n;
 }
 
+/* ---- the helper thread ------------------------------------------------------ */
+
+static void *ahead_main(void *arg)
+{
+    ahead *a = arg;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        while (a->count == AHEAD_CHUNKS && !a->cancel)
+            pthread_cond_wait(&a->cond, &a->lock);
+        if (a->cancel)
+            break;
+        const size_t slot = (a->head + a->count) % AHEAD_CHUNKS;
+        pthread_mutex_unlock(&a->lock);
+        if (!a->chunk[slot])
+            a->chunk[slot] = malloc(AHEAD_CHUNK);
+        const size_t n = a->chunk[slot] ? stream_read(&a->sub, a->chunk[slot], AHEAD_CHUNK) : 0;
+        pthread_mutex_lock(&a->lock);
+        if (!a->chunk[slot])
+            a->sub.failed = true; /* the reader sees the body end early */
+        if (n == 0)
+            break;
+        a->len[slot] = n;
+        a->count++;
+        pthread_cond_signal(&a->cond);
+    }
+    a->done = true;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* Splits the pieces at a text piece about halfway through the numbers and
+ * starts the helper on the second half.  Nothing when the body is small,
+ * has no such split, or a thread cannot be had. */
+static void ahead_start(stream *st)
+{
+    st->ahead_tried = true;
+    size_t total = 0, half = 0, m = 0;
+    for (size_t k = 0; k < st->n; k++)
+        if (st->pieces[k].kind == PIECE_JSON)
+            total += numel_of(&st->pieces[k].v);
+    if (!st->ahead_min || total < st->ahead_min)
+        return;
+    for (size_t k = 0; k < st->n && !m; k++) {
+        if (st->pieces[k].kind == PIECE_JSON)
+            half += numel_of(&st->pieces[k].v);
+        else if (st->pieces[k].kind == PIECE_TEXT && half >= total / 2 && k > st->k)
+            m = k; /* a text piece: no base64 runs across the split */
+    }
+    ahead *a = m ? calloc(1, sizeof *a) : NULL;
+    if (!a)
+        return;
+    a->sub = *st; /* the tail's cursor; it owns nothing */
+    a->sub.k = m;
+    a->sub.idx[0] = a->sub.idx[1] = a->sub.off = 0;
+    a->sub.n_carry = 0;
+    a->sub.stage_pos = a->sub.stage_len = 0;
+    a->sub.ahead = NULL;
+    a->sub.ahead_min = 0;
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->cond, NULL);
+    if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
+        pthread_mutex_destroy(&a->lock);
+        pthread_cond_destroy(&a->cond);
+        free(a);
+        return;
+    }
+    st->n = m; /* this cursor stops where the helper starts */
+    st->ahead = a;
+}
+
+/* The helper's next bytes into buf; 0 at its end. */
+static size_t ahead_read(ahead *a, char *buf, size_t max)
+{
+    pthread_mutex_lock(&a->lock);
+    while (a->count == 0 && !a->done)
+        pthread_cond_wait(&a->cond, &a->lock);
+    size_t n = 0;
+    if (a->count) {
+        const size_t h = a->head;
+        n = a->len[h] - a->pos < max ? a->len[h] - a->pos : max;
+        memcpy(buf, a->chunk[h] + a->pos, n);
+        a->pos += n;
+        if (a->pos == a->len[h]) {
+            a->head = (h + 1) % AHEAD_CHUNKS;
+            a->count--;
+            a->pos = 0;
+            pthread_cond_signal(&a->cond);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+static void ahead_stop(stream *st)
+{
+    ahead *a = st->ahead;
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    a->cancel = true;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    pthread_join(a->thread, NULL);
+    for (size_t i = 0; i < AHEAD_CHUNKS; i++)
+        free(a->chunk[i]);
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->cond);
+    free(a);
+    st->ahead = NULL;
+}
+
+void stream_parallel(stream *st, size_t min_numbers)
+{
+    st->ahead_min = min_numbers ? min_numbers : 1;
+}
+
 size_t stream_read(stream *st, char *buf, size_t max)
 {
     if (st->failed)
         return 0;
+    if (!st->ahead_tried && st->ahead_min)
+        ahead_start(st);
     size_t n = 0;
     if (st->stage_pos == st->stage_len && max < sizeof st->stage) {
         st->stage_len = produce(st, st->stage, sizeof st->stage);
@@ -436,7 +583,8 @@ size_t stream_read(stream *st, char *buf, size_t max)
         st->stage_pos += n;
         return n;
     }
-    return produce(st, buf, max);
+    n = produce(st, buf, max);
+    return n || !st->ahead ? n : ahead_read(st->ahead, buf, max);
 }
 
 char *stream_collect(stream *st, size_t *len)
