@@ -29,6 +29,7 @@ Suite *stream_suite(void);
 Suite *bufpool_suite(void);
 Suite *base64_suite(void);
 Suite *jsonnum_suite(void);
+Suite *extract_suite(void);
 Suite *runtime_suite(void);
 
 #endif

@@ -41,12 +41,9 @@
  *   daemon never calls setlocale), by fmt_float rather than snprintf (same
  *   text, several times faster).  A non-finite value, which the core never
  *   returns, would be printed as null so the body stays valid JSON.
- * - The embeddings array is read from the body text (scan_embeddings), not
+ * - The embeddings array is read from the body text by codec/extract.c, not
  *   through one json_t per number; jansson reads the rest of the body.  A
- *   number becomes (float)strtod(text), as jansson's double did, except
- *   that the integer -0 is now -0.0f (jansson made it the integer 0).
- *   Everything else (what is valid JSON, every message, the order errors
- *   are reported in) is what the jansson-only code did.
+ *   number becomes (float)strtod(text); the integer -0 is -0.0f.
  *
  * Error messages name the field and index: "embeddings[1][3] has 511
  * numbers; d_model is 512", "mask: unknown option 'x'", "lengths[1] = 9 is
@@ -59,19 +56,15 @@
 #include "runtime/bufpool.h"
 #include "codec/stream.h"
 #include "codec/base64.h"
-#include "codec/jsonnum.h"
+#include "codec/extract.h"
 #include "codec/jsontext.h"
 #include "codec/strbuf.h"
 
-#include <errno.h>
 #include <float.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,11 +74,6 @@
 #define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
 
 /* ---- small helpers --------------------------------------------------------- */
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 #define SAFE_MAX ENCODE_SAFE_MAX
 
@@ -115,21 +103,6 @@ static const char *safe_text(const char *s, char out[SAFE_MAX + 4])
 const char *encode_safe_text(const char *s, char out[ENCODE_SAFE_MAX + 4])
 {
     return safe_text(s, out);
-}
-
-json_t *encode_json_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
-{
-    json_t *root = json_loadb(text, len, flags, err);
-    if (root || !strstr(err->text, "too big")) /* "too big (negative) integer" */
-        return root;
-    char *copy = malloc(len ? len : 1);
-    if (!copy)
-        return NULL;
-    memcpy(copy, text, len);
-    jsonnum_widen(copy, len);
-    root = json_loadb(copy, len, flags, err);
-    free(copy);
-    return root;
 }
 
 /* "a string", "an array", ... for messages. */
@@ -417,526 +390,114 @@ static int check_limits(const encode_request *req, size_t B, size_t L, const enc
 
 /* ---- parsing: embeddings --------------------------------------------------- */
 
-/* The nested embeddings array is read from the body text, not by jansson:
- *
- * 1. find_embeddings walks the top-level object to the "embeddings" member
- *    and, when its value is an array, scan_embeddings reads that array once:
- *    it checks the JSON syntax exactly as jansson would (numbers, literals,
- *    nesting depth; strings are handed to jansson one by one, and objects
- *    make jansson read the whole body), counts B and L, and notes the error
- *    the jansson-based walk reported first (same messages, same order).
- * 2. jansson parses the rest: a copy of the body with that array replaced
- *    by [].  When that copy is not valid JSON, jansson parses another copy
- *    whose replacement keeps the array's lines and columns, so its message
- *    ("invalid JSON at line 3, column 7: ...") is the body's.
- * 3. parse_nested checks the shape, then the limits, then the noted error,
- *    and only then allocates x and reads the numbers into it (a second pass
- *    over the array's text). */
-
-#define JSON_MAX_DEPTH                                                                             \
-    2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested deeper are refused                      \
-          */
+/* The embeddings are read from the body's text (codec/extract.h), not
+ * through jansson: the top-level "embeddings" array is scanned and cut out
+ * of what jansson reads, or else a plain "embeddings_b64" string is decoded
+ * where it lies.  parse_nested then checks the form, then the limits, then
+ * the array's first fault in document order, and only then allocates x and
+ * reads the numbers into it. */
 
 static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
 
-enum { V_ARRAY, V_OBJECT, V_STRING, V_NUMBER, V_BOOL, V_NULL };
-static const char *const V_NAME[] = {"an array", "an object", "a string",
-                                     "a number", "a boolean", "null"};
+typedef struct v1_text {
+    bool found;                /* the top-level "embeddings" is an array, scanned */
+    jx_array emb;              /* ... here */
+    const char *b64, *b64_end; /* a plain top-level "embeddings_b64" string's characters */
+} v1_text;
 
-enum { FORM_UNKNOWN, FORM_BATCHED, FORM_SEQUENCE };
-
-typedef struct emb_scan {
-    size_t D;          /* d_model */
-    bool found;        /* the top-level "embeddings" is an array, scanned here */
-    size_t start, end; /* its bytes in the body */
-    bool bad_syntax;   /* it is not valid JSON: jansson words the error */
-    bool objects;      /* it holds objects: jansson checks the whole body */
-    bool oom;
-    int form;
-    size_t num_depth; /* where numbers go (3 batched, 2 not), once the form is known */
-    size_t B, L;
-    bool shape_bad; /* nested_shape's errors: before the limits */
-    char shape_msg[256];
-    bool walk_bad; /* the walk's first error: after the limits */
-    size_t key[3]; /* its place in the walk's order: (b, i + 1, k + 1), 0 = the container */
-    char walk_msg[256];
-    /* The top-level "embeddings_b64" string, when its text is plain
-     * printable ASCII (no escapes): read from the body, not by jansson. */
-    bool b64_found;
-    size_t b64_start, b64_end; /* its characters, between the quotes */
-} emb_scan;
-
-static void shape_error(emb_scan *sc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void shape_error(emb_scan *sc, const char *fmt, ...)
+/* A member of the body's object: scan "embeddings", note "embeddings_b64".
+ * A second one of either is left to jansson (a duplicate key). */
+static const char *top_member(void *ctx, const char *key, size_t key_len, const char *v,
+                              const char *end)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sc->shape_msg, sizeof sc->shape_msg, fmt, ap);
-    va_end(ap);
-    sc->shape_bad = true;
-    sc->num_depth = 0;
-}
-
-/* Whether an error at (b, i1, k1) comes before the one noted so far in the
- * jansson-based walk's order: sequence by sequence, a sequence's row count
- * before its rows, a row's length before its numbers. */
-static bool walk_first(const emb_scan *sc, size_t b, size_t i1, size_t k1)
-{
-    if (!sc->walk_bad)
-        return true;
-    if (b != sc->key[0])
-        return b < sc->key[0];
-    if (i1 != sc->key[1])
-        return i1 < sc->key[1];
-    return k1 < sc->key[2];
-}
-
-static void walk_error(emb_scan *sc, size_t b, size_t i1, size_t k1, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void walk_error(emb_scan *sc, size_t b, size_t i1, size_t k1, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sc->walk_msg, sizeof sc->walk_msg, fmt, ap);
-    va_end(ap);
-    sc->walk_bad = true;
-    sc->key[0] = b;
-    sc->key[1] = i1;
-    sc->key[2] = k1;
-}
-
-/* "embeddings[b][i]", or "embeddings[i]" for the unbatched form. */
-static void row_name(char *buf, size_t n, bool batched, size_t b, size_t i)
-{
-    if (batched)
-        snprintf(buf, n, "embeddings[%zu][%zu]", b, i);
-    else
-        snprintf(buf, n, "embeddings[%zu]", i);
-}
-
-/* A value of kind at depth level of the array (0: the embeddings value
- * itself), at idx[0..level) in the arrays around it.  A number: in_range
- * (|v| <= FLT_MAX) and, when not, its value v. */
-static void scan_value(emb_scan *sc, size_t level, const size_t *idx, int kind, bool in_range,
-                       double v)
-{
-    if (sc->shape_bad || level == 0)
-        return;
-    if (sc->form == FORM_UNKNOWN) {
-        if (level == 1) { /* embeddings[0] */
-            if (kind != V_ARRAY)
-                shape_error(sc, "embeddings[0] is %s; embeddings must be %s", V_NAME[kind],
-                            EMB_FORM);
-            return;
-        }
-        /* embeddings[0][0] decides the form */
-        if (kind == V_ARRAY)
-            sc->form = FORM_BATCHED;
-        else if (kind == V_NUMBER)
-            sc->form = FORM_SEQUENCE;
-        if (kind == V_ARRAY || kind == V_NUMBER)
-            sc->num_depth = sc->form == FORM_BATCHED ? 3 : 2;
-        else {
-            shape_error(sc, "embeddings[0][0] is %s; embeddings must be %s", V_NAME[kind],
-                        EMB_FORM);
-            return;
-        }
+    v1_text *t = ctx;
+    if (!t->found && *v == '[' && jt_key_is(key, key_len, "embeddings")) {
+        t->found = true;
+        return jx_scan(v, end, &t->emb); /* NULL (the walk stops) on a syntax fault */
     }
-    const bool batched = sc->form == FORM_BATCHED;
-    const size_t role = batched ? level : level + 1; /* 1 sequence, 2 row, 3 number */
-    const size_t b = batched ? idx[0] : 0;
-    char name[80];
-    if (role == 1) {
-        if (kind != V_ARRAY && walk_first(sc, b, 0, 0))
-            walk_error(sc, b, 0, 0, "embeddings[%zu] is %s; expected an array of rows", b,
-                       V_NAME[kind]);
-    } else if (role == 2) {
-        const size_t i = idx[level - 1];
-        if (kind != V_ARRAY && walk_first(sc, b, i + 1, 0)) {
-            row_name(name, sizeof name, batched, b, i);
-            walk_error(sc, b, i + 1, 0, "%s is %s; expected an array of d_model (%zu) numbers",
-                       name, V_NAME[kind], sc->D);
-        }
-    } else if (role == 3 && (kind != V_NUMBER || !in_range)) {
-        const size_t i = idx[level - 2], k = idx[level - 1];
-        if (!walk_first(sc, b, i + 1, k + 1))
-            return;
-        row_name(name, sizeof name, batched, b, i);
-        if (kind != V_NUMBER)
-            walk_error(sc, b, i + 1, k + 1, "%s[%zu] is not a number (it is %s)", name, k,
-                       V_NAME[kind]);
-        else
-            walk_error(sc, b, i + 1, k + 1, "%s[%zu] = %g is outside the float32 range", name, k,
-                       v);
+    const char *s;
+    if (!t->b64 && *v == '"' && jt_key_is(key, key_len, "embeddings_b64") &&
+        (s = jx_plain_string(v, end, &t->b64_end))) {
+        t->b64 = s;
+        return t->b64_end + 1;
+    }
+    return jt_skip_value(v, end);
+}
+
+/* "embeddings[b][i]" (batched) or "embeddings[i]": the entry at at[0..depth). */
+static const char *emb_name(const size_t *at, int depth, char *buf, size_t size)
+{
+    char idx[JX_MAX_RANK * 24];
+    snprintf(buf, size, "embeddings%s", jx_index_text(at, depth, idx, sizeof idx));
+    return buf;
+}
+
+/* The array's first fault (t->emb.fault != JX_OK) as the request's error;
+ * numbers sit at depth nd (3 batched, 2 not). */
+static int emb_fault(const jx_array *a, int nd, size_t D, api_error *err)
+{
+    char name[JX_MAX_RANK * 24 + 16];
+    emb_name(a->at, a->depth, name, sizeof name);
+    switch (a->fault) {
+    case JX_COUNT:
+        if (a->depth == nd - 1)
+            return BAD("%s has %zu number%s; d_model is %zu", name, a->entries, plural(a->entries),
+                       D);
+        return BAD("%s has %zu row%s; embeddings[0] has %zu (sequences must have the same "
+                   "length: pad them and send lengths)",
+                   name, a->entries, plural(a->entries), a->dims[1]);
+    case JX_KIND:
+        if (a->depth == nd)
+            return BAD("%s is not a number (it is %s)", name, a->is);
+        if (a->depth == nd - 1)
+            return BAD("%s is %s; expected an array of d_model (%zu) numbers", name, a->is, D);
+        return BAD("%s is %s; expected an array of rows", name, a->is);
+    case JX_RANGE:
+        return BAD("%s = %g is outside the float32 range", name, a->value);
+    default: /* JX_DEEP: the form's checks came first; the rest never get here */
+        return api_error_set(err, API_INTERNAL, "encode: embeddings fault %d", (int)a->fault);
     }
 }
 
-/* The array at depth level closed with count entries. */
-static void scan_close(emb_scan *sc, size_t level, const size_t *idx, size_t count)
+static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t,
+                        const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    if (level == 0) {
-        if (count == 0 && !sc->shape_bad)
-            shape_error(sc, "embeddings is empty; expected %s", EMB_FORM);
-        if (sc->form == FORM_BATCHED) {
-            sc->B = count;
-        } else {
-            sc->B = 1;
-            sc->L = count;
-        }
-        return;
-    }
-    if (sc->shape_bad)
-        return;
-    if (sc->form == FORM_UNKNOWN) { /* embeddings[0], without a first entry */
-        shape_error(sc, "embeddings[0] is empty; embeddings must be %s", EMB_FORM);
-        return;
-    }
-    const bool batched = sc->form == FORM_BATCHED;
-    const size_t role = batched ? level : level + 1;
-    const size_t b = batched ? idx[0] : 0;
-    if (role == 1) { /* a sequence */
-        if (b == 0)
-            sc->L = count;
-        else if (count != sc->L && walk_first(sc, b, 0, 0))
-            walk_error(sc, b, 0, 0,
-                       "embeddings[%zu] has %zu row%s; embeddings[0] has %zu (sequences must "
-                       "have the same length: pad them and send lengths)",
-                       b, count, plural(count), sc->L);
-    } else if (role == 2) { /* a row */
-        const size_t i = idx[level - 1];
-        if (count != sc->D && walk_first(sc, b, i + 1, 0)) {
-            char name[80];
-            row_name(name, sizeof name, batched, b, i);
-            walk_error(sc, b, i + 1, 0, "%s has %zu number%s; d_model is %zu", name, count,
-                       plural(count), sc->D);
-        }
-    }
-}
-
-/* Whether n bytes are plain ASCII that a JSON string holds as is: no
- * escape, control character or UTF-8, so jansson would read them unchanged.
- * Compiled for AVX2 and plain x86-64 (a base64 string is half a megabyte
- * at B=1 L=128). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static bool plain_ascii(const unsigned char *c, size_t n)
-{
-    unsigned odd = 0;
-    for (size_t i = 0; i < n; i++)
-        odd |= (unsigned)(c[i] < 0x20) | (unsigned)(c[i] > 0x7e) | (unsigned)(c[i] == '\\');
-    return !odd;
-}
-
-/* Reads the embeddings array at s ('[') to its end: see the section comment.
- * Sets sc->end, or sc->bad_syntax (or sc->oom). */
-static void scan_embeddings(emb_scan *sc, const char *body, const char *s, const char *end)
-{
-    const char *p = s;
-    size_t depth = 0;    /* arrays open: the level of the next value */
-    size_t idx[3] = {0}; /* the entry being read in each of the outer three arrays */
-    for (;;) {
-        /* a value at level depth starts at p (p < end) */
-        if (depth + 2 > JSON_MAX_DEPTH) /* the body's object is 1, embeddings 2 */
-            goto bad;
-        const char c = *p;
-        if (c == '[') {
-            scan_value(sc, depth, idx, V_ARRAY, true, 0.0);
-            if (depth < 3)
-                idx[depth] = 0;
-            depth++;
-            p = jt_skip_ws(p + 1, end);
-            if (p == end)
-                goto bad;
-            if (*p != ']')
-                continue;
-            p++;
-            depth--;
-            if (depth < 3)
-                scan_close(sc, depth, idx, 0);
-        } else if (c == '-' || is_digit(c)) {
-            jsonnum_scanned t;
-            if (!jsonnum_scan(p, (size_t)(end - p), &t))
-                goto bad;
-            bool in_range = true, erange;
-            double v = 0.0;
-            if (t.mag > 38) { /* not certainly below 1e38 (FLT_MAX is 3.4e38) */
-                if (!jsonnum_strtod(p, t.len, &v, &erange)) {
-                    sc->oom = true;
-                    return;
-                }
-                if (erange && isinf(v))
-                    goto bad; /* jansson: "real number overflow" */
-                in_range = v <= FLT_MAX && v >= -FLT_MAX;
-            }
-            if (depth != sc->num_depth || !in_range) /* else: a number where numbers go */
-                scan_value(sc, depth, idx, V_NUMBER, in_range, v);
-            p += t.len;
-            if (p < end && *p == '\0') /* jansson drops one NUL here: see the words below */
-                p++;
-        } else if (c == 't' || c == 'f' || c == 'n') {
-            const char *word = c == 't' ? "true" : c == 'f' ? "false" : "null";
-            const size_t n = strlen(word);
-            if ((size_t)(end - p) < n || memcmp(p, word, n) != 0)
-                goto bad;
-            scan_value(sc, depth, idx, c == 'n' ? V_NULL : V_BOOL, true, 0.0);
-            p += n; /* "truex": what follows is checked below */
-            /* jansson 2.14 reads one byte past a number or a word and puts it
-             * back; a NUL put back is lost, so "1\0]" is "1]" to jansson. */
-            if (p < end && *p == '\0')
-                p++;
-        } else if (c == '"') {
-            const char *q = jt_skip_string(p, end);
-            json_error_t je;
-            json_t *str = q ? json_loadb(p, (size_t)(q - p), JSON_DECODE_ANY, &je) : NULL;
-            if (!str)
-                goto bad;
-            json_decref(str);
-            scan_value(sc, depth, idx, V_STRING, true, 0.0);
-            p = q;
-        } else if (c == '{') {
-            if (!(p = jt_skip_nested(p, end)))
-                goto bad;
-            sc->objects = true;
-            scan_value(sc, depth, idx, V_OBJECT, true, 0.0);
-        } else {
-            goto bad;
-        }
-        /* after a value: a comma, or the ends of arrays */
-        for (;;) {
-            if (depth == 0) {
-                sc->end = (size_t)(p - body);
-                return;
-            }
-            p = jt_skip_ws(p, end);
-            if (p == end)
-                goto bad;
-            if (*p == ',') {
-                if (depth <= 3)
-                    idx[depth - 1]++;
-                p = jt_skip_ws(p + 1, end);
-                if (p == end)
-                    goto bad;
-                break;
-            }
-            if (*p != ']')
-                goto bad;
-            p++;
-            depth--;
-            if (depth < 3)
-                scan_close(sc, depth, idx, idx[depth] + 1);
-        }
-    }
-bad:
-    sc->bad_syntax = true;
-}
-
-/* Walks the top-level object to its "embeddings" member and scans it when
- * it is an array (sc->found).  Anything unexpected on the way just stops
- * the walk: the body is then invalid JSON, and jansson says so. */
-static void find_embeddings(emb_scan *sc, const char *body, size_t len)
-{
-    const char *p = body, *end = body + len;
-    p = jt_skip_ws(p, end);
-    if (p == end || *p != '{')
-        return;
-    p = jt_skip_ws(p + 1, end);
-    while (p < end && *p == '"') {
-        const char *q = jt_skip_string(p, end);
-        if (!q)
-            return;
-        const bool emb = jt_key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings");
-        const bool b64 = jt_key_is(p + 1, (size_t)(q - 1 - (p + 1)), "embeddings_b64");
-        p = jt_skip_ws(q, end);
-        if (p == end || *p != ':')
-            return;
-        p = jt_skip_ws(p + 1, end);
-        if (p == end)
-            return;
-        if (emb) {
-            if (*p == '[') {
-                sc->found = true;
-                sc->start = (size_t)(p - body);
-                scan_embeddings(sc, body, p, end);
-            }
-            return; /* a second "embeddings" is jansson's duplicate key */
-        }
-        const char *next = NULL; /* past the value, when the string was read here */
-        if (b64 && *p == '"' && !sc->b64_found) { /* a second one: jansson's duplicate key */
-            const char *s = memchr(p + 1, '"', (size_t)(end - (p + 1)));
-            if (s && plain_ascii((const unsigned char *)p + 1, (size_t)(s - (p + 1)))) {
-                sc->b64_found = true;
-                sc->b64_start = (size_t)(p + 1 - body);
-                sc->b64_end = (size_t)(s - body);
-                next = s + 1; /* no escapes: the string ends at that quote */
-            }
-        }
-        if (!(p = next ? next : jt_skip_value(p, end)))
-            return;
-        p = jt_skip_ws(p, end);
-        if (p == end || *p != ',')
-            return;
-        p = jt_skip_ws(p + 1, end);
-    }
-}
-
-/* The body as jansson values, with the scanned embeddings array replaced
- * by [] (its numbers are read from the text), or else the plain
- * embeddings_b64 string by "" (its characters are decoded from the text).
- * NULL when the body is not valid JSON, with *jerr as jansson words it for
- * the body itself (or *oom). */
-static json_t *load_root(emb_scan *sc, const char *body, size_t len, json_error_t *jerr, bool *oom)
-{
-    size_t start, end; /* the bytes replaced */
-    const char *empty; /* by this */
-    if (sc->found && !sc->bad_syntax && !sc->objects) {
-        start = sc->start, end = sc->end, empty = "[]";
-        sc->b64_found = false; /* both keys: the request is refused anyway */
-    } else if (sc->b64_found && !sc->found) {
-        start = sc->b64_start - 1, end = sc->b64_end + 1, empty = "\"\"";
-    } else {
-        sc->b64_found = false;
-        return encode_json_loadb(body, len, JSON_REJECT_DUPLICATES, jerr);
-    }
-    const size_t tail = len - end;
-    char *doc = malloc(start + 2 + tail);
-    if (!doc) {
-        *oom = true;
-        return NULL;
-    }
-    memcpy(doc, body, start);
-    memcpy(doc + start, empty, 2);
-    memcpy(doc + start + 2, body + end, tail);
-    json_t *root = encode_json_loadb(doc, start + 2 + tail, JSON_REJECT_DUPLICATES, jerr);
-    free(doc);
-    if (root || !(doc = malloc(len)))
-        return root;
-    /* Invalid outside the value: again with "[  ...  ]" (or "  ...  ")
-     * that keeps its newlines and one column per character (jansson counts
-     * characters, not bytes), so the line and column are the body's. */
-    memcpy(doc, body, start);
-    size_t n = start;
-    doc[n++] = empty[0];
-    for (size_t i = start + 1; i + 1 < end; i++) {
-        const unsigned char c = (unsigned char)body[i];
-        if (c == '\n')
-            doc[n++] = '\n';
-        else if ((c & 0xc0) != 0x80 && c != 0) /* not a UTF-8 continuation byte, nor a */
-            doc[n++] = ' ';                    /* NUL jansson dropped (no column either) */
-    }
-    doc[n++] = empty[1];
-    memcpy(doc + n, body + end, tail);
-    json_error_t padded;
-    json_t *again = encode_json_loadb(doc, n + tail, JSON_REJECT_DUPLICATES, &padded);
-    if (!again)
-        *jerr = padded;
-    json_decref(again);
-    free(doc);
-    return NULL;
-}
-
-/* Reads every number of the checked array text p[0..end) into x, in order.
- * Returns 0, -1 out of memory, -2 when the count is not n (cannot happen). */
-static int read_numbers(const char *p, const char *end, float *x, size_t n)
-{
-    size_t k = 0;
-    while (p < end) {
-        const char c = *p;
-        if (c != '-' && !is_digit(c)) {
-            p++;
-            continue;
-        }
-        double d;
-        const size_t len = jsonnum_read(p, (size_t)(end - p), &d);
-        if (len == 0)
-            return -1;
-        if (k == n)
-            return -2;
-        x[k++] = (float)d;
-        p += len;
-    }
-    return k == n ? 0 : -2;
-}
-
-/* read_numbers on a second thread: the half of the text after a row's end. */
-typedef struct half_read {
-    const char *p, *end;
-    float *x;
-    size_t n;
-    int rc;
-} half_read;
-
-static void *read_half(void *arg)
-{
-    half_read *h = arg;
-    h->rc = read_numbers(h->p, h->end, h->x, h->n);
-    return NULL;
-}
-
-/* Texts at least this long are read on two threads (about 1 ms each). */
-#define READ_SPLIT_BYTES (1u << 20)
-
-/* Whether q, a ']' in the checked array text starting at p, ends a row: the
- * last thing before it (past whitespace) is a number's last digit. */
-static bool ends_row(const char *p, const char *q)
-{
-    if (*q != ']')
-        return false;
-    while (q > p && jt_is_ws(q[-1]))
-        q--;
-    return q > p && is_digit(q[-1]);
-}
-
-/* read_numbers over a checked array of rows of d numbers each, the second
- * half of the text on a second thread when it is long: the scan has already
- * held every row to d numbers, so the rows that end before the split say
- * where its numbers go. */
-static int read_rows(const char *p, const char *end, float *x, size_t n, size_t d)
-{
-    if ((size_t)(end - p) < READ_SPLIT_BYTES)
-        return read_numbers(p, end, x, n);
-    /* The first row end (a ']' right after a number) past the middle. */
-    const char *mid = p + (end - p) / 2;
-    while (mid < end && !ends_row(p, mid))
-        mid++;
-    size_t rows = 0;
-    for (const char *q = p; q <= mid && q < end; q++)
-        rows += ends_row(p, q);
-    if (mid >= end || rows * d > n)
-        return read_numbers(p, end, x, n);
-    half_read h = {mid + 1, end, x + rows * d, n - rows * d, 0};
-    pthread_t t;
-    if (pthread_create(&t, NULL, read_half, &h) != 0)
-        return read_numbers(p, end, x, n);
-    const int rc = read_numbers(p, mid + 1, x, rows * d);
-    pthread_join(t, NULL);
-    return rc < 0 ? rc : h.rc;
-}
-
-static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *sc,
-                        const char *body, const enc_hparams *hp, const api_limits *lim,
-                        api_error *err)
-{
-    if (!sc->found) {
-        if (json_is_array(emb)) /* find_embeddings missed it: cannot happen */
+    if (!t->found) {
+        if (json_is_array(emb)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
         return BAD("embeddings must be %s, not %s", EMB_FORM, encode_json_kind(emb));
     }
-    if (sc->shape_bad)
-        return BAD("%s", sc->shape_msg);
-    req->batched = sc->form == FORM_BATCHED;
-    const size_t B = sc->B, L = sc->L, D = (size_t)hp->d_model;
+    const jx_array *a = &t->emb;
+    const size_t D = (size_t)hp->d_model;
+    /* The form, from the first entries: [B][L][d_model] or [L][d_model]. */
+    if (a->dims[0] == 0)
+        return BAD("embeddings is empty; expected %s", EMB_FORM);
+    if (a->rank < 2)
+        return BAD("embeddings[0] is %s; embeddings must be %s", a->leaf, EMB_FORM);
+    if (a->dims[1] == 0)
+        return BAD("embeddings[0] is empty; embeddings must be %s", EMB_FORM);
+    if (a->rank == 2 && strcmp(a->leaf, "a number") != 0)
+        return BAD("embeddings[0][0] is %s; embeddings must be %s", a->leaf, EMB_FORM);
+    req->batched = a->rank >= 3;
+    const int nd = req->batched ? 3 : 2;
+    const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->dims[1] : a->dims[0];
     if (check_limits(req, B, L, hp, lim, err) < 0)
         return -1;
-    if (sc->walk_bad)
-        return BAD("%s", sc->walk_msg);
-    if (!(req->x = encode_alloc_input(req, B * L * D)))
+    /* In document order: the first row's length, a number there, then the
+     * rest of the array. */
+    char name[JX_MAX_RANK * 24 + 16];
+    const size_t zeros[JX_MAX_RANK] = {0};
+    if (a->dims[nd - 1] != D)
+        return BAD("%s has %zu number%s; d_model is %zu", emb_name(zeros, nd - 1, name, sizeof name),
+                   a->dims[nd - 1], plural(a->dims[nd - 1]), D);
+    if (a->rank > nd)
+        return BAD("%s is not a number (it is an array)", emb_name(zeros, nd, name, sizeof name));
+    if (a->fault != JX_OK)
+        return emb_fault(a, nd, D, err);
+    if (a->count != B * L * D) /* the scan held every row to D numbers: cannot happen */
+        return api_error_set(err, API_INTERNAL, "encode: embeddings hold %zu numbers", a->count);
+    if (!(req->x = encode_alloc_input(req, B * L * D)) || jx_read_f32(a, req->x) < 0)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
-    const int rc = read_rows(body + sc->start, body + sc->end, req->x, B * L * D, D);
-    if (rc == -1)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
-    if (rc < 0)
-        return api_error_set(err, API_INTERNAL, "encode: embeddings changed between passes");
     req->batch.B = (int)B;
     req->batch.L = (int)L;
     return 0;
@@ -945,7 +506,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const emb_scan *
 /* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
  * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape,
-                     const emb_scan *sc, const char *body, const enc_hparams *hp,
+                     const v1_text *t, const enc_hparams *hp,
                      const api_limits *lim, api_error *err)
 {
     if (!json_is_string(text))
@@ -973,8 +534,8 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     if (check_limits(req, B, L, hp, lim, err) < 0)
         return -1;
 
-    const char *s = sc->b64_found ? body + sc->b64_start : json_string_value(text);
-    const size_t len = sc->b64_found ? sc->b64_end - sc->b64_start : json_string_length(text);
+    const char *s = t->b64 ? t->b64 : json_string_value(text);
+    const size_t len = t->b64 ? (size_t)(t->b64_end - t->b64) : json_string_length(text);
     const size_t n_floats = B * L * D;
     if (len % 4)
         return BAD("embeddings_b64 is not valid base64: its length (%zu) is not a multiple of 4",
@@ -1398,7 +959,7 @@ static int parse_mask(encode_request *req, json_t *mask, api_error *err)
 
 /* ---- parsing: the request ------------------------------------------------ */
 
-static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, const char *body,
+static int parse_root(encode_request *req, json_t *root, const v1_text *t,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (!json_is_object(root))
@@ -1416,8 +977,8 @@ static int parse_root(encode_request *req, json_t *root, const emb_scan *sc, con
                    "embeddings_b64 with shape)");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
-    if ((emb ? parse_nested(req, emb, sc, body, hp, lim, err)
-             : parse_b64(req, b64, shape, sc, body, hp, lim, err)) < 0)
+    if ((emb ? parse_nested(req, emb, t, hp, lim, err)
+             : parse_b64(req, b64, shape, t, hp, lim, err)) < 0)
         return -1;
     req->batch.x = req->x;
 
@@ -1467,11 +1028,22 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
-    emb_scan sc = {.D = (size_t)hp->d_model};
-    find_embeddings(&sc, text, n);
+    /* The embeddings are read from the text; jansson reads the rest. */
+    v1_text t = {0};
+    jx_object(jt_skip_ws(text, text + n), text + n, top_member, &t);
+    if (t.found && t.emb.fault == JX_OOM)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    const bool syntax = t.found && t.emb.fault == JX_SYNTAX; /* jansson reads it all */
+    jx_cut cut = {0};
+    if (t.found && !syntax)
+        cut = (jx_cut){t.emb.start, t.emb.end};
+    else if (t.b64 && !t.found)
+        cut = (jx_cut){t.b64 - 1, t.b64_end + 1};
+    if (!cut.start)
+        t.b64 = NULL;
     json_error_t jerr;
-    bool oom = sc.oom;
-    json_t *root = oom ? NULL : load_root(&sc, text, n, &jerr, &oom);
+    bool oom = false;
+    json_t *root = jx_load(text, n, &cut, cut.start ? 1 : 0, &jerr, &oom);
     if (oom)
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     if (!root) {
@@ -1480,9 +1052,13 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
         return BAD("invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
                    safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
     }
-    int rc = sc.found && sc.bad_syntax /* but jansson took it: cannot happen */
-                 ? api_error_set(err, API_INTERNAL, "encode: embeddings scanner refused valid JSON")
-                 : parse_root(req, root, &sc, text, hp, limits, err);
+    int rc;
+    if (syntax) { /* jansson took what the scan refused */
+        char msg[160];
+        rc = BAD("%s", jx_syntax_text(&t.emb, text, msg, sizeof msg));
+    } else {
+        rc = parse_root(req, root, &t, hp, limits, err);
+    }
     json_decref(root);
     if (rc == 0)
         rc = encode_request_plan(req, hp, limits, err);

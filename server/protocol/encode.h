@@ -114,12 +114,6 @@ const char *encode_json_kind(const struct json_t *v);
 /* obj[key], JSON null taken as absent; borrowed. */
 struct json_t *encode_json_field(const struct json_t *obj, const char *key);
 
-/* jansson's json_loadb, except that integers beyond int64 are numbers (as
- * JavaScript writes 1e20: 100000000000000000000), not "too big integer":
- * an integer field then says it wants an integer, naming itself. */
-struct json_error_t;
-struct json_t *encode_json_loadb(const char *text, size_t len, size_t flags,
-                                 struct json_error_t *err);
 
 /* For a CSR request (req->csr): compiles the batch's block mask with its
  * allowed pairs into req->blockmask and holds the attention size, by

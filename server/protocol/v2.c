@@ -30,6 +30,7 @@
  *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
  */
 #include "protocol/v2.h"
+#include "codec/extract.h"
 #include "codec/jsonnum.h"
 
 #include "codec/stream.h"
@@ -396,8 +397,7 @@ typedef struct v2_input {
     long long shape[MAX_RANK];
     int rank;
     const json_t *data; /* JSON data, or NULL */
-    const char *text;   /* the data array's text when read from the body (fast_data) */
-    const char *text_end;
+    const jx_array *text; /* data, scanned in the body's text (an array), or NULL */
     bool binary;
     size_t bin_size;          /* binary_data_size */
     const unsigned char *bin; /* its bytes in the body */
@@ -498,175 +498,54 @@ static void index_text(char *buf, size_t size, size_t k, const long long *dims, 
         n += (size_t)snprintf(buf + n, size - n, "[%zu]", idx[d]);
 }
 
-/* Stores JSON element e as element k of in (FP32 into f, INT32 into i). */
-static int store_json(const v2_input *in, const json_t *e, size_t k, const char *where, float *f,
-                      int *i, api_error *err)
-{
-    if (f) {
-        if (!json_is_number(e))
-            return BAD("inputs[%d] (%s): data%s is %s, not a number", in->index, in->name, where,
-                       encode_json_kind(e));
-        double d = json_number_value(e);
-        if (!(d <= FLT_MAX && d >= -FLT_MAX))
-            return BAD("inputs[%d] (%s): data%s = %g is outside the float32 range", in->index,
-                       in->name, where, d);
-        f[k] = (float)d;
-        return 0;
-    }
-    if (!json_is_integer(e))
-        return BAD("inputs[%d] (%s): data%s is %s, not an integer", in->index, in->name, where,
-                   json_is_real(e) ? "a number with a fraction" : encode_json_kind(e));
-    long long v = json_integer_value(e);
-    if (v < INT32_MIN || v > INT32_MAX)
-        return BAD("inputs[%d] (%s): data%s = %lld is outside the INT32 range", in->index, in->name,
-                   where, v);
-    i[k] = (int)v;
-    return 0;
-}
-
-/* A fully nested array, level d of in's shape; *k counts the elements. */
-static int read_nested(const v2_input *in, const json_t *v, int d, char *where, size_t wlen,
-                       size_t *k, float *f, int *i, api_error *err)
-{
-    char dims[160];
-    if (!json_is_array(v))
-        return BAD("inputs[%d] (%s): data%s is %s; shape %s needs an array of %lld here", in->index,
-                   in->name, where, encode_json_kind(v),
-                   shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
-    if (json_array_size(v) != (size_t)in->shape[d])
-        return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index,
-                   in->name, where, json_array_size(v),
-                   shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
-    size_t n = strlen(where);
-    for (size_t j = 0; j < json_array_size(v); j++) {
-        snprintf(where + n, wlen - n, "[%zu]", j);
-        const json_t *e = json_array_get(v, j);
-        if (d + 1 < in->rank) {
-            if (read_nested(in, e, d + 1, where, wlen, k, f, i, err) < 0)
-                return -1;
-        } else if (store_json(in, e, (*k)++, where, f, i, err) < 0) {
-            return -1;
-        }
-    }
-    where[n] = '\0';
-    return 0;
-}
-
-/* ---- fast numbers ---------------------------------------------------------------------
+/* ---- parsing: the inputs' data ------------------------------------------------------
  *
- * An inputs[k].data array of numbers is read from the body's text, not
- * through jansson's one json_t per number (some 40 bytes each, so a large
- * JSON tensor would cost twenty times its text in memory).  scan_header finds
- * these arrays before jansson runs, checking that each holds nothing but
- * numbers (RFC 8259, as jansson reads them) and arrays of them; jansson then
- * parses a copy in which each is blanked to [ ... ] with its line breaks
- * kept, so jansson's line and column numbers still point into the body.
- * Anything else (a string or a boolean among the numbers, text the scan
- * does not follow) is left to jansson and the code above: the messages are
- * the same either way. */
+ * An inputs[k].data array is read from the body's text (codec/extract.h),
+ * not through jansson's one json_t per number: find_data scans each before
+ * jansson runs, and jansson reads the header with them cut to [].  The
+ * data is flat (numel entries in row-major order) or nested as the shape. */
 
-#define FAST_INPUTS 8  /* inputs[0..7]; a request with more is refused anyway */
-#define FAST_DEPTH  32 /* deeper arrays are left to jansson */
+#define TEXT_INPUTS 8 /* inputs[0..7]; a request with more is refused anyway */
 
-typedef struct fast_data {
-    const char *start[FAST_INPUTS]; /* inputs[k].data's text, or NULL */
-    const char *end[FAST_INPUTS];
-} fast_data;
+typedef struct v2_text {
+    jx_array data[TEXT_INPUTS]; /* inputs[k].data, scanned when an array */
+    bool found[TEXT_INPUTS];
+    bool walked; /* the first "inputs" was walked; a second is a duplicate key */
+    int k;       /* the input being walked */
+} v2_text;
 
-/* After a valid array of numbers (and of such arrays) at p ('['), or NULL. */
-static const char *numeric_array(const char *p, const char *end, int depth)
+/* A member of inputs[k]: scan "data" when it is an array. */
+static const char *input_member(void *ctx, const char *key, size_t key_len, const char *v,
+                                const char *end)
 {
-    if (depth > FAST_DEPTH)
-        return NULL;
-    p = jt_skip_ws(p + 1, end);
-    if (p < end && *p == ']')
-        return p + 1;
-    for (;;) {
-        if (p >= end)
-            return NULL;
-        if (*p == '[') {
-            if (!(p = numeric_array(p, end, depth + 1)))
-                return NULL;
-        } else {
-            double d;
-            const size_t n = jsonnum_token(p, (size_t)(end - p), &d);
-            if (n == 0)
-                return NULL;
-            p += n;
-        }
-        p = jt_skip_ws(p, end);
-        if (p < end && *p == ',')
-            p = jt_skip_ws(p + 1, end);
-        else if (p < end && *p == ']')
-            return p + 1;
-        else
-            return NULL;
-    }
-}
-
-/* Walks the members of the object at p ('{'); calls member(key, value) for
- * each, which returns the end of the value or NULL.  Returns the end of the
- * object, or NULL. */
-typedef const char *(*member_fn)(const char *key, const char *key_end, const char *value,
-                                 const char *end, int k, fast_data *fd);
-
-static const char *walk_object(const char *p, const char *end, member_fn member, int k,
-                               fast_data *fd)
-{
-    p = jt_skip_ws(p + 1, end);
-    if (p < end && *p == '}')
-        return p + 1;
-    for (;;) {
-        if (p >= end || *p != '"')
-            return NULL;
-        const char *key = p;
-        if (!(p = jt_skip_string(p, end)))
-            return NULL;
-        const char *key_end = p;
-        p = jt_skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return NULL;
-        if (!(p = member(key, key_end, jt_skip_ws(p + 1, end), end, k, fd)))
-            return NULL;
-        p = jt_skip_ws(p, end);
-        if (p < end && *p == ',')
-            p = jt_skip_ws(p + 1, end);
-        else if (p < end && *p == '}')
-            return p + 1;
-        else
-            return NULL;
-    }
-}
-
-/* A member of inputs[k]: note "data" when it is an array of numbers. */
-static const char *input_member(const char *key, const char *key_end, const char *v,
-                                const char *end, int k, fast_data *fd)
-{
-    const char *after;
-    if (jt_key_is(key + 1, (size_t)(key_end - key - 2), "data") && v < end && *v == '[' &&
-        (after = numeric_array(v, end, 0))) {
-        fd->start[k] = v;
-        fd->end[k] = after;
-        return after;
+    v2_text *t = ctx;
+    if (!t->found[t->k] && *v == '[' && jt_key_is(key, key_len, "data")) {
+        t->found[t->k] = true;
+        return jx_scan(v, end, &t->data[t->k]); /* NULL (the walk stops) on a syntax fault */
     }
     return jt_skip_value(v, end);
 }
 
 /* A member of the request: walk "inputs". */
-static const char *root_member(const char *key, const char *key_end, const char *v, const char *end,
-                               int k, fast_data *fd)
+static const char *root_member(void *ctx, const char *key, size_t key_len, const char *v,
+                               const char *end)
 {
-    (void)k;
-    if (!jt_key_is(key + 1, (size_t)(key_end - key - 2), "inputs") || v >= end || *v != '[')
+    v2_text *t = ctx;
+    if (t->walked || *v != '[' || !jt_key_is(key, key_len, "inputs"))
         return jt_skip_value(v, end);
+    t->walked = true;
     const char *p = jt_skip_ws(v + 1, end);
     if (p < end && *p == ']')
         return p + 1;
-    for (int i = 0;; i++) {
+    for (int k = 0;; k++) {
         if (p >= end)
             return NULL;
-        p = *p == '{' && i < FAST_INPUTS ? walk_object(p, end, input_member, i, fd)
-                                         : jt_skip_value(p, end);
+        if (*p == '{' && k < TEXT_INPUTS) {
+            t->k = k;
+            p = jx_object(p, end, input_member, t);
+        } else {
+            p = jt_skip_value(p, end);
+        }
         if (!p)
             return NULL;
         p = jt_skip_ws(p, end);
@@ -679,168 +558,83 @@ static const char *root_member(const char *key, const char *key_end, const char 
     }
 }
 
-/* Finds the inputs' numeric data arrays in the JSON text.  Returns the copy
- * jansson is to parse (owned; NULL when there are none: parse text itself),
- * or NULL with *oom set. */
-static char *scan_header(const char *text, size_t len, fast_data *fd, bool *oom)
+/* The scanned data array's fault (a->fault != JX_OK) as the request's
+ * error; the array is nested as in's shape (want: its dims) to rank. */
+static int data_fault(const v2_input *in, const jx_array *a, bool fp32, api_error *err)
 {
-    memset(fd, 0, sizeof *fd);
-    const char *p = jt_skip_ws(text, text + len);
-    if (p < text + len && *p == '{')
-        walk_object(p, text + len, root_member, 0, fd);
-    bool any = false;
-    for (int k = 0; k < FAST_INPUTS; k++)
-        any = any || fd->start[k];
-    if (!any)
-        return NULL;
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        *oom = true;
-        return NULL;
+    char where[JX_MAX_RANK * 24], dims[160];
+    jx_index_text(a->at, a->depth, where, sizeof where);
+    shape_text(in->shape, in->rank, dims, sizeof dims);
+    const char *num = fp32 ? "a number" : "an integer";
+    switch (a->fault) {
+    case JX_COUNT:
+        return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index,
+                   in->name, where, a->entries, dims, in->shape[a->depth]);
+    case JX_KIND:
+        if (a->depth < a->rank)
+            return BAD("inputs[%d] (%s): data%s is %s; shape %s needs an array of %lld here",
+                       in->index, in->name, where, a->is, dims, in->shape[a->depth]);
+        return BAD("inputs[%d] (%s): data%s is %s, not %s", in->index, in->name, where, a->is,
+                   num);
+    case JX_RANGE:
+        return BAD("inputs[%d] (%s): data%s = %g is outside the %s range", in->index, in->name,
+                   where, a->value, fp32 ? "float32" : "INT32");
+    default: /* JX_DEEP: the shape's checks came first */
+        return api_error_set(err, API_INTERNAL, "v2: data fault %d", (int)a->fault);
     }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    for (int k = 0; k < FAST_INPUTS; k++) {
-        if (!fd->start[k])
-            continue;
-        char *c = copy + (fd->start[k] - text);
-        const size_t n = (size_t)(fd->end[k] - fd->start[k]); /* '[' ... ']' */
-        for (size_t j = 1; j + 1 < n; j++)
-            c[j] = c[j] == '\n' || c[j] == '\r' ? c[j] : ' ';
-    }
-    return copy;
 }
 
-/* The number token at *pp as element k of in (f or i); where names it. */
-static int store_text(const v2_input *in, const char **pp, const char *end, size_t k,
-                      const char *where, float *f, int *i, api_error *err)
+/* in's JSON data, scanned as a, into numel floats f or ints i. */
+static int read_data(const v2_input *in, const jx_array *a, size_t numel, float *f, int *i,
+                     api_error *err)
 {
-    double d = 0; /* numeric_array checked the token */
-    const char *p = *pp, *q = p + jsonnum_token(p, (size_t)(end - p), &d);
-    *pp = q;
-    if (f) {
-        if (!(d <= FLT_MAX && d >= -FLT_MAX))
-            return BAD("inputs[%d] (%s): data%s = %g is outside the float32 range", in->index,
-                       in->name, where, d);
-        f[k] = (float)d;
-        return 0;
-    }
-    for (const char *s = p; s < q; s++)
-        if (*s == '.' || *s == 'e' || *s == 'E')
-            return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer",
-                       in->index, in->name, where);
-    const bool neg = *p == '-';
-    long long v = 0;
-    bool over = false;
-    for (const char *s = p + neg; s < q && !over; s++) {
-        over = v > (INT32_MAX + 1LL - (*s - '0')) / 10;
-        v = v * 10 + (*s - '0');
-    }
-    if (over || (neg ? -v < INT32_MIN : v > INT32_MAX))
-        return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range", in->index, in->name,
-                   where, (int)(q - p > SAFE_MAX ? SAFE_MAX : q - p), p);
-    i[k] = (int)(neg ? -v : v);
-    return 0;
-}
-
-/* Entries of the (checked) array at p. */
-static size_t text_count(const char *p, const char *end)
-{
-    p = jt_skip_ws(p + 1, end);
-    if (p < end && *p == ']')
-        return 0;
-    size_t n = 1;
-    for (int depth = 0; p < end; p++) {
-        if (*p == '[')
-            depth++;
-        else if (*p == ']' && depth-- == 0)
-            break;
-        else if (*p == ',' && depth == 0)
-            n++;
-    }
-    return n;
-}
-
-/* read_nested on the text: level d of in's shape at p ('['); returns the
- * end of the array, or NULL with err set. */
-static const char *text_nested(const v2_input *in, const char *p, const char *end, int d,
-                               char *where, size_t wlen, size_t *k, float *f, int *i,
-                               api_error *err)
-{
-    char dims[160];
-    const size_t count = text_count(p, end);
-    if (count != (size_t)in->shape[d]) {
-        BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index, in->name,
-            where, count, shape_text(in->shape, in->rank, dims, sizeof dims), in->shape[d]);
-        return NULL;
-    }
-    const size_t n = strlen(where);
-    p = jt_skip_ws(p + 1, end);
-    for (size_t j = 0; j < count; j++) {
-        snprintf(where + n, wlen - n, "[%zu]", j);
-        if (d + 1 < in->rank) {
-            if (*p != '[') {
-                BAD("inputs[%d] (%s): data%s is a number; shape %s needs an array of %lld here",
-                    in->index, in->name, where, shape_text(in->shape, in->rank, dims, sizeof dims),
-                    in->shape[d + 1]);
-                return NULL;
-            }
-            if (!(p = text_nested(in, p, end, d + 1, where, wlen, k, f, i, err)))
-                return NULL;
-        } else {
-            if (*p == '[') {
-                BAD("inputs[%d] (%s): data%s is an array, not %s", in->index, in->name, where,
-                    f ? "a number" : "an integer");
-                return NULL;
-            }
-            if (store_text(in, &p, end, (*k)++, where, f, i, err) < 0)
-                return NULL;
+    char where[JX_MAX_RANK * 24], dims[160];
+    const size_t zeros[JX_MAX_RANK] = {0};
+    const char *num = f ? "a number" : "an integer";
+    shape_text(in->shape, in->rank, dims, sizeof dims);
+    if (in->rank > 1 && a->rank > 1) { /* nested: the first entries against the shape */
+        for (int d = 0; d < in->rank; d++) {
+            jx_index_text(zeros, d, where, sizeof where);
+            if (d == a->rank)
+                return BAD("inputs[%d] (%s): data%s is %s; shape %s needs an array of %lld here",
+                           in->index, in->name, where, a->leaf ? a->leaf : "missing", dims,
+                           in->shape[d]);
+            if (a->dims[d] != (size_t)in->shape[d])
+                return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld",
+                           in->index, in->name, where, a->dims[d], dims, in->shape[d]);
         }
-        p = jt_skip_ws(p, end);
-        if (p < end && *p == ',')
-            p = jt_skip_ws(p + 1, end);
+    } else if (a->dims[0] != numel) {
+        return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name,
+                   a->dims[0], a->dims[0] == 1 ? "entry" : "entries", dims, numel);
     }
-    where[n] = '\0';
-    return jt_skip_ws(p, end) + 1; /* past ']' */
+    const int rank = in->rank > 1 && a->rank > 1 ? in->rank : 1;
+    if (a->rank > rank)
+        return BAD("inputs[%d] (%s): data%s is an array, not %s", in->index, in->name,
+                   jx_index_text(zeros, rank, where, sizeof where), num);
+    if (a->fault != JX_OK)
+        return data_fault(in, a, f != NULL, err);
+    if (a->count != numel) /* the scan held every array to the first's count */
+        return api_error_set(err, API_INTERNAL, "v2: data holds %zu numbers", a->count);
+    if (f)
+        return jx_read_f32(a, f) < 0 ? OOM() : 0;
+    jx_int_fault bad;
+    const int rc = jx_read_i32(a, i, &bad);
+    if (rc <= 0)
+        return rc < 0 ? OOM() : 0;
+    size_t at[JX_MAX_RANK];
+    jx_number_at(a, bad.k, at);
+    jx_index_text(at, a->rank, where, sizeof where);
+    if (bad.fraction)
+        return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer",
+                   in->index, in->name, where);
+    return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range", in->index, in->name,
+               where, (int)(bad.tok_len > SAFE_MAX ? SAFE_MAX : bad.tok_len), bad.tok);
 }
 
-/* read_input's JSON part, on the data array's text. */
-static int read_text(const v2_input *in, size_t numel, float *f, int *i, api_error *err)
-{
-    char where[160], dims[160];
-    const char *p = in->text, *end = in->text_end;
-    const size_t count = text_count(p, end);
-    const char *first = jt_skip_ws(p + 1, end);
-    if (in->rank > 1 && count > 0 && *first == '[') {
-        size_t k = 0;
-        where[0] = '\0';
-        return text_nested(in, p, end, 0, where, sizeof where, &k, f, i, err) ? 0 : -1;
-    }
-    if (count != numel)
-        return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name, count,
-                   count == 1 ? "entry" : "entries",
-                   shape_text(in->shape, in->rank, dims, sizeof dims), numel);
-    p = first;
-    for (size_t k = 0; k < numel; k++) {
-        snprintf(where, sizeof where, "[%zu]", k);
-        if (*p == '[')
-            return BAD("inputs[%d] (%s): data%s is an array, not %s", in->index, in->name, where,
-                       f ? "a number" : "an integer");
-        if (store_text(in, &p, end, k, where, f, i, err) < 0)
-            return -1;
-        p = jt_skip_ws(p, end);
-        if (p < end && *p == ',')
-            p = jt_skip_ws(p + 1, end);
-    }
-    return 0;
-}
-
-/* in's data (JSON, flat or nested, or binary) into numel floats f or ints i. */
+/* in's data (JSON or binary) into numel floats f or ints i. */
 static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_error *err)
 {
-    char where[160], dims[160];
-    if (in->text)
-        return read_text(in, numel, f, i, err);
+    char where[160];
     if (in->binary) {
         for (size_t k = 0; k < numel; k++) {
             const unsigned char *b = in->bin + 4 * k;
@@ -859,26 +653,13 @@ static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_er
         }
         return 0;
     }
-    const json_t *v = in->data;
-    if (!json_is_array(v))
-        return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
-                   "as the shape), not %s",
-                   in->index, in->name, encode_json_kind(v));
-    if (in->rank > 1 && json_array_size(v) > 0 && json_is_array(json_array_get(v, 0))) {
-        size_t k = 0;
-        where[0] = '\0';
-        return read_nested(in, v, 0, where, sizeof where, &k, f, i, err);
-    }
-    if (json_array_size(v) != numel)
-        return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name,
-                   json_array_size(v), json_array_size(v) == 1 ? "entry" : "entries",
-                   shape_text(in->shape, in->rank, dims, sizeof dims), numel);
-    for (size_t k = 0; k < numel; k++) {
-        snprintf(where, sizeof where, "[%zu]", k);
-        if (store_json(in, json_array_get(v, k), k, where, f, i, err) < 0)
-            return -1;
-    }
-    return 0;
+    if (in->text)
+        return read_data(in, in->text, numel, f, i, err);
+    if (json_is_array(in->data)) /* find_data missed it: cannot happen */
+        return api_error_set(err, API_INTERNAL, "v2: inputs[%d].data not scanned", in->index);
+    return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
+               "as the shape), not %s",
+               in->index, in->name, encode_json_kind(in->data));
 }
 
 /* Inference-Header-Content-Length: a decimal byte count within the body. */
@@ -911,7 +692,7 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
 
 /* ---- parsing: the request ------------------------------------------------------------ */
 
-static int parse_root(v2_request *req, json_t *root, const fast_data *fd, const unsigned char *bin,
+static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
@@ -973,10 +754,8 @@ static int parse_root(v2_request *req, json_t *root, const fast_data *fd, const 
             rc = BAD("inputs[%zu]: input '%s' is given twice (also inputs[%d])", k, cur.name,
                      in[which].index);
         } else {
-            if (k < FAST_INPUTS && fd->start[k] && cur.data) { /* read from the text */
-                cur.text = fd->start[k];
-                cur.text_end = fd->end[k];
-            }
+            if (k < TEXT_INPUTS && tx->found[k] && cur.data) /* read from the text */
+                cur.text = &tx->data[k];
             in[which] = cur;
             have[which] = true;
         }
@@ -1088,15 +867,29 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     size_t json_len = n;
     if (header_len && header_length(header_len, n, &json_len, err) < 0)
         return -1;
-    fast_data fd;
+    /* The data arrays are read from the text; jansson reads the rest. */
+    v2_text t;
+    memset(&t, 0, sizeof t);
+    jx_object(jt_skip_ws(text, text + json_len), text + json_len, root_member, &t);
+    jx_cut cuts[TEXT_INPUTS];
+    size_t n_cuts = 0;
+    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
+    for (int k = 0; k < TEXT_INPUTS; k++) {
+        if (!t.found[k])
+            continue;
+        if (t.data[k].fault == JX_OOM)
+            return OOM();
+        if (t.data[k].fault == JX_SYNTAX && !syntax)
+            syntax = &t.data[k];
+        cuts[n_cuts++] = (jx_cut){t.data[k].start, t.data[k].end};
+    }
+    if (syntax)
+        n_cuts = 0;
+    json_error_t jerr;
     bool oom = false;
-    char *copy = scan_header(text, json_len, &fd, &oom);
+    json_t *root = jx_load(text, json_len, cuts, n_cuts, &jerr, &oom);
     if (oom)
         return OOM();
-    json_error_t jerr;
-    json_t *root =
-        encode_json_loadb(copy ? copy : text, json_len, JSON_REJECT_DUPLICATES, &jerr);
-    free(copy);
     if (!root) {
         char msg[JSON_ERROR_TEXT_LENGTH + 4];
         snprintf(msg, sizeof msg, "%s", jerr.text);
@@ -1110,7 +903,12 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
                               : " (a body with binary tensors needs an "
                                 "Inference-Header-Content-Length header)");
     }
-    int rc = parse_root(req, root, &fd, (const unsigned char *)text + json_len, n - json_len,
+    if (syntax) { /* jansson took what the scan refused */
+        char msg[160];
+        json_decref(root);
+        return BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
+    }
+    int rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
                         header_len != NULL, json_len, model_name, hp, limits, err);
     json_decref(root);
     if (rc == 0)
