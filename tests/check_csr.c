@@ -5,7 +5,7 @@
  * option's bad values refused with the field named. */
 #include "daemon.h"
 #include "codec/base64.h"
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 #include "suites.h"
 #include "test_util.h"
 

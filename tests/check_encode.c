@@ -12,7 +12,7 @@
  *     that checks the writer and the nesting, not the math.
  * Element loops record the first mismatch and assert once per tensor: a
  * Check assertion per number would make the forked runner crawl. */
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 #include "codec/base64.h"
 #include "codec/jsonnum.h"
 #include "safetensors.h"

@@ -232,8 +232,8 @@ static void number(gen *g)
 
 static void spoiled(gen *g, int depth)
 {
-    static const char *const other[] = {"\"x\"", "true", "null", "{\"a\": [1]}", "[]",
-                                        "[1, 2]", "1e39", "-4e38", "false", "\"\\u00e9\""};
+    static const char *const other[] = {"\"x\"",  "true", "null",  "{\"a\": [1]}", "[]",
+                                        "[1, 2]", "1e39", "-4e38", "false",        "\"\\u00e9\""};
     (void)depth;
     put(g, other[rnd(g, 10)]);
 }
@@ -290,8 +290,8 @@ START_TEST(test_scan_matches_reference)
         ref_of(root, &r);
         char msg[256];
         if (end != g.buf + g.n)
-            chk_fail(&k, "%s: scan stopped at %ld of %zu", g.buf,
-                     end ? (long)(end - g.buf) : -1L, g.n);
+            chk_fail(&k, "%s: scan stopped at %ld of %zu", g.buf, end ? (long)(end - g.buf) : -1L,
+                     g.n);
         else if (!same(&a, &r, msg, sizeof msg))
             chk_fail(&k, "%s: %s", g.buf, msg);
         json_decref(root);
@@ -429,8 +429,8 @@ START_TEST(test_read_numbers)
     ck_assert_int_eq(a.fault, JX_OK);
     float x[6];
     ck_assert_int_eq(jx_read_f32(&a, x), 0);
-    static const char *const toks[] = {"-0", "1E+2", "1e-45", "3.4028234663852886e38", "0.1",
-                                       "-7.5e-3"};
+    static const char *const toks[] = {"-0",  "1E+2",   "1e-45", "3.4028234663852886e38",
+                                       "0.1", "-7.5e-3"};
     for (int i = 0; i < 6; i++) {
         const float want = (float)strtod(toks[i], NULL);
         ck_assert_msg(memcmp(&x[i], &want, sizeof want) == 0, "%s: %a, want %a", toks[i],

@@ -3,7 +3,7 @@
  * the PyTorch fixtures, never against the core's own output. */
 #include "daemon.h"
 #include "codec/base64.h"
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"

@@ -236,8 +236,7 @@ static const char *kind_of(char c)
 }
 
 /* The array at level l closed with n entries. */
-static void close_array(jx_array *a, int l, size_t n, const size_t *at, bool *settled,
-                        bool *closed)
+static void close_array(jx_array *a, int l, size_t n, const size_t *at, bool *settled, bool *closed)
 {
     if (!*settled) { /* an empty array ends the first entries */
         *settled = true;
@@ -514,7 +513,8 @@ const char *jx_object(const char *p, const char *end, jx_member_fn member, void 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-static bool plain_ascii(const unsigned char *c, size_t n)
+static bool
+plain_ascii(const unsigned char *c, size_t n)
 {
     unsigned odd = 0;
     for (size_t i = 0; i < n; i++)

@@ -42,20 +42,20 @@ typedef enum jx_fault {
 } jx_fault;
 
 typedef struct jx_array {
-    const char *start, *end;   /* its '[' and just past its ']' */
-    int rank;                  /* arrays along the first entries, down to the first leaf */
-    size_t dims[JX_MAX_RANK];  /* their entry counts (dims[0]: the array's own) */
-    const char *leaf;          /* the first leaf: "a number", "a string", ...; NULL if none */
-    size_t count;              /* numbers in it */
-    size_t rows;               /* arrays at depth rank - 1 (rows of numbers) */
+    const char *start, *end;  /* its '[' and just past its ']' */
+    int rank;                 /* arrays along the first entries, down to the first leaf */
+    size_t dims[JX_MAX_RANK]; /* their entry counts (dims[0]: the array's own) */
+    const char *leaf;         /* the first leaf: "a number", "a string", ...; NULL if none */
+    size_t count;             /* numbers in it */
+    size_t rows;              /* arrays at depth rank - 1 (rows of numbers) */
     /* The first fault in document order, an array's entry count taken at
      * its '[': at[0..depth) is where (entry indices, outermost first). */
     jx_fault fault;
     int depth;
     size_t at[JX_MAX_RANK];
-    size_t entries; /* JX_COUNT */
-    const char *is; /* JX_KIND */
-    double value;   /* JX_RANGE */
+    size_t entries;        /* JX_COUNT */
+    const char *is;        /* JX_KIND */
+    double value;          /* JX_RANGE */
     const char *bad, *why; /* JX_SYNTAX */
 } jx_array;
 
@@ -92,8 +92,8 @@ int jx_read_i32(const jx_array *a, int *x, jx_int_fault *bad);
  * characters, their length, value) returns the end of the value, or NULL
  * to stop.  Returns the end of the object, or NULL when stopped or when the
  * text is not an object that can be walked. */
-typedef const char *(*jx_member_fn)(void *ctx, const char *key, size_t key_len,
-                                    const char *value, const char *end);
+typedef const char *(*jx_member_fn)(void *ctx, const char *key, size_t key_len, const char *value,
+                                    const char *end);
 const char *jx_object(const char *p, const char *end, jx_member_fn member, void *ctx);
 
 /* The string at p ('"') when its characters are plain printable ASCII (no

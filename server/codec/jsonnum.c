@@ -362,7 +362,7 @@ static uint64_t drop_bytes(uint64_t v, int n)
  * and how far past its end it may scribble. */
 #define FLOAT_CHARS 15
 #define FLOAT_SLACK 16
-_Static_assert(FLOAT_CHARS + FLOAT_SLACK == JSONNUM_ROOM, "encode.h's JSONNUM_ROOM");
+_Static_assert(FLOAT_CHARS + FLOAT_SLACK == JSONNUM_ROOM, "jsonnum.h's JSONNUM_ROOM");
 
 /* Writes f with p (1..9) significant digits as "%.{p}g" does, or null when
  * f is not finite, to out (room for FLOAT_CHARS + FLOAT_SLACK bytes; not

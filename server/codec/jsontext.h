@@ -1,8 +1,8 @@
 /* jsontext.h - steps through JSON text in place.
  *
- * Two walks read a request body's text before jansson parses the rest: the
- * codec's, to the big numeric "embeddings" array (encode.c), and the v2
- * protocol's, to each input's "data" array (v2.c).  These are the steps both
+ * Two walks read a request body's text before jansson parses the rest: /v1's,
+ * to the big numeric "embeddings" array (v1.c), and /v2's, to each input's
+ * "data" array (v2.c), both through codec/extract.c.  These are the steps both
  * take.  None of them validates: on valid JSON each is exact; on anything
  * else it may return NULL or stop somewhere a parser would not, and the
  * caller then leaves the body to jansson, which says what is wrong.

@@ -3,7 +3,7 @@
 #include "codec/base64.h"
 #include "codec/jsonnum.h"
 
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 
 #include <inttypes.h>
 #include <pthread.h>

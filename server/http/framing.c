@@ -1,7 +1,7 @@
 /* framing.c - RFC 9112 framing and request-target checks (framing.h). */
 #include "http/framing.h"
 
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static bool read_length(const char *s, unsigned long long *out)
  * with err set for a coding other than chunked or chunked twice. */
 static int read_codings(const char *v, int *codings, int *chunked_at, api_error *err)
 {
-    char safe[ENCODE_SAFE_MAX + 4];
+    char safe[API_SAFE_MAX + 4];
     while (*v) {
         while (*v == ' ' || *v == '\t' || *v == ',')
             v++;
@@ -64,7 +64,7 @@ static int read_codings(const char *v, int *codings, int *chunked_at, api_error 
             return api_error_set(err, API_NOT_IMPLEMENTED,
                                  "Transfer-Encoding %s is not supported: send the body with "
                                  "Content-Length or Transfer-Encoding: chunked",
-                                 encode_safe_text(name, safe));
+                                 api_safe_text(name, safe));
         }
         (*codings)++;
         v += n;
@@ -76,7 +76,7 @@ static int read_codings(const char *v, int *codings, int *chunked_at, api_error 
 int framing_check(const char *version, const http_field *fields, size_t n, http_framing *fr,
                   api_error *err)
 {
-    char safe[ENCODE_SAFE_MAX + 4];
+    char safe[API_SAFE_MAX + 4];
     *fr = (http_framing){.body = HTTP_BODY_NONE};
     const bool http11 = version && strcmp(version, "HTTP/1.1") == 0;
     int hosts = 0, lengths = 0, codings = 0, chunked_at = -1, te_fields = 0;
@@ -86,7 +86,7 @@ int framing_check(const char *version, const http_field *fields, size_t n, http_
             return api_error_set(err, API_BAD_REQUEST,
                                  "header field name '%s' is not a token (RFC 9110 5.1: no spaces, "
                                  "none before the colon)",
-                                 encode_safe_text(name, safe));
+                                 api_safe_text(name, safe));
         if (strcasecmp(name, "Host") == 0) {
             hosts++;
         } else if (strcasecmp(name, "Content-Length") == 0) {
@@ -94,7 +94,7 @@ int framing_check(const char *version, const http_field *fields, size_t n, http_
             if (!read_length(value, &v))
                 return api_error_set(err, API_BAD_REQUEST,
                                      "Content-Length '%s' is not a number of bytes",
-                                     encode_safe_text(value, safe));
+                                     api_safe_text(value, safe));
             if (lengths++ && v != fr->length)
                 return api_error_set(err, API_BAD_REQUEST,
                                      "Content-Length is given twice with different values "
@@ -146,7 +146,7 @@ static int hex_value(char c)
 
 int framing_path(const char *target, char *path, size_t size, api_error *err)
 {
-    char safe[ENCODE_SAFE_MAX + 4];
+    char safe[API_SAFE_MAX + 4];
     const char *p = target;
     if (strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0) {
         p = strstr(p, "//") + 2; /* absolute-form: skip the authority */
@@ -157,7 +157,7 @@ int framing_path(const char *target, char *path, size_t size, api_error *err)
     if (*p != '/')
         return api_error_set(err, API_BAD_REQUEST,
                              "request target '%s' is neither a path nor an http URL",
-                             encode_safe_text(target, safe));
+                             api_safe_text(target, safe));
     size_t n = 0;
     for (; *p; p++) {
         char c = *p;
@@ -167,17 +167,17 @@ int framing_path(const char *target, char *path, size_t size, api_error *err)
                 return api_error_set(err, API_BAD_REQUEST,
                                      "request target '%s' has a '%%' not followed by two hex "
                                      "digits",
-                                     encode_safe_text(target, safe));
+                                     api_safe_text(target, safe));
             c = (char)(hi * 16 + lo);
             if (!c)
                 return api_error_set(err, API_BAD_REQUEST,
                                      "request target '%s' has an escaped NUL (%%00)",
-                                     encode_safe_text(target, safe));
+                                     api_safe_text(target, safe));
             p += 2;
         }
         if (n + 1 >= size)
             return api_error_set(err, API_BAD_REQUEST, "request target '%s' is too long",
-                                 encode_safe_text(target, safe));
+                                 api_safe_text(target, safe));
         path[n++] = c;
     }
     path[n] = '\0';

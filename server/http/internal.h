@@ -15,7 +15,7 @@
 
 #include "codec/stream.h"
 #include "protocol/api.h"
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 #include "protocol/v2.h"
 #include "runtime/bufpool.h"
 #include "runtime/metrics.h"

@@ -110,7 +110,7 @@ static enum MHD_Result submit_job(request *r, encode_request *e)
 }
 
 /* A POST route once its body is in: its codec parses the body into the
- * neutral request (protocol/encode.h's encode_request), the outputs are
+ * neutral request (protocol/encode_request.h's encode_request), the outputs are
  * allocated, and the pool gets the forward. */
 static enum MHD_Result serve_forward(request *r)
 {

@@ -1,8 +1,11 @@
-/* api.c - the contract's error kinds: status codes and type strings. */
+/* api.c - the contract's error kinds (status codes and type strings) and
+ * the wording helpers every codec's messages use. */
 #include "protocol/api.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
 {
@@ -42,4 +45,57 @@ const char *api_error_type(api_error_kind kind)
 #undef API_ERROR_TYPE
     }
     return "internal";
+}
+
+/* ---- wording ------------------------------------------------------------------ */
+
+/* Client text made safe for an error message: printable ASCII only (other
+ * bytes become '?'), cut after max characters with "...".  out has room for
+ * max + 4.  Returns out. */
+const char *api_safe_text_n(const char *s, char *out, size_t max)
+{
+    size_t n = 0;
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    for (; *u && n < max; u++)
+        out[n++] = (*u >= 0x20 && *u < 0x7f) ? (char)*u : '?';
+    if (*u) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+const char *api_safe_text(const char *s, char out[API_SAFE_MAX + 4])
+{
+    return api_safe_text_n(s, out, API_SAFE_MAX);
+}
+
+/* "a string", "an array", ... for messages. */
+const char *api_json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "unknown";
+}
+
+/* obj[key], with JSON null taken as absent.  Borrowed. */
+json_t *api_json_field(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_null(v) ? NULL : v;
 }

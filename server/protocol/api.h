@@ -26,14 +26,14 @@ typedef enum api_error_kind {
 } api_error_kind;
 
 typedef struct api_error {
-    api_error_kind kind;  /* API_OK until set */
-    char message[512];    /* names the field and index */
+    api_error_kind kind; /* API_OK until set */
+    char message[512];   /* names the field and index */
 } api_error;
 
 /* Sets err (first error wins) and returns -1. */
 int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int api_error_status(api_error_kind kind);      /* 400, 401, ... */
+int api_error_status(api_error_kind kind);       /* 400, 401, ... */
 const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
 
 /* The limits a request is checked against before anything is allocated,
@@ -42,9 +42,32 @@ struct bufpool;
 typedef struct api_limits {
     int max_batch;
     int max_seq_len;
-    long max_batch_tokens;       /* B * L */
-    size_t max_attention_bytes;  /* float32 bytes of the attention output */
-    struct bufpool *pool;        /* the input and outputs' buffers (bufpool.h); NULL: malloc */
+    long max_batch_tokens;      /* B * L */
+    size_t max_attention_bytes; /* float32 bytes of the attention output */
+    struct bufpool *pool;       /* the input and outputs' buffers (bufpool.h); NULL: malloc */
 } api_limits;
+
+/* Wording the codecs share for their messages: */
+
+/* Client text made safe to quote: printable ASCII (other bytes '?'), cut
+ * after max (API_SAFE_MAX) characters with "...".  out has room for max + 4.
+ * Returns out. */
+#define API_SAFE_MAX 40
+const char *api_safe_text_n(const char *s, char *out, size_t max);
+const char *api_safe_text(const char *s, char out[API_SAFE_MAX + 4]);
+/* "an object", "an array", "a string", "a number", "a boolean", "null". */
+struct json_t;
+const char *api_json_kind(const struct json_t *v);
+/* obj[key], JSON null taken as absent; borrowed. */
+struct json_t *api_json_field(const struct json_t *obj, const char *key);
+/* "s" unless n is 1 ("row%s"); "entry" or "entries". */
+static inline const char *api_plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+static inline const char *api_entries(size_t n)
+{
+    return n == 1 ? "entry" : "entries";
+}
 
 #endif

@@ -1,6 +1,7 @@
 /* v2.c - the Open Inference Protocol (KServe v2) with Triton's binary tensor
  * data extension: /v2 routes, metadata, and the infer request and response
- * codec on top of encode.c's request struct, limits and mask parser.
+ * codec, parsing into the neutral request (encode_request.h) with the shared
+ * options (options.h).
  *
  * Choices where API.md and the protocol documents leave room
  * (docs/api.md, "Open Inference Protocol (v2) in detail", is the user's
@@ -26,10 +27,12 @@
  *   for "outputs" alone computes no attention.
  * - Response floats in JSON are printed with 9 significant digits (they
  *   round-trip float32).  The response echoes "id" when the request has one.
- * - An input's "data" array of numbers is read from the body text (see
- *   "fast numbers"), as encode.c reads "embeddings"; jansson parses the rest.
+ * - An input's "data" array of numbers is read from the body text by
+ *   codec/extract.c, as v1.c reads "embeddings"; jansson parses the rest.
  */
 #include "protocol/v2.h"
+
+#include "protocol/options.h"
 #include "codec/extract.h"
 #include "codec/jsonnum.h"
 
@@ -49,7 +52,6 @@
 
 #define BAD(...) api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
 #define OOM()    api_error_set(err, API_UNAVAILABLE, "out of memory")
-#define SAFE_MAX ENCODE_SAFE_MAX
 #define MAX_RANK 8
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -66,8 +68,8 @@ static int check_keys(json_t *obj, const char *const *known, size_t n, const cha
         for (size_t i = 0; i < n && !ok; i++)
             ok = strcmp(key, known[i]) == 0;
         if (!ok) {
-            char q[SAFE_MAX + 4];
-            return BAD("%sunknown %s '%s'; expected %s", what, noun, encode_safe_text(key, q),
+            char q[API_SAFE_MAX + 4];
+            return BAD("%sunknown %s '%s'; expected %s", what, noun, api_safe_text(key, q),
                        expected);
         }
     }
@@ -151,15 +153,15 @@ v2_route v2_route_parse(const char *url, v2_path *p)
 
 int v2_check_model(const v2_path *p, const char *model_name, api_error *err)
 {
-    char q[SAFE_MAX + 4], m[SAFE_MAX + 4];
+    char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4];
     if (p->too_long || strcmp(p->name, model_name) != 0)
         return api_error_set(err, API_NOT_FOUND, "unknown model '%s'; this server serves '%s'",
-                             encode_safe_text(p->name, q), encode_safe_text(model_name, m));
+                             api_safe_text(p->name, q), api_safe_text(model_name, m));
     if (p->has_version && strcmp(p->version, V2_MODEL_VERSION) != 0)
         return api_error_set(
             err, API_NOT_FOUND,
             "model '%s' has no version '%s'; its only version is " V2_MODEL_VERSION,
-            encode_safe_text(model_name, m), encode_safe_text(p->version, q));
+            api_safe_text(model_name, m), api_safe_text(p->version, q));
     return 0;
 }
 
@@ -191,8 +193,8 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
 /* ---- parsing: request parameters ---------------------------------------------- */
 
 static const char *const PARAMS[] = {
-    "attention", "causal",      "window", "window_left", "window_right",     "global",
-    "key_padding", "attn",      "strided", "fixed",      "blocks",           "attention_format",
+    "attention",         "causal", "window",  "window_left", "window_right", "global",
+    "key_padding",       "attn",   "strided", "fixed",       "blocks",       "attention_format",
     "binary_data_output"};
 #define PARAMS_TEXT                                                                                \
     "attention, causal, window, window_left, window_right, global, key_padding, attn, strided, "   \
@@ -208,9 +210,9 @@ static json_t *mask_value(const char *name, json_t *v, api_error *err)
     json_error_t jerr;
     json_t *parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, &jerr);
     if (!parsed) {
-        char q[SAFE_MAX + 4], why[SAFE_MAX + 4];
+        char q[API_SAFE_MAX + 4], why[API_SAFE_MAX + 4];
         BAD("parameters.%s: the string '%s' is not valid JSON (%s)", name,
-            encode_safe_text(json_string_value(v), q), encode_safe_text(jerr.text, why));
+            api_safe_text(json_string_value(v), q), api_safe_text(jerr.text, why));
         return NULL;
     }
     return parsed;
@@ -227,17 +229,17 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
     if (!params)
         return 0;
     if (!json_is_object(params))
-        return BAD("parameters must be an object, not %s", encode_json_kind(params));
+        return BAD("parameters must be an object, not %s", api_json_kind(params));
     if (check_keys(params, PARAMS, sizeof PARAMS / sizeof *PARAMS, "parameters: ", "parameter",
                    PARAMS_TEXT, err) < 0)
         return -1;
-    char q[SAFE_MAX + 4];
+    char q[API_SAFE_MAX + 4];
     json_t *v = json_object_get(params, "attention");
     if (v && !json_is_null(v)) {
         const char *s = json_string_value(v);
         if (!s)
             return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not %s",
-                       encode_json_kind(v));
+                       api_json_kind(v));
         if (strcmp(s, "heads") == 0)
             req->enc.attn_mode = ENC_ATTN_HEADS;
         else if (strcmp(s, "mean") == 0)
@@ -246,13 +248,13 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
             req->enc.attn_mode = ENC_ATTN_NONE;
         else
             return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not '%s'",
-                       encode_safe_text(s, q));
+                       api_safe_text(s, q));
     }
     v = json_object_get(params, "binary_data_output");
     if (v && !json_is_null(v)) {
         if (!json_is_boolean(v))
             return BAD("parameters.binary_data_output must be true or false, not %s",
-                       encode_json_kind(v));
+                       api_json_kind(v));
         *binary_all = json_is_true(v);
     }
     if (encode_parse_attention_format(&req->enc, json_object_get(params, "attention_format"),
@@ -322,7 +324,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
     const bool attn_allowed = req->enc.attn_mode != ENC_ATTN_NONE;
     if (outs && !json_is_array(outs))
         return BAD("outputs must be an array of {\"name\": ...} objects, not %s",
-                   encode_json_kind(outs));
+                   api_json_kind(outs));
     if (!outs || json_array_size(outs) == 0) {
         req->out[req->n_out++] = V2_OUT_OUTPUTS;
         req->binary[V2_OUT_OUTPUTS] = binary_all;
@@ -335,11 +337,11 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
     bool seen[V2_N_OUT] = {false, false};
     for (size_t k = 0; k < json_array_size(outs); k++) {
         json_t *o = json_array_get(outs, k);
-        char q[SAFE_MAX + 4], what[48];
+        char q[API_SAFE_MAX + 4], what[48];
         snprintf(what, sizeof what, "outputs[%zu]: ", k);
         if (!json_is_object(o))
             return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
-                       encode_json_kind(o));
+                       api_json_kind(o));
         static const char *const keys[] = {"name", "parameters"};
         if (check_keys(o, keys, 2, what, "field", "name or parameters", err) < 0)
             return -1;
@@ -352,7 +354,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
                 which = i;
         if (which < 0)
             return BAD("outputs[%zu]: unknown output '%s'; the model gives outputs and attention",
-                       k, encode_safe_text(name, q));
+                       k, api_safe_text(name, q));
         if (seen[which])
             return BAD("outputs[%zu]: output '%s' is asked for twice", k, name);
         if (which == V2_OUT_ATTENTION && !attn_allowed)
@@ -365,7 +367,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
             snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters: ", k, name);
             if (!json_is_object(params))
                 return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                           encode_json_kind(params));
+                           api_json_kind(params));
             static const char *const pk[] = {"binary_data"};
             if (check_keys(params, pk, 1, pw, "parameter",
                            "binary_data (the only output parameter)", err) < 0)
@@ -375,7 +377,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
                 if (!json_is_boolean(b))
                     return BAD("outputs[%zu] (%s): parameters.binary_data must be true or false, "
                                "not %s",
-                               k, name, encode_json_kind(b));
+                               k, name, api_json_kind(b));
                 binary = json_is_true(b);
             }
         }
@@ -396,7 +398,7 @@ typedef struct v2_input {
     const char *name; /* borrowed */
     long long shape[MAX_RANK];
     int rank;
-    const json_t *data; /* JSON data, or NULL */
+    const json_t *data;   /* JSON data, or NULL */
     const jx_array *text; /* data, scanned in the body's text (an array), or NULL */
     bool binary;
     size_t bin_size;          /* binary_data_size */
@@ -408,11 +410,11 @@ static const char *const IN_DTYPE[IN_N] = {"FP32", "INT32"};
 /* One input's name, datatype, shape, parameters and data, checked for form. */
 static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
 {
-    char q[SAFE_MAX + 4], what[48];
+    char q[API_SAFE_MAX + 4], what[48];
     snprintf(what, sizeof what, "inputs[%zu]: ", k);
     if (!json_is_object(o))
         return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
-                   encode_json_kind(o));
+                   api_json_kind(o));
     static const char *const keys[] = {"name", "shape", "datatype", "parameters", "data"};
     if (check_keys(o, keys, 5, what, "field", "name, shape, datatype, parameters or data", err) < 0)
         return -1;
@@ -424,7 +426,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
     if (*which < 0)
         return BAD("inputs[%zu]: unknown input '%s'; the model takes embeddings (FP32 [B, L, "
                    "d_model]) and lengths (INT32 [B])",
-                   k, encode_safe_text(name, q));
+                   k, api_safe_text(name, q));
     in->index = (int)k;
     in->name = name;
 
@@ -433,7 +435,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         return BAD("inputs[%zu] (%s) has no datatype (a string: %s)", k, name, IN_DTYPE[*which]);
     if (strcmp(json_string_value(v), IN_DTYPE[*which]) != 0)
         return BAD("inputs[%zu] (%s): datatype is '%s'; the model takes %s", k, name,
-                   encode_safe_text(json_string_value(v), q), IN_DTYPE[*which]);
+                   api_safe_text(json_string_value(v), q), IN_DTYPE[*which]);
 
     v = json_object_get(o, "shape");
     if (!json_is_array(v))
@@ -446,7 +448,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         const json_t *e = json_array_get(v, (size_t)d);
         if (!json_is_integer(e) || json_integer_value(e) < 0)
             return BAD("inputs[%zu] (%s): shape[%d] is %s; expected a non-negative integer", k,
-                       name, d, json_is_integer(e) ? "negative" : encode_json_kind(e));
+                       name, d, json_is_integer(e) ? "negative" : api_json_kind(e));
         in->shape[d] = json_integer_value(e);
     }
 
@@ -456,7 +458,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters: ", k, name);
         if (!json_is_object(params))
             return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                       encode_json_kind(params));
+                       api_json_kind(params));
         static const char *const pk[] = {"binary_data_size"};
         if (check_keys(params, pk, 1, pw, "parameter",
                        "binary_data_size (the only input parameter)", err) < 0)
@@ -466,7 +468,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
             if (!json_is_integer(b) || json_integer_value(b) < 0)
                 return BAD("inputs[%zu] (%s): parameters.binary_data_size must be a non-negative "
                            "integer (bytes), not %s",
-                           k, name, json_is_integer(b) ? "negative" : encode_json_kind(b));
+                           k, name, json_is_integer(b) ? "negative" : api_json_kind(b));
             in->binary = true;
             in->bin_size = (size_t)json_integer_value(b);
         }
@@ -574,8 +576,7 @@ static int data_fault(const v2_input *in, const jx_array *a, bool fp32, api_erro
         if (a->depth < a->rank)
             return BAD("inputs[%d] (%s): data%s is %s; shape %s needs an array of %lld here",
                        in->index, in->name, where, a->is, dims, in->shape[a->depth]);
-        return BAD("inputs[%d] (%s): data%s is %s, not %s", in->index, in->name, where, a->is,
-                   num);
+        return BAD("inputs[%d] (%s): data%s is %s, not %s", in->index, in->name, where, a->is, num);
     case JX_RANGE:
         return BAD("inputs[%d] (%s): data%s = %g is outside the %s range", in->index, in->name,
                    where, a->value, fp32 ? "float32" : "INT32");
@@ -600,8 +601,8 @@ static int read_data(const v2_input *in, const jx_array *a, size_t numel, float 
                            in->index, in->name, where, a->leaf ? a->leaf : "missing", dims,
                            in->shape[d]);
             if (a->dims[d] != (size_t)in->shape[d])
-                return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld",
-                           in->index, in->name, where, a->dims[d], dims, in->shape[d]);
+                return BAD("inputs[%d] (%s): data%s has %zu entries; shape %s says %lld", in->index,
+                           in->name, where, a->dims[d], dims, in->shape[d]);
         }
     } else if (a->dims[0] != numel) {
         return BAD("inputs[%d] (%s): data has %zu %s; shape %s has %zu", in->index, in->name,
@@ -625,10 +626,10 @@ static int read_data(const v2_input *in, const jx_array *a, size_t numel, float 
     jx_number_at(a, bad.k, at);
     jx_index_text(at, a->rank, where, sizeof where);
     if (bad.fraction)
-        return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer",
-                   in->index, in->name, where);
+        return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer", in->index,
+                   in->name, where);
     return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range", in->index, in->name,
-               where, (int)(bad.tok_len > SAFE_MAX ? SAFE_MAX : bad.tok_len), bad.tok);
+               where, (int)(bad.tok_len > API_SAFE_MAX ? API_SAFE_MAX : bad.tok_len), bad.tok);
 }
 
 /* in's data (JSON or binary) into numel floats f or ints i. */
@@ -659,13 +660,13 @@ static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_er
         return api_error_set(err, API_INTERNAL, "v2: inputs[%d].data not scanned", in->index);
     return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
                "as the shape), not %s",
-               in->index, in->name, encode_json_kind(in->data));
+               in->index, in->name, api_json_kind(in->data));
 }
 
 /* Inference-Header-Content-Length: a decimal byte count within the body. */
 static int header_length(const char *text, size_t len, size_t *out, api_error *err)
 {
-    char q[SAFE_MAX + 4];
+    char q[API_SAFE_MAX + 4];
     size_t n = 0, digits = 0;
     const char *p = text;
     while (*p == ' ' || *p == '\t')
@@ -674,7 +675,7 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
         if (n > (SIZE_MAX - 9) / 10)
             return BAD("Inference-Header-Content-Length %s is past the end of the body (%zu "
                        "bytes)",
-                       encode_safe_text(text, q), len);
+                       api_safe_text(text, q), len);
         n = n * 10 + (size_t)(*p - '0');
     }
     while (*p == ' ' || *p == '\t')
@@ -682,7 +683,7 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
     if (!digits || *p)
         return BAD("Inference-Header-Content-Length '%s' is not a byte count (a non-negative "
                    "decimal integer)",
-                   encode_safe_text(text, q));
+                   api_safe_text(text, q));
     if (n > len)
         return BAD("Inference-Header-Content-Length %zu is past the end of the body (%zu bytes)", n,
                    len);
@@ -696,9 +697,9 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    char q[SAFE_MAX + 4], m[SAFE_MAX + 4], dims[160];
+    char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4], dims[160];
     if (!json_is_object(root))
-        return BAD("the inference request must be a JSON object, not %s", encode_json_kind(root));
+        return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
     static const char *const keys[] = {"id",         "model_name", "model_version",
                                        "parameters", "inputs",     "outputs"};
     if (check_keys(root, keys, 6, "", "field",
@@ -707,17 +708,17 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
     const json_t *v = json_object_get(root, "id");
     if (v && !json_is_null(v)) {
         if (!json_is_string(v))
-            return BAD("id must be a string, not %s", encode_json_kind(v));
+            return BAD("id must be a string, not %s", api_json_kind(v));
         if (!(req->id = strdup(json_string_value(v))))
             return OOM();
     }
     v = json_object_get(root, "model_name");
     if (v && !json_is_null(v) &&
         (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
-        return BAD(
-            "model_name is %s%s%s but the URL names model '%s'", json_is_string(v) ? "'" : "",
-            json_is_string(v) ? encode_safe_text(json_string_value(v), q) : encode_json_kind(v),
-            json_is_string(v) ? "'" : "", encode_safe_text(model_name, m));
+        return BAD("model_name is %s%s%s but the URL names model '%s'",
+                   json_is_string(v) ? "'" : "",
+                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : api_json_kind(v),
+                   json_is_string(v) ? "'" : "", api_safe_text(model_name, m));
     v = json_object_get(root, "model_version");
     if (v && !json_is_null(v) &&
         (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
@@ -725,10 +726,10 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
 
     bool binary_all = false, window_lr = false;
     json_t *mask = NULL;
-    int rc = parse_params(req, encode_json_field(root, "parameters"), &binary_all, &mask,
-                          &window_lr, err);
+    int rc =
+        parse_params(req, api_json_field(root, "parameters"), &binary_all, &mask, &window_lr, err);
     if (rc == 0)
-        rc = parse_outputs(req, encode_json_field(root, "outputs"), binary_all, err);
+        rc = parse_outputs(req, api_json_field(root, "outputs"), binary_all, err);
     if (rc < 0) {
         json_decref(mask);
         return -1;
@@ -744,7 +745,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
         rc = BAD("inputs must be a non-empty array of tensors (embeddings FP32 [B, L, d_model], "
                  "optional lengths INT32 [B]), not %s",
-                 inputs ? encode_json_kind(inputs) : "absent");
+                 inputs ? api_json_kind(inputs) : "absent");
     for (size_t k = 0; rc == 0 && k < json_array_size(inputs); k++) {
         v2_input cur = {0};
         int which = -1;
@@ -1077,8 +1078,8 @@ int v2_response_stream(const v2_request *req, const char *model_name, const enc_
         strbuf_puts(&sb, "],\"data\":");
         stream_text(json, sb.s, sb.len);
         sb.len = 0;
-        const stream_view v = {t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1,
-                               {t[k].numel}, {1}};
+        const stream_view v = {
+            t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1, {t[k].numel}, {1}};
         stream_json(json, &v, 9);
         strbuf_puts(&sb, "}");
     }
@@ -1098,8 +1099,8 @@ int v2_response_stream(const v2_request *req, const char *model_name, const enc_
         *header_len = len;
         for (int k = 0; k < n_t; k++)
             if (t[k].binary) {
-                const stream_view v = {t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1,
-                                       {t[k].numel}, {1}};
+                const stream_view v = {
+                    t[k].vals, t[k].is_int ? STREAM_INT32 : STREAM_FLOAT32, 1, {t[k].numel}, {1}};
                 stream_raw(st, &v);
             }
     }

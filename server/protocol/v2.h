@@ -2,7 +2,7 @@
  * Triton's binary tensor data extension: routes under /v2, the metadata
  * bodies, and the infer codec (a request body, JSON header plus binary
  * tensors, to a core batch; a forward's results to the response body).  The
- * batch lives in an encode_request (encode.h), so the daemon runs a v2
+ * batch lives in the neutral encode_request (encode_request.h), so the daemon runs a v2
  * request through the same compute pool as /v1/encode.  Knows nothing of
  * HTTP beyond the header value it is handed; never prints.
  *
@@ -22,7 +22,7 @@
 #define ATTND_V2_H
 
 #include "protocol/api.h"
-#include "protocol/encode.h"
+#include "protocol/encode_request.h"
 
 #include <stdbool.h>
 #include <stddef.h>

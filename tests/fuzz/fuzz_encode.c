@@ -4,7 +4,7 @@
 #include "fuzz.h"
 #include "codec/jsonnum.h"
 
-#include "protocol/encode.h"
+#include "protocol/v1.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,0 +1,231 @@
+/* encode_request.c - the neutral request both protocols parse into
+ * (encode_request.h): its defaults, the limits it is held to as soon as B and L are known, the
+ * plan of a CSR request, and the buffers of its input and results (from the
+ * limits' pool, kept across requests). */
+#include "protocol/encode_request.h"
+
+#include "runtime/bufpool.h"
+
+#include <float.h>
+#include <jansson.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...)       api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
+
+/* *out = a * b; returns true on overflow. */
+static bool mul_over(size_t a, size_t b, size_t *out)
+{
+    if (a && b > SIZE_MAX / a)
+        return true;
+    *out = a * b;
+    return false;
+}
+
+/* ---- limits ---------------------------------------------------------------- */
+
+/* Layers whose attention weights the request returns. */
+static size_t layers_wanted(const encode_request *req)
+{
+    size_t layers = 0;
+    for (int l = 0; l < req->n_layers; l++)
+        layers += req->want_layer[l];
+    return layers;
+}
+
+/* "N" or, when the size overflowed, "more than SIZE_MAX", for a limit's
+ * message. */
+static const char *bytes_text(bool over, size_t bytes, char buf[48])
+{
+    if (over)
+        snprintf(buf, 48, "more than %zu", SIZE_MAX);
+    else
+        snprintf(buf, 48, "%zu", bytes);
+    return buf;
+}
+
+/* B and L against the limits and size_t, before anything sized by them is
+ * allocated.  413 naming the limit. */
+int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
+                        const api_limits *lim, api_error *err)
+{
+    if (lim && B > (size_t)(lim->max_batch > 0 ? lim->max_batch : 0))
+        return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B, lim->max_batch);
+    if (lim && L > (size_t)(lim->max_seq_len > 0 ? lim->max_seq_len : 0))
+        return TOO_LARGE("sequence length %zu is over limits.max_seq_len (%d)", L,
+                         lim->max_seq_len);
+    size_t BL = 0, x_bytes;
+    if (B > INT_MAX || L > INT_MAX || mul_over(B, L, &BL) ||
+        mul_over(BL, (size_t)hp->d_model * sizeof(float), &x_bytes))
+        return TOO_LARGE("batch of %zu sequences of %zu positions is too large", B, L);
+    if (lim && BL > (size_t)(lim->max_batch_tokens > 0 ? lim->max_batch_tokens : 0))
+        return TOO_LARGE("batch of %zu sequences x %zu positions = %zu tokens is over "
+                         "limits.max_batch_tokens (%ld)",
+                         B, L, BL, lim->max_batch_tokens);
+    if (req->attn_mode == ENC_ATTN_NONE || req->csr)
+        return 0; /* CSR: held to the limit by allowed pairs (encode_request_plan) */
+
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t layers = layers_wanted(req);
+    size_t bytes = 0;
+    bool over = mul_over(B, heads, &bytes) || mul_over(bytes, L, &bytes) ||
+                mul_over(bytes, L, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
+                mul_over(bytes, layers, &bytes);
+    if (over || (lim && bytes > lim->max_attention_bytes)) {
+        char amount[48];
+        return TOO_LARGE("attention output of %s bytes (%zu sequences x %zu head%s x %zu x %zu "
+                         "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
+                         "for %s, or fewer attention_layers",
+                         bytes_text(over, bytes, amount), B, heads, heads == 1 ? "" : "s", L, L,
+                         layers, layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
+                         req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
+                                                          : "\"attention\": \"none\"");
+    }
+    return 0;
+}
+
+/* ---- the request's life ---------------------------------------------------- */
+
+int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err)
+{
+    memset(req, 0, sizeof *req);
+    req->batch.mask.window_left = ENC_WINDOW_NONE;
+    req->batch.mask.window_right = ENC_WINDOW_NONE;
+    req->attn_mode = ENC_ATTN_HEADS;
+    req->precision = 9;
+    if (!hp || hp->d_model < 1 || hp->n_heads < 1 || hp->n_layers < 1 ||
+        hp->n_layers > ENC_MAX_LAYERS)
+        return api_error_set(err, API_INTERNAL, "encode: invalid model hyperparameters");
+    req->n_layers = hp->n_layers;
+    req->want_layer = encode_zalloc((size_t)hp->n_layers, sizeof *req->want_layer);
+    req->layers = encode_zalloc((size_t)hp->n_layers, sizeof *req->layers);
+    if (!req->want_layer || !req->layers)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    return 0;
+}
+
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *lim,
+                        api_error *err)
+{
+    if (req->attn_mode == ENC_ATTN_NONE)
+        req->csr = false; /* no weights to return */
+    if (!req->csr)
+        return 0;
+    enc_error e = {0};
+    if (!(req->blockmask = enc_blockmask_new(&req->batch, true, &e)))
+        return api_error_set(err,
+                             e.status == ENC_ELIMIT   ? API_TOO_LARGE
+                             : e.status == ENC_ENOMEM ? API_UNAVAILABLE
+                                                      : API_BAD_REQUEST,
+                             "%s", e.message);
+    req->batch.blockmask = req->blockmask;
+    /* the weights of the allowed pairs: heads x nnz float32 per layer (the
+     * limit counts weights, dense or CSR; not the index arrays) */
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t layers = layers_wanted(req);
+    size_t nnz = 0, bytes = 0;
+    for (int b = 0; b < req->batch.B; b++)
+        nnz += enc_blockmask_nnz(req->blockmask, b); /* each at most INT32_MAX */
+    const bool over = mul_over(nnz, heads, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
+                      mul_over(bytes, layers, &bytes);
+    if (over || (lim && bytes > lim->max_attention_bytes)) {
+        char amount[48];
+        return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s x "
+                         "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
+                         "for %s, a sparser mask, or fewer attention_layers",
+                         bytes_text(over, bytes, amount), nnz, heads, heads == 1 ? "" : "s", layers,
+                         layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
+                         req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
+                                                          : "\"attention\": \"none\"");
+    }
+    return 0;
+}
+
+size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    if (req->attn_mode == ENC_ATTN_NONE)
+        return 0;
+    if (!req->csr)
+        return B * heads * L * L;
+    size_t n = 0; /* the allowed pairs' values only */
+    for (size_t b = 0; req->blockmask && b < B; b++)
+        n += heads * enc_blockmask_nnz(req->blockmask, (int)b);
+    return n;
+}
+
+float *encode_alloc_input(encode_request *req, size_t n)
+{
+    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->pool, n * sizeof(float));
+}
+
+/* Floats rounded up to a cache line's worth, so each array of the outputs'
+ * block starts 64-byte aligned. */
+static size_t line_floats(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err)
+{
+    if (!req->x || !hp || hp->n_layers != req->n_layers)
+        return api_error_set(err, API_INTERNAL, "encode: outputs for an unparsed request");
+    if (req->csr && !req->blockmask)
+        return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t n_out = line_floats(B * L * (size_t)hp->d_model);
+    const size_t per_layer = line_floats(encode_attention_floats(req, hp));
+    size_t layers = 0;
+    for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
+        layers += req->want_layer[l];
+    /* One block for the outputs and every wanted layer's weights, taken
+     * from the pool: the forward writes into memory the last request left
+     * mapped.  Not zeroed: the forward writes every entry, padding included
+     * (valgrind's memcheck would report an entry left unwritten when the
+     * response reads it).  The sizes were held to the limits already. */
+    req->attn = encode_zalloc((size_t)req->n_layers, sizeof *req->attn);
+    req->out = bufpool_take(req->pool, (n_out + layers * per_layer) * sizeof(float));
+    if (!req->out || !req->attn)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
+    float *next = req->out + n_out;
+    for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
+        if (req->want_layer[l]) {
+            req->attn[l] = next;
+            next += per_layer;
+        }
+    return 0;
+}
+
+enc_result encode_request_result(encode_request *req)
+{
+    enc_result r = {.out = req->out,
+                    .attn_mode = req->attn ? req->attn_mode : ENC_ATTN_NONE,
+                    .attn_format = req->csr ? ENC_FORMAT_CSR : ENC_FORMAT_DENSE,
+                    .attn = req->attn_mode != ENC_ATTN_NONE ? req->attn : NULL};
+    return r;
+}
+
+void encode_request_free(encode_request *req)
+{
+    if (!req)
+        return;
+    bufpool_give(req->pool, req->x);
+    free(req->lengths);
+    free(req->global);
+    free(req->key_padding);
+    free(req->attn_bool);
+    free(req->attn_add);
+    enc_blockmask_free(req->blockmask);
+    free(req->want_layer);
+    free(req->layers);
+    bufpool_give(req->pool, req->out);
+    free(req->attn);
+    memset(req, 0, sizeof *req);
+}

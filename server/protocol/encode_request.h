@@ -1,0 +1,111 @@
+/* encode_request.h - the neutral request: what a /v1/encode or /v2 infer request
+ * asks of the core, whichever codec parsed it (protocol/v1.c,
+ * protocol/v2.c), and the buffers its results are written into.  Both
+ * codecs fill it through encode_request_init, encode_check_limits, the
+ * shared options (options.h) and encode_alloc_input; routes.c then runs
+ * encode_request_alloc_outputs and the forward, and the codec renders the
+ * response from the same struct. */
+#ifndef ATTND_ENCODE_REQUEST_H
+#define ATTND_ENCODE_REQUEST_H
+
+#include "protocol/api.h"
+#include "encoder.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct encode_usage {
+    int sequences;
+    long tokens; /* real tokens: sum of lengths */
+    double queue_ms;
+    double compute_ms;
+    uint64_t attention_scores; /* query-key scores the forward computed (enc_result.scores) */
+} encode_usage;
+
+typedef struct encode_request {
+    /* Where x and the outputs come from and go back to: the limits' pool
+     * (borrowed; NULL: malloc). */
+    struct bufpool *pool;
+    enc_batch batch;      /* x, B, L, lengths and mask point into the arrays below */
+    bool batched;         /* input nesting [B][L][D] (true) or [L][D] (false) */
+    float *x;             /* owned (B, L, D), from pool */
+    int *lengths;         /* owned (B) or NULL */
+    int *global;          /* owned or NULL */
+    uint8_t *key_padding; /* owned (B, L) or NULL */
+    uint8_t *attn_bool;   /* owned (L, L) or (B, L, L), or NULL */
+    float *attn_add;      /* owned, or NULL */
+
+    enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
+    int n_layers;             /* the model's */
+    bool *want_layer;         /* owned (n_layers): which layers' attention to compute; the
+                                 last is always set unless attention is "none" */
+    bool layers_listed;       /* attention_layers was not "last": add "attention_layers" */
+    int *layers;              /* owned (n_layers): the listed layers, in request order */
+    int n_listed;             /* entries of layers */
+    int precision;            /* 1..9, default 9 */
+    bool base64_out;          /* "encoding": "base64" */
+    bool csr;                 /* "attention_format": "csr" (and attention not "none") */
+    enc_blockmask *blockmask; /* owned: the batch's, compiled with CSR when csr (batch.blockmask
+                                 points to it), else NULL (the forward compiles its own) */
+
+    /* Outputs, allocated by encode_request_alloc_outputs in one block from
+     * pool: */
+    float *out;   /* owned (B, L, D): the block */
+    float **attn; /* owned (n_layers) pointers; attn[l], in out's block, set when
+                     want_layer[l] */
+} encode_request;
+
+/* Zeroes req and sets the defaults of an empty request for hp: no mask
+ * (windows unbounded), attention "heads", precision 9, want_layer and layers
+ * allocated (all false).  Returns 0, or -1 (API_INTERNAL for bad hp,
+ * API_UNAVAILABLE when out of memory); req is then safe to free. */
+int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err);
+
+/* The limits check encode_request_parse runs as soon as B and L are known
+ * (413 naming the limit; needs req->attn_mode and req->want_layer set). */
+int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
+                        const api_limits *limits, api_error *err);
+
+/* For a CSR request (req->csr): compiles the batch's block mask with its
+ * allowed pairs into req->blockmask and holds the attention size, by
+ * allowed pairs, to limits.max_attention_bytes (413).  A request without
+ * csr is left alone.  Call once the mask is parsed, before
+ * encode_request_alloc_outputs.  Returns 0 or -1 with err set (400 for a
+ * mask the core refuses, 413 over a limit, 503 out of memory). */
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *limits,
+                        api_error *err);
+
+/* Floats of one layer's attention weights: (B, heads, L, L), or with csr
+ * the sum over b of heads x nnz_b (0 for "none"). */
+size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp);
+
+/* The floats a request's input x holds, from req->pool (NULL when out of
+ * memory); for codecs that fill x themselves. */
+float *encode_alloc_input(encode_request *req, size_t n);
+
+/* Allocates req->out and req->attn[l] for the wanted layers: (B, heads, L,
+ * L) each, or with csr the allowed pairs' values, sum over b of heads x
+ * nnz_b.  Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
+int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);
+
+/* The enc_result that writes into req's outputs. */
+enc_result encode_request_result(encode_request *req);
+
+void encode_request_free(encode_request *req);
+
+/* calloc that never returns NULL for a zero count (the request's small
+ * arrays). */
+static inline void *encode_zalloc(size_t n, size_t size)
+{
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+/* Sequence b's real tokens. */
+static inline size_t encode_seq_len(const encode_request *req, size_t b)
+{
+    return req->lengths ? (size_t)req->lengths[b] : (size_t)req->batch.L;
+}
+
+#endif

@@ -1,0 +1,393 @@
+/* options.c - the request options both protocols share, JSON to the
+ * neutral request (options.h): the mask (causal, window, global,
+ * key_padding, attn and the sparse patterns) and attention_format.  Messages
+ * name the option as the caller calls it ("mask.window", "parameters.window_left"). */
+#include "protocol/options.h"
+
+#include <float.h>
+#include <jansson.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...)       api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
+
+/* A JSON number as float32: 0, or -1 when it is outside float32's range. */
+static int to_float(const json_t *v, float *out)
+{
+    double d = json_number_value(v);
+    if (!(d <= FLT_MAX && d >= -FLT_MAX))
+        return -1;
+    *out = (float)d;
+    return 0;
+}
+
+int encode_parse_attention_format(encode_request *req, const json_t *v, const char *name,
+                                  api_error *err)
+{
+    char q[API_SAFE_MAX + 4];
+    if (!v || json_is_null(v))
+        return 0;
+    const char *s = json_string_value(v);
+    if (!s)
+        return BAD("%s must be \"dense\" or \"csr\", not %s", name, api_json_kind(v));
+    if (strcmp(s, "csr") == 0)
+        req->csr = true;
+    else if (strcmp(s, "dense") == 0)
+        req->csr = false;
+    else
+        return BAD("%s must be \"dense\" or \"csr\", not '%s'", name, api_safe_text(s, q));
+    return 0;
+}
+
+/* ---- the mask ----------------------------------------------------------------- */
+
+/* A non-negative window side, or ENC_WINDOW_NONE for null; clamped to L. */
+static int window_side(const json_t *v, const char *name, int L, int *out, api_error *err)
+{
+    if (!v || json_is_null(v)) {
+        *out = ENC_WINDOW_NONE;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return BAD("%s must be a non-negative integer, not %s", name, api_json_kind(v));
+    long long w = json_integer_value(v);
+    if (w < 0)
+        return BAD("%s = %lld must not be negative", name, w);
+    *out = w > L ? L : (int)w;
+    return 0;
+}
+
+static int parse_window(encode_request *req, json_t *v, api_error *err)
+{
+    enc_mask *mk = &req->batch.mask;
+    const int L = req->batch.L;
+    if (json_is_integer(v)) {
+        if (window_side(v, "mask.window", L, &mk->window_left, err) < 0)
+            return -1;
+        mk->window_right = mk->window_left;
+        return 0;
+    }
+    if (!json_is_object(v))
+        return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
+                   "not %s",
+                   api_json_kind(v));
+    const char *key;
+    json_t *e;
+    json_object_foreach(v, key, e)
+    {
+        if (strcmp(key, "left") != 0 && strcmp(key, "right") != 0) {
+            char q[API_SAFE_MAX + 4];
+            return BAD("mask.window: unknown option '%s'; expected left, right",
+                       api_safe_text(key, q));
+        }
+    }
+    if (window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left, err) < 0 ||
+        window_side(json_object_get(v, "right"), "mask.window.right", L, &mk->window_right, err) <
+            0)
+        return -1;
+    return 0;
+}
+
+static int parse_global(encode_request *req, const json_t *v, api_error *err)
+{
+    const int L = req->batch.L;
+    if (!json_is_array(v))
+        return BAD("mask.global must be an array of positions 0..%d, not %s", L - 1,
+                   api_json_kind(v));
+    const size_t n = json_array_size(v);
+    if (!(req->global = encode_zalloc(n, sizeof *req->global)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        json_t *e = json_array_get(v, k);
+        if (!json_is_integer(e))
+            return BAD("mask.global[%zu] is %s; expected a position 0..%d", k, api_json_kind(e),
+                       L - 1);
+        long long p = json_integer_value(e);
+        if (p < 0 || p >= L)
+            return BAD("mask.global[%zu] = %lld is outside 0..%d", k, p, L - 1);
+        req->global[k] = (int)p;
+    }
+    req->batch.mask.global = req->global;
+    req->batch.mask.n_global = n;
+    return 0;
+}
+
+/* key_padding: bool[B][L] (true = padding); the unbatched form also bool[L]. */
+static int parse_key_padding(encode_request *req, const json_t *v, api_error *err)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return BAD("mask.key_padding must be bool[B][L]%s", req->batched ? "" : " or bool[L]");
+    const bool flat = !req->batched && !json_is_array(json_array_get(v, 0));
+    if (!flat && json_array_size(v) != B)
+        return BAD("mask.key_padding has %zu row%s; the batch has %zu sequence%s",
+                   json_array_size(v), api_plural(json_array_size(v)), B, api_plural(B));
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t b = 0; b < B; b++) {
+            const json_t *row = flat ? v : json_array_get(v, b);
+            char name[64];
+            if (flat)
+                snprintf(name, sizeof name, "mask.key_padding");
+            else
+                snprintf(name, sizeof name, "mask.key_padding[%zu]", b);
+            if (!json_is_array(row))
+                return BAD("%s is %s; expected an array of L (%zu) booleans", name,
+                           api_json_kind(row), L);
+            if (json_array_size(row) != L)
+                return BAD("%s has %zu %s; L is %zu", name, json_array_size(row),
+                           api_entries(json_array_size(row)), L);
+            for (size_t j = 0; j < L; j++) {
+                const json_t *e = json_array_get(row, j);
+                if (!json_is_boolean(e))
+                    return BAD("%s[%zu] is not a boolean (it is %s)", name, j, api_json_kind(e));
+                if (pass)
+                    req->key_padding[b * L + j] = json_is_true(e);
+            }
+        }
+        if (!pass && !(req->key_padding = encode_zalloc(B * L, 1)))
+            return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    }
+    req->batch.mask.key_padding = req->key_padding;
+    return 0;
+}
+
+/* mask.attn: [L][L] (every sequence) or [B][L][L] (batched input only); all
+ * booleans (true = not allowed) or all numbers (added to the scores). */
+static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return BAD("mask.attn must be booleans or numbers, [L][L]%s",
+                   req->batched ? " or [B][L][L]" : "");
+    const json_t *a0 = json_array_get(v, 0);
+    const bool per_seq = json_is_array(a0) && json_is_array(json_array_get(a0, 0));
+    if (per_seq && !req->batched)
+        return BAD("mask.attn must be [L][L] for a single sequence ([L][d_model] embeddings)");
+    const size_t n_mat = per_seq ? B : 1;
+    if (per_seq && json_array_size(v) != B)
+        return BAD("mask.attn has %zu matri%s; the batch has %zu sequence%s", json_array_size(v),
+                   json_array_size(v) == 1 ? "x" : "ces", B, api_plural(B));
+
+    enc_attn_mask_kind kind = ENC_MASK_NONE;
+    char first[128] = "", name[128];
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t m = 0; m < n_mat; m++) {
+            const json_t *mat = per_seq ? json_array_get(v, m) : v;
+            char mname[48];
+            if (per_seq)
+                snprintf(mname, sizeof mname, "mask.attn[%zu]", m);
+            else
+                snprintf(mname, sizeof mname, "mask.attn");
+            if (!json_is_array(mat))
+                return BAD("%s is %s; expected [L][L]", mname, api_json_kind(mat));
+            if (json_array_size(mat) != L)
+                return BAD("%s has %zu row%s; L is %zu", mname, json_array_size(mat),
+                           api_plural(json_array_size(mat)), L);
+            for (size_t i = 0; i < L; i++) {
+                const json_t *row = json_array_get(mat, i);
+                if (!json_is_array(row))
+                    return BAD("%s[%zu] is %s; expected an array of L (%zu) entries", mname, i,
+                               api_json_kind(row), L);
+                if (json_array_size(row) != L)
+                    return BAD("%s[%zu] has %zu %s; L is %zu", mname, i, json_array_size(row),
+                               api_entries(json_array_size(row)), L);
+                for (size_t j = 0; j < L; j++) {
+                    const json_t *e = json_array_get(row, j);
+                    const size_t at = (m * L + i) * L + j;
+                    if (pass) {
+                        if (kind == ENC_MASK_BOOL)
+                            req->attn_bool[at] = json_is_true(e);
+                        else if (to_float(e, &req->attn_add[at]) < 0)
+                            req->attn_add[at] = -INFINITY; /* checked: below -FLT_MAX */
+                        continue;
+                    }
+                    enc_attn_mask_kind k = json_is_boolean(e)  ? ENC_MASK_BOOL
+                                           : json_is_number(e) ? ENC_MASK_ADD
+                                                               : ENC_MASK_NONE;
+                    if (k != kind || k == ENC_MASK_NONE ||
+                        (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX))
+                        snprintf(name, sizeof name, "%s[%zu][%zu]", mname, i, j);
+                    if (k == ENC_MASK_NONE)
+                        return BAD("%s is %s; expected a boolean or a number", name,
+                                   api_json_kind(e));
+                    if (kind == ENC_MASK_NONE) {
+                        kind = k;
+                        snprintf(first, sizeof first, "%s", name);
+                    } else if (k != kind) {
+                        return BAD("mask.attn mixes booleans and numbers: %s is %s but %s is "
+                                   "%s; use one type",
+                                   name, api_json_kind(e), first,
+                                   kind == ENC_MASK_BOOL ? "a boolean" : "a number");
+                    }
+                    if (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX)
+                        return BAD("%s = %g is over the float32 range", name, json_number_value(e));
+                }
+            }
+        }
+        if (!pass) {
+            const size_t n = n_mat * L * L;
+            if (kind == ENC_MASK_BOOL)
+                req->attn_bool = encode_zalloc(n, 1);
+            else
+                req->attn_add = encode_zalloc(n, sizeof *req->attn_add);
+            if (!req->attn_bool && !req->attn_add)
+                return api_error_set(err, API_UNAVAILABLE, "out of memory");
+        }
+    }
+    enc_mask *mk = &req->batch.mask;
+    mk->attn_kind = kind;
+    mk->attn_bool = req->attn_bool;
+    mk->attn_add = req->attn_add;
+    mk->attn_per_sequence = per_seq;
+    return 0;
+}
+
+/* Whether obj has only keys of known (n); else a 400 naming the first
+ * other one and listing known as expected (text). */
+static int only_keys(json_t *obj, const char *name, const char *const *known, size_t n,
+                     const char *expected, api_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; i < n; i++)
+            ok = ok || strcmp(key, known[i]) == 0;
+        if (!ok) {
+            char q[API_SAFE_MAX + 4];
+            return BAD("%s: unknown option '%s'; expected %s", name, api_safe_text(key, q),
+                       expected);
+        }
+    }
+    return 0;
+}
+
+/* obj.key as an int in min..INT_MAX (an integer; null or absent: def, or a
+ * 400 when required), named name.key in messages. */
+static int pattern_int(const json_t *obj, const char *name, const char *key, long long min,
+                       bool required, int def, int *out, api_error *err)
+{
+    const json_t *v = api_json_field(obj, key);
+    if (!v) {
+        if (required)
+            return BAD("%s.%s is required", name, key);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return BAD("%s.%s must be an integer, not %s", name, key, api_json_kind(v));
+    const long long x = json_integer_value(v);
+    if (x < min)
+        return BAD("%s.%s = %lld must be at least %lld", name, key, x, min);
+    if (x > INT_MAX)
+        return BAD("%s.%s = %lld is too large (at most %d)", name, key, x, INT_MAX);
+    *out = (int)x;
+    return 0;
+}
+
+/* mask.strided {stride}, mask.fixed {block, summary}, mask.blocks {size,
+ * window, global, random, seed}: the sparse patterns (docs/model.md). */
+static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"stride"};
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"stride\": s}, not %s", name, api_json_kind(v));
+    if (only_keys(v, name, known, 1, "stride", err) < 0)
+        return -1;
+    return pattern_int(v, name, "stride", 1, true, 0, &mk->stride, err);
+}
+
+static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"block", "summary"};
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
+                   api_json_kind(v));
+    if (only_keys(v, name, known, 2, "block, summary", err) < 0 ||
+        pattern_int(v, name, "block", 1, true, 0, &mk->fixed_block, err) < 0 ||
+        pattern_int(v, name, "summary", 0, true, 0, &mk->fixed_summary, err) < 0)
+        return -1;
+    if (mk->fixed_summary >= mk->fixed_block)
+        return BAD("%s.summary = %d must be below %s.block = %d", name, mk->fixed_summary, name,
+                   mk->fixed_block);
+    return 0;
+}
+
+static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *err)
+{
+    static const char *const known[] = {"size", "window", "global", "random", "seed"};
+    enc_blocks_pattern *p = &mk->blocks;
+    if (!json_is_object(v))
+        return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
+                   "\"random\": r, \"seed\": s}, not %s",
+                   name, api_json_kind(v));
+    if (only_keys(v, name, known, 5, "size, window, global, random, seed", err) < 0 ||
+        pattern_int(v, name, "size", 1, true, 0, &p->size, err) < 0 ||
+        pattern_int(v, name, "window", 0, false, 0, &p->window, err) < 0 ||
+        pattern_int(v, name, "global", 0, false, 0, &p->global, err) < 0 ||
+        pattern_int(v, name, "random", 0, false, 0, &p->random, err) < 0)
+        return -1;
+    const json_t *seed = api_json_field(v, "seed");
+    p->seed = 0;
+    if (seed) {
+        if (!json_is_integer(seed))
+            return BAD("%s.seed must be a non-negative integer, not %s", name, api_json_kind(seed));
+        if (json_integer_value(seed) < 0)
+            return BAD("%s.seed = %lld must not be negative", name,
+                       (long long)json_integer_value(seed));
+        p->seed = (uint64_t)json_integer_value(seed);
+    }
+    return 0;
+}
+
+int encode_parse_pattern(encode_request *req, const char *option, json_t *v, const char *name,
+                         api_error *err)
+{
+    enc_mask *mk = &req->batch.mask;
+    if (strcmp(option, "strided") == 0)
+        return parse_strided(mk, v, name, err);
+    if (strcmp(option, "fixed") == 0)
+        return parse_fixed(mk, v, name, err);
+    return parse_blocks(mk, v, name, err);
+}
+
+int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
+{
+    static const char *const known[] = {"causal", "window",  "global", "key_padding",
+                                        "attn",   "strided", "fixed",  "blocks"};
+    if (!json_is_object(mask))
+        return BAD("mask must be an object, not %s", api_json_kind(mask));
+    if (only_keys(mask, "mask", known, sizeof known / sizeof *known,
+                  "causal, window, global, key_padding, attn, strided, fixed or blocks", err) < 0)
+        return -1;
+    json_t *v;
+    static const char *const patterns[] = {"strided", "fixed", "blocks"};
+    for (size_t k = 0; k < 3; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "mask.%s", patterns[k]);
+        if ((v = api_json_field(mask, patterns[k])) &&
+            encode_parse_pattern(req, patterns[k], v, name, err) < 0)
+            return -1;
+    }
+    if ((v = api_json_field(mask, "causal"))) {
+        if (!json_is_boolean(v))
+            return BAD("mask.causal must be true or false, not %s", api_json_kind(v));
+        req->batch.mask.causal = json_is_true(v);
+    }
+    if ((v = api_json_field(mask, "window")) && parse_window(req, v, err) < 0)
+        return -1;
+    if ((v = api_json_field(mask, "global")) && parse_global(req, v, err) < 0)
+        return -1;
+    if ((v = api_json_field(mask, "key_padding")) && parse_key_padding(req, v, err) < 0)
+        return -1;
+    if ((v = api_json_field(mask, "attn")) && parse_attn_mask(req, v, err) < 0)
+        return -1;
+    return 0;
+}

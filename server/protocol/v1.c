@@ -1,0 +1,721 @@
+/* v1.c - the /v1/encode codec: a JSON request body to the neutral request
+ * (encode_request_parse; encode_request.h), a forward's results to the JSON
+ * response body (encode_response_stream, encode_response).
+ *
+ * Choices where API.md is silent (docs/api.md, "POST /v1/encode in detail",
+ * is the user's version of this list):
+ *
+ * - "attention" in the response is always the LAST layer's weights, whatever
+ *   attention_layers says; attention_layers only adds the "attention_layers"
+ *   array, in the order the request listed the layers ("all": 0..n-1).  So
+ *   the last layer is computed whenever attention is not "none".  With
+ *   "none", attention_layers must still be well-formed (typos are caught)
+ *   but has no effect.
+ * - The unbatched form ([L][d_model] embeddings, or shape [L, d_model]) drops
+ *   the batch dimension everywhere: outputs [L][D], attention [H][L][L]
+ *   ("mean": [L][L]), shape [L, D].  Its key_padding may be bool[L] or
+ *   bool[1][L]; its lengths is int[1]; its mask.attn must be [L][L].
+ * - With lengths the response is ragged: sequence b has lengths[b] rows and
+ *   [H][len][len] attention.  With "encoding": "base64" and no lengths,
+ *   outputs / attention are ONE base64 string each (row-major float32 LE) with
+ *   outputs_shape / attention_shape the full shapes ([B, L, D],
+ *   [B, H, L, L] or [B, L, L]; no B for the unbatched form).  With lengths,
+ *   outputs and attention are arrays of B strings (one per sequence) and
+ *   outputs_shape / attention_shape arrays of B shapes ([len, D],
+ *   [H, len, len] or [len, len]); for the unbatched form, a single string and
+ *   shape.  Entries of attention_layers carry "attention" in the same form;
+ *   attention_shape applies to each.
+ * - A JSON null for an optional field means the field is absent.
+ * - Limits are checked as soon as B and L are known, before anything sized
+ *   by them is allocated: B > max_batch, L > max_seq_len, B*L >
+ *   max_batch_tokens, then the attention output B * (H or 1) * L * L * 4
+ *   bytes * (distinct layers computed) > max_attention_bytes (L is the padded
+ *   length; lengths do not reduce it).  All 413.  A NULL limits means none
+ *   (sizes are still checked for overflow).
+ * - Every input number must fit float32 (|v| <= FLT_MAX), padding rows
+ *   included; base64 input must be finite everywhere.  mask.attn numbers
+ *   below -FLT_MAX (JSON has no -Infinity; send e.g. -1e39) become -inf,
+ *   i.e. "not allowed"; above +FLT_MAX they are refused.
+ * - mask.window sides larger than L are clamped to L (same meaning).
+ * - Numbers are printed as "%.{precision}g" prints them in the C locale (the
+ *   daemon never calls setlocale), by fmt_float rather than snprintf (same
+ *   text, several times faster).  A non-finite value, which the core never
+ *   returns, would be printed as null so the body stays valid JSON.
+ * - The embeddings array is read from the body text by codec/extract.c, not
+ *   through one json_t per number; jansson reads the rest of the body.  A
+ *   number becomes (float)strtod(text); the integer -0 is -0.0f.
+ *
+ * Error messages name the field and index: "embeddings[1][3] has 511
+ * numbers; d_model is 512", "mask: unknown option 'x'", "lengths[1] = 9 is
+ * outside 1..7", "batch of 65 sequences is over limits.max_batch (64)".
+ * Text from the client (field names, strings) is quoted as printable ASCII
+ * only and cut, so a message is always valid UTF-8.
+ */
+#include "protocol/v1.h"
+
+#include "protocol/options.h"
+
+#include "runtime/bufpool.h"
+#include "codec/stream.h"
+#include "codec/base64.h"
+#include "codec/extract.h"
+#include "codec/jsontext.h"
+#include "codec/strbuf.h"
+
+#include <float.h>
+#include <jansson.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...)       api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
+
+/* ---- parsing: options ------------------------------------------------------ */
+
+static const char *const TOP_FIELDS[] = {
+    "embeddings", "embeddings_b64",   "shape",     "lengths",  "mask",
+    "attention",  "attention_layers", "precision", "encoding", "attention_format"};
+
+static int check_fields(json_t *root, api_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v)
+    {
+        bool known = false;
+        for (size_t i = 0; i < sizeof TOP_FIELDS / sizeof *TOP_FIELDS; i++)
+            known = known || strcmp(key, TOP_FIELDS[i]) == 0;
+        if (!known) {
+            char s[API_SAFE_MAX + 4];
+            return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, lengths, "
+                       "mask, attention, attention_layers, attention_format, precision or "
+                       "encoding",
+                       api_safe_text(key, s));
+        }
+    }
+    return 0;
+}
+
+/* attention_layers: "last" | "all" | int[] of distinct indices 0..n-1. */
+static int parse_layers(encode_request *req, const json_t *v, api_error *err)
+{
+    const int n = req->n_layers;
+    const char *s = json_string_value(v);
+    char q[API_SAFE_MAX + 4];
+    if (!v || (s && strcmp(s, "last") == 0))
+        return 0;
+    req->layers_listed = true;
+    if (s && strcmp(s, "all") == 0) {
+        for (int l = 0; l < n; l++)
+            req->layers[req->n_listed++] = l;
+        return 0;
+    }
+    if (s)
+        return BAD("attention_layers must be \"last\", \"all\" or an array of layer indices "
+                   "0..%d, not '%s'",
+                   n - 1, api_safe_text(s, q));
+    if (!json_is_array(v))
+        return BAD("attention_layers must be \"last\", \"all\" or an array of layer indices "
+                   "0..%d, not %s",
+                   n - 1, api_json_kind(v));
+    if (json_array_size(v) == 0)
+        return BAD("attention_layers is empty; give layer indices 0..%d, \"all\" or \"last\"",
+                   n - 1);
+    bool *seen = encode_zalloc((size_t)n, sizeof *seen);
+    if (!seen)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    int rc = 0;
+    for (size_t k = 0; k < json_array_size(v) && rc == 0; k++) {
+        json_t *e = json_array_get(v, k);
+        if (!json_is_integer(e)) {
+            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k,
+                     api_json_kind(e), n - 1);
+            break;
+        }
+        long long l = json_integer_value(e);
+        if (l < 0 || l >= n)
+            rc = BAD("attention_layers[%zu] = %lld is outside 0..%d (the model has %d layer%s)", k,
+                     l, n - 1, n, api_plural((size_t)n));
+        else if (seen[l])
+            rc = BAD("attention_layers[%zu] = %lld is listed twice", k, l);
+        else {
+            seen[l] = true;
+            req->layers[req->n_listed++] = (int)l;
+        }
+    }
+    free(seen);
+    return rc;
+}
+
+/* attention, attention_layers, precision, encoding. */
+static int parse_options(encode_request *req, const json_t *root, api_error *err)
+{
+    char q[API_SAFE_MAX + 4];
+    json_t *v = api_json_field(root, "attention");
+    if (v) {
+        const char *s = json_string_value(v);
+        if (!s)
+            return BAD("attention must be \"heads\", \"mean\" or \"none\", not %s",
+                       api_json_kind(v));
+        if (strcmp(s, "heads") == 0)
+            req->attn_mode = ENC_ATTN_HEADS;
+        else if (strcmp(s, "mean") == 0)
+            req->attn_mode = ENC_ATTN_MEAN;
+        else if (strcmp(s, "none") == 0)
+            req->attn_mode = ENC_ATTN_NONE;
+        else
+            return BAD("attention must be \"heads\", \"mean\" or \"none\", not '%s'",
+                       api_safe_text(s, q));
+    }
+    if (parse_layers(req, api_json_field(root, "attention_layers"), err) < 0)
+        return -1;
+    if (req->attn_mode == ENC_ATTN_NONE) {
+        req->layers_listed = false; /* validated, but nothing to return */
+    } else {
+        req->want_layer[req->n_layers - 1] = true;
+        for (int k = 0; k < req->n_listed; k++)
+            req->want_layer[req->layers[k]] = true;
+    }
+
+    if ((v = api_json_field(root, "precision"))) {
+        if (!json_is_integer(v))
+            return BAD("precision must be an integer 1..9, not %s", api_json_kind(v));
+        long long p = json_integer_value(v);
+        if (p < 1 || p > 9)
+            return BAD("precision = %lld is outside 1..9", p);
+        req->precision = (int)p;
+    }
+    if (encode_parse_attention_format(req, api_json_field(root, "attention_format"),
+                                      "attention_format", err) < 0)
+        return -1;
+    if (req->attn_mode == ENC_ATTN_NONE)
+        req->csr = false; /* validated, but no weights to return */
+    if ((v = api_json_field(root, "encoding"))) {
+        const char *s = json_string_value(v);
+        if (!s)
+            return BAD("encoding must be \"json\" or \"base64\", not %s", api_json_kind(v));
+        if (strcmp(s, "base64") == 0)
+            req->base64_out = true;
+        else if (strcmp(s, "json") != 0)
+            return BAD("encoding must be \"json\" or \"base64\", not '%s'", api_safe_text(s, q));
+    }
+    return 0;
+}
+/* ---- parsing: embeddings --------------------------------------------------- */
+
+/* The embeddings are read from the body's text (codec/extract.h), not
+ * through jansson: the top-level "embeddings" array is scanned and cut out
+ * of what jansson reads, or else a plain "embeddings_b64" string is decoded
+ * where it lies.  parse_nested then checks the form, then the limits, then
+ * the array's first fault in document order, and only then allocates x and
+ * reads the numbers into it. */
+
+static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
+
+typedef struct v1_text {
+    bool found;                /* the top-level "embeddings" is an array, scanned */
+    jx_array emb;              /* ... here */
+    const char *b64, *b64_end; /* a plain top-level "embeddings_b64" string's characters */
+} v1_text;
+
+/* A member of the body's object: scan "embeddings", note "embeddings_b64".
+ * A second one of either is left to jansson (a duplicate key). */
+static const char *top_member(void *ctx, const char *key, size_t key_len, const char *v,
+                              const char *end)
+{
+    v1_text *t = ctx;
+    if (!t->found && *v == '[' && jt_key_is(key, key_len, "embeddings")) {
+        t->found = true;
+        return jx_scan(v, end, &t->emb); /* NULL (the walk stops) on a syntax fault */
+    }
+    const char *s;
+    if (!t->b64 && *v == '"' && jt_key_is(key, key_len, "embeddings_b64") &&
+        (s = jx_plain_string(v, end, &t->b64_end))) {
+        t->b64 = s;
+        return t->b64_end + 1;
+    }
+    return jt_skip_value(v, end);
+}
+
+/* "embeddings[b][i]" (batched) or "embeddings[i]": the entry at at[0..depth). */
+static const char *emb_name(const size_t *at, int depth, char *buf, size_t size)
+{
+    char idx[JX_MAX_RANK * 24];
+    snprintf(buf, size, "embeddings%s", jx_index_text(at, depth, idx, sizeof idx));
+    return buf;
+}
+
+/* The array's first fault (t->emb.fault != JX_OK) as the request's error;
+ * numbers sit at depth nd (3 batched, 2 not). */
+static int emb_fault(const jx_array *a, int nd, size_t D, api_error *err)
+{
+    char name[JX_MAX_RANK * 24 + 16];
+    emb_name(a->at, a->depth, name, sizeof name);
+    switch (a->fault) {
+    case JX_COUNT:
+        if (a->depth == nd - 1)
+            return BAD("%s has %zu number%s; d_model is %zu", name, a->entries,
+                       api_plural(a->entries), D);
+        return BAD("%s has %zu row%s; embeddings[0] has %zu (sequences must have the same "
+                   "length: pad them and send lengths)",
+                   name, a->entries, api_plural(a->entries), a->dims[1]);
+    case JX_KIND:
+        if (a->depth == nd)
+            return BAD("%s is not a number (it is %s)", name, a->is);
+        if (a->depth == nd - 1)
+            return BAD("%s is %s; expected an array of d_model (%zu) numbers", name, a->is, D);
+        return BAD("%s is %s; expected an array of rows", name, a->is);
+    case JX_RANGE:
+        return BAD("%s = %g is outside the float32 range", name, a->value);
+    default: /* JX_DEEP: the form's checks came first; the rest never get here */
+        return api_error_set(err, API_INTERNAL, "encode: embeddings fault %d", (int)a->fault);
+    }
+}
+
+static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t,
+                        const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    if (!t->found) {
+        if (json_is_array(emb)) /* top_member missed it: cannot happen */
+            return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
+        return BAD("embeddings must be %s, not %s", EMB_FORM, api_json_kind(emb));
+    }
+    const jx_array *a = &t->emb;
+    const size_t D = (size_t)hp->d_model;
+    /* The form, from the first entries: [B][L][d_model] or [L][d_model]. */
+    if (a->dims[0] == 0)
+        return BAD("embeddings is empty; expected %s", EMB_FORM);
+    if (a->rank < 2)
+        return BAD("embeddings[0] is %s; embeddings must be %s", a->leaf, EMB_FORM);
+    if (a->dims[1] == 0)
+        return BAD("embeddings[0] is empty; embeddings must be %s", EMB_FORM);
+    if (a->rank == 2 && strcmp(a->leaf, "a number") != 0)
+        return BAD("embeddings[0][0] is %s; embeddings must be %s", a->leaf, EMB_FORM);
+    req->batched = a->rank >= 3;
+    const int nd = req->batched ? 3 : 2;
+    const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->dims[1] : a->dims[0];
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+    /* In document order: the first row's length, a number there, then the
+     * rest of the array. */
+    char name[JX_MAX_RANK * 24 + 16];
+    const size_t zeros[JX_MAX_RANK] = {0};
+    if (a->dims[nd - 1] != D)
+        return BAD("%s has %zu number%s; d_model is %zu",
+                   emb_name(zeros, nd - 1, name, sizeof name), a->dims[nd - 1],
+                   api_plural(a->dims[nd - 1]), D);
+    if (a->rank > nd)
+        return BAD("%s is not a number (it is an array)", emb_name(zeros, nd, name, sizeof name));
+    if (a->fault != JX_OK)
+        return emb_fault(a, nd, D, err);
+    if (a->count != B * L * D) /* the scan held every row to D numbers: cannot happen */
+        return api_error_set(err, API_INTERNAL, "encode: embeddings hold %zu numbers", a->count);
+    if (!(req->x = encode_alloc_input(req, B * L * D)) || jx_read_f32(a, req->x) < 0)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    return 0;
+}
+
+/* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
+ * the scanner found them (text is then ""), else text's. */
+static int parse_b64(encode_request *req, const json_t *text, const json_t *shape, const v1_text *t,
+                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    if (!json_is_string(text))
+        return BAD("embeddings_b64 must be a base64 string, not %s", api_json_kind(text));
+    if (!shape)
+        return BAD("embeddings_b64 needs shape: [B, L, d_model] or [L, d_model]");
+    size_t nd = json_array_size(shape);
+    if (!json_is_array(shape) || nd < 2 || nd > 3)
+        return BAD("shape must be [B, L, d_model] or [L, d_model], not %s%s",
+                   json_is_array(shape) ? "an array of " : api_json_kind(shape),
+                   json_is_array(shape) ? (nd < 2 ? "fewer than 2 entries" : "more than 3 entries")
+                                        : "");
+    size_t dims[3];
+    for (size_t k = 0; k < nd; k++) {
+        json_t *v = json_array_get(shape, k);
+        if (!json_is_integer(v) || json_integer_value(v) < 1)
+            return BAD("shape[%zu] must be a positive integer", k);
+        long long d = json_integer_value(v);
+        dims[k] = d > INT_MAX ? (size_t)INT_MAX + 1 : (size_t)d; /* over any limit */
+    }
+    if (dims[nd - 1] != (size_t)hp->d_model)
+        return BAD("shape[%zu] = %zu but d_model is %d", nd - 1, dims[nd - 1], hp->d_model);
+    req->batched = nd == 3;
+    const size_t B = req->batched ? dims[0] : 1, L = dims[nd - 2], D = (size_t)hp->d_model;
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+
+    const char *s = t->b64 ? t->b64 : json_string_value(text);
+    const size_t len = t->b64 ? (size_t)(t->b64_end - t->b64) : json_string_length(text);
+    const size_t n_floats = B * L * D;
+    if (len % 4)
+        return BAD("embeddings_b64 is not valid base64: its length (%zu) is not a multiple of 4",
+                   len);
+    const size_t have = base64_decoded_size(s, len), need = n_floats * sizeof(float);
+    if (have != need) {
+        char dims_s[80];
+        if (req->batched)
+            snprintf(dims_s, sizeof dims_s, "%zu, %zu, %zu", B, L, D);
+        else
+            snprintf(dims_s, sizeof dims_s, "%zu, %zu", L, D);
+        return BAD("embeddings_b64 holds %zu bytes; shape [%s] needs %zu (float32, 4 bytes each)",
+                   have, dims_s, need);
+    }
+    if (!(req->x = encode_alloc_input(req, (need + 3) / 4)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the embeddings");
+    unsigned char *bytes = (unsigned char *)req->x;
+    size_t bad;
+    if (base64_decode_into(s, len, bytes, &bad) < 0) {
+        unsigned char c = (unsigned char)s[bad];
+        if (c >= 0x20 && c < 0x7f)
+            return BAD("embeddings_b64 is not valid base64: '%c' at offset %zu", c, bad);
+        return BAD("embeddings_b64 is not valid base64: byte 0x%02x at offset %zu", c, bad);
+    }
+    /* Little-endian float32 to the host's floats, in place: nothing to do
+     * on a little-endian host. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t k = 0; k < n_floats; k++) {
+        const unsigned char *p = bytes + 4 * k;
+        const uint32_t u =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        memcpy(req->x + k, &u, sizeof u);
+    }
+#endif
+    /* Every float finite, or the first offender named. */
+    const size_t k = enc_floats_nonfinite(req->x, n_floats);
+    if (k < n_floats) {
+        char where[80];
+        const size_t b = k / (L * D), i = k / D % L, d = k % D;
+        if (req->batched)
+            snprintf(where, sizeof where, "embeddings[%zu][%zu][%zu]", b, i, d);
+        else
+            snprintf(where, sizeof where, "embeddings[%zu][%zu]", i, d);
+        return BAD("embeddings_b64: float %zu (%s) is %s", k, where,
+                   isnan(req->x[k]) ? "NaN" : "infinite");
+    }
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    return 0;
+}
+
+/* ---- parsing: lengths ------------------------------------------------------ */
+
+static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
+{
+    const int B = req->batch.B, L = req->batch.L;
+    if (!json_is_array(v))
+        return BAD("lengths must be an array of integers (one per sequence), not %s",
+                   api_json_kind(v));
+    if (json_array_size(v) != (size_t)B)
+        return BAD("lengths has %zu %s; the batch has %d sequence%s", json_array_size(v),
+                   api_entries(json_array_size(v)), B, api_plural((size_t)B));
+    if (!(req->lengths = encode_zalloc((size_t)B, sizeof *req->lengths)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (int b = 0; b < B; b++) {
+        json_t *e = json_array_get(v, (size_t)b);
+        if (!json_is_integer(e))
+            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, api_json_kind(e), L);
+        long long n = json_integer_value(e);
+        if (n < 1 || n > L)
+            return BAD("lengths[%d] = %lld is outside 1..%d", b, n, L);
+        req->lengths[b] = (int)n;
+    }
+    req->batch.lengths = req->lengths;
+    return 0;
+}
+
+/* ---- parsing: the request ------------------------------------------------ */
+
+static int parse_root(encode_request *req, json_t *root, const v1_text *t, const enc_hparams *hp,
+                      const api_limits *lim, api_error *err)
+{
+    if (!json_is_object(root))
+        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+    if (check_fields(root, err) < 0 || parse_options(req, root, err) < 0)
+        return -1;
+
+    json_t *emb = api_json_field(root, "embeddings"), *b64 = api_json_field(root, "embeddings_b64"),
+           *shape = api_json_field(root, "shape");
+    if (emb && b64)
+        return BAD("give either embeddings or embeddings_b64 (with shape), not both");
+    if (!emb && !b64)
+        return BAD("embeddings is required: number[B][L][d_model] or number[L][d_model] (or "
+                   "embeddings_b64 with shape)");
+    if (shape && !b64)
+        return BAD("shape is only used with embeddings_b64");
+    if ((emb ? parse_nested(req, emb, t, hp, lim, err)
+             : parse_b64(req, b64, shape, t, hp, lim, err)) < 0)
+        return -1;
+    req->batch.x = req->x;
+
+    json_t *v;
+    if ((v = api_json_field(root, "lengths")) && parse_lengths(req, v, err) < 0)
+        return -1;
+    if ((v = api_json_field(root, "mask")) && encode_parse_mask(req, v, err) < 0)
+        return -1;
+    return 0;
+}
+
+int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                         const api_limits *limits, api_error *err)
+{
+    if (encode_request_init(req, hp, err) < 0)
+        return -1;
+    req->pool = limits ? limits->pool : NULL;
+
+    const char *text = body ? body : "";
+    const size_t n = body ? len : 0;
+    /* The embeddings are read from the text; jansson reads the rest. */
+    v1_text t = {0};
+    jx_object(jt_skip_ws(text, text + n), text + n, top_member, &t);
+    if (t.found && t.emb.fault == JX_OOM)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    const bool syntax = t.found && t.emb.fault == JX_SYNTAX; /* jansson reads it all */
+    jx_cut cut = {0};
+    if (t.found && !syntax)
+        cut = (jx_cut){t.emb.start, t.emb.end};
+    else if (t.b64 && !t.found)
+        cut = (jx_cut){t.b64 - 1, t.b64_end + 1};
+    if (!cut.start)
+        t.b64 = NULL;
+    json_error_t jerr;
+    bool oom = false;
+    json_t *root = jx_load(text, n, &cut, cut.start ? 1 : 0, &jerr, &oom);
+    if (oom)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        /* jansson's text may quote the offending bytes: keep it ASCII. */
+        return BAD("invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                   api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+    }
+    int rc;
+    if (syntax) { /* jansson took what the scan refused */
+        char msg[160];
+        rc = BAD("%s", jx_syntax_text(&t.emb, text, msg, sizeof msg));
+    } else {
+        rc = parse_root(req, root, &t, hp, limits, err);
+    }
+    json_decref(root);
+    if (rc == 0)
+        rc = encode_request_plan(req, hp, limits, err);
+    return rc;
+}
+
+/* ---- the response ---------------------------------------------------------- */
+
+/* Sequence b of the outputs (layer < 0) or of layer's attention: [rows][cols]
+ * or, per head, [heads][rows][cols]. */
+static stream_view view_of(const encode_request *req, const enc_hparams *hp, int layer, size_t b)
+{
+    const size_t L = (size_t)req->batch.L, len = encode_seq_len(req, b), D = (size_t)hp->d_model;
+    if (layer < 0)
+        return (stream_view){req->out + b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
+    const float *base = req->attn[layer] + b * (heads ? heads : 1) * L * L;
+    if (!heads)
+        return (stream_view){base, STREAM_FLOAT32, 2, {len, len}, {L, 1}};
+    return (stream_view){base, STREAM_FLOAT32, 3, {heads, len, len}, {L * L, L, 1}};
+}
+
+/* n 4-byte words at p as a vector. */
+static stream_view words(const void *p, stream_word word, size_t n)
+{
+    return (stream_view){p, word, 1, {n}, {1}};
+}
+
+/* The outputs (layer < 0) or a layer's attention in the request's form:
+ * nested numbers, one base64 string, or (ragged base64) one per sequence. */
+static void write_tensor(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
+{
+    const size_t B = (size_t)req->batch.B;
+    if (!req->base64_out) {
+        if (req->batched)
+            stream_text(st, "[", 1);
+        for (size_t b = 0; b < B; b++) {
+            const stream_view v = view_of(req, hp, layer, b);
+            if (b)
+                stream_text(st, ",", 1);
+            stream_json(st, &v, req->precision);
+        }
+        if (req->batched)
+            stream_text(st, "]", 1);
+        return;
+    }
+    const bool per_seq = req->lengths && req->batched;
+    stream_text(st, per_seq ? "[\"" : "\"", per_seq ? 2 : 1);
+    for (size_t b = 0; b < B; b++) {
+        const stream_view v = view_of(req, hp, layer, b);
+        if (per_seq && b)
+            stream_text(st, "\",\"", 3);
+        stream_base64(st, &v);
+    }
+    stream_text(st, per_seq ? "\"]" : "\"", per_seq ? 2 : 1);
+}
+
+/* n 4-byte words at p as one base64 string. */
+static void write_b64_words(stream *st, const void *p, stream_word word, size_t n)
+{
+    const stream_view v = words(p, word, n);
+    stream_text(st, "\"", 1);
+    stream_base64(st, &v);
+    stream_text(st, "\"", 1);
+}
+
+/* A layer's attention as CSR (docs/api.md): per sequence {"indptr",
+ * "indices", "values"} (base64: strings and their shapes); an array of them
+ * for batched input. */
+static void write_csr(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
+{
+    const size_t B = (size_t)req->batch.B;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
+    const size_t nh = heads ? heads : 1;
+    const float *values = req->attn[layer];
+    if (req->batched)
+        stream_text(st, "[", 1);
+    for (size_t b = 0; b < B; b++) {
+        const size_t len = encode_seq_len(req, b), nnz = enc_blockmask_nnz(req->blockmask, (int)b);
+        const int32_t *indptr = enc_blockmask_indptr(req->blockmask, (int)b);
+        const int32_t *indices = enc_blockmask_indices(req->blockmask, (int)b);
+        stream_puts(st, b ? ",{\"indptr\":" : "{\"indptr\":");
+        if (req->base64_out) {
+            write_b64_words(st, indptr, STREAM_INT32, len + 1);
+            stream_puts(st, ",\"indices\":");
+            write_b64_words(st, indices, STREAM_INT32, nnz);
+            stream_puts(st, ",\"values\":");
+            write_b64_words(st, values, STREAM_FLOAT32, nh * nnz);
+            stream_printf(st, ",\"indptr_shape\":[%zu],\"indices_shape\":[%zu],\"values_shape\":[",
+                          len + 1, nnz);
+            if (heads)
+                stream_printf(st, "%zu,", heads);
+            stream_printf(st, "%zu]}", nnz);
+        } else {
+            const stream_view ip = words(indptr, STREAM_INT32, len + 1);
+            const stream_view ix = words(indices, STREAM_INT32, nnz);
+            const stream_view vals = {values, STREAM_FLOAT32, 2, {nh, nnz}, {nnz, 1}};
+            stream_json(st, &ip, 0);
+            stream_puts(st, ",\"indices\":");
+            stream_json(st, &ix, 0);
+            stream_puts(st, ",\"values\":");
+            if (heads) {
+                stream_json(st, &vals, req->precision);
+            } else {
+                const stream_view row = words(values, STREAM_FLOAT32, nnz);
+                stream_json(st, &row, req->precision);
+            }
+            stream_puts(st, "}");
+        }
+        values += nh * nnz;
+    }
+    if (req->batched)
+        stream_text(st, "]", 1);
+}
+
+/* "H,rows,cols" or "rows,cols" of a view. */
+static void write_dims(stream *st, const stream_view *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        stream_printf(st, d ? ",%zu" : "%zu", v->dims[d]);
+}
+
+/* outputs_shape / attention_shape for the base64 form. */
+static void write_shape(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
+{
+    const size_t B = (size_t)req->batch.B;
+    if (req->lengths && req->batched) {
+        stream_text(st, "[", 1);
+        for (size_t b = 0; b < B; b++) {
+            const stream_view v = view_of(req, hp, layer, b);
+            stream_text(st, b ? ",[" : "[", b ? 2 : 1);
+            write_dims(st, &v);
+            stream_text(st, "]", 1);
+        }
+        stream_text(st, "]", 1);
+        return;
+    }
+    const stream_view v = view_of(req, hp, layer, 0);
+    stream_text(st, "[", 1);
+    if (req->batched)
+        stream_printf(st, "%zu,", B);
+    write_dims(st, &v);
+    stream_text(st, "]", 1);
+}
+
+int encode_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                           const encode_usage *usage, stream *st)
+{
+    if (!req || !hp || !req->out || hp->n_layers != req->n_layers)
+        return -1;
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L, D = (size_t)hp->d_model;
+    const int last = req->n_layers - 1;
+    const bool attn = req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last];
+
+    json_t *name = json_string(model_name ? model_name : "");
+    char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    stream_puts(st, "{\"model\":");
+    stream_puts(st, quoted ? quoted : "\"\"");
+    free(quoted);
+    json_decref(name);
+
+    stream_puts(st, ",\"shape\":[");
+    if (req->batched)
+        stream_printf(st, "%zu,", B);
+    stream_printf(st, "%zu,%zu],\"outputs\":", L, D);
+    write_tensor(st, req, hp, -1);
+    if (req->base64_out) {
+        stream_puts(st, ",\"outputs_shape\":");
+        write_shape(st, req, hp, -1);
+    }
+    if (attn) {
+        stream_puts(st, ",\"attention\":");
+        if (req->csr)
+            write_csr(st, req, hp, last);
+        else
+            write_tensor(st, req, hp, last);
+        if (req->base64_out && !req->csr) {
+            stream_puts(st, ",\"attention_shape\":");
+            write_shape(st, req, hp, last);
+        }
+        if (req->layers_listed) {
+            stream_puts(st, ",\"attention_layers\":[");
+            for (int k = 0; k < req->n_listed; k++) {
+                const int l = req->layers[k];
+                stream_printf(st, "%s{\"layer\":%d,\"attention\":", k ? "," : "", l);
+                if (req->attn[l] && req->csr)
+                    write_csr(st, req, hp, l);
+                else if (req->attn[l])
+                    write_tensor(st, req, hp, l);
+                else
+                    stream_puts(st, "null");
+                stream_puts(st, "}");
+            }
+            stream_puts(st, "]");
+        }
+    }
+    const double q = usage && isfinite(usage->queue_ms) ? usage->queue_ms : 0.0;
+    const double c = usage && isfinite(usage->compute_ms) ? usage->compute_ms : 0.0;
+    stream_printf(st,
+                  ",\"usage\":{\"sequences\":%d,\"tokens\":%ld,\"queue_ms\":%.3f,"
+                  "\"compute_ms\":%.3f,\"attention_scores\":%" PRIu64 "}}",
+                  usage ? usage->sequences : req->batch.B, usage ? usage->tokens : 0L, q, c,
+                  usage ? usage->attention_scores : (uint64_t)0);
+    return stream_failed(st) ? -1 : 0;
+}
+
+char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                      const encode_usage *usage, size_t *len)
+{
+    stream *st = stream_new();
+    char *text = NULL;
+    if (st && encode_response_stream(req, model_name, hp, usage, st) == 0)
+        text = stream_collect(st, len);
+    stream_free(st);
+    return text;
+}
