@@ -12,6 +12,7 @@
 #include "protocol/api.h"
 #include "daemon.h"
 #include "http/framing.h"
+#include "http/linger.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- framing_check ----------------------------------------------------------- */
@@ -292,6 +294,11 @@ START_TEST(test_early_answers_are_read)
          "application/json"},
         {"unknown model", "POST", "/v2/models/other/infer", "Authorization: Bearer k\r\n", 1u << 20,
          404, "unknown model 'other'"},
+        /* past the drain budget (64 MiB here): answered at once with
+         * Connection: close, and the socket lingers (linger.c) */
+        {"100 MB over", "POST", "/v1/encode", JSON_KEY, 100u << 20, 413, "max_body_bytes"},
+        {"unframed", "POST", "/v1/encode", "Transfer-Encoding: gzip\r\n" JSON_KEY, 8u << 20, 501,
+         "gzip"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         size_t len;
@@ -315,6 +322,36 @@ START_TEST(test_early_answers_are_read)
     ck_assert_int_eq(raw_exchange(fd, health, strlen(health), &r), 0);
     ck_assert_int_eq(r.status, 200);
     http_resp_free(&r);
+    close(fd);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* A connection answered before its body lingers: it keeps taking the
+ * client's bytes (so the client reads the answer, not a reset), and is
+ * closed once the client has been silent for LINGER_IDLE_S. */
+START_TEST(test_lingering_close)
+{
+    start_or_fail(keyed_model);
+    const int fd = raw_connect(dp.port);
+    ck_assert_int_ge(fd, 0);
+    const char *head = "POST /v1/encode HTTP/1.1\r\nHost: a\r\n" JSON_KEY
+                       "Content-Length: 1000000000\r\n\r\n";
+    ck_assert_int_eq(raw_send(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(raw_status(fd, 10000), 413);
+    enum { CHUNK = 1 << 20 };
+    char *chunk = xcalloc(CHUNK, 1);
+    memset(chunk, 'x', CHUNK);
+    for (int i = 0; i < 16; i++) /* a reset would fail these */
+        ck_assert_msg(raw_send(fd, chunk, CHUNK) == 0, "send %d after the answer failed", i);
+    /* silent past LINGER_IDLE_S: closed, so sending fails */
+    struct timespec ts = {(time_t)LINGER_IDLE_S + 2, 0};
+    nanosleep(&ts, NULL);
+    int failed = 0;
+    for (int i = 0; i < 16 && !failed; i++)
+        failed = raw_send(fd, chunk, CHUNK) != 0;
+    ck_assert_msg(failed, "the socket still takes bytes after %.0f s of silence", LINGER_IDLE_S + 2);
+    free(chunk);
     close(fd);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
@@ -391,6 +428,7 @@ Suite *framing_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_malformed_framing_http);
     tcase_add_test(tc, test_early_answers_are_read);
+    tcase_add_test(tc, test_lingering_close);
     tcase_add_test(tc, test_keyless_bodies_not_kept);
     tcase_add_test(tc, test_expect_continue);
     suite_add_tcase(s, tc);

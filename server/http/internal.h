@@ -13,6 +13,7 @@
 
 #include "http/server.h"
 
+#include "http/linger.h"
 #include "codec/stream.h"
 #include "protocol/api.h"
 #include "protocol/v1.h"
@@ -40,6 +41,7 @@ struct server {
     pool *pool;
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */
     bufpool *buffers; /* uploads, inputs and results, kept across requests */
+    linger_set *lingering; /* connections answered before their body, closing gracefully */
     char *model_json; /* the /v1/model body, made once */
     atomic_int ready;
     atomic_int shutting_down;
@@ -86,6 +88,11 @@ typedef struct early_answer {
     bool close;           /* the body cannot be framed: answer, then close */
 } early_answer;
 
+/* A connection's own state, libmicrohttpd's socket context. */
+typedef struct conn_state {
+    bool linger; /* answered before its body was read: close it gracefully */
+} conn_state;
+
 /* One HTTP request, from its headers to MHD's completion callback. */
 struct request {
     server *srv;
@@ -96,6 +103,7 @@ struct request {
     char path[256];  /* decoded, printable, cut: for the log and messages */
     const route *rt; /* NULL: no such route */
     early_answer early;
+    conn_state *cs; /* its connection's, or NULL */
     char *body; /* (len) the upload, NUL-terminated */
     size_t len, cap;
     unsigned long long drained; /* body bytes read and discarded */
@@ -139,6 +147,8 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
                                 size_t *upload_size, void **con_cls);
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                        enum MHD_RequestTerminationCode toe);
+void http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe);
 size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
 
 /* ---- routes.c -------------------------------------------------------------- */

@@ -22,9 +22,12 @@ server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
     /* Each request in flight holds up to three blocks (its upload, its
      * input, its results); reading, computing and sending overlap. */
     if (!s || !(s->mx = metrics_new()) ||
-        !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2)))) {
-        if (s)
+        !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2))) ||
+        !(s->lingering = linger_new())) {
+        if (s) {
             metrics_free(s->mx);
+            bufpool_free(s->buffers);
+        }
         free(s);
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the server");
         return NULL;
@@ -155,7 +158,8 @@ int server_start(server *s, enc_error *err)
     errno = 0;
     s->daemon =
         MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
-                         http_on_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+                         http_on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_on_connection,
+                         s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     saved = errno;
     if (!s->daemon || pipe2(s->wake, O_CLOEXEC) < 0 ||
         pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
@@ -249,6 +253,7 @@ void server_free(server *s)
     stop_accepting(s);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    linger_free(s->lingering);
     metrics_free(s->mx);
     bufpool_free(s->buffers);
     free(s->model_json);

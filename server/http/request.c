@@ -4,6 +4,8 @@
  * and its completion. */
 #include "http/internal.h"
 
+#include <fcntl.h>
+
 #include "http/framing.h"
 
 #include <stdarg.h>
@@ -203,6 +205,8 @@ static unsigned long long drain_budget(const server *s)
 static enum MHD_Result answer_early(request *r, bool before_body_end)
 {
     r->early.close |= before_body_end;
+    if (r->early.close && r->cs) /* the client may still be sending: linger.c */
+        r->cs->linger = true;
     return http_respond_error(r, r->early.err.kind, r->early.err.message, r->early.extra);
 }
 
@@ -218,6 +222,9 @@ static enum MHD_Result request_begin(server *s, struct MHD_Connection *conn, con
         return MHD_NO;
     r->srv = s;
     r->conn = conn;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->cs = ci ? ci->socket_context : NULL;
     atomic_init(&r->refs, 1);
     r->start = pool_now();
     spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
@@ -338,6 +345,27 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     metrics_in_flight(s->mx, -1);
     atomic_fetch_sub(&s->in_flight, 1);
     http_request_unref(r);
+}
+
+/* A connection begins or ends.  One answered before its body was read
+ * (conn_state.linger) is closed gracefully: a duplicate of its socket goes
+ * to linger.c, so libmicrohttpd's close does not reset it. */
+void http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe)
+{
+    server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(conn_state)); /* NULL: it cannot linger */
+        return;
+    }
+    conn_state *cs = *socket_context;
+    *socket_context = NULL;
+    const union MHD_ConnectionInfo *ci =
+        cs && cs->linger ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    const int fd = ci ? fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (fd >= 0)
+        linger_add(s->lingering, fd);
+    free(cs);
 }
 
 /* Leaves the request target as it came: framing_path decodes it, refusing
