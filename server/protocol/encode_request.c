@@ -1,7 +1,14 @@
 /* encode_request.c - the neutral request both protocols parse into
  * (encode_request.h): its defaults, the limits it is held to as soon as B and L are known, the
  * plan of a CSR request, and the buffers of its input and results (from the
- * limits' pool, kept across requests). */
+ * limits' pool, kept across requests).
+ *
+ * Limits are checked as soon as B and L are known, before anything sized
+ * by them is allocated: B > max_batch, L > max_seq_len, B*L >
+ * max_batch_tokens, then the attention output B * (H or 1) * L * L * 4
+ * bytes * (distinct layers computed) > max_attention_bytes (L is the padded
+ * length; lengths do not reduce it).  All 413, naming the limit.  A NULL
+ * limits means none (sizes are still checked for overflow). */
 #include "protocol/encode_request.h"
 
 #include "runtime/bufpool.h"

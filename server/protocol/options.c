@@ -1,7 +1,13 @@
 /* options.c - the request options both protocols share, JSON to the
  * neutral request (options.h): the mask (causal, window, global,
- * key_padding, attn and the sparse patterns) and attention_format.  Messages
- * name the option as the caller calls it ("mask.window", "parameters.window_left"). */
+ * key_padding, attn and the sparse patterns) and attention_format.
+ *
+ * - mask.attn numbers below -FLT_MAX (JSON has no -Infinity; send e.g.
+ *   -1e39) become -inf, i.e. "not allowed"; above +FLT_MAX they are refused.
+ * - mask.window sides larger than L are clamped to L (same meaning).
+ *
+ * Messages name the option: "mask.window", or for a sparse pattern the
+ * name its caller gives ("mask.fixed", "parameters.fixed"). */
 #include "protocol/options.h"
 
 #include <float.h>

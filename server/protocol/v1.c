@@ -26,20 +26,13 @@
  *   shape.  Entries of attention_layers carry "attention" in the same form;
  *   attention_shape applies to each.
  * - A JSON null for an optional field means the field is absent.
- * - Limits are checked as soon as B and L are known, before anything sized
- *   by them is allocated: B > max_batch, L > max_seq_len, B*L >
- *   max_batch_tokens, then the attention output B * (H or 1) * L * L * 4
- *   bytes * (distinct layers computed) > max_attention_bytes (L is the padded
- *   length; lengths do not reduce it).  All 413.  A NULL limits means none
- *   (sizes are still checked for overflow).
+ * - The limits, checked as soon as B and L are known, are
+ *   encode_request.c's; the mask's rules are options.c's.
  * - Every input number must fit float32 (|v| <= FLT_MAX), padding rows
- *   included; base64 input must be finite everywhere.  mask.attn numbers
- *   below -FLT_MAX (JSON has no -Infinity; send e.g. -1e39) become -inf,
- *   i.e. "not allowed"; above +FLT_MAX they are refused.
- * - mask.window sides larger than L are clamped to L (same meaning).
+ *   included; base64 input must be finite everywhere.
  * - Numbers are printed as "%.{precision}g" prints them in the C locale (the
- *   daemon never calls setlocale), by fmt_float rather than snprintf (same
- *   text, several times faster).  A non-finite value, which the core never
+ *   daemon never calls setlocale), by jsonnum_write rather than snprintf
+ *   (same text, several times faster).  A non-finite value, which the core never
  *   returns, would be printed as null so the body stays valid JSON.
  * - The embeddings array is read from the body text by codec/extract.c, not
  *   through one json_t per number; jansson reads the rest of the body.  A
