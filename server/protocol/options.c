@@ -6,8 +6,8 @@
  *   -1e39) become -inf, i.e. "not allowed"; above +FLT_MAX they are refused.
  * - mask.window sides larger than L are clamped to L (same meaning).
  *
- * Messages name the option: "mask.window", or for a sparse pattern the
- * name its caller gives ("mask.fixed", "parameters.fixed"). */
+ * Messages name the option as /v1 spells it ("mask.window.left",
+ * "mask.fixed.summary"); v2.c respells them as its parameters. */
 #include "protocol/options.h"
 
 #include <float.h>
@@ -353,7 +353,10 @@ static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *er
     return 0;
 }
 
-int encode_parse_pattern(encode_request *req, const char *option, json_t *v, const char *name,
+/* One sparse pattern option (option "strided", "fixed" or "blocks": v its
+ * object) into req->batch.mask, named name in messages ("mask.fixed.summary
+ * = 9 must be below mask.fixed.block = 8"). */
+static int parse_pattern(encode_request *req, const char *option, json_t *v, const char *name,
                          api_error *err)
 {
     enc_mask *mk = &req->batch.mask;
@@ -379,7 +382,7 @@ int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
         char name[32];
         snprintf(name, sizeof name, "mask.%s", patterns[k]);
         if ((v = api_json_field(mask, patterns[k])) &&
-            encode_parse_pattern(req, patterns[k], v, name, err) < 0)
+            parse_pattern(req, patterns[k], v, name, err) < 0)
             return -1;
     }
     if ((v = api_json_field(mask, "causal"))) {

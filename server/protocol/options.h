@@ -12,12 +12,6 @@ struct json_t;
  * Messages name the option as "mask.<option>". */
 int encode_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
 
-/* Parses one sparse pattern option (option "strided", "fixed" or "blocks":
- * v its object) into req->batch.mask, naming it name in messages
- * ("mask.fixed.summary = 9 must be below mask.fixed.block = 8"). */
-int encode_parse_pattern(encode_request *req, const char *option, struct json_t *v,
-                         const char *name, api_error *err);
-
 /* Parses "attention_format" ("dense" | "csr"; NULL = absent) into req->csr,
  * naming the field as name in messages. */
 int encode_parse_attention_format(encode_request *req, const struct json_t *v, const char *name,
