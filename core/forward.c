@@ -849,6 +849,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
 
     for (int l = 0; l < m->hp.n_layers; l++)
         block_forward(m, l, ws, jobs, bms, scores, (int)T);
+    team_rest(ws->team); /* the rest is this thread's: free the helpers' CPUs */
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == 0)
             jobs[j].res->scores = scores[j];

@@ -19,15 +19,16 @@
 
 struct team {
     int n;
-    pthread_t *threads;         /* (n - 1) helpers */
+    pthread_t *threads; /* (n - 1) helpers */
     team_fn fn;
     void *arg;
-    atomic_uint generation;     /* bumped for each run */
-    atomic_int pending;         /* helpers still working on this run */
+    atomic_uint generation; /* bumped for each run */
+    atomic_int pending;     /* helpers still working on this run */
     atomic_int stopping;
-    pthread_mutex_t lock;       /* for sleeping helpers */
+    atomic_int resting;   /* no run follows soon: helpers sleep without spinning */
+    pthread_mutex_t lock; /* for sleeping helpers */
     pthread_cond_t wake;
-    int sleepers;               /* helpers waiting on wake (under lock) */
+    int sleepers; /* helpers waiting on wake (under lock) */
 };
 
 typedef struct helper_arg {
@@ -47,7 +48,7 @@ static void *helper_main(void *p)
         int spins = 0;
         while ((gen = atomic_load_explicit(&t->generation, memory_order_acquire)) == seen &&
                !atomic_load(&t->stopping)) {
-            if (++spins < SPIN_LIMIT) {
+            if (++spins < SPIN_LIMIT && !atomic_load_explicit(&t->resting, memory_order_relaxed)) {
                 cpu_relax();
                 continue;
             }
@@ -106,6 +107,7 @@ void team_run(team *t, team_fn fn, void *arg)
     }
     t->fn = fn;
     t->arg = arg;
+    atomic_store(&t->resting, 0);
     atomic_store(&t->pending, t->n - 1);
     atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
     pthread_mutex_lock(&t->lock);
@@ -121,6 +123,22 @@ void team_run(team *t, team_fn fn, void *arg)
             cpu_relax();
         else
             sched_yield();
+}
+
+void team_rest(team *t)
+{
+    if (t)
+        atomic_store(&t->resting, 1);
+}
+
+int team_sleepers(team *t)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    const int n = t->sleepers;
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }
 
 int team_size(const team *t)

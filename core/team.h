@@ -25,6 +25,14 @@ team *team_new(int n);
  * waits for all.  Not reentrant: one run at a time per team. */
 void team_run(team *t, team_fn fn, void *arg);
 
+/* No run follows soon (a forward has ended): the helpers go to sleep at
+ * once instead of spinning for the next phase, which would keep a CPU from
+ * the threads that send the result.  The next team_run wakes them. */
+void team_rest(team *t);
+
+/* Helpers asleep right now (for tests). */
+int team_sleepers(team *t);
+
 int team_size(const team *t);
 
 /* Stops and frees the helpers; NULL is a no-op. */

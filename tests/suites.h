@@ -30,6 +30,7 @@ Suite *bufpool_suite(void);
 Suite *base64_suite(void);
 Suite *jsonnum_suite(void);
 Suite *extract_suite(void);
+Suite *team_suite(void);
 Suite *runtime_suite(void);
 
 #endif

@@ -62,8 +62,12 @@ static void stream_done(void *cls)
     http_request_unref(cls);
 }
 
-/* The block libmicrohttpd asks a streamed body for at a time. */
-#define STREAM_BLOCK (128u << 10)
+/* The block libmicrohttpd asks a streamed body for at a time: large enough
+ * that a B=1 L=128 response (1.5 MB in base64) goes out in three sends
+ * (docs/performance.md: 512 KiB against 128 KiB, p50 / compute 1.13 against
+ * 1.16), small against the socket buffer a slow reader holds anyway (up to
+ * net.ipv4.tcp_wmem's 4 MiB). */
+#define STREAM_BLOCK (512u << 10)
 
 /* Queues r->out, produced as the socket drains: with Content-Length when
  * its length is known ahead (base64, binary), else chunked.  The body reads

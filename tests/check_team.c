@@ -1,0 +1,99 @@
+/* check_team.c - the fork-join team (core/team.h): every thread takes its
+ * share of every run, also after team_rest has put the helpers to sleep,
+ * and team_split covers the rows exactly once. */
+#include "team.h"
+#include "suites.h"
+
+#include <stdatomic.h>
+#include <time.h>
+
+typedef struct tally {
+    atomic_int runs[8];
+    atomic_int bad_n; /* calls that saw a team size other than the team's */
+    int want_n;
+} tally;
+
+static void count(void *arg, int tid, int n)
+{
+    tally *t = arg;
+    atomic_fetch_add(&t->runs[tid], 1);
+    if (n != t->want_n)
+        atomic_fetch_add(&t->bad_n, 1);
+}
+
+static void pause_us(long us)
+{
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_every_thread_runs)
+{
+    for (int n = 1; n <= 4; n++) {
+        team *t = team_new(n);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_int_eq(team_size(t), n);
+        tally c = {.want_n = n};
+        for (int r = 0; r < 500; r++)
+            team_run(t, count, &c);
+        for (int tid = 0; tid < n; tid++)
+            ck_assert_int_eq(atomic_load(&c.runs[tid]), 500);
+        ck_assert_int_eq(atomic_load(&c.bad_n), 0);
+        team_free(t);
+    }
+}
+END_TEST
+
+/* A rest between runs (the end of a forward) loses no wake-up: the helpers
+ * go to sleep, and the next run wakes every one of them. */
+START_TEST(test_rest_then_run)
+{
+    const int n = 3;
+    team *t = team_new(n);
+    ck_assert_ptr_nonnull(t);
+    tally c = {.want_n = n};
+    for (int r = 0; r < 300; r++) {
+        team_run(t, count, &c);
+        if (r % 2) {
+            team_rest(t);
+            if (r % 10 == 1) { /* let them fall asleep: observed, not timed */
+                for (int w = 0; w < 2000 && team_sleepers(t) < n - 1; w++)
+                    pause_us(500);
+                ck_assert_int_eq(team_sleepers(t), n - 1);
+            }
+        }
+    }
+    for (int tid = 0; tid < n; tid++)
+        ck_assert_int_eq(atomic_load(&c.runs[tid]), 300);
+    team_free(t);
+}
+END_TEST
+
+START_TEST(test_split_covers_rows)
+{
+    for (int rows = 0; rows < 40; rows++)
+        for (int nth = 1; nth <= 5; nth++) {
+            int next = 0;
+            for (int tid = 0; tid < nth; tid++) {
+                int lo, hi;
+                team_split(rows, tid, nth, &lo, &hi);
+                ck_assert_int_eq(lo, next); /* in order, no gap, no overlap */
+                ck_assert_int_ge(hi, lo);
+                next = hi;
+            }
+            ck_assert_int_eq(next, rows);
+        }
+}
+END_TEST
+
+Suite *team_suite(void)
+{
+    Suite *s = suite_create("team");
+    TCase *tc = tcase_create("runs");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_every_thread_runs);
+    tcase_add_test(tc, test_rest_then_run);
+    tcase_add_test(tc, test_split_covers_rows);
+    suite_add_tcase(s, tc);
+    return s;
+}
