@@ -20,7 +20,9 @@ int main(void)
     srunner_add_suite(sr, gemm_suite());
     srunner_add_suite(sr, torch_suite());
     srunner_add_suite(sr, config_suite());
-    srunner_add_suite(sr, encode_suite());
+    srunner_add_suite(sr, v1_fixtures_suite());
+    srunner_add_suite(sr, v1_requests_suite());
+    srunner_add_suite(sr, v1_embeddings_suite());
     srunner_add_suite(sr, http_suite());
     srunner_add_suite(sr, page_suite());
     srunner_add_suite(sr, fuzz_suite());

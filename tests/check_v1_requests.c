@@ -1,0 +1,457 @@
+/* check_v1_requests.c - what a /v1/encode request may say and what it
+ * gets: every body of tests/fixtures/requests/invalid/
+ * (tools/make_invalid_requests.py) with the status and message it must get;
+ * defaults and nulls, the mask's forms, attention_layers and the limits,
+ * the response's details; and every truncation and many byte changes of
+ * valid bodies (a clear error, never a crash). */
+#include "v1_util.h"
+#include "codec/base64.h"
+#include "suites.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(test_invalid_requests)
+{
+    json_error_t je;
+    json_t *expect = json_load_file(INVALID_DIR "/expected.json", 0, &je);
+    ck_assert_msg(expect != NULL, "expected.json: %s", je.text);
+    enc_hparams hp;
+    api_limits lim = {0};
+    invalid_config(json_object_get(expect, "_config"), &hp, &lim);
+
+    DIR *d = opendir(INVALID_DIR);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int checked = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "expected.json") == 0)
+            continue;
+        const json_t *want = json_object_get(expect, e->d_name);
+        ck_assert_msg(json_is_object(want), "%s has no entry in expected.json", e->d_name);
+        const int status = (int)json_integer_value(json_object_get(want, "status"));
+        const char *msg = json_string_value(json_object_get(want, "message"));
+        ck_assert_msg((status == 400 || status == 413) && msg && *msg,
+                      "expected.json: bad entry for %s", e->d_name);
+        char path[1024];
+        size_t size;
+        snprintf(path, sizeof path, "%s/%s", INVALID_DIR, e->d_name);
+        char *body = read_file(path, &size);
+        encode_request req;
+        api_error err = {0};
+        const int rc = encode_request_parse(&req, body, size, &hp, &lim, &err);
+        encode_request_free(&req);
+        free(body);
+        ck_assert_msg(rc < 0, "%s was accepted", e->d_name);
+        ck_assert_msg(api_error_status(err.kind) == status, "%s: status %d, want %d (%s)",
+                      e->d_name, api_error_status(err.kind), status, err.message);
+        ck_assert_msg(strstr(err.message, msg) != NULL, "%s: message '%s' lacks '%s'", e->d_name,
+                      err.message, msg);
+        ck_assert_msg(printable(err.message), "%s: message is not printable ASCII", e->d_name);
+        checked++;
+    }
+    closedir(d);
+    /* ... and every expectation has its file. */
+    const char *key;
+    json_t *v;
+    int entries = 0;
+    json_object_foreach(expect, key, v)
+    {
+        if (key[0] == '_')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", INVALID_DIR, key);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "expected.json names %s, which does not exist", key);
+        fclose(f);
+        entries++;
+    }
+    ck_assert_int_eq(entries, checked);
+    ck_assert_int_ge(checked, 25);
+    json_decref(expect);
+}
+END_TEST
+
+START_TEST(test_defaults_and_nulls)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    ck_assert_int_eq(parse_small(&s, "{\"embeddings\": [[1, 2, 3, 4], [5, 6, 7, 8]]}", &req, &err),
+                     0);
+    ck_assert(!req.batched);
+    ck_assert_int_eq(req.batch.B, 1);
+    ck_assert_int_eq(req.batch.L, 2);
+    ck_assert_int_eq(req.attn_mode, ENC_ATTN_HEADS);
+    ck_assert_int_eq(req.precision, 9);
+    ck_assert(!req.base64_out && !req.layers_listed);
+    ck_assert(!req.want_layer[0] && req.want_layer[1]);
+    ck_assert_ptr_null(req.batch.lengths);
+    ck_assert_int_eq(req.batch.mask.window_left, ENC_WINDOW_NONE);
+    ck_assert_int_eq(req.batch.mask.window_right, ENC_WINDOW_NONE);
+    ck_assert_float_eq(req.x[7], 8.0f);
+    encode_request_free(&req);
+    encode_request_free(&req); /* twice is harmless */
+
+    /* null is absent for every optional field */
+    ck_assert_int_eq(parse_small(&s,
+                                 "{\"embeddings\": [[[1, 2, 3, 4]]], \"embeddings_b64\": null, "
+                                 "\"shape\": null, \"lengths\": null, \"mask\": null, "
+                                 "\"attention\": null, \"attention_layers\": null, "
+                                 "\"precision\": null, \"encoding\": null}",
+                                 &req, &err),
+                     0);
+    ck_assert(req.batched && req.attn_mode == ENC_ATTN_HEADS && req.precision == 9);
+    encode_request_free(&req);
+    ck_assert_int_eq(parse_small(&s,
+                                 "{\"embeddings\": [[1, 2, 3, 4]], \"mask\": {\"causal\": null, "
+                                 "\"window\": {\"left\": null, \"right\": 2}, \"attn\": null}}",
+                                 &req, &err),
+                     0);
+    ck_assert_int_eq(req.batch.mask.window_left, ENC_WINDOW_NONE);
+    ck_assert_int_eq(req.batch.mask.window_right, 1); /* clamped to L */
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
+START_TEST(test_mask_forms)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    const char *x = "\"embeddings\": [[[1, 2, 3, 4], [4, 3, 2, 1], [0, 1, 0, 1]], "
+                    "[[1, 1, 1, 1], [2, 0, 2, 0], [-1, 0, 1, 0]]]";
+    char body[1024];
+
+    snprintf(body, sizeof body, "{%s, \"mask\": {\"window\": 1, \"global\": [2, 0, 2]}}", x);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.window_left, 1);
+    ck_assert_int_eq(req.batch.mask.window_right, 1);
+    ck_assert_uint_eq(req.batch.mask.n_global, 3);
+    ck_assert_int_eq(req.batch.mask.global[1], 0);
+    encode_request_free(&req);
+
+    snprintf(body, sizeof body, "{%s, \"mask\": {\"window\": {\"right\": 0}}}", x);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.window_left, ENC_WINDOW_NONE);
+    ck_assert_int_eq(req.batch.mask.window_right, 0);
+    encode_request_free(&req);
+
+    snprintf(body, sizeof body, "{%s, \"mask\": {\"window\": 9223372036854775807}}", x);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.window_left, 3); /* clamped to L: same meaning */
+    encode_request_free(&req);
+
+    /* key_padding [B][L] and attn [B][L][L] booleans */
+    snprintf(body, sizeof body,
+             "{%s, \"mask\": {\"causal\": true, \"key_padding\": [[false, true, false], [true, "
+             "false, false]], \"attn\": [[[false, true, false], [false, false, false], [true, "
+             "false, false]], [[false, false, false], [false, false, false], [false, false, "
+             "true]]]}}",
+             x);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert(req.batch.mask.causal);
+    ck_assert_int_eq(req.batch.mask.key_padding[1], 1);
+    ck_assert_int_eq(req.batch.mask.key_padding[3], 1);
+    ck_assert_int_eq(req.batch.mask.attn_kind, ENC_MASK_BOOL);
+    ck_assert(req.batch.mask.attn_per_sequence);
+    ck_assert_int_eq(req.batch.mask.attn_bool[1], 1);
+    ck_assert_int_eq(req.batch.mask.attn_bool[6], 1);
+    ck_assert_int_eq(req.batch.mask.attn_bool[17], 1);
+    ck_assert_int_eq(req.batch.mask.attn_bool[16], 0);
+    encode_request_free(&req);
+
+    /* -1e39 (below float32) is -inf: not allowed, the same as true */
+    snprintf(body, sizeof body,
+             "{%s, \"mask\": {\"attn\": [[0, -1e39, 0.5], [0, 0, 0], [0, 0, 0]]}}", x);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.attn_kind, ENC_MASK_ADD);
+    ck_assert(!req.batch.mask.attn_per_sequence);
+    ck_assert(isinf(req.attn_add[1]) && req.attn_add[1] < 0);
+    ck_assert_float_eq(req.attn_add[2], 0.5f);
+    encode_request_free(&req);
+    snprintf(body, sizeof body,
+             "{%s, \"mask\": {\"attn\": [[0, -1e39, 0], [0, 0, 0], [-1e39, -1e39, 0]]}}", x);
+    run r1, r2;
+    run_body(&r1, s.model, &s.hp, body, "additive mask");
+    snprintf(body, sizeof body,
+             "{%s, \"mask\": {\"attn\": [[false, true, false], [false, false, false], [true, "
+             "true, false]]}}",
+             x);
+    run_body(&r2, s.model, &s.hp, body, "boolean mask");
+    const layout y = {2, 3, 4, 2, NULL};
+    const tol close = {false, 1e-6, 0.0};
+    check_json(json_object_get(r1.resp, "outputs"), &y, r2.req.out, T_OUT, -1, &close, "outputs");
+    check_json(json_object_get(r1.resp, "attention"), &y, r2.req.attn[1], T_HEADS, -1, &close,
+               "attention");
+    /* Disallowed keys get weight 0; a lone allowed key weight 1. */
+    const json_t *a0 = json_array_get(json_array_get(json_object_get(r1.resp, "attention"), 0), 0);
+    ck_assert(json_number_value(json_array_get(json_array_get(a0, 0), 1)) == 0.0);
+    ck_assert(json_number_value(json_array_get(json_array_get(a0, 2), 0)) == 0.0);
+    ck_assert(json_number_value(json_array_get(json_array_get(a0, 2), 2)) == 1.0);
+    run_free(&r1);
+    run_free(&r2);
+
+    /* The unbatched form: key_padding bool[L] and bool[1][L] */
+    const char *one = "\"embeddings\": [[1, 2, 3, 4], [4, 3, 2, 1]]";
+    snprintf(body, sizeof body, "{%s, \"mask\": {\"key_padding\": [false, true]}}", one);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.key_padding[1], 1);
+    encode_request_free(&req);
+    snprintf(body, sizeof body, "{%s, \"mask\": {\"key_padding\": [[true, false]]}}", one);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(req.batch.mask.key_padding[0], 1);
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
+START_TEST(test_attention_layers_and_limits)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    /* Listed layers keep the request's order; "attention" is the last layer. */
+    run r;
+    run_body(&r, s.model, &s.hp,
+             "{\"embeddings\": [[1, 2, 3, 4], [4, 3, 2, 1]], \"attention_layers\": [1, 0]}",
+             "layers [1, 0]");
+    const json_t *layers = json_object_get(r.resp, "attention_layers");
+    ck_assert_uint_eq(json_array_size(layers), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(layers, 0), "layer")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(layers, 1), "layer")), 0);
+    ck_assert(json_equal(json_object_get(json_array_get(layers, 0), "attention"),
+                         json_object_get(r.resp, "attention")));
+    ck_assert(!json_equal(json_object_get(json_array_get(layers, 1), "attention"),
+                          json_object_get(r.resp, "attention")));
+    run_free(&r);
+
+    /* [0] alone: layer 0 listed, the last still computed for "attention". */
+    ck_assert_int_eq(
+        parse_small(&s, "{\"embeddings\": [[1, 2, 3, 4]], \"attention_layers\": [0]}", &req, &err),
+        0);
+    ck_assert(req.want_layer[0] && req.want_layer[1] && req.layers_listed);
+    encode_request_free(&req);
+    /* "none": attention_layers is validated but has no effect. */
+    ck_assert_int_eq(parse_small(&s,
+                                 "{\"embeddings\": [[1, 2, 3, 4]], \"attention\": \"none\", "
+                                 "\"attention_layers\": \"all\"}",
+                                 &req, &err),
+                     0);
+    ck_assert(!req.want_layer[0] && !req.want_layer[1] && !req.layers_listed);
+    encode_request_free(&req);
+
+    /* max_attention_bytes 1024: 2 x 2 heads x 8 x 8 x 4 bytes = 1024 is at the
+     * limit, not over; "all" doubles it. */
+    char body[4096];
+    FILE *f = fmemopen(body, sizeof body, "w");
+    fputs("{\"embeddings\": [", f);
+    for (int b = 0; b < 2; b++) {
+        fputs(b ? ", [" : "[", f);
+        for (int i = 0; i < 8; i++)
+            fprintf(f, "%s[%d, 0.5, -1, 2]", i ? ", " : "", i);
+        fputc(']', f);
+    }
+    fputs("]", f);
+    long at = ftell(f);
+    fputs("}", f);
+    fclose(f);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    encode_request_free(&req);
+    snprintf(body + at, sizeof body - (size_t)at, ", \"attention_layers\": \"all\"}");
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), -1);
+    ck_assert_int_eq(err.kind, API_TOO_LARGE);
+    ck_assert_ptr_nonnull(strstr(err.message, "2048 bytes"));
+    encode_request_free(&req);
+    snprintf(body + at, sizeof body - (size_t)at,
+             ", \"attention_layers\": \"all\", \"attention\": \"mean\"}");
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    encode_request_free(&req);
+
+    /* No limits at all: still no overflow, just too large. */
+    memset(&err, 0, sizeof err);
+    const char *huge = "{\"embeddings_b64\": \"AAAA\", \"shape\": [2147483647, 2147483647, 4]}";
+    ck_assert_int_eq(encode_request_parse(&req, huge, strlen(huge), &s.hp, NULL, &err), -1);
+    ck_assert_int_eq(err.kind, API_TOO_LARGE);
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
+/* Zeroes a parsed request's outputs, as a forward would write them: the
+ * codec leaves them unset, the forward writes every entry. */
+static void zero_outputs(encode_request *req, const enc_hparams *hp)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    memset(req->out, 0, B * L * (size_t)hp->d_model * sizeof *req->out);
+    for (int l = 0; l < req->n_layers; l++)
+        if (req->attn[l])
+            memset(req->attn[l], 0, B * heads * L * L * sizeof(float));
+}
+
+START_TEST(test_response_details)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    const char *body = "{\"embeddings\": [[1, 2, 3, 4], [-4, 3, 2, 1e-30]], \"lengths\": [1], "
+                       "\"encoding\": \"base64\", \"precision\": 2}";
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    ck_assert_int_eq(encode_request_alloc_outputs(&req, &s.hp, &err), 0);
+    zero_outputs(&req, &s.hp); /* as the forward would leave them */
+    /* Values set by hand: the writer, not the model, is under test here. */
+    const float vals[] = {-0.0f, 1.5f, -0.3125f, 3e30f};
+    memcpy(req.out, vals, sizeof vals);
+    req.out[4] = 99.0f; /* padding row: never written */
+    req.attn[1][0] = 1.0f;
+    encode_usage u = {.sequences = 1, .tokens = 1};
+    size_t len;
+    char *text = encode_response(&req, "my \"model\" \xc3\xa9", &s.hp, &u, &len);
+    ck_assert_ptr_nonnull(text);
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    ck_assert_msg(j != NULL, "%s: %s", je.text, text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "model")), "my \"model\" \xc3\xa9");
+    check_shape(json_object_get(j, "shape"), (size_t[]){2, 4}, 2);
+    check_shape(json_object_get(j, "outputs_shape"), (size_t[]){1, 4}, 2);
+    check_shape(json_object_get(j, "attention_shape"), (size_t[]){2, 1, 1}, 3);
+    size_t n;
+    float *got = b64_floats(json_object_get(j, "outputs"), &n);
+    ck_assert_uint_eq(n, 4);
+    ck_assert(memcmp(got, vals, sizeof vals) == 0); /* base64 is exact, -0 included */
+    free(got);
+    got = b64_floats(json_object_get(j, "attention"), &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(got[0] == 1.0f && got[1] == 0.0f);
+    free(got);
+    json_decref(j);
+    free(text);
+
+    /* The same in JSON with 2 digits. */
+    req.base64_out = false;
+    text = encode_response(&req, "m", &s.hp, &u, &len);
+    ck_assert_ptr_nonnull(strstr(text, "\"outputs\":[[-0,1.5,-0.31,3e+30]]"));
+    ck_assert_ptr_nonnull(strstr(text, "\"attention\":[[[1]],[[0]]]"));
+    ck_assert_ptr_nonnull(strstr(text, "\"usage\":{\"sequences\":1,\"tokens\":1,"));
+    free(text);
+
+    /* A non-finite value (the core never returns one) still gives valid JSON. */
+    req.out[1] = NAN;
+    req.out[2] = -INFINITY;
+    text = encode_response(&req, "m", &s.hp, &u, &len);
+    j = json_loads(text, 0, &je);
+    ck_assert_msg(j != NULL, "%s", je.text);
+    json_decref(j);
+    free(text);
+    encode_request_free(&req);
+
+    /* Unparsed or never-allocated requests: no response, no crash. */
+    encode_request zero;
+    memset(&zero, 0, sizeof zero);
+    ck_assert_ptr_null(encode_response(&zero, "m", &s.hp, &u, &len));
+    encode_request_free(&zero);
+    enc_model_free(s.model);
+}
+END_TEST
+
+/* ---- robustness: every truncation and many byte changes of valid bodies ------ */
+
+static void parse_any(const small *s, const char *body, size_t len)
+{
+    encode_request req;
+    api_error err = {0};
+    if (encode_request_parse(&req, body, len, &s->hp, &s->lim, &err) == 0) {
+        ck_assert_int_eq(err.kind, API_OK);
+        if (encode_request_alloc_outputs(&req, &s->hp, &err) == 0) {
+            size_t n;
+            encode_usage u = {0};
+            zero_outputs(&req, &s->hp);
+            free(encode_response(&req, "m", &s->hp, &u, &n));
+        }
+    } else {
+        ck_assert(err.kind == API_BAD_REQUEST || err.kind == API_TOO_LARGE);
+        ck_assert(err.message[0] != '\0' && printable(err.message));
+    }
+    encode_request_free(&req);
+}
+
+START_TEST(test_mutations)
+{
+    small s;
+    small_load(&s);
+    char b64[64];
+    {
+        const float v[8] = {1, -2, 0.5f, 3, 0, 0, 1e-3f, 7};
+        char *t = base64_encode(v, sizeof v, NULL); /* little-endian host */
+        snprintf(b64, sizeof b64, "%s", t);
+        free(t);
+    }
+    char b64_body[256];
+    snprintf(b64_body, sizeof b64_body,
+             "{\"embeddings_b64\": \"%s\", \"shape\": [1, 2, 4], \"lengths\": [2], \"encoding\": "
+             "\"base64\"}",
+             b64);
+    const char *bodies[] = {
+        "{\"embeddings\": [[[1, 2, 3, 4], [5, 6, 7, 8]], [[0, 1, 0, 1], [2, 2, 2, 2]]], "
+        "\"lengths\": [2, 1], \"mask\": {\"causal\": true, \"window\": {\"left\": 1, \"right\": "
+        "0}, \"global\": [1], \"key_padding\": [[false, true], [false, false]], \"attn\": [[0, "
+        "-1], [0.5, 0]]}, \"attention\": \"mean\", \"attention_layers\": [0], \"precision\": 4}",
+        b64_body,
+    };
+    static const char repl[] = {'[', ']', '{', '}', '"', ',',  '0',
+                                '-', 'e', ':', ' ', 'x', '\0', (char)0xff};
+    for (size_t k = 0; k < sizeof bodies / sizeof *bodies; k++) {
+        const size_t n = strlen(bodies[k]);
+        char *buf = xcalloc(n + 1, 1);
+        for (size_t cut = 0; cut <= n; cut++)
+            parse_any(&s, bodies[k], cut);
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < sizeof repl; c++) {
+                memcpy(buf, bodies[k], n + 1);
+                buf[i] = repl[c];
+                parse_any(&s, buf, n);
+            }
+        free(buf);
+    }
+    /* Deep nesting stops at jansson's depth limit, not the stack. */
+    const size_t deep = 100000;
+    char *nest = xcalloc(2 * deep + 32, 1);
+    strcpy(nest, "{\"embeddings\": ");
+    memset(nest + strlen(nest), '[', deep);
+    parse_any(&s, nest, strlen(nest));
+    free(nest);
+    enc_model_free(s.model);
+}
+END_TEST
+
+Suite *v1_requests_suite(void)
+{
+    Suite *s = suite_create("v1_requests");
+    TCase *invalid = tcase_create("invalid bodies");
+    tcase_set_timeout(invalid, 120);
+    tcase_add_test(invalid, test_invalid_requests);
+    suite_add_tcase(s, invalid);
+    TCase *options = tcase_create("options");
+    tcase_set_timeout(options, 120);
+    tcase_add_test(options, test_defaults_and_nulls);
+    tcase_add_test(options, test_mask_forms);
+    tcase_add_test(options, test_attention_layers_and_limits);
+    tcase_add_test(options, test_response_details);
+    suite_add_tcase(s, options);
+    TCase *mutations = tcase_create("mutations");
+    tcase_set_timeout(mutations, 300);
+    tcase_add_test(mutations, test_mutations);
+    suite_add_tcase(s, mutations);
+    return s;
+}
