@@ -656,6 +656,13 @@ static const bad_case bad_cases[] = {
      "give window, or window_left and window_right, not both"},
     {WITH_PARAMS("\"global\":\"[0,\""), NULL, 0, 0, -1, 400,
      "parameters.global: the string '[0,' is not valid JSON"},
+    /* integers of any size are numbers (JavaScript writes 1e20 so), also in
+     * a string holding JSON: the parameter names itself */
+    {WITH_PARAMS("\"global\":\"[100000000000000000000]\""), NULL, 0, 0, -1, 400,
+     "parameters.global[0] is a number; expected a position 0..1"},
+    {WITH_PARAMS("\"window\":100000000000000000000"), NULL, 0, 0, -1, 400,
+     "parameters.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
+     "not a number"},
     {WITH_PARAMS("\"global\":[5]"), NULL, 0, 0, -1, 400,
      "parameters.global[0] = 5 is outside 0..1"},
     {WITH_PARAMS("\"key_padding\":[[false]]"), NULL, 0, 0, -1, 400,

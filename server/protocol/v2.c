@@ -207,8 +207,9 @@ static json_t *mask_value(const char *name, json_t *v, api_error *err)
 {
     if (!json_is_string(v))
         return json_incref(v);
-    json_error_t jerr;
-    json_t *parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, &jerr);
+    json_error_t jerr; /* integers of any size are numbers, as in the body */
+    json_t *parsed =
+        jx_loadb(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, &jerr);
     if (!parsed) {
         char q[API_SAFE_MAX + 4], why[API_SAFE_MAX + 4];
         BAD("parameters.%s: the string '%s' is not valid JSON (%s)", name,
