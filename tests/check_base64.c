@@ -10,8 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Loop 0: the VBMI loops where the CPU has them; loop 1: the table loops
+ * alone.  On a CPU without VBMI both loops run the table loops. */
+static void use_path(int i)
+{
+    base64_set_vbmi(i == 0);
+    ck_assert(i == 0 || !base64_vbmi_enabled());
+}
+
+static void vbmi_back_on(void) /* for the suites after these (CK_FORK=no) */
+{
+    base64_set_vbmi(true);
+}
+
 START_TEST(test_base64_rfc4648)
 {
+    use_path(_i);
     /* RFC 4648 section 10. */
     static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
     static const char *const coded[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
@@ -71,6 +85,7 @@ static size_t reference_b64(const unsigned char *s, size_t n, char *d)
 
 START_TEST(test_base64_long)
 {
+    use_path(_i);
     uint64_t st = 77;
     static const char bad_chars[] = {'!', (char)0xC3, '=', '-', '\n', '\0'};
     for (size_t n = 0; n < 5000; n += n < 400 ? 1 : 997) {
@@ -105,6 +120,7 @@ END_TEST
 
 START_TEST(test_base64_rejects)
 {
+    use_path(_i);
     static const char *const bad[] = {
         "Zg=",                                  /* length not a multiple of 4 */
         "Zg",      "Z",        "Zm9vY", "Z===", /* too much padding */
@@ -134,9 +150,10 @@ Suite *base64_suite(void)
 {
     Suite *s = suite_create("base64");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_base64_rfc4648);
-    tcase_add_test(tc, test_base64_rejects);
-    tcase_add_test(tc, test_base64_long);
+    tcase_add_checked_fixture(tc, NULL, vbmi_back_on);
+    tcase_add_loop_test(tc, test_base64_rfc4648, 0, 2);
+    tcase_add_loop_test(tc, test_base64_rejects, 0, 2);
+    tcase_add_loop_test(tc, test_base64_long, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -50,8 +50,12 @@ static void b64_pairs_init(void)
 #include <immintrin.h>
 #define B64_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
+static atomic_bool vbmi_allowed = true; /* base64_set_vbmi */
+
 static bool b64_vbmi(void)
 {
+    if (!atomic_load_explicit(&vbmi_allowed, memory_order_relaxed))
+        return false;
     static atomic_int has = -1; /* not asked yet */
     int h = atomic_load_explicit(&has, memory_order_relaxed);
     if (h < 0) {
@@ -115,6 +119,8 @@ B64_VBMI static size_t b64_decode_vbmi(const unsigned char *s, size_t len, unsig
     return i;
 }
 #else
+static atomic_bool vbmi_allowed = true;
+
 static bool b64_vbmi(void)
 {
     return false;
@@ -258,4 +264,14 @@ unsigned char *base64_decode(const char *text, size_t len, size_t *out_len)
     if (out_len)
         *out_len = n;
     return out;
+}
+
+void base64_set_vbmi(bool on)
+{
+    atomic_store_explicit(&vbmi_allowed, on, memory_order_relaxed);
+}
+
+bool base64_vbmi_enabled(void)
+{
+    return b64_vbmi();
 }

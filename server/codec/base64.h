@@ -7,6 +7,7 @@
 #ifndef ATTND_CODEC_BASE64_H
 #define ATTND_CODEC_BASE64_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* base64_decode returns an owned buffer and its length, or NULL for invalid
@@ -28,5 +29,11 @@ size_t base64_decoded_size(const char *s, size_t len);
  * bytes).  Returns 0, or -1 with *bad the offset of the first character at
  * fault. */
 int base64_decode_into(const char *s, size_t len, unsigned char *out, size_t *bad);
+
+/* The AVX-512 VBMI loops are used when the CPU has them; base64_set_vbmi(false)
+ * turns them off (tests run both paths), true back on.  base64_vbmi_enabled:
+ * whether they are in use now. */
+void base64_set_vbmi(bool on);
+bool base64_vbmi_enabled(void);
 
 #endif
