@@ -134,11 +134,21 @@ $(TEST_BIN): $(TEST_OBJ) $(APP_LIB) $(CORE_LIB) | $(ATTND)
 
 # The test runner prints Check's summary line ("100%: Checks: N, Failures: 0,
 # Errors: 0") and exits non-zero on any failure.
-test:
+test: docs-check
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-page
+
+# The repository stands alone: the contract is docs/contract.md, and no file
+# points to a directory outside the repository (the pattern is bracketed so
+# that this line does not match itself).
+.PHONY: docs-check
+docs-check:
+	@if grep -rnE --exclude-dir=.git --exclude-dir=build --exclude-dir=node_modules \
+	    'shared[/]|steer[i]ng' .; then \
+	  echo "docs-check: the lines above point outside the repository"; exit 1; \
+	else echo "docs-check: no file points outside the repository"; fi
 
 # The page at / in headless Chromium: tests/page/page_test.js drives Debian's
 # /usr/bin/chromium from node with playwright-core, which npm installs into
