@@ -62,12 +62,15 @@ static void stream_done(void *cls)
     http_request_unref(cls);
 }
 
-/* The block libmicrohttpd asks a streamed body for at a time: large enough
- * that a B=1 L=128 response (1.5 MB in base64) goes out in three sends
+/* The block libmicrohttpd asks a streamed body for at a time (and holds per
+ * response): a body of known length gets its own size up to 512 KiB, so a
+ * B=1 L=128 response (1.5 MB in base64) goes out in three sends
  * (docs/performance.md: 512 KiB against 128 KiB, p50 / compute 1.13 against
- * 1.16), small against the socket buffer a slow reader holds anyway (up to
- * net.ipv4.tcp_wmem's 4 MiB). */
-#define STREAM_BLOCK (512u << 10)
+ * 1.16) while a small one costs no more than itself; a body of unknown
+ * length (JSON numbers, chunked) 128 KiB, where the block made no
+ * difference.  64 connections streaming at once then hold at most 32 MiB. */
+#define STREAM_BLOCK_MAX   (512u << 10)
+#define STREAM_BLOCK_CHUNK (128u << 10)
 
 /* Queues r->out, produced as the socket drains: with Content-Length when
  * its length is known ahead (base64, binary), else chunked.  The body reads
@@ -76,9 +79,14 @@ static void stream_done(void *cls)
 enum MHD_Result http_respond_stream(request *r, const char *type, const char *const *extra)
 {
     const size_t size = stream_size(r->out);
+    const bool known = size != (size_t)-1;
+    const size_t block = !known                    ? STREAM_BLOCK_CHUNK
+                         : size < 4096             ? 4096
+                         : size < STREAM_BLOCK_MAX ? size
+                                                   : STREAM_BLOCK_MAX;
     atomic_fetch_add(&r->refs, 1);
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        size == (size_t)-1 ? MHD_SIZE_UNKNOWN : size, STREAM_BLOCK, stream_reader, r, stream_done);
+        known ? size : MHD_SIZE_UNKNOWN, block, stream_reader, r, stream_done);
     if (!resp) {
         http_request_unref(r);
         return MHD_NO;
