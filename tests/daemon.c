@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,65 @@ int run_attnd(const char *const *args, const char *const *env, char **out)
 
 /* ---- the client ---------------------------------------------------------- */
 
+/* ---- the responses' record ---------------------------------------------- */
+
+/* With ATTND_TEST_RECORD=DIR, every response a test reads is written to
+ * DIR/<pid>-<n>.http: one line of JSON naming the request's method and
+ * target and whether the body is still framed as it came (raw: chunked is
+ * not decoded) or decoded (libcurl), then the response (status line,
+ * headers, a blank line, the body).  make openapi-check validates each against /openapi.json
+ * (tests/openapi/validate.mjs).  Check runs each test in its own process,
+ * so the file names carry the pid. */
+static void record_response(const char *method, const char *target, size_t target_len, bool raw,
+                            const char *head, size_t head_len, const char *body, size_t len)
+{
+    const char *dir = getenv("ATTND_TEST_RECORD");
+    if (!dir || !*dir)
+        return;
+    static unsigned long seq;
+    char name[4096];
+    snprintf(name, sizeof name, "%s/%ld-%lu.http", dir, (long)getpid(), seq++);
+    FILE *f = fopen(name, "wb");
+    if (!f)
+        return;
+    fprintf(f, "{\"method\": \"");
+    for (const char *m = method; *m; m++)
+        fputc(*m == '"' || *m == '\\' || (unsigned char)*m < 0x20 ? '?' : *m, f);
+    fprintf(f, "\", \"target\": \"");
+    for (size_t i = 0; i < target_len; i++) /* printable ASCII, others as \u00XX */
+        if (target[i] == '"' || target[i] == '\\' || (unsigned char)target[i] < 0x20 ||
+            (unsigned char)target[i] > 0x7e)
+            fprintf(f, "\\u%04x", (unsigned char)target[i]);
+        else
+            fputc(target[i], f);
+    fprintf(f, "\", \"raw\": %s}\n", raw ? "true" : "false");
+    fwrite(head, 1, head_len, f);
+    fwrite(body, 1, len, f);
+    fclose(f);
+}
+
+/* record_response for a raw request's text: its method and target are the
+ * request line's first two words. */
+static void record_raw(const char *text, size_t len, const http_resp *r)
+{
+    const char *sp = memchr(text, ' ', len);
+    const size_t mlen = sp ? (size_t)(sp - text) : 0;
+    char method[32] = "";
+    if (mlen < sizeof method)
+        memcpy(method, text, mlen), method[mlen] = '\0';
+    const char *t = sp ? sp + 1 : text + len;
+    const char *te = t;
+    while (te < text + len && *te != ' ' && *te != '\r' && *te != '\n')
+        te++;
+    char *head = malloc(strlen(r->headers) + 5);
+    if (!head)
+        return;
+    strcpy(head, r->headers);
+    strcat(head, "\r\n\r\n");
+    record_response(method, t, (size_t)(te - t), true, head, strlen(head), r->body, r->len);
+    free(head);
+}
+
 typedef struct grow {
     char *s;
     size_t len;
@@ -276,8 +336,10 @@ int http_do(int port, const char *method, const char *path, const char *body, si
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK)
+    if (rc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+        record_response(method, path, strlen(path), false, h.s ? h.s : "", h.len, b.s ? b.s : "", b.len);
+    }
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);
     out->body = b.s ? b.s : strdup("");
@@ -518,6 +580,8 @@ int raw_request(int port, const char *text, size_t len, http_resp *out)
     }
     rc = raw_read_response(fd, 30000, out);
     close(fd);
+    if (rc == 0)
+        record_raw(text, len, out);
     return rc < 0 ? -2 : 0;
 }
 
@@ -526,5 +590,8 @@ int raw_exchange(int fd, const char *text, size_t len, http_resp *out)
     memset(out, 0, sizeof *out);
     if (raw_send(fd, text, len) < 0)
         return -1;
-    return raw_read_response(fd, 30000, out) < 0 ? -2 : 0;
+    if (raw_read_response(fd, 30000, out) < 0)
+        return -2;
+    record_raw(text, len, out);
+    return 0;
 }

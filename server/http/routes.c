@@ -4,6 +4,7 @@
 #include "http/internal.h"
 
 #include "page/page.h"
+#include "protocol/openapi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +41,20 @@ static enum MHD_Result serve_metrics(request *r)
     return http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, NULL);
 }
 
+/* A 200 of bytes built into the binary (http_respond takes an owned copy). */
+static enum MHD_Result respond_embedded(request *r, const char *type, const unsigned char *bytes,
+                                        size_t len, const char *const *headers)
+{
+    char *copy = malloc(len);
+    if (!copy)
+        return MHD_NO;
+    memcpy(copy, bytes, len);
+    return http_respond(r, 200, type, copy, len, headers);
+}
+
 static enum MHD_Result serve_openapi(request *r)
 {
-    char *copy = strdup(openapi_json);
-    return copy ? http_respond(r, 200, "application/json", copy, strlen(copy), NULL) : MHD_NO;
+    return respond_embedded(r, "application/json", openapi_json, openapi_json_len, NULL);
 }
 
 /* The page's Content-Security-Policy: its own inline script and style, data:
@@ -60,14 +71,10 @@ static enum MHD_Result serve_openapi(request *r)
  * may carry a new page. */
 static enum MHD_Result serve_page(request *r)
 {
-    char *copy = malloc(page_html_len);
-    if (!copy)
-        return MHD_NO;
-    memcpy(copy, page_html, page_html_len);
-    return http_respond(r, 200, "text/html; charset=utf-8", copy, page_html_len,
-                        (const char *const[]){"Cache-Control", "no-cache",
-                                              "Content-Security-Policy", PAGE_CSP,
-                                              "X-Content-Type-Options", "nosniff", NULL});
+    return respond_embedded(r, "text/html; charset=utf-8", page_html, page_html_len,
+                            (const char *const[]){"Cache-Control", "no-cache",
+                                                  "Content-Security-Policy", PAGE_CSP,
+                                                  "X-Content-Type-Options", "nosniff", NULL});
 }
 
 /* Runs on a compute worker when the forward is done: wake the connection. */

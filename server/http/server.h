@@ -19,7 +19,10 @@
 #include "runtime/pool.h"
 #include "runtime/spin.h"
 
-#define ATTND_VERSION "0.1.0"
+/* attnd's version, from the Makefile's VERSION (its one place). */
+#ifndef ATTND_VERSION
+#error "ATTND_VERSION must be defined (the Makefile passes -DATTND_VERSION)"
+#endif
 
 typedef struct server server;
 
@@ -48,8 +51,5 @@ void server_set_model(server *s, const enc_model *m, pool *p);
 void server_shutdown(server *s);
 
 void server_free(server *s);
-
-/* The OpenAPI 3 description served at /openapi.json (openapi.c). */
-extern const char openapi_json[];
 
 #endif

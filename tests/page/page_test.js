@@ -17,7 +17,7 @@
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
 
-const { spawn } = require("child_process");
+const { startDaemon: startDaemonOf, stopDaemons } = require("../node/daemon.js");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
@@ -41,47 +41,15 @@ function check(cond, what) {
   if (!cond) throw new Error("FAILED: " + what);
 }
 
-// Starts attnd on 127.0.0.1:0; resolves with {proc, base, log()} once the
-// log names the port and /health answers 200.
 function startDaemon(args, env) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(attndBin, ["--host", "127.0.0.1", "--port", "0", ...args], {
-      env: { ...process.env, OPENBLAS_NUM_THREADS: "1", ...env },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    const d = { proc, base: null, text: "" };
-    daemons.push(d);
-    const timer = setTimeout(() => reject(new Error("attnd did not start:\n" + d.text)), 20000);
-    proc.stderr.on("data", async (chunk) => {
-      d.text += chunk;
-      const m = !d.base && /listening on http:\/\/[^:\s]+:(\d+)/.exec(d.text);
-      if (!m) return;
-      d.base = "http://127.0.0.1:" + m[1];
-      for (let i = 0; i < 200; i++) {
-        try {
-          if ((await fetch(d.base + "/health")).status === 200) {
-            clearTimeout(timer);
-            return resolve(d);
-          }
-        } catch (e) { /* not yet */ }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    });
-    proc.on("exit", (code) => reject(new Error("attnd exited (" + code + "):\n" + d.text)));
-  });
+  return startDaemonOf(attndBin, args, env, daemons);
 }
 
 // Stops the browser and the daemons (SIGTERM, then up to 10 s each to exit).
 async function cleanup() {
   if (browser) await browser.close().catch(() => {});
   browser = null;
-  for (const d of daemons) {
-    if (d.proc.exitCode !== null || d.proc.signalCode !== null) continue;
-    const exited = new Promise((r) => d.proc.once("exit", r));
-    d.proc.kill("SIGTERM");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
-    if (d.proc.exitCode === null) d.proc.kill("SIGKILL");
-  }
+  await stopDaemons(daemons);
   if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   userDataDir = null;
 }

@@ -1,0 +1,202 @@
+// openapi_check.mjs - the description against the daemon (make openapi-check,
+// after the lint and the typed client's tsc --strict compile):
+//
+//   node tests/openapi/openapi_check.mjs ATTND_BIN OPENAPI.json NODE_MODULES CLIENT.mjs [RECORD_DIR]
+//
+// 1. runs the typed client (client.mts, compiled) against build/attnd on an
+//    ephemeral 127.0.0.1 port: it sends only {embeddings} and reads typed
+//    outputs, checked here against the request it sent;
+// 2. sends every route every method the description names (and one it does
+//    not), the encode options that change a response's form, errors of each
+//    kind, /v2 JSON and binary, on a daemon with an API key and one without,
+//    and validates each response (validate.mjs);
+// 3. validates every response the C test suite recorded in RECORD_DIR
+//    (ATTND_TEST_RECORD, tests/daemon.c).
+// Bounded: it gives up after TIME_LIMIT_MS and always stops the daemons.
+import { createRequire } from "module";
+import fs from "fs";
+import path from "path";
+import { pathToFileURL } from "url";
+import { Validator, validateRecords } from "./validate.mjs";
+
+const { startDaemon: startDaemonOf, stopDaemons } = createRequire(import.meta.url)("../node/daemon.js");
+
+const [attndBin, docPath, modulesDir, clientPath, recordDir] = process.argv.slice(2);
+if (!clientPath) {
+  console.error("usage: node openapi_check.mjs ATTND_BIN OPENAPI.json NODE_MODULES CLIENT.mjs [RECORD_DIR]");
+  process.exit(2);
+}
+const TIME_LIMIT_MS = 120000;
+const KEY = "s3cret-key";
+const doc = JSON.parse(fs.readFileSync(docPath, "utf8"));
+const validator = new Validator(doc, modulesDir);
+const daemons = [];
+const problems = [];
+let sent = 0;
+
+function check(cond, what) {
+  if (!cond) problems.push("FAILED: " + what);
+}
+
+async function startDaemon(args) {
+  return (await startDaemonOf(attndBin, args, {}, daemons)).base;
+}
+
+// One request; its response validated against the description.
+async function send(base, method, target, { body, headers = {}, json = true } = {}) {
+  const init = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+    if (json && !init.headers["Content-Type"]) init.headers["Content-Type"] = "application/json";
+  }
+  const r = await fetch(base + target, init);
+  const res = {
+    status: r.status,
+    headers: Object.fromEntries([...r.headers].map(([k, v]) => [k.toLowerCase(), v])),
+    body: Buffer.from(await r.arrayBuffer()),
+  };
+  sent++;
+  for (const p of validator.check(method, target, res)) problems.push(`${method} ${target}: ${p}`);
+  return res;
+}
+
+const bodyJson = (res) => JSON.parse(res.body.toString("utf8"));
+
+// Every path of the description, {name} and {version} filled in.
+function concrete(template) {
+  return template.replace("{name}", "encoder").replace("{version}", "1");
+}
+
+async function tour(base, key, D) {
+  const auth = key ? { Authorization: "Bearer " + key } : {};
+  const row = (s) => Array.from({ length: D }, (_, i) => Math.cos(i + s));
+  const seq = [row(0), row(1), row(2)];
+  const v2input = { name: "embeddings", datatype: "FP32", shape: [1, 3, D], data: seq.flat() };
+  for (const [template, item] of Object.entries(doc.paths)) {
+    const target = concrete(template);
+    for (const method of ["get", "head", "options", "post", "put", "delete"]) {
+      const op = item[method];
+      let body;
+      if (method === "post" || method === "put")
+        body = template.startsWith("/v2") ? { inputs: [v2input] } : { embeddings: seq };
+      const res = await send(base, method.toUpperCase(), target, { body, headers: auth });
+      if (op) check(res.status < 300, `${method} ${template} answered ${res.status}`);
+      else check(res.status === 405, `${method} ${template} (not described) answered ${res.status}`);
+      if (key && op && !op.security) {
+        const anon = await send(base, method.toUpperCase(), target, { body });
+        check(anon.status === 401, `${method} ${template} without the key answered ${anon.status}`);
+      }
+    }
+  }
+  // /v1/encode's forms: every combination that changes the response's shape.
+  const batch = [seq, [row(3), row(4), row(5)]];
+  for (const embeddings of [seq, batch])
+    for (const attention of ["heads", "mean", "none"])
+      for (const encoding of ["json", "base64"])
+        for (const attention_format of ["dense", "csr"])
+          for (const extra of [{}, { attention_layers: "all" }, { lengths: Array.isArray(embeddings[0][0]) ? [3, 2] : [2] }]) {
+            const res = await send(base, "POST", "/v1/encode", {
+              headers: auth,
+              body: { embeddings, attention, encoding, attention_format, precision: 4, ...extra },
+            });
+            check(res.status === 200, `encode ${attention} ${encoding} ${attention_format} ${JSON.stringify(extra)}: ${res.status}`);
+          }
+  const masked = await send(base, "POST", "/v1/encode", {
+    headers: auth,
+    body: { embeddings: seq, mask: { causal: true, window: { left: 1, right: null }, global: [0],
+                                     key_padding: [false, false, true], strided: null,
+                                     blocks: { size: 1, window: 1, random: 1, seed: 7 } } },
+  });
+  check(masked.status === 200, "masked encode: " + masked.status);
+  // Errors of each kind the client can cause.
+  const errorCases = [
+    [400, "POST", "/v1/encode", { body: "{not json" }],
+    [400, "POST", "/v1/encode", { body: { embeddings: seq, precision: 0 } }],
+    [400, "POST", "/v1/encode", { body: { embedings: seq } }],
+    [404, "GET", "/v1/nothing-here", {}],
+    [404, "GET", "/v2/models/other", {}],
+    [404, "GET", "/v2/models/encoder/versions/2/ready", {}],
+    [405, "DELETE", "/v1/encode", {}],
+    [413, "POST", "/v1/encode", { body: { embeddings: Array.from({ length: 70 }, () => seq) } }], // over max_batch (64, 4)
+    [415, "POST", "/v1/encode", { body: { embeddings: seq }, json: false, headers: { "Content-Type": "text/plain" } }],
+    [415, "POST", "/v1/encode", { body: { embeddings: seq }, headers: { "Content-Encoding": "gzip" } }],
+    [400, "POST", "/v2/models/encoder/infer", { body: {} }],
+    [400, "POST", "/v2/models/encoder/infer", { body: { inputs: [{ ...v2input, shape: [1, 2, D] }] } }],
+    [415, "POST", "/v2/models/encoder/infer", { body: { inputs: [v2input] }, headers: { "Content-Encoding": "br" } }],
+  ];
+  for (const [status, method, target, opts] of errorCases) {
+    const res = await send(base, method, target, { ...opts, headers: { ...auth, ...(opts.headers || {}) } });
+    check(res.status === status, `${method} ${target}: ${res.status}, expected ${status}`);
+  }
+  // /v2 infer: JSON outputs, CSR, and binary tensors both ways.
+  for (const parameters of [{}, { attention: "mean", causal: true }, { attention_format: "csr" },
+                            { binary_data_output: true }, { window: "{\"left\": 1}" }]) {
+    const res = await send(base, "POST", "/v2/models/encoder/versions/1/infer", {
+      headers: auth, body: { id: "req-1", parameters, inputs: [v2input], outputs: [{ name: "outputs" }, { name: "attention" }] },
+    });
+    check(res.status === 200, `infer ${JSON.stringify(parameters)}: ${res.status}`);
+  }
+  const header = Buffer.from(JSON.stringify({
+    inputs: [{ name: "embeddings", datatype: "FP32", shape: [1, 3, D], parameters: { binary_data_size: 12 * D } }],
+  }));
+  const tensor = Buffer.from(new Float32Array(seq.flat()).buffer);
+  const bin = await send(base, "POST", "/v2/models/encoder/infer", {
+    json: false, body: new Uint8Array(Buffer.concat([header, tensor])),
+    headers: { ...auth, "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": String(header.length) },
+  });
+  check(bin.status === 200, "binary infer: " + bin.status);
+}
+
+async function main() {
+  // 1. The typed client, against a daemon that wants no key.
+  const base = await startDaemon(["--n-layers", "2"]);
+  const client = await import(pathToFileURL(path.resolve(clientPath)).href);
+  const D = await client.modelDim(base);
+  const out = await client.encodeOnce(base, D);
+  check(D === 512, "the typed client read d_model " + D);
+  check(JSON.stringify(out.shape) === JSON.stringify([2, D]), "client: shape " + JSON.stringify(out.shape));
+  check(Array.isArray(out.outputs) && out.outputs.length === 2 && out.outputs.every((r) => r.length === D &&
+        r.every(Number.isFinite)), "client: outputs are [2][d_model] finite numbers");
+  // Post-norm: each output row has mean 0 and variance 1 (LayerNorm, weight 1, bias 0 when seeded).
+  for (const r of out.outputs) {
+    const mean = r.reduce((a, b) => a + b, 0) / D;
+    const v = r.reduce((a, b) => a + (b - mean) ** 2, 0) / D;
+    check(Math.abs(mean) < 1e-4 && Math.abs(v - 1) < 1e-3, `client: output row mean ${mean}, variance ${v}`);
+  }
+  check(out.usage.tokens === 2 && out.usage.sequences === 1, "client: usage " + JSON.stringify(out.usage));
+  // 2. Every route, form and error, without a key and with one.
+  await tour(base, null, D);
+  const keyed = await startDaemon(["--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--d-ff", "8",
+                                   "--api-key", KEY, "--max-batch", "4"]);
+  await tour(keyed, KEY, 16);
+  const live = sent;
+  // 3. What the C suite recorded.
+  let recorded = 0;
+  if (recordDir) {
+    const r = validateRecords(validator, recordDir);
+    recorded = r.n;
+    problems.push(...r.problems);
+    check(recorded >= 100, `only ${recorded} recorded responses in ${recordDir}`);
+  }
+  for (const p of problems.slice(0, 60)) console.log(p);
+  const statuses = [...new Set([...validator.seen.keys()].map((k) => k.split(" ").pop()))].sort();
+  console.log(`openapi check: ${live} live responses and ${recorded} recorded by the test suite validated; ` +
+    `statuses seen ${statuses.join(" ")}; ${problems.length} problems`);
+  return problems.length ? 1 : 0;
+}
+
+const timer = setTimeout(() => {
+  console.error(`openapi check: gave up after ${TIME_LIMIT_MS} ms`);
+  stop(1);
+}, TIME_LIMIT_MS);
+
+async function stop(code) {
+  clearTimeout(timer);
+  await stopDaemons(daemons);
+  process.exit(code);
+}
+
+main().then(stop, (e) => {
+  console.error(e && e.stack ? e.stack : e);
+  stop(1);
+});
