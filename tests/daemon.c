@@ -234,19 +234,30 @@ int run_attnd(const char *const *args, const char *const *env, char **out)
  * DIR/<pid>-<n>.http: one line of JSON naming the request's method and
  * target and whether the body is still framed as it came (raw: chunked is
  * not decoded) or decoded (libcurl), then the response (status line,
- * headers, a blank line, the body).  make openapi-check validates each against /openapi.json
+ * headers, a blank line, the body), and the request's body, if any, to
+ * DIR/<pid>-<n>.req.  make openapi-check validates each against /openapi.json
  * (tests/openapi/validate.mjs).  Check runs each test in its own process,
  * so the file names carry the pid. */
 static void record_response(const char *method, const char *target, size_t target_len, bool raw,
-                            const char *head, size_t head_len, const char *body, size_t len)
+                            const char *req, size_t req_len, const char *head, size_t head_len,
+                            const char *body, size_t len)
 {
     const char *dir = getenv("ATTND_TEST_RECORD");
     if (!dir || !*dir)
         return;
     static unsigned long seq;
     char name[4096];
-    snprintf(name, sizeof name, "%s/%ld-%lu.http", dir, (long)getpid(), seq++);
-    FILE *f = fopen(name, "wb");
+    const unsigned long n = seq++;
+    FILE *f;
+    if (req && req_len) {
+        snprintf(name, sizeof name, "%s/%ld-%lu.req", dir, (long)getpid(), n);
+        if ((f = fopen(name, "wb"))) {
+            fwrite(req, 1, req_len, f);
+            fclose(f);
+        }
+    }
+    snprintf(name, sizeof name, "%s/%ld-%lu.http", dir, (long)getpid(), n);
+    f = fopen(name, "wb");
     if (!f)
         return;
     fprintf(f, "{\"method\": \"");
@@ -283,7 +294,7 @@ static void record_raw(const char *text, size_t len, const http_resp *r)
         return;
     strcpy(head, r->headers);
     strcat(head, "\r\n\r\n");
-    record_response(method, t, (size_t)(te - t), true, head, strlen(head), r->body, r->len);
+    record_response(method, t, (size_t)(te - t), true, NULL, 0, head, strlen(head), r->body, r->len);
     free(head);
 }
 
@@ -338,7 +349,7 @@ int http_do(int port, const char *method, const char *path, const char *body, si
     CURLcode rc = curl_easy_perform(c);
     if (rc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-        record_response(method, path, strlen(path), false, h.s ? h.s : "", h.len, b.s ? b.s : "", b.len);
+        record_response(method, path, strlen(path), false, body, body ? len : 0, h.s ? h.s : "", h.len, b.s ? b.s : "", b.len);
     }
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);

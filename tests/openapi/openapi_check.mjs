@@ -56,7 +56,8 @@ async function send(base, method, target, { body, headers = {}, json = true } = 
     body: Buffer.from(await r.arrayBuffer()),
   };
   sent++;
-  for (const p of validator.check(method, target, res)) problems.push(`${method} ${target}: ${p}`);
+  const request = init.body === undefined ? null : Buffer.from(init.body);
+  for (const p of validator.check(method, target, res, request)) problems.push(`${method} ${target}: ${p}`);
   return res;
 }
 
@@ -180,7 +181,8 @@ async function main() {
   }
   for (const p of problems.slice(0, 60)) console.log(p);
   const statuses = [...new Set([...validator.seen.keys()].map((k) => k.split(" ").pop()))].sort();
-  console.log(`openapi check: ${live} live responses and ${recorded} recorded by the test suite validated; ` +
+  console.log(`openapi check: ${live} live responses and ${recorded} recorded by the test suite validated ` +
+    `(and ${validator.requests} requests the daemon took); ` +
     `statuses seen ${statuses.join(" ")}; ${problems.length} problems`);
   return problems.length ? 1 : 0;
 }

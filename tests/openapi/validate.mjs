@@ -13,6 +13,9 @@ import { createRequire } from "module";
 import fs from "fs";
 import path from "path";
 
+// A key as a JSON pointer's token.
+const esc = (s) => s.replace(/~/g, "~0").replace(/\//g, "~1");
+
 // The description's routes as regular expressions, most specific first.
 function routeMatchers(doc) {
   return Object.keys(doc.paths)
@@ -79,6 +82,7 @@ export class Validator {
     this.routes = routeMatchers(doc);
     this.compiled = new Map();
     this.seen = new Map(); // "METHOD template status" -> count
+    this.requests = 0; // request bodies validated
   }
 
   schemaAt(pointer) {
@@ -91,7 +95,10 @@ export class Validator {
   }
 
   // Problems with one response to (method, target): an array of strings.
-  check(method, target, res) {
+  // request: the request's body (a Buffer), when known; one the daemon
+  // took (2xx) and that is JSON must validate against the operation's
+  // request schema, so the description is no stricter than the daemon.
+  check(method, target, res, request) {
     const problems = [];
     const p = targetPath(target);
     const route = p === null ? null : this.routes.find((r) => r.re.test(p));
@@ -136,6 +143,24 @@ export class Validator {
     const key = `${method} ${route ? route.template : "(no route)"} ${res.status}`;
     this.seen.set(key, (this.seen.get(key) || 0) + 1);
     if (!resp) return problems;
+    if (request && request.length && res.status < 300 && op && op.requestBody) {
+      const media = op.requestBody.content["application/json"];
+      let value;
+      try {
+        value = JSON.parse(request.toString("utf8"));
+      } catch {
+        value = undefined; // binary tensors after the JSON: not one JSON document
+      }
+      if (media && value !== undefined) {
+        const ptr = `/paths/${esc(route.template)}/${m}/requestBody/content/application~1json/schema`;
+        const validate = this.schemaAt(ptr);
+        if (!validate(value)) {
+          const e = validate.errors[0];
+          problems.push(`${where}: a request the daemon took does not match ${ptr}: ${e.instancePath} ${e.message}`);
+        }
+        this.requests++;
+      }
+    }
     if (resp.$ref) resp = this.resolve(resp.$ref);
     for (const [name, h] of Object.entries(resp.headers || {}))
       if (h.required && !(name.toLowerCase() in res.headers))
@@ -181,7 +206,6 @@ export class Validator {
 
   // The JSON pointer of a response's schema.
   pointerOf(route, m, op, status, ctype, resp) {
-    const esc = (s) => s.replace(/~/g, "~0").replace(/\//g, "~1");
     const r = route && op && op.responses[String(status)];
     if (r && r.$ref) return r.$ref.slice(1) + `/content/${esc(ctype)}/schema`;
     if (r) {
@@ -210,7 +234,9 @@ export function validateRecords(validator, dir) {
       continue;
     }
     n++;
-    for (const p of validator.check(req.method, req.target, res))
+    const reqFile = path.join(dir, f.replace(/\.http$/, ".req"));
+    const body = fs.existsSync(reqFile) ? fs.readFileSync(reqFile) : null;
+    for (const p of validator.check(req.method, req.target, res, body))
       problems.push(`${f}: ${req.method} ${req.target}: ${p}`);
   }
   return { n, problems };
@@ -221,6 +247,6 @@ if (process.argv[1] && import.meta.url === "file://" + path.resolve(process.argv
   const v = new Validator(JSON.parse(fs.readFileSync(docPath, "utf8")), modulesDir);
   const { n, problems } = validateRecords(v, dir);
   for (const p of problems.slice(0, 50)) console.log(p);
-  console.log(`validate: ${n} responses, ${problems.length} problems`);
+  console.log(`validate: ${n} responses, ${v.requests} requests, ${problems.length} problems`);
   process.exit(problems.length ? 1 : 0);
 }
