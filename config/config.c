@@ -68,6 +68,9 @@ typedef enum cfg_type {
     X("server.connection_timeout", "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", CFG_INT,    \
       server.connection_timeout, "SECONDS", "30", 1, 3600,                                         \
       "seconds an idle connection stays open")                                                     \
+    X("server.drain_seconds", "--drain-seconds", "ATTND_DRAIN_SECONDS", CFG_INT,                   \
+      server.drain_seconds, "SECONDS", "0", 0, 3600,                                               \
+      "on SIGTERM or SIGINT, keep serving this long with readiness down, then stop accepting")     \
     X("server.access_log", "--access-log", "ATTND_ACCESS_LOG", CFG_BOOL, server.access_log,        \
       "BOOL", "true", 0, 0, "log one line per request to stderr")                                  \
     X("compute.workers", "--workers", "ATTND_WORKERS", CFG_INT, compute.workers, "N",              \

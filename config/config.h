@@ -36,6 +36,7 @@ typedef struct attnd_config {
         int max_connections;     /* 2048 */
         int max_connections_per_ip; /* from one client address; 0 = no limit */
         int connection_timeout;  /* seconds a connection may stay idle, 30 */
+        int drain_seconds;       /* after SIGTERM: serving with readiness down, 0 */
         bool access_log;         /* one line per request on stderr, true */
     } server;
     struct {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -80,6 +81,43 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
             enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "",
             enc_model_sha256(m));
+}
+
+/* server.drain_seconds after the first SIGTERM or SIGINT (sig): readiness
+ * down, still serving, until the period ends or a second signal comes. */
+static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
+{
+    const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    if (seconds <= 0) {
+        fprintf(stderr, "attnd: %s\n", name);
+        return;
+    }
+    fprintf(stderr,
+            "attnd: %s: draining for %d s: readiness 503, still accepting and serving "
+            "(a second signal ends the drain)\n",
+            name, seconds);
+    server_drain(srv, seconds);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += seconds;
+    for (;;) {
+        struct timespec now, left;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left.tv_sec = end.tv_sec - now.tv_sec;
+        left.tv_nsec = end.tv_nsec - now.tv_nsec;
+        if (left.tv_nsec < 0)
+            left.tv_sec--, left.tv_nsec += 1000000000L;
+        if (left.tv_sec < 0)
+            break;
+        const int got = sigtimedwait(stop, NULL, &left);
+        if (got == SIGTERM || got == SIGINT) {
+            fprintf(stderr, "attnd: %s: the drain ends now\n", got == SIGINT ? "SIGINT" : "SIGTERM");
+            return;
+        }
+        if (got < 0 && errno != EINTR)
+            break; /* EAGAIN: the period is over */
+    }
+    fprintf(stderr, "attnd: the drain period is over\n");
 }
 
 int main(int argc, char **argv)
@@ -169,8 +207,8 @@ int main(int argc, char **argv)
 
     int sig = 0;
     sigwait(&stop, &sig);
-    fprintf(stderr, "attnd: %s: finishing requests in flight, then exiting\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    drain(srv, &stop, sig, cfg.server.drain_seconds);
+    fprintf(stderr, "attnd: no longer accepting; finishing requests in flight, then exiting\n");
     server_shutdown(srv);
     server_free(srv);
     pool_free(workers);

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1112,6 +1113,106 @@ START_TEST(test_graceful_shutdown)
 }
 END_TEST
 
+/* Waits (bounded) until the daemon's log holds text; returns whether it did. */
+static bool log_has(const char *text)
+{
+    for (int i = 0; i < 400; i++) {
+        char *log = daemon_log(&dp);
+        const bool found = strstr(log, text) != NULL;
+        free(log);
+        if (found)
+            return true;
+        usleep(25000);
+    }
+    return false;
+}
+
+/* Waits (bounded) for the daemon to exit; returns its exit status, or -1. */
+static int wait_exit(void)
+{
+    for (int i = 0; i < 600; i++) {
+        int status = 0;
+        if (waitpid(dp.pid, &status, WNOHANG) == dp.pid) {
+            dp.pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        usleep(50000);
+    }
+    return -1;
+}
+
+/* server.drain_seconds: after SIGTERM readiness is 503 with Retry-After,
+ * liveness 200, and new connections are still accepted and served, each
+ * answer with Connection: close; a second SIGTERM ends the drain, and the
+ * daemon exits 0 with each phase logged. */
+START_TEST(test_drain_on_sigterm)
+{
+    const char *args[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32", "--seed", "3",
+                          "--drain-seconds", "600", NULL};
+    start_or_fail(args, NULL);
+    kill(dp.pid, SIGTERM);
+    ck_assert(log_has("draining for 600 s"));
+    char v[64];
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/health", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 503);
+    ck_assert_str_eq(r.body, "{\"status\":\"draining\"}");
+    /* Retry-After: what is left of the drain, in whole seconds. */
+    ck_assert_ptr_nonnull(http_header(&r, "Retry-After", v, sizeof v));
+    ck_assert_int_ge(atoi(v), 500);
+    ck_assert_int_le(atoi(v), 600);
+    http_resp_free(&r);
+    static const char *const ready[] = {"/v2/health/ready", "/v2/models/encoder/ready",
+                                        "/v2/models/encoder/versions/1/ready"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(http_do(dp.port, "GET", ready[i], NULL, 0, NULL, &r), 0);
+        ck_assert_msg(r.status == 503, "%s: %ld", ready[i], r.status);
+        ck_assert_ptr_nonnull(strstr(r.body, "draining"));
+        ck_assert_ptr_nonnull(http_header(&r, "Retry-After", v, sizeof v));
+        http_resp_free(&r);
+    }
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v2/health/live", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_resp_free(&r);
+    /* Still serving, on new connections, and asking each to close. */
+    ck_assert_int_eq(
+        http_post_json(dp.port, "/v1/encode", "{\"embeddings\": [[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]}",
+                       &r),
+        0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(http_header(&r, "Connection", v, sizeof v), "close");
+    http_resp_free(&r);
+    kill(dp.pid, SIGTERM);
+    ck_assert_int_eq(wait_exit(), 0);
+    ck_assert(log_has("attnd: stopped"));
+    char *log = daemon_log(&dp);
+    const char *a = strstr(log, "draining for 600 s"), *b = strstr(log, "SIGTERM: the drain ends now"),
+               *c = strstr(log, "no longer accepting"), *d = strstr(log, "attnd: stopped");
+    ck_assert_msg(a && b && c && d && a < b && b < c && c < d, "phases not logged in order:\n%s", log);
+    free(log);
+    daemon_stop(&dp);
+}
+END_TEST
+
+/* A drain that runs its course: the daemon stops accepting by itself and
+ * exits 0 once the period is over. */
+START_TEST(test_drain_period_ends)
+{
+    const char *args[] = {"--d-model", "16", "--n-heads", "4", "--d-ff", "32", "--seed", "3",
+                          "--drain-seconds", "1", NULL};
+    start_or_fail(args, NULL);
+    kill(dp.pid, SIGINT);
+    ck_assert_int_eq(wait_exit(), 0);
+    ck_assert(log_has("attnd: stopped"));
+    char *log = daemon_log(&dp);
+    const char *a = strstr(log, "SIGINT: draining for 1 s"), *b = strstr(log, "drain period is over"),
+               *c = strstr(log, "no longer accepting");
+    ck_assert_msg(a && b && c && a < b && b < c, "phases not logged in order:\n%s", log);
+    free(log);
+    daemon_stop(&dp);
+}
+END_TEST
+
 START_TEST(test_queue_full_429)
 {
     start_or_fail((const char *const[]){"--d-model", "256", "--n-heads", "4", "--d-ff", "1024",
@@ -1164,6 +1265,8 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_starting_503);
     tcase_add_test(tc, test_graceful_shutdown);
     tcase_add_test(tc, test_queue_full_429);
+    tcase_add_test(tc, test_drain_on_sigterm);
+    tcase_add_test(tc, test_drain_period_ends);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -44,7 +44,9 @@ struct server {
     linger_set *lingering; /* connections answered before their body, closing gracefully */
     char *model_json; /* the /v1/model body, made once */
     atomic_int ready;
-    atomic_int shutting_down;
+    atomic_int draining;      /* readiness down, still accepting (server_drain) */
+    _Atomic double drain_end; /* pool_now() when the drain period ends */
+    atomic_int shutting_down; /* no longer accepting (server_shutdown) */
     atomic_long in_flight; /* requests begun and not yet completed */
     atomic_ulong next_id;
 };

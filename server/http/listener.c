@@ -227,6 +227,12 @@ void server_set_model(server *s, const enc_model *m, pool *p)
     atomic_store(&s->ready, 1);
 }
 
+void server_drain(server *s, int seconds)
+{
+    atomic_store(&s->drain_end, pool_now() + seconds);
+    atomic_store(&s->draining, 1);
+}
+
 void server_shutdown(server *s)
 {
     if (!s || !s->daemon)

@@ -25,7 +25,7 @@ static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, 
     }
     for (int i = 0; extra && extra[i]; i += 2)
         MHD_add_response_header(resp, extra[i], extra[i + 1]);
-    if (atomic_load(&r->srv->shutting_down) || r->early.close)
+    if (atomic_load(&r->srv->shutting_down) || atomic_load(&r->srv->draining) || r->early.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);

@@ -6,19 +6,35 @@
 #include "page/page.h"
 #include "protocol/openapi.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- the routes' handlers ------------------------------------------------ */
 
+/* Why the server is not ready (its /health status), or NULL when it is;
+ * retry_after: the seconds a client should wait, as text: what is left of
+ * the drain, or 1. */
+static const char *not_ready(const server *s, char retry_after[24])
+{
+    const char *why = atomic_load(&s->shutting_down) ? "shutting_down"
+                      : atomic_load(&s->draining)    ? "draining"
+                      : !atomic_load(&s->ready)      ? "starting"
+                                                     : NULL;
+    const double left = atomic_load(&s->drain_end) - pool_now();
+    const bool draining = why && strcmp(why, "draining") == 0;
+    snprintf(retry_after, 24, "%ld", draining && left > 1 ? (long)ceil(left) : 1L);
+    return why;
+}
+
 static enum MHD_Result serve_health(request *r)
 {
-    server *s = r->srv;
-    if (atomic_load(&s->shutting_down))
-        return http_respond_json(r, 503, json_pack("{s:s}", "status", "shutting_down"), NULL);
-    if (!atomic_load(&s->ready))
-        return http_respond_json(r, 503, json_pack("{s:s}", "status", "starting"), NULL);
+    char retry[24];
+    const char *why = not_ready(r->srv, retry);
+    if (why)
+        return http_respond_json(r, 503, json_pack("{s:s}", "status", why),
+                                 (const char *const[]){"Retry-After", retry, NULL});
     return http_respond_json(r, 200, json_pack("{s:s}", "status", "ok"), NULL);
 }
 
@@ -221,10 +237,14 @@ static enum MHD_Result respond_empty(request *r)
 
 static enum MHD_Result v2_not_ready(request *r)
 {
-    return http_respond_error(r, API_UNAVAILABLE,
-                              atomic_load(&r->srv->shutting_down) ? "the server is shutting down"
-                                                                  : "the model is still loading",
-                              NULL);
+    char retry[24];
+    const char *why = not_ready(r->srv, retry);
+    const char *msg = !why                           ? "the model is still loading"
+                      : strcmp(why, "draining") == 0 ? "the server is draining: it stops accepting soon"
+                      : strcmp(why, "starting") == 0 ? "the model is still loading"
+                                                     : "the server is shutting down";
+    return http_respond_error(r, API_UNAVAILABLE, msg,
+                              (const char *const[]){"Retry-After", retry, NULL});
 }
 
 static enum MHD_Result respond_body(request *r, char *body)
@@ -246,7 +266,8 @@ static enum MHD_Result serve_v2_live(request *r)
 
 static bool serving(const server *s)
 {
-    return atomic_load(&s->ready) && !atomic_load(&s->shutting_down);
+    char retry[24];
+    return !not_ready(s, retry);
 }
 
 /* GET /v2/health/ready, /v2/models/{name}/ready */

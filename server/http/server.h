@@ -46,6 +46,13 @@ void server_on_forward(void *arg, int sequences, long tokens, int requests, doub
 /* Serves m (borrowed) through p (borrowed) from now on: ready. */
 void server_set_model(server *s, const enc_model *m, pool *p);
 
+/* The drain after SIGTERM, for a load balancer to take this replica out:
+ * readiness goes down (/health, /v2/health/ready, /v2/models/{name}/ready
+ * answer 503 with Retry-After: the drain's seconds left), liveness stays up,
+ * and requests are still accepted and served for the next seconds, each
+ * answered with Connection: close so that keep-alive clients reconnect. */
+void server_drain(server *s, int seconds);
+
 /* /health turns 503, the listener closes, requests already accepted finish;
  * then the HTTP threads stop.  The pool is left to the caller. */
 void server_shutdown(server *s);

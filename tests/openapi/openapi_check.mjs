@@ -168,7 +168,7 @@ async function main() {
   // 2. Every route, form and error, without a key and with one.
   await tour(base, null, D);
   const keyed = await startDaemon(["--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--d-ff", "8",
-                                   "--api-key", KEY, "--max-batch", "4"]);
+                                   "--api-key", KEY, "--max-batch", "4", "--activation", "gelu_tanh"]);
   await tour(keyed, KEY, 16);
   const live = sent;
   // 3. What the C suite recorded.
