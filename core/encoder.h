@@ -277,6 +277,22 @@ void enc_set_threads(int n);
 /* The n of the last enc_set_threads (1 before any). */
 int enc_threads(void);
 
+/* What the forward runs on, for the start-up log and /v1/model. */
+typedef struct enc_platform {
+    const char *kernels;    /* "avx512": attnd's AVX-512 GEMM, softmax and activations;
+                               "openblas": cblas_sgemm and portable C */
+    const char *cpu_simd;   /* the widest vector extension the CPU has: "avx512f",
+                               "avx2", "avx" or "sse2" ("none" elsewhere) */
+    const char *blas_core;  /* openblas_get_corename(): OpenBLAS's kernels for this CPU */
+    bool blas_core_generic; /* the CPU has AVX2 but OpenBLAS runs older kernels: it does
+                               not know this CPU (Debian's 0.3.21 calls the newest
+                               Xeons Prescott) and its sgemm runs at a fraction of the
+                               CPU's speed; OPENBLAS_CORETYPE overrides it */
+} enc_platform;
+
+/* Fills p (its strings are static). */
+void enc_platform_get(enc_platform *p);
+
 /* The most forward threads, over all workspaces alive together, that m's
  * forwards can run without OpenBLAS running out of the buffers reserved for
  * them (docs/reliability.md): 2 x OpenBLAS's MAX_THREADS less its own

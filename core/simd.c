@@ -1,12 +1,15 @@
 /* simd.c - the AVX-512 forms of the softmax and the activations (simd.h),
- * and the switch every AVX-512 path checks. */
+ * the switch every AVX-512 path checks, and what the forward runs on
+ * (enc_platform_get). */
 #include "simd.h"
 
 #include "internal.h"
 #include "vecmath.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <strings.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -86,7 +89,21 @@ __attribute__((target("avx512f"))) void simd_activation(float *x, size_t n, enc_
     }
 }
 
+static const char *cpu_simd(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ? "avx512f"
+           : __builtin_cpu_supports("avx2")  ? "avx2"
+           : __builtin_cpu_supports("avx")   ? "avx"
+                                             : "sse2";
+}
+
 #else /* no AVX-512 code on this architecture or compiler */
+
+static const char *cpu_simd(void)
+{
+    return "none";
+}
 
 bool simd_supported(void)
 {
@@ -110,3 +127,24 @@ void simd_activation(float *x, size_t n, enc_activation act)
 }
 
 #endif
+
+/* OpenBLAS's x86 cores with AVX2 kernels (its driver/others/dynamic.c). */
+static bool avx2_core(const char *core)
+{
+    static const char *const cores[] = {"Haswell", "Zen",           "SkylakeX",
+                                        "Cooperlake", "SapphireRapids", "Excavator"};
+    for (size_t i = 0; i < sizeof cores / sizeof *cores; i++)
+        if (strcasecmp(core, cores[i]) == 0)
+            return true;
+    return false;
+}
+
+void enc_platform_get(enc_platform *p)
+{
+    const char *core = openblas_get_corename();
+    p->kernels = simd_enabled() ? "avx512" : "openblas";
+    p->cpu_simd = cpu_simd();
+    p->blas_core = core ? core : "unknown";
+    p->blas_core_generic = (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
+                           !avx2_core(p->blas_core);
+}

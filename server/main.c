@@ -201,9 +201,19 @@ int main(int argc, char **argv)
         goto done;
     }
     server_set_model(srv, model, workers);
-    fprintf(stderr, "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s)\n",
+    enc_platform pf;
+    enc_platform_get(&pf);
+    if (pf.blas_core_generic)
+        fprintf(stderr,
+                "attnd: warning: OpenBLAS runs its %s kernels on a CPU with %s (it does not know "
+                "this CPU): its sgemm may run at a fraction of the CPU's speed; set "
+                "OPENBLAS_CORETYPE=%s (docs/deploy.md)\n",
+                pf.blas_core, pf.cpu_simd, strcmp(pf.cpu_simd, "avx512f") == 0 ? "SkylakeX" : "Haswell");
+    fprintf(stderr,
+            "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s; "
+            "%s kernels, CPU %s, OpenBLAS core %s)\n",
             cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
-            cfg.server.threads, spin_note);
+            cfg.server.threads, spin_note, pf.kernels, pf.cpu_simd, pf.blas_core);
 
     int sig = 0;
     sigwait(&stop, &sig);

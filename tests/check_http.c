@@ -1213,6 +1213,33 @@ START_TEST(test_drain_period_ends)
 }
 END_TEST
 
+/* The BLAS the daemon runs on, in its ready line and /v1/model; an OpenBLAS
+ * core older than the CPU (OPENBLAS_CORETYPE=Prescott stands for Debian's
+ * OpenBLAS on a CPU it does not know) is warned about on a CPU with AVX2. */
+START_TEST(test_platform_reported)
+{
+    start_or_fail(small_model, (const char *const[]){"OPENBLAS_CORETYPE=Prescott", NULL});
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *j = parse_body(&r);
+    json_t *pf = json_object_get(j, "platform");
+    ck_assert_str_eq(json_string_value(json_object_get(pf, "blas_core")), "Prescott");
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2");
+    ck_assert_str_eq(json_string_value(json_object_get(pf, "cpu_simd")),
+                     __builtin_cpu_supports("avx512f") ? "avx512f" : avx2 ? "avx2" : "avx");
+    ck_assert(json_is_boolean(json_object_get(pf, "blas_core_generic")));
+    ck_assert_int_eq(json_is_true(json_object_get(pf, "blas_core_generic")), avx2);
+    ck_assert(log_has("OpenBLAS core Prescott)"));
+    char *log = daemon_log(&dp);
+    ck_assert_int_eq(strstr(log, "warning: OpenBLAS runs its Prescott kernels") != NULL, avx2);
+    free(log);
+    json_decref(j);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 START_TEST(test_queue_full_429)
 {
     start_or_fail((const char *const[]){"--d-model", "256", "--n-heads", "4", "--d-ff", "1024",
@@ -1267,6 +1294,7 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_queue_full_429);
     tcase_add_test(tc, test_drain_on_sigterm);
     tcase_add_test(tc, test_drain_period_ends);
+    tcase_add_test(tc, test_platform_reported);
     suite_add_tcase(s, tc);
     return s;
 }

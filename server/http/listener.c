@@ -206,9 +206,11 @@ void server_set_model(server *s, const enc_model *m, pool *p)
     const enc_hparams *hp = enc_model_hparams(m);
     const attnd_config *cfg = s->cfg;
     const char *sha = enc_model_sha256(m);
+    enc_platform pf;
+    enc_platform_get(&pf);
     json_t *info = json_pack(
         "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:b}, s:I, s:{s:s, s:o}, "
-        "s:{s:i, s:i, s:I, s:I, s:I}, s:s}",
+        "s:{s:i, s:i, s:I, s:I, s:I}, s:s, s:{s:s, s:s, s:s, s:b}}",
         "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads", hp->n_heads,
         "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff", hp->d_ff,
         "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation), "norm_first",
@@ -218,7 +220,9 @@ void server_set_model(server *s, const enc_model *m, pool *p)
         "max_batch", cfg->limits.max_batch, "max_seq_len", cfg->limits.max_seq_len,
         "max_batch_tokens", (json_int_t)cfg->limits.max_batch_tokens, "max_attention_bytes",
         (json_int_t)cfg->limits.max_attention_bytes, "max_body_bytes",
-        (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION);
+        (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION, "platform", "kernels",
+        pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
+        pf.blas_core_generic);
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);

@@ -161,7 +161,7 @@ static int decide_from_headers(request *r, const char *url, const char *method, 
                                     : strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (!method_ok)
         return decide(r, API_METHOD_NOT_ALLOWED, (const char *const[]){"Allow", rt->allow, NULL},
-                      "%s does not accept %s; use %s", rt->path, r->method,
+                      "%s does not accept %s; use %s", r->path, r->method,
                       rt->post ? "POST" : "GET");
     if (!rt->open && !authorized(r))
         return decide(r, API_UNAUTHORIZED,
