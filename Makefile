@@ -7,6 +7,8 @@
 #   make test-page       the page at / in headless Chromium (make test runs it)
 #   make openapi-check   the OpenAPI description: lint, a typed client compiled and
 #                        run, live responses validated (make test runs it)
+#   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) run
+#                        against the daemon, its output checked (make test runs it)
 #   make deps            install the Debian packages the build needs (root or sudo)
 #   make deps-node       chromium, node and npm, then the pinned npm packages
 #   make SANITIZER=address|undefined|address,undefined test
@@ -36,6 +38,9 @@ DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd
 DEB_FIXTURES := python3-torch python3-numpy
 # What the page's browser test and the OpenAPI check need (make deps-node).
 DEB_NODE     := chromium nodejs npm
+# What docs/api.md's examples need besides node (make deps-node): curl, and
+# Debian's python3 with requests.
+DEB_DOCS     := curl python3-requests
 # What make docker-check needs.
 DEB_DOCKER   := debootstrap python3
 
@@ -167,6 +172,7 @@ test: docs-check
 	ATTND_TEST_RECORD=$(CURDIR)/$(RECORD_DIR) OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-page
 	@$(MAKE) --no-print-directory openapi-check
+	@$(MAKE) --no-print-directory docs-examples
 
 # The repository stands alone: the contract is docs/contract.md, and no file
 # points to a directory outside the repository (the pattern is bracketed so
@@ -186,7 +192,7 @@ docs-check:
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check
+.PHONY: test-page deps-page deps-node openapi-check docs-examples
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -218,6 +224,18 @@ openapi-check:
 	$(NODE_BIN)/tsc -p $(OPENAPI_OUT)
 	timeout 300 node tests/openapi/openapi_check.mjs $(ATTND) $(OPENAPI_JSON) $(NODE_MODULES) \
 	  $(OPENAPI_OUT)/client.mjs $(wildcard $(RECORD_DIR))
+
+# The examples of docs/api.md, each run against the daemon: every code block
+# marked <!-- example: ROUTE --> (sh with curl, python with requests, ts with
+# fetch, compiled with tsc --strict) must exit 0 and print each text its
+# "# =>" or "// =>" lines name, and every route needs all three
+# (tests/docs/examples.mjs; the blocks and their outputs in $(DOCS_OUT)).
+DOCS_OUT := $(BUILD)/docs-examples
+docs-examples:
+	@$(MAKE) --no-print-directory deps-node
+	@$(MAKE) --no-print-directory $(ATTND)
+	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
+	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md
 
 bench:
 	@$(MAKE) --no-print-directory deps
@@ -331,12 +349,15 @@ deps-fixtures:
 
 # Installs the DEB_NODE packages whose command (chromium, node, npm) is missing
 # (checked by command, not by package, so a node from elsewhere, such as
-# NodeSource's, which bundles npm, is used as it is), then the npm packages.
+# NodeSource's, which bundles npm, is used as it is), the DEB_DOCS packages
+# (checked by package: the examples run /usr/bin/python3), then the npm
+# packages.
 deps-node:
 	@missing=""; for p in $(DEB_NODE); do \
 	  c=$$p; [ $$p != nodejs ] || c=node; \
 	  command -v $$c >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	[ -z "$$missing" ] || $(MAKE) --no-print-directory deps DEB_BUILD="$$missing"
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_DOCS)"
 	@$(MAKE) --no-print-directory $(NODE_STAMP)
 
 deps-page: deps-node
