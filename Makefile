@@ -9,6 +9,8 @@
 #                        run, live responses validated (make test runs it)
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) run
 #                        against the daemon, its output checked (make test runs it)
+#   make k8s-check       deploy/kubernetes/ against the Kubernetes schemas and attnd
+#                        (make test runs it)
 #   make deps            install the Debian packages the build needs (root or sudo)
 #   make deps-node       chromium, node and npm, then the pinned npm packages
 #   make SANITIZER=address|undefined|address,undefined test
@@ -173,6 +175,7 @@ test: docs-check
 	@$(MAKE) --no-print-directory test-page
 	@$(MAKE) --no-print-directory openapi-check
 	@$(MAKE) --no-print-directory docs-examples
+	@$(MAKE) --no-print-directory k8s-check
 
 # The repository stands alone: the contract is docs/contract.md, and no file
 # points to a directory outside the repository (the pattern is bracketed so
@@ -236,6 +239,19 @@ docs-examples:
 	@$(MAKE) --no-print-directory $(ATTND)
 	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
 	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md
+
+# deploy/kubernetes/ (docs/deploy.md): each kustomization built as
+# `kubectl apply -k` builds it, every object validated against the Kubernetes
+# schemas (kubernetes-models; KServe's kinds by a schema from its API types)
+# and against what attnd needs: probes, drain, security, selectors, settings
+# attnd knows, a ConfigMap `attnd --check-config` accepts
+# (tests/deploy/k8s_check.mjs).  make container-check runs the Deployment.
+.PHONY: k8s-check
+k8s-check:
+	@$(MAKE) --no-print-directory deps-node
+	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
+	@$(MAKE) --no-print-directory $(ATTND)
+	node tests/deploy/k8s_check.mjs $(ATTND) $(NODE_MODULES)
 
 bench:
 	@$(MAKE) --no-print-directory deps
