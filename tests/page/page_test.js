@@ -257,6 +257,17 @@ async function main() {
   });
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(String(e)));
+  // Every response the page gets from a daemon, validated at the end
+  // against the daemon's /openapi.json (tests/openapi/validate.mjs).
+  const responses = [];
+  page.on("response", (res) => {
+    if (!daemons.some((x) => x.base && res.url().startsWith(x.base + "/"))) return;
+    const req = res.request();
+    responses.push(res.body().then(
+      (body) => ({ method: req.method(), url: res.url(), status: res.status(), headers: res.headers(),
+                   body, request: req.postDataBuffer() }),
+      () => null)); // a response the page no longer holds (navigated away)
+  });
   const lastRequest = async () => JSON.parse(await page.evaluate(() => window.attnd.lastRequest));
 
   // 1. The textbook example runs on load.  This daemon's model is not the
@@ -605,6 +616,19 @@ async function main() {
     }
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
+  const { Validator } = await import("../openapi/validate.mjs");
+  const validator = new Validator(await (await fetch(d.base + "/openapi.json")).json(), modulesDir);
+  let validated = 0;
+  for (const r of await Promise.all(responses)) {
+    if (!r) continue;
+    const u = new URL(r.url);
+    const problems = validator.check(r.method, u.pathname + u.search,
+                                     { status: r.status, headers: r.headers, body: r.body }, r.request);
+    check(problems.length === 0, `${r.method} ${u.pathname}: ${problems.join("; ")}`);
+    validated++;
+  }
+  check(validated >= 20, `only ${validated} of the page's responses validated`);
+  console.log(`page test: ${validated} responses the page got validated against /openapi.json`);
   check(pageErrors.length === 0, "no script errors: " + pageErrors.join("; "));
 }
 
