@@ -22,6 +22,7 @@
 #                        load; make soak: the same for SOAK_SECONDS (600)
 #   make bench           performance against PyTorch / ONNX Runtime (bench/run.sh;
 #                        docs/performance.md)
+#   make bench-replicas  1 replica x all CPUs against 1 replica per CPU (docs/deploy.md)
 #   make fixtures        regenerate the PyTorch fixtures (installs python3-torch)
 #   make docker-check    the Dockerfile's steps in debootstrap roots, then the
 #                        image's entrypoint, healthcheck and a request (root;
@@ -252,6 +253,14 @@ k8s-check:
 	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
 	@$(MAKE) --no-print-directory $(ATTND)
 	node tests/deploy/k8s_check.mjs $(ATTND) $(NODE_MODULES)
+
+# Sizing a host (docs/deploy.md): 1 replica x every CPU against 1 replica per
+# CPU, throughput at B=1 and B=8 (bench/replicas.sh).
+.PHONY: bench-replicas
+bench-replicas:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(ATTND)
+	bash bench/replicas.sh
 
 bench:
 	@$(MAKE) --no-print-directory deps
