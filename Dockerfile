@@ -1,6 +1,6 @@
 # attnd in a container: build stage with the same steps as the README
-# (make deps, then make), runtime stage with only the shared libraries
-# build/attnd needs, run as a non-root user.
+# (make deps, then make), runtime stage with only the packages that hold the
+# shared libraries build/attnd loads (ldd), run as a non-root user.
 #
 #   docker build -t attnd .
 #   docker run --rm -p 8080:8080 attnd
@@ -8,10 +8,17 @@
 #       -e ATTND_WEIGHTS=/models/model.safetensors -e ATTND_D_MODEL=768 -e ATTND_N_HEADS=12 \
 #       -e ATTND_D_FF=3072 -e ATTND_ACTIVATION=gelu attnd
 #
-# make docker-check runs these stages without a Docker engine, in debootstrap
-# roots (tools/dockerfile_check.py): keep to the instructions it knows (FROM
-# debian:<suite>-slim, RUN, COPY [--from], WORKDIR, ENV, USER, EXPOSE,
-# HEALTHCHECK and ENTRYPOINT in JSON form) or teach it the new one.
+# podman builds it too, with --format docker: an OCI-format image has no
+# HEALTHCHECK, and podman drops it.  make container-check
+# (tools/container_check.sh, the recipe step by step) builds this file from a
+# fresh clone with podman and checks the container: every library ldd wants
+# is there and each package below holds one; it runs --read-only
+# --cap-drop=ALL as the image's user; the HEALTHCHECK passes; /, /v1/encode
+# and /v2 answer through a mapped port; a weights file mounted read-only is
+# served; podman stop drains and attnd exits 0.
+#
+# docker stop / podman stop wait 10 s by default before SIGKILL: keep
+# ATTND_DRAIN_SECONDS (server.drain_seconds) below their -t, or raise -t.
 
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
@@ -26,6 +33,8 @@ COPY server server
 RUN make deps && make WERROR=1 build/attnd
 
 FROM debian:bookworm-slim
+# What ldd build/attnd resolves to: OpenBLAS, jansson, libmicrohttpd (with
+# GnuTLS) and nettle; the rest (libc, libgfortran, ...) comes with them.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libopenblas0-pthread libjansson4 libmicrohttpd12 libnettle8 \

@@ -24,9 +24,11 @@
 #                        docs/performance.md)
 #   make bench-replicas  1 replica x all CPUs against 1 replica per CPU (docs/deploy.md)
 #   make fixtures        regenerate the PyTorch fixtures (installs python3-torch)
-#   make docker-check    the Dockerfile's steps in debootstrap roots, then the
-#                        image's entrypoint, healthcheck and a request (root;
-#                        no Docker engine needed: tools/dockerfile_check.py)
+#   make container-check the image built with podman from a fresh clone of HEAD
+#                        and its container checked: ldd, --read-only as its user,
+#                        HEALTHCHECK, /, /v1/encode, /v2, mounted weights, drain
+#                        on podman stop, the Kubernetes Deployment under podman
+#                        kube play (root; tools/container_check.sh)
 
 CC        ?= cc
 PKG       ?= pkg-config
@@ -44,8 +46,10 @@ DEB_NODE     := chromium nodejs npm
 # What docs/api.md's examples need besides node (make deps-node): curl, and
 # Debian's python3 with requests.
 DEB_DOCS     := curl python3-requests
-# What make docker-check needs.
-DEB_DOCKER   := debootstrap python3
+# What make container-check needs: podman with runc and netavark (iptables for
+# its port mapping, catatonit for kube play's pods), debootstrap for the base
+# image, and the script's tools (kubectl comes with make k8s-check's rule).
+DEB_CONTAINER := podman buildah runc netavark iptables catatonit debootstrap git curl python3
 
 # ---- flag groups -----------------------------------------------------------
 OPT       ?= -O3
@@ -110,7 +114,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN  := $(BUILD)/tests/check_attnd
 
 .PHONY: all run test bench valgrind deps deps-fixtures fixtures clean help format fuzz fuzz-build \
-        test-load soak docker-check
+        test-load soak container-check
 all: $(ATTND) $(TEST_BIN)
 
 help:
@@ -304,11 +308,12 @@ test-load:
 soak:
 	@$(MAKE) --no-print-directory test-load LOAD_SECONDS=$(SOAK_SECONDS)
 
-# The Dockerfile without a Docker engine: each stage in a fresh debootstrap
-# root, then the image started as it would run (tools/dockerfile_check.py).
-docker-check:
-	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_DOCKER)"
-	$(PYTHON) tools/dockerfile_check.py --work $(BUILD)/dockerfile-check
+# The image built with a real engine and its container checked
+# (tools/container_check.sh; root).  The images stay for the next run.
+container-check:
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
+	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
+	bash tools/container_check.sh
 
 # ---- fuzzing: libFuzzer from Debian's clang (docs/reliability.md) ----------
 # make fuzz builds every target with clang -fsanitize=fuzzer,address,undefined
