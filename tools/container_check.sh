@@ -28,9 +28,10 @@
 #      README's variables: /v1/model's weights.sha256 is the file's sha256sum;
 #      SIGTERM starts a drain (/health 503 while requests are still served),
 #      and a second signal ends it, with status 0;
-#   7. deploy/kubernetes/base's Deployment and ConfigMap under podman kube
-#      play: the probes' routes answer, the security context holds, the
-#      forward threads come from the CPU limit.
+#   7. deploy/kubernetes/base's and overlays/weights' Deployment and
+#      ConfigMap under podman kube play: the probes' routes answer, the
+#      security context holds, the forward threads come from the CPU limit,
+#      the overlay's claim (a podman volume here) serves its weights file.
 # The containers are always removed; the images stay (debian:bookworm-slim,
 # attnd and the build's layer cache), so the next run is faster.
 #
@@ -94,7 +95,8 @@ pm() {
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnd-container-check.XXXXXX")
 containers=()
-kubes=() # pods played from these files, torn down with podman kube down
+kubes=()   # pods played from these files, torn down with podman kube down
+volumes=() # podman volumes made here
 # Always: remove this run's containers (after a failure, printing the log of
 # the one under check), then the temporary directory.  The images stay.
 cleanup() {
@@ -109,6 +111,7 @@ cleanup() {
   done
   [ ${#containers[@]} = 0 ] || say "removed the containers (${containers[*]}); kept the images"
   for k in "${kubes[@]}"; do pm 120 kube down "$k" >/dev/null 2>&1 || say "could not tear down $k"; done
+  for v in "${volumes[@]}"; do pm 60 volume rm --force "$v" >/dev/null 2>&1 || say "could not remove volume $v"; done
   # A debootstrap stopped half-way may leave /proc or /sys mounted in its root.
   awk -v t="$tmp/" 'index($2, t) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
   rm -rf --one-file-system "$tmp"
@@ -436,23 +439,30 @@ for phase in "the drain ends now" "attnd: stopped"; do
 done
 say "SIGTERM: /health 503 draining, /v1/encode still 200; podman stop (a second SIGTERM): exit status 0 after $stop_s s"
 
-# ---- 7. the Kubernetes Deployment under podman kube play ---------------------------
-# deploy/kubernetes/base as `kubectl apply -k` would build it (kubectl
-# kustomize), its ConfigMap and Deployment played by podman against the image
-# just built: the pod runs with the manifest's securityContext (non-root,
-# read-only root filesystem, all capabilities dropped, RuntimeDefault
-# seccomp), attnd.json from the ConfigMap volume, forward threads from the CPU
-# limit; its probes' routes answer through a hostPort.  Kubernetes reaches a
-# pod through its Service; podman has no Services, so the rendered
-# Deployment gets `hostIP: 127.0.0.1` and a free `hostPort`, and one replica
-# (two would need two host ports).  The rest (Service, HPA, PDB) are no
-# podman kinds: make k8s-check validates them.  Torn down with podman kube down.
+# ---- 7. the Kubernetes manifests under podman kube play ----------------------------
+# deploy/kubernetes/base and overlays/weights as `kubectl apply -k` would
+# build them (kubectl kustomize), their ConfigMap and Deployment played by
+# podman against the image just built: the pod runs with the manifest's
+# securityContext (non-root, read-only root filesystem, all capabilities
+# dropped, RuntimeDefault seccomp), attnd.json from the ConfigMap volume,
+# forward threads from the CPU limit; its probes' routes answer through a
+# hostPort.  Kubernetes reaches a pod through its Service; podman has no
+# Services, so the rendered Deployment gets `hostIP: 127.0.0.1` and a free
+# `hostPort`, and one replica (two would need two host ports).  The
+# overlay's claim attnd-weights is a podman volume made here holding a
+# model.safetensors of the overlay's hyperparameters.  The other kinds
+# (Service, HPA, PDB) are no podman kinds: make k8s-check validates them.
+# Each is torn down with podman kube down.
 command -v kubectl >/dev/null || fail "kubectl is not installed (make container-check installs it)"
-kube=$tmp/kube.yaml
-kport=$(free_port)
-kubectl kustomize "$ctx/deploy/kubernetes/base" >"$tmp/rendered.yaml" ||
-  fail "kubectl kustomize deploy/kubernetes/base failed"
-"$PY" - "$tmp/rendered.yaml" "$kube" "$kport" <<'PYEOF'
+
+# kube_play DIR: plays DIR's ConfigMap and Deployment; sets kube (the played
+# file), kctr (its attnd container) and kbase (its URL), once ready.
+kube_play() {
+  local dir=$1 port
+  port=$(free_port)
+  kube=$tmp/kube-$(basename "$dir").yaml
+  kubectl kustomize "$ctx/$dir" >"$tmp/rendered.yaml" || fail "kubectl kustomize $dir failed"
+  "$PY" - "$tmp/rendered.yaml" "$kube" "$port" <<'PYEOF'
 import sys
 src, dst, port = sys.argv[1], sys.argv[2], sys.argv[3]
 docs = open(src).read().split("\n---\n")
@@ -468,45 +478,103 @@ for d in keep:
     out.append(d)
 open(dst, "w").write("\n---\n".join(out) + "\n")
 PYEOF
-kube_down() { pm 120 kube down "$kube" >/dev/null 2>&1 || true; }
-kubes+=("$kube")
-pm 300 kube play "$kube" >"$tmp/kubeplay.log" 2>&1 || { cat "$tmp/kubeplay.log" >&2; fail "podman kube play failed"; }
-# The Deployment's pod is attnd-pod-0 (podman 4.3; attnd-pod in others), its
-# container <pod>-attnd.
-kctr=$(pm 30 ps --format '{{.Names}}' | grep -E '^attnd-pod(-0)?-attnd$' | head -n 1) || true
-[ -n "$kctr" ] || fail "podman kube play started no attnd container: $(pm 30 ps -a --format '{{.Names}} {{.Status}}' | tr '\n' ';')"
-kbase=http://127.0.0.1:$kport
-deadline=$((SECONDS + 60))
-until [ "$(http GET "$kbase/v2/health/ready")" = 200 ]; do
-  [ $SECONDS -lt $deadline ] || fail "the kube play pod's /v2/health/ready is not 200 after 60 s"
-  sleep 0.5
-done
-# The probes as the kubelet runs them, from outside the container (podman
-# turns an httpGet probe into a `curl` run inside it, and the image has no
-# curl: the kubelet needs none).
-probes=$("$PY" - "$kube" <<'PYEOF'
+  kubes+=("$kube")
+  pm 300 kube play "$kube" >"$tmp/kubeplay.log" 2>&1 || { cat "$tmp/kubeplay.log" >&2; fail "podman kube play $dir failed"; }
+  # The Deployment's pod is attnd-pod-0 (podman 4.3; attnd-pod in others),
+  # its container <pod>-attnd.
+  kctr=$(pm 30 ps --format '{{.Names}}' | grep -E '^attnd-pod(-0)?-attnd$' | head -n 1) || true
+  [ -n "$kctr" ] || fail "podman kube play started no attnd container: $(pm 30 ps -a --format '{{.Names}} {{.Status}}' | tr '\n' ';')"
+  kbase=http://127.0.0.1:$port
+  local deadline=$((SECONDS + 60))
+  until [ "$(http GET "$kbase/v2/health/ready")" = 200 ]; do
+    [ $SECONDS -lt $deadline ] || fail "$dir under kube play: /v2/health/ready is not 200 after 60 s"
+    sleep 0.5
+  done
+  # The probes as the kubelet runs them, from outside the container (podman
+  # turns an httpGet probe into a `curl` run inside it, and the image has no
+  # curl: the kubelet needs none).
+  probes=$("$PY" - "$kube" <<'PYEOF'
 import re, sys
 print(" ".join(sorted(set(re.findall(r"path: (/v2/health/\w+)", open(sys.argv[1]).read())))))
 PYEOF
 )
-[ -n "$probes" ] || fail "kube play: the Deployment has no httpGet probes"
-for route in $probes; do
-  expect "kube play: the probe's GET $route" "$(http GET "$kbase$route")" 200
-done
-expect "kube play: GET /v1/model" "$(http GET "$kbase/v1/model")" 200
-expect "kube play: forward threads from limits.cpu" "$(pm 30 exec "$kctr" printenv ATTND_FORWARD_THREADS)" 2
-expect "kube play: the ConfigMap's attnd.json" \
-  "$(pm 30 exec "$kctr" printenv ATTND_CONFIG) $(pm 30 exec "$kctr" sh -c 'test -r "$ATTND_CONFIG" && echo readable')" \
-  "/etc/attnd/attnd.json readable"
-expect "kube play: user" "$(pm 30 exec "$kctr" id -u)" 10001
-pm 30 exec "$kctr" sh -c 'touch /x' 2>/dev/null && fail "kube play: the root filesystem is writable"
-expect "kube play: capabilities" "$(pm 30 exec "$kctr" sh -c "awk '/^CapEff/ {print \$2}' /proc/self/status")" 0000000000000000
+  [ -n "$probes" ] || fail "$dir: the Deployment has no httpGet probes"
+  for route in $probes; do
+    expect "$dir under kube play: the probe's GET $route" "$(http GET "$kbase$route")" 200
+  done
+  expect "$dir: forward threads from limits.cpu" "$(pm 30 exec "$kctr" printenv ATTND_FORWARD_THREADS)" 2
+  expect "$dir: the ConfigMap's attnd.json" \
+    "$(pm 30 exec "$kctr" printenv ATTND_CONFIG) $(pm 30 exec "$kctr" sh -c 'test -r "$ATTND_CONFIG" && echo readable')" \
+    "/etc/attnd/attnd.json readable"
+  expect "$dir: user" "$(pm 30 exec "$kctr" id -u)" 10001
+  pm 30 exec "$kctr" sh -c 'touch /x' 2>/dev/null && fail "$dir: the root filesystem is writable"
+  expect "$dir: capabilities" "$(pm 30 exec "$kctr" sh -c "awk '/^CapEff/ {print \$2}' /proc/self/status")" 0000000000000000
+  pm 30 logs "$kctr" >"$tmp/klog" 2>&1
+  grep -q "ready (1 compute worker x 2 forward threads" "$tmp/klog" ||
+    fail "$dir: attnd did not take 2 forward threads: $(tail -3 "$tmp/klog")"
+}
+
+# kube_down: tears the last played file's pod down, and the volume kube play
+# made for its ConfigMap.
+kube_down() {
+  pm 120 kube down "$kube" >/dev/null 2>&1 || fail "podman kube down $kube failed"
+  unset 'kubes[-1]'
+  local cm
+  for cm in $(awk '/^kind: ConfigMap/ {c = 1} c && /^  name: / {print $2; c = 0}' "$kube"); do
+    pm 60 volume rm --force "$cm" >/dev/null 2>&1 || true
+  done
+}
+
+kube_play deploy/kubernetes/base
+expect "base: GET /v1/model" "$(http GET "$kbase/v1/model")" 200
+expect "base: the seeded model's d_model" "$(j 'j["hyperparameters"]["d_model"]')" 512
 printf '{"embeddings": %s}' "$(embeddings 1 3 512)" >"$tmp/kv1.json"
-expect "kube play: POST /v1/encode" "$(http POST "$kbase/v1/encode" "$tmp/kv1.json")" 200
-pm 30 logs "$kctr" >"$tmp/klog" 2>&1
-grep -q "ready (1 compute worker x 2 forward threads" "$tmp/klog" || fail "kube play: attnd did not take 2 forward threads: $(tail -3 "$tmp/klog")"
-say "kube play: deploy/kubernetes/base's Deployment and ConfigMap as pod $kctr on 127.0.0.1:$kport: probes $probes 200, uid 10001, read-only root, no capabilities, 2 forward threads from limits.cpu, /v1/encode 200"
+expect "base: POST /v1/encode" "$(http POST "$kbase/v1/encode" "$tmp/kv1.json")" 200
+say "kube play: deploy/kubernetes/base as pod $kctr: probes $probes 200, uid 10001, read-only root, no capabilities, 2 forward threads from limits.cpu, the ConfigMap's attnd.json, /v1/encode 200"
 kube_down
-kubes=()
+
+# overlays/weights: the claim attnd-weights as a podman volume holding a
+# model.safetensors of the overlay's hyperparameters (d_model 768, 12 heads,
+# d_ff 3072: a BERT-base-sized block, made here with fixed values; the
+# tensor names are PyTorch's, docs/model.md).
+vol=attnd-weights
+pm 30 volume exists "$vol" && fail "a podman volume $vol exists already: remove it (podman volume rm $vol)"
+"$PY" - "$tmp/weights" <<'PYEOF'
+import json, os, struct, sys
+D, F = 768, 3072
+shapes = {"self_attn.in_proj_weight": [3 * D, D], "self_attn.in_proj_bias": [3 * D],
+          "self_attn.out_proj.weight": [D, D], "self_attn.out_proj.bias": [D],
+          "linear1.weight": [F, D], "linear1.bias": [F], "linear2.weight": [D, F], "linear2.bias": [D],
+          "norm1.weight": [D], "norm1.bias": [D], "norm2.weight": [D], "norm2.bias": [D]}
+header, data, off = {}, [], 0
+for i, (name, shape) in enumerate(sorted(shapes.items())):
+    n = 1
+    for s in shape:
+        n *= s
+    value = 1.0 if name.startswith("norm") and name.endswith("weight") else 0.01 * ((i % 5) - 2)
+    data.append(struct.pack("<f", value) * n)
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + 4 * n]}
+    off += 4 * n
+h = json.dumps(header).encode()
+h += b" " * (-(8 + len(h)) % 8)
+os.makedirs(sys.argv[1])
+with open(os.path.join(sys.argv[1], "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + b"".join(data))
+PYEOF
+tar -C "$tmp/weights" -cf "$tmp/weights.tar" model.safetensors
+pm 30 volume create "$vol" >/dev/null || fail "podman volume create $vol failed"
+volumes+=("$vol")
+pm 60 volume import "$vol" "$tmp/weights.tar" || fail "podman volume import $vol failed"
+kube_play deploy/kubernetes/overlays/weights
+expect "weights: GET /v1/model" "$(http GET "$kbase/v1/model")" 200
+want=$(sha256sum "$tmp/weights/model.safetensors" | cut -d' ' -f1)
+expect "weights: weights.sha256" "$(j 'j["weights"]["sha256"]')" "$want"
+expect "weights: weights.source" "$(j 'j["weights"]["source"]')" /models/model.safetensors
+expect "weights: d_model" "$(j 'j["hyperparameters"]["d_model"]')" 768
+expect "weights: activation" "$(j 'j["hyperparameters"]["activation"]')" gelu
+printf '{"embeddings": %s}' "$(embeddings 1 3 768)" >"$tmp/kv2.json"
+expect "weights: POST /v1/encode" "$(http POST "$kbase/v1/encode" "$tmp/kv2.json")" 200
+say "kube play: deploy/kubernetes/overlays/weights as pod $kctr: the claim attnd-weights as a podman volume, model.safetensors served (sha256 ${want:0:12}..., d_model 768, gelu), probes $probes 200, /v1/encode 200"
+kube_down
 
 say "passed (build $build_s s, image $(awk -v s="$size" 'BEGIN {printf "%.1f MB", s / 1e6}'))"
