@@ -182,8 +182,10 @@ START_TEST(test_json_matches_printf)
         naive_json(&want, &v, p, 0, i);
         puts_(&want, "}");
         ck_assert_int_eq(stream_size(st), (size_t)-1); /* JSON numbers: not known ahead */
+        const size_t bound = stream_size_max(st);
         size_t len;
         char *got = read_all(st, trial % 3 ? 4096 : 1 + (size_t)trial % 97, &len);
+        ck_assert_msg(bound >= len, "trial %d: bound %zu below the body's %zu bytes", trial, bound, len);
         ck_assert_msg(len == want.len && memcmp(got, want.s, len) == 0,
                       "trial %d (rank %d, p %d):\n got %.300s\nwant %.300s", trial, v.rank, p, got,
                       want.s);
@@ -354,6 +356,45 @@ START_TEST(test_parallel_same_bytes)
 }
 END_TEST
 
+/* stream_size_max bounds the longest numbers' text: -FLT_MIN at 9 digits
+ * and INT32_MIN, one per innermost row of a rank-3 view (the most brackets
+ * per number); for bodies of known length it is that length. */
+START_TEST(test_size_max_bounds_worst_case)
+{
+    const float worst_f[1] = {-1.17549435e-38f};
+    const int32_t worst_i[1] = {INT32_MIN};
+    for (int k = 0; k < 2; k++) {
+        const stream_view v = {.base = k ? (const void *)worst_i : (const void *)worst_f,
+                               .word = k ? STREAM_INT32 : STREAM_FLOAT32,
+                               .rank = 3,
+                               .dims = {1, 1, 1},
+                               .strides = {1, 1, 1}};
+        stream *st = stream_new();
+        for (int i = 0; i < 5; i++)
+            stream_json(st, &v, 9);
+        const size_t bound = stream_size_max(st);
+        size_t len;
+        char *got = stream_collect(st, &len);
+        ck_assert_uint_ge(bound, len);
+        ck_assert_uint_eq(len, 5 * (k ? strlen("[[[-2147483648]]]") : strlen("[[[-1.17549435e-38]]]")));
+        free(got);
+        stream_free(st);
+    }
+    stream *st = stream_new();
+    const stream_view v = {.base = worst_f, .word = STREAM_FLOAT32, .rank = 1, .dims = {1},
+                           .strides = {1}};
+    stream_puts(st, "{\"x\":\"");
+    stream_base64(st, &v);
+    stream_puts(st, "\"}");
+    ck_assert_uint_eq(stream_size_max(st), stream_size(st));
+    size_t len;
+    char *got = stream_collect(st, &len);
+    ck_assert_uint_eq(len, stream_size(st));
+    free(got);
+    stream_free(st);
+}
+END_TEST
+
 Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -363,6 +404,7 @@ Suite *stream_suite(void)
     tcase_add_test(tc, test_any_buffer_size);
     tcase_add_test(tc, test_empty_views);
     tcase_add_test(tc, test_parallel_same_bytes);
+    tcase_add_test(tc, test_size_max_bounds_worst_case);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -278,6 +278,22 @@ size_t stream_size(const stream *st)
     return total + (b64 + 2) / 3 * 4;
 }
 
+size_t stream_size_max(const stream *st)
+{
+    const size_t known = stream_size(st);
+    if (known != (size_t)-1)
+        return known;
+    size_t total = 0;
+    for (size_t k = 0; k < st->n; k++) {
+        const piece *p = &st->pieces[k];
+        total += p->kind == PIECE_TEXT   ? p->len
+                 : p->kind == PIECE_JSON ? STREAM_JSON_NUMBER_MAX * numel_of(&p->v)
+                 : p->kind == PIECE_BASE64 ? (4 * numel_of(&p->v) + 2) / 3 * 4 + 4
+                                           : 4 * numel_of(&p->v);
+    }
+    return total;
+}
+
 /* ---- producing ------------------------------------------------------------ */
 
 static const unsigned char *row_of(const stream *st, const stream_view *v)

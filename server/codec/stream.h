@@ -67,6 +67,12 @@ bool stream_failed(const stream *st);
  * JSON numbers in it), else (size_t)-1. */
 size_t stream_size(const stream *st);
 
+/* An upper bound of the body's length in bytes, known before it is produced
+ * (a JSON number's text, separators and brackets counted as
+ * STREAM_JSON_NUMBER_MAX bytes). */
+#define STREAM_JSON_NUMBER_MAX 32
+size_t stream_size_max(const stream *st);
+
 /* Lets a helper thread produce the second half of a body with at least
  * min_numbers JSON numbers (0: any) ahead of the reader, in a bounded ring
  * (2 MiB), while stream_read produces the first: JSON numbers are the

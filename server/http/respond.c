@@ -72,12 +72,24 @@ static void stream_done(void *cls)
 #define STREAM_BLOCK_MAX   (512u << 10)
 #define STREAM_BLOCK_CHUNK (128u << 10)
 
+/* A body that surely fits in this many bytes is produced whole before it is
+ * queued: libmicrohttpd then sends the headers and the body in one sendmsg,
+ * so a replica killed while it answers leaves a proxy nothing half-sent
+ * (a response whose headers have gone out cannot be retried elsewhere;
+ * deploy/nginx/attnd.conf). */
+#define STREAM_WHOLE_MAX (64u << 10)
+
 /* Queues r->out, produced as the socket drains: with Content-Length when
- * its length is known ahead (base64, binary), else chunked.  The body reads
- * the request's tensors, so the request lives until libmicrohttpd is done
- * with the body. */
+ * its length is known ahead (base64, binary), else chunked; a small body
+ * (STREAM_WHOLE_MAX) whole, at once.  A streamed body reads the request's
+ * tensors, so the request lives until libmicrohttpd is done with it. */
 enum MHD_Result http_respond_stream(request *r, const char *type, const char *const *extra)
 {
+    if (stream_size_max(r->out) <= STREAM_WHOLE_MAX) {
+        size_t len = 0;
+        char *body = stream_collect(r->out, &len);
+        return body ? http_respond(r, 200, type, body, len, extra) : MHD_NO;
+    }
     const size_t size = stream_size(r->out);
     const bool known = size != (size_t)-1;
     const size_t block = !known                    ? STREAM_BLOCK_CHUNK
