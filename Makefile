@@ -24,11 +24,15 @@
 #                        docs/performance.md)
 #   make bench-replicas  1 replica x all CPUs against 1 replica per CPU (docs/deploy.md)
 #   make fixtures        regenerate the PyTorch fixtures (installs python3-torch)
+#   make test-deploy     3 replicas behind nginx: rolling restart, SIGKILL, 0 failed
+#                        requests (deploy/nginx/attnd.conf)
 #   make container-check the image built with podman from a fresh clone of HEAD
 #                        and its container checked: ldd, --read-only as its user,
 #                        HEALTHCHECK, /, /v1/encode, /v2, mounted weights, drain
 #                        on podman stop, the Kubernetes Deployment under podman
 #                        kube play (root; tools/container_check.sh)
+#   make compose-check   deploy/compose.yaml under podman-compose: 3 replicas behind
+#                        nginx, one drained under load (root; after container-check)
 
 CC        ?= cc
 PKG       ?= pkg-config
@@ -46,10 +50,15 @@ DEB_NODE     := chromium nodejs npm
 # What docs/api.md's examples need besides node (make deps-node): curl, and
 # Debian's python3 with requests.
 DEB_DOCS     := curl python3-requests
+# What make test-deploy needs: nginx (and python3 for the test).
+DEB_DEPLOY   := nginx python3
 # What make container-check needs: podman with runc and netavark (iptables for
 # its port mapping, catatonit for kube play's pods), debootstrap for the base
 # image, and the script's tools (kubectl comes with make k8s-check's rule).
 DEB_CONTAINER := podman buildah runc netavark iptables catatonit debootstrap git curl python3
+# What make compose-check needs besides: podman-compose, and aardvark-dns for
+# the replicas' names on the project's network.
+DEB_COMPOSE   := $(DEB_CONTAINER) podman-compose aardvark-dns
 
 # ---- flag groups -----------------------------------------------------------
 OPT       ?= -O3
@@ -308,12 +317,32 @@ test-load:
 soak:
 	@$(MAKE) --no-print-directory test-load LOAD_SECONDS=$(SOAK_SECONDS)
 
+# Replicas behind nginx (deploy/nginx/attnd.conf, docs/deploy.md): three
+# attnd processes and nginx on 127.0.0.1 under a steady load of encode
+# requests, each answer checked against a direct one; a rolling restart with
+# the drain, a SIGKILL, the killed replica back: 0 failed requests
+# (tests/deploy/deploy_test.py, about 35 s; DEPLOY_ARGS adds its options).
+.PHONY: test-deploy
+test-deploy:
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_DEPLOY)"
+	@$(MAKE) --no-print-directory $(ATTND)
+	$(PYTHON) tests/deploy/deploy_test.py --attnd $(ATTND) $(DEPLOY_ARGS)
+
 # The image built with a real engine and its container checked
 # (tools/container_check.sh; root).  The images stay for the next run.
 container-check:
 	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
 	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
 	bash tools/container_check.sh
+
+# deploy/compose.yaml under podman-compose: three replicas behind nginx
+# (deploy/nginx), /v1 and /v2 through it, one replica drained under load
+# (root; after make container-check, whose images it reuses;
+# tests/deploy/compose_check.sh).
+.PHONY: compose-check
+compose-check:
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_COMPOSE)"
+	bash tests/deploy/compose_check.sh
 
 # ---- fuzzing: libFuzzer from Debian's clang (docs/reliability.md) ----------
 # make fuzz builds every target with clang -fsanitize=fuzzer,address,undefined
