@@ -43,6 +43,10 @@ RUN apt-get update \
 COPY --from=build /src/build/attnd /usr/local/bin/attnd
 COPY config/attnd.json /etc/attnd/attnd.json
 USER attnd
+# OPENBLAS_CORETYPE is left to OpenBLAS's own detection; where it does not
+# know the CPU (attnd warns at start-up, and /v1/model's platform says
+# blas_core_generic), run with -e OPENBLAS_CORETYPE=SkylakeX (AVX-512),
+# Haswell or Zen (AVX2): docs/deploy.md, "Know the BLAS you run on".
 ENV ATTND_HOST=0.0.0.0 \
     ATTND_PORT=8080
 EXPOSE 8080
