@@ -29,7 +29,7 @@ import { spawn } from "child_process";
 import fs from "fs";
 import path from "path";
 
-const { startDaemon, stopDaemons } = createRequire(import.meta.url)("../node/daemon.js");
+const { startDaemon, stopDaemons, daemonProblems } = createRequire(import.meta.url)("../node/daemon.js");
 
 const [attndBin, modulesDir, workDir] = process.argv.slice(2, 5).map((a) => a && path.resolve(a));
 const docPath = process.argv[5];
@@ -280,7 +280,9 @@ async function finish(code, message) {
     try { process.kill(-proc.pid, "SIGKILL"); } catch { /* gone */ }
   }
   await stopDaemons(daemons);
-  process.exit(code);
+  const bad = daemonProblems(daemons); // each exits 0, with no sanitizer report
+  for (const p of bad) console.log("FAILED " + p);
+  process.exit(bad.length ? 1 : code);
 }
 const overall = setTimeout(() => finish(1, `docs examples: over the time limit (${TIME_LIMIT_MS / 1000} s)`),
                            TIME_LIMIT_MS + 30000);

@@ -49,4 +49,19 @@ async function stopDaemons(list) {
   }
 }
 
-module.exports = { startDaemon, stopDaemons };
+// What is wrong with how the stopped daemons of list ended: an exit status
+// other than 0 on SIGTERM, or a sanitizer's report in the log (a
+// SANITIZER= build); one string each, [] when nothing.
+function daemonProblems(list) {
+  const problems = [];
+  for (const d of list) {
+    const tail = "\n--- the end of its log:\n" + d.text.slice(-3000);
+    if (d.proc.exitCode !== 0)
+      problems.push(`attnd (${d.base}) exited ${d.proc.exitCode ?? d.proc.signalCode} on SIGTERM` + tail);
+    if (/AddressSanitizer|LeakSanitizer|runtime error:/.test(d.text))
+      problems.push(`attnd (${d.base}): a sanitizer report` + tail);
+  }
+  return problems;
+}
+
+module.exports = { startDaemon, stopDaemons, daemonProblems };

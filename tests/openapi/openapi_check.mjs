@@ -19,7 +19,8 @@ import path from "path";
 import { pathToFileURL } from "url";
 import { Validator, validateRecords } from "./validate.mjs";
 
-const { startDaemon: startDaemonOf, stopDaemons } = createRequire(import.meta.url)("../node/daemon.js");
+const { startDaemon: startDaemonOf, stopDaemons, daemonProblems } =
+  createRequire(import.meta.url)("../node/daemon.js");
 
 const [attndBin, docPath, modulesDir, clientPath, recordDir] = process.argv.slice(2);
 if (!clientPath) {
@@ -192,10 +193,13 @@ const timer = setTimeout(() => {
   stop(1);
 }, TIME_LIMIT_MS);
 
+// Stops the daemons; each must exit 0 with no sanitizer report.
 async function stop(code) {
   clearTimeout(timer);
   await stopDaemons(daemons);
-  process.exit(code);
+  const bad = daemonProblems(daemons);
+  for (const p of bad) console.log("FAILED: " + p);
+  process.exit(bad.length ? 1 : code);
 }
 
 main().then(stop, (e) => {

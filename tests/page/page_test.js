@@ -17,7 +17,7 @@
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
 
-const { startDaemon: startDaemonOf, stopDaemons } = require("../node/daemon.js");
+const { startDaemon: startDaemonOf, stopDaemons, daemonProblems } = require("../node/daemon.js");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
@@ -642,10 +642,7 @@ main().then(async () => {
   clearTimeout(guard);
   await cleanup();
   // Each daemon shut down cleanly (and, in a sanitizer build, reported nothing).
-  for (const d of daemons) {
-    check(d.proc.exitCode === 0, "attnd exited " + d.proc.exitCode + " on SIGTERM:\n" + d.text.slice(-3000));
-    check(!/AddressSanitizer|LeakSanitizer|runtime error:/.test(d.text), "sanitizer report:\n" + d.text.slice(-3000));
-  }
+  for (const p of daemonProblems(daemons)) check(false, p);
   console.log(`page test: ${checks} checks passed; screenshot ${shotPath}`);
 }).catch(async (e) => {
   clearTimeout(guard);
