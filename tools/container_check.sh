@@ -81,18 +81,6 @@ export CONTAINERS_CONF=$here/containers.conf
 # when the image has a HEALTHCHECK.)
 export DISABLE_HC_SYSTEMD=true
 
-# Every podman command goes through pm: bounded in time (a hung engine fails
-# the check instead of hanging CI), and with
-#   --runtime runc            Debian's runc as the OCI runtime: crun,
-#                             podman's preference when installed, was
-#                             measured failing on these hosts' cgroups (v1),
-#   --cgroup-manager cgroupfs cgroups written directly: no systemd here to ask.
-# (timeout --foreground: Ctrl-C still reaches podman.)
-pm() {
-  local t=$1; shift
-  timeout --foreground --kill-after=10 "$t" podman --runtime runc --cgroup-manager cgroupfs "$@"
-}
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnd-container-check.XXXXXX")
 containers=()
 kubes=()   # pods played from these files, torn down with podman kube down
@@ -123,56 +111,11 @@ trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 
 # ---- helpers -------------------------------------------------------------------
 
-# http METHOD URL [BODY_FILE]: the status code; the body lands in $tmp/body.
-http() {
-  local args=(-sS -o "$tmp/body" -w '%{http_code}' --max-time 30 -X "$1" "$2")
-  [ $# -lt 3 ] || args+=(-H 'Content-Type: application/json' --data-binary "@$3")
-  curl "${args[@]}" || echo "000"
-}
-
-# j EXPR: EXPR (Python) evaluated on the JSON in $tmp/body as j; prints it.
-j() {
-  "$PY" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-    "$tmp/body" "$1" 2>/dev/null || echo "(not JSON, or no such field)"
-}
-
-# expect WHAT GOT WANT: fails the check unless GOT is WANT.
-expect() {
-  [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3' (body: $(head -c 300 "$tmp/body" 2>/dev/null))"
-}
-
-free_port() {
-  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# embeddings B L D: a JSON array [B][L][D] of small numbers.
-embeddings() {
-  "$PY" -c 'import json, sys; b, l, d = map(int, sys.argv[1:])
-print(json.dumps([[[((i * 7 + k * 3) % 11 - 5) / 10 for k in range(d)] for i in range(l)] for _ in range(b)]))' "$@"
-}
-
-# wait_healthy CTR SECONDS: runs the image's HEALTHCHECK command in CTR
-# (`podman healthcheck run`: exit 0 healthy, 1 unhealthy) until it passes.
-# podman runs it by hand here: its timer for the --interval needs systemd.
-wait_healthy() {
-  local c=$1 deadline=$((SECONDS + $2)) out
-  until out=$(pm 30 healthcheck run "$c" 2>&1); do
-    [ "$(pm 30 inspect --format '{{.State.Running}}' "$c" 2>/dev/null)" = true ] ||
-      fail "$c exited before it was healthy"
-    [ $SECONDS -lt $deadline ] || fail "$c: HEALTHCHECK still failing after $2 s: $out"
-    sleep 1
-  done
-  expect "$c: health status" "$(pm 30 inspect --format '{{.State.Healthcheck.Status}}' "$c")" healthy
-}
-
-# wait_log CTR TEXT SECONDS: waits until CTR's log holds TEXT.
-wait_log() {
-  local deadline=$((SECONDS + $3))
-  until pm 30 logs "$1" 2>&1 | grep -qF -- "$2"; do
-    [ $SECONDS -lt $deadline ] || fail "$1: no '$2' in its log after $3 s"
-    sleep 0.2
-  done
-}
+# pm (every podman command), http, j, expect, free_port, embeddings,
+# wait_healthy, wait_log: tools/check_lib.sh, shared with
+# tests/deploy/compose_check.sh.
+# shellcheck source=tools/check_lib.sh
+. "$here/check_lib.sh"
 
 # The Debian mirror this machine's apt uses (deb822 URIs: lines, or one-line
 # "deb URL suite" entries), or deb.debian.org.

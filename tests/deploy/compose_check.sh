@@ -86,13 +86,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnd-compose-check.XXXXXX")
 export CONTAINERS_CONF=$tmp/containers.conf
 export DISABLE_HC_SYSTEMD=true
 
-# pm SECONDS ARGS...: podman, bounded in time.  pc SECONDS ARGS...: podman-compose on
-# this project, bounded in time, its chatter (every podman command it runs) in
-# $tmp/compose.log.
-pm() {
-  local t=$1; shift
-  timeout --foreground --kill-after=10 "$t" podman --runtime runc --cgroup-manager cgroupfs "$@"
-}
+# pc SECONDS ARGS...: podman-compose on this project, bounded in time, its
+# chatter (every podman command it runs) in $tmp/compose.log.
 pc() {
   local t=$1; shift
   printf '\n$ podman-compose -f %s -p %s %s\n' "$COMPOSE" "$PROJECT" "$*" >>"$tmp/compose.log"
@@ -148,45 +143,10 @@ trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 
 # ---- helpers -------------------------------------------------------------------
 
-# http METHOD URL [BODY_FILE [REQUEST_ID]]: the status code; the body lands in $tmp/body.
-http() {
-  local args=(-sS -o "$tmp/body" -w '%{http_code}' --max-time 30 -X "$1" "$2")
-  [ $# -lt 3 ] || args+=(-H 'Content-Type: application/json' --data-binary "@$3")
-  [ $# -lt 4 ] || args+=(-H "X-Request-Id: $4")
-  curl "${args[@]}" 2>>"$tmp/curl.err" || echo "000"
-}
-
-# j EXPR: EXPR (Python) evaluated on the JSON in $tmp/body as j; prints it.
-j() {
-  "$PY" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-    "$tmp/body" "$1" 2>/dev/null || echo "(not JSON, or no such field)"
-}
-
-expect() {
-  [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3' (body: $(head -c 300 "$tmp/body" 2>/dev/null))"
-}
-
-free_port() {
-  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-embeddings() {
-  "$PY" -c 'import json, sys; b, l, d = map(int, sys.argv[1:])
-print(json.dumps([[[((i * 7 + k * 3) % 11 - 5) / 10 for k in range(d)] for i in range(l)] for _ in range(b)]))' "$@"
-}
-
-# wait_healthy CTR SECONDS: the container's health check (compose's) run by
-# hand until it passes: podman's timer for it needs systemd.
-wait_healthy() {
-  local c=$1 deadline=$((SECONDS + $2)) out
-  until out=$(pm 30 healthcheck run "$c" 2>&1); do
-    [ "$(pm 30 inspect --format '{{.State.Running}}' "$c" 2>/dev/null)" = true ] ||
-      fail "$c exited before it was healthy"
-    [ $SECONDS -lt $deadline ] || fail "$c: its health check still fails after $2 s: $out"
-    sleep 1
-  done
-  expect "$c: health status" "$(pm 30 inspect --format '{{.State.Healthcheck.Status}}' "$c")" healthy
-}
+# pm, http, j, expect, free_port, embeddings, wait_healthy:
+# tools/check_lib.sh, shared with tools/container_check.sh.
+# shellcheck source=tools/check_lib.sh
+. "$repo/tools/check_lib.sh"
 
 # ctr SERVICE: the project's container of that compose service.
 ctr() {
