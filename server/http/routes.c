@@ -13,28 +13,38 @@
 
 /* ---- the routes' handlers ------------------------------------------------ */
 
-/* Why the server is not ready (its /health status), or NULL when it is;
- * retry_after: the seconds a client should wait, as text: what is left of
- * the drain, or 1. */
-static const char *not_ready(const server *s, char retry_after[24])
+/* Where the server is in its life, as readiness sees it: /health's status
+ * and the /v2 ready routes' message for each. */
+typedef enum readiness { READY, STARTING, DRAINING, SHUTTING_DOWN } readiness;
+static const char *const READINESS_STATUS[] = {"ok", "starting", "draining", "shutting_down"};
+static const char *const READINESS_MESSAGE[] = {
+    "", "the model is still loading", "the server is draining: it stops accepting soon",
+    "the server is shutting down"};
+
+static readiness readiness_of(const server *s)
 {
-    const char *why = atomic_load(&s->shutting_down) ? "shutting_down"
-                      : atomic_load(&s->draining)    ? "draining"
-                      : !atomic_load(&s->ready)      ? "starting"
-                                                     : NULL;
+    return atomic_load(&s->shutting_down) ? SHUTTING_DOWN
+           : atomic_load(&s->draining)    ? DRAINING
+           : !atomic_load(&s->ready)      ? STARTING
+                                          : READY;
+}
+
+/* A not-ready answer's Retry-After: what is left of the drain, else 1. */
+static const char *retry_after(const server *s, readiness rd, char buf[24])
+{
     const double left = atomic_load(&s->drain_end) - pool_now();
-    const bool draining = why && strcmp(why, "draining") == 0;
-    snprintf(retry_after, 24, "%ld", draining && left > 1 ? (long)ceil(left) : 1L);
-    return why;
+    snprintf(buf, 24, "%ld", rd == DRAINING && left > 1 ? (long)ceil(left) : 1L);
+    return buf;
 }
 
 static enum MHD_Result serve_health(request *r)
 {
+    const readiness rd = readiness_of(r->srv);
     char retry[24];
-    const char *why = not_ready(r->srv, retry);
-    if (why)
-        return http_respond_json(r, 503, json_pack("{s:s}", "status", why),
-                                 (const char *const[]){"Retry-After", retry, NULL});
+    if (rd != READY)
+        return http_respond_json(r, 503, json_pack("{s:s}", "status", READINESS_STATUS[rd]),
+                                 (const char *const[]){"Retry-After",
+                                                       retry_after(r->srv, rd, retry), NULL});
     return http_respond_json(r, 200, json_pack("{s:s}", "status", "ok"), NULL);
 }
 
@@ -237,14 +247,13 @@ static enum MHD_Result respond_empty(request *r)
 
 static enum MHD_Result v2_not_ready(request *r)
 {
+    /* Called when not ready; READY here means the model arrived meanwhile:
+     * still answered as loading. */
+    const readiness now = readiness_of(r->srv), rd = now == READY ? STARTING : now;
     char retry[24];
-    const char *why = not_ready(r->srv, retry);
-    const char *msg = !why                           ? "the model is still loading"
-                      : strcmp(why, "draining") == 0 ? "the server is draining: it stops accepting soon"
-                      : strcmp(why, "starting") == 0 ? "the model is still loading"
-                                                     : "the server is shutting down";
-    return http_respond_error(r, API_UNAVAILABLE, msg,
-                              (const char *const[]){"Retry-After", retry, NULL});
+    return http_respond_error(r, API_UNAVAILABLE, READINESS_MESSAGE[rd],
+                              (const char *const[]){"Retry-After", retry_after(r->srv, rd, retry),
+                                                    NULL});
 }
 
 static enum MHD_Result respond_body(request *r, char *body)
@@ -266,8 +275,7 @@ static enum MHD_Result serve_v2_live(request *r)
 
 static bool serving(const server *s)
 {
-    char retry[24];
-    return !not_ready(s, retry);
+    return readiness_of(s) == READY;
 }
 
 /* GET /v2/health/ready, /v2/models/{name}/ready */
