@@ -207,6 +207,21 @@ start_daemon() {
     sed 's/^/    /' "$BB/attnd.log"
 }
 
+# start_floor [ARGS]: bench/transport_floor.py on a free port, in the
+# background: FLOOR_PID, and FLOOR_PORT once it listens ("" if it did not).
+start_floor() {
+    printf '$ %s bench/transport_floor.py --port 0 %s >%s/floor.log &\n' "$PYTHON" "$*" "$BB"
+    "$PYTHON" bench/transport_floor.py --port 0 "$@" >"$BB/floor.log" 2>&1 &
+    FLOOR_PID=$!
+    FLOOR_PORT=""
+    for _ in $(seq 50); do
+        FLOOR_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$BB/floor.log")
+        [ -n "$FLOOR_PORT" ] && break
+        kill -0 "$FLOOR_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+}
+
 # vm_kib PID FIELD: a /proc/PID/status field (VmRSS, VmHWM) in KiB.
 vm_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
@@ -484,16 +499,7 @@ else
     echo "(attnd stopped)"
     # The transport alone, for reference: a server that answers the same
     # request with a body of the same size and does nothing else.
-    printf '$ %s bench/transport_floor.py --port 0 >%s/floor.log &\n' "$PYTHON" "$BB"
-    "$PYTHON" bench/transport_floor.py --port 0 >"$BB/floor.log" 2>&1 &
-    FLOOR_PID=$!
-    FLOOR_PORT=""
-    for _ in $(seq 50); do
-        FLOOR_PORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$BB/floor.log")
-        [ -n "$FLOOR_PORT" ] && break
-        kill -0 "$FLOOR_PID" 2>/dev/null || break
-        sleep 0.1
-    done
+    start_floor
     if [ -n "$FLOOR_PORT" ]; then
         run_step $((HTTP_SECONDS + 60)) $BB/http_bench latency --port "$FLOOR_PORT" --format b64 \
             --batch 1 --len 128 --seconds "$HTTP_SECONDS" --max-requests "$HTTP_MAX" --warmup 3 \
@@ -503,6 +509,25 @@ else
     fi
     kill "$FLOOR_PID" 2>/dev/null
     wait "$FLOOR_PID" 2>/dev/null
+    # The same with a CPU kept busy between request and answer for as long
+    # as the daemon's forward took: the floor under attnd's p50 - compute,
+    # the bytes moved around a forward as attnd moves them.
+    busy=${R[http_b64_compute_ms]:-}
+    if [ -n "$busy" ] && holds "$busy > 0"; then
+        start_floor --busy-ms "$busy"
+        if [ -n "$FLOOR_PORT" ] &&
+            run_step $((HTTP_SECONDS + 60)) $BB/http_bench latency --port "$FLOOR_PORT" --format b64 \
+                --batch 1 --len 128 --seconds "$HTTP_SECONDS" --max-requests "$HTTP_MAX" --warmup 3 \
+                --name http_floor_busy; then
+            R[http_floor_busy_ms]=$(calc "${R[http_floor_busy_p50_ms]} - $busy")
+            R[http_floor_ratio]=$(calc "${R[http_floor_busy_p50_ms]} / $busy")
+            echo "-> the transport around a forward: p50 - busy = $(fmt "${R[http_floor_busy_ms]}" 3) ms; a server answering after a $busy ms forward: p50 / compute >= $(fmt "${R[http_floor_ratio]}" 2)"
+        else
+            echo "(the transport floor around a forward could not be measured)"
+        fi
+        kill "$FLOOR_PID" 2>/dev/null
+        wait "$FLOOR_PID" 2>/dev/null
+    fi
 fi
 
 # ---- 6. memory: one long sequence without attention weights ------------------
@@ -733,7 +758,9 @@ done
 if [ -n "${R[http_b64_p50_ms]:-}" ] && [ -n "${R[http_core_median_ms]:-}" ]; then
     line="  base64 over HTTP, B=1 L=128: p50 - core median = $(fmt "$(calc "${R[http_b64_p50_ms]} - ${R[http_core_median_ms]}")" 3) ms"
     [ -n "${R[http_floor_p50_ms]:-}" ] &&
-        line+="; the transport alone (bench/transport_floor.py, same request and response sizes): p50 ${R[http_floor_p50_ms]} ms"
+        line+="; the transport alone (bench/transport_floor.py, same request and response sizes): p50 ${R[http_floor_p50_ms]} ms back to back"
+    [ -n "${R[http_floor_busy_ms]:-}" ] &&
+        line+=", $(fmt "${R[http_floor_busy_ms]}" 3) ms around a forward as long as the daemon's (--busy-ms): no server that answers after the forward gets p50 / compute below $(fmt "${R[http_floor_ratio]}" 2) here"
     echo "$line"
 fi
 # The same ratio against the daemon's own compute median for the very

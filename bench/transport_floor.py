@@ -14,13 +14,20 @@ http_bench then sends attnd's B=1 L=128 base64 request (512 KiB) and reads a
 response as large as attnd's with per-head attention (1.5 MiB by default):
 its p50 is what moving those bytes through loopback TCP and libcurl costs on
 this machine, with no decoding, computing or encoding (docs/performance.md).
+
+--busy-ms T keeps a CPU busy for T ms between reading a request and
+answering it, as attnd's forward does: caches and the scheduler then see
+what they see around a forward, and the p50 minus T is the floor under
+attnd's p50 minus its compute time (back to back, with no gap, the same
+bytes move faster: docs/performance.md).
 """
 import argparse
 import socket
 import sys
+import time
 
 
-def serve(conn, response):
+def serve(conn, response, busy_s):
     buf = b""
     while True:
         while b"\r\n\r\n" not in buf:
@@ -40,6 +47,9 @@ def serve(conn, response):
                 return
             rest += data
         buf = rest[need:]
+        end = time.perf_counter() + busy_s
+        while time.perf_counter() < end:
+            pass
         conn.sendall(response)
 
 
@@ -48,6 +58,8 @@ def main():
     ap.add_argument("--port", type=int, required=True, help="0: any free port")
     ap.add_argument("--bytes", type=int, default=1536 * 1024 + 200,
                     help="response body size (default: attnd's B=1 L=128 base64 answer)")
+    ap.add_argument("--busy-ms", type=float, default=0.0,
+                    help="ms to keep a CPU busy before each answer (default 0)")
     args = ap.parse_args()
     body = b"A" * args.bytes
     response = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -61,7 +73,7 @@ def main():
         conn, _ = srv.accept()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with conn:
-            serve(conn, response)
+            serve(conn, response, args.busy_ms / 1e3)
 
 
 if __name__ == "__main__":

@@ -356,6 +356,58 @@ START_TEST(test_parallel_same_bytes)
 }
 END_TEST
 
+/* The shape of a B = 1 response with per-head weights: the halfway number
+ * falls inside a JSON piece, so the helper starts at a row of it, between
+ * two heads or inside one, or inside the first piece.  The body must be
+ * the naive "%.*g" text, brackets and all, whatever the buffer size. */
+START_TEST(test_parallel_splits_inside_a_piece)
+{
+    static const size_t shapes[][3] = {
+        {2, 8, 8},   /* halfway between the heads: "]],[[" first */
+        {3, 8, 8},   /* halfway inside the second head: "],[" first */
+        {1, 8, 200}, /* halfway inside the outputs */
+        {4, 1, 1},   /* one row per head */
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const size_t H = shapes[s][0], L = shapes[s][1], D = shapes[s][2];
+        float *out = xcalloc(L * D, sizeof *out), *att = xcalloc(H * L * L, sizeof *att);
+        for (size_t k = 0; k < L * D; k++)
+            out[k] = (float)(rnd() % 2000001) * 1e-6f - 1.0f;
+        for (size_t k = 0; k < H * L * L; k++)
+            att[k] = (float)(rnd() % 1000001) * 1e-6f;
+        const stream_view vo = {out, STREAM_FLOAT32, 2, {L, D}, {D, 1}};
+        const stream_view va = {att, STREAM_FLOAT32, 3, {H, L, L}, {L * L, L, 1}};
+        text want = {0};
+        size_t i[3];
+        puts_(&want, "{\"outputs\":");
+        naive_json(&want, &vo, 9, 0, i);
+        puts_(&want, ",\"attention\":");
+        naive_json(&want, &va, 9, 0, i);
+        puts_(&want, "}");
+        static const size_t chunks[] = {1, 61, 4096, 1 << 20};
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+            stream *st = stream_new();
+            stream_parallel(st, 0);
+            stream_puts(st, "{\"outputs\":");
+            stream_json(st, &vo, 9);
+            stream_puts(st, ",\"attention\":");
+            stream_json(st, &va, 9);
+            stream_puts(st, "}");
+            size_t len;
+            char *got = read_all(st, chunks[c], &len);
+            ck_assert_msg(len == want.len && memcmp(got, want.s, len) == 0,
+                          "H %zu L %zu D %zu, chunks of %zu:\n got %.400s\nwant %.400s", H, L, D,
+                          chunks[c], got, want.s);
+            free(got);
+            stream_free(st);
+        }
+        free(want.s);
+        free(out);
+        free(att);
+    }
+}
+END_TEST
+
 /* stream_size_max bounds the longest numbers' text: -FLT_MIN at 9 digits
  * and INT32_MIN, one per innermost row of a rank-3 view (the most brackets
  * per number); for bodies of known length it is that length. */
@@ -404,6 +456,7 @@ Suite *stream_suite(void)
     tcase_add_test(tc, test_any_buffer_size);
     tcase_add_test(tc, test_empty_views);
     tcase_add_test(tc, test_parallel_same_bytes);
+    tcase_add_test(tc, test_parallel_splits_inside_a_piece);
     tcase_add_test(tc, test_size_max_bounds_worst_case);
     suite_add_tcase(s, tc);
     return s;

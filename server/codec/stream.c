@@ -46,6 +46,10 @@ struct stream {
     size_t k;
     size_t idx[2];
     size_t off;
+    /* Where this cursor ends inside a JSON piece (the helper's part starts
+     * there): piece stop_k's row stop_row (rows counted over the dims but
+     * the last), before that row; stop_k == SIZE_MAX: at the end. */
+    size_t stop_k, stop_row;
     unsigned char carry[3]; /* base64 bytes not yet encoded (fewer than 3) */
     int n_carry;
     char stage[2 * JSON_ROOM]; /* for a caller's buffer too small to write into */
@@ -80,7 +84,10 @@ static void ahead_stop(stream *st);
 
 stream *stream_new(void)
 {
-    return calloc(1, sizeof(stream));
+    stream *st = calloc(1, sizeof(stream));
+    if (st)
+        st->stop_k = SIZE_MAX;
+    return st;
 }
 
 void stream_free(stream *st)
@@ -359,6 +366,10 @@ static size_t produce_json(stream *st, const piece *p, char *o, size_t room)
             return (size_t)(o - start); /* out of room mid-row */
         if (!next_row(st, &v))
             break;
+        if (st->k == st->stop_k && st->idx[0] * v.dims[1] + st->idx[1] == st->stop_row) {
+            st->k = st->n; /* the helper writes the rest, brackets and all */
+            return (size_t)(o - start);
+        }
     }
     /* The last number was written with JSON_ROOM to spare: the closing
      * brackets fit. */
@@ -496,34 +507,65 @@ static void *ahead_main(void *arg)
     return NULL;
 }
 
-/* Splits the pieces at a text piece about halfway through the numbers and
- * starts the helper on the second half.  Nothing when the body is small,
- * has no such split, or a thread cannot be had. */
+/* Where the helper starts: about halfway through the numbers, at a row of
+ * the JSON piece the halfway number falls in (*row > 0), or else at the text
+ * piece after it (*row == 0: no base64 runs across the split).  0 when there
+ * is no such place after the cursor. */
+static size_t split_at(const stream *st, size_t total, size_t *row)
+{
+    size_t seen = 0;
+    *row = 0;
+    for (size_t k = st->k + 1; k < st->n; k++) {
+        const piece *p = &st->pieces[k];
+        if (p->kind == PIECE_TEXT && seen >= total / 2)
+            return k;
+        if (p->kind != PIECE_JSON)
+            continue;
+        const size_t numel = numel_of(&p->v);
+        if (seen + numel > total / 2) { /* the halfway number is in this piece */
+            const stream_view v = as_rank3(&p->v);
+            const size_t rows = v.dims[0] * v.dims[1];
+            const size_t r = (total / 2 - seen) / v.dims[2];
+            if (r > 0 && r < rows) {
+                *row = r;
+                return k;
+            }
+        }
+        seen += numel;
+    }
+    return 0;
+}
+
+/* Starts the helper on the second half of the numbers (split_at); this
+ * cursor then stops where the helper starts.  Nothing when the body is
+ * small, has no such split, or a thread cannot be had. */
 static void ahead_start(stream *st)
 {
     st->ahead_tried = true;
-    size_t total = 0, half = 0, m = 0;
+    size_t total = 0, row = 0;
     for (size_t k = 0; k < st->n; k++)
         if (st->pieces[k].kind == PIECE_JSON)
             total += numel_of(&st->pieces[k].v);
-    if (!st->ahead_min || total < st->ahead_min)
+    if (!st->ahead_min || total < st->ahead_min || st->off || st->idx[0] || st->idx[1])
         return;
-    for (size_t k = 0; k < st->n && !m; k++) {
-        if (st->pieces[k].kind == PIECE_JSON)
-            half += numel_of(&st->pieces[k].v);
-        else if (st->pieces[k].kind == PIECE_TEXT && half >= total / 2 && k > st->k)
-            m = k; /* a text piece: no base64 runs across the split */
-    }
+    const size_t m = split_at(st, total, &row);
     ahead *a = m ? calloc(1, sizeof *a) : NULL;
     if (!a)
         return;
     a->sub = *st; /* the tail's cursor; it owns nothing */
     a->sub.k = m;
-    a->sub.idx[0] = a->sub.idx[1] = a->sub.off = 0;
+    a->sub.off = 0;
     a->sub.n_carry = 0;
     a->sub.stage_pos = a->sub.stage_len = 0;
     a->sub.ahead = NULL;
     a->sub.ahead_min = 0;
+    if (row) { /* mid-piece: its cursor at that row writes "],[" first */
+        const stream_view v = as_rank3(&st->pieces[m].v);
+        a->sub.idx[0] = row / v.dims[1];
+        a->sub.idx[1] = row % v.dims[1];
+    } else {
+        a->sub.idx[0] = a->sub.idx[1] = 0;
+    }
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->cond, NULL);
     if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
@@ -532,7 +574,13 @@ static void ahead_start(stream *st)
         free(a);
         return;
     }
-    st->n = m; /* this cursor stops where the helper starts */
+    if (row) { /* this cursor writes piece m up to that row */
+        st->n = m + 1;
+        st->stop_k = m;
+        st->stop_row = row;
+    } else {
+        st->n = m;
+    }
     st->ahead = a;
 }
 
