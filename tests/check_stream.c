@@ -356,17 +356,19 @@ START_TEST(test_parallel_same_bytes)
 }
 END_TEST
 
-/* The shape of a B = 1 response with per-head weights: the halfway number
- * falls inside a JSON piece, so the helper starts at a row of it, between
- * two heads or inside one, or inside the first piece.  The body must be
- * the naive "%.*g" text, brackets and all, whatever the buffer size. */
+/* The shape of a B = 1 response with per-head weights: the body is cut
+ * into spans (an eighth of its numbers each) at rows of its two JSON
+ * pieces, between two heads or inside one, and the helper thread writes
+ * every other span.  The body must be the naive "%.*g" text, brackets and
+ * all, whatever the buffer size. */
 START_TEST(test_parallel_splits_inside_a_piece)
 {
     static const size_t shapes[][3] = {
-        {2, 8, 8},   /* halfway between the heads: "]],[[" first */
-        {3, 8, 8},   /* halfway inside the second head: "],[" first */
-        {1, 8, 200}, /* halfway inside the outputs */
+        {2, 8, 8},   /* cuts between the heads: "]],[[" first */
+        {3, 8, 7},   /* cuts inside the heads: "],[" first */
+        {1, 8, 200}, /* cuts inside the outputs, one row a span */
         {4, 1, 1},   /* one row per head */
+        {12, 16, 96}, /* many spans */
     };
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const size_t H = shapes[s][0], L = shapes[s][1], D = shapes[s][2];

@@ -55,18 +55,32 @@ struct stream {
     char stage[2 * JSON_ROOM]; /* for a caller's buffer too small to write into */
     size_t stage_pos, stage_len;
 
-    /* stream_parallel: a helper thread produces pieces [n, end) ahead, in
-     * chunks, while this stream's cursor produces [0, n). */
+    /* stream_parallel: the body cut into spans at rows of its JSON pieces
+     * (or at text pieces); this stream's cursor produces the even spans,
+     * a helper thread the odd ones, ahead, in chunks. */
     size_t ahead_min; /* numbers a body needs for the helper; 0: never */
     bool ahead_tried;
     struct ahead *ahead;
+    struct span_at *spans; /* where span j starts; owned by the stream */
+    size_t n_spans, n_all;  /* and the pieces in all */
+    size_t span;            /* the span this cursor is in */
+    bool in_helper;         /* reading the helper's span after it */
 };
 
-/* The helper's side: its own cursor over the tail of the pieces (a shallow
- * copy of the stream, sharing pieces and text), and a bounded ring of
- * chunks it has produced: at most AHEAD_CHUNKS x AHEAD_CHUNK bytes ahead. */
+/* A place in the body: piece k's row (rows counted over the dims but the
+ * last; 0: the piece's start). */
+typedef struct span_at {
+    size_t k, row;
+} span_at;
+
+/* The helper's side: its own cursor (a shallow copy of the stream, sharing
+ * pieces, text and spans), and a bounded ring of chunks it has produced,
+ * at most AHEAD_CHUNKS x AHEAD_CHUNK bytes ahead; an empty chunk ends a
+ * span.  A span holds about SPAN_NUMBERS numbers (some 700 KB of text),
+ * so the two threads take turns with the ring never full for long. */
 #define AHEAD_CHUNK (256u << 10)
 #define AHEAD_CHUNKS 8
+#define SPAN_NUMBERS (64u << 10)
 
 typedef struct ahead {
     pthread_t thread;
@@ -77,7 +91,7 @@ typedef struct ahead {
     size_t len[AHEAD_CHUNKS];
     size_t head, count; /* chunks ready, from head */
     size_t pos;         /* bytes of chunk[head] already read */
-    bool done, cancel;
+    bool done, cancel, failed;
 } ahead;
 
 static void ahead_stop(stream *st);
@@ -95,6 +109,7 @@ void stream_free(stream *st)
     if (!st)
         return;
     ahead_stop(st);
+    free(st->spans);
     for (size_t i = 0; i < st->n_owned; i++)
         free(st->owned[i]);
     free(st->owned);
@@ -478,28 +493,61 @@ static size_t produce(stream *st, char *o, size_t room)
 
 /* ---- the helper thread ------------------------------------------------------ */
 
+/* Puts st's cursor at the start of span j, to stop at the start of j + 1. */
+static void cursor_to_span(stream *st, size_t j)
+{
+    const span_at from = st->spans[j];
+    st->k = from.k;
+    st->off = 0;
+    st->n_carry = 0; /* a span starts at a text piece or a JSON row: none */
+    st->idx[0] = st->idx[1] = 0;
+    if (from.row) { /* its cursor at that row writes "],[" first */
+        const stream_view v = as_rank3(&st->pieces[from.k].v);
+        st->idx[0] = from.row / v.dims[1];
+        st->idx[1] = from.row % v.dims[1];
+    }
+    st->stop_k = SIZE_MAX;
+    if (j + 1 == st->n_spans) {
+        st->n = st->n_all;
+    } else if (st->spans[j + 1].row) {
+        st->n = st->spans[j + 1].k + 1;
+        st->stop_k = st->spans[j + 1].k;
+        st->stop_row = st->spans[j + 1].row;
+    } else {
+        st->n = st->spans[j + 1].k;
+    }
+}
+
 static void *ahead_main(void *arg)
 {
     ahead *a = arg;
+    stream *sub = &a->sub;
     pthread_mutex_lock(&a->lock);
-    for (;;) {
-        while (a->count == AHEAD_CHUNKS && !a->cancel)
-            pthread_cond_wait(&a->cond, &a->lock);
-        if (a->cancel)
-            break;
-        const size_t slot = (a->head + a->count) % AHEAD_CHUNKS;
+    for (size_t j = 1; j < sub->n_spans && !a->cancel && !a->failed; j += 2) {
         pthread_mutex_unlock(&a->lock);
-        if (!a->chunk[slot])
-            a->chunk[slot] = malloc(AHEAD_CHUNK);
-        const size_t n = a->chunk[slot] ? stream_read(&a->sub, a->chunk[slot], AHEAD_CHUNK) : 0;
+        cursor_to_span(sub, j);
         pthread_mutex_lock(&a->lock);
-        if (!a->chunk[slot])
-            a->sub.failed = true; /* the reader sees the body end early */
-        if (n == 0)
-            break;
-        a->len[slot] = n;
-        a->count++;
-        pthread_cond_signal(&a->cond);
+        for (;;) { /* the span's chunks, then an empty one */
+            while (a->count == AHEAD_CHUNKS && !a->cancel)
+                pthread_cond_wait(&a->cond, &a->lock);
+            if (a->cancel)
+                break;
+            const size_t slot = (a->head + a->count) % AHEAD_CHUNKS;
+            pthread_mutex_unlock(&a->lock);
+            if (!a->chunk[slot])
+                a->chunk[slot] = malloc(AHEAD_CHUNK);
+            const size_t n = a->chunk[slot] ? produce(sub, a->chunk[slot], AHEAD_CHUNK) : 0;
+            pthread_mutex_lock(&a->lock);
+            if (!a->chunk[slot]) {
+                a->failed = true; /* the reader sees the body end early */
+                break;
+            }
+            a->len[slot] = n;
+            a->count++;
+            pthread_cond_signal(&a->cond);
+            if (n == 0)
+                break;
+        }
     }
     a->done = true;
     pthread_cond_signal(&a->cond);
@@ -507,96 +555,93 @@ static void *ahead_main(void *arg)
     return NULL;
 }
 
-/* Where the helper starts: about halfway through the numbers, at a row of
- * the JSON piece the halfway number falls in (*row > 0), or else at the text
- * piece after it (*row == 0: no base64 runs across the split).  0 when there
- * is no such place after the cursor. */
-static size_t split_at(const stream *st, size_t total, size_t *row)
+/* Cuts the body into spans of about SPAN_NUMBERS numbers each (an eighth
+ * of a smaller body's), at rows of its JSON pieces or at the text pieces
+ * after them; false when there is no room or only one span. */
+static bool cut_spans(stream *st, size_t total)
 {
-    size_t seen = 0;
-    *row = 0;
-    for (size_t k = st->k + 1; k < st->n; k++) {
+    const size_t each = total / 8 > SPAN_NUMBERS ? SPAN_NUMBERS : total / 8 ? total / 8 : 1;
+    const size_t cap = 2 + 2 * (total / each + st->n);
+    st->spans = malloc(cap * sizeof *st->spans);
+    if (!st->spans)
+        return false;
+    size_t m = 0, seen = 0, next = each;
+    st->spans[m++] = (span_at){0, 0};
+    for (size_t k = 0; k < st->n && m + 1 < cap; k++) {
         const piece *p = &st->pieces[k];
-        if (p->kind == PIECE_TEXT && seen >= total / 2)
-            return k;
+        if (p->kind == PIECE_TEXT && seen >= next && k > 0) {
+            st->spans[m++] = (span_at){k, 0};
+            next = seen + each;
+        }
         if (p->kind != PIECE_JSON)
             continue;
-        const size_t numel = numel_of(&p->v);
-        if (seen + numel > total / 2) { /* the halfway number is in this piece */
-            const stream_view v = as_rank3(&p->v);
-            const size_t rows = v.dims[0] * v.dims[1];
-            const size_t r = (total / 2 - seen) / v.dims[2];
-            if (r > 0 && r < rows) {
-                *row = r;
-                return k;
-            }
+        const stream_view v = as_rank3(&p->v);
+        const size_t rows = v.dims[0] * v.dims[1], numel = numel_of(&p->v);
+        while (seen + numel > next && m + 1 < cap) { /* a cut inside this piece */
+            const size_t r = (next - seen + v.dims[2] - 1) / v.dims[2];
+            if (r > 0 && r < rows && (st->spans[m - 1].k != k || st->spans[m - 1].row < r))
+                st->spans[m++] = (span_at){k, r};
+            next += each;
         }
         seen += numel;
     }
-    return 0;
+    st->n_spans = m;
+    st->n_all = st->n;
+    return m > 1;
 }
 
-/* Starts the helper on the second half of the numbers (split_at); this
- * cursor then stops where the helper starts.  Nothing when the body is
- * small, has no such split, or a thread cannot be had. */
+/* Cuts the body into spans and starts the helper on the odd ones.
+ * Nothing when the body is small, has one span, or a thread cannot be
+ * had. */
 static void ahead_start(stream *st)
 {
     st->ahead_tried = true;
-    size_t total = 0, row = 0;
+    size_t total = 0;
     for (size_t k = 0; k < st->n; k++)
         if (st->pieces[k].kind == PIECE_JSON)
             total += numel_of(&st->pieces[k].v);
-    if (!st->ahead_min || total < st->ahead_min || st->off || st->idx[0] || st->idx[1])
+    if (!st->ahead_min || total < st->ahead_min || st->k || st->off || st->idx[0] || st->idx[1])
         return;
-    const size_t m = split_at(st, total, &row);
-    ahead *a = m ? calloc(1, sizeof *a) : NULL;
-    if (!a)
+    ahead *a = cut_spans(st, total) ? calloc(1, sizeof *a) : NULL;
+    if (!a) {
+        free(st->spans);
+        st->spans = NULL;
         return;
-    a->sub = *st; /* the tail's cursor; it owns nothing */
-    a->sub.k = m;
-    a->sub.off = 0;
-    a->sub.n_carry = 0;
-    a->sub.stage_pos = a->sub.stage_len = 0;
+    }
+    a->sub = *st; /* its cursor; it owns nothing */
     a->sub.ahead = NULL;
     a->sub.ahead_min = 0;
-    if (row) { /* mid-piece: its cursor at that row writes "],[" first */
-        const stream_view v = as_rank3(&st->pieces[m].v);
-        a->sub.idx[0] = row / v.dims[1];
-        a->sub.idx[1] = row % v.dims[1];
-    } else {
-        a->sub.idx[0] = a->sub.idx[1] = 0;
-    }
+    a->sub.stage_pos = a->sub.stage_len = 0;
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->cond, NULL);
     if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
         pthread_mutex_destroy(&a->lock);
         pthread_cond_destroy(&a->cond);
         free(a);
+        free(st->spans);
+        st->spans = NULL;
         return;
     }
-    if (row) { /* this cursor writes piece m up to that row */
-        st->n = m + 1;
-        st->stop_k = m;
-        st->stop_row = row;
-    } else {
-        st->n = m;
-    }
     st->ahead = a;
+    st->span = 0;
+    cursor_to_span(st, 0);
 }
 
-/* The helper's next bytes into buf; 0 at its end. */
-static size_t ahead_read(ahead *a, char *buf, size_t max)
+/* The helper's next bytes of its current span into buf; 0 at the span's
+ * end; 0 with *failed when the helper stopped before it (out of memory). */
+static size_t ahead_read(ahead *a, char *buf, size_t max, bool *failed)
 {
     pthread_mutex_lock(&a->lock);
     while (a->count == 0 && !a->done)
         pthread_cond_wait(&a->cond, &a->lock);
     size_t n = 0;
+    *failed = a->count == 0; /* done, and this span not ended: it failed */
     if (a->count) {
         const size_t h = a->head;
         n = a->len[h] - a->pos < max ? a->len[h] - a->pos : max;
         memcpy(buf, a->chunk[h] + a->pos, n);
         a->pos += n;
-        if (a->pos == a->len[h]) {
+        if (a->pos == a->len[h]) { /* an empty chunk goes at once: the span's end */
             a->head = (h + 1) % AHEAD_CHUNKS;
             a->count--;
             a->pos = 0;
@@ -625,6 +670,36 @@ static void ahead_stop(stream *st)
     st->ahead = NULL;
 }
 
+/* The next bytes of the body (max >= JSON_ROOM): this cursor's span, then
+ * the helper's, then this cursor's next, ... */
+static size_t next_bytes(stream *st, char *buf, size_t max)
+{
+    ahead *a = st->ahead;
+    if (!a)
+        return produce(st, buf, max);
+    for (;;) {
+        if (!st->in_helper) {
+            const size_t n = produce(st, buf, max);
+            if (n || st->span + 1 >= st->n_spans)
+                return n;
+            st->in_helper = true;
+        }
+        bool failed;
+        const size_t n = ahead_read(a, buf, max, &failed);
+        if (n)
+            return n;
+        if (failed) {
+            st->failed = true;
+            return 0;
+        }
+        st->in_helper = false;
+        if (st->span + 2 >= st->n_spans)
+            return 0;
+        st->span += 2;
+        cursor_to_span(st, st->span);
+    }
+}
+
 void stream_parallel(stream *st, size_t min_numbers)
 {
     st->ahead_min = min_numbers ? min_numbers : 1;
@@ -638,7 +713,7 @@ size_t stream_read(stream *st, char *buf, size_t max)
         ahead_start(st);
     size_t n = 0;
     if (st->stage_pos == st->stage_len && max < sizeof st->stage) {
-        st->stage_len = produce(st, st->stage, sizeof st->stage);
+        st->stage_len = next_bytes(st, st->stage, sizeof st->stage);
         st->stage_pos = 0;
     }
     if (st->stage_pos < st->stage_len) { /* what a small buffer left over */
@@ -647,8 +722,7 @@ size_t stream_read(stream *st, char *buf, size_t max)
         st->stage_pos += n;
         return n;
     }
-    n = produce(st, buf, max);
-    return n || !st->ahead ? n : ahead_read(st->ahead, buf, max);
+    return next_bytes(st, buf, max);
 }
 
 char *stream_collect(stream *st, size_t *len)

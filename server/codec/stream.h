@@ -73,13 +73,14 @@ size_t stream_size(const stream *st);
 #define STREAM_JSON_NUMBER_MAX 32
 size_t stream_size_max(const stream *st);
 
-/* Lets a helper thread produce the second half of a body with at least
- * min_numbers JSON numbers (0: any) ahead of the reader, in a bounded ring
- * (2 MiB), while stream_read produces the first: JSON numbers are the
- * slow part of a body (about 14 ns each), and the forward's CPUs are free
- * once it has run.  The halves meet at a row of the JSON piece holding the
- * middle number (a B = 1 response is mostly one piece, the weights), or at
- * the text piece after it.  Call before the first stream_read. */
+/* Lets a helper thread produce half of a body with at least min_numbers
+ * JSON numbers (0: any): the body is cut into spans of up to 64 Ki numbers
+ * at rows of its JSON pieces (a B = 1 response is mostly one piece, the
+ * weights) or at text pieces, and the helper produces every other span
+ * ahead of the reader, in a bounded ring (2 MiB), while stream_read
+ * produces the others: JSON numbers are the slow part of a body (about
+ * 14 ns each), and the forward's CPUs are free once it has run.  Call
+ * before the first stream_read. */
 void stream_parallel(stream *st, size_t min_numbers);
 
 /* Produces the next bytes of the body into buf (max bytes, any size >= 1).
