@@ -13,6 +13,7 @@
 #include <float.h>
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,9 @@ typedef enum cfg_type {
       "true", 0, 0, "biases in every Linear and LayerNorm")                                        \
     X("model.weights", "--weights", "ATTND_WEIGHTS", CFG_NSTRING, model.weights, "FILE",           \
       NULL, 0, 0, "safetensors weights file; null = build the weights from seed")                  \
+    X("model.dir", "--model-dir", "ATTND_MODEL_DIR", CFG_NSTRING, model.dir, "DIR", NULL, 0, 0,    \
+      "Hugging Face encoder directory (config.json + model.safetensors); its config.json gives "   \
+      "the hyperparameters")                                                                       \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
       "0", 0, UINT64_MAX, "seed of the built-in weights when there is no weights file")
 /* clang-format on */
@@ -621,11 +625,95 @@ static int read_flag(int argc, char **argv, int *i, flag_arg *out, enc_error *er
     return ENC_OK;
 }
 
+/* ---- model.dir ---------------------------------------------------------- */
+
+/* Writes a setting's value as its flag would take it. */
+static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf, size_t size)
+{
+    const void *f = (const char *)cfg + s->offset;
+    switch (s->type) {
+    case CFG_INT:
+        snprintf(buf, size, "%d", *(const int *)f);
+        break;
+    case CFG_FLOAT:
+        snprintf(buf, size, "%g", (double)*(const float *)f);
+        break;
+    case CFG_BOOL:
+        snprintf(buf, size, "%s", *(const bool *)f ? "true" : "false");
+        break;
+    case CFG_ACT:
+        snprintf(buf, size, "%s", enc_activation_name(*(const enc_activation *)f));
+        break;
+    default:
+        snprintf(buf, size, "?");
+    }
+}
+
+/* model.dir: the hyperparameters come from its config.json; a setting given
+ * explicitly must say the same, or the configuration is refused naming both
+ * values.  model.weights cannot be given as well. */
+static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const *given,
+                           enc_error *err)
+{
+    const cfg_setting *weights = setting_by_key("model.weights");
+    if (cfg->model.weights)
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.dir and model.weights (%s) are both given: a directory "
+                             "carries its own weights",
+                             given[weights - settings] ? given[weights - settings] : "?");
+    enc_hf_config c;
+    enc_error cerr = {0};
+    if (enc_hf_config_read(cfg->model.dir, &c, &cerr) < 0)
+        return enc_error_set(err, cerr.status, "model.dir '%s': %s", cfg->model.dir, cerr.message);
+    attnd_config from = *cfg;
+    from.model.hp = c.hp;
+    static const struct {
+        const char *key;
+        size_t off; /* of the enc_hf_config key naming its field */
+    } checked[] = {
+        {"model.d_model", offsetof(enc_hf_config, key_d_model)},
+        {"model.n_heads", offsetof(enc_hf_config, key_n_heads)},
+        {"model.n_kv_heads", offsetof(enc_hf_config, key_n_heads)},
+        {"model.d_ff", offsetof(enc_hf_config, key_d_ff)},
+        {"model.n_layers", offsetof(enc_hf_config, key_n_layers)},
+        {"model.activation", offsetof(enc_hf_config, key_activation)},
+        {"model.layer_norm_eps", offsetof(enc_hf_config, key_eps)},
+        {"model.norm_first", 0},
+        {"model.bias", 0},
+    };
+    for (size_t i = 0; i < sizeof checked / sizeof *checked; i++) {
+        const cfg_setting *s = setting_by_key(checked[i].key);
+        const size_t k = (size_t)(s - settings);
+        char ours[64], theirs[64], field[256];
+        value_text(cfg, s, ours, sizeof ours);
+        value_text(&from, s, theirs, sizeof theirs);
+        if (!set[k] || strcmp(ours, theirs) == 0)
+            continue;
+        const char *key =
+            checked[i].off ? *(const char *const *)((const char *)&c + checked[i].off) : NULL;
+        if (strcmp(checked[i].key, "model.n_kv_heads") == 0)
+            snprintf(field, sizeof field, "%s (no grouped-query attention) is %s", key, theirs);
+        else if (strcmp(checked[i].key, "model.activation") == 0)
+            snprintf(field, sizeof field, "%s is %s (%s)", key, c.activation, theirs);
+        else if (key)
+            snprintf(field, sizeof field, "%s is %s", key, theirs);
+        else if (strcmp(checked[i].key, "model.layer_norm_eps") == 0)
+            snprintf(field, sizeof field, "%s fixes layer_norm_eps at %s", c.model_type, theirs);
+        else
+            snprintf(field, sizeof field, "a %s model has %s %s", c.model_type, s->key + 6, theirs);
+        return enc_error_set(err, ENC_EINVAL, "%s: %s gives %s, but %s/config.json: %s", s->key,
+                             given[k] ? given[k] : "a setting", ours, cfg->model.dir, field);
+    }
+    cfg->model.hp = c.hp;
+    return ENC_OK;
+}
+
 /* ---- the public functions ------------------------------------------------ */
 
 int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error *err)
 {
-    bool set[N_SETTINGS] = {false}; /* set by the file, a variable or a flag */
+    bool set[N_SETTINGS] = {false};         /* set by the file, a variable or a flag */
+    const char *given[N_SETTINGS] = {NULL}; /* by which, for messages */
     const char *path = NULL;
     bool path_flag = false;
     flag_arg f;
@@ -659,6 +747,8 @@ int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error
         if ((rc = set_string(&cfg->config_path, path, err)) < 0 ||
             (rc = load_file(cfg, path, set, err)) < 0)
             goto fail;
+        for (size_t k = 0; k < N_SETTINGS; k++)
+            given[k] = set[k] ? "the config file" : NULL;
     }
 
     for (size_t k = 0; k < N_SETTINGS; k++) {
@@ -668,6 +758,7 @@ int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error
         if ((rc = set_from_text(cfg, &settings[k], text, settings[k].env, err)) < 0)
             goto fail;
         set[k] = true;
+        given[k] = settings[k].env;
     }
 
     /* Second pass: the settings' flags, left to right (the last one wins). */
@@ -679,9 +770,12 @@ int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error
         if ((rc = set_from_text(cfg, f.setting, f.value, f.setting->flag, err)) < 0)
             goto fail;
         set[f.setting - settings] = true;
+        given[f.setting - settings] = f.setting->flag;
     }
 
     resolve_followers(cfg, set);
+    if (cfg->model.dir && (rc = from_checkpoint(cfg, set, given, err)) < 0)
+        goto fail;
 
     enc_error hp_err = {0};
     if (enc_hparams_validate(&cfg->model.hp, &hp_err) < 0) {

@@ -57,6 +57,7 @@ typedef struct attnd_config {
         char *name;              /* "encoder" */
         enc_hparams hp;          /* API.md defaults */
         char *weights;           /* NULL = build from seed */
+        char *dir;               /* a Hugging Face directory; NULL = none */
         uint64_t seed;           /* 0 */
     } model;
     char *config_path;           /* --config / ATTND_CONFIG, or NULL */

@@ -41,11 +41,11 @@ typedef enum enc_activation {
 } enc_activation;
 
 typedef struct enc_hparams {
-    int d_model;          /* D */
-    int n_heads;          /* H; must divide d_model */
-    int n_kv_heads;       /* G; must divide n_heads */
-    int d_ff;             /* F */
-    int n_layers;         /* blocks in the stack, >= 1 */
+    int d_model;    /* D */
+    int n_heads;    /* H; must divide d_model */
+    int n_kv_heads; /* G; must divide n_heads */
+    int d_ff;       /* F */
+    int n_layers;   /* blocks in the stack, >= 1 */
     enc_activation activation;
     bool norm_first;      /* false: post-norm (the paper), true: pre-norm */
     float layer_norm_eps; /* > 0 */
@@ -53,7 +53,7 @@ typedef struct enc_hparams {
 } enc_hparams;
 
 /* Upper bounds on hyperparameters, so sizes never overflow. */
-#define ENC_MAX_DIM (1 << 16)
+#define ENC_MAX_DIM    (1 << 16)
 #define ENC_MAX_LAYERS 256
 
 /* Fills hp with API.md's defaults: D 512, H 8, G 8, F 2048, 1 layer, relu,
@@ -94,8 +94,49 @@ const enc_hparams *enc_model_hparams(const enc_model *m);
 size_t enc_model_param_count(const enc_model *m);
 /* sha256 of the weights file as 64 hex digits, or "" for a seeded model. */
 const char *enc_model_sha256(const enc_model *m);
-/* The weights file's path, or "seed:N" for a seeded model. */
+/* The weights file's path, the directory, or "seed:N" for a seeded model. */
 const char *enc_model_source(const enc_model *m);
+/* config.json's model_type ("bert", ...) for a directory, else "". */
+const char *enc_model_architecture(const enc_model *m);
+/* The files the model was read from, sorted by name (a directory's
+ * config.json, weights and index; a weights file's name; none for a seeded
+ * model): file i's name, and its sha256 (hex) in *sha256 when non-NULL. */
+size_t enc_model_file_count(const enc_model *m);
+const char *enc_model_file(const enc_model *m, size_t i, const char **sha256);
+/* A directory's tensors that are not the encoder stack's (embeddings,
+ * pooler, task heads), in file order: skipped, and listed here. */
+size_t enc_model_ignored_count(const enc_model *m);
+const char *enc_model_ignored(const enc_model *m, size_t i);
+
+/* ---- Hugging Face encoder directories (checkpoint.c) ---------------------- */
+
+/* What a directory's config.json says, for model.dir: the architecture and
+ * the encoder's hyperparameters (post-norm, biases, n_kv_heads = n_heads),
+ * with the key config.json keeps each under (for messages). */
+typedef struct enc_hf_config {
+    char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert */
+    enc_hparams hp;
+    const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
+    const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
+    char activation[32]; /* the file's activation name ("gelu_new") */
+} enc_hf_config;
+
+/* Reads dir/config.json.  Returns 0, or an error naming the file and the
+ * field: a missing or mistyped field, an unknown model_type or activation,
+ * a position_embedding_type other than absolute, a rope_scaling. */
+int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err);
+
+/* Loads a Hugging Face encoder directory: config.json plus model.safetensors,
+ * or model.safetensors.index.json and the shards it names.  The stack's
+ * tensors are bound by the names transformers writes (BERT's
+ * encoder.layer.{i}.attention.self.query.weight ..., DistilBERT's
+ * transformer.layer.{i}.attention.q_lin.weight ...), with or without the
+ * task checkpoint's prefix (bert., roberta., electra., distilbert.); every
+ * other tensor outside the stack is ignored and listed.  hp must be what
+ * enc_hf_config_read gave (the caller may have checked it against other
+ * settings).  Returns an owned model, or NULL with err naming the file or
+ * tensor. */
+enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err);
 
 /* ---- a forward ------------------------------------------------------------ */
 
@@ -127,21 +168,21 @@ typedef struct enc_blocks_pattern {
  * pair (global alone changes nothing).  Then lengths, key_padding, causal and
  * attn restrict the pattern. */
 typedef struct enc_mask {
-    bool causal;                 /* key j <= query i */
-    int window_left;             /* i - left <= j, or ENC_WINDOW_NONE */
-    int window_right;            /* j <= i + right, or ENC_WINDOW_NONE */
-    const int *global;           /* positions whose rows and columns join the pattern, or NULL */
+    bool causal;       /* key j <= query i */
+    int window_left;   /* i - left <= j, or ENC_WINDOW_NONE */
+    int window_right;  /* j <= i + right, or ENC_WINDOW_NONE */
+    const int *global; /* positions whose rows and columns join the pattern, or NULL */
     size_t n_global;
-    int stride;                  /* Sparse Transformer's strided pattern, symmetric form:
-                                    |i - j| < stride or (i - j) mod stride = 0; 0 = off */
-    int fixed_block;             /* Sparse Transformer's fixed pattern: i / block = j / block */
-    int fixed_summary;           /*   or j mod block >= block - summary; block 0 = off */
-    enc_blocks_pattern blocks;   /* BigBird's block-sparse pattern */
-    const uint8_t *key_padding;  /* (B, L), nonzero = padding, or NULL */
+    int stride;                 /* Sparse Transformer's strided pattern, symmetric form:
+                                   |i - j| < stride or (i - j) mod stride = 0; 0 = off */
+    int fixed_block;            /* Sparse Transformer's fixed pattern: i / block = j / block */
+    int fixed_summary;          /*   or j mod block >= block - summary; block 0 = off */
+    enc_blocks_pattern blocks;  /* BigBird's block-sparse pattern */
+    const uint8_t *key_padding; /* (B, L), nonzero = padding, or NULL */
     enc_attn_mask_kind attn_kind;
-    const uint8_t *attn_bool;    /* (L, L) or (B, L, L) */
-    const float *attn_add;       /* (L, L) or (B, L, L) */
-    bool attn_per_sequence;      /* true: (B, L, L); false: (L, L) for all */
+    const uint8_t *attn_bool; /* (L, L) or (B, L, L) */
+    const float *attn_add;    /* (L, L) or (B, L, L) */
+    bool attn_per_sequence;   /* true: (B, L, L); false: (L, L) for all */
 } enc_mask;
 
 /* The random key blocks of BigBird's pattern for query block qb of a
@@ -157,10 +198,10 @@ int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *ca
 typedef struct enc_blockmask enc_blockmask;
 
 typedef struct enc_batch {
-    const float *x;        /* (B, L, D) row-major */
+    const float *x; /* (B, L, D) row-major */
     int B, L;
-    const int *lengths;    /* (B) real tokens per sequence, 1..L; NULL = all L */
-    enc_mask mask;         /* zeroed = no mask; set window_* to ENC_WINDOW_NONE */
+    const int *lengths;             /* (B) real tokens per sequence, 1..L; NULL = all L */
+    enc_mask mask;                  /* zeroed = no mask; set window_* to ENC_WINDOW_NONE */
     const enc_blockmask *blockmask; /* borrowed: this batch's, from enc_blockmask_new, or NULL
                                        (the forward compiles its own); needed for CSR weights */
 } enc_batch;
@@ -179,16 +220,16 @@ typedef enum enc_attn_format {
 } enc_attn_format;
 
 typedef struct enc_result {
-    float *out;             /* (B, L, D): rows at or past lengths[b] are zero */
+    float *out; /* (B, L, D): rows at or past lengths[b] are zero */
     enc_attn_mode attn_mode;
     enc_attn_format attn_format;
-    float **attn;           /* n_layers pointers; attn[l] NULL = layer l not wanted.
-                               Dense: entries for queries or keys past lengths[b] are
-                               zero, as are rows of queries with no allowed key, and
-                               pairs the mask does not allow. */
-    uint64_t scores;        /* set by the forward: query-key scores it computed, over
-                               every sequence, head and layer (masked entries of partially
-                               masked tiles included) */
+    float **attn;    /* n_layers pointers; attn[l] NULL = layer l not wanted.
+                        Dense: entries for queries or keys past lengths[b] are
+                        zero, as are rows of queries with no allowed key, and
+                        pairs the mask does not allow. */
+    uint64_t scores; /* set by the forward: query-key scores it computed, over
+                        every sequence, head and layer (masked entries of partially
+                        masked tiles included) */
 } enc_result;
 
 /* ---- the block mask ------------------------------------------------------ */
@@ -243,7 +284,7 @@ int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_
 typedef struct enc_job {
     const enc_batch *in;
     enc_result *res;
-    int rc;        /* 0, or the negative status of this job alone */
+    int rc; /* 0, or the negative status of this job alone */
     enc_error err;
 } enc_job;
 

@@ -32,15 +32,23 @@ typedef struct enc_layer {
 
 struct enc_model {
     enc_hparams hp;
-    int head_dim;       /* E = D / H */
-    int kv_dim;         /* G * E */
-    int qkv_dim;        /* D + 2 * G * E */
-    enc_layer *layers;  /* (n_layers) */
-    float *params;      /* every parameter, one allocation */
+    int head_dim;      /* E = D / H */
+    int kv_dim;        /* G * E */
+    int qkv_dim;       /* D + 2 * G * E */
+    enc_layer *layers; /* (n_layers) */
+    float *params;     /* every parameter, one allocation */
     size_t n_params;
-    bool packed;        /* some layer has a packed weight: workspaces need GEMM scratch */
-    char sha256[65];    /* hex, or "" */
-    char source[4096];  /* path or "seed:N" */
+    bool packed;           /* some layer has a packed weight: workspaces need GEMM scratch */
+    char sha256[65];       /* hex, or "" */
+    char source[4096];     /* path or "seed:N" */
+    char architecture[32]; /* config.json's model_type, or "" */
+    struct model_file {
+        char *name;      /* as in the directory */
+        char sha256[65]; /* hex */
+    } * files;           /* the files read (n_files), sorted by name */
+    size_t n_files;
+    char **ignored; /* tensors of the files that are not the stack's (n_ignored) */
+    size_t n_ignored;
 };
 
 /* ---- model.c ---- */
@@ -48,6 +56,13 @@ struct enc_model {
 /* Allocates a model with hp's shapes and carves the layers out of one
  * zeroed allocation.  Returns an owned model or NULL (err set). */
 enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
+
+/* Records a file the model was read from, and a tensor of it that is not
+ * part of the encoder stack; -1 when out of memory. */
+int model_add_file(enc_model *m, const char *name, const char *sha256);
+int model_add_ignored(enc_model *m, const char *name);
+/* Sorts the files by name. */
+void model_sort_files(enc_model *m);
 
 /* Packs every layer's Linear weights for the packed GEMM (gemm.h), when the
  * CPU can run it, replacing any earlier packing: the constructors call it
@@ -76,8 +91,7 @@ void linear_forward(float *out, const float *in, const float *w, const float *b,
  * act on them when act is not NULL: one thread's share of a Linear; out's
  * rows are ldc floats apart, in's lda. */
 void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
-                         const float *b, int M, int K, int n0, int n1,
-                         const enc_activation *act);
+                         const float *b, int M, int K, int n0, int n1, const enc_activation *act);
 /* out (M, D) = LayerNorm(in (M, D)) * w + b; b may be NULL; out may be in.
  * Statistics in double, so no finite input overflows. */
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
@@ -107,28 +121,27 @@ float softmax_block(float *s, int n, float *max, float *sum);
  * or in *max) or m +inf make everything NaN, m -inf (no allowed key yet)
  * zeros.  Returns true, with softmax_block's return value in *ret, when the
  * row was one of those and is done. */
-bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum,
-                           float *ret);
+bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret);
 
 /* ---- attention.c ---- */
 
 /* Which keys one sequence's queries may see: enc_mask's rule for one
  * sequence (seq_mask_for). */
 typedef struct seq_mask {
-    int len;                  /* real tokens; keys >= len are padding */
-    int L;                    /* padded length: the row stride of the arrays below */
+    int len; /* real tokens; keys >= len are padding */
+    int L;   /* padded length: the row stride of the arrays below */
     bool causal;
-    int window_left, window_right;  /* ENC_WINDOW_NONE = unbounded */
-    bool pattern;             /* a pattern option is given: pairs outside it are not allowed */
-    int stride;               /* strided, or 0 */
+    int window_left, window_right; /* ENC_WINDOW_NONE = unbounded */
+    bool pattern;                  /* a pattern option is given: pairs outside it are not allowed */
+    int stride;                    /* strided, or 0 */
     int fixed_block, fixed_summary; /* fixed, or block 0 */
     enc_blocks_pattern blocks;      /* BigBird, or size 0 */
-    const int *rnd;           /* (ceil(len / blocks.size), rnd_k) random key blocks, -1 = none */
+    const int *rnd; /* (ceil(len / blocks.size), rnd_k) random key blocks, -1 = none */
     int rnd_k;
-    const uint8_t *is_global;       /* (L) global positions, or NULL (none, or no pattern) */
-    const uint8_t *key_padding;     /* (L) or NULL */
-    const uint8_t *attn_bool;       /* (L, L) or NULL */
-    const float *attn_add;          /* (L, L) or NULL */
+    const uint8_t *is_global;   /* (L) global positions, or NULL (none, or no pattern) */
+    const uint8_t *key_padding; /* (L) or NULL */
+    const uint8_t *attn_bool;   /* (L, L) or NULL */
+    const float *attn_add;      /* (L, L) or NULL */
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,
@@ -150,28 +163,28 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
 /* One sequence of a block mask. */
 typedef struct bm_seq {
     int len;
-    bool dense;         /* no mask beyond the length: every tile full, nothing listed */
-    int nq, nk;         /* query tiles ceil(len / ENC_TILE_Q), key tiles ceil(len / ENC_TILE_K) */
-    uint32_t *qptr;     /* (nq + 1) query tile t's entries are tiles[qptr[t] .. qptr[t+1]) */
-    uint32_t *tiles;    /* key tiles, ascending, BM_FULL when full; NULL when dense */
-    int *grows;         /* (n_grows) rows of global positions: they see every key, so they
-                           run as items of their own after the tiles (which skip them) */
+    bool dense;      /* no mask beyond the length: every tile full, nothing listed */
+    int nq, nk;      /* query tiles ceil(len / ENC_TILE_Q), key tiles ceil(len / ENC_TILE_K) */
+    uint32_t *qptr;  /* (nq + 1) query tile t's entries are tiles[qptr[t] .. qptr[t+1]) */
+    uint32_t *tiles; /* key tiles, ascending, BM_FULL when full; NULL when dense */
+    int *grows;      /* (n_grows) rows of global positions: they see every key, so they
+                        run as items of their own after the tiles (which skip them) */
     int n_grows;
-    int *gcols;         /* (n_gcols) ascending: the columns in every row's pattern (global
-                           positions, fixed's summary keys), gathered and scored by every
-                           query tile besides its listed tiles (a tile that lists one
-                           scores it itself) */
+    int *gcols; /* (n_gcols) ascending: the columns in every row's pattern (global
+                   positions, fixed's summary keys), gathered and scored by every
+                   query tile besides its listed tiles (a tile that lists one
+                   scores it itself) */
     int n_gcols;
-    int stride;         /* > 0: the strided pattern's diagonals ((i - j) mod stride = 0)
-                           run by residue class (rows and keys i mod stride = r), before
-                           the tiles, which then score the band |i - j| < stride only;
-                           their pairs inside a listed tile or a gathered column are the
-                           tiles' and the gathered block's.  Only without weights. */
-    int *rnd;           /* BigBird's random key blocks (seq_mask.rnd), or NULL */
+    int stride; /* > 0: the strided pattern's diagonals ((i - j) mod stride = 0)
+                   run by residue class (rows and keys i mod stride = r), before
+                   the tiles, which then score the band |i - j| < stride only;
+                   their pairs inside a listed tile or a gathered column are the
+                   tiles' and the gathered block's.  Only without weights. */
+    int *rnd;   /* BigBird's random key blocks (seq_mask.rnd), or NULL */
     int rnd_k;
-    uint64_t scores;    /* scores per head and layer */
-    int32_t *indptr;    /* with csr: (len + 1) */
-    int32_t *indices;   /* with csr: (nnz) */
+    uint64_t scores;  /* scores per head and layer */
+    int32_t *indptr;  /* with csr: (len + 1) */
+    int32_t *indices; /* with csr: (nnz) */
     size_t nnz;
 } bm_seq;
 
@@ -239,17 +252,17 @@ void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride,
 
 /* What attention_tiles needs of one sequence. */
 typedef struct attn_seq {
-    float *z;                /* (len, z_stride): heads' outputs concatenated */
+    float *z; /* (len, z_stride): heads' outputs concatenated */
     int z_stride;
-    const float *qkv;        /* (len, qkv_stride), as for attention_rows */
+    const float *qkv; /* (len, qkv_stride), as for attention_rows */
     int qkv_stride;
     int len, H, G, E;
     const seq_mask *sm;
-    const float *kt;         /* packed keys (attention_pack_keys), or NULL: cblas_sgemm */
-    enc_attn_mode mode;      /* ENC_ATTN_NONE (or attn NULL): no weights */
-    float *attn;             /* dense: (H or 1, L, L); CSR: (H or 1, nnz) */
+    const float *kt;    /* packed keys (attention_pack_keys), or NULL: cblas_sgemm */
+    enc_attn_mode mode; /* ENC_ATTN_NONE (or attn NULL): no weights */
+    float *attn;        /* dense: (H or 1, L, L); CSR: (H or 1, nnz) */
     int L;
-    const int32_t *indptr;   /* CSR: the sequence's allowed pairs; NULL: dense weights */
+    const int32_t *indptr; /* CSR: the sequence's allowed pairs; NULL: dense weights */
     const int32_t *indices;
     size_t nnz;
     /* the gathered columns (bm_seq.gcols) and their keys and values, per key/value head
@@ -258,8 +271,8 @@ typedef struct attn_seq {
     const int *gcols;
     int n_gcols;
     const float *gather;
-    size_t gather_floats;     /* one key/value head's: the gathered columns, then the
-                                 residue classes (attention_residue_floats) */
+    size_t gather_floats; /* one key/value head's: the gathered columns, then the
+                             residue classes (attention_residue_floats) */
     /* the strided residue classes' running softmax state, (len, H) and (len, z_stride)
      * like z: written by attention_residue, read by the tiles; NULL when none */
     float *res_m, *res_s, *res_z;

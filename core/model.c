@@ -1,8 +1,6 @@
-/* model.c - a model's parameters: one allocation, loaded from safetensors or
- * built from a seed with PyTorch's initialisation scheme. */
+/* model.c - a model's parameters: one allocation, built from a seed with
+ * PyTorch's initialisation scheme (or bound from files by checkpoint.c). */
 #include "internal.h"
-#include "safetensors.h"
-#include "sha256.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -93,9 +91,51 @@ void enc_model_free(enc_model *m)
         gemm_packed_free(m->layers[l].pk_1);
         gemm_packed_free(m->layers[l].pk_2);
     }
+    for (size_t i = 0; i < m->n_files; i++)
+        free(m->files[i].name);
+    for (size_t i = 0; i < m->n_ignored; i++)
+        free(m->ignored[i]);
+    free(m->files);
+    free(m->ignored);
     free(m->params);
     free(m->layers);
     free(m);
+}
+
+int model_add_file(enc_model *m, const char *name, const char *sha256)
+{
+    struct model_file *files = realloc(m->files, (m->n_files + 1) * sizeof *files);
+    if (!files)
+        return -1;
+    m->files = files;
+    if (!(files[m->n_files].name = strdup(name)))
+        return -1;
+    snprintf(files[m->n_files].sha256, sizeof files->sha256, "%s", sha256);
+    m->n_files++;
+    return 0;
+}
+
+int model_add_ignored(enc_model *m, const char *name)
+{
+    char **names = realloc(m->ignored, (m->n_ignored + 1) * sizeof *names);
+    if (!names)
+        return -1;
+    m->ignored = names;
+    if (!(names[m->n_ignored] = strdup(name)))
+        return -1;
+    m->n_ignored++;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct model_file *)a)->name, ((const struct model_file *)b)->name);
+}
+
+void model_sort_files(enc_model *m)
+{
+    if (m->n_files > 1)
+        qsort(m->files, m->n_files, sizeof *m->files, by_name);
 }
 
 const enc_hparams *enc_model_hparams(const enc_model *m)
@@ -116,6 +156,35 @@ const char *enc_model_sha256(const enc_model *m)
 const char *enc_model_source(const enc_model *m)
 {
     return m->source;
+}
+
+const char *enc_model_architecture(const enc_model *m)
+{
+    return m->architecture;
+}
+
+size_t enc_model_file_count(const enc_model *m)
+{
+    return m->n_files;
+}
+
+const char *enc_model_file(const enc_model *m, size_t i, const char **sha256)
+{
+    if (i >= m->n_files)
+        return NULL;
+    if (sha256)
+        *sha256 = m->files[i].sha256;
+    return m->files[i].name;
+}
+
+size_t enc_model_ignored_count(const enc_model *m)
+{
+    return m->n_ignored;
+}
+
+const char *enc_model_ignored(const enc_model *m, size_t i)
+{
+    return i < m->n_ignored ? m->ignored[i] : NULL;
 }
 
 /* ---- the seeded generator --------------------------------------------- */
@@ -172,8 +241,7 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
         } else {
             /* Separate q/k/v weights: xavier_uniform_ on each. */
             fill_uniform(ly->w_qkv, D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + D)));
-            fill_uniform(ly->w_qkv + D * D, KV * D, seed, l, RNG_K,
-                         sqrt(6.0 / (double)(D + KV)));
+            fill_uniform(ly->w_qkv + D * D, KV * D, seed, l, RNG_K, sqrt(6.0 / (double)(D + KV)));
             fill_uniform(ly->w_qkv + D * D + KV * D, KV * D, seed, l, RNG_V,
                          sqrt(6.0 / (double)(D + KV)));
         }
@@ -193,148 +261,4 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     snprintf(m->source, sizeof m->source, "seed:%llu", (unsigned long long)seed);
     model_pack(m);
     return m;
-}
-
-/* ---- loading from safetensors ------------------------------------------- */
-
-/* Formats a shape as "[a, b]" into buf. */
-static void shape_str(char *buf, size_t size, const int64_t *shape, int ndim)
-{
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (n < size)
-        snprintf(buf + n, size - n, "]");
-}
-
-typedef struct loader {
-    const st_file *f;
-    bool *used;           /* (f->n_tensors) tensors bound so far */
-    enc_error *err;
-} loader;
-
-/* Binds tensor name (rows x cols, cols 0 for 1-D) into dst: checks presence,
- * dtype, shape and finiteness.  Returns 0 or an error naming the tensor. */
-static int bind(loader *ld, const char *name, float *dst, int64_t rows, int64_t cols)
-{
-    const st_tensor *t = st_find(ld->f, name);
-    if (!t)
-        return enc_error_set(ld->err, ENC_EFORMAT, "missing tensor '%s'", name);
-    ld->used[t - ld->f->tensors] = true;
-    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
-        return enc_error_set(ld->err, ENC_EFORMAT,
-                             "tensor '%s' has dtype %s; F32, F16 or BF16 expected", name,
-                             st_dtype_name(t->dtype));
-    int64_t want[2] = {rows, cols};
-    int want_ndim = cols ? 2 : 1;
-    if (t->ndim != want_ndim || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
-        char got_s[96], want_s[64];
-        shape_str(got_s, sizeof got_s, t->shape, t->ndim);
-        shape_str(want_s, sizeof want_s, want, want_ndim);
-        return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has shape %s, expected %s", name,
-                             got_s, want_s);
-    }
-    int rc = st_tensor_read_f32(t, dst, ld->err);
-    if (rc < 0)
-        return rc;
-    for (size_t i = 0; i < t->numel; i++)
-        if (!isfinite(dst[i]))
-            return enc_error_set(ld->err, ENC_EFORMAT,
-                                 "tensor '%s' has a non-finite value at index %zu", name, i);
-    return ENC_OK;
-}
-
-/* Binds every tensor of layer l, named with prefix. */
-static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix)
-{
-    const enc_hparams *hp = &m->hp;
-    const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
-    const enc_layer *ly = &m->layers[l];
-    char name[128];
-    int rc = 0;
-#define NAME(s) (snprintf(name, sizeof name, "%s%s", prefix, (s)), name)
-
-    /* The in-projection: one stacked tensor, or q/k/v apart (required for
-     * grouped-query attention, whose k and v are narrower than q). */
-    if (hp->n_kv_heads == hp->n_heads && st_find(ld->f, NAME("self_attn.in_proj_weight"))) {
-        rc = bind(ld, name, ly->w_qkv, Q, D);
-    } else {
-        if (st_find(ld->f, NAME("self_attn.in_proj_weight")))
-            return enc_error_set(ld->err, ENC_EFORMAT,
-                                 "tensor '%s' cannot serve n_kv_heads (%d) < n_heads (%d): "
-                                 "give q_proj_weight, k_proj_weight and v_proj_weight",
-                                 name, hp->n_kv_heads, hp->n_heads);
-        if ((rc = bind(ld, NAME("self_attn.q_proj_weight"), ly->w_qkv, D, D)) < 0 ||
-            (rc = bind(ld, NAME("self_attn.k_proj_weight"), ly->w_qkv + D * D, KV, D)) < 0 ||
-            (rc = bind(ld, NAME("self_attn.v_proj_weight"), ly->w_qkv + D * D + KV * D, KV, D)) <
-                0)
-            return rc;
-    }
-    if (rc < 0 || (rc = bind(ld, NAME("self_attn.out_proj.weight"), ly->w_o, D, D)) < 0 ||
-        (rc = bind(ld, NAME("linear1.weight"), ly->w_1, F, D)) < 0 ||
-        (rc = bind(ld, NAME("linear2.weight"), ly->w_2, D, F)) < 0 ||
-        (rc = bind(ld, NAME("norm1.weight"), ly->ln1_w, D, 0)) < 0 ||
-        (rc = bind(ld, NAME("norm2.weight"), ly->ln2_w, D, 0)) < 0)
-        return rc;
-    if (hp->bias &&
-        ((rc = bind(ld, NAME("self_attn.in_proj_bias"), ly->b_qkv, Q, 0)) < 0 ||
-         (rc = bind(ld, NAME("self_attn.out_proj.bias"), ly->b_o, D, 0)) < 0 ||
-         (rc = bind(ld, NAME("linear1.bias"), ly->b_1, F, 0)) < 0 ||
-         (rc = bind(ld, NAME("linear2.bias"), ly->b_2, D, 0)) < 0 ||
-         (rc = bind(ld, NAME("norm1.bias"), ly->ln1_b, D, 0)) < 0 ||
-         (rc = bind(ld, NAME("norm2.bias"), ly->ln2_b, D, 0)) < 0))
-        return rc;
-#undef NAME
-    return ENC_OK;
-}
-
-enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err)
-{
-    st_file f = {0};
-    bool *used = NULL;
-    enc_model *m = model_alloc(hp, err);
-    if (!m)
-        return NULL;
-    if (st_open(&f, path, err) < 0)
-        goto error;
-    used = calloc(f.n_tensors + 1, sizeof *used);
-    if (!used) {
-        enc_error_set(err, ENC_ENOMEM, "out of memory reading '%s'", path);
-        goto error;
-    }
-
-    /* A single block may carry the stack's "layers.0." prefix. */
-    bool prefixed = hp->n_layers > 1;
-    for (size_t i = 0; i < f.n_tensors && !prefixed; i++)
-        prefixed = strncmp(f.tensors[i].name, "layers.", 7) == 0;
-
-    loader ld = {.f = &f, .used = used, .err = err};
-    for (int l = 0; l < hp->n_layers; l++) {
-        char prefix[32] = "";
-        if (prefixed)
-            snprintf(prefix, sizeof prefix, "layers.%d.", l);
-        if (bind_layer(&ld, m, l, prefix) < 0)
-            goto error;
-    }
-    for (size_t i = 0; i < f.n_tensors; i++) {
-        if (!used[i]) {
-            const char *name = f.tensors[i].name;
-            bool bias_off = !hp->bias && strstr(name, "bias");
-            enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s'%s", name,
-                          bias_off ? " (the model has bias false)" : "");
-            goto error;
-        }
-    }
-
-    sha256_hex(f.bytes, f.size, m->sha256);
-    snprintf(m->source, sizeof m->source, "%s", path);
-    free(used);
-    st_close(&f);
-    model_pack(m);
-    return m;
-error:
-    free(used);
-    st_close(&f);
-    enc_model_free(m);
-    return NULL;
 }

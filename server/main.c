@@ -18,9 +18,12 @@
 
 extern char **environ;
 
-/* Loads the weights file, or builds the model from the seed. */
+/* Loads the directory or the weights file, or builds the model from the
+ * seed. */
 static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
 {
+    if (cfg->model.dir)
+        return enc_model_load_dir(cfg->model.dir, &cfg->model.hp, err);
     if (cfg->model.weights)
         return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
     return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
@@ -39,7 +42,8 @@ static spinners *start_spinners(const attnd_config *cfg, char *note, size_t note
         fprintf(stderr, "attnd: compute.spin_us: off, a CPU quota applies (%s)\n", why);
         return NULL;
     }
-    const long busy = (long)cfg->compute.workers * cfg->compute.forward_threads + cfg->server.threads;
+    const long busy =
+        (long)cfg->compute.workers * cfg->compute.forward_threads + cfg->server.threads;
     const int cpus = spin_cpus_allowed();
     const int n = busy < cpus ? (int)busy : cpus;
     spinners *sp = spinners_new(n, cfg->compute.spin_us);
@@ -79,8 +83,15 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             cfg->model.name, hp->d_model, hp->n_heads, hp->n_kv_heads, hp->d_ff, hp->n_layers,
             hp->n_layers == 1 ? "" : "s", enc_activation_name(hp->activation),
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
-            enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "",
-            enc_model_sha256(m));
+            enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "", enc_model_sha256(m));
+    const size_t n = enc_model_ignored_count(m);
+    if (!enc_model_architecture(m)[0])
+        return;
+    fprintf(stderr, "attnd: model.dir: %s; %zu tensor%s outside the encoder stack ignored%s",
+            enc_model_architecture(m), n, n == 1 ? "" : "s", n ? ":" : "");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", enc_model_ignored(m, i));
+    fputc('\n', stderr);
 }
 
 /* server.drain_seconds after the first SIGTERM or SIGINT (sig): readiness
@@ -111,7 +122,8 @@ static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
             break;
         const int got = sigtimedwait(stop, NULL, &left);
         if (got == SIGTERM || got == SIGINT) {
-            fprintf(stderr, "attnd: %s: the drain ends now\n", got == SIGINT ? "SIGINT" : "SIGTERM");
+            fprintf(stderr, "attnd: %s: the drain ends now\n",
+                    got == SIGINT ? "SIGINT" : "SIGTERM");
             return;
         }
         if (got < 0 && errno != EINTR)
@@ -185,8 +197,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "attnd %s: listening on http://%s%s%s:%d\n", ATTND_VERSION, v6 ? "[" : "",
             cfg.server.host, v6 ? "]" : "", server_port(srv));
     if (!(model = model_from_config(&cfg, &err))) {
-        fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "",
-                err.message);
+        fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "", err.message);
         goto done;
     }
     log_model(&cfg, model);
@@ -208,7 +219,8 @@ int main(int argc, char **argv)
                 "attnd: warning: OpenBLAS runs its %s kernels on a CPU with %s (it does not know "
                 "this CPU): its sgemm may run at a fraction of the CPU's speed; set "
                 "OPENBLAS_CORETYPE=%s (docs/deploy.md)\n",
-                pf.blas_core, pf.cpu_simd, strcmp(pf.cpu_simd, "avx512f") == 0 ? "SkylakeX" : "Haswell");
+                pf.blas_core, pf.cpu_simd,
+                strcmp(pf.cpu_simd, "avx512f") == 0 ? "SkylakeX" : "Haswell");
     fprintf(stderr,
             "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s; "
             "%s kernels, CPU %s, OpenBLAS core %s)\n",

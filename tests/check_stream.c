@@ -185,7 +185,8 @@ START_TEST(test_json_matches_printf)
         const size_t bound = stream_size_max(st);
         size_t len;
         char *got = read_all(st, trial % 3 ? 4096 : 1 + (size_t)trial % 97, &len);
-        ck_assert_msg(bound >= len, "trial %d: bound %zu below the body's %zu bytes", trial, bound, len);
+        ck_assert_msg(bound >= len, "trial %d: bound %zu below the body's %zu bytes", trial, bound,
+                      len);
         ck_assert_msg(len == want.len && memcmp(got, want.s, len) == 0,
                       "trial %d (rank %d, p %d):\n got %.300s\nwant %.300s", trial, v.rank, p, got,
                       want.s);
@@ -364,10 +365,10 @@ END_TEST
 START_TEST(test_parallel_splits_inside_a_piece)
 {
     static const size_t shapes[][3] = {
-        {2, 8, 8},   /* cuts between the heads: "]],[[" first */
-        {3, 8, 7},   /* cuts inside the heads: "],[" first */
-        {1, 8, 200}, /* cuts inside the outputs, one row a span */
-        {4, 1, 1},   /* one row per head */
+        {2, 8, 8},    /* cuts between the heads: "]],[[" first */
+        {3, 8, 7},    /* cuts inside the heads: "],[" first */
+        {1, 8, 200},  /* cuts inside the outputs, one row a span */
+        {4, 1, 1},    /* one row per head */
         {12, 16, 96}, /* many spans */
     };
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -430,13 +431,14 @@ START_TEST(test_size_max_bounds_worst_case)
         size_t len;
         char *got = stream_collect(st, &len);
         ck_assert_uint_ge(bound, len);
-        ck_assert_uint_eq(len, 5 * (k ? strlen("[[[-2147483648]]]") : strlen("[[[-1.17549435e-38]]]")));
+        ck_assert_uint_eq(len,
+                          5 * (k ? strlen("[[[-2147483648]]]") : strlen("[[[-1.17549435e-38]]]")));
         free(got);
         stream_free(st);
     }
     stream *st = stream_new();
-    const stream_view v = {.base = worst_f, .word = STREAM_FLOAT32, .rank = 1, .dims = {1},
-                           .strides = {1}};
+    const stream_view v = {
+        .base = worst_f, .word = STREAM_FLOAT32, .rank = 1, .dims = {1}, .strides = {1}};
     stream_puts(st, "{\"x\":\"");
     stream_base64(st, &v);
     stream_puts(st, "\"}");

@@ -48,6 +48,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_safetensors import export  # noqa: E402
+from fixture_cli import fixture_main  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402
 
 ATOL_MODULE = 1e-6       # layer-by-layer run vs the module's forward
@@ -722,32 +723,10 @@ def readme_row(c):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1].startswith("-"):
-        print("usage: /usr/bin/python3 tools/make_fixtures.py OUTDIR [CASE ...]\n"
-              "Writes OUTDIR/<case>/{model,case}.safetensors (every case, or those named) and\n"
-              "OUTDIR/README.md.",
-              file=sys.stderr)
-        return 2
-    outdir = argv[1]
-    torch.set_num_threads(1)
-    os.makedirs(outdir, exist_ok=True)
-    cases = [Case(*spec) for spec in CASES]
-    names = set(argv[2:])
-    unknown = names - {c.name for c in cases}
-    if unknown:
-        print(f"make_fixtures: unknown cases {sorted(unknown)}", file=sys.stderr)
-        return 2
-    for c in cases:
-        if names and c.name not in names:
-            continue
-        make_case(c, outdir)
-        print(f"{c.name}", file=sys.stderr)
-    with open(os.path.join(outdir, "README.md"), "w") as f:
-        f.write(README_HEAD)
-        for c in cases:
-            f.write(readme_row(c))
-    print(f"wrote {len(cases)} cases to {outdir}", file=sys.stderr)
-    return 0
+    return fixture_main(argv, "make_fixtures",
+                        "Writes OUTDIR/<case>/{model,case}.safetensors (every case, or those named) and\n"
+                        "OUTDIR/README.md.",
+                        [Case(*spec) for spec in CASES], make_case, README_HEAD, readme_row)
 
 
 if __name__ == "__main__":

@@ -62,9 +62,9 @@ struct stream {
     bool ahead_tried;
     struct ahead *ahead;
     struct span_at *spans; /* where span j starts; owned by the stream */
-    size_t n_spans, n_all;  /* and the pieces in all */
-    size_t span;            /* the span this cursor is in */
-    bool in_helper;         /* reading the helper's span after it */
+    size_t n_spans, n_all; /* and the pieces in all */
+    size_t span;           /* the span this cursor is in */
+    bool in_helper;        /* reading the helper's span after it */
 };
 
 /* A place in the body: piece k's row (rows counted over the dims but the
@@ -78,7 +78,7 @@ typedef struct span_at {
  * at most AHEAD_CHUNKS x AHEAD_CHUNK bytes ahead; an empty chunk ends a
  * span.  A span holds about SPAN_NUMBERS numbers (some 700 KB of text),
  * so the two threads take turns with the ring never full for long. */
-#define AHEAD_CHUNK (256u << 10)
+#define AHEAD_CHUNK  (256u << 10)
 #define AHEAD_CHUNKS 8
 #define SPAN_NUMBERS (64u << 10)
 
@@ -308,8 +308,8 @@ size_t stream_size_max(const stream *st)
     size_t total = 0;
     for (size_t k = 0; k < st->n; k++) {
         const piece *p = &st->pieces[k];
-        total += p->kind == PIECE_TEXT   ? p->len
-                 : p->kind == PIECE_JSON ? STREAM_JSON_NUMBER_MAX * numel_of(&p->v)
+        total += p->kind == PIECE_TEXT     ? p->len
+                 : p->kind == PIECE_JSON   ? STREAM_JSON_NUMBER_MAX * numel_of(&p->v)
                  : p->kind == PIECE_BASE64 ? (4 * numel_of(&p->v) + 2) / 3 * 4 + 4
                                            : 4 * numel_of(&p->v);
     }

@@ -158,8 +158,8 @@ int server_start(server *s, enc_error *err)
     errno = 0;
     s->daemon =
         MHD_start_daemon(flags, 0, NULL, NULL, http_on_request, s, MHD_OPTION_NOTIFY_COMPLETED,
-                         http_on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_on_connection,
-                         s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+                         http_on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, s,
+                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     saved = errno;
     if (!s->daemon || pipe2(s->wake, O_CLOEXEC) < 0 ||
         pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
@@ -223,6 +223,21 @@ void server_set_model(server *s, const enc_model *m, pool *p)
         (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION, "platform", "kernels",
         pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
         pf.blas_core_generic);
+    json_t *weights = info ? json_object_get(info, "weights") : NULL;
+    if (weights) { /* where they came from: files, architecture, what was left out */
+        json_t *files = json_array(), *ignored = json_array();
+        for (size_t i = 0; i < enc_model_file_count(m); i++) {
+            const char *fsha;
+            const char *name = enc_model_file(m, i, &fsha);
+            json_array_append_new(files, json_pack("{s:s, s:s}", "name", name, "sha256", fsha));
+        }
+        for (size_t i = 0; i < enc_model_ignored_count(m); i++)
+            json_array_append_new(ignored, json_string(enc_model_ignored(m, i)));
+        const char *arch = enc_model_architecture(m);
+        json_object_set_new(weights, "architecture", arch[0] ? json_string(arch) : json_null());
+        json_object_set_new(weights, "files", files);
+        json_object_set_new(weights, "ignored_tensors", ignored);
+    }
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);

@@ -1,0 +1,732 @@
+/* checkpoint.c - a model's parameters bound from safetensors files by name:
+ * one PyTorch file (nn.TransformerEncoder's state_dict names), or a Hugging
+ * Face encoder directory (config.json + model.safetensors, or a sharded
+ * model.safetensors.index.json), through one table per naming scheme. */
+#include "internal.h"
+#include "safetensors.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+/* ---- naming schemes -------------------------------------------------------- */
+
+/* The tensors of one block, whatever a file calls them. */
+typedef enum slot {
+    S_QKV_W, /* q, k and v weights stacked */
+    S_QKV_B,
+    S_Q_W,
+    S_K_W,
+    S_V_W,
+    S_Q_B,
+    S_K_B,
+    S_V_B,
+    S_O_W,
+    S_O_B,
+    S_1_W,
+    S_1_B,
+    S_2_W,
+    S_2_B,
+    S_LN1_W, /* after attention (post-norm), or before it (pre-norm) */
+    S_LN1_B,
+    S_LN2_W, /* after the feed-forward (post-norm), or before it */
+    S_LN2_B,
+    N_SLOTS
+} slot;
+
+/* A naming scheme: what a block's names start with (then its index and a
+ * dot) and each slot's name after that; NULL where the scheme has no such
+ * tensor. */
+typedef struct naming {
+    const char *layer;
+    const char *name[N_SLOTS];
+} naming;
+
+/* nn.TransformerEncoder's state_dict (API.md section 2). */
+static const naming TORCH = {"layers.",
+                             {[S_QKV_W] = "self_attn.in_proj_weight",
+                              [S_QKV_B] = "self_attn.in_proj_bias",
+                              [S_Q_W] = "self_attn.q_proj_weight",
+                              [S_K_W] = "self_attn.k_proj_weight",
+                              [S_V_W] = "self_attn.v_proj_weight",
+                              [S_O_W] = "self_attn.out_proj.weight",
+                              [S_O_B] = "self_attn.out_proj.bias",
+                              [S_1_W] = "linear1.weight",
+                              [S_1_B] = "linear1.bias",
+                              [S_2_W] = "linear2.weight",
+                              [S_2_B] = "linear2.bias",
+                              [S_LN1_W] = "norm1.weight",
+                              [S_LN1_B] = "norm1.bias",
+                              [S_LN2_W] = "norm2.weight",
+                              [S_LN2_B] = "norm2.bias"}};
+
+/* transformers' BertLayer (BertSelfAttention, BertSelfOutput,
+ * BertIntermediate, BertOutput), also RoBERTa's, XLM-R's, CamemBERT's and
+ * ELECTRA's. */
+static const naming BERT = {"encoder.layer.",
+                            {[S_Q_W] = "attention.self.query.weight",
+                             [S_Q_B] = "attention.self.query.bias",
+                             [S_K_W] = "attention.self.key.weight",
+                             [S_K_B] = "attention.self.key.bias",
+                             [S_V_W] = "attention.self.value.weight",
+                             [S_V_B] = "attention.self.value.bias",
+                             [S_O_W] = "attention.output.dense.weight",
+                             [S_O_B] = "attention.output.dense.bias",
+                             [S_1_W] = "intermediate.dense.weight",
+                             [S_1_B] = "intermediate.dense.bias",
+                             [S_2_W] = "output.dense.weight",
+                             [S_2_B] = "output.dense.bias",
+                             [S_LN1_W] = "attention.output.LayerNorm.weight",
+                             [S_LN1_B] = "attention.output.LayerNorm.bias",
+                             [S_LN2_W] = "output.LayerNorm.weight",
+                             [S_LN2_B] = "output.LayerNorm.bias"}};
+
+/* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
+static const naming DISTILBERT = {"transformer.layer.",
+                                  {[S_Q_W] = "attention.q_lin.weight",
+                                   [S_Q_B] = "attention.q_lin.bias",
+                                   [S_K_W] = "attention.k_lin.weight",
+                                   [S_K_B] = "attention.k_lin.bias",
+                                   [S_V_W] = "attention.v_lin.weight",
+                                   [S_V_B] = "attention.v_lin.bias",
+                                   [S_O_W] = "attention.out_lin.weight",
+                                   [S_O_B] = "attention.out_lin.bias",
+                                   [S_1_W] = "ffn.lin1.weight",
+                                   [S_1_B] = "ffn.lin1.bias",
+                                   [S_2_W] = "ffn.lin2.weight",
+                                   [S_2_B] = "ffn.lin2.bias",
+                                   [S_LN1_W] = "sa_layer_norm.weight",
+                                   [S_LN1_B] = "sa_layer_norm.bias",
+                                   [S_LN2_W] = "output_layer_norm.weight",
+                                   [S_LN2_B] = "output_layer_norm.bias"}};
+
+/* The architectures a directory's config.json may name, their naming, the
+ * base model's prefix in task checkpoints, and where config.json keeps each
+ * hyperparameter. */
+typedef struct family {
+    const char *model_type;
+    const naming *names;
+    const char *prefix; /* "bert." in BertForMaskedLM's names */
+    const char *d_model, *n_heads, *d_ff, *n_layers, *activation, *eps;
+} family;
+
+static const family FAMILIES[] = {
+    {"bert", &BERT, "bert.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+    {"roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+    {"xlm-roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+    {"camembert", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+    {"electra", &BERT, "electra.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+    /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12), not configurable. */
+    {"distilbert", &DISTILBERT, "distilbert.", "dim", "n_heads", "hidden_dim", "n_layers",
+     "activation", NULL},
+};
+#define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
+#define DISTILBERT_EPS 1e-12f
+
+static const family *family_of(const char *model_type)
+{
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        if (strcmp(FAMILIES[i].model_type, model_type) == 0)
+            return &FAMILIES[i];
+    return NULL;
+}
+
+/* ---- binding ----------------------------------------------------------------- */
+
+/* The files a model is read from (one, or a directory's shards), and which
+ * of their tensors are bound so far. */
+typedef struct loader {
+    st_file *files;
+    bool **used; /* (n_files) x (each file's n_tensors) */
+    size_t n_files;
+    enc_error *err;
+} loader;
+
+/* The tensor called name in any of the files (marking nothing), or NULL. */
+static const st_tensor *find(const loader *ld, const char *name, size_t *file)
+{
+    for (size_t i = 0; i < ld->n_files; i++) {
+        const st_tensor *t = st_find(&ld->files[i], name);
+        if (t) {
+            if (file)
+                *file = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Formats a shape as "[a, b]" into buf. */
+static void shape_str(char *buf, size_t size, const int64_t *shape, int ndim)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+}
+
+/* Checkpoints converted from TensorFlow (bert-base-uncased's among them)
+ * call a LayerNorm's weight and bias gamma and beta, which transformers
+ * renames as it loads them: name's legacy form into buf, or false. */
+static bool legacy_name(const char *name, char *buf, size_t size)
+{
+    static const char *const from[] = {"LayerNorm.weight", "LayerNorm.bias"};
+    static const char *const to[] = {"LayerNorm.gamma", "LayerNorm.beta"};
+    const size_t n = strlen(name);
+    for (int i = 0; i < 2; i++) {
+        const size_t k = strlen(from[i]);
+        if (n >= k && strcmp(name + n - k, from[i]) == 0 && n - k + strlen(to[i]) < size) {
+            snprintf(buf, size, "%.*s%s", (int)(n - k), name, to[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Binds tensor name (rows x cols, cols 0 for 1-D) into dst: checks presence,
+ * dtype, shape and finiteness.  Returns 0 or an error naming the tensor. */
+static int bind(loader *ld, const char *name, float *dst, int64_t rows, int64_t cols)
+{
+    size_t fi = 0;
+    const st_tensor *t = find(ld, name, &fi);
+    char legacy[300];
+    if (!t && legacy_name(name, legacy, sizeof legacy))
+        t = find(ld, legacy, &fi);
+    if (!t)
+        return enc_error_set(ld->err, ENC_EFORMAT, "missing tensor '%s'", name);
+    ld->used[fi][t - ld->files[fi].tensors] = true;
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has dtype %s; F32, F16 or BF16 expected", name,
+                             st_dtype_name(t->dtype));
+    int64_t want[2] = {rows, cols};
+    int want_ndim = cols ? 2 : 1;
+    if (t->ndim != want_ndim || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char got_s[96], want_s[64];
+        shape_str(got_s, sizeof got_s, t->shape, t->ndim);
+        shape_str(want_s, sizeof want_s, want, want_ndim);
+        return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has shape %s, expected %s", name,
+                             got_s, want_s);
+    }
+    int rc = st_tensor_read_f32(t, dst, ld->err);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < t->numel; i++)
+        if (!isfinite(dst[i]))
+            return enc_error_set(ld->err, ENC_EFORMAT,
+                                 "tensor '%s' has a non-finite value at index %zu", name, i);
+    return ENC_OK;
+}
+
+/* Binds every tensor of layer l, each named prefix + its name in nm. */
+static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix, const naming *nm)
+{
+    const enc_hparams *hp = &m->hp;
+    const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
+    const enc_layer *ly = &m->layers[l];
+    char name[256];
+    int rc = 0;
+#define NAME(s) (snprintf(name, sizeof name, "%s%s", prefix, nm->name[s]), name)
+
+    /* The in-projection: one stacked tensor, or q/k/v apart (required for
+     * grouped-query attention, whose k and v are narrower than q). */
+    if (nm->name[S_QKV_W] && find(ld, NAME(S_QKV_W), NULL)) {
+        if (hp->n_kv_heads != hp->n_heads)
+            return enc_error_set(ld->err, ENC_EFORMAT,
+                                 "tensor '%s' cannot serve n_kv_heads (%d) < n_heads (%d): "
+                                 "give q_proj_weight, k_proj_weight and v_proj_weight",
+                                 name, hp->n_kv_heads, hp->n_heads);
+        rc = bind(ld, name, ly->w_qkv, Q, D);
+    } else if ((rc = bind(ld, NAME(S_Q_W), ly->w_qkv, D, D)) < 0 ||
+               (rc = bind(ld, NAME(S_K_W), ly->w_qkv + D * D, KV, D)) < 0 ||
+               (rc = bind(ld, NAME(S_V_W), ly->w_qkv + D * D + KV * D, KV, D)) < 0) {
+        return rc;
+    }
+    if (rc < 0 || (rc = bind(ld, NAME(S_O_W), ly->w_o, D, D)) < 0 ||
+        (rc = bind(ld, NAME(S_1_W), ly->w_1, F, D)) < 0 ||
+        (rc = bind(ld, NAME(S_2_W), ly->w_2, D, F)) < 0 ||
+        (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0)
+        return rc;
+    if (!hp->bias)
+        return ENC_OK;
+    if (nm->name[S_QKV_B])
+        rc = bind(ld, NAME(S_QKV_B), ly->b_qkv, Q, 0);
+    else if ((rc = bind(ld, NAME(S_Q_B), ly->b_qkv, D, 0)) < 0 ||
+             (rc = bind(ld, NAME(S_K_B), ly->b_qkv + D, KV, 0)) < 0)
+        return rc;
+    else
+        rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
+    if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_1_B), ly->b_1, F, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0)
+        return rc;
+#undef NAME
+    return ENC_OK;
+}
+
+/* Binds every layer, named model_prefix + nm's layer prefix + the slot. */
+static int bind_layers(loader *ld, const enc_model *m, const char *model_prefix, const naming *nm,
+                       bool layer_prefixed)
+{
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        char prefix[128] = "";
+        if (layer_prefixed)
+            snprintf(prefix, sizeof prefix, "%s%s%d.", model_prefix, nm->layer, l);
+        else
+            snprintf(prefix, sizeof prefix, "%s", model_prefix);
+        if (bind_layer(ld, m, l, prefix, nm) < 0)
+            return ld->err->status;
+    }
+    return ENC_OK;
+}
+
+static void close_files(loader *ld)
+{
+    for (size_t i = 0; i < ld->n_files; i++) {
+        st_close(&ld->files[i]);
+        free(ld->used ? ld->used[i] : NULL);
+    }
+    free(ld->files);
+    free(ld->used);
+    *ld = (loader){.err = ld->err};
+}
+
+/* Opens path as the next file of ld. */
+static int open_file(loader *ld, const char *path)
+{
+    st_file *files = realloc(ld->files, (ld->n_files + 1) * sizeof *files);
+    if (files)
+        ld->files = files;
+    bool **used = files ? realloc(ld->used, (ld->n_files + 1) * sizeof *used) : NULL;
+    if (used)
+        ld->used = used;
+    if (!files || !used)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory reading '%s'", path);
+    st_file *f = &ld->files[ld->n_files];
+    *f = (st_file){0};
+    ld->used[ld->n_files] = NULL;
+    int rc = st_open(f, path, ld->err);
+    if (rc < 0)
+        return rc;
+    ld->n_files++;
+    if (!(ld->used[ld->n_files - 1] = calloc(f->n_tensors + 1, sizeof **ld->used)))
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory reading '%s'", path);
+    return ENC_OK;
+}
+
+enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err)
+{
+    loader ld = {.err = err};
+    enc_model *m = model_alloc(hp, err);
+    if (!m || open_file(&ld, path) < 0)
+        goto error;
+    const st_file *f = &ld.files[0];
+
+    /* A single block may carry the stack's "layers.0." prefix. */
+    bool prefixed = hp->n_layers > 1;
+    for (size_t i = 0; i < f->n_tensors && !prefixed; i++)
+        prefixed = strncmp(f->tensors[i].name, "layers.", 7) == 0;
+    if (bind_layers(&ld, m, "", &TORCH, prefixed) < 0)
+        goto error;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        if (!ld.used[0][i]) {
+            const char *name = f->tensors[i].name;
+            bool bias_off = !hp->bias && strstr(name, "bias");
+            enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s'%s", name,
+                          bias_off ? " (the model has bias false)" : "");
+            goto error;
+        }
+    }
+    sha256_hex(f->bytes, f->size, m->sha256);
+    snprintf(m->source, sizeof m->source, "%s", path);
+    const char *base = strrchr(path, '/');
+    if (model_add_file(m, base ? base + 1 : path, m->sha256) < 0)
+        goto nomem;
+    close_files(&ld);
+    model_pack(m);
+    return m;
+nomem:
+    enc_error_set(err, ENC_ENOMEM, "out of memory reading '%s'", path);
+error:
+    close_files(&ld);
+    enc_model_free(m);
+    return NULL;
+}
+
+/* ---- Hugging Face directories -------------------------------------------------- */
+
+/* src as printable ASCII for a message (others as '?'), cut to size. */
+static void printable(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    for (; src[n] && n + 1 < size; n++)
+        dst[n] = src[n] >= 0x20 && src[n] < 0x7f ? src[n] : '?';
+    dst[n] = '\0';
+}
+
+/* dir/name into buf; false when it does not fit. */
+static bool join(char *buf, size_t size, const char *dir, const char *name)
+{
+    return (size_t)snprintf(buf, size, "%s/%s", dir, name) < size;
+}
+
+/* The whole file at path (NUL-terminated, owned) and its length, or NULL
+ * with err set. */
+static char *read_whole(const char *path, size_t *len, enc_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        enc_error_set(err, ENC_EIO, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 4096) {
+            char *grown = cap < (64u << 20) ? realloc(buf, cap = cap ? 2 * cap : 8192) : NULL;
+            if (!grown) {
+                free(buf);
+                fclose(fp);
+                enc_error_set(err, ENC_EFORMAT, "'%s' is over 64 MiB or memory is short", path);
+                return NULL;
+            }
+            buf = grown;
+        }
+        const size_t got = fread(buf + n, 1, cap - n - 1, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    const bool bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        enc_error_set(err, ENC_EIO, "cannot read '%s'", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* An integer field of config.json in *out (1..ENC_MAX_DIM-ish bounds are
+ * enc_hparams_validate's). */
+static int int_field(const json_t *root, const char *key, int *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v)
+        return enc_error_set(err, ENC_EINVAL, "config.json: missing '%s'", key);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive integer", key);
+    *out = (int)json_integer_value(v);
+    return ENC_OK;
+}
+
+int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    char path[4200];
+    if (!join(path, sizeof path, dir, "config.json"))
+        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
+    size_t len;
+    char *text = read_whole(path, &len, err);
+    if (!text)
+        return err->status;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    int rc = ENC_OK;
+    if (!root)
+        return enc_error_set(err, ENC_EFORMAT, "config.json: line %d, column %d: %s", jerr.line,
+                             jerr.column, jerr.text);
+    const json_t *mt = json_object_get(root, "model_type");
+    const family *fam = NULL;
+    if (!json_is_object(root)) {
+        rc = enc_error_set(err, ENC_EFORMAT, "config.json: the top level is not an object");
+        goto done;
+    }
+    if (!mt || !json_is_string(mt)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s 'model_type'",
+                           mt ? "a string expected for" : "missing");
+        goto done;
+    }
+    if (!(fam = family_of(json_string_value(mt)))) {
+        char shown[64];
+        printable(shown, sizeof shown, json_string_value(mt));
+        rc = enc_error_set(err, ENC_EINVAL,
+                           "config.json: model_type '%s' is not supported (bert, roberta, "
+                           "xlm-roberta, camembert, electra, distilbert)",
+                           shown);
+        goto done;
+    }
+    snprintf(c->model_type, sizeof c->model_type, "%s", fam->model_type);
+    c->key_d_model = fam->d_model;
+    c->key_n_heads = fam->n_heads;
+    c->key_d_ff = fam->d_ff;
+    c->key_n_layers = fam->n_layers;
+    c->key_activation = fam->activation;
+    c->key_eps = fam->eps;
+    enc_hparams *hp = &c->hp;
+    enc_hparams_default(hp);
+    hp->norm_first = false; /* every one of them is post-norm, with biases */
+    hp->bias = true;
+    if ((rc = int_field(root, fam->d_model, &hp->d_model, err)) < 0 ||
+        (rc = int_field(root, fam->n_heads, &hp->n_heads, err)) < 0 ||
+        (rc = int_field(root, fam->d_ff, &hp->d_ff, err)) < 0 ||
+        (rc = int_field(root, fam->n_layers, &hp->n_layers, err)) < 0)
+        goto done;
+    hp->n_kv_heads = hp->n_heads;
+    const json_t *act = json_object_get(root, fam->activation);
+    if (!act || !json_is_string(act)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s'",
+                           act ? "a string expected for" : "missing", fam->activation);
+        goto done;
+    }
+    const char *a = json_string_value(act);
+    printable(c->activation, sizeof c->activation, a);
+    if (strcmp(a, "gelu") == 0) {
+        hp->activation = ENC_ACT_GELU; /* transformers' GELUActivation: erf */
+    } else if (strcmp(a, "gelu_new") == 0 || strcmp(a, "gelu_pytorch_tanh") == 0) {
+        hp->activation = ENC_ACT_GELU_TANH; /* NewGELUActivation, PytorchGELUTanh */
+    } else if (strcmp(a, "relu") == 0) {
+        hp->activation = ENC_ACT_RELU;
+    } else {
+        rc = enc_error_set(err, ENC_EINVAL,
+                           "config.json: %s '%s' is not supported (gelu, gelu_new, "
+                           "gelu_pytorch_tanh, relu)",
+                           fam->activation, c->activation);
+        goto done;
+    }
+    if (fam->eps) {
+        const json_t *eps = json_object_get(root, fam->eps);
+        if (!eps) {
+            rc = enc_error_set(err, ENC_EINVAL, "config.json: missing '%s'", fam->eps);
+            goto done;
+        }
+        if (!json_is_number(eps) || !(json_number_value(eps) > 0) ||
+            !isfinite(json_number_value(eps))) {
+            rc = enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive number",
+                               fam->eps);
+            goto done;
+        }
+        hp->layer_norm_eps = (float)json_number_value(eps);
+    } else {
+        hp->layer_norm_eps = DISTILBERT_EPS;
+    }
+    /* Positions: absolute ones are in the input embeddings already. */
+    const json_t *pos = json_object_get(root, "position_embedding_type");
+    if (pos && !json_is_null(pos) &&
+        (!json_is_string(pos) || strcmp(json_string_value(pos), "absolute") != 0)) {
+        char shown[64] = "(not a string)";
+        if (json_is_string(pos))
+            printable(shown, sizeof shown, json_string_value(pos));
+        rc = enc_error_set(err, ENC_EINVAL,
+                           "config.json: position_embedding_type '%s' is not supported "
+                           "(absolute)",
+                           shown);
+        goto done;
+    }
+    const json_t *scaling = json_object_get(root, "rope_scaling");
+    if (scaling && !json_is_null(scaling)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: rope_scaling is not supported");
+        goto done;
+    }
+done:
+    json_decref(root);
+    return rc;
+}
+
+/* Whether name is a plain file name in a directory (no '/', not "." or ".."). */
+static bool plain_name(const char *name)
+{
+    return name[0] && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* Adds dir/name's sha256 to m's files, hashing the bytes at data (or the
+ * file when data is NULL). */
+static int hash_file(enc_model *m, const char *dir, const char *name, const void *data, size_t n,
+                     enc_error *err)
+{
+    char hex[SHA256_HEX_SIZE];
+    if (data) {
+        sha256_hex(data, n, hex);
+    } else {
+        char path[4200];
+        size_t len = 0;
+        char *text = join(path, sizeof path, dir, name) ? read_whole(path, &len, err) : NULL;
+        if (!text)
+            return err->status ? err->status : enc_error_set(err, ENC_EINVAL, "path too long");
+        sha256_hex(text, len, hex);
+        free(text);
+    }
+    if (model_add_file(m, name, hex) < 0)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory");
+    return ENC_OK;
+}
+
+/* Opens the directory's weights: model.safetensors, or the shards that
+ * model.safetensors.index.json names (every tensor of its weight_map in the
+ * shard it names).  Hashes each file into m. */
+static int open_weights(loader *ld, enc_model *m, const char *dir)
+{
+    enc_error *err = ld->err;
+    char path[4200];
+    struct stat st;
+    if (!join(path, sizeof path, dir, "model.safetensors"))
+        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
+    if (stat(path, &st) == 0) {
+        if (open_file(ld, path) < 0)
+            return err->status;
+        snprintf(m->sha256, sizeof m->sha256, "%s", "");
+        sha256_hex(ld->files[0].bytes, ld->files[0].size, m->sha256);
+        return model_add_file(m, "model.safetensors", m->sha256) < 0
+                   ? enc_error_set(err, ENC_ENOMEM, "out of memory")
+                   : ENC_OK;
+    }
+    if (!join(path, sizeof path, dir, "model.safetensors.index.json") || stat(path, &st) != 0)
+        return enc_error_set(err, ENC_EIO,
+                             "model.dir '%s': neither model.safetensors nor "
+                             "model.safetensors.index.json is there",
+                             dir);
+    size_t len;
+    char *text = read_whole(path, &len, err);
+    if (!text)
+        return err->status;
+    sha256_hex(text, len, m->sha256);
+    int rc = model_add_file(m, "model.safetensors.index.json", m->sha256) < 0
+                 ? enc_error_set(err, ENC_ENOMEM, "out of memory")
+                 : ENC_OK;
+    json_error_t jerr;
+    json_t *index = rc < 0 ? NULL : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (rc < 0)
+        return rc;
+    if (!index)
+        return enc_error_set(err, ENC_EFORMAT, "model.safetensors.index.json: line %d: %s",
+                             jerr.line, jerr.text);
+    json_t *map = json_object_get(index, "weight_map");
+    const char *name;
+    json_t *file;
+    if (!json_is_object(map) || json_object_size(map) == 0) {
+        rc =
+            enc_error_set(err, ENC_EFORMAT, "model.safetensors.index.json: no 'weight_map' object");
+        goto done;
+    }
+    /* The shards, each opened once, in the order the map first names them:
+     * ld->files[i] is m->files[base + i]. */
+    const size_t base = m->n_files;
+    json_object_foreach(map, name, file)
+    {
+        const char *shard = json_string_value(file);
+        if (!shard || !plain_name(shard)) {
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "model.safetensors.index.json: tensor '%s' names no file of "
+                               "the directory",
+                               name);
+            goto done;
+        }
+        bool open = false;
+        for (size_t i = base; i < m->n_files && !open; i++)
+            open = strcmp(m->files[i].name, shard) == 0;
+        if (open)
+            continue;
+        if (!join(path, sizeof path, dir, shard) || open_file(ld, path) < 0 ||
+            hash_file(m, dir, shard, ld->files[ld->n_files - 1].bytes,
+                      ld->files[ld->n_files - 1].size, err) < 0) {
+            rc = err->status ? err->status : ENC_EINVAL;
+            goto done;
+        }
+    }
+    json_object_foreach(map, name, file)
+    {
+        size_t fi = 0;
+        const st_tensor *t = find(ld, name, &fi);
+        if (!t || strcmp(m->files[base + fi].name, json_string_value(file)) != 0) {
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "model.safetensors.index.json: tensor '%s' is not in %s", name,
+                               json_string_value(file));
+            goto done;
+        }
+    }
+done:
+    json_decref(index);
+    return rc;
+}
+
+enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err)
+{
+    enc_hf_config c;
+    loader ld = {.err = err};
+    enc_model *m = NULL;
+    if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_alloc(hp, err)))
+        return NULL;
+    const family *fam = family_of(c.model_type);
+    if (hash_file(m, dir, "config.json", NULL, 0, err) < 0 || open_weights(&ld, m, dir) < 0)
+        goto error;
+
+    /* A task checkpoint (BertForMaskedLM) names the base model's tensors
+     * with its prefix ("bert."); the base model (BertModel) without. */
+    char first[256];
+    const char *prefix = NULL;
+    snprintf(first, sizeof first, "%s0.%s", fam->names->layer, fam->names->name[S_Q_W]);
+    for (int p = 0; p < 2 && !prefix; p++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s%s", p ? fam->prefix : "", first);
+        if (find(&ld, name, NULL))
+            prefix = p ? fam->prefix : "";
+    }
+    if (!prefix) {
+        enc_error_set(err, ENC_EFORMAT, "missing tensor '%s' (or '%s%s')", first, fam->prefix,
+                      first);
+        goto error;
+    }
+    if (bind_layers(&ld, m, prefix, fam->names, true) < 0)
+        goto error;
+
+    /* The rest: a tensor inside the encoder stack left unbound is refused
+     * (a layer past n_layers, a part attnd does not compute); embeddings,
+     * pooler and task heads are listed as ignored. */
+    char stack[128];
+    snprintf(stack, sizeof stack, "%s%s", prefix, fam->names->layer);
+    for (size_t i = 0; i < ld.n_files; i++) {
+        for (size_t k = 0; k < ld.files[i].n_tensors; k++) {
+            const char *name = ld.files[i].tensors[k].name;
+            if (ld.used[i][k])
+                continue;
+            if (strncmp(name, stack, strlen(stack)) == 0) {
+                enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s' (config.json: %s %d)", name,
+                              fam->n_layers, hp->n_layers);
+                goto error;
+            }
+            if (model_add_ignored(m, name) < 0) {
+                enc_error_set(err, ENC_ENOMEM, "out of memory");
+                goto error;
+            }
+        }
+    }
+    model_sort_files(m);
+    snprintf(m->architecture, sizeof m->architecture, "%s", c.model_type);
+    snprintf(m->source, sizeof m->source, "%s", dir);
+    close_files(&ld);
+    model_pack(m);
+    return m;
+error:
+    close_files(&ld);
+    enc_model_free(m);
+    return NULL;
+}
