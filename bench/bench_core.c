@@ -17,9 +17,12 @@
  *                                        as the forward splits them: the
  *                                        forward's ceiling, GFLOP/s
  * options: --threads T (2): enc_set_threads(T) for "core", OpenBLAS threads
- *          for "roofline", threads for "peak" and "linears";  --repeat R (20)  --warmup W (3)  --n N (2048)
+ *          for "roofline", threads for "peak" and "linears";  --repeat R (20)  --warmup W (3)  --n
+ * N (2048)
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
+ *          --position none|rope|alibi (none): RoPE (neox, theta 10000, every
+ *          dimension) or ALiBi inside attention
  *          --attention heads|mean|none (heads)
  *          --mask SPEC: "core" with a mask, options joined by ',':
  *          window=W  global=N (N positions spread evenly)  causal
@@ -66,7 +69,8 @@ static void usage(void)
     fputs("usage: bench_core info\n"
           "       bench_core roofline [--n N] [--threads T] [--repeat R] [--warmup W]\n"
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
-          "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A]"
+          "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A] "
+          "[--position P]"
           " [--seed S]\n"
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
@@ -132,6 +136,11 @@ static options parse_args(int argc, char **argv)
             o.name = v;
         } else if (!strcmp(f, "--mask")) {
             o.mask = v;
+        } else if (!strcmp(f, "--position")) {
+            if (enc_position_parse(v, &o.hp.position) < 0) {
+                fprintf(stderr, "bench_core: unknown position '%s' (none, rope, alibi)\n", v);
+                exit(2);
+            }
         } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
@@ -359,8 +368,8 @@ static int run_core(const options *o)
                    100.0 * (double)res.scores / ((double)B * H * L * L));
         printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f %s_peak_rss_mib=%.0f "
                "%s_scores=%llu %s_nnz=%llu\n",
-               key, best, key, median, key, gflops, key, rss, key,
-               (unsigned long long)res.scores, key, nnz);
+               key, best, key, median, key, gflops, key, rss, key, (unsigned long long)res.scores,
+               key, nnz);
     }
     free(ms);
     free(x);

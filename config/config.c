@@ -32,6 +32,9 @@ typedef enum cfg_type {
     CFG_NSTRING, /* char *: owned, or NULL (JSON null or an empty string) */
     CFG_NAME,    /* char *: owned, 1..64 of [A-Za-z0-9._-], not "." or ".." */
     CFG_ACT,     /* enc_activation: relu | gelu | gelu_tanh */
+    CFG_DOUBLE,  /* double: a positive finite number */
+    CFG_POS,     /* enc_position: none | rope | alibi */
+    CFG_ROPE,    /* enc_rope_style: neox | gptj */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -120,6 +123,14 @@ typedef enum cfg_type {
       model.hp.layer_norm_eps, "X", "1e-5", 0, 0, "LayerNorm epsilon, a positive number")          \
     X("model.bias", "--bias", "ATTND_BIAS", CFG_BOOL, model.hp.bias, "BOOL",                       \
       "true", 0, 0, "biases in every Linear and LayerNorm")                                        \
+    X("model.position", "--position", "ATTND_POSITION", CFG_POS, model.hp.position, "KIND",        \
+      "none", 0, 0, "positions inside attention: none | rope | alibi")                             \
+    X("model.rope_theta", "--rope-theta", "ATTND_ROPE_THETA", CFG_DOUBLE, model.hp.rope_theta,     \
+      "THETA", "10000", 0, 0, "RoPE's base: angles pos * theta^(-2k / rope_dim)")                  \
+    X("model.rope_dim", "--rope-dim", "ATTND_ROPE_DIM", CFG_INT, model.hp.rope_dim, "N", "0", 0,   \
+      ENC_MAX_DIM, "dimensions of each head RoPE rotates (even); 0 = all (the head dimension)")     \
+    X("model.rope_style", "--rope-style", "ATTND_ROPE_STYLE", CFG_ROPE, model.hp.rope_style,       \
+      "STYLE", "neox", 0, 0, "RoPE's pairs: neox (halves) | gptj (interleaved)")                  \
     X("model.weights", "--weights", "ATTND_WEIGHTS", CFG_NSTRING, model.weights, "FILE",           \
       NULL, 0, 0, "safetensors weights file; null = build the weights from seed")                  \
     X("model.dir", "--model-dir", "ATTND_MODEL_DIR", CFG_NSTRING, model.dir, "DIR", NULL, 0, 0,    \
@@ -314,6 +325,20 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
             return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of relu, gelu, gelu_tanh", src,
                                  text);
         return ENC_OK;
+    case CFG_DOUBLE:
+        if (!isfinite(v->f) || !(v->f > 0.0))
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not a positive number", src, text);
+        *(double *)p = v->f;
+        return ENC_OK;
+    case CFG_POS:
+        if (enc_position_parse(v->s, (enc_position *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of none, rope, alibi", src,
+                                 text);
+        return ENC_OK;
+    case CFG_ROPE:
+        if (enc_rope_style_parse(v->s, (enc_rope_style *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of neox, gptj", src, text);
+        return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')
             return enc_error_set(err, ENC_EINVAL, "%s: %s must not be empty", src, text);
@@ -346,6 +371,7 @@ static int set_from_text(attnd_config *cfg, const cfg_setting *s, const char *te
             return enc_error_set(err, ENC_EINVAL, "%s: %s is not an integer", src, quoted);
         return store(cfg, s, &v, src, buf, err);
     case CFG_FLOAT:
+    case CFG_DOUBLE:
         if (parse_double(text, &v.f) < 0)
             return enc_error_set(err, ENC_EINVAL, "%s: %s is not a number", src, quoted);
         return store(cfg, s, &v, src, buf, err);
@@ -394,6 +420,7 @@ static int set_from_json(attnd_config *cfg, const cfg_setting *s, const json_t *
         }
         break;
     case CFG_FLOAT:
+    case CFG_DOUBLE:
         if (json_is_number(j))
             v.f = json_number_value(j);
         else
@@ -643,6 +670,15 @@ static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf,
         break;
     case CFG_ACT:
         snprintf(buf, size, "%s", enc_activation_name(*(const enc_activation *)f));
+        break;
+    case CFG_DOUBLE:
+        snprintf(buf, size, "%g", *(const double *)f);
+        break;
+    case CFG_POS:
+        snprintf(buf, size, "%s", enc_position_name(*(const enc_position *)f));
+        break;
+    case CFG_ROPE:
+        snprintf(buf, size, "%s", enc_rope_style_name(*(const enc_rope_style *)f));
         break;
     default:
         snprintf(buf, size, "?");

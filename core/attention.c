@@ -82,6 +82,26 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     }
 }
 
+void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
+                float *s)
+{
+    if (!sm->alibi)
+        return;
+    const float m = -sm->alibi[h];
+    const int32_t *p = sm->pos;
+    const int pi = p ? p[i] : i;
+    if (!p && !cols) { /* the common case, in vectors: positions below 2^24 are exact floats */
+        const float fi = (float)i;
+        for (int k = 0; k < n; k++)
+            s[k] += m * fabsf(fi - (float)(j0 + k * step));
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        const int j = cols ? cols[k] : j0 + k * step, pj = p ? p[j] : j;
+        s[k] += m * (float)(pi > pj ? pi - pj : pj - pi);
+    }
+}
+
 /* Scores per row attention_tiles may hold: every key, and as many gathered
  * columns again. */
 static size_t scores_width(int len)
@@ -93,8 +113,7 @@ size_t attention_scratch_floats(int rows, int len, int E)
 {
     /* scores, the item's mask (partial tiles and gathered columns: 2 len a
      * row at most), q, z, max, sum */
-    return (size_t)rows * (scores_width(len) + 2 * (size_t)len + 2 * (size_t)E + 2) +
-           (size_t)len;
+    return (size_t)rows * (scores_width(len) + 2 * (size_t)len + 2 * (size_t)E + 2) + (size_t)len;
 }
 
 size_t attention_gather_floats(int n_gcols, int E)
@@ -197,6 +216,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
+                mask_alibi(sm, h, i0 + r, j0, 1, NULL, n, row);
                 const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
                 if (j0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
@@ -257,6 +277,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
             mask_apply_row(sm, i0 + r, row);
+            mask_alibi(sm, h, i0 + r, 0, 1, NULL, len, row);
             softmax_row(row, len, heads ? heads + (size_t)r * L : NULL);
         }
 
@@ -348,8 +369,8 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
     }
 
     const size_t per_g = s->gather_floats;
-    const size_t cls = attention_gather_floats(bs->n_gcols, E) +
-                       attention_residue_floats(s->len, st, r, E);
+    const size_t cls =
+        attention_gather_floats(bs->n_gcols, E) + attention_residue_floats(s->len, st, r, E);
     for (int h = 0; h < H; h++) {
         const int g = h / group;
         const float *kg = s->gather + (size_t)g * per_g + cls; /* K (m, E), V (m, E), packed K */
@@ -364,13 +385,14 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
         }
         for (int c0 = 0; c0 < m; c0 += KEY_BLOCK) {
             const int n = m - c0 < KEY_BLOCK ? m - c0 : KEY_BLOCK;
-            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, n, E,
-                       scale, pk ? pk + (size_t)c0 * E : NULL);
+            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, n, E, scale,
+                       pk ? pk + (size_t)c0 * E : NULL);
             for (int rr = 0; rr < n_rows; rr++) {
                 float *row = scores + (size_t)rr * KEY_BLOCK;
                 const float *mk = mask + (size_t)rr * m + c0;
                 for (int c = 0; c < n; c++)
                     row[c] += mk[c];
+                mask_alibi(sm, h, i0 + rr * st, r + c0 * st, st, NULL, n, row);
                 const float alpha = softmax_block(row, n, &row_max[rr], &row_sum[rr]);
                 if (c0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
@@ -547,15 +569,15 @@ static float *weights_row(const attn_seq *s, int h, int i)
 typedef struct tile_item {
     const attn_seq *s;
     int i0, n_rows;
-    const int *rows;      /* the rows, or NULL: i0 + r */
-    tile_list tl;         /* the listed key tiles */
-    gathered_cols gc;     /* the gathered columns (none for global rows) */
-    int total, goff;      /* keys scored: the chunks', then the gathered columns' from goff */
-    const float *imask;   /* (n_rows, mw): each row's partial tiles' additive mask side by
-                             side (pw floats), then the gathered columns' */
+    const int *rows;    /* the rows, or NULL: i0 + r */
+    tile_list tl;       /* the listed key tiles */
+    gathered_cols gc;   /* the gathered columns (none for global rows) */
+    int total, goff;    /* keys scored: the chunks', then the gathered columns' from goff */
+    const float *imask; /* (n_rows, mw): each row's partial tiles' additive mask side by
+                           side (pw floats), then the gathered columns' */
     size_t mw;
     int pw;
-    bool resume;          /* the residue classes went first: start from their state */
+    bool resume; /* the residue classes went first: start from their state */
     float *scores, *row_max, *row_sum, *qbuf, *zbuf;
 } tile_item;
 
@@ -624,8 +646,8 @@ static void online_step(const tile_item *t, float *scores, int lds, int n, float
 {
     const int E = t->s->E;
     for (int r = 0; r < t->n_rows; r++) {
-        const float alpha = softmax_block(scores + (size_t)r * lds, n, &t->row_max[r],
-                                          &t->row_sum[r]);
+        const float alpha =
+            softmax_block(scores + (size_t)r * lds, n, &t->row_max[r], &t->row_sum[r]);
         if (!first && alpha != 1.0f)
             for (int e = 0; e < E; e++)
                 z[(size_t)r * z_stride + e] *= alpha;
@@ -635,10 +657,10 @@ static void online_step(const tile_item *t, float *scores, int lds, int n, float
 /* What a head's products read: its key/value head's keys and values in
  * qkv, its packed keys' size, and the scores' scale. */
 typedef struct head_operands {
-    int g;                /* the key/value head */
-    const float *k, *v;   /* its K and V columns in qkv (rows qkv_stride apart) */
-    size_t keys;          /* floats of one head's packed keys */
-    float scale;          /* 1 / sqrt(E) */
+    int g;              /* the key/value head */
+    const float *k, *v; /* its K and V columns in qkv (rows qkv_stride apart) */
+    size_t keys;        /* floats of one head's packed keys */
+    float scale;        /* 1 / sqrt(E) */
 } head_operands;
 
 static head_operands operands_of(const attn_seq *s, int h)
@@ -673,16 +695,18 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
     int moff = 0; /* the next partial tile's mask in each row of imask */
     key_chunk c;
     for (int pos = 0; chunk_next(&t->tl, &pos, &c); first = false) {
-        scores_mul(t->scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n,
-                   E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+        scores_mul(t->scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n, E,
+                   scale, packed_keys(s->kt, keys, g, c.j0, E));
         const int moff0 = moff;
         for (int r = 0; c.partial && r < t->n_rows; r++) {
             moff = moff0;
             chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff, t->scores + (size_t)r * lds);
         }
+        for (int r = 0; s->sm->alibi && r < t->n_rows; r++)
+            mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n, t->scores + (size_t)r * lds);
         online_step(t, t->scores, lds, c.n, zh, z_stride, first);
-        values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n,
-                   E, !first, s->kt != NULL);
+        values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n, E,
+                   !first, s->kt != NULL);
     }
     const int n_gc = t->gc.n;
     const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL; /* K, V, packed K */
@@ -691,8 +715,11 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
         const float *gv = gk + (size_t)n_gc * E;
         scores_mul(t->scores, lds, q, q_stride, gk + (size_t)c0 * E, E, t->n_rows, n, E, scale,
                    s->kt ? gv + (size_t)n_gc * E + (size_t)c0 * E : NULL);
-        for (int r = 0; r < t->n_rows; r++)
+        for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, c0, n, t->scores + (size_t)r * lds);
+            mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols + c0, n,
+                       t->scores + (size_t)r * lds);
+        }
         online_step(t, t->scores, lds, n, zh, z_stride, first);
         values_mul(zh, z_stride, t->scores, lds, gv + (size_t)c0 * E, E, t->n_rows, n, E, !first,
                    s->kt != NULL);
@@ -726,17 +753,22 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
         const int moff0 = moff;
         for (int r = 0; c.partial && r < t->n_rows; r++) {
             moff = moff0;
-            chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff,
-                       t->scores + (size_t)r * lds + off);
+            chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff, t->scores + (size_t)r * lds + off);
         }
+        for (int r = 0; s->sm->alibi && r < t->n_rows; r++)
+            mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n,
+                       t->scores + (size_t)r * lds + off);
     }
     const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL;
     const float *gv = n_gc ? gk + (size_t)n_gc * E : NULL;
     if (n_gc) {
         scores_mul(t->scores + t->goff, lds, q, q_stride, gk, E, t->n_rows, n_gc, E, scale,
                    s->kt ? gv + (size_t)n_gc * E : NULL);
-        for (int r = 0; r < t->n_rows; r++)
+        for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, 0, n_gc, t->scores + (size_t)r * lds + t->goff);
+            mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols, n_gc,
+                       t->scores + (size_t)r * lds + t->goff);
+        }
     }
     for (int r = 0; r < t->n_rows; r++) {
         const int i = item_row(t, r);
@@ -769,11 +801,18 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
     float *qbuf = row_sum + n_rows, *zbuf = qbuf + (size_t)n_rows * E;
     float *imask = zbuf + (size_t)n_rows * E;
     uint8_t *skip = (uint8_t *)(imask + 2 * (size_t)n_rows * (size_t)s->len);
-    tile_item t = {.s = s, .i0 = i0, .n_rows = n_rows, .rows = rows,
+    tile_item t = {.s = s,
+                   .i0 = i0,
+                   .n_rows = n_rows,
+                   .rows = rows,
                    .tl = {tiles, n_tiles, all, s->len},
                    .gc = {s->gcols, gathered ? s->n_gcols : 0, skip},
-                   .resume = s->res_m && tiles, .scores = scores, .row_max = row_max,
-                   .row_sum = row_sum, .qbuf = qbuf, .zbuf = zbuf};
+                   .resume = s->res_m && tiles,
+                   .scores = scores,
+                   .row_max = row_max,
+                   .row_sum = row_sum,
+                   .qbuf = qbuf,
+                   .zbuf = zbuf};
     item_plan(&t, imask, skip);
 
     if (t.total == 0 && !t.resume) { /* no key at all: zero outputs (and weights) */
@@ -781,8 +820,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
             const int i = item_row(&t, r);
             memset(s->z + (size_t)i * s->z_stride, 0, (size_t)H * E * sizeof(float));
             for (int h = 0; weights && h < (s->mode == ENC_ATTN_HEADS ? H : 1); h++) {
-                const size_t nw = s->indptr ? (size_t)(s->indptr[i + 1] - s->indptr[i])
-                                            : (size_t)s->len;
+                const size_t nw =
+                    s->indptr ? (size_t)(s->indptr[i + 1] - s->indptr[i]) : (size_t)s->len;
                 memset(weights_row(s, h, i), 0, nw * sizeof(float));
             }
         }

@@ -40,6 +40,19 @@ typedef enum enc_activation {
     ENC_ACT_GELU_TANH, /* PyTorch's approximate='tanh' */
 } enc_activation;
 
+/* Positions inside attention (docs/model.md): none (the input embeddings
+ * carry them), rotary embeddings of q and k, or ALiBi's score bias. */
+typedef enum enc_position {
+    ENC_POS_NONE,
+    ENC_POS_ROPE,  /* q, k rotated by pos * theta^(-2k / rope_dim) */
+    ENC_POS_ALIBI, /* scores += -m_h * |p_i - p_j| */
+} enc_position;
+
+typedef enum enc_rope_style {
+    ENC_ROPE_NEOX, /* dims k and k + rope_dim/2 rotate together (GPT-NeoX, Llama, ModernBERT) */
+    ENC_ROPE_GPTJ, /* dims 2k and 2k + 1 (GPT-J, RoFormer) */
+} enc_rope_style;
+
 typedef struct enc_hparams {
     int d_model;    /* D */
     int n_heads;    /* H; must divide d_model */
@@ -47,10 +60,17 @@ typedef struct enc_hparams {
     int d_ff;       /* F */
     int n_layers;   /* blocks in the stack, >= 1 */
     enc_activation activation;
-    bool norm_first;      /* false: post-norm (the paper), true: pre-norm */
-    float layer_norm_eps; /* > 0 */
-    bool bias;            /* false: no bias in any Linear or LayerNorm */
+    bool norm_first;       /* false: post-norm (the paper), true: pre-norm */
+    float layer_norm_eps;  /* > 0 */
+    bool bias;             /* false: no bias in any Linear or LayerNorm */
+    enc_position position; /* zero: none */
+    double rope_theta;     /* RoPE's base, > 0 (default 10000) */
+    int rope_dim;          /* dims of each head RoPE rotates: even, <= E; 0 = E */
+    enc_rope_style rope_style;
 } enc_hparams;
+
+/* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
+#define ENC_MAX_POSITION (1 << 20)
 
 /* Upper bounds on hyperparameters, so sizes never overflow. */
 #define ENC_MAX_DIM    (1 << 16)
@@ -63,6 +83,17 @@ void enc_hparams_default(enc_hparams *hp);
 /* Checks every setting and their combinations.  Returns 0, or ENC_EINVAL with
  * a message naming the setting ("n_heads (6) must divide d_model (512)"). */
 int enc_hparams_validate(const enc_hparams *hp, enc_error *err);
+
+/* "none" | "rope" | "alibi", "neox" | "gptj": names both ways; 0 or ENC_EINVAL. */
+int enc_position_parse(const char *name, enc_position *out);
+const char *enc_position_name(enc_position pos);
+int enc_rope_style_parse(const char *name, enc_rope_style *out);
+const char *enc_rope_style_name(enc_rope_style style);
+
+/* ALiBi's slope of each of n heads (Press et al.): 2^(-8(h+1)/n) when n is a
+ * power of two; else the slopes of the power of two m below n, then every
+ * other slope of 2m, n - m of them. */
+void enc_alibi_slopes(int n, float *slopes);
 
 /* "relu" | "gelu" | "gelu_tanh" -> activation; returns 0 or ENC_EINVAL. */
 int enc_activation_parse(const char *name, enc_activation *out);
@@ -201,6 +232,8 @@ typedef struct enc_batch {
     const float *x; /* (B, L, D) row-major */
     int B, L;
     const int *lengths;             /* (B) real tokens per sequence, 1..L; NULL = all L */
+    const int32_t *positions;       /* (B, L) each token's position, 0..ENC_MAX_POSITION - 1,
+                                       for RoPE and ALiBi; NULL = 0 .. L - 1 in every sequence */
     enc_mask mask;                  /* zeroed = no mask; set window_* to ENC_WINDOW_NONE */
     const enc_blockmask *blockmask; /* borrowed: this batch's, from enc_blockmask_new, or NULL
                                        (the forward compiles its own); needed for CSR weights */

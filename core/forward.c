@@ -26,7 +26,7 @@ static atomic_int default_threads = 1;
 typedef struct seq_info {
     int job, b, row, len;
     size_t kt;
-    size_t csr; /* CSR weights: where its values start in a layer's (floats) */
+    size_t csr;    /* CSR weights: where its values start in a layer's (floats) */
     size_t gather; /* its gathered columns' keys and values in the workspace's gather */
 } seq_info;
 
@@ -45,36 +45,42 @@ typedef struct attn_item {
 struct enc_workspace {
     const enc_model *m;
     team *team;                 /* the threads this workspace's forwards use */
-    size_t cap_T, cap_L, cap_S;  /* tokens, longest L, sequences */
+    size_t cap_T, cap_L, cap_S; /* tokens, longest L, sequences */
     void *mem;                  /* one allocation the buffers are carved from */
     size_t bytes;
-    float *x;          /* (T, D) the residual stream */
-    float *y;          /* (T, D) a sublayer's normed input (pre-norm) */
-    float *qkv;        /* (T, D + 2*G*E) */
-    float *z;          /* (T, D) attention output, heads concatenated */
-    float *o;          /* (T, D) a sublayer's output */
-    float *h;          /* (T, ldh) feed-forward hidden layer, F used of each row */
-    float *kt;         /* every sequence's keys packed for the scores (attention_pack_keys),
-                          or none (!m->packed) */
-    float *scores;     /* (threads, attn_floats) each thread's attention scratch */
+    float *x;      /* (T, D) the residual stream */
+    float *y;      /* (T, D) a sublayer's normed input (pre-norm) */
+    float *qkv;    /* (T, D + 2*G*E) */
+    float *z;      /* (T, D) attention output, heads concatenated */
+    float *o;      /* (T, D) a sublayer's output */
+    float *h;      /* (T, ldh) feed-forward hidden layer, F used of each row */
+    float *kt;     /* every sequence's keys packed for the scores (attention_pack_keys),
+                      or none (!m->packed) */
+    float *scores; /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
-    seq_info *seqs;    /* (S) the packed sequences */
-    attn_item *items;  /* (3T + 3S) attention work: the residue classes' items (at most
-                          len / 64 + stride < 2 len + 1 a sequence), then the tiles (at
-                          most a tile per 16 rows, plus one), then the global rows' (64
-                          rows each) */
-    float *gemm;       /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
-    float *gather;     /* every sequence's gathered columns (attention_gather), its own
-                          allocation: sized by the masks, not the batch shape */
+    seq_info *seqs;   /* (S) the packed sequences */
+    attn_item *items; /* (3T + 3S) attention work: the residue classes' items (at most
+                         len / 64 + stride < 2 len + 1 a sequence), then the tiles (at
+                         most a tile per 16 rows, plus one), then the global rows' (64
+                         rows each) */
+    float *gemm;      /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
+    float *gather;    /* every sequence's gathered columns (attention_gather), its own
+                         allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
-    bool gathering;    /* this batch has gathered columns or residue classes */
-    int ldh;           /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
-    int n_seqs, n_items;  /* items: [0, n_res) residue classes, [n_res, n_tiles) tiles,
-                             then global rows */
+    bool gathering;      /* this batch has gathered columns or residue classes */
+    int ldh;             /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
+    int n_seqs, n_items; /* items: [0, n_res) residue classes, [n_res, n_tiles) tiles,
+                            then global rows */
     int n_res, n_tiles;
-    float *resid;      /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
-                          z (T, D); its own allocation, grown when a batch needs it */
+    float *resid; /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
+                     z (T, D); its own allocation, grown when a batch needs it */
     size_t cap_resid;
+    /* RoPE: each packed token's position, and cos then sin of each rotated
+     * pair's angle for positions [0, rope_cap), computed in double once */
+    int32_t *tokpos;
+    size_t cap_tokpos;
+    float *rope; /* (rope_cap, rope_dim): rope_dim / 2 cosines, then as many sines */
+    int rope_cap;
 };
 
 /* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
@@ -181,6 +187,8 @@ void enc_workspace_free(enc_workspace *ws)
     team_free(ws->team);
     free(ws->gather);
     free(ws->resid);
+    free(ws->tokpos);
+    free(ws->rope);
     free(ws->mem);
     free(ws);
 }
@@ -245,8 +253,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     size_t total = 0;
     for (int i = 0; i < 12; i++) {
         if (sizes[i] > SIZE_MAX - total)
-            return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address "
-                                                  "space");
+            return enc_error_set(err, ENC_ENOMEM,
+                                 "batch too large for this machine's address "
+                                 "space");
         total += sizes[i];
     }
 
@@ -263,10 +272,10 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     ws->ldh = ldh;
     ws->attn_floats = attn_floats;
     char *p = mem;
-    void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,         (void **)&ws->qkv,
-                       (void **)&ws->z,      (void **)&ws->o,         (void **)&ws->h,
-                       (void **)&ws->scores, NULL,                   (void **)&ws->seqs,
-                       (void **)&ws->items,  (void **)&ws->gemm,      (void **)&ws->kt};
+    void **bufs[12] = {
+        (void **)&ws->x,    (void **)&ws->y,     (void **)&ws->qkv,    (void **)&ws->z,
+        (void **)&ws->o,    (void **)&ws->h,     (void **)&ws->scores, NULL,
+        (void **)&ws->seqs, (void **)&ws->items, (void **)&ws->gemm,   (void **)&ws->kt};
     for (int i = 0; i < 12; i++) {
         if (bufs[i])
             *bufs[i] = p;
@@ -281,12 +290,16 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
         return enc_error_set(err, ENC_EINVAL, "no input");
     const int B = in->B, L = in->L, D = m->hp.d_model;
     if (B < 1 || L < 1)
-        return enc_error_set(err, ENC_EINVAL, "batch shape [%d, %d] must be at least [1, 1]", B,
-                             L);
+        return enc_error_set(err, ENC_EINVAL, "batch shape [%d, %d] must be at least [1, 1]", B, L);
     for (int b = 0; in->lengths && b < B; b++)
         if (in->lengths[b] < 1 || in->lengths[b] > L)
             return enc_error_set(err, ENC_EINVAL, "lengths[%d] = %d is outside 1..%d", b,
                                  in->lengths[b], L);
+    for (size_t t = 0; in->positions && t < (size_t)B * L; t++)
+        if (in->positions[t] < 0 || in->positions[t] >= ENC_MAX_POSITION)
+            return enc_error_set(err, ENC_EINVAL, "positions[%zu][%zu] = %d is outside 0..%d",
+                                 t / (size_t)L, t % (size_t)L, (int)in->positions[t],
+                                 ENC_MAX_POSITION - 1);
     for (int b = 0; b < B; b++) {
         int len = in->lengths ? in->lengths[b] : L;
         const size_t n = (size_t)len * D, k = enc_floats_nonfinite(in->x + (size_t)b * L * D, n);
@@ -305,23 +318,23 @@ typedef struct block_ctx {
     const enc_model *m;
     const enc_layer *ly;
     enc_workspace *ws;
-    const enc_job *jobs;    /* the batches run together */
+    const enc_job *jobs;             /* the batches run together */
     const enc_blockmask *const *bms; /* (jobs) each job's block mask */
-    uint64_t *scores;       /* (jobs) the scores each job's attention computed */
+    uint64_t *scores;                /* (jobs) the scores each job's attention computed */
     int layer;
     int T;
-    const float *kt;        /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
+    const float *kt; /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
     /* the Linear of a linear phase */
     float *lin_out;
     const float *lin_in, *lin_w, *lin_b;
     const gemm_packed *lin_pk; /* lin_w packed, or NULL */
     int lin_K, lin_N;
-    int lin_ldo, lin_ldi;      /* lin_out's and lin_in's row strides */
+    int lin_ldo, lin_ldi; /* lin_out's and lin_in's row strides */
     bool lin_act;
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
-    bool add_o;             /* x += o first */
-    float *ln_out;          /* NULL: no LayerNorm */
+    bool add_o;    /* x += o first */
+    float *ln_out; /* NULL: no LayerNorm */
 } block_ctx;
 
 /* A Linear, split by output columns (weight rows): each thread multiplies
@@ -335,10 +348,9 @@ static void phase_linear(void *arg, int tid, int n)
     if (c->lin_pk) {
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
         if (n1 > n0)
-            gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                             c->T, n0, n1, act,
-                             c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) /
-                                                          sizeof(float)));
+            gemm_packed_cols(
+                c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b, c->T, n0, n1,
+                act, c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float)));
         return;
     }
     /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
@@ -420,7 +432,9 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         const enc_blockmask *bm = c->bms[sq->job];
         const bm_seq *bs = &bm->seqs[sq->b];
         const int L = in->L;
-        const seq_mask sm = seq_mask_for(in, bm, sq->b);
+        seq_mask sm = seq_mask_for(in, bm, sq->b);
+        sm.alibi = m->alibi;
+        sm.pos = in->positions ? in->positions + (size_t)sq->b * L : NULL;
         const bool csr = res->attn_format == ENC_FORMAT_CSR;
         const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
         float *seq_attn = NULL;
@@ -433,16 +447,26 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                            c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
             done = (uint64_t)(it->i1 - it->i0) * (uint64_t)sq->len * (uint64_t)H;
         } else {
-            attn_seq as = {
-                .z = ws->z + (size_t)sq->row * D, .z_stride = D,
-                .qkv = ws->qkv + (size_t)sq->row * Q, .qkv_stride = Q,
-                .len = sq->len, .H = H, .G = m->hp.n_kv_heads, .E = m->head_dim,
-                .sm = &sm, .kt = c->kt ? c->kt + sq->kt : NULL,
-                .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE, .attn = seq_attn, .L = L,
-                .indptr = csr ? bs->indptr : NULL, .indices = csr ? bs->indices : NULL,
-                .nnz = bs->nnz, .gcols = bs->gcols, .n_gcols = bs->n_gcols,
-                .gather = ws->gather ? ws->gather + sq->gather : NULL,
-                .gather_floats = seq_gather_floats(bs, m->head_dim)};
+            attn_seq as = {.z = ws->z + (size_t)sq->row * D,
+                           .z_stride = D,
+                           .qkv = ws->qkv + (size_t)sq->row * Q,
+                           .qkv_stride = Q,
+                           .len = sq->len,
+                           .H = H,
+                           .G = m->hp.n_kv_heads,
+                           .E = m->head_dim,
+                           .sm = &sm,
+                           .kt = c->kt ? c->kt + sq->kt : NULL,
+                           .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE,
+                           .attn = seq_attn,
+                           .L = L,
+                           .indptr = csr ? bs->indptr : NULL,
+                           .indices = csr ? bs->indices : NULL,
+                           .nnz = bs->nnz,
+                           .gcols = bs->gcols,
+                           .n_gcols = bs->n_gcols,
+                           .gather = ws->gather ? ws->gather + sq->gather : NULL,
+                           .gather_floats = seq_gather_floats(bs, m->head_dim)};
             if (bs->stride) {
                 const size_t T = ws->cap_T;
                 as.res_m = ws->resid + (size_t)sq->row * H;
@@ -456,12 +480,11 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                 done = attention_tiles(&as, 0, bs->grows + it->i0, it->i1 - it->i0, NULL, 0,
                                        restricted ? 0 : BM_FULL, false, scratch);
             } else if (bs->dense) {
-                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL,
-                                       false, scratch);
+                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL, false,
+                                       scratch);
             } else {
                 const int qt = it->i0 / ENC_TILE_Q;
-                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0,
-                                       bs->tiles + bs->qptr[qt],
+                done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, bs->tiles + bs->qptr[qt],
                                        (int)(bs->qptr[qt + 1] - bs->qptr[qt]), 0, true, scratch);
             }
         }
@@ -493,6 +516,70 @@ static void phase_attention_globals(void *arg, int tid, int n)
 
 /* Every sequence's keys packed for attention, split by (sequence, key/value
  * head). */
+/* RoPE's rotated dimensions of a head. */
+static int rope_dim_of(const enc_model *m)
+{
+    return m->hp.rope_dim ? m->hp.rope_dim : m->head_dim;
+}
+
+/* The cosines and sines of positions [0, need): inv_freq_k = theta^(-2k /
+ * rope_dim) and pos * inv_freq_k in double, each rounded to float once. */
+static int rope_table(enc_workspace *ws, int need, enc_error *err)
+{
+    const enc_model *m = ws->m;
+    if (need <= ws->rope_cap)
+        return ENC_OK;
+    const int dim = rope_dim_of(m), half = dim / 2;
+    float *t = realloc(ws->rope, (size_t)need * (size_t)dim * sizeof *t);
+    if (!t)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for RoPE's angles");
+    ws->rope = t;
+    for (int p = ws->rope_cap; p < need; p++) {
+        float *row = t + (size_t)p * dim;
+        for (int k = 0; k < half; k++) {
+            const double a = (double)p * pow(m->hp.rope_theta, -2.0 * k / dim);
+            row[k] = (float)cos(a);
+            row[half + k] = (float)sin(a);
+        }
+    }
+    ws->rope_cap = need;
+    return ENC_OK;
+}
+
+/* RoPE on every token's query heads and key heads (contiguous in qkv),
+ * split by tokens: pairs (k, k + half) for neox, (2k, 2k + 1) for gptj. */
+static void phase_rope(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    const enc_workspace *ws = c->ws;
+    const int E = m->head_dim, heads = m->hp.n_heads + m->hp.n_kv_heads, Q = m->qkv_dim;
+    const int dim = rope_dim_of(m), half = dim / 2;
+    const bool neox = m->hp.rope_style == ENC_ROPE_NEOX;
+    int t0, t1;
+    team_split(c->T, tid, n, &t0, &t1);
+    for (int t = t0; t < t1; t++) {
+        const float *cs = ws->rope + (size_t)ws->tokpos[t] * dim, *sn = cs + half;
+        float *row = ws->qkv + (size_t)t * Q;
+        for (int hh = 0; hh < heads; hh++) {
+            float *x = row + (size_t)hh * E;
+            if (neox) {
+                for (int k = 0; k < half; k++) {
+                    const float a = x[k], b = x[k + half];
+                    x[k] = a * cs[k] - b * sn[k];
+                    x[k + half] = b * cs[k] + a * sn[k];
+                }
+            } else {
+                for (int k = 0; k < half; k++) {
+                    const float a = x[2 * k], b = x[2 * k + 1];
+                    x[2 * k] = a * cs[k] - b * sn[k];
+                    x[2 * k + 1] = b * cs[k] + a * sn[k];
+                }
+            }
+        }
+    }
+}
+
 static void phase_keys(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
@@ -555,8 +642,8 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
             const int m = (sq->len - r + bs->stride - 1) / bs->stride;
             for (int k0 = 0; k0 < m; k0 += ENC_TILE_Q) {
                 const int k1 = k0 + ENC_TILE_Q < m ? k0 + ENC_TILE_Q : m;
-                ws->items[ws->n_items++] = (attn_item){s, k0, k1, ITEM_RESIDUE, r,
-                                                       (uint64_t)m * (uint64_t)(k1 - k0) + 1};
+                ws->items[ws->n_items++] =
+                    (attn_item){s, k0, k1, ITEM_RESIDUE, r, (uint64_t)m * (uint64_t)(k1 - k0) + 1};
             }
         }
     }
@@ -588,8 +675,8 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
         for (int g0 = 0; g0 < bs->n_grows; g0 += ENC_TILE_Q) {
             const int g1 = g0 + ENC_TILE_Q < bs->n_grows ? g0 + ENC_TILE_Q : bs->n_grows;
-            ws->items[ws->n_items++] = (attn_item){s, g0, g1, ITEM_GROWS, 0,
-                                                   (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
+            ws->items[ws->n_items++] =
+                (attn_item){s, g0, g1, ITEM_GROWS, 0, (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
         }
     }
 }
@@ -628,8 +715,15 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     const enc_hparams *hp = &m->hp;
     const enc_layer *ly = &m->layers[l];
     const int D = hp->d_model, F = hp->d_ff;
-    block_ctx c = {.m = m, .ly = ly, .ws = ws, .jobs = jobs, .bms = bms, .scores = scores,
-                   .layer = l, .T = T, .kt = m->packed && simd_enabled() ? ws->kt : NULL};
+    block_ctx c = {.m = m,
+                   .ly = ly,
+                   .ws = ws,
+                   .jobs = jobs,
+                   .bms = bms,
+                   .scores = scores,
+                   .layer = l,
+                   .T = T,
+                   .kt = m->packed && simd_enabled() ? ws->kt : NULL};
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
     const float *a_in = ws->x;
@@ -639,6 +733,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     }
     run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
                false);
+    if (hp->position == ENC_POS_ROPE)
+        team_run(ws->team, phase_rope, &c);
     if (c.kt)
         team_run(ws->team, phase_keys, &c);
     if (ws->gathering)
@@ -687,8 +783,8 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
     if (job->rc < 0)
         return job->rc;
     job->res->scores = 0;
-    const bool csr = job->res->attn_format == ENC_FORMAT_CSR &&
-                     job->res->attn_mode != ENC_ATTN_NONE;
+    const bool csr =
+        job->res->attn_format == ENC_FORMAT_CSR && job->res->attn_mode != ENC_ATTN_NONE;
     if (job->in->blockmask) {
         *bm = job->in->blockmask;
         if (csr && !(*bm)->csr)
@@ -702,8 +798,7 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
                                        "blockmask)");
     /* The strided diagonals by residue class when no layer returns weights. */
     bool weights = false;
-    for (int l = 0; job->res->attn_mode != ENC_ATTN_NONE && job->res->attn &&
-                    l < m->hp.n_layers;
+    for (int l = 0; job->res->attn_mode != ENC_ATTN_NONE && job->res->attn && l < m->hp.n_layers;
          l++)
         weights |= job->res->attn[l] != NULL;
     *bm = *own = blockmask_new(job->in, false, !weights, &job->err);
@@ -767,8 +862,8 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
 {
     if (!ws || ws->m != m || n < 1) {
         for (int j = 0; j < n; j++)
-            jobs[j].rc = enc_error_set(&jobs[j].err, ENC_EINVAL,
-                                       "forward needs the model's workspace");
+            jobs[j].rc =
+                enc_error_set(&jobs[j].err, ENC_EINVAL, "forward needs the model's workspace");
         return n;
     }
     const int D = m->hp.d_model, H = m->hp.n_heads;
@@ -812,6 +907,36 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     if (rc < 0) {
         failed += fail_live_jobs(jobs, n, rc, &err);
         goto done;
+    }
+
+    /* RoPE: every token's position, and the angles up to the largest. */
+    if (m->hp.position == ENC_POS_ROPE) {
+        int32_t *tp = T > ws->cap_tokpos ? realloc(ws->tokpos, T * sizeof *tp) : ws->tokpos;
+        if (tp && T > ws->cap_tokpos) {
+            ws->tokpos = tp;
+            ws->cap_tokpos = T;
+        }
+        int need = 0;
+        size_t t = 0;
+        for (int j = 0; tp && j < n; j++) {
+            if (jobs[j].rc < 0)
+                continue;
+            const enc_batch *in = jobs[j].in;
+            for (int b = 0; b < in->B; b++) {
+                const int len = in->lengths ? in->lengths[b] : in->L;
+                const int32_t *pos = in->positions ? in->positions + (size_t)b * in->L : NULL;
+                for (int i = 0; i < len; i++, t++) {
+                    tp[t] = pos ? pos[i] : i;
+                    need = tp[t] + 1 > need ? tp[t] + 1 : need;
+                }
+            }
+        }
+        rc = tp ? rope_table(ws, need, &err)
+                : enc_error_set(&err, ENC_ENOMEM, "out of memory for the positions");
+        if (rc < 0) {
+            failed += fail_live_jobs(jobs, n, rc, &err);
+            goto done;
+        }
     }
 
     /* Pack the real tokens of every sequence of every job into x (T, D). */
@@ -898,9 +1023,9 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
 {
     const double T = (double)B * L, D = hp->d_model, F = hp->d_ff, E = (double)D / hp->n_heads;
     const double Q = D + 2.0 * hp->n_kv_heads * E;
-    const double per_layer = 2.0 * T * D * Q        /* in-projection */
-                             + 2.0 * T * D * D      /* out-projection */
-                             + 4.0 * T * D * F      /* feed-forward */
+    const double per_layer = 2.0 * T * D * Q                              /* in-projection */
+                             + 2.0 * T * D * D                            /* out-projection */
+                             + 4.0 * T * D * F                            /* feed-forward */
                              + 4.0 * B * hp->n_heads * (double)L * L * E; /* QK^T and AV */
     return per_layer * hp->n_layers;
 }

@@ -22,7 +22,81 @@ void enc_hparams_default(enc_hparams *hp)
         .norm_first = false,
         .layer_norm_eps = 1e-5f,
         .bias = true,
+        .position = ENC_POS_NONE,
+        .rope_theta = 10000.0,
+        .rope_dim = 0,
+        .rope_style = ENC_ROPE_NEOX,
     };
+}
+
+static const char *const position_names[] = {
+    [ENC_POS_NONE] = "none",
+    [ENC_POS_ROPE] = "rope",
+    [ENC_POS_ALIBI] = "alibi",
+};
+static const char *const rope_style_names[] = {
+    [ENC_ROPE_NEOX] = "neox",
+    [ENC_ROPE_GPTJ] = "gptj",
+};
+
+/* The index of name in names (n of them), or -1. */
+static int name_index(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+int enc_position_parse(const char *name, enc_position *out)
+{
+    const int i = name_index(position_names, 3, name);
+    if (i < 0)
+        return ENC_EINVAL;
+    *out = (enc_position)i;
+    return ENC_OK;
+}
+
+const char *enc_position_name(enc_position pos)
+{
+    return (unsigned)pos <= ENC_POS_ALIBI ? position_names[pos] : "unknown";
+}
+
+int enc_rope_style_parse(const char *name, enc_rope_style *out)
+{
+    const int i = name_index(rope_style_names, 2, name);
+    if (i < 0)
+        return ENC_EINVAL;
+    *out = (enc_rope_style)i;
+    return ENC_OK;
+}
+
+const char *enc_rope_style_name(enc_rope_style style)
+{
+    return (unsigned)style <= ENC_ROPE_GPTJ ? rope_style_names[style] : "unknown";
+}
+
+/* The slopes of n = 2^k heads: 2^(-8/n), 2^(-16/n), ... */
+static void pow2_slopes(int n, double *out)
+{
+    for (int h = 0; h < n; h++)
+        out[h] = pow(2.0, -8.0 * (h + 1) / n);
+}
+
+void enc_alibi_slopes(int n, float *slopes)
+{
+    int m = 1;
+    while (m * 2 <= n)
+        m *= 2;
+    double a[2 * ENC_MAX_DIM / 2 + 2];
+    pow2_slopes(m, a);
+    for (int h = 0; h < m; h++)
+        slopes[h] = (float)a[h];
+    if (m < n) { /* the paper's rule: every other slope of 2m */
+        pow2_slopes(2 * m, a);
+        for (int h = m; h < n; h++)
+            slopes[h] = (float)a[2 * (h - m)];
+    }
 }
 
 int enc_activation_parse(const char *name, enc_activation *out)
@@ -47,8 +121,7 @@ const char *enc_activation_name(enc_activation act)
 static int check_range(const char *name, int v, int lo, int hi, enc_error *err)
 {
     if (v < lo || v > hi)
-        return enc_error_set(err, ENC_EINVAL, "%s (%d) must be between %d and %d", name, v, lo,
-                             hi);
+        return enc_error_set(err, ENC_EINVAL, "%s (%d) must be between %d and %d", name, v, lo, hi);
     return ENC_OK;
 }
 
@@ -74,5 +147,22 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
     if (!(hp->layer_norm_eps > 0.0f) || !isfinite(hp->layer_norm_eps))
         return enc_error_set(err, ENC_EINVAL, "layer_norm_eps (%g) must be a positive number",
                              (double)hp->layer_norm_eps);
+    if ((unsigned)hp->position > ENC_POS_ALIBI)
+        return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
+                             (int)hp->position);
+    if (hp->position != ENC_POS_ROPE)
+        return ENC_OK;
+    const int E = hp->d_model / hp->n_heads;
+    if (!(hp->rope_theta > 0.0) || !isfinite(hp->rope_theta))
+        return enc_error_set(err, ENC_EINVAL, "rope_theta (%g) must be a positive number",
+                             hp->rope_theta);
+    if (hp->rope_dim < 0 || hp->rope_dim > E || hp->rope_dim % 2 != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "rope_dim (%d) must be even and at most the head dimension (%d); "
+                             "0 = all of it",
+                             hp->rope_dim, E);
+    if ((unsigned)hp->rope_style > ENC_ROPE_GPTJ)
+        return enc_error_set(err, ENC_EINVAL, "rope_style (%d) must be neox or gptj",
+                             (int)hp->rope_style);
     return ENC_OK;
 }

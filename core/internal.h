@@ -41,6 +41,7 @@ struct enc_model {
     bool packed;           /* some layer has a packed weight: workspaces need GEMM scratch */
     char sha256[65];       /* hex, or "" */
     char source[4096];     /* path or "seed:N" */
+    float *alibi;          /* (H) ALiBi's slopes when hp.position is alibi, else NULL */
     char architecture[32]; /* config.json's model_type, or "" */
     struct model_file {
         char *name;      /* as in the directory */
@@ -142,11 +143,19 @@ typedef struct seq_mask {
     const uint8_t *key_padding; /* (L) or NULL */
     const uint8_t *attn_bool;   /* (L, L) or NULL */
     const float *attn_add;      /* (L, L) or NULL */
+    const float *alibi;         /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
+    const int32_t *pos;         /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,
  * the CSR lists and partially masked tiles follow. */
 bool mask_allowed(const seq_mask *sm, int i, int j);
+
+/* ALiBi: adds -slope_h * |p_i - p_j| to n scores of query i, s[k] being
+ * key cols[k]'s (cols NULL: key j0 + k * step's).  Nothing when sm has no
+ * slopes. */
+void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
+                float *s);
 
 /* Adds the mask to query row i's scaled scores s (len): disallowed keys
  * become -inf, the additive mask is added to the rest. */

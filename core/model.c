@@ -48,6 +48,11 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
     m->kv_dim = hp->n_kv_heads * m->head_dim;
     m->qkv_dim = hp->d_model + 2 * m->kv_dim;
 
+    if (hp->position == ENC_POS_ALIBI) {
+        if (!(m->alibi = calloc((size_t)hp->n_heads, sizeof *m->alibi)))
+            goto nomem;
+        enc_alibi_slopes(hp->n_heads, m->alibi);
+    }
     size_t per_layer = layer_floats(m, NULL, NULL);
     m->n_params = per_layer * (size_t)hp->n_layers;
     m->params = calloc(m->n_params, sizeof *m->params);
@@ -97,6 +102,7 @@ void enc_model_free(enc_model *m)
         free(m->ignored[i]);
     free(m->files);
     free(m->ignored);
+    free(m->alibi);
     free(m->params);
     free(m->layers);
     free(m);

@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* y (n, out) = x (n, in) . w (out, in)^T + b (out) */
-static void naive_linear(double *y, const double *x, const float *w, const float *b, int n,
-                         int in, int out)
+static void naive_linear(double *y, const double *x, const float *w, const float *b, int n, int in,
+                         int out)
 {
     for (int i = 0; i < n; i++)
         for (int o = 0; o < out; o++) {
@@ -139,6 +139,23 @@ static double naive_additive(const enc_batch *in, int b, int i, int j)
     return mk->attn_add[(mk->attn_per_sequence ? (size_t)b * L * L : 0) + (size_t)i * L + j];
 }
 
+/* RoPE on n vectors of E doubles (stride E) of the token at position pos:
+ * the first dim dims rotate, in pairs (k, k + dim/2) or (2k, 2k + 1), by
+ * pos * theta^(-2k / dim). */
+static void naive_rope(double *x, int n, int E, const enc_hparams *hp, int pos)
+{
+    const int dim = hp->rope_dim ? hp->rope_dim : E, half = dim / 2;
+    for (int v = 0; v < n; v++, x += E)
+        for (int k = 0; k < half; k++) {
+            const double a = (double)pos * pow(hp->rope_theta, -2.0 * k / dim);
+            const int i0 = hp->rope_style == ENC_ROPE_NEOX ? k : 2 * k;
+            const int i1 = hp->rope_style == ENC_ROPE_NEOX ? k + half : 2 * k + 1;
+            const double x0 = x[i0], x1 = x[i1];
+            x[i0] = x0 * cos(a) - x1 * sin(a);
+            x[i1] = x1 * cos(a) + x0 * sin(a);
+        }
+}
+
 int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, enc_error *err)
 {
     int rc = enc_batch_validate(m, in, err);
@@ -180,6 +197,11 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             naive_linear(q, a, wq, bq, len, D, D);
             naive_linear(k, a, wk, bk, len, D, KV);
             naive_linear(v, a, wv, bv, len, D, KV);
+            const int32_t *pos = in->positions ? in->positions + (size_t)b * L : NULL;
+            for (int i = 0; hp->position == ENC_POS_ROPE && i < len; i++) {
+                naive_rope(q + (size_t)i * D, H, E, hp, pos ? pos[i] : i);
+                naive_rope(k + (size_t)i * KV, G, E, hp, pos ? pos[i] : i);
+            }
 
             float *attn = NULL;
             if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[l])
@@ -196,6 +218,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                         for (int e = 0; e < E; e++)
                             s += q[(size_t)i * D + h * E + e] * k[(size_t)j * KV + g * E + e];
                         p[j] = s / sqrt((double)E) + naive_additive(in, b, i, j);
+                        if (hp->position == ENC_POS_ALIBI) { /* -m_h |p_i - p_j| */
+                            const int pi = pos ? pos[i] : i, pj = pos ? pos[j] : j;
+                            p[j] -= (double)m->alibi[h] * abs(pi - pj);
+                        }
                         if (p[j] > max)
                             max = p[j];
                     }

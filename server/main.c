@@ -84,6 +84,12 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             hp->n_layers == 1 ? "" : "s", enc_activation_name(hp->activation),
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
             enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "", enc_model_sha256(m));
+    if (hp->position == ENC_POS_ROPE)
+        fprintf(stderr, "attnd: positions: rope, %s, theta %g, %d of %d dimensions a head\n",
+                enc_rope_style_name(hp->rope_style), hp->rope_theta,
+                hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
+    else if (hp->position == ENC_POS_ALIBI)
+        fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
     const size_t n = enc_model_ignored_count(m);
     if (!enc_model_architecture(m)[0])
         return;

@@ -10,17 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOL_OUT 1e-4
+#define TOL_OUT  1e-4
 #define TOL_ATTN 1e-5
 
 /* Model shapes the random tests draw from: odd sizes, GQA, MQA, stacks. */
 static const enc_hparams shapes[] = {
-    {12, 3, 3, 20, 1, ENC_ACT_RELU, false, 1e-5f, true},
-    {10, 5, 1, 7, 1, ENC_ACT_GELU, true, 1e-5f, true},
-    {8, 4, 2, 16, 2, ENC_ACT_GELU_TANH, true, 1e-6f, true},
-    {16, 4, 4, 32, 3, ENC_ACT_GELU, false, 1e-3f, false},
-    {6, 2, 2, 5, 2, ENC_ACT_RELU, false, 1e-5f, true},
-    {1, 1, 1, 1, 1, ENC_ACT_RELU, false, 1e-5f, true},
+    {12, 3, 3, 20, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    {10, 5, 1, 7, 1, ENC_ACT_GELU, true, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    {8, 4, 2, 16, 2, ENC_ACT_GELU_TANH, true, 1e-6f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    {16, 4, 4, 32, 3, ENC_ACT_GELU, false, 1e-3f, false, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    {6, 2, 2, 5, 2, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    {1, 1, 1, 1, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX},
+    /* positions inside attention: RoPE both styles, partial, GQA; ALiBi with
+     * 6 heads (not a power of two) and with 8 */
+    {16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true, ENC_POS_ROPE, 10000.0, 0, ENC_ROPE_NEOX},
+    {12, 2, 2, 20, 1, ENC_ACT_RELU, true, 1e-5f, true, ENC_POS_ROPE, 500.0, 4, ENC_ROPE_GPTJ},
+    {12, 6, 3, 16, 2, ENC_ACT_GELU_TANH, false, 1e-5f, true, ENC_POS_ALIBI, 10000.0, 0,
+     ENC_ROPE_NEOX},
+    {16, 8, 8, 16, 1, ENC_ACT_RELU, true, 1e-5f, true, ENC_POS_ALIBI, 10000.0, 0, ENC_ROPE_NEOX},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -48,6 +55,7 @@ typedef struct rand_batch {
     int *global;
     uint8_t *key_padding, *attn_bool;
     float *attn_add;
+    int32_t *positions;
 } rand_batch;
 
 static void rand_batch_make(rand_batch *rb, const enc_model *m, uint64_t *st, int variant)
@@ -80,6 +88,12 @@ static void rand_batch_make(rand_batch *rb, const enc_model *m, uint64_t *st, in
             rb->key_padding[k] = rand_int(st, 0, 3) == 0;
         mk->key_padding = rb->key_padding;
     }
+    if (variant % 7 == 3) { /* given positions: any, repeated, out of order */
+        rb->positions = xcalloc((size_t)B * L, sizeof *rb->positions);
+        for (int k = 0; k < B * L; k++)
+            rb->positions[k] = rand_int(st, 0, 40);
+        rb->in.positions = rb->positions;
+    }
     mk->attn_per_sequence = variant & 32;
     size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
     if (variant & 16) {
@@ -107,6 +121,7 @@ static void rand_batch_free(rand_batch *rb)
     free(rb->key_padding);
     free(rb->attn_bool);
     free(rb->attn_add);
+    free(rb->positions);
 }
 
 /* Runs fast and naive on one batch in one attention mode and compares. */
@@ -115,8 +130,8 @@ static void compare_fast_naive(const enc_model *m, enc_workspace *ws, const enc_
 {
     const enc_hparams *hp = &m->hp;
     const size_t n_out = (size_t)in->B * in->L * hp->d_model;
-    const size_t n_attn = (size_t)in->B * (mode == ENC_ATTN_HEADS ? hp->n_heads : 1) * in->L *
-                          in->L;
+    const size_t n_attn =
+        (size_t)in->B * (mode == ENC_ATTN_HEADS ? hp->n_heads : 1) * in->L * in->L;
     float *out_f = xcalloc(n_out, sizeof(float)), *out_n = xcalloc(n_out, sizeof(float));
     for (size_t k = 0; k < n_out; k++)
         out_f[k] = 99.0f; /* every entry must be written, padding rows too */
@@ -172,7 +187,10 @@ START_TEST(test_tiled_attention_threads)
 {
     const int threads = 1 + _i % 3;
     enc_set_threads(threads);
-    const enc_hparams hp = {24, 4, 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true};
+    /* RoPE (neox, partial) and ALiBi (4 heads) through the same tiles */
+    const enc_position pos = (enc_position)(_i / 4 % 3);
+    const enc_hparams hp = {24,    4,    2,   40,      2, ENC_ACT_GELU, _i % 2 == 0,
+                            1e-5f, true, pos, 10000.0, 4, ENC_ROPE_NEOX};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -187,8 +205,15 @@ START_TEST(test_tiled_attention_threads)
     float *add = xcalloc((size_t)B * L * L, sizeof *add);
     fill_random(add, (size_t)B * L * L, &st, 0.5f);
     int global[2] = {0, L / 3};
-    for (int variant = 0; variant < 4; variant++) {
+    int32_t *given = xcalloc((size_t)B * L, sizeof *given); /* two documents each */
+    for (int k = 0; k < B * L; k++)
+        given[k] = k % L < L / 2 ? k % L : k % L - L / 2;
+    for (int variant = 0; variant < 5; variant++) {
         enc_batch in = batch_plain(x, B, L, variant & 1 ? lengths : NULL);
+        if (variant == 4) { /* strided: residue classes; given positions */
+            in.mask.stride = 11;
+            in.positions = given;
+        }
         in.mask.causal = variant == 1;
         if (variant == 2) {
             in.mask.window_left = 5;
@@ -210,6 +235,7 @@ START_TEST(test_tiled_attention_threads)
     free(x);
     free(kp);
     free(add);
+    free(given);
     enc_workspace_free(ws);
     enc_model_free(m);
     enc_set_threads(2);
@@ -236,8 +262,7 @@ START_TEST(test_forward_many)
         outs[j] = xcalloc(B * L * D, sizeof(float));
         for (int l = 0; l < hp->n_layers; l++)
             attn[j][l] = xcalloc(B * H * L * L, sizeof(float));
-        res[j] = (enc_result){.out = outs[j], .attn_mode = (enc_attn_mode)(j % 3),
-                              .attn = attn[j]};
+        res[j] = (enc_result){.out = outs[j], .attn_mode = (enc_attn_mode)(j % 3), .attn = attn[j]};
         jobs[j] = (enc_job){.in = &rb[j].in, .res = &res[j]};
     }
     /* Job 2 is invalid (a length past L); job 4's inputs sit at the edge of
@@ -365,9 +390,8 @@ START_TEST(test_padded_equals_alone)
                 for (int i = 0; i < L; i++)
                     for (int j = 0; j < L; j++) {
                         float got = attn[l][(((size_t)b * H + h) * L + i) * L + j];
-                        float want = (i < len && j < len)
-                                         ? attn1[l][((size_t)h * len + i) * len + j]
-                                         : 0.0f;
+                        float want =
+                            (i < len && j < len) ? attn1[l][((size_t)h * len + i) * len + j] : 0.0f;
                         ck_assert_msg(fabsf(got - want) <= TOL_ALONE,
                                       "b %d l %d h %d [%d][%d]: %g vs %g", b, l, h, i, j,
                                       (double)got, (double)want);
@@ -487,8 +511,8 @@ START_TEST(test_extreme_inputs)
     int rc = enc_forward(m, ws, &in, &res, &err);
     if (rc == 0) {
         for (int k = 0; k < L * D; k++)
-            ck_assert_msg(isfinite(out[k]), "non-finite output %g at %d with rc 0",
-                          (double)out[k], k);
+            ck_assert_msg(isfinite(out[k]), "non-finite output %g at %d with rc 0", (double)out[k],
+                          k);
     } else {
         ck_assert_int_eq(rc, ENC_ENUMERIC);
         ck_assert_ptr_nonnull(strstr(err.message, "float32 range"));
@@ -555,7 +579,8 @@ END_TEST
 START_TEST(test_flops_formula)
 {
     /* BERT-base block at B=1, L=128: 1.86 GFLOP (issue 4's figure). */
-    enc_hparams hp = {768, 12, 12, 3072, 1, ENC_ACT_GELU, false, 1e-5f, true};
+    enc_hparams hp = {768,   12,   12,           3072,    1, ENC_ACT_GELU, false,
+                      1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
     double f = enc_forward_flops(&hp, 1, 128);
     ck_assert_double_eq_tol(f / 1e9, 1.86, 0.01);
 }

@@ -32,6 +32,7 @@ typedef struct torch_case {
     uint8_t *key_padding; /* (B, L) or NULL */
     uint8_t *attn_bool;
     float *attn_add;
+    int32_t *positions; /* (B, L) or NULL */
 } torch_case;
 
 static void case_load(torch_case *c, const char *name)
@@ -86,12 +87,19 @@ static void case_load(torch_case *c, const char *name)
         mk->fixed_summary = (int)json_integer_value(json_object_get(o, "summary"));
     }
     if ((o = json_object_get(mask, "blocks")))
-        mk->blocks = (enc_blocks_pattern){
-            (int)json_integer_value(json_object_get(o, "size")),
-            (int)json_integer_value(json_object_get(o, "window")),
-            (int)json_integer_value(json_object_get(o, "global")),
-            (int)json_integer_value(json_object_get(o, "random")),
-            (uint64_t)json_integer_value(json_object_get(o, "seed"))};
+        mk->blocks = (enc_blocks_pattern){(int)json_integer_value(json_object_get(o, "size")),
+                                          (int)json_integer_value(json_object_get(o, "window")),
+                                          (int)json_integer_value(json_object_get(o, "global")),
+                                          (int)json_integer_value(json_object_get(o, "random")),
+                                          (uint64_t)json_integer_value(json_object_get(o, "seed"))};
+    if ((v = torch_floats(&c->file, "position_ids", &n))) {
+        ck_assert_uint_eq(n, (size_t)B * L);
+        c->positions = xcalloc(n, sizeof *c->positions);
+        for (size_t i = 0; i < n; i++)
+            c->positions[i] = (int32_t)v[i];
+        c->in.positions = c->positions;
+        free(v);
+    }
     if ((v = torch_floats(&c->file, "key_padding", &n))) {
         ck_assert_uint_eq(n, (size_t)B * L);
         c->key_padding = xcalloc(n, 1);
@@ -128,6 +136,7 @@ static void case_free(torch_case *c)
     free(c->lengths);
     free(c->global);
     free(c->key_padding);
+    free(c->positions);
     free(c->attn_bool);
     free(c->attn_add);
 }
@@ -257,8 +266,8 @@ static void check_csr(torch_case *c)
         simd_set_enabled(simd);
         enc_batch in = c->in;
         in.blockmask = bm;
-        enc_result res = {.out = out, .attn_mode = ENC_ATTN_HEADS,
-                          .attn_format = ENC_FORMAT_CSR, .attn = vals};
+        enc_result res = {
+            .out = out, .attn_mode = ENC_ATTN_HEADS, .attn_format = ENC_FORMAT_CSR, .attn = vals};
         enc_workspace *ws = enc_workspace_new(c->model);
         ck_assert_msg(enc_forward(c->model, ws, &in, &res, &err) == 0, "%s: %s", c->name,
                       err.message);
@@ -277,9 +286,10 @@ static void check_csr(torch_case *c)
                         for (int32_t k = ip[i]; k < ip[i + 1]; k++) {
                             const float w = want[(((size_t)b * H + h) * L + i) * L + ix[k]];
                             const float g = vals[l][off + (size_t)h * nnz + (size_t)k];
-                            ck_assert_msg(fabsf(g - w) <= TOL, "%s layer %d: CSR weight (%d, %d) "
-                                          "head %d is %g, PyTorch %g", c->name, l, i, ix[k], h,
-                                          (double)g, (double)w);
+                            ck_assert_msg(fabsf(g - w) <= TOL,
+                                          "%s layer %d: CSR weight (%d, %d) "
+                                          "head %d is %g, PyTorch %g",
+                                          c->name, l, i, ix[k], h, (double)g, (double)w);
                         }
                 off += (size_t)H * nnz;
             }
@@ -293,7 +303,8 @@ static void check_csr(torch_case *c)
         const int len = c->in.lengths ? c->in.lengths[0] : L;
         const int nb = (len + p->size - 1) / p->size;
         ck_assert_uint_eq(n, (size_t)nb * p->random);
-        int *cand = xcalloc((size_t)nb, sizeof *cand), *got = xcalloc((size_t)p->random + 1, sizeof *got);
+        int *cand = xcalloc((size_t)nb, sizeof *cand),
+            *got = xcalloc((size_t)p->random + 1, sizeof *got);
         for (int qb = 0; qb < nb; qb++) {
             const int k = enc_blocks_random(p, nb, qb, cand, got);
             for (int r = 0; r < p->random; r++)

@@ -314,6 +314,13 @@ void fx_load(fx *c, const char *name)
         c->y.lengths = c->lengths;
         free(v);
     }
+    if ((v = fx_floats(c, "position_ids", &n))) {
+        ck_assert_uint_eq(n, B * L);
+        c->positions = xcalloc(n, sizeof *c->positions);
+        for (size_t i = 0; i < n; i++)
+            c->positions[i] = (int32_t)v[i];
+        free(v);
+    }
     if ((v = fx_floats(c, "key_padding", &n))) {
         ck_assert_uint_eq(n, B * L);
         c->key_padding = xcalloc(n, 1);
@@ -356,6 +363,7 @@ void fx_free(fx *c)
     free(c->lengths);
     free(c->key_padding);
     free(c->attn);
+    free(c->positions);
 }
 
 /* ---- request bodies, written here (not by the code under test) ---------------- */
@@ -435,6 +443,19 @@ char *fx_body(const fx *c, int seq, bool b64, const char *extra)
         for (int b = b0; b < b0 + nb; b++)
             fprintf(f, b > b0 ? ", %d" : "%d", c->lengths[b]);
         fputc(']', f);
+    }
+    if (c->positions) { /* the unbatched form takes int[L]; the batched one int[B][L] */
+        fputs(", \"position_ids\": ", f);
+        if (seq < 0)
+            fputc('[', f);
+        for (int b = b0; b < b0 + nb; b++) {
+            fputs(b > b0 ? ", [" : "[", f);
+            for (int j = 0; j < L; j++)
+                fprintf(f, j ? ", %d" : "%d", (int)c->positions[(size_t)b * L + (size_t)j]);
+            fputc(']', f);
+        }
+        if (seq < 0)
+            fputc(']', f);
     }
     fprintf(f, ", \"mask\": {\"causal\": %s", c->causal ? "true" : "false");
     if (c->win_left >= 0 && c->win_left == c->win_right) {

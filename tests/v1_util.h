@@ -58,6 +58,7 @@ typedef struct fx {
     int global[16];
     size_t n_global;
     char patterns[512]; /* the sparse pattern options, as JSON members ", \"strided\": {...}" */
+    int32_t *positions; /* (B, L) position_ids, or NULL */
 } fx;
 
 typedef struct run {

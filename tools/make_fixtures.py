@@ -34,6 +34,22 @@ How expected values are made (API.md sections 2 and 3):
     the modules (atol 1e-5).  It is the primary reference only where modules
     cannot be: a query row with no allowed key, which torch turns into NaN and
     attnd's contract into zero weights and a zero attention output.
+
+Position encodings inside attention (the `position` setting):
+
+  - ALiBi (Press et al., "Train Short, Test Long", bidirectional as encoders
+    use it): a bias -m_h * |p_i - p_j| added to the scaled scores.  torch's
+    modules take it as part of a float src_mask [B * n_heads, L, L] (-inf
+    where not allowed), so they remain the primary reference; the functional
+    reference adds it itself.  The slopes are cross-checked against the
+    paper's code, MPT's and BLOOM's formulations.
+  - RoPE (rotary embeddings, GPT-NeoX / LLaMA "neox" style or GPT-J /
+    RoFormer "gptj" style, optionally partial): torch's modules cannot rotate
+    queries and keys, so the functional reference with RoPE is the primary
+    reference there.  The modules still run on the same parameters, inputs
+    and masks and must agree (1e-5) with the functional reference run without
+    RoPE, and the rotation itself is checked against a complex-multiplication
+    formulation (torch.polar, float64) within 1e-6.
 """
 
 import json
@@ -62,7 +78,9 @@ ROUND = {"F16": torch.float16, "BF16": torch.bfloat16}
 DEFAULTS = dict(D=16, H=4, G=None, F=32, eps=1e-5, B=2, L=6, n_layers=1, norm_first=False,
                 act="relu", bias=True, causal=False, window=None, global_=(), lengths=None,
                 key_padding=None, attn_bool=None, attn_add=None, dtype="F32",
-                separate_qkv=False, prefixed=False, strided=None, fixed=None, blocks=None)
+                separate_qkv=False, prefixed=False, strided=None, fixed=None, blocks=None,
+                position="none", rope_theta=10000.0, rope_dim=None, rope_style="neox",
+                position_ids=None)
 CASES = [
     ("layer_post_relu", "one post-norm block, relu", {}),
     ("layer_pre_gelu", "one pre-norm block, exact (erf) gelu",
@@ -153,6 +171,59 @@ CASES = [
     ("sparse_fully_masked_row", "window 2 with key padding that hides every key of query 40's "
      "window in sequence 0 (zero weights and output for that row)",
      dict(B=1, L=100, window=(2, 2), key_padding=((38, 39, 40, 41, 42),))),
+    # Position encodings inside attention: RoPE on the projected queries and
+    # keys, ALiBi as a bias on the scaled scores (see the module docstring).
+    ("rope_neox", "RoPE, neox style (rotate_half: dims k and k + E/2 rotate together), theta "
+     "10000, every head dim rotated; post-norm, relu",
+     dict(position="rope", rope_style="neox", rope_theta=10000.0)),
+    ("rope_gptj", "RoPE, gptj style (rotate_every_two: dims 2k and 2k + 1 rotate together), "
+     "theta 10000", dict(position="rope", rope_style="gptj", rope_theta=10000.0)),
+    ("rope_partial", "partial RoPE, neox style: rope_dim 4 of head dim 8 (dims 4..7 pass "
+     "through), theta 500",
+     dict(D=32, H=4, position="rope", rope_style="neox", rope_theta=500.0, rope_dim=4)),
+    ("rope_theta", "RoPE, gptj style, theta 1e6, rope_dim 8 of head dim 16; 2 pre-norm "
+     "blocks, gelu",
+     dict(D=32, H=2, position="rope", rope_style="gptj", rope_theta=1e6, rope_dim=8,
+          norm_first=True, act="gelu", n_layers=2)),
+    ("rope_gqa", "RoPE, neox style, with 2 key/value heads (rotated before they are shared "
+     "by the query heads), causal", dict(position="rope", G=2, causal=True)),
+    ("rope_stack_lengths", "RoPE, neox style, 3 post-norm blocks, lengths [6, 4] and key "
+     "padding (seq 0 pads 2 and 5, seq 1 pads 0 and 3); positions stay 0..L-1",
+     dict(position="rope", n_layers=3, lengths=(6, 4), key_padding=((2, 5), (0, 3)))),
+    ("rope_position_ids", "RoPE, neox style, explicit position_ids: seq 0 [0, 1, 2, 0, 1, 2] "
+     "(two packed documents) with a block-diagonal boolean attn [B, L, L] (queries 0-2 see "
+     "keys 0-2, queries 3-5 keys 3-5), seq 1 [5, 6, 7, 8, 9, 10] unrestricted (scores "
+     "depend on p_i - p_j only, so these ids give the values of 0..L-1 up to rounding)",
+     dict(position="rope", position_ids=((0, 1, 2, 0, 1, 2), (5, 6, 7, 8, 9, 10)),
+          attn_bool=(((0, 3), (3, 6)), ((0, 6),)))),
+    ("rope_position_ids_gaps", "RoPE, gptj style, position_ids that are no shift of 0..L-1: "
+     "seq 0 [0, 2, 4, 6, 8, 10], seq 1 [9, 3, 0, 1, 100, 4] (ignoring them changes the "
+     "values)", dict(position="rope", rope_style="gptj",
+                     position_ids=((0, 2, 4, 6, 8, 10), (9, 3, 0, 1, 100, 4)))),
+    ("rope_long", "RoPE, neox style, D 64, H 4, F 128, B 2, L 130, lengths [130, 97], window "
+     "left 20 right 20: crosses tiles of 64 queries x 32 keys and skips tiles outside the "
+     "window", dict(position="rope", D=64, H=4, F=128, B=2, L=130, lengths=(130, 97),
+                    window=(20, 20))),
+    ("alibi_h8", "ALiBi, 8 heads (a power of two: slopes 2^-1 .. 2^-8), D 32, L 7",
+     dict(position="alibi", D=32, H=8, B=2, L=7)),
+    ("alibi_h12", "ALiBi, 12 heads (not a power of two: the 8 slopes 2^-1 .. 2^-8, then "
+     "2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5, every other slope of 16 heads), D 48, L 7",
+     dict(position="alibi", D=48, H=12, B=2, L=7)),
+    ("alibi_causal", "ALiBi with a causal mask, 2 post-norm blocks",
+     dict(position="alibi", causal=True, n_layers=2)),
+    ("alibi_position_ids", "ALiBi with explicit position_ids: seq 0 [0, 1, 2, 3, 0, 1], seq 1 "
+     "[3, 2, 1, 0, 1, 2] (not monotone; the bias uses the absolute distance), lengths [6, 5]",
+     dict(position="alibi", position_ids=((0, 1, 2, 3, 0, 1), (3, 2, 1, 0, 1, 2)),
+          lengths=(6, 5))),
+    ("alibi_long", "ALiBi, D 64, H 4, F 128, B 1, L 150, lengths [150], window left 30 right "
+     "30: tiles outside the window skipped",
+     dict(position="alibi", D=64, H=4, F=128, B=1, L=150, lengths=(150,), window=(30, 30))),
+    ("alibi_gqa_rope_none", "ALiBi with 2 key/value heads (slopes per query head), gelu_tanh",
+     dict(position="alibi", G=2, act="gelu_tanh")),
+    ("alibi_attn_add", "ALiBi together with a float attn [B, L, L] (both added to the scaled "
+     "scores) and key padding (seq 0 pads 1, seq 1 pads 4); pre-norm, gelu",
+     dict(position="alibi", attn_add="3d", key_padding=((1,), (4,)), norm_first=True,
+          act="gelu")),
 ]
 
 
@@ -166,11 +237,29 @@ class Case:
         if self.G is None:
             self.G = self.H
         self.E = self.D // self.H
+        assert self.position in ("none", "rope", "alibi"), name
+        assert self.rope_style in ("neox", "gptj"), name
+        self.R = self.E if self.rope_dim is None else self.rope_dim   # rotated dims per head
+        assert self.R % 2 == 0 and 0 < self.R <= self.E, name
+        if self.position_ids is not None:
+            assert len(self.position_ids) == self.B, name
+            assert all(len(r) == self.L and min(r) >= 0 for r in self.position_ids), name
 
     def config(self):
         return {"d_model": self.D, "n_heads": self.H, "n_kv_heads": self.G, "d_ff": self.F,
                 "n_layers": self.n_layers, "activation": self.act,
                 "norm_first": self.norm_first, "layer_norm_eps": self.eps, "bias": self.bias}
+
+    def position_config(self):
+        """The config keys of the position encoding, appended to config() in
+        the fixture's metadata; none for position "none" (the keys of the
+        older cases stay exactly as they were)."""
+        if self.position == "none":
+            return {}
+        if self.position == "alibi":
+            return {"position": "alibi"}
+        return {"position": "rope", "rope_theta": float(self.rope_theta), "rope_dim": self.R,
+                "rope_style": self.rope_style}
 
     def mask_meta(self):
         win = None if self.window is None else {"left": self.window[0], "right": self.window[1]}
@@ -288,7 +377,14 @@ def make_inputs(c):
         for b, pos in enumerate(c.key_padding):
             key_padding[b, list(pos)] = True
     attn_bool = attn_add = None
-    if c.attn_bool is not None:
+    if isinstance(c.attn_bool, tuple):
+        # Documents per sequence as [start, end) segments: a query sees the
+        # keys of its own segment only (true = not allowed elsewhere).
+        attn_bool = torch.ones(B, L, L, dtype=torch.bool)
+        for b, segments in enumerate(c.attn_bool):
+            for start, end in segments:
+                attn_bool[b, start:end, start:end] = False
+    elif c.attn_bool is not None:
         shape = (B, L, L) if c.attn_bool == "3d" else (L, L)
         attn_bool = torch.rand(shape) < 0.35
         if c.attn_bool == "row2":
@@ -440,6 +536,172 @@ def torch_masks(c, lengths, key_padding, attn_bool, attn_add):
     return mask, kpm
 
 
+# ---- position encodings ------------------------------------------------------------
+
+def positions(c):
+    """int64 [B, L]: every token's position, 0..L-1 in each sequence unless
+    the case gives position_ids.  Padded positions keep theirs (they are
+    masked, not renumbered)."""
+    if c.position_ids is None:
+        return torch.arange(c.L, dtype=torch.int64).expand(c.B, c.L).clone()
+    return torch.tensor(c.position_ids, dtype=torch.int64)
+
+
+def alibi_slopes(n):
+    """float32 [n]: ALiBi's slope per query head.  For n a power of two
+    m_h = 2^(-8 (h + 1) / n), h = 0..n-1; otherwise, with m the largest power
+    of two below n, the m slopes of m heads followed by the first n - m of
+    every other slope of 2m heads (index 0, 2, 4, ...).  The rule of get_slopes
+    in the paper's code (ofirpress/attention_with_linear_biases,
+    fairseq/models/transformer.py), of transformers' modeling_bloom.py
+    build_alibi_tensor and of MPT's gen_slopes (llm-foundry
+    llmfoundry/models/layers/attention.py; transformers' modeling_mpt.py
+    build_mpt_alibi_tensor).  Computed in float64 as 2.0 ** (-8.0 * (h + 1) / k)
+    (k = m or 2m), each rounded to float32 once."""
+    def power_of_2(k):
+        return [2.0 ** (-8.0 * (h + 1) / k) for h in range(k)]
+    m = 1 << (n.bit_length() - 1)
+    s = power_of_2(m) if m == n else power_of_2(m) + power_of_2(2 * m)[0::2][:n - m]
+    slopes = torch.tensor(s, dtype=torch.float64).float()
+    check_alibi_slopes(n, slopes)
+    return slopes
+
+
+def check_alibi_slopes(n, slopes):
+    """The slopes three more ways: the paper's get_slopes (start * ratio ** i,
+    float64, then float32) and MPT's gen_slopes (1 / 2^m in float32, odd
+    entries then even) exactly equal; BLOOM's build_alibi_tensor (float32
+    torch.pow of a float32 base) within 1e-6 relative, as its float32 powers
+    are an ulp off for some of the extra heads (2^-2.5, 2^-3.5 with 12)."""
+    def paper(k):
+        def power_of_2(k):
+            start = 2 ** (-2 ** -(math.log2(k) - 3))
+            ratio = start
+            return [start * ratio ** i for i in range(k)]
+        if math.log2(k).is_integer():
+            return power_of_2(k)
+        closest = 2 ** math.floor(math.log2(k))
+        return power_of_2(closest) + paper(2 * closest)[0::2][:k - closest]
+
+    closest = 2 ** math.floor(math.log2(n))
+    base = torch.tensor(2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=torch.float32)
+    bloom = torch.pow(base, torch.arange(1, 1 + closest, dtype=torch.int32))
+    if closest != n:
+        extra_base = torch.tensor(2 ** (-(2 ** -(math.log2(2 * closest) - 3))),
+                                  dtype=torch.float32)
+        extra = min(closest, n - closest)
+        bloom = torch.cat([bloom, torch.pow(extra_base, torch.arange(1, 1 + 2 * extra, 2,
+                                                                     dtype=torch.int32))])
+    n2 = 2 ** math.ceil(math.log2(n))
+    mpt = 1.0 / torch.pow(2, torch.arange(1, n2 + 1, dtype=torch.float32).mul(8 / n2))
+    if n2 != n:
+        mpt = torch.cat([mpt[1::2], mpt[::2]])[:n]
+    for name, other, rtol in (("paper", torch.tensor(paper(n), dtype=torch.float64).float(), 0),
+                              ("mpt", mpt, 0), ("bloom", bloom, 1e-6)):
+        assert other.dtype == torch.float32 and torch.allclose(other, slopes, rtol=rtol, atol=0), \
+            f"ALiBi slopes for {n} heads: {name} gives {other.tolist()}, not {slopes.tolist()}"
+
+
+def alibi_bias(c, pos):
+    """float32 [B, H, L, L]: ALiBi's bias -m_h * |p_i - p_j| for query i and
+    key j (bidirectional, as encoders use it), float32(-m_h) times the exact
+    float32 distance, one rounding."""
+    dist = (pos[:, :, None] - pos[:, None, :]).abs().to(torch.float32)    # [B, L, L]
+    return (-alibi_slopes(c.H))[None, :, None, None] * dist[:, None]
+
+
+def rope_tables(c, pos):
+    """(cos, sin), float32 [B, L, R/2]: for the token at position p and
+    k < R/2, inv_freq_k = theta ** (-2k / R) and angle = p * inv_freq_k in
+    float64 (Python floats, C's pow / cos / sin), cos and sin rounded to
+    float32 once."""
+    R = c.R
+    inv_freq = [float(c.rope_theta) ** (-2 * k / R) for k in range(R // 2)]
+    angles = [[[p * f for f in inv_freq] for p in row] for row in pos.tolist()]
+    cos = [[[math.cos(a) for a in r] for r in b] for b in angles]
+    sin = [[[math.sin(a) for a in r] for r in b] for b in angles]
+    return (torch.tensor(cos, dtype=torch.float64).to(torch.float32),
+            torch.tensor(sin, dtype=torch.float64).to(torch.float32))
+
+
+def rotate_half(x):
+    """transformers' models/llama/modeling_llama.py (and gpt_neox/
+    modeling_gpt_neox.py) rotate_half: halves (x1, x2) -> (-x2, x1)."""
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_every_two(x):
+    """transformers' models/gptj/modeling_gptj.py rotate_every_two (RoFormer's
+    interleaved pairs): (x[2k], x[2k+1]) -> (-x[2k+1], x[2k])."""
+    x1 = x[..., ::2]
+    x2 = x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def apply_rope(c, x, cos, sin, pos):
+    """x [B, heads, L, E] float32 with RoPE on the first R dims of every head;
+    dims R..E-1 pass through (partial rotary: GPT-NeoX's rotary_ndims,
+    GPT-J's rotary_dim).  neox: modeling_llama.py apply_rotary_pos_emb,
+    q * cos + rotate_half(q) * sin with cos = cat(cos_k, cos_k), so
+    out[k] = x[k] cos_k - x[k + R/2] sin_k, out[k + R/2] = x[k + R/2] cos_k +
+    x[k] sin_k.  gptj: modeling_gptj.py apply_rotary_pos_emb, tensor * cos +
+    rotate_every_two(tensor) * sin with cos, sin repeat_interleave'd by 2, so
+    out[2k] = x[2k] cos_k - x[2k+1] sin_k, out[2k+1] = x[2k+1] cos_k +
+    x[2k] sin_k.  Float32 products, each rounded, then one float32 sum."""
+    R = c.R
+    if c.rope_style == "neox":
+        cos_r = torch.cat((cos, cos), dim=-1)[:, None]                 # [B, 1, L, R]
+        sin_r = torch.cat((sin, sin), dim=-1)[:, None]
+        rotate = rotate_half
+    else:
+        cos_r = torch.repeat_interleave(cos, 2, dim=-1)[:, None]
+        sin_r = torch.repeat_interleave(sin, 2, dim=-1)[:, None]
+        rotate = rotate_every_two
+    x_rot, x_pass = x[..., :R], x[..., R:]
+    x_rot = (x_rot * cos_r) + (rotate(x_rot) * sin_r)
+    out = torch.cat((x_rot, x_pass), dim=-1)
+    check_rope(c, x, out, pos)
+    return out
+
+
+def check_rope(c, x, out, pos):
+    """The rotation again, independently: each rotated pair as a complex
+    number times torch.polar(1, angle), all in float64 (angles from torch's
+    own arange / pow), within 1e-6; the unrotated dims unchanged."""
+    R, half = c.R, c.R // 2
+    inv_freq = torch.tensor(float(c.rope_theta), dtype=torch.float64) ** \
+        (-torch.arange(0, R, 2, dtype=torch.float64) / R)
+    angle = pos.to(torch.float64)[..., None] * inv_freq                  # [B, L, R/2]
+    turn = torch.polar(torch.ones_like(angle), angle)[:, None]           # [B, 1, L, R/2]
+    xr = x[..., :R].detach().to(torch.float64)
+    if c.rope_style == "neox":
+        z = torch.complex(xr[..., :half], xr[..., half:]) * turn
+        want = torch.cat((z.real, z.imag), dim=-1)
+    else:
+        z = torch.view_as_complex(xr.reshape(*xr.shape[:-1], half, 2).contiguous()) * turn
+        want = torch.view_as_real(z).flatten(-2)
+    got = out[..., :R].detach().to(torch.float64)
+    assert torch.allclose(got, want, rtol=0, atol=1e-6), \
+        f"{c.name}: RoPE differs from the complex formulation " \
+        f"(max {(got - want).abs().max():.3g})"
+    assert torch.equal(out[..., R:], x[..., R:]), c.name
+
+
+def alibi_src_mask(c, src_mask, pos):
+    """torch's float src_mask [B * n_heads, L, L] for an ALiBi case: the ALiBi
+    bias (batch-major heads, as torch lays them out) plus what src_mask says:
+    -inf where a boolean mask is true, its values where it is float."""
+    B, H, L = c.B, c.H, c.L
+    bias = alibi_bias(c, pos).reshape(B * H, L, L)
+    if src_mask is None:
+        return bias
+    if src_mask.dtype == torch.bool:
+        src_mask = torch.zeros(src_mask.shape).masked_fill(src_mask, float("-inf"))
+    return src_mask + bias
+
+
 # ---- references ----------------------------------------------------------------
 
 def module_reference(c, model, mods, x, src_mask, kpm):
@@ -473,12 +735,20 @@ def module_reference(c, model, mods, x, src_mask, kpm):
     return out, heads, means
 
 
-def functional_reference(c, params, x, allowed, add):
+def functional_reference(c, params, x, allowed, add, pos=None, position=None):
     """attnd's computation in plain torch ops.  Returns (out, [weights per
-    layer]); a query row with no allowed key gets zero weights."""
+    layer]); a query row with no allowed key gets zero weights.  position
+    (default c.position): "rope" rotates the projected queries and keys (the
+    G key heads before they are shared), "alibi" adds ALiBi's bias to the
+    scaled scores after add."""
     H, G, E, D = c.H, c.G, c.E, c.D
     act = ACT_FN[c.act]
     any_allowed = allowed.any(-1)[:, None, :, None]  # [B, 1, L, 1]
+    position = c.position if position is None else position
+    if position == "rope":
+        cos, sin = rope_tables(c, pos)
+    elif position == "alibi":
+        bias = alibi_bias(c, pos)                    # [B, H, L, L]
 
     def ln(t, p, k):
         return F.layer_norm(t, (D,), p[f"{k}.weight"], p.get(f"{k}.bias"), c.eps)
@@ -495,9 +765,14 @@ def functional_reference(c, params, x, allowed, add):
         q = F.linear(t, wq, bq).view(B, L, H, E).transpose(1, 2)   # [B, H, L, E]
         k = F.linear(t, wk, bk).view(B, L, G, E).transpose(1, 2)   # [B, G, L, E]
         v = F.linear(t, wv, bv).view(B, L, G, E).transpose(1, 2)
+        if position == "rope":
+            q = apply_rope(c, q, cos, sin, pos)
+            k = apply_rope(c, k, cos, sin, pos)
         k = k.repeat_interleave(H // G, dim=1)                      # head h -> kv h // (H/G)
         v = v.repeat_interleave(H // G, dim=1)
         s = (q / math.sqrt(E)) @ k.transpose(-2, -1) + add[:, None]
+        if position == "alibi":
+            s = s + bias
         s = s.masked_fill(~allowed[:, None], float("-inf"))
         w = torch.where(any_allowed, torch.softmax(s, dim=-1), torch.zeros(()))
         z = (w @ v).transpose(1, 2).reshape(B, L, D)
@@ -537,9 +812,32 @@ def module_phrase(c):
         "(Python path, not the fast path)"
     if extra:
         s += ", " + " and ".join(extra)
-    return s + ", masks passed as src_mask / src_key_padding_mask; attention weights from " \
+    masks = "masks passed as src_mask / src_key_padding_mask"
+    if c.position == "alibi":
+        masks = ("the ALiBi bias -m_h * |p_i - p_j| (float32 slopes) and the masks passed as a "
+                 "float src_mask [B * n_heads, L, L] (-inf where not allowed) / "
+                 "src_key_padding_mask")
+    return s + f", {masks}; attention weights from " \
         "layer.self_attn(need_weights=True, average_attn_weights=False / True) run layer " \
         "by layer; an independent functional reference agrees within 1e-5."
+
+
+def rope_phrase(c):
+    style = {"neox": "neox style (rotate_half, as transformers' modeling_llama.py / "
+                     "modeling_gpt_neox.py apply_rotary_pos_emb)",
+             "gptj": "gptj style (rotate_every_two, as transformers' modeling_gptj.py "
+                     "apply_rotary_pos_emb)"}[c.rope_style]
+    act = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu tanh"}[c.act]
+    return (f"functional torch reference (F.linear, F.layer_norm, softmax, F.{act}"
+            + (", key/value heads shared by repeat_interleave" if c.G != c.H else "")
+            + f") with RoPE, {style}, theta {float(c.rope_theta):g}, rope_dim {c.R} of "
+            f"head dim {c.E}, on the projected queries and keys (after their biases, before "
+            "the scores); cos / sin from float64 angles rounded to float32.  The rotation "
+            "agrees with a complex-multiplication formulation (torch.polar, float64) within "
+            f"1e-6.  torch {torch.__version__.split('+')[0]}'s nn.TransformerEncoderLayer "
+            "cannot apply RoPE and is not the reference here; run on the same parameters, "
+            "inputs and masks without RoPE it agrees with this functional reference (RoPE "
+            "off) within 1e-5.")
 
 
 def make_case(c, outdir):
@@ -552,17 +850,31 @@ def make_case(c, outdir):
     if attn_add is not None:
         add = add + attn_add
     dead = ~allowed.any(-1)                                   # [B, L] rows with no key
+    n = torch.full((c.B,), c.L) if lengths is None else lengths.long()
+    pad = torch.arange(c.L)[None, :] >= n[:, None]              # [B, L]
     if c.attn_bool == "row2":
         assert dead[:, 2].all() and dead.sum() == c.B, c.name
+    elif c.position != "none":
+        # A padded query may lose every key to a window (rope_long); its row
+        # is zero in the files anyway.
+        assert not (dead & ~pad).any(), f"{c.name}: a query row has no allowed key"
     else:
         assert not dead.any() or c.name == "sparse_fully_masked_row", \
             f"{c.name}: a query row has no allowed key"
 
     # Both references; the masks torch sees must say exactly what allowed says.
+    # ALiBi reaches the modules inside a float src_mask.  RoPE cannot: with
+    # RoPE the modules check the functional reference run without it, and the
+    # functional reference with RoPE (checked again in check_rope) gives the
+    # expected values.
+    pos = positions(c)
     model, mods = torch_model(c, params)
     src_mask, kpm = torch_masks(c, lengths, key_padding, attn_bool, attn_add)
+    if c.position == "alibi":
+        src_mask = alibi_src_mask(c, src_mask, pos)
     m_out, m_heads, m_means = module_reference(c, model, mods, x, src_mask, kpm)
-    f_out, f_heads = functional_reference(c, params, x, allowed, add)
+    f_out, f_heads = functional_reference(c, params, x, allowed, add, pos,
+                                          "none" if c.position == "rope" else None)
     alive = ~dead
     for l, (mw, fw, mm) in enumerate(zip(m_heads, f_heads, m_means)):
         assert torch.equal(mw[:, 0] > 0, allowed & alive[..., None]), \
@@ -570,7 +882,18 @@ def make_case(c, outdir):
         assert torch.allclose(mm, mw.mean(1), rtol=0, atol=1e-6, equal_nan=True), c.name
         assert torch.allclose(mw.transpose(1, 2)[alive], fw.transpose(1, 2)[alive], rtol=0,
                               atol=ATOL_FUNCTIONAL), f"{c.name}: weights differ (layer {l})"
-    if dead.any():
+    if c.position == "rope":
+        # (dead rows here are padded queries only, checked above)
+        r_out, r_heads = functional_reference(c, params, x, allowed, add, pos)
+        for l, rw in enumerate(r_heads):
+            assert torch.equal(rw > 0, (allowed & alive[..., None])[:, None].expand_as(rw)), \
+                f"{c.name}: RoPE weights disagree with the allowed-key rule (layer {l})"
+            assert torch.allclose(rw.transpose(1, 2)[alive].sum(-1), torch.ones(()), rtol=0,
+                                  atol=1e-5), c.name
+        assert (r_out - f_out)[alive].abs().max() > 1e-2, f"{c.name}: RoPE changes nothing"
+        out, heads = r_out, r_heads
+        reference = rope_phrase(c)
+    elif dead.any():
         # torch gives NaN for a query row with no allowed key.
         assert torch.isnan(m_heads[0].transpose(1, 2)[dead]).all(), c.name
         assert c.n_layers == 1 and torch.isnan(m_out[dead]).all(), c.name
@@ -588,8 +911,6 @@ def make_case(c, outdir):
         f"(max {(m_out[alive] - f_out[alive]).abs().max():.3g})"
 
     # The contract's view: padded rows and columns zero, dead rows zero.
-    n = torch.full((c.B,), c.L) if lengths is None else lengths.long()
-    pad = torch.arange(c.L)[None, :] >= n[:, None]              # [B, L]
     out = out.masked_fill(pad[..., None], 0.0)
     tensors = {"x": x, "out": out}
     for l, w in enumerate(heads):
@@ -597,12 +918,14 @@ def make_case(c, outdir):
         w = w.masked_fill(pad[:, None, :, None] | pad[:, None, None, :], 0.0)
         w = w.masked_fill(dead[:, None, :, None], 0.0)
         tensors[f"attn.{l}"] = w.contiguous()
-        tensors[f"attn_mean.{l}"] = w.mean(1) if dead.any() else \
+        tensors[f"attn_mean.{l}"] = w.mean(1) if dead.any() or c.position == "rope" else \
             m_means[l].masked_fill(pad[:, :, None] | pad[:, None, :], 0.0)
     for k, v in (("lengths", lengths), ("key_padding", key_padding),
                  ("attn_bool", attn_bool), ("attn_add", attn_add)):
         if v is not None:
             tensors[k] = v
+    if c.position_ids is not None:
+        tensors["position_ids"] = pos.to(torch.int32)
     if c.name.startswith("sparse_"):
         # The allowed pairs (for the CSR lists) and BigBird's random blocks
         # of sequence 0 ([n_blocks, random], -1 where fewer exist).
@@ -634,6 +957,7 @@ def make_case(c, outdir):
                         norm_first=c.norm_first, layer_norm_eps=c.eps,
                         separate_qkv=c.separate_qkv)
     assert config == c.config(), f"{c.name}: export inferred {config}, expected {c.config()}"
+    config = {**config, **c.position_config()}
     meta = {"config": json.dumps(config), "mask": json.dumps(c.mask_meta()),
             "reference": reference}
     case_path = os.path.join(d, "case.safetensors")
@@ -686,6 +1010,9 @@ Each case is a directory with two safetensors files:
     `attn_bool` BOOL `[L, L]` or `[B, L, L]` (true = not allowed), `attn_add`
     F32 `[L, L]` or `[B, L, L]` (added to the scaled scores): only where the
     case uses them;
+  - `position_ids` I32 `[B, L]`: the token positions RoPE and ALiBi use, only
+    where the case gives them (otherwise positions are 0..L-1 in every
+    sequence; padded positions keep theirs and are masked);
   - `out` F32 `[B, L, D]`: the expected output, rows at positions
     `>= lengths[b]` set to 0;
   - `attn.{l}` F32 `[B, H, L, L]` and `attn_mean.{l}` F32 `[B, L, L]` for
@@ -694,7 +1021,12 @@ Each case is a directory with two safetensors files:
     and all-zero rows for a query with no allowed key;
   - `__metadata__`: `config` (JSON, attnd's `"model"` config), `mask` (JSON
     `{"causal": bool, "window": null | {"left", "right"}, "global": [int]}`)
-    and `reference` (which torch code produced the expected values).
+    and `reference` (which torch code produced the expected values).  In the
+    RoPE and ALiBi cases only, `config` ends with `"position": "rope"` or
+    `"position": "alibi"` and, for RoPE, `"rope_theta"` (a number, e.g.
+    `10000.0`), `"rope_dim"` (rotated dims per head, an even integer; the head
+    dim when the case does not say) and `"rope_style"` (`"neox"` or
+    `"gptj"`); every other case's `config` has none of these keys.
 
 Compare with 1e-4 absolute tolerance.  Defaults unless the table says
 otherwise: D 16, H 4 (n_kv_heads 4), F 32, eps 1e-5, B 2, L 6, one post-norm
@@ -708,7 +1040,30 @@ path rather than the C++ fast path), with grouped-query attention expressed by
 repeating key/value projection rows per query head and bias false by zero
 biases.  An independent functional reference (plain torch ops, its own
 allowed-key rule) must agree within 1e-5 on every case and is the primary
-reference only for `mask_fully_masked_row`, where torch gives NaN.
+reference only for `mask_fully_masked_row`, where torch gives NaN, and for the
+RoPE cases, which torch's modules cannot compute (there the modules agree with
+the functional reference run without RoPE, and the rotation agrees with a
+complex-multiplication formulation within 1e-6).  ALiBi reaches the modules
+as part of a float `src_mask` `[B * n_heads, L, L]`.
+
+Position encodings (`rope_*` and `alibi_*` cases; p_i is token i's position):
+
+- RoPE rotates every query head and every key/value head (with grouped-query
+  attention the G key heads, before they are shared) after the in-projection
+  and its bias, before the scores; values are not rotated.  For
+  k < rope_dim/2: inv_freq_k = theta^(-2k/rope_dim) and angle_k = p *
+  inv_freq_k in float64, cos and sin rounded to float32 once, the rotation in
+  float32.  `neox` (transformers' `rotate_half`) pairs dims (k, k +
+  rope_dim/2), `gptj` (`rotate_every_two`) pairs (2k, 2k+1); a pair (a, b)
+  becomes (a cos_k - b sin_k, b cos_k + a sin_k).  Dims rope_dim..E-1 pass
+  through unchanged.
+- ALiBi adds float32(-m_h) * float32(|p_i - p_j|) to the scaled scores
+  (after any `attn_add`), bidirectionally; masked pairs stay masked.  Slopes
+  for n query heads: m_h = 2^(-8(h+1)/n) when n is a power of two, otherwise
+  the m = 2^floor(log2 n) slopes of m heads followed by the first n - m of
+  every other slope of 2m heads, each computed in float64 and rounded to
+  float32 (8 heads: 2^-1 .. 2^-8; 12 heads: 2^-1 .. 2^-8, 2^-0.5, 2^-1.5,
+  2^-2.5, 2^-3.5).
 
 | case | covers | model |
 | --- | --- | --- |
@@ -719,6 +1074,10 @@ def readme_row(c):
     model = (f"D {c.D}, H {c.H}, kv {c.G}, F {c.F}, {c.n_layers} layer"
              f"{'s' if c.n_layers > 1 else ''}, {'pre' if c.norm_first else 'post'}-norm, "
              f"{c.act}, eps {c.eps:g}, bias {str(c.bias).lower()}, {c.dtype}, B {c.B}, L {c.L}")
+    if c.position == "rope":
+        model += f", RoPE {c.rope_style} theta {float(c.rope_theta):g} rope_dim {c.R}"
+    elif c.position == "alibi":
+        model += ", ALiBi"
     return f"| `{c.name}` | {c.doc} | {model} |\n"
 
 

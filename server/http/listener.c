@@ -223,6 +223,16 @@ void server_set_model(server *s, const enc_model *m, pool *p)
         (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION, "platform", "kernels",
         pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
         pf.blas_core_generic);
+    json_t *hparams = info ? json_object_get(info, "hyperparameters") : NULL;
+    if (hparams) { /* positions inside attention */
+        json_object_set_new(hparams, "position", json_string(enc_position_name(hp->position)));
+        json_object_set_new(hparams, "rope",
+                            hp->position != ENC_POS_ROPE
+                                ? json_null()
+                                : json_pack("{s:f, s:i, s:s}", "theta", hp->rope_theta, "dim",
+                                            hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads,
+                                            "style", enc_rope_style_name(hp->rope_style)));
+    }
     json_t *weights = info ? json_object_get(info, "weights") : NULL;
     if (weights) { /* where they came from: files, architecture, what was left out */
         json_t *files = json_array(), *ignored = json_array();

@@ -110,6 +110,7 @@ int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *e
         hp->n_layers > ENC_MAX_LAYERS)
         return api_error_set(err, API_INTERNAL, "encode: invalid model hyperparameters");
     req->n_layers = hp->n_layers;
+    req->has_positions = hp->position != ENC_POS_NONE;
     req->want_layer = encode_zalloc((size_t)hp->n_layers, sizeof *req->want_layer);
     req->layers = encode_zalloc((size_t)hp->n_layers, sizeof *req->layers);
     if (!req->want_layer || !req->layers)
@@ -219,6 +220,42 @@ enc_result encode_request_result(encode_request *req)
     return r;
 }
 
+int encode_set_positions(encode_request *req, const long long *vals, size_t n,
+                         const api_limits *limits, const char *what, api_error *err)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const long long top =
+        limits && limits->max_seq_len > 0 ? (long long)limits->max_seq_len : (long long)L;
+    if (!req->has_positions)
+        return api_error_set(err, API_BAD_REQUEST,
+                             "%s: this model has no positions inside attention (model.position "
+                             "is none): its input embeddings carry them",
+                             what);
+    if (n != L && n != B * L)
+        return api_error_set(err, API_BAD_REQUEST,
+                             "%s has %zu values; expected %zu (one per position, every sequence "
+                             "the same) or %zu x %zu (one row per sequence)",
+                             what, n, L, B, L);
+    for (size_t k = 0; k < n; k++)
+        if (vals[k] < 0 || vals[k] >= top) {
+            if (n == L)
+                return api_error_set(err, API_BAD_REQUEST,
+                                     "%s[%zu] = %lld is outside 0..%lld (below "
+                                     "limits.max_seq_len)",
+                                     what, k, vals[k], top - 1);
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "%s[%zu][%zu] = %lld is outside 0..%lld (below "
+                                 "limits.max_seq_len)",
+                                 what, k / L, k % L, vals[k], top - 1);
+        }
+    if (!(req->positions = malloc(B * L * sizeof *req->positions)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (size_t k = 0; k < B * L; k++)
+        req->positions[k] = (int32_t)vals[n == L ? k % L : k];
+    req->batch.positions = req->positions;
+    return 0;
+}
+
 void encode_request_free(encode_request *req)
 {
     if (!req)
@@ -229,6 +266,7 @@ void encode_request_free(encode_request *req)
     free(req->key_padding);
     free(req->attn_bool);
     free(req->attn_add);
+    free(req->positions);
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);

@@ -36,6 +36,8 @@ typedef struct encode_request {
     uint8_t *key_padding; /* owned (B, L) or NULL */
     uint8_t *attn_bool;   /* owned (L, L) or (B, L, L), or NULL */
     float *attn_add;      /* owned, or NULL */
+    int32_t *positions;   /* owned (B, L) position_ids, or NULL (0 .. L - 1) */
+    bool has_positions;   /* the model uses positions (RoPE, ALiBi): position_ids allowed */
 
     enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
     int n_layers;             /* the model's */
@@ -80,6 +82,15 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
 /* Floats of one layer's attention weights: (B, heads, L, L), or with csr
  * the sum over b of heads x nnz_b (0 for "none"). */
 size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp);
+
+/* position_ids (the batch's B and L known): vals holds L values every
+ * sequence shares (n = L) or one row per sequence (n = B * L), each in
+ * 0 .. limits.max_seq_len - 1; copied into req->positions for the batch.
+ * what names the field in messages ("position_ids", "inputs[2]
+ * (position_ids)").  400 for a model without positions inside attention,
+ * a wrong count or a value out of range; 503 out of memory. */
+int encode_set_positions(encode_request *req, const long long *vals, size_t n,
+                         const api_limits *limits, const char *what, api_error *err);
 
 /* The floats a request's input x holds, from req->pool (NULL when out of
  * memory); for codecs that fill x themselves. */

@@ -70,9 +70,10 @@
 
 /* ---- parsing: options ------------------------------------------------------ */
 
-static const char *const TOP_FIELDS[] = {
-    "embeddings", "embeddings_b64",   "shape",     "lengths",  "mask",
-    "attention",  "attention_layers", "precision", "encoding", "attention_format"};
+static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
+                                         "lengths",          "mask",           "attention",
+                                         "attention_layers", "precision",      "encoding",
+                                         "attention_format", "position_ids"};
 
 static int check_fields(json_t *root, api_error *err)
 {
@@ -86,8 +87,8 @@ static int check_fields(json_t *root, api_error *err)
         if (!known) {
             char s[API_SAFE_MAX + 4];
             return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, lengths, "
-                       "mask, attention, attention_layers, attention_format, precision or "
-                       "encoding",
+                       "mask, position_ids, attention, attention_layers, attention_format, "
+                       "precision or encoding",
                        api_safe_text(key, s));
         }
     }
@@ -424,6 +425,52 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
     return 0;
 }
 
+/* ---- parsing: position_ids -------------------------------------------------- */
+
+/* position_ids: int[L] (every sequence) or int[B][L]. */
+static int parse_positions(encode_request *req, const json_t *v, const api_limits *lim,
+                           api_error *err)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return BAD("position_ids must be int[L] or int[B][L] (non-negative integers), not %s",
+                   json_is_array(v) ? "an empty array" : api_json_kind(v));
+    const bool rows = json_is_array(json_array_get(v, 0));
+    if (rows && json_array_size(v) != B)
+        return BAD("position_ids has %zu rows; the batch has %zu sequence%s", json_array_size(v), B,
+                   api_plural(B));
+    if (!rows && json_array_size(v) != L)
+        return BAD("position_ids has %zu %s; the sequences have %zu positions", json_array_size(v),
+                   api_entries(json_array_size(v)), L);
+    long long *vals = encode_zalloc(rows ? B * L : L, sizeof *vals);
+    if (!vals)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    int rc = 0;
+    for (size_t r = 0; rc == 0 && r < (rows ? B : 1); r++) {
+        const json_t *row = rows ? json_array_get(v, r) : v;
+        if (!json_is_array(row) || json_array_size(row) != L) {
+            rc = BAD("position_ids[%zu] is %s; expected %zu integers", r,
+                     json_is_array(row) ? "of another length" : api_json_kind(row), L);
+            break;
+        }
+        for (size_t i = 0; i < L; i++) {
+            const json_t *e = json_array_get(row, i);
+            if (!json_is_integer(e)) {
+                rc = rows
+                         ? BAD("position_ids[%zu][%zu] is %s; expected an integer", r, i,
+                               api_json_kind(e))
+                         : BAD("position_ids[%zu] is %s; expected an integer", i, api_json_kind(e));
+                break;
+            }
+            vals[r * L + i] = json_integer_value(e);
+        }
+    }
+    if (rc == 0)
+        rc = encode_set_positions(req, vals, rows ? B * L : L, lim, "position_ids", err);
+    free(vals);
+    return rc;
+}
+
 /* ---- parsing: the request ------------------------------------------------ */
 
 static int parse_root(encode_request *req, json_t *root, const v1_text *t, const enc_hparams *hp,
@@ -452,6 +499,8 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, const
     if ((v = api_json_field(root, "lengths")) && parse_lengths(req, v, err) < 0)
         return -1;
     if ((v = api_json_field(root, "mask")) && encode_parse_mask(req, v, err) < 0)
+        return -1;
+    if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, lim, err) < 0)
         return -1;
     return 0;
 }

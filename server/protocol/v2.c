@@ -180,14 +180,19 @@ char *v2_server_metadata(const char *version)
 
 char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
 {
-    return dump(json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i]}], "
-                          "s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i,i,i,i]}]}",
-                          "name", model_name, "versions", V2_MODEL_VERSION, "platform", "attnd",
-                          "inputs", "name", "embeddings", "datatype", "FP32", "shape", -1, -1,
-                          hp->d_model, "name", "lengths", "datatype", "INT32", "shape", -1,
-                          "outputs", "name", "outputs", "datatype", "FP32", "shape", -1, -1,
-                          hp->d_model, "name", "attention", "datatype", "FP32", "shape", -1,
-                          hp->n_heads, -1, -1));
+    json_t *meta =
+        json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i]}], "
+                  "s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i,i,i,i]}]}",
+                  "name", model_name, "versions", V2_MODEL_VERSION, "platform", "attnd", "inputs",
+                  "name", "embeddings", "datatype", "FP32", "shape", -1, -1, hp->d_model, "name",
+                  "lengths", "datatype", "INT32", "shape", -1, "outputs", "name", "outputs",
+                  "datatype", "FP32", "shape", -1, -1, hp->d_model, "name", "attention", "datatype",
+                  "FP32", "shape", -1, hp->n_heads, -1, -1);
+    if (meta && hp->position != ENC_POS_NONE) /* RoPE or ALiBi: [L] or [B, L] */
+        json_array_append_new(json_object_get(meta, "inputs"),
+                              json_pack("{s:s, s:s, s:[i,i]}", "name", "position_ids", "datatype",
+                                        "INT32", "shape", -1, -1));
+    return dump(meta);
 }
 
 /* ---- parsing: request parameters ---------------------------------------------- */
@@ -208,8 +213,7 @@ static json_t *mask_value(const char *name, json_t *v, api_error *err)
     if (!json_is_string(v))
         return json_incref(v);
     json_error_t jerr; /* integers of any size are numbers, as in the body */
-    json_t *parsed =
-        jx_loadb(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, &jerr);
+    json_t *parsed = jx_loadb(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, &jerr);
     if (!parsed) {
         char q[API_SAFE_MAX + 4], why[API_SAFE_MAX + 4];
         BAD("parameters.%s: the string '%s' is not valid JSON (%s)", name,
@@ -392,7 +396,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
 
 /* ---- parsing: inputs --------------------------------------------------------------- */
 
-enum { IN_EMB, IN_LEN, IN_N };
+enum { IN_EMB, IN_LEN, IN_POS, IN_N };
 
 typedef struct v2_input {
     int index;        /* in "inputs" */
@@ -406,7 +410,7 @@ typedef struct v2_input {
     const unsigned char *bin; /* its bytes in the body */
 } v2_input;
 
-static const char *const IN_DTYPE[IN_N] = {"FP32", "INT32"};
+static const char *const IN_DTYPE[IN_N] = {"FP32", "INT32", "INT32"};
 
 /* One input's name, datatype, shape, parameters and data, checked for form. */
 static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
@@ -421,12 +425,17 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         return -1;
     const json_t *v = json_object_get(o, "name");
     if (!json_is_string(v))
-        return BAD("inputs[%zu] has no name (a string: \"embeddings\" or \"lengths\")", k);
+        return BAD("inputs[%zu] has no name (a string: \"embeddings\", \"lengths\" or "
+                   "\"position_ids\")",
+                   k);
     const char *name = json_string_value(v);
-    *which = strcmp(name, "embeddings") == 0 ? IN_EMB : strcmp(name, "lengths") == 0 ? IN_LEN : -1;
+    *which = strcmp(name, "embeddings") == 0     ? IN_EMB
+             : strcmp(name, "lengths") == 0      ? IN_LEN
+             : strcmp(name, "position_ids") == 0 ? IN_POS
+                                                 : -1;
     if (*which < 0)
         return BAD("inputs[%zu]: unknown input '%s'; the model takes embeddings (FP32 [B, L, "
-                   "d_model]) and lengths (INT32 [B])",
+                   "d_model]), lengths (INT32 [B]) and position_ids (INT32 [L] or [B, L])",
                    k, api_safe_text(name, q));
     in->index = (int)k;
     in->name = name;
@@ -443,7 +452,10 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         return BAD("inputs[%zu] (%s) has no shape (an array of integers)", k, name);
     if (json_array_size(v) > MAX_RANK)
         return BAD("inputs[%zu] (%s): shape has %zu dimensions; expected %s", k, name,
-                   json_array_size(v), *which == IN_EMB ? "[B, L, d_model]" : "[B]");
+                   json_array_size(v),
+                   *which == IN_EMB   ? "[B, L, d_model]"
+                   : *which == IN_LEN ? "[B]"
+                                      : "[L] or [B, L]");
     in->rank = (int)json_array_size(v);
     for (int d = 0; d < in->rank; d++) {
         const json_t *e = json_array_get(v, (size_t)d);
@@ -741,7 +753,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
 
     /* The inputs' form; then B and L against the limits; then the bytes. */
     v2_input in[IN_N];
-    bool have[IN_N] = {false, false};
+    bool have[IN_N] = {false, false, false};
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
         rc = BAD("inputs must be a non-empty array of tensors (embeddings FP32 [B, L, d_model], "
@@ -786,18 +798,33 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         return -1;
     }
     const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
-    const size_t numel[IN_N] = {B * L * (size_t)hp->d_model, B};
+    const v2_input *pi = &in[IN_POS];
+    const bool pos_rows = have[IN_POS] && pi->rank == 2;
+    const size_t numel[IN_N] = {B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L};
     if (have[IN_LEN] && (in[IN_LEN].rank != 1 || in[IN_LEN].shape[0] != (long long)B))
         rc = BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of "
                  "embeddings",
                  in[IN_LEN].index, shape_text(in[IN_LEN].shape, in[IN_LEN].rank, dims, sizeof dims),
                  B);
+    else if (have[IN_POS] && !(pi->rank == 1 && pi->shape[0] == (long long)L) &&
+             !(pi->rank == 2 && pi->shape[0] == (long long)B && pi->shape[1] == (long long)L))
+        rc = BAD("inputs[%d] (position_ids): shape %s; expected [%zu] (every sequence) or [%zu, "
+                 "%zu], as embeddings",
+                 pi->index, shape_text(pi->shape, pi->rank, dims, sizeof dims), L, B, L);
 
     /* The binary data: in input order, each exactly its shape's bytes, all
      * of it claimed. */
-    int order[IN_N] = {IN_EMB, IN_LEN};
-    if (have[IN_LEN] && in[IN_LEN].index < in[IN_EMB].index)
-        order[0] = IN_LEN, order[1] = IN_EMB;
+    int order[IN_N] = {IN_EMB, IN_LEN, IN_POS};
+    for (int a = 0; a < IN_N; a++) /* by input index; absent inputs last */
+        for (int b = a + 1; b < IN_N; b++) {
+            const int ia = have[order[a]] ? in[order[a]].index : 1 << 20;
+            const int ib = have[order[b]] ? in[order[b]].index : 1 << 20;
+            if (ib < ia) {
+                const int t = order[a];
+                order[a] = order[b];
+                order[b] = t;
+            }
+        }
     size_t used = 0;
     for (int o = 0; rc == 0 && o < IN_N; o++) {
         v2_input *t = &in[order[o]];
@@ -849,6 +876,21 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
                 rc = BAD("inputs[%d] (lengths): lengths[%zu] = %d is outside 1..%zu",
                          in[IN_LEN].index, b, e->lengths[b], L);
         e->batch.lengths = e->lengths;
+    }
+    if (rc == 0 && have[IN_POS]) {
+        int *ids = malloc(numel[IN_POS] * sizeof *ids);
+        long long *vals = malloc(numel[IN_POS] * sizeof *vals);
+        char what[48];
+        snprintf(what, sizeof what, "inputs[%d] (position_ids)", pi->index);
+        if (!ids || !vals)
+            rc = OOM();
+        else if ((rc = read_input(pi, numel[IN_POS], NULL, ids, err)) == 0) {
+            for (size_t k = 0; k < numel[IN_POS]; k++)
+                vals[k] = ids[k];
+            rc = encode_set_positions(e, vals, numel[IN_POS], lim, what, err);
+        }
+        free(ids);
+        free(vals);
     }
     if (rc == 0)
         rc = parse_mask(req, mask, window_lr, err);
