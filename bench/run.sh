@@ -54,7 +54,9 @@
 #   BENCH_HTTP_SECONDS [5]      length of each HTTP measurement
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
-#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long"
+#   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
+#                               positions startup"
+#   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
 #   BENCH_LONG_LEN [16384]      sequence length of the long-context patterns
 #   BENCH_MEMORY_LEN [16384]    sequence length of the memory test
 #   BENCH_ORT_VERSION [1.30.0]  onnxruntime-node version npm installs
@@ -632,6 +634,74 @@ else
         echo "-> 4 documents in one L=4096 attn mask: $dd ms / 4 x $d1 ms alone = $(fmt "${R[long_docs_ratio]}" 2)x"
 fi
 
+# ---- 8. positions inside attention (issue 22) --------------------------------
+
+# RoPE and ALiBi against the same forward without positions, BERT-base sizes,
+# per-head weights: the three run in turn, POS_ROUNDS times, and each ratio
+# is the median of the rounds' median-to-median ratios, so the machine's
+# drift over the minutes does not decide it.  With a window mask at L=512 the
+# scores computed must be the same with positions as without (tile skipping
+# kept).
+POS_ROUNDS=${BENCH_POS_ROUNDS:-3}
+section "positions inside attention: RoPE and ALiBi against none"
+if skipped positions; then
+    WHY[positions]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    for s in 1x512 8x128; do
+        for r in $(seq "$POS_ROUNDS"); do
+            for pos in none rope alibi; do
+                # shellcheck disable=SC2086
+                run_step 300 $BB/bench_core core --batch "${s%x*}" --len "${s#*x}" \
+                    --threads "$THREADS" --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS \
+                    --position "$pos" --name "pos_${s}_${pos}_$r" ||
+                    { FAILED=1; WHY[positions]="bench_core --position failed"; }
+            done
+            for pos in rope alibi; do
+                a=${R[pos_${s}_${pos}_${r}_median_ms]:-} b=${R[pos_${s}_none_${r}_median_ms]:-}
+                [ -n "$a" ] && [ -n "$b" ] && echo "$(calc "$a / $b")" >>"$BB/pos_${s}_${pos}"
+            done
+        done
+        for pos in rope alibi; do
+            if [ -s "$BB/pos_${s}_${pos}" ]; then
+                R[pos_${s}_${pos}_ratio]=$(sort -g "$BB/pos_${s}_${pos}" |
+                    awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+                echo "-> B=${s%x*} L=${s#*x}: $pos / none (medians, $POS_ROUNDS rounds) = $(fmt "${R[pos_${s}_${pos}_ratio]}" 3) ($(tr '\n' ' ' <"$BB/pos_${s}_${pos}"))"
+            fi
+            rm -f "$BB/pos_${s}_${pos}"
+        done
+    done
+    for pos in none rope alibi; do
+        # shellcheck disable=SC2086
+        run_step 300 $BB/bench_core core --batch 1 --len 512 --threads "$THREADS" \
+            --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS --position "$pos" \
+            --mask window=64 --name "pos_window_$pos" ||
+            { FAILED=1; WHY[positions]="bench_core --mask failed"; }
+    done
+    [ -n "${R[pos_window_none_scores]:-}" ] &&
+        echo "-> window 64 at L=512: scores computed none ${R[pos_window_none_scores]}, rope ${R[pos_window_rope_scores]:-?}, alibi ${R[pos_window_alibi_scores]:-?} (of $((12 * 512 * 512)) dense)"
+fi
+
+# ---- 9. start-up from a Hugging Face directory (issue 22) ---------------------
+
+# A BERT-base-sized directory (bert-base-uncased's tensors, F32, random
+# values, made once under build/bench by tools/make_bert_dir.py): attnd
+# --check-config's wall time and peak resident memory against reading the
+# files once (cat, the page cache warm for both), and against the same
+# encoder stack from a PyTorch-named file.
+section "start-up: a BERT-base-sized Hugging Face directory"
+if skipped startup; then
+    WHY[startup]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+elif ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+    WHY[startup]="tools/make_bert_dir.py failed"
+    FAILED=1
+else
+    run_step 300 "$PYTHON" bench/startup.py --dir "$BB/bert_base_dir" \
+        --weights "$BB/bert_base.safetensors" --runs 5 ||
+        { FAILED=1; WHY[startup]="bench/startup.py failed"; }
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -672,7 +742,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4, 18 and 19 targets in this run"
+section "summary: issue 4, 18, 19 and 22 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -741,6 +811,26 @@ row "L=$MEM_LEN window 64 heads CSR < 1.5 GiB (attnd)" "$m" "$r" "<" 1536 "${WHY
 r=${R[long_docs_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_docs_4k_best_ms]} / 4 x ${R[long_doc_1k_best_ms]} ms)"
 row "4-document attn mask <= 1.15x the documents alone" "$m" "$r" "<=" 1.15 "$w"
+for s in 1x512 8x128; do
+    for pos in rope alibi; do
+        lim=1.03
+        [ "$pos" = alibi ] && lim=1.05
+        r=${R[pos_${s}_${pos}_ratio]:-} m="n/a"
+        [ -n "$r" ] && m="$(fmt "$(calc "100 * ($r - 1)")" 1)% of the forward ($(fmt "$r" 3)x)"
+        row "$pos <= $(fmt "$(calc "100 * ($lim - 1)")" 0)% of a forward, B=${s%x*} L=${s#*x}" "$m" "$r" "<=" "$lim" "${WHY[positions]:-}"
+    done
+done
+for pos in rope alibi; do
+    a=${R[pos_window_${pos}_scores]:-} b=${R[pos_window_none_scores]:-} r="" m="n/a"
+    [ -n "$a" ] && [ -n "$b" ] && r=$(calc "$a / $b") && m="$a / $b scores"
+    row "$pos keeps window-64 tile skipping, L=512" "$m" "$r" "<=" 1 "${WHY[positions]:-}"
+done
+r=${R[startup_dir_extra_s]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "${R[startup_dir_s]}" 2) s, reading $(fmt "${R[startup_read_s]}" 2) s"
+row "BERT-base dir start-up <= 1 s + reading it once" "$m" "$r" "<=" 1 "${WHY[startup]:-}"
+r=${R[startup_rss_extra_mib]:-} m="n/a"
+[ -n "$r" ] && m="${R[startup_dir_rss_mib]} MiB vs ${R[startup_file_rss_mib]} MiB (PyTorch file)"
+row "BERT-base dir peak RSS <= the same stack's file" "$m" "$r" "<=" 16 "${WHY[startup]:-}"
 echo
 echo "not targets, for reference:"
 for s in $SHAPES; do

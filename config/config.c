@@ -716,6 +716,10 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         {"model.layer_norm_eps", offsetof(enc_hf_config, key_eps)},
         {"model.norm_first", 0},
         {"model.bias", 0},
+        {"model.position", 0},
+        {"model.rope_theta", offsetof(enc_hf_config, key_rope_theta)},
+        {"model.rope_dim", 0},
+        {"model.rope_style", 0},
     };
     for (size_t i = 0; i < sizeof checked / sizeof *checked; i++) {
         const cfg_setting *s = setting_by_key(checked[i].key);
@@ -735,6 +739,10 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
             snprintf(field, sizeof field, "%s is %s", key, theirs);
         else if (strcmp(checked[i].key, "model.layer_norm_eps") == 0)
             snprintf(field, sizeof field, "%s fixes layer_norm_eps at %s", c.model_type, theirs);
+        else if (strcmp(checked[i].key, "model.position") == 0)
+            snprintf(field, sizeof field, "position_embedding_type gives position %s", theirs);
+        else if (strcmp(checked[i].key, "model.rope_dim") == 0)
+            snprintf(field, sizeof field, "partial_rotary_factor gives rope_dim %s", theirs);
         else
             snprintf(field, sizeof field, "a %s model has %s %s", c.model_type, s->key + 6, theirs);
         return enc_error_set(err, ENC_EINVAL, "%s: %s gives %s, but %s/config.json: %s", s->key,

@@ -352,7 +352,10 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
             goto error;
         }
     }
-    sha256_hex(f->bytes, f->size, m->sha256);
+    if (sha256_file_hex(path, m->sha256) < 0) {
+        enc_error_set(err, ENC_EIO, "cannot read '%s': %s", path, strerror(errno));
+        goto error;
+    }
     snprintf(m->source, sizeof m->source, "%s", path);
     const char *base = strrchr(path, '/');
     if (model_add_file(m, base ? base + 1 : path, m->sha256) < 0)
@@ -434,6 +437,65 @@ static int int_field(const json_t *root, const char *key, int *out, enc_error *e
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30))
         return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive integer", key);
     *out = (int)json_integer_value(v);
+    return ENC_OK;
+}
+
+/* A positive number field of config.json in *out; absent: *out unchanged. */
+static int number_field(const json_t *root, const char *key, double *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v))
+        return ENC_OK;
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive number", key);
+    *out = json_number_value(v);
+    return ENC_OK;
+}
+
+/* Positions inside attention: position_embedding_type absolute (or absent:
+ * the embeddings carry them) is none, alibi is ALiBi, rotary or rope is
+ * RoPE with rope_theta (or rotary_emb_base, 10000 by default) and
+ * partial_rotary_factor of the head's dimensions; a rope_scaling is
+ * refused. */
+static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    const json_t *scaling = json_object_get(root, "rope_scaling");
+    if (scaling && !json_is_null(scaling))
+        return enc_error_set(err, ENC_EINVAL, "config.json: rope_scaling is not supported");
+    const json_t *pos = json_object_get(root, "position_embedding_type");
+    const char *type = json_is_string(pos) ? json_string_value(pos) : NULL;
+    if (!pos || json_is_null(pos) || (type && strcmp(type, "absolute") == 0))
+        return ENC_OK;
+    if (type && strcmp(type, "alibi") == 0) {
+        hp->position = ENC_POS_ALIBI;
+        return ENC_OK;
+    }
+    if (!type || (strcmp(type, "rotary") != 0 && strcmp(type, "rope") != 0)) {
+        char shown[64] = "(not a string)";
+        if (type)
+            printable(shown, sizeof shown, type);
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: position_embedding_type '%s' is not supported "
+                             "(absolute, alibi, rotary)",
+                             shown);
+    }
+    hp->position = ENC_POS_ROPE;
+    c->key_rope_theta = json_object_get(root, "rope_theta") ? "rope_theta" : "rotary_emb_base";
+    double factor = 1.0;
+    int rc;
+    if ((rc = number_field(root, "rotary_emb_base", &hp->rope_theta, err)) < 0 ||
+        (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0 ||
+        (rc = number_field(root, "partial_rotary_factor", &factor, err)) < 0)
+        return rc;
+    const int E = hp->d_model / (hp->n_heads > 0 ? hp->n_heads : 1);
+    const int dim = (int)(factor * E) / 2 * 2;
+    if (factor > 1.0 || dim < 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: partial_rotary_factor %g leaves no pair of the head's "
+                             "%d dimensions to rotate",
+                             factor, E);
+    hp->rope_dim = dim == E ? 0 : dim;
     return ENC_OK;
 }
 
@@ -528,24 +590,8 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     } else {
         hp->layer_norm_eps = DISTILBERT_EPS;
     }
-    /* Positions: absolute ones are in the input embeddings already. */
-    const json_t *pos = json_object_get(root, "position_embedding_type");
-    if (pos && !json_is_null(pos) &&
-        (!json_is_string(pos) || strcmp(json_string_value(pos), "absolute") != 0)) {
-        char shown[64] = "(not a string)";
-        if (json_is_string(pos))
-            printable(shown, sizeof shown, json_string_value(pos));
-        rc = enc_error_set(err, ENC_EINVAL,
-                           "config.json: position_embedding_type '%s' is not supported "
-                           "(absolute)",
-                           shown);
+    if ((rc = read_positions(root, c, err)) < 0)
         goto done;
-    }
-    const json_t *scaling = json_object_get(root, "rope_scaling");
-    if (scaling && !json_is_null(scaling)) {
-        rc = enc_error_set(err, ENC_EINVAL, "config.json: rope_scaling is not supported");
-        goto done;
-    }
 done:
     json_decref(root);
     return rc;
@@ -557,23 +603,14 @@ static bool plain_name(const char *name)
     return name[0] && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-/* Adds dir/name's sha256 to m's files, hashing the bytes at data (or the
- * file when data is NULL). */
-static int hash_file(enc_model *m, const char *dir, const char *name, const void *data, size_t n,
-                     enc_error *err)
+/* Adds dir/name's sha256 to m's files, the file read a block at a time. */
+static int hash_file(enc_model *m, const char *dir, const char *name, enc_error *err)
 {
-    char hex[SHA256_HEX_SIZE];
-    if (data) {
-        sha256_hex(data, n, hex);
-    } else {
-        char path[4200];
-        size_t len = 0;
-        char *text = join(path, sizeof path, dir, name) ? read_whole(path, &len, err) : NULL;
-        if (!text)
-            return err->status ? err->status : enc_error_set(err, ENC_EINVAL, "path too long");
-        sha256_hex(text, len, hex);
-        free(text);
-    }
+    char hex[SHA256_HEX_SIZE], path[4200];
+    if (!join(path, sizeof path, dir, name))
+        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
+    if (sha256_file_hex(path, hex) < 0)
+        return enc_error_set(err, ENC_EIO, "cannot read '%s': %s", path, strerror(errno));
     if (model_add_file(m, name, hex) < 0)
         return enc_error_set(err, ENC_ENOMEM, "out of memory");
     return ENC_OK;
@@ -590,13 +627,10 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
     if (!join(path, sizeof path, dir, "model.safetensors"))
         return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
     if (stat(path, &st) == 0) {
-        if (open_file(ld, path) < 0)
+        if (open_file(ld, path) < 0 || hash_file(m, dir, "model.safetensors", err) < 0)
             return err->status;
-        snprintf(m->sha256, sizeof m->sha256, "%s", "");
-        sha256_hex(ld->files[0].bytes, ld->files[0].size, m->sha256);
-        return model_add_file(m, "model.safetensors", m->sha256) < 0
-                   ? enc_error_set(err, ENC_ENOMEM, "out of memory")
-                   : ENC_OK;
+        snprintf(m->sha256, sizeof m->sha256, "%s", m->files[m->n_files - 1].sha256);
+        return ENC_OK;
     }
     if (!join(path, sizeof path, dir, "model.safetensors.index.json") || stat(path, &st) != 0)
         return enc_error_set(err, ENC_EIO,
@@ -646,8 +680,7 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
         if (open)
             continue;
         if (!join(path, sizeof path, dir, shard) || open_file(ld, path) < 0 ||
-            hash_file(m, dir, shard, ld->files[ld->n_files - 1].bytes,
-                      ld->files[ld->n_files - 1].size, err) < 0) {
+            hash_file(m, dir, shard, err) < 0) {
             rc = err->status ? err->status : ENC_EINVAL;
             goto done;
         }
@@ -676,7 +709,7 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_alloc(hp, err)))
         return NULL;
     const family *fam = family_of(c.model_type);
-    if (hash_file(m, dir, "config.json", NULL, 0, err) < 0 || open_weights(&ld, m, dir) < 0)
+    if (hash_file(m, dir, "config.json", err) < 0 || open_weights(&ld, m, dir) < 0)
         goto error;
 
     /* A task checkpoint (BertForMaskedLM) names the base model's tensors

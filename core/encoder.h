@@ -148,13 +148,15 @@ typedef struct enc_hf_config {
     char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
-    const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
-    char activation[32]; /* the file's activation name ("gelu_new") */
+    const char *key_eps;        /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
+    const char *key_rope_theta; /* rope_theta or rotary_emb_base, for RoPE */
+    char activation[32];        /* the file's activation name ("gelu_new") */
 } enc_hf_config;
 
 /* Reads dir/config.json.  Returns 0, or an error naming the file and the
  * field: a missing or mistyped field, an unknown model_type or activation,
- * a position_embedding_type other than absolute, a rope_scaling. */
+ * a position_embedding_type other than absolute, alibi or rotary (rope), a
+ * rope_scaling. */
 int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err);
 
 /* Loads a Hugging Face encoder directory: config.json plus model.safetensors,

@@ -14,4 +14,9 @@
 /* The lower-case hex digest of len bytes at data, into hex. */
 void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_SIZE]);
 
+/* The same of the file at path, read a block at a time (so hashing a
+ * mapped weights file does not fault in the tensors nobody reads).
+ * Returns 0, or -1 with errno set. */
+int sha256_file_hex(const char *path, char hex[SHA256_HEX_SIZE]);
+
 #endif

@@ -422,6 +422,64 @@ START_TEST(test_gamma_beta_names)
 }
 END_TEST
 
+/* position_embedding_type and the rotary fields give the positions inside
+ * attention; a setting that disagrees is refused naming both. */
+START_TEST(test_positions_from_config_json)
+{
+    static const struct {
+        const char *edit;
+        enc_position position;
+        double theta;
+        int rope_dim;
+    } cases[] = {
+        {"{\"position_embedding_type\": \"absolute\"}", ENC_POS_NONE, 10000.0, 0},
+        {"{\"position_embedding_type\": \"alibi\"}", ENC_POS_ALIBI, 10000.0, 0},
+        {"{\"position_embedding_type\": \"rotary\"}", ENC_POS_ROPE, 10000.0, 0},
+        {"{\"position_embedding_type\": \"rotary\", \"rotary_emb_base\": 500, "
+         "\"partial_rotary_factor\": 0.5}",
+         ENC_POS_ROPE, 500.0, 2},
+        {"{\"position_embedding_type\": \"rope\", \"rope_theta\": 1e6, \"rope_scaling\": null}",
+         ENC_POS_ROPE, 1e6, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scratch s;
+        scratch_make(&s, "bert_mlm", cases[i].edit, NULL, WEIGHTS);
+        enc_hf_config c;
+        enc_error err = {0};
+        ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s: %s", cases[i].edit,
+                      err.message);
+        ck_assert_int_eq(c.hp.position, cases[i].position);
+        ck_assert(c.hp.position != ENC_POS_ROPE || c.hp.rope_theta == cases[i].theta);
+        ck_assert_int_eq(c.hp.rope_dim, cases[i].rope_dim);
+        enc_model *m = enc_model_load_dir(s.dir, &c.hp, &err);
+        ck_assert_msg(m != NULL, "%s", err.message);
+        enc_model_free(m);
+        if (cases[i].position == ENC_POS_ALIBI) { /* --position none disagrees */
+            attnd_config cfg;
+            enc_error cerr = {0};
+            char *argv[] = {"attnd", "--model-dir", s.dir, "--position", "none", NULL};
+            ck_assert_int_lt(config_load(&cfg, 5, argv, NULL, &cerr), 0);
+            ck_assert_msg(strstr(cerr.message, "model.position: --position gives none, but ") &&
+                              strstr(cerr.message,
+                                     "config.json: position_embedding_type gives position alibi"),
+                          "%s", cerr.message);
+        }
+        scratch_free(&s);
+    }
+    scratch s;
+    scratch_make(&s, "bert_mlm",
+                 "{\"position_embedding_type\": \"rotary\", \"partial_rotary_factor\": 0.1}", NULL,
+                 WEIGHTS);
+    refused(&s, "config.json: partial_rotary_factor 0.1 leaves no pair of the head's 4 dimensions "
+                "to rotate");
+    scratch_free(&s);
+    scratch_make(&s, "bert_mlm", "{\"position_embedding_type\": \"rotary\", \"rope_theta\": -1}",
+                 NULL, WEIGHTS);
+    refused(&s, "config.json: 'rope_theta' is not a positive number");
+    scratch_free(&s);
+}
+END_TEST
+
 /* ---- the settings against config.json -------------------------------------------- */
 
 /* config_load of argv (after "attnd") and env; the message, or "" when it
@@ -600,6 +658,7 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_bad_config_refused);
     tcase_add_test(tc, test_bad_index_refused);
     tcase_add_test(tc, test_gamma_beta_names);
+    tcase_add_test(tc, test_positions_from_config_json);
     tcase_add_test(tc, test_settings_against_config_json);
     tcase_add_test(tc, test_daemon_serves_directory);
     suite_add_tcase(s, tc);

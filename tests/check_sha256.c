@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Hex of the digest of len bytes at data, into hex. */
 static void hex_of(const void *data, size_t len, char hex[SHA256_HEX_SIZE])
@@ -51,6 +52,30 @@ START_TEST(test_million_a)
 }
 END_TEST
 
+/* The same digest from a file read a block (1 MiB) at a time: a million
+ * 'a' then "abc" cross the block edges; an unreadable path is -1. */
+START_TEST(test_file_blocks)
+{
+    char path[] = "/tmp/attnd_sha256_XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const size_t n = 3u << 20; /* three whole blocks and one byte more */
+    unsigned char *a = malloc(n + 1);
+    ck_assert_ptr_nonnull(a);
+    for (size_t i = 0; i <= n; i++)
+        a[i] = (unsigned char)(i * 131 + 7);
+    ck_assert_int_eq(write(fd, a, n + 1), (ssize_t)(n + 1));
+    close(fd);
+    char want[SHA256_HEX_SIZE], got[SHA256_HEX_SIZE];
+    hex_of(a, n + 1, want);
+    ck_assert_int_eq(sha256_file_hex(path, got), 0);
+    ck_assert_str_eq(got, want);
+    unlink(path);
+    ck_assert_int_eq(sha256_file_hex(path, got), -1);
+    free(a);
+}
+END_TEST
+
 /* Lengths around the padding boundaries (55/56 bytes leave no room for the
  * length; 64 is a whole block), digests from an independent implementation. */
 START_TEST(test_padding_edges)
@@ -86,6 +111,7 @@ Suite *sha256_suite(void)
     tcase_add_test(tc, test_nist_vectors);
     tcase_add_test(tc, test_million_a);
     tcase_add_test(tc, test_padding_edges);
+    tcase_add_test(tc, test_file_blocks);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -287,6 +287,68 @@ START_TEST(test_attention_layers_and_limits)
 }
 END_TEST
 
+/* position_ids: int[L] for every sequence or int[B][L], below
+ * limits.max_seq_len, for a model with positions inside attention only;
+ * every refusal names the field and the entry. */
+START_TEST(test_position_ids)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    const char *emb = "{\"embeddings\": [[[1, 2, 3, 4], [4, 3, 2, 1], [0, 0, 1, 1]], "
+                      "[[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]]], \"position_ids\": ";
+    char body[512];
+    snprintf(body, sizeof body, "%s[0, 1, 2]}", emb);
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), -1); /* no positions in this model */
+    ck_assert_str_eq(err.message, "position_ids: this model has no positions inside attention "
+                                  "(model.position is none): its input embeddings carry them");
+    encode_request_free(&req);
+
+    s.hp.position = ENC_POS_ALIBI;
+    snprintf(body, sizeof body, "%s[5, 0, 7]}", emb); /* [L]: every sequence */
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    static const int32_t shared[] = {5, 0, 7, 5, 0, 7};
+    ck_assert(req.batch.positions && memcmp(req.batch.positions, shared, sizeof shared) == 0);
+    encode_request_free(&req);
+    snprintf(body, sizeof body, "%s[[0, 1, 2], [7, 7, 0]]}", emb); /* [B][L] */
+    ck_assert_int_eq(parse_small(&s, body, &req, &err), 0);
+    static const int32_t rows[] = {0, 1, 2, 7, 7, 0};
+    ck_assert(memcmp(req.batch.positions, rows, sizeof rows) == 0);
+    encode_request_free(&req);
+
+    char top[96], top_value[64];
+    snprintf(top, sizeof top, "position_ids[1][2] = %d is outside 0..%d (below limits.max_seq_len)",
+             s.lim.max_seq_len, s.lim.max_seq_len - 1);
+    snprintf(top_value, sizeof top_value, "[[0, 1, 2], [0, 1, %d]]}", s.lim.max_seq_len);
+    const struct {
+        const char *value, *want;
+    } bad[] = {
+        {"\"0 1 2\"}", "position_ids must be int[L] or int[B][L] (non-negative integers), not a "
+                       "string"},
+        {"[]}", "position_ids must be int[L] or int[B][L] (non-negative integers), not an empty "
+                "array"},
+        {"[0, 1]}", "position_ids has 2 entries; the sequences have 3 positions"},
+        {"[[0, 1, 2]]}", "position_ids has 1 row; the batch has 2 sequences"},
+        {"[[0, 1, 2], [0, 1]]}", "position_ids[1] is of another length; expected 3 integers"},
+        {"[[0, 1, 2], 7]}", "position_ids[1] is a number; expected 3 integers"},
+        {"[0, -1, 2]}", "position_ids[1] = -1 is outside 0.."},
+        {"[0, 1.5, 2]}", "position_ids[1] = 1.5 is not an integer"},
+        {"[[0, 1, 2], [0, true, 2]]}", "position_ids[1][1] is a boolean; expected an integer"},
+        {top_value, top},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(body, sizeof body, "%s%s", emb, bad[i].value);
+        ck_assert_int_eq(parse_small(&s, body, &req, &err), -1);
+        ck_assert_int_eq(err.kind, API_BAD_REQUEST);
+        ck_assert_msg(strstr(err.message, bad[i].want), "%s: '%s' lacks '%s'", bad[i].value,
+                      err.message, bad[i].want);
+        encode_request_free(&req);
+    }
+    enc_model_free(s.model);
+}
+END_TEST
+
 /* Zeroes a parsed request's outputs, as a forward would write them: the
  * codec leaves them unset, the forward writes every entry. */
 static void zero_outputs(encode_request *req, const enc_hparams *hp)
@@ -447,6 +509,7 @@ Suite *v1_requests_suite(void)
     tcase_add_test(options, test_defaults_and_nulls);
     tcase_add_test(options, test_mask_forms);
     tcase_add_test(options, test_attention_layers_and_limits);
+    tcase_add_test(options, test_position_ids);
     tcase_add_test(options, test_response_details);
     suite_add_tcase(s, options);
     TCase *mutations = tcase_create("mutations");

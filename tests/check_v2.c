@@ -258,6 +258,78 @@ START_TEST(test_parse_forms)
 }
 END_TEST
 
+/* position_ids: INT32 [L] or [B, L], as JSON or binary in any input order,
+ * for a model with positions inside attention; refusals name the input. */
+START_TEST(test_parse_position_ids)
+{
+    enc_hparams hp = tiny_hp();
+    hp.position = ENC_POS_ROPE;
+    const api_limits lim = {
+        .max_batch = 4, .max_seq_len = 8, .max_batch_tokens = 64, .max_attention_bytes = 1 << 20};
+    v2_request req;
+    api_error err = {0};
+    bytes b = {0};
+    /* JSON, [L] */
+    put_str(&b, "{\"inputs\":[" EMB_JSON ",{\"name\":\"position_ids\",\"datatype\":\"INT32\","
+                "\"shape\":[2],\"data\":[3,0]}]}");
+    ck_assert_msg(
+        v2_request_parse(&req, (const char *)b.p, b.len, NULL, "encoder", &hp, &lim, &err) == 0,
+        "%s", err.message);
+    assert_x8(&req);
+    ck_assert(req.enc.batch.positions && req.enc.batch.positions[0] == 3 &&
+              req.enc.batch.positions[1] == 0);
+    v2_request_free(&req);
+    /* binary [B, L] before the embeddings */
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[{\"name\":\"position_ids\",\"datatype\":\"INT32\",\"shape\":[1,2],"
+                "\"parameters\":{\"binary_data_size\":8}}," EMB_BIN "]}");
+    char hl[32];
+    snprintf(hl, sizeof hl, "%zu", b.len);
+    put_le32(&b, 7);
+    put_le32(&b, 5);
+    for (int i = 0; i < 8; i++)
+        put_f32(&b, X8[i]);
+    ck_assert_msg(
+        v2_request_parse(&req, (const char *)b.p, b.len, hl, "encoder", &hp, &lim, &err) == 0, "%s",
+        err.message);
+    assert_x8(&req);
+    ck_assert(req.enc.batch.positions[0] == 7 && req.enc.batch.positions[1] == 5);
+    v2_request_free(&req);
+
+    static const struct {
+        const char *input, *want;
+        bool no_positions;
+    } bad[] = {
+        {"{\"name\":\"position_ids\",\"datatype\":\"INT32\",\"shape\":[3],\"data\":[0,1,2]}",
+         "inputs[1] (position_ids): shape [3]; expected [2] (every sequence) or [1, 2]", false},
+        {"{\"name\":\"position_ids\",\"datatype\":\"INT64\",\"shape\":[2],\"data\":[0,1]}",
+         "inputs[1] (position_ids): datatype is 'INT64'; the model takes INT32", false},
+        {"{\"name\":\"position_ids\",\"datatype\":\"INT32\",\"shape\":[2],\"data\":[0,-4]}",
+         "inputs[1] (position_ids)[1] = -4 is outside 0..7 (below limits.max_seq_len)", false},
+        {"{\"name\":\"position_ids\",\"datatype\":\"INT32\",\"shape\":[1,2],\"data\":[[0,8]]}",
+         "inputs[1] (position_ids)[0][1] = 8 is outside 0..7", false},
+        {"{\"name\":\"position_ids\",\"datatype\":\"INT32\",\"shape\":[2],\"data\":[0,1]}",
+         "inputs[1] (position_ids): this model has no positions inside attention", true},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        b.len = 0;
+        put_str(&b, "{\"inputs\":[" EMB_JSON ",");
+        put_str(&b, bad[i].input);
+        put_str(&b, "]}");
+        enc_hparams h = hp;
+        memset(&err, 0, sizeof err);
+        if (bad[i].no_positions)
+            h.position = ENC_POS_NONE;
+        ck_assert_int_eq(
+            v2_request_parse(&req, (const char *)b.p, b.len, NULL, "encoder", &h, &lim, &err), -1);
+        ck_assert_msg(strstr(err.message, bad[i].want), "case %zu: '%s' lacks '%s'", i, err.message,
+                      bad[i].want);
+        v2_request_free(&req);
+    }
+    free(b.p);
+}
+END_TEST
+
 /* Requested outputs: asking for "outputs" alone computes no attention. */
 START_TEST(test_parse_outputs)
 {
@@ -398,10 +470,9 @@ START_TEST(test_text_numbers)
 {
     /* Every spelling of a number against (float)strtod of the same text. */
     static const char *const nums[] = {
-        "0",     "-0",     "1e-3",           "1E+2",
-        "0.1",   "-1.5",   "3.4028234e38",   "-3.4028234663852886e38",
-        "1e-46", "2.5e-7", "1.17549435e-38", "12345678901234567890123456789e-10",
-        "7",     "1e0",    "-0.0",           "0.000000000000000000001",
+        "0", "-0", "1e-3", "1E+2", "0.1", "-1.5", "3.4028234e38", "-3.4028234663852886e38", "1e-46",
+        "2.5e-7", "1.17549435e-38", "12345678901234567890123456789e-10", "7", "1e0", "-0.0",
+        "0.000000000000000000001",
         /* integers beyond int64 are numbers (JSON.stringify(1e20)) */
         "100000000000000000000", "-9223372036854775809", "123456789012345678901234567890", "1"};
     const size_t n = sizeof nums / sizeof *nums;
@@ -792,13 +863,12 @@ START_TEST(test_response_bytes)
     size_t len = 0, hlen = 0;
     char *resp = v2_response(&req, "enc", &hp, &len, &hlen, 0);
     ck_assert_ptr_nonnull(resp);
-    const char want_json[] =
-        "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\","
-        "\"parameters\":{\"attention_scores\":0},\"outputs\":["
-        "{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":[1,1,2,2],"
-        "\"parameters\":{\"binary_data_size\":16}},"
-        "{\"name\":\"outputs\",\"datatype\":\"FP32\",\"shape\":[1,2,2],"
-        "\"data\":[1,-2.5,0.125,3]}]}";
+    const char want_json[] = "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\","
+                             "\"parameters\":{\"attention_scores\":0},\"outputs\":["
+                             "{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":[1,1,2,2],"
+                             "\"parameters\":{\"binary_data_size\":16}},"
+                             "{\"name\":\"outputs\",\"datatype\":\"FP32\",\"shape\":[1,2,2],"
+                             "\"data\":[1,-2.5,0.125,3]}]}";
     /* 1.0, 0.0, 0.25, 0.75 as little-endian IEEE 754 single precision */
     const unsigned char want_bin[16] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x00,
                                         0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0x40, 0x3f};
@@ -813,7 +883,8 @@ START_TEST(test_response_bytes)
     resp = v2_response(&req, "enc", &hp, &len, &hlen, 12);
     ck_assert_uint_eq(hlen, 0);
     ck_assert_str_eq(resp, "{\"model_name\":\"enc\",\"model_version\":\"1\",\"id\":\"q\\\"1\","
-                           "\"parameters\":{\"attention_scores\":12},\"outputs\":[{\"name\":\"attention\",\"datatype\":\"FP32\",\"shape\":"
+                           "\"parameters\":{\"attention_scores\":12},\"outputs\":[{\"name\":"
+                           "\"attention\",\"datatype\":\"FP32\",\"shape\":"
                            "[1,1,2,2],\"data\":[1,0,0.25,0.75]},{\"name\":\"outputs\","
                            "\"datatype\":\"FP32\",\"shape\":[1,2,2],\"data\":[1,-2.5,0.125,3]}]}");
     ck_assert_uint_eq(len, strlen(resp));
@@ -1425,6 +1496,7 @@ Suite *v2_suite(void)
     TCase *tc = tcase_create("codec");
     tcase_add_test(tc, test_route_parse);
     tcase_add_test(tc, test_parse_forms);
+    tcase_add_test(tc, test_parse_position_ids);
     tcase_add_test(tc, test_parse_outputs);
     tcase_add_test(tc, test_parse_mask_parameters);
     tcase_add_test(tc, test_text_numbers);

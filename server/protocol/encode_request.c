@@ -220,7 +220,7 @@ enc_result encode_request_result(encode_request *req)
     return r;
 }
 
-int encode_set_positions(encode_request *req, const long long *vals, size_t n,
+int encode_set_positions(encode_request *req, const long long *vals, bool rows,
                          const api_limits *limits, const char *what, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
@@ -231,14 +231,10 @@ int encode_set_positions(encode_request *req, const long long *vals, size_t n,
                              "%s: this model has no positions inside attention (model.position "
                              "is none): its input embeddings carry them",
                              what);
-    if (n != L && n != B * L)
-        return api_error_set(err, API_BAD_REQUEST,
-                             "%s has %zu values; expected %zu (one per position, every sequence "
-                             "the same) or %zu x %zu (one row per sequence)",
-                             what, n, L, B, L);
+    const size_t n = rows ? B * L : L;
     for (size_t k = 0; k < n; k++)
         if (vals[k] < 0 || vals[k] >= top) {
-            if (n == L)
+            if (!rows)
                 return api_error_set(err, API_BAD_REQUEST,
                                      "%s[%zu] = %lld is outside 0..%lld (below "
                                      "limits.max_seq_len)",
@@ -251,7 +247,7 @@ int encode_set_positions(encode_request *req, const long long *vals, size_t n,
     if (!(req->positions = malloc(B * L * sizeof *req->positions)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (size_t k = 0; k < B * L; k++)
-        req->positions[k] = (int32_t)vals[n == L ? k % L : k];
+        req->positions[k] = (int32_t)vals[rows ? k : k % L];
     req->batch.positions = req->positions;
     return 0;
 }

@@ -83,13 +83,13 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
  * the sum over b of heads x nnz_b (0 for "none"). */
 size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp);
 
-/* position_ids (the batch's B and L known): vals holds L values every
- * sequence shares (n = L) or one row per sequence (n = B * L), each in
+/* position_ids (the batch's B and L known): vals holds one row per
+ * sequence (rows, B x L values) or L values every sequence shares, each in
  * 0 .. limits.max_seq_len - 1; copied into req->positions for the batch.
  * what names the field in messages ("position_ids", "inputs[2]
- * (position_ids)").  400 for a model without positions inside attention,
- * a wrong count or a value out of range; 503 out of memory. */
-int encode_set_positions(encode_request *req, const long long *vals, size_t n,
+ * (position_ids)").  400 for a model without positions inside attention or
+ * a value out of range; 503 out of memory. */
+int encode_set_positions(encode_request *req, const long long *vals, bool rows,
                          const api_limits *limits, const char *what, api_error *err);
 
 /* The floats a request's input x holds, from req->pool (NULL when out of

@@ -437,8 +437,8 @@ static int parse_positions(encode_request *req, const json_t *v, const api_limit
                    json_is_array(v) ? "an empty array" : api_json_kind(v));
     const bool rows = json_is_array(json_array_get(v, 0));
     if (rows && json_array_size(v) != B)
-        return BAD("position_ids has %zu rows; the batch has %zu sequence%s", json_array_size(v), B,
-                   api_plural(B));
+        return BAD("position_ids has %zu row%s; the batch has %zu sequence%s", json_array_size(v),
+                   api_plural(json_array_size(v)), B, api_plural(B));
     if (!rows && json_array_size(v) != L)
         return BAD("position_ids has %zu %s; the sequences have %zu positions", json_array_size(v),
                    api_entries(json_array_size(v)), L);
@@ -456,17 +456,20 @@ static int parse_positions(encode_request *req, const json_t *v, const api_limit
         for (size_t i = 0; i < L; i++) {
             const json_t *e = json_array_get(row, i);
             if (!json_is_integer(e)) {
-                rc = rows
-                         ? BAD("position_ids[%zu][%zu] is %s; expected an integer", r, i,
-                               api_json_kind(e))
-                         : BAD("position_ids[%zu] is %s; expected an integer", i, api_json_kind(e));
+                char at[48];
+                if (rows)
+                    snprintf(at, sizeof at, "position_ids[%zu][%zu]", r, i);
+                else
+                    snprintf(at, sizeof at, "position_ids[%zu]", i);
+                rc = json_is_real(e) ? BAD("%s = %g is not an integer", at, json_real_value(e))
+                                     : BAD("%s is %s; expected an integer", at, api_json_kind(e));
                 break;
             }
             vals[r * L + i] = json_integer_value(e);
         }
     }
     if (rc == 0)
-        rc = encode_set_positions(req, vals, rows ? B * L : L, lim, "position_ids", err);
+        rc = encode_set_positions(req, vals, rows, lim, "position_ids", err);
     free(vals);
     return rc;
 }

@@ -887,7 +887,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         else if ((rc = read_input(pi, numel[IN_POS], NULL, ids, err)) == 0) {
             for (size_t k = 0; k < numel[IN_POS]; k++)
                 vals[k] = ids[k];
-            rc = encode_set_positions(e, vals, numel[IN_POS], lim, what, err);
+            rc = encode_set_positions(e, vals, pos_rows, lim, what, err);
         }
         free(ids);
         free(vals);
