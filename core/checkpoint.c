@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,16 @@ typedef struct loader {
     bool **used; /* (n_files) x (each file's n_tensors) */
     size_t n_files;
     enc_error *err;
+    /* The files' sha256, computed by a helper thread while the tensors are
+     * bound (a BERT-base file hashes in about 0.3 s): paths[k] into
+     * m->files[slots[k]] of model m. */
+    enc_model *m;
+    char **paths;
+    size_t *slots, n_hash;
+    pthread_t hasher;
+    bool hashing;
+    int hash_errno; /* the first failure's errno, and its path */
+    const char *hash_failed;
 } loader;
 
 /* The tensor called name in any of the files (marking nothing), or NULL. */
@@ -295,8 +306,68 @@ static int bind_layers(loader *ld, const enc_model *m, const char *model_prefix,
     return ENC_OK;
 }
 
+/* Records dir's file name for m's list, its sha256 to come (hash_start). */
+static int defer_hash(loader *ld, enc_model *m, const char *path, const char *name)
+{
+    char **paths = realloc(ld->paths, (ld->n_hash + 1) * sizeof *paths);
+    if (paths)
+        ld->paths = paths;
+    size_t *slots = paths ? realloc(ld->slots, (ld->n_hash + 1) * sizeof *slots) : NULL;
+    if (slots)
+        ld->slots = slots;
+    char *copy = slots ? strdup(path) : NULL;
+    if (!copy || model_add_file(m, name, "") < 0) {
+        free(copy);
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    }
+    ld->m = m;
+    ld->paths[ld->n_hash] = copy;
+    ld->slots[ld->n_hash++] = m->n_files - 1;
+    return ENC_OK;
+}
+
+static void *hash_main(void *arg)
+{
+    loader *ld = arg;
+    for (size_t k = 0; k < ld->n_hash && !ld->hash_failed; k++)
+        if (sha256_file_hex(ld->paths[k], ld->m->files[ld->slots[k]].sha256) < 0) {
+            ld->hash_errno = errno;
+            ld->hash_failed = ld->paths[k];
+        }
+    return NULL;
+}
+
+/* Hashes the deferred files on a helper thread (or here, without one).
+ * No file may be added to the model until hash_join. */
+static void hash_start(loader *ld)
+{
+    if (ld->n_hash == 0)
+        return;
+    ld->hashing = pthread_create(&ld->hasher, NULL, hash_main, ld) == 0;
+    if (!ld->hashing)
+        hash_main(ld);
+}
+
+/* Waits for the hashes; an error names the file that could not be read. */
+static int hash_join(loader *ld)
+{
+    if (ld->hashing)
+        pthread_join(ld->hasher, NULL);
+    ld->hashing = false;
+    if (ld->hash_failed)
+        return enc_error_set(ld->err, ENC_EIO, "cannot read '%s': %s", ld->hash_failed,
+                             strerror(ld->hash_errno));
+    return ENC_OK;
+}
+
 static void close_files(loader *ld)
 {
+    if (ld->hashing)
+        pthread_join(ld->hasher, NULL);
+    for (size_t k = 0; k < ld->n_hash; k++)
+        free(ld->paths[k]);
+    free(ld->paths);
+    free(ld->slots);
     for (size_t i = 0; i < ld->n_files; i++) {
         st_close(&ld->files[i]);
         free(ld->used ? ld->used[i] : NULL);
@@ -333,8 +404,10 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
 {
     loader ld = {.err = err};
     enc_model *m = model_alloc(hp, err);
-    if (!m || open_file(&ld, path) < 0)
+    const char *base = strrchr(path, '/');
+    if (!m || open_file(&ld, path) < 0 || defer_hash(&ld, m, path, base ? base + 1 : path) < 0)
         goto error;
+    hash_start(&ld);
     const st_file *f = &ld.files[0];
 
     /* A single block may carry the stack's "layers.0." prefix. */
@@ -352,19 +425,13 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
             goto error;
         }
     }
-    if (sha256_file_hex(path, m->sha256) < 0) {
-        enc_error_set(err, ENC_EIO, "cannot read '%s': %s", path, strerror(errno));
+    if (hash_join(&ld) < 0)
         goto error;
-    }
+    snprintf(m->sha256, sizeof m->sha256, "%s", m->files[0].sha256);
     snprintf(m->source, sizeof m->source, "%s", path);
-    const char *base = strrchr(path, '/');
-    if (model_add_file(m, base ? base + 1 : path, m->sha256) < 0)
-        goto nomem;
     close_files(&ld);
     model_pack(m);
     return m;
-nomem:
-    enc_error_set(err, ENC_ENOMEM, "out of memory reading '%s'", path);
 error:
     close_files(&ld);
     enc_model_free(m);
@@ -603,17 +670,13 @@ static bool plain_name(const char *name)
     return name[0] && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-/* Adds dir/name's sha256 to m's files, the file read a block at a time. */
-static int hash_file(enc_model *m, const char *dir, const char *name, enc_error *err)
+/* Adds dir/name to m's files, its sha256 to come (defer_hash). */
+static int hash_file(loader *ld, enc_model *m, const char *dir, const char *name)
 {
-    char hex[SHA256_HEX_SIZE], path[4200];
+    char path[4200];
     if (!join(path, sizeof path, dir, name))
-        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
-    if (sha256_file_hex(path, hex) < 0)
-        return enc_error_set(err, ENC_EIO, "cannot read '%s': %s", path, strerror(errno));
-    if (model_add_file(m, name, hex) < 0)
-        return enc_error_set(err, ENC_ENOMEM, "out of memory");
-    return ENC_OK;
+        return enc_error_set(ld->err, ENC_EINVAL, "model.dir: the path is too long");
+    return defer_hash(ld, m, path, name);
 }
 
 /* Opens the directory's weights: model.safetensors, or the shards that
@@ -627,9 +690,8 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
     if (!join(path, sizeof path, dir, "model.safetensors"))
         return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
     if (stat(path, &st) == 0) {
-        if (open_file(ld, path) < 0 || hash_file(m, dir, "model.safetensors", err) < 0)
+        if (open_file(ld, path) < 0 || hash_file(ld, m, dir, "model.safetensors") < 0)
             return err->status;
-        snprintf(m->sha256, sizeof m->sha256, "%s", m->files[m->n_files - 1].sha256);
         return ENC_OK;
     }
     if (!join(path, sizeof path, dir, "model.safetensors.index.json") || stat(path, &st) != 0)
@@ -680,7 +742,7 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
         if (open)
             continue;
         if (!join(path, sizeof path, dir, shard) || open_file(ld, path) < 0 ||
-            hash_file(m, dir, shard, err) < 0) {
+            hash_file(ld, m, dir, shard) < 0) {
             rc = err->status ? err->status : ENC_EINVAL;
             goto done;
         }
@@ -709,8 +771,9 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_alloc(hp, err)))
         return NULL;
     const family *fam = family_of(c.model_type);
-    if (hash_file(m, dir, "config.json", err) < 0 || open_weights(&ld, m, dir) < 0)
+    if (hash_file(&ld, m, dir, "config.json") < 0 || open_weights(&ld, m, dir) < 0)
         goto error;
+    hash_start(&ld); /* while the tensors are bound */
 
     /* A task checkpoint (BertForMaskedLM) names the base model's tensors
      * with its prefix ("bert."); the base model (BertModel) without. */
@@ -752,6 +815,11 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
             }
         }
     }
+    if (hash_join(&ld) < 0)
+        goto error;
+    for (size_t i = 0; i < m->n_files && !m->sha256[0]; i++) /* the weights', or the index's */
+        if (strcmp(m->files[i].name, "model.safetensors") == 0)
+            snprintf(m->sha256, sizeof m->sha256, "%s", m->files[i].sha256);
     model_sort_files(m);
     snprintf(m->architecture, sizeof m->architecture, "%s", c.model_type);
     snprintf(m->source, sizeof m->source, "%s", dir);

@@ -49,7 +49,7 @@ void gemm_packed_free(gemm_packed *pw)
 {
     if (!pw)
         return;
-    free(pw->data);
+    model_zfree(pw->data, (size_t)pw->P * (size_t)pw->K * GEMM_NR * sizeof(float));
     free(pw);
 }
 
@@ -93,7 +93,7 @@ gemm_packed *gemm_pack(const float *w, int N, int K)
     pw->K = K;
     pw->P = (N + GEMM_NR - 1) / GEMM_NR;
     const size_t bytes = (size_t)pw->P * (size_t)K * GEMM_NR * sizeof(float);
-    if (!(pw->data = aligned_alloc(64, (bytes + 63) & ~(size_t)63))) {
+    if (!(pw->data = model_zalloc(bytes))) {
         free(pw);
         return NULL;
     }

@@ -58,6 +58,14 @@ struct enc_model {
  * zeroed allocation.  Returns an owned model or NULL (err set). */
 enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
 
+/* Zeroed memory for a model's large arrays: at 4 MiB and more its own
+ * mapping, advised to use transparent huge pages (a BERT-base model is
+ * 170k page faults in 4 KiB pages, a few hundred in 2 MiB ones); smaller,
+ * from the heap.  64-byte aligned either way.  Freed with model_zfree and
+ * the same size. */
+void *model_zalloc(size_t bytes);
+void model_zfree(void *p, size_t bytes);
+
 /* Records a file the model was read from, and a tensor of it that is not
  * part of the encoder stack; -1 when out of memory. */
 int model_add_file(enc_model *m, const char *name, const char *sha256);

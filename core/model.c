@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +56,7 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
     }
     size_t per_layer = layer_floats(m, NULL, NULL);
     m->n_params = per_layer * (size_t)hp->n_layers;
-    m->params = calloc(m->n_params, sizeof *m->params);
+    m->params = model_zalloc(m->n_params * sizeof *m->params);
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->params || !m->layers)
         goto nomem;
@@ -103,9 +104,35 @@ void enc_model_free(enc_model *m)
     free(m->files);
     free(m->ignored);
     free(m->alibi);
-    free(m->params);
+    model_zfree(m->params, m->n_params * sizeof *m->params);
     free(m->layers);
     free(m);
+}
+
+#define ZALLOC_MAPPED (4u << 20)
+
+void *model_zalloc(size_t bytes)
+{
+    if (bytes < ZALLOC_MAPPED) { /* 64-byte aligned, as the packed GEMM loads it */
+        const size_t n = (bytes + 63) & ~(size_t)63;
+        void *p = aligned_alloc(64, n ? n : 64);
+        if (p)
+            memset(p, 0, n ? n : 64);
+        return p;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint; without THP, 4 KiB pages */
+    return p;
+}
+
+void model_zfree(void *p, size_t bytes)
+{
+    if (p && bytes < ZALLOC_MAPPED)
+        free(p);
+    else if (p)
+        munmap(p, bytes);
 }
 
 int model_add_file(enc_model *m, const char *name, const char *sha256)
