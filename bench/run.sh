@@ -39,7 +39,12 @@
 #                 causal at L=4096, fixed / strided / BigBird blocks against
 #                 their ideal by allowed pairs, an explicit block-diagonal
 #                 attn mask against its documents alone
-#   8. summary    each target of issues 4, 18 and 19: met or not in this run
+#   8. positions  RoPE and ALiBi against none (issue 22), interleaved rounds;
+#                 window 64 with each: the same scores computed
+#   9. startup    a BERT-base-sized Hugging Face directory (tools/make_bert_dir.py):
+#                 attnd --model-dir --check-config against reading it once, and
+#                 against the same stack from a PyTorch-named file (bench/startup.py)
+#  10. summary    each target of issues 4, 18, 19 and 22: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -726,7 +731,7 @@ if [ -n "$ROOF_START" ] && [ -n "$ROOF_END" ] &&
     NOISY="${NOISY:+$NOISY; }sgemm went from $ROOF_START GFLOP/s at the start to $ROOF_END at the end"
 fi
 
-# ---- 7. summary ------------------------------------------------------------
+# ---- 10. summary -----------------------------------------------------------
 
 # row TARGET MEASURED VALUE OP LIMIT [WHY-MISSING]: one summary line; VALUE
 # empty means the figure was not measured in this run.
