@@ -565,6 +565,47 @@ START_TEST(test_settings_against_config_json)
 }
 END_TEST
 
+/* attnd itself refuses a bad directory at start-up with one line naming the
+ * file and the field (exit status 2, a configuration error) or the tensor
+ * (1, the model cannot be loaded). */
+START_TEST(test_startup_refusals)
+{
+    static const struct {
+        const char *edit, *remove, *want;
+        int status;
+    } cases[] = {
+        {NULL, "num_attention_heads", "config.json: missing 'num_attention_heads'", 2},
+        {"{\"intermediate_size\": \"big\"}", NULL,
+         "config.json: 'intermediate_size' is not a positive integer", 2},
+        {"{\"hidden_act\": \"quick_gelu\"}", NULL,
+         "config.json: hidden_act 'quick_gelu' is not supported", 2},
+        {"{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 4}}", NULL,
+         "config.json: rope_scaling is not supported", 2},
+        {"{\"num_hidden_layers\": 3}", NULL,
+         "missing tensor 'bert.encoder.layer.2.attention.self.query.weight'", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scratch s;
+        scratch_make(&s, "bert_mlm", cases[i].edit, (const char *const[]){cases[i].remove, NULL},
+                     WEIGHTS);
+        char *out = NULL;
+        const int st =
+            run_attnd((const char *const[]){"--model-dir", s.dir, "--check-config", NULL}, NULL, &out);
+        ck_assert_msg(st == cases[i].status, "case %zu: exit %d: %s", i, st, out);
+        ck_assert_msg(strstr(out, cases[i].want), "case %zu: '%s' lacks '%s'", i, out,
+                      cases[i].want);
+        const char *line = strstr(out, cases[i].want);
+        while (line > out && line[-1] != '\n')
+            line--;
+        ck_assert_msg(strncmp(line, "attnd: ", 7) == 0 && strchr(line, '\n') &&
+                          strchr(line, '\n')[1] == '\0',
+                      "case %zu: not one last line 'attnd: ...': %s", i, out);
+        free(out);
+        scratch_free(&s);
+    }
+}
+END_TEST
+
 /* ---- the daemon ------------------------------------------------------------------------- */
 
 /* attnd --model-dir: the start-up line names the ignored tensors, /v1/model
@@ -660,6 +701,7 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_gamma_beta_names);
     tcase_add_test(tc, test_positions_from_config_json);
     tcase_add_test(tc, test_settings_against_config_json);
+    tcase_add_test(tc, test_startup_refusals);
     tcase_add_test(tc, test_daemon_serves_directory);
     suite_add_tcase(s, tc);
     return s;
