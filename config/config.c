@@ -35,6 +35,7 @@ typedef enum cfg_type {
     CFG_DOUBLE,  /* double: a positive finite number */
     CFG_POS,     /* enc_position: none | rope | alibi */
     CFG_ROPE,    /* enc_rope_style: neox | gptj */
+    CFG_FFN,     /* enc_ffn: mlp | geglu | swiglu */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -123,6 +124,9 @@ typedef enum cfg_type {
       model.hp.layer_norm_eps, "X", "1e-5", 0, 0, "LayerNorm epsilon, a positive number")          \
     X("model.bias", "--bias", "ATTND_BIAS", CFG_BOOL, model.hp.bias, "BOOL",                       \
       "true", 0, 0, "biases in every Linear and LayerNorm")                                        \
+    X("model.ffn", "--ffn", "ATTND_FFN", CFG_FFN, model.hp.ffn, "KIND", "mlp", 0, 0,               \
+      "feed-forward: mlp | geglu (GELU-gated) | swiglu (SiLU-gated); gated ones have 2 d_ff rows "  \
+      "in linear1, input then gate")                                                               \
     X("model.position", "--position", "ATTND_POSITION", CFG_POS, model.hp.position, "KIND",        \
       "none", 0, 0, "positions inside attention: none | rope | alibi")                             \
     X("model.rope_theta", "--rope-theta", "ATTND_ROPE_THETA", CFG_DOUBLE, model.hp.rope_theta,     \
@@ -338,6 +342,11 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
     case CFG_ROPE:
         if (enc_rope_style_parse(v->s, (enc_rope_style *)p) < 0)
             return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of neox, gptj", src, text);
+        return ENC_OK;
+    case CFG_FFN:
+        if (enc_ffn_parse(v->s, (enc_ffn *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of mlp, geglu, swiglu", src,
+                                 text);
         return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')
@@ -680,6 +689,9 @@ static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf,
     case CFG_ROPE:
         snprintf(buf, size, "%s", enc_rope_style_name(*(const enc_rope_style *)f));
         break;
+    case CFG_FFN:
+        snprintf(buf, size, "%s", enc_ffn_name(*(const enc_ffn *)f));
+        break;
     default:
         snprintf(buf, size, "?");
     }
@@ -716,6 +728,7 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         {"model.layer_norm_eps", offsetof(enc_hf_config, key_eps)},
         {"model.norm_first", 0},
         {"model.bias", 0},
+        {"model.ffn", 0},
         {"model.position", 0},
         {"model.rope_theta", offsetof(enc_hf_config, key_rope_theta)},
         {"model.rope_dim", 0},

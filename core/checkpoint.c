@@ -246,6 +246,7 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
 {
     const enc_hparams *hp = &m->hp;
     const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
+    const int64_t F1 = enc_ffn_rows(hp); /* gated: input rows, then gate rows */
     const enc_layer *ly = &m->layers[l];
     char name[256];
     int rc = 0;
@@ -266,7 +267,7 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
         return rc;
     }
     if (rc < 0 || (rc = bind(ld, NAME(S_O_W), ly->w_o, D, D)) < 0 ||
-        (rc = bind(ld, NAME(S_1_W), ly->w_1, F, D)) < 0 ||
+        (rc = bind(ld, NAME(S_1_W), ly->w_1, F1, D)) < 0 ||
         (rc = bind(ld, NAME(S_2_W), ly->w_2, D, F)) < 0 ||
         (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0 ||
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0)
@@ -281,7 +282,7 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
     else
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
     if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_1_B), ly->b_1, F, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_1_B), ly->b_1, F1, 0)) < 0 ||
         (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0 ||
         (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0 ||
         (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0)

@@ -53,6 +53,15 @@ typedef enum enc_rope_style {
     ENC_ROPE_GPTJ, /* dims 2k and 2k + 1 (GPT-J, RoFormer) */
 } enc_rope_style;
 
+/* The feed-forward: the paper's MLP, act(x W1) W2, or gated (GLU):
+ * x W1 gives 2F columns, input then gate, and (act(input) * gate) W2 --
+ * GeGLU with the GELU of activation, SwiGLU with SiLU (docs/model.md). */
+typedef enum enc_ffn {
+    ENC_FFN_MLP,
+    ENC_FFN_GEGLU,
+    ENC_FFN_SWIGLU,
+} enc_ffn;
+
 typedef struct enc_hparams {
     int d_model;    /* D */
     int n_heads;    /* H; must divide d_model */
@@ -67,6 +76,7 @@ typedef struct enc_hparams {
     double rope_theta;     /* RoPE's base, > 0 (default 10000) */
     int rope_dim;          /* dims of each head RoPE rotates: even, <= E; 0 = E */
     enc_rope_style rope_style;
+    enc_ffn ffn; /* zero: mlp */
 } enc_hparams;
 
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
@@ -89,6 +99,11 @@ int enc_position_parse(const char *name, enc_position *out);
 const char *enc_position_name(enc_position pos);
 int enc_rope_style_parse(const char *name, enc_rope_style *out);
 const char *enc_rope_style_name(enc_rope_style style);
+/* "mlp" | "geglu" | "swiglu" both ways; 0 or ENC_EINVAL. */
+int enc_ffn_parse(const char *name, enc_ffn *out);
+const char *enc_ffn_name(enc_ffn ffn);
+/* Rows of the feed-forward's first Linear: d_ff, or 2 d_ff when gated. */
+int enc_ffn_rows(const enc_hparams *hp);
 
 /* ALiBi's slope of each of n heads (Press et al.): 2^(-8(h+1)/n) when n is a
  * power of two; else the slopes of the power of two m below n, then every

@@ -224,10 +224,10 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     L = L > ws->cap_L ? L : ws->cap_L;
     S = S > ws->cap_S ? S : ws->cap_S;
 
-    const size_t D = (size_t)m->hp.d_model, F = (size_t)m->hp.d_ff, Q = (size_t)m->qkv_dim;
+    const size_t D = (size_t)m->hp.d_model, Q = (size_t)m->qkv_dim;
     const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
     const size_t GE = (size_t)m->hp.n_kv_heads * (size_t)m->head_dim;
-    const int ldh = gemm_padded_ld((int)F);
+    const int ldh = gemm_padded_ld(enc_ffn_rows(&m->hp)); /* F, or input and gate */
     const size_t attn_floats =
         align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
         sizeof(float);
@@ -516,6 +516,18 @@ static void phase_attention_globals(void *arg, int tid, int n)
 
 /* Every sequence's keys packed for attention, split by (sequence, key/value
  * head). */
+/* A gated feed-forward's act(input) * gate, split by rows. */
+static void phase_glu(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_hparams *hp = &c->m->hp;
+    int r0, r1;
+    team_split(c->T, tid, n, &r0, &r1);
+    if (r1 > r0)
+        glu_forward(c->ws->h + (size_t)r0 * c->ws->ldh, c->ws->ldh, r1 - r0, hp->d_ff, hp->ffn,
+                    hp->activation);
+}
+
 /* RoPE's rotated dimensions of a head. */
 static int rope_dim_of(const enc_model *m)
 {
@@ -754,7 +766,12 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     } else {
         run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b);
     }
-    run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
+    if (hp->ffn == ENC_FFN_MLP) {
+        run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
+    } else { /* input and gate side by side, then act(input) * gate in place */
+        run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, 2 * F, false);
+        team_run(ws->team, phase_glu, &c);
+    }
     run_linear(&c, ws->o, D, ws->h, ws->ldh, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
     run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
 }
@@ -1025,7 +1042,8 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
     const double Q = D + 2.0 * hp->n_kv_heads * E;
     const double per_layer = 2.0 * T * D * Q                              /* in-projection */
                              + 2.0 * T * D * D                            /* out-projection */
-                             + 4.0 * T * D * F                            /* feed-forward */
+                             + 2.0 * T * D * enc_ffn_rows(hp)             /* feed-forward in */
+                             + 2.0 * T * D * F                            /* feed-forward out */
                              + 4.0 * B * hp->n_heads * (double)L * L * E; /* QK^T and AV */
     return per_layer * hp->n_layers;
 }

@@ -26,7 +26,35 @@ void enc_hparams_default(enc_hparams *hp)
         .rope_theta = 10000.0,
         .rope_dim = 0,
         .rope_style = ENC_ROPE_NEOX,
+        .ffn = ENC_FFN_MLP,
     };
+}
+
+static int name_index(const char *const *names, size_t n, const char *name);
+
+static const char *const ffn_names[] = {
+    [ENC_FFN_MLP] = "mlp",
+    [ENC_FFN_GEGLU] = "geglu",
+    [ENC_FFN_SWIGLU] = "swiglu",
+};
+
+int enc_ffn_parse(const char *name, enc_ffn *out)
+{
+    const int i = name_index(ffn_names, 3, name);
+    if (i < 0)
+        return ENC_EINVAL;
+    *out = (enc_ffn)i;
+    return ENC_OK;
+}
+
+const char *enc_ffn_name(enc_ffn ffn)
+{
+    return (unsigned)ffn <= ENC_FFN_SWIGLU ? ffn_names[ffn] : "unknown";
+}
+
+int enc_ffn_rows(const enc_hparams *hp)
+{
+    return hp->ffn == ENC_FFN_MLP ? hp->d_ff : 2 * hp->d_ff;
 }
 
 static const char *const position_names[] = {
@@ -147,6 +175,13 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
     if (!(hp->layer_norm_eps > 0.0f) || !isfinite(hp->layer_norm_eps))
         return enc_error_set(err, ENC_EINVAL, "layer_norm_eps (%g) must be a positive number",
                              (double)hp->layer_norm_eps);
+    if ((unsigned)hp->ffn > ENC_FFN_SWIGLU)
+        return enc_error_set(err, ENC_EINVAL, "ffn (%d) must be mlp, geglu or swiglu",
+                             (int)hp->ffn);
+    if (hp->ffn == ENC_FFN_GEGLU && hp->activation == ENC_ACT_RELU)
+        return enc_error_set(err, ENC_EINVAL,
+                             "ffn geglu gates with the GELU of activation: activation must be "
+                             "gelu or gelu_tanh, not relu");
     if ((unsigned)hp->position > ENC_POS_ALIBI)
         return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
                              (int)hp->position);

@@ -17,8 +17,8 @@ typedef struct enc_layer {
     float *b_qkv; /* (D + 2*G*E) */
     float *w_o;   /* (D, D) */
     float *b_o;   /* (D) */
-    float *w_1;   /* (F, D) */
-    float *b_1;   /* (F) */
+    float *w_1;   /* (F, D), or gated (2F, D): the input's rows, then the gate's */
+    float *b_1;   /* (F) or (2F) */
     float *w_2;   /* (D, F) */
     float *b_2;   /* (D) */
     float *ln1_w; /* (D) */
@@ -109,6 +109,10 @@ void layernorm_forward(float *out, const float *in, const float *w, const float 
 void residual_forward(float *x, const float *y, size_t n);
 /* x (n) = act(x) in place */
 void activation_forward(float *x, size_t n, enc_activation act);
+/* A gated feed-forward's rows (rows of ld floats): the first F entries, the
+ * input, become act(input) * gate, the gate being the next F (GeGLU: act
+ * the GELU of activation; SwiGLU: SiLU). */
+void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act);
 /* One activation on one value: the definition the fast loop and the naive
  * reference share. */
 float activation_value(float x, enc_activation act);

@@ -13,6 +13,7 @@ static size_t layer_floats(const enc_model *m, enc_layer *carve, float *base)
 {
     const enc_hparams *hp = &m->hp;
     const size_t D = (size_t)hp->d_model, F = (size_t)hp->d_ff, Q = (size_t)m->qkv_dim;
+    const size_t F1 = (size_t)enc_ffn_rows(hp); /* the first Linear's rows: F, or 2F gated */
     const bool b = hp->bias;
     size_t off = 0;
 #define CARVE(field, n, present)                                                                   \
@@ -25,8 +26,8 @@ static size_t layer_floats(const enc_model *m, enc_layer *carve, float *base)
     CARVE(b_qkv, Q, b);
     CARVE(w_o, D * D, true);
     CARVE(b_o, D, b);
-    CARVE(w_1, F * D, true);
-    CARVE(b_1, F, b);
+    CARVE(w_1, F1 * D, true);
+    CARVE(b_1, F1, b);
     CARVE(w_2, D * F, true);
     CARVE(b_2, D, b);
     CARVE(ln1_w, D, true);
@@ -71,7 +72,7 @@ nomem:
 
 void model_pack(enc_model *m)
 {
-    const int D = m->hp.d_model, F = m->hp.d_ff;
+    const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp);
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
         enc_layer *ly = &m->layers[l];
@@ -81,7 +82,7 @@ void model_pack(enc_model *m)
         gemm_packed_free(ly->pk_2);
         ly->pk_qkv = gemm_pack(ly->w_qkv, m->qkv_dim, D);
         ly->pk_o = gemm_pack(ly->w_o, D, D);
-        ly->pk_1 = gemm_pack(ly->w_1, F, D);
+        ly->pk_1 = gemm_pack(ly->w_1, F1, D);
         ly->pk_2 = gemm_pack(ly->w_2, D, F);
         m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;
     }
@@ -266,6 +267,7 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     if (!m)
         return NULL;
     const size_t D = (size_t)hp->d_model, F = (size_t)hp->d_ff, KV = (size_t)m->kv_dim;
+    const size_t F1 = (size_t)enc_ffn_rows(hp);
     for (int l = 0; l < hp->n_layers; l++) {
         enc_layer *ly = &m->layers[l];
         if (hp->n_kv_heads == hp->n_heads) {
@@ -281,10 +283,10 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
         /* nn.Linear: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in),
          * and its bias the same bound; MHA zeroes its two biases. */
         fill_uniform(ly->w_o, D * D, seed, l, RNG_OUT_W, 1.0 / sqrt((double)D));
-        fill_uniform(ly->w_1, F * D, seed, l, RNG_FF1_W, 1.0 / sqrt((double)D));
+        fill_uniform(ly->w_1, F1 * D, seed, l, RNG_FF1_W, 1.0 / sqrt((double)D));
         fill_uniform(ly->w_2, D * F, seed, l, RNG_FF2_W, 1.0 / sqrt((double)F));
         if (hp->bias) {
-            fill_uniform(ly->b_1, F, seed, l, RNG_FF1_B, 1.0 / sqrt((double)D));
+            fill_uniform(ly->b_1, F1, seed, l, RNG_FF1_B, 1.0 / sqrt((double)D));
             fill_uniform(ly->b_2, D, seed, l, RNG_FF2_B, 1.0 / sqrt((double)F));
             /* b_qkv, b_o and the LayerNorm biases stay zero from calloc. */
         }

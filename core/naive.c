@@ -170,7 +170,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
     double *q = malloc(LD * sizeof *q), *z = malloc(LD * sizeof *z), *o = malloc(LD * sizeof *o);
     double *k = malloc((size_t)L * KV * sizeof *k), *v = malloc((size_t)L * KV * sizeof *v);
     double *hid = malloc((size_t)L * F * sizeof *hid), *p = malloc((size_t)L * sizeof *p);
-    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p) {
+    double *gate = malloc((size_t)L * F * sizeof *gate);
+    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p || !gate) {
         rc = enc_error_set(err, ENC_ENOMEM, "out of memory in the naive forward");
         goto done;
     }
@@ -256,9 +257,21 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 naive_layernorm(a, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
             else
                 memcpy(a, x, (size_t)len * D * sizeof *a);
-            naive_linear(hid, a, ly->w_1, ly->b_1, len, D, F);
-            for (size_t t = 0; t < (size_t)len * F; t++)
-                hid[t] = naive_act(hid[t], hp->activation);
+            if (hp->ffn == ENC_FFN_MLP) {
+                naive_linear(hid, a, ly->w_1, ly->b_1, len, D, F);
+                for (size_t t = 0; t < (size_t)len * F; t++)
+                    hid[t] = naive_act(hid[t], hp->activation);
+            } else { /* input rows of w_1 then gate rows: act(x Wi) * (x Wg) */
+                naive_linear(hid, a, ly->w_1, ly->b_1, len, D, F);
+                naive_linear(gate, a, ly->w_1 + (size_t)F * D, ly->b_1 ? ly->b_1 + F : NULL, len, D,
+                             F);
+                for (size_t t = 0; t < (size_t)len * F; t++) {
+                    const double u = hid[t];
+                    hid[t] = (hp->ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u))
+                                                        : naive_act(u, hp->activation)) *
+                             gate[t];
+                }
+            }
             naive_linear(o, hid, ly->w_2, ly->b_2, len, F, D);
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
@@ -279,5 +292,6 @@ done:
     free(v);
     free(hid);
     free(p);
+    free(gate);
     return rc;
 }

@@ -28,8 +28,7 @@ void linear_forward(float *out, const float *in, const float *w, const float *b,
 }
 
 void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
-                         const float *b, int M, int K, int n0, int n1,
-                         const enc_activation *act)
+                         const float *b, int M, int K, int n0, int n1, const enc_activation *act)
 {
     if (n1 <= n0 || M <= 0)
         return;
@@ -168,6 +167,26 @@ void activation_forward(float *x, size_t n, enc_activation act)
 }
 
 VECTOR_CLONES
+static void silu_forward(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = x[i] / (1.0f + exp_approx(-x[i]));
+}
+
+void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act)
+{
+    for (int r = 0; r < rows; r++) {
+        float *x = h + (size_t)r * (size_t)ld;
+        if (ffn == ENC_FFN_SWIGLU)
+            silu_forward(x, (size_t)F);
+        else
+            activation_forward(x, (size_t)F, act);
+        for (int k = 0; k < F; k++)
+            x[k] *= x[F + k];
+    }
+}
+
+VECTOR_CLONES
 void softmax_row(float *s, int n, float *copy)
 {
     /* One block holding the whole row: s becomes exp(s - max) and sum their
@@ -184,8 +203,7 @@ void softmax_row(float *s, int n, float *copy)
             s[j] *= inv;
 }
 
-bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum,
-                           float *ret)
+bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret)
 {
     if (nan || m == INFINITY) { /* overflow: NaN to the output, as softmax_row */
         for (int j = 0; j < n; j++)

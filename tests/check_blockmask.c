@@ -18,7 +18,20 @@
 /* A small model: D 16, 4 heads, 2 key/value heads, 2 layers. */
 static enc_model *small_model(void)
 {
-    const enc_hparams hp = {16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    const enc_hparams hp = {16,
+                            4,
+                            2,
+                            24,
+                            2,
+                            ENC_ACT_GELU,
+                            false,
+                            1e-5f,
+                            true,
+                            ENC_POS_NONE,
+                            10000.0,
+                            0,
+                            ENC_ROPE_NEOX,
+                            ENC_FFN_MLP};
     enc_model *m = enc_model_random(&hp, 11, NULL);
     ck_assert_ptr_nonnull(m);
     return m;
@@ -493,9 +506,9 @@ START_TEST(test_random_patterns_match_naive)
         mk->fixed_summary = rand_int(&st, 0, mk->fixed_block - 1);
     }
     if (rand_int(&st, 0, 2) == 0)
-        mk->blocks = (enc_blocks_pattern){rand_int(&st, 1, 40), rand_int(&st, 0, 2),
-                                          rand_int(&st, 0, 2), rand_int(&st, 0, 4),
-                                          (uint64_t)rand_int(&st, 0, 1 << 20)};
+        mk->blocks =
+            (enc_blocks_pattern){rand_int(&st, 1, 40), rand_int(&st, 0, 2), rand_int(&st, 0, 2),
+                                 rand_int(&st, 0, 4), (uint64_t)rand_int(&st, 0, 1 << 20)};
     mk->n_global = (size_t)rand_int(&st, 0, 3);
     for (size_t k = 0; k < mk->n_global; k++)
         global[k] = rand_int(&st, 0, L - 1);
@@ -522,7 +535,8 @@ START_TEST(test_random_patterns_match_naive)
     enc_workspace *ws = enc_workspace_new(m);
     for (int mode = 0; mode < 3; mode++) {
         enc_batch run = in;
-        enc_result r = {.out = got, .attn_mode = mode ? ENC_ATTN_HEADS : ENC_ATTN_NONE,
+        enc_result r = {.out = got,
+                        .attn_mode = mode ? ENC_ATTN_HEADS : ENC_ATTN_NONE,
                         .attn = mode == 2 ? ca : ga};
         if (mode == 2) {
             run.blockmask = bm;
@@ -546,9 +560,9 @@ START_TEST(test_random_patterns_match_naive)
                 for (int h = 0; h < H; h++)
                     for (int i = 0; i < lengths[b]; i++)
                         for (int32_t k = ip[i]; k < ip[i + 1]; k++)
-                            ck_assert_float_eq_tol(
-                                ca[l][off + (size_t)h * n + (size_t)k],
-                                wa[l][(((size_t)b * H + h) * L + i) * L + ix[k]], 1e-5);
+                            ck_assert_float_eq_tol(ca[l][off + (size_t)h * n + (size_t)k],
+                                                   wa[l][(((size_t)b * H + h) * L + i) * L + ix[k]],
+                                                   1e-5);
                 off += (size_t)H * n;
             }
         }

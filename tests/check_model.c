@@ -74,7 +74,8 @@ START_TEST(test_seeded_matches_python)
     ck_assert_int_ge(json_array_size(cases), 3);
     size_t ci;
     json_t *c;
-    json_array_foreach(cases, ci, c) {
+    json_array_foreach(cases, ci, c)
+    {
         json_t *jhp = json_object_get(c, "hp");
         enc_hparams hp;
         enc_hparams_default(&hp);
@@ -94,7 +95,8 @@ START_TEST(test_seeded_matches_python)
         const char *name;
         json_t *values;
         size_t checked = 0;
-        json_object_foreach(json_object_get(c, "tensors"), name, values) {
+        json_object_foreach(json_object_get(c, "tensors"), name, values)
+        {
             size_t n = 0;
             const float *p = param_by_name(m, name, &n);
             ck_assert_msg(p != NULL, "case %zu: no parameter %s", ci, name);
@@ -141,7 +143,20 @@ END_TEST
 /* Parameter counts worked by hand from API.md section 2's table. */
 START_TEST(test_param_counts)
 {
-    enc_hparams hp = {4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams hp = {4,
+                      2,
+                      2,
+                      8,
+                      1,
+                      ENC_ACT_RELU,
+                      false,
+                      1e-5f,
+                      true,
+                      ENC_POS_NONE,
+                      10000.0,
+                      0,
+                      ENC_ROPE_NEOX,
+                      ENC_FFN_MLP};
     /* in_proj 12x4 + 12, out 4x4 + 4, linear1 8x4 + 8, linear2 4x8 + 4, norms 4 x 4 */
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 48 + 12 + 16 + 4 + 32 + 8 + 32 + 4 + 16);
@@ -150,7 +165,20 @@ START_TEST(test_param_counts)
     m = enc_model_random(&hp, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 48 + 16 + 32 + 32 + 8);
     enc_model_free(m);
-    enc_hparams gqa = {8, 4, 2, 16, 3, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams gqa = {8,
+                       4,
+                       2,
+                       16,
+                       3,
+                       ENC_ACT_RELU,
+                       false,
+                       1e-5f,
+                       true,
+                       ENC_POS_NONE,
+                       10000.0,
+                       0,
+                       ENC_ROPE_NEOX,
+                       ENC_FFN_MLP};
     /* q 8x8, k and v 4x8 each, bias 16; out 64 + 8; ff 128 + 16 + 128 + 8; norms 32 */
     m = enc_model_random(&gqa, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 3 * (64 + 64 + 16 + 72 + 280 + 32));
@@ -173,7 +201,20 @@ END_TEST
 /* The tiny model the broken files are variants of. */
 static enc_hparams tiny_hparams(void)
 {
-    enc_hparams hp = {4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams hp = {4,
+                      2,
+                      2,
+                      8,
+                      1,
+                      ENC_ACT_RELU,
+                      false,
+                      1e-5f,
+                      true,
+                      ENC_POS_NONE,
+                      10000.0,
+                      0,
+                      ENC_ROPE_NEOX,
+                      ENC_FFN_MLP};
     return hp;
 }
 
@@ -185,7 +226,8 @@ START_TEST(test_model_files)
     ck_assert_int_ge(json_object_size(expect), 7);
     const char *file;
     json_t *want;
-    json_object_foreach(expect, file, want) {
+    json_object_foreach(expect, file, want)
+    {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", MODEL_DIR, file);
         enc_hparams hp = tiny_hparams();
@@ -358,7 +400,20 @@ static int hold_blas_buffers(enc_model *m)
 START_TEST(test_workspace_maps_blas_buffers)
 {
     ck_assert_msg(blas_memory_alloc != NULL, "linked without OpenBLAS's buffer pool");
-    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams hp = {16,
+                      4,
+                      4,
+                      32,
+                      1,
+                      ENC_ACT_RELU,
+                      false,
+                      1e-5f,
+                      true,
+                      ENC_POS_NONE,
+                      10000.0,
+                      0,
+                      ENC_ROPE_NEOX,
+                      ENC_FFN_MLP};
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_ptr_nonnull(m);
     run_in_child(hold_blas_buffers, m, "3: no workspaces or no limit, 6: pool exhausted");
@@ -374,7 +429,20 @@ START_TEST(test_pool_threads_over_blas_buffers)
     const char *cfg = openblas_get_config(), *mt = strstr(cfg, "MAX_THREADS=");
     ck_assert_msg(mt, "openblas_get_config() has no MAX_THREADS: %s", cfg);
     const int bound = 2 * atoi(mt + strlen("MAX_THREADS=")) - (openblas_get_num_procs() - 1);
-    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams hp = {16,
+                      4,
+                      4,
+                      32,
+                      1,
+                      ENC_ACT_RELU,
+                      false,
+                      1e-5f,
+                      true,
+                      ENC_POS_NONE,
+                      10000.0,
+                      0,
+                      ENC_ROPE_NEOX,
+                      ENC_FFN_MLP};
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_ptr_nonnull(m);
     const bool was = simd_enabled();
@@ -418,7 +486,9 @@ static int forward_after_limit(enc_model *m)
     static float x[3 * 16], out[3 * 16], ref[3 * 16];
     for (int i = 0; i < 3 * 16; i++)
         x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
-    enc_batch in = {.x = x, .B = 1, .L = 3,
+    enc_batch in = {.x = x,
+                    .B = 1,
+                    .L = 3,
                     .mask = {.window_left = ENC_WINDOW_NONE, .window_right = ENC_WINDOW_NONE}};
     atomic_int done = 0;
     pool_job job = {.batch = &in, .result = {.out = out}, .done = job_done, .arg = &done};
@@ -451,7 +521,20 @@ static int forward_after_limit(enc_model *m)
  * on 1fde720). */
 START_TEST(test_pool_ready_before_limit)
 {
-    enc_hparams hp = {16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX};
+    enc_hparams hp = {16,
+                      4,
+                      4,
+                      32,
+                      1,
+                      ENC_ACT_RELU,
+                      false,
+                      1e-5f,
+                      true,
+                      ENC_POS_NONE,
+                      10000.0,
+                      0,
+                      ENC_ROPE_NEOX,
+                      ENC_FFN_MLP};
     enc_model *m = enc_model_random(&hp, 3, NULL);
     ck_assert_ptr_nonnull(m);
     run_in_child(forward_after_limit, m,

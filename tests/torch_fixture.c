@@ -100,6 +100,9 @@ void torch_hparams(const st_file *f, enc_hparams *hp)
     hp->norm_first = json_is_true(json_object_get(cfg, "norm_first"));
     hp->bias = json_is_true(json_object_get(cfg, "bias"));
     hp->layer_norm_eps = (float)json_number_value(json_object_get(cfg, "layer_norm_eps"));
+    const json_t *ffn = json_object_get(cfg, "ffn");
+    if (ffn) /* a gated feed-forward */
+        ck_assert_int_eq(enc_ffn_parse(json_string_value(ffn), &hp->ffn), 0);
     const json_t *pos = json_object_get(cfg, "position");
     if (pos) { /* positions inside attention */
         ck_assert_int_eq(enc_position_parse(json_string_value(pos), &hp->position), 0);
@@ -129,13 +132,13 @@ void torch_daemon_flags(const st_file *f, const char *name, char **args, int *n,
 {
     json_t *cfg = json_loads(st_metadata(f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_le(*n + 2 * 11 + 4 + 1, max);
+    ck_assert_int_le(*n + 2 * 12 + 4 + 1, max);
     static const char *const keys[] = {"d_model",    "n_heads",    "n_kv_heads",     "d_ff",
                                        "n_layers",   "activation", "layer_norm_eps", "position",
-                                       "rope_theta", "rope_dim",   "rope_style"};
+                                       "rope_theta", "rope_dim",   "rope_style",     "ffn"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         if (!json_object_get(cfg, keys[i]))
-            continue; /* the positions' keys, in some cases only */
+            continue; /* the positions' and ffn keys, in some cases only */
         char flag[64], val[64];
         snprintf(flag, sizeof flag, "--%s", keys[i]);
         for (char *p = flag; *p; p++)

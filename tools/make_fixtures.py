@@ -50,6 +50,27 @@ Position encodings inside attention (the `position` setting):
     and masks and must agree (1e-5) with the functional reference run without
     RoPE, and the rotation itself is checked against a complex-multiplication
     formulation (torch.polar, float64) within 1e-6.
+
+Gated feed-forward layers (the `ffn` setting, "mlp" by default):
+
+  - "geglu" / "swiglu": linear1 has 2F rows (weight [2F, D], bias [2F]);
+    input, gate = linear1(t).chunk(2, dim=-1), the first F columns the input
+    and the last F the gate, as transformers' ModernBertMLP
+    (models/modernbert/modeling_modernbert.py: `input, gate =
+    self.Wi(hidden_states).chunk(2, dim=-1); return self.Wo(self.drop(
+    self.act(input) * gate))`); then linear2(act(input) * gate).  act is the
+    case's activation (gelu or gelu_tanh) for geglu and SiLU for swiglu
+    (whose `activation` is set to "gelu" and unused).  torch's modules cannot
+    compute a gated feed-forward, so the functional reference with the gate
+    is the primary reference.  The modules run on the same parameters with
+    linear1 cut to its first F rows (a plain feed-forward on the input half)
+    and must agree (1e-5) with the functional reference run the same way;
+    without RoPE, the gated block also agrees (1e-5) with a layer-by-layer
+    run of the modules' attention and LayerNorms with a ModernBertMLP-style
+    module (nn.Linear(D, 2F), chunk, activation module, nn.Linear(F, D)) as
+    the feed-forward; and each gated feed-forward agrees with a second
+    formulation (separate F.linear calls on linear1's two row halves, the
+    activation written out, float64) within 1e-6.
 """
 
 import json
@@ -63,7 +84,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export_safetensors import export  # noqa: E402
+from export_safetensors import DTYPES, collect, export  # noqa: E402
 from fixture_cli import fixture_main  # noqa: E402
 from safetensors_io import load_file, save_file  # noqa: E402
 
@@ -80,7 +101,7 @@ DEFAULTS = dict(D=16, H=4, G=None, F=32, eps=1e-5, B=2, L=6, n_layers=1, norm_fi
                 key_padding=None, attn_bool=None, attn_add=None, dtype="F32",
                 separate_qkv=False, prefixed=False, strided=None, fixed=None, blocks=None,
                 position="none", rope_theta=10000.0, rope_dim=None, rope_style="neox",
-                position_ids=None)
+                position_ids=None, ffn="mlp")
 CASES = [
     ("layer_post_relu", "one post-norm block, relu", {}),
     ("layer_pre_gelu", "one pre-norm block, exact (erf) gelu",
@@ -224,6 +245,23 @@ CASES = [
      "scores) and key padding (seq 0 pads 1, seq 1 pads 4); pre-norm, gelu",
      dict(position="alibi", attn_add="3d", key_padding=((1,), (4,)), norm_first=True,
           act="gelu")),
+    # Gated feed-forward layers: linear1 [2F, D] gives (input, gate) halves,
+    # linear2(act(input) * gate) (see the module docstring).
+    ("ffn_geglu", "GeGLU feed-forward (linear1 [2F, D]: first F rows the input, last F the "
+     "gate; gelu(input) * gate), post-norm", dict(ffn="geglu", act="gelu")),
+    ("ffn_geglu_tanh_pre", "GeGLU with tanh-approximated gelu, 2 pre-norm blocks",
+     dict(ffn="geglu", act="gelu_tanh", norm_first=True, n_layers=2)),
+    ("ffn_swiglu", "SwiGLU feed-forward (silu(input) * gate; activation unused), post-norm, "
+     "bias false", dict(ffn="swiglu", act="gelu", bias=False)),
+    ("ffn_swiglu_stack_mask", "SwiGLU, 3 pre-norm blocks, causal, lengths [6, 4], 2 key/value "
+     "heads", dict(ffn="swiglu", act="gelu", n_layers=3, norm_first=True, causal=True,
+                   lengths=(6, 4), G=2)),
+    ("ffn_geglu_long", "GeGLU (gelu), D 64, H 4, F 96, B 2, L 130, lengths [130, 97], window "
+     "left 20 right 20", dict(ffn="geglu", act="gelu", D=64, H=4, F=96, B=2, L=130,
+                              lengths=(130, 97), window=(20, 20))),
+    ("ffn_geglu_rope", "GeGLU (gelu) with RoPE as rope_neox (neox style, theta 10000, every "
+     "head dim rotated)", dict(ffn="geglu", act="gelu", position="rope", rope_style="neox",
+                               rope_theta=10000.0)),
 ]
 
 
@@ -239,6 +277,7 @@ class Case:
         self.E = self.D // self.H
         assert self.position in ("none", "rope", "alibi"), name
         assert self.rope_style in ("neox", "gptj"), name
+        assert self.ffn in ("mlp", "geglu", "swiglu"), name
         self.R = self.E if self.rope_dim is None else self.rope_dim   # rotated dims per head
         assert self.R % 2 == 0 and 0 < self.R <= self.E, name
         if self.position_ids is not None:
@@ -260,6 +299,11 @@ class Case:
             return {"position": "alibi"}
         return {"position": "rope", "rope_theta": float(self.rope_theta), "rope_dim": self.R,
                 "rope_style": self.rope_style}
+
+    def ffn_config(self):
+        """The config key of a gated feed-forward, appended after the position
+        keys in the fixture's metadata; none for ffn "mlp"."""
+        return {} if self.ffn == "mlp" else {"ffn": self.ffn}
 
     def mask_meta(self):
         win = None if self.window is None else {"left": self.window[0], "right": self.window[1]}
@@ -291,6 +335,19 @@ ACT_MODULE = {"relu": "relu", "gelu": "gelu",
               "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
 
+def gated_act(c):
+    """The activation applied to the input half of a gated feed-forward:
+    the case's own for geglu, SiLU for swiglu."""
+    return F.silu if c.ffn == "swiglu" else ACT_FN[c.act]
+
+
+def gated_act_module(c):
+    """The same as an nn module (for the ModernBertMLP-style run)."""
+    if c.ffn == "swiglu":
+        return nn.SiLU()
+    return nn.GELU(approximate="tanh" if c.act == "gelu_tanh" else "none")
+
+
 def make_params(c):
     """attnd's parameters for case c: a list (one per layer) of {name: float32
     tensor} under PyTorch's layer-relative state_dict names."""
@@ -313,6 +370,12 @@ def make_params(c):
             for k, rows in (("q", c.D), ("k", c.G * c.E), ("v", c.G * c.E)):
                 p[f"self_attn.{k}_proj_weight"] = nn.init.xavier_uniform_(torch.empty(rows, c.D))
             p["self_attn.in_proj_bias"] = torch.randn(c.D + 2 * c.G * c.E) * 0.1
+        if c.ffn != "mlp":
+            # A gated feed-forward: linear1 has 2F rows (input half, then gate
+            # half), initialised as nn.Linear(D, 2F) does (as torch's linear1).
+            lin = nn.Linear(c.D, 2 * c.F)
+            p["linear1.weight"] = lin.weight.detach().clone()
+            p["linear1.bias"] = lin.bias.detach().clone()
         if not c.bias:
             for k in BIAS_NAMES:
                 del p[k]
@@ -320,6 +383,15 @@ def make_params(c):
             p = {k: v.to(ROUND[c.dtype]).float() for k, v in p.items()}
         layers.append(p)
     return layers
+
+
+def plain_params(c, params):
+    """params with linear1 cut to its first F rows (the input half of a gated
+    feed-forward): the plain feed-forward torch's modules can run."""
+    if c.ffn == "mlp":
+        return params
+    return [{k: v[:c.F] if k in ("linear1.weight", "linear1.bias") else v
+             for k, v in p.items()} for p in params]
 
 
 def _repeat_kv(w, c):
@@ -735,14 +807,16 @@ def module_reference(c, model, mods, x, src_mask, kpm):
     return out, heads, means
 
 
-def functional_reference(c, params, x, allowed, add, pos=None, position=None):
+def functional_reference(c, params, x, allowed, add, pos=None, position=None, ffn=None):
     """attnd's computation in plain torch ops.  Returns (out, [weights per
     layer]); a query row with no allowed key gets zero weights.  position
     (default c.position): "rope" rotates the projected queries and keys (the
     G key heads before they are shared), "alibi" adds ALiBi's bias to the
-    scaled scores after add."""
+    scaled scores after add.  ffn (default c.ffn): "geglu" / "swiglu" run the
+    gated feed-forward (checked again in check_gated), "mlp" the plain one."""
     H, G, E, D = c.H, c.G, c.E, c.D
     act = ACT_FN[c.act]
+    ffn_kind = c.ffn if ffn is None else ffn
     any_allowed = allowed.any(-1)[:, None, :, None]  # [B, 1, L, 1]
     position = c.position if position is None else position
     if position == "rope":
@@ -779,6 +853,13 @@ def functional_reference(c, params, x, allowed, add, pos=None, position=None):
         return F.linear(z, p["self_attn.out_proj.weight"], p.get("self_attn.out_proj.bias")), w
 
     def ffn(t, p):
+        if ffn_kind != "mlp":
+            # ModernBertMLP's order: the first F columns the input, the last F
+            # the gate.
+            inp, gate = F.linear(t, p["linear1.weight"], p.get("linear1.bias")).chunk(2, dim=-1)
+            out = F.linear(gated_act(c)(inp) * gate, p["linear2.weight"], p.get("linear2.bias"))
+            check_gated(c, t, p, out)
+            return out
         return F.linear(act(F.linear(t, p["linear1.weight"], p.get("linear1.bias"))),
                         p["linear2.weight"], p.get("linear2.bias"))
 
@@ -794,6 +875,73 @@ def functional_reference(c, params, x, allowed, add, pos=None, position=None):
             x = ln(x + ffn(x, p), p, "norm2")
         heads.append(w)
     return x.detach(), [w.detach() for w in heads]
+
+
+def check_gated(c, t, p, out):
+    """A gated feed-forward again, independently: the input and the gate from
+    two separate F.linear calls on linear1's row halves [:F] and [F:], the
+    activation written out (0.5 x (1 + erf(x / sqrt 2)), the tanh formula,
+    x * sigmoid(x)), all in float64; within 1e-6 of out."""
+    d = torch.float64
+    w1 = p["linear1.weight"].to(d)
+    assert w1.shape == (2 * c.F, c.D), c.name
+    b1 = p["linear1.bias"].to(d) if "linear1.bias" in p else None
+    t64 = t.detach().to(d)
+    inp = F.linear(t64, w1[:c.F], None if b1 is None else b1[:c.F])
+    gate = F.linear(t64, w1[c.F:], None if b1 is None else b1[c.F:])
+    if c.ffn == "swiglu":
+        a = inp * torch.sigmoid(inp)
+    elif c.act == "gelu":
+        a = 0.5 * inp * (1.0 + torch.erf(inp / math.sqrt(2.0)))
+    else:
+        assert c.act == "gelu_tanh", c.name
+        a = 0.5 * inp * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
+                                          (inp + 0.044715 * inp ** 3)))
+    want = F.linear(a * gate, p["linear2.weight"].to(d),
+                    p["linear2.bias"].to(d) if "linear2.bias" in p else None)
+    got = out.detach().to(d)
+    assert torch.allclose(got, want, rtol=0, atol=1e-6), \
+        f"{c.name}: the gated feed-forward differs from the split formulation " \
+        f"(max {(got - want).abs().max():.3g})"
+
+
+class GatedMLP(nn.Module):
+    """transformers' ModernBertMLP (models/modernbert/modeling_modernbert.py)
+    without dropout: Wi = nn.Linear(D, 2F), Wo = nn.Linear(F, D)."""
+
+    def __init__(self, c, p):
+        super().__init__()
+        self.Wi = nn.Linear(c.D, 2 * c.F, bias=c.bias)
+        self.act = gated_act_module(c)
+        self.Wo = nn.Linear(c.F, c.D, bias=c.bias)
+        sd = {"Wi.weight": p["linear1.weight"], "Wo.weight": p["linear2.weight"]}
+        if c.bias:
+            sd.update({"Wi.bias": p["linear1.bias"], "Wo.bias": p["linear2.bias"]})
+        self.load_state_dict(sd, strict=True)
+
+    def forward(self, hidden_states):
+        input, gate = self.Wi(hidden_states).chunk(2, dim=-1)
+        return self.Wo(self.act(input) * gate)
+
+
+def module_gated_run(c, mods, params, x, src_mask, kpm):
+    """The gated block from torch's modules: each layer's self_attn, norm1
+    and norm2 (loaded from plain_params, which leaves them as they are) with
+    a GatedMLP on the full parameters as the feed-forward, layer by layer.
+    Returns out."""
+    h = x
+    for m, p in zip(mods, params):
+        mlp = GatedMLP(c, p).eval()
+        a_in = m.norm1(h) if m.norm_first else h
+        a, _ = m.self_attn(a_in, a_in, a_in, attn_mask=src_mask, key_padding_mask=kpm,
+                           need_weights=False)
+        if m.norm_first:
+            h = h + a
+            h = h + mlp(m.norm2(h))
+        else:
+            h = m.norm1(h + a)
+            h = m.norm2(h + mlp(h))
+    return h.detach()
 
 
 # ---- one case --------------------------------------------------------------------
@@ -840,6 +988,50 @@ def rope_phrase(c):
             "off) within 1e-5.")
 
 
+def gated_phrase(c):
+    kind = {"geglu": "GeGLU", "swiglu": "SwiGLU"}[c.ffn]
+    act = "F.silu" if c.ffn == "swiglu" else \
+        {"gelu": "F.gelu", "gelu_tanh": "F.gelu(approximate='tanh')"}[c.act]
+    written = "x * sigmoid(x)" if c.ffn == "swiglu" else \
+        {"gelu": "0.5 x (1 + erf(x / sqrt 2))",
+         "gelu_tanh": "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))"}[c.act]
+    torch_v = torch.__version__.split("+")[0]
+    s = ("functional torch reference (F.linear, F.layer_norm, softmax"
+         + (", key/value heads shared by repeat_interleave" if c.G != c.H else "")
+         + f") with a gated feed-forward, {kind}: h2 = F.linear(x, linear1.weight [2F, D]"
+         + (", linear1.bias [2F])" if c.bias else ")")
+         + "; input, gate = h2.chunk(2, dim=-1), the first F columns the input and the last "
+         "F the gate (the order of transformers' ModernBertMLP, models/modernbert/"
+         f"modeling_modernbert.py); out = F.linear({act}(input) * gate, linear2.weight"
+         + (", linear2.bias)" if c.bias else ")") + ".")
+    if c.position == "rope":
+        style = {"neox": "neox style (rotate_half)", "gptj": "gptj style (rotate_every_two)"}
+        s += (f"  With RoPE, {style[c.rope_style]}, theta {float(c.rope_theta):g}, rope_dim "
+              f"{c.R} of head dim {c.E}, on the projected queries and keys (after their "
+              "biases, before the scores); cos / sin from float64 angles rounded to float32; "
+              "the rotation agrees with a complex-multiplication formulation (torch.polar, "
+              "float64) within 1e-6.")
+    s += ("  The gated feed-forward agrees with a second formulation (two separate F.linear "
+          f"calls on linear1's row halves [:F] and [F:], activation {written}, float64) "
+          "within 1e-6.")
+    if c.position != "rope":
+        s += ("  The block agrees within 1e-5 with torch's modules run layer by layer "
+              "(self_attn, norm1, norm2 of an nn.TransformerEncoderLayer"
+              + (", key/value projection rows repeated per query head" if c.G != c.H else "")
+              + (", zero biases" if not c.bias else "")
+              + ") with a ModernBertMLP-style module (nn.Linear(D, 2F), chunk, "
+              + ("nn.SiLU" if c.ffn == "swiglu" else
+                 "nn.GELU(approximate='tanh')" if c.act == "gelu_tanh" else "nn.GELU()")
+              + ", nn.Linear(F, D)) as the feed-forward.")
+    s += (f"  torch {torch_v}'s nn.TransformerEncoderLayer cannot compute a gated "
+          "feed-forward" + (" or apply RoPE" if c.position == "rope" else "")
+          + " and is not the reference here; run on the same parameters (linear1 cut to its "
+          "first F rows, a plain feed-forward), inputs and masks"
+          + (" without RoPE" if c.position == "rope" else "")
+          + " it agrees with this functional reference run the same way within 1e-5.")
+    return s
+
+
 def make_case(c, outdir):
     torch.manual_seed(zlib.crc32(c.name.encode()))
     params = make_params(c)
@@ -854,9 +1046,9 @@ def make_case(c, outdir):
     pad = torch.arange(c.L)[None, :] >= n[:, None]              # [B, L]
     if c.attn_bool == "row2":
         assert dead[:, 2].all() and dead.sum() == c.B, c.name
-    elif c.position != "none":
-        # A padded query may lose every key to a window (rope_long); its row
-        # is zero in the files anyway.
+    elif c.position != "none" or c.ffn != "mlp":
+        # A padded query may lose every key to a window (rope_long,
+        # ffn_geglu_long); its row is zero in the files anyway.
         assert not (dead & ~pad).any(), f"{c.name}: a query row has no allowed key"
     else:
         assert not dead.any() or c.name == "sparse_fully_masked_row", \
@@ -866,15 +1058,20 @@ def make_case(c, outdir):
     # ALiBi reaches the modules inside a float src_mask.  RoPE cannot: with
     # RoPE the modules check the functional reference run without it, and the
     # functional reference with RoPE (checked again in check_rope) gives the
-    # expected values.
+    # expected values.  A gated feed-forward cannot either: the modules run on
+    # plain_params (linear1's input half as a plain feed-forward) against the
+    # functional reference run the same way, and the functional reference
+    # with the gate gives the expected values.
+    gated = c.ffn != "mlp"
+    mparams = plain_params(c, params)
     pos = positions(c)
-    model, mods = torch_model(c, params)
+    model, mods = torch_model(c, mparams)
     src_mask, kpm = torch_masks(c, lengths, key_padding, attn_bool, attn_add)
     if c.position == "alibi":
         src_mask = alibi_src_mask(c, src_mask, pos)
     m_out, m_heads, m_means = module_reference(c, model, mods, x, src_mask, kpm)
-    f_out, f_heads = functional_reference(c, params, x, allowed, add, pos,
-                                          "none" if c.position == "rope" else None)
+    f_out, f_heads = functional_reference(c, mparams, x, allowed, add, pos,
+                                          "none" if c.position == "rope" else None, "mlp")
     alive = ~dead
     for l, (mw, fw, mm) in enumerate(zip(m_heads, f_heads, m_means)):
         assert torch.equal(mw[:, 0] > 0, allowed & alive[..., None]), \
@@ -882,7 +1079,7 @@ def make_case(c, outdir):
         assert torch.allclose(mm, mw.mean(1), rtol=0, atol=1e-6, equal_nan=True), c.name
         assert torch.allclose(mw.transpose(1, 2)[alive], fw.transpose(1, 2)[alive], rtol=0,
                               atol=ATOL_FUNCTIONAL), f"{c.name}: weights differ (layer {l})"
-    if c.position == "rope":
+    if c.position == "rope" or gated:
         # (dead rows here are padded queries only, checked above)
         r_out, r_heads = functional_reference(c, params, x, allowed, add, pos)
         for l, rw in enumerate(r_heads):
@@ -890,9 +1087,24 @@ def make_case(c, outdir):
                 f"{c.name}: RoPE weights disagree with the allowed-key rule (layer {l})"
             assert torch.allclose(rw.transpose(1, 2)[alive].sum(-1), torch.ones(()), rtol=0,
                                   atol=1e-5), c.name
-        assert (r_out - f_out)[alive].abs().max() > 1e-2, f"{c.name}: RoPE changes nothing"
+        if c.position == "rope":
+            no_rope = functional_reference(c, params, x, allowed, add, pos, "none")[0] \
+                if gated else f_out
+            assert (r_out - no_rope)[alive].abs().max() > 1e-2, \
+                f"{c.name}: RoPE changes nothing"
+        if gated:
+            no_gate = functional_reference(c, mparams, x, allowed, add, pos, None, "mlp")[0] \
+                if c.position == "rope" else f_out
+            assert (r_out - no_gate)[alive].abs().max() > 1e-2, \
+                f"{c.name}: the gate changes nothing"
+            if c.position != "rope":
+                g_out = module_gated_run(c, mods, params, x, src_mask, kpm)
+                assert torch.allclose(g_out[alive], r_out[alive], rtol=0,
+                                      atol=ATOL_FUNCTIONAL), \
+                    f"{c.name}: the modules with a ModernBertMLP-style feed-forward differ " \
+                    f"(max {(g_out[alive] - r_out[alive]).abs().max():.3g})"
         out, heads = r_out, r_heads
-        reference = rope_phrase(c)
+        reference = gated_phrase(c) if gated else rope_phrase(c)
     elif dead.any():
         # torch gives NaN for a query row with no allowed key.
         assert torch.isnan(m_heads[0].transpose(1, 2)[dead]).all(), c.name
@@ -918,7 +1130,7 @@ def make_case(c, outdir):
         w = w.masked_fill(pad[:, None, :, None] | pad[:, None, None, :], 0.0)
         w = w.masked_fill(dead[:, None, :, None], 0.0)
         tensors[f"attn.{l}"] = w.contiguous()
-        tensors[f"attn_mean.{l}"] = w.mean(1) if dead.any() or c.position == "rope" else \
+        tensors[f"attn_mean.{l}"] = w.mean(1) if dead.any() or c.position == "rope" or gated else \
             m_means[l].masked_fill(pad[:, :, None] | pad[:, None, :], 0.0)
     for k, v in (("lengths", lengths), ("key_padding", key_padding),
                  ("attn_bool", attn_bool), ("attn_add", attn_add)):
@@ -947,7 +1159,9 @@ def make_case(c, outdir):
     d = os.path.join(outdir, c.name)
     os.makedirs(d, exist_ok=True)
     model_path = os.path.join(d, "model.safetensors")
-    if c.G == c.H and c.bias:
+    if gated:
+        config = export_gated(c, params, model_path)
+    elif c.G == c.H and c.bias:
         config = export(model, model_path, c.dtype, separate_qkv=c.separate_qkv,
                         prefixed=c.prefixed)
     else:
@@ -957,13 +1171,42 @@ def make_case(c, outdir):
                         norm_first=c.norm_first, layer_norm_eps=c.eps,
                         separate_qkv=c.separate_qkv)
     assert config == c.config(), f"{c.name}: export inferred {config}, expected {c.config()}"
-    config = {**config, **c.position_config()}
+    config = {**config, **c.position_config(), **c.ffn_config()}
     meta = {"config": json.dumps(config), "mask": json.dumps(c.mask_meta()),
             "reference": reference}
     case_path = os.path.join(d, "case.safetensors")
     save_file(tensors, case_path, meta)
     check_round_trip(c, model_path, case_path, params, tensors, meta)
     return reference
+
+
+def export_gated(c, params, path):
+    """Writes a gated case's weights as export() would (PyTorch's names,
+    layers.{i}. for a stack, c.dtype, sorted and contiguous, no metadata) but
+    with linear1 [2F, D] / linear1.bias [2F], which export() refuses
+    (linear2 [D, F] would have to be [D, 2F]).  Returns the config export()'s
+    own checks (collect) infer from the same state_dict with linear1 cut to
+    its first F rows: d_ff is F."""
+    prefixed = c.n_layers > 1 or c.prefixed
+    sd = {(f"layers.{l}." if prefixed else "") + k: v
+          for l, p in enumerate(params) for k, v in p.items()}
+    _, _, config = collect(
+        {k: v[:c.F] if k.endswith(("linear1.weight", "linear1.bias")) else v
+         for k, v in sd.items()},
+        n_heads=c.H, activation=c.act, norm_first=c.norm_first, layer_norm_eps=c.eps)
+    out = {}
+    for k, v in sd.items():
+        if c.separate_qkv and k.endswith("self_attn.in_proj_weight"):
+            base = k[:-len("in_proj_weight")]
+            for name, part in zip("qkv", v.split(c.D)):
+                out[f"{base}{name}_proj_weight"] = part.to(DTYPES[c.dtype]).contiguous()
+            continue
+        out[k] = v.to(DTYPES[c.dtype]).contiguous()
+    for k, v in out.items():
+        assert torch.isfinite(v).all(), f"{c.name}: {k} is not finite in {c.dtype}"
+    assert out[("layers.0." if prefixed else "") + "linear1.weight"].shape == (2 * c.F, c.D)
+    save_file(out, path, None)
+    return config
 
 
 def check_round_trip(c, model_path, case_path, params, tensors, meta):
@@ -1026,7 +1269,10 @@ Each case is a directory with two safetensors files:
     `"position": "alibi"` and, for RoPE, `"rope_theta"` (a number, e.g.
     `10000.0`), `"rope_dim"` (rotated dims per head, an even integer; the head
     dim when the case does not say) and `"rope_style"` (`"neox"` or
-    `"gptj"`); every other case's `config` has none of these keys.
+    `"gptj"`); every other case's `config` has none of these keys.  In the
+    gated feed-forward cases (`ffn_*`) only, `config` ends (after any
+    position keys) with `"ffn": "geglu"` or `"ffn": "swiglu"`; `d_ff` stays
+    F (linear1 has 2F rows there).
 
 Compare with 1e-4 absolute tolerance.  Defaults unless the table says
 otherwise: D 16, H 4 (n_kv_heads 4), F 32, eps 1e-5, B 2, L 6, one post-norm
@@ -1065,6 +1311,22 @@ Position encodings (`rope_*` and `alibi_*` cases; p_i is token i's position):
   float32 (8 heads: 2^-1 .. 2^-8; 12 heads: 2^-1 .. 2^-8, 2^-0.5, 2^-1.5,
   2^-2.5, 2^-3.5).
 
+Gated feed-forward layers (`ffn_*` cases): `linear1.weight` is `[2F, D]` and
+`linear1.bias` `[2F]` (absent when bias is false), `linear2.weight` `[D, F]`.
+h2 = t linear1.weight^T + linear1.bias; `input, gate = h2.chunk(2, dim=-1)`:
+the first F columns (linear1's rows 0..F-1) are the input, the last F (rows
+F..2F-1) the gate, the order of transformers' `ModernBertMLP` (`input, gate =
+self.Wi(hidden_states).chunk(2, dim=-1); return self.Wo(self.drop(self.act(input)
+* gate))`).  The feed-forward's output is linear2(act(input) * gate), with act
+the case's `activation` (exact gelu or gelu_tanh) for `geglu` and SiLU (x *
+sigmoid(x)) for `swiglu`, whose `activation` is `"gelu"` and unused.  torch's
+modules cannot compute this, so the functional reference with the gate gives
+the expected values; the modules agree with it when both run linear1's first
+F rows as a plain feed-forward, the gated block (without RoPE) agrees with the
+modules' attention and LayerNorms around a ModernBertMLP-style module, and the
+gated feed-forward agrees with separate F.linear calls on the two row halves
+(float64) within 1e-6.
+
 | case | covers | model |
 | --- | --- | --- |
 """
@@ -1078,6 +1340,11 @@ def readme_row(c):
         model += f", RoPE {c.rope_style} theta {float(c.rope_theta):g} rope_dim {c.R}"
     elif c.position == "alibi":
         model += ", ALiBi"
+    if c.ffn == "geglu":
+        model += f", GeGLU ({c.act}(input) * gate, linear1 [{2 * c.F}, {c.D}])"
+    elif c.ffn == "swiglu":
+        model += (f", SwiGLU (silu(input) * gate, linear1 [{2 * c.F}, {c.D}]; "
+                  "activation unused)")
     return f"| `{c.name}` | {c.doc} | {model} |\n"
 
 

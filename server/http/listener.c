@@ -224,7 +224,8 @@ void server_set_model(server *s, const enc_model *m, pool *p)
         pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
         pf.blas_core_generic);
     json_t *hparams = info ? json_object_get(info, "hyperparameters") : NULL;
-    if (hparams) { /* positions inside attention */
+    if (hparams) { /* the feed-forward's kind, and positions inside attention */
+        json_object_set_new(hparams, "ffn", json_string(enc_ffn_name(hp->ffn)));
         json_object_set_new(hparams, "position", json_string(enc_position_name(hp->position)));
         json_object_set_new(hparams, "rope",
                             hp->position != ENC_POS_ROPE
