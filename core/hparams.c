@@ -4,11 +4,57 @@
 #include <math.h>
 #include <string.h>
 
+/* ---- the enums' names, both ways ---------------------------------------- */
+
 static const char *const activation_names[] = {
     [ENC_ACT_RELU] = "relu",
     [ENC_ACT_GELU] = "gelu",
     [ENC_ACT_GELU_TANH] = "gelu_tanh",
 };
+static const char *const position_names[] = {
+    [ENC_POS_NONE] = "none",
+    [ENC_POS_ROPE] = "rope",
+    [ENC_POS_ALIBI] = "alibi",
+};
+static const char *const rope_style_names[] = {
+    [ENC_ROPE_NEOX] = "neox",
+    [ENC_ROPE_GPTJ] = "gptj",
+};
+static const char *const ffn_names[] = {
+    [ENC_FFN_MLP] = "mlp",
+    [ENC_FFN_GEGLU] = "geglu",
+    [ENC_FFN_SWIGLU] = "swiglu",
+};
+
+/* The index of name in names (n of them), or -1. */
+static int name_index(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* type's parse (name -> value: 0 or ENC_EINVAL) and name (value -> name,
+ * "unknown" out of range) from its table. */
+#define ENUM_NAMES(type, table)                                                                    \
+    int type##_parse(const char *name, type *out)                                                  \
+    {                                                                                              \
+        const int i = name_index(table, sizeof table / sizeof *table, name);                       \
+        if (i < 0)                                                                                 \
+            return ENC_EINVAL;                                                                     \
+        *out = (type)i;                                                                            \
+        return ENC_OK;                                                                             \
+    }                                                                                              \
+    const char *type##_name(type v)                                                                \
+    {                                                                                              \
+        return (unsigned)v < sizeof table / sizeof *table ? table[v] : "unknown";                  \
+    }
+
+ENUM_NAMES(enc_activation, activation_names)
+ENUM_NAMES(enc_position, position_names)
+ENUM_NAMES(enc_rope_style, rope_style_names)
+ENUM_NAMES(enc_ffn, ffn_names)
 
 void enc_hparams_default(enc_hparams *hp)
 {
@@ -30,119 +76,19 @@ void enc_hparams_default(enc_hparams *hp)
     };
 }
 
-static int name_index(const char *const *names, size_t n, const char *name);
-
-static const char *const ffn_names[] = {
-    [ENC_FFN_MLP] = "mlp",
-    [ENC_FFN_GEGLU] = "geglu",
-    [ENC_FFN_SWIGLU] = "swiglu",
-};
-
-int enc_ffn_parse(const char *name, enc_ffn *out)
-{
-    const int i = name_index(ffn_names, 3, name);
-    if (i < 0)
-        return ENC_EINVAL;
-    *out = (enc_ffn)i;
-    return ENC_OK;
-}
-
-const char *enc_ffn_name(enc_ffn ffn)
-{
-    return (unsigned)ffn <= ENC_FFN_SWIGLU ? ffn_names[ffn] : "unknown";
-}
-
 int enc_ffn_rows(const enc_hparams *hp)
 {
     return hp->ffn == ENC_FFN_MLP ? hp->d_ff : 2 * hp->d_ff;
 }
 
-static const char *const position_names[] = {
-    [ENC_POS_NONE] = "none",
-    [ENC_POS_ROPE] = "rope",
-    [ENC_POS_ALIBI] = "alibi",
-};
-static const char *const rope_style_names[] = {
-    [ENC_ROPE_NEOX] = "neox",
-    [ENC_ROPE_GPTJ] = "gptj",
-};
-
-/* The index of name in names (n of them), or -1. */
-static int name_index(const char *const *names, size_t n, const char *name)
-{
-    for (size_t i = 0; name && i < n; i++)
-        if (strcmp(name, names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
-int enc_position_parse(const char *name, enc_position *out)
-{
-    const int i = name_index(position_names, 3, name);
-    if (i < 0)
-        return ENC_EINVAL;
-    *out = (enc_position)i;
-    return ENC_OK;
-}
-
-const char *enc_position_name(enc_position pos)
-{
-    return (unsigned)pos <= ENC_POS_ALIBI ? position_names[pos] : "unknown";
-}
-
-int enc_rope_style_parse(const char *name, enc_rope_style *out)
-{
-    const int i = name_index(rope_style_names, 2, name);
-    if (i < 0)
-        return ENC_EINVAL;
-    *out = (enc_rope_style)i;
-    return ENC_OK;
-}
-
-const char *enc_rope_style_name(enc_rope_style style)
-{
-    return (unsigned)style <= ENC_ROPE_GPTJ ? rope_style_names[style] : "unknown";
-}
-
-/* The slopes of n = 2^k heads: 2^(-8/n), 2^(-16/n), ... */
-static void pow2_slopes(int n, double *out)
-{
-    for (int h = 0; h < n; h++)
-        out[h] = pow(2.0, -8.0 * (h + 1) / n);
-}
-
 void enc_alibi_slopes(int n, float *slopes)
 {
-    int m = 1;
+    int m = 1; /* the power of two at most n */
     while (m * 2 <= n)
         m *= 2;
-    double a[2 * ENC_MAX_DIM / 2 + 2];
-    pow2_slopes(m, a);
-    for (int h = 0; h < m; h++)
-        slopes[h] = (float)a[h];
-    if (m < n) { /* the paper's rule: every other slope of 2m */
-        pow2_slopes(2 * m, a);
-        for (int h = m; h < n; h++)
-            slopes[h] = (float)a[2 * (h - m)];
-    }
-}
-
-int enc_activation_parse(const char *name, enc_activation *out)
-{
-    for (size_t i = 0; i < sizeof activation_names / sizeof *activation_names; i++) {
-        if (name && strcmp(name, activation_names[i]) == 0) {
-            *out = (enc_activation)i;
-            return ENC_OK;
-        }
-    }
-    return ENC_EINVAL;
-}
-
-const char *enc_activation_name(enc_activation act)
-{
-    if ((unsigned)act < sizeof activation_names / sizeof *activation_names)
-        return activation_names[act];
-    return "unknown";
+    for (int h = 0; h < n; h++) /* 2^(-8(h+1)/m), then every other one of 2m heads */
+        slopes[h] = (float)(h < m ? pow(2.0, -8.0 * (h + 1) / m)
+                                  : pow(2.0, -8.0 * (2 * (h - m) + 1) / (2 * m)));
 }
 
 /* Checks one integer setting is in [lo, hi]. */

@@ -18,20 +18,7 @@
 /* A small model: D 16, 4 heads, 2 key/value heads, 2 layers. */
 static enc_model *small_model(void)
 {
-    const enc_hparams hp = {16,
-                            4,
-                            2,
-                            24,
-                            2,
-                            ENC_ACT_GELU,
-                            false,
-                            1e-5f,
-                            true,
-                            ENC_POS_NONE,
-                            10000.0,
-                            0,
-                            ENC_ROPE_NEOX,
-                            ENC_FFN_MLP};
+    const enc_hparams hp = {HP_BASE(16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true)};
     enc_model *m = enc_model_random(&hp, 11, NULL);
     ck_assert_ptr_nonnull(m);
     return m;

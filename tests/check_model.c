@@ -143,20 +143,7 @@ END_TEST
 /* Parameter counts worked by hand from API.md section 2's table. */
 START_TEST(test_param_counts)
 {
-    enc_hparams hp = {4,
-                      2,
-                      2,
-                      8,
-                      1,
-                      ENC_ACT_RELU,
-                      false,
-                      1e-5f,
-                      true,
-                      ENC_POS_NONE,
-                      10000.0,
-                      0,
-                      ENC_ROPE_NEOX,
-                      ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true)};
     /* in_proj 12x4 + 12, out 4x4 + 4, linear1 8x4 + 8, linear2 4x8 + 4, norms 4 x 4 */
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 48 + 12 + 16 + 4 + 32 + 8 + 32 + 4 + 16);
@@ -165,20 +152,7 @@ START_TEST(test_param_counts)
     m = enc_model_random(&hp, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 48 + 16 + 32 + 32 + 8);
     enc_model_free(m);
-    enc_hparams gqa = {8,
-                       4,
-                       2,
-                       16,
-                       3,
-                       ENC_ACT_RELU,
-                       false,
-                       1e-5f,
-                       true,
-                       ENC_POS_NONE,
-                       10000.0,
-                       0,
-                       ENC_ROPE_NEOX,
-                       ENC_FFN_MLP};
+    enc_hparams gqa = {HP_BASE(8, 4, 2, 16, 3, ENC_ACT_RELU, false, 1e-5f, true)};
     /* q 8x8, k and v 4x8 each, bias 16; out 64 + 8; ff 128 + 16 + 128 + 8; norms 32 */
     m = enc_model_random(&gqa, 0, NULL);
     ck_assert_uint_eq(enc_model_param_count(m), 3 * (64 + 64 + 16 + 72 + 280 + 32));
@@ -201,20 +175,7 @@ END_TEST
 /* The tiny model the broken files are variants of. */
 static enc_hparams tiny_hparams(void)
 {
-    enc_hparams hp = {4,
-                      2,
-                      2,
-                      8,
-                      1,
-                      ENC_ACT_RELU,
-                      false,
-                      1e-5f,
-                      true,
-                      ENC_POS_NONE,
-                      10000.0,
-                      0,
-                      ENC_ROPE_NEOX,
-                      ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true)};
     return hp;
 }
 
@@ -400,20 +361,7 @@ static int hold_blas_buffers(enc_model *m)
 START_TEST(test_workspace_maps_blas_buffers)
 {
     ck_assert_msg(blas_memory_alloc != NULL, "linked without OpenBLAS's buffer pool");
-    enc_hparams hp = {16,
-                      4,
-                      4,
-                      32,
-                      1,
-                      ENC_ACT_RELU,
-                      false,
-                      1e-5f,
-                      true,
-                      ENC_POS_NONE,
-                      10000.0,
-                      0,
-                      ENC_ROPE_NEOX,
-                      ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true)};
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_ptr_nonnull(m);
     run_in_child(hold_blas_buffers, m, "3: no workspaces or no limit, 6: pool exhausted");
@@ -429,20 +377,7 @@ START_TEST(test_pool_threads_over_blas_buffers)
     const char *cfg = openblas_get_config(), *mt = strstr(cfg, "MAX_THREADS=");
     ck_assert_msg(mt, "openblas_get_config() has no MAX_THREADS: %s", cfg);
     const int bound = 2 * atoi(mt + strlen("MAX_THREADS=")) - (openblas_get_num_procs() - 1);
-    enc_hparams hp = {16,
-                      4,
-                      4,
-                      32,
-                      1,
-                      ENC_ACT_RELU,
-                      false,
-                      1e-5f,
-                      true,
-                      ENC_POS_NONE,
-                      10000.0,
-                      0,
-                      ENC_ROPE_NEOX,
-                      ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true)};
     enc_model *m = enc_model_random(&hp, 0, NULL);
     ck_assert_ptr_nonnull(m);
     const bool was = simd_enabled();
@@ -521,20 +456,7 @@ static int forward_after_limit(enc_model *m)
  * on 1fde720). */
 START_TEST(test_pool_ready_before_limit)
 {
-    enc_hparams hp = {16,
-                      4,
-                      4,
-                      32,
-                      1,
-                      ENC_ACT_RELU,
-                      false,
-                      1e-5f,
-                      true,
-                      ENC_POS_NONE,
-                      10000.0,
-                      0,
-                      ENC_ROPE_NEOX,
-                      ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(16, 4, 4, 32, 1, ENC_ACT_RELU, false, 1e-5f, true)};
     enc_model *m = enc_model_random(&hp, 3, NULL);
     ck_assert_ptr_nonnull(m);
     run_in_child(forward_after_limit, m,

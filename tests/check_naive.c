@@ -15,35 +15,25 @@
 
 /* Model shapes the random tests draw from: odd sizes, GQA, MQA, stacks. */
 static const enc_hparams shapes[] = {
-    {12, 3, 3, 20, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {10, 5, 1, 7, 1, ENC_ACT_GELU, true, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {8, 4, 2, 16, 2, ENC_ACT_GELU_TANH, true, 1e-6f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {16, 4, 4, 32, 3, ENC_ACT_GELU, false, 1e-3f, false, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {6, 2, 2, 5, 2, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {1, 1, 1, 1, 1, ENC_ACT_RELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
+    {HP_BASE(12, 3, 3, 20, 1, ENC_ACT_RELU, false, 1e-5f, true)},
+    {HP_BASE(10, 5, 1, 7, 1, ENC_ACT_GELU, true, 1e-5f, true)},
+    {HP_BASE(8, 4, 2, 16, 2, ENC_ACT_GELU_TANH, true, 1e-6f, true)},
+    {HP_BASE(16, 4, 4, 32, 3, ENC_ACT_GELU, false, 1e-3f, false)},
+    {HP_BASE(6, 2, 2, 5, 2, ENC_ACT_RELU, false, 1e-5f, true)},
+    {HP_BASE(1, 1, 1, 1, 1, ENC_ACT_RELU, false, 1e-5f, true)},
     /* positions inside attention: RoPE both styles, partial, GQA; ALiBi with
      * 6 heads (not a power of two) and with 8 */
-    {16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true, ENC_POS_ROPE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
-    {12, 2, 2, 20, 1, ENC_ACT_RELU, true, 1e-5f, true, ENC_POS_ROPE, 500.0, 4, ENC_ROPE_GPTJ,
-     ENC_FFN_MLP},
-    {12, 6, 3, 16, 2, ENC_ACT_GELU_TANH, false, 1e-5f, true, ENC_POS_ALIBI, 10000.0, 0,
-     ENC_ROPE_NEOX, ENC_FFN_MLP},
-    {16, 8, 8, 16, 1, ENC_ACT_RELU, true, 1e-5f, true, ENC_POS_ALIBI, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_MLP},
+    {HP_BASE(16, 4, 2, 24, 2, ENC_ACT_GELU, false, 1e-5f, true), .position = ENC_POS_ROPE,
+     .rope_theta = 10000.0},
+    {HP_BASE(12, 2, 2, 20, 1, ENC_ACT_RELU, true, 1e-5f, true), .position = ENC_POS_ROPE,
+     .rope_theta = 500.0, .rope_dim = 4, .rope_style = ENC_ROPE_GPTJ},
+    {HP_BASE(12, 6, 3, 16, 2, ENC_ACT_GELU_TANH, false, 1e-5f, true), .position = ENC_POS_ALIBI},
+    {HP_BASE(16, 8, 8, 16, 1, ENC_ACT_RELU, true, 1e-5f, true), .position = ENC_POS_ALIBI},
     /* gated feed-forwards: GeGLU (both GELUs), SwiGLU without biases, with RoPE */
-    {12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_GEGLU},
-    {16, 4, 2, 24, 1, ENC_ACT_GELU_TANH, true, 1e-5f, true, ENC_POS_ROPE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_GEGLU},
-    {8, 2, 1, 12, 2, ENC_ACT_RELU, true, 1e-5f, false, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX,
-     ENC_FFN_SWIGLU},
+    {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-5f, true), .ffn = ENC_FFN_GEGLU},
+    {HP_BASE(16, 4, 2, 24, 1, ENC_ACT_GELU_TANH, true, 1e-5f, true), .position = ENC_POS_ROPE,
+     .rope_theta = 10000.0, .ffn = ENC_FFN_GEGLU},
+    {HP_BASE(8, 2, 1, 12, 2, ENC_ACT_RELU, true, 1e-5f, false), .ffn = ENC_FFN_SWIGLU},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -205,9 +195,9 @@ START_TEST(test_tiled_attention_threads)
     enc_set_threads(threads);
     /* RoPE (neox, partial) and ALiBi (4 heads) through the same tiles */
     const enc_position pos = (enc_position)(_i / 4 % 3);
-    const enc_hparams hp = {
-        24,    4,    2,   40,      2, ENC_ACT_GELU,  _i % 2 == 0,
-        1e-5f, true, pos, 10000.0, 4, ENC_ROPE_NEOX, _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP};
+    const enc_hparams hp = {HP_BASE(24, 4, 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true),
+                            .position = pos, .rope_theta = 10000.0, .rope_dim = 4,
+                            .ffn = _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -596,8 +586,7 @@ END_TEST
 START_TEST(test_flops_formula)
 {
     /* BERT-base block at B=1, L=128: 1.86 GFLOP (issue 4's figure). */
-    enc_hparams hp = {768,   12,   12,           3072,    1, ENC_ACT_GELU,  false,
-                      1e-5f, true, ENC_POS_NONE, 10000.0, 0, ENC_ROPE_NEOX, ENC_FFN_MLP};
+    enc_hparams hp = {HP_BASE(768, 12, 12, 3072, 1, ENC_ACT_GELU, false, 1e-5f, true)};
     double f = enc_forward_flops(&hp, 1, 128);
     ck_assert_double_eq_tol(f / 1e9, 1.86, 0.01);
 }

@@ -12,6 +12,13 @@
 #error "TESTS_DIR must name the tests/ directory (the Makefile defines it)"
 #endif
 
+/* The classic fields of an enc_hparams as designated initializers, for
+ * {HP_BASE(...), .position = ENC_POS_ROPE, ...}: the rest (positions, the
+ * feed-forward's kind) stay zero, their defaults, unless named. */
+#define HP_BASE(D, H, G, F, LAYERS, ACT, NORM_FIRST, EPS, BIAS)                                    \
+    .d_model = (D), .n_heads = (H), .n_kv_heads = (G), .d_ff = (F), .n_layers = (LAYERS),          \
+    .activation = (ACT), .norm_first = (NORM_FIRST), .layer_norm_eps = (EPS), .bias = (BIAS)
+
 /* Largest |a[i] - b[i]| over n floats; infinity if either holds a NaN. */
 double max_abs_diff(const float *a, const float *b, size_t n);
 
