@@ -36,6 +36,7 @@ typedef enum cfg_type {
     CFG_POS,     /* enc_position: none | rope | alibi */
     CFG_ROPE,    /* enc_rope_style: neox | gptj */
     CFG_FFN,     /* enc_ffn: mlp | geglu | swiglu */
+    CFG_NORM,    /* enc_norm: layernorm | layernorm_nobias */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -127,6 +128,22 @@ typedef enum cfg_type {
     X("model.ffn", "--ffn", "ATTND_FFN", CFG_FFN, model.hp.ffn, "KIND", "mlp", 0, 0,               \
       "feed-forward: mlp | geglu (GELU-gated) | swiglu (SiLU-gated); gated ones have 2 d_ff rows "  \
       "in linear1, input then gate")                                                               \
+    X("model.norm", "--norm", "ATTND_NORM", CFG_NORM, model.hp.norm, "KIND", "layernorm", 0, 0,   \
+      "the block's norms: layernorm | layernorm_nobias (a weight and no bias, as ModernBERT's)")   \
+    X("model.final_norm", "--final-norm", "ATTND_FINAL_NORM", CFG_BOOL, model.hp.final_norm,       \
+      "BOOL", "false", 0, 0, "a norm after the last layer (tensors norm.weight, norm.bias)")      \
+    X("model.first_attn_norm", "--first-attn-norm", "ATTND_FIRST_ATTN_NORM", CFG_BOOL,            \
+      model.first_attn_norm, "BOOL", "true", 0, 0,                                                 \
+      "false = layer 0's attention norm is the identity, as ModernBERT's (pre-norm only; no "     \
+      "layers.0.norm1 tensors)")                                                                   \
+    X("model.global_every", "--global-every", "ATTND_GLOBAL_EVERY", CFG_INT,                      \
+      model.hp.global_every, "N", "1", 1, ENC_MAX_LAYERS,                                          \
+      "layer l attends globally when l mod N = 0, otherwise in its local window; 1 = every "      \
+      "layer global")                                                                              \
+    X("model.local_window", "--local-window", "ATTND_LOCAL_WINDOW", CFG_INT,                      \
+      model.hp.local_window, "W", "0", 0, ENC_MAX_POSITION,                                        \
+      "a local layer's query i sees keys j with |i - j| <= W, within the request's mask "         \
+      "(ModernBERT: 64); needs global_every >= 2")                                                 \
     X("model.position", "--position", "ATTND_POSITION", CFG_POS, model.hp.position, "KIND",        \
       "none", 0, 0, "positions inside attention: none | rope | alibi")                             \
     X("model.rope_theta", "--rope-theta", "ATTND_ROPE_THETA", CFG_DOUBLE, model.hp.rope_theta,     \
@@ -135,6 +152,9 @@ typedef enum cfg_type {
       ENC_MAX_DIM, "dimensions of each head RoPE rotates (even); 0 = all (the head dimension)")     \
     X("model.rope_style", "--rope-style", "ATTND_ROPE_STYLE", CFG_ROPE, model.hp.rope_style,       \
       "STYLE", "neox", 0, 0, "RoPE's pairs: neox (halves) | gptj (interleaved)")                  \
+    X("model.rope_theta_local", "--rope-theta-local", "ATTND_ROPE_THETA_LOCAL", CFG_DOUBLE,       \
+      model.hp.rope_theta_local, "THETA", "=model.rope_theta", 0, 0,                              \
+      "RoPE's base on local layers (ModernBERT: 10000, global layers 160000)")                    \
     X("model.weights", "--weights", "ATTND_WEIGHTS", CFG_NSTRING, model.weights, "FILE",           \
       NULL, 0, 0, "safetensors weights file; null = build the weights from seed")                  \
     X("model.dir", "--model-dir", "ATTND_MODEL_DIR", CFG_NSTRING, model.dir, "DIR", NULL, 0, 0,    \
@@ -348,6 +368,11 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
             return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of mlp, geglu, swiglu", src,
                                  text);
         return ENC_OK;
+    case CFG_NORM:
+        if (enc_norm_parse(v->s, (enc_norm *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "%s: %s is not one of layernorm, layernorm_nobias", src, text);
+        return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')
             return enc_error_set(err, ENC_EINVAL, "%s: %s must not be empty", src, text);
@@ -482,9 +507,11 @@ static void resolve_followers(attnd_config *cfg, const bool *set)
         const cfg_setting *s = &settings[i], *from;
         if (set[i] || !s->dflt || s->dflt[0] != '=' || !(from = setting_by_key(s->dflt + 1)))
             continue;
-        /* Only integer settings follow others (n_kv_heads follows n_heads). */
+        /* n_kv_heads follows n_heads, rope_theta_local rope_theta. */
         if (s->type == CFG_INT && from->type == CFG_INT)
             *(int *)field_of(cfg, s) = *(int *)field_of(cfg, from);
+        if (s->type == CFG_DOUBLE && from->type == CFG_DOUBLE)
+            *(double *)field_of(cfg, s) = *(double *)field_of(cfg, from);
     }
 }
 
@@ -692,6 +719,9 @@ static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf,
     case CFG_FFN:
         snprintf(buf, size, "%s", enc_ffn_name(*(const enc_ffn *)f));
         break;
+    case CFG_NORM:
+        snprintf(buf, size, "%s", enc_norm_name(*(const enc_norm *)f));
+        break;
     default:
         snprintf(buf, size, "?");
     }
@@ -715,6 +745,7 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         return enc_error_set(err, cerr.status, "model.dir '%s': %s", cfg->model.dir, cerr.message);
     attnd_config from = *cfg;
     from.model.hp = c.hp;
+    from.model.first_attn_norm = !c.hp.first_norm_identity;
     static const struct {
         const char *key;
         size_t off; /* of the enc_hf_config key naming its field */
@@ -733,6 +764,12 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         {"model.rope_theta", offsetof(enc_hf_config, key_rope_theta)},
         {"model.rope_dim", 0},
         {"model.rope_style", 0},
+        {"model.norm", offsetof(enc_hf_config, key_norm)},
+        {"model.final_norm", 0},
+        {"model.first_attn_norm", 0},
+        {"model.global_every", offsetof(enc_hf_config, key_global_every)},
+        {"model.local_window", offsetof(enc_hf_config, key_local_window)},
+        {"model.rope_theta_local", offsetof(enc_hf_config, key_rope_theta_local)},
     };
     for (size_t i = 0; i < sizeof checked / sizeof *checked; i++) {
         const cfg_setting *s = setting_by_key(checked[i].key);
@@ -746,6 +783,11 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
             checked[i].off ? *(const char *const *)((const char *)&c + checked[i].off) : NULL;
         if (strcmp(checked[i].key, "model.n_kv_heads") == 0)
             snprintf(field, sizeof field, "%s (no grouped-query attention) is %s", key, theirs);
+        else if (strcmp(checked[i].key, "model.norm") == 0 && key)
+            snprintf(field, sizeof field, "%s is %s (%s)", key,
+                     c.hp.norm == ENC_NORM_LAYERNORM ? "true" : "false", theirs);
+        else if (strcmp(checked[i].key, "model.local_window") == 0 && key)
+            snprintf(field, sizeof field, "%s / 2 is %s", key, theirs);
         else if (strcmp(checked[i].key, "model.activation") == 0)
             snprintf(field, sizeof field, "%s is %s (%s)", key, c.activation, theirs);
         else if (key)
@@ -762,6 +804,35 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
                              given[k] ? given[k] : "a setting", ours, cfg->model.dir, field);
     }
     cfg->model.hp = c.hp;
+    return ENC_OK;
+}
+
+/* The per-layer attention settings that mean nothing alone: local layers
+ * need their window, and a window or a local RoPE base needs local layers. */
+static int check_layer_kinds(const attnd_config *cfg, const bool *set, const char *const *given,
+                             enc_error *err)
+{
+    const enc_hparams *hp = &cfg->model.hp;
+    const size_t every = (size_t)(setting_by_key("model.global_every") - settings);
+    const size_t window = (size_t)(setting_by_key("model.local_window") - settings);
+    const size_t theta = (size_t)(setting_by_key("model.rope_theta_local") - settings);
+    if (hp->global_every > 1 && !set[window])
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.global_every: %s gives %d, which makes local layers: give "
+                             "model.local_window too (the keys each side a local layer sees; "
+                             "ModernBERT 64)",
+                             given[every] ? given[every] : "a setting", hp->global_every);
+    if (set[window] && hp->global_every < 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.local_window: %s gives %d, but every layer is global: set "
+                             "model.global_every to 2 or more",
+                             given[window] ? given[window] : "a setting", hp->local_window);
+    if (set[theta] && (hp->global_every < 2 || hp->position != ENC_POS_ROPE))
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.rope_theta_local: %s gives %g, but it is RoPE's base on local "
+                             "layers: it needs model.position rope and model.global_every of 2 "
+                             "or more",
+                             given[theta] ? given[theta] : "a setting", hp->rope_theta_local);
     return ENC_OK;
 }
 
@@ -831,7 +902,9 @@ int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error
     }
 
     resolve_followers(cfg, set);
-    if (cfg->model.dir && (rc = from_checkpoint(cfg, set, given, err)) < 0)
+    cfg->model.hp.first_norm_identity = !cfg->model.first_attn_norm;
+    if (cfg->model.dir ? (rc = from_checkpoint(cfg, set, given, err)) < 0
+                       : (rc = check_layer_kinds(cfg, set, given, err)) < 0)
         goto fail;
 
     enc_error hp_err = {0};

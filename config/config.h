@@ -58,6 +58,7 @@ typedef struct attnd_config {
         enc_hparams hp;          /* API.md defaults */
         char *weights;           /* NULL = build from seed */
         char *dir;               /* a Hugging Face directory; NULL = none */
+        bool first_attn_norm;    /* true; false = hp.first_norm_identity */
         uint64_t seed;           /* 0 */
     } model;
     char *config_path;           /* --config / ATTND_CONFIG, or NULL */

@@ -50,8 +50,15 @@ static bool in_pattern(const seq_mask *sm, int i, int j)
     return sm->blocks.size > 0 && blocks_allowed(sm, i, j);
 }
 
+bool mask_restricted(const seq_mask *sm)
+{
+    return sm->causal || sm->key_padding || sm->attn_bool || sm->attn_add || sm->banded;
+}
+
 bool mask_allowed(const seq_mask *sm, int i, int j)
 {
+    if (sm->banded && (i - j > sm->band || j - i > sm->band))
+        return false;
     if (sm->key_padding && sm->key_padding[j])
         return false;
     if (sm->causal && j > i)
@@ -68,9 +75,15 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     s -= j0; /* s[j] is key j's score */
     const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
 
-    /* The common cases without a per-key test: no mask, or causal alone. */
+    /* The common cases without a per-key test: no mask, causal, a band:
+     * keys [lo, hi] allowed. */
     if (!sm->pattern && !sm->key_padding && !sm->attn_bool && !aa) {
-        for (int j = sm->causal && i + 1 > j0 ? i + 1 : j0; sm->causal && j < j1; j++)
+        int lo = sm->banded ? i - sm->band : j0, hi = sm->causal ? i : j1 - 1;
+        if (sm->banded && i + sm->band < hi)
+            hi = i + sm->band;
+        for (int j = j0; j < j1 && j < lo; j++)
+            s[j] = -INFINITY;
+        for (int j = hi + 1 > j0 ? hi + 1 : j0; j < j1; j++)
             s[j] = -INFINITY;
         return;
     }
@@ -345,7 +358,7 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
 
     /* The mask, once for every head: pairs a listed tile or the gathered
      * block holds are theirs (-inf here), then the mask's own rule. */
-    const bool restricted = sm->causal || sm->key_padding || sm->attn_bool || sm->attn_add;
+    const bool restricted = mask_restricted(sm);
     for (int rr = 0; rr < n_rows; rr++) {
         const int i = r + (k0 + rr) * st, qt = i / ENC_TILE_Q;
         const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
@@ -529,9 +542,11 @@ static void weights_out(const attn_seq *s, const tile_list *tl, const gathered_c
         } else {
             while (g < gc->n && gc->cols[g] < j)
                 g++;
-            if (g == gc->n || gc->cols[g] != j || gc->skip[g])
-                continue;
-            v = w[goff + g];
+            if (g < gc->n && gc->cols[g] == j && !gc->skip[g])
+                v = w[goff + g];
+            else /* a pair of the batch's mask this layer's does not hold: a local
+                    layer's outside its band */
+                v = 0.0f;
         }
         dst[k] = add ? dst[k] + v : v;
     }
@@ -545,7 +560,7 @@ static void weights_out(const attn_seq *s, const tile_list *tl, const gathered_c
 static void gathered_mask(const seq_mask *sm, const gathered_cols *gc, int i, float *out)
 {
     const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
-    const bool restricted = sm->causal || sm->key_padding || sm->attn_bool || aa;
+    const bool restricted = mask_restricted(sm);
     for (int c = 0; c < gc->n; c++) {
         const int j = gc->cols[c];
         if (gc->skip[c] || (restricted && !mask_allowed(sm, i, j)))

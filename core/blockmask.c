@@ -147,6 +147,8 @@ seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b)
         .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
         .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
         .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
+        .banded = bm->band >= 0 && bm->band < sq->len - 1,
+        .band = bm->band,
     };
 }
 
@@ -212,6 +214,15 @@ static int class_blocks(const seq_mask *sm, int q0, int q1, int k0, int k1)
     return NONE;
 }
 
+/* |i - j| <= w */
+static int class_band(int w, int q0, int q1, int k0, int k1)
+{
+    const long long dmin = (long long)k0 - (q1 - 1), dmax = (long long)(k1 - 1) - q0;
+    if (dmin >= -w && dmax <= w)
+        return ALL;
+    return dmax < -w || dmin > w ? NONE : SOME;
+}
+
 static int class_attn(const seq_mask *sm, int q0, int q1, int k0, int k1)
 {
     size_t allowed = 0, n = (size_t)(q1 - q0) * (size_t)(k1 - k0);
@@ -257,6 +268,8 @@ static int tile_class(const class_ctx *cx, int q0, int q1, int k0, int k1)
     }
     if (r > NONE && sm->causal)
         r = MIN2(r, k0 > q1 - 1 ? NONE : k1 - 1 <= q0 ? ALL : SOME);
+    if (r > NONE && sm->banded)
+        r = MIN2(r, class_band(sm->band, q0, q1, k0, k1));
     if (r > NONE && cx->pad_below) {
         const uint32_t n = cx->pad_below[k1] - cx->pad_below[k0];
         r = MIN2(r, n == (uint32_t)(k1 - k0) ? NONE : n ? SOME : ALL);
@@ -428,7 +441,7 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
     if (rc < 0)
         return rc;
     const seq_mask sm = seq_mask_for(in, bm, b);
-    s->dense = !sm.pattern && !sm.causal && !sm.key_padding && !sm.attn_bool && !sm.attn_add;
+    s->dense = !sm.pattern && !mask_restricted(&sm);
     /* the strided diagonals by residue class: without weights only (the
      * tiles' softmax then starts from the classes' running state) */
     s->stride = residue && !csr && sm.pattern && sm.stride > 1 && sm.stride < len ? sm.stride : 0;
@@ -512,10 +525,10 @@ done:
 
 enc_blockmask *enc_blockmask_new(const enc_batch *in, bool csr, enc_error *err)
 {
-    return blockmask_new(in, csr, false, err);
+    return blockmask_new(in, csr, false, -1, err);
 }
 
-enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_error *err)
+enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, int band, enc_error *err)
 {
     if (!in || in->B < 1 || in->L < 1) {
         enc_error_set(err, ENC_EINVAL, "no batch to compile a mask for");
@@ -534,6 +547,7 @@ enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_er
         goto oom;
     bm->B = in->B;
     bm->csr = csr;
+    bm->band = band < 0 ? -1 : band;
     bm->seqs = calloc((size_t)in->B, sizeof *bm->seqs);
     bm->is_global = calloc((size_t)in->L, 1);
     if (!bm->seqs || !bm->is_global)

@@ -47,6 +47,7 @@ typedef enum slot {
 typedef struct naming {
     const char *layer;
     const char *name[N_SLOTS];
+    const char *final; /* the norm after the last layer: its weight's and bias's prefix */
 } naming;
 
 /* nn.TransformerEncoder's state_dict (API.md section 2). */
@@ -65,7 +66,8 @@ static const naming TORCH = {"layers.",
                               [S_LN1_W] = "norm1.weight",
                               [S_LN1_B] = "norm1.bias",
                               [S_LN2_W] = "norm2.weight",
-                              [S_LN2_B] = "norm2.bias"}};
+                              [S_LN2_B] = "norm2.bias"},
+                             "norm."};
 
 /* transformers' BertLayer (BertSelfAttention, BertSelfOutput,
  * BertIntermediate, BertOutput), also RoBERTa's, XLM-R's, CamemBERT's and
@@ -86,7 +88,8 @@ static const naming BERT = {"encoder.layer.",
                              [S_LN1_W] = "attention.output.LayerNorm.weight",
                              [S_LN1_B] = "attention.output.LayerNorm.bias",
                              [S_LN2_W] = "output.LayerNorm.weight",
-                             [S_LN2_B] = "output.LayerNorm.bias"}};
+                             [S_LN2_B] = "output.LayerNorm.bias"},
+                            NULL};
 
 /* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
 static const naming DISTILBERT = {"transformer.layer.",
@@ -105,32 +108,63 @@ static const naming DISTILBERT = {"transformer.layer.",
                                    [S_LN1_W] = "sa_layer_norm.weight",
                                    [S_LN1_B] = "sa_layer_norm.bias",
                                    [S_LN2_W] = "output_layer_norm.weight",
-                                   [S_LN2_B] = "output_layer_norm.bias"}};
+                                   [S_LN2_B] = "output_layer_norm.bias"},
+                                  NULL};
+
+/* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
+ * and ModernBertModel's final_norm; layer 0 has no attn_norm (the
+ * identity). */
+static const naming MODERNBERT = {"layers.",
+                                  {[S_QKV_W] = "attn.Wqkv.weight",
+                                   [S_QKV_B] = "attn.Wqkv.bias",
+                                   [S_O_W] = "attn.Wo.weight",
+                                   [S_O_B] = "attn.Wo.bias",
+                                   [S_1_W] = "mlp.Wi.weight",
+                                   [S_1_B] = "mlp.Wi.bias",
+                                   [S_2_W] = "mlp.Wo.weight",
+                                   [S_2_B] = "mlp.Wo.bias",
+                                   [S_LN1_W] = "attn_norm.weight",
+                                   [S_LN1_B] = "attn_norm.bias",
+                                   [S_LN2_W] = "mlp_norm.weight",
+                                   [S_LN2_B] = "mlp_norm.bias"},
+                                  "final_norm."};
+
+/* What a family's config.json says beyond the sizes (positions; ModernBERT's
+ * block), into c. */
+typedef int (*read_extras)(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name, their naming, the
  * base model's prefix in task checkpoints, and where config.json keeps each
- * hyperparameter. */
+ * hyperparameter.  gated: the feed-forward is a GLU whose activation the
+ * activation field names (silu: SwiGLU). */
 typedef struct family {
     const char *model_type;
     const naming *names;
     const char *prefix; /* "bert." in BertForMaskedLM's names */
     const char *d_model, *n_heads, *d_ff, *n_layers, *activation, *eps;
+    read_extras extras;
+    bool gated;
 } family;
 
 static const family FAMILIES[] = {
     {"bert", &BERT, "bert.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
     {"roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
     {"xlm-roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
     {"camembert", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
     {"electra", &BERT, "electra.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps"},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
     /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12), not configurable. */
     {"distilbert", &DISTILBERT, "distilbert.", "dim", "n_heads", "hidden_dim", "n_layers",
-     "activation", NULL},
+     "activation", NULL, read_positions, false},
+    /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
+    {"modernbert", &MODERNBERT, "model.", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_activation", "norm_eps", read_modernbert, true},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -254,7 +288,7 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
 
     /* The in-projection: one stacked tensor, or q/k/v apart (required for
      * grouped-query attention, whose k and v are narrower than q). */
-    if (nm->name[S_QKV_W] && find(ld, NAME(S_QKV_W), NULL)) {
+    if (nm->name[S_QKV_W] && (NAME(S_QKV_W), !nm->name[S_Q_W] || find(ld, name, NULL))) {
         if (hp->n_kv_heads != hp->n_heads)
             return enc_error_set(ld->err, ENC_EFORMAT,
                                  "tensor '%s' cannot serve n_kv_heads (%d) < n_heads (%d): "
@@ -266,11 +300,14 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
                (rc = bind(ld, NAME(S_V_W), ly->w_qkv + D * D + KV * D, KV, D)) < 0) {
         return rc;
     }
+    /* Layer 0's attention norm may be the identity: no ln1 to bind. */
     if (rc < 0 || (rc = bind(ld, NAME(S_O_W), ly->w_o, D, D)) < 0 ||
         (rc = bind(ld, NAME(S_1_W), ly->w_1, F1, D)) < 0 ||
         (rc = bind(ld, NAME(S_2_W), ly->w_2, D, F)) < 0 ||
-        (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0)
+        (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
+        (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
+        (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
+        (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0))
         return rc;
     if (!hp->bias)
         return ENC_OK;
@@ -283,15 +320,14 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
     if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
         (rc = bind(ld, NAME(S_1_B), ly->b_1, F1, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0)
+        (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
         return rc;
 #undef NAME
     return ENC_OK;
 }
 
-/* Binds every layer, named model_prefix + nm's layer prefix + the slot. */
+/* Binds every layer, named model_prefix + nm's layer prefix + the slot,
+ * and the final norm, model_prefix + nm's final name. */
 static int bind_layers(loader *ld, const enc_model *m, const char *model_prefix, const naming *nm,
                        bool layer_prefixed)
 {
@@ -302,6 +338,20 @@ static int bind_layers(loader *ld, const enc_model *m, const char *model_prefix,
         else
             snprintf(prefix, sizeof prefix, "%s", model_prefix);
         if (bind_layer(ld, m, l, prefix, nm) < 0)
+            return ld->err->status;
+    }
+    char name[256];
+    const int64_t D = m->hp.d_model;
+    if (m->final_w) {
+        snprintf(name, sizeof name, "%s%sweight", model_prefix, nm->final ? nm->final : "");
+        if (!nm->final || bind(ld, name, m->final_w, D, 0) < 0)
+            return nm->final ? ld->err->status
+                             : enc_error_set(ld->err, ENC_EINVAL,
+                                             "this checkpoint's architecture has no final norm");
+    }
+    if (m->final_b) {
+        snprintf(name, sizeof name, "%s%sbias", model_prefix, nm->final);
+        if (bind(ld, name, m->final_b, D, 0) < 0)
             return ld->err->status;
     }
     return ENC_OK;
@@ -401,6 +451,23 @@ static int open_file(loader *ld, const char *path)
     return ENC_OK;
 }
 
+/* Which setting leaves a PyTorch file's tensor name unbound, for the
+ * message: "" when none says. */
+static const char *unexpected_why(const enc_hparams *hp, const char *name)
+{
+    const bool norm = strstr(name, "norm") != NULL, bias = strstr(name, "bias") != NULL;
+    if (strncmp(name, "norm.", 5) == 0 && !hp->final_norm)
+        return " (the model has final_norm false)";
+    if (hp->first_norm_identity && (strncmp(name, "layers.0.norm1.", 15) == 0 ||
+                                    (hp->n_layers == 1 && strncmp(name, "norm1.", 6) == 0)))
+        return " (the model has first_attn_norm false: layer 0 has no attention norm)";
+    if (norm && bias && hp->bias && hp->norm == ENC_NORM_LAYERNORM_NOBIAS)
+        return " (the model has norm layernorm_nobias)";
+    if (bias && !hp->bias)
+        return " (the model has bias false)";
+    return "";
+}
+
 enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err)
 {
     loader ld = {.err = err};
@@ -420,9 +487,8 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
     for (size_t i = 0; i < f->n_tensors; i++) {
         if (!ld.used[0][i]) {
             const char *name = f->tensors[i].name;
-            bool bias_off = !hp->bias && strstr(name, "bias");
             enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s'%s", name,
-                          bias_off ? " (the model has bias false)" : "");
+                          unexpected_why(hp, name));
             goto error;
         }
     }
@@ -567,6 +633,80 @@ static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
     return ENC_OK;
 }
 
+/* A boolean field of config.json in *out; absent or null: dflt. */
+static int bool_field(const json_t *root, const char *key, bool dflt, bool *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return ENC_OK;
+    }
+    if (!json_is_boolean(v))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not true or false", key);
+    *out = json_is_true(v);
+    return ENC_OK;
+}
+
+/* ModernBERT (transformers' ModernBertConfig, ModernBertEncoderLayer):
+ * pre-norm, layer 0's attention norm the identity, a final norm; a GLU
+ * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) on every
+ * layer, its base global_rope_theta, or local_rope_theta (when not null) on
+ * the local layers; layer i global when i mod global_attn_every_n_layers
+ * = 0, otherwise a window of local_attention / 2 keys each side.  Its
+ * position_embedding_type ("absolute") is not read: its positions are
+ * rotary whatever it says.  Biases: attention_bias and mlp_bias (must
+ * agree: attnd's bias covers every Linear), norm_bias; defaults as
+ * ModernBertConfig's. */
+static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    bool attn_bias = false, mlp_bias = false, norm_bias = false;
+    int every = 3, window = 128, rc;
+    double global = 160000.0, local = 10000.0;
+    const json_t *lt = json_object_get(root, "local_rope_theta");
+    if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
+        (rc = bool_field(root, "mlp_bias", false, &mlp_bias, err)) < 0 ||
+        (rc = bool_field(root, "norm_bias", false, &norm_bias, err)) < 0 ||
+        (json_object_get(root, "global_attn_every_n_layers") &&
+         (rc = int_field(root, "global_attn_every_n_layers", &every, err)) < 0) ||
+        (json_object_get(root, "local_attention") &&
+         (rc = int_field(root, "local_attention", &window, err)) < 0) ||
+        (rc = number_field(root, "global_rope_theta", &global, err)) < 0 ||
+        (rc = number_field(root, "local_rope_theta", &local, err)) < 0)
+        return rc;
+    if (attn_bias != mlp_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attention_bias (%s) and mlp_bias (%s) differ; attnd's "
+                             "bias covers every Linear",
+                             attn_bias ? "true" : "false", mlp_bias ? "true" : "false");
+    if (norm_bias && !attn_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: norm_bias true with attention_bias and mlp_bias false "
+                             "is not supported (attnd's bias false drops the norms' biases too)");
+    if (every > ENC_MAX_LAYERS)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'global_attn_every_n_layers' (%d) is over %d", every,
+                             ENC_MAX_LAYERS);
+    hp->norm_first = true;
+    hp->first_norm_identity = true;
+    hp->final_norm = true;
+    hp->bias = attn_bias;
+    hp->norm = norm_bias ? ENC_NORM_LAYERNORM : ENC_NORM_LAYERNORM_NOBIAS;
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = global;
+    hp->global_every = every;
+    hp->local_window = every > 1 ? window / 2 : 0;
+    hp->rope_theta_local = every > 1 ? (lt && !json_is_null(lt) ? local : global) : 0.0;
+    c->key_rope_theta = "global_rope_theta";
+    c->key_norm = "norm_bias";
+    c->key_global_every = "global_attn_every_n_layers";
+    c->key_local_window = "local_attention";
+    c->key_rope_theta_local = lt && !json_is_null(lt) ? "local_rope_theta" : "global_rope_theta";
+    return ENC_OK;
+}
+
 int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -600,7 +740,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         printable(shown, sizeof shown, json_string_value(mt));
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
-                           "xlm-roberta, camembert, electra, distilbert)",
+                           "xlm-roberta, camembert, electra, distilbert, modernbert)",
                            shown);
         goto done;
     }
@@ -629,19 +769,24 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     }
     const char *a = json_string_value(act);
     printable(c->activation, sizeof c->activation, a);
-    if (strcmp(a, "gelu") == 0) {
+    if (fam->gated && (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0)) {
+        hp->ffn = ENC_FFN_SWIGLU; /* SiLU gates; activation is not used */
+        hp->activation = ENC_ACT_GELU;
+    } else if (strcmp(a, "gelu") == 0) {
         hp->activation = ENC_ACT_GELU; /* transformers' GELUActivation: erf */
     } else if (strcmp(a, "gelu_new") == 0 || strcmp(a, "gelu_pytorch_tanh") == 0) {
         hp->activation = ENC_ACT_GELU_TANH; /* NewGELUActivation, PytorchGELUTanh */
-    } else if (strcmp(a, "relu") == 0) {
+    } else if (strcmp(a, "relu") == 0 && !fam->gated) {
         hp->activation = ENC_ACT_RELU;
     } else {
-        rc = enc_error_set(err, ENC_EINVAL,
-                           "config.json: %s '%s' is not supported (gelu, gelu_new, "
-                           "gelu_pytorch_tanh, relu)",
-                           fam->activation, c->activation);
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s' is not supported (%s)",
+                           fam->activation, c->activation,
+                           fam->gated ? "gelu, gelu_new, gelu_pytorch_tanh, silu"
+                                      : "gelu, gelu_new, gelu_pytorch_tanh, relu");
         goto done;
     }
+    if (fam->gated && hp->ffn == ENC_FFN_MLP)
+        hp->ffn = ENC_FFN_GEGLU;
     if (fam->eps) {
         const json_t *eps = json_object_get(root, fam->eps);
         if (!eps) {
@@ -658,7 +803,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     } else {
         hp->layer_norm_eps = DISTILBERT_EPS;
     }
-    if ((rc = read_positions(root, c, err)) < 0)
+    if ((rc = fam->extras(root, c, err)) < 0)
         goto done;
 done:
     json_decref(root);
@@ -780,7 +925,8 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
      * with its prefix ("bert."); the base model (BertModel) without. */
     char first[256];
     const char *prefix = NULL;
-    snprintf(first, sizeof first, "%s0.%s", fam->names->layer, fam->names->name[S_Q_W]);
+    snprintf(first, sizeof first, "%s0.%s", fam->names->layer,
+             fam->names->name[S_Q_W] ? fam->names->name[S_Q_W] : fam->names->name[S_QKV_W]);
     for (int p = 0; p < 2 && !prefix; p++) {
         char name[300];
         snprintf(name, sizeof name, "%s%s", p ? fam->prefix : "", first);

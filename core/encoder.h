@@ -62,6 +62,13 @@ typedef enum enc_ffn {
     ENC_FFN_SWIGLU,
 } enc_ffn;
 
+/* The block's norms: LayerNorm with a weight and a bias (the bias only when
+ * bias is on), or with a weight only (ModernBERT's norm_bias false). */
+typedef enum enc_norm {
+    ENC_NORM_LAYERNORM,
+    ENC_NORM_LAYERNORM_NOBIAS,
+} enc_norm;
+
 typedef struct enc_hparams {
     int d_model;    /* D */
     int n_heads;    /* H; must divide d_model */
@@ -76,7 +83,18 @@ typedef struct enc_hparams {
     double rope_theta;     /* RoPE's base, > 0 (default 10000) */
     int rope_dim;          /* dims of each head RoPE rotates: even, <= E; 0 = E */
     enc_rope_style rope_style;
-    enc_ffn ffn; /* zero: mlp */
+    enc_ffn ffn;              /* zero: mlp */
+    enc_norm norm;            /* zero: layernorm */
+    bool final_norm;          /* a norm after the last layer */
+    bool first_norm_identity; /* layer 0's attention norm is the identity (ModernBERT);
+                                 pre-norm only */
+    /* Per-layer attention (docs/model.md): layer l is global when l mod
+     * global_every = 0, otherwise local: query i sees keys |i - j| <=
+     * local_window, on top of the batch's own mask.  0 or 1: every layer
+     * global. */
+    int global_every;
+    int local_window;        /* W >= 0 */
+    double rope_theta_local; /* RoPE's base on local layers; 0: rope_theta */
 } enc_hparams;
 
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
@@ -104,6 +122,17 @@ int enc_ffn_parse(const char *name, enc_ffn *out);
 const char *enc_ffn_name(enc_ffn ffn);
 /* Rows of the feed-forward's first Linear: d_ff, or 2 d_ff when gated. */
 int enc_ffn_rows(const enc_hparams *hp);
+/* "layernorm" | "layernorm_nobias" both ways; 0 or ENC_EINVAL. */
+int enc_norm_parse(const char *name, enc_norm *out);
+const char *enc_norm_name(enc_norm norm);
+/* Whether the norms have a bias: bias on and norm layernorm. */
+bool enc_norm_has_bias(const enc_hparams *hp);
+/* Whether layer l is local (a sliding window) rather than global. */
+bool enc_layer_local(const enc_hparams *hp, int l);
+/* RoPE's base on layer l: rope_theta_local on a local layer when set. */
+double enc_layer_rope_theta(const enc_hparams *hp, int l);
+/* The pairs (i, j) of a sequence of len tokens with |i - j| <= w. */
+uint64_t enc_band_pairs(int len, int w);
 
 /* ALiBi's slope of each of n heads (Press et al.): 2^(-8(h+1)/n) when n is a
  * power of two; else the slopes of the power of two m below n, then every
@@ -160,12 +189,16 @@ const char *enc_model_ignored(const enc_model *m, size_t i);
  * the encoder's hyperparameters (post-norm, biases, n_kv_heads = n_heads),
  * with the key config.json keeps each under (for messages). */
 typedef struct enc_hf_config {
-    char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert */
+    char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert |
+                            modernbert */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
     const char *key_eps;        /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
     const char *key_rope_theta; /* rope_theta or rotary_emb_base, for RoPE */
-    char activation[32];        /* the file's activation name ("gelu_new") */
+    /* ModernBERT's: norm_bias, global_attn_every_n_layers, local_attention,
+     * local_rope_theta; NULL for the others */
+    const char *key_norm, *key_global_every, *key_local_window, *key_rope_theta_local;
+    char activation[32]; /* the file's activation name ("gelu_new") */
 } enc_hf_config;
 
 /* Reads dir/config.json.  Returns 0, or an error naming the file and the

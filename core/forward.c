@@ -42,6 +42,24 @@ typedef struct attn_item {
     uint64_t cost;
 } attn_item;
 
+/* The attention work of one kind of layer over the packed batch: items
+ * [0, n_res) residue classes, [n_res, n_tiles) tiles, then global rows;
+ * each job's block mask (its own on global layers; with the local band on
+ * local layers). */
+typedef struct attn_plan {
+    attn_item *items;
+    int n_res, n_tiles, n_items;
+    const enc_blockmask *const *bms; /* (jobs) */
+} attn_plan;
+
+/* RoPE's cosines and sines for one base: positions [0, cap), rope_dim
+ * floats each (rope_dim / 2 cosines, then as many sines), computed in
+ * double once. */
+typedef struct rope_table {
+    float *t;
+    int cap;
+} rope_table;
+
 struct enc_workspace {
     const enc_model *m;
     team *team;                 /* the threads this workspace's forwards use */
@@ -59,28 +77,26 @@ struct enc_workspace {
     float *scores; /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
     seq_info *seqs;   /* (S) the packed sequences */
-    attn_item *items; /* (3T + 3S) attention work: the residue classes' items (at most
-                         len / 64 + stride < 2 len + 1 a sequence), then the tiles (at
-                         most a tile per 16 rows, plus one), then the global rows' (64
-                         rows each) */
+    attn_item *items; /* (2 (3T + 3S)) attention work, two plans' (global and local layers):
+                         each the residue classes' items (at most len / 64 + stride <
+                         2 len + 1 a sequence), then the tiles (at most a tile per 16
+                         rows, plus one), then the global rows' (64 rows each) */
     float *gemm;      /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
     float *gather;    /* every sequence's gathered columns (attention_gather), its own
                          allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
-    bool gathering;      /* this batch has gathered columns or residue classes */
-    int ldh;             /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
-    int n_seqs, n_items; /* items: [0, n_res) residue classes, [n_res, n_tiles) tiles,
-                            then global rows */
-    int n_res, n_tiles;
-    float *resid; /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
-                     z (T, D); its own allocation, grown when a batch needs it */
+    bool gathering; /* this batch has gathered columns or residue classes */
+    int ldh;        /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
+    int n_seqs;
+    attn_plan plans[2]; /* global layers', local layers' (hp.global_every > 1) */
+    float *resid;       /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
+                           z (T, D); its own allocation, grown when a batch needs it */
     size_t cap_resid;
-    /* RoPE: each packed token's position, and cos then sin of each rotated
-     * pair's angle for positions [0, rope_cap), computed in double once */
+    /* RoPE: each packed token's position, and the tables of the global
+     * layers' base and the local layers' */
     int32_t *tokpos;
     size_t cap_tokpos;
-    float *rope; /* (rope_cap, rope_dim): rope_dim / 2 cosines, then as many sines */
-    int rope_cap;
+    rope_table ropes[2];
 };
 
 /* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
@@ -188,7 +204,8 @@ void enc_workspace_free(enc_workspace *ws)
     free(ws->gather);
     free(ws->resid);
     free(ws->tokpos);
-    free(ws->rope);
+    free(ws->ropes[0].t);
+    free(ws->ropes[1].t);
     free(ws->mem);
     free(ws);
 }
@@ -247,7 +264,7 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     sizes[6] = align64(n_ll * sizeof(float));
     sizes[7] = 0;
     sizes[8] = align64(S * sizeof(seq_info));
-    sizes[9] = align64((3 * T + 3 * S) * sizeof(attn_item));
+    sizes[9] = align64(2 * (3 * T + 3 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     sizes[11] = align64(n_kt * sizeof(float));
     size_t total = 0;
@@ -281,6 +298,8 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
             *bufs[i] = p;
         p += sizes[i];
     }
+    ws->plans[0].items = ws->items;
+    ws->plans[1].items = ws->items + 3 * T + 3 * S;
     return ENC_OK;
 }
 
@@ -319,7 +338,9 @@ typedef struct block_ctx {
     const enc_layer *ly;
     enc_workspace *ws;
     const enc_job *jobs;             /* the batches run together */
-    const enc_blockmask *const *bms; /* (jobs) each job's block mask */
+    const enc_blockmask *const *bms; /* (jobs) each job's own block mask (its CSR layout) */
+    const attn_plan *plan;           /* this layer's attention: global or local */
+    const rope_table *rope;          /* this layer's RoPE angles */
     uint64_t *scores;                /* (jobs) the scores each job's attention computed */
     int layer;
     int T;
@@ -422,15 +443,17 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
     const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim;
     float *scratch = ws->scores + (size_t)tid * ws->attn_floats;
     int k0, k1;
-    split_cost(ws->items + first, count, tid, n, &k0, &k1);
+    const attn_plan *pl = c->plan;
+    split_cost(pl->items + first, count, tid, n, &k0, &k1);
     for (int k = first + k0; k < first + k1; k++) {
-        const attn_item *it = &ws->items[k];
+        const attn_item *it = &pl->items[k];
         const seq_info *sq = &ws->seqs[it->seq];
         const enc_job *job = &c->jobs[sq->job];
         const enc_batch *in = job->in;
         const enc_result *res = job->res;
-        const enc_blockmask *bm = c->bms[sq->job];
+        const enc_blockmask *bm = pl->bms[sq->job];
         const bm_seq *bs = &bm->seqs[sq->b];
+        const bm_seq *own = &c->bms[sq->job]->seqs[sq->b]; /* CSR weights' layout */
         const int L = in->L;
         seq_mask sm = seq_mask_for(in, bm, sq->b);
         sm.alibi = m->alibi;
@@ -460,9 +483,9 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                            .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE,
                            .attn = seq_attn,
                            .L = L,
-                           .indptr = csr ? bs->indptr : NULL,
-                           .indices = csr ? bs->indices : NULL,
-                           .nnz = bs->nnz,
+                           .indptr = csr ? own->indptr : NULL,
+                           .indices = csr ? own->indices : NULL,
+                           .nnz = own->nnz,
                            .gcols = bs->gcols,
                            .n_gcols = bs->n_gcols,
                            .gather = ws->gather ? ws->gather + sq->gather : NULL,
@@ -476,9 +499,8 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
             if (it->kind == ITEM_RESIDUE) {
                 done = attention_residue(&as, bs, it->cls, it->i0, it->i1, scratch);
             } else if (it->kind == ITEM_GROWS) {
-                const bool restricted = sm.causal || sm.key_padding || sm.attn_bool || sm.attn_add;
                 done = attention_tiles(&as, 0, bs->grows + it->i0, it->i1 - it->i0, NULL, 0,
-                                       restricted ? 0 : BM_FULL, false, scratch);
+                                       mask_restricted(&sm) ? 0 : BM_FULL, false, scratch);
             } else if (bs->dense) {
                 done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL, false,
                                        scratch);
@@ -496,14 +518,14 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
 static void phase_attention_residue(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
-    run_items(c, 0, c->ws->n_res, tid, n);
+    run_items(c, 0, c->plan->n_res, tid, n);
 }
 
 /* Attention, split by (sequence, tile of query rows) items. */
 static void phase_attention(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
-    run_items(c, c->ws->n_res, c->ws->n_tiles - c->ws->n_res, tid, n);
+    run_items(c, c->plan->n_res, c->plan->n_tiles - c->plan->n_res, tid, n);
 }
 
 /* The global positions' rows, after the tiles (which computed them too, over
@@ -511,7 +533,7 @@ static void phase_attention(void *arg, int tid, int n)
 static void phase_attention_globals(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
-    run_items(c, c->ws->n_tiles, c->ws->n_items - c->ws->n_tiles, tid, n);
+    run_items(c, c->plan->n_tiles, c->plan->n_items - c->plan->n_tiles, tid, n);
 }
 
 /* Every sequence's keys packed for attention, split by (sequence, key/value
@@ -528,34 +550,51 @@ static void phase_glu(void *arg, int tid, int n)
                     hp->activation);
 }
 
+/* Whether the local layers' RoPE base is not the global layers'. */
+static bool has_local_rope(const enc_hparams *hp)
+{
+    return hp->global_every > 1 && hp->n_layers > 1 && hp->rope_theta_local > 0.0 &&
+           hp->rope_theta_local != hp->rope_theta;
+}
+
 /* RoPE's rotated dimensions of a head. */
 static int rope_dim_of(const enc_model *m)
 {
     return m->hp.rope_dim ? m->hp.rope_dim : m->head_dim;
 }
 
-/* The cosines and sines of positions [0, need): inv_freq_k = theta^(-2k /
- * rope_dim) and pos * inv_freq_k in double, each rounded to float once. */
-static int rope_table(enc_workspace *ws, int need, enc_error *err)
+/* rt's cosines and sines of positions [0, need) for base theta: inv_freq_k
+ * = theta^(-2k / rope_dim) and pos * inv_freq_k in double, each rounded to
+ * float once. */
+static int rope_fill(const enc_model *m, rope_table *rt, double theta, int need, enc_error *err)
 {
-    const enc_model *m = ws->m;
-    if (need <= ws->rope_cap)
+    if (need <= rt->cap)
         return ENC_OK;
     const int dim = rope_dim_of(m), half = dim / 2;
-    float *t = realloc(ws->rope, (size_t)need * (size_t)dim * sizeof *t);
+    float *t = realloc(rt->t, (size_t)need * (size_t)dim * sizeof *t);
     if (!t)
         return enc_error_set(err, ENC_ENOMEM, "out of memory for RoPE's angles");
-    ws->rope = t;
-    for (int p = ws->rope_cap; p < need; p++) {
+    rt->t = t;
+    for (int p = rt->cap; p < need; p++) {
         float *row = t + (size_t)p * dim;
         for (int k = 0; k < half; k++) {
-            const double a = (double)p * pow(m->hp.rope_theta, -2.0 * k / dim);
+            const double a = (double)p * pow(theta, -2.0 * k / dim);
             row[k] = (float)cos(a);
             row[half + k] = (float)sin(a);
         }
     }
-    ws->rope_cap = need;
+    rt->cap = need;
     return ENC_OK;
+}
+
+/* The global layers' table, and the local layers' when their base differs. */
+static int rope_tables(enc_workspace *ws, int need, enc_error *err)
+{
+    const enc_hparams *hp = &ws->m->hp;
+    int rc = rope_fill(ws->m, &ws->ropes[0], hp->rope_theta, need, err);
+    if (rc == 0 && has_local_rope(hp))
+        rc = rope_fill(ws->m, &ws->ropes[1], hp->rope_theta_local, need, err);
+    return rc;
 }
 
 /* RoPE on every token's query heads and key heads (contiguous in qkv),
@@ -571,7 +610,7 @@ static void phase_rope(void *arg, int tid, int n)
     int t0, t1;
     team_split(c->T, tid, n, &t0, &t1);
     for (int t = t0; t < t1; t++) {
-        const float *cs = ws->rope + (size_t)ws->tokpos[t] * dim, *sn = cs + half;
+        const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim, *sn = cs + half;
         float *row = ws->qkv + (size_t)t * Q;
         for (int hh = 0; hh < heads; hh++) {
             float *x = row + (size_t)hh * E;
@@ -620,7 +659,7 @@ static void phase_gather(void *arg, int tid, int n)
     team_split(ws->n_seqs * G, tid, n, &k0, &k1);
     for (int k = k0; k < k1; k++) {
         const seq_info *sq = &ws->seqs[k / G];
-        const bm_seq *bs = &c->bms[sq->job]->seqs[sq->b];
+        const bm_seq *bs = &c->plan->bms[sq->job]->seqs[sq->b];
         const int g = k % G;
         float *dst = ws->gather + sq->gather + (size_t)g * seq_gather_floats(bs, E);
         const float *qkv = ws->qkv + (size_t)sq->row * Q;
@@ -643,10 +682,11 @@ static void phase_gather(void *arg, int tid, int n)
  * team has threads when the sequence is long enough (16 rows at least), so
  * one sequence uses every core.  Then the global positions' rows, 64 to an
  * item. */
-static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
+static void plan_attention(enc_workspace *ws, attn_plan *pl, const enc_blockmask *const *bms)
 {
     const int nth = team_size(ws->team);
-    ws->n_items = 0;
+    pl->bms = bms;
+    pl->n_items = 0;
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
@@ -654,12 +694,12 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
             const int m = (sq->len - r + bs->stride - 1) / bs->stride;
             for (int k0 = 0; k0 < m; k0 += ENC_TILE_Q) {
                 const int k1 = k0 + ENC_TILE_Q < m ? k0 + ENC_TILE_Q : m;
-                ws->items[ws->n_items++] =
+                pl->items[pl->n_items++] =
                     (attn_item){s, k0, k1, ITEM_RESIDUE, r, (uint64_t)m * (uint64_t)(k1 - k0) + 1};
             }
         }
     }
-    ws->n_res = ws->n_items;
+    pl->n_res = pl->n_items;
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
@@ -677,17 +717,17 @@ static void plan_attention(enc_workspace *ws, const enc_blockmask *const *bms)
                 keys = (uint64_t)(bs->qptr[qt + 1] - bs->qptr[qt]) * ENC_TILE_K +
                        (uint64_t)bs->n_gcols;
             }
-            ws->items[ws->n_items++] =
+            pl->items[pl->n_items++] =
                 (attn_item){s, i0, i1, ITEM_TILE, 0, keys * (uint64_t)(i1 - i0) + 1};
         }
     }
-    ws->n_tiles = ws->n_items;
+    pl->n_tiles = pl->n_items;
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
         for (int g0 = 0; g0 < bs->n_grows; g0 += ENC_TILE_Q) {
             const int g1 = g0 + ENC_TILE_Q < bs->n_grows ? g0 + ENC_TILE_Q : bs->n_grows;
-            ws->items[ws->n_items++] =
+            pl->items[pl->n_items++] =
                 (attn_item){s, g0, g1, ITEM_GROWS, 0, (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
         }
     }
@@ -727,19 +767,24 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     const enc_hparams *hp = &m->hp;
     const enc_layer *ly = &m->layers[l];
     const int D = hp->d_model, F = hp->d_ff;
+    const bool local = enc_layer_local(hp, l);
+    const attn_plan *pl = &ws->plans[local];
     block_ctx c = {.m = m,
                    .ly = ly,
                    .ws = ws,
                    .jobs = jobs,
                    .bms = bms,
+                   .plan = pl,
+                   .rope = &ws->ropes[local && has_local_rope(hp)],
                    .scores = scores,
                    .layer = l,
                    .T = T,
                    .kt = m->packed && simd_enabled() ? ws->kt : NULL};
 
-    /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)) */
+    /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)), LN1 on layer 0 maybe
+     * the identity */
     const float *a_in = ws->x;
-    if (hp->norm_first) {
+    if (hp->norm_first && ly->ln1_w) {
         run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
@@ -751,10 +796,10 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         team_run(ws->team, phase_keys, &c);
     if (ws->gathering)
         team_run(ws->team, phase_gather, &c);
-    if (ws->n_res)
+    if (pl->n_res)
         team_run(ws->team, phase_attention_residue, &c);
     team_run(ws->team, phase_attention, &c);
-    if (ws->n_items > ws->n_tiles)
+    if (pl->n_items > pl->n_tiles)
         team_run(ws->team, phase_attention_globals, &c);
     run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
@@ -787,10 +832,9 @@ static void zero_padding(float *a, int n, int L, int len)
     }
 }
 
-/* Checks a job and its result buffers, and finds its block mask (the
- * batch's, or *own, compiled here); sets job->rc and job->err. */
-static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
-                     enc_blockmask **own)
+/* job_check's checks and the job's own block mask. */
+static int job_check_own(const enc_model *m, enc_job *job, const enc_blockmask **bm,
+                         enc_blockmask **own)
 {
     enc_error_clear(&job->err);
     *own = NULL;
@@ -818,8 +862,23 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
     for (int l = 0; job->res->attn_mode != ENC_ATTN_NONE && job->res->attn && l < m->hp.n_layers;
          l++)
         weights |= job->res->attn[l] != NULL;
-    *bm = *own = blockmask_new(job->in, false, !weights, &job->err);
+    *bm = *own = blockmask_new(job->in, false, !weights, -1, &job->err);
     if (!*bm)
+        job->rc = job->err.status != ENC_OK ? (int)job->err.status : ENC_ENOMEM;
+    return job->rc;
+}
+
+/* Checks a job and its result buffers, and finds its block mask (the
+ * batch's, or *own, compiled here), and with local layers compiles *local,
+ * the local layers' (the batch's mask and the band, residue classes
+ * never); sets job->rc and job->err. */
+static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
+                     enc_blockmask **own, enc_blockmask **local)
+{
+    *local = NULL;
+    if (job_check_own(m, job, bm, own) < 0 || m->hp.global_every < 2 || m->hp.n_layers < 2)
+        return job->rc;
+    if (!(*local = blockmask_new(job->in, false, false, m->hp.local_window, &job->err)))
         job->rc = job->err.status != ENC_OK ? (int)job->err.status : ENC_ENOMEM;
     return job->rc;
 }
@@ -852,18 +911,32 @@ static bool grow_floats(float **buf, size_t *cap, size_t need)
     return true;
 }
 
+/* Floats of sequence b of job j's gathered area, every key/value head: the
+ * larger of its global and local layers' (lbms NULL: no local layers). */
+static size_t job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
+                                const enc_blockmask *const *lbms, int j, int b)
+{
+    size_t f = seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
+    if (lbms) {
+        const size_t lf = seq_gather_floats(&lbms[j]->seqs[b], m->head_dim);
+        f = lf > f ? lf : f;
+    }
+    return (size_t)m->hp.n_kv_heads * f;
+}
+
 /* Room for what the live jobs' block masks need besides the batch shape:
  * every sequence's gathered columns and residue classes (every key/value
  * head), and the residue classes' running state.  Returns 0 or ENC_ENOMEM. */
 static int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
-                                   const enc_blockmask *const *bms, enc_error *err)
+                                   const enc_blockmask *const *bms,
+                                   const enc_blockmask *const *lbms, enc_error *err)
 {
     const enc_model *m = ws->m;
     size_t gather = 0;
     bool residue = false;
     for (int j = 0; j < n; j++)
         for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++) {
-            gather += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
+            gather += job_gather_floats(m, bms, lbms, j, b);
             residue |= bms[j]->seqs[b].stride > 0;
         }
     ws->gathering = gather > 0;
@@ -886,18 +959,22 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     const int D = m->hp.d_model, H = m->hp.n_heads;
     size_t T = 0, S = 0, Lmax = 1;
     int failed = 0;
-    /* (n) each job's block mask, the ones compiled here, its scores */
+    /* (n) each job's block mask, the ones compiled here, the local layers',
+     * its scores */
+    const bool has_local = m->hp.global_every > 1 && m->hp.n_layers > 1;
     const enc_blockmask **bms = calloc((size_t)n, sizeof *bms);
     enc_blockmask **own = calloc((size_t)n, sizeof *own);
+    enc_blockmask **lbms = calloc((size_t)n, sizeof *lbms);
     uint64_t *scores = calloc((size_t)n, sizeof *scores);
-    if (!bms || !own || !scores) {
+    const enc_blockmask *const *local = has_local ? (const enc_blockmask *const *)lbms : NULL;
+    if (!bms || !own || !lbms || !scores) {
         for (int j = 0; j < n; j++)
             jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM, "out of memory planning a batch");
         failed = n;
         goto done;
     }
     for (int j = 0; j < n; j++) {
-        if (job_check(m, &jobs[j], &bms[j], &own[j]) < 0) {
+        if (job_check(m, &jobs[j], &bms[j], &own[j], &lbms[j]) < 0) {
             failed++;
             continue;
         }
@@ -920,7 +997,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         goto done;
     }
 
-    rc = workspace_reserve_masks(ws, jobs, n, bms, &err);
+    rc = workspace_reserve_masks(ws, jobs, n, bms, local, &err);
     if (rc < 0) {
         failed += fail_live_jobs(jobs, n, rc, &err);
         goto done;
@@ -948,7 +1025,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
                 }
             }
         }
-        rc = tp ? rope_table(ws, need, &err)
+        rc = tp ? rope_tables(ws, need, &err)
                 : enc_error_set(&err, ENC_ENOMEM, "out of memory for the positions");
         if (rc < 0) {
             failed += fail_live_jobs(jobs, n, rc, &err);
@@ -971,7 +1048,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
             ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
-            goff += (size_t)m->hp.n_kv_heads * seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
+            goff += job_gather_floats(m, bms, local, j, b);
             csr += (size_t)heads * bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
@@ -987,10 +1064,16 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
                 zero_padding(res->attn[l] + (size_t)b * heads * L * L, heads, L,
                              in->lengths ? in->lengths[b] : L);
     }
-    plan_attention(ws, bms);
+    plan_attention(ws, &ws->plans[0], bms);
+    if (has_local)
+        plan_attention(ws, &ws->plans[1], local);
 
     for (int l = 0; l < m->hp.n_layers; l++)
         block_forward(m, l, ws, jobs, bms, scores, (int)T);
+    if (m->final_w) { /* the norm after the last layer, in place */
+        block_ctx c = {.m = m, .ws = ws, .T = (int)T};
+        run_norm(&c, false, ws->x, m->final_w, m->final_b);
+    }
     team_rest(ws->team); /* the rest is this thread's: free the helpers' CPUs */
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == 0)
@@ -1016,9 +1099,12 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         }
     }
 done:
-    for (int j = 0; own && j < n; j++)
+    for (int j = 0; own && lbms && j < n; j++) {
         enc_blockmask_free(own[j]);
+        enc_blockmask_free(lbms[j]);
+    }
     free(own);
+    free(lbms);
     free((void *)bms);
     free(scores);
     return failed;
@@ -1040,12 +1126,17 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
 {
     const double T = (double)B * L, D = hp->d_model, F = hp->d_ff, E = (double)D / hp->n_heads;
     const double Q = D + 2.0 * hp->n_kv_heads * E;
-    const double per_layer = 2.0 * T * D * Q                              /* in-projection */
-                             + 2.0 * T * D * D                            /* out-projection */
-                             + 2.0 * T * D * enc_ffn_rows(hp)             /* feed-forward in */
-                             + 2.0 * T * D * F                            /* feed-forward out */
-                             + 4.0 * B * hp->n_heads * (double)L * L * E; /* QK^T and AV */
-    return per_layer * hp->n_layers;
+    const double linears = 2.0 * T * D * Q                  /* in-projection */
+                           + 2.0 * T * D * D                /* out-projection */
+                           + 2.0 * T * D * enc_ffn_rows(hp) /* feed-forward in */
+                           + 2.0 * T * D * F;               /* feed-forward out */
+    double flops = 0.0;
+    for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
+        const double pairs =
+            enc_layer_local(hp, l) ? (double)enc_band_pairs(L, hp->local_window) : (double)L * L;
+        flops += linears + 4.0 * B * hp->n_heads * pairs * E;
+    }
+    return flops;
 }
 
 void enc_set_threads(int n)

@@ -25,6 +25,10 @@ static const char *const ffn_names[] = {
     [ENC_FFN_GEGLU] = "geglu",
     [ENC_FFN_SWIGLU] = "swiglu",
 };
+static const char *const norm_names[] = {
+    [ENC_NORM_LAYERNORM] = "layernorm",
+    [ENC_NORM_LAYERNORM_NOBIAS] = "layernorm_nobias",
+};
 
 /* The index of name in names (n of them), or -1. */
 static int name_index(const char *const *names, size_t n, const char *name)
@@ -55,6 +59,7 @@ ENUM_NAMES(enc_activation, activation_names)
 ENUM_NAMES(enc_position, position_names)
 ENUM_NAMES(enc_rope_style, rope_style_names)
 ENUM_NAMES(enc_ffn, ffn_names)
+ENUM_NAMES(enc_norm, norm_names)
 
 void enc_hparams_default(enc_hparams *hp)
 {
@@ -73,7 +78,35 @@ void enc_hparams_default(enc_hparams *hp)
         .rope_dim = 0,
         .rope_style = ENC_ROPE_NEOX,
         .ffn = ENC_FFN_MLP,
+        .norm = ENC_NORM_LAYERNORM,
+        .global_every = 1,
     };
+}
+
+bool enc_norm_has_bias(const enc_hparams *hp)
+{
+    return hp->bias && hp->norm == ENC_NORM_LAYERNORM;
+}
+
+bool enc_layer_local(const enc_hparams *hp, int l)
+{
+    return hp->global_every > 1 && l % hp->global_every != 0;
+}
+
+double enc_layer_rope_theta(const enc_hparams *hp, int l)
+{
+    return enc_layer_local(hp, l) && hp->rope_theta_local > 0.0 ? hp->rope_theta_local
+                                                                : hp->rope_theta;
+}
+
+uint64_t enc_band_pairs(int len, int w)
+{
+    if (len <= 0 || w < 0)
+        return 0;
+    if (w >= len - 1)
+        return (uint64_t)len * (uint64_t)len;
+    /* every row 2w + 1 keys, less the w (w + 1) / 2 past each end */
+    return (uint64_t)len * (uint64_t)(2 * w + 1) - (uint64_t)w * (uint64_t)(w + 1);
 }
 
 int enc_ffn_rows(const enc_hparams *hp)
@@ -128,6 +161,21 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
         return enc_error_set(err, ENC_EINVAL,
                              "ffn geglu gates with the GELU of activation: activation must be "
                              "gelu or gelu_tanh, not relu");
+    if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_NOBIAS)
+        return enc_error_set(err, ENC_EINVAL, "norm (%d) must be layernorm or layernorm_nobias",
+                             (int)hp->norm);
+    if (hp->first_norm_identity && !hp->norm_first)
+        return enc_error_set(err, ENC_EINVAL,
+                             "first_attn_norm false (layer 0's attention norm the identity) "
+                             "needs norm_first true: a post-norm block's norms follow their "
+                             "sublayers");
+    if ((rc = check_range("global_every", hp->global_every, 0, ENC_MAX_LAYERS, err)) < 0 ||
+        (rc = check_range("local_window", hp->local_window, 0, ENC_MAX_POSITION, err)) < 0)
+        return rc;
+    if (hp->rope_theta_local != 0.0 &&
+        (!(hp->rope_theta_local > 0.0) || !isfinite(hp->rope_theta_local)))
+        return enc_error_set(err, ENC_EINVAL, "rope_theta_local (%g) must be a positive number",
+                             hp->rope_theta_local);
     if ((unsigned)hp->position > ENC_POS_ALIBI)
         return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
                              (int)hp->position);

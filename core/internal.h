@@ -21,10 +21,10 @@ typedef struct enc_layer {
     float *b_1;   /* (F) or (2F) */
     float *w_2;   /* (D, F) */
     float *b_2;   /* (D) */
-    float *ln1_w; /* (D) */
-    float *ln1_b; /* (D) */
+    float *ln1_w; /* (D); NULL on layer 0 when its attention norm is the identity */
+    float *ln1_b; /* (D); NULL without norm biases (enc_norm_has_bias) */
     float *ln2_w; /* (D) */
-    float *ln2_b; /* (D) */
+    float *ln2_b; /* (D) or NULL */
     /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
      * the CPU has no AVX-512 (cblas_sgemm on the weights above instead). */
     gemm_packed *pk_qkv, *pk_o, *pk_1, *pk_2;
@@ -36,6 +36,8 @@ struct enc_model {
     int kv_dim;        /* G * E */
     int qkv_dim;       /* D + 2 * G * E */
     enc_layer *layers; /* (n_layers) */
+    float *final_w;    /* (D) the norm after the last layer, or NULL (hp.final_norm off) */
+    float *final_b;    /* (D) or NULL */
     float *params;     /* every parameter, one allocation */
     size_t n_params;
     bool packed;           /* some layer has a packed weight: workspaces need GEMM scratch */
@@ -155,13 +157,19 @@ typedef struct seq_mask {
     const uint8_t *key_padding; /* (L) or NULL */
     const uint8_t *attn_bool;   /* (L, L) or NULL */
     const float *attn_add;      /* (L, L) or NULL */
-    const float *alibi;         /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
-    const int32_t *pos;         /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
+    bool banded; /* a local layer's window, narrower than the sequence: |i - j| <= band */
+    int band;
+    const float *alibi; /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
+    const int32_t *pos; /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,
  * the CSR lists and partially masked tiles follow. */
 bool mask_allowed(const seq_mask *sm, int i, int j);
+/* Whether a restriction (causal, padding, an attn mask, a band) can refuse
+ * a pair the pattern holds: gathered columns and global rows must then be
+ * masked key by key. */
+bool mask_restricted(const seq_mask *sm);
 
 /* ALiBi: adds -slope_h * |p_i - p_j| to n scores of query i, s[k] being
  * key cols[k]'s (cols NULL: key j0 + k * step's).  Nothing when sm has no
@@ -212,13 +220,15 @@ typedef struct bm_seq {
 struct enc_blockmask {
     int B;
     bool csr;
+    int band; /* local layers' block mask: |i - j| <= band on top of the batch's mask; or -1 */
     uint8_t *is_global; /* (L) */
     bm_seq *seqs;       /* (B) */
 };
 
 /* enc_blockmask_new, and with residue the strided diagonals by residue
- * class (bm_seq.stride): for forwards that return no weights. */
-enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, enc_error *err);
+ * class (bm_seq.stride): for forwards that return no weights.  band >= 0:
+ * a local layer's, every pair further apart than band refused besides. */
+enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, int band, enc_error *err);
 /* Whether query tile qt lists key tile kt. */
 bool blockmask_listed(const bm_seq *s, int qt, int kt);
 

@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Floats in one layer, and where each tensor sits, for hp. */
-static size_t layer_floats(const enc_model *m, enc_layer *carve, float *base)
+/* Floats in layer l, and where each tensor sits, for hp (layer -1: the
+ * final norm's). */
+static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *base)
 {
     const enc_hparams *hp = &m->hp;
     const size_t D = (size_t)hp->d_model, F = (size_t)hp->d_ff, Q = (size_t)m->qkv_dim;
     const size_t F1 = (size_t)enc_ffn_rows(hp); /* the first Linear's rows: F, or 2F gated */
-    const bool b = hp->bias;
+    const bool b = hp->bias, nb = enc_norm_has_bias(hp);
+    const bool block = l >= 0, ln1 = block && !(l == 0 && hp->first_norm_identity);
     size_t off = 0;
 #define CARVE(field, n, present)                                                                   \
     do {                                                                                           \
@@ -22,18 +24,18 @@ static size_t layer_floats(const enc_model *m, enc_layer *carve, float *base)
             carve->field = (present) ? base + off : NULL;                                          \
         off += (present) ? (n) : 0;                                                                \
     } while (0)
-    CARVE(w_qkv, Q * D, true);
-    CARVE(b_qkv, Q, b);
-    CARVE(w_o, D * D, true);
-    CARVE(b_o, D, b);
-    CARVE(w_1, F1 * D, true);
-    CARVE(b_1, F1, b);
-    CARVE(w_2, D * F, true);
-    CARVE(b_2, D, b);
-    CARVE(ln1_w, D, true);
-    CARVE(ln1_b, D, b);
-    CARVE(ln2_w, D, true);
-    CARVE(ln2_b, D, b);
+    CARVE(w_qkv, Q * D, block);
+    CARVE(b_qkv, Q, block && b);
+    CARVE(w_o, D * D, block);
+    CARVE(b_o, D, block && b);
+    CARVE(w_1, F1 * D, block);
+    CARVE(b_1, F1, block && b);
+    CARVE(w_2, D * F, block);
+    CARVE(b_2, D, block && b);
+    CARVE(ln1_w, D, ln1 || (!block && hp->final_norm));
+    CARVE(ln1_b, D, (ln1 || (!block && hp->final_norm)) && nb);
+    CARVE(ln2_w, D, block);
+    CARVE(ln2_b, D, block && nb);
 #undef CARVE
     return off;
 }
@@ -55,14 +57,20 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
             goto nomem;
         enc_alibi_slopes(hp->n_heads, m->alibi);
     }
-    size_t per_layer = layer_floats(m, NULL, NULL);
-    m->n_params = per_layer * (size_t)hp->n_layers;
+    m->n_params = layer_floats(m, -1, NULL, NULL);
+    for (int l = 0; l < hp->n_layers; l++)
+        m->n_params += layer_floats(m, l, NULL, NULL);
     m->params = model_zalloc(m->n_params * sizeof *m->params);
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->params || !m->layers)
         goto nomem;
+    size_t off = 0;
     for (int l = 0; l < hp->n_layers; l++)
-        layer_floats(m, &m->layers[l], m->params + (size_t)l * per_layer);
+        off += layer_floats(m, l, &m->layers[l], m->params + off);
+    enc_layer final;
+    layer_floats(m, -1, &final, m->params + off);
+    m->final_w = final.ln1_w;
+    m->final_b = final.ln1_b;
     return m;
 nomem:
     enc_model_free(m);
@@ -290,9 +298,12 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
             fill_uniform(ly->b_2, D, seed, l, RNG_FF2_B, 1.0 / sqrt((double)F));
             /* b_qkv, b_o and the LayerNorm biases stay zero from calloc. */
         }
-        fill_value(ly->ln1_w, D, 1.0f);
+        if (ly->ln1_w) /* layer 0's may be the identity */
+            fill_value(ly->ln1_w, D, 1.0f);
         fill_value(ly->ln2_w, D, 1.0f);
     }
+    if (m->final_w)
+        fill_value(m->final_w, D, 1.0f);
     snprintf(m->source, sizeof m->source, "seed:%llu", (unsigned long long)seed);
     model_pack(m);
     return m;

@@ -142,12 +142,12 @@ static double naive_additive(const enc_batch *in, int b, int i, int j)
 /* RoPE on n vectors of E doubles (stride E) of the token at position pos:
  * the first dim dims rotate, in pairs (k, k + dim/2) or (2k, 2k + 1), by
  * pos * theta^(-2k / dim). */
-static void naive_rope(double *x, int n, int E, const enc_hparams *hp, int pos)
+static void naive_rope(double *x, int n, int E, const enc_hparams *hp, double theta, int pos)
 {
     const int dim = hp->rope_dim ? hp->rope_dim : E, half = dim / 2;
     for (int v = 0; v < n; v++, x += E)
         for (int k = 0; k < half; k++) {
-            const double a = (double)pos * pow(hp->rope_theta, -2.0 * k / dim);
+            const double a = (double)pos * pow(theta, -2.0 * k / dim);
             const int i0 = hp->rope_style == ENC_ROPE_NEOX ? k : 2 * k;
             const int i1 = hp->rope_style == ENC_ROPE_NEOX ? k + half : 2 * k + 1;
             const double x0 = x[i0], x1 = x[i1];
@@ -188,8 +188,13 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
 
         for (int l = 0; l < hp->n_layers; l++) {
             const enc_layer *ly = &m->layers[l];
-            /* attention sublayer */
-            if (hp->norm_first)
+            /* A local layer (l mod global_every != 0) sees |i - j| <= local_window
+             * besides; its RoPE turns by rope_theta_local when that is set. */
+            const bool local = hp->global_every > 1 && l % hp->global_every != 0;
+            const double theta =
+                local && hp->rope_theta_local > 0.0 ? hp->rope_theta_local : hp->rope_theta;
+            /* attention sublayer; layer 0's norm the identity when first_norm_identity */
+            if (hp->norm_first && !(l == 0 && hp->first_norm_identity))
                 naive_layernorm(a, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
             else
                 memcpy(a, x, (size_t)len * D * sizeof *a);
@@ -200,8 +205,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             naive_linear(v, a, wv, bv, len, D, KV);
             const int32_t *pos = in->positions ? in->positions + (size_t)b * L : NULL;
             for (int i = 0; hp->position == ENC_POS_ROPE && i < len; i++) {
-                naive_rope(q + (size_t)i * D, H, E, hp, pos ? pos[i] : i);
-                naive_rope(k + (size_t)i * KV, G, E, hp, pos ? pos[i] : i);
+                naive_rope(q + (size_t)i * D, H, E, hp, theta, pos ? pos[i] : i);
+                naive_rope(k + (size_t)i * KV, G, E, hp, theta, pos ? pos[i] : i);
             }
 
             float *attn = NULL;
@@ -213,7 +218,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                     double max = -INFINITY, sum = 0;
                     for (int j = 0; j < len; j++) {
                         p[j] = -INFINITY;
-                        if (!naive_allowed(in, b, len, i, j))
+                        if (!naive_allowed(in, b, len, i, j) ||
+                            (local && abs(i - j) > hp->local_window))
                             continue;
                         double s = 0;
                         for (int e = 0; e < E; e++)
@@ -278,6 +284,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             if (!hp->norm_first)
                 naive_layernorm(x, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
         }
+        if (hp->final_norm)
+            naive_layernorm(x, x, m->final_w, m->final_b, len, D, hp->layer_norm_eps);
         for (size_t t = 0; t < (size_t)len * D; t++)
             res->out[(size_t)b * LD + t] = (float)x[t];
     }

@@ -7,6 +7,7 @@
  * the settings that disagree with config.json, and the daemon's /v1/model. */
 #include "config.h"
 #include "daemon.h"
+#include "hf_util.h"
 #include "safetensors.h"
 #include "sha256.h"
 #include "suites.h"
@@ -48,43 +49,6 @@ static void run(enc_model *m, const float *x, int B, int L, float **out, float *
     enc_error err = {0};
     ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
     enc_workspace_free(ws);
-}
-
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The model's list (count, item) equals the JSON array want as sets. */
-static void same_names(const char *what, const char *name, size_t n, const char **got,
-                       const json_t *want)
-{
-    ck_assert_msg(json_array_size(want) == n, "%s: %zu %s, the fixture lists %zu", name, n, what,
-                  json_array_size(want));
-    const char **w = xcalloc(n + 1, sizeof *w);
-    for (size_t i = 0; i < n; i++)
-        w[i] = json_string_value(json_array_get(want, i));
-    qsort(w, n, sizeof *w, by_string);
-    qsort(got, n, sizeof *got, by_string);
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(w[i] && strcmp(got[i], w[i]) == 0, "%s: %s %zu is %s, the fixture's %s", name,
-                      what, i, got[i], w[i] ? w[i] : "(none)");
-    free(w);
-}
-
-/* sha256 of the file at path, hex. */
-static void file_sha256(const char *path, char hex[SHA256_HEX_SIZE])
-{
-    FILE *fp = fopen(path, "rb");
-    ck_assert_msg(fp != NULL, "cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    const long n = ftell(fp);
-    rewind(fp);
-    char *buf = xcalloc((size_t)n + 1, 1);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    sha256_hex(buf, (size_t)n, hex);
-    free(buf);
 }
 
 /* Each directory: config.json read as the fixture script wrote attnd's
@@ -150,26 +114,7 @@ START_TEST(test_directory_matches_pytorch)
         ck_assert_msg(memcmp(attn[l], attn2[l], (size_t)B * H * L * L * sizeof(float)) == 0,
                       "%s: layer %d's weights differ from the PyTorch-named file's", name, l);
 
-    /* What was left out, and what was read. */
-    size_t n = enc_model_ignored_count(m);
-    const char **names = xcalloc(n + 1, sizeof *names);
-    for (size_t i = 0; i < n; i++)
-        names[i] = enc_model_ignored(m, i);
-    same_names("ignored tensors", name, n, names, json_object_get(hf, "ignored"));
-    free(names);
-    n = enc_model_file_count(m);
-    names = xcalloc(n + 1, sizeof *names);
-    for (size_t i = 0; i < n; i++) {
-        const char *sha;
-        names[i] = enc_model_file(m, i, &sha);
-        char hex[SHA256_HEX_SIZE];
-        path_of(path, sizeof path, dir, names[i]);
-        file_sha256(path, hex);
-        ck_assert_msg(strcmp(sha, hex) == 0, "%s: %s's sha256", name, names[i]);
-        ck_assert(i == 0 || strcmp(names[i - 1], names[i]) < 0); /* sorted */
-    }
-    same_names("files", name, n, names, json_object_get(hf, "files"));
-    free(names);
+    hf_check_files(m, dir, hf, name); /* what was left out, and what was read */
 
     for (int l = 0; l < c.hp.n_layers; l++) {
         free(attn[l]);
@@ -187,68 +132,6 @@ START_TEST(test_directory_matches_pytorch)
 END_TEST
 
 /* ---- refusals ---------------------------------------------------------------------- */
-
-/* A scratch directory holding config.json = base's with edit applied, and
- * links to base's other files (those named in links). */
-typedef struct scratch {
-    char dir[64];
-} scratch;
-
-static void scratch_make(scratch *s, const char *base, const char *edit_json,
-                         const char *const *remove, const char *const *links)
-{
-    snprintf(s->dir, sizeof s->dir, "/tmp/attnd_hf_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(s->dir));
-    char src[512], dst[640];
-    snprintf(src, sizeof src, "%s/%s/config.json", HF_DIR, base);
-    json_t *cfg = json_load_file(src, 0, NULL);
-    ck_assert_ptr_nonnull(cfg);
-    if (edit_json) {
-        json_t *edit = json_loads(edit_json, 0, NULL);
-        ck_assert_msg(edit != NULL, "bad edit %s", edit_json);
-        json_object_update(cfg, edit);
-        json_decref(edit);
-    }
-    for (const char *const *r = remove; r && *r; r++)
-        json_object_del(cfg, *r);
-    snprintf(dst, sizeof dst, "%s/config.json", s->dir);
-    ck_assert_int_eq(json_dump_file(cfg, dst, JSON_INDENT(2)), 0);
-    json_decref(cfg);
-    for (const char *const *l = links; l && *l; l++) {
-        snprintf(src, sizeof src, "%s/%s/%s", HF_DIR, base, *l);
-        snprintf(dst, sizeof dst, "%s/%s", s->dir, *l);
-        ck_assert_int_eq(symlink(src, dst), 0);
-    }
-}
-
-static void scratch_write(const scratch *s, const char *name, const char *text)
-{
-    char path[640];
-    snprintf(path, sizeof path, "%s/%s", s->dir, name);
-    FILE *fp = fopen(path, "w");
-    ck_assert_ptr_nonnull(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
-static void scratch_free(scratch *s)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-/* Loading the scratch directory fails with a message holding want. */
-static void refused(const scratch *s, const char *want)
-{
-    enc_hf_config c;
-    enc_error err = {0};
-    enc_model *m = NULL;
-    if (enc_hf_config_read(s->dir, &c, &err) == 0)
-        m = enc_model_load_dir(s->dir, &c.hp, &err);
-    ck_assert_msg(m == NULL, "loaded, want a refusal with '%s'", want);
-    ck_assert_msg(strstr(err.message, want) != NULL, "message '%s' lacks '%s'", err.message, want);
-}
 
 static const char *const WEIGHTS[] = {"model.safetensors", NULL};
 
@@ -290,18 +173,18 @@ START_TEST(test_bad_config_refused)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         scratch s;
-        scratch_make(&s, "bert_mlm", cases[i].edit, (const char *const[]){cases[i].remove, NULL},
-                     WEIGHTS);
-        refused(&s, cases[i].want);
+        scratch_make(&s, HF_DIR "/bert_mlm", cases[i].edit,
+                     (const char *const[]){cases[i].remove, NULL}, WEIGHTS);
+        refused(s.dir, cases[i].want);
         scratch_free(&s);
     }
     scratch s;
-    scratch_make(&s, "bert_mlm", NULL, NULL, WEIGHTS);
+    scratch_make(&s, HF_DIR "/bert_mlm", NULL, NULL, WEIGHTS);
     scratch_write(&s, "config.json", "{\"model_type\": \"bert\",");
-    refused(&s, "config.json: line 1");
+    refused(s.dir, "config.json: line 1");
     scratch_free(&s);
-    scratch_make(&s, "bert_mlm", NULL, NULL, NULL);
-    refused(&s, "neither model.safetensors nor model.safetensors.index.json is there");
+    scratch_make(&s, HF_DIR "/bert_mlm", NULL, NULL, NULL);
+    refused(s.dir, "neither model.safetensors nor model.safetensors.index.json is there");
     scratch_free(&s);
 }
 END_TEST
@@ -311,20 +194,20 @@ START_TEST(test_bad_index_refused)
     static const char *const SHARDS[] = {"model-00001-of-00002.safetensors",
                                          "model-00002-of-00002.safetensors", NULL};
     scratch s;
-    scratch_make(&s, "bert_sharded", NULL, NULL, SHARDS);
+    scratch_make(&s, HF_DIR "/bert_sharded", NULL, NULL, SHARDS);
     scratch_write(&s, "model.safetensors.index.json",
                   "{\"weight_map\": {\"bert.encoder.layer.0.attention.self.query.weight\": "
                   "\"../model-00001-of-00002.safetensors\"}}");
-    refused(&s, "tensor 'bert.encoder.layer.0.attention.self.query.weight' names no file of the "
-                "directory");
+    refused(s.dir, "tensor 'bert.encoder.layer.0.attention.self.query.weight' names no file of the "
+                   "directory");
     scratch_write(
         &s, "model.safetensors.index.json",
         "{\"weight_map\": {\"bert.encoder.layer.1.output.dense.weight\": "
         "\"model-00001-of-00002.safetensors\", \"bert.encoder.layer.0.output.dense.weight\": "
         "\"model-00002-of-00002.safetensors\"}}");
-    refused(&s, "model.safetensors.index.json: tensor 'bert.encoder.layer.");
+    refused(s.dir, "model.safetensors.index.json: tensor 'bert.encoder.layer.");
     scratch_write(&s, "model.safetensors.index.json", "{\"metadata\": {}}");
-    refused(&s, "model.safetensors.index.json: no 'weight_map' object");
+    refused(s.dir, "model.safetensors.index.json: no 'weight_map' object");
     scratch_free(&s);
 }
 END_TEST
@@ -382,7 +265,7 @@ static void rename_tensors(const char *src, const char *dst, const char *const *
 START_TEST(test_gamma_beta_names)
 {
     scratch s;
-    scratch_make(&s, "bert_mlm", NULL, NULL, NULL);
+    scratch_make(&s, HF_DIR "/bert_mlm", NULL, NULL, NULL);
     char dst[640];
     snprintf(dst, sizeof dst, "%s/model.safetensors", s.dir);
     rename_tensors(HF_DIR "/bert_mlm/model.safetensors", dst,
@@ -443,7 +326,7 @@ START_TEST(test_positions_from_config_json)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         scratch s;
-        scratch_make(&s, "bert_mlm", cases[i].edit, NULL, WEIGHTS);
+        scratch_make(&s, HF_DIR "/bert_mlm", cases[i].edit, NULL, WEIGHTS);
         enc_hf_config c;
         enc_error err = {0};
         ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s: %s", cases[i].edit,
@@ -467,56 +350,37 @@ START_TEST(test_positions_from_config_json)
         scratch_free(&s);
     }
     scratch s;
-    scratch_make(&s, "bert_mlm",
+    scratch_make(&s, HF_DIR "/bert_mlm",
                  "{\"position_embedding_type\": \"rotary\", \"partial_rotary_factor\": 0.1}", NULL,
                  WEIGHTS);
-    refused(&s, "config.json: partial_rotary_factor 0.1 leaves no pair of the head's 4 dimensions "
-                "to rotate");
+    refused(s.dir,
+            "config.json: partial_rotary_factor 0.1 leaves no pair of the head's 4 dimensions "
+            "to rotate");
     scratch_free(&s);
-    scratch_make(&s, "bert_mlm", "{\"position_embedding_type\": \"rotary\", \"rope_theta\": -1}",
-                 NULL, WEIGHTS);
-    refused(&s, "config.json: 'rope_theta' is not a positive number");
+    scratch_make(&s, HF_DIR "/bert_mlm",
+                 "{\"position_embedding_type\": \"rotary\", \"rope_theta\": -1}", NULL, WEIGHTS);
+    refused(s.dir, "config.json: 'rope_theta' is not a positive number");
     scratch_free(&s);
 }
 END_TEST
 
 /* ---- the settings against config.json -------------------------------------------- */
 
-/* config_load of argv (after "attnd") and env; the message, or "" when it
- * loaded (cfg then filled). */
-static void load(attnd_config *cfg, const char *const *argv, const char *const *env, char *msg,
-                 size_t size)
-{
-    char *args[16] = {strdup("attnd")}, *envp[8] = {NULL};
-    int argc = 1;
-    for (; argv[argc - 1]; argc++)
-        args[argc] = strdup(argv[argc - 1]);
-    for (int i = 0; env && env[i]; i++)
-        envp[i] = strdup(env[i]);
-    enc_error err = {0};
-    msg[0] = '\0';
-    if (config_load(cfg, argc, args, envp, &err) < 0)
-        snprintf(msg, size, "%s", err.message);
-    for (int i = 0; i < argc; i++)
-        free(args[i]);
-    for (int i = 0; envp[i]; i++)
-        free(envp[i]);
-}
-
 START_TEST(test_settings_against_config_json)
 {
     const char *dir = HF_DIR "/bert_mlm", *ddir = HF_DIR "/distilbert_mlm";
     attnd_config cfg;
     char msg[1024];
-    load(&cfg, (const char *const[]){"--model-dir", dir, NULL}, NULL, msg, sizeof msg);
+    config_try(&cfg, (const char *const[]){"--model-dir", dir, NULL}, NULL, msg, sizeof msg);
     ck_assert_msg(msg[0] == '\0', "%s", msg);
     ck_assert_int_eq(cfg.model.hp.d_model, 16);
     ck_assert_int_eq(cfg.model.hp.n_layers, 2);
     ck_assert(!cfg.model.hp.norm_first);
     config_free(&cfg);
     /* the same values given again are fine */
-    load(&cfg, (const char *const[]){"--model-dir", dir, "--d-model", "16", "--n-heads", "4", NULL},
-         NULL, msg, sizeof msg);
+    config_try(&cfg,
+               (const char *const[]){"--model-dir", dir, "--d-model", "16", "--n-heads", "4", NULL},
+               NULL, msg, sizeof msg);
     ck_assert_msg(msg[0] == '\0', "%s", msg);
     config_free(&cfg);
 
@@ -546,21 +410,22 @@ START_TEST(test_settings_against_config_json)
         {"--weights", "x.safetensors", "model.dir and model.weights (--weights) are both given"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        load(&cfg, (const char *const[]){"--model-dir", dir, cases[i].flag, cases[i].value, NULL},
-             NULL, msg, sizeof msg);
+        config_try(&cfg,
+                   (const char *const[]){"--model-dir", dir, cases[i].flag, cases[i].value, NULL},
+                   NULL, msg, sizeof msg);
         ck_assert_msg(strstr(msg, cases[i].want) != NULL, "%s: '%s' lacks '%s'", cases[i].flag, msg,
                       cases[i].want);
     }
     /* from a variable, named as such; DistilBERT's fixed eps */
-    load(&cfg, (const char *const[]){"--model-dir", dir, NULL},
-         (const char *const[]){"ATTND_D_FF=64", NULL}, msg, sizeof msg);
+    config_try(&cfg, (const char *const[]){"--model-dir", dir, NULL},
+               (const char *const[]){"ATTND_D_FF=64", NULL}, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "model.d_ff: ATTND_D_FF gives 64, but") != NULL, "%s", msg);
-    load(&cfg, (const char *const[]){"--model-dir", ddir, "--layer-norm-eps", "1e-5", NULL}, NULL,
-         msg, sizeof msg);
+    config_try(&cfg, (const char *const[]){"--model-dir", ddir, "--layer-norm-eps", "1e-5", NULL},
+               NULL, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "config.json: distilbert fixes layer_norm_eps at 1e-12") != NULL,
                   "%s", msg);
-    load(&cfg, (const char *const[]){"--model-dir", "/nonexistent/dir", NULL}, NULL, msg,
-         sizeof msg);
+    config_try(&cfg, (const char *const[]){"--model-dir", "/nonexistent/dir", NULL}, NULL, msg,
+               sizeof msg);
     ck_assert_msg(strstr(msg, "model.dir '/nonexistent/dir': cannot open") != NULL, "%s", msg);
 }
 END_TEST
@@ -586,21 +451,10 @@ START_TEST(test_startup_refusals)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         scratch s;
-        scratch_make(&s, "bert_mlm", cases[i].edit, (const char *const[]){cases[i].remove, NULL},
-                     WEIGHTS);
-        char *out = NULL;
-        const int st =
-            run_attnd((const char *const[]){"--model-dir", s.dir, "--check-config", NULL}, NULL, &out);
-        ck_assert_msg(st == cases[i].status, "case %zu: exit %d: %s", i, st, out);
-        ck_assert_msg(strstr(out, cases[i].want), "case %zu: '%s' lacks '%s'", i, out,
-                      cases[i].want);
-        const char *line = strstr(out, cases[i].want);
-        while (line > out && line[-1] != '\n')
-            line--;
-        ck_assert_msg(strncmp(line, "attnd: ", 7) == 0 && strchr(line, '\n') &&
-                          strchr(line, '\n')[1] == '\0',
-                      "case %zu: not one last line 'attnd: ...': %s", i, out);
-        free(out);
+        scratch_make(&s, HF_DIR "/bert_mlm", cases[i].edit,
+                     (const char *const[]){cases[i].remove, NULL}, WEIGHTS);
+        startup_refused((const char *const[]){"--model-dir", s.dir, NULL}, cases[i].want,
+                        cases[i].status);
         scratch_free(&s);
     }
 }
@@ -652,31 +506,13 @@ START_TEST(test_daemon_serves_directory)
     const st_tensor *xt = st_find(&f, "x");
     const int B = (int)xt->shape[0], L = (int)xt->shape[1], D = (int)xt->shape[2];
     float *x = torch_floats(&f, "x", NULL), *want = torch_floats(&f, "out", NULL);
-    json_t *emb = json_array();
-    for (int b = 0; b < B; b++) {
-        json_t *seq = json_array();
-        for (int i = 0; i < L; i++) {
-            json_t *row = json_array();
-            for (int k = 0; k < D; k++)
-                json_array_append_new(row, json_real(x[((size_t)b * L + i) * D + k]));
-            json_array_append_new(seq, row);
-        }
-        json_array_append_new(emb, seq);
-    }
+    json_t *emb = embeddings_json(x, B, L, D);
     json_t *req = json_pack("{s:o, s:s}", "embeddings", emb, "attention", "none");
     char *body = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
     ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
     ck_assert_msg(r.status == 200, "%ld %s", (long)r.status, r.body);
     json_t *resp = json_loads(r.body, 0, NULL);
-    const json_t *outs = json_object_get(resp, "outputs");
-    double worst = 0;
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < L; i++)
-            for (int k = 0; k < D; k++) {
-                const double g = json_number_value(
-                    json_array_get(json_array_get(json_array_get(outs, b), i), k));
-                worst = fmax(worst, fabs(g - want[((size_t)b * L + i) * D + k]));
-            }
+    const double worst = outputs_diff(json_object_get(resp, "outputs"), want, B, L, D, NULL);
     ck_assert_msg(worst <= TOL, "outputs differ from PyTorch by %g", worst);
     json_decref(resp);
     http_resp_free(&r);

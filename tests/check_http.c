@@ -210,7 +210,7 @@ END_TEST
 /* A fixture case: the daemon's flags for its model, and a request body. */
 typedef struct http_case {
     st_file f;
-    char *args[40];
+    char *args[64];
     int n_args;
     int B, L, D, H, n_layers;
     int *lengths;

@@ -34,6 +34,22 @@ static const enc_hparams shapes[] = {
     {HP_BASE(16, 4, 2, 24, 1, ENC_ACT_GELU_TANH, true, 1e-5f, true), .position = ENC_POS_ROPE,
      .rope_theta = 10000.0, .ffn = ENC_FFN_GEGLU},
     {HP_BASE(8, 2, 1, 12, 2, ENC_ACT_RELU, true, 1e-5f, false), .ffn = ENC_FFN_SWIGLU},
+    /* norms: without a bias, a final one, layer 0's attention norm the identity */
+    {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, true, 1e-5f, true), .norm = ENC_NORM_LAYERNORM_NOBIAS,
+     .final_norm = true},
+    {HP_BASE(10, 2, 2, 16, 2, ENC_ACT_RELU, false, 1e-5f, true), .final_norm = true},
+    {HP_BASE(8, 2, 2, 16, 3, ENC_ACT_RELU, true, 1e-5f, true), .first_norm_identity = true,
+     .final_norm = true},
+    /* per-layer attention: local windows of 1 and 0 (ALiBi, GQA); ModernBERT's
+     * block (every option, RoPE bases per layer kind) */
+    {HP_BASE(12, 3, 3, 20, 3, ENC_ACT_GELU, false, 1e-5f, true), .global_every = 2,
+     .local_window = 1},
+    {HP_BASE(8, 4, 2, 12, 2, ENC_ACT_RELU, true, 1e-5f, true), .position = ENC_POS_ALIBI,
+     .global_every = 2, .local_window = 0},
+    {HP_BASE(16, 4, 4, 24, 4, ENC_ACT_GELU, true, 1e-5f, false), .norm = ENC_NORM_LAYERNORM_NOBIAS,
+     .final_norm = true, .first_norm_identity = true, .position = ENC_POS_ROPE,
+     .rope_theta = 160000.0, .rope_theta_local = 10.0, .ffn = ENC_FFN_GEGLU, .global_every = 3,
+     .local_window = 2},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -195,9 +211,16 @@ START_TEST(test_tiled_attention_threads)
     enc_set_threads(threads);
     /* RoPE (neox, partial) and ALiBi (4 heads) through the same tiles */
     const enc_position pos = (enc_position)(_i / 4 % 3);
+    /* odd _i: layer 1 local, its window inside a tile or across several;
+     * with RoPE, its own base */
     const enc_hparams hp = {HP_BASE(24, 4, 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true),
-                            .position = pos, .rope_theta = 10000.0, .rope_dim = 4,
-                            .ffn = _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP};
+                            .position = pos,
+                            .rope_theta = 10000.0,
+                            .rope_dim = 4,
+                            .ffn = _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP,
+                            .global_every = _i % 2 ? 2 : 1,
+                            .local_window = _i % 2 ? _i * 7 : 0,
+                            .rope_theta_local = pos == ENC_POS_ROPE && _i % 2 ? 100.0 : 0.0};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -592,6 +615,122 @@ START_TEST(test_flops_formula)
 }
 END_TEST
 
+/* ---- per-layer attention: what local layers compute ------------------------- */
+
+/* usage's scores: global layers every allowed tile of the batch's own mask,
+ * local layers the band's tiles; and the FLOP count with the band's pairs. */
+START_TEST(test_local_layer_scores)
+{
+    const int W = 20, NL = 5; /* layers 0 and 3 global, 1 2 4 local */
+    const enc_hparams hp = {HP_BASE(16, 4, 4, 24, NL, ENC_ACT_GELU, true, 1e-5f, true),
+                            .global_every = 3, .local_window = W};
+    enc_model *m = random_model(&hp, 77);
+    enc_workspace *ws = enc_workspace_new(m);
+    const int B = 3, L = 300, lengths[3] = {300, 150, 21};
+    uint64_t st = 9;
+    float *x = xcalloc((size_t)B * L * 16, sizeof *x), *out = xcalloc((size_t)B * L * 16, 4);
+    fill_random(x, (size_t)B * L * 16, &st, 1.0f);
+    for (int causal = 0; causal < 2; causal++) {
+        enc_batch in = batch_plain(x, B, L, lengths);
+        in.mask.causal = causal;
+        enc_result res = {.out = out};
+        enc_error err = {0};
+        ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), 0);
+        uint64_t want = 0;
+        for (int b = 0; b < B; b++) {
+            const uint64_t len = (uint64_t)lengths[b];
+            uint64_t global = len * len; /* no mask: dense; causal: the tiles on or below */
+            if (causal)
+                global = band_tile_scores(lengths[b], lengths[b], true);
+            want += 4 * (2 * global + 3 * band_tile_scores(lengths[b], W, causal));
+        }
+        ck_assert_msg(res.scores == want, "causal %d: scores %llu, want %llu", causal,
+                      (unsigned long long)res.scores, (unsigned long long)want);
+    }
+    /* the FLOPs: each local layer's QK^T and AV over the band's pairs */
+    const double linears = 2.0 * 300 * 16 * (48 + 16 + 24 + 24);
+    const double band = 300.0 * 41 - 20.0 * 21; /* rows of 2W + 1 less the ends */
+    ck_assert_uint_eq(enc_band_pairs(300, W), (uint64_t)band);
+    ck_assert_uint_eq(enc_band_pairs(5, W), 25);
+    const double want_flops = NL * linears + 4.0 * 4 * 4 * (2 * 300.0 * 300 + 3 * band);
+    ck_assert_double_eq_tol(enc_forward_flops(&hp, 1, 300), want_flops, 1.0);
+    free(x);
+    free(out);
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
+/* CSR weights of a model with local layers: the batch's CSR layout on every
+ * layer, a local layer's entries outside its band 0, and the rest the dense
+ * weights, which match the naive reference's. */
+START_TEST(test_local_layer_csr)
+{
+    const enc_hparams hp = {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, true, 1e-5f, true),
+                            .global_every = 2, .local_window = 3 + _i * 40};
+    enc_model *m = random_model(&hp, 12 + (uint64_t)_i);
+    enc_workspace *ws = enc_workspace_new(m);
+    const int B = 2, L = 150, D = 12, H = 3, lengths[2] = {150, 97};
+    uint64_t st = 5;
+    float *x = xcalloc((size_t)B * L * D, sizeof *x);
+    fill_random(x, (size_t)B * L * D, &st, 1.0f);
+    enc_batch in = batch_plain(x, B, L, lengths);
+    in.mask.window_left = 70; /* wider than the band in one case, narrower in the other */
+    in.mask.window_right = 10;
+    enc_error err = {0};
+    enc_blockmask *bm = enc_blockmask_new(&in, true, &err);
+    ck_assert_ptr_nonnull(bm);
+    in.blockmask = bm;
+    size_t nnz = 0;
+    for (int b = 0; b < B; b++)
+        nnz += enc_blockmask_nnz(bm, b);
+    float *dense[2], *csr[2], *out = xcalloc((size_t)B * L * D, sizeof *out);
+    for (int l = 0; l < 2; l++) {
+        dense[l] = xcalloc((size_t)B * H * L * L, sizeof(float));
+        csr[l] = xcalloc((size_t)H * nnz, sizeof(float));
+        for (size_t k = 0; k < (size_t)H * nnz; k++)
+            csr[l][k] = 99.0f; /* every entry must be written */
+    }
+    enc_result rd = {.out = out, .attn_mode = ENC_ATTN_HEADS, .attn = dense};
+    enc_result rc = {
+        .out = out, .attn_mode = ENC_ATTN_HEADS, .attn_format = ENC_FORMAT_CSR, .attn = csr};
+    ck_assert_int_eq(enc_forward_naive(m, &in, &rd, &err), 0);
+    ck_assert_msg(enc_forward(m, ws, &in, &rc, &err) == 0, "%s", err.message);
+    size_t off = 0;
+    int outside = 0;
+    for (int b = 0; b < B; b++) {
+        const int32_t *ip = enc_blockmask_indptr(bm, b), *ix = enc_blockmask_indices(bm, b);
+        const size_t n = enc_blockmask_nnz(bm, b);
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < lengths[b]; i++)
+                    for (int32_t k = ip[i]; k < ip[i + 1]; k++) {
+                        const int j = ix[k];
+                        const float got = csr[l][off * H + (size_t)h * n + (size_t)k];
+                        const float want = dense[l][(((size_t)b * H + h) * L + i) * L + j];
+                        ck_assert_msg(fabsf(got - want) < TOL_ATTN,
+                                      "layer %d seq %d head %d (%d, %d): %g, want %g", l, b, h, i,
+                                      j, got, want);
+                        if (l == 1 && abs(i - j) > hp.local_window) {
+                            ck_assert_float_eq(got, 0.0f);
+                            outside++;
+                        }
+                    }
+        off += n;
+    }
+    ck_assert_int_gt(outside, 0); /* the local layer left pairs of the batch's mask out */
+    for (int l = 0; l < 2; l++) {
+        free(dense[l]);
+        free(csr[l]);
+    }
+    free(out);
+    free(x);
+    enc_blockmask_free(bm);
+    enc_workspace_free(ws);
+    enc_model_free(m);
+}
+END_TEST
+
 Suite *naive_suite(void)
 {
     Suite *s = suite_create("naive");
@@ -607,6 +746,8 @@ Suite *naive_suite(void)
     tcase_add_loop_test(tc, test_extreme_inputs, 0, 10);
     tcase_add_test(tc, test_batch_validation_messages);
     tcase_add_test(tc, test_flops_formula);
+    tcase_add_test(tc, test_local_layer_scores);
+    tcase_add_loop_test(tc, test_local_layer_csr, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1064,7 +1064,7 @@ END_TEST
 
 typedef struct v2_case {
     st_file f;
-    char *args[40];
+    char *args[64];
     int n_args;
     int B, L, D, H, n_layers;
 } v2_case;

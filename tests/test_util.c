@@ -83,3 +83,24 @@ int chk_fail(chk *k, const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
+uint64_t band_tile_scores(int len, int w, bool causal)
+{
+    if (w >= len - 1 && !causal)
+        return (uint64_t)len * (uint64_t)len;
+    uint64_t n = 0;
+    for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
+        const int q1 = q0 + ENC_TILE_Q < len ? q0 + ENC_TILE_Q : len;
+        for (int k0 = 0; k0 < len; k0 += ENC_TILE_K) {
+            const int k1 = k0 + ENC_TILE_K < len ? k0 + ENC_TILE_K : len;
+            bool any = false; /* some pair (i, j) with |i - j| <= w (and j <= i) */
+            for (int i = q0; i < q1 && !any; i++)
+                for (int j = k0; j < k1 && !any; j++)
+                    any = abs(i - j) <= w && (!causal || j <= i);
+            if (any)
+                n += (uint64_t)(q1 - q0) * (uint64_t)(k1 - k0);
+        }
+    }
+    const uint64_t all = (uint64_t)len * (uint64_t)len;
+    return n < all ? n : all;
+}

@@ -47,4 +47,10 @@ int chk_fail(chk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* Checks allocation; aborts the test on NULL. */
 void *xcalloc(size_t n, size_t size);
 
+/* Scores a layer whose mask is |i - j| <= w (and j <= i when causal)
+ * computes for a sequence of len tokens, from the block mask's tile rule
+ * written out: a tile of ENC_TILE_Q query rows x ENC_TILE_K keys is scored
+ * whole when it holds an allowed pair; len^2 at most (then it runs dense). */
+uint64_t band_tile_scores(int len, int w, bool causal);
+
 #endif

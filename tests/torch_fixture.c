@@ -103,6 +103,17 @@ void torch_hparams(const st_file *f, enc_hparams *hp)
     const json_t *ffn = json_object_get(cfg, "ffn");
     if (ffn) /* a gated feed-forward */
         ck_assert_int_eq(enc_ffn_parse(json_string_value(ffn), &hp->ffn), 0);
+    const json_t *norm = json_object_get(cfg, "norm"), *v;
+    if (norm) /* the block options of the ModernBERT-class cases */
+        ck_assert_int_eq(enc_norm_parse(json_string_value(norm), &hp->norm), 0);
+    hp->final_norm = json_is_true(json_object_get(cfg, "final_norm"));
+    hp->first_norm_identity = json_is_false(json_object_get(cfg, "first_attn_norm"));
+    if ((v = json_object_get(cfg, "global_every")))
+        hp->global_every = (int)json_integer_value(v);
+    if ((v = json_object_get(cfg, "local_window")))
+        hp->local_window = (int)json_integer_value(v);
+    if ((v = json_object_get(cfg, "rope_theta_local")))
+        hp->rope_theta_local = json_number_value(v);
     const json_t *pos = json_object_get(cfg, "position");
     if (pos) { /* positions inside attention */
         ck_assert_int_eq(enc_position_parse(json_string_value(pos), &hp->position), 0);
@@ -132,18 +143,27 @@ void torch_daemon_flags(const st_file *f, const char *name, char **args, int *n,
 {
     json_t *cfg = json_loads(st_metadata(f, "config"), 0, NULL);
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_le(*n + 2 * 12 + 4 + 1, max);
-    static const char *const keys[] = {"d_model",    "n_heads",    "n_kv_heads",     "d_ff",
-                                       "n_layers",   "activation", "layer_norm_eps", "position",
-                                       "rope_theta", "rope_dim",   "rope_style",     "ffn"};
+    static const char *const keys[] = {"d_model",        "n_heads",      "n_kv_heads",
+                                       "d_ff",           "n_layers",     "activation",
+                                       "layer_norm_eps", "position",     "rope_theta",
+                                       "rope_dim",       "rope_style",   "ffn",
+                                       "norm",           "final_norm",   "first_attn_norm",
+                                       "global_every",   "local_window", "rope_theta_local"};
+    const int n_keys = (int)(sizeof keys / sizeof *keys);
+    ck_assert_int_le(*n + 2 * n_keys + 4 + 1, max);
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         if (!json_object_get(cfg, keys[i]))
             continue; /* the positions' and ffn keys, in some cases only */
-        char flag[64], val[64];
+        char flag[64], val[80];
         snprintf(flag, sizeof flag, "--%s", keys[i]);
         for (char *p = flag; *p; p++)
             *p = *p == '_' ? '-' : *p;
         json_t *v = json_object_get(cfg, keys[i]);
+        if (json_is_boolean(v)) { /* --flag or --no-flag */
+            snprintf(val, sizeof val, "--no-%s", flag + 2);
+            args[(*n)++] = strdup(json_is_true(v) ? flag : val);
+            continue;
+        }
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));
         else if (json_is_integer(v))

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """make_fixtures - numeric fixtures for attnd's forward pass, made with PyTorch.
 
-    /usr/bin/python3 tools/make_fixtures.py tests/fixtures/torch
+    /usr/bin/python3 tools/make_fixtures.py tests/fixtures/torch [CASE ...]
 
-For every case in CASES it writes
+(only the named cases when given: their floats differ in the last bits from
+CPU to CPU, so adding a case leaves the others as they are.)  For every case in CASES it writes
 
-    OUTDIR/<case>/model.safetensors   the weights (through export_safetensors.export)
+    OUTDIR/<case>/model.safetensors   the weights (through export_safetensors.export,
+                                      or export_own for what export() refuses)
     OUTDIR/<case>/case.safetensors    inputs, masks and the expected results
 
 and OUTDIR/README.md, which lists the cases and the file layout.  The C tests
@@ -71,8 +73,39 @@ Gated feed-forward layers (the `ffn` setting, "mlp" by default):
     the feed-forward; and each gated feed-forward agrees with a second
     formulation (separate F.linear calls on linear1's two row halves, the
     activation written out, float64) within 1e-6.
+
+Block options (the settings norm, final_norm, first_attn_norm, global_every,
+local_window, rope_theta_local; ModernBERT's combination):
+
+  - norm "layernorm_nobias": every LayerNorm has a weight and no bias (as
+    ModernBERT's norm_bias=False, torch >= 2.1's LayerNorm(bias=False)).
+    torch 1.13 has no such LayerNorm, so the modules' LayerNorm biases are
+    fixed at zero and the files have no norm bias tensors.
+  - final_norm: a LayerNorm (the same eps and kind) after the last layer, as
+    nn.TransformerEncoder(norm=nn.LayerNorm(D)), named norm.weight / norm.bias.
+  - first_attn_norm false (pre-norm only): layer 0's norm1 is the identity
+    (layer 0 computes x + SA(x)); the modules run it with norm1 replaced by
+    nn.Identity() and the files have no layers.0.norm1.* (norm1.* for one
+    layer).  torch 1.13's layer forward reads norm1.eps, and without a
+    src_mask norm1.weight / norm1.bias, to decide on its C++ fast path, so
+    that nn.Identity carries the layer's eps and, when the case has no mask,
+    the layers get an all-false boolean src_mask (which changes nothing).
+  - global_every N / local_window W: layer l is global when l % N == 0 and
+    otherwise local, where query i may attend to key j only if |i - j| <= W
+    (token indices in the padded sequence) and the case's own mask allows it.
+    The allowed-key rule is per layer (layer_allowed), and so are torch's
+    src_mask (the case's mask AND the band) and the ALiBi src_mask.  The
+    modules then run layer by layer, each nn.TransformerEncoderLayer on its
+    own src_mask, with the final LayerNorm (if any) after them.  A padded
+    query with no key inside its band gets NaN from torch; that row is zeroed
+    after the layer (as a padded key it is masked in every later layer, so no
+    other row depends on it), it is zero in the files, and the modules and
+    the functional reference are compared on the rows that are never dead.
+  - rope_theta_local T: with RoPE, the local layers use theta T instead of
+    rope_theta.
 """
 
+import copy
 import json
 import math
 import os
@@ -101,7 +134,9 @@ DEFAULTS = dict(D=16, H=4, G=None, F=32, eps=1e-5, B=2, L=6, n_layers=1, norm_fi
                 key_padding=None, attn_bool=None, attn_add=None, dtype="F32",
                 separate_qkv=False, prefixed=False, strided=None, fixed=None, blocks=None,
                 position="none", rope_theta=10000.0, rope_dim=None, rope_style="neox",
-                position_ids=None, ffn="mlp")
+                position_ids=None, ffn="mlp", norm="layernorm", final_norm=False,
+                first_attn_norm=True, global_every=None, local_window=None,
+                rope_theta_local=None)
 CASES = [
     ("layer_post_relu", "one post-norm block, relu", {}),
     ("layer_pre_gelu", "one pre-norm block, exact (erf) gelu",
@@ -262,6 +297,40 @@ CASES = [
     ("ffn_geglu_rope", "GeGLU (gelu) with RoPE as rope_neox (neox style, theta 10000, every "
      "head dim rotated)", dict(ffn="geglu", act="gelu", position="rope", rope_style="neox",
                                rope_theta=10000.0)),
+    # Block options (see the module docstring): LayerNorms without bias, a
+    # final LayerNorm, no attention norm in layer 0, local / global layers.
+    ("norm_nobias", "norm layernorm_nobias: LayerNorms with a weight and no bias (no norm1.bias "
+     "/ norm2.bias in the file; Linear biases kept), post-norm", dict(norm="layernorm_nobias")),
+    ("norm_nobias_prenorm", "norm layernorm_nobias, 2 pre-norm blocks, gelu",
+     dict(norm="layernorm_nobias", norm_first=True, n_layers=2, act="gelu")),
+    ("final_norm", "final_norm: a LayerNorm (norm.weight, norm.bias) after the last of 2 "
+     "pre-norm blocks", dict(final_norm=True, norm_first=True, n_layers=2)),
+    ("final_norm_nobias", "final_norm with norm layernorm_nobias (norm.weight only), 2 pre-norm "
+     "blocks, lengths [6, 4]", dict(final_norm=True, norm="layernorm_nobias", norm_first=True,
+                                    n_layers=2, lengths=(6, 4))),
+    ("first_attn_norm_off", "first_attn_norm false: layer 0 computes x + SA(x) (no "
+     "layers.0.norm1.*), 3 pre-norm blocks, final_norm",
+     dict(first_attn_norm=False, final_norm=True, norm_first=True, n_layers=3)),
+    ("local_global", "global_every 2, local_window 2: layers 1 and 3 of 4 post-norm blocks are "
+     "local (abs(i - j) <= 2), L 12, lengths [12, 9] (a padded query with no key in its band)",
+     dict(global_every=2, local_window=2, n_layers=4, B=2, L=12, lengths=(12, 9))),
+    ("local_global_prenorm_gqa", "global_every 3, local_window 1, 3 pre-norm blocks (layers 1 "
+     "and 2 local), 4 query heads and 2 key/value heads, L 10",
+     dict(global_every=3, local_window=1, n_layers=3, norm_first=True, H=4, G=2, L=10)),
+    ("local_global_causal", "global_every 2, local_window 3 with causal (local layers: "
+     "i - 3 <= j <= i), 3 post-norm blocks, L 12",
+     dict(global_every=2, local_window=3, causal=True, n_layers=3, L=12)),
+    ("local_global_window", "global_every 2, local_window 4 with the request window left 1 right "
+     "6 (local layers: i - 1 <= j <= i + 4), 3 post-norm blocks, L 12",
+     dict(global_every=2, local_window=4, window=(1, 6), n_layers=3, L=12)),
+    ("local_global_rope", "ModernBERT's combination: RoPE (neox) theta 160000 in global layers "
+     "and rope_theta_local 10000 in local ones, global_every 3, local_window 2, GeGLU (gelu), "
+     "3 pre-norm blocks, L 14",
+     dict(position="rope", rope_theta=160000.0, rope_theta_local=10000.0, global_every=3,
+          local_window=2, ffn="geglu", act="gelu", norm_first=True, n_layers=3, L=14)),
+    ("local_global_alibi", "ALiBi with global_every 2, local_window 2 (layer 1 local), 2 "
+     "post-norm blocks, L 10",
+     dict(position="alibi", global_every=2, local_window=2, n_layers=2, L=10)),
 ]
 
 
@@ -283,6 +352,13 @@ class Case:
         if self.position_ids is not None:
             assert len(self.position_ids) == self.B, name
             assert all(len(r) == self.L and min(r) >= 0 for r in self.position_ids), name
+        assert self.norm in ("layernorm", "layernorm_nobias"), name
+        assert self.first_attn_norm or self.norm_first, f"{name}: first_attn_norm needs pre-norm"
+        assert (self.global_every is None) == (self.local_window is None), name
+        assert self.global_every is None or \
+            (self.global_every >= 1 and self.local_window >= 0), name
+        assert self.rope_theta_local is None or \
+            (self.position == "rope" and self.global_every is not None), name
 
     def config(self):
         return {"d_model": self.D, "n_heads": self.H, "n_kv_heads": self.G, "d_ff": self.F,
@@ -304,6 +380,47 @@ class Case:
         """The config key of a gated feed-forward, appended after the position
         keys in the fixture's metadata; none for ffn "mlp"."""
         return {} if self.ffn == "mlp" else {"ffn": self.ffn}
+
+    def block_config(self):
+        """The config keys of the block options, appended after the position
+        and ffn keys in the fixture's metadata, in this order and each only
+        where the case uses it: norm, final_norm, first_attn_norm,
+        global_every, local_window, rope_theta_local."""
+        out = {}
+        if self.norm != "layernorm":
+            out["norm"] = self.norm
+        if self.final_norm:
+            out["final_norm"] = True
+        if not self.first_attn_norm:
+            out["first_attn_norm"] = False
+        if self.global_every is not None:
+            out["global_every"] = self.global_every
+            out["local_window"] = self.local_window
+        if self.rope_theta_local is not None:
+            out["rope_theta_local"] = float(self.rope_theta_local)
+        return out
+
+    def norm_bias(self):
+        """Do the LayerNorms (norm1, norm2, the final norm) have a bias?"""
+        return self.bias and self.norm == "layernorm"
+
+    def is_local(self, l):
+        """Is layer l (0-based) a local layer (attention within local_window)?"""
+        return self.global_every is not None and l % self.global_every != 0
+
+    def has_local(self):
+        return any(self.is_local(l) for l in range(self.n_layers))
+
+    def layer_theta(self, l):
+        """RoPE's theta in layer l: rope_theta_local in a local layer when
+        given, rope_theta otherwise."""
+        if self.is_local(l) and self.rope_theta_local is not None:
+            return self.rope_theta_local
+        return self.rope_theta
+
+    def has_norm1(self, l):
+        """Does layer l have its attention-sublayer LayerNorm (norm1)?"""
+        return self.first_attn_norm or l != 0
 
     def mask_meta(self):
         win = None if self.window is None else {"left": self.window[0], "right": self.window[1]}
@@ -352,7 +469,7 @@ def make_params(c):
     """attnd's parameters for case c: a list (one per layer) of {name: float32
     tensor} under PyTorch's layer-relative state_dict names."""
     layers = []
-    for _ in range(c.n_layers):
+    for l in range(c.n_layers):
         m = nn.TransformerEncoderLayer(c.D, c.H, c.F, dropout=0.0, batch_first=True)
         with torch.no_grad():
             # Every parameter should matter: replace torch's zero biases and
@@ -379,10 +496,84 @@ def make_params(c):
         if not c.bias:
             for k in BIAS_NAMES:
                 del p[k]
+        # The block options drop tensors the random stream has already drawn
+        # (so it stays that of the plain model): the LayerNorm biases for
+        # layernorm_nobias, layer 0's norm1 for first_attn_norm false.
+        for k in ("norm1.bias", "norm2.bias"):
+            if not c.norm_bias():
+                p.pop(k, None)
+        if not c.has_norm1(l):
+            for k in ("norm1.weight", "norm1.bias"):
+                p.pop(k, None)
         if c.dtype in ROUND:
             p = {k: v.to(ROUND[c.dtype]).float() for k, v in p.items()}
         layers.append(p)
     return layers
+
+
+def make_final_norm(c):
+    """{name: float32 tensor}: the final LayerNorm's parameters under
+    nn.TransformerEncoder's names (norm.weight, norm.bias; no norm.bias when
+    the norms have none), random as the other norms'; {} without
+    final_norm.  Drawn after make_params, so a case without it draws nothing."""
+    if not c.final_norm:
+        return {}
+    norm = nn.LayerNorm(c.D, eps=c.eps)
+    with torch.no_grad():
+        norm.weight.normal_(1.0, 0.1)
+        norm.bias.normal_(0.0, 0.1)
+    p = {"norm.weight": norm.weight.detach().clone()}
+    if c.norm_bias():
+        p["norm.bias"] = norm.bias.detach().clone()
+    if c.dtype in ROUND:
+        p = {k: v.to(ROUND[c.dtype]).float() for k, v in p.items()}
+    return p
+
+
+def model_names(c, params, final):
+    """{file name: tensor} of the whole model as the weights file holds it:
+    layer names (layers.{i}. for a stack or a prefixed case, q/k/v_proj_weight
+    for separate_qkv), then the final norm's."""
+    prefixed = c.n_layers > 1 or c.prefixed
+    out = {}
+    for l, p in enumerate(params):
+        prefix = f"layers.{l}." if prefixed else ""
+        for k, v in p.items():
+            if c.separate_qkv and k == "self_attn.in_proj_weight":
+                for name, part in zip("qkv", v.split(c.D)):
+                    out[f"{prefix}self_attn.{name}_proj_weight"] = part
+            else:
+                out[prefix + k] = v
+    out.update(final)
+    return out
+
+
+def expected_names(c):
+    """The weights file's tensor names for case c, from its settings alone
+    (independent of make_params): checks that every option writes the names
+    it should."""
+    prefixed = c.n_layers > 1 or c.prefixed
+    names = set()
+    for l in range(c.n_layers):
+        prefix = f"layers.{l}." if prefixed else ""
+        if c.separate_qkv or c.G != c.H:
+            layer = ["self_attn.q_proj_weight", "self_attn.k_proj_weight",
+                     "self_attn.v_proj_weight"]
+        else:
+            layer = ["self_attn.in_proj_weight"]
+        layer += ["self_attn.out_proj.weight", "linear1.weight", "linear2.weight",
+                  "norm2.weight"]
+        if c.bias:
+            layer += ["self_attn.in_proj_bias", "self_attn.out_proj.bias", "linear1.bias",
+                      "linear2.bias"]
+        if c.norm_bias():
+            layer += ["norm2.bias"]
+        if c.has_norm1(l):
+            layer += ["norm1.weight"] + (["norm1.bias"] if c.norm_bias() else [])
+        names |= {prefix + k for k in layer}
+    if c.final_norm:
+        names |= {"norm.weight"} | ({"norm.bias"} if c.norm_bias() else set())
+    return names
 
 
 def plain_params(c, params):
@@ -416,22 +607,43 @@ def torch_state_dict(p, c):
     else:
         sizes = {"self_attn.in_proj_bias": 3 * c.D, "linear1.bias": c.F}
         for k in BIAS_NAMES:
-            sd[k] = torch.zeros(sizes.get(k, c.D))
+            if not k.startswith("norm"):
+                sd[k] = torch.zeros(sizes.get(k, c.D))
+    # LayerNorms without bias (bias false, layernorm_nobias): bias fixed at
+    # zero.  A layer without norm1 (first_attn_norm false) has an nn.Identity
+    # there, with no parameters.
+    for n in ("norm1", "norm2"):
+        if f"{n}.weight" in p and f"{n}.bias" not in p:
+            sd[f"{n}.bias"] = torch.zeros(c.D)
     return sd
 
 
-def torch_model(c, params):
-    """(model, layers): the nn module for case c, in eval mode."""
+def torch_model(c, params, final):
+    """(model, layers): the nn module for case c, in eval mode: an
+    nn.TransformerEncoderLayer, or an nn.TransformerEncoder for a stack or a
+    final norm (norm=nn.LayerNorm(D), its bias zero when the norms have none).
+    Layer 0 without its attention norm has norm1 = nn.Identity(), which
+    carries the layer's eps for torch 1.13's fast-path check (see the module
+    docstring)."""
     layer = nn.TransformerEncoderLayer(c.D, c.H, c.F, dropout=0.0, activation=ACT_MODULE[c.act],
                                        layer_norm_eps=c.eps, batch_first=True,
                                        norm_first=c.norm_first)
-    if c.n_layers == 1:
+    if c.n_layers == 1 and not c.final_norm:
         model, mods = layer, [layer]
     else:
-        model = nn.TransformerEncoder(layer, num_layers=c.n_layers, enable_nested_tensor=False)
+        norm = nn.LayerNorm(c.D, eps=c.eps) if c.final_norm else None
+        model = nn.TransformerEncoder(layer, num_layers=c.n_layers, norm=norm,
+                                      enable_nested_tensor=False)
         mods = list(model.layers)
-    for m, p in zip(mods, params):
+    for l, (m, p) in enumerate(zip(mods, params)):
+        if not c.has_norm1(l):
+            m.norm1 = nn.Identity()
+            m.norm1.eps = c.eps
         m.load_state_dict(torch_state_dict(p, c), strict=True)
+    if c.final_norm:
+        model.norm.load_state_dict({"weight": final["norm.weight"],
+                                    "bias": final.get("norm.bias", torch.zeros(c.D))},
+                                   strict=True)
     model.eval()
     return model, mods
 
@@ -517,10 +729,13 @@ def in_pattern(c, n, i, j):
     return False
 
 
-def allowed_keys(c, lengths, key_padding, attn_bool, ignore_bool=False):
+def allowed_keys(c, lengths, key_padding, attn_bool, ignore_bool=False, layer=None):
     """[B, L, L] bool: may query i of sequence b attend to key j?  The mask
-    rule of docs/model.md, written out condition by condition."""
+    rule of docs/model.md, written out condition by condition.  With layer
+    l, the rule of that layer: in a local layer also |i - j| <= local_window
+    (token indices in the padded sequence), on top of everything else."""
     B, L = c.B, c.L
+    local = layer is not None and c.is_local(layer)
     allowed = torch.zeros(B, L, L, dtype=torch.bool)
     for b in range(B):
         n = L if lengths is None else int(lengths[b])
@@ -533,8 +748,18 @@ def allowed_keys(c, lengths, key_padding, attn_bool, ignore_bool=False):
                 if attn_bool is not None and not ignore_bool:
                     m = attn_bool[b] if attn_bool.dim() == 3 else attn_bool
                     ok = ok and not bool(m[i, j])
+                ok = ok and (not local or abs(i - j) <= c.local_window)
                 allowed[b, i, j] = ok
     return allowed
+
+
+def layer_allowed(c, lengths, key_padding, attn_bool):
+    """[allowed_keys of layer l for every layer l]: the same tensor for
+    every layer unless the case has local layers."""
+    if not c.has_local():
+        return [allowed_keys(c, lengths, key_padding, attn_bool)] * c.n_layers
+    return [allowed_keys(c, lengths, key_padding, attn_bool, layer=l)
+            for l in range(c.n_layers)]
 
 
 def keep_rows_alive(c, lengths, key_padding, attn_bool):
@@ -553,13 +778,14 @@ def keep_rows_alive(c, lengths, key_padding, attn_bool):
                 m[i, i if i in cand else cand[0]] = False
 
 
-def torch_masks(c, lengths, key_padding, attn_bool, attn_add):
+def torch_masks(c, lengths, key_padding, attn_bool, attn_add, layer=None):
     """The masks handed to torch: (src_mask, src_key_padding_mask).
 
     src_key_padding_mask carries lengths and key_padding; src_mask carries
-    causal, window / global, attn_bool and attn_add: bool when there is no
-    attn_add, else float with -inf where not allowed; [L, L] when nothing is
-    per-sequence, else [B * n_heads, L, L] (torch's batch-major head layout)."""
+    causal, window / global, attn_bool and attn_add (and, for a local layer,
+    the band |i - j| <= local_window): bool when there is no attn_add, else
+    float with -inf where not allowed; [L, L] when nothing is per-sequence,
+    else [B * n_heads, L, L] (torch's batch-major head layout)."""
     B, L = c.B, c.L
     kpm = None
     if lengths is not None or key_padding is not None:
@@ -597,6 +823,8 @@ def torch_masks(c, lengths, key_padding, attn_bool, attn_add):
                 block |= pat
     if attn_bool is not None:
         block = block | attn_bool
+    if layer is not None and c.is_local(layer):
+        block = block | ((i - j).abs() > c.local_window)
     if attn_add is not None:
         mask = torch.where(block, torch.tensor(float("-inf")), attn_add)
     elif block.any():
@@ -682,13 +910,13 @@ def alibi_bias(c, pos):
     return (-alibi_slopes(c.H))[None, :, None, None] * dist[:, None]
 
 
-def rope_tables(c, pos):
+def rope_tables(c, pos, theta):
     """(cos, sin), float32 [B, L, R/2]: for the token at position p and
     k < R/2, inv_freq_k = theta ** (-2k / R) and angle = p * inv_freq_k in
     float64 (Python floats, C's pow / cos / sin), cos and sin rounded to
-    float32 once."""
+    float32 once.  theta is the layer's (Case.layer_theta)."""
     R = c.R
-    inv_freq = [float(c.rope_theta) ** (-2 * k / R) for k in range(R // 2)]
+    inv_freq = [float(theta) ** (-2 * k / R) for k in range(R // 2)]
     angles = [[[p * f for f in inv_freq] for p in row] for row in pos.tolist()]
     cos = [[[math.cos(a) for a in r] for r in b] for b in angles]
     sin = [[[math.sin(a) for a in r] for r in b] for b in angles]
@@ -712,7 +940,7 @@ def rotate_every_two(x):
     return torch.stack((-x2, x1), dim=-1).flatten(-2)
 
 
-def apply_rope(c, x, cos, sin, pos):
+def apply_rope(c, x, cos, sin, pos, theta):
     """x [B, heads, L, E] float32 with RoPE on the first R dims of every head;
     dims R..E-1 pass through (partial rotary: GPT-NeoX's rotary_ndims,
     GPT-J's rotary_dim).  neox: modeling_llama.py apply_rotary_pos_emb,
@@ -734,16 +962,17 @@ def apply_rope(c, x, cos, sin, pos):
     x_rot, x_pass = x[..., :R], x[..., R:]
     x_rot = (x_rot * cos_r) + (rotate(x_rot) * sin_r)
     out = torch.cat((x_rot, x_pass), dim=-1)
-    check_rope(c, x, out, pos)
+    check_rope(c, x, out, pos, theta)
     return out
 
 
-def check_rope(c, x, out, pos):
+def check_rope(c, x, out, pos, theta):
     """The rotation again, independently: each rotated pair as a complex
     number times torch.polar(1, angle), all in float64 (angles from torch's
-    own arange / pow), within 1e-6; the unrotated dims unchanged."""
+    own arange / pow, theta the layer's), within 1e-6; the unrotated dims
+    unchanged."""
     R, half = c.R, c.R // 2
-    inv_freq = torch.tensor(float(c.rope_theta), dtype=torch.float64) ** \
+    inv_freq = torch.tensor(float(theta), dtype=torch.float64) ** \
         (-torch.arange(0, R, 2, dtype=torch.float64) / R)
     angle = pos.to(torch.float64)[..., None] * inv_freq                  # [B, L, R/2]
     turn = torch.polar(torch.ones_like(angle), angle)[:, None]           # [B, 1, L, R/2]
@@ -774,18 +1003,54 @@ def alibi_src_mask(c, src_mask, pos):
     return src_mask + bias
 
 
+def layer_src_masks(c, lengths, key_padding, attn_bool, attn_add, pos):
+    """([src_mask of layer l for every layer l], src_key_padding_mask): one
+    object for every layer unless the case has local layers, whose src_mask
+    adds the band (torch_masks(layer=l)); for ALiBi as alibi_src_mask.  With
+    norm1 an nn.Identity (first_attn_norm false) a missing src_mask becomes an
+    all-false boolean [L, L], so torch 1.13's fast-path check stops before it
+    reads norm1.weight (see the module docstring)."""
+    layers = range(c.n_layers) if c.has_local() else [None]
+    masks = []
+    for layer in layers:
+        src_mask, kpm = torch_masks(c, lengths, key_padding, attn_bool, attn_add, layer)
+        if c.position == "alibi":
+            src_mask = alibi_src_mask(c, src_mask, pos)
+        if src_mask is None and not c.first_attn_norm:
+            src_mask = torch.zeros(c.L, c.L, dtype=torch.bool)
+        masks.append(src_mask)
+    if not c.has_local():
+        masks = masks * c.n_layers
+    return masks, kpm
+
+
 # ---- references ----------------------------------------------------------------
 
-def module_reference(c, model, mods, x, src_mask, kpm):
-    """Runs the modules.  Returns (out, [weights per layer], [mean weights per
-    layer]); checks the layer-by-layer run against model(x)."""
-    if c.n_layers == 1:
-        out = model(x, src_mask=src_mask, src_key_padding_mask=kpm)
+def module_reference(c, model, mods, x, masks, kpm, dead):
+    """Runs the modules, layer l with src_mask masks[l].  Returns (out,
+    [weights per layer], [mean weights per layer]); checks the layer-by-layer
+    run of self_attn, norms and feed-forward against the modules' forward:
+    model(x) when every layer has the same mask (and a stack has no dead
+    row), else each layer's own forward in turn, then the final norm.  In
+    that second form a row dead in layer l (dead[l], padded queries only) is
+    zeroed after the layer in both runs (torch gives NaN there)."""
+    chained = any(m is not masks[0] for m in masks) or \
+        (c.n_layers > 1 and any(d.any() for d in dead))
+    if not chained:
+        if c.n_layers == 1 and not c.final_norm:
+            out = model(x, src_mask=masks[0], src_key_padding_mask=kpm)
+        else:
+            out = model(x, mask=masks[0], src_key_padding_mask=kpm)
     else:
-        out = model(x, mask=src_mask, src_key_padding_mask=kpm)
+        out = x
+        for m, src_mask, d in zip(mods, masks, dead):
+            out = m(out, src_mask=src_mask, src_key_padding_mask=kpm)
+            out = out.masked_fill(d[..., None], 0.0)
+        if c.final_norm:
+            out = model.norm(out)
     h = x
     heads, means = [], []
-    for m in mods:
+    for m, src_mask, d in zip(mods, masks, dead):
         a_in = m.norm1(h) if m.norm_first else h
         a, w = m.self_attn(a_in, a_in, a_in, attn_mask=src_mask, key_padding_mask=kpm,
                            need_weights=True, average_attn_weights=False)
@@ -797,8 +1062,12 @@ def module_reference(c, model, mods, x, src_mask, kpm):
         else:
             h = m.norm1(h + a)
             h = m.norm2(h + m.linear2(m.activation(m.linear1(h))))
+        if chained:
+            h = h.masked_fill(d[..., None], 0.0)
         heads.append(w.detach())
         means.append(wm.detach())
+    if c.final_norm:
+        h = model.norm(h)
     out = out.detach()
     both = torch.isfinite(out) & torch.isfinite(h.detach())
     assert torch.equal(torch.isfinite(out), torch.isfinite(h.detach())), c.name
@@ -807,28 +1076,39 @@ def module_reference(c, model, mods, x, src_mask, kpm):
     return out, heads, means
 
 
-def functional_reference(c, params, x, allowed, add, pos=None, position=None, ffn=None):
+def functional_reference(c, params, final, x, allowed, add, pos=None, position=None,
+                         ffn=None):
     """attnd's computation in plain torch ops.  Returns (out, [weights per
-    layer]); a query row with no allowed key gets zero weights.  position
-    (default c.position): "rope" rotates the projected queries and keys (the
-    G key heads before they are shared), "alibi" adds ALiBi's bias to the
-    scaled scores after add.  ffn (default c.ffn): "geglu" / "swiglu" run the
-    gated feed-forward (checked again in check_gated), "mlp" the plain one."""
+    layer]); a query row with no allowed key gets zero weights.  allowed is
+    the allowed-key rule per layer (layer_allowed).  position (default
+    c.position): "rope" rotates the projected queries and keys (the G key
+    heads before they are shared) with the layer's theta, "alibi" adds
+    ALiBi's bias to the scaled scores after add.  ffn (default c.ffn):
+    "geglu" / "swiglu" run the gated feed-forward (checked again in
+    check_gated), "mlp" the plain one.  A LayerNorm without bias is
+    F.layer_norm with bias None; layer 0 without norm1 (first_attn_norm
+    false) attends to x itself; final (the final norm's parameters, or {})
+    is applied after the last layer."""
     H, G, E, D = c.H, c.G, c.E, c.D
     act = ACT_FN[c.act]
     ffn_kind = c.ffn if ffn is None else ffn
-    any_allowed = allowed.any(-1)[:, None, :, None]  # [B, 1, L, 1]
+    assert len(allowed) == len(params) == c.n_layers, c.name
     position = c.position if position is None else position
+    tables = {}
     if position == "rope":
-        cos, sin = rope_tables(c, pos)
+        for l in range(c.n_layers):
+            theta = c.layer_theta(l)
+            if theta not in tables:
+                tables[theta] = rope_tables(c, pos, theta)
     elif position == "alibi":
         bias = alibi_bias(c, pos)                    # [B, H, L, L]
 
     def ln(t, p, k):
         return F.layer_norm(t, (D,), p[f"{k}.weight"], p.get(f"{k}.bias"), c.eps)
 
-    def mha(t, p):
+    def mha(t, p, l):
         B, L, _ = t.shape
+        any_allowed = allowed[l].any(-1)[:, None, :, None]  # [B, 1, L, 1]
         if "self_attn.in_proj_weight" in p:
             wq, wk, wv = p["self_attn.in_proj_weight"].split([D, D, D])
         else:
@@ -840,14 +1120,16 @@ def functional_reference(c, params, x, allowed, add, pos=None, position=None, ff
         k = F.linear(t, wk, bk).view(B, L, G, E).transpose(1, 2)   # [B, G, L, E]
         v = F.linear(t, wv, bv).view(B, L, G, E).transpose(1, 2)
         if position == "rope":
-            q = apply_rope(c, q, cos, sin, pos)
-            k = apply_rope(c, k, cos, sin, pos)
+            theta = c.layer_theta(l)
+            cos, sin = tables[theta]
+            q = apply_rope(c, q, cos, sin, pos, theta)
+            k = apply_rope(c, k, cos, sin, pos, theta)
         k = k.repeat_interleave(H // G, dim=1)                      # head h -> kv h // (H/G)
         v = v.repeat_interleave(H // G, dim=1)
         s = (q / math.sqrt(E)) @ k.transpose(-2, -1) + add[:, None]
         if position == "alibi":
             s = s + bias
-        s = s.masked_fill(~allowed[:, None], float("-inf"))
+        s = s.masked_fill(~allowed[l][:, None], float("-inf"))
         w = torch.where(any_allowed, torch.softmax(s, dim=-1), torch.zeros(()))
         z = (w @ v).transpose(1, 2).reshape(B, L, D)
         return F.linear(z, p["self_attn.out_proj.weight"], p.get("self_attn.out_proj.bias")), w
@@ -864,16 +1146,22 @@ def functional_reference(c, params, x, allowed, add, pos=None, position=None, ff
                         p["linear2.weight"], p.get("linear2.bias"))
 
     heads = []
-    for p in params:
+    for l, p in enumerate(params):
         if c.norm_first:
-            a, w = mha(ln(x, p, "norm1"), p)
+            if c.has_norm1(l):
+                a, w = mha(ln(x, p, "norm1"), p, l)
+            else:
+                assert "norm1.weight" not in p and "norm1.bias" not in p, c.name
+                a, w = mha(x, p, l)
             x = x + a
             x = x + ffn(ln(x, p, "norm2"), p)
         else:
-            a, w = mha(x, p)
+            a, w = mha(x, p, l)
             x = ln(x + a, p, "norm1")
             x = ln(x + ffn(x, p), p, "norm2")
         heads.append(w)
+    if final:
+        x = F.layer_norm(x, (D,), final["norm.weight"], final.get("norm.bias"), c.eps)
     return x.detach(), [w.detach() for w in heads]
 
 
@@ -924,13 +1212,14 @@ class GatedMLP(nn.Module):
         return self.Wo(self.act(input) * gate)
 
 
-def module_gated_run(c, mods, params, x, src_mask, kpm):
+def module_gated_run(c, model, mods, params, x, masks, kpm, dead):
     """The gated block from torch's modules: each layer's self_attn, norm1
     and norm2 (loaded from plain_params, which leaves them as they are) with
-    a GatedMLP on the full parameters as the feed-forward, layer by layer.
-    Returns out."""
+    a GatedMLP on the full parameters as the feed-forward, layer by layer,
+    layer l on src_mask masks[l] with its dead rows (dead[l]) zeroed after
+    it, then the final norm (model.norm) if any.  Returns out."""
     h = x
-    for m, p in zip(mods, params):
+    for m, p, src_mask, d in zip(mods, params, masks, dead):
         mlp = GatedMLP(c, p).eval()
         a_in = m.norm1(h) if m.norm_first else h
         a, _ = m.self_attn(a_in, a_in, a_in, attn_mask=src_mask, key_padding_mask=kpm,
@@ -941,6 +1230,9 @@ def module_gated_run(c, mods, params, x, src_mask, kpm):
         else:
             h = m.norm1(h + a)
             h = m.norm2(h + mlp(h))
+        h = h.masked_fill(d[..., None], 0.0)
+    if c.final_norm:
+        h = model.norm(h)
     return h.detach()
 
 
@@ -1032,27 +1324,78 @@ def gated_phrase(c):
     return s
 
 
+def block_phrase(c, filled_mask):
+    """What the reference does for the block options, appended to the
+    reference phrase; "" for a case without them.  filled_mask: the layers
+    got an all-false src_mask in place of none (layer_src_masks)."""
+    s = ""
+    if c.norm == "layernorm_nobias":
+        s += ("  LayerNorms without bias (layernorm_nobias): in the modules their bias is "
+              "fixed at zero, in the functional reference F.layer_norm gets bias None.")
+    if c.final_norm:
+        s += ("  A final LayerNorm after the last layer: nn.TransformerEncoder(norm="
+              f"nn.LayerNorm({c.D}, eps={c.eps:g}))"
+              + (" with its bias zero" if not c.norm_bias() else "")
+              + " in the modules, F.layer_norm in the functional reference.")
+    if not c.first_attn_norm:
+        s += ("  Layer 0 has no attention norm (first_attn_norm false): it computes x + "
+              "SA(x); in the modules its norm1 is nn.Identity()"
+              + (" carrying the layer's eps, and as the case has no src_mask every layer "
+                 "gets an all-false boolean one (which changes nothing), so that torch's "
+                 "fast-path check does not read norm1's parameters" if filled_mask else "")
+              + ".")
+    if c.global_every is not None:
+        local = [l for l in range(c.n_layers) if c.is_local(l)]
+        s += (f"  Local and global layers (global_every {c.global_every}, local_window "
+              f"{c.local_window}): layer{'s' if len(local) > 1 else ''} "
+              f"{', '.join(map(str, local))} (l % {c.global_every} != 0) may attend only "
+              f"where |i - j| <= {c.local_window}, intersected with the case's mask: each "
+              "layer has its own allowed-key rule in the functional reference and its own "
+              "src_mask (the case's mask AND the band) in the modules, which run layer by "
+              "layer (each nn.TransformerEncoderLayer's forward in turn"
+              + (", then the final norm" if c.final_norm else "") + ").")
+        if c.lengths is not None:
+            s += ("  A padded query with no key inside its band (torch: NaN) is zeroed "
+                  "after that layer; it is zero in the files, and no other row depends on it.")
+    if c.rope_theta_local is not None:
+        s += (f"  RoPE theta {float(c.rope_theta_local):g} (rope_theta_local) in the local "
+              f"layers, {float(c.rope_theta):g} in the global ones.")
+    return s
+
+
 def make_case(c, outdir):
     torch.manual_seed(zlib.crc32(c.name.encode()))
     params = make_params(c)
+    final = make_final_norm(c)
     x, lengths, key_padding, attn_bool, attn_add = make_inputs(c)
     keep_rows_alive(c, lengths, key_padding, attn_bool)
-    allowed = allowed_keys(c, lengths, key_padding, attn_bool)
+    # The allowed-key rule per layer (local layers add their band), and the
+    # rows with no allowed key per layer and in any layer.
+    allowed = layer_allowed(c, lengths, key_padding, attn_bool)
     add = torch.zeros(c.B, c.L, c.L)
     if attn_add is not None:
         add = add + attn_add
-    dead = ~allowed.any(-1)                                   # [B, L] rows with no key
+    dead_l = [~a.any(-1) for a in allowed]                    # [B, L] per layer
+    dead = torch.stack(dead_l).any(0)                         # [B, L] rows with no key
     n = torch.full((c.B,), c.L) if lengths is None else lengths.long()
     pad = torch.arange(c.L)[None, :] >= n[:, None]              # [B, L]
     if c.attn_bool == "row2":
         assert dead[:, 2].all() and dead.sum() == c.B, c.name
-    elif c.position != "none" or c.ffn != "mlp":
+    elif c.position != "none" or c.ffn != "mlp" or c.has_local():
         # A padded query may lose every key to a window (rope_long,
-        # ffn_geglu_long); its row is zero in the files anyway.
+        # ffn_geglu_long) or a local band (local_global); its row is zero in
+        # the files anyway.
         assert not (dead & ~pad).any(), f"{c.name}: a query row has no allowed key"
     else:
         assert not dead.any() or c.name == "sparse_fully_masked_row", \
             f"{c.name}: a query row has no allowed key"
+    assert c.n_layers == 1 or not (dead & ~pad).any(), c.name
+    if c.has_local():
+        whole = allowed_keys(c, lengths, key_padding, attn_bool)
+        for l in range(c.n_layers):
+            narrowed = (whole & ~allowed[l])[~pad]
+            assert narrowed.any() == c.is_local(l), \
+                f"{c.name}: layer {l}'s band {'changes nothing' if c.is_local(l) else 'leaks'}"
 
     # Both references; the masks torch sees must say exactly what allowed says.
     # ALiBi reaches the modules inside a float src_mask.  RoPE cannot: with
@@ -1065,47 +1408,53 @@ def make_case(c, outdir):
     gated = c.ffn != "mlp"
     mparams = plain_params(c, params)
     pos = positions(c)
-    model, mods = torch_model(c, mparams)
-    src_mask, kpm = torch_masks(c, lengths, key_padding, attn_bool, attn_add)
-    if c.position == "alibi":
-        src_mask = alibi_src_mask(c, src_mask, pos)
-    m_out, m_heads, m_means = module_reference(c, model, mods, x, src_mask, kpm)
-    f_out, f_heads = functional_reference(c, mparams, x, allowed, add, pos,
+    model, mods = torch_model(c, mparams, final)
+    masks, kpm = layer_src_masks(c, lengths, key_padding, attn_bool, attn_add, pos)
+    m_out, m_heads, m_means = module_reference(c, model, mods, x, masks, kpm, dead_l)
+    f_out, f_heads = functional_reference(c, mparams, final, x, allowed, add, pos,
                                           "none" if c.position == "rope" else None, "mlp")
     alive = ~dead
     for l, (mw, fw, mm) in enumerate(zip(m_heads, f_heads, m_means)):
-        assert torch.equal(mw[:, 0] > 0, allowed & alive[..., None]), \
+        assert torch.equal(mw[:, 0] > 0, allowed[l] & ~dead_l[l][..., None]), \
             f"{c.name}: torch's masks disagree with the allowed-key rule (layer {l})"
         assert torch.allclose(mm, mw.mean(1), rtol=0, atol=1e-6, equal_nan=True), c.name
         assert torch.allclose(mw.transpose(1, 2)[alive], fw.transpose(1, 2)[alive], rtol=0,
                               atol=ATOL_FUNCTIONAL), f"{c.name}: weights differ (layer {l})"
     if c.position == "rope" or gated:
         # (dead rows here are padded queries only, checked above)
-        r_out, r_heads = functional_reference(c, params, x, allowed, add, pos)
+        r_out, r_heads = functional_reference(c, params, final, x, allowed, add, pos)
         for l, rw in enumerate(r_heads):
-            assert torch.equal(rw > 0, (allowed & alive[..., None])[:, None].expand_as(rw)), \
+            alive_l = ~dead_l[l]
+            assert torch.equal(rw > 0,
+                               (allowed[l] & alive_l[..., None])[:, None].expand_as(rw)), \
                 f"{c.name}: RoPE weights disagree with the allowed-key rule (layer {l})"
-            assert torch.allclose(rw.transpose(1, 2)[alive].sum(-1), torch.ones(()), rtol=0,
+            assert torch.allclose(rw.transpose(1, 2)[alive_l].sum(-1), torch.ones(()), rtol=0,
                                   atol=1e-5), c.name
         if c.position == "rope":
-            no_rope = functional_reference(c, params, x, allowed, add, pos, "none")[0] \
-                if gated else f_out
+            no_rope = functional_reference(c, params, final, x, allowed, add, pos,
+                                           "none")[0] if gated else f_out
             assert (r_out - no_rope)[alive].abs().max() > 1e-2, \
                 f"{c.name}: RoPE changes nothing"
+            if c.rope_theta_local is not None:
+                one_theta = copy.copy(c)
+                one_theta.rope_theta_local = None
+                same = functional_reference(one_theta, params, final, x, allowed, add, pos)[0]
+                assert (r_out - same)[alive].abs().max() > 1e-3, \
+                    f"{c.name}: rope_theta_local changes nothing"
         if gated:
-            no_gate = functional_reference(c, mparams, x, allowed, add, pos, None, "mlp")[0] \
-                if c.position == "rope" else f_out
+            no_gate = functional_reference(c, mparams, final, x, allowed, add, pos, None,
+                                           "mlp")[0] if c.position == "rope" else f_out
             assert (r_out - no_gate)[alive].abs().max() > 1e-2, \
                 f"{c.name}: the gate changes nothing"
             if c.position != "rope":
-                g_out = module_gated_run(c, mods, params, x, src_mask, kpm)
+                g_out = module_gated_run(c, model, mods, params, x, masks, kpm, dead_l)
                 assert torch.allclose(g_out[alive], r_out[alive], rtol=0,
                                       atol=ATOL_FUNCTIONAL), \
                     f"{c.name}: the modules with a ModernBertMLP-style feed-forward differ " \
                     f"(max {(g_out[alive] - r_out[alive]).abs().max():.3g})"
         out, heads = r_out, r_heads
         reference = gated_phrase(c) if gated else rope_phrase(c)
-    elif dead.any():
+    elif (dead & ~pad).any():
         # torch gives NaN for a query row with no allowed key.
         assert torch.isnan(m_heads[0].transpose(1, 2)[dead]).all(), c.name
         assert c.n_layers == 1 and torch.isnan(m_out[dead]).all(), c.name
@@ -1118,19 +1467,27 @@ def make_case(c, outdir):
     else:
         out, heads = m_out, m_heads
         reference = module_phrase(c)
+    filled_mask = not c.first_attn_norm and \
+        torch_masks(c, lengths, key_padding, attn_bool, attn_add)[0] is None and \
+        c.position != "alibi" and not c.has_local()
+    reference += block_phrase(c, filled_mask)
+    diff = (m_out[alive] - f_out[alive]).abs().max()
     assert torch.allclose(m_out[alive], f_out[alive], rtol=0, atol=ATOL_FUNCTIONAL), \
-        f"{c.name}: functional reference differs from the modules " \
-        f"(max {(m_out[alive] - f_out[alive]).abs().max():.3g})"
+        f"{c.name}: functional reference differs from the modules (max {diff:.3g})"
+    if os.environ.get("MAKE_FIXTURES_REPORT"):
+        print(f"{c.name}: modules vs functional max abs diff {float(diff):.3g}",
+              file=sys.stderr)
 
     # The contract's view: padded rows and columns zero, dead rows zero.
     out = out.masked_fill(pad[..., None], 0.0)
     tensors = {"x": x, "out": out}
     for l, w in enumerate(heads):
-        w = torch.nan_to_num(w, nan=0.0) if dead.any() else w
+        dl = dead_l[l]
+        w = torch.nan_to_num(w, nan=0.0) if dl.any() else w
         w = w.masked_fill(pad[:, None, :, None] | pad[:, None, None, :], 0.0)
-        w = w.masked_fill(dead[:, None, :, None], 0.0)
+        w = w.masked_fill(dl[:, None, :, None], 0.0)
         tensors[f"attn.{l}"] = w.contiguous()
-        tensors[f"attn_mean.{l}"] = w.mean(1) if dead.any() or c.position == "rope" or gated else \
+        tensors[f"attn_mean.{l}"] = w.mean(1) if dl.any() or c.position == "rope" or gated else \
             m_means[l].masked_fill(pad[:, :, None] | pad[:, None, :], 0.0)
     for k, v in (("lengths", lengths), ("key_padding", key_padding),
                  ("attn_bool", attn_bool), ("attn_add", attn_add)):
@@ -1141,7 +1498,8 @@ def make_case(c, outdir):
     if c.name.startswith("sparse_"):
         # The allowed pairs (for the CSR lists) and BigBird's random blocks
         # of sequence 0 ([n_blocks, random], -1 where fewer exist).
-        tensors["allowed"] = allowed & ~pad[:, :, None]
+        assert not c.has_local(), c.name
+        tensors["allowed"] = allowed[0] & ~pad[:, :, None]
         if c.blocks is not None:
             size, window, glob, rnd, seed = c.blocks
             n0 = c.L if lengths is None else int(lengths[0])
@@ -1159,8 +1517,8 @@ def make_case(c, outdir):
     d = os.path.join(outdir, c.name)
     os.makedirs(d, exist_ok=True)
     model_path = os.path.join(d, "model.safetensors")
-    if gated:
-        config = export_gated(c, params, model_path)
+    if gated or c.norm != "layernorm" or c.final_norm or not c.first_attn_norm:
+        config = export_own(c, params, final, model_path)
     elif c.G == c.H and c.bias:
         config = export(model, model_path, c.dtype, separate_qkv=c.separate_qkv,
                         prefixed=c.prefixed)
@@ -1171,61 +1529,65 @@ def make_case(c, outdir):
                         norm_first=c.norm_first, layer_norm_eps=c.eps,
                         separate_qkv=c.separate_qkv)
     assert config == c.config(), f"{c.name}: export inferred {config}, expected {c.config()}"
-    config = {**config, **c.position_config(), **c.ffn_config()}
+    config = {**config, **c.position_config(), **c.ffn_config(), **c.block_config()}
     meta = {"config": json.dumps(config), "mask": json.dumps(c.mask_meta()),
             "reference": reference}
     case_path = os.path.join(d, "case.safetensors")
     save_file(tensors, case_path, meta)
-    check_round_trip(c, model_path, case_path, params, tensors, meta)
+    check_round_trip(c, model_path, case_path, params, final, tensors, meta)
     return reference
 
 
-def export_gated(c, params, path):
-    """Writes a gated case's weights as export() would (PyTorch's names,
-    layers.{i}. for a stack, c.dtype, sorted and contiguous, no metadata) but
-    with linear1 [2F, D] / linear1.bias [2F], which export() refuses
-    (linear2 [D, F] would have to be [D, 2F]).  Returns the config export()'s
-    own checks (collect) infer from the same state_dict with linear1 cut to
-    its first F rows: d_ff is F."""
+def export_own(c, params, final, path):
+    """Writes the weights of a model export() refuses as export() would
+    (PyTorch's names, layers.{i}. for a stack, q/k/v_proj_weight for
+    separate_qkv, c.dtype, sorted and contiguous, no metadata): a gated
+    feed-forward (linear1 [2F, D] / linear1.bias [2F]; linear2 [D, F] would
+    have to be [D, 2F]), LayerNorms without bias (norm1.bias / norm2.bias
+    absent while the Linear biases are there), a final norm (norm.weight /
+    norm.bias) and a layer 0 without norm1.  Returns the config export()'s own
+    checks (collect) infer from the state_dict export() accepts for the same
+    model otherwise: linear1 cut to its first F rows (d_ff is F), missing
+    LayerNorm biases zero, a missing norm1 a unit LayerNorm, no final norm."""
     prefixed = c.n_layers > 1 or c.prefixed
-    sd = {(f"layers.{l}." if prefixed else "") + k: v
-          for l, p in enumerate(params) for k, v in p.items()}
-    _, _, config = collect(
-        {k: v[:c.F] if k.endswith(("linear1.weight", "linear1.bias")) else v
-         for k, v in sd.items()},
-        n_heads=c.H, activation=c.act, norm_first=c.norm_first, layer_norm_eps=c.eps)
-    out = {}
-    for k, v in sd.items():
-        if c.separate_qkv and k.endswith("self_attn.in_proj_weight"):
-            base = k[:-len("in_proj_weight")]
-            for name, part in zip("qkv", v.split(c.D)):
-                out[f"{base}{name}_proj_weight"] = part.to(DTYPES[c.dtype]).contiguous()
-            continue
-        out[k] = v.to(DTYPES[c.dtype]).contiguous()
+    sd = {}
+    for l, p in enumerate(plain_params(c, params)):
+        p = dict(p)
+        p.setdefault("norm1.weight", torch.ones(c.D))
+        if c.bias:
+            for k in ("norm1.bias", "norm2.bias"):
+                p.setdefault(k, torch.zeros(c.D))
+        sd.update({(f"layers.{l}." if prefixed else "") + k: v for k, v in p.items()})
+    _, _, config = collect(sd, n_heads=c.H, activation=c.act, norm_first=c.norm_first,
+                           layer_norm_eps=c.eps)
+    out = {k: v.to(DTYPES[c.dtype]).contiguous()
+           for k, v in model_names(c, params, final).items()}
     for k, v in out.items():
         assert torch.isfinite(v).all(), f"{c.name}: {k} is not finite in {c.dtype}"
-    assert out[("layers.0." if prefixed else "") + "linear1.weight"].shape == (2 * c.F, c.D)
+    if c.ffn != "mlp":
+        assert out[("layers.0." if prefixed else "") + "linear1.weight"].shape == \
+            (2 * c.F, c.D)
     save_file(out, path, None)
     return config
 
 
-def check_round_trip(c, model_path, case_path, params, tensors, meta):
-    """Reads both files back and compares them with what was meant."""
+def check_round_trip(c, model_path, case_path, params, final, tensors, meta):
+    """Reads both files back and compares them with what was meant: the case
+    file exactly; the weights file's names with those the case's settings
+    call for (expected_names: no norm biases for layernorm_nobias, norm.* for
+    final_norm, no layers.0.norm1.* for first_attn_norm false) and its values
+    with the parameters."""
     got, got_meta = load_file(case_path, "pt")
     assert got_meta == meta and set(got) == set(tensors), c.name
     for k, v in tensors.items():
         assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: {k}"
+    want = {**c.config(), **c.position_config(), **c.ffn_config(), **c.block_config()}
+    assert list(json.loads(got_meta["config"]).items()) == list(want.items()), c.name
     got, _ = load_file(model_path, "pt")
-    want = {}
-    for l, p in enumerate(params):
-        prefix = f"layers.{l}." if c.n_layers > 1 or c.prefixed else ""
-        for k, v in p.items():
-            if c.separate_qkv and k == "self_attn.in_proj_weight":
-                for name, part in zip("qkv", v.split(c.D)):
-                    want[f"{prefix}self_attn.{name}_proj_weight"] = part
-            else:
-                want[prefix + k] = v
+    want = model_names(c, params, final)
     assert set(got) == set(want), f"{c.name}: {sorted(set(got) ^ set(want))}"
+    assert set(got) == expected_names(c), \
+        f"{c.name}: {sorted(set(got) ^ expected_names(c))}"
     for k, v in want.items():
         assert got[k].dtype == {"F32": torch.float32, **ROUND}[c.dtype], f"{c.name}: {k}"
         assert torch.equal(got[k].float(), v), f"{c.name}: {k} does not round-trip"
@@ -1246,7 +1608,9 @@ script is deterministic: running it twice gives byte-identical files.
 Each case is a directory with two safetensors files:
 
 - `model.safetensors`: the weights, written by `tools/export_safetensors.py`'s
-  `export()` under PyTorch's state_dict names.
+  `export()` under PyTorch's state_dict names (for the models `export()`
+  refuses, the gated feed-forward and block-option cases below, by
+  `make_fixtures.py`'s `export_own` with the same names, order and dtypes).
 - `case.safetensors`:
   - `x` F32 `[B, L, D]`: the input;
   - `lengths` I32 `[B]`, `key_padding` BOOL `[B, L]` (true = padding),
@@ -1272,7 +1636,27 @@ Each case is a directory with two safetensors files:
     `"gptj"`); every other case's `config` has none of these keys.  In the
     gated feed-forward cases (`ffn_*`) only, `config` ends (after any
     position keys) with `"ffn": "geglu"` or `"ffn": "swiglu"`; `d_ff` stays
-    F (linear1 has 2F rows there).
+    F (linear1 has 2F rows there).  In the block-option cases (`norm_*`,
+    `final_norm*`, `first_attn_norm_off`, `local_global*`) only, `config`
+    ends (after any position and ffn keys) with each of these keys the case
+    uses, in this order: `"norm": "layernorm_nobias"` (every LayerNorm has a
+    weight but no bias, as ModernBERT's norm_bias=False / torch 2.1's
+    LayerNorm(bias=False); Linear biases stay as `bias` says), `"final_norm":
+    true` (a LayerNorm, with the same eps and of the same kind, with bias
+    unless norm is layernorm_nobias, after the last layer, as
+    nn.TransformerEncoder(norm=LayerNorm)), `"first_attn_norm": false`
+    (pre-norm only, i.e. norm_first true: layer 0's attention-sublayer norm,
+    norm1, is the identity, so layer 0 computes x + SA(x) instead of x +
+    SA(norm1(x)), ModernBERT's first layer), `"global_every": N` (>= 1) and
+    `"local_window": W` (>= 0) (layer l, 0-based, is global when l % N == 0;
+    otherwise it is local: query i may see key j only if |i - j| <= W, token
+    indices in the padded sequence, intersected with everything the case's
+    own mask allows: lengths, key padding, causal, window, attn masks, global
+    positions), `"rope_theta_local": T` (with position rope, local layers use
+    theta T instead of rope_theta).  A key appears only where the case uses
+    it (`norm` only for layernorm_nobias, `final_norm` only when true,
+    `first_attn_norm` only when false, `global_every` and `local_window`
+    together); every other case's `config` has none of these keys.
 
 Compare with 1e-4 absolute tolerance.  Defaults unless the table says
 otherwise: D 16, H 4 (n_kv_heads 4), F 32, eps 1e-5, B 2, L 6, one post-norm
@@ -1327,6 +1711,42 @@ modules' attention and LayerNorms around a ModernBertMLP-style module, and the
 gated feed-forward agrees with separate F.linear calls on the two row halves
 (float64) within 1e-6.
 
+Block options (`norm_*`, `final_norm*`, `first_attn_norm_off`,
+`local_global*` cases), in the weights file:
+
+- `norm` `layernorm_nobias`: `norm1.weight` and `norm2.weight` (with
+  `layers.{i}.` in a stack) and no `norm1.bias` / `norm2.bias`; the Linear
+  biases (`self_attn.in_proj_bias`, `self_attn.out_proj.bias`,
+  `linear1.bias`, `linear2.bias`) are there as `bias` says.
+- `final_norm` true: `norm.weight` `[D]` and `norm.bias` `[D]`
+  (nn.TransformerEncoder's names, no `layers.` prefix; no `norm.bias` with
+  layernorm_nobias or bias false), weights 1 + normal * 0.1 and bias normal *
+  0.1 like the other norms; out = LayerNorm(last layer's output) with the
+  model's layer_norm_eps.
+- `first_attn_norm` false: no `layers.0.norm1.weight` /
+  `layers.0.norm1.bias` (no `norm1.*` for a one-layer model); the other
+  layers keep theirs.
+- `global_every`, `local_window`, `rope_theta_local`: no tensors.
+
+torch 1.13 has neither a LayerNorm without bias nor per-layer masks in
+`nn.TransformerEncoder`, so: the modules' LayerNorm biases are fixed at zero
+for layernorm_nobias (the functional reference calls F.layer_norm with bias
+None); the final norm is nn.TransformerEncoder's `norm`; layer 0 without its
+attention norm runs with norm1 replaced by `nn.Identity()` (which carries the
+layer's eps, and the layers get an all-false boolean `src_mask` when the case
+has none: torch 1.13's fast-path check reads norm1's eps and parameters);
+with local layers the modules run layer by layer, each
+nn.TransformerEncoderLayer's forward with its own `src_mask` (the case's mask
+AND the layer's band `|i - j| <= W`, bool or float, and for ALiBi with the
+bias), then the final norm, and the functional reference uses a per-layer
+allowed-key rule.  A padded query with no key inside its band (`local_global`,
+sequence 1, query 11) gets NaN from torch; that row is zeroed after the layer
+(as a padded key it is masked in every later layer, so no other row depends on
+it) and is zero in the files.  With RoPE (`local_global_rope`), the functional
+reference is the primary one as in the other RoPE cases, with theta
+`rope_theta_local` in the local layers and `rope_theta` in the global ones.
+`attn.{l}` of a local layer is zero outside the band.
+
 | case | covers | model |
 | --- | --- | --- |
 """
@@ -1345,6 +1765,18 @@ def readme_row(c):
     elif c.ffn == "swiglu":
         model += (f", SwiGLU (silu(input) * gate, linear1 [{2 * c.F}, {c.D}]; "
                   "activation unused)")
+    if c.norm == "layernorm_nobias":
+        model += ", LayerNorms without bias"
+    if c.final_norm:
+        model += ", final LayerNorm"
+    if not c.first_attn_norm:
+        model += ", no attention norm in layer 0"
+    if c.global_every is not None:
+        local = [str(l) for l in range(c.n_layers) if c.is_local(l)]
+        model += (f", global_every {c.global_every} local_window {c.local_window} (local "
+                  f"layer{'s' if len(local) > 1 else ''} {', '.join(local)})")
+    if c.rope_theta_local is not None:
+        model += f", rope_theta_local {float(c.rope_theta_local):g}"
     return f"| `{c.name}` | {c.doc} | {model} |\n"
 
 

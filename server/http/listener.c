@@ -233,6 +233,25 @@ void server_set_model(server *s, const enc_model *m, pool *p)
                                 : json_pack("{s:f, s:i, s:s}", "theta", hp->rope_theta, "dim",
                                             hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads,
                                             "style", enc_rope_style_name(hp->rope_style)));
+        /* the block's norms, and each layer's attention (docs/api.md) */
+        json_object_set_new(hparams, "norm", json_string(enc_norm_name(hp->norm)));
+        json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
+        json_object_set_new(hparams, "first_attn_norm", json_boolean(!hp->first_norm_identity));
+        json_object_set_new(hparams, "global_every",
+                            json_integer(hp->global_every > 1 ? hp->global_every : 1));
+        json_object_set_new(hparams, "local_window",
+                            hp->global_every > 1 ? json_integer(hp->local_window) : json_null());
+        json_t *layers = json_array();
+        for (int l = 0; l < hp->n_layers; l++) {
+            const bool local = enc_layer_local(hp, l);
+            json_array_append_new(
+                layers,
+                json_pack("{s:s, s:o, s:o}", "attention", local ? "local" : "global", "window",
+                          local ? json_integer(hp->local_window) : json_null(), "rope_theta",
+                          hp->position == ENC_POS_ROPE ? json_real(enc_layer_rope_theta(hp, l))
+                                                       : json_null()));
+        }
+        json_object_set_new(hparams, "layers", layers);
     }
     json_t *weights = info ? json_object_get(info, "weights") : NULL;
     if (weights) { /* where they came from: files, architecture, what was left out */

@@ -1,0 +1,205 @@
+/* hf_util.c - see hf_util.h. */
+#include "hf_util.h"
+
+#include "daemon.h"
+#include "sha256.h"
+#include "test_util.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void scratch_make(scratch *s, const char *base, const char *edit_json, const char *const *remove,
+                  const char *const *links)
+{
+    snprintf(s->dir, sizeof s->dir, "/tmp/attnd_hf_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(s->dir));
+    char src[512], dst[640];
+    snprintf(src, sizeof src, "%s/config.json", base);
+    json_t *cfg = json_load_file(src, 0, NULL);
+    ck_assert_ptr_nonnull(cfg);
+    if (edit_json) {
+        json_t *edit = json_loads(edit_json, 0, NULL);
+        ck_assert_msg(edit != NULL, "bad edit %s", edit_json);
+        json_object_update(cfg, edit);
+        json_decref(edit);
+    }
+    for (const char *const *r = remove; r && *r; r++)
+        json_object_del(cfg, *r);
+    snprintf(dst, sizeof dst, "%s/config.json", s->dir);
+    ck_assert_int_eq(json_dump_file(cfg, dst, JSON_INDENT(2)), 0);
+    json_decref(cfg);
+    for (const char *const *l = links; l && *l; l++) {
+        snprintf(src, sizeof src, "%s/%s", base, *l);
+        snprintf(dst, sizeof dst, "%s/%s", s->dir, *l);
+        ck_assert_int_eq(symlink(src, dst), 0);
+    }
+}
+
+void scratch_write(const scratch *s, const char *name, const char *text)
+{
+    char path[640];
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+void scratch_free(scratch *s)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+void refused(const char *dir, const char *want)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    enc_model *m = NULL;
+    if (enc_hf_config_read(dir, &c, &err) == 0)
+        m = enc_model_load_dir(dir, &c.hp, &err);
+    const bool loaded = m != NULL;
+    enc_model_free(m);
+    ck_assert_msg(!loaded, "loaded, want a refusal with '%s'", want);
+    ck_assert_msg(strstr(err.message, want) != NULL, "message '%s' lacks '%s'", err.message, want);
+}
+
+void config_try(attnd_config *cfg, const char *const *argv, const char *const *env, char *msg,
+                size_t size)
+{
+    char *args[24] = {strdup("attnd")}, *envp[8] = {NULL};
+    int argc = 1;
+    for (; argv[argc - 1]; argc++) {
+        ck_assert_int_lt(argc, 23);
+        args[argc] = strdup(argv[argc - 1]);
+    }
+    for (int i = 0; env && env[i]; i++)
+        envp[i] = strdup(env[i]);
+    enc_error err = {0};
+    msg[0] = '\0';
+    if (config_load(cfg, argc, args, envp, &err) < 0)
+        snprintf(msg, size, "%s", err.message);
+    for (int i = 0; i < argc; i++)
+        free(args[i]);
+    for (int i = 0; envp[i]; i++)
+        free(envp[i]);
+}
+
+void startup_refused(const char *const *args, const char *want, int status)
+{
+    const char *argv[24];
+    int n = 0;
+    for (; args[n]; n++) {
+        ck_assert_int_lt(n, 22);
+        argv[n] = args[n];
+    }
+    argv[n++] = "--check-config";
+    argv[n] = NULL;
+    char *out = NULL;
+    const int st = run_attnd(argv, NULL, &out);
+    ck_assert_msg(st == status, "exit %d, want %d: %s", st, status, out);
+    const char *line = strstr(out, want);
+    ck_assert_msg(line != NULL, "'%s' lacks '%s'", out, want);
+    while (line > out && line[-1] != '\n')
+        line--;
+    ck_assert_msg(strncmp(line, "attnd: ", 7) == 0 && strchr(line, '\n') &&
+                      strchr(line, '\n')[1] == '\0',
+                  "not one last line 'attnd: ...': %s", out);
+    free(out);
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The model's list (count, item) equals the JSON array want as sets. */
+static void same_names(const char *what, const char *name, size_t n, const char **got,
+                       const json_t *want)
+{
+    ck_assert_msg(json_array_size(want) == n, "%s: %zu %s, the fixture lists %zu", name, n, what,
+                  json_array_size(want));
+    const char **w = xcalloc(n + 1, sizeof *w);
+    for (size_t i = 0; i < n; i++)
+        w[i] = json_string_value(json_array_get(want, i));
+    qsort(w, n, sizeof *w, by_string);
+    qsort(got, n, sizeof *got, by_string);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(w[i] && strcmp(got[i], w[i]) == 0, "%s: %s %zu is %s, the fixture's %s", name,
+                      what, i, got[i], w[i] ? w[i] : "(none)");
+    free(w);
+}
+
+void file_sha256(const char *path, char hex[SHA256_HEX_SIZE])
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    const long n = ftell(fp);
+    rewind(fp);
+    char *buf = xcalloc((size_t)n + 1, 1);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    sha256_hex(buf, (size_t)n, hex);
+    free(buf);
+}
+
+void hf_check_files(const enc_model *m, const char *dir, const json_t *hf, const char *name)
+{
+    char path[640];
+    size_t n = enc_model_ignored_count(m);
+    const char **names = xcalloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = enc_model_ignored(m, i);
+    same_names("ignored tensors", name, n, names, json_object_get(hf, "ignored"));
+    free(names);
+    n = enc_model_file_count(m);
+    names = xcalloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < n; i++) {
+        const char *sha;
+        names[i] = enc_model_file(m, i, &sha);
+        char hex[SHA256_HEX_SIZE];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        file_sha256(path, hex);
+        ck_assert_msg(strcmp(sha, hex) == 0, "%s: %s's sha256", name, names[i]);
+        ck_assert(i == 0 || strcmp(names[i - 1], names[i]) < 0); /* sorted */
+    }
+    same_names("files", name, n, names, json_object_get(hf, "files"));
+    free(names);
+}
+
+json_t *embeddings_json(const float *x, int B, int L, int D)
+{
+    json_t *emb = json_array();
+    for (int b = 0; b < B; b++) {
+        json_t *seq = json_array();
+        for (int i = 0; i < L; i++) {
+            json_t *row = json_array();
+            for (int k = 0; k < D; k++)
+                json_array_append_new(row, json_real(x[((size_t)b * L + i) * D + k]));
+            json_array_append_new(seq, row);
+        }
+        json_array_append_new(emb, seq);
+    }
+    return emb;
+}
+
+double outputs_diff(const json_t *outputs, const float *want, int B, int L, int D,
+                    const float *lengths)
+{
+    double worst = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < (lengths ? (int)lengths[b] : L); i++)
+            for (int k = 0; k < D; k++) {
+                const double g = json_number_value(json_array_get(
+                    json_array_get(json_array_get(outputs, (size_t)b), (size_t)i), (size_t)k));
+                worst = fmax(worst, fabs(g - want[((size_t)b * L + i) * D + k]));
+            }
+    return worst;
+}

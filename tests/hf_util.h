@@ -1,0 +1,56 @@
+/* hf_util.h - what the model-directory suites share: scratch copies of a
+ * fixture directory with config.json edited, loading one that must be
+ * refused, config_load on a command line, and attnd refusing at start-up. */
+#ifndef ATTND_TESTS_HF_UTIL_H
+#define ATTND_TESTS_HF_UTIL_H
+
+#include "config.h"
+#include "encoder.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* A scratch directory under /tmp. */
+typedef struct scratch {
+    char dir[64];
+} scratch;
+
+/* Makes s: config.json = base's (a directory path) with edit_json's fields
+ * merged in and remove's deleted, and symlinks to base's files named in
+ * links (NULL-terminated lists, or NULL). */
+void scratch_make(scratch *s, const char *base, const char *edit_json, const char *const *remove,
+                  const char *const *links);
+/* Writes s's file name with text. */
+void scratch_write(const scratch *s, const char *name, const char *text);
+/* Removes s and everything in it. */
+void scratch_free(scratch *s);
+
+/* Loading directory dir (config.json, then the tensors) fails with a
+ * message holding want. */
+void refused(const char *dir, const char *want);
+
+/* config_load of argv (after "attnd", NULL-terminated) and env: the
+ * message into msg, or "" when it loaded (cfg then filled; config_free
+ * it). */
+void config_try(attnd_config *cfg, const char *const *argv, const char *const *env, char *msg,
+                size_t size);
+
+/* attnd args... --check-config exits with status and, as its one last line,
+ * "attnd: ..." holding want. */
+void startup_refused(const char *const *args, const char *want, int status);
+
+/* sha256 of the file at path, 64 hex digits and a NUL. */
+void file_sha256(const char *path, char hex[65]);
+
+/* m's ignored tensors and files (with their sha256, sorted) are what the
+ * fixture's hf metadata lists; name labels messages. */
+void hf_check_files(const enc_model *m, const char *dir, const json_t *hf, const char *name);
+
+/* x [B, L, D] as nested JSON arrays (owned), for /v1/encode's embeddings. */
+json_t *embeddings_json(const float *x, int B, int L, int D);
+/* The largest |outputs[b][i][k] - want[b][i][k]| of /v1/encode's nested
+ * outputs over each sequence's first lengths[b] tokens (lengths NULL: L). */
+double outputs_diff(const json_t *outputs, const float *want, int B, int L, int D,
+                    const float *lengths);
+
+#endif
