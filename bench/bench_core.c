@@ -23,7 +23,16 @@
  *          --activation A (gelu)  --seed S (0)
  *          --position none|rope|alibi (none): RoPE (neox, theta 10000, every
  *          dimension) or ALiBi inside attention
- *          --attention heads|mean|none (heads)
+ *          --block bert|modernbert (bert): the block's kind.  modernbert:
+ *          ModernBERT-base (D 768, H 12, F 1152 exact-GELU GeGLU, 22
+ *          layers, pre-norm, layer 0's attention norm the identity, norms
+ *          without bias and a final one, no Linear biases, RoPE 160000 on
+ *          global layers and 10000 on local ones, every 3rd layer global,
+ *          local window 64 each side); the options after it change it
+ *          --n-layers N (1; modernbert 22)  --local-window W (modernbert 64)
+ *          --ffn mlp|geglu|swiglu (mlp): also for "linears" (linear1 then
+ *          has 2F rows)
+ *          --attention heads|mean|none (heads): the last layer's weights
  *          --mask SPEC: "core" with a mask, options joined by ',':
  *          window=W  global=N (N positions spread evenly)  causal
  *          strided=S  fixed=L:C  blocks=B:W:G:R (seed 0)  docs=N (an
@@ -71,11 +80,12 @@ static void usage(void)
           "       bench_core core --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--n-heads H] [--d-ff F] [--activation A] "
           "[--position P]"
+          " [--block bert|modernbert] [--n-layers N] [--local-window W] [--ffn K]"
           " [--seed S]\n"
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
-          "                       [--d-model D] [--d-ff F]\n",
+          "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n",
           stderr);
     exit(2);
 }
@@ -139,6 +149,35 @@ static options parse_args(int argc, char **argv)
         } else if (!strcmp(f, "--position")) {
             if (enc_position_parse(v, &o.hp.position) < 0) {
                 fprintf(stderr, "bench_core: unknown position '%s' (none, rope, alibi)\n", v);
+                exit(2);
+            }
+        } else if (!strcmp(f, "--block")) {
+            if (!strcmp(v, "modernbert")) {
+                enc_hparams *hp = &o.hp;
+                hp->d_model = 768;
+                hp->n_heads = hp->n_kv_heads = 12;
+                hp->d_ff = 1152;
+                hp->n_layers = 22;
+                hp->activation = ENC_ACT_GELU;
+                hp->ffn = ENC_FFN_GEGLU;
+                hp->norm_first = hp->first_norm_identity = hp->final_norm = true;
+                hp->norm = ENC_NORM_LAYERNORM_NOBIAS;
+                hp->bias = false;
+                hp->position = ENC_POS_ROPE;
+                hp->rope_theta = 160000.0;
+                hp->rope_theta_local = 10000.0;
+                hp->global_every = 3;
+                hp->local_window = 64;
+            } else if (strcmp(v, "bert") != 0) {
+                usage();
+            }
+        } else if (!strcmp(f, "--n-layers")) {
+            o.hp.n_layers = parse_int(f, v, 1);
+        } else if (!strcmp(f, "--local-window")) {
+            o.hp.local_window = parse_int(f, v, 0);
+        } else if (!strcmp(f, "--ffn")) {
+            if (enc_ffn_parse(v, &o.hp.ffn) < 0) {
+                fprintf(stderr, "bench_core: unknown ffn '%s' (mlp, geglu, swiglu)\n", v);
                 exit(2);
             }
         } else if (!strcmp(f, "--activation")) {
@@ -306,7 +345,12 @@ static int run_core(const options *o)
     float *attn = alloc_floats(n_attn); /* (B, H, L, L), (B, L, L) or none */
     bench_rng r = bench_rng_new(2);
     bench_fill_normal(&r, x, B * L * D);
-    float *layers[1] = {attn};
+    float **layers = calloc((size_t)o->hp.n_layers, sizeof *layers); /* the last layer's */
+    if (!layers) {
+        fprintf(stderr, "bench_core: out of memory\n");
+        return 1;
+    }
+    layers[o->hp.n_layers - 1] = attn;
     enc_batch in = {.x = x, .B = o->batch, .L = o->len};
     in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
     int *global = calloc(L, sizeof *global);
@@ -354,12 +398,14 @@ static int run_core(const options *o)
         if (o->name)
             snprintf(key, sizeof key, "%s", o->name);
         const double rss = peak_rss_mib();
-        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s, attention %s), %d threads, "
+        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s %s, %d layers, attention %s), %d "
+               "threads, "
                "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP/forward, "
                "workspace %.1f MiB, peak resident %.0f MiB)\n",
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
-               enc_activation_name(o->hp.activation), mode, o->threads, o->repeat, best, median,
-               gflops, flops / 1e9, (double)enc_workspace_bytes(ws) / (1 << 20), rss);
+               enc_activation_name(o->hp.activation), enc_ffn_name(o->hp.ffn), o->hp.n_layers, mode,
+               o->threads, o->repeat, best, median, gflops, flops / 1e9,
+               (double)enc_workspace_bytes(ws) / (1 << 20), rss);
         if (o->mask)
             printf("mask %s: %llu allowed pairs (%.2f%% of B L^2), %llu scores computed (%.2f%% "
                    "of H L^2 a sequence)\n",
@@ -375,6 +421,7 @@ static int run_core(const options *o)
     free(x);
     free(out);
     free(attn);
+    free(layers);
     free(global);
     free(attn_mask);
     enc_workspace_free(ws);
@@ -544,8 +591,9 @@ static int run_linears(const options *o)
     if (!o->batch || !o->len)
         usage();
     const int M = o->batch * o->len, D = o->hp.d_model, F = o->hp.d_ff, Q = 3 * D;
-    const int ldh = gemm_padded_ld(F), ldq = gemm_padded_ld(Q), ldd = gemm_padded_ld(D);
-    const int shape[4][2] = {{Q, D}, {D, D}, {F, D}, {D, F}}; /* (N, K) */
+    const int F1 = enc_ffn_rows(&o->hp); /* gated: input and gate rows */
+    const int ldh = gemm_padded_ld(F1), ldq = gemm_padded_ld(Q), ldd = gemm_padded_ld(D);
+    const int shape[4][2] = {{Q, D}, {D, D}, {F1, D}, {D, F}}; /* (N, K) */
     gemm_packed *pk[4] = {NULL};
     bench_rng r = bench_rng_new(4);
     for (int i = 0; i < 4; i++) {
@@ -562,7 +610,7 @@ static int run_linears(const options *o)
     }
     float *x = alloc_floats((size_t)M * ldd), *qkv = alloc_floats((size_t)M * ldq);
     float *o_ = alloc_floats((size_t)M * ldd), *h = alloc_floats((size_t)M * ldh);
-    float *bias = alloc_floats((size_t)(F > Q ? F : Q));
+    float *bias = alloc_floats((size_t)(F1 > Q ? F1 : Q));
     float *scratch = aligned_alloc(64, (size_t)o->threads * gemm_scratch_bytes());
     team *t = team_new(o->threads);
     if (!scratch || !t) {
@@ -571,7 +619,7 @@ static int run_linears(const options *o)
     }
     bench_fill_normal(&r, x, (size_t)M * ldd);
     bench_fill_normal(&r, h, (size_t)M * ldh); /* the hidden layer, as if after GELU */
-    bench_fill_normal(&r, bias, (size_t)(F > Q ? F : Q));
+    bench_fill_normal(&r, bias, (size_t)(F1 > Q ? F1 : Q));
     linear_run runs[4] = {
         {pk[0], x, bias, qkv, M, ldd, ldq, scratch},
         {pk[1], x, bias, o_, M, ldd, ldd, scratch}, /* reads x for z: same shape */
@@ -588,13 +636,18 @@ static int run_linears(const options *o)
     }
     double best, median;
     summarise(ms, o->repeat, &best, &median);
-    const double flops = 2.0 * M * ((double)Q * D + (double)D * D + 2.0 * D * F);
+    const double flops = 2.0 * M * ((double)Q * D + (double)D * D + (double)D * F1 + (double)D * F);
     const double gflops = flops / (best * 1e6);
-    printf("the four Linears alone, %d tokens (D=%d F=%d), %d threads, best of %d: %.3f ms, "
+    printf("the four Linears alone, %d tokens (D=%d F=%d %s), %d threads, best of %d: %.3f ms, "
            "median %.3f ms, %.1f GFLOP/s (%.2f GFLOP)\n",
-           M, D, F, o->threads, o->repeat, best, median, gflops, flops / 1e9);
-    printf("RESULT linears_%dx%d_best_ms=%.3f linears_%dx%d_gflops=%.2f\n", o->batch, o->len, best,
-           o->batch, o->len, gflops);
+           M, D, F, enc_ffn_name(o->hp.ffn), o->threads, o->repeat, best, median, gflops,
+           flops / 1e9);
+    char key[48];
+    snprintf(key, sizeof key, "linears_%dx%d", o->batch, o->len);
+    if (o->name)
+        snprintf(key, sizeof key, "%s", o->name);
+    printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f\n", key, best, key, median, key,
+           gflops);
     team_free(t);
     for (int k = 0; k < 4; k++)
         gemm_packed_free(pk[k]);

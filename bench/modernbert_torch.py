@@ -35,7 +35,8 @@ OPENBLAS_NUM_THREADS is set in the environment, which then wins.
 Prints one JSON line: {"seq_len", "layers", "runs", "median_s", "runs_s",
 "torch_threads", "blas_core" (openblas_get_corename() of the OpenBLAS torch
 runs, "unknown" when it cannot be asked), "peak_rss_mib" (the process's peak
-resident set, ru_maxrss)}.  Exit status 3 means "cannot do this here"
+resident set, ru_maxrss)}, then the same as a "RESULT mb_torch_median_s=...
+mb_torch_blas_core=... mb_torch_peak_rss_mib=..." line for bench/run.sh.  Exit status 3 means "cannot do this here"
 (reason on stdout).
 """
 import argparse
@@ -120,11 +121,15 @@ def main():
                 sys.exit(1)
             del out
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KiB -> MiB
+    median = statistics.median(runs)
     print(json.dumps({"seq_len": args.seq_len, "layers": args.layers, "runs": args.runs,
-                      "median_s": round(statistics.median(runs), 4),
+                      "median_s": round(median, 4),
                       "runs_s": [round(r, 4) for r in runs],
                       "torch_threads": torch.get_num_threads(), "blas_core": blas_core(lib),
                       "peak_rss_mib": round(peak, 1)}))
+    # for bench/run.sh
+    print(f"RESULT mb_torch_median_s={median:.4f} mb_torch_blas_core={blas_core(lib)} "
+          f"mb_torch_peak_rss_mib={peak:.0f}")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,16 @@
 #   9. startup    a BERT-base-sized Hugging Face directory (tools/make_bert_dir.py):
 #                 attnd --model-dir --check-config against reading it once, and
 #                 against the same stack from a PyTorch-named file (bench/startup.py)
-#  10. summary    each target of issues 4, 18, 19 and 22: met or not in this run
+#  10. modernbert ModernBERT-base (issue 23; bench_core --block modernbert: D 768,
+#                 12 heads, F 1152 GeGLU, 22 layers, every 3rd global, window
+#                 64) at B=1 L=8192, attention none: the forward against its
+#                 ideal (the four Linears alone and one global layer, scaled by
+#                 each layer's pairs), its peak resident memory, and PyTorch
+#                 running the same stack as transformers does on a CPU
+#                 (bench/modernbert_torch.py: dense scores with a sliding-window
+#                 mask)                                         [PyTorch optional];
+#                 B=8 L=128 per Linear-FLOP against the BERT block, interleaved
+#  11. summary    each target of issues 4, 18, 19, 22 and 23: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -60,7 +69,10 @@
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
-#                               positions startup"
+#                               positions startup modernbert mbtorch" (mbtorch: the
+#                               ModernBERT part's PyTorch peer, about 6 minutes)
+#   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
+#   BENCH_MB_ROUNDS [3]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
 #   BENCH_LONG_LEN [16384]      sequence length of the long-context patterns
 #   BENCH_MEMORY_LEN [16384]    sequence length of the memory test
@@ -707,6 +719,80 @@ else
         { FAILED=1; WHY[startup]="bench/startup.py failed"; }
 fi
 
+# ---- 10. ModernBERT-base at 8,192 tokens (issue 23) ----------------------------
+
+# The forward's ideal at the kernel's measured rates: 22 x the four Linears
+# alone (bench_core linears, GeGLU's 2F rows) plus, per layer, what one
+# global layer costs beyond its Linears (bench_core core --n-layers 1) times
+# the layer's share of the L^2 pairs: 1 on the 8 global layers, (L (2W + 1)
+# - W (W + 1)) / L^2 on the 14 local ones.
+MB_LEN=${BENCH_MB_LEN:-8192}
+MB_ROUNDS=${BENCH_MB_ROUNDS:-3}
+section "ModernBERT-base: B=1 L=$MB_LEN, attention none; B=8 L=128 against the BERT block"
+if skipped modernbert; then
+    WHY[modernbert]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    MB="--block modernbert --threads $THREADS"
+    # shellcheck disable=SC2086
+    { run_step 300 $BB/bench_core linears --batch 1 --len "$MB_LEN" $MB --repeat 3 --warmup 1 \
+        --name mb_lin &&
+      run_step 600 $BB/bench_core core --batch 1 --len "$MB_LEN" $MB --n-layers 1 \
+        --attention none --repeat 3 --warmup 1 --name mb_dense1 &&
+      run_step 1200 $BB/bench_core core --batch 1 --len "$MB_LEN" $MB --attention none \
+        --repeat 2 --warmup 1 --name mb_full; } ||
+        { FAILED=1; WHY[modernbert]="bench_core --block modernbert failed"; }
+    lin=${R[mb_lin_best_ms]:-} dense=${R[mb_dense1_best_ms]:-} full=${R[mb_full_best_ms]:-}
+    if [ -n "$lin" ] && [ -n "$dense" ] && [ -n "$full" ]; then
+        share=$(calc "($MB_LEN * 129 - 64 * 65) / ($MB_LEN * $MB_LEN)")
+        R[mb_ideal_ms]=$(calc "22 * $lin + ($dense - $lin) * (8 + 14 * $share)")
+        R[mb_ideal_ratio]=$(calc "$full / ${R[mb_ideal_ms]}")
+        echo "-> 22 layers: $full ms, ideal $(fmt "${R[mb_ideal_ms]}" 1) ms (22 x Linears $lin + (one global layer $dense - Linears) x (8 + 14 x $share)): $(fmt "${R[mb_ideal_ratio]}" 3)x; peak resident ${R[mb_full_peak_rss_mib]:-?} MiB; scores ${R[mb_full_scores]:-?} of $((22 * 12 * MB_LEN * MB_LEN)) dense"
+    fi
+    # PyTorch as transformers runs ModernBERT on a CPU.  Debian's OpenBLAS
+    # 0.3.21 takes the newest Xeons for Prescott: the peer then gets the
+    # kernels of the CPU it runs on (and prints which ran).
+    if skipped mbtorch; then
+        WHY[mbtorch]="BENCH_SKIP"
+        echo "PyTorch peer skipped (BENCH_SKIP)"
+    else
+        coretype=()
+        if [ "$avx512" = yes ] && [[ ${R[openblas_corename]:-} == [Pp]rescott ]]; then
+            coretype=(OPENBLAS_CORETYPE=SkylakeX)
+        fi
+        run_step 1800 env "${coretype[@]}" "$PYTHON" bench/modernbert_torch.py \
+            --seq-len "$MB_LEN" --layers 22 --runs 1 --threads "$THREADS"
+        rc=$?
+        if [ "$rc" != 0 ]; then
+            WHY[mbtorch]=$(step_reason)
+            [ "$rc" = 3 ] || FAILED=1
+        elif [ -n "${R[mb_torch_median_s]:-}" ] && [ -n "$full" ]; then
+            R[mb_torch_ratio]=$(calc "1000 * ${R[mb_torch_median_s]} / $full")
+            echo "-> PyTorch ${R[mb_torch_median_s]} s (OpenBLAS ${R[mb_torch_blas_core]:-?}, peak ${R[mb_torch_peak_rss_mib]:-?} MiB) / attnd $full ms = $(fmt "${R[mb_torch_ratio]}" 1)x"
+        fi
+    fi
+    # Short inputs: ms per Linear-GFLOP of the 22 layers against the BERT-base
+    # block's (one layer, D 768, F 3072), attention none, in interleaved rounds.
+    mb_lf=$(calc "22 * 2 * 1024 * 768 * (3 * 768 + 768 + 2 * 1152 + 1152) / 1e9")
+    bert_lf=$(calc "2 * 1024 * 768 * (3 * 768 + 768 + 2 * 3072) / 1e9")
+    : >"$BB/mb_short"
+    for r in $(seq "$MB_ROUNDS"); do
+        # shellcheck disable=SC2086
+        { run_step 300 $BB/bench_core core --batch 8 --len 128 $MB --attention none \
+            --repeat "$REPEAT" --warmup "$WARMUP" --name "mb_short_$r" &&
+          run_step 300 $BB/bench_core core --batch 8 --len 128 --threads "$THREADS" $MODEL_FLAGS \
+            --attention none --repeat "$REPEAT" --warmup "$WARMUP" --name "mb_bert_$r"; } ||
+            { FAILED=1; WHY[modernbert]="bench_core at B=8 L=128 failed"; break; }
+        echo "$(calc "(${R[mb_short_${r}_median_ms]} / $mb_lf) / (${R[mb_bert_${r}_median_ms]} / $bert_lf)")" >>"$BB/mb_short"
+    done
+    if [ -s "$BB/mb_short" ]; then
+        R[mb_short_ratio]=$(sort -g "$BB/mb_short" |
+            awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+        echo "-> B=8 L=128: ms per Linear-GFLOP, ModernBERT-base ($mb_lf GFLOP) / BERT block ($bert_lf GFLOP), medians, $MB_ROUNDS rounds = $(fmt "${R[mb_short_ratio]}" 3) ($(tr '\n' ' ' <"$BB/mb_short"))"
+    fi
+    rm -f "$BB/mb_short"
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -731,7 +817,7 @@ if [ -n "$ROOF_START" ] && [ -n "$ROOF_END" ] &&
     NOISY="${NOISY:+$NOISY; }sgemm went from $ROOF_START GFLOP/s at the start to $ROOF_END at the end"
 fi
 
-# ---- 10. summary -----------------------------------------------------------
+# ---- 11. summary -----------------------------------------------------------
 
 # row TARGET MEASURED VALUE OP LIMIT [WHY-MISSING]: one summary line; VALUE
 # empty means the figure was not measured in this run.
@@ -747,7 +833,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4, 18, 19 and 22 targets in this run"
+section "summary: issue 4, 18, 19, 22 and 23 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -836,6 +922,18 @@ row "BERT-base dir start-up <= 1 s + reading it once" "$m" "$r" "<=" 1 "${WHY[st
 r=${R[startup_rss_extra_mib]:-} m="n/a"
 [ -n "$r" ] && m="${R[startup_dir_rss_mib]} MiB vs ${R[startup_file_rss_mib]} MiB (PyTorch file)"
 row "BERT-base dir peak RSS <= the same stack's file" "$m" "$r" "<=" 16 "${WHY[startup]:-}"
+r=${R[mb_ideal_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x (${R[mb_full_best_ms]} / $(fmt "${R[mb_ideal_ms]}" 1) ms)"
+row "ModernBERT-base L=$MB_LEN within 1.2x of its ideal" "$m" "$r" "<=" 1.2 "${WHY[modernbert]:-}"
+r=${R[mb_torch_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 1)x (${R[mb_torch_median_s]} s / ${R[mb_full_best_ms]} ms)"
+row "ModernBERT-base L=$MB_LEN >= 3x faster than PyTorch" "$m" "$r" ">=" 3 "${WHY[mbtorch]:-${WHY[modernbert]:-}}"
+r=${R[mb_full_peak_rss_mib]:-} m="n/a"
+[ -n "$r" ] && m="$r MiB"
+row "ModernBERT-base L=$MB_LEN peak RSS < 1.5 GiB" "$m" "$r" "<" 1536 "${WHY[modernbert]:-}"
+r=${R[mb_short_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x per Linear-FLOP"
+row "ModernBERT-base B=8 L=128 <= BERT block per Linear-FLOP" "$m" "$r" "<=" 1 "${WHY[modernbert]:-}"
 echo
 echo "not targets, for reference:"
 for s in $SHAPES; do

@@ -367,11 +367,12 @@ static void phase_linear(void *arg, int tid, int n)
     const enc_activation *act = c->lin_act ? &c->m->hp.activation : NULL;
     int n0, n1;
     if (c->lin_pk) {
+        float *scratch =
+            c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
         if (n1 > n0)
-            gemm_packed_cols(
-                c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b, c->T, n0, n1,
-                act, c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float)));
+            gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                             c->T, n0, n1, act, scratch);
         return;
     }
     /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
@@ -598,7 +599,7 @@ static int rope_tables(enc_workspace *ws, int need, enc_error *err)
 }
 
 /* RoPE on every token's query heads and key heads (contiguous in qkv),
- * split by tokens: pairs (k, k + half) for neox, (2k, 2k + 1) for gptj. */
+ * split by tokens. */
 static void phase_rope(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
@@ -606,28 +607,11 @@ static void phase_rope(void *arg, int tid, int n)
     const enc_workspace *ws = c->ws;
     const int E = m->head_dim, heads = m->hp.n_heads + m->hp.n_kv_heads, Q = m->qkv_dim;
     const int dim = rope_dim_of(m), half = dim / 2;
-    const bool neox = m->hp.rope_style == ENC_ROPE_NEOX;
     int t0, t1;
     team_split(c->T, tid, n, &t0, &t1);
     for (int t = t0; t < t1; t++) {
-        const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim, *sn = cs + half;
-        float *row = ws->qkv + (size_t)t * Q;
-        for (int hh = 0; hh < heads; hh++) {
-            float *x = row + (size_t)hh * E;
-            if (neox) {
-                for (int k = 0; k < half; k++) {
-                    const float a = x[k], b = x[k + half];
-                    x[k] = a * cs[k] - b * sn[k];
-                    x[k + half] = b * cs[k] + a * sn[k];
-                }
-            } else {
-                for (int k = 0; k < half; k++) {
-                    const float a = x[2 * k], b = x[2 * k + 1];
-                    x[2 * k] = a * cs[k] - b * sn[k];
-                    x[2 * k + 1] = b * cs[k] + a * sn[k];
-                }
-            }
-        }
+        const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
+        rope_forward(ws->qkv + (size_t)t * Q, heads, E, cs, cs + half, half, m->hp.rope_style);
     }
 }
 

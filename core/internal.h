@@ -115,6 +115,12 @@ void activation_forward(float *x, size_t n, enc_activation act);
  * input, become act(input) * gate, the gate being the next F (GeGLU: act
  * the GELU of activation; SwiGLU: SiLU). */
 void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act);
+/* RoPE on n vectors of E floats (one token's heads, E apart): the first
+ * 2 half dims of each turn, pair k by the angle whose cosine and sine are
+ * cs[k] and sn[k]: pairs (k, k + half) for neox, (2k, 2k + 1) for gptj;
+ * (a, b) becomes (a cos - b sin, b cos + a sin). */
+void rope_forward(float *x, int n, int E, const float *cs, const float *sn, int half,
+                  enc_rope_style style);
 /* One activation on one value: the definition the fast loop and the naive
  * reference share. */
 float activation_value(float x, enc_activation act);

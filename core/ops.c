@@ -173,6 +173,14 @@ static void silu_forward(float *x, size_t n)
         x[i] = x[i] / (1.0f + exp_approx(-x[i]));
 }
 
+/* u (n) *= g (n), apart. */
+VECTOR_CLONES
+static void gate_forward(float *restrict u, const float *restrict g, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        u[k] *= g[k];
+}
+
 void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act)
 {
     for (int r = 0; r < rows; r++) {
@@ -181,8 +189,33 @@ void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation 
             silu_forward(x, (size_t)F);
         else
             activation_forward(x, (size_t)F, act);
-        for (int k = 0; k < F; k++)
-            x[k] *= x[F + k];
+        gate_forward(x, x + F, (size_t)F);
+    }
+}
+
+VECTOR_CLONES
+void rope_forward(float *x, int n, int E, const float *restrict cs, const float *restrict sn,
+                  int half, enc_rope_style style)
+{
+    if (style == ENC_ROPE_NEOX && simd_enabled()) {
+        simd_rope_neox(x, n, E, cs, sn, half);
+        return;
+    }
+    for (int v = 0; v < n; v++, x += E) {
+        if (style == ENC_ROPE_NEOX) { /* pairs (k, k + half): two runs apart */
+            float *restrict lo = x, *restrict hi = x + half;
+            for (int k = 0; k < half; k++) {
+                const float a = lo[k], b = hi[k];
+                lo[k] = a * cs[k] - b * sn[k];
+                hi[k] = b * cs[k] + a * sn[k];
+            }
+        } else { /* pairs (2k, 2k + 1) */
+            for (int k = 0; k < half; k++) {
+                const float a = x[2 * k], b = x[2 * k + 1];
+                x[2 * k] = a * cs[k] - b * sn[k];
+                x[2 * k + 1] = b * cs[k] + a * sn[k];
+            }
+        }
     }
 }
 

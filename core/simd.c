@@ -47,8 +47,7 @@ static inline __mmask16 first_lanes(int n)
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
 }
 
-__attribute__((target("avx512f"))) float simd_softmax_block(float *s, int n, float *max,
-                                                             float *sum)
+__attribute__((target("avx512f"))) float simd_softmax_block(float *s, int n, float *max, float *sum)
 {
     /* The max, and whether a lane holds NaN (compared unordered with itself). */
     __m512 vmax = _mm512_set1_ps(-INFINITY);
@@ -89,6 +88,22 @@ __attribute__((target("avx512f"))) void simd_activation(float *x, size_t n, enc_
     }
 }
 
+__attribute__((target("avx512f"))) void simd_rope_neox(float *x, int n, int E, const float *cs,
+                                                       const float *sn, int half)
+{
+    /* each block of 16 pairs' cosines and sines once, for all n vectors */
+    for (int j = 0; j < half; j += 16) {
+        const __mmask16 k = first_lanes(half - j);
+        const __m512 c = _mm512_maskz_loadu_ps(k, cs + j), s = _mm512_maskz_loadu_ps(k, sn + j);
+        for (int v = 0; v < n; v++) {
+            float *lo = x + (size_t)v * (size_t)E + j, *hi = lo + half;
+            const __m512 a = _mm512_maskz_loadu_ps(k, lo), b = _mm512_maskz_loadu_ps(k, hi);
+            _mm512_mask_storeu_ps(lo, k, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+            _mm512_mask_storeu_ps(hi, k, _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
+        }
+    }
+}
+
 static const char *cpu_simd(void)
 {
     __builtin_cpu_init();
@@ -126,13 +141,18 @@ void simd_activation(float *x, size_t n, enc_activation act)
     (void)x, (void)n, (void)act;
 }
 
+void simd_rope_neox(float *x, int n, int E, const float *cs, const float *sn, int half)
+{
+    (void)x, (void)n, (void)E, (void)cs, (void)sn, (void)half;
+}
+
 #endif
 
 /* OpenBLAS's x86 cores with AVX2 kernels (its driver/others/dynamic.c). */
 static bool avx2_core(const char *core)
 {
-    static const char *const cores[] = {"Haswell", "Zen",           "SkylakeX",
-                                        "Cooperlake", "SapphireRapids", "Excavator"};
+    static const char *const cores[] = {"Haswell",        "Zen",      "SkylakeX", "Cooperlake",
+                                        "SapphireRapids", "Excavator"};
     for (size_t i = 0; i < sizeof cores / sizeof *cores; i++)
         if (strcasecmp(core, cores[i]) == 0)
             return true;
@@ -145,6 +165,7 @@ void enc_platform_get(enc_platform *p)
     p->kernels = simd_enabled() ? "avx512" : "openblas";
     p->cpu_simd = cpu_simd();
     p->blas_core = core ? core : "unknown";
-    p->blas_core_generic = (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
-                           !avx2_core(p->blas_core);
+    p->blas_core_generic =
+        (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
+        !avx2_core(p->blas_core);
 }

@@ -30,5 +30,8 @@ bool simd_enabled(void);
  * only when simd_enabled(). */
 float simd_softmax_block(float *s, int n, float *max, float *sum);
 void simd_activation(float *x, size_t n, enc_activation act);
+/* rope_forward's neox pairs (internal.h), the same products; call only when
+ * simd_enabled(). */
+void simd_rope_neox(float *x, int n, int E, const float *cs, const float *sn, int half);
 
 #endif
