@@ -300,6 +300,15 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
                (rc = bind(ld, NAME(S_V_W), ly->w_qkv + D * D + KV * D, KV, D)) < 0) {
         return rc;
     }
+    /* A gated feed-forward's fused input projection of another height: say
+     * what the height must be. */
+    const st_tensor *t1 = find(ld, NAME(S_1_W), NULL);
+    if (rc == 0 && hp->ffn != ENC_FFN_MLP && t1 && t1->ndim == 2 && t1->shape[0] != F1)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has %lld rows; ffn %s needs 2 x d_ff = %lld (the "
+                             "input's %lld rows, then the gate's)",
+                             name, (long long)t1->shape[0], enc_ffn_name(hp->ffn), (long long)F1,
+                             (long long)F);
     /* Layer 0's attention norm may be the identity: no ln1 to bind. */
     if (rc < 0 || (rc = bind(ld, NAME(S_O_W), ly->w_o, D, D)) < 0 ||
         (rc = bind(ld, NAME(S_1_W), ly->w_1, F1, D)) < 0 ||

@@ -352,6 +352,7 @@ typedef struct block_ctx {
     int lin_K, lin_N;
     int lin_ldo, lin_ldi; /* lin_out's and lin_in's row strides */
     bool lin_act;
+    bool lin_glu; /* a gated first Linear whose gating the packed GEMM does (gemm_packed_glu) */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
@@ -369,6 +370,13 @@ static void phase_linear(void *arg, int tid, int n)
     if (c->lin_pk) {
         float *scratch =
             c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
+        if (c->lin_glu) { /* a share of the input's panels, each with its gate's */
+            team_split(gemm_panels(c->lin_pk) / 2, tid, n, &n0, &n1);
+            if (n1 > n0)
+                gemm_packed_glu(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                                c->T, n0, n1, c->m->hp.ffn, c->m->hp.activation, scratch);
+            return;
+        }
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
         if (n1 > n0)
             gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
@@ -744,9 +752,13 @@ static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, co
 }
 
 /* Block l over the T packed tokens in ws->x, in place, writing each job's
- * attention weights for layer l where it asked for them. */
-static void block_forward(const enc_model *m, int l, enc_workspace *ws, const enc_job *jobs,
-                          const enc_blockmask *const *bms, uint64_t *scores, int T)
+ * attention weights for layer l where it asked for them.  Pre-norm, the
+ * residual add that ends a block and the norm that starts the next are one
+ * pass (y_ready: ws->y holds this block's normed input already, written by
+ * the block before), and the last block's add and the final norm too.
+ * Returns whether ws->y holds the next block's normed input. */
+static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const enc_job *jobs,
+                          const enc_blockmask *const *bms, uint64_t *scores, int T, bool y_ready)
 {
     const enc_hparams *hp = &m->hp;
     const enc_layer *ly = &m->layers[l];
@@ -769,7 +781,8 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
      * the identity */
     const float *a_in = ws->x;
     if (hp->norm_first && ly->ln1_w) {
-        run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
+        if (!y_ready)
+            run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
     run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
@@ -797,12 +810,30 @@ static void block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     }
     if (hp->ffn == ENC_FFN_MLP) {
         run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
-    } else { /* input and gate side by side, then act(input) * gate in place */
+    } else {
+        /* Input and gate side by side, then act(input) * gate in place of
+         * the input: by the packed GEMM on each block of rows it has just
+         * written, while in cache, when d_ff is a whole number of panels;
+         * else in a pass of its own. */
+        c.lin_glu = ly->pk_1 && simd_enabled() && gemm_glu_ok(ly->pk_1);
         run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, 2 * F, false);
-        team_run(ws->team, phase_glu, &c);
+        if (!c.lin_glu)
+            team_run(ws->team, phase_glu, &c);
+        c.lin_glu = false;
     }
     run_linear(&c, ws->o, D, ws->h, ws->ldh, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
-    run_norm(&c, true, hp->norm_first ? NULL : ws->x, ly->ln2_w, ly->ln2_b);
+    if (!hp->norm_first) {
+        run_norm(&c, true, ws->x, ly->ln2_w, ly->ln2_b);
+        return false;
+    }
+    /* x += o, and the next block's first norm into y, or the final norm */
+    const enc_layer *next = l + 1 < hp->n_layers ? &m->layers[l + 1] : NULL;
+    if (next && next->ln1_w) {
+        run_norm(&c, true, ws->y, next->ln1_w, next->ln1_b);
+        return true;
+    }
+    run_norm(&c, true, next ? NULL : m->final_w ? ws->x : NULL, m->final_w, m->final_b);
+    return false;
 }
 
 /* Zeroes the entries of n (L, L) matrices whose row or column is len or
@@ -1052,9 +1083,11 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     if (has_local)
         plan_attention(ws, &ws->plans[1], local);
 
+    bool y_ready = false;
     for (int l = 0; l < m->hp.n_layers; l++)
-        block_forward(m, l, ws, jobs, bms, scores, (int)T);
-    if (m->final_w) { /* the norm after the last layer, in place */
+        y_ready = block_forward(m, l, ws, jobs, bms, scores, (int)T, y_ready);
+    if (m->final_w && !m->hp.norm_first) { /* post-norm's final norm, in place (pre-norm's
+                                              came with the last residual add) */
         block_ctx c = {.m = m, .ws = ws, .T = (int)T};
         run_norm(&c, false, ws->x, m->final_w, m->final_b);
     }

@@ -80,6 +80,8 @@ int gemm_padded_ld(int n)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include "vec512.h"
+
 #include <immintrin.h>
 
 gemm_packed *gemm_pack(const float *w, int N, int K)
@@ -132,7 +134,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
 }
 
 __attribute__((target("avx512f"))) void gemm_pack_t(float *dst, const float *src, int lds, int N,
-                                                     int K, float scale)
+                                                    int K, float scale)
 {
     const int P = (N + GEMM_NR - 1) / GEMM_NR;
     const __m512 vs = _mm512_set1_ps(scale);
@@ -146,7 +148,7 @@ __attribute__((target("avx512f"))) void gemm_pack_t(float *dst, const float *src
                 __m512 r[16];
                 for (int j = 0; j < 16; j++) {
                     const float *row = src + (size_t)(j0 + j) * (size_t)lds + k0;
-                    r[j] = j >= nj   ? _mm512_setzero_ps()
+                    r[j] = j >= nj    ? _mm512_setzero_ps()
                            : nk == 16 ? _mm512_mul_ps(vs, _mm512_loadu_ps(row))
                                       : _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(km, row));
                 }
@@ -199,9 +201,8 @@ kernel(int mr, bool edge, bool prefetch, const float *a, size_t lda, const float
             __m512 v0 = acc[r][0], v1 = acc[r][1];
             if (mode & ACCUMULATE) {
                 v0 = _mm512_add_ps(edge ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_loadu_ps(cr), v0);
-                v1 = _mm512_add_ps(edge ? _mm512_maskz_loadu_ps(m1, cr + 16)
-                                        : _mm512_loadu_ps(cr + 16),
-                                   v1);
+                v1 = _mm512_add_ps(
+                    edge ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_loadu_ps(cr + 16), v1);
             }
             if (mode & ADD_BIAS) {
                 v0 = _mm512_add_ps(v0, bias0);
@@ -255,9 +256,37 @@ static __mmask16 lane_mask(int n)
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
-void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
-                      const float *b, int M, int p0, int p1, const enc_activation *act,
-                      float *scratch)
+/* A gated feed-forward's epilogue on rows of n <= NR columns: in =
+ * act(in) * gate (GeGLU: the GELU of act; SwiGLU: SiLU, x / (1 + e^-x)). */
+__attribute__((target("avx512f"))) static void glu_epilogue(float *in, const float *gate,
+                                                            size_t ldc, int rows, int n,
+                                                            enc_ffn ffn, enc_activation act)
+{
+    for (int r = 0; r < rows; r++, in += ldc, gate += ldc)
+        for (int j = 0; j < n; j += 16) {
+            const __mmask16 k = lane_mask(n - j);
+            __m512 u = _mm512_maskz_loadu_ps(k, in + j);
+            if (ffn == ENC_FFN_SWIGLU)
+                u = _mm512_div_ps(u,
+                                  _mm512_add_ps(_mm512_set1_ps(1.0f),
+                                                v512_exp(_mm512_sub_ps(_mm512_setzero_ps(), u))));
+            else
+                u = v512_act(u, act);
+            _mm512_mask_storeu_ps(in + j, k, _mm512_mul_ps(u, _mm512_maskz_loadu_ps(k, gate + j)));
+        }
+}
+
+/* gemm_packed_cols (glu NULL), or gemm_packed_glu: panels p and p + half,
+ * then the epilogue over the m-block's rows while they are in cache. */
+typedef struct glu_mode {
+    int half; /* the gate's panels start here */
+    enc_ffn ffn;
+    enc_activation act;
+} glu_mode;
+
+static void packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                        const float *b, int M, int p0, int p1, const enc_activation *act,
+                        const glu_mode *glu, float *scratch)
 {
     const int N = pw->N, K = pw->K;
     const bool copies = !gemm_stride_ok(lda);
@@ -277,37 +306,66 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                 a = scratch;
                 ld = SCRATCH_LD;
             }
-            for (int p = p0; p < p1; p++) {
-                const int n0 = p * GEMM_NR, nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
-                const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
-                const float *panel = pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
-                for (int i = 0; i < mc; i += GEMM_MR) {
-                    const int mr = mc - i < GEMM_MR ? mc - i : GEMM_MR;
-                    float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
-                    if (i == 0 && mr == GEMM_MR && hi == 0xFFFF)
-                        kernel_first(a, ld, panel, kc, c, (size_t)ldc, mode, b ? b + n0 : NULL);
-                    else
-                        kernel_rows(mr, a + (size_t)i * ld, ld, panel, GEMM_NR, kc, c, (size_t)ldc,
-                                    mode, b ? b + n0 : NULL, lo, hi);
-                    if (last && act)
-                        for (int r = 0; r < mr; r++)
-                            simd_activation(c + (size_t)r * (size_t)ldc, (size_t)nn, *act);
+            for (int q = p0; q < p1; q++) {
+                for (int twice = 0; twice < (glu ? 2 : 1); twice++) {
+                    const int p = q + twice * (glu ? glu->half : 0);
+                    const int n0 = p * GEMM_NR, nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
+                    const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
+                    const float *panel = pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
+                    for (int i = 0; i < mc; i += GEMM_MR) {
+                        const int mr = mc - i < GEMM_MR ? mc - i : GEMM_MR;
+                        float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
+                        if (i == 0 && mr == GEMM_MR && hi == 0xFFFF)
+                            kernel_first(a, ld, panel, kc, c, (size_t)ldc, mode, b ? b + n0 : NULL);
+                        else
+                            kernel_rows(mr, a + (size_t)i * ld, ld, panel, GEMM_NR, kc, c,
+                                        (size_t)ldc, mode, b ? b + n0 : NULL, lo, hi);
+                        if (last && act)
+                            for (int r = 0; r < mr; r++)
+                                simd_activation(c + (size_t)r * (size_t)ldc, (size_t)nn, *act);
+                    }
+                }
+                if (glu && last) {
+                    float *c = out + (size_t)m0 * (size_t)ldc + (size_t)q * GEMM_NR;
+                    glu_epilogue(c, c + (size_t)glu->half * GEMM_NR, (size_t)ldc, mc, GEMM_NR,
+                                 glu->ffn, glu->act);
                 }
             }
         }
     }
 }
 
-void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb,
-              size_t panel, int M, int N, int K, bool accumulate)
+void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                      const float *b, int M, int p0, int p1, const enc_activation *act,
+                      float *scratch)
+{
+    packed_cols(out, ldc, in, lda, pw, b, M, p0, p1, act, NULL, scratch);
+}
+
+bool gemm_glu_ok(const gemm_packed *pw)
+{
+    return pw && pw->N % (2 * GEMM_NR) == 0;
+}
+
+void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                     const float *b, int M, int q0, int q1, enc_ffn ffn, enc_activation act,
+                     float *scratch)
+{
+    const glu_mode glu = {pw->P / 2, ffn, act};
+    packed_cols(out, ldc, in, lda, pw, b, M, q0, q1 < glu.half ? q1 : glu.half, NULL, &glu,
+                scratch);
+}
+
+void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb, size_t panel,
+              int M, int N, int K, bool accumulate)
 {
     const unsigned mode = accumulate ? ACCUMULATE : 0u;
     for (int n0 = 0, p = 0; n0 < N; n0 += GEMM_NR, p++) {
         const int nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
         const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
         for (int i = 0; i < M; i += GEMM_MR)
-            kernel_rows(M - i < GEMM_MR ? M - i : GEMM_MR, a + (size_t)i * (size_t)lda,
-                        (size_t)lda, b + (size_t)p * panel, ldb, K, c + (size_t)i * (size_t)ldc + n0,
+            kernel_rows(M - i < GEMM_MR ? M - i : GEMM_MR, a + (size_t)i * (size_t)lda, (size_t)lda,
+                        b + (size_t)p * panel, ldb, K, c + (size_t)i * (size_t)ldc + n0,
                         (size_t)ldc, mode, NULL, lo, hi);
     }
 }
@@ -325,8 +383,8 @@ void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scal
     (void)dst, (void)src, (void)lds, (void)N, (void)K, (void)scale;
 }
 
-void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb,
-              size_t panel, int M, int N, int K, bool accumulate)
+void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb, size_t panel,
+              int M, int N, int K, bool accumulate)
 {
     (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)panel, (void)M, (void)N;
     (void)K, (void)accumulate;
@@ -338,6 +396,20 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
 {
     (void)out, (void)ldc, (void)in, (void)lda, (void)pw, (void)b, (void)M, (void)p0, (void)p1;
     (void)act, (void)scratch;
+}
+
+bool gemm_glu_ok(const gemm_packed *pw)
+{
+    (void)pw;
+    return false;
+}
+
+void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                     const float *b, int M, int q0, int q1, enc_ffn ffn, enc_activation act,
+                     float *scratch)
+{
+    (void)out, (void)ldc, (void)in, (void)lda, (void)pw, (void)b, (void)M, (void)q0, (void)q1;
+    (void)ffn, (void)act, (void)scratch;
 }
 
 #endif

@@ -62,6 +62,19 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch);
 
+/* Whether pw (a gated feed-forward's first Linear, 2F rows: input then
+ * gate) can run gemm_packed_glu: F a whole number of panels. */
+bool gemm_glu_ok(const gemm_packed *pw);
+
+/* A gated feed-forward's first Linear with its gating: for q in [q0, q1)
+ * (of the input's panels, P / 2), panels q and q + P / 2, then
+ * out[:, q*NR .. q*NR + NR) = act(input) * gate on the rows just computed,
+ * while in cache (GeGLU: the GELU of act; SwiGLU: SiLU).  The gate's
+ * columns of out are left holding the gate.  Needs gemm_glu_ok(pw). */
+void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                     const float *b, int M, int q0, int q1, enc_ffn ffn, enc_activation act,
+                     float *scratch);
+
 /* The attention products, on the same kernel (AVX-512 only; without it the
  * caller uses cblas_sgemm).
  *
@@ -74,7 +87,7 @@ void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scal
  * b's element (k, n) is b[(n / NR) * panel + k * ldb + n % NR]: panels from
  * gemm_pack_t (ldb NR, panel K * NR) or a row-major matrix read in place
  * (ldb its row stride, panel NR).  Columns of b past N are never read. */
-void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb,
-              size_t panel, int M, int N, int K, bool accumulate);
+void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb, size_t panel,
+              int M, int N, int K, bool accumulate);
 
 #endif

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "simd.h"
 #include "suites.h"
+#include "team.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -168,8 +169,7 @@ START_TEST(test_strided_rows)
         for (int n = 0; n < ldc; n++) {
             const float got = out[(size_t)i * ldc + n];
             if (n >= N)
-                ck_assert_msg(got == -7.0f, "row %d padding column %d was written: %g", i, n,
-                              got);
+                ck_assert_msg(got == -7.0f, "row %d padding column %d was written: %g", i, n, got);
             else
                 d = fmax(d, fabs((double)got - want[(size_t)i * N + n]));
         }
@@ -234,8 +234,8 @@ START_TEST(test_attention_products)
                                         : (double)b[(size_t)k * ldb + n]);
                     worst = fmax(worst, fabs(c[at] - want));
                 }
-            ck_assert_msg(worst <= 1e-5 * sqrt((double)K), "M %d N %d K %d packed %d acc %d: %g",
-                          M, N, K, packed, acc, worst);
+            ck_assert_msg(worst <= 1e-5 * sqrt((double)K), "M %d N %d K %d packed %d acc %d: %g", M,
+                          N, K, packed, acc, worst);
         }
     free(a);
     free(b);
@@ -284,6 +284,65 @@ START_TEST(test_forward_both_paths)
 }
 END_TEST
 
+/* A gated first Linear with its gating in the packed GEMM: (M, F, K, ffn,
+ * activation, threads): more rows than one block of 192, K over one block of
+ * 768, shares of the input's panels split over threads. */
+static const int glu_shapes[][6] = {
+    {1, 32, 16, ENC_FFN_GEGLU, ENC_ACT_GELU, 1},
+    {13, 64, 100, ENC_FFN_GEGLU, ENC_ACT_GELU_TANH, 2},
+    {200, 96, 770, ENC_FFN_SWIGLU, ENC_ACT_GELU, 3},
+    {37, 1152, 64, ENC_FFN_GEGLU, ENC_ACT_GELU, 2},
+};
+
+START_TEST(test_packed_glu)
+{
+    if (!simd_supported())
+        return;
+    const int M = glu_shapes[_i][0], F = glu_shapes[_i][1], K = glu_shapes[_i][2];
+    const enc_ffn ffn = (enc_ffn)glu_shapes[_i][3];
+    const enc_activation act = (enc_activation)glu_shapes[_i][4];
+    const int threads = glu_shapes[_i][5], N = 2 * F;
+    uint64_t st = 11 + (uint64_t)_i;
+    float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+    float *b = xcalloc((size_t)N, sizeof *b), *h = xcalloc((size_t)M * N, sizeof *h);
+    float *out = xcalloc((size_t)M * N, sizeof *out);
+    fill_random(in, (size_t)M * K, &st, 1.0f);
+    fill_random(w, (size_t)N * K, &st, 1.0f / sqrtf((float)K));
+    fill_random(b, (size_t)N, &st, 0.5f);
+    reference(h, in, w, b, M, K, N, NULL); /* the input's F columns, then the gate's */
+    gemm_packed *pw = gemm_pack(w, N, K);
+    ck_assert(gemm_glu_ok(pw));
+    float *scratch = scratch_new();
+    for (int t = 0; t < threads; t++) { /* each thread's share of the input's panels */
+        int q0, q1;
+        team_split(gemm_panels(pw) / 2, t, threads, &q0, &q1);
+        gemm_packed_glu(out, N, in, K, pw, b, M, q0, q1, ffn, act, scratch);
+    }
+    double d = 0.0;
+    for (int i = 0; i < M; i++)
+        for (int n = 0; n < F; n++) {
+            const double u = h[(size_t)i * N + n], g = h[(size_t)i * N + F + n];
+            const double a =
+                ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u)) : activation_value((float)u, act);
+            d = fmax(d, fabs(out[(size_t)i * N + n] - a * g));
+            /* the gate's columns keep the gate */
+            d = fmax(d, fabs(out[(size_t)i * N + F + n] - g));
+        }
+    ck_assert_msg(d <= 1e-5 * sqrt((double)K), "M %d F %d K %d: differs by %g", M, F, K, d);
+    /* the height it needs: 2F a whole number of pairs of panels */
+    gemm_packed *odd = gemm_pack(w, N - 32, K);
+    ck_assert(!gemm_glu_ok(odd) || (N - 32) % 64 == 0);
+    gemm_packed_free(odd);
+    free(scratch);
+    gemm_packed_free(pw);
+    free(in);
+    free(w);
+    free(b);
+    free(h);
+    free(out);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -296,6 +355,7 @@ Suite *gemm_suite(void)
                         (int)(sizeof mul_shapes / sizeof mul_shapes[0]));
     tcase_add_loop_test(tc, test_strided_rows, 0, (int)(sizeof strided / sizeof strided[0]));
     tcase_add_test(tc, test_forward_both_paths);
+    tcase_add_loop_test(tc, test_packed_glu, 0, (int)(sizeof glu_shapes / sizeof glu_shapes[0]));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -178,7 +178,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"norm_eps\": 0}", "config.json: 'norm_eps' is not a positive number"},
         /* the fused input projection: 2 x 47 rows expected, the file's 96 */
         {"{\"intermediate_size\": 47}",
-         "tensor 'model.layers.0.mlp.Wi.weight' has shape [96, 32], expected [94, 32]"},
+         "tensor 'model.layers.0.mlp.Wi.weight' has 96 rows; ffn geglu needs 2 x d_ff = 94 (the "
+         "input's 47 rows, then the gate's)"},
         {"{\"num_hidden_layers\": 7}", "missing tensor 'model.layers.6.attn.Wqkv.weight'"},
         {"{\"num_hidden_layers\": 5}",
          "unexpected tensor 'model.layers.5.attn.Wo.weight' (config.json: "
@@ -197,14 +198,15 @@ START_TEST(test_bad_directory_refused)
     scratch_free(&s);
     scratch_make(&s, MB_DIR "/modernbert_mlm", "{\"intermediate_size\": 47}", NULL, WEIGHTS);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
-                    "tensor 'model.layers.0.mlp.Wi.weight' has shape [96, 32]", 1);
+                    "tensor 'model.layers.0.mlp.Wi.weight' has 96 rows; ffn geglu needs", 1);
     scratch_free(&s);
 }
 END_TEST
 
 /* The block options' tensors in PyTorch files (the torch fixtures'): a
- * file that has what the options say it must not, or lacks what they say
- * it has, is refused naming the tensor and the option. */
+ * gated linear1 whose height is not 2 x d_ff, and a file that has what the
+ * options say it must not, or lacks what they say it has, are refused
+ * naming the tensor and the option. */
 START_TEST(test_option_tensors_refused)
 {
     static const struct {
@@ -226,6 +228,25 @@ START_TEST(test_option_tensors_refused)
          "missing tensor 'layers.0.norm1.weight'"},
         {"norm_nobias", ENC_NORM_LAYERNORM_NOBIAS, true, false, "missing tensor 'norm.weight'"},
     };
+    /* a gated feed-forward's linear1 of a height that is not 2 x d_ff */
+    st_file g;
+    torch_case_open(&g, "ffn_geglu");
+    enc_hparams ghp;
+    torch_hparams(&g, &ghp);
+    st_close(&g);
+    ghp.d_ff += 1;
+    char gpath[640], want[160];
+    snprintf(gpath, sizeof gpath, "%s/ffn_geglu/model.safetensors", TORCH_DIR);
+    snprintf(want, sizeof want,
+             "tensor 'linear1.weight' has %d rows; ffn geglu needs 2 x d_ff = %d (the input's %d "
+             "rows, then the gate's)",
+             2 * (ghp.d_ff - 1), 2 * ghp.d_ff, ghp.d_ff);
+    enc_error gerr = {0};
+    enc_model *gm = enc_model_load(gpath, &ghp, &gerr);
+    const bool gloaded = gm != NULL;
+    enc_model_free(gm);
+    ck_assert_msg(!gloaded && strstr(gerr.message, want), "'%s' lacks '%s'", gerr.message, want);
+
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         st_file f;
         torch_case_open(&f, cases[i].fixture);

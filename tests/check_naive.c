@@ -34,6 +34,9 @@ static const enc_hparams shapes[] = {
     {HP_BASE(16, 4, 2, 24, 1, ENC_ACT_GELU_TANH, true, 1e-5f, true), .position = ENC_POS_ROPE,
      .rope_theta = 10000.0, .ffn = ENC_FFN_GEGLU},
     {HP_BASE(8, 2, 1, 12, 2, ENC_ACT_RELU, true, 1e-5f, false), .ffn = ENC_FFN_SWIGLU},
+    /* gated feed-forwards of a whole number of panels: the gating in the GEMM */
+    {HP_BASE(16, 4, 4, 64, 2, ENC_ACT_GELU, true, 1e-5f, true), .ffn = ENC_FFN_GEGLU},
+    {HP_BASE(12, 3, 3, 32, 1, ENC_ACT_RELU, false, 1e-5f, false), .ffn = ENC_FFN_SWIGLU},
     /* norms: without a bias, a final one, layer 0's attention norm the identity */
     {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, true, 1e-5f, true), .norm = ENC_NORM_LAYERNORM_NOBIAS,
      .final_norm = true},
