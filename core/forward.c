@@ -352,7 +352,8 @@ typedef struct block_ctx {
     int lin_K, lin_N;
     int lin_ldo, lin_ldi; /* lin_out's and lin_in's row strides */
     bool lin_act;
-    bool lin_glu; /* a gated first Linear whose gating the packed GEMM does (gemm_packed_glu) */
+    bool lin_glu;  /* a gated first Linear whose gating the packed GEMM does (gemm_packed_glu) */
+    bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
@@ -370,6 +371,18 @@ static void phase_linear(void *arg, int tid, int n)
     if (c->lin_pk) {
         float *scratch =
             c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
+        if (c->lin_rope) { /* a share of the q and k heads, rotated; then of v's panels */
+            const int heads = c->m->hp.n_heads + c->m->hp.n_kv_heads, v0 = 2 * heads;
+            team_split(heads, tid, n, &n0, &n1);
+            if (n1 > n0)
+                gemm_packed_rope(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                                 c->T, n0, n1, c->rope->t, c->ws->tokpos, scratch);
+            team_split(gemm_panels(c->lin_pk) - v0, tid, n, &n0, &n1);
+            if (n1 > n0)
+                gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                                 c->T, v0 + n0, v0 + n1, NULL, scratch);
+            return;
+        }
         if (c->lin_glu) { /* a share of the input's panels, each with its gate's */
             team_split(gemm_panels(c->lin_pk) / 2, tid, n, &n0, &n1);
             if (n1 > n0)
@@ -785,10 +798,17 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
             run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
         a_in = ws->y;
     }
+    /* RoPE inside the in-projection's GEMM, on each block of rows while in
+     * cache, for neox heads of 64 dims turning whole (ModernBERT's); else a
+     * pass of its own */
+    c.lin_rope = hp->position == ENC_POS_ROPE && hp->rope_style == ENC_ROPE_NEOX &&
+                 m->head_dim == 2 * GEMM_NR && rope_dim_of(m) == m->head_dim && ly->pk_qkv &&
+                 simd_enabled();
     run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
                false);
-    if (hp->position == ENC_POS_ROPE)
+    if (hp->position == ENC_POS_ROPE && !c.lin_rope)
         team_run(ws->team, phase_rope, &c);
+    c.lin_rope = false;
     if (c.kt)
         team_run(ws->team, phase_keys, &c);
     if (ws->gathering)

@@ -276,17 +276,42 @@ __attribute__((target("avx512f"))) static void glu_epilogue(float *in, const flo
         }
 }
 
-/* gemm_packed_cols (glu NULL), or gemm_packed_glu: panels p and p + half,
- * then the epilogue over the m-block's rows while they are in cache. */
-typedef struct glu_mode {
-    int half; /* the gate's panels start here */
-    enc_ffn ffn;
-    enc_activation act;
-} glu_mode;
+/* RoPE's epilogue on rows of one head (its first 32 dims in lo, the next
+ * 32 in hi, rows ldc apart): pair k of row r turns by the angle whose
+ * cosine and sine are table[pos[r] * 64 + k] and table[pos[r] * 64 + 32 +
+ * k]: (a, b) -> (a cos - b sin, b cos + a sin). */
+__attribute__((target("avx512f"))) static void rope_epilogue(float *lo, size_t ldc, int rows,
+                                                             const float *table, const int32_t *pos)
+{
+    for (int r = 0; r < rows; r++, lo += ldc) {
+        const float *cs = table + (size_t)pos[r] * 2 * GEMM_NR, *sn = cs + GEMM_NR;
+        float *hi = lo + GEMM_NR;
+        for (int j = 0; j < GEMM_NR; j += 16) {
+            const __m512 c = _mm512_loadu_ps(cs + j), s = _mm512_loadu_ps(sn + j);
+            const __m512 a = _mm512_loadu_ps(lo + j), b = _mm512_loadu_ps(hi + j);
+            _mm512_storeu_ps(lo + j, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+            _mm512_storeu_ps(hi + j, _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
+        }
+    }
+}
 
+/* Pairs of panels computed together, then an epilogue over the m-block's
+ * rows of both while they are in cache: pair q is panels q * stride and q
+ * * stride + offset.  GLU: (input q, gate q), offset half the panels;
+ * RoPE: a head's two halves, stride 2, offset 1. */
+enum { PAIR_GLU, PAIR_ROPE };
+typedef struct pair_mode {
+    int kind, stride, offset;
+    enc_ffn ffn; /* GLU */
+    enc_activation act;
+    const float *table; /* RoPE: cosines then sines of 32 pairs per position */
+    const int32_t *pos; /* RoPE: each row's position */
+} pair_mode;
+
+/* gemm_packed_cols (pair NULL: panels [p0, p1)), or pairs [p0, p1). */
 static void packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
                         const float *b, int M, int p0, int p1, const enc_activation *act,
-                        const glu_mode *glu, float *scratch)
+                        const pair_mode *pair, float *scratch)
 {
     const int N = pw->N, K = pw->K;
     const bool copies = !gemm_stride_ok(lda);
@@ -307,8 +332,9 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
                 ld = SCRATCH_LD;
             }
             for (int q = p0; q < p1; q++) {
-                for (int twice = 0; twice < (glu ? 2 : 1); twice++) {
-                    const int p = q + twice * (glu ? glu->half : 0);
+                const int first = pair ? q * pair->stride : q;
+                for (int twice = 0; twice < (pair ? 2 : 1); twice++) {
+                    const int p = first + twice * (pair ? pair->offset : 0);
                     const int n0 = p * GEMM_NR, nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
                     const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
                     const float *panel = pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
@@ -325,10 +351,13 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
                                 simd_activation(c + (size_t)r * (size_t)ldc, (size_t)nn, *act);
                     }
                 }
-                if (glu && last) {
-                    float *c = out + (size_t)m0 * (size_t)ldc + (size_t)q * GEMM_NR;
-                    glu_epilogue(c, c + (size_t)glu->half * GEMM_NR, (size_t)ldc, mc, GEMM_NR,
-                                 glu->ffn, glu->act);
+                if (pair && last) {
+                    float *c = out + (size_t)m0 * (size_t)ldc + (size_t)first * GEMM_NR;
+                    if (pair->kind == PAIR_GLU)
+                        glu_epilogue(c, c + (size_t)pair->offset * GEMM_NR, (size_t)ldc, mc,
+                                     GEMM_NR, pair->ffn, pair->act);
+                    else
+                        rope_epilogue(c, (size_t)ldc, mc, pair->table, pair->pos + m0);
                 }
             }
         }
@@ -351,8 +380,19 @@ void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_p
                      const float *b, int M, int q0, int q1, enc_ffn ffn, enc_activation act,
                      float *scratch)
 {
-    const glu_mode glu = {pw->P / 2, ffn, act};
-    packed_cols(out, ldc, in, lda, pw, b, M, q0, q1 < glu.half ? q1 : glu.half, NULL, &glu,
+    const pair_mode glu = {
+        .kind = PAIR_GLU, .stride = 1, .offset = pw->P / 2, .ffn = ffn, .act = act};
+    packed_cols(out, ldc, in, lda, pw, b, M, q0, q1 < glu.offset ? q1 : glu.offset, NULL, &glu,
+                scratch);
+}
+
+void gemm_packed_rope(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                      const float *b, int M, int h0, int h1, const float *table, const int32_t *pos,
+                      float *scratch)
+{
+    const pair_mode rope = {
+        .kind = PAIR_ROPE, .stride = 2, .offset = 1, .table = table, .pos = pos};
+    packed_cols(out, ldc, in, lda, pw, b, M, h0, h1 < pw->P / 2 ? h1 : pw->P / 2, NULL, &rope,
                 scratch);
 }
 
@@ -410,6 +450,14 @@ void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_p
 {
     (void)out, (void)ldc, (void)in, (void)lda, (void)pw, (void)b, (void)M, (void)q0, (void)q1;
     (void)ffn, (void)act, (void)scratch;
+}
+
+void gemm_packed_rope(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                      const float *b, int M, int h0, int h1, const float *table, const int32_t *pos,
+                      float *scratch)
+{
+    (void)out, (void)ldc, (void)in, (void)lda, (void)pw, (void)b, (void)M, (void)h0, (void)h1;
+    (void)table, (void)pos, (void)scratch;
 }
 
 #endif

@@ -24,6 +24,7 @@
 #include "encoder.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /* Output columns per packed panel: two AVX-512 vectors. */
@@ -74,6 +75,16 @@ bool gemm_glu_ok(const gemm_packed *pw);
 void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
                      const float *b, int M, int q0, int q1, enc_ffn ffn, enc_activation act,
                      float *scratch);
+
+/* An in-projection with RoPE (neox, heads of 64 dims, every dim turning):
+ * for heads h in [h0, h1) (of the first P / 2 panels' heads: the query and
+ * key heads at the start of the output), panels 2h and 2h + 1, then each
+ * row r of them rotated while in cache: pair k (dims k and 32 + k) by
+ * table[pos[r] * 64 + k] (cosine) and table[pos[r] * 64 + 32 + k] (sine),
+ * (a, b) -> (a cos - b sin, b cos + a sin).  pos: M positions. */
+void gemm_packed_rope(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                      const float *b, int M, int h0, int h1, const float *table, const int32_t *pos,
+                      float *scratch);
 
 /* The attention products, on the same kernel (AVX-512 only; without it the
  * caller uses cblas_sgemm).

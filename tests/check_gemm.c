@@ -343,6 +343,68 @@ START_TEST(test_packed_glu)
 }
 END_TEST
 
+/* The in-projection with RoPE in the GEMM: (M, heads, panels past them,
+ * K, threads) against the double loop, then the rotation written out. */
+static const int rope_shapes[][5] = {
+    {1, 1, 0, 16, 1}, {13, 3, 2, 100, 2}, {200, 4, 4, 770, 3}, {37, 24, 24, 64, 2}};
+
+START_TEST(test_packed_rope)
+{
+    if (!simd_supported())
+        return;
+    const int M = rope_shapes[_i][0], heads = rope_shapes[_i][1], K = rope_shapes[_i][3];
+    const int threads = rope_shapes[_i][4], N = heads * 64 + rope_shapes[_i][2] * 32;
+    uint64_t st = 21 + (uint64_t)_i;
+    float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+    float *b = xcalloc((size_t)N, sizeof *b), *h = xcalloc((size_t)M * N, sizeof *h);
+    float *out = xcalloc((size_t)M * N, sizeof *out), *table = xcalloc(50 * 64, sizeof *table);
+    int32_t *pos = xcalloc((size_t)M, sizeof *pos);
+    fill_random(in, (size_t)M * K, &st, 1.0f);
+    fill_random(w, (size_t)N * K, &st, 1.0f / sqrtf((float)K));
+    fill_random(b, (size_t)N, &st, 0.5f);
+    for (int p = 0; p < 50; p++) /* angles p * 10000^(-k / 32) */
+        for (int k = 0; k < 32; k++) {
+            table[p * 64 + k] = (float)cos(p * pow(10000.0, -k / 32.0));
+            table[p * 64 + 32 + k] = (float)sin(p * pow(10000.0, -k / 32.0));
+        }
+    for (int i = 0; i < M; i++)
+        pos[i] = rand_int(&st, 0, 49);
+    reference(h, in, w, b, M, K, N, NULL);
+    gemm_packed *pw = gemm_pack(w, N, K);
+    float *scratch = scratch_new();
+    for (int t = 0; t < threads; t++) { /* the heads' shares, then the other panels' */
+        int h0, h1;
+        team_split(heads, t, threads, &h0, &h1);
+        gemm_packed_rope(out, N, in, K, pw, b, M, h0, h1, table, pos, scratch);
+        team_split(gemm_panels(pw) - 2 * heads, t, threads, &h0, &h1);
+        gemm_packed_cols(out, N, in, K, pw, b, M, 2 * heads + h0, 2 * heads + h1, NULL, scratch);
+    }
+    double d = 0.0;
+    for (int i = 0; i < M; i++)
+        for (int n = 0; n < N; n++) {
+            const float *row = h + (size_t)i * N;
+            double want = row[n];
+            if (n < heads * 64) { /* dims k and k + 32 of a head turn together */
+                const int k = n % 64 % 32, lo = n - n % 64 + k;
+                const double c = table[pos[i] * 64 + k], s = table[pos[i] * 64 + 32 + k];
+                want =
+                    n % 64 < 32 ? row[lo] * c - row[lo + 32] * s : row[lo + 32] * c + row[lo] * s;
+            }
+            d = fmax(d, fabs(out[(size_t)i * N + n] - want));
+        }
+    ck_assert_msg(d <= 1e-5 * sqrt((double)K), "M %d heads %d K %d: differs by %g", M, heads, K, d);
+    free(scratch);
+    gemm_packed_free(pw);
+    free(in);
+    free(w);
+    free(b);
+    free(h);
+    free(out);
+    free(table);
+    free(pos);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -355,6 +417,7 @@ Suite *gemm_suite(void)
                         (int)(sizeof mul_shapes / sizeof mul_shapes[0]));
     tcase_add_loop_test(tc, test_strided_rows, 0, (int)(sizeof strided / sizeof strided[0]));
     tcase_add_test(tc, test_forward_both_paths);
+    tcase_add_loop_test(tc, test_packed_rope, 0, (int)(sizeof rope_shapes / sizeof rope_shapes[0]));
     tcase_add_loop_test(tc, test_packed_glu, 0, (int)(sizeof glu_shapes / sizeof glu_shapes[0]));
     suite_add_tcase(s, tc);
     return s;

@@ -37,6 +37,13 @@ static const enc_hparams shapes[] = {
     /* gated feed-forwards of a whole number of panels: the gating in the GEMM */
     {HP_BASE(16, 4, 4, 64, 2, ENC_ACT_GELU, true, 1e-5f, true), .ffn = ENC_FFN_GEGLU},
     {HP_BASE(12, 3, 3, 32, 1, ENC_ACT_RELU, false, 1e-5f, false), .ffn = ENC_FFN_SWIGLU},
+    /* RoPE on heads of 64 dims: the rotation inside the in-projection's GEMM
+     * (GQA, two bases, with positions given in some variants) */
+    {HP_BASE(128, 2, 2, 64, 2, ENC_ACT_GELU, true, 1e-5f, true), .position = ENC_POS_ROPE,
+     .rope_theta = 10000.0},
+    {HP_BASE(128, 2, 1, 48, 3, ENC_ACT_GELU, true, 1e-5f, false), .position = ENC_POS_ROPE,
+     .rope_theta = 160000.0, .rope_theta_local = 10000.0, .global_every = 2, .local_window = 2,
+     .ffn = ENC_FFN_GEGLU},
     /* norms: without a bias, a final one, layer 0's attention norm the identity */
     {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, true, 1e-5f, true), .norm = ENC_NORM_LAYERNORM_NOBIAS,
      .final_norm = true},
