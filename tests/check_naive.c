@@ -398,6 +398,9 @@ START_TEST(test_padded_equals_alone)
     const enc_hparams *hp = &shapes[_i];
     enc_model *m = random_model(hp, 77);
     const int B = 3, L = 7, D = hp->d_model, H = hp->n_heads, NL = hp->n_layers;
+    /* that rounding grows with the sums' length and the layers it goes
+     * through: 4e-6 and 9e-6 at D = 128 with 2 and 3 layers (valgrind) */
+    const double tol = TOL_ALONE * sqrt((double)D) * NL;
     int lengths[3] = {7, 2, 5};
     float *x = xcalloc((size_t)B * L * D, sizeof *x), *out = xcalloc((size_t)B * L * D, 4);
     uint64_t st = 5;
@@ -422,7 +425,7 @@ START_TEST(test_padded_equals_alone)
         enc_workspace *ws1 = enc_workspace_new(m);
         ck_assert_int_eq(enc_forward(m, ws1, &one, &r1, NULL), 0);
         double d = max_abs_diff(out1, out + (size_t)b * L * D, (size_t)len * D);
-        ck_assert_msg(d <= TOL_ALONE, "sequence %d differs from itself alone by %g", b, d);
+        ck_assert_msg(d <= tol, "sequence %d differs from itself alone by %g", b, d);
         for (int k = len * D; k < L * D; k++)
             ck_assert(out[(size_t)b * L * D + k] == 0.0f); /* padding rows zero */
         for (int l = 0; l < NL; l++)
@@ -432,7 +435,7 @@ START_TEST(test_padded_equals_alone)
                         float got = attn[l][(((size_t)b * H + h) * L + i) * L + j];
                         float want =
                             (i < len && j < len) ? attn1[l][((size_t)h * len + i) * len + j] : 0.0f;
-                        ck_assert_msg(fabsf(got - want) <= TOL_ALONE,
+                        ck_assert_msg(fabsf(got - want) <= tol,
                                       "b %d l %d h %d [%d][%d]: %g vs %g", b, l, h, i, j,
                                       (double)got, (double)want);
                     }
