@@ -572,10 +572,16 @@ static void phase_glu(void *arg, int tid, int n)
                     hp->activation);
 }
 
+/* Whether some layer is local (layer 0 never is). */
+static bool has_local_layers(const enc_hparams *hp)
+{
+    return hp->global_every > 1 && hp->n_layers > 1;
+}
+
 /* Whether the local layers' RoPE base is not the global layers'. */
 static bool has_local_rope(const enc_hparams *hp)
 {
-    return hp->global_every > 1 && hp->n_layers > 1 && hp->rope_theta_local > 0.0 &&
+    return has_local_layers(hp) && hp->rope_theta_local > 0.0 &&
            hp->rope_theta_local != hp->rope_theta;
 }
 
@@ -911,7 +917,7 @@ static int job_check(const enc_model *m, enc_job *job, const enc_blockmask **bm,
                      enc_blockmask **own, enc_blockmask **local)
 {
     *local = NULL;
-    if (job_check_own(m, job, bm, own) < 0 || m->hp.global_every < 2 || m->hp.n_layers < 2)
+    if (job_check_own(m, job, bm, own) < 0 || !has_local_layers(&m->hp))
         return job->rc;
     if (!(*local = blockmask_new(job->in, false, false, m->hp.local_window, &job->err)))
         job->rc = job->err.status != ENC_OK ? (int)job->err.status : ENC_ENOMEM;
@@ -996,7 +1002,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     int failed = 0;
     /* (n) each job's block mask, the ones compiled here, the local layers',
      * its scores */
-    const bool has_local = m->hp.global_every > 1 && m->hp.n_layers > 1;
+    const bool has_local = has_local_layers(&m->hp);
     const enc_blockmask **bms = calloc((size_t)n, sizeof *bms);
     enc_blockmask **own = calloc((size_t)n, sizeof *own);
     enc_blockmask **lbms = calloc((size_t)n, sizeof *lbms);
