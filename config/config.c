@@ -1,5 +1,6 @@
 /* config.c - the daemon's settings from command-line flags, ATTND_* variables,
- * a JSON config file and built-in defaults (API.md section 1).
+ * a JSON config file and built-in defaults (docs/contract.md section 1,
+ * "Running"; docs/configuration.md).
  *
  * One table, CONFIG_SETTINGS, lists every setting; the defaults, the three
  * parsers, the range checks and --help are all driven by it.  Values are
@@ -61,7 +62,8 @@ typedef enum cfg_type {
       server.max_body_bytes, "BYTES", "67108864", 1024, 1099511627776ull,                          \
       "largest request body; a larger one gets 413")                                               \
     X("server.api_key", "--api-key", "ATTND_API_KEY", CFG_NSTRING, server.api_key, "KEY",          \
-      NULL, 0, 0, "require 'Authorization: Bearer KEY'; null = no authentication")                 \
+      NULL, 0, 0, "require 'Authorization: Bearer KEY' on every route but /health, "                \
+      "/v2/health/live, /v2/health/ready and the page at /; null = no authentication")              \
     X("server.cors_origin", "--cors-origin", "ATTND_CORS_ORIGIN", CFG_NSTRING,                     \
       server.cors_origin, "ORIGIN", NULL, 0, 0,                                                    \
       "Access-Control-Allow-Origin to send; null = no CORS headers")                               \
@@ -955,6 +957,31 @@ static void help_setting(FILE *out, const cfg_setting *s)
     fputc('\n', out);
 }
 
+/* The settings that take null (CFG_NSTRING, default null), from the table,
+ * as " server.api_key, ..., model.dir" wrapped before column 80. */
+static void help_null_list(FILE *out)
+{
+    int col = (int)strlen("null (in the file) or an empty value (from any source) as null:");
+    bool first = true;
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (settings[i].type != CFG_NSTRING)
+            continue;
+        const int n = (int)strlen(settings[i].key) + 2; /* " key," */
+        if (!first)
+            fputc(',', out);
+        if (col + n > 79) {
+            fputc('\n', out);
+            col = 0;
+        } else {
+            fputc(' ', out);
+            col++;
+        }
+        fputs(settings[i].key, out);
+        col += n - 1;
+        first = false;
+    }
+}
+
 char *config_help_text(void)
 {
     char *text = NULL;
@@ -971,8 +998,11 @@ char *config_help_text(void)
           "overrides the default.  Write --flag VALUE or --flag=VALUE (a value that\n"
           "starts with -- needs the = form).  On/off settings also take a bare --flag\n"
           "(true) or --no-flag (false); their values are true/false, 1/0, yes/no, on/off.\n"
-          "An empty variable counts as unset; an empty value of a setting whose default\n"
-          "is null (api_key, cors_origin, weights) means null.  An invalid value stops\n"
+          "An empty variable counts as unset.  A setting whose default is null takes\n"
+          "null (in the file) or an empty value (from any source) as null:",
+          out);
+    help_null_list(out);
+    fputs(".  An invalid value stops\n"
           "attnd with a message naming the setting.\n"
           "\n"
           "  --config FILE                    ATTND_CONFIG\n"

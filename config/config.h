@@ -1,6 +1,7 @@
 /* config.h - the daemon's settings: one validated struct made from
  * command-line flags > ATTND_* environment variables > a JSON config file >
- * built-in defaults (API.md section 1).
+ * built-in defaults (docs/contract.md section 1; every setting in
+ * docs/configuration.md).
  *
  * Every setting is one row of CONFIG_SETTINGS in config.c: its JSON key
  * ("server.port"), flag (--port), variable (ATTND_PORT), type, default and
@@ -55,7 +56,7 @@ typedef struct attnd_config {
     } limits;
     struct {
         char *name;              /* "encoder" */
-        enc_hparams hp;          /* API.md defaults */
+        enc_hparams hp;          /* docs/configuration.md's defaults */
         char *weights;           /* NULL = build from seed */
         char *dir;               /* a Hugging Face directory; NULL = none */
         bool first_attn_norm;    /* true; false = hp.first_norm_identity */

@@ -50,7 +50,7 @@ typedef struct naming {
     const char *final; /* the norm after the last layer: its weight's and bias's prefix */
 } naming;
 
-/* nn.TransformerEncoder's state_dict (API.md section 2). */
+/* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
 static const naming TORCH = {"layers.",
                              {[S_QKV_W] = "self_attn.in_proj_weight",
                               [S_QKV_B] = "self_attn.in_proj_bias",

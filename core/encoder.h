@@ -13,7 +13,7 @@
  *   F  d_ff                          T  real tokens in a batch (sum of lengths)
  *
  *     enc_hparams hp;
- *     enc_hparams_default(&hp);                    // API.md defaults
+ *     enc_hparams_default(&hp);                    // the defaults (docs/configuration.md)
  *     enc_error err = {0};
  *     enc_model *m = enc_model_load("w.safetensors", &hp, &err);  // or enc_model_random
  *     enc_workspace *ws = enc_workspace_new(m);
@@ -104,7 +104,8 @@ typedef struct enc_hparams {
 #define ENC_MAX_DIM    (1 << 16)
 #define ENC_MAX_LAYERS 256
 
-/* Fills hp with API.md's defaults: D 512, H 8, G 8, F 2048, 1 layer, relu,
+/* Fills hp with the defaults (docs/contract.md section 1's example config,
+ * docs/configuration.md): D 512, H 8, G 8, F 2048, 1 layer, relu,
  * post-norm, eps 1e-5, bias on. */
 void enc_hparams_default(enc_hparams *hp);
 
@@ -148,7 +149,7 @@ const char *enc_activation_name(enc_activation act);
 typedef struct enc_model enc_model;
 
 /* Loads a safetensors file whose tensors follow PyTorch's state_dict names
- * (API.md section 2) for the hyperparameters in hp.  Every tensor is checked
+ * (docs/contract.md section 2) for the hyperparameters in hp.  Every tensor is checked
  * for presence, dtype (F32, F16, BF16) and shape, and refused if unexpected;
  * values must be finite.  Returns an owned model, or NULL with err naming
  * the tensor and the problem. */

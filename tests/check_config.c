@@ -6,6 +6,7 @@
 #include "suites.h"
 #include "test_util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,8 @@ static void load_ok(attnd_config *cfg, const char *json, char **args, char **env
 #define ARGS(...) ((char *[]){__VA_ARGS__, NULL})
 #define ENV(...)  ((char *[]){__VA_ARGS__, NULL})
 
-/* API.md's defaults, written out. */
+/* The defaults (docs/configuration.md, docs/contract.md section 1), written
+ * out. */
 static void assert_defaults(const attnd_config *c)
 {
     ck_assert_str_eq(c->server.host, "0.0.0.0");
@@ -729,6 +731,68 @@ START_TEST(test_help_lists_everything)
 }
 END_TEST
 
+/* ---- the settings that take null ------------------------------------------------------ */
+
+/* Whether key is one of list's comma-separated names. */
+static bool listed(const char *list, const char *key)
+{
+    const size_t n = strlen(key);
+    for (const char *p = list; (p = strstr(p, key)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* --help lists the settings that take null, and the list is complete and
+ * exact: each setting --help describes (its "      section.key; default"
+ * line) is loaded from a file as null, and those that load are exactly the
+ * ones listed.  A setting that takes null and is missing from the list (as
+ * model.dir once was) fails here. */
+START_TEST(test_help_lists_the_null_settings)
+{
+    char *text = config_help_text();
+    ck_assert_ptr_nonnull(text);
+    const char *from = strstr(text, "as null:"), *to = from ? strstr(from, ".  ") : NULL;
+    ck_assert_msg(from && to, "--help has no list of the settings that take null:\n%s", text);
+    char list[512];
+    from += strlen("as null:");
+    ck_assert_uint_lt((size_t)(to - from), sizeof list);
+    memcpy(list, from, (size_t)(to - from));
+    list[to - from] = '\0';
+    for (char *c = list; *c; c++)
+        if (*c == '\n')
+            *c = ' ';
+    static const char *const nullable[] = {"server.api_key", "server.cors_origin", "model.weights",
+                                           "model.dir"};
+    for (size_t i = 0; i < sizeof nullable / sizeof *nullable; i++)
+        ck_assert_msg(listed(list, nullable[i]), "--help's list '%s' lacks %s", list, nullable[i]);
+    int tried = 0, took = 0;
+    for (const char *p = text; (p = strstr(p, "\n      ")); p++) {
+        const char *key = p + 7, *semi = strstr(key, "; default"), *eol = strchr(key, '\n');
+        const size_t n = semi ? (size_t)(semi - key) : 0;
+        if (!semi || (eol && semi > eol) || n >= 64 ||
+            strspn(key, "abcdefghijklmnopqrstuvwxyz_.0123456789") != n || !memchr(key, '.', n))
+            continue;
+        char name[64], json[128];
+        memcpy(name, key, n);
+        name[n] = '\0';
+        const char *dot = strchr(name, '.');
+        snprintf(json, sizeof json, "{\"%.*s\": {\"%s\": null}}", (int)(dot - name), name, dot + 1);
+        attnd_config cfg;
+        enc_error err;
+        const bool takes_null = load(&cfg, &err, json, NULL, NULL) == 0;
+        config_free(&cfg);
+        ck_assert_msg(takes_null == listed(list, name), "%s %s null, and --help's list '%s' %s it",
+                      name, takes_null ? "takes" : "refuses", list, takes_null ? "lacks" : "names");
+        tried++;
+        took += takes_null;
+    }
+    ck_assert_msg(tried >= 40, "only %d settings found in --help", tried);
+    ck_assert_int_eq(took, (int)(sizeof nullable / sizeof *nullable));
+    free(text);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -753,6 +817,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_first_error_wins);
     tcase_add_test(tc, test_free_is_safe);
     tcase_add_test(tc, test_help_lists_everything);
+    tcase_add_test(tc, test_help_lists_the_null_settings);
     suite_add_tcase(s, tc);
     return s;
 }

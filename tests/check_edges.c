@@ -1,5 +1,5 @@
-/* check_edges.c - numbers at the edges of float32 (API.md section 3: "a 200
- * response never contains NaN or infinity").  Finite inputs from 1e-38 to
+/* check_edges.c - numbers at the edges of float32 (docs/contract.md
+ * section 3: "a 200 response never contains NaN or infinity").  Finite inputs from 1e-38 to
  * 3e38, mixed signs, identical rows and single tokens, through several
  * model shapes: each forward either gives finite outputs and attention
  * weights or fails with ENC_ENUMERIC (the daemon's 400); inputs of ordinary

@@ -7,8 +7,10 @@
  *   would refuse to send most of these): each malformed request of issue
  *   19's list gets its 400 or 501; an answer decided from the headers (413,
  *   401, 404, 405, 415) reaches a client that sends its whole body before
- *   it reads; a keyless client's body is not kept; Expect: 100-continue gets
- *   the answer instead of 100 Continue. */
+ *   it reads; a request target over the limit is a 414 (RFC 9112 section
+ *   3), attnd's JSON one on a connection kept open, or libmicrohttpd's own
+ *   past its buffer; a keyless client's body is not kept; Expect:
+ *   100-continue gets the answer instead of 100 Continue. */
 #include "protocol/api.h"
 #include "daemon.h"
 #include "http/framing.h"
@@ -16,11 +18,14 @@
 #include "suites.h"
 #include "test_util.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- framing_check ----------------------------------------------------------- */
@@ -123,13 +128,24 @@ static void path_is(const char *target, const char *want)
     ck_assert_str_eq(path, want);
 }
 
-static void path_refused(const char *target, const char *want)
+/* framing_path refuses target with kind and a message containing want;
+ * path then holds what was decoded before the fault, decoded (NULL: not
+ * looked at). */
+static void path_refused_as(const char *target, api_error_kind kind, const char *want,
+                            const char *decoded)
 {
     char path[64];
     api_error err = {0};
     ck_assert_msg(framing_path(target, path, sizeof path, &err) == -1, "%s accepted", target);
-    ck_assert_int_eq(err.kind, API_BAD_REQUEST);
+    ck_assert_int_eq(err.kind, kind);
     ck_assert_msg(strstr(err.message, want), "%s: '%s' lacks '%s'", target, err.message, want);
+    if (decoded)
+        ck_assert_str_eq(path, decoded);
+}
+
+static void path_refused(const char *target, const char *want)
+{
+    path_refused_as(target, API_BAD_REQUEST, want, NULL);
 }
 
 START_TEST(test_framing_path)
@@ -150,11 +166,30 @@ START_TEST(test_framing_path)
     path_refused("*", "neither a path nor an http URL");
     path_refused("health", "neither a path nor an http URL");
     path_refused("ftp://a/health", "neither a path nor an http URL");
-    char longer[128];
-    memset(longer, 'a', sizeof longer);
-    longer[0] = '/';
-    longer[sizeof longer - 1] = '\0';
-    path_refused(longer, "too long");
+    path_refused_as("/v2/%zz", API_BAD_REQUEST, "two hex digits", "/v2/");
+    /* RFC 9112 section 3: a target longer than any the server parses is a
+     * 414 (URI Too Long), naming the target and the limit: here path has
+     * 64 bytes, so 63 decoded bytes fit and 64 do not, however they were
+     * escaped. */
+    char target[256], want[64];
+    memset(target, 'a', 63);
+    target[0] = '/';
+    target[63] = '\0';
+    path_is(target, target);
+    memcpy(want, target, sizeof want);
+    target[63] = 'a';
+    target[64] = '\0';
+    path_refused_as(target, API_URI_TOO_LONG, "request target '/aaaa", want);
+    path_refused_as(target, API_URI_TOO_LONG, "is too long: its path is over 63 bytes", want);
+    for (int i = 0; i < 62; i++) /* "/%61%61..." decodes to 63 bytes: it fits */
+        memcpy(target + 1 + 3 * i, "%61", 4);
+    path_is(target, want);
+    strcat(target, "%61");
+    path_refused_as(target, API_URI_TOO_LONG, "its path is over 63 bytes", want);
+    /* the prefix tells a /v2 target (its errors' form) */
+    snprintf(target, sizeof target, "http://h/v2/models/%0100d/infer", 0);
+    path_refused_as(target, API_URI_TOO_LONG, "request target 'http://h/v2/models/000",
+                    "/v2/models/0000000000000000000000000000000000000000000000000000");
 }
 END_TEST
 
@@ -250,6 +285,9 @@ START_TEST(test_malformed_framing_http)
                 400, "escaped NUL");
     expect_text("a bad escape", "GET /hea%zzlth HTTP/1.1\r\nHost: a\r\n\r\n", 400,
                 "two hex digits");
+    /* under /v2 (as far as the path decodes), in the protocol's form */
+    expect_text("a bad escape under /v2", "GET /v2/models/enc%zz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+                "{\"error\":\"request target '/v2/models/enc%zz' has a '%' not followed");
     /* Content-Encoding on /v1/encode: 415 naming it, as on /v2. */
     expect_text("gzip on /v1",
                 "POST /v1/encode HTTP/1.1\r\nHost: a\r\n" JSON_KEY
@@ -327,6 +365,132 @@ START_TEST(test_early_answers_are_read)
 }
 END_TEST
 
+/* ---- request targets over the limit ------------------------------------------ */
+
+/* A request of method whose target is n bytes: base, then 'a's; with the
+ * keyed JSON headers and, when body, small_body.  Owned; length in *len. */
+static char *long_target_request(const char *method, const char *base, size_t n, bool body,
+                                 size_t *len)
+{
+    char tail[512];
+    const int k =
+        body ? snprintf(tail, sizeof tail,
+                        " HTTP/1.1\r\nHost: a\r\n" JSON_KEY "Content-Length: %zu\r\n\r\n%s",
+                        strlen(small_body), small_body)
+             : snprintf(tail, sizeof tail, " HTTP/1.1\r\nHost: a\r\n" JSON_KEY "\r\n");
+    const size_t m = strlen(method), b = strlen(base);
+    char *text = xcalloc(m + 1 + n + (size_t)k + 1, 1);
+    memcpy(text, method, m);
+    text[m] = ' ';
+    memcpy(text + m + 1, base, b);
+    memset(text + m + 1 + b, 'a', n - b);
+    memcpy(text + m + 1 + n, tail, (size_t)k + 1);
+    *len = m + 1 + n + (size_t)k;
+    return text;
+}
+
+/* Whether the peer closes fd within timeout_ms (what it sends is read and
+ * dropped). */
+static bool closed_within(int fd, int timeout_ms)
+{
+    char buf[4096];
+    const struct timespec step = {0, 10 * 1000 * 1000};
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+        const ssize_t k = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            return true;
+        if (k < 0)
+            nanosleep(&step, NULL);
+    }
+    return false;
+}
+
+/* RFC 9112 section 3: "A server that receives a request-target longer than
+ * any URI it wishes to parse MUST respond with a 414 (URI Too Long)".
+ * attnd parses paths of up to 255 bytes (percent-decoded): one byte over,
+ * and 8 KB, on /, /v1/encode and /v2/models/..., with a body and without,
+ * is a 414 with the JSON error naming the target and the limit (under /v2
+ * in the protocol's {"error": "..."} form), and the connection stays open
+ * for the next request; 255 bytes is no 414.  A request line past
+ * libmicrohttpd's 32 KiB buffer (64 KB, 1 MB) never reaches attnd:
+ * libmicrohttpd answers 414 itself (an HTML body) and closes; the daemon
+ * serves on. */
+START_TEST(test_long_targets)
+{
+    start_or_fail(keyed_model);
+    static const char *const bases[] = {"/", "/v1/encode", "/v2/models/"};
+    static const size_t sizes[] = {256, 8192};
+    const char *health = "GET /health HTTP/1.1\r\nHost: a\r\n\r\n";
+    for (size_t b = 0; b < sizeof bases / sizeof *bases; b++) {
+        const bool v2 = strncmp(bases[b], "/v2", 3) == 0;
+        for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+            for (int body = 0; body < 2; body++) {
+                const char *method = body ? "POST" : "GET";
+                char what[128];
+                snprintf(what, sizeof what, "%s %s + %zu bytes", method, bases[b], sizes[z]);
+                size_t len;
+                char *text = long_target_request(method, bases[b], sizes[z], body, &len);
+                const int fd = raw_connect(dp.port);
+                ck_assert_int_ge(fd, 0);
+                http_resp r;
+                ck_assert_msg(raw_exchange(fd, text, len, &r) == 0, "%s: no answer", what);
+                ck_assert_msg(r.status == 414, "%s: status %ld, want 414: %.300s", what, r.status,
+                              r.body);
+                json_error_t je;
+                json_t *j = json_loads(r.body, 0, &je);
+                ck_assert_msg(j, "%s: body is not JSON: %.300s", what, r.body);
+                const json_t *e = json_object_get(j, "error");
+                const char *message =
+                    v2 ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+                ck_assert_msg(message, "%s: no error message in %.300s", what, r.body);
+                if (!v2)
+                    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), "uri_too_long");
+                char quoted[64];
+                snprintf(quoted, sizeof quoted, "request target '%saaa", bases[b]);
+                ck_assert_msg(strstr(message, quoted) && strstr(message, "over 255 bytes"),
+                              "%s: message '%s' names not the target and the limit", what, message);
+                char conn[32];
+                ck_assert_msg(!http_header(&r, "Connection", conn, sizeof conn),
+                              "%s: Connection: %s", what, conn);
+                json_decref(j);
+                http_resp_free(&r);
+                /* kept open: the next request on it is served */
+                ck_assert_msg(raw_exchange(fd, health, strlen(health), &r) == 0,
+                              "%s: the connection did not stay open", what);
+                ck_assert_int_eq(r.status, 200);
+                http_resp_free(&r);
+                close(fd);
+                free(text);
+            }
+        /* 255 bytes: within the limit, so the route decides (404). */
+        size_t len;
+        char *text = long_target_request("GET", bases[b], 255, false, &len);
+        expect_answer("255 bytes", text, len, 404, v2 ? "unknown model" : "no route");
+        free(text);
+    }
+    static const size_t far[] = {64u << 10, 1u << 20};
+    for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
+        for (size_t z = 0; z < sizeof far / sizeof *far; z++)
+            for (int body = 0; body < 2; body++) {
+                size_t len;
+                char *text =
+                    long_target_request(body ? "POST" : "GET", bases[b], far[z], body, &len);
+                const int fd = raw_connect(dp.port);
+                ck_assert_int_ge(fd, 0);
+                (void)raw_send(fd, text, len); /* libmicrohttpd may close before the end */
+                const int st = raw_status(fd, 10000);
+                ck_assert_msg(st == 414, "%s %s + %zu bytes: status %d, want libmicrohttpd's 414",
+                              body ? "POST" : "GET", bases[b], far[z], st);
+                ck_assert_msg(closed_within(fd, 10000), "%s + %zu bytes: left open", bases[b],
+                              far[z]);
+                close(fd);
+                free(text);
+            }
+    expect_text("after the long targets", health, 200, "\"status\":\"ok\"");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* A connection answered before its body lingers: it keeps taking the
  * client's bytes (so the client reads the answer, not a reset), and is
  * closed once the client has been silent for LINGER_IDLE_S. */
@@ -335,8 +499,8 @@ START_TEST(test_lingering_close)
     start_or_fail(keyed_model);
     const int fd = raw_connect(dp.port);
     ck_assert_int_ge(fd, 0);
-    const char *head = "POST /v1/encode HTTP/1.1\r\nHost: a\r\n" JSON_KEY
-                       "Content-Length: 1000000000\r\n\r\n";
+    const char *head =
+        "POST /v1/encode HTTP/1.1\r\nHost: a\r\n" JSON_KEY "Content-Length: 1000000000\r\n\r\n";
     ck_assert_int_eq(raw_send(fd, head, strlen(head)), 0);
     ck_assert_int_eq(raw_status(fd, 10000), 413);
     enum { CHUNK = 1 << 20 };
@@ -350,7 +514,8 @@ START_TEST(test_lingering_close)
     int failed = 0;
     for (int i = 0; i < 16 && !failed; i++)
         failed = raw_send(fd, chunk, CHUNK) != 0;
-    ck_assert_msg(failed, "the socket still takes bytes after %.0f s of silence", LINGER_IDLE_S + 2);
+    ck_assert_msg(failed, "the socket still takes bytes after %.0f s of silence",
+                  LINGER_IDLE_S + 2);
     free(chunk);
     close(fd);
     ck_assert_int_eq(daemon_stop(&dp), 0);
@@ -428,6 +593,7 @@ Suite *framing_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_malformed_framing_http);
     tcase_add_test(tc, test_early_answers_are_read);
+    tcase_add_test(tc, test_long_targets);
     tcase_add_test(tc, test_lingering_close);
     tcase_add_test(tc, test_keyless_bodies_not_kept);
     tcase_add_test(tc, test_expect_continue);

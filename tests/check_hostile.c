@@ -1,5 +1,5 @@
 /* check_hostile.c - slow and hostile clients, and faults, against the real
- * build/attnd on 127.0.0.1 (API.md section 7: no input, however malformed
+ * build/attnd on 127.0.0.1 (docs/contract.md section 7: no input, however malformed
  * or large, crashes the daemon or blocks other clients).
  *
  * - 1,000 idle or trickling connections (slowloris) while /health and

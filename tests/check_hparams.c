@@ -7,7 +7,7 @@
 
 START_TEST(test_defaults_match_api)
 {
-    /* API.md section 1's example config. */
+    /* docs/contract.md section 1's example config. */
     enc_hparams hp;
     enc_hparams_default(&hp);
     ck_assert_int_eq(hp.d_model, 512);

@@ -140,7 +140,7 @@ START_TEST(test_seed_changes_weights)
 }
 END_TEST
 
-/* Parameter counts worked by hand from API.md section 2's table. */
+/* Parameter counts worked by hand from docs/contract.md section 2's table. */
 START_TEST(test_param_counts)
 {
     enc_hparams hp = {HP_BASE(4, 2, 2, 8, 1, ENC_ACT_RELU, false, 1e-5f, true)};

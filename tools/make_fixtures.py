@@ -15,7 +15,7 @@ read these files (no Python at test time) and compare with 1e-4 absolute
 tolerance.  Output is deterministic: torch.manual_seed per case, one thread,
 and the same bytes on every run.
 
-How expected values are made (API.md sections 2 and 3):
+How expected values are made (docs/contract.md sections 2 and 3):
 
   - The primary reference is torch's own modules in eval mode:
     nn.TransformerEncoderLayer / nn.TransformerEncoder(enable_nested_tensor=

@@ -148,6 +148,8 @@ int framing_path(const char *target, char *path, size_t size, api_error *err)
 {
     char safe[API_SAFE_MAX + 4];
     const char *p = target;
+    size_t n = 0;
+    int rc = 0;
     if (strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0) {
         p = strstr(p, "//") + 2; /* absolute-form: skip the authority */
         p += strcspn(p, "/");
@@ -155,31 +157,38 @@ int framing_path(const char *target, char *path, size_t size, api_error *err)
             p = "/";
     }
     if (*p != '/')
-        return api_error_set(err, API_BAD_REQUEST,
-                             "request target '%s' is neither a path nor an http URL",
-                             api_safe_text(target, safe));
-    size_t n = 0;
-    for (; *p; p++) {
+        rc = api_error_set(err, API_BAD_REQUEST,
+                           "request target '%s' is neither a path nor an http URL",
+                           api_safe_text(target, safe));
+    for (; rc == 0 && *p; p++) {
         char c = *p;
         if (c == '%') {
             const int hi = hex_value(p[1]), lo = hi < 0 ? -1 : hex_value(p[2]);
-            if (hi < 0 || lo < 0)
-                return api_error_set(err, API_BAD_REQUEST,
-                                     "request target '%s' has a '%%' not followed by two hex "
-                                     "digits",
-                                     api_safe_text(target, safe));
+            if (hi < 0 || lo < 0) {
+                rc = api_error_set(err, API_BAD_REQUEST,
+                                   "request target '%s' has a '%%' not followed by two hex "
+                                   "digits",
+                                   api_safe_text(target, safe));
+                break;
+            }
             c = (char)(hi * 16 + lo);
-            if (!c)
-                return api_error_set(err, API_BAD_REQUEST,
-                                     "request target '%s' has an escaped NUL (%%00)",
-                                     api_safe_text(target, safe));
+            if (!c) {
+                rc = api_error_set(err, API_BAD_REQUEST,
+                                   "request target '%s' has an escaped NUL (%%00)",
+                                   api_safe_text(target, safe));
+                break;
+            }
             p += 2;
         }
-        if (n + 1 >= size)
-            return api_error_set(err, API_BAD_REQUEST, "request target '%s' is too long",
-                                 api_safe_text(target, safe));
+        if (n + 1 >= size) { /* RFC 9112 3: longer than any path we parse, 414 */
+            rc = api_error_set(err, API_URI_TOO_LONG,
+                               "request target '%s' is too long: its path is over %zu bytes",
+                               api_safe_text(target, safe), size - 1);
+            break;
+        }
         path[n++] = c;
     }
-    path[n] = '\0';
-    return 0;
+    if (size)
+        path[n] = '\0';
+    return rc;
 }

@@ -2,14 +2,16 @@
  * read: field names that are tokens, one Host in HTTP/1.1, a body framed by
  * one Content-Length or by chunked alone (sections 6.1-6.3), and a request
  * target in origin- or absolute-form whose path percent-decodes to no NUL
- * (section 3.2).  Pure functions over the header section libmicrohttpd has
- * parsed: no I/O, no state.
+ * (section 3.2) and fits (section 3: else 414 URI Too Long).  Pure
+ * functions over the header section libmicrohttpd has parsed: no I/O, no
+ * state.
  *
  *     http_field f[] = {{"Host", "a"}, {"Content-Length", "12"}};
  *     http_framing fr;
  *     if (framing_check("HTTP/1.1", f, 2, &fr, &err) < 0) -> answer err, close
  *     char path[256];
- *     if (framing_path("http://a/v1/encode", path, sizeof path, &err) < 0) ...
+ *     if (framing_path("http://a/v1/encode", path, sizeof path, &err) < 0)
+ *         -> answer err (400 or 414); the body is framed: read and discard it
  */
 #ifndef ATTND_HTTP_FRAMING_H
 #define ATTND_HTTP_FRAMING_H
@@ -46,9 +48,12 @@ int framing_check(const char *version, const http_field *fields, size_t n, http_
 /* The decoded path of a request target: origin-form ("/v1/encode") as it
  * is, absolute-form ("http://host:8080/v1/encode") without scheme and
  * authority ("/" when it has no path), then percent-decoded into path (size
- * bytes).  Returns 0, or -1 with err API_BAD_REQUEST: a target in neither
- * form, a '%' not followed by two hex digits, an escaped NUL ("%00"), or a
- * path that does not fit. */
+ * bytes).  Returns 0, or -1 with err API_BAD_REQUEST for a target in
+ * neither form, a '%' not followed by two hex digits or an escaped NUL
+ * ("%00"), or API_URI_TOO_LONG (414, RFC 9112 section 3) for a path over
+ * size - 1 bytes decoded; the message quotes the target and, for a 414,
+ * names the limit.  Either way path holds what was decoded before the
+ * fault (NUL-terminated), enough to tell a /v2 target by. */
 int framing_path(const char *target, char *path, size_t size, api_error *err);
 
 #endif

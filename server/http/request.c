@@ -144,9 +144,17 @@ static int decide_from_headers(request *r, const char *url, const char *method, 
     }
     api_error err = {0};
     char path[sizeof r->path];
-    if (framing_check(version, fl.f, fl.n, fr, &err) < 0 ||
-        framing_path(url, path, sizeof path, &err) < 0) {
+    if (framing_check(version, fl.f, fl.n, fr, &err) < 0) {
         r->early.close = true; /* the body cannot be framed: answer and close */
+        http_printable(r->path, sizeof r->path, url);
+        return decide(r, err.kind, NULL, "%s", err.message);
+    }
+    if (framing_path(url, path, sizeof path, &err) < 0) {
+        /* 400, or 414 for a path over sizeof path - 1 bytes; the body is
+         * framed: read and discarded, the connection kept.  Under /v2 (as
+         * far as the path was decoded) in the protocol's error form. */
+        v2_path seen;
+        r->v2 = v2_route_parse(path, &seen) != V2_ROUTE_NONE;
         http_printable(r->path, sizeof r->path, url);
         return decide(r, err.kind, NULL, "%s", err.message);
     }

@@ -238,8 +238,8 @@ static int render_v1(request *r, stream *out, size_t *header_len)
 /* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
 
 /* The health routes answer 200 with an empty body (the protocol: the status
- * is the answer), or 503 {"error": ...} as API.md section 7 says for "not
- * ready". */
+ * is the answer), or 503 {"error": ...} as docs/contract.md section 7 says for
+ * "not ready". */
 static enum MHD_Result respond_empty(request *r)
 {
     return http_respond(r, 200, "text/plain", NULL, 0, NULL);

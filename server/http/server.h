@@ -1,5 +1,5 @@
-/* server.h - the HTTP daemon on libmicrohttpd: routes of API.md sections 4, 5
- * (v2.h), 6 and 7, authentication, CORS, limits, access log, request ids, metrics and
+/* server.h - the HTTP daemon on libmicrohttpd: routes of docs/contract.md
+ * sections 4, 5 (v2.h), 6 and 7, authentication, CORS, limits, access log, request ids, metrics and
  * graceful shutdown.  HTTP threads read and decode requests; forwards run on
  * the compute pool (pool.h) while the connection is suspended.
  *

@@ -1,5 +1,6 @@
 /* api.h - what the HTTP layer and the request codecs share: the contract's
- * error kinds (API.md section 7) and request limits. */
+ * error kinds (docs/contract.md section 7, "Errors and limits") and request
+ * limits. */
 #ifndef ATTND_API_H
 #define ATTND_API_H
 
@@ -12,6 +13,7 @@
     X(NOT_FOUND, 404, "not_found")                                                                 \
     X(METHOD_NOT_ALLOWED, 405, "method_not_allowed")                                               \
     X(TOO_LARGE, 413, "too_large")                                                                 \
+    X(URI_TOO_LONG, 414, "uri_too_long")                                                           \
     X(UNSUPPORTED_MEDIA, 415, "unsupported_media_type")                                            \
     X(QUEUE_FULL, 429, "queue_full")                                                               \
     X(INTERNAL, 500, "internal")                                                                   \

@@ -2,8 +2,9 @@
  * (encode_request_parse; encode_request.h), a forward's results to the JSON
  * response body (encode_response_stream, encode_response).
  *
- * Choices where API.md is silent (docs/api.md, "POST /v1/encode in detail",
- * is the user's version of this list):
+ * Choices where the contract (docs/contract.md section 4) is silent
+ * (docs/api.md, "POST /v1/encode in detail", is the user's version of this
+ * list):
  *
  * - "attention" in the response is always the LAST layer's weights, whatever
  *   attention_layers says; attention_layers only adds the "attention_layers"

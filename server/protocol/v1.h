@@ -18,7 +18,7 @@
 #include "protocol/encode_request.h"
 
 /* Parses and validates a /v1/encode body against the model's hyperparameters
- * and the limits.  Checks every field of API.md section 4: nesting, ragged
+ * and the limits.  Checks every field of docs/contract.md section 4: nesting, ragged
  * rows, d_model, numbers only, finite base64 floats, lengths in 1..L, mask
  * options (unknown ones refused), attention mode, attention_layers indices,
  * precision, encoding; and batch / sequence / token counts and the attention
@@ -32,7 +32,7 @@
 int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
                          const api_limits *limits, api_error *err);
 
-/* The response body for a completed forward (API.md section 4): model, shape,
+/* The response body for a completed forward (docs/contract.md section 4): model, shape,
  * outputs (with the input's nesting; with lengths, sequence b has lengths[b]
  * rows and attention [H][len][len]), attention (always the LAST layer's
  * weights; omitted for "none"), attention_layers (in request order) when

@@ -3,7 +3,8 @@
  * codec, parsing into the neutral request (encode_request.h) with the shared
  * options (options.h).
  *
- * Choices where API.md and the protocol documents leave room
+ * Choices where the contract (docs/contract.md section 5) and the protocol
+ * documents leave room
  * (docs/api.md, "Open Inference Protocol (v2) in detail", is the user's
  * version of this list):
  *

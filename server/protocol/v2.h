@@ -1,4 +1,4 @@
-/* v2.h - the Open Inference Protocol (KServe v2, API.md section 5) with
+/* v2.h - the Open Inference Protocol (KServe v2, docs/contract.md section 5) with
  * Triton's binary tensor data extension: routes under /v2, the metadata
  * bodies, and the infer codec (a request body, JSON header plus binary
  * tensors, to a core batch; a forward's results to the response body).  The

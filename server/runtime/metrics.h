@@ -1,6 +1,7 @@
-/* metrics.h - the daemon's Prometheus metrics (API.md section 6): requests by
- * route and status, request / queue / compute duration histograms, batch
- * sizes, tokens, attention scores, in-flight requests and queue depth.
+/* metrics.h - the daemon's Prometheus metrics (docs/contract.md section 6;
+ * docs/api.md, "GET /metrics"): requests by route and status, request /
+ * queue / compute duration histograms, batch sizes, tokens, attention
+ * scores, in-flight requests and queue depth.
  * Thread-safe.
  *
  *     metrics *mx = metrics_new();

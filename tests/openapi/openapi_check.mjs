@@ -118,6 +118,8 @@ async function tour(base, key, D) {
     [404, "GET", "/v1/nothing-here", {}],
     [404, "GET", "/v2/models/other", {}],
     [404, "GET", "/v2/models/encoder/versions/2/ready", {}],
+    [414, "GET", "/v1/encode" + "a".repeat(300), {}], // a path over 255 bytes
+    [414, "POST", "/v2/models/" + "a".repeat(300) + "/infer", { body: {} }],
     [405, "DELETE", "/v1/encode", {}],
     [413, "POST", "/v1/encode", { body: { embeddings: Array.from({ length: 70 }, () => seq) } }], // over max_batch (64, 4)
     [415, "POST", "/v1/encode", { body: { embeddings: seq }, json: false, headers: { "Content-Type": "text/plain" } }],

@@ -40,6 +40,21 @@ export function targetPath(target) {
   }
 }
 
+// Whether a request target is under /v2, as the daemon tells it (errors
+// there are {"error": "..."}): by its path, or, when that cannot be decoded,
+// by what decodes before the fault (the daemon's framing_path does the same).
+function underV2(target, p) {
+  if (p === null) {
+    const abs = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/]*/.exec(target);
+    const t = (abs ? target.slice(abs[0].length) || "/" : target).split("?")[0];
+    const bad = t.search(/%(?![0-9a-fA-F]{2})|%00/);
+    p = (bad < 0 ? t : t.slice(0, bad)).replace(/%([0-9a-fA-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
+  } else if (p.includes("\0")) {
+    p = p.slice(0, p.indexOf("\0")); // an escaped NUL: what came before it
+  }
+  return p === "/v2" || p.startsWith("/v2/");
+}
+
 // A response's raw text (status line, headers, blank line, body) as
 // {status, headers (lower-case names), body (Buffer)}; a chunked body decoded
 // unless it already is (raw false).
@@ -102,7 +117,7 @@ export class Validator {
     const problems = [];
     const p = targetPath(target);
     const route = p === null ? null : this.routes.find((r) => r.re.test(p));
-    const v2 = p !== null && (p === "/v2" || p.startsWith("/v2/"));
+    const v2 = underV2(target, p);
     const m = method.toLowerCase();
     const item = route && this.doc.paths[route.template];
     let op = item && item[m];
@@ -120,19 +135,21 @@ export class Validator {
       const schema = { $ref: "#/components/schemas/" + (typeof e.error === "string" ? "V2Error" : "Error") };
       resp = { content: { "application/json": { schema } }, pointer: schema.$ref.slice(1) };
     } else if (!route) {
-      // No route: a 404, or an answer decided before routing (framing);
-      // in either form of error.
+      // No route: a 404, a 414 (a path over 255 bytes: no route is that
+      // long), or an answer decided before routing (framing); in either
+      // form of error.
       where = "(no route)";
-      if (![400, 404, 405, 413, 501].includes(res.status))
+      if (![400, 404, 405, 413, 414, 501].includes(res.status))
         problems.push(`status ${res.status} for a target no route matches`);
       const schema = { $ref: "#/components/schemas/" + (v2 ? "V2Error" : "Error") };
       resp = { content: { "application/json": { schema } }, pointer: schema.$ref.slice(1) };
     } else if (!op) {
       // A method the route does not take: 405 as each operation documents
-      // it, or an answer decided before the method (framing).
+      // it, or an answer decided before the method (framing, a 414 for a
+      // path over 255 bytes).
       where = `${route.template} ${method}`;
       op = Object.values(item).find((o) => o && o.responses && o.responses[String(res.status)]);
-      if (!op || ![400, 405, 413, 501].includes(res.status))
+      if (!op || ![400, 405, 413, 414, 501].includes(res.status))
         problems.push(`${method} ${route.template}: status ${res.status} is not documented`);
       resp = op && op.responses[String(res.status)];
     } else {
