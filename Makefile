@@ -7,8 +7,9 @@
 #   make test-page       the page at / in headless Chromium (make test runs it)
 #   make openapi-check   the OpenAPI description: lint, a typed client compiled and
 #                        run, live responses validated (make test runs it)
-#   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) run
-#                        against the daemon, its output checked (make test runs it)
+#   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
+#                        of README.md run against the daemon, its output checked
+#                        (make test runs it)
 #   make k8s-check       deploy/kubernetes/ against the Kubernetes schemas and attnd
 #                        (make test runs it)
 #   make deps            install the Debian packages the build needs (root or sudo)
@@ -31,6 +32,9 @@
 #                        HEALTHCHECK, /, /v1/encode, /v2, mounted weights, drain
 #                        on podman stop, the Kubernetes Deployment under podman
 #                        kube play (root; tools/container_check.sh)
+#   make fresh-check     the README's two commands (make run, make test) in a clean
+#                        debian:bookworm container, from a clone of HEAD (root;
+#                        tools/fresh_check.sh)
 #   make compose-check   deploy/compose.yaml under podman-compose: 3 replicas behind
 #                        nginx, one drained under load (root; after container-check)
 
@@ -54,7 +58,8 @@ DEB_DOCS     := curl python3-requests
 DEB_DEPLOY   := nginx python3
 # What make container-check needs: podman with runc and netavark (iptables for
 # its port mapping, catatonit for kube play's pods), debootstrap for the base
-# image, and the script's tools (kubectl comes with make k8s-check's rule).
+# image, and the script's tools (kubectl: Debian's kubernetes-client, installed
+# by container-check's rule when there is none).
 DEB_CONTAINER := podman buildah runc netavark iptables catatonit debootstrap git curl python3
 # What make compose-check needs besides: podman-compose, and aardvark-dns for
 # the replicas' names on the project's network.
@@ -242,30 +247,54 @@ openapi-check:
 	timeout 300 node tests/openapi/openapi_check.mjs $(ATTND) $(OPENAPI_JSON) $(NODE_MODULES) \
 	  $(OPENAPI_OUT)/client.mjs $(wildcard $(RECORD_DIR))
 
-# The examples of docs/api.md, each run against the daemon: every code block
-# marked <!-- example: ROUTE --> (sh with curl, python with requests, ts with
-# fetch, compiled with tsc --strict) must exit 0 and print each text its
-# "# =>" or "// =>" lines name, and every route needs all three
-# (tests/docs/examples.mjs; the blocks and their outputs in $(DOCS_OUT)).
+# The examples of docs/api.md and README.md, each run against the daemon:
+# every code block marked <!-- example: ROUTE --> (sh with curl, python with
+# requests, ts with fetch, compiled with tsc --strict) must exit 0 and print
+# each text its "# =>" or "// =>" lines name; every route needs all three in
+# docs/api.md, and a sh block of either that calls curl on localhost:8080
+# must be an example (tests/docs/examples.mjs; the blocks and their outputs
+# in $(DOCS_OUT)).
 DOCS_OUT := $(BUILD)/docs-examples
 docs-examples:
 	@$(MAKE) --no-print-directory deps-node
 	@$(MAKE) --no-print-directory $(ATTND)
 	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
-	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md
+	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md README.md
 
 # deploy/kubernetes/ (docs/deploy.md): each kustomization built as
 # `kubectl apply -k` builds it, every object validated against the Kubernetes
-# schemas (kubernetes-models; KServe's kinds by a schema from its API types)
-# and against what attnd needs: probes, drain, security, selectors, settings
-# attnd knows, a ConfigMap `attnd --check-config` accepts
-# (tests/deploy/k8s_check.mjs).  make container-check runs the Deployment.
+# schemas (kubernetes-models; KEDA's and KServe's kinds by schemas from their
+# API types, tests/deploy/schemas/) and against what attnd needs: probes,
+# drain, security, selectors, settings attnd knows, a ConfigMap `attnd
+# --check-config` accepts, autoscaling on metrics a running attnd exports
+# (tests/deploy/k8s_check.mjs).  Built by the kubectl Debian 12 ships
+# (kubernetes-client, 1.20.2), installed when there is no kubectl; when the
+# kubectl on PATH is another (a vendor's), Debian's is unpacked under
+# build/kubernetes-client/ beside it (shared by every $(BUILD); apt-get
+# download, dpkg-deb -x: nothing installed over the other, no root needed)
+# and both must build the same objects.  make container-check runs the
+# Deployment.
 .PHONY: k8s-check
 k8s-check:
 	@$(MAKE) --no-print-directory deps-node
-	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
+	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubernetes-client
 	@$(MAKE) --no-print-directory $(ATTND)
-	node tests/deploy/k8s_check.mjs $(ATTND) $(NODE_MODULES)
+	@kc=$$(command -v kubectl); deb=build/kubernetes-client; \
+	if dpkg -S "$$(readlink -f "$$kc")" 2>/dev/null | grep -q '^kubernetes-client:'; then \
+	  set -- "$$kc"; \
+	else \
+	  if [ ! -x $$deb/usr/bin/kubectl ]; then \
+	    echo "k8s-check: $$kc is not Debian's: unpacking Debian's kubernetes-client into $$deb/"; \
+	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    get() { (cd $$deb && apt-get -q -o APT::Sandbox::User=root download kubernetes-client); }; \
+	    rm -rf $$deb && mkdir -p $$deb && \
+	    { get || { $$SUDO apt-get update -qq && get; }; } && \
+	    dpkg-deb -x $$deb/kubernetes-client_*.deb $$deb || exit 1; \
+	  fi; \
+	  set -- "$$kc" $$deb/usr/bin/kubectl; \
+	fi; \
+	echo "node tests/deploy/k8s_check.mjs $(ATTND) $(NODE_MODULES) $$*"; \
+	node tests/deploy/k8s_check.mjs $(ATTND) $(NODE_MODULES) "$$@"
 
 # Sizing a host (docs/deploy.md): 1 replica x every CPU against 1 replica per
 # CPU, throughput at B=1 and B=8 (bench/replicas.sh).
@@ -332,8 +361,18 @@ test-deploy:
 # (tools/container_check.sh; root).  The images stay for the next run.
 container-check:
 	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
-	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubectl
+	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubernetes-client
 	bash tools/container_check.sh
+
+# The README's set-up on a fresh Debian 12 (tools/fresh_check.sh; root): in a
+# clean debian:bookworm container (container-check's debootstrap base, with
+# nothing added) a clone of HEAD, then the README's two commands in order:
+# make run until /health answers 200 and the README's quick start prints what
+# it says, SIGTERM, then make test.  About 10 minutes on 2 cores.
+.PHONY: fresh-check
+fresh-check:
+	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
+	bash tools/fresh_check.sh $(FRESH_ARGS)
 
 # deploy/compose.yaml under podman-compose: three replicas behind nginx
 # (deploy/nginx), /v1 and /v2 through it, one replica drained under load

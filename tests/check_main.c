@@ -2,14 +2,19 @@
  * CK_RUN_SUITE / CK_RUN_CASE select a part, as Check documents. */
 #include "encoder.h"
 #include "suites.h"
+#include "torch_fixture.h"
 
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int main(void)
 {
     enc_set_threads(2);
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* Counts that grow with the fixtures are said here, not in prose. */
+    printf("PyTorch fixtures: %d cases under tests/fixtures/torch\n", torch_case_count());
+    fflush(stdout);
     SRunner *sr = srunner_create(sha256_suite());
     srunner_add_suite(sr, safetensors_suite());
     srunner_add_suite(sr, hparams_suite());

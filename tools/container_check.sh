@@ -100,9 +100,7 @@ cleanup() {
   [ ${#containers[@]} = 0 ] || say "removed the containers (${containers[*]}); kept the images"
   for k in "${kubes[@]}"; do pm 120 kube down "$k" >/dev/null 2>&1 || say "could not tear down $k"; done
   for v in "${volumes[@]}"; do pm 60 volume rm --force "$v" >/dev/null 2>&1 || say "could not remove volume $v"; done
-  # A debootstrap stopped half-way may leave /proc or /sys mounted in its root.
-  awk -v t="$tmp/" 'index($2, t) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null || true
-  rm -rf --one-file-system "$tmp"
+  remove_tmp
   exit "$rc"
 }
 trap cleanup EXIT
@@ -117,95 +115,10 @@ trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 # shellcheck source=tools/check_lib.sh
 . "$here/check_lib.sh"
 
-# The Debian mirror this machine's apt uses (deb822 URIs: lines, or one-line
-# "deb URL suite" entries), or deb.debian.org.
-host_mirror() {
-  local m
-  m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i} /^deb / {print ($2 ~ /^\[/ ? $3 : $2)}' |
-        grep -E '/debian/?$' | head -n 1) || true
-  echo "${m:-http://deb.debian.org/debian}"
-}
-
 # ---- 1. the base image ---------------------------------------------------------
-# With a registry, `podman pull debian:bookworm-slim` gets it.  Without one,
-# it is made as Debian's official images are: debootstrap's minbase, then
-# "slimmed" like debuerreotype does (no docs, man pages or translations, now
-# or from later installs; apt keeps no .deb caches and no uncompressed lists),
-# with apt sources for the suite, its updates and its security archive.
-make_base() {
-  local root=$tmp/rootfs sec log=$tmp/debootstrap.log
-  [ -n "$mirror" ] || mirror=$(host_mirror)
-  sec="${mirror%/debian*}/debian-security"
-  say "making $BASE: debootstrap --variant=minbase $SUITE from $mirror (once; about 30 s)"
-  timeout 900 debootstrap --variant=minbase "$SUITE" "$root" "$mirror" >"$log" 2>&1 ||
-    { tail -n 20 "$log" >&2; fail "debootstrap failed (log above)"; }
-
-  cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
-Types: deb
-URIs: $mirror
-Suites: $SUITE $SUITE-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: $sec
-Suites: $SUITE-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  rm -f "$root/etc/apt/sources.list"
-
-  cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<'EOF'
-# A slim image: no documentation, manuals or translations (licences stay).
-path-exclude /usr/share/doc/*
-path-include /usr/share/doc/*/copyright
-path-exclude /usr/share/groff/*
-path-exclude /usr/share/info/*
-path-exclude /usr/share/linda/*
-path-exclude /usr/share/lintian/overrides/*
-path-exclude /usr/share/locale/*
-path-include /usr/share/locale/locale.alias
-path-exclude /usr/share/man/*
-EOF
-  echo 'force-unsafe-io' >"$root/etc/dpkg/dpkg.cfg.d/docker-apt-speedup"
-  local clean='"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true";'
-  cat >"$root/etc/apt/apt.conf.d/docker-clean" <<EOF
-// No package caches left in an image's layers.
-DPkg::Post-Invoke { $clean };
-APT::Update::Post-Invoke { $clean };
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-EOF
-  printf 'Acquire::GzipIndexes "true";\n' >"$root/etc/apt/apt.conf.d/docker-gzip-indexes"
-  printf 'Acquire::Languages "none";\n' >"$root/etc/apt/apt.conf.d/docker-no-languages"
-  printf 'APT::AutoRemove::SuggestsImportant "false";\n' >"$root/etc/apt/apt.conf.d/docker-autoremove-suggests"
-
-  (cd "$root" &&
-     find usr/share/doc usr/share/groff usr/share/info usr/share/linda usr/share/lintian/overrides \
-          usr/share/locale usr/share/man -mindepth 1 ! -type d \
-          ! -path 'usr/share/doc/*/copyright' ! -path usr/share/locale/locale.alias -delete 2>/dev/null
-     find usr/share/doc usr/share/groff usr/share/info usr/share/locale usr/share/man \
-          -mindepth 1 -type d -empty -delete 2>/dev/null
-     rm -rf var/cache/apt/archives/*.deb var/cache/apt/*.bin var/lib/apt/lists/* var/log/* \
-            debootstrap
-     : >etc/resolv.conf        # podman supplies these two
-     echo localhost >etc/hostname) || true
-
-  # podman import: a root directory's tar as a one-layer image, named as the
-  # Dockerfile's FROM expects; CMD as Debian's image has it.
-  tar --numeric-owner -C "$root" -c . |
-    pm 600 import --quiet --change 'CMD ["bash"]' --message "debootstrap --variant=minbase $SUITE, slimmed" - "$BASE" >/dev/null ||
-    fail "podman import of the debootstrap root failed"
-  rm -rf "$root"
-}
-
-if [ $new_base = 1 ] || ! pm 30 image exists "$BASE"; then
-  make_base
-else
-  say "$BASE: already there ($(pm 30 image inspect --format '{{.Created.Format "2006-01-02"}}' "$BASE"); --new-base makes it again)"
-fi
-say "$BASE: $(pm 30 image inspect --format '{{.Size}}' "$BASE" | awk '{printf "%.1f MB", $1 / 1e6}')"
+# debian:bookworm-slim, made here from debootstrap when podman lacks it
+# (ensure_base, tools/check_lib.sh; make fresh-check runs in the same image).
+ensure_base "$new_base"
 
 # ---- 2. build ------------------------------------------------------------------
 if [ $worktree = 1 ]; then
@@ -396,7 +309,8 @@ say "SIGTERM: /health 503 draining, /v1/encode still 200; podman stop (a second 
 # model.safetensors of the overlay's hyperparameters.  The other kinds
 # (Service, HPA, PDB) are no podman kinds: make k8s-check validates them.
 # Each is torn down with podman kube down.
-command -v kubectl >/dev/null || fail "kubectl is not installed (make container-check installs it)"
+command -v kubectl >/dev/null || fail "kubectl is not installed (make container-check installs Debian's kubernetes-client)"
+say "kubectl: $(kubectl version --client -o json | "$PY" -c 'import json, sys; v = json.load(sys.stdin); print(v["clientVersion"]["gitVersion"], "kustomize", v.get("kustomizeVersion", "v2.0.3 (built in)"))')"
 
 # kube_play DIR: plays DIR's ConfigMap and Deployment; sets kube (the played
 # file), kctr (its attnd container) and kbase (its URL), once ready.
@@ -404,7 +318,10 @@ kube_play() {
   local dir=$1 port
   port=$(free_port)
   kube=$tmp/kube-$(basename "$dir").yaml
-  kubectl kustomize "$ctx/$dir" >"$tmp/rendered.yaml" || fail "kubectl kustomize $dir failed"
+  # (stderr aside: kubectl 1.21 and later warn that the fields kubectl 1.20
+  # reads are deprecated, deploy/kubernetes/app/kustomization.yaml)
+  kubectl kustomize "$ctx/$dir" >"$tmp/rendered.yaml" 2>"$tmp/kustomize.log" ||
+    { cat "$tmp/kustomize.log" >&2; fail "kubectl kustomize $dir failed"; }
   "$PY" - "$tmp/rendered.yaml" "$kube" "$port" <<'PYEOF'
 import sys
 src, dst, port = sys.argv[1], sys.argv[2], sys.argv[3]

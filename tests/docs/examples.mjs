@@ -1,7 +1,12 @@
-// examples.mjs - docs/api.md's examples, each run against the daemon
-// (make docs-examples, run by make test):
+// examples.mjs - the examples of docs/api.md and README.md, each run against
+// the daemon (make docs-examples, run by make test):
 //
-//   node tests/docs/examples.mjs ATTND_BIN NODE_MODULES_DIR WORK_DIR docs/api.md
+//   node tests/docs/examples.mjs ATTND_BIN NODE_MODULES_DIR WORK_DIR docs/api.md [README.md ...]
+//
+// The first document is the reference: every route of ROUTES needs a sh, a
+// python and a ts example there.  In every document, a sh block that calls
+// curl on localhost:8080 must be an example, so no curl a reader copies goes
+// unchecked.
 //
 // An example is a fenced code block whose info string is sh, python or ts,
 // on the line right after a marker
@@ -21,8 +26,8 @@
 // each text its "# => TEXT" lines (sh, python) or "// => TEXT" lines (ts)
 // name, at least one, and the daemon's access log shows that it called its
 // route.  The run fails when an example fails, a marker is malformed or
-// names no known route, or a route of ROUTES lacks a sh, a python or a ts
-// example.  Bounded: TIME_LIMIT_MS in all, EXAMPLE_MS per example; the
+// names no known route, a route of ROUTES lacks a sh, a python or a ts
+// example in the reference, or a curl block is not an example.  Bounded: TIME_LIMIT_MS in all, EXAMPLE_MS per example; the
 // daemons are always stopped.
 import { createRequire } from "module";
 import { spawn } from "child_process";
@@ -32,9 +37,9 @@ import path from "path";
 const { startDaemon, stopDaemons, daemonProblems } = createRequire(import.meta.url)("../node/daemon.js");
 
 const [attndBin, modulesDir, workDir] = process.argv.slice(2, 5).map((a) => a && path.resolve(a));
-const docPath = process.argv[5];
-if (!docPath) {
-  console.error("usage: node tests/docs/examples.mjs ATTND_BIN NODE_MODULES_DIR WORK_DIR docs/api.md");
+const docPaths = process.argv.slice(5);
+if (!docPaths.length) {
+  console.error("usage: node tests/docs/examples.mjs ATTND_BIN NODE_MODULES_DIR WORK_DIR docs/api.md [README.md ...]");
   process.exit(2);
 }
 const TIME_LIMIT_MS = 240000;
@@ -72,8 +77,10 @@ const problems = []; // what is wrong with the document itself
 
 // ---- the examples of the document -------------------------------------------
 
-// Every marked block: {route, lang, args, code, line}.
-function parseExamples(text) {
+// Every marked block of the document at docPath: {route, lang, args, code,
+// line, doc}.
+function parseExamples(docPath) {
+  const text = fs.readFileSync(docPath, "utf8");
   const lines = text.split("\n");
   const found = [];
   let fence = null; // the open fence's backticks, inside a code block
@@ -91,7 +98,7 @@ function parseExamples(text) {
       marker = null;
     }
     if (m) {
-      marker = parseMarker(m[1], i + 1);
+      marker = parseMarker(docPath, m[1], i + 1);
       continue;
     }
     if (!open) {
@@ -106,8 +113,12 @@ function parseExamples(text) {
       if (!LANGS.includes(lang))
         problems.push(`${docPath}:${i + 1}: an example's block is '${lang}', not one of ${LANGS.join(", ")}`);
       else
-        found.push({ ...marker, lang, code: lines.slice(i + 1, end).join("\n") + "\n", line: i + 1 });
+        found.push({ ...marker, lang, code: lines.slice(i + 1, end).join("\n") + "\n", line: i + 1,
+                     doc: docPath });
       marker = null;
+    } else if (lang === "sh" && /\bcurl\b[^\n]*localhost:8080/.test(lines.slice(i + 1, end).join("\n"))) {
+      problems.push(`${docPath}:${i + 1}: a sh block calls curl on localhost:8080 but is no example ` +
+                    "(mark it <!-- example: ROUTE-ID -->, with its # => lines)");
     }
   }
   if (marker) problems.push(`${docPath}:${marker.line}: the marker is not followed by a code block`);
@@ -115,7 +126,7 @@ function parseExamples(text) {
 }
 
 // " ROUTE-ID" or ' ROUTE-ID args="..."' (a marker's text after "example:").
-function parseMarker(text, line) {
+function parseMarker(docPath, text, line) {
   const m = /^\s*([a-z0-9-]+)((?:\s+[a-z]+="[^"]*")*)\s*$/.exec(text);
   if (!m) {
     problems.push(`${docPath}:${line}: malformed example marker '${text.trim()}'`);
@@ -222,11 +233,11 @@ async function runExample(ex, daemon) {
 }
 
 async function main() {
-  const examples = parseExamples(fs.readFileSync(docPath, "utf8"));
+  const examples = docPaths.flatMap(parseExamples);
   for (const id of Object.keys(ROUTES))
     for (const lang of LANGS)
-      if (!examples.some((ex) => ex.route === id && ex.lang === lang))
-        problems.push(`route ${id} (${ROUTES[id][0]}) has no ${lang} example`);
+      if (!examples.some((ex) => ex.doc === docPaths[0] && ex.route === id && ex.lang === lang))
+        problems.push(`${docPaths[0]}: route ${id} (${ROUTES[id][0]}) has no ${lang} example`);
 
   // A daemon per distinct args: the default model, and those examples ask for.
   const byArgs = new Map();
@@ -255,7 +266,7 @@ async function main() {
 
     let failed = 0;
     for (const ex of examples) {
-      const where = `${docPath}:${ex.line}`;
+      const where = `${ex.doc}:${ex.line}`;
       const label = `${ex.route.padEnd(15)} ${ex.lang.padEnd(7)}`;
       const error = Date.now() - started > TIME_LIMIT_MS
         ? `not run: the time limit (${TIME_LIMIT_MS / 1000} s) is spent`
