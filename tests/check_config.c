@@ -793,6 +793,39 @@ START_TEST(test_help_lists_the_null_settings)
 }
 END_TEST
 
+/* README.md's settings table names every setting's flag: each "  --flag"
+ * line of --help (the commands --config, --check-config, --version and
+ * --help aside) appears in README.md as `--flag`.  A setting added to the
+ * table in config/config.c and not to the README (as server.drain_seconds
+ * once was) fails here. */
+START_TEST(test_readme_lists_every_setting)
+{
+    FILE *f = fopen(TESTS_DIR "/../README.md", "rb");
+    ck_assert_msg(f, "cannot open README.md");
+    static char readme[256 * 1024];
+    const size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    ck_assert_uint_lt(n, sizeof readme - 1);
+    readme[n] = '\0';
+    char *text = config_help_text();
+    ck_assert_ptr_nonnull(text);
+    int flags = 0;
+    for (const char *p = text; (p = strstr(p, "\n  --")); p++) {
+        const char *flag = p + 3;
+        const size_t len = strspn(flag, "-abcdefghijklmnopqrstuvwxyz0123456789");
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "`%.*s`", (int)len, flag);
+        if (!strcmp(quoted, "`--config`") || !strcmp(quoted, "`--check-config`") ||
+            !strcmp(quoted, "`--version`") || !strcmp(quoted, "`--help`"))
+            continue;
+        ck_assert_msg(strstr(readme, quoted), "README.md's settings table lacks %s", quoted);
+        flags++;
+    }
+    ck_assert_msg(flags >= 40, "only %d flags found in --help", flags);
+    free(text);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -818,6 +851,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_free_is_safe);
     tcase_add_test(tc, test_help_lists_everything);
     tcase_add_test(tc, test_help_lists_the_null_settings);
+    tcase_add_test(tc, test_readme_lists_every_setting);
     suite_add_tcase(s, tc);
     return s;
 }
