@@ -29,10 +29,11 @@
 # tools/check_lib.sh) with nothing added; the container gets its own network
 # namespace (its port 8080 is not the host's) with outbound access to the
 # package registries, 1 GiB of /dev/shm (Chromium's; podman's default is
-# 64 MiB, a real machine's is half its memory) and, when the host sets
-# NODE_EXTRA_CA_CERTS (a TLS-intercepting proxy between this machine and
-# npm, as on the project's machines), that file lent read-only with the same
-# variable.  Nothing else of the host goes in.
+# 64 MiB, a real machine's is half its memory) and, when the host's node or
+# npm is told to trust a CA bundle (NODE_EXTRA_CA_CERTS, or npm's cafile: a
+# TLS-intercepting proxy between this machine and npm, as on the project's
+# machines), that file lent read-only as NODE_EXTRA_CA_CERTS.  Nothing else
+# of the host goes in.
 #
 # Needs root (rootful podman) and Debian's podman runc netavark iptables
 # debootstrap git curl python3 (make fresh-check installs them).
@@ -174,9 +175,17 @@ args=(--name "$name" --rm --init --shm-size 1g
       -e "RUN_READY_S=$RUN_READY_S"
       -v "$repo:/src:ro" -v "$tmp/inside.sh:/fresh/inside.sh:ro"
       -v "$tmp/quickstart.sh:/fresh/quickstart.sh:ro" -v "$tmp/out:/fresh/out")
-if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r "$NODE_EXTRA_CA_CERTS" ]; then
-  args+=(-v "$NODE_EXTRA_CA_CERTS:/run/host-ca.crt:ro" -e NODE_EXTRA_CA_CERTS=/run/host-ca.crt)
-  say "lent: the host's NODE_EXTRA_CA_CERTS ($NODE_EXTRA_CA_CERTS), read-only"
+# The CA bundle the host's node is told to trust (NODE_EXTRA_CA_CERTS), or
+# else npm's cafile setting: where a TLS-intercepting proxy stands between
+# this machine and npm, only that bundle holds its CA.
+ca=${NODE_EXTRA_CA_CERTS:-}
+if [ -z "$ca" ] && command -v npm >/dev/null; then
+  ca=$(npm config get cafile 2>/dev/null || true)
+  case $ca in null|undefined) ca="" ;; esac
+fi
+if [ -n "$ca" ] && [ -r "$ca" ]; then
+  args+=(-v "$ca:/run/host-ca.crt:ro" -e NODE_EXTRA_CA_CERTS=/run/host-ca.crt)
+  say "lent: the CA bundle the host's node or npm trusts ($ca), read-only, as NODE_EXTRA_CA_CERTS"
 fi
 say "clone of $(git -C "$repo" log -1 --format='%h (%s)'): make run, then make test, in a clean $BASE"
 t0=$SECONDS
