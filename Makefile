@@ -465,6 +465,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_fixtures.py tests/fixtures/torch
 	$(PYTHON) tools/make_hf_fixtures.py tests/fixtures/hf
 	$(PYTHON) tools/make_modernbert_fixtures.py tests/fixtures/modernbert
+	$(PYTHON) tools/make_hf5_fixtures.py tests/fixtures
 	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
 	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
 	$(PYTHON) tools/make_invalid_requests.py tests/fixtures/requests/invalid

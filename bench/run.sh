@@ -43,7 +43,13 @@
 #                 window 64 with each: the same scores computed
 #   9. startup    a BERT-base-sized Hugging Face directory (tools/make_bert_dir.py):
 #                 attnd --model-dir --check-config against reading it once, and
-#                 against the same stack from a PyTorch-named file (bench/startup.py)
+#                 against the same stack from a PyTorch-named file; the daemon's
+#                 ready time and peak resident memory after one request; the same
+#                 for an XLM-R-base-sized directory (250,002 x 768 word table),
+#                 its peak against its file's size (bench/startup.py, issue 31);
+#                 then (ids) the daemon's compute median with token ids in
+#                 against embeddings in, B=8 L=128, interleaved rounds, on the
+#                 BERT-base-sized directory (bench/ids_bench.py, issue 31)
 #  10. modernbert ModernBERT-base (issue 23; bench_core --block modernbert: D 768,
 #                 12 heads, F 1152 GeGLU, 22 layers, every 3rd global, window
 #                 64) at B=1 L=8192, attention none: the forward against its
@@ -53,7 +59,7 @@
 #                 (bench/modernbert_torch.py: dense scores with a sliding-window
 #                 mask)                                         [PyTorch optional];
 #                 B=8 L=128 per Linear-FLOP against the BERT block, interleaved
-#  11. summary    each target of issues 4, 18, 19, 22 and 23: met or not in this run
+#  11. summary    each target of issues 4, 18, 19, 22, 23 and 31: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -69,8 +75,11 @@
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
-#                               positions startup modernbert mbtorch" (mbtorch: the
-#                               ModernBERT part's PyTorch peer, about 6 minutes)
+#                               positions startup ids modernbert mbtorch" (mbtorch: the
+#                               ModernBERT part's PyTorch peer, about 6 minutes; ids:
+#                               token ids against embeddings, about 2 minutes)
+#   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
+#                               of each per round)
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
@@ -699,24 +708,63 @@ else
         echo "-> window 64 at L=512: scores computed none ${R[pos_window_none_scores]}, rope ${R[pos_window_rope_scores]:-?}, alibi ${R[pos_window_alibi_scores]:-?} (of $((12 * 512 * 512)) dense)"
 fi
 
-# ---- 9. start-up from a Hugging Face directory (issue 22) ---------------------
+# ---- 9. start-up from a Hugging Face directory (issues 22, 31) ----------------
 
 # A BERT-base-sized directory (bert-base-uncased's tensors, F32, random
 # values, made once under build/bench by tools/make_bert_dir.py): attnd
 # --check-config's wall time and peak resident memory against reading the
 # files once (cat, the page cache warm for both), and against the same
-# encoder stack from a PyTorch-named file.
-section "start-up: a BERT-base-sized Hugging Face directory"
+# encoder stack from a PyTorch-named file; the daemon's time to ready and
+# its peak resident memory after one request of token ids.  Then an
+# XLM-R-base-sized directory (XLMRobertaForMaskedLM's tensors, 1.1 GB, the
+# word table 768 MB of it): the same, its peak against its file's size.
+section "start-up: a BERT-base-sized and an XLM-R-base-sized Hugging Face directory"
 if skipped startup; then
     WHY[startup]="BENCH_SKIP"
+    WHY[xlmr]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
-elif ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
-    WHY[startup]="tools/make_bert_dir.py failed"
+else
+    if ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+        WHY[startup]="tools/make_bert_dir.py failed"
+        FAILED=1
+    else
+        run_step 300 "$PYTHON" bench/startup.py --dir "$BB/bert_base_dir" \
+            --weights "$BB/bert_base.safetensors" --runs 5 ||
+            { FAILED=1; WHY[startup]="bench/startup.py failed"; }
+    fi
+    if ! run_step 600 "$PYTHON" tools/make_bert_dir.py --xlmr "$BB/xlmr_base_dir"; then
+        WHY[xlmr]="tools/make_bert_dir.py --xlmr failed"
+        FAILED=1
+    else
+        run_step 300 "$PYTHON" bench/startup.py --dir "$BB/xlmr_base_dir" --name xlmr --runs 3 ||
+            { FAILED=1; WHY[xlmr]="bench/startup.py failed"; }
+    fi
+fi
+
+# Token ids in against embeddings in (issue 31): the daemon serving the
+# BERT-base-sized directory, B=8 L=128, attention none, base64 out; its own
+# compute median (X-Compute-Ms) for each, in interleaved rounds.  The ids'
+# lookups are inside that time; parsing either body is not.
+section "ids: token ids in against embeddings in, B=8 L=128 (BERT-base-sized directory)"
+if skipped ids; then
+    WHY[ids]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+elif [ ! -f "$BB/bert_base_dir/config.json" ] &&
+    ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+    WHY[ids]="tools/make_bert_dir.py failed"
     FAILED=1
 else
-    run_step 300 "$PYTHON" bench/startup.py --dir "$BB/bert_base_dir" \
-        --weights "$BB/bert_base.safetensors" --runs 5 ||
-        { FAILED=1; WHY[startup]="bench/startup.py failed"; }
+    start_daemon --model-dir "$BB/bert_base_dir"
+    if [ "$ready" != 1 ]; then
+        WHY[ids]="attnd did not become ready within 30 s (log: $BB/attnd.log)"
+        FAILED=1
+    else
+        echo "(attnd pid $DAEMON_PID, port $PORT)"
+        run_step 900 "$PYTHON" bench/ids_bench.py --port "$PORT" --dir "$BB/bert_base_dir" \
+            --batch 8 --len 128 --rounds "${BENCH_IDS_ROUNDS:-5}" --per-round 3 ||
+            { FAILED=1; WHY[ids]="bench/ids_bench.py failed"; }
+    fi
+    stop_daemon
 fi
 
 # ---- 10. ModernBERT-base at 8,192 tokens (issue 23) ----------------------------
@@ -834,7 +882,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4, 18, 19, 22 and 23 targets in this run"
+section "summary: issue 4, 18, 19, 22, 23 and 31 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -923,6 +971,12 @@ row "BERT-base dir start-up <= 1 s + reading it once" "$m" "$r" "<=" 1 "${WHY[st
 r=${R[startup_rss_extra_mib]:-} m="n/a"
 [ -n "$r" ] && m="${R[startup_dir_rss_mib]} MiB vs ${R[startup_file_rss_mib]} MiB (PyTorch file)"
 row "BERT-base dir peak RSS <= the same stack's file" "$m" "$r" "<=" 16 "${WHY[startup]:-}"
+r=${R[xlmr_peak_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (max(${R[xlmr_dir_rss_mib]}, ${R[xlmr_daemon_hwm_mib]}) / ${R[xlmr_weights_mib]} MiB)"
+row "XLM-R-base dir peak RSS <= 1.1x its file size" "$m" "$r" "<=" 1.1 "${WHY[xlmr]:-}"
+r=${R[ids_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x (${R[ids_compute_ms]} / ${R[emb_compute_ms]} ms)"
+row "ids in <= 1.02x embeddings in (B=8 L=128)" "$m" "$r" "<=" 1.02 "${WHY[ids]:-}"
 r=${R[mb_ideal_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x (${R[mb_full_best_ms]} / $(fmt "${R[mb_ideal_ms]}" 1) ms)"
 row "ModernBERT-base L=$MB_LEN within 1.2x of its ideal" "$m" "$r" "<=" 1.2 "${WHY[modernbert]:-}"

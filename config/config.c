@@ -790,6 +790,10 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
                      c.hp.norm == ENC_NORM_LAYERNORM ? "true" : "false", theirs);
         else if (strcmp(checked[i].key, "model.local_window") == 0 && key)
             snprintf(field, sizeof field, "%s / 2 is %s", key, theirs);
+        else if (strcmp(checked[i].key, "model.global_every") == 0 && key &&
+                 strcmp(key, "layer_types") == 0)
+            snprintf(field, sizeof field,
+                     "layer_types makes every layer l with l mod %s = 0 global", theirs);
         else if (strcmp(checked[i].key, "model.activation") == 0)
             snprintf(field, sizeof field, "%s is %s (%s)", key, c.activation, theirs);
         else if (key)

@@ -129,10 +129,11 @@ static const naming MODERNBERT = {"layers.",
                                    [S_LN2_B] = "mlp_norm.bias"},
                                   "final_norm."};
 
-/* What a family's config.json says beyond the sizes (positions; ModernBERT's
- * block), into c. */
+/* What a family's config.json says beyond the sizes (positions, the
+ * fields it refuses, the embedding module's; ModernBERT's block), into c. */
 typedef int (*read_extras)(const json_t *root, enc_hf_config *c, enc_error *err);
-static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name, their naming, the
@@ -150,18 +151,18 @@ typedef struct family {
 
 static const family FAMILIES[] = {
     {"bert", &BERT, "bert.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_bert, false},
     {"roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_bert, false},
     {"xlm-roberta", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_bert, false},
     {"camembert", &BERT, "roberta.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_bert, false},
     {"electra", &BERT, "electra.", "hidden_size", "num_attention_heads", "intermediate_size",
-     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_positions, false},
+     "num_hidden_layers", "hidden_act", "layer_norm_eps", read_bert, false},
     /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12), not configurable. */
     {"distilbert", &DISTILBERT, "distilbert.", "dim", "n_heads", "hidden_dim", "n_layers",
-     "activation", NULL, read_positions, false},
+     "activation", NULL, read_distilbert, false},
     /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
     {"modernbert", &MODERNBERT, "model.", "hidden_size", "num_attention_heads", "intermediate_size",
      "num_hidden_layers", "hidden_activation", "norm_eps", read_modernbert, true},
@@ -184,6 +185,7 @@ static const family *family_of(const char *model_type)
 typedef struct loader {
     st_file *files;
     bool **used; /* (n_files) x (each file's n_tensors) */
+    bool *keep;  /* (n_files) the model reads the file's mapping: handed over (keep_maps) */
     size_t n_files;
     enc_error *err;
     /* The files' sha256, computed by a helper thread while the tensors are
@@ -240,48 +242,105 @@ static bool legacy_name(const char *name, char *buf, size_t size)
     return false;
 }
 
-/* Binds tensor name (rows x cols, cols 0 for 1-D) into dst: checks presence,
- * dtype, shape and finiteness.  Returns 0 or an error naming the tensor. */
-static int bind(loader *ld, const char *name, float *dst, int64_t rows, int64_t cols)
+/* Tensor name (rows x cols, cols 0 for 1-D), marked bound, its file in
+ * *file: checks presence, dtype and shape.  NULL on an error naming it. */
+static const st_tensor *lookup(loader *ld, const char *name, int64_t rows, int64_t cols,
+                               size_t *file)
 {
     size_t fi = 0;
     const st_tensor *t = find(ld, name, &fi);
     char legacy[300];
     if (!t && legacy_name(name, legacy, sizeof legacy))
         t = find(ld, legacy, &fi);
-    if (!t)
-        return enc_error_set(ld->err, ENC_EFORMAT, "missing tensor '%s'", name);
+    if (!t) {
+        enc_error_set(ld->err, ENC_EFORMAT, "missing tensor '%s'", name);
+        return NULL;
+    }
     ld->used[fi][t - ld->files[fi].tensors] = true;
-    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
-        return enc_error_set(ld->err, ENC_EFORMAT,
-                             "tensor '%s' has dtype %s; F32, F16 or BF16 expected", name,
-                             st_dtype_name(t->dtype));
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16) {
+        enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has dtype %s; F32, F16 or BF16 expected",
+                      name, st_dtype_name(t->dtype));
+        return NULL;
+    }
     int64_t want[2] = {rows, cols};
     int want_ndim = cols ? 2 : 1;
     if (t->ndim != want_ndim || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char got_s[96], want_s[64];
         shape_str(got_s, sizeof got_s, t->shape, t->ndim);
         shape_str(want_s, sizeof want_s, want, want_ndim);
-        return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has shape %s, expected %s", name,
-                             got_s, want_s);
+        enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has shape %s, expected %s", name, got_s,
+                      want_s);
+        return NULL;
     }
+    *file = fi;
+    return t;
+}
+
+/* The error for the first non-finite value of n floats at v, tensor name's. */
+static int not_finite(loader *ld, const char *name, const float *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isfinite(v[i]))
+        i++;
+    return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has a non-finite value at index %zu",
+                         name, i);
+}
+
+/* Binds tensor name (rows x cols, cols 0 for 1-D) into dst, as float32:
+ * checks presence, dtype, shape and finiteness.  Returns 0 or an error
+ * naming the tensor. */
+static int bind(loader *ld, const char *name, float *dst, int64_t rows, int64_t cols)
+{
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, rows, cols, &fi);
+    if (!t)
+        return ld->err->status;
     int rc = st_tensor_read_f32(t, dst, ld->err);
     if (rc < 0)
         return rc;
-    for (size_t i = 0; i < t->numel; i++)
-        if (!isfinite(dst[i]))
-            return enc_error_set(ld->err, ENC_EFORMAT,
-                                 "tensor '%s' has a non-finite value at index %zu", name, i);
+    st_release(&ld->files[fi], t); /* copied: its pages of the mapping go back */
+    if (!embed_finite(dst, t->numel, EMBED_F32))
+        return not_finite(ld, name, dst, t->numel);
+    return ENC_OK;
+}
+
+/* Whether t (of file f) can be read in place as float32: F32, aligned, in
+ * a mapping. */
+static bool viewable(const st_file *f, const st_tensor *t)
+{
+    return t->dtype == ST_F32 && f->map && (uintptr_t)t->data % _Alignof(float) == 0;
+}
+
+/* Binds a Linear weight: copied into its slot of m's params when model_carve
+ * made one (*w set), else read in its file's mapping, *w pointing there (the
+ * file kept: keep_maps), once checked like bind's. */
+static int bind_linear(loader *ld, enc_model *m, const char *name, const float **w, int64_t rows,
+                       int64_t cols)
+{
+    if (*w)
+        return bind(ld, name, model_own(m, *w), rows, cols);
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, rows, cols, &fi);
+    if (!t)
+        return ld->err->status;
+    if (!viewable(&ld->files[fi], t)) /* stack_viewable said every one is */
+        return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' cannot be read in place", name);
+    const float *v = (const float *)(const void *)t->data;
+    if (!embed_finite(v, t->numel, EMBED_F32))
+        return not_finite(ld, name, v, t->numel);
+    st_release(&ld->files[fi], t); /* checked: model_pack reads it again, the forward may */
+    ld->keep[fi] = true;
+    *w = v;
     return ENC_OK;
 }
 
 /* Binds every tensor of layer l, each named prefix + its name in nm. */
-static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix, const naming *nm)
+static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const naming *nm)
 {
     const enc_hparams *hp = &m->hp;
     const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
     const int64_t F1 = enc_ffn_rows(hp); /* gated: input rows, then gate rows */
-    const enc_layer *ly = &m->layers[l];
+    enc_layer *ly = &m->layers[l];
     char name[256];
     int rc = 0;
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", prefix, nm->name[s]), name)
@@ -294,10 +353,13 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
                                  "tensor '%s' cannot serve n_kv_heads (%d) < n_heads (%d): "
                                  "give q_proj_weight, k_proj_weight and v_proj_weight",
                                  name, hp->n_kv_heads, hp->n_heads);
-        rc = bind(ld, name, ly->w_qkv, Q, D);
-    } else if ((rc = bind(ld, NAME(S_Q_W), ly->w_qkv, D, D)) < 0 ||
-               (rc = bind(ld, NAME(S_K_W), ly->w_qkv + D * D, KV, D)) < 0 ||
-               (rc = bind(ld, NAME(S_V_W), ly->w_qkv + D * D + KV * D, KV, D)) < 0) {
+        if ((rc = bind_linear(ld, m, name, &ly->w_q, Q, D)) == 0) {
+            ly->w_k = ly->w_q + D * D; /* one tensor: its rows q's, then k's, then v's */
+            ly->w_v = ly->w_k + KV * D;
+        }
+    } else if ((rc = bind_linear(ld, m, NAME(S_Q_W), &ly->w_q, D, D)) < 0 ||
+               (rc = bind_linear(ld, m, NAME(S_K_W), &ly->w_k, KV, D)) < 0 ||
+               (rc = bind_linear(ld, m, NAME(S_V_W), &ly->w_v, KV, D)) < 0) {
         return rc;
     }
     /* A gated feed-forward's fused input projection of another height: say
@@ -310,9 +372,9 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
                              name, (long long)t1->shape[0], enc_ffn_name(hp->ffn), (long long)F1,
                              (long long)F);
     /* Layer 0's attention norm may be the identity: no ln1 to bind. */
-    if (rc < 0 || (rc = bind(ld, NAME(S_O_W), ly->w_o, D, D)) < 0 ||
-        (rc = bind(ld, NAME(S_1_W), ly->w_1, F1, D)) < 0 ||
-        (rc = bind(ld, NAME(S_2_W), ly->w_2, D, F)) < 0 ||
+    if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, D)) < 0 ||
+        (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0 ||
+        (rc = bind_linear(ld, m, NAME(S_2_W), &ly->w_2, D, F)) < 0 ||
         (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
         (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
@@ -335,17 +397,54 @@ static int bind_layer(loader *ld, const enc_model *m, int l, const char *prefix,
     return ENC_OK;
 }
 
-/* Binds every layer, named model_prefix + nm's layer prefix + the slot,
- * and the final norm, model_prefix + nm's final name. */
-static int bind_layers(loader *ld, const enc_model *m, const char *model_prefix, const naming *nm,
+/* Layer l's names' prefix: model_prefix + nm's layer prefix, or
+ * model_prefix alone (a single block's file without "layers.0."). */
+static void layer_prefix(char *buf, size_t size, const char *model_prefix, const naming *nm, int l,
+                         bool layer_prefixed)
+{
+    if (layer_prefixed)
+        snprintf(buf, size, "%s%s%d.", model_prefix, nm->layer, l);
+    else
+        snprintf(buf, size, "%s", model_prefix);
+}
+
+/* Whether every Linear weight of the stack that the files hold can be read
+ * in place (viewable): then model_carve leaves them out of params and
+ * bind_linear points into the files' mappings; else each is copied (a
+ * half-precision file is widened, an unaligned one copied), all of them,
+ * as before.  A weight that is missing is bind's to report. */
+static bool stack_viewable(const loader *ld, const enc_model *m, const char *model_prefix,
+                           const naming *nm, bool layer_prefixed)
+{
+    static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        char prefix[128], name[300];
+        layer_prefix(prefix, sizeof prefix, model_prefix, nm, l, layer_prefixed);
+        for (size_t k = 0; k < sizeof slots / sizeof *slots; k++) {
+            if (!nm->name[slots[k]])
+                continue;
+            snprintf(name, sizeof name, "%s%s", prefix, nm->name[slots[k]]);
+            size_t fi = 0;
+            const st_tensor *t = find(ld, name, &fi);
+            if (t && !viewable(&ld->files[fi], t))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Carves m's params, the Linear weights left to the files when
+ * stack_viewable, then binds every layer, named model_prefix + nm's layer
+ * prefix + the slot, and the final norm, model_prefix + nm's final name. */
+static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const naming *nm,
                        bool layer_prefixed)
 {
+    const bool views = stack_viewable(ld, m, model_prefix, nm, layer_prefixed);
+    if (model_carve(m, !views, ld->err) < 0)
+        return ld->err->status;
     for (int l = 0; l < m->hp.n_layers; l++) {
-        char prefix[128] = "";
-        if (layer_prefixed)
-            snprintf(prefix, sizeof prefix, "%s%s%d.", model_prefix, nm->layer, l);
-        else
-            snprintf(prefix, sizeof prefix, "%s", model_prefix);
+        char prefix[128];
+        layer_prefix(prefix, sizeof prefix, model_prefix, nm, l, layer_prefixed);
         if (bind_layer(ld, m, l, prefix, nm) < 0)
             return ld->err->status;
     }
@@ -434,7 +533,25 @@ static void close_files(loader *ld)
     }
     free(ld->files);
     free(ld->used);
+    free(ld->keep);
     *ld = (loader){.err = ld->err};
+}
+
+/* Hands the mappings the model reads (ld->keep), with their files, over to
+ * m, which unmaps and closes them when it is freed; st_close then leaves
+ * them. */
+static int keep_maps(loader *ld, enc_model *m)
+{
+    for (size_t i = 0; i < ld->n_files; i++) {
+        st_file *f = &ld->files[i];
+        if (!ld->keep[i] || !f->map)
+            continue;
+        if (model_add_map(m, f->map, f->map_size, f->fd) < 0)
+            return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+        f->map = NULL;
+        f->fd = -1;
+    }
+    return ENC_OK;
 }
 
 /* Opens path as the next file of ld. */
@@ -446,8 +563,12 @@ static int open_file(loader *ld, const char *path)
     bool **used = files ? realloc(ld->used, (ld->n_files + 1) * sizeof *used) : NULL;
     if (used)
         ld->used = used;
-    if (!files || !used)
+    bool *keep = used ? realloc(ld->keep, (ld->n_files + 1) * sizeof *keep) : NULL;
+    if (keep)
+        ld->keep = keep;
+    if (!files || !used || !keep)
         return enc_error_set(ld->err, ENC_ENOMEM, "out of memory reading '%s'", path);
+    keep[ld->n_files] = false;
     st_file *f = &ld->files[ld->n_files];
     *f = (st_file){0};
     ld->used[ld->n_files] = NULL;
@@ -480,7 +601,7 @@ static const char *unexpected_why(const enc_hparams *hp, const char *name)
 enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err)
 {
     loader ld = {.err = err};
-    enc_model *m = model_alloc(hp, err);
+    enc_model *m = model_new(hp, err);
     const char *base = strrchr(path, '/');
     if (!m || open_file(&ld, path) < 0 || defer_hash(&ld, m, path, base ? base + 1 : path) < 0)
         goto error;
@@ -505,6 +626,8 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
         goto error;
     snprintf(m->sha256, sizeof m->sha256, "%s", m->files[0].sha256);
     snprintf(m->source, sizeof m->source, "%s", path);
+    if (keep_maps(&ld, m) < 0)
+        goto error;
     close_files(&ld);
     model_pack(m);
     return m;
@@ -570,6 +693,17 @@ static char *read_whole(const char *path, size_t *len, enc_error *err)
     return buf;
 }
 
+/* ---- reading config.json ----------------------------------------------------- */
+
+/* config.json as transformers 4.x and 5.x write it (PretrainedConfig's and
+ * PreTrainedConfig's save_pretrained: every field of the model's
+ * configuration class, sorted).  A field that changes what transformers
+ * computes in eval mode is honoured or refused naming it; the others
+ * (dropouts, initialisation, the heads', runtime switches, token ids other
+ * than the padding one, dtype / torch_dtype: attnd reads each tensor's own
+ * dtype and computes in float32) are not read.  docs/model.md has the
+ * table. */
+
 /* An integer field of config.json in *out (1..ENC_MAX_DIM-ish bounds are
  * enc_hparams_validate's). */
 static int int_field(const json_t *root, const char *key, int *out, enc_error *err)
@@ -583,63 +717,45 @@ static int int_field(const json_t *root, const char *key, int *out, enc_error *e
     return ENC_OK;
 }
 
-/* A positive number field of config.json in *out; absent: *out unchanged. */
-static int number_field(const json_t *root, const char *key, double *out, enc_error *err)
+/* An optional integer field, at least lo (0 or 1), in *out; absent or null:
+ * *out unchanged. */
+static int opt_int_field(const json_t *root, const char *key, int lo, int *out, enc_error *err)
 {
     const json_t *v = json_object_get(root, key);
     if (!v || json_is_null(v))
         return ENC_OK;
-    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
-        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive number", key);
-    *out = json_number_value(v);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > (1 << 30))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a %s integer", key,
+                             lo > 0 ? "positive" : "non-negative");
+    *out = (int)json_integer_value(v);
     return ENC_OK;
 }
 
-/* Positions inside attention: position_embedding_type absolute (or absent:
- * the embeddings carry them) is none, alibi is ALiBi, rotary or rope is
- * RoPE with rope_theta (or rotary_emb_base, 10000 by default) and
- * partial_rotary_factor of the head's dimensions; a rope_scaling is
- * refused. */
-static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
+/* A positive number field of obj in *out, where naming obj in messages
+ * ("" for the top level, "rope_parameters.sliding_attention." for an
+ * entry); absent or null: *out unchanged.  *given (when non-NULL) says
+ * whether it was there. */
+static int number_in(const json_t *obj, const char *where, const char *key, double *out,
+                     bool *given, enc_error *err)
 {
-    enc_hparams *hp = &c->hp;
-    const json_t *scaling = json_object_get(root, "rope_scaling");
-    if (scaling && !json_is_null(scaling))
-        return enc_error_set(err, ENC_EINVAL, "config.json: rope_scaling is not supported");
-    const json_t *pos = json_object_get(root, "position_embedding_type");
-    const char *type = json_is_string(pos) ? json_string_value(pos) : NULL;
-    if (!pos || json_is_null(pos) || (type && strcmp(type, "absolute") == 0))
+    const json_t *v = json_object_get(obj, key);
+    if (given)
+        *given = false;
+    if (!v || json_is_null(v))
         return ENC_OK;
-    if (type && strcmp(type, "alibi") == 0) {
-        hp->position = ENC_POS_ALIBI;
-        return ENC_OK;
-    }
-    if (!type || (strcmp(type, "rotary") != 0 && strcmp(type, "rope") != 0)) {
-        char shown[64] = "(not a string)";
-        if (type)
-            printable(shown, sizeof shown, type);
-        return enc_error_set(err, ENC_EINVAL,
-                             "config.json: position_embedding_type '%s' is not supported "
-                             "(absolute, alibi, rotary)",
-                             shown);
-    }
-    hp->position = ENC_POS_ROPE;
-    c->key_rope_theta = json_object_get(root, "rope_theta") ? "rope_theta" : "rotary_emb_base";
-    double factor = 1.0;
-    int rc;
-    if ((rc = number_field(root, "rotary_emb_base", &hp->rope_theta, err)) < 0 ||
-        (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0 ||
-        (rc = number_field(root, "partial_rotary_factor", &factor, err)) < 0)
-        return rc;
-    const int E = hp->d_model / (hp->n_heads > 0 ? hp->n_heads : 1);
-    const int dim = (int)(factor * E) / 2 * 2;
-    if (factor > 1.0 || dim < 2)
-        return enc_error_set(err, ENC_EINVAL,
-                             "config.json: partial_rotary_factor %g leaves no pair of the head's "
-                             "%d dimensions to rotate",
-                             factor, E);
-    hp->rope_dim = dim == E ? 0 : dim;
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s%s' is not a positive number", where,
+                             key);
+    *out = json_number_value(v);
+    if (given)
+        *given = true;
     return ENC_OK;
+}
+
+/* A positive number field of config.json in *out; absent: *out unchanged. */
+static int number_field(const json_t *root, const char *key, double *out, enc_error *err)
+{
+    return number_in(root, "", key, out, NULL, err);
 }
 
 /* A boolean field of config.json in *out; absent or null: dflt. */
@@ -656,32 +772,284 @@ static int bool_field(const json_t *root, const char *key, bool dflt, bool *out,
     return ENC_OK;
 }
 
+/* Whether config.json has key with a value other than null. */
+static bool given(const json_t *root, const char *key)
+{
+    const json_t *v = json_object_get(root, key);
+    return v && !json_is_null(v);
+}
+
+/* transformers' ACT2FN names (activations.py) attnd computes: one function
+ * under several names. */
+static const struct {
+    const char *name;
+    enc_activation act;
+} ACTIVATIONS[] = {
+    {"gelu", ENC_ACT_GELU},                   /* GELUActivation: nn.functional.gelu, erf */
+    {"gelu_python", ENC_ACT_GELU},            /* the same written with torch.erf */
+    {"gelu_new", ENC_ACT_GELU_TANH},          /* NewGELUActivation: the tanh form */
+    {"gelu_pytorch_tanh", ENC_ACT_GELU_TANH}, /* gelu(approximate="tanh") */
+    {"gelu_fast", ENC_ACT_GELU_TANH},         /* the tanh form, sqrt(2/pi) to 10 digits */
+    {"gelu_accurate", ENC_ACT_GELU_TANH},     /* AccurateGELUActivation: the tanh form */
+    {"relu", ENC_ACT_RELU},                   /* not for a gated feed-forward */
+};
+#define ACTIVATION_LIST "gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate"
+
+/* One entry of a rope_parameters object (transformers 5's RopeParameters),
+ * where naming it in messages ("rope_parameters.", or
+ * "rope_parameters.sliding_attention."): its rope_type (or the older
+ * "type") must be default (a scaled RoPE is refused); its rope_theta and
+ * partial_rotary_factor into *theta / *factor when given (*has_theta,
+ * *has_factor say so).  The default RoPE reads no other key. */
+static int rope_entry(const json_t *e, const char *where, double *theta, bool *has_theta,
+                      double *factor, bool *has_factor, enc_error *err)
+{
+    if (!json_is_object(e))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%.*s' is not an object",
+                             (int)strlen(where) - 1, where);
+    const char *tkey = "rope_type";
+    const json_t *t = json_object_get(e, tkey);
+    if (!t || json_is_null(t))
+        t = json_object_get(e, tkey = "type");
+    if (t && !json_is_null(t)) {
+        if (!json_is_string(t))
+            return enc_error_set(err, ENC_EINVAL, "config.json: '%s%s' is not a string", where,
+                                 tkey);
+        if (strcmp(json_string_value(t), "default") != 0) {
+            char shown[64];
+            printable(shown, sizeof shown, json_string_value(t));
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: %s%s '%s' is not supported (default: attnd "
+                                 "computes RoPE without scaling)",
+                                 where, tkey, shown);
+        }
+    }
+    int rc;
+    if ((rc = number_in(e, where, "rope_theta", theta, has_theta, err)) < 0 ||
+        (rc = number_in(e, where, "partial_rotary_factor", factor, has_factor, err)) < 0)
+        return rc;
+    return ENC_OK;
+}
+
+/* Positions inside attention (the BERT family and DistilBERT):
+ * position_embedding_type absolute (or absent: the embeddings carry them)
+ * is none; relative_key and relative_key_query (transformers 4.x's
+ * BertSelfAttention: learned distance embeddings added to the scores) are
+ * refused; alibi is ALiBi, rotary or rope is RoPE (both attnd's own:
+ * transformers' classes of this family have neither) with its base and
+ * partial_rotary_factor where transformers 5's RotaryEmbeddingConfigMixin
+ * looks first, the one rope_parameters dict (this family has no
+ * layer_types, so no per-layer-type entries), then the top-level rope_theta
+ * (or rotary_emb_base; 10000 by default) and partial_rotary_factor 4.x
+ * writes.  A rope_parameters of another rope_type, or with per-layer-type
+ * entries, is refused whatever the position type, as rope_scaling is
+ * (read_common). */
+static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    double theta = hp->rope_theta, factor = 1.0;
+    bool theta_given = false, factor_given = false;
+    int rc;
+    const json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp)) { /* checked whatever the position type, as rope_scaling */
+        if (json_is_object(rp) &&
+            (json_object_get(rp, "full_attention") || json_object_get(rp, "sliding_attention")))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters has entries per layer type, but a "
+                                 "%s model has no layer_types: one dict for every layer expected",
+                                 c->model_type);
+        if ((rc = rope_entry(rp, "rope_parameters.", &theta, &theta_given, &factor, &factor_given,
+                             err)) < 0)
+            return rc;
+    }
+    const json_t *pos = json_object_get(root, "position_embedding_type");
+    const char *type = json_is_string(pos) ? json_string_value(pos) : NULL;
+    if (!pos || json_is_null(pos) || (type && strcmp(type, "absolute") == 0))
+        return ENC_OK;
+    if (type && strcmp(type, "alibi") == 0) {
+        hp->position = ENC_POS_ALIBI;
+        return ENC_OK;
+    }
+    if (!type || (strcmp(type, "rotary") != 0 && strcmp(type, "rope") != 0)) {
+        char shown[64] = "(not a string)";
+        if (type)
+            printable(shown, sizeof shown, type);
+        const bool relative = type && strncmp(type, "relative_key", 12) == 0;
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: position_embedding_type '%s' is not supported "
+                             "(absolute, alibi, rotary)%s",
+                             shown,
+                             relative ? ": transformers adds learned distance embeddings to the "
+                                        "attention scores, which attnd does not compute"
+                                      : "");
+    }
+    hp->position = ENC_POS_ROPE;
+    if (theta_given) {
+        hp->rope_theta = theta;
+        c->key_rope_theta = "rope_parameters.rope_theta";
+    } else {
+        c->key_rope_theta = given(root, "rope_theta") ? "rope_theta" : "rotary_emb_base";
+        if ((rc = number_field(root, "rotary_emb_base", &hp->rope_theta, err)) < 0 ||
+            (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
+            return rc;
+    }
+    if (!factor_given && (rc = number_field(root, "partial_rotary_factor", &factor, err)) < 0)
+        return rc;
+    const int E = hp->d_model / (hp->n_heads > 0 ? hp->n_heads : 1);
+    const int dim = (int)(factor * E) / 2 * 2;
+    if (factor > 1.0 || dim < 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: %spartial_rotary_factor %g leaves no pair of the "
+                             "head's %d dimensions to rotate",
+                             factor_given ? "rope_parameters." : "", factor, E);
+    hp->rope_dim = dim == E ? 0 : dim;
+    return ENC_OK;
+}
+
+/* The BERT family (BertConfig, RobertaConfig, XLMRobertaConfig,
+ * CamembertConfig, ElectraConfig and modeling_bert.py's layers, which the
+ * others copy): is_decoder true makes BertModel's self-attention causal
+ * (its extended attention mask), add_cross_attention true adds a
+ * cross-attention to each layer: both refused.  type_vocab_size and
+ * ELECTRA's embedding_size (ElectraConfig's default 128) for the embedding
+ * module; then the positions. */
+static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    bool decoder = false, cross = false;
+    int rc;
+    if ((rc = bool_field(root, "is_decoder", false, &decoder, err)) < 0 ||
+        (rc = bool_field(root, "add_cross_attention", false, &cross, err)) < 0)
+        return rc;
+    if (decoder)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: is_decoder true is not supported (transformers' %s "
+                             "then masks its self-attention causally, as a decoder's)",
+                             c->model_type);
+    if (cross)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: add_cross_attention true is not supported (a "
+                             "cross-attention to an encoder's states in every layer)");
+    if ((rc = opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err)) < 0)
+        return rc;
+    if (strcmp(c->model_type, "electra") == 0) {
+        c->embedding_size = 128;
+        if ((rc = opt_int_field(root, "embedding_size", 1, &c->embedding_size, err)) < 0)
+            return rc;
+    }
+    return read_positions(root, c, err);
+}
+
+/* DistilBERT (DistilBertConfig, modeling_distilbert.py): its attribute_map
+ * lets hidden_size, num_attention_heads and num_hidden_layers stand for
+ * dim, n_heads and n_layers (and win when both are given: refused when they
+ * differ); sinusoidal_pos_embds for the embedding module; then the
+ * positions. */
+static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    static const struct {
+        const char *alias, *key;
+        size_t off;
+    } aliases[] = {
+        {"hidden_size", "dim", offsetof(enc_hparams, d_model)},
+        {"num_attention_heads", "n_heads", offsetof(enc_hparams, n_heads)},
+        {"num_hidden_layers", "n_layers", offsetof(enc_hparams, n_layers)},
+    };
+    int rc;
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+        const int have = *(const int *)((const char *)&c->hp + aliases[i].off);
+        int v = have;
+        if ((rc = opt_int_field(root, aliases[i].alias, 1, &v, err)) < 0)
+            return rc;
+        if (v != have)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: '%s' (%d) and '%s' (%d) differ (DistilBertConfig "
+                                 "reads %s as %s)",
+                                 aliases[i].alias, v, aliases[i].key, have, aliases[i].alias,
+                                 aliases[i].key);
+    }
+    if ((rc = bool_field(root, "sinusoidal_pos_embds", false, &c->sinusoidal, err)) < 0)
+        return rc;
+    return read_positions(root, c, err);
+}
+
+/* transformers 5's layer_types (ModernBertConfig: "full_attention" or
+ * "sliding_attention" per layer) as attnd's global_every: layer l global
+ * when l mod every = 0.  Another pattern is refused naming the first layer
+ * that breaks it. */
+static int layer_pattern(const json_t *lt, int n_layers, int *every, enc_error *err)
+{
+    if (!json_is_array(lt) || json_array_size(lt) != (size_t)n_layers)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
+                             "entries",
+                             n_layers);
+    for (int l = 0; l < n_layers; l++) {
+        const char *s = json_string_value(json_array_get(lt, (size_t)l));
+        if (!s || (strcmp(s, "full_attention") != 0 && strcmp(s, "sliding_attention") != 0)) {
+            char shown[64] = "(not a string)";
+            if (s)
+                printable(shown, sizeof shown, s);
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: layer_types[%d] '%s' is not supported "
+                                 "(full_attention, sliding_attention)",
+                                 l, shown);
+        }
+    }
+    int n = n_layers > 1 ? n_layers : 1; /* the first full layer after layer 0 */
+    for (int l = 1; l < n_layers && n == n_layers; l++)
+        if (strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0)
+            n = l;
+    for (int l = 0; l < n_layers; l++) {
+        const bool full =
+            strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0;
+        if (full != (l % n == 0))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: layer_types is not a pattern attnd computes "
+                                 "(layer l full_attention exactly when l mod N = 0): layer %d is "
+                                 "%s",
+                                 l, full ? "full_attention" : "sliding_attention");
+    }
+    *every = n;
+    return ENC_OK;
+}
+
 /* ModernBERT (transformers' ModernBertConfig, ModernBertEncoderLayer):
  * pre-norm, layer 0's attention norm the identity, a final norm; a GLU
- * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) on every
- * layer, its base global_rope_theta, or local_rope_theta (when not null) on
- * the local layers; layer i global when i mod global_attn_every_n_layers
- * = 0, otherwise a window of local_attention / 2 keys each side.  Its
- * position_embedding_type ("absolute") is not read: its positions are
- * rotary whatever it says.  Biases: attention_bias and mlp_bias (must
+ * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) over the
+ * whole head on every layer.  Biases: attention_bias and mlp_bias (must
  * agree: attnd's bias covers every Linear), norm_bias; defaults as
- * ModernBertConfig's. */
+ * ModernBertConfig's.  position_embedding_type ("absolute" in
+ * ModernBERT-base's) is not read: its positions are rotary whatever it
+ * says.
+ *
+ * Which layers are local: transformers 5's layer_types when given (its
+ * ModernBertModel picks each layer's mask and rotary table by it, and
+ * builds it from global_attn_every_n_layers only when it is absent), else
+ * 4.x's global_attn_every_n_layers (default 3): layer i global when i mod
+ * N = 0.  A local layer sees local_attention // 2 keys each side (both
+ * versions floor an odd one); transformers 5's sliding_window property is
+ * that half window, and a different one in the file is refused.
+ *
+ * The bases, as transformers 5's ModernBertConfig.convert_rope_params_to_dict
+ * sets them: rope_parameters' full_attention / sliding_attention entries
+ * first (their rope_type default), then 4.x's global_rope_theta /
+ * local_rope_theta, then ModernBertConfig's defaults 160000 / 10000.  A
+ * local_rope_theta of null is 4.x's "the global one" (5.x cannot load it).
+ * Inside rope_parameters a partial_rotary_factor other than 1 is refused;
+ * a top-level one is not read (neither version's ModernBERT reads it), nor
+ * 4.x's layer_norm_eps (norm_eps is the one). */
 static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
 {
     enc_hparams *hp = &c->hp;
     bool attn_bias = false, mlp_bias = false, norm_bias = false;
     int every = 3, window = 128, rc;
-    double global = 160000.0, local = 10000.0;
-    const json_t *lt = json_object_get(root, "local_rope_theta");
     if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
         (rc = bool_field(root, "mlp_bias", false, &mlp_bias, err)) < 0 ||
         (rc = bool_field(root, "norm_bias", false, &norm_bias, err)) < 0 ||
         (json_object_get(root, "global_attn_every_n_layers") &&
          (rc = int_field(root, "global_attn_every_n_layers", &every, err)) < 0) ||
         (json_object_get(root, "local_attention") &&
-         (rc = int_field(root, "local_attention", &window, err)) < 0) ||
-        (rc = number_field(root, "global_rope_theta", &global, err)) < 0 ||
-        (rc = number_field(root, "local_rope_theta", &local, err)) < 0)
+         (rc = int_field(root, "local_attention", &window, err)) < 0))
         return rc;
     if (attn_bias != mlp_bias)
         return enc_error_set(err, ENC_EINVAL,
@@ -692,10 +1060,77 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: norm_bias true with attention_bias and mlp_bias false "
                              "is not supported (attnd's bias false drops the norms' biases too)");
+    const char *every_key = "global_attn_every_n_layers";
+    const json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_null(lt)) {
+        if ((rc = layer_pattern(lt, hp->n_layers, &every, err)) < 0)
+            return rc;
+        every_key = "layer_types";
+    }
     if (every > ENC_MAX_LAYERS)
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' gives global every %d, over %d",
+                             every_key, every, ENC_MAX_LAYERS);
+    int half = window / 2;
+    if ((rc = opt_int_field(root, "sliding_window", 0, &half, err)) < 0)
+        return rc;
+    if (half != window / 2)
         return enc_error_set(err, ENC_EINVAL,
-                             "config.json: 'global_attn_every_n_layers' (%d) is over %d", every,
-                             ENC_MAX_LAYERS);
+                             "config.json: sliding_window (%d) is not local_attention // 2 (%d): "
+                             "transformers 5 would set local_attention from it, 4.x ignores it",
+                             half, window / 2);
+    int head_dim = 0;
+    if ((rc = opt_int_field(root, "head_dim", 1, &head_dim, err)) < 0)
+        return rc;
+    if (head_dim && (long)head_dim * hp->n_heads != hp->d_model)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: head_dim (%d) is not hidden_size / "
+                             "num_attention_heads; ModernBERT's heads and rotary tables take "
+                             "their size from it",
+                             head_dim);
+
+    double global = 160000.0, local = 10000.0, gfactor = 1.0, lfactor = 1.0;
+    bool g_given = false, l_given = false, gf_given = false, lf_given = false;
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        if (!json_is_object(rp))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: 'rope_parameters' is not an object");
+        const char *key;
+        json_t *v;
+        json_object_foreach(rp, key, v)
+        {
+            if (strcmp(key, "full_attention") == 0 || strcmp(key, "sliding_attention") == 0)
+                continue;
+            char shown[64];
+            printable(shown, sizeof shown, key);
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters has '%s': ModernBertConfig reads "
+                                 "one entry per layer type, full_attention and sliding_attention",
+                                 shown);
+        }
+        const json_t *full = json_object_get(rp, "full_attention");
+        const json_t *sliding = json_object_get(rp, "sliding_attention");
+        if ((full && !json_is_null(full) &&
+             (rc = rope_entry(full, "rope_parameters.full_attention.", &global, &g_given, &gfactor,
+                              &gf_given, err)) < 0) ||
+            (sliding && !json_is_null(sliding) &&
+             (rc = rope_entry(sliding, "rope_parameters.sliding_attention.", &local, &l_given,
+                              &lfactor, &lf_given, err)) < 0))
+            return rc;
+        if ((gf_given && gfactor != 1.0) || (lf_given && lfactor != 1.0))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters.%s.partial_rotary_factor %g is not "
+                                 "supported (ModernBERT rotates the whole head)",
+                                 gf_given && gfactor != 1.0 ? "full_attention"
+                                                            : "sliding_attention",
+                                 gf_given && gfactor != 1.0 ? gfactor : lfactor);
+    }
+    if (!g_given && (rc = number_field(root, "global_rope_theta", &global, err)) < 0)
+        return rc;
+    const json_t *lrt = json_object_get(root, "local_rope_theta");
+    const bool local_is_global = !l_given && lrt && json_is_null(lrt);
+    if (!l_given && (rc = number_field(root, "local_rope_theta", &local, err)) < 0)
+        return rc;
     hp->norm_first = true;
     hp->first_norm_identity = true;
     hp->final_norm = true;
@@ -706,13 +1141,52 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
     hp->rope_dim = 0;
     hp->rope_theta = global;
     hp->global_every = every;
-    hp->local_window = every > 1 ? window / 2 : 0;
-    hp->rope_theta_local = every > 1 ? (lt && !json_is_null(lt) ? local : global) : 0.0;
-    c->key_rope_theta = "global_rope_theta";
+    hp->local_window = every > 1 ? half : 0;
+    hp->rope_theta_local = every > 1 ? (local_is_global ? global : local) : 0.0;
+    c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "global_rope_theta";
     c->key_norm = "norm_bias";
-    c->key_global_every = "global_attn_every_n_layers";
+    c->key_global_every = every_key;
     c->key_local_window = "local_attention";
-    c->key_rope_theta_local = lt && !json_is_null(lt) ? "local_rope_theta" : "global_rope_theta";
+    c->key_rope_theta_local = l_given           ? "rope_parameters.sliding_attention.rope_theta"
+                              : local_is_global ? c->key_rope_theta
+                                                : "local_rope_theta";
+    return ENC_OK;
+}
+
+/* What every family refuses or records: rope_scaling (a scaled RoPE: 4.x's
+ * rotary embeddings read it, 5.x's turn it into rope_parameters),
+ * quantization_config (the tensors are not the float ones attnd binds),
+ * pruned_heads (4.x's from_pretrained prunes those heads: smaller
+ * projections); the embedding module's vocab_size, max_position_embeddings
+ * and pad_token_id. */
+static int read_common(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    if (given(root, "rope_scaling"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_scaling is not supported (attnd computes RoPE "
+                             "without scaling)");
+    if (given(root, "quantization_config"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: quantization_config is not supported (a quantized "
+                             "checkpoint; attnd reads F32, F16 and BF16 tensors)");
+    const json_t *pruned = json_object_get(root, "pruned_heads");
+    if (pruned && !json_is_null(pruned) &&
+        !(json_is_object(pruned) && json_object_size(pruned) == 0))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pruned_heads is not supported (transformers prunes "
+                             "those heads from the projections as it loads them)");
+    c->embedding_size = c->hp.d_model;
+    c->pad_token_id = -1;
+    int rc;
+    if ((rc = opt_int_field(root, "vocab_size", 1, &c->vocab_size, err)) < 0 ||
+        (rc = opt_int_field(root, "max_position_embeddings", 1, &c->max_position_embeddings, err)) <
+            0 ||
+        (rc = opt_int_field(root, "pad_token_id", 0, &c->pad_token_id, err)) < 0)
+        return rc;
+    if (c->vocab_size > 0 && c->pad_token_id >= c->vocab_size)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pad_token_id (%d) is not below vocab_size (%d)",
+                             c->pad_token_id, c->vocab_size);
     return ENC_OK;
 }
 
@@ -778,24 +1252,25 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     }
     const char *a = json_string_value(act);
     printable(c->activation, sizeof c->activation, a);
+    bool known = false;
     if (fam->gated && (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0)) {
         hp->ffn = ENC_FFN_SWIGLU; /* SiLU gates; activation is not used */
         hp->activation = ENC_ACT_GELU;
-    } else if (strcmp(a, "gelu") == 0) {
-        hp->activation = ENC_ACT_GELU; /* transformers' GELUActivation: erf */
-    } else if (strcmp(a, "gelu_new") == 0 || strcmp(a, "gelu_pytorch_tanh") == 0) {
-        hp->activation = ENC_ACT_GELU_TANH; /* NewGELUActivation, PytorchGELUTanh */
-    } else if (strcmp(a, "relu") == 0 && !fam->gated) {
-        hp->activation = ENC_ACT_RELU;
-    } else {
+        known = true;
+    }
+    for (size_t i = 0; !known && i < sizeof ACTIVATIONS / sizeof *ACTIVATIONS; i++)
+        if (strcmp(a, ACTIVATIONS[i].name) == 0 &&
+            !(fam->gated && ACTIVATIONS[i].act == ENC_ACT_RELU)) {
+            hp->activation = ACTIVATIONS[i].act;
+            hp->ffn = fam->gated ? ENC_FFN_GEGLU : ENC_FFN_MLP;
+            known = true;
+        }
+    if (!known) {
         rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s' is not supported (%s)",
                            fam->activation, c->activation,
-                           fam->gated ? "gelu, gelu_new, gelu_pytorch_tanh, silu"
-                                      : "gelu, gelu_new, gelu_pytorch_tanh, relu");
+                           fam->gated ? ACTIVATION_LIST ", silu, swish" : ACTIVATION_LIST ", relu");
         goto done;
     }
-    if (fam->gated && hp->ffn == ENC_FFN_MLP)
-        hp->ffn = ENC_FFN_GEGLU;
     if (fam->eps) {
         const json_t *eps = json_object_get(root, fam->eps);
         if (!eps) {
@@ -812,7 +1287,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     } else {
         hp->layer_norm_eps = DISTILBERT_EPS;
     }
-    if ((rc = fam->extras(root, c, err)) < 0)
+    if ((rc = read_common(root, c, err)) < 0 || (rc = fam->extras(root, c, err)) < 0)
         goto done;
 done:
     json_decref(root);
@@ -918,12 +1393,184 @@ done:
     return rc;
 }
 
+/* ---- the embedding module ----------------------------------------------------- */
+
+/* The embedding module's tensors after the model's prefix, as transformers
+ * names them (NULL: the family has none): the word table, the position and
+ * token type tables, the LayerNorm's prefix, ELECTRA's projection's. */
+typedef struct embed_naming {
+    const char *word, *pos, *type, *norm, *proj;
+} embed_naming;
+
+static const embed_naming BERT_EMBED = {
+    "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.", "embeddings_project."};
+static const embed_naming DISTILBERT_EMBED = {"embeddings.word_embeddings.weight",
+                                              "embeddings.position_embeddings.weight", NULL,
+                                              "embeddings.LayerNorm.", NULL};
+static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
+                                              "embeddings.norm.", NULL};
+
+/* Binds name (rows x cols) into dst and lists it as the module's, by the
+ * name the file gives it (a TensorFlow conversion's LayerNorm.gamma). */
+static int bind_embed(loader *ld, embed_module *e, const char *name, float *dst, int64_t rows,
+                      int64_t cols)
+{
+    char legacy[300];
+    if (bind(ld, name, dst, rows, cols) < 0)
+        return ld->err->status;
+    const bool renamed = !find(ld, name, NULL) && legacy_name(name, legacy, sizeof legacy);
+    if (embed_add_name(e, renamed ? legacy : name) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    return ENC_OK;
+}
+
+/* The directory's embedding module (docs/model.md, "Token ids"), named
+ * prefix + the family's names, into m->embed.  A directory without the word
+ * table has none (embeddings in only, as before); with it, every other
+ * tensor the module reads must be there, shaped as config.json says (a
+ * sinusoidal DistilBERT without its position table gets the table
+ * transformers computes).  The word table stays in the file's mapping,
+ * which the module keeps; the rest is copied. */
+static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, const char *prefix)
+{
+    const bool roberta = strcmp(c->model_type, "roberta") == 0 ||
+                         strcmp(c->model_type, "xlm-roberta") == 0 ||
+                         strcmp(c->model_type, "camembert") == 0;
+    const bool distilbert = strcmp(c->model_type, "distilbert") == 0;
+    const embed_naming *nm = distilbert                                 ? &DISTILBERT_EMBED
+                             : strcmp(c->model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
+                                                                        : &BERT_EMBED;
+    const int D = m->hp.d_model;
+    char name[300], word[256];
+#define ENAME(s) (snprintf(name, sizeof name, "%s%s", prefix, (s)), name)
+    snprintf(word, sizeof word, "%s%s", prefix, nm->word);
+    size_t fi = 0;
+    const st_tensor *t = find(ld, word, &fi);
+    if (!t)
+        return ENC_OK;
+    /* The config's sizes; where it gives none, the tensors' own, as the
+     * configuration classes' defaults would have to match them anyway. */
+    embed_config cfg = {.embedding_size = c->embedding_size > 0 ? c->embedding_size : D,
+                        .pad_token_id = c->pad_token_id,
+                        .eps = m->hp.layer_norm_eps,
+                        .norm_bias = m->hp.norm == ENC_NORM_LAYERNORM};
+    const int64_t E = cfg.embedding_size;
+    cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
+    if (m->hp.position != ENC_POS_NONE || !nm->pos)
+        cfg.pos = EMBED_POS_NONE; /* RoPE or ALiBi inside attention: no table added */
+    else
+        cfg.pos = roberta                       ? EMBED_POS_ROBERTA
+                  : distilbert && c->sinusoidal ? EMBED_POS_SINUSOIDAL
+                                                : EMBED_POS_ABSOLUTE;
+    const st_tensor *pt = cfg.pos == EMBED_POS_NONE ? NULL : find(ld, ENAME(nm->pos), NULL);
+    cfg.max_positions = cfg.pos == EMBED_POS_NONE        ? 0
+                        : c->max_position_embeddings > 0 ? c->max_position_embeddings
+                        : pt && pt->ndim == 2            ? (int)pt->shape[0]
+                                                         : 512; /* DistilBertConfig's */
+    const st_tensor *tt = nm->type ? find(ld, ENAME(nm->type), NULL) : NULL;
+    cfg.type_vocab_size = !nm->type                ? 0
+                          : c->type_vocab_size > 0 ? c->type_vocab_size
+                          : tt && tt->ndim == 2    ? (int)tt->shape[0]
+                                                   : 2; /* BertConfig's */
+    if (roberta && cfg.pad_token_id < 0)
+        cfg.pad_token_id = 1; /* RobertaConfig's */
+    if (cfg.pos == EMBED_POS_ROBERTA && cfg.pad_token_id >= cfg.max_positions)
+        return enc_error_set(ld->err, ENC_EINVAL,
+                             "config.json: pad_token_id (%d) is not below "
+                             "max_position_embeddings (%d): RoBERTa's positions count from it",
+                             cfg.pad_token_id, cfg.max_positions);
+    if (E != D && !nm->proj)
+        return enc_error_set(ld->err, ENC_EINVAL,
+                             "config.json: the embeddings' width %lld is not %s's %d", (long long)E,
+                             c->key_d_model, D);
+    if (distilbert)
+        cfg.eps = 1e-12f; /* its Embeddings' nn.LayerNorm(dim, eps=1e-12) */
+
+    /* the word table: checked, then read where the file has it */
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has dtype %s; F32, F16 or BF16 expected", word,
+                             st_dtype_name(t->dtype));
+    if (t->ndim != 2 || t->shape[0] != cfg.vocab_size || t->shape[1] != E) {
+        char got[96], want[64];
+        const int64_t shape[2] = {cfg.vocab_size, E};
+        shape_str(got, sizeof got, t->shape, t->ndim);
+        shape_str(want, sizeof want, shape, 2);
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has shape %s, expected %s (config.json: vocab_size "
+                             "%d, %s %lld)",
+                             word, got, want, cfg.vocab_size,
+                             nm->proj && strcmp(c->model_type, "electra") == 0 ? "embedding_size"
+                                                                               : c->key_d_model,
+                             (long long)E);
+    }
+    embed_module *e = m->embed = embed_new(&cfg, D, ld->err);
+    if (!e)
+        return ld->err->status;
+    ld->used[fi][t - ld->files[fi].tensors] = true;
+    st_file *f = &ld->files[fi];
+    if (!f->map)
+        return enc_error_set(ld->err, ENC_EIO, "tensor '%s' is not in a mapped file", word);
+    const embed_dtype dtype = t->dtype == ST_F32   ? EMBED_F32
+                              : t->dtype == ST_F16 ? EMBED_F16
+                                                   : EMBED_BF16;
+    /* checked in parts of 4 MiB, each part's pages given back once checked
+     * (the whole of an XLM-R table, 768 MB, was the load's peak); rows are
+     * then read from the open file as ids are looked up (embed_module) */
+    const size_t row_bytes = t->nbytes / (size_t)cfg.vocab_size,
+                 part = ((size_t)4 << 20) / row_bytes + 1;
+    for (size_t r = 0; r < (size_t)cfg.vocab_size; r += part) {
+        const size_t rows = (size_t)cfg.vocab_size - r < part ? (size_t)cfg.vocab_size - r : part;
+        if (embed_check_word(e, t->data, dtype, r, rows, word, ld->err) < 0)
+            return ld->err->status;
+        st_release_bytes(f, t->data + r * row_bytes, rows * row_bytes);
+    }
+    st_release(f, t); /* the pages across parts' edges */
+    embed_use_word(e, t->data, dtype);
+    if (embed_add_name(e, word) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    e->word_fd = f->fd;
+    e->word_off = (uint64_t)(t->data - f->bytes);
+    ld->keep[fi] = true; /* the model keeps the file's mapping and descriptor */
+
+    /* the rest, copied as float32 */
+    if (cfg.pos == EMBED_POS_SINUSOIDAL && !pt)
+        embed_sinusoidal(e); /* what DistilBERT's _init_weights writes there */
+    else if (cfg.pos != EMBED_POS_NONE &&
+             bind_embed(ld, e, ENAME(nm->pos), e->pos, cfg.max_positions, E) < 0)
+        return ld->err->status;
+    if (cfg.type_vocab_size > 0 &&
+        bind_embed(ld, e, ENAME(nm->type), e->type, cfg.type_vocab_size, E) < 0)
+        return ld->err->status;
+    char base[256];
+    snprintf(base, sizeof base, "%s%s", prefix, nm->norm);
+    snprintf(name, sizeof name, "%sweight", base);
+    if (bind_embed(ld, e, name, e->ln_w, E, 0) < 0)
+        return ld->err->status;
+    snprintf(name, sizeof name, "%sbias", base);
+    if (e->ln_b && bind_embed(ld, e, name, e->ln_b, E, 0) < 0)
+        return ld->err->status;
+    if (e->proj_w) { /* ElectraModel's embeddings_project, when embedding_size != hidden_size */
+        snprintf(base, sizeof base, "%s%s", prefix, nm->proj);
+        snprintf(name, sizeof name, "%sweight", base);
+        if (bind_embed(ld, e, name, e->proj_w, D, E) < 0)
+            return ld->err->status;
+        snprintf(name, sizeof name, "%sbias", base);
+        if (bind_embed(ld, e, name, e->proj_b, D, 0) < 0)
+            return ld->err->status;
+    }
+#undef ENAME
+    embed_finish(e, &m->hp);
+    return ENC_OK;
+}
+
 enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err)
 {
     enc_hf_config c;
     loader ld = {.err = err};
     enc_model *m = NULL;
-    if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_alloc(hp, err)))
+    if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_new(hp, err)))
         return NULL;
     const family *fam = family_of(c.model_type);
     if (hash_file(&ld, m, dir, "config.json") < 0 || open_weights(&ld, m, dir) < 0)
@@ -947,12 +1594,15 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
                       first);
         goto error;
     }
-    if (bind_layers(&ld, m, prefix, fam->names, true) < 0)
+    if (bind_layers(&ld, m, prefix, fam->names, true) < 0 ||
+        bind_embeddings(&ld, m, &c, prefix) < 0)
         goto error;
 
     /* The rest: a tensor inside the encoder stack left unbound is refused
-     * (a layer past n_layers, a part attnd does not compute); embeddings,
-     * pooler and task heads are listed as ignored. */
+     * (a layer past n_layers, a part attnd does not compute); the
+     * pooler and task heads (and an embedding table the module does not
+     * read: ALiBi's or RoPE's BERT has no position table) are listed as
+     * ignored. */
     char stack[128];
     snprintf(stack, sizeof stack, "%s%s", prefix, fam->names->layer);
     for (size_t i = 0; i < ld.n_files; i++) {
@@ -979,6 +1629,8 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     model_sort_files(m);
     snprintf(m->architecture, sizeof m->architecture, "%s", c.model_type);
     snprintf(m->source, sizeof m->source, "%s", dir);
+    if (keep_maps(&ld, m) < 0)
+        goto error;
     close_files(&ld);
     model_pack(m);
     return m;

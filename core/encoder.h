@@ -167,6 +167,8 @@ void enc_model_free(enc_model *m);
 
 /* Borrowed views, valid for the model's lifetime. */
 const enc_hparams *enc_model_hparams(const enc_model *m);
+/* The encoder stack's parameters (a directory's embedding module,
+ * enc_model_embedding, is not counted). */
 size_t enc_model_param_count(const enc_model *m);
 /* sha256 of the weights file as 64 hex digits, or "" for a seeded model. */
 const char *enc_model_sha256(const enc_model *m);
@@ -179,10 +181,29 @@ const char *enc_model_architecture(const enc_model *m);
  * model): file i's name, and its sha256 (hex) in *sha256 when non-NULL. */
 size_t enc_model_file_count(const enc_model *m);
 const char *enc_model_file(const enc_model *m, size_t i, const char **sha256);
-/* A directory's tensors that are not the encoder stack's (embeddings,
- * pooler, task heads), in file order: skipped, and listed here. */
+/* A directory's tensors that are not the encoder stack's or its embedding
+ * module's (pooler, task heads), in file order: skipped, and listed here. */
 size_t enc_model_ignored_count(const enc_model *m);
 const char *enc_model_ignored(const enc_model *m, size_t i);
+
+/* The embedding module a Hugging Face directory brings (embed.c): what
+ * turns token ids into the stack's input.  Borrowed, valid for the model's
+ * lifetime; NULL for a model without one (a weights file, a seeded model),
+ * which takes embeddings only. */
+typedef struct enc_embedding_info {
+    int vocab_size;       /* input_ids are 0 .. vocab_size - 1 */
+    int type_vocab_size;  /* token_type_ids are 0 .. type_vocab_size - 1; 0: none taken */
+    int max_positions;    /* L (and every position id) at most this; 0: no limit (RoPE) */
+    int padding_idx;      /* RoBERTa family: positions count from padding_idx + 1; else -1 */
+    const char *position; /* how positions enter: "absolute" (a learned table, rows 0..L-1 or
+                             the batch's positions), "roberta" (the same table, rows counted
+                             from padding_idx + 1), "sinusoidal" (DistilBERT's fixed table),
+                             "rope" or "alibi" (no table: inside attention) */
+    const char *dtype;    /* the word table as stored and read: "F32", "F16" or "BF16" */
+    size_t n_tensors;     /* the module's tensors, as the file names them */
+    const char *const *tensors;
+} enc_embedding_info;
+const enc_embedding_info *enc_model_embedding(const enc_model *m);
 
 /* ---- Hugging Face encoder directories (checkpoint.c) ---------------------- */
 
@@ -194,18 +215,36 @@ typedef struct enc_hf_config {
                             modernbert */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
-    const char *key_eps;        /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
-    const char *key_rope_theta; /* rope_theta or rotary_emb_base, for RoPE */
-    /* ModernBERT's: norm_bias, global_attn_every_n_layers, local_attention,
-     * local_rope_theta; NULL for the others */
+    const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
+    /* RoPE's base, where the file gave it: rope_parameters.rope_theta,
+     * rope_theta or rotary_emb_base (ModernBERT:
+     * rope_parameters.full_attention.rope_theta or global_rope_theta) */
+    const char *key_rope_theta;
+    /* ModernBERT's: norm_bias, layer_types or global_attn_every_n_layers,
+     * local_attention, rope_parameters.sliding_attention.rope_theta or
+     * local_rope_theta (or the global one's key); NULL for the others */
     const char *key_norm, *key_global_every, *key_local_window, *key_rope_theta_local;
     char activation[32]; /* the file's activation name ("gelu_new") */
+    /* The embedding module's fields (embed.c), as config.json gives them;
+     * the encoder stack does not use them.  0 (pad_token_id -1) where the
+     * file does not say. */
+    int vocab_size;              /* rows of the word embeddings */
+    int type_vocab_size;         /* BERT family's token types; 0 for DistilBERT, ModernBERT */
+    int max_position_embeddings; /* rows of the absolute position embeddings */
+    int pad_token_id;            /* the padding id (RoBERTa's positions count from it + 1) */
+    int embedding_size;          /* the word embeddings' width: ELECTRA's embedding_size (128 when
+                                    absent, as ElectraConfig's), otherwise d_model */
+    bool sinusoidal;             /* DistilBERT's sinusoidal_pos_embds */
 } enc_hf_config;
 
-/* Reads dir/config.json.  Returns 0, or an error naming the file and the
- * field: a missing or mistyped field, an unknown model_type or activation,
- * a position_embedding_type other than absolute, alibi or rotary (rope), a
- * rope_scaling. */
+/* Reads dir/config.json, in the form transformers 4.x or 5.x writes it
+ * (docs/model.md, "Hugging Face directories", has the table of fields).
+ * Returns 0, or an error naming the file and the field: a missing or
+ * mistyped field, an unknown model_type or activation, and every field
+ * that would make transformers compute something attnd does not (a
+ * relative position_embedding_type, is_decoder, a rope_type other than
+ * default, a rope_scaling, a layer_types pattern attnd cannot represent,
+ * ...). */
 int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err);
 
 /* Loads a Hugging Face encoder directory: config.json plus model.safetensors,
@@ -213,8 +252,13 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err);
  * tensors are bound by the names transformers writes (BERT's
  * encoder.layer.{i}.attention.self.query.weight ..., DistilBERT's
  * transformer.layer.{i}.attention.q_lin.weight ...), with or without the
- * task checkpoint's prefix (bert., roberta., electra., distilbert.); every
- * other tensor outside the stack is ignored and listed.  hp must be what
+ * task checkpoint's prefix (bert., roberta., electra., distilbert.,
+ * model.), and the embedding module's (embeddings.word_embeddings.weight
+ * ..., ModernBERT's embeddings.tok_embeddings.weight, ELECTRA's
+ * embeddings_project.*: enc_model_embedding) when the word table is there
+ * (without it the model takes embeddings only; with it every other tensor
+ * of the module must be there too, shaped as config.json says); every other
+ * tensor (pooler, heads) is ignored and listed.  hp must be what
  * enc_hf_config_read gave (the caller may have checked it against other
  * settings).  Returns an owned model, or NULL with err naming the file or
  * tensor. */
@@ -279,8 +323,21 @@ int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *ca
 
 typedef struct enc_blockmask enc_blockmask;
 
+/* A batch given as token ids instead of embeddings: the model's own
+ * embedding module (a Hugging Face directory's, enc_model_embedding) turns
+ * them into the stack's input inside the forward.  Entries past lengths[b]
+ * are padding: never looked up, never checked. */
+typedef struct enc_ids {
+    const int32_t *input_ids;      /* (B, L) each below the vocabulary size */
+    const int32_t *token_type_ids; /* (B, L) each below type_vocab_size, or NULL = all 0 */
+} enc_ids;
+
 typedef struct enc_batch {
-    const float *x; /* (B, L, D) row-major */
+    const float *x;     /* (B, L, D) row-major; NULL when ids is set */
+    const enc_ids *ids; /* borrowed, or NULL: x is the input.  Exactly one of x and ids.
+                           positions below then also index the absolute position
+                           table (NULL: the family's own, RoBERTa's counted from
+                           padding_idx + 1 over the non-pad ids) */
     int B, L;
     const int *lengths;             /* (B) real tokens per sequence, 1..L; NULL = all L */
     const int32_t *positions;       /* (B, L) each token's position, 0..ENC_MAX_POSITION - 1,

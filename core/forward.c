@@ -72,6 +72,8 @@ struct enc_workspace {
     float *z;      /* (T, D) attention output, heads concatenated */
     float *o;      /* (T, D) a sublayer's output */
     float *h;      /* (T, ldh) feed-forward hidden layer, F used of each row */
+    float *emb;    /* (T, E) the embedding module's rows before its projection (ELECTRA's
+                      embeddings_project), or none */
     float *kt;     /* every sequence's keys packed for the scores (attention_pack_keys),
                       or none (!m->packed) */
     float *scores; /* (threads, attn_floats) each thread's attention scratch */
@@ -159,6 +161,8 @@ static void blas_threads_add(int n)
 static bool calls_blas(const enc_model *m)
 {
     if (!m->packed || !simd_enabled())
+        return true;
+    if (m->embed && m->embed->proj_w && !m->embed->pk_proj)
         return true;
     for (int l = 0; l < m->hp.n_layers; l++) {
         const enc_layer *ly = &m->layers[l];
@@ -262,7 +266,9 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     sizes[2] = align64(n_tq * sizeof(float));
     sizes[5] = align64(n_tf * sizeof(float));
     sizes[6] = align64(n_ll * sizeof(float));
-    sizes[7] = 0;
+    sizes[7] = m->embed && m->embed->proj_w
+                   ? align64(T * (size_t)m->embed->cfg.embedding_size * sizeof(float))
+                   : 0; /* T < SIZE_MAX / 16 and E < 2^16 */
     sizes[8] = align64(S * sizeof(seq_info));
     sizes[9] = align64(2 * (3 * T + 3 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
@@ -289,10 +295,10 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
     ws->ldh = ldh;
     ws->attn_floats = attn_floats;
     char *p = mem;
-    void **bufs[12] = {
-        (void **)&ws->x,    (void **)&ws->y,     (void **)&ws->qkv,    (void **)&ws->z,
-        (void **)&ws->o,    (void **)&ws->h,     (void **)&ws->scores, NULL,
-        (void **)&ws->seqs, (void **)&ws->items, (void **)&ws->gemm,   (void **)&ws->kt};
+    void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,    (void **)&ws->qkv,
+                       (void **)&ws->z,      (void **)&ws->o,    (void **)&ws->h,
+                       (void **)&ws->scores, (void **)&ws->emb,  (void **)&ws->seqs,
+                       (void **)&ws->items,  (void **)&ws->gemm, (void **)&ws->kt};
     for (int i = 0; i < 12; i++) {
         if (bufs[i])
             *bufs[i] = p;
@@ -305,8 +311,15 @@ static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, en
 
 int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
 {
-    if (!m || !in || !in->x)
+    if (!m || !in || (!in->x && (!in->ids || !in->ids->input_ids)))
         return enc_error_set(err, ENC_EINVAL, "no input");
+    if (in->x && in->ids)
+        return enc_error_set(err, ENC_EINVAL,
+                             "give embeddings or input_ids, not both: the batch has both");
+    if (in->ids && !m->embed)
+        return enc_error_set(err, ENC_EINVAL,
+                             "this model takes embeddings, not input_ids: it has no embedding "
+                             "module (serve a model.dir)");
     const int B = in->B, L = in->L, D = m->hp.d_model;
     if (B < 1 || L < 1)
         return enc_error_set(err, ENC_EINVAL, "batch shape [%d, %d] must be at least [1, 1]", B, L);
@@ -319,13 +332,16 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
             return enc_error_set(err, ENC_EINVAL, "positions[%zu][%zu] = %d is outside 0..%d",
                                  t / (size_t)L, t % (size_t)L, (int)in->positions[t],
                                  ENC_MAX_POSITION - 1);
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; in->x && b < B; b++) {
         int len = in->lengths ? in->lengths[b] : L;
         const size_t n = (size_t)len * D, k = enc_floats_nonfinite(in->x + (size_t)b * L * D, n);
         if (k < n)
             return enc_error_set(err, ENC_EINVAL, "embeddings[%d][%zu][%zu] is not finite", b,
                                  k / (size_t)D, k % (size_t)D);
     }
+    int rc;
+    if (in->ids && (rc = embed_validate(m->embed, in, err)) < 0)
+        return rc;
 
     return mask_validate(in, err);
 }
@@ -347,7 +363,12 @@ typedef struct block_ctx {
     const float *kt; /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
     /* the Linear of a linear phase */
     float *lin_out;
-    const float *lin_in, *lin_w, *lin_b;
+    const float *lin_in, *lin_b;
+    /* the weight (N, K) in up to three row blocks: rows [0, lin_cut[0]) at
+     * lin_w[0], [lin_cut[0], lin_cut[1]) at lin_w[1], the rest at lin_w[2]
+     * (the in-projection's q, k and v, apart in a mapped file) */
+    const float *lin_w[3];
+    int lin_cut[2];
     const gemm_packed *lin_pk; /* lin_w packed, or NULL */
     int lin_K, lin_N;
     int lin_ldo, lin_ldi; /* lin_out's and lin_in's row strides */
@@ -401,8 +422,14 @@ static void phase_linear(void *arg, int tid, int n)
     team_split(blocks, tid, n, &n0, &n1);
     n0 *= 16;
     n1 = n1 * 16 < c->lin_N ? n1 * 16 : c->lin_N;
-    linear_forward_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w, c->lin_b, c->T,
-                        c->lin_K, n0, n1, act);
+    for (int s = 0; s < 3; s++) { /* the columns of each row block of the weight */
+        const int lo = s ? c->lin_cut[s - 1] : 0, hi = s < 2 ? c->lin_cut[s] : c->lin_N;
+        const int a = n0 > lo ? n0 : lo, b = n1 < hi ? n1 : hi;
+        if (a < b)
+            linear_forward_cols(c->lin_out + lo, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w[s],
+                                c->lin_b ? c->lin_b + lo : NULL, c->T, c->lin_K, a - lo, b - lo,
+                                act);
+    }
 }
 
 /* Residual add and LayerNorm, split by rows: x += o (if add_o), then
@@ -421,6 +448,40 @@ static void phase_norm(void *arg, int tid, int n)
     if (c->ln_out)
         layernorm_forward(c->ln_out + (size_t)r0 * D, x, c->ln_w, c->ln_b, r1 - r0, D,
                           c->m->hp.layer_norm_eps);
+}
+
+/* The embedding module on the rows of the ids batches, split by rows: each
+ * thread looks up and normalises its rows (embed_rows), then projects them
+ * (ELECTRA's embeddings_project) while they are in cache. */
+static void phase_embed(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    const embed_module *e = m->embed;
+    enc_workspace *ws = c->ws;
+    const int D = m->hp.d_model, E = e->cfg.embedding_size;
+    const bool proj = e->proj_w != NULL;
+    const gemm_packed *pk = proj && m->packed && simd_enabled() ? e->pk_proj : NULL;
+    float *scratch =
+        pk ? ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float)) : NULL;
+    int r0, r1;
+    team_split(c->T, tid, n, &r0, &r1);
+    for (int s = 0; s < ws->n_seqs && r0 < r1; s++) {
+        const seq_info *sq = &ws->seqs[s];
+        const int lo = r0 > sq->row ? r0 : sq->row;
+        const int hi = r1 < sq->row + sq->len ? r1 : sq->row + sq->len;
+        const enc_batch *in = c->jobs[sq->job].in;
+        if (lo >= hi || !in->ids)
+            continue;
+        float *rows = proj ? ws->emb + (size_t)lo * E : ws->x + (size_t)lo * D;
+        embed_rows(e, in, sq->b, lo - sq->row, hi - sq->row, rows, E);
+        if (pk)
+            gemm_packed_cols(ws->x + (size_t)lo * D, D, rows, E, pk, e->proj_b, hi - lo, 0,
+                             gemm_panels(pk), NULL, scratch);
+        else if (proj)
+            linear_forward_cols(ws->x + (size_t)lo * D, D, rows, E, e->proj_w, e->proj_b, hi - lo,
+                                E, 0, D, NULL);
+    }
 }
 
 /* Floats of one key/value head's gathered area of a sequence: its gathered
@@ -751,7 +812,10 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->lin_pk = pk && simd_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
     c->lin_out = out;
     c->lin_in = in;
-    c->lin_w = w;
+    if (!c->lin_w[0]) { /* one block, unless run_linear_qkv set three */
+        c->lin_w[0] = w;
+        c->lin_cut[0] = c->lin_cut[1] = N;
+    }
     c->lin_b = b;
     c->lin_K = K;
     c->lin_N = N;
@@ -759,6 +823,22 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->lin_ldi = ldi;
     c->lin_act = act;
     team_run(c->ws->team, phase_linear, c);
+    c->lin_w[0] = NULL;
+}
+
+/* The in-projection of layer ly: run_linear on its q, k and v rows, one
+ * block when they are adjacent (params), three when apart (a file's). */
+static void run_linear_qkv(block_ctx *c, float *out, int ldo, const float *in, int ldi,
+                           const enc_layer *ly)
+{
+    const int D = c->m->hp.d_model, KV = c->m->kv_dim, Q = c->m->qkv_dim;
+    const bool adjacent = ly->w_k == ly->w_q + (size_t)D * D && ly->w_v == ly->w_k + (size_t)KV * D;
+    c->lin_w[0] = ly->w_q;
+    c->lin_w[1] = ly->w_k;
+    c->lin_w[2] = ly->w_v;
+    c->lin_cut[0] = adjacent ? Q : D;
+    c->lin_cut[1] = adjacent ? Q : D + KV;
+    run_linear(c, out, ldo, in, ldi, ly->w_q, ly->pk_qkv, ly->b_qkv, D, Q, false);
 }
 
 static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, const float *b)
@@ -810,8 +890,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     c.lin_rope = hp->position == ENC_POS_ROPE && hp->rope_style == ENC_ROPE_NEOX &&
                  m->head_dim == 2 * GEMM_NR && rope_dim_of(m) == m->head_dim && ly->pk_qkv &&
                  simd_enabled();
-    run_linear(&c, ws->qkv, m->qkv_dim, a_in, D, ly->w_qkv, ly->pk_qkv, ly->b_qkv, D, m->qkv_dim,
-               false);
+    run_linear_qkv(&c, ws->qkv, m->qkv_dim, a_in, D, ly);
     if (hp->position == ENC_POS_ROPE && !c.lin_rope)
         team_run(ws->team, phase_rope, &c);
     c.lin_rope = false;
@@ -1077,6 +1156,7 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     /* Pack the real tokens of every sequence of every job into x (T, D). */
     int row = 0;
     size_t kt = 0, goff = 0;
+    bool ids = false; /* some batch gives token ids: the embedding module runs */
     ws->n_seqs = 0;
     for (int j = 0; j < n; j++) {
         if (jobs[j].rc < 0)
@@ -1092,8 +1172,9 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
             goff += job_gather_floats(m, bms, local, j, b);
             csr += (size_t)heads * bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
-            memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
-                   (size_t)len * D * sizeof(float));
+            if (in->x)
+                memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
+                       (size_t)len * D * sizeof(float));
             row += len;
         }
         /* Dense attention entries whose query or key is padding are 0;
@@ -1104,6 +1185,11 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
             for (int b = 0; res->attn[l] && b < in->B; b++)
                 zero_padding(res->attn[l] + (size_t)b * heads * L * L, heads, L,
                              in->lengths ? in->lengths[b] : L);
+        ids |= in->ids != NULL;
+    }
+    if (ids) { /* the ids batches' rows of x, from the embedding module */
+        block_ctx c = {.m = m, .ws = ws, .jobs = jobs, .T = (int)T};
+        team_run(ws->team, phase_embed, &c);
     }
     plan_attention(ws, &ws->plans[0], bms);
     if (has_local)
@@ -1135,9 +1221,9 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         if (k < count && job->rc == 0) {
             job->rc = enc_error_set(&job->err, ENC_ENUMERIC,
                                     "the input drives the model out of float32 range (a "
-                                    "non-finite value in sequence %d, token %zu); scale the "
-                                    "embeddings down",
-                                    sq->b, k / (size_t)D);
+                                    "non-finite value in sequence %d, token %zu)%s",
+                                    sq->b, k / (size_t)D,
+                                    job->in->x ? "; scale the embeddings down" : "");
             failed++;
         }
     }

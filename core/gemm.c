@@ -84,9 +84,21 @@ int gemm_padded_ld(int n)
 
 #include <immintrin.h>
 
+static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
+                      int N, int K, float scale);
+
 gemm_packed *gemm_pack(const float *w, int N, int K)
 {
-    if (!simd_supported() || N < 1 || K < 1)
+    return gemm_pack_parts(&w, &N, 1, K);
+}
+
+gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)
+{
+    enum { MAX_PARTS = 4 };
+    int cut[MAX_PARTS], N = 0; /* block i ends before row cut[i] */
+    for (int i = 0; i < n && i < MAX_PARTS; i++)
+        cut[i] = N += rows[i];
+    if (!simd_supported() || n < 1 || n > MAX_PARTS || N < 1 || K < 1)
         return NULL;
     gemm_packed *pw = calloc(1, sizeof *pw);
     if (!pw)
@@ -99,7 +111,7 @@ gemm_packed *gemm_pack(const float *w, int N, int K)
         free(pw);
         return NULL;
     }
-    gemm_pack_t(pw->data, w, K, N, K, 1.0f);
+    pack_rows(pw->data, w, cut, n, K, N, K, 1.0f);
     return pw;
 }
 
@@ -133,8 +145,16 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
     }
 }
 
-__attribute__((target("avx512f"))) void gemm_pack_t(float *dst, const float *src, int lds, int N,
-                                                    int K, float scale)
+void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scale)
+{
+    pack_rows(dst, &src, &N, 1, lds, N, K, scale);
+}
+
+/* gemm_pack_t over rows in blocks: row r of the source is row r - cut[i-1]
+ * of src[i], block i being the one with cut[i - 1] <= r < cut[i]. */
+__attribute__((target("avx512f"))) static void pack_rows(float *dst, const float *const *src,
+                                                         const int *cut, int n_src, int lds, int N,
+                                                         int K, float scale)
 {
     const int P = (N + GEMM_NR - 1) / GEMM_NR;
     const __m512 vs = _mm512_set1_ps(scale);
@@ -146,8 +166,12 @@ __attribute__((target("avx512f"))) void gemm_pack_t(float *dst, const float *src
                 const int nk = K - k0 < 16 ? K - k0 : 16;
                 const __mmask16 km = nk == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nk) - 1u);
                 __m512 r[16];
+                int part = 0;
                 for (int j = 0; j < 16; j++) {
-                    const float *row = src + (size_t)(j0 + j) * (size_t)lds + k0;
+                    while (part < n_src - 1 && j0 + j >= cut[part])
+                        part++;
+                    const int base = part ? cut[part - 1] : 0;
+                    const float *row = src[part] + (size_t)(j0 + j - base) * (size_t)lds + k0;
                     r[j] = j >= nj    ? _mm512_setzero_ps()
                            : nk == 16 ? _mm512_mul_ps(vs, _mm512_loadu_ps(row))
                                       : _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(km, row));
@@ -415,6 +439,12 @@ void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t
 gemm_packed *gemm_pack(const float *w, int N, int K)
 {
     (void)w, (void)N, (void)K;
+    return NULL;
+}
+
+gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)
+{
+    (void)w, (void)rows, (void)n, (void)K;
     return NULL;
 }
 

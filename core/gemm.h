@@ -36,6 +36,10 @@ typedef struct gemm_packed gemm_packed;
  * weight, or NULL when the CPU has no AVX-512 or memory is short (the
  * caller then uses cblas_sgemm on w). */
 gemm_packed *gemm_pack(const float *w, int N, int K);
+/* The same for a weight whose rows lie in n blocks, not necessarily
+ * adjacent: block i is w[i] (rows[i], K), its rows following block i - 1's
+ * (the in-projection from a file's separate q, k and v tensors). */
+gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K);
 void gemm_packed_free(gemm_packed *pw);
 
 /* Bytes of one packed weight (0 for NULL). */

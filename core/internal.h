@@ -11,24 +11,38 @@
 #include <stdint.h>
 
 /* One block's parameters, PyTorch layout (a Linear's weight is (out, in)).
- * Every pointer is into enc_model.params; biases are NULL when hp.bias is off. */
+ * Biases and norms are in enc_model.params, NULL when hp.bias is off.  The
+ * four Linear weights are read-only here: in params too (a seeded model's,
+ * or a file's tensors widened or copied), or in a weights file's mapping
+ * (enc_model.maps: float32 tensors read where the file has them, so the
+ * stack is not held twice, as floats and packed); model_own gives a seeded
+ * model's writable storage. */
 typedef struct enc_layer {
-    float *w_qkv; /* (D + 2*G*E, D): q rows, then k rows, then v rows */
-    float *b_qkv; /* (D + 2*G*E) */
-    float *w_o;   /* (D, D) */
-    float *b_o;   /* (D) */
-    float *w_1;   /* (F, D), or gated (2F, D): the input's rows, then the gate's */
-    float *b_1;   /* (F) or (2F) */
-    float *w_2;   /* (D, F) */
-    float *b_2;   /* (D) */
-    float *ln1_w; /* (D); NULL on layer 0 when its attention norm is the identity */
-    float *ln1_b; /* (D); NULL without norm biases (enc_norm_has_bias) */
-    float *ln2_w; /* (D) */
-    float *ln2_b; /* (D) or NULL */
+    /* the in-projection (D + 2*G*E, D) in three row blocks: q's (D, D), k's
+     * and v's (G*E, D) each; one after the other in params (w_k == w_q + D*D,
+     * w_v == w_k + G*E*D), anywhere in a mapping (a file's separate tensors) */
+    const float *w_q, *w_k, *w_v;
+    float *b_qkv;     /* (D + 2*G*E) */
+    const float *w_o; /* (D, D) */
+    float *b_o;       /* (D) */
+    const float *w_1; /* (F, D), or gated (2F, D): the input's rows, then the gate's */
+    float *b_1;       /* (F) or (2F) */
+    const float *w_2; /* (D, F) */
+    float *b_2;       /* (D) */
+    float *ln1_w;     /* (D); NULL on layer 0 when its attention norm is the identity */
+    float *ln1_b;     /* (D); NULL without norm biases (enc_norm_has_bias) */
+    float *ln2_w;     /* (D) */
+    float *ln2_b;     /* (D) or NULL */
     /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
-     * the CPU has no AVX-512 (cblas_sgemm on the weights above instead). */
+     * the CPU has no AVX-512 (cblas_sgemm on the weights above instead).
+     * Once a mapped weight is packed, its pages are given back (model_pack):
+     * the forward reads the panels, and anything that reads the weight
+     * itself (the naive reference, the forward with simd_set_enabled(false))
+     * faults its pages back in from the page cache. */
     gemm_packed *pk_qkv, *pk_o, *pk_1, *pk_2;
 } enc_layer;
+
+typedef struct embed_module embed_module;
 
 struct enc_model {
     enc_hparams hp;
@@ -38,8 +52,15 @@ struct enc_model {
     enc_layer *layers; /* (n_layers) */
     float *final_w;    /* (D) the norm after the last layer, or NULL (hp.final_norm off) */
     float *final_b;    /* (D) or NULL */
-    float *params;     /* every parameter, one allocation */
-    size_t n_params;
+    float *params;   /* every parameter but mapped Linear weights, one allocation (model_zalloc) */
+    size_t n_owned;  /* floats in params */
+    size_t n_params; /* every parameter, owned or mapped (enc_model_param_count) */
+    struct model_map {
+        void *addr; /* a weights file's read-only mapping (munmap'ed with the model) */
+        size_t size;
+        int fd; /* the file, open (closed with the model) */
+    } * maps;   /* the mappings the Linear weights and the word table are read in */
+    size_t n_maps;
     bool packed;           /* some layer has a packed weight: workspaces need GEMM scratch */
     char sha256[65];       /* hex, or "" */
     char source[4096];     /* path or "seed:N" */
@@ -52,6 +73,7 @@ struct enc_model {
     size_t n_files;
     char **ignored; /* tensors of the files that are not the stack's (n_ignored) */
     size_t n_ignored;
+    embed_module *embed; /* a directory's embedding module (owned), or NULL: embeddings in */
 };
 
 /* ---- model.c ---- */
@@ -59,6 +81,28 @@ struct enc_model {
 /* Allocates a model with hp's shapes and carves the layers out of one
  * zeroed allocation.  Returns an owned model or NULL (err set). */
 enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
+/* model_alloc in two steps, for a loader that decides after opening its
+ * files whether the Linear weights are copied: model_new gives a model
+ * without parameters, model_carve its allocation, with room for the Linear
+ * weights (linear true) or without (their pointers stay NULL for the loader
+ * to point into a mapping it hands over with model_add_map).  -1 / NULL
+ * when out of memory (err set). */
+enc_model *model_new(const enc_hparams *hp, enc_error *err);
+int model_carve(enc_model *m, bool linear, enc_error *err);
+/* Keeps a file's read-only mapping and the file, open, for m's lifetime
+ * (munmap'ed and closed by enc_model_free); -1 when out of memory (they are
+ * then the caller's). */
+int model_add_map(enc_model *m, void *addr, size_t size, int fd);
+/* The writable storage of p, a pointer into m's own params (a seeded
+ * model's weight, a copied tensor's slot). */
+float *model_own(enc_model *m, const float *p);
+/* Whether p lies in one of m's file mappings. */
+bool model_mapped(const enc_model *m, const void *p);
+/* bytes at p, in one of m's file mappings, will not be read soon: the
+ * pages wholly inside them leave the process's memory (MADV_DONTNEED; a
+ * later read faults them back in from the page cache).  Nothing for memory
+ * that is not mapped from a file. */
+void model_release(const enc_model *m, const void *p, size_t bytes);
 
 /* Zeroed memory for a model's large arrays: at 4 MiB and more its own
  * mapping, advised to use transparent huge pages (a BERT-base model is
@@ -92,6 +136,113 @@ uint64_t model_rng_next(model_rng *r);
 /* A float32 uniform in [-bound, bound): (2u - 1) * bound in double, u having
  * 24 random bits, rounded once to float. */
 float model_rng_uniform(model_rng *r, double bound);
+
+/* ---- embed.c: a directory's embedding module ---- */
+
+/* How positions enter the embedding module's sum. */
+typedef enum embed_pos {
+    EMBED_POS_ABSOLUTE,   /* a learned table, rows 0 .. L - 1 (BERT, ELECTRA, DistilBERT) */
+    EMBED_POS_ROBERTA,    /* a learned table, rows counted from padding_idx + 1 over the
+                             non-pad ids, pad_token_id's at padding_idx */
+    EMBED_POS_SINUSOIDAL, /* DistilBERT's fixed table, indexed as absolute */
+    EMBED_POS_NONE,       /* no table: RoPE or ALiBi inside attention */
+} embed_pos;
+
+/* The word table's element type, as the file stores it. */
+typedef enum embed_dtype {
+    EMBED_F32,
+    EMBED_F16,
+    EMBED_BF16,
+} embed_dtype;
+
+/* What the module computes, from config.json (checkpoint.c fills it). */
+typedef struct embed_config {
+    int vocab_size;      /* V: the word table's rows */
+    int type_vocab_size; /* TV: the token type table's rows, 0: none */
+    int max_positions;   /* P: the position table's rows (0 with EMBED_POS_NONE) */
+    int pad_token_id;    /* EMBED_POS_ROBERTA's padding_idx */
+    int embedding_size;  /* E: the tables' width; a Linear E -> D follows when E != D */
+    embed_pos pos;
+    float eps;      /* the module's LayerNorm's */
+    bool norm_bias; /* the LayerNorm has a bias (ModernBERT: norm_bias) */
+} embed_config;
+
+/* x (T, D) = [Linear E -> D] LayerNorm(word[id] + type[tt] + pos[p]).  The
+ * word table stays as the file stores it, never copied: F16 and BF16 rows
+ * are widened per lookup, F32 rows copied; the rest, small, is float32 in
+ * params.  A loaded table is in the file's read-only mapping (which the
+ * model keeps, enc_model.maps), whose pages are given back once the load
+ * has checked them; a lookup then reads its row from the file (pread, from
+ * the page cache) rather than through the mapping, because a fault maps a
+ * whole folio of the page cache (2 MiB on ext4 since Linux 6.x's large
+ * folios), so the 1024 ids of one request brought 670 MiB of XLM-R's
+ * 768 MB table back into the process.  Without a file (word_fd -1) rows
+ * are read at word. */
+struct embed_module {
+    embed_config cfg;
+    int D;
+    enc_embedding_info info;   /* what enc_model_embedding gives; info.tensors = names */
+    char **names;              /* the module's tensors as the file names them (info.n_tensors) */
+    const unsigned char *word; /* (V, E) in word_dtype, borrowed (a mapping of the model's);
+                                  unaligned: read by memcpy */
+    embed_dtype word_dtype;
+    int word_fd;       /* the file holding word (borrowed: the model's), or -1 */
+    uint64_t word_off; /* word's offset in it */
+    float *params;     /* one allocation (model_zalloc) the tables below are carved from */
+    size_t n_params;
+    float *pos;             /* (P, E) or NULL (EMBED_POS_NONE) */
+    float *type;            /* (TV, E) or NULL */
+    float *ln_w, *ln_b;     /* (E); ln_b NULL without norm_bias */
+    float *proj_w, *proj_b; /* (D, E), (D): ELECTRA's embeddings_project, or NULL */
+    gemm_packed *pk_proj;   /* proj_w packed (model_pack), or NULL: cblas_sgemm */
+};
+
+/* A module of cfg's shapes for a stack of width D, its tables zeroed, no
+ * word table yet.  Returns an owned module or NULL (err set). */
+embed_module *embed_new(const embed_config *cfg, int D, enc_error *err);
+void embed_free(embed_module *e);
+/* Records one of the module's tensors (as the file names it); -1 when out
+ * of memory. */
+int embed_add_name(embed_module *e, const char *name);
+/* The word table: V x E elements of dtype at data (borrowed; whoever set
+ * it keeps it alive, a loader by handing its mapping to the model).  Checks every value
+ * finite, in one pass over the table: returns 0 or ENC_EFORMAT naming the
+ * tensor and the index. */
+int embed_set_word(embed_module *e, const void *data, embed_dtype dtype, const char *name,
+                   enc_error *err);
+/* embed_set_word in parts, for a loader that gives each part's pages back
+ * once checked: rows [row0, row0 + rows) of the table at data checked (the
+ * message's index counts from the table's start), then the table set
+ * without a check. */
+int embed_check_word(const embed_module *e, const void *data, embed_dtype dtype, size_t row0,
+                     size_t rows, const char *name, enc_error *err);
+void embed_use_word(embed_module *e, const void *data, embed_dtype dtype);
+/* DistilBERT's sinusoidal table into e->pos, as transformers'
+ * create_sinusoidal_embeddings writes it (for a file without the table). */
+void embed_sinusoidal(embed_module *e);
+/* Fills e->info (after every tensor is set); hp: the stack's, whose
+ * attention takes the positions when the module has no table. */
+void embed_finish(embed_module *e, const enc_hparams *hp);
+/* Packs the projection for the packed GEMM, replacing any earlier packing
+ * (model_pack calls it). */
+void embed_pack(embed_module *e);
+
+/* enc_batch_validate's checks of an ids batch: every real token's id below
+ * vocab_size, type id below type_vocab_size (0 when the model has none),
+ * position within the table. */
+int embed_validate(const embed_module *e, const enc_batch *in, enc_error *err);
+
+/* Rows [i0, i1) of sequence b of an ids batch, before the projection:
+ * out (i1 - i0, E), rows ldo floats apart = LayerNorm(word + type + pos).
+ * The batch must have passed embed_validate. */
+void embed_rows(const embed_module *e, const enc_batch *in, int b, int i0, int i1, float *out,
+                int ldo);
+
+/* Whether n elements of dtype at p are all finite: one pass, no early exit. */
+bool embed_finite(const void *p, size_t n, embed_dtype dtype);
+
+/* F16 values widened exactly (the branch-free form the lookups use). */
+void embed_widen_f16(float *dst, const void *src, size_t n);
 
 /* ---- ops.c: one function per op, shapes in the comment ---- */
 

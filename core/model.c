@@ -1,16 +1,21 @@
 /* model.c - a model's parameters: one allocation, built from a seed with
- * PyTorch's initialisation scheme (or bound from files by checkpoint.c). */
+ * PyTorch's initialisation scheme (or bound from files by checkpoint.c,
+ * whose float32 Linear weights stay in the files' mappings, kept here);
+ * the Linear weights packed for the GEMM kernel. */
 #include "internal.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <sys/mman.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Floats in layer l, and where each tensor sits, for hp (layer -1: the
- * final norm's). */
-static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *base)
+ * final norm's); without linear, the Linear weights are neither counted
+ * nor carved (a loader points them into a file's mapping). */
+static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *base, bool linear)
 {
     const enc_hparams *hp = &m->hp;
     const size_t D = (size_t)hp->d_model, F = (size_t)hp->d_ff, Q = (size_t)m->qkv_dim;
@@ -24,13 +29,16 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
             carve->field = (present) ? base + off : NULL;                                          \
         off += (present) ? (n) : 0;                                                                \
     } while (0)
-    CARVE(w_qkv, Q * D, block);
+    const size_t KV = (size_t)m->kv_dim;
+    CARVE(w_q, D * D, block && linear);
+    CARVE(w_k, KV * D, block && linear);
+    CARVE(w_v, KV * D, block && linear);
     CARVE(b_qkv, Q, block && b);
-    CARVE(w_o, D * D, block);
+    CARVE(w_o, D * D, block && linear);
     CARVE(b_o, D, block && b);
-    CARVE(w_1, F1 * D, block);
+    CARVE(w_1, F1 * D, block && linear);
     CARVE(b_1, F1, block && b);
-    CARVE(w_2, D * F, block);
+    CARVE(w_2, D * F, block && linear);
     CARVE(b_2, D, block && b);
     CARVE(ln1_w, D, ln1 || (!block && hp->final_norm));
     CARVE(ln1_b, D, (ln1 || (!block && hp->final_norm)) && nb);
@@ -41,6 +49,16 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
 }
 
 enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
+{
+    enc_model *m = model_new(hp, err);
+    if (m && model_carve(m, true, err) < 0) {
+        enc_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+enc_model *model_new(const enc_hparams *hp, enc_error *err)
 {
     if (enc_hparams_validate(hp, err) < 0)
         return NULL;
@@ -57,20 +75,11 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
             goto nomem;
         enc_alibi_slopes(hp->n_heads, m->alibi);
     }
-    m->n_params = layer_floats(m, -1, NULL, NULL);
+    m->n_params = layer_floats(m, -1, NULL, NULL, true);
     for (int l = 0; l < hp->n_layers; l++)
-        m->n_params += layer_floats(m, l, NULL, NULL);
-    m->params = model_zalloc(m->n_params * sizeof *m->params);
-    m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
-    if (!m->params || !m->layers)
+        m->n_params += layer_floats(m, l, NULL, NULL, true);
+    if (!(m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers)))
         goto nomem;
-    size_t off = 0;
-    for (int l = 0; l < hp->n_layers; l++)
-        off += layer_floats(m, l, &m->layers[l], m->params + off);
-    enc_layer final;
-    layer_floats(m, -1, &final, m->params + off);
-    m->final_w = final.ln1_w;
-    m->final_b = final.ln1_b;
     return m;
 nomem:
     enc_model_free(m);
@@ -78,9 +87,62 @@ nomem:
     return NULL;
 }
 
+int model_carve(enc_model *m, bool linear, enc_error *err)
+{
+    m->n_owned = layer_floats(m, -1, NULL, NULL, linear);
+    for (int l = 0; l < m->hp.n_layers; l++)
+        m->n_owned += layer_floats(m, l, NULL, NULL, linear);
+    if (!(m->params = model_zalloc(m->n_owned * sizeof *m->params)))
+        return enc_error_set(err, ENC_ENOMEM, "out of memory allocating the model's parameters");
+    size_t off = 0;
+    for (int l = 0; l < m->hp.n_layers; l++)
+        off += layer_floats(m, l, &m->layers[l], m->params + off, linear);
+    enc_layer final;
+    layer_floats(m, -1, &final, m->params + off, linear);
+    m->final_w = final.ln1_w;
+    m->final_b = final.ln1_b;
+    return ENC_OK;
+}
+
+int model_add_map(enc_model *m, void *addr, size_t size, int fd)
+{
+    struct model_map *maps = realloc(m->maps, (m->n_maps + 1) * sizeof *maps);
+    if (!maps)
+        return -1;
+    m->maps = maps;
+    maps[m->n_maps++] = (struct model_map){addr, size, fd};
+    return 0;
+}
+
+float *model_own(enc_model *m, const float *p)
+{
+    return m->params + (p - m->params);
+}
+
+bool model_mapped(const enc_model *m, const void *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    for (size_t i = 0; i < m->n_maps; i++)
+        if (a >= (uintptr_t)m->maps[i].addr && a < (uintptr_t)m->maps[i].addr + m->maps[i].size)
+            return true;
+    return false;
+}
+
+void model_release(const enc_model *m, const void *p, size_t bytes)
+{
+    if (!p || bytes == 0 || !model_mapped(m, p))
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (hi > lo) /* a read-only private file mapping: nothing is lost */
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void model_pack(enc_model *m)
 {
-    const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp);
+    const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;
+    const size_t f = sizeof(float);
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
         enc_layer *ly = &m->layers[l];
@@ -88,12 +150,27 @@ void model_pack(enc_model *m)
         gemm_packed_free(ly->pk_o);
         gemm_packed_free(ly->pk_1);
         gemm_packed_free(ly->pk_2);
-        ly->pk_qkv = gemm_pack(ly->w_qkv, m->qkv_dim, D);
+        const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v};
+        ly->pk_qkv = gemm_pack_parts(qkv, (const int[3]){D, KV, KV}, 3, D);
         ly->pk_o = gemm_pack(ly->w_o, D, D);
         ly->pk_1 = gemm_pack(ly->w_1, F1, D);
         ly->pk_2 = gemm_pack(ly->w_2, D, F);
         m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;
+        /* a mapped weight now packed: the forward reads the panels only */
+        if (ly->pk_qkv) {
+            model_release(m, ly->w_q, (size_t)D * D * f);
+            model_release(m, ly->w_k, (size_t)KV * D * f);
+            model_release(m, ly->w_v, (size_t)KV * D * f);
+        }
+        if (ly->pk_o)
+            model_release(m, ly->w_o, (size_t)D * D * f);
+        if (ly->pk_1)
+            model_release(m, ly->w_1, (size_t)F1 * D * f);
+        if (ly->pk_2)
+            model_release(m, ly->w_2, (size_t)D * F * f);
     }
+    if (m->embed)
+        embed_pack(m->embed);
 }
 
 void enc_model_free(enc_model *m)
@@ -113,7 +190,13 @@ void enc_model_free(enc_model *m)
     free(m->files);
     free(m->ignored);
     free(m->alibi);
-    model_zfree(m->params, m->n_params * sizeof *m->params);
+    embed_free(m->embed);
+    model_zfree(m->params, m->n_owned * sizeof *m->params);
+    for (size_t i = 0; i < m->n_maps; i++) {
+        munmap(m->maps[i].addr, m->maps[i].size);
+        close(m->maps[i].fd);
+    }
+    free(m->maps);
     free(m->layers);
     free(m);
 }
@@ -278,21 +361,22 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     const size_t F1 = (size_t)enc_ffn_rows(hp);
     for (int l = 0; l < hp->n_layers; l++) {
         enc_layer *ly = &m->layers[l];
+        float *w_qkv = model_own(m, ly->w_q); /* q, k and v rows one after the other */
         if (hp->n_kv_heads == hp->n_heads) {
             /* nn.MultiheadAttention: xavier_uniform_ over the whole (3D, D). */
-            fill_uniform(ly->w_qkv, 3 * D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + 3 * D)));
+            fill_uniform(w_qkv, 3 * D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + 3 * D)));
         } else {
             /* Separate q/k/v weights: xavier_uniform_ on each. */
-            fill_uniform(ly->w_qkv, D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + D)));
-            fill_uniform(ly->w_qkv + D * D, KV * D, seed, l, RNG_K, sqrt(6.0 / (double)(D + KV)));
-            fill_uniform(ly->w_qkv + D * D + KV * D, KV * D, seed, l, RNG_V,
+            fill_uniform(w_qkv, D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + D)));
+            fill_uniform(w_qkv + D * D, KV * D, seed, l, RNG_K, sqrt(6.0 / (double)(D + KV)));
+            fill_uniform(w_qkv + D * D + KV * D, KV * D, seed, l, RNG_V,
                          sqrt(6.0 / (double)(D + KV)));
         }
         /* nn.Linear: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in),
          * and its bias the same bound; MHA zeroes its two biases. */
-        fill_uniform(ly->w_o, D * D, seed, l, RNG_OUT_W, 1.0 / sqrt((double)D));
-        fill_uniform(ly->w_1, F1 * D, seed, l, RNG_FF1_W, 1.0 / sqrt((double)D));
-        fill_uniform(ly->w_2, D * F, seed, l, RNG_FF2_W, 1.0 / sqrt((double)F));
+        fill_uniform(model_own(m, ly->w_o), D * D, seed, l, RNG_OUT_W, 1.0 / sqrt((double)D));
+        fill_uniform(model_own(m, ly->w_1), F1 * D, seed, l, RNG_FF1_W, 1.0 / sqrt((double)D));
+        fill_uniform(model_own(m, ly->w_2), D * F, seed, l, RNG_FF2_W, 1.0 / sqrt((double)F));
         if (hp->bias) {
             fill_uniform(ly->b_1, F1, seed, l, RNG_FF1_B, 1.0 / sqrt((double)D));
             fill_uniform(ly->b_2, D, seed, l, RNG_FF2_B, 1.0 / sqrt((double)F));

@@ -2,6 +2,7 @@
  * a time, no BLAS and no packing: the obviously correct reference the fast
  * path in forward.c is tested against.  It shares no code with it. */
 #include "internal.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -156,6 +157,65 @@ static void naive_rope(double *x, int n, int E, const enc_hparams *hp, double th
         }
 }
 
+/* Row `row` of the word table, as the file stores it, into y (E). */
+static void naive_word(const embed_module *e, int row, double *y)
+{
+    const int E = e->cfg.embedding_size;
+    for (int k = 0; k < E; k++) {
+        const size_t at = (size_t)row * E + k;
+        if (e->word_dtype == EMBED_F32) {
+            float f;
+            memcpy(&f, e->word + 4 * at, sizeof f);
+            y[k] = f;
+        } else {
+            const uint16_t h = (uint16_t)(e->word[2 * at] | e->word[2 * at + 1] << 8);
+            y[k] = e->word_dtype == EMBED_F16 ? st_f16_to_f32(h) : st_bf16_to_f32(h);
+        }
+    }
+}
+
+/* The embedding module on sequence b's first len ids, into x (len, D):
+ * written out after transformers' modules.  e (len, E) and y (E) are
+ * scratch. */
+static void naive_embed(const enc_model *m, const enc_batch *in, int b, int len, double *x,
+                        double *e_rows)
+{
+    const embed_module *e = m->embed;
+    const embed_config *cfg = &e->cfg;
+    const int L = in->L, E = cfg->embedding_size, D = m->hp.d_model;
+    const int32_t *ids = in->ids->input_ids + (size_t)b * L;
+    const int32_t *tt = in->ids->token_type_ids ? in->ids->token_type_ids + (size_t)b * L : NULL;
+    for (int i = 0; i < len; i++) {
+        double *y = e_rows + (size_t)i * E;
+        naive_word(e, ids[i], y); /* word_embeddings(input_ids) */
+        if (e->type)              /* + token_type_embeddings(token_type_ids or zeros) */
+            for (int k = 0; k < E; k++)
+                y[k] += e->type[(size_t)(tt ? tt[i] : 0) * E + k];
+        if (!e->pos)
+            continue;
+        /* + position_embeddings(position_ids): given; or arange(L); or
+         * RoBERTa's create_position_ids_from_input_ids: mask = ids !=
+         * padding_idx, cumsum(mask) * mask + padding_idx */
+        int p = i;
+        if (in->positions) {
+            p = in->positions[(size_t)b * L + i];
+        } else if (cfg->pos == EMBED_POS_ROBERTA) {
+            int cum = 0;
+            for (int j = 0; j <= i; j++)
+                cum += ids[j] != cfg->pad_token_id;
+            p = cum * (ids[i] != cfg->pad_token_id) + cfg->pad_token_id;
+        }
+        for (int k = 0; k < E; k++)
+            y[k] += e->pos[(size_t)p * E + k];
+    }
+    /* LayerNorm; then ELECTRA's embeddings_project when E != D */
+    naive_layernorm(e_rows, e_rows, e->ln_w, e->ln_b, len, E, cfg->eps);
+    if (e->proj_w)
+        naive_linear(x, e_rows, e->proj_w, e->proj_b, len, E, D);
+    else
+        memcpy(x, e_rows, (size_t)len * D * sizeof *x);
+}
+
 int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, enc_error *err)
 {
     int rc = enc_batch_validate(m, in, err);
@@ -171,7 +231,9 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
     double *k = malloc((size_t)L * KV * sizeof *k), *v = malloc((size_t)L * KV * sizeof *v);
     double *hid = malloc((size_t)L * F * sizeof *hid), *p = malloc((size_t)L * sizeof *p);
     double *gate = malloc((size_t)L * F * sizeof *gate);
-    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p || !gate) {
+    const size_t emb_E = m->embed ? (size_t)m->embed->cfg.embedding_size : 1;
+    double *emb = malloc((size_t)L * emb_E * sizeof *emb);
+    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p || !gate || !emb) {
         rc = enc_error_set(err, ENC_ENOMEM, "out of memory in the naive forward");
         goto done;
     }
@@ -183,8 +245,11 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
 
     for (int b = 0; b < B; b++) {
         const int len = in->lengths ? in->lengths[b] : L;
-        for (size_t t = 0; t < (size_t)len * D; t++)
-            x[t] = in->x[(size_t)b * LD + t];
+        if (in->ids)
+            naive_embed(m, in, b, len, x, emb);
+        else
+            for (size_t t = 0; t < (size_t)len * D; t++)
+                x[t] = in->x[(size_t)b * LD + t];
 
         for (int l = 0; l < hp->n_layers; l++) {
             const enc_layer *ly = &m->layers[l];
@@ -198,7 +263,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 naive_layernorm(a, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
             else
                 memcpy(a, x, (size_t)len * D * sizeof *a);
-            const float *wq = ly->w_qkv, *wk = wq + (size_t)D * D, *wv = wk + (size_t)KV * D;
+            const float *wq = ly->w_q, *wk = ly->w_k, *wv = ly->w_v;
             const float *bq = ly->b_qkv, *bk = bq ? bq + D : NULL, *bv = bq ? bq + D + KV : NULL;
             naive_linear(q, a, wq, bq, len, D, D);
             naive_linear(k, a, wk, bk, len, D, KV);
@@ -301,5 +366,6 @@ done:
     free(hid);
     free(p);
     free(gate);
+    free(emb);
     return rc;
 }

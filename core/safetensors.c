@@ -503,13 +503,11 @@ int st_open(st_file *f, const char *path, enc_error *err)
         rc = enc_error_set(err, ENC_EIO, "cannot map '%s': %s", path, strerror(errno));
         goto error;
     }
-    close(fd);
-    fd = -1;
-
     if ((rc = parse_into(f, map, size, err)) < 0)
         goto error;
     f->map = map;
     f->map_size = size;
+    f->fd = fd;
     return ENC_OK;
 
 error:
@@ -528,9 +526,27 @@ void st_close(st_file *f)
         return;
     json_decref(f->header);
     free(f->tensors);
-    if (f->map)
+    if (f->map) {
         munmap(f->map, f->map_size);
+        close(f->fd);
+    }
     memset(f, 0, sizeof *f);
+}
+
+void st_release(const st_file *f, const st_tensor *t)
+{
+    st_release_bytes(f, t->data, t->nbytes);
+}
+
+void st_release_bytes(const st_file *f, const void *p, size_t n)
+{
+    if (!f->map || n == 0)
+        return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo) /* a hint: the mapping is read-only and private, nothing is lost */
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 /* The tensor called name, or NULL (a linear scan: files hold few tensors). */

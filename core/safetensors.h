@@ -65,6 +65,8 @@ typedef struct st_tensor {
 typedef struct st_file {
     void *map;          /* the mapping, or NULL when parsed from memory */
     size_t map_size;
+    int fd;             /* the file, open (O_RDONLY) while map is set: whoever takes
+                           map over from f (setting it NULL) takes fd with it */
     const unsigned char *bytes;   /* start of the file's bytes */
     size_t size;                  /* the file's size */
     json_t *header;     /* owned: the parsed header (tensor names borrow from it) */
@@ -73,7 +75,7 @@ typedef struct st_file {
 } st_file;
 
 /* Maps and validates the file at path.  On success returns 0 and f owns the
- * mapping; on error returns a negative enc_status, fills err with a message
+ * mapping and the open file; on error returns a negative enc_status, fills err with a message
  * naming the tensor or the reason, and leaves f closed (st_close is safe). */
 int st_open(st_file *f, const char *path, enc_error *err);
 
@@ -83,6 +85,15 @@ int st_parse(st_file *f, const void *buf, size_t size, enc_error *err);
 
 /* Releases what f owns.  Safe on a zeroed, failed or already-closed st_file. */
 void st_close(st_file *f);
+
+/* t's bytes (a tensor of f) will not be read again: the pages wholly
+ * inside them leave the process's memory (madvise MADV_DONTNEED: the file's
+ * page cache keeps them, and a later read faults them back in).  A loader
+ * that copies a tensor calls it, so a file's pages and their copies are not
+ * both resident.  Nothing for a file parsed from memory. */
+void st_release(const st_file *f, const st_tensor *t);
+/* The same for n bytes at p, inside f's mapping. */
+void st_release_bytes(const st_file *f, const void *p, size_t n);
 
 /* The tensor called name, or NULL.  Borrowed until st_close. */
 const st_tensor *st_find(const st_file *f, const char *name);

@@ -58,12 +58,13 @@ START_TEST(test_ring_fell_public)
     enc_model *m = model_alloc(&hp, NULL);
     ck_assert_ptr_nonnull(m);
     enc_layer *ly = &m->layers[0];
+    float *w_qkv = model_own(m, ly->w_q); /* q, k and v rows one after the other */
     /* Q = X Wq^T with X one-hot rows e_0, e_1, e_2: Wq[o][i] = Q[i][o]. */
     for (int i = 0; i < 3; i++)
         for (int o = 0; o < 4; o++) {
-            ly->w_qkv[o * 4 + i] = ring_Q[i][o];
-            ly->w_qkv[(4 + o) * 4 + i] = ring_K[i][o];
-            ly->w_qkv[(8 + o) * 4 + i] = ring_V[i][o];
+            w_qkv[o * 4 + i] = ring_Q[i][o];
+            w_qkv[(4 + o) * 4 + i] = ring_K[i][o];
+            w_qkv[(8 + o) * 4 + i] = ring_V[i][o];
         }
     for (int k = 0; k < 4; k++)
         ly->ln1_w[k] = ly->ln2_w[k] = 1.0f;

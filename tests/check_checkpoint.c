@@ -4,10 +4,16 @@
  * embedding, pooler and head tensors) against PyTorch's outputs, against
  * the same weights under PyTorch's names bit for bit, the files and
  * ignored tensors they report, every refusal with the name it must give,
- * the settings that disagree with config.json, and the daemon's /v1/model. */
+ * the settings that disagree with config.json, and the daemon's /v1/model.
+ * tests/fixtures/hf5 (tools/make_hf5_fixtures.py) holds the same
+ * directories with config.json in transformers 5's form: they go through
+ * the same comparisons.  Each config.json field that changes what
+ * transformers computes is either honoured (the outputs stay PyTorch's) or
+ * refused naming it. */
 #include "config.h"
 #include "daemon.h"
 #include "hf_util.h"
+#include "internal.h"
 #include "safetensors.h"
 #include "sha256.h"
 #include "suites.h"
@@ -23,12 +29,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define HF_DIR TESTS_DIR "/fixtures/hf"
-#define TOL    1e-4
+#define HF_DIR  TESTS_DIR "/fixtures/hf"
+#define HF5_DIR TESTS_DIR "/fixtures/hf5"
+#define TOL     1e-4
 
-static const char *const CASES[] = {"bert_mlm",  "bert_base",    "roberta_mlm",    "xlm_roberta",
-                                    "camembert", "electra_disc", "distilbert_mlm", "bert_sharded",
-                                    "bert_f16",  "bert_stack4"};
+static const char *const CASES[] = {
+    "bert_mlm",  "bert_base",    "roberta_mlm",          "xlm_roberta",
+    "camembert", "electra_disc", "distilbert_mlm",       "bert_sharded",
+    "bert_f16",  "bert_stack4",  "distilbert_sinusoidal"};
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
 static void path_of(char *buf, size_t size, const char *dir, const char *name)
@@ -51,15 +59,16 @@ static void run(enc_model *m, const float *x, int B, int L, float **out, float *
     enc_workspace_free(ws);
 }
 
-/* Each directory: config.json read as the fixture script wrote attnd's
- * config; the forward within 1e-4 of PyTorch (outputs and every layer's
- * per-head weights); the same bits as the PyTorch-named file of the same
- * weights; the ignored tensors and files the script lists. */
+/* Each directory, in the 4.x and the 5.x format: config.json read as the
+ * fixture script wrote attnd's config; the forward within 1e-4 of PyTorch
+ * (outputs and every layer's per-head weights); the same bits as the
+ * PyTorch-named file of the same weights; the ignored tensors and files the
+ * script lists. */
 START_TEST(test_directory_matches_pytorch)
 {
-    const char *name = CASES[_i];
+    const char *name = CASES[_i % N_CASES];
     char dir[512], path[640];
-    path_of(dir, sizeof dir, HF_DIR, name);
+    path_of(dir, sizeof dir, _i < N_CASES ? HF_DIR : HF5_DIR, name);
     path_of(path, sizeof path, dir, "case.safetensors");
     st_file f;
     enc_error err = {0};
@@ -146,8 +155,14 @@ START_TEST(test_bad_config_refused)
         {"{\"hidden_size\": \"16\"}", NULL, "config.json: 'hidden_size' is not a positive integer"},
         {"{\"num_hidden_layers\": 0}", NULL, "'num_hidden_layers' is not a positive integer"},
         {"{\"hidden_act\": \"swish\"}", NULL,
-         "config.json: hidden_act 'swish' is not supported (gelu, gelu_new, gelu_pytorch_tanh, "
-         "relu)"},
+         "config.json: hidden_act 'swish' is not supported (gelu, gelu_python, gelu_new, "
+         "gelu_pytorch_tanh, gelu_fast, gelu_accurate, relu)"},
+        /* what attnd cannot compute among transformers' ACT2FN */
+        {"{\"hidden_act\": \"quick_gelu\"}", NULL,
+         "config.json: hidden_act 'quick_gelu' is not supported"},
+        {"{\"hidden_act\": \"gelu_10\"}", NULL,
+         "config.json: hidden_act 'gelu_10' is not supported"},
+        {"{\"hidden_act\": \"silu\"}", NULL, "config.json: hidden_act 'silu' is not supported"},
         {"{\"hidden_act\": 3}", NULL, "config.json: a string expected for 'hidden_act'"},
         {"{\"model_type\": \"gpt2\"}", NULL, "config.json: model_type 'gpt2' is not supported"},
         {NULL, "model_type", "config.json: missing 'model_type'"},
@@ -155,7 +170,55 @@ START_TEST(test_bad_config_refused)
         {"{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", NULL,
          "config.json: rope_scaling is not supported"},
         {"{\"position_embedding_type\": \"relative_key\"}", NULL,
-         "config.json: position_embedding_type 'relative_key' is not supported"},
+         "config.json: position_embedding_type 'relative_key' is not supported (absolute, alibi, "
+         "rotary): transformers adds learned distance embeddings"},
+        {"{\"position_embedding_type\": \"relative_key_query\"}", NULL,
+         "config.json: position_embedding_type 'relative_key_query' is not supported"},
+        /* a decoder's causal self-attention, a cross-attention */
+        {"{\"is_decoder\": true}", NULL, "config.json: is_decoder true is not supported"},
+        {"{\"is_decoder\": \"no\"}", NULL, "config.json: 'is_decoder' is not true or false"},
+        {"{\"add_cross_attention\": true}", NULL,
+         "config.json: add_cross_attention true is not supported"},
+        /* 4.x prunes these heads as it loads the model */
+        {"{\"pruned_heads\": {\"0\": [1]}}", NULL, "config.json: pruned_heads is not supported"},
+        {"{\"quantization_config\": {\"quant_method\": \"bitsandbytes\"}}", NULL,
+         "config.json: quantization_config is not supported"},
+        /* transformers 5's rope_parameters (read with a rotary position type) */
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": {\"rope_type\": "
+         "\"yarn\", \"factor\": 4.0}}",
+         NULL,
+         "config.json: rope_parameters.rope_type 'yarn' is not supported (default: attnd computes "
+         "RoPE without scaling)"},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": {\"type\": "
+         "\"linear\"}}",
+         NULL, "config.json: rope_parameters.type 'linear' is not supported"},
+        /* refused with absolute positions too, as rope_scaling is */
+        {"{\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}}", NULL,
+         "config.json: rope_parameters.rope_type 'dynamic' is not supported"},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": {\"full_attention\": "
+         "{\"rope_theta\": 500}}}",
+         NULL,
+         "config.json: rope_parameters has entries per layer type, but a bert model has no "
+         "layer_types"},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": 500}", NULL,
+         "config.json: 'rope_parameters' is not an object"},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": {\"rope_theta\": 0}}",
+         NULL, "config.json: 'rope_parameters.rope_theta' is not a positive number"},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": "
+         "{\"partial_rotary_factor\": 0.1}}",
+         NULL,
+         "config.json: rope_parameters.partial_rotary_factor 0.1 leaves no pair of the head's 4 "
+         "dimensions to rotate"},
+        /* the embedding module's fields */
+        {"{\"vocab_size\": 0}", NULL, "config.json: 'vocab_size' is not a positive integer"},
+        {"{\"pad_token_id\": 50}", NULL,
+         "config.json: pad_token_id (50) is not below vocab_size (50)"},
+        {"{\"pad_token_id\": -1}", NULL,
+         "config.json: 'pad_token_id' is not a non-negative integer"},
+        {"{\"type_vocab_size\": \"2\"}", NULL,
+         "config.json: 'type_vocab_size' is not a non-negative integer"},
+        {"{\"max_position_embeddings\": 0}", NULL,
+         "config.json: 'max_position_embeddings' is not a positive integer"},
         /* the file's shapes against config.json's sizes */
         {"{\"hidden_size\": 12, \"num_attention_heads\": 4}", NULL,
          "tensor 'bert.encoder.layer.0.attention.self.query.weight' has shape [16, 16], "
@@ -286,11 +349,13 @@ START_TEST(test_gamma_beta_names)
     run(renamed, x, B, L, &o1, a1);
     run(plain, x, B, L, &o2, a2);
     ck_assert(memcmp(o1, o2, (size_t)B * L * D * sizeof *o1) == 0);
-    /* the embeddings' gamma and beta are ignored like the rest */
+    /* the embeddings' gamma and beta are the embedding module's, listed
+     * under the file's names */
+    const enc_embedding_info *emb = enc_model_embedding(renamed);
+    ck_assert_ptr_nonnull(emb);
     bool seen = false;
-    for (size_t i = 0; i < enc_model_ignored_count(renamed); i++)
-        seen =
-            seen || strcmp(enc_model_ignored(renamed, i), "bert.embeddings.LayerNorm.gamma") == 0;
+    for (size_t i = 0; i < emb->n_tensors; i++)
+        seen = seen || strcmp(emb->tensors[i], "bert.embeddings.LayerNorm.gamma") == 0;
     ck_assert(seen);
     for (int l = 0; l < c.hp.n_layers; l++) {
         free(a1[l]);
@@ -323,6 +388,20 @@ START_TEST(test_positions_from_config_json)
          ENC_POS_ROPE, 500.0, 2},
         {"{\"position_embedding_type\": \"rope\", \"rope_theta\": 1e6, \"rope_scaling\": null}",
          ENC_POS_ROPE, 1e6, 0},
+        /* transformers 5's rope_parameters: its rope_theta and partial_rotary_factor first,
+           then the top-level ones 4.x writes (RotaryEmbeddingConfigMixin's order) */
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": {\"rope_type\": "
+         "\"default\", \"rope_theta\": 500.0, \"partial_rotary_factor\": 0.5}}",
+         ENC_POS_ROPE, 500.0, 2},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_theta\": 1e6, "
+         "\"partial_rotary_factor\": 1.0, \"rope_parameters\": {\"rope_theta\": 500.0, "
+         "\"partial_rotary_factor\": 0.5}}",
+         ENC_POS_ROPE, 500.0, 2},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_theta\": 1e6, "
+         "\"partial_rotary_factor\": 0.5, \"rope_parameters\": {\"type\": \"default\"}}",
+         ENC_POS_ROPE, 1e6, 2},
+        {"{\"position_embedding_type\": \"rotary\", \"rope_parameters\": null}", ENC_POS_ROPE,
+         10000.0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         scratch s;
@@ -361,6 +440,132 @@ START_TEST(test_positions_from_config_json)
                  "{\"position_embedding_type\": \"rotary\", \"rope_theta\": -1}", NULL, WEIGHTS);
     refused(s.dir, "config.json: 'rope_theta' is not a positive number");
     scratch_free(&s);
+}
+END_TEST
+
+/* DistilBERT's and ELECTRA's own fields: a DistilBertConfig attribute_map
+ * alias that disagrees with its field, a sinusoidal_pos_embds or
+ * embedding_size of the wrong type. */
+START_TEST(test_family_fields_refused)
+{
+    static const struct {
+        const char *base, *edit, *want;
+    } cases[] = {
+        {"distilbert_mlm", "{\"hidden_size\": 32}",
+         "config.json: 'hidden_size' (32) and 'dim' (16) differ (DistilBertConfig reads "
+         "hidden_size as dim)"},
+        {"distilbert_mlm", "{\"num_attention_heads\": 2}",
+         "config.json: 'num_attention_heads' (2) and 'n_heads' (4) differ"},
+        {"distilbert_mlm", "{\"num_hidden_layers\": 1}",
+         "config.json: 'num_hidden_layers' (1) and 'n_layers' (2) differ"},
+        {"distilbert_mlm", "{\"sinusoidal_pos_embds\": 1}",
+         "config.json: 'sinusoidal_pos_embds' is not true or false"},
+        {"electra_disc", "{\"embedding_size\": 0}",
+         "config.json: 'embedding_size' is not a positive integer"},
+        {"electra_disc", "{\"is_decoder\": true}",
+         "config.json: is_decoder true is not supported (transformers' electra then masks"},
+        {"roberta_mlm", "{\"add_cross_attention\": true}",
+         "config.json: add_cross_attention true is not supported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char base[512];
+        path_of(base, sizeof base, HF_DIR, cases[i].base);
+        scratch s;
+        scratch_make(&s, base, cases[i].edit, NULL, WEIGHTS);
+        refused(s.dir, cases[i].want);
+        scratch_free(&s);
+    }
+}
+END_TEST
+
+/* What the embedding module will need, as config.json says it, in the
+ * 4.x and the 5.x form alike: vocab_size, type_vocab_size,
+ * max_position_embeddings, pad_token_id, ELECTRA's embedding_size (its
+ * class default 128 when absent), DistilBERT's sinusoidal_pos_embds. */
+START_TEST(test_embedding_fields_read)
+{
+    static const struct {
+        const char *name, *edit, *remove;
+        int vocab, types, positions, pad, width;
+        bool sinusoidal;
+    } cases[] = {
+        {"bert_mlm", NULL, NULL, 50, 2, 24, 0, 16, false},
+        {"roberta_mlm", NULL, NULL, 50, 1, 24, 1, 16, false},
+        {"electra_disc", NULL, NULL, 50, 2, 24, 0, 8, false},
+        {"electra_disc", NULL, "embedding_size", 50, 2, 24, 0, 128, false},
+        {"distilbert_mlm", NULL, NULL, 50, 0, 24, 0, 16, false},
+        {"distilbert_mlm", "{\"sinusoidal_pos_embds\": true}", NULL, 50, 0, 24, 0, 16, true},
+        {"bert_mlm", "{\"pad_token_id\": null}", "vocab_size", 0, 2, 24, -1, 16, false},
+    };
+    for (int form = 0; form < 2; form++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            char base[512];
+            path_of(base, sizeof base, form ? HF5_DIR : HF_DIR, cases[i].name);
+            scratch s;
+            scratch_make(&s, base, cases[i].edit, (const char *const[]){cases[i].remove, NULL},
+                         NULL);
+            enc_hf_config c;
+            enc_error err = {0};
+            ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s: %s", base, err.message);
+            ck_assert_int_eq(c.vocab_size, cases[i].vocab);
+            ck_assert_int_eq(c.type_vocab_size, cases[i].types);
+            ck_assert_int_eq(c.max_position_embeddings, cases[i].positions);
+            ck_assert_int_eq(c.pad_token_id, cases[i].pad);
+            ck_assert_int_eq(c.embedding_size, cases[i].width);
+            ck_assert_int_eq(c.sinusoidal, cases[i].sinusoidal);
+            scratch_free(&s);
+        }
+}
+END_TEST
+
+/* Fields attnd honours without a block option of its own give PyTorch's
+ * outputs: each of transformers' names for the exact GELU (gelu_python)
+ * and for the tanh one (gelu_pytorch_tanh, gelu_fast, gelu_accurate) on
+ * the case of that activation; dtype and torch_dtype saying another type
+ * than the file's tensors (attnd reads each tensor as stored); a decoder's
+ * and a cross-attention's switches given false, as 5.x writes them; the
+ * fields that only configure the head, dropout or the embeddings. */
+START_TEST(test_honoured_fields_keep_outputs)
+{
+    static const struct {
+        const char *name, *edit;
+    } cases[] = {
+        {"bert_mlm", "{\"hidden_act\": \"gelu_python\"}"},
+        {"bert_base", "{\"hidden_act\": \"gelu_pytorch_tanh\"}"},
+        {"bert_base", "{\"hidden_act\": \"gelu_fast\"}"},
+        {"bert_base", "{\"hidden_act\": \"gelu_accurate\"}"},
+        {"distilbert_mlm", "{\"activation\": \"gelu_python\"}"},
+        {"bert_mlm", "{\"dtype\": \"bfloat16\", \"torch_dtype\": \"float16\"}"},
+        {"bert_f16", "{\"dtype\": \"float32\"}"},
+        {"bert_mlm",
+         "{\"is_decoder\": false, \"add_cross_attention\": false, \"pruned_heads\": {}, "
+         "\"quantization_config\": null, \"rope_scaling\": null}"},
+        {"bert_mlm",
+         "{\"hidden_dropout_prob\": 0.9, \"attention_probs_dropout_prob\": 0.9, "
+         "\"classifier_dropout\": 0.5, \"use_cache\": false, \"chunk_size_feed_forward\": "
+         "2, \"tie_word_embeddings\": false, \"initializer_range\": 1.0, "
+         "\"output_attentions\": true}"},
+        {"electra_disc", "{\"summary_type\": \"mean\", \"summary_use_proj\": false}"},
+        {"distilbert_mlm", "{\"dim\": 16, \"hidden_size\": 16, \"n_heads\": 4, "
+                           "\"num_attention_heads\": 4}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char base[512];
+        path_of(base, sizeof base, HF_DIR, cases[i].name);
+        scratch s;
+        scratch_make(&s, base, cases[i].edit, NULL, WEIGHTS);
+        enc_hf_config c, want; /* the case's own activation: the same function */
+        enc_error err = {0};
+        ck_assert_msg(enc_hf_config_read(base, &want, &err) == 0, "%s", err.message);
+        ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s", err.message);
+        ck_assert_msg(c.hp.activation == want.hp.activation, "%s %s: activation %s, want %s",
+                      cases[i].name, cases[i].edit, enc_activation_name(c.hp.activation),
+                      enc_activation_name(want.hp.activation));
+        const double d = dir_outputs_diff(s.dir, base, false);
+        ck_assert_msg(d <= TOL, "%s %s: outputs differ from PyTorch by %g", cases[i].name,
+                      cases[i].edit, d);
+        scratch_free(&s);
+    }
 }
 END_TEST
 
@@ -471,7 +676,7 @@ START_TEST(test_daemon_serves_directory)
     daemon_proc d;
     ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", dir, NULL}, NULL), 0);
     char *log = daemon_log(&d);
-    ck_assert_msg(strstr(log, "model.dir: roberta; ") && strstr(log, "roberta.embeddings."), "%s",
+    ck_assert_msg(strstr(log, "model.dir: roberta; ") && strstr(log, "lm_head.dense.weight"), "%s",
                   log);
     free(log);
     http_resp r;
@@ -487,9 +692,26 @@ START_TEST(test_daemon_serves_directory)
     enc_error err = {0};
     ck_assert_int_eq(st_open(&f, path, &err), 0);
     json_t *hf = json_loads(st_metadata(&f, "hf"), 0, NULL);
-    ck_assert(json_equal(json_object_get(w, "ignored_tensors"), json_object_get(hf, "ignored")) ||
-              json_array_size(json_object_get(w, "ignored_tensors")) ==
-                  json_array_size(json_object_get(hf, "ignored")));
+    /* ignored: the head, as ids.safetensors lists it (the embedding
+     * module's tensors are used) */
+    {
+        st_file idf;
+        path_of(path, sizeof path, dir, "ids.safetensors");
+        ck_assert_int_eq(st_open(&idf, path, &err), 0);
+        json_t *meta = json_loads(st_metadata(&idf, "embedding"), 0, NULL);
+        const json_t *got = json_object_get(w, "ignored_tensors");
+        const json_t *expect = json_object_get(meta, "ignored");
+        ck_assert_uint_eq(json_array_size(got), json_array_size(expect));
+        for (size_t i = 0; i < json_array_size(expect); i++) {
+            bool found = false;
+            for (size_t j = 0; j < json_array_size(got) && !found; j++)
+                found = json_equal(json_array_get(got, j), json_array_get(expect, i));
+            ck_assert_msg(found, "ignored_tensors lacks %s",
+                          json_string_value(json_array_get(expect, i)));
+        }
+        json_decref(meta);
+        st_close(&idf);
+    }
     const json_t *files = json_object_get(w, "files");
     ck_assert_uint_eq(json_array_size(files), json_array_size(json_object_get(hf, "files")));
     for (size_t i = 0; i < json_array_size(files); i++) {
@@ -526,13 +748,261 @@ START_TEST(test_daemon_serves_directory)
 }
 END_TEST
 
+/* ---- memory: the stack held once ---------------------------------------------- */
+
+/* A BERT directory at dir, F32, random values: D 256, 4 heads, F 1024, 8
+ * layers (a 24 MiB stack), a 16384-row word table (16 MiB): large next to
+ * what else a load allocates, small enough for valgrind.  Tensors written
+ * one at a time through a small buffer, so the test's own memory stays
+ * out of the figures. */
+enum { MEM_D = 256, MEM_F = 1024, MEM_LAYERS = 8, MEM_V = 16384, MEM_P = 128 };
+
+static void write_mem_dir(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fprintf(fp,
+            "{\"architectures\": [\"BertModel\"], \"model_type\": \"bert\", \"hidden_size\": %d, "
+            "\"num_attention_heads\": 4, \"intermediate_size\": %d, \"num_hidden_layers\": %d, "
+            "\"hidden_act\": \"gelu\", \"layer_norm_eps\": 1e-12, \"max_position_embeddings\": "
+            "%d, \"type_vocab_size\": 2, \"vocab_size\": %d, \"pad_token_id\": 0}\n",
+            MEM_D, MEM_F, MEM_LAYERS, MEM_P, MEM_V);
+    fclose(fp);
+
+    static const struct {
+        const char *name;
+        int rows, cols; /* in units: 0 = D, -1 = F, else the number */
+    } layer[] = {
+        {"attention.self.query.weight", 0, 0},
+        {"attention.self.query.bias", 0, 1},
+        {"attention.self.key.weight", 0, 0},
+        {"attention.self.key.bias", 0, 1},
+        {"attention.self.value.weight", 0, 0},
+        {"attention.self.value.bias", 0, 1},
+        {"attention.output.dense.weight", 0, 0},
+        {"attention.output.dense.bias", 0, 1},
+        {"attention.output.LayerNorm.weight", 0, 1},
+        {"attention.output.LayerNorm.bias", 0, 1},
+        {"intermediate.dense.weight", -1, 0},
+        {"intermediate.dense.bias", -1, 1},
+        {"output.dense.weight", 0, -1},
+        {"output.dense.bias", 0, 1},
+        {"output.LayerNorm.weight", 0, 1},
+        {"output.LayerNorm.bias", 0, 1},
+    };
+    enum { N_LAYER = sizeof layer / sizeof *layer, N_ALL = 5 + MEM_LAYERS * N_LAYER };
+    char names[N_ALL][96];
+    int64_t shape[N_ALL][2];
+    int n = 0;
+#define ADD(r, c, ...)                                                                             \
+    (snprintf(names[n], sizeof names[n], __VA_ARGS__), shape[n][0] = (r), shape[n++][1] = (c))
+    ADD(MEM_V, MEM_D, "embeddings.word_embeddings.weight");
+    ADD(MEM_P, MEM_D, "embeddings.position_embeddings.weight");
+    ADD(2, MEM_D, "embeddings.token_type_embeddings.weight");
+    ADD(MEM_D, 1, "embeddings.LayerNorm.weight");
+    ADD(MEM_D, 1, "embeddings.LayerNorm.bias");
+    for (int l = 0; l < MEM_LAYERS; l++)
+        for (int k = 0; k < N_LAYER; k++) {
+            const int r = layer[k].rows == 0 ? MEM_D : MEM_F;
+            const int c = layer[k].cols == 1 ? 1 : layer[k].cols == 0 ? MEM_D : MEM_F;
+            ADD(r, c, "encoder.layer.%d.%s", l, layer[k].name);
+        }
+#undef ADD
+    json_t *hdr = json_object();
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = (size_t)shape[i][0] * (size_t)shape[i][1] * sizeof(float);
+        json_t *sh = shape[i][1] == 1
+                         ? json_pack("[I]", (json_int_t)shape[i][0])
+                         : json_pack("[I,I]", (json_int_t)shape[i][0], (json_int_t)shape[i][1]);
+        json_object_set_new(hdr, names[i],
+                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", "F32", "shape", sh,
+                                      "data_offsets", (json_int_t)off, (json_int_t)(off + bytes)));
+        off += bytes;
+    }
+    char *text = json_dumps(hdr, JSON_COMPACT);
+    size_t len = strlen(text);
+    const size_t padded = (len + 7) & ~(size_t)7; /* the data 8-aligned, as safetensors pads */
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char head[8];
+    for (int b = 0; b < 8; b++)
+        head[b] = (unsigned char)((uint64_t)padded >> (8 * b));
+    ck_assert_uint_eq(fwrite(head, 1, 8, fp), 8);
+    ck_assert_uint_eq(fwrite(text, 1, len, fp), len);
+    for (; len < padded; len++)
+        fputc(' ', fp);
+    enum { CHUNK = 1 << 16 };
+    float *buf = xcalloc(CHUNK, sizeof *buf);
+    uint64_t st = 31;
+    for (int i = 0; i < n; i++) {
+        const bool norm_w = strstr(names[i], "LayerNorm.weight") != NULL;
+        for (size_t left = (size_t)shape[i][0] * (size_t)shape[i][1]; left > 0;) {
+            const size_t k = left < CHUNK ? left : CHUNK;
+            fill_random(buf, k, &st, norm_w ? 0.1f : 0.05f);
+            for (size_t j = 0; norm_w && j < k; j++)
+                buf[j] += 1.0f;
+            ck_assert_uint_eq(fwrite(buf, sizeof *buf, k, fp), k);
+            left -= k;
+        }
+    }
+    free(buf);
+    fclose(fp);
+    free(text);
+    json_decref(hdr);
+}
+
+/* A line's value in kB from /proc/self/status ("VmRSS:"). */
+static long status_kb(const char *key)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    ck_assert_ptr_nonnull(fp);
+    char line[256];
+    long v = -1;
+    while (fgets(line, sizeof line, fp))
+        if (strncmp(line, key, strlen(key)) == 0)
+            v = atol(line + strlen(key));
+    fclose(fp);
+    ck_assert_int_ge(v, 0);
+    return v;
+}
+
+/* The resident kB of every mapping of path (/proc/self/smaps). */
+static long mapped_kb(const char *path)
+{
+    FILE *fp = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(fp);
+    char line[4608];
+    bool in = false;
+    long kb = 0;
+    while (fgets(line, sizeof line, fp)) {
+        unsigned long lo, hi;
+        char name[4096] = "";
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &lo, &hi, name) >= 2 &&
+            strchr(line, '-') < strchr(line, ' '))
+            in = strcmp(name, path) == 0;
+        else if (in && strncmp(line, "Rss:", 4) == 0)
+            kb += atol(line + 4);
+    }
+    fclose(fp);
+    return kb;
+}
+
+/* A model's Linear weights are held once: packed for the AVX-512 kernel
+ * (gemm.h) while float32 tensors stay in the file, not also as a float32
+ * copy; the pages of the file that the load read to check them, and the
+ * word table's, are given back; a forward from ids then reads the rows it
+ * looks up without mapping the table back.  Observed from outside the
+ * core: the process's resident memory across the load (VmRSS) against the
+ * packed panels' bytes, and the resident pages of the file's mappings
+ * (/proc/self/smaps) after the load and after a forward of ids all over
+ * the vocabulary; the forward's outputs must still be the naive
+ * reference's, which reads the weights in the file.  A float32 copy of the
+ * stack beside the panels, file pages kept after packing, or the table
+ * kept after its check each add a stack (24 MiB) or the table (16 MiB)
+ * over a limit of half a stack's margin; rows read through the mapping
+ * leave megabytes of the table mapped. */
+START_TEST(test_weights_resident_once)
+{
+    char dir[] = "/tmp/attnd-memXXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_mem_dir(dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    const long stack_kb = (long)MEM_LAYERS * (4L * MEM_D * MEM_D + 2L * MEM_D * MEM_F) * 4 / 1024;
+    const long table_kb = (long)MEM_V * MEM_D * 4 / 1024;
+
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s", err.message);
+    const long before = status_kb("VmRSS:");
+    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    const long grew = status_kb("VmRSS:") - before;
+    long packed_kb = 0;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const enc_layer *ly = &m->layers[l];
+        packed_kb += (long)((gemm_packed_bytes(ly->pk_qkv) + gemm_packed_bytes(ly->pk_o) +
+                             gemm_packed_bytes(ly->pk_1) + gemm_packed_bytes(ly->pk_2)) /
+                            1024);
+    }
+    /* the panels (none without AVX-512), the small tensors, the rest of a
+     * load: well under another half stack */
+    ck_assert_msg(grew < packed_kb + stack_kb / 2,
+                  "loading grew the process by %ld kB: %ld kB of packed panels, a stack of %ld "
+                  "kB, a word table of %ld kB",
+                  grew, packed_kb, stack_kb, table_kb);
+    long file_kb = mapped_kb(path);
+    ck_assert_msg(file_kb < stack_kb / 4, "after the load %ld kB of the file are resident",
+                  file_kb);
+
+    /* a forward from ids all over the vocabulary */
+    enum { B = 2, L = 64 };
+    int32_t ids[B * L];
+    uint64_t st = 5;
+    for (int i = 0; i < B * L; i++)
+        ids[i] = (int32_t)(splitmix(&st) % MEM_V);
+    const enc_ids e = {ids, NULL};
+    enc_batch in = batch_plain(NULL, B, L, NULL);
+    in.ids = &e;
+    float *out = xcalloc((size_t)B * L * MEM_D, sizeof *out);
+    float *want = xcalloc((size_t)B * L * MEM_D, sizeof *want);
+    enc_result res = {.out = out}, ref = {.out = want};
+    enc_workspace *ws = enc_workspace_new(m);
+    ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+    /* the panels' kernel reads no weight in the file; the portable one all */
+    file_kb = mapped_kb(path);
+    const long allowed = (m->packed ? 0 : stack_kb) + table_kb / 4;
+    ck_assert_msg(file_kb < allowed,
+                  "after a forward of %d ids %ld kB of the file are resident (%s: %ld allowed)",
+                  B * L, file_kb, m->packed ? "packed" : "unpacked", allowed);
+    in.B = 1; /* the first sequence's first 8 tokens, against the naive reference */
+    in.L = 8;
+    ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+    enc_workspace_free(ws);
+    ck_assert_msg(enc_forward_naive(m, &in, &ref, &err) == 0, "%s", err.message);
+    const double d = max_abs_diff(out, want, (size_t)in.B * in.L * MEM_D);
+    ck_assert_msg(d <= TOL, "the forward differs from the naive reference by %g", d);
+    free(out);
+    free(want);
+    enc_model_free(m);
+
+    /* the table is checked part by part (4 MiB each): a NaN in row 9000,
+     * in its third part, is refused by its index in the whole table */
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char head[8];
+    ck_assert_uint_eq(fread(head, 1, 8, fp), 8);
+    uint64_t data = 8;
+    for (int b = 0; b < 8; b++)
+        data += (uint64_t)head[b] << (8 * b);
+    static const unsigned char nan[4] = {0, 0, 0xC0, 0x7F}; /* the word table is first */
+    ck_assert_int_eq(fseek(fp, (long)(data + (9000 * MEM_D + 7) * 4), SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(nan, 1, 4, fp), 4);
+    fclose(fp);
+    char want_msg[128];
+    snprintf(want_msg, sizeof want_msg,
+             "tensor 'embeddings.word_embeddings.weight' has a non-finite value at index %d",
+             9000 * MEM_D + 7);
+    refused(dir, want_msg);
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *checkpoint_suite(void)
 {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_directory_matches_pytorch, 0, N_CASES);
+    tcase_add_loop_test(tc, test_directory_matches_pytorch, 0, 2 * N_CASES);
     tcase_add_test(tc, test_bad_config_refused);
+    tcase_add_test(tc, test_family_fields_refused);
+    tcase_add_test(tc, test_embedding_fields_read);
+    tcase_add_test(tc, test_honoured_fields_keep_outputs);
     tcase_add_test(tc, test_bad_index_refused);
     tcase_add_test(tc, test_gamma_beta_names);
     tcase_add_test(tc, test_positions_from_config_json);
@@ -540,5 +1010,9 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_startup_refusals);
     tcase_add_test(tc, test_daemon_serves_directory);
     suite_add_tcase(s, tc);
+    TCase *mem = tcase_create("memory");
+    tcase_set_timeout(mem, 120); /* a 30 MB file written, read, checked (valgrind: slow) */
+    tcase_add_test(mem, test_weights_resident_once);
+    suite_add_tcase(s, mem);
     return s;
 }

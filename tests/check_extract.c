@@ -458,6 +458,64 @@ START_TEST(test_read_numbers)
 }
 END_TEST
 
+/* Ragged rows of integers (token ids): jx_scan_rows takes rows of any
+ * length and notes the longest, every other fault as jx_scan does;
+ * jx_read_i32_rows puts each row at its stride and counts it. */
+START_TEST(test_ragged_rows)
+{
+    jx_array a;
+    const char *text = "[[1, 2, 3], [4], [], [5, 6]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(a.fault, JX_OK);
+    ck_assert_int_eq(a.rank, 2);
+    ck_assert_uint_eq(a.dims[0], 4);
+    ck_assert_uint_eq(a.longest, 3);
+    ck_assert_uint_eq(a.count, 6);
+    int32_t x[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = -7;
+    size_t len[4];
+    jx_int_fault bad;
+    ck_assert_int_eq(jx_read_i32_rows(&a, x, 3, len, &bad), 0);
+    static const int32_t want[12] = {1, 2, 3, 4, -7, -7, -7, -7, -7, 5, 6, -7};
+    ck_assert_mem_eq(x, want, sizeof want);
+    ck_assert(len[0] == 3 && len[1] == 1 && len[2] == 0 && len[3] == 2);
+    /* jx_scan holds them to the first row's count */
+    jx_scan(text, text + strlen(text), &a);
+    ck_assert_int_eq(a.fault, JX_COUNT);
+    ck_assert(a.depth == 1 && a.at[0] == 1 && a.entries == 1);
+    /* a row longer than the stride is counted, not stored */
+    text = "[[1], [2, 3, 4]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    int32_t y[2] = {0, 0};
+    ck_assert_int_eq(jx_read_i32_rows(&a, y, 1, len, &bad), 0);
+    ck_assert(y[0] == 1 && y[1] == 2 && len[0] == 1 && len[1] == 3);
+    /* rank 1: one row */
+    text = "[9, -2147483648]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(jx_read_i32_rows(&a, x, 2, len, &bad), 0);
+    ck_assert(x[0] == 9 && x[1] == INT32_MIN && len[0] == 2);
+    /* other faults are still noted: a kind in a later row, an outer count */
+    text = "[[1, 2], [3], [4, \"5\"]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(a.fault, JX_KIND);
+    ck_assert(a.depth == 2 && a.at[0] == 2 && a.at[1] == 1);
+    text = "[[[1], [2]], [[3]]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(a.fault, JX_COUNT);
+    ck_assert(a.depth == 1 && a.at[0] == 1);
+    /* a fraction or a number outside int32: where it is, row and entry */
+    text = "[[1, 2], [3, 4.5]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(jx_read_i32_rows(&a, x, 2, len, &bad), 1);
+    ck_assert(bad.fraction && bad.row == 1 && bad.entry == 1 && bad.tok_len == 3);
+    text = "[[1], [3, 2147483648]]";
+    jx_scan_rows(text, text + strlen(text), &a);
+    ck_assert_int_eq(jx_read_i32_rows(&a, x, 2, len, &bad), 1);
+    ck_assert(!bad.fraction && bad.row == 1 && bad.entry == 1 && bad.tok_len == 10);
+}
+END_TEST
+
 /* A text over a megabyte is read on two threads: every number still lands
  * where it belongs. */
 START_TEST(test_read_large_split)
@@ -566,6 +624,7 @@ Suite *extract_suite(void)
     TCase *ex = tcase_create("worked examples");
     tcase_add_test(ex, test_worked_examples);
     tcase_add_test(ex, test_read_numbers);
+    tcase_add_test(ex, test_ragged_rows);
     tcase_add_test(ex, test_read_large_split);
     tcase_add_test(ex, test_object_and_load);
     suite_add_tcase(s, ex);

@@ -97,6 +97,62 @@ START_TEST(test_packed_matches_reference)
 }
 END_TEST
 
+/* A weight packed from row blocks that lie apart (a file's q, k and v
+ * tensors) is the weight packed whole: the same bits out, blocks ending
+ * inside a panel or on its edge. */
+static const int parts_shapes[][4] = {
+    /* rows of the three blocks, K */
+    {5, 3, 3, 7}, {32, 16, 16, 64},     {40, 7, 30, 100},
+    {1, 1, 1, 1}, {768, 768, 768, 768}, {64, 33, 31, 17},
+};
+
+START_TEST(test_packed_parts)
+{
+    const int *sh = parts_shapes[_i], K = sh[3], N = sh[0] + sh[1] + sh[2], M = 13;
+    uint64_t st = 77 + (uint64_t)_i;
+    float *whole = xcalloc((size_t)N * K, sizeof *whole), *in = xcalloc((size_t)M * K, sizeof *in);
+    float *b = xcalloc((size_t)N, sizeof *b);
+    fill_random(whole, (size_t)N * K, &st, 0.1f);
+    fill_random(in, (size_t)M * K, &st, 1.0f);
+    fill_random(b, (size_t)N, &st, 0.5f);
+    const float *blocks[3];
+    float *own[3];
+    for (int i = 0, r = 0; i < 3; r += sh[i++]) { /* each block its own allocation */
+        own[i] = xcalloc((size_t)sh[i] * K, sizeof(float));
+        memcpy(own[i], whole + (size_t)r * K, (size_t)sh[i] * K * sizeof(float));
+        blocks[i] = own[i];
+    }
+    gemm_packed *pw = gemm_pack(whole, N, K), *pp = gemm_pack_parts(blocks, sh, 3, K);
+    if (!simd_supported()) {
+        ck_assert_ptr_null(pp);
+    } else {
+        ck_assert(pw && pp);
+        ck_assert_int_eq(gemm_panels(pp), gemm_panels(pw));
+        float *scratch = scratch_new();
+        float *a = xcalloc((size_t)M * N, sizeof *a), *c = xcalloc((size_t)M * N, sizeof *c);
+        float *want = xcalloc((size_t)M * N, sizeof *want);
+        gemm_packed_cols(a, N, in, K, pw, b, M, 0, gemm_panels(pw), NULL, scratch);
+        gemm_packed_cols(c, N, in, K, pp, b, M, 0, gemm_panels(pp), NULL, scratch);
+        ck_assert_msg(memcmp(a, c, (size_t)M * N * sizeof *a) == 0,
+                      "blocks %d %d %d, K %d: packed from the blocks differs", sh[0], sh[1], sh[2],
+                      K);
+        reference(want, in, whole, b, M, K, N, NULL);
+        ck_assert(max_abs_diff(c, want, (size_t)M * N) <= 1e-5 * sqrt((double)K));
+        free(scratch);
+        free(a);
+        free(c);
+        free(want);
+    }
+    gemm_packed_free(pw);
+    gemm_packed_free(pp);
+    for (int i = 0; i < 3; i++)
+        free(own[i]);
+    free(whole);
+    free(in);
+    free(b);
+}
+END_TEST
+
 /* Each row comes out with the same bits whatever rows surround it: a
  * sequence gives what it gives alone. */
 START_TEST(test_rows_independent)
@@ -413,6 +469,8 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
+    tcase_add_loop_test(tc, test_packed_parts, 0,
+                        (int)(sizeof parts_shapes / sizeof parts_shapes[0]));
     tcase_add_loop_test(tc, test_attention_products, 0,
                         (int)(sizeof mul_shapes / sizeof mul_shapes[0]));
     tcase_add_loop_test(tc, test_strided_rows, 0, (int)(sizeof strided / sizeof strided[0]));

@@ -9,6 +9,7 @@
 #include "suites.h"
 #include "test_util.h"
 #include "torch_fixture.h"
+#include "v1_util.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -369,10 +370,10 @@ START_TEST(test_encode_matches_torch)
         }
         json_t *usage = json_object_get(j, "usage");
         ck_assert_int_eq(json_integer_value(json_object_get(usage, "sequences")), c.B);
-        long tokens = 0;
+        long real = 0;
         for (int b = 0; b < c.B; b++)
-            tokens += c.lengths ? c.lengths[b] : c.L;
-        ck_assert_int_eq(json_integer_value(json_object_get(usage, "tokens")), tokens);
+            real += c.lengths ? c.lengths[b] : c.L;
+        ck_assert_int_eq(json_integer_value(json_object_get(usage, "tokens")), real);
         ck_assert(json_is_number(json_object_get(usage, "compute_ms")));
         char hv[64];
         ck_assert_ptr_nonnull(http_header(&r, "X-Compute-Ms", hv, sizeof hv));
@@ -385,6 +386,132 @@ START_TEST(test_encode_matches_torch)
     }
     ck_assert_int_eq(daemon_stop(&dp), 0);
     http_case_free(&c);
+}
+END_TEST
+
+/* A Hugging Face directory served with --model-dir, run from token ids over
+ * HTTP: /v1/model's embedding against the fixture's own account of the
+ * module (its tensors, what is ignored), ragged ids, attention_mask with
+ * base64 out, each within 1e-4 of the references; bad ids named. */
+START_TEST(test_encode_ids_hf)
+{
+    ids_fx c;
+    ids_fx_load(&c, ids_fx_dir(_i));
+    start_or_fail((const char *const[]){"--model-dir", c.dir, NULL}, NULL);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = parse_body(&r);
+    json_t *e = json_object_get(j, "embedding");
+    ck_assert_msg(json_is_object(e), "%s: /v1/model has no embedding: %.400s", c.name, r.body);
+    const int V = (int)json_integer_value(json_object_get(e, "vocab_size"));
+    const json_t *pmax = json_object_get(e, "max_positions");
+    const int P = json_is_integer(pmax) ? (int)json_integer_value(pmax) : 0;
+    ck_assert_int_gt(V, 0);
+    if (c.embedding) { /* the fixture script's account, written without attnd */
+        const char *pos = json_string_value(json_object_get(c.embedding, "position"));
+        if (pos)
+            ck_assert_str_eq(json_string_value(json_object_get(e, "position")), pos);
+        json_t *want = json_object_get(c.embedding, "tensors"),
+               *got = json_object_get(e, "tensors");
+        ck_assert_msg(json_array_size(got) == json_array_size(want), "%s: tensors %zu, want %zu",
+                      c.name, json_array_size(got), json_array_size(want));
+        for (size_t i = 0; i < json_array_size(want); i++) {
+            bool found = false;
+            for (size_t k = 0; k < json_array_size(got); k++)
+                found = found || json_equal(json_array_get(got, k), json_array_get(want, i));
+            ck_assert_msg(found, "%s: embedding.tensors lacks %s", c.name,
+                          json_string_value(json_array_get(want, i)));
+        }
+        json_t *ign = json_object_get(c.embedding, "ignored"),
+               *gign = json_at(j, "weights", "ignored_tensors", NULL);
+        if (ign) {
+            ck_assert_msg(json_array_size(gign) == json_array_size(ign),
+                          "%s: %zu ignored tensors, want %zu", c.name, json_array_size(gign),
+                          json_array_size(ign));
+            for (size_t i = 0; i < json_array_size(ign); i++)
+                ck_assert(json_equal(json_array_get(gign, i), json_array_get(ign, i)));
+        }
+    }
+    json_decref(j);
+    http_resp_free(&r);
+
+    float *out = ids_fx_want(&c, -1), *last = ids_fx_want(&c, c.n_layers - 1);
+    for (int form = 0; form < 2; form++) {
+        char *body = ids_body(&c, form == 0 ? IDS_RAGGED : IDS_MASK, 0,
+                              form == 0 ? NULL : "\"encoding\": \"base64\"");
+        ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+        ck_assert_msg(r.status == 200, "%s: %ld %.300s", c.name, r.status, r.body);
+        j = parse_body(&r);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s: outputs", c.name, form == 0 ? "ragged" : "mask");
+        if (form == 0)
+            check_json(json_object_get(j, "outputs"), &c.y, out, T_OUT, -1, &TORCH_TOL, what);
+        else
+            check_b64(json_object_get(j, "outputs"), json_object_get(j, "outputs_shape"), &c.y, out,
+                      T_OUT, -1, &TORCH_TOL, what);
+        snprintf(what, sizeof what, "%s %s: attention", c.name, form == 0 ? "ragged" : "mask");
+        if (form == 0)
+            check_json(json_object_get(j, "attention"), &c.y, last, T_HEADS, -1, &TORCH_TOL, what);
+        else
+            check_b64(json_object_get(j, "attention"), json_object_get(j, "attention_shape"), &c.y,
+                      last, T_HEADS, -1, &TORCH_TOL, what);
+        long real = 0;
+        for (int b = 0; b < c.B; b++)
+            real += c.lengths[b];
+        ck_assert_int_eq(json_integer_value(json_at(j, "usage", "tokens", NULL)), real);
+        json_decref(j);
+        http_resp_free(&r);
+        free(body);
+    }
+    free(out);
+    free(last);
+
+    /* An id outside the vocabulary, a sequence longer than the position
+     * table (when the limits let it through), ids as floats: 400 naming them. */
+    char body[256], want[128];
+    snprintf(body, sizeof body, "{\"input_ids\": [[1, %d]]}", V);
+    snprintf(want, sizeof want, "input_ids[0][1] = %d is outside 0..%d", V, V - 1);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+    assert_error(&r, 400, "invalid_request", want);
+    http_resp_free(&r);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", "{\"input_ids\": [1.5]}", &r), 0);
+    assert_error(&r, 400, "invalid_request", "input_ids[0] is 1.5, not an integer");
+    http_resp_free(&r);
+    if (P > 0) { /* P + 1 ids of 1 (none the RoBERTa family's padding_idx 1: ids of 3) */
+        char *big = xcalloc((size_t)P * 8 + 64, 1);
+        size_t n = (size_t)sprintf(big, "{\"input_ids\": [3");
+        for (int i = 0; i < P; i++)
+            n += (size_t)sprintf(big + n, ", 3");
+        sprintf(big + n, "]}");
+        ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", big, &r), 0);
+        ck_assert_msg(r.status == 400 && strstr(r.body, "max_position_embeddings"),
+                      "%s: %d ids: %ld %.300s", c.name, P + 1, r.status, r.body);
+        http_resp_free(&r);
+        free(big);
+    }
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    ids_fx_free(&c);
+}
+END_TEST
+
+/* A model without an embedding module takes embeddings only; its /v1/model
+ * says so. */
+START_TEST(test_encode_ids_refused_without_module)
+{
+    start_or_fail(small_model, NULL);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *j = parse_body(&r);
+    ck_assert(json_is_null(json_object_get(j, "embedding")));
+    json_decref(j);
+    http_resp_free(&r);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", "{\"input_ids\": [[1, 2]]}", &r), 0);
+    assert_error(&r, 400, "invalid_request",
+                 "input_ids: this model takes embeddings, not input_ids: it has no embedding "
+                 "module");
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
 }
 END_TEST
 
@@ -1299,6 +1426,8 @@ Suite *http_suite(void)
     tcase_add_loop_test(tc, test_encode_matches_torch, 0,
                         (int)(sizeof http_cases / sizeof *http_cases));
     tcase_add_test(tc, test_encode_base64_and_forms);
+    tcase_add_loop_test(tc, test_encode_ids_hf, 0, ids_fx_count());
+    tcase_add_test(tc, test_encode_ids_refused_without_module);
     tcase_add_test(tc, test_dynamic_batching);
     tcase_add_test(tc, test_error_statuses);
     tcase_add_test(tc, test_invalid_request_directory);

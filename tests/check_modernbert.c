@@ -5,7 +5,11 @@
  * the block options' tensors in PyTorch files; every refusal of a bad
  * config.json field, tensor or setting with the name it must give; and the
  * daemon serving a directory: /v1/model's layers, /v1/encode's outputs and
- * usage.attention_scores. */
+ * usage.attention_scores.  tests/fixtures/modernbert5
+ * (tools/make_hf5_fixtures.py) holds the same directories with config.json
+ * in transformers 5's form (layer_types, rope_parameters): they go through
+ * the same comparisons, and the fields of both forms are honoured (the
+ * outputs stay the reference's) or refused naming them. */
 #include "config.h"
 #include "daemon.h"
 #include "hf_util.h"
@@ -21,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MB_DIR TESTS_DIR "/fixtures/modernbert"
-#define TOL    1e-4
+#define MB_DIR  TESTS_DIR "/fixtures/modernbert"
+#define MB5_DIR TESTS_DIR "/fixtures/modernbert5"
+#define TOL     1e-4
 
 static const char *const CASES[] = {"modernbert_mlm", "modernbert_base_bias", "modernbert_swiglu"};
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
@@ -71,15 +76,16 @@ static void run(const enc_model *m, const enc_batch *in, enc_attn_mode mode, boo
     enc_workspace_free(ws);
 }
 
-/* Each directory: its config.json as attnd's config; the forward, with the
- * case's padding, within 1e-4 of the reference (outputs, every weight the
- * case keeps, per head and their mean); the naive forward the same; the
- * files and ignored tensors the script lists. */
+/* Each directory, in the 4.x and the 5.x format: its config.json as
+ * attnd's config; the forward, with the case's padding, within 1e-4 of the
+ * reference (outputs, every weight the case keeps, per head and their
+ * mean); the naive forward the same; the files and ignored tensors the
+ * script lists. */
 START_TEST(test_directory_matches_reference)
 {
-    const char *name = CASES[_i];
+    const char *name = CASES[_i % N_CASES];
     char dir[512], path[640];
-    snprintf(dir, sizeof dir, "%s/%s", MB_DIR, name);
+    snprintf(dir, sizeof dir, "%s/%s", _i < N_CASES ? MB_DIR : MB5_DIR, name);
     snprintf(path, sizeof path, "%s/case.safetensors", dir);
     st_file f;
     enc_error err = {0};
@@ -139,7 +145,7 @@ START_TEST(test_directory_matches_reference)
             }
         }
     }
-    ck_assert_int_ge(kept, 4 * (_i == 0 ? 1 : NL)); /* the weights were compared */
+    ck_assert_int_ge(kept, 4 * (_i % N_CASES == 0 ? 1 : NL)); /* the weights were compared */
     free(out);
     free(x);
     free(want_out);
@@ -168,8 +174,22 @@ START_TEST(test_bad_directory_refused)
         {"{\"norm_bias\": true}", "config.json: norm_bias true with attention_bias and mlp_bias "
                                   "false is not supported"},
         {"{\"hidden_activation\": \"relu\"}",
-         "config.json: hidden_activation 'relu' is not supported (gelu, gelu_new, "
-         "gelu_pytorch_tanh, silu)"},
+         "config.json: hidden_activation 'relu' is not supported (gelu, gelu_python, gelu_new, "
+         "gelu_pytorch_tanh, gelu_fast, gelu_accurate, silu, swish)"},
+        {"{\"hidden_activation\": \"quick_gelu\"}",
+         "config.json: hidden_activation 'quick_gelu' is not supported"},
+        {"{\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}",
+         "config.json: rope_scaling is not supported"},
+        {"{\"quantization_config\": {\"quant_method\": \"gptq\"}}",
+         "config.json: quantization_config is not supported"},
+        {"{\"pad_token_id\": 64}", "config.json: pad_token_id (64) is not below vocab_size (64)"},
+        /* transformers 5's sliding_window property is local_attention // 2 */
+        {"{\"sliding_window\": 64}",
+         "config.json: sliding_window (64) is not local_attention // 2 (16)"},
+        {"{\"head_dim\": 4}", "config.json: head_dim (4) is not hidden_size / num_attention_heads"},
+        /* 4.x's local_rope_theta null takes the global one, but not a mistyped one */
+        {"{\"local_rope_theta\": false}",
+         "config.json: 'local_rope_theta' is not a positive number"},
         {"{\"global_attn_every_n_layers\": 0}",
          "config.json: 'global_attn_every_n_layers' is not a positive integer"},
         {"{\"local_attention\": -128}", "config.json: 'local_attention' is not a positive integer"},
@@ -200,6 +220,209 @@ START_TEST(test_bad_directory_refused)
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
                     "tensor 'model.layers.0.mlp.Wi.weight' has 96 rows; ffn geglu needs", 1);
     scratch_free(&s);
+}
+END_TEST
+
+/* transformers 5's fields: a layer_types attnd cannot represent (layer l
+ * global exactly when l mod N = 0), of the wrong length or with another
+ * kind of layer; a rope_parameters flat or with a scaled RoPE, a partial
+ * rotary factor or a bad base; each refused naming the field. */
+START_TEST(test_bad_5x_fields_refused)
+{
+    static const struct {
+        const char *edit, *want;
+    } cases[] = {
+        {"{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
+         "config.json: layer_types is not a pattern attnd computes (layer l full_attention "
+         "exactly when l mod N = 0): layer 4 is full_attention"},
+        {"{\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+         "\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+         "config.json: layer_types is not a pattern attnd computes (layer l full_attention "
+         "exactly when l mod N = 0): layer 0 is sliding_attention"},
+        {"{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"]}",
+         "config.json: 'layer_types' is not a list of num_hidden_layers (6) entries"},
+        {"{\"layer_types\": \"full_attention\"}",
+         "config.json: 'layer_types' is not a list of num_hidden_layers (6) entries"},
+        {"{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"chunked_attention\", "
+         "\"full_attention\", \"sliding_attention\", \"sliding_attention\"]}",
+         "config.json: layer_types[2] 'chunked_attention' is not supported (full_attention, "
+         "sliding_attention)"},
+        {"{\"rope_parameters\": {\"rope_theta\": 10000.0}}",
+         "config.json: rope_parameters has 'rope_theta': ModernBertConfig reads one entry per "
+         "layer type, full_attention and sliding_attention"},
+        {"{\"rope_parameters\": [160000.0, 10000.0]}",
+         "config.json: 'rope_parameters' is not an object"},
+        {"{\"rope_parameters\": {\"full_attention\": 160000.0}}",
+         "config.json: 'rope_parameters.full_attention' is not an object"},
+        {"{\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+         "160000.0}, \"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2.0, "
+         "\"rope_theta\": 10000.0}}}",
+         "config.json: rope_parameters.sliding_attention.rope_type 'linear' is not supported "
+         "(default: attnd computes RoPE without scaling)"},
+        {"{\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+         "160000.0, \"partial_rotary_factor\": 0.5}}}",
+         "config.json: rope_parameters.full_attention.partial_rotary_factor 0.5 is not supported "
+         "(ModernBERT rotates the whole head)"},
+        {"{\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+         "160000.0}, \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": -1}}}",
+         "config.json: 'rope_parameters.sliding_attention.rope_theta' is not a positive number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scratch s;
+        scratch_make(&s, MB5_DIR "/modernbert_mlm", cases[i].edit, NULL, WEIGHTS);
+        refused(s.dir, cases[i].want);
+        scratch_free(&s);
+    }
+    scratch s;
+    scratch_make(
+        &s, MB5_DIR "/modernbert_mlm",
+        "{\"layer_types\": [\"full_attention\", \"full_attention\", \"sliding_attention\", "
+        "\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
+        NULL, WEIGHTS);
+    startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
+                    "config.json: layer_types is not a pattern attnd computes", 2);
+    scratch_free(&s);
+}
+END_TEST
+
+/* What each form says, read as transformers reads it, gives the
+ * reference's outputs (or, where the reference has no case, the
+ * hyperparameters that say so): a missing local_rope_theta is
+ * ModernBertConfig's 10000 (the issue's bug: the global base was used); 5.x
+ * rope_parameters and layer_types win over 4.x's fields that disagree, as
+ * transformers 5 reads them; a missing rope_parameters entry takes the 4.x
+ * field, else the default; an odd local_attention is floored; a consistent
+ * sliding_window and head_dim are accepted. */
+START_TEST(test_fields_honoured)
+{
+    static const struct {
+        const char *base, *edit;
+        const char *const remove[3];
+        double theta, theta_local; /* what attnd must read */
+        int every, window;
+        bool outputs; /* the case's expected outputs still hold */
+    } cases[] = {
+        /* 4.x, local_rope_theta absent: 10000 (ModernBertConfig's default), not the global */
+        {MB_DIR "/modernbert_mlm", NULL, {"local_rope_theta"}, 160000, 10000, 3, 16, true},
+        {MB_DIR "/modernbert_mlm",
+         NULL,
+         {"local_rope_theta", "global_rope_theta"},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        /* 4.x, local_rope_theta null: the global one (bias case's 80000) */
+        {MB_DIR "/modernbert_base_bias", NULL, {NULL}, 80000, 80000, 2, 8, true},
+        /* 4.x, an odd local_attention: floored, as local_attention // 2 */
+        {MB_DIR "/modernbert_mlm", "{\"local_attention\": 33}", {NULL}, 160000, 10000, 3, 16, true},
+        /* the 5.x files themselves */
+        {MB5_DIR "/modernbert_mlm", NULL, {NULL}, 160000, 10000, 3, 16, true},
+        {MB5_DIR "/modernbert_base_bias", NULL, {NULL}, 80000, 80000, 2, 8, true},
+        {MB5_DIR "/modernbert_swiglu", NULL, {NULL}, 160000, 0, 1, 0, true},
+        /* 5.x with 4.x's fields disagreeing: rope_parameters and layer_types win */
+        {MB5_DIR "/modernbert_mlm",
+         "{\"global_rope_theta\": 500.0, \"local_rope_theta\": 600.0, "
+         "\"global_attn_every_n_layers\": 2}",
+         {NULL},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        /* 5.x without a sliding_attention entry: local_rope_theta, else 10000 */
+        {MB5_DIR "/modernbert_mlm",
+         "{\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 160000.0, \"rope_type\": "
+         "\"default\"}}}",
+         {NULL},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        {MB5_DIR "/modernbert_mlm",
+         "{\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 160000.0}}, "
+         "\"local_rope_theta\": 600.0}",
+         {NULL},
+         160000,
+         600,
+         3,
+         16,
+         false},
+        {MB5_DIR "/modernbert_base_bias",
+         "{\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 80000.0, \"type\": "
+         "\"default\"}, \"sliding_attention\": null}, \"local_rope_theta\": null}",
+         {NULL},
+         80000,
+         80000,
+         2,
+         8,
+         true},
+        /* 5.x without rope_parameters nor layer_types: 4.x's fields, then the defaults */
+        {MB5_DIR "/modernbert_mlm",
+         "{\"global_attn_every_n_layers\": 3}",
+         {"rope_parameters", "layer_types"},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        {MB5_DIR "/modernbert_mlm",
+         NULL,
+         {"rope_parameters", "layer_types"},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        /* transformers 5's half-window property and head_dim, consistent */
+        {MB5_DIR "/modernbert_mlm",
+         "{\"sliding_window\": 16, \"head_dim\": 8}",
+         {NULL},
+         160000,
+         10000,
+         3,
+         16,
+         true},
+        /* layer_types: every layer global; only layer 0 global */
+        {MB5_DIR "/modernbert_mlm",
+         "{\"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\", "
+         "\"full_attention\", \"full_attention\", \"full_attention\"]}",
+         {NULL},
+         160000,
+         0,
+         1,
+         0,
+         false},
+        {MB5_DIR "/modernbert_mlm",
+         "{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\", "
+         "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\"]}",
+         {NULL},
+         160000,
+         10000,
+         6,
+         16,
+         false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        scratch s;
+        scratch_make(&s, cases[i].base, cases[i].edit, cases[i].remove, WEIGHTS);
+        enc_hf_config c;
+        enc_error err = {0};
+        ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "case %zu: %s", i, err.message);
+        ck_assert_msg(
+            c.hp.rope_theta == cases[i].theta && c.hp.rope_theta_local == cases[i].theta_local &&
+                c.hp.global_every == cases[i].every && c.hp.local_window == cases[i].window,
+            "case %zu: theta %g / %g, global every %d, window %d", i, c.hp.rope_theta,
+            c.hp.rope_theta_local, c.hp.global_every, c.hp.local_window);
+        if (cases[i].outputs)
+            for (int naive = 0; naive < 2; naive++) {
+                const double d = dir_outputs_diff(s.dir, cases[i].base, naive);
+                ck_assert_msg(d <= TOL, "case %zu (naive %d): outputs differ by %g", i, naive, d);
+            }
+        scratch_free(&s);
+    }
 }
 END_TEST
 
@@ -306,6 +529,14 @@ START_TEST(test_settings_refused)
         {{"--model-dir", DIR, "--first-attn-norm"}, "a modernbert model has first_attn_norm false"},
         {{"--model-dir", DIR, "--no-final-norm"}, "a modernbert model has final_norm true"},
         {{"--model-dir", DIR, "--ffn", "swiglu"}, "a modernbert model has ffn geglu"},
+        /* the 5.x form's fields, named */
+        {{"--model-dir", MB5_DIR "/modernbert_mlm", "--global-every", "2"},
+         "model.global_every: --global-every gives 2, but " MB5_DIR
+         "/modernbert_mlm/config.json: layer_types makes every layer l with l mod 3 = 0 global"},
+        {{"--model-dir", MB5_DIR "/modernbert_mlm", "--rope-theta-local", "160000"},
+         "config.json: rope_parameters.sliding_attention.rope_theta is 10000"},
+        {{"--model-dir", MB5_DIR "/modernbert_mlm", "--rope-theta", "10000"},
+         "config.json: rope_parameters.full_attention.rope_theta is 160000"},
     };
     attnd_config cfg;
     char msg[1024];
@@ -337,13 +568,15 @@ END_TEST
 
 /* ---- the daemon ------------------------------------------------------------------------- */
 
-/* attnd --model-dir on the L = 300 directory: /v1/model lists each layer's
- * kind, window and RoPE base; /v1/encode of the padded batch gives the
- * reference's outputs; usage.attention_scores is the global layers' len^2
- * and the local layers' band tiles, per head. */
+/* attnd --model-dir on the L = 300 directory, in the 4.x and the 5.x form:
+ * /v1/model lists each layer's kind, window and RoPE base (the local
+ * layers' 10000 from rope_parameters.sliding_attention in the 5.x form);
+ * /v1/encode of the padded batch gives the reference's outputs;
+ * usage.attention_scores is the global layers' len^2 and the local layers'
+ * band tiles, per head. */
 START_TEST(test_daemon_serves_modernbert)
 {
-    const char *dir = MB_DIR "/modernbert_mlm";
+    const char *dir = _i ? MB5_DIR "/modernbert_mlm" : MB_DIR "/modernbert_mlm";
     daemon_proc d;
     ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", dir, NULL}, NULL), 0);
     http_resp r;
@@ -423,11 +656,13 @@ Suite *modernbert_suite(void)
     Suite *s = suite_create("modernbert");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_directory_matches_reference, 0, N_CASES);
+    tcase_add_loop_test(tc, test_directory_matches_reference, 0, 2 * N_CASES);
     tcase_add_test(tc, test_bad_directory_refused);
+    tcase_add_test(tc, test_bad_5x_fields_refused);
+    tcase_add_test(tc, test_fields_honoured);
     tcase_add_test(tc, test_option_tensors_refused);
     tcase_add_test(tc, test_settings_refused);
-    tcase_add_test(tc, test_daemon_serves_modernbert);
+    tcase_add_loop_test(tc, test_daemon_serves_modernbert, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

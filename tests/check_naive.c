@@ -70,9 +70,9 @@ static enc_model *random_model(const enc_hparams *hp, uint64_t seed)
     enc_model *m = enc_model_random(hp, seed, NULL);
     ck_assert_ptr_nonnull(m);
     uint64_t st = seed * 7 + 1;
-    float *noise = xcalloc(m->n_params, sizeof *noise);
-    fill_random(noise, m->n_params, &st, 0.1f);
-    for (size_t i = 0; i < m->n_params; i++)
+    float *noise = xcalloc(m->n_owned, sizeof *noise); /* a seeded model owns them all */
+    fill_random(noise, m->n_owned, &st, 0.1f);
+    for (size_t i = 0; i < m->n_owned; i++)
         m->params[i] += noise[i];
     free(noise);
     model_pack(m); /* the Linears' packed copies follow the new weights */

@@ -1,7 +1,9 @@
 /* check_v1_embeddings.c - the embeddings read from a /v1/encode body's
  * text (server/codec/extract.c through server/protocol/v1.c): the messages
  * that name an entry and their order, integers of any size, a large body
- * read on two threads, and invalid JSON worded for the body. */
+ * read on two threads, and invalid JSON worded for the body; and the token
+ * ids (input_ids, token_type_ids, attention_mask) read from the text the
+ * same way. */
 #include "v1_util.h"
 #include "suites.h"
 
@@ -191,7 +193,7 @@ START_TEST(test_large_body_split)
     ck_assert_uint_gt(strlen(body), 1u << 20);
     encode_request req;
     api_error err = {0};
-    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL};
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL, NULL};
     ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
                   err.message);
     for (size_t k = 0; k < (size_t)B * L * D; k++)
@@ -308,6 +310,126 @@ START_TEST(test_scanner_syntax)
 }
 END_TEST
 
+/* ---- token ids read from the text ---------------------------------------------- */
+
+static const char *const ID_TENSORS[] = {"embeddings.word_embeddings.weight"};
+static const enc_embedding_info ID_MODULE = {.vocab_size = 50,
+                                             .type_vocab_size = 2,
+                                             .max_positions = 512,
+                                             .padding_idx = -1,
+                                             .position = "absolute",
+                                             .dtype = "F32",
+                                             .n_tensors = 1,
+                                             .tensors = ID_TENSORS};
+
+/* The ids arrays take the embeddings' path: escaped keys and any white
+ * space, the limits before an entry's fault, syntax named for the body, a
+ * large batch read exactly; none of it goes through one json_t per id. */
+START_TEST(test_ids_text)
+{
+    small s;
+    small_load(&s); /* max_batch 4, max_seq_len 8, max_batch_tokens 16 */
+    api_limits lim = s.lim;
+    lim.embedding = &ID_MODULE;
+    static const want_msg cases[] = {
+        {"{\"input\\u005fids\": [[1, 2], [3, 4]], \"token_type\\u005fids\": [[0, 1], [1, 0]]}", 0,
+         NULL},
+        {"{\"input_ids\":\n[ [1,2]\r\n,\t[3 ,4] ],\"attention_mask\" : [[1,1],[1,0]]}", 0, NULL},
+        /* the limits before an entry's fault */
+        {"{\"input_ids\": [[1], [2], [3], [4], [\"x\"]]}", 413,
+         "batch of 5 sequences is over limits.max_batch (4)"},
+        {"{\"input_ids\": [[1, 2, 3, 4, 5, 6, 7, 8, \"x\"]]}", 413,
+         "sequence length 9 is over limits.max_seq_len (8)"},
+        /* an entry's kind before another's value, in document order */
+        {"{\"input_ids\": [[1, null], [2, 3.5]]}", 400, "input_ids[0][1] is null, not an integer"},
+        {"{\"input_ids\": [[1, 2], {\"a\": 1}]}", 400,
+         "input_ids[1] is an object; expected an array of integers"},
+        /* syntax: named with the body's line and column */
+        {"{\"input_ids\": [[1, 2],\n [3,, 4]]}", 400, "invalid JSON at line 2, column"},
+        {"{\"token_type_ids\": [[0, 0]], \"input_ids\": [[1 2]]}", 400,
+         "invalid JSON at line 1, column"},
+        /* jansson still reads every other field */
+        {"{\"input_ids\": [[1, 2]], \"precision\": 0}", 400, "precision = 0 is outside 1..9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        encode_request req;
+        api_error err = {0};
+        const int rc =
+            encode_request_parse(&req, cases[i].body, strlen(cases[i].body), &s.hp, &lim, &err);
+        if (cases[i].status == 0) {
+            ck_assert_msg(rc == 0, "%s: %s", cases[i].body, err.message);
+            ck_assert(req.input_ids[0] == 1 && req.input_ids[1] == 2 && req.input_ids[2] == 3 &&
+                      req.input_ids[3] == 4);
+        } else {
+            ck_assert_msg(rc < 0 && api_error_status(err.kind) == cases[i].status,
+                          "%s: status %d (%s), want %d", cases[i].body, api_error_status(err.kind),
+                          err.message, cases[i].status);
+            ck_assert_msg(strstr(err.message, cases[i].message) != NULL,
+                          "%s: message '%s' lacks '%s'", cases[i].body, err.message,
+                          cases[i].message);
+        }
+        encode_request_free(&req);
+    }
+    /* A NUL byte among the ids is refused, not read as the end. */
+    static const char nul_body[] = "{\"input_ids\": [[1\0, 2]]}";
+    encode_request req;
+    api_error err = {0};
+    ck_assert_int_eq(encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &lim, &err),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(err.message, "invalid JSON at line 1, column"));
+    encode_request_free(&req);
+
+    /* 64 ragged rows of up to 512 ids, types and a mask: every entry lands
+     * where it belongs, padding after each row's own length. */
+    enum { B = 64, L = 512 };
+    const api_limits big = {B, L, (long)B * L, 0, NULL, &ID_MODULE};
+    char *body = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&body, &size);
+    for (int field = 0; field < 3; field++) {
+        fprintf(f, field ? "], \"%s\": [" : "{\"%s\": [",
+                field == 0   ? "input_ids"
+                : field == 1 ? "token_type_ids"
+                             : "attention_mask");
+        for (int b = 0; b < B; b++) {
+            const int n = b == 5 ? L : 1 + (b * 37) % L;
+            fputs(b ? ", [" : "[", f);
+            for (int i = 0; i < n; i++) {
+                const int v = field == 0   ? (b * 131 + i * 7) % 50
+                              : field == 1 ? (b + i) % 2
+                                           : i < n - 1 || b % 3 != 0 || n == 1;
+                fprintf(f, i ? ",%d" : "%d", v);
+            }
+            fputc(']', f);
+        }
+    }
+    fputs("], \"attention\": \"none\"}", f);
+    fclose(f);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(encode_request_parse(&req, body, size, &s.hp, &big, &err) == 0, "%s",
+                  err.message);
+    ck_assert(req.batch.B == B && req.batch.L == L);
+    for (int b = 0; b < B; b++) {
+        const int n = b == 5 ? L : 1 + (b * 37) % L;
+        const int len = b % 3 == 0 && n > 1 ? n - 1 : n;
+        ck_assert_msg(req.batch.lengths[b] == len, "lengths[%d] = %d, want %d", b,
+                      req.batch.lengths[b], len);
+        for (int i = 0; i < L; i++) {
+            const int32_t want = i < n ? (b * 131 + i * 7) % 50 : 0;
+            const int32_t want_type = i < n ? (b + i) % 2 : 0;
+            const int32_t got = req.input_ids[(size_t)b * L + i];
+            const int32_t got_type = req.token_type_ids[(size_t)b * L + i];
+            if (got != want || got_type != want_type)
+                ck_abort_msg("[%d][%d]: id %d type %d, want %d %d", b, i, got, got_type, want,
+                             want_type);
+        }
+    }
+    encode_request_free(&req);
+    free(body);
+    enc_model_free(s.model);
+}
+END_TEST
+
 Suite *v1_embeddings_suite(void)
 {
     Suite *s = suite_create("v1_embeddings");
@@ -317,6 +439,7 @@ Suite *v1_embeddings_suite(void)
     tcase_add_test(tc, test_scanner_syntax);
     tcase_add_test(tc, test_big_integers_are_numbers);
     tcase_add_test(tc, test_large_body_split);
+    tcase_add_test(tc, test_ids_text);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -238,7 +238,7 @@ START_TEST(test_base64_body_paths)
     hp.d_model = 4;
     hp.n_heads = hp.n_kv_heads = 1;
     hp.d_ff = 8;
-    const api_limits lim = {64, 4096, 65536, (size_t)1 << 20, NULL};
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 20, NULL, NULL};
     /* 8 floats; 0x3fffffff (1.99999988) encodes as "////" */
     static const uint32_t bits[8] = {0x3fffffffu, 0x3f800000u, 0xc0490fdbu, 0x00000001u,
                                      0x7f7fffffu, 0x80000000u, 0x3eaaaaabu, 0x42280000u};
@@ -289,6 +289,105 @@ START_TEST(test_base64_body_paths)
         ck_assert_msg(strstr(err.message, want), "'%s' lacks '%s'", err.message, want);
     }
     free(b64);
+}
+END_TEST
+
+/* ---- token ids: the Hugging Face fixtures ------------------------------------ */
+
+/* A directory's ids.safetensors through /v1/encode from token ids: padded
+ * with lengths (every layer's weights), ragged rows, attention_mask (base64
+ * out), and each sequence alone; outputs and weights within 1e-4 of the
+ * references (transformers' embedding module and layers written out). */
+START_TEST(test_ids_fixture)
+{
+    ids_fx c;
+    ids_fx_load(&c, ids_fx_dir(_i));
+    enc_model *m = ids_fx_model(&c);
+    const enc_hparams *hp = enc_model_hparams(m);
+    ck_assert_msg(enc_model_embedding(m) != NULL, "%s: no embedding module", c.name);
+    ck_assert_int_eq(hp->d_model, c.D);
+    ck_assert_int_eq(hp->n_layers, c.n_layers);
+    float *out = ids_fx_want(&c, -1), *last = ids_fx_want(&c, c.n_layers - 1);
+    char what[128];
+
+    /* padded, lengths, every layer */
+    char *body = ids_body(&c, IDS_PADDED, 0, "\"attention_layers\": \"all\"");
+    run r;
+    run_body(&r, m, hp, body, c.name);
+    snprintf(what, sizeof what, "%s padded: outputs", c.name);
+    check_shape(json_object_get(r.resp, "shape"), (size_t[]){(size_t)c.B, (size_t)c.L, (size_t)c.D},
+                3);
+    check_json(json_object_get(r.resp, "outputs"), &c.y, out, T_OUT, -1, &TORCH_TOL, what);
+    const json_t *layers = json_object_get(r.resp, "attention_layers");
+    ck_assert_uint_eq(json_array_size(layers), (size_t)c.n_layers);
+    for (int l = 0; l < c.n_layers; l++) {
+        float *want = ids_fx_want(&c, l);
+        snprintf(what, sizeof what, "%s padded: attention layer %d", c.name, l);
+        check_json(json_object_get(json_array_get(layers, (size_t)l), "attention"), &c.y, want,
+                   T_HEADS, -1, &TORCH_TOL, what);
+        free(want);
+    }
+    check_usage(r.resp, &c.y, -1);
+    run_free(&r);
+    free(body);
+
+    /* ragged rows, no lengths: each row its own length */
+    body = ids_body(&c, IDS_RAGGED, 0, NULL);
+    run_body(&r, m, hp, body, c.name);
+    snprintf(what, sizeof what, "%s ragged: outputs", c.name);
+    check_json(json_object_get(r.resp, "outputs"), &c.y, out, T_OUT, -1, &TORCH_TOL, what);
+    snprintf(what, sizeof what, "%s ragged: attention", c.name);
+    check_json(json_object_get(r.resp, "attention"), &c.y, last, T_HEADS, -1, &TORCH_TOL, what);
+    check_usage(r.resp, &c.y, -1);
+    run_free(&r);
+    free(body);
+
+    /* attention_mask instead of lengths, base64 out */
+    body = ids_body(&c, IDS_MASK, 0, "\"encoding\": \"base64\"");
+    run_body(&r, m, hp, body, c.name);
+    snprintf(what, sizeof what, "%s mask: outputs", c.name);
+    check_b64(json_object_get(r.resp, "outputs"), json_object_get(r.resp, "outputs_shape"), &c.y,
+              out, T_OUT, -1, &TORCH_TOL, what);
+    snprintf(what, sizeof what, "%s mask: attention", c.name);
+    check_b64(json_object_get(r.resp, "attention"), json_object_get(r.resp, "attention_shape"),
+              &c.y, last, T_HEADS, -1, &TORCH_TOL, what);
+    check_usage(r.resp, &c.y, -1);
+    run_free(&r);
+    free(body);
+
+    /* each sequence alone, int[len] */
+    for (int b = 0; b < c.B; b++) {
+        body = ids_body(&c, IDS_ONE, b, NULL);
+        run_body(&r, m, hp, body, c.name);
+        ck_assert(!r.req.batched);
+        snprintf(what, sizeof what, "%s sequence %d alone: outputs", c.name, b);
+        check_json(json_object_get(r.resp, "outputs"), &c.y, out, T_OUT, b, &TORCH_TOL, what);
+        snprintf(what, sizeof what, "%s sequence %d alone: attention", c.name, b);
+        check_json(json_object_get(r.resp, "attention"), &c.y, last, T_HEADS, b, &TORCH_TOL, what);
+        run_free(&r);
+        free(body);
+    }
+    free(out);
+    free(last);
+    enc_model_free(m);
+    ids_fx_free(&c);
+}
+END_TEST
+
+/* The fixtures are there: every model_type the core embeds, and a padded
+ * batch of the RoBERTa family among them. */
+START_TEST(test_ids_fixtures_present)
+{
+    static const char *const want[] = {"bert_base",    "bert_mlm",       "roberta_mlm", "camembert",
+                                       "electra_disc", "distilbert_mlm", "xlm_roberta"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        bool found = false;
+        for (int k = 0; k < ids_fx_count(); k++) {
+            const char *d = ids_fx_dir(k), *slash = strrchr(d, '/');
+            found = found || strcmp(slash ? slash + 1 : d, want[i]) == 0;
+        }
+        ck_assert_msg(found, "no ids.safetensors for %s under tests/fixtures/hf", want[i]);
+    }
 }
 END_TEST
 
@@ -413,6 +512,11 @@ Suite *v1_fixtures_suite(void)
     tcase_add_loop_test(torch, test_fixture_precision, 0, n_cases);
     tcase_add_test(torch, test_base64_body_paths);
     suite_add_tcase(s, torch);
+    TCase *ids = tcase_create("token ids");
+    tcase_set_timeout(ids, 300);
+    tcase_add_test(ids, test_ids_fixtures_present);
+    tcase_add_loop_test(ids, test_ids_fixture, 0, ids_fx_count());
+    suite_add_tcase(s, ids);
     TCase *shapes = tcase_create("random shapes");
     tcase_set_timeout(shapes, 300);
     tcase_add_loop_test(shapes, test_random_shapes, 0, 4);

@@ -427,6 +427,373 @@ START_TEST(test_response_details)
 }
 END_TEST
 
+/* ---- token ids ------------------------------------------------------------------ */
+
+/* An embedding module as the core describes one (enc_embedding_info), for
+ * the parser alone: the small model is seeded and has none, so these
+ * requests are parsed and checked, not run (check_v1_fixtures.c runs the
+ * Hugging Face fixtures from ids). */
+static const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
+static const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
+                                             .type_vocab_size = 2,
+                                             .max_positions = 24,
+                                             .padding_idx = -1,
+                                             .position = "absolute",
+                                             .dtype = "F32",
+                                             .n_tensors = 1,
+                                             .tensors = FAKE_TENSORS};
+static const enc_embedding_info FAKE_ROBERTA = {.vocab_size = 50,
+                                                .type_vocab_size = 1,
+                                                .max_positions = 24,
+                                                .padding_idx = 1,
+                                                .position = "roberta",
+                                                .dtype = "F32",
+                                                .n_tensors = 1,
+                                                .tensors = FAKE_TENSORS};
+static const enc_embedding_info FAKE_DISTIL = {.vocab_size = 50,
+                                               .type_vocab_size = 0,
+                                               .max_positions = 24,
+                                               .padding_idx = -1,
+                                               .position = "sinusoidal",
+                                               .dtype = "F16",
+                                               .n_tensors = 1,
+                                               .tensors = FAKE_TENSORS};
+
+static int parse_ids(const small *s, const enc_embedding_info *e, const char *body,
+                     encode_request *req, api_error *err)
+{
+    api_limits lim = s->lim;
+    lim.embedding = e;
+    memset(err, 0, sizeof *err);
+    return encode_request_parse(req, body, strlen(body), &s->hp, &lim, err);
+}
+
+static void assert_ids(const int32_t *got, const int32_t *want, size_t n, const char *what)
+{
+    for (size_t k = 0; k < n; k++)
+        ck_assert_msg(got[k] == want[k], "%s[%zu] = %d, want %d", what, k, (int)got[k],
+                      (int)want[k]);
+}
+
+/* input_ids int[B][L] and int[L], token_type_ids with them, ragged rows
+ * padded to the longest with their lengths, the padding id. */
+START_TEST(test_input_ids_forms)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+
+    ck_assert_msg(parse_ids(&s, &FAKE_BERT,
+                            "{\"input_ids\": [[1, 2, 3], [4, 5, 49]], \"token_type_ids\": [[0, 0, "
+                            "1], [1, 1, 0]]}",
+                            &req, &err) == 0,
+                  "%s", err.message);
+    ck_assert(req.batched && req.batch.B == 2 && req.batch.L == 3);
+    ck_assert_ptr_null(req.batch.x);
+    ck_assert_ptr_nonnull(req.batch.ids);
+    ck_assert_ptr_eq(req.batch.ids->input_ids, req.input_ids);
+    ck_assert_ptr_eq(req.batch.ids->token_type_ids, req.token_type_ids);
+    assert_ids(req.input_ids, (const int32_t[]){1, 2, 3, 4, 5, 49}, 6, "input_ids");
+    assert_ids(req.token_type_ids, (const int32_t[]){0, 0, 1, 1, 1, 0}, 6, "token_type_ids");
+    ck_assert_ptr_null(req.batch.lengths);
+    ck_assert_ptr_null(req.batch.mask.key_padding);
+    ck_assert_int_eq(encode_request_alloc_outputs(&req, &s.hp, &err), 0);
+    encode_request_free(&req);
+
+    /* the unbatched form; no token types: NULL (all 0) */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT, "{\"input_ids\": [7, 8, 9, 10]}", &req, &err), 0);
+    ck_assert(!req.batched && req.batch.B == 1 && req.batch.L == 4);
+    assert_ids(req.input_ids, (const int32_t[]){7, 8, 9, 10}, 4, "input_ids");
+    ck_assert_ptr_null(req.batch.ids->token_type_ids);
+    encode_request_free(&req);
+
+    /* ragged rows: padded to the longest with the padding id, each row its
+     * own length; token_type_ids ragged alike */
+    ck_assert_msg(parse_ids(&s, &FAKE_ROBERTA,
+                            "{\"input_ids\": [[5, 6], [7, 8, 9, 10], [11]], \"token_type_ids\": "
+                            "[[0, 0], [0, 0, 0, 0], [0]]}",
+                            &req, &err) == 0,
+                  "%s", err.message);
+    ck_assert(req.batch.B == 3 && req.batch.L == 4);
+    assert_ids(req.input_ids, (const int32_t[]){5, 6, 1, 1, 7, 8, 9, 10, 11, 1, 1, 1}, 12,
+               "input_ids (padding_idx 1)");
+    ck_assert_ptr_nonnull(req.batch.lengths);
+    ck_assert(req.batch.lengths[0] == 2 && req.batch.lengths[1] == 4 && req.batch.lengths[2] == 1);
+    encode_request_free(&req);
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT, "{\"input_ids\": [[5, 6], [7, 8, 9]]}", &req, &err),
+                     0);
+    assert_ids(req.input_ids, (const int32_t[]){5, 6, 0, 7, 8, 9}, 6, "input_ids (pad 0)");
+    encode_request_free(&req);
+
+    /* lengths with ragged rows: at most each row's own */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [[5, 6, 7], [8, 9]], \"lengths\": [2, 1]}", &req,
+                               &err),
+                     0);
+    ck_assert(req.batch.lengths[0] == 2 && req.batch.lengths[1] == 1);
+    encode_request_free(&req);
+
+    /* padding past lengths is never looked up: any int32 */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [[5, 6, -100], [8, 9, 2147483647]], \"lengths\": "
+                               "[2, 2]}",
+                               &req, &err),
+                     0);
+    encode_request_free(&req);
+
+    /* DistilBERT: no token types, so only 0 */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_DISTIL,
+                               "{\"input_ids\": [1, 2], \"token_type_ids\": [0, 0]}", &req, &err),
+                     0);
+    encode_request_free(&req);
+
+    /* position_ids index the position table with ids, below its size */
+    ck_assert_msg(
+        parse_ids(&s, &FAKE_BERT,
+                  "{\"input_ids\": [[1, 2, 3], [4]], \"position_ids\": [[5, 6, 23], [9]]}", &req,
+                  &err) == 0,
+        "%s", err.message);
+    assert_ids(req.batch.positions, (const int32_t[]){5, 6, 23, 9, 0, 0}, 6, "position_ids");
+    encode_request_free(&req);
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [1, 2, 3], \"position_ids\": [2, 1, 0]}", &req,
+                               &err),
+                     0);
+    assert_ids(req.batch.positions, (const int32_t[]){2, 1, 0}, 3, "position_ids");
+    encode_request_free(&req);
+
+    /* white space, newlines and key order do not matter; null is absent */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{ \"token_type_ids\" :\n[ [1 ,0] ] , \"embeddings\": null,\n"
+                               "\"input_ids\":[[ 3,\t4 ]], \"attention_mask\": null}",
+                               &req, &err),
+                     0);
+    assert_ids(req.input_ids, (const int32_t[]){3, 4}, 2, "input_ids");
+    assert_ids(req.token_type_ids, (const int32_t[]){1, 0}, 2, "token_type_ids");
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
+/* attention_mask as transformers takes it: trailing zeros end a sequence
+ * (lengths), a zero inside hides that key (key padding), its query still
+ * computed; with lengths it must agree; with mask.key_padding the two add. */
+START_TEST(test_attention_mask)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+
+    ck_assert_msg(parse_ids(&s, &FAKE_BERT,
+                            "{\"input_ids\": [[1, 2, 3, 4], [5, 6, 7, 8]], \"attention_mask\": "
+                            "[[1, 1, 0, 0], [1, 0, 1, 0]]}",
+                            &req, &err) == 0,
+                  "%s", err.message);
+    ck_assert(req.batch.lengths && req.batch.lengths[0] == 2 && req.batch.lengths[1] == 3);
+    ck_assert_ptr_nonnull(req.batch.mask.key_padding);
+    static const uint8_t kp[] = {0, 0, 0, 0, 0, 1, 0, 0};
+    ck_assert_mem_eq(req.batch.mask.key_padding, kp, sizeof kp);
+    encode_request_free(&req);
+
+    /* all ones: lengths L (the response's ragged form), no key padding */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [[1, 2], [3, 4]], \"attention_mask\": [[1, 1], "
+                               "[1, 1]]}",
+                               &req, &err),
+                     0);
+    ck_assert(req.batch.lengths[0] == 2 && req.batch.lengths[1] == 2);
+    ck_assert_ptr_null(req.batch.mask.key_padding);
+    encode_request_free(&req);
+
+    /* with lengths that agree; with mask.key_padding: both hide keys */
+    ck_assert_msg(parse_ids(&s, &FAKE_BERT,
+                            "{\"input_ids\": [[1, 2, 3], [4, 5, 6]], \"lengths\": [3, 1], "
+                            "\"attention_mask\": [[0, 1, 1], [1, 0, 0]], \"mask\": "
+                            "{\"key_padding\": [[false, true, false], [false, false, true]]}}",
+                            &req, &err) == 0,
+                  "%s", err.message);
+    static const uint8_t kp2[] = {1, 1, 0, 0, 0, 1};
+    ck_assert_mem_eq(req.batch.mask.key_padding, kp2, sizeof kp2);
+    ck_assert(req.batch.lengths[0] == 3 && req.batch.lengths[1] == 1);
+    encode_request_free(&req);
+
+    /* ragged ids: the mask rows ragged alike, shortening them further */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [[1, 2, 3], [4, 5]], \"attention_mask\": [[1, 1, "
+                               "1], [1, 0]]}",
+                               &req, &err),
+                     0);
+    ck_assert(req.batch.lengths[0] == 3 && req.batch.lengths[1] == 1);
+    encode_request_free(&req);
+
+    /* the unbatched form, and with embeddings (any model) */
+    ck_assert_int_eq(parse_ids(&s, &FAKE_BERT,
+                               "{\"input_ids\": [1, 2, 3], \"attention_mask\": [1, 0, 1]}", &req,
+                               &err),
+                     0);
+    ck_assert(!req.batched && req.batch.lengths[0] == 3 && req.batch.mask.key_padding[1] == 1);
+    encode_request_free(&req);
+    ck_assert_int_eq(parse_small(&s,
+                                 "{\"embeddings\": [[[1, 2, 3, 4], [4, 3, 2, 1]], [[1, 1, 1, 1], "
+                                 "[0, 0, 0, 0]]], \"attention_mask\": [[1, 1], [1, 0]]}",
+                                 &req, &err),
+                     0);
+    ck_assert(req.batch.lengths[0] == 2 && req.batch.lengths[1] == 1);
+    encode_request_free(&req);
+
+    /* a masked key inside a sequence changes what the others see, exactly as
+     * mask.key_padding does (the seeded model, from embeddings) */
+    const char *emb = "\"embeddings\": [[1, 2, 3, 4], [4, 3, 2, 1], [0, 1, 0, 1]]";
+    char b1[512], b2[512];
+    snprintf(b1, sizeof b1, "{%s, \"attention_mask\": [1, 0, 1]}", emb);
+    snprintf(b2, sizeof b2,
+             "{%s, \"lengths\": [3], \"mask\": {\"key_padding\": [false, true, false]}}", emb);
+    run r1, r2;
+    run_body(&r1, s.model, &s.hp, b1, "attention_mask");
+    run_body(&r2, s.model, &s.hp, b2, "key_padding");
+    ck_assert_msg(strcmp(r1.text, r2.text) == 0, "attention_mask [1, 0, 1]:\n%s\nkey_padding:\n%s",
+                  r1.text, r2.text);
+    /* the masked key gets weight 0 from every query, its own included */
+    const json_t *h0 = json_array_get(json_object_get(r1.resp, "attention"), 0);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert(json_number_value(json_array_get(json_array_get(h0, i), 1)) == 0.0);
+    run_free(&r1);
+    run_free(&r2);
+    enc_model_free(s.model);
+}
+END_TEST
+
+/* Every refusal of the ids and the mask names the field and the entry. */
+START_TEST(test_input_ids_refused)
+{
+    small s;
+    small_load(&s);
+    encode_request req;
+    api_error err;
+    static const struct {
+        const char *body, *want;
+        int status;
+    } bad[] = {
+        {"{\"input_ids\": [[1, 2]], \"embeddings\": [[1, 2, 3, 4], [1, 2, 3, 4]]}",
+         "give one of embeddings, embeddings_b64 (with shape) or input_ids, not both embeddings "
+         "and input_ids",
+         400},
+        {"{\"input_ids\": [1], \"embeddings_b64\": \"AAAA\", \"shape\": [1, 4]}",
+         "not both embeddings_b64 and input_ids", 400},
+        {"{\"embeddings\": [[1, 2, 3, 4]], \"token_type_ids\": [0]}",
+         "token_type_ids is only used with input_ids", 400},
+        {"{\"input_ids\": [[1, 3.5]]}", "input_ids[0][1] is 3.5, not an integer", 400},
+        {"{\"input_ids\": [1, 2e0]}", "input_ids[1] is 2e0, not an integer", 400},
+        {"{\"input_ids\": [[1, 2], [3, -1]]}",
+         "input_ids[1][1] = -1 is outside 0..49 (the model's vocab_size is 50)", 400},
+        {"{\"input_ids\": [[1, 2], [50, 3]]}", "input_ids[1][0] = 50 is outside 0..49", 400},
+        {"{\"input_ids\": [[1, 2147483648]]}",
+         "input_ids[0][1] = 2147483648 is outside the int32 range", 400},
+        {"{\"input_ids\": [[1, -2147483649]]}",
+         "input_ids[0][1] = -2147483649 is outside the int32 range", 400},
+        {"{\"input_ids\": [[1, 1e40]]}", "input_ids[0][1] = 1e+40 is outside the int32 range", 400},
+        {"{\"input_ids\": [[1, \"2\"]]}", "input_ids[0][1] is a string, not an integer", 400},
+        {"{\"input_ids\": [[1, 2], 3]}", "input_ids[1] is a number; expected an array of integers",
+         400},
+        {"{\"input_ids\": [[[1]]]}", "input_ids[0][0] is an array, not an integer", 400},
+        {"{\"input_ids\": [1, [2]]}", "input_ids[1] is an array, not an integer", 400},
+        {"{\"input_ids\": []}", "input_ids is empty", 400},
+        {"{\"input_ids\": [[]]}", "input_ids[0] is empty; a sequence needs at least one token",
+         400},
+        {"{\"input_ids\": [[1], []]}", "input_ids[1] is empty", 400},
+        {"{\"input_ids\": \"1 2 3\"}",
+         "input_ids must be int[B][L] or int[L] (token ids), not a string", 400},
+        {"{\"input_ids\": [[1, 2], [3]], \"lengths\": [2, 2]}",
+         "lengths[1] = 2 is outside 1..1 (input_ids[1] has 1 id)", 400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"lengths\": [2, 3]}", "lengths[1] = 3 is outside 1..2",
+         400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"token_type_ids\": [[0, 2], [0, 0]]}",
+         "token_type_ids[0][1] = 2 is outside 0..1 (the model's type_vocab_size is 2)", 400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"token_type_ids\": [[0, 0]]}",
+         "token_type_ids has 1 row; the batch has 2 sequences", 400},
+        {"{\"input_ids\": [[1, 2], [3]], \"token_type_ids\": [[0, 0], [0, 0]]}",
+         "token_type_ids[1] has 2 entries; input_ids[1] has 1", 400},
+        {"{\"input_ids\": [1, 2], \"token_type_ids\": [[0, 0]]}",
+         "token_type_ids[0] is an array, not an integer (token_type_ids must be int[L], shaped as "
+         "input_ids)",
+         400},
+        {"{\"input_ids\": [[1, 2]], \"token_type_ids\": [0, 0]}",
+         "token_type_ids[0] is a number; token_type_ids must be int[B][L] (shaped as input_ids)",
+         400},
+        {"{\"input_ids\": [[1, 2]], \"token_type_ids\": []}",
+         "token_type_ids has 0 rows; the batch has 1 sequence", 400},
+        {"{\"input_ids\": [1, 2], \"token_type_ids\": [0, 0, 1]}",
+         "token_type_ids has 3 entries; input_ids has 2", 400},
+        {"{\"input_ids\": [1, 2], \"token_type_ids\": [0, true]}",
+         "token_type_ids[1] is a boolean, not an integer", 400},
+        {"{\"input_ids\": [1, 2], \"token_type_ids\": {\"0\": 1}}",
+         "token_type_ids must be int[L] (shaped as input_ids), not an object", 400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"attention_mask\": [[1, 2], [1, 1]]}",
+         "attention_mask[0][1] = 2 is not 0 or 1", 400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"attention_mask\": [[1, 1], [0, 0]]}",
+         "attention_mask[1] has no 1: a sequence needs at least one real token", 400},
+        {"{\"input_ids\": [1, 2], \"attention_mask\": [0, 0]}",
+         "attention_mask has no 1: a sequence needs at least one real token", 400},
+        {"{\"input_ids\": [[1, 2, 3], [3, 4, 5]], \"attention_mask\": [[1, 1, 0], [1, 1, 1]], "
+         "\"lengths\": [3, 3]}",
+         "lengths[0] = 3 but attention_mask[0] gives 2 real tokens (its last 1 is at index 1): "
+         "send one of them, or make them agree",
+         400},
+        {"{\"input_ids\": [[1, 2], [3, 4]], \"attention_mask\": [[1, 0.5], [1, 1]]}",
+         "attention_mask[0][1] is 0.5, not an integer", 400},
+        {"{\"embeddings\": [[[1, 2, 3, 4]]], \"attention_mask\": [[1, 1]]}",
+         "attention_mask[0] has 2 entries; the sequences have 1 position", 400},
+        {"{\"embeddings\": [[1, 2, 3, 4]], \"attention_mask\": [[1]]}",
+         "attention_mask[0] is an array, not an integer (attention_mask must be int[L], for the "
+         "embeddings' sequences)",
+         400},
+        {"{\"input_ids\": [[1, 2, 3], [4]], \"position_ids\": [[0, 1, 2], [0, 1]]}",
+         "position_ids[1] is of another length; expected 1 integers, as input_ids[1]", 400},
+        {"{\"input_ids\": [1, 2], \"position_ids\": [0, 24]}",
+         "position_ids[1] = 24 is outside 0..23 (the model's position table)", 400},
+        {"{\"embeddings\": [[1, 2, 3, 4]], \"position_ids\": [0]}",
+         "position_ids: this model has no positions inside attention (model.position is none): "
+         "its input embeddings carry them (with input_ids, position_ids index the model's "
+         "position table)",
+         400},
+        {"{\"input_ids\": [[1, 2, 3, 4, 5, 6, 7, 8, 9]]}",
+         "sequence length 9 is over limits.max_seq_len (8)", 413},
+        {"{\"input_ids\": [[1], [2], [3], [4], [5]]}",
+         "batch of 5 sequences is over limits.max_batch", 413},
+        {"{\"input_ids\": [[1, 2, 3, 4, 5, 6, 7, 8], [1], [2]]}",
+         "batch of 3 sequences x 8 positions = 24 tokens is over limits.max_batch_tokens (16)",
+         413},
+        {"{\"input_ids\": [1], \"input_ids\": [2]}", "duplicate object key", 400},
+        {"{\"input_ids\": [1, 2,], \"token_type_ids\": [0, 0]}",
+         "invalid JSON at line 1, column 21", 400},
+        {"{\"inputs_ids\": [1]}",
+         "unknown field 'inputs_ids'; expected embeddings, "
+         "embeddings_b64, shape, input_ids, token_type_ids, "
+         "attention_mask, lengths,",
+         400},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const int rc = parse_ids(&s, &FAKE_BERT, bad[i].body, &req, &err);
+        ck_assert_msg(rc == -1, "%s was accepted", bad[i].body);
+        ck_assert_msg(api_error_status(err.kind) == bad[i].status, "%s: status %d (%s)",
+                      bad[i].body, api_error_status(err.kind), err.message);
+        ck_assert_msg(strstr(err.message, bad[i].want), "%s:\n  '%s'\n  lacks '%s'", bad[i].body,
+                      err.message, bad[i].want);
+        ck_assert(printable(err.message));
+        encode_request_free(&req);
+    }
+    /* A model without an embedding module takes embeddings only. */
+    ck_assert_int_eq(parse_small(&s, "{\"input_ids\": [[1, 2]]}", &req, &err), -1);
+    ck_assert_str_eq(err.message, "input_ids: this model takes embeddings, not input_ids: it has "
+                                  "no embedding module (serve a model.dir: a Hugging Face "
+                                  "directory brings one)");
+    encode_request_free(&req);
+    enc_model_free(s.model);
+}
+END_TEST
+
 /* ---- robustness: every truncation and many byte changes of valid bodies ------ */
 
 static void parse_any(const small *s, const char *body, size_t len)
@@ -510,6 +877,9 @@ Suite *v1_requests_suite(void)
     tcase_add_test(options, test_mask_forms);
     tcase_add_test(options, test_attention_layers_and_limits);
     tcase_add_test(options, test_position_ids);
+    tcase_add_test(options, test_input_ids_forms);
+    tcase_add_test(options, test_attention_mask);
+    tcase_add_test(options, test_input_ids_refused);
     tcase_add_test(options, test_response_details);
     suite_add_tcase(s, options);
     TCase *mutations = tcase_create("mutations");

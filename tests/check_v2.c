@@ -14,6 +14,7 @@
 #include "test_util.h"
 #include "torch_fixture.h"
 #include "protocol/v2.h"
+#include "v1_util.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -331,6 +332,245 @@ START_TEST(test_parse_position_ids)
 END_TEST
 
 /* Requested outputs: asking for "outputs" alone computes no attention. */
+/* ---- token ids in ------------------------------------------------------------ */
+
+/* An embedding module as the core describes one, for the codec alone (the
+ * daemon tests below run the Hugging Face fixtures from ids). */
+static const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
+static const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
+                                             .type_vocab_size = 2,
+                                             .max_positions = 24,
+                                             .padding_idx = -1,
+                                             .position = "absolute",
+                                             .dtype = "F32",
+                                             .n_tensors = 1,
+                                             .tensors = FAKE_TENSORS};
+
+static void put_le64(bytes *b, uint64_t u)
+{
+    put_le32(b, (uint32_t)u);
+    put_le32(b, (uint32_t)(u >> 32));
+}
+
+#define IDS_IN(name, dtype, shape, data)                                                           \
+    "{\"name\":\"" name "\",\"datatype\":\"" dtype "\",\"shape\":" shape ",\"data\":" data "}"
+
+/* input_ids, token_type_ids and attention_mask: INT32 or INT64, JSON flat or
+ * nested, or binary (8 bytes each for INT64), in any input order. */
+START_TEST(test_parse_ids)
+{
+    enc_hparams hp = tiny_hp();
+    const api_limits lim = {.max_batch = 4,
+                            .max_seq_len = 8,
+                            .max_batch_tokens = 64,
+                            .max_attention_bytes = 1 << 20,
+                            .embedding = &FAKE_BERT};
+    v2_request req;
+    api_error err = {0};
+    bytes b = {0};
+    static const int32_t ids[6] = {1, 2, 3, 4, 5, 49}, types[6] = {0, 0, 1, 1, 1, 0};
+    /* JSON: INT64 nested ids, INT32 flat types */
+    put_str(&b,
+            "{\"inputs\":[" IDS_IN("input_ids", "INT64", "[2,3]", "[[1,2,3],[4,5,49]]") "," IDS_IN(
+                "token_type_ids", "INT32", "[2,3]", "[0,0,1,1,1,0]") "]}");
+    ck_assert_msg(
+        v2_request_parse(&req, (const char *)b.p, b.len, NULL, "encoder", &hp, &lim, &err) == 0,
+        "%s", err.message);
+    ck_assert(req.enc.batch.B == 2 && req.enc.batch.L == 3 && req.enc.batched);
+    ck_assert_ptr_null(req.enc.batch.x);
+    ck_assert_ptr_nonnull(req.enc.batch.ids);
+    ck_assert_mem_eq(req.enc.batch.ids->input_ids, ids, sizeof ids);
+    ck_assert_mem_eq(req.enc.batch.ids->token_type_ids, types, sizeof types);
+    ck_assert_ptr_null(req.enc.batch.lengths);
+    ck_assert_int_eq(encode_request_alloc_outputs(&req.enc, &hp, &err), 0);
+    v2_request_free(&req);
+
+    /* binary: attention_mask INT32 first, then ids INT64, then types INT64 */
+    for (int dtype64 = 0; dtype64 < 2; dtype64++) {
+        b.len = 0;
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"inputs\":[{\"name\":\"attention_mask\",\"datatype\":\"INT32\",\"shape\":[2,"
+                 "3],\"parameters\":{\"binary_data_size\":24}},{\"name\":\"input_ids\","
+                 "\"datatype\":\"%s\",\"shape\":[2,3],\"parameters\":{\"binary_data_size\":%d}},"
+                 "{\"name\":\"token_type_ids\",\"datatype\":\"INT64\",\"shape\":[2,3],"
+                 "\"parameters\":{\"binary_data_size\":48}}]}",
+                 dtype64 ? "INT64" : "INT32", dtype64 ? 48 : 24);
+        put_str(&b, json);
+        char hl[32];
+        snprintf(hl, sizeof hl, "%zu", b.len);
+        static const int32_t am[6] = {1, 1, 1, 1, 0, 0};
+        for (int i = 0; i < 6; i++)
+            put_le32(&b, (uint32_t)am[i]);
+        for (int i = 0; i < 6; i++) {
+            if (dtype64)
+                put_le64(&b, (uint64_t)(int64_t)ids[i]);
+            else
+                put_le32(&b, (uint32_t)ids[i]);
+        }
+        for (int i = 0; i < 6; i++)
+            put_le64(&b, (uint64_t)(int64_t)types[i]);
+        ck_assert_msg(
+            v2_request_parse(&req, (const char *)b.p, b.len, hl, "encoder", &hp, &lim, &err) == 0,
+            "%s", err.message);
+        ck_assert_mem_eq(req.enc.batch.ids->input_ids, ids, sizeof ids);
+        ck_assert_mem_eq(req.enc.batch.ids->token_type_ids, types, sizeof types);
+        ck_assert(req.enc.batch.lengths && req.enc.batch.lengths[0] == 3 &&
+                  req.enc.batch.lengths[1] == 1);
+        ck_assert_ptr_null(req.enc.batch.mask.key_padding);
+        v2_request_free(&req);
+    }
+
+    /* attention_mask with a zero inside: key padding; with lengths that agree */
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[" IDS_IN("input_ids", "INT32", "[1,3]", "[7,8,9]") "," IDS_IN(
+                    "attention_mask", "INT64", "[1,3]", "[[1,0,1]]") "," LEN_IN("INT32", "[1]",
+                                                                                "[3]") "]}");
+    ck_assert_msg(
+        v2_request_parse(&req, (const char *)b.p, b.len, NULL, "encoder", &hp, &lim, &err) == 0,
+        "%s", err.message);
+    ck_assert(req.enc.batch.lengths[0] == 3);
+    ck_assert(req.enc.batch.mask.key_padding && req.enc.batch.mask.key_padding[1] == 1 &&
+              req.enc.batch.mask.key_padding[0] == 0 && req.enc.batch.mask.key_padding[2] == 0);
+    v2_request_free(&req);
+
+    /* refusals, each naming the input */
+    static const struct {
+        const char *inputs, *want;
+        bool no_embedding;
+    } bad[] = {
+        {EMB_JSON "," IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]"),
+         "inputs[1] (input_ids): give embeddings (inputs[0]) or input_ids, not both", false},
+        {EMB_JSON "," IDS_IN("token_type_ids", "INT32", "[1,2]", "[0,0]"),
+         "inputs[1] (token_type_ids) is only used with input_ids", false},
+        {IDS_IN("input_ids", "FP32", "[1,2]", "[1,2]"),
+         "inputs[0] (input_ids): datatype is 'FP32'; the model takes INT32 or INT64", false},
+        {IDS_IN("input_ids", "INT32", "[2]", "[1,2]"),
+         "inputs[0] (input_ids): shape [2] has 1 dimension; expected [B, L]", false},
+        {IDS_IN("input_ids", "INT32", "[1,0]", "[]"),
+         "inputs[0] (input_ids): shape [1, 0] is empty; B and L must be at least 1", false},
+        {IDS_IN("input_ids", "INT64", "[1,2]", "[1,2147483648]"),
+         "inputs[0] (input_ids): data[1] = 2147483648 is outside the INT32 range (INT64 ids and "
+         "masks are read as int32)",
+         false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2.5]"),
+         "inputs[0] (input_ids): data[1] is a number with a fraction, not an integer", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[[1,50]]"),
+         "inputs[0] (input_ids)[0][1] = 50 is outside 0..49 (the model's vocab_size is 50)", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN("token_type_ids", "INT32",
+                                                                   "[2,1]", "[0,0]"),
+         "inputs[1] (token_type_ids): shape [2, 1]; expected [1, 2], as input_ids", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN("token_type_ids", "INT32",
+                                                                   "[1,2]", "[0,2]"),
+         "inputs[1] (token_type_ids)[0][1] = 2 is outside 0..1", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN("attention_mask", "INT32",
+                                                                   "[1,2]", "[1,3]"),
+         "inputs[1] (attention_mask)[0][1] = 3 is not 0 or 1", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN("attention_mask", "INT32",
+                                                                   "[1,2]", "[0,0]"),
+         "inputs[1] (attention_mask)[0] has no 1", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN(
+             "attention_mask", "INT32", "[1,2]", "[1,0]") "," LEN_IN("INT32", "[1]", "[2]"),
+         "inputs[2] (lengths)[0] = 2 but inputs[1] (attention_mask)[0] gives 1 real token", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]") "," IDS_IN("position_ids", "INT32", "[2]",
+                                                                   "[0,24]"),
+         "inputs[1] (position_ids)[1] = 24 is outside 0..23 (the model's position table)", false},
+        {IDS_IN("input_ids", "INT32", "[1,2]", "[1,2]"),
+         "inputs[0] (input_ids): this model takes embeddings, not input_ids", true},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        b.len = 0;
+        put_str(&b, "{\"inputs\":[");
+        put_str(&b, bad[i].inputs);
+        put_str(&b, "]}");
+        api_limits l = lim;
+        if (bad[i].no_embedding)
+            l.embedding = NULL;
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(
+            v2_request_parse(&req, (const char *)b.p, b.len, NULL, "encoder", &hp, &l, &err), -1);
+        ck_assert_int_eq(err.kind, API_BAD_REQUEST);
+        ck_assert_msg(strstr(err.message, bad[i].want), "case %zu:\n  '%s'\n  lacks '%s'", i,
+                      err.message, bad[i].want);
+        v2_request_free(&req);
+    }
+    /* INT64 binary outside int32, named with its element */
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[{\"name\":\"input_ids\",\"datatype\":\"INT64\",\"shape\":[1,2],"
+                "\"parameters\":{\"binary_data_size\":16}}]}");
+    char hl[32];
+    snprintf(hl, sizeof hl, "%zu", b.len);
+    put_le64(&b, 3);
+    put_le64(&b, (uint64_t)-4294967296LL);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(
+        v2_request_parse(&req, (const char *)b.p, b.len, hl, "encoder", &hp, &lim, &err), -1);
+    ck_assert_str_eq(err.message, "inputs[0] (input_ids): binary element 1 ([0][1]) = -4294967296 "
+                                  "is outside the INT32 range (INT64 ids and masks are read as "
+                                  "int32)");
+    v2_request_free(&req);
+    /* ... and a size that is the INT32 one */
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[{\"name\":\"input_ids\",\"datatype\":\"INT64\",\"shape\":[1,2],"
+                "\"parameters\":{\"binary_data_size\":8}}]}");
+    snprintf(hl, sizeof hl, "%zu", b.len);
+    put_le32(&b, 3);
+    put_le32(&b, 4);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(
+        v2_request_parse(&req, (const char *)b.p, b.len, hl, "encoder", &hp, &lim, &err), -1);
+    ck_assert_str_eq(err.message, "inputs[0] (input_ids): binary_data_size is 8 but shape [1, 2] "
+                                  "of INT64 needs 16 bytes");
+    v2_request_free(&req);
+    free(b.p);
+}
+END_TEST
+
+/* The model metadata lists the inputs the model takes: ids only with an
+ * embedding module, token types only where it has them. */
+START_TEST(test_model_metadata_inputs)
+{
+    enc_hparams hp = tiny_hp();
+    const char *const plain[] = {"embeddings", "lengths", "attention_mask", NULL};
+    const char *const bert[] = {"embeddings", "lengths",        "position_ids",
+                                "input_ids",  "token_type_ids", "attention_mask",
+                                NULL};
+    const char *const distil[] = {"embeddings", "lengths",        "position_ids",
+                                  "input_ids",  "attention_mask", NULL};
+    enc_embedding_info no_types = FAKE_BERT;
+    no_types.type_vocab_size = 0;
+    const struct {
+        const enc_embedding_info *e;
+        const char *const *names;
+    } cases[] = {{NULL, plain}, {&FAKE_BERT, bert}, {&no_types, distil}};
+    for (size_t c = 0; c < 3; c++) {
+        char *text = v2_model_metadata("encoder", &hp, cases[c].e);
+        ck_assert_ptr_nonnull(text);
+        json_error_t je;
+        json_t *j = json_loads(text, 0, &je);
+        ck_assert_ptr_nonnull(j);
+        json_t *in = json_object_get(j, "inputs");
+        size_t n = 0;
+        while (cases[c].names[n])
+            n++;
+        ck_assert_msg(json_array_size(in) == n, "case %zu: %s", c, text);
+        for (size_t k = 0; k < n; k++) {
+            json_t *e = json_array_get(in, k);
+            ck_assert_str_eq(json_string_value(json_object_get(e, "name")), cases[c].names[k]);
+            const char *dt = json_string_value(json_object_get(e, "datatype"));
+            const char *name = cases[c].names[k];
+            const char *want = strcmp(name, "embeddings") == 0 ? "FP32"
+                               : strcmp(name, "lengths") == 0 || strcmp(name, "position_ids") == 0
+                                   ? "INT32"
+                                   : "INT64";
+            ck_assert_msg(strcmp(dt, want) == 0, "%s: %s, want %s", name, dt, want);
+        }
+        json_decref(j);
+        free(text);
+    }
+}
+END_TEST
+
 START_TEST(test_parse_outputs)
 {
     enc_hparams hp = tiny_hp();
@@ -969,13 +1209,17 @@ START_TEST(test_routes)
         ck_assert_str_eq(json_string_value(json_object_get(j, "name")), "encoder");
         ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "versions"), 0)), "1");
         json_t *in = json_object_get(j, "inputs"), *out = json_object_get(j, "outputs");
-        ck_assert_uint_eq(json_array_size(in), 2);
+        ck_assert_uint_eq(json_array_size(in), 3);
         ck_assert_uint_eq(json_array_size(out), 2);
         char *s = json_dumps(json_array_get(in, 0), JSON_COMPACT | JSON_SORT_KEYS);
         ck_assert_str_eq(s, "{\"datatype\":\"FP32\",\"name\":\"embeddings\",\"shape\":[-1,-1,4]}");
         free(s);
         s = json_dumps(json_array_get(in, 1), JSON_COMPACT | JSON_SORT_KEYS);
         ck_assert_str_eq(s, "{\"datatype\":\"INT32\",\"name\":\"lengths\",\"shape\":[-1]}");
+        free(s);
+        s = json_dumps(json_array_get(in, 2), JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_str_eq(s,
+                         "{\"datatype\":\"INT64\",\"name\":\"attention_mask\",\"shape\":[-1,-1]}");
         free(s);
         s = json_dumps(json_array_get(out, 0), JSON_COMPACT | JSON_SORT_KEYS);
         ck_assert_str_eq(s, "{\"datatype\":\"FP32\",\"name\":\"outputs\",\"shape\":[-1,-1,4]}");
@@ -1342,6 +1586,153 @@ START_TEST(test_torch_fixtures)
 }
 END_TEST
 
+/* ---- token ids: the Hugging Face fixtures over HTTP ------------------------- */
+
+typedef enum ids_send { IDS_JSON32, IDS_JSON64, IDS_BIN32, IDS_BIN64 } ids_send;
+
+/* One integer input of the fixture's (B, L) (or [B] for lengths) values:
+ * JSON (nested for INT32, flat for INT64) or binary, appended to bin. */
+static void ids_input(json_t *inputs, bytes *bin, const char *name, const int32_t *v, size_t n,
+                      json_t *shape, ids_send how, bool int64)
+{
+    json_t *in = json_pack("{s:s, s:s, s:o}", "name", name, "datatype", int64 ? "INT64" : "INT32",
+                           "shape", shape);
+    if (how == IDS_BIN32 || how == IDS_BIN64) {
+        json_object_set_new(
+            in, "parameters",
+            json_pack("{s:I}", "binary_data_size", (json_int_t)(n * (int64 ? 8 : 4))));
+        for (size_t k = 0; k < n; k++) {
+            put_le32(bin, (uint32_t)v[k]);
+            if (int64)
+                put_le32(bin, v[k] < 0 ? 0xffffffffu : 0);
+        }
+    } else {
+        json_t *data = json_array();
+        const size_t cols =
+            json_array_size(shape) == 2 ? (size_t)json_integer_value(json_array_get(shape, 1)) : n;
+        json_t *row = NULL;
+        for (size_t k = 0; k < n; k++) {
+            if (how == IDS_JSON32 && cols < n && k % cols == 0) /* nested as the shape */
+                json_array_append_new(data, row = json_array());
+            json_array_append_new(how == IDS_JSON32 && cols < n ? row : data, json_integer(v[k]));
+        }
+        json_object_set_new(in, "data", data);
+    }
+    json_array_append_new(inputs, in);
+}
+
+/* The fixture through /v2 infer from ids, four ways: JSON INT32 with
+ * lengths, JSON INT64 with attention_mask and binary outputs, binary INT32
+ * with lengths, binary INT64 with attention_mask (and position_ids where
+ * the fixture has them); outputs and the last layer's weights, dense with
+ * zero padding, within 1e-4 of the references. */
+START_TEST(test_infer_ids_hf)
+{
+    ids_fx c;
+    ids_fx_load(&c, ids_fx_dir(_i));
+    start_or_fail((const char *const[]){"--model-dir", c.dir, NULL}, NULL);
+    http_resp r;
+    get("/v2/models/encoder", &r);
+    ck_assert_int_eq(r.status, 200);
+    json_t *meta = parse_json(r.body, r.len);
+    bool has_ids = false, has_types = false;
+    json_t *mins = json_object_get(meta, "inputs");
+    for (size_t k = 0; k < json_array_size(mins); k++) {
+        const char *n = json_string_value(json_object_get(json_array_get(mins, k), "name"));
+        has_ids |= strcmp(n, "input_ids") == 0;
+        has_types |= strcmp(n, "token_type_ids") == 0;
+    }
+    ck_assert_msg(has_ids, "%s: metadata lacks input_ids: %s", c.name, r.body);
+    if (c.token_type_ids)
+        ck_assert_msg(has_types, "%s: metadata lacks token_type_ids: %s", c.name, r.body);
+    json_decref(meta);
+    http_resp_free(&r);
+
+    const size_t BL = (size_t)c.B * (size_t)c.L;
+    int32_t *mask = xcalloc(BL, sizeof *mask);
+    for (int b = 0; b < c.B; b++)
+        for (int i = 0; i < c.lengths[b]; i++)
+            mask[(size_t)b * c.L + i] = 1;
+    float *out = ids_fx_want(&c, -1), *last = ids_fx_want(&c, c.n_layers - 1);
+    bytes b = {0}, bin = {0};
+    for (int how = IDS_JSON32; how <= IDS_BIN64; how++) {
+        const bool int64 = how == IDS_JSON64 || how == IDS_BIN64;
+        const bool use_mask = how == IDS_JSON64 || how == IDS_BIN64;
+        const bool bin_out = how == IDS_JSON64 || how == IDS_BIN32;
+        json_t *root = json_pack("{s:s}", "id", "fixture");
+        json_t *inputs = json_array();
+        bin.len = 0;
+        ids_input(inputs, &bin, "input_ids", c.input_ids, BL, json_pack("[i,i]", c.B, c.L),
+                  (ids_send)how, int64);
+        if (c.token_type_ids)
+            ids_input(inputs, &bin, "token_type_ids", c.token_type_ids, BL,
+                      json_pack("[i,i]", c.B, c.L), (ids_send)how, int64);
+        if (use_mask)
+            ids_input(inputs, &bin, "attention_mask", mask, BL, json_pack("[i,i]", c.B, c.L),
+                      (ids_send)how, int64);
+        else
+            ids_input(inputs, &bin, "lengths", c.lengths, (size_t)c.B, json_pack("[i]", c.B),
+                      how == IDS_BIN32 ? IDS_BIN32 : IDS_JSON64, false);
+        if (c.position_ids)
+            ids_input(inputs, &bin, "position_ids", c.position_ids, BL,
+                      json_pack("[i,i]", c.B, c.L), how >= IDS_BIN32 ? IDS_BIN32 : IDS_JSON32,
+                      false);
+        json_object_set_new(root, "inputs", inputs);
+        json_object_set_new(root, "outputs",
+                            json_pack("[{s:s, s:{s:b}}, {s:s, s:{s:b}}]", "name", "attention",
+                                      "parameters", "binary_data", bin_out, "name", "outputs",
+                                      "parameters", "binary_data", bin_out));
+        char *text = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        b.len = 0;
+        put_str(&b, text);
+        char hl[32];
+        snprintf(hl, sizeof hl, "%zu", strlen(text));
+        free(text);
+        if (bin.len)
+            put(&b, bin.p, bin.len);
+        ck_assert_int_eq(post_infer("/v2/models/encoder/infer", &b, bin.len ? hl : NULL, &r), 0);
+        ck_assert_msg(r.status == 200, "%s way %d: %ld %.300s", c.name, how, r.status, r.body);
+        got_output g[2];
+        decode_response(&r, g);
+        ck_assert(g[1].rank == 3 && g[1].shape[0] == c.B && g[1].shape[1] == c.L &&
+                  g[1].shape[2] == c.D);
+        double d = max_abs_diff(g[1].v, out, BL * (size_t)c.D);
+        ck_assert_msg(d <= 1e-4, "%s way %d: outputs differ from the reference by %g", c.name, how,
+                      d);
+        ck_assert(g[0].rank == 4 && g[0].shape[1] == c.H);
+        d = max_abs_diff(g[0].v, last, BL * (size_t)c.H * (size_t)c.L);
+        ck_assert_msg(d <= 1e-4, "%s way %d: attention differs from the reference by %g", c.name,
+                      how, d);
+        free(g[0].v);
+        free(g[1].v);
+        http_resp_free(&r);
+    }
+    /* INT64 outside int32, and an id outside the vocabulary: 400 naming them */
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[{\"name\":\"input_ids\",\"datatype\":\"INT64\",\"shape\":[1,2],"
+                "\"data\":[1,4294967297]}]}");
+    ck_assert_int_eq(post_infer("/v2/models/encoder/infer", &b, NULL, &r), 0);
+    assert_v2_error(&r, 400,
+                    "inputs[0] (input_ids): data[1] = 4294967297 is outside the INT32 "
+                    "range");
+    http_resp_free(&r);
+    b.len = 0;
+    put_str(&b, "{\"inputs\":[{\"name\":\"input_ids\",\"datatype\":\"INT32\",\"shape\":[1,2],"
+                "\"data\":[1,-1]}]}");
+    ck_assert_int_eq(post_infer("/v2/models/encoder/infer", &b, NULL, &r), 0);
+    assert_v2_error(&r, 400, "inputs[0] (input_ids)[0][1] = -1 is outside 0..");
+    http_resp_free(&r);
+    free(b.p);
+    free(bin.p);
+    free(mask);
+    free(out);
+    free(last);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    ids_fx_free(&c);
+}
+END_TEST
+
 /* A request written out literally, as in Triton's binary extension document:
  * binary input, one output asked for in binary, the other not asked for. */
 START_TEST(test_literal_binary_exchange)
@@ -1497,6 +1888,8 @@ Suite *v2_suite(void)
     tcase_add_test(tc, test_route_parse);
     tcase_add_test(tc, test_parse_forms);
     tcase_add_test(tc, test_parse_position_ids);
+    tcase_add_test(tc, test_parse_ids);
+    tcase_add_test(tc, test_model_metadata_inputs);
     tcase_add_test(tc, test_parse_outputs);
     tcase_add_test(tc, test_parse_mask_parameters);
     tcase_add_test(tc, test_text_numbers);
@@ -1511,6 +1904,7 @@ Suite *v2_suite(void)
     tcase_add_test(tc, test_malformed_over_http);
     tcase_add_loop_test(tc, test_torch_fixtures, 0, (int)(sizeof v2_cases / sizeof *v2_cases));
     tcase_add_test(tc, test_literal_binary_exchange);
+    tcase_add_loop_test(tc, test_infer_ids_hf, 0, ids_fx_count());
     tcase_add_test(tc, test_limits_auth_metrics);
     suite_add_tcase(s, tc);
     return s;

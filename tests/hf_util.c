@@ -2,8 +2,10 @@
 #include "hf_util.h"
 
 #include "daemon.h"
+#include "safetensors.h"
 #include "sha256.h"
 #include "test_util.h"
+#include "torch_fixture.h"
 
 #include <check.h>
 #include <jansson.h>
@@ -153,11 +155,18 @@ void file_sha256(const char *path, char hex[SHA256_HEX_SIZE])
 void hf_check_files(const enc_model *m, const char *dir, const json_t *hf, const char *name)
 {
     char path[640];
-    size_t n = enc_model_ignored_count(m);
+    /* case.safetensors lists every tensor outside the stack: the ignored
+     * ones and the embedding module's together (check_embed.c tells them
+     * apart, from ids.safetensors' list) */
+    const enc_embedding_info *emb = enc_model_embedding(m);
+    const size_t n_emb = emb ? emb->n_tensors : 0;
+    size_t n = enc_model_ignored_count(m) + n_emb;
     const char **names = xcalloc(n + 1, sizeof *names);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < enc_model_ignored_count(m); i++)
         names[i] = enc_model_ignored(m, i);
-    same_names("ignored tensors", name, n, names, json_object_get(hf, "ignored"));
+    for (size_t i = 0; i < n_emb; i++)
+        names[enc_model_ignored_count(m) + i] = emb->tensors[i];
+    same_names("ignored and embedding tensors", name, n, names, json_object_get(hf, "ignored"));
     free(names);
     n = enc_model_file_count(m);
     names = xcalloc(n + 1, sizeof *names);
@@ -202,4 +211,49 @@ double outputs_diff(const json_t *outputs, const float *want, int B, int L, int 
                 worst = fmax(worst, fabs(g - want[((size_t)b * L + i) * D + k]));
             }
     return worst;
+}
+
+double dir_outputs_diff(const char *dir, const char *case_dir, bool naive)
+{
+    char path[640];
+    snprintf(path, sizeof path, "%s/case.safetensors", case_dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s: %s", path, err.message);
+    enc_hf_config c;
+    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
+    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s: %s", dir, err.message);
+    const st_tensor *xt = st_find(&f, "x");
+    ck_assert(xt && xt->ndim == 3);
+    const int B = (int)xt->shape[0], L = (int)xt->shape[1], D = c.hp.d_model;
+    ck_assert_int_eq((int)xt->shape[2], D);
+    float *x = torch_floats(&f, "x", NULL), *want = torch_floats(&f, "out", NULL);
+    int *lengths = NULL;
+    if (st_find(&f, "lengths")) {
+        float *lf = torch_floats(&f, "lengths", NULL);
+        lengths = xcalloc((size_t)B, sizeof *lengths);
+        for (int b = 0; b < B; b++)
+            lengths[b] = (int)lf[b];
+        free(lf);
+    }
+    const size_t n = (size_t)B * L * D;
+    float *out = xcalloc(n, sizeof *out);
+    const enc_batch in = batch_plain(x, B, L, lengths);
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_NONE};
+    if (naive) {
+        ck_assert_msg(enc_forward_naive(m, &in, &res, &err) == 0, "%s", err.message);
+    } else {
+        enc_workspace *ws = enc_workspace_new(m);
+        ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+        enc_workspace_free(ws);
+    }
+    const double d = max_abs_diff(out, want, n);
+    free(out);
+    free(x);
+    free(want);
+    free(lengths);
+    enc_model_free(m);
+    st_close(&f);
+    return d;
 }

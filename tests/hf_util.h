@@ -1,6 +1,7 @@
 /* hf_util.h - what the model-directory suites share: scratch copies of a
  * fixture directory with config.json edited, loading one that must be
- * refused, config_load on a command line, and attnd refusing at start-up. */
+ * refused, or one whose outputs must be a case's, config_load on a command
+ * line, and attnd refusing at start-up. */
 #ifndef ATTND_TESTS_HF_UTIL_H
 #define ATTND_TESTS_HF_UTIL_H
 
@@ -8,6 +9,7 @@
 #include "encoder.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A scratch directory under /tmp. */
@@ -42,8 +44,9 @@ void startup_refused(const char *const *args, const char *want, int status);
 /* sha256 of the file at path, 64 hex digits and a NUL. */
 void file_sha256(const char *path, char hex[65]);
 
-/* m's ignored tensors and files (with their sha256, sorted) are what the
- * fixture's hf metadata lists; name labels messages. */
+/* m's ignored tensors with its embedding module's, and its files (with
+ * their sha256, sorted), are what the fixture's hf metadata lists (its
+ * "ignored": every tensor outside the stack); name labels messages. */
 void hf_check_files(const enc_model *m, const char *dir, const json_t *hf, const char *name);
 
 /* x [B, L, D] as nested JSON arrays (owned), for /v1/encode's embeddings. */
@@ -52,5 +55,10 @@ json_t *embeddings_json(const float *x, int B, int L, int D);
  * outputs over each sequence's first lengths[b] tokens (lengths NULL: L). */
 double outputs_diff(const json_t *outputs, const float *want, int B, int L, int D,
                     const float *lengths);
+
+/* Loads directory dir (config.json, then the tensors) and runs it (the
+ * fast forward, or the naive one) over case_dir/case.safetensors' x and
+ * lengths: the largest difference from its out. */
+double dir_outputs_diff(const char *dir, const char *case_dir, bool naive);
 
 #endif

@@ -26,6 +26,7 @@ Suite *hostile_suite(void);
 Suite *v2_suite(void);
 Suite *checkpoint_suite(void);
 Suite *modernbert_suite(void);
+Suite *embed_suite(void);
 Suite *spin_suite(void);
 Suite *jsontext_suite(void);
 Suite *framing_suite(void);

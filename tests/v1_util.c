@@ -5,6 +5,7 @@
 #include "torch_fixture.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,15 +530,17 @@ char *fx_body(const fx *c, int seq, bool b64, const char *extra)
 
 /* ---- one request, end to end -------------------------------------------------- */
 
-const api_limits ROOMY = {64, 4096, 65536, (size_t)1 << 28, NULL};
+const api_limits ROOMY = {64, 4096, 65536, (size_t)1 << 28, NULL, NULL};
 
 /* parse -> alloc outputs -> enc_forward -> encode_response -> json_loads. */
 void run_body(run *r, const enc_model *m, const enc_hparams *hp, const char *body, const char *what)
 {
     memset(r, 0, sizeof *r);
     api_error err = {0};
-    ck_assert_msg(encode_request_parse(&r->req, body, strlen(body), hp, &ROOMY, &err) == 0,
-                  "%s: %s", what, err.message);
+    api_limits lim = ROOMY;
+    lim.embedding = enc_model_embedding(m); /* token ids for a Hugging Face directory */
+    ck_assert_msg(encode_request_parse(&r->req, body, strlen(body), hp, &lim, &err) == 0, "%s: %s",
+                  what, err.message);
     ck_assert_int_eq(encode_request_alloc_outputs(&r->req, hp, &err), 0);
     enc_result res = encode_request_result(&r->req);
     enc_workspace *ws = enc_workspace_new(m);
@@ -586,6 +589,213 @@ void check_usage(const json_t *resp, const layout *y, int seq)
     ck_assert_int_eq(json_integer_value(json_object_get(u, "tokens")), n_tokens);
     ck_assert(fabs(json_number_value(json_object_get(u, "queue_ms")) - 0.25) < 1e-9);
     ck_assert(fabs(json_number_value(json_object_get(u, "compute_ms")) - 1.5) < 1e-9);
+}
+
+/* ---- token ids: the Hugging Face fixtures' ids.safetensors ------------------- */
+
+#define IDS_MAX_DIRS 32
+static char ids_dirs[IDS_MAX_DIRS][512];
+static int n_ids_dirs = -1;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static void ids_find(void)
+{
+    if (n_ids_dirs >= 0)
+        return;
+    n_ids_dirs = 0;
+    static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/hf5",
+                                        TESTS_DIR "/fixtures/modernbert",
+                                        TESTS_DIR "/fixtures/modernbert5"};
+    for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
+        DIR *d = opendir(roots[r]);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d)) && n_ids_dirs < IDS_MAX_DIRS) {
+            char path[1024];
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof path, "%s/%s/ids.safetensors", roots[r], e->d_name);
+            FILE *f = fopen(path, "rb");
+            if (!f)
+                continue;
+            fclose(f);
+            snprintf(ids_dirs[n_ids_dirs++], sizeof ids_dirs[0], "%s/%s", roots[r], e->d_name);
+        }
+        closedir(d);
+    }
+    qsort(ids_dirs, (size_t)n_ids_dirs, sizeof ids_dirs[0], cmp_str);
+}
+
+int ids_fx_count(void)
+{
+    ids_find();
+    return n_ids_dirs;
+}
+
+const char *ids_fx_dir(int i)
+{
+    ids_find();
+    ck_assert_int_lt(i, n_ids_dirs);
+    return ids_dirs[i];
+}
+
+/* An integer tensor (I64, I32) as int32 (owned), or NULL if absent. */
+static int32_t *st_ints(const st_file *f, const char *name, size_t *numel)
+{
+    const st_tensor *t = st_find(f, name);
+    if (!t)
+        return NULL;
+    ck_assert_msg(t->dtype == ST_I64 || t->dtype == ST_I32, "%s: %s is %s, not I64 or I32", name,
+                  name, st_dtype_name(t->dtype));
+    int32_t *v = xcalloc(t->numel ? t->numel : 1, sizeof *v);
+    for (size_t k = 0; k < t->numel; k++) {
+        if (t->dtype == ST_I64) {
+            int64_t x;
+            memcpy(&x, t->data + 8 * k, 8);
+            ck_assert(x >= INT32_MIN && x <= INT32_MAX);
+            v[k] = (int32_t)x;
+        } else {
+            memcpy(&v[k], t->data + 4 * k, 4);
+        }
+    }
+    if (numel)
+        *numel = t->numel;
+    return v;
+}
+
+void ids_fx_load(ids_fx *c, const char *dir)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    /* "hf/bert_base": the fixture root and the case */
+    const char *slash = strrchr(dir, '/'), *root = slash;
+    while (root && root > dir && root[-1] != '/')
+        root--;
+    snprintf(c->name, sizeof c->name, "%s", root ? root : dir);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ids.safetensors", dir);
+    enc_error err = {0};
+    ck_assert_msg(st_open(&c->file, path, &err) == 0, "%s: %s", path, err.message);
+    const st_tensor *ids = st_find(&c->file, "input_ids"), *out = st_find(&c->file, "out"),
+                    *a0 = st_find(&c->file, "attn.0");
+    ck_assert_msg(ids && out && a0 && ids->ndim == 2 && out->ndim == 3 && a0->ndim == 4,
+                  "%s: input_ids [B, L], out [B, L, D], attn.0 [B, H, L, L] expected", path);
+    c->B = (int)ids->shape[0];
+    c->L = (int)ids->shape[1];
+    c->D = (int)out->shape[2];
+    c->H = (int)a0->shape[1];
+    while (true) {
+        char key[32];
+        snprintf(key, sizeof key, "attn.%d", c->n_layers);
+        if (!st_find(&c->file, key))
+            break;
+        c->n_layers++;
+    }
+    c->input_ids = st_ints(&c->file, "input_ids", NULL);
+    c->token_type_ids = st_ints(&c->file, "token_type_ids", NULL);
+    c->position_ids = st_ints(&c->file, "position_ids", NULL);
+    size_t n = 0;
+    int32_t *len = st_ints(&c->file, "lengths", &n);
+    c->lengths = xcalloc((size_t)c->B, sizeof *c->lengths);
+    for (int b = 0; b < c->B; b++)
+        c->lengths[b] = len ? len[b] : c->L;
+    free(len);
+    c->y = (layout){c->B, c->L, c->D, c->H, c->lengths};
+    const char *meta = st_metadata(&c->file, "embedding");
+    json_error_t je;
+    c->embedding = meta ? json_loads(meta, 0, &je) : NULL;
+}
+
+void ids_fx_free(ids_fx *c)
+{
+    st_close(&c->file);
+    free(c->input_ids);
+    free(c->token_type_ids);
+    free(c->position_ids);
+    free(c->lengths);
+    json_decref(c->embedding);
+    memset(c, 0, sizeof *c);
+}
+
+float *ids_fx_want(const ids_fx *c, int layer)
+{
+    char key[32];
+    if (layer < 0)
+        snprintf(key, sizeof key, "out");
+    else
+        snprintf(key, sizeof key, "attn.%d", layer);
+    float *v = torch_floats(&c->file, key, NULL);
+    ck_assert_msg(v != NULL, "%s: ids.safetensors lacks %s", c->name, key);
+    return v;
+}
+
+enc_model *ids_fx_model(const ids_fx *c)
+{
+    enc_hf_config cfg;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(c->dir, &cfg, &err) == 0, "%s: %s", c->name, err.message);
+    enc_model *m = enc_model_load_dir(c->dir, &cfg.hp, &err);
+    ck_assert_msg(m != NULL, "%s: %s", c->name, err.message);
+    return m;
+}
+
+/* "name": rows b0 .. b0+nb of v (B, L), each cut to cut[b] (or L); unbatched
+ * (one row, no outer brackets) when one. */
+static void put_int_rows(FILE *f, const char *name, const int32_t *v, const ids_fx *c, int b0,
+                         int nb, bool one, bool ragged)
+{
+    fprintf(f, ", \"%s\": ", name);
+    if (!one)
+        fputc('[', f);
+    for (int b = b0; b < b0 + nb; b++) {
+        const int n = ragged ? c->lengths[b] : c->L;
+        fputs(b > b0 ? ", [" : "[", f);
+        for (int i = 0; i < n; i++)
+            fprintf(f, i ? ", %d" : "%d", (int)v[(size_t)b * c->L + i]);
+        fputc(']', f);
+    }
+    if (!one)
+        fputc(']', f);
+}
+
+char *ids_body(const ids_fx *c, ids_form form, int seq, const char *extra)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    const bool one = form == IDS_ONE, ragged = form == IDS_RAGGED || one;
+    const int b0 = one ? seq : 0, nb = one ? 1 : c->B;
+    fputs("{\"attention\": \"heads\"", f);
+    put_int_rows(f, "input_ids", c->input_ids, c, b0, nb, one, ragged);
+    if (c->token_type_ids)
+        put_int_rows(f, "token_type_ids", c->token_type_ids, c, b0, nb, one, ragged);
+    if (c->position_ids)
+        put_int_rows(f, "position_ids", c->position_ids, c, b0, nb, one, ragged);
+    if (form == IDS_PADDED) {
+        fputs(", \"lengths\": [", f);
+        for (int b = 0; b < c->B; b++)
+            fprintf(f, b ? ", %d" : "%d", c->lengths[b]);
+        fputc(']', f);
+    } else if (form == IDS_MASK) {
+        fputs(", \"attention_mask\": [", f);
+        for (int b = 0; b < c->B; b++) {
+            fputs(b ? ", [" : "[", f);
+            for (int i = 0; i < c->L; i++)
+                fprintf(f, i ? ", %d" : "%d", i < c->lengths[b]);
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    if (extra)
+        fprintf(f, ", %s", extra);
+    fputc('}', f);
+    fclose(f);
+    return buf;
 }
 
 /* ---- the invalid request directory ------------------------------------------------- */

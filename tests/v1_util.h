@@ -153,6 +153,51 @@ void check_shape(const json_t *shape, const size_t *dims, size_t nd);
 
 void check_usage(const json_t *resp, const layout *y, int seq);
 
+/* ---- token ids: the Hugging Face fixtures' ids.safetensors ---------------- */
+
+/* A Hugging Face fixture directory run from token ids (ids.safetensors,
+ * written by tools/make_hf_fixtures.py / make_modernbert_fixtures.py):
+ * input_ids (B, L) padded with pad_token_id past lengths, lengths, and
+ * optionally token_type_ids and position_ids; out (B, L, D) and attn.{l}
+ * (B, H, L, L), zero where a query or key is padding. */
+typedef struct ids_fx {
+    char dir[512];
+    char name[64];
+    st_file file; /* ids.safetensors */
+    int B, L, D, H, n_layers;
+    int32_t *input_ids;      /* (B, L) */
+    int32_t *token_type_ids; /* (B, L) or NULL */
+    int32_t *position_ids;   /* (B, L) or NULL */
+    int *lengths;            /* (B) */
+    layout y;
+    json_t *embedding; /* metadata "embedding": position, tensors, ignored */
+} ids_fx;
+
+/* The fixture directories that hold ids.safetensors, under
+ * tests/fixtures/hf/, hf5/ (transformers 5.x's config.json), modernbert/
+ * and modernbert5/, sorted. */
+int ids_fx_count(void);
+const char *ids_fx_dir(int i);
+
+void ids_fx_load(ids_fx *c, const char *dir);
+void ids_fx_free(ids_fx *c);
+/* "out" or "attn.{layer}" (owned floats); must exist. */
+float *ids_fx_want(const ids_fx *c, int layer);
+/* The directory's model, loaded as the daemon loads it (owned). */
+enc_model *ids_fx_model(const ids_fx *c);
+
+typedef enum ids_form {
+    IDS_PADDED, /* int[B][L] as the fixture pads them, with lengths */
+    IDS_RAGGED, /* each row cut to its length, no lengths */
+    IDS_MASK,   /* int[B][L] with attention_mask (1 below the length) instead of lengths */
+    IDS_ONE,    /* sequence seq alone, int[len] */
+} ids_form;
+
+/* A /v1/encode body for c in form (seq: IDS_ONE's sequence), token types
+ * and positions when the fixture has them; extra: more top-level fields,
+ * or NULL.  Owned. */
+char *ids_body(const ids_fx *c, ids_form form, int seq, const char *extra);
+
 char *read_file(const char *path, size_t *size);
 
 /* The model and limits of expected.json's "_config". */

@@ -1,16 +1,25 @@
 #!/usr/bin/python3
-"""make_bert_dir - a BERT-base-sized Hugging Face directory for the start-up bench.
+"""make_bert_dir - BERT-base- and XLM-R-base-sized Hugging Face directories for the start-up bench.
 
     /usr/bin/python3 tools/make_bert_dir.py OUTDIR TORCH_FILE
+    /usr/bin/python3 tools/make_bert_dir.py --xlmr [--f16] OUTDIR
 
 OUTDIR gets config.json (bert-base-uncased's fields and sizes: 12 layers,
 hidden 768, 12 heads, intermediate 3072, vocabulary 30522) and
 model.safetensors with every tensor BertForMaskedLM saves, F32, random
 values (numpy, seed 0): about 440 MB.  TORCH_FILE gets the same encoder stack
 under nn.TransformerEncoder's names (layers.{i}.self_attn.in_proj_weight ...),
-as attnd's --weights takes it.  Made once: existing files of the right size
-are kept.  numpy only (no torch).  bench/run.sh part 9 times attnd loading
-both (bench/startup.py).
+as attnd's --weights takes it.
+
+With --xlmr, OUTDIR gets xlm-roberta-base's config.json (the same stack,
+vocabulary 250,002, max_position_embeddings 514, type_vocab_size 1,
+pad_token_id 1) and every tensor XLMRobertaForMaskedLM's save_pretrained
+writes (the decoder's weight tied to the word table, so not saved): about
+1.1 GB, the word table 768 MB of it; with --f16 as well, every tensor F16
+(half that), as a checkpoint saved with torch_dtype float16 is.
+
+Made once: existing files of the right size are kept.  numpy only (no
+torch).  bench/run.sh part 9 times attnd loading them (bench/startup.py).
 """
 import json
 import os
@@ -34,11 +43,87 @@ CONFIG = {
 }
 
 
+XLMR = {
+    "architectures": ["XLMRobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1,
+    "bos_token_id": 0, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": D, "initializer_range": 0.02, "intermediate_size": F,
+    "layer_norm_eps": 1e-05, "max_position_embeddings": 514, "model_type": "xlm-roberta",
+    "num_attention_heads": H, "num_hidden_layers": LAYERS, "output_past": True,
+    "pad_token_id": 1, "position_embedding_type": "absolute",
+    "transformers_version": "4.31.0", "type_vocab_size": 1, "use_cache": True,
+    "vocab_size": 250002,
+}
+
+
+def layer_tensors(t, s, w, ones):
+    """One BertLayer's tensors under prefix s into t; returns them by role."""
+    q, k, v, o = w(D, D), w(D, D), w(D, D), w(D, D)
+    bq, bk, bv, bo = w(D), w(D), w(D), w(D)
+    w1, b1, w2, b2 = w(F, D), w(F), w(D, F), w(D)
+    n1w, n1b, n2w, n2b = ones(D), w(D), ones(D), w(D)
+    t.update({
+        s + "attention.self.query.weight": q, s + "attention.self.query.bias": bq,
+        s + "attention.self.key.weight": k, s + "attention.self.key.bias": bk,
+        s + "attention.self.value.weight": v, s + "attention.self.value.bias": bv,
+        s + "attention.output.dense.weight": o, s + "attention.output.dense.bias": bo,
+        s + "attention.output.LayerNorm.weight": n1w,
+        s + "attention.output.LayerNorm.bias": n1b,
+        s + "intermediate.dense.weight": w1, s + "intermediate.dense.bias": b1,
+        s + "output.dense.weight": w2, s + "output.dense.bias": b2,
+        s + "output.LayerNorm.weight": n2w, s + "output.LayerNorm.bias": n2b,
+    })
+    return q, k, v, o, bq, bk, bv, bo, w1, b1, w2, b2, n1w, n1b, n2w, n2b
+
+
+def make_xlmr(outdir, f16):
+    """An XLM-R-base-sized directory (XLMRobertaForMaskedLM's tensors)."""
+    cfg = dict(XLMR, torch_dtype="float16" if f16 else "float32")
+    V, P = cfg["vocab_size"], cfg["max_position_embeddings"]
+    model = os.path.join(outdir, "model.safetensors")
+    numel = (V * D + P * D + D + 2 * D + LAYERS * (4 * D * D + 4 * D + 2 * D * F + F + D + 4 * D)
+             + D * D + D + 2 * D + V)
+    if (os.path.exists(model) and os.path.getsize(model) > numel * (2 if f16 else 4)
+            and os.path.exists(os.path.join(outdir, "config.json"))):
+        print(f"{outdir}: kept ({os.path.getsize(model) >> 20} MiB)")
+        return 0
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(1)
+    dtype = np.float16 if f16 else np.float32
+
+    def w(*shape):
+        return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(dtype)
+
+    def ones(n):
+        return np.ones(n, dtype=dtype)
+
+    t = {
+        "roberta.embeddings.word_embeddings.weight": w(V, D),
+        "roberta.embeddings.position_embeddings.weight": w(P, D),
+        "roberta.embeddings.token_type_embeddings.weight": w(1, D),
+        "roberta.embeddings.LayerNorm.weight": ones(D), "roberta.embeddings.LayerNorm.bias": w(D),
+        "lm_head.bias": w(V), "lm_head.dense.weight": w(D, D), "lm_head.dense.bias": w(D),
+        "lm_head.layer_norm.weight": ones(D), "lm_head.layer_norm.bias": w(D),
+    }
+    for i in range(LAYERS):
+        layer_tensors(t, f"roberta.encoder.layer.{i}.", w, ones)
+    with open(os.path.join(outdir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+    save_file(t, model, metadata={"format": "pt"})
+    print(f"{outdir}: {os.path.getsize(model) >> 20} MiB")
+    return 0
+
+
 def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+    args = argv[1:]
+    xlmr, f16 = "--xlmr" in args, "--f16" in args
+    args = [a for a in args if a not in ("--xlmr", "--f16")]
+    if xlmr and len(args) == 1:
+        return make_xlmr(args[0], f16)
+    if xlmr or f16 or len(args) != 2:
+        print("\n".join(__doc__.strip().splitlines()[2:4]), file=sys.stderr)
         return 2
-    outdir, torch_file = argv[1], argv[2]
+    outdir, torch_file = args
     model = os.path.join(outdir, "model.safetensors")
     want = 4 * (VOCAB * D + POSITIONS * D + 2 * D + 2 * D + LAYERS * (4 * D * D + 4 * D + 2 * D * F
                 + F + D + 4 * D) + D * D + D + D * D + D + 2 * D + VOCAB)
@@ -68,22 +153,8 @@ def main(argv):
     }
     torch_named = {}
     for i in range(LAYERS):
-        s = f"bert.encoder.layer.{i}."
-        q, k, v, o = w(D, D), w(D, D), w(D, D), w(D, D)
-        bq, bk, bv, bo = w(D), w(D), w(D), w(D)
-        w1, b1, w2, b2 = w(F, D), w(F), w(D, F), w(D)
-        n1w, n1b, n2w, n2b = ones(D), w(D), ones(D), w(D)
-        t.update({
-            s + "attention.self.query.weight": q, s + "attention.self.query.bias": bq,
-            s + "attention.self.key.weight": k, s + "attention.self.key.bias": bk,
-            s + "attention.self.value.weight": v, s + "attention.self.value.bias": bv,
-            s + "attention.output.dense.weight": o, s + "attention.output.dense.bias": bo,
-            s + "attention.output.LayerNorm.weight": n1w,
-            s + "attention.output.LayerNorm.bias": n1b,
-            s + "intermediate.dense.weight": w1, s + "intermediate.dense.bias": b1,
-            s + "output.dense.weight": w2, s + "output.dense.bias": b2,
-            s + "output.LayerNorm.weight": n2w, s + "output.LayerNorm.bias": n2b,
-        })
+        (q, k, v, o, bq, bk, bv, bo, w1, b1, w2, b2,
+         n1w, n1b, n2w, n2b) = layer_tensors(t, f"bert.encoder.layer.{i}.", w, ones)
         p = f"layers.{i}."
         torch_named.update({
             p + "self_attn.in_proj_weight": np.concatenate([q, k, v]),

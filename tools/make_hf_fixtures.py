@@ -14,6 +14,11 @@ For every case in CASES it writes OUTDIR/<case>/ holding
                                   export_safetensors.export()
     case.safetensors              input, expected output and attention weights,
                                   laid out as tests/fixtures/torch's
+    ids.safetensors               the same model from token ids: a padded batch
+                                  of input_ids (token_type_ids, position_ids
+                                  where the case has them), the embedding
+                                  module's output, the stack's output and
+                                  attention weights
 
 and OUTDIR/README.md, which lists the cases and the layout.  No transformers
 is needed (nor installable here): the directories are written from what
@@ -21,7 +26,13 @@ transformers' modeling code and the public checkpoints' config.json files
 say, and the expected values come from torch's nn.TransformerEncoderLayer,
 checked against a functional reference written after transformers' modeling
 code (BertSelfAttention / BertSelfOutput / BertIntermediate / BertOutput and
-DistilBERT's MultiHeadSelfAttention / FFN / TransformerBlock).
+DistilBERT's MultiHeadSelfAttention / FFN / TransformerBlock).  The embedding
+module is written out after transformers' BertEmbeddings, RobertaEmbeddings
+(with create_position_ids_from_input_ids), ElectraEmbeddings and ElectraModel's
+embeddings_project, and DistilBERT's Embeddings (learned or sinusoidal
+positions); from its output the stack runs as above, with the batch's padding
+as a key padding mask (and transformers' extended attention mask in the
+functional reference).
 
 What the directories copy from transformers:
 
@@ -42,8 +53,12 @@ What the directories copy from transformers:
     keys and indent 2, N the bytes of tensor data in all shards.
 
 Determinism follows make_fixtures.py: torch.manual_seed(crc32(case name)),
-one thread, every file written from sorted data, so a rerun gives the same
-bytes.  Expected values: torch's own modules in eval mode with gradients
+one thread, every file written from sorted data, so a rerun on the same
+machine gives the same bytes (the expected floats differ in the last bits
+from CPU to CPU, as tests/fixtures/torch's do: to add a case or a file, copy
+only the new files from a run into a scratch directory).  ids.safetensors
+draws from its own generator, seeded with crc32(case name + ":ids"), so the
+other files do not depend on it.  Expected values: torch's own modules in eval mode with gradients
 enabled (torch 1.13's Python path, not the C++ fast path), run layer by layer
 for the attention weights; the HF-style functional reference must agree within
 1e-5.
@@ -228,14 +243,17 @@ CASES = [
     ("bert_mlm", "bert-base-uncased", "BertForMaskedLM",
      "BERT masked LM: bert. prefix, cls.predictions.* head, no pooler", {}),
     ("bert_base", "bert-base-uncased", "BertModel",
-     "bare BertModel: no prefix, pooler.dense.*; hidden_act gelu_new (tanh gelu)",
-     dict(hidden_act="gelu_new")),
+     "bare BertModel: no prefix, pooler.dense.*; hidden_act gelu_new (tanh gelu); "
+     "ids.safetensors with position_ids",
+     dict(hidden_act="gelu_new", ids_positions=True)),
     ("roberta_mlm", "roberta-base", "RobertaForMaskedLM",
      "RoBERTa masked LM: roberta. prefix, lm_head.*, type_vocab_size 1, eps 1e-5", {}),
     ("xlm_roberta", "xlm-roberta-base", "XLMRobertaForMaskedLM",
      "XLM-RoBERTa masked LM: model_type xlm-roberta, roberta. prefix, lm_head.*", {}),
     ("camembert", "camembert-base", "CamembertForMaskedLM",
-     "CamemBERT masked LM: model_type camembert, roberta. prefix, lm_head.*", {}),
+     "CamemBERT masked LM: model_type camembert, roberta. prefix, lm_head.*; "
+     "ids.safetensors with a pad_token_id among the real tokens (position padding_idx)",
+     dict(pad_inside=True)),
     ("electra_disc", "google/electra-small-discriminator", "ElectraForPreTraining",
      "ELECTRA discriminator: electra. prefix, embedding_size 8 != hidden 16 "
      "(electra.embeddings_project.*), discriminator_predictions.*", {}),
@@ -250,13 +268,18 @@ CASES = [
      "F16-rounded weights); config.json has torch_dtype float16", dict(dtype="F16")),
     ("bert_stack4", "bert-base-uncased", "BertModel",
      "BertModel with 4 layers", dict(n_layers=4)),
+    ("distilbert_sinusoidal", "distilbert-base-uncased", "DistilBertForMaskedLM",
+     "DistilBERT with sinusoidal_pos_embds true: position_embeddings.weight holds "
+     "create_sinusoidal_embeddings' table, as save_pretrained writes it",
+     dict(sinusoidal=True)),
 ]
 
 
 class Case:
     def __init__(self, name, checkpoint, cls, doc, overrides):
         self.name, self.checkpoint, self.cls, self.doc = name, checkpoint, cls, doc
-        settings = dict(n_layers=2, hidden_act=None, sharded=False, dtype="F32")
+        settings = dict(n_layers=2, hidden_act=None, sharded=False, dtype="F32",
+                        sinusoidal=False, ids_positions=False, pad_inside=False)
         unknown = set(overrides) - set(settings)
         assert not unknown, f"{name}: unknown settings {unknown}"
         settings.update(overrides)
@@ -298,6 +321,8 @@ def shrink(full, c):
             cfg["embedding_size"] = ELECTRA_EMB
         if c.hidden_act is not None:
             cfg["hidden_act"] = c.hidden_act
+    if c.sinusoidal:
+        cfg["sinusoidal_pos_embds"] = True
     if c.dtype in TORCH_DTYPE_NAME:
         # save_pretrained of a half-precision model records its dtype.
         cfg["torch_dtype"] = TORCH_DTYPE_NAME[c.dtype]
@@ -419,7 +444,26 @@ def make_hf_tensors(c):
         if is_norm_weight(name):
             t = t + 1.0
         out[name] = t.to(ROUND[c.dtype])
+    if c.sinusoidal:
+        # DistilBERT's Embeddings.__init__ (and _init_weights) write the
+        # sinusoidal table into position_embeddings.weight, a parameter
+        # save_pretrained writes like the others.
+        out[f"{c.prefix}embeddings.position_embeddings.weight"] = \
+            sinusoidal_table(MAX_POS, D).to(ROUND[c.dtype])
     return out, layer_names
+
+
+def sinusoidal_table(n_pos, dim):
+    """transformers' DistilBERT _create_sinusoidal_embeddings: angles pos /
+    10000^(2 (j // 2) / dim) in numpy float64, sin in the even columns and cos
+    in the odd ones, then torch.FloatTensor (float32)."""
+    import numpy as np
+    position_enc = np.array([[pos / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)]
+                             for pos in range(n_pos)])
+    out = torch.zeros(n_pos, dim)
+    out[:, 0::2] = torch.FloatTensor(np.sin(position_enc[:, 0::2]))
+    out[:, 1::2] = torch.FloatTensor(np.cos(position_enc[:, 1::2]))
+    return out
 
 
 # ---- HF names -> nn.TransformerEncoderLayer names ----------------------------------
@@ -511,11 +555,12 @@ def gelu_new(x):
 HF_ACT = {"gelu": F.gelu, "gelu_new": gelu_new}
 
 
-def bert_self_attention(hf, stem, h):
+def bert_self_attention(hf, stem, h, attention_mask=None):
     """BertSelfAttention.forward (eager attention, self-attention, no cache):
     query / key / value Linear, transpose_for_scores, scores = q k^T /
     sqrt(attention_head_size) + extended attention mask, softmax, dropout,
-    context = probs v, permute back.  Returns (context, attention_probs)."""
+    context = probs v, permute back.  attention_mask [B, L] of 1 / 0, None:
+    every token.  Returns (context, attention_probs)."""
     n_heads, head = H, D // H
 
     def transpose_for_scores(t):
@@ -525,7 +570,12 @@ def bert_self_attention(hf, stem, h):
     key = transpose_for_scores(hf_linear(hf, f"{stem}attention.self.key", h))
     value = transpose_for_scores(hf_linear(hf, f"{stem}attention.self.value", h))
     scores = torch.matmul(query, key.transpose(-1, -2)) / math.sqrt(head)
-    extended_mask = torch.zeros(h.shape[0], 1, 1, h.shape[1])   # attention_mask all ones
+    if attention_mask is None:
+        extended_mask = torch.zeros(h.shape[0], 1, 1, h.shape[1])   # attention_mask all ones
+    else:
+        # ModuleUtilsMixin.get_extended_attention_mask: (1 - mask) * finfo.min
+        extended_mask = (1.0 - attention_mask[:, None, None, :].to(h.dtype)) * \
+            torch.finfo(h.dtype).min
     probs = torch.softmax(scores + extended_mask, dim=-1)
     context = torch.matmul(probs, value).permute(0, 2, 1, 3).contiguous()
     return context.view(context.shape[:-2] + (n_heads * head,)), probs
@@ -549,16 +599,16 @@ def bert_output(hf, stem, hidden, input_tensor, eps):
                          hf_linear(hf, f"{stem}output.dense", hidden) + input_tensor, eps)
 
 
-def bert_layer(hf, stem, h, act, eps):
+def bert_layer(hf, stem, h, act, eps, attention_mask=None):
     """BertLayer.forward: BertAttention (BertSelfAttention + BertSelfOutput),
     then feed_forward_chunk (BertIntermediate + BertOutput)."""
-    context, probs = bert_self_attention(hf, stem, h)
+    context, probs = bert_self_attention(hf, stem, h, attention_mask)
     attention_output = bert_self_output(hf, stem, context, h, eps)
     intermediate = bert_intermediate(hf, stem, attention_output, act)
     return bert_output(hf, stem, intermediate, attention_output, eps), probs
 
 
-def distilbert_attention(hf, stem, x):
+def distilbert_attention(hf, stem, x, attention_mask=None):
     """DistilBERT MultiHeadSelfAttention.forward: q / k / v_lin, shape(),
     q / sqrt(dim_per_head), scores = q k^T, masked_fill where mask == 0 (none
     here), softmax, dropout, context = weights v, unshape(), out_lin.
@@ -577,7 +627,7 @@ def distilbert_attention(hf, stem, x):
     v = shape(hf_linear(hf, f"{stem}attention.v_lin", x))
     q = q / math.sqrt(dim_per_head)
     scores = torch.matmul(q, k.transpose(2, 3))
-    mask = torch.ones(bs, x.shape[1])                      # attention_mask: every token
+    mask = torch.ones(bs, x.shape[1]) if attention_mask is None else attention_mask
     scores = scores.masked_fill((mask == 0).view(bs, 1, 1, -1).expand_as(scores),
                                 torch.tensor(torch.finfo(scores.dtype).min))
     weights = F.softmax(scores, dim=-1)
@@ -590,25 +640,199 @@ def distilbert_ffn(hf, stem, x, act):
     return hf_linear(hf, f"{stem}ffn.lin2", HF_ACT[act](hf_linear(hf, f"{stem}ffn.lin1", x)))
 
 
-def distilbert_block(hf, stem, x, act, eps):
+def distilbert_block(hf, stem, x, act, eps, attention_mask=None):
     """DistilBERT TransformerBlock.forward: sa_layer_norm(attention + x), then
     output_layer_norm(ffn + sa_output)."""
-    sa_output, weights = distilbert_attention(hf, stem, x)
+    sa_output, weights = distilbert_attention(hf, stem, x, attention_mask)
     sa_output = hf_layer_norm(hf, f"{stem}sa_layer_norm", sa_output + x, eps)
     ffn_output = distilbert_ffn(hf, stem, sa_output, act)
     return hf_layer_norm(hf, f"{stem}output_layer_norm", ffn_output + sa_output, eps), weights
 
 
-def hf_reference(c, hf, x):
+def hf_reference(c, hf, x, attention_mask=None):
     """The encoder stack (BertEncoder / DistilBERT Transformer) on x, the
-    embeddings' output.  Returns (out, [attention probs per layer])."""
+    embeddings' output; attention_mask [B, L] of 1 / 0, or None: every token.
+    Returns (out, [attention probs per layer])."""
     hf = {k: v.float() for k, v in hf.items()}
     block = distilbert_block if c.family == "distilbert" else bert_layer
     h, probs = x, []
     for i in range(c.n_layers):
-        h, p = block(hf, layer_stem(c, i), h, c.act_hf, c.eps)
+        h, p = block(hf, layer_stem(c, i), h, c.act_hf, c.eps, attention_mask)
         probs.append(p)
     return h.detach(), [p.detach() for p in probs]
+
+
+# ---- the embedding module, from token ids ------------------------------------------
+#
+# Each module written out after transformers' modeling code (eval mode:
+# dropout is the identity), on the HF tensors by their HF names.
+
+IDS_B, IDS_L, IDS_LENGTHS = 2, 7, (7, 4)   # sequence 1 padded: pad_token_id past 4
+
+
+def create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length=0):
+    """modeling_roberta.create_position_ids_from_input_ids: non-padding
+    symbols numbered from padding_idx + 1, padding symbols padding_idx."""
+    mask = input_ids.ne(padding_idx).int()
+    incremental_indices = (torch.cumsum(mask, dim=1).type_as(mask) + past_key_values_length) * mask
+    return incremental_indices.long() + padding_idx
+
+
+def bert_embeddings(c, hf, input_ids, token_type_ids, position_ids):
+    """BertEmbeddings.forward (also ElectraEmbeddings', at embedding_size, and
+    RobertaEmbeddings' once its position_ids are made): position_ids default
+    to the registered buffer arange(max_position_embeddings)[:, :seq_length],
+    token_type_ids to zeros; embeddings = word_embeddings(input_ids) +
+    token_type_embeddings(token_type_ids), += position_embeddings(position_ids)
+    (position_embedding_type "absolute"), LayerNorm(eps=layer_norm_eps)."""
+    e = f"{c.prefix}embeddings."
+    seq_length = input_ids.shape[1]
+    if position_ids is None:
+        position_ids = torch.arange(MAX_POS).expand((1, -1))[:, :seq_length]
+    if token_type_ids is None:
+        token_type_ids = torch.zeros(input_ids.shape, dtype=torch.long)
+    inputs_embeds = F.embedding(input_ids, hf[f"{e}word_embeddings.weight"])
+    token_type_embeddings = F.embedding(token_type_ids, hf[f"{e}token_type_embeddings.weight"])
+    embeddings = inputs_embeds + token_type_embeddings
+    embeddings += F.embedding(position_ids, hf[f"{e}position_embeddings.weight"])
+    return hf_layer_norm(hf, f"{e}LayerNorm", embeddings, c.eps)
+
+
+def roberta_embeddings(c, hf, input_ids, token_type_ids, position_ids):
+    """RobertaEmbeddings.forward (XLM-R's and CamemBERT's are copies): with no
+    position_ids, create_position_ids_from_input_ids(input_ids, padding_idx =
+    pad_token_id); then as BertEmbeddings."""
+    if position_ids is None:
+        position_ids = create_position_ids_from_input_ids(input_ids,
+                                                          c.hf_config["pad_token_id"])
+    return bert_embeddings(c, hf, input_ids, token_type_ids, position_ids)
+
+
+def electra_embeddings(c, hf, input_ids, token_type_ids, position_ids):
+    """ElectraEmbeddings.forward (BertEmbeddings' math at embedding_size), then
+    ElectraModel.forward's embeddings_project (Linear embedding_size ->
+    hidden_size, there when they differ)."""
+    h = bert_embeddings(c, hf, input_ids, token_type_ids, position_ids)
+    if f"{c.prefix}embeddings_project.weight" in hf:
+        h = hf_linear(hf, f"{c.prefix}embeddings_project", h)
+    return h
+
+
+def distilbert_embeddings(c, hf, input_ids, token_type_ids, position_ids):
+    """DistilBERT Embeddings.forward: position_ids = the buffer
+    arange(max_position_embeddings)[:, :seq_length] (it takes none);
+    word_embeddings + position_embeddings (the learned table, or the
+    sinusoidal one written into it), LayerNorm(eps=1e-12); no token types."""
+    assert token_type_ids is None
+    e = f"{c.prefix}embeddings."
+    seq_length = input_ids.shape[1]
+    if position_ids is None:
+        position_ids = torch.arange(MAX_POS).expand((1, -1))[:, :seq_length]
+    embeddings = (F.embedding(input_ids, hf[f"{e}word_embeddings.weight"]) +
+                  F.embedding(position_ids, hf[f"{e}position_embeddings.weight"]))
+    return hf_layer_norm(hf, f"{e}LayerNorm", embeddings, DISTILBERT_EPS)
+
+
+EMBEDDINGS = {"bert": bert_embeddings, "roberta": roberta_embeddings,
+              "xlm-roberta": roberta_embeddings, "camembert": roberta_embeddings,
+              "electra": electra_embeddings, "distilbert": distilbert_embeddings}
+POSITION_KIND = {"bert": "absolute", "electra": "absolute", "distilbert": "absolute",
+                 "roberta": "roberta", "xlm-roberta": "roberta", "camembert": "roberta"}
+
+
+def embedding_names(c, hf):
+    """The embedding module's tensors in the HF files (what it reads)."""
+    return sorted(n for n in hf if n.startswith(f"{c.prefix}embeddings.") or
+                  n.startswith(f"{c.prefix}embeddings_project."))
+
+
+def ids_batch(c, gen):
+    """input_ids [B, L] (I64): random ids of the small vocabulary, none
+    pad_token_id among the real tokens (but one in a pad_inside case),
+    pad_token_id past each sequence's length; token_type_ids where the family
+    has two types (not all zero, 0 on padding); lengths (I32); position_ids
+    in an ids_positions case."""
+    pad = c.hf_config.get("pad_token_id", 0)
+    lengths = torch.tensor(IDS_LENGTHS, dtype=torch.int32)
+    ids = torch.randint(0, VOCAB, (IDS_B, IDS_L), generator=gen)
+    ids = torch.where(ids == pad, (ids + 1) % VOCAB, ids)
+    if c.pad_inside:
+        ids[0, 3] = pad
+    valid = torch.arange(IDS_L)[None, :] < lengths.long()[:, None]
+    ids = torch.where(valid, ids, torch.full_like(ids, pad))
+    out = {"input_ids": ids, "lengths": lengths}
+    if c.hf_config.get("type_vocab_size", 0) >= 2:
+        tt = torch.zeros(IDS_B, IDS_L, dtype=torch.long)
+        tt[0, 3:] = 1
+        tt[1, 2:] = 1
+        out["token_type_ids"] = torch.where(valid, tt, torch.zeros_like(tt))
+    if c.ids_positions:
+        pos = torch.tensor([[3, 4, 5, 6, 7, 8, 9], [9, 0, 2, 1, 0, 0, 0]], dtype=torch.long)
+        assert pos.shape == (IDS_B, IDS_L) and pos.max() < MAX_POS
+        out["position_ids"] = pos
+    return out
+
+
+def module_reference_masked(c, model, mods, x, key_padding):
+    """module_reference with a key padding mask ([B, L], True = padding): the
+    modules' forward and, layer by layer, per-head attention weights."""
+    out = model(x, src_key_padding_mask=key_padding).detach()
+    h, heads = x, []
+    for m in mods:
+        a, w = m.self_attn(h, h, h, key_padding_mask=key_padding, need_weights=True,
+                           average_attn_weights=False)
+        h = m.norm1(h + a)
+        h = m.norm2(h + m.linear2(m.activation(m.linear1(h))))
+        heads.append(w.detach())
+    valid = ~key_padding
+    assert torch.allclose(out[valid], h.detach()[valid], rtol=0, atol=ATOL_MODULE), \
+        f"{c.name}: masked layer-by-layer run differs from the module's forward"
+    return out, heads
+
+
+def make_ids(c, hf, model, mods):
+    """ids.safetensors' tensors: the batch, the embedding module's output x
+    (after transformers' modules), the stack's out and attn.{l} (torch's
+    modules with the key padding mask, checked against the functional
+    reference with transformers' extended attention mask); padding rows and
+    entries 0.  Returns (tensors, max |functional - modules|)."""
+    gen = torch.Generator().manual_seed(zlib.crc32((c.name + ":ids").encode()))
+    batch = ids_batch(c, gen)
+    hf32 = {k: v.float() for k, v in hf.items()}
+    with torch.no_grad():
+        x = EMBEDDINGS[c.model_type](c, hf32, batch["input_ids"], batch.get("token_type_ids"),
+                                     batch.get("position_ids"))
+    lengths = batch["lengths"].long()
+    valid = torch.arange(IDS_L)[None, :] < lengths[:, None]                 # [B, L]
+    pair = (valid[:, None, :, None] & valid[:, None, None, :]).float()      # [B, 1, L, L]
+    out, heads = module_reference_masked(c, model, mods, x, ~valid)
+    f_out, f_probs = hf_reference(c, hf, x, valid.long())
+    diff = (out - f_out).abs()[valid].max().item()
+    for w, fw in zip(heads, f_probs):
+        diff = max(diff, ((w - fw).abs() * pair).max().item())
+    assert diff <= ATOL_FUNCTIONAL, f"{c.name}: ids: functional reference differs by {diff:.3g}"
+    tensors = dict(batch)
+    tensors["x"] = (x * valid[..., None]).contiguous()
+    tensors["out"] = (out * valid[..., None]).contiguous()
+    for l, w in enumerate(heads):
+        tensors[f"attn.{l}"] = (w * pair).contiguous()
+    for k, v in tensors.items():
+        assert torch.isfinite(v.double()).all(), f"{c.name}: ids {k} is not finite"
+    return tensors, diff
+
+
+def ids_phrase(c):
+    return ("the embedding module written out in torch " + torch.__version__.split('+')[0] +
+            " after transformers' " +
+            {"bert": "BertEmbeddings", "roberta": "RobertaEmbeddings",
+             "xlm-roberta": "XLMRobertaEmbeddings (RobertaEmbeddings)",
+             "camembert": "CamembertEmbeddings (RobertaEmbeddings)",
+             "electra": "ElectraEmbeddings + ElectraModel's embeddings_project",
+             "distilbert": "DistilBERT Embeddings"}[c.model_type] +
+            (" with create_position_ids_from_input_ids" if POSITION_KIND[c.model_type] == "roberta"
+             else "") +
+            ", then the stack as case.safetensors' reference with src_key_padding_mask; the "
+            "functional reference with transformers' extended attention mask agrees within 1e-5.")
 
 
 # ---- files ---------------------------------------------------------------------------
@@ -719,9 +943,23 @@ def make_case(c, outdir):
     case_path = os.path.join(d, "case.safetensors")
     save_file(tensors, case_path, meta)
 
+    # The same model from token ids.
+    ids, ids_diff = make_ids(c, hf, model, mods)
+    emb_names = embedding_names(c, hf)
+    ids_meta = {"reference": ids_phrase(c), "embedding": json.dumps(
+        {"position": "sinusoidal" if c.sinusoidal else POSITION_KIND[c.model_type],
+         "tensors": emb_names,
+         "ignored": sorted(set(hf) - layer_names - set(emb_names))})}
+    save_file(ids, os.path.join(d, "ids.safetensors"), ids_meta)
+    got, got_meta = load_file(os.path.join(d, "ids.safetensors"), "pt")
+    assert got_meta == ids_meta and set(got) == set(ids), c.name
+    for k, v in ids.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: ids {k}"
+    print(f"{c.name}: ids: functional vs modules max |diff| {ids_diff:.3g}", file=sys.stderr)
+
     # Nothing else in the directory (a stale file from an older layout would
     # contradict "files").
-    expected = set(files) | {"torch.safetensors", "case.safetensors"}
+    expected = set(files) | {"torch.safetensors", "case.safetensors", "ids.safetensors"}
     for stale in sorted(set(os.listdir(d)) - expected):
         os.remove(os.path.join(d, stale))
         print(f"{c.name}: removed stale {stale}", file=sys.stderr)
@@ -769,7 +1007,9 @@ Generated by `tools/make_hf_fixtures.py`; do not edit.  Regenerate with
     /usr/bin/python3 tools/make_hf_fixtures.py tests/fixtures/hf
 
 (needs Debian's python3-torch and python3-numpy; no `transformers`).  The
-script is deterministic: running it twice gives byte-identical files.
+script is deterministic: running it twice on one machine gives byte-identical
+files (the expected floats differ in the last bits from CPU to CPU: to add a
+case, run it into a scratch directory and copy only the new files).
 
 Each case is a directory that is at once a Hugging Face model directory and a
 test case:
@@ -808,9 +1048,38 @@ test case:
     HF files that is not an encoder-layer tensor, sorted], "files": [the HF
     directory's files, config.json included, sorted]}`).
 
-The case directory also holds `torch.safetensors` and `case.safetensors`,
-which are not part of the HF model (`files` does not list them): a loader
-must read `model.safetensors` or the index, not every `*.safetensors`.
+- `ids.safetensors`: the same model run from token ids, through the
+  embedding module the HF files carry:
+  - `input_ids` I64 `[B, L]` = `[2, 7]`: random ids below vocab 50, none
+    equal to `pad_token_id` among the real tokens (but `input_ids[0][3]` in
+    `camembert`, which then takes position padding_idx), `pad_token_id` at
+    every padded position;
+  - `lengths` I32 `[B]` = `[7, 4]`: sequence 1 is padded (attention_mask =
+    position < length);
+  - `token_type_ids` I64 `[B, L]` where the config has type_vocab_size 2
+    (BERT, ELECTRA): `[[0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 0, 0, 0]]`;
+  - `position_ids` I64 `[B, L]` in `bert_base` only:
+    `[[3, 4, 5, 6, 7, 8, 9], [9, 0, 2, 1, 0, 0, 0]]`;
+  - `x` F32 `[B, L, D]`: the embedding module's output (BertEmbeddings:
+    LayerNorm(word + token_type + position); RobertaEmbeddings: positions
+    from create_position_ids_from_input_ids, numbered from padding_idx + 1
+    over the tokens other than padding_idx, padding_idx for those;
+    ELECTRA: at embedding_size 8, then embeddings_project to 16; DistilBERT:
+    LayerNorm(word + position), eps 1e-12, no token types, the position table
+    the file holds, sinusoidal in `distilbert_sinusoidal`), padded rows 0;
+  - `out` F32 `[B, L, D]`: the stack's output from `x` with padded keys
+    masked, padded rows 0;
+  - `attn.{l}` F32 `[B, H, L, L]` for every layer: per-head weights, entries
+    whose query or key is padding 0;
+  - `__metadata__`: `reference`, and `embedding` (JSON `{"position":
+    "absolute" | "roberta" | "sinusoidal", "tensors": [the embedding module's
+    tensors in the HF files, sorted], "ignored": [the tensors neither the stack
+    nor the embedding module reads: pooler and heads, sorted]}`).
+
+The case directory also holds `torch.safetensors`, `case.safetensors` and
+`ids.safetensors`, which are not part of the HF model (`files` does not list
+them): a loader must read `model.safetensors` or the index, not every
+`*.safetensors`.
 
 Encoder-layer names (after the prefix), per layer `i`:
 
@@ -838,7 +1107,8 @@ Compare with 1e-4 absolute tolerance.  Expected values come from torch's own
 path), weights mapped from the HF tensors; a functional reference written
 after transformers' BertSelfAttention / BertSelfOutput / BertIntermediate /
 BertOutput and DistilBERT's MultiHeadSelfAttention / FFN / TransformerBlock,
-run on the HF tensors by their HF names, agrees within 1e-5 on every case.
+run on the HF tensors by their HF names, agrees within 1e-5 on every case,
+padded batches included (with transformers' extended attention mask).
 
 | case | checkpoint's config | class | model_type | prefix | act | eps | layers | dtype | covers |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |

@@ -11,6 +11,9 @@ For every case in CASES it writes OUTDIR/<case>/ holding
                          ModernBertModel), at small sizes
     case.safetensors     input, expected output and attention weights, laid
                          out as tests/fixtures/torch's (not part of the model)
+    ids.safetensors      the same model from token ids: a padded batch of
+                         input_ids, ModernBertEmbeddings' output, the stack's
+                         output and attention weights (not part of the model)
 
 and OUTDIR/README.md, which lists the cases and the layout.  No transformers
 is needed (nor installable here): the directories are written from what
@@ -26,8 +29,8 @@ local_rope_theta / global_attn_every_n_layers in the config, before
 layer_types / rope_parameters), function by function:
 
   - ModernBertEmbeddings: drop(norm(tok_embeddings(input_ids))).  The encoder
-    input x of a case is what this module outputs (after its norm); its
-    tensors are in model.safetensors but the stack does not use them.
+    input x of case.safetensors is what this module outputs (after its norm);
+    ids.safetensors runs it on input_ids.
   - ModernBertModel._update_attention_mask: global_attention_mask =
     _prepare_4d_attention_mask(attention_mask, float32) ([B, 1, L, L]: 0, or
     finfo(float32).min where the key is padding); sliding_window_mask = the
@@ -75,8 +78,11 @@ What the directories copy from transformers and the checkpoint:
 Determinism follows make_hf_fixtures.py: torch.manual_seed(crc32(case name)),
 the tensors drawn in the order the modules register them, then x, one torch
 thread and one OpenBLAS thread (its thread count changes the last bits of
-the larger GEMMs), every file written from sorted data, so a rerun gives the
-same bytes.
+the larger GEMMs), every file written from sorted data, so a rerun on the
+same machine gives the same bytes (the expected floats differ in the last
+bits from CPU to CPU: to add a case or a file, copy only the new files from
+a run into a scratch directory).  ids.safetensors draws its ids from its own
+generator, seeded with crc32(case name + ":ids").
 
 The float32 forward is importable (bench/modernbert_torch.py times it at
 ModernBERT-base sizes): modernbert_layers(cfg, tensors, x, lengths) runs the
@@ -176,7 +182,8 @@ CASES = [
           global_attn_every_n_layers=3, local_attention=32, global_rope_theta=160000.0,
           local_rope_theta=10000.0, hidden_activation="gelu", norm_bias=False,
           attention_bias=False, mlp_bias=False, norm_eps=1e-5),
-     dict(B=2, L=300, lengths=(300, 237), attn_layers=(1,), mean_layers=(0, 1))),
+     dict(B=2, L=300, lengths=(300, 237), attn_layers=(1,), mean_layers=(0, 1),
+          ids=(2, 34, (34, 27)))),
     ("modernbert_base_bias", "ModernBertModel",
      "bare ModernBertModel: no prefix, no head; norm_bias / attention_bias / mlp_bias "
      "true; local_rope_theta null (local layers use the global theta 80000); "
@@ -186,14 +193,14 @@ CASES = [
           global_attn_every_n_layers=2, local_attention=16, global_rope_theta=80000.0,
           local_rope_theta=None, hidden_activation="gelu_pytorch_tanh", norm_bias=True,
           attention_bias=True, mlp_bias=True, norm_eps=1e-6),
-     dict(B=3, L=70, lengths=(70, 41, 9))),
+     dict(B=3, L=70, lengths=(70, 41, 9), ids=(3, 20, (20, 13, 5)))),
     ("modernbert_swiglu", "ModernBertForMaskedLM",
      "hidden_activation silu (SwiGLU), every layer global (global_attn_every_n_layers "
      "1), head dim 12, no padding",
      dict(hidden_size=24, num_attention_heads=2, intermediate_size=32, num_hidden_layers=3,
           global_attn_every_n_layers=1, local_attention=8, hidden_activation="silu",
           norm_bias=False, attention_bias=False, mlp_bias=False),
-     dict(B=1, L=20, lengths=None)),
+     dict(B=1, L=20, lengths=None, ids=(2, 12, (12, 9)))),
 ]
 
 
@@ -223,6 +230,9 @@ class Case:
         # a local layer's means, to stay a few MiB
         self.attn_layers = batch.get("attn_layers")
         self.mean_layers = batch.get("mean_layers")
+        # ids.safetensors' batch: B, L, lengths (one sequence at least padded)
+        self.ids_B, self.ids_L, self.ids_lengths = batch["ids"]
+        assert len(self.ids_lengths) == self.ids_B >= 2 and min(self.ids_lengths) < self.ids_L
         assert self.lengths is None or (len(self.lengths) == self.B and
                                          all(1 <= n <= self.L for n in self.lengths))
 
@@ -656,6 +666,63 @@ def expected_values(c, tensors, x, lengths):
     return tensors_out, diff, max(checks), angle_diff
 
 
+# ---- from token ids -------------------------------------------------------------------
+
+def modernbert_embeddings(cfg, tensors, input_ids, prefix=""):
+    """ModernBertEmbeddings.forward from input_ids (eval: drop is the
+    identity): norm(tok_embeddings(input_ids)), norm = nn.LayerNorm(hidden_size,
+    eps=norm_eps, bias=norm_bias)."""
+    e = f"{prefix}embeddings."
+    return _layer_norm_t(F.embedding(input_ids, tensors[f"{e}tok_embeddings.weight"]), tensors,
+                         f"{e}norm", cfg["norm_eps"])
+
+
+def make_ids(c, hf):
+    """ids.safetensors' tensors: input_ids (random below the vocabulary, none
+    pad_token_id among the real tokens, pad_token_id past each length),
+    lengths, the embedding module's output x, the stack's out and attn.{l}
+    (padding rows and entries 0), the float32 forward checked against the
+    float64 formulation (the embedding's LayerNorm too).  Returns (tensors,
+    max |float64 - float32|)."""
+    cfg = c.hf_config
+    pad = cfg["pad_token_id"]
+    B, L = c.ids_B, c.ids_L
+    gen = torch.Generator().manual_seed(zlib.crc32((c.name + ":ids").encode()))
+    lengths = torch.tensor(c.ids_lengths, dtype=torch.int32)
+    valid = torch.arange(L)[None, :] < lengths.to(torch.long)[:, None]     # [B, L]
+    ids = torch.randint(0, VOCAB, (B, L), generator=gen)
+    ids = torch.where(ids == pad, (ids + 1) % VOCAB, ids)
+    ids = torch.where(valid, ids, torch.full_like(ids, pad))
+    with torch.no_grad():
+        x = modernbert_embeddings(cfg, hf, ids, c.prefix)
+        out, weights = modernbert_layers(cfg, hf, x, lengths, c.prefix, keep_attn=True)
+    p64 = {k: v.to(torch.float64) for k, v in hf.items()}
+    x64 = _ln64(p64[f"{c.prefix}embeddings.tok_embeddings.weight"][ids], p64,
+                f"{c.prefix}embeddings.norm", cfg["norm_eps"])
+    diff = (x.to(torch.float64) - x64).abs()[valid].max().item()
+    out64, probs64 = reference_f64(cfg, hf, x, lengths.to(torch.long), c.prefix)
+    diff = max(diff, (out.to(torch.float64) - out64).abs()[valid].max().item())
+    pair = valid[:, None, :, None] & valid[:, None, None, :]               # [B, 1, L, L]
+    for w, w64 in zip(weights, probs64):
+        diff = max(diff, ((w.to(torch.float64) - w64).abs() * pair).max().item())
+    assert diff <= ATOL_FLOAT64, f"{c.name}: ids: float64 formulation differs by {diff:.3g}"
+    tensors = {"input_ids": ids, "lengths": lengths,
+               "x": (x * valid[..., None]).contiguous(),
+               "out": (out * valid[..., None]).contiguous()}
+    for l, w in enumerate(weights):
+        tensors[f"attn.{l}"] = (w * pair.to(w.dtype)).contiguous()
+    for k, v in tensors.items():
+        assert torch.isfinite(v.to(torch.float64)).all(), f"{c.name}: ids {k} is not finite"
+    return tensors, diff
+
+
+def ids_phrase():
+    return ("ModernBertEmbeddings written out in torch " + torch.__version__.split('+')[0] +
+            " (norm(tok_embeddings(input_ids))), then the float32 forward of case.safetensors "
+            "with attention_mask = position < length; the float64 formulation agrees within "
+            "1e-5.")
+
+
 # ---- files ----------------------------------------------------------------------------
 
 def reference_phrase(c):
@@ -691,13 +758,27 @@ def make_case(c, outdir):
             "reference": reference_phrase(c), "hf": json.dumps(hf_meta)}
     save_file(tensors, os.path.join(d, "case.safetensors"), meta)
 
+    # The same model from token ids.
+    ids, ids_diff = make_ids(c, hf)
+    emb_names = sorted(n for n in hf if n.startswith(f"{c.prefix}embeddings."))
+    ids_meta = {"reference": ids_phrase(), "embedding": json.dumps(
+        {"position": "rope", "tensors": emb_names,
+         "ignored": sorted(set(hf) - stack - set(emb_names))})}
+    save_file(ids, os.path.join(d, "ids.safetensors"), ids_meta)
+    got, got_meta = load_file(os.path.join(d, "ids.safetensors"), "pt")
+    assert got_meta == ids_meta and set(got) == set(ids), c.name
+    for k, v in ids.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: ids {k}"
+
     # Nothing else in the directory.
-    for stale in sorted(set(os.listdir(d)) - set(files) - {"case.safetensors"}):
+    for stale in sorted(set(os.listdir(d)) - set(files) - {"case.safetensors",
+                                                           "ids.safetensors"}):
         os.remove(os.path.join(d, stale))
         print(f"{c.name}: removed stale {stale}", file=sys.stderr)
     check_round_trip(c, d, hf, tensors, meta)
     print(f"{c.name}: float64 vs float32 max |diff| {diff:.3g}, RoPE vs complex "
-          f"{rope_diff:.3g}, angles vs float64 {angle_diff:.3g}", file=sys.stderr)
+          f"{rope_diff:.3g}, angles vs float64 {angle_diff:.3g}; ids: float64 vs float32 "
+          f"{ids_diff:.3g}", file=sys.stderr)
 
 
 def check_round_trip(c, d, hf, tensors, meta):
@@ -750,7 +831,9 @@ Generated by `tools/make_modernbert_fixtures.py`; do not edit.  Regenerate with
     /usr/bin/python3 tools/make_modernbert_fixtures.py tests/fixtures/modernbert
 
 (needs Debian's python3-torch and python3-numpy; no `transformers`).  The
-script is deterministic: running it twice gives byte-identical files.
+script is deterministic: running it twice on one machine gives byte-identical
+files (the expected floats differ in the last bits from CPU to CPU: to add a
+case, run it into a scratch directory and copy only the new files).
 
 Each case is a directory that is at once a Hugging Face ModernBERT model
 directory and a test case:
@@ -796,12 +879,28 @@ directory and a test case:
     encoder-layer or final_norm tensor, sorted], "files": ["config.json",
     "model.safetensors"]}`).
 
+- `ids.safetensors`: the same model from token ids (not part of the HF model
+  either):
+  - `input_ids` I64 `[B, L]`: random ids below vocab 64, none equal to
+    `pad_token_id` (3) among the real tokens, 3 at every padded position;
+  - `lengths` I32 `[B]`: at least one sequence padded;
+  - `x` F32 `[B, L, D]`: ModernBertEmbeddings' output,
+    `norm(tok_embeddings(input_ids))` (LayerNorm, eps norm_eps, bias when
+    norm_bias), padded rows 0;
+  - `out` F32 `[B, L, D]` and `attn.{l}` F32 `[B, H, L, L]` for every layer:
+    the stack from `x`, as for case.safetensors, padding 0;
+  - `__metadata__`: `reference`, and `embedding` (JSON `{"position": "rope",
+    "tensors": [the embedding module's tensors, sorted], "ignored": [the
+    tensors neither the stack nor the embedding module reads: the head,
+    sorted]}`).
+
 Names (after the prefix: `model.` for ModernBertForMaskedLM, none for
 ModernBertModel), per layer `i`; `.bias` tensors only where the config's flag
 is true:
 
 - `embeddings.tok_embeddings.weight` `[vocab, D]`, `embeddings.norm.weight`
-  (+ `.bias` if norm_bias): not used by the stack.
+  (+ `.bias` if norm_bias): the embedding module (ids.safetensors), not read
+  by the stack.
 - `layers.{i}.attn_norm.weight` (+ `.bias` if norm_bias) for `i >= 1` only:
   layer 0's attn_norm is nn.Identity.
 - `layers.{i}.attn.Wqkv.weight` `[3D, D]` (+ `.bias` if attention_bias): rows
@@ -850,8 +949,8 @@ every valid output row and attention weight; the rotation agrees with a
 complex multiplication within 1e-6.  Running the forward again from the
 written files alone reproduces `out` bit for bit.
 
-| case | class | prefix | D / H / F / layers | global every, window each side | thetas global / local | act (attnd) | biases norm / attn / mlp | eps | B, L, lengths | covers |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| case | class | prefix | D / H / F / layers | global every, window each side | thetas global / local | act (attnd) | biases norm / attn / mlp | eps | B, L, lengths | ids: B, L, lengths | covers |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 """
 
 
@@ -869,7 +968,8 @@ def readme_row(c):
             f"{cfg['local_attention'] // 2} | {thetas} | {cfg['hidden_activation']} "
             f"({c.config()['activation']}, {c.config()['ffn']}) | {yn[cfg['norm_bias']]} / "
             f"{yn[cfg['attention_bias']]} / {yn[cfg['mlp_bias']]} | {cfg['norm_eps']:g} | "
-            f"{c.B}, {c.L}, {lengths} | {c.doc} |\n")
+            f"{c.B}, {c.L}, {lengths} | {c.ids_B}, {c.ids_L}, "
+            f"[{', '.join(map(str, c.ids_lengths))}] | {c.doc} |\n")
 
 
 def one_blas_thread():

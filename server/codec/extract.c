@@ -242,20 +242,25 @@ static void close_array(jx_array *a, int l, size_t n, const size_t *at, bool *se
         *settled = true;
         a->rank = l + 1;
     }
+    const bool row = l == a->rank - 1;
     if (!closed[l]) { /* the first at its level */
         closed[l] = true;
         a->dims[l] = n;
-    } else if (n != a->dims[l] && note(a, JX_COUNT, at, l)) {
+    } else if (n != a->dims[l] && !(row && a->ragged) && note(a, JX_COUNT, at, l)) {
         a->entries = n;
     }
-    if (l == a->rank - 1)
+    if (row) {
         a->rows++;
+        if (n > a->longest)
+            a->longest = n;
+    }
 }
 
-const char *jx_scan(const char *p, const char *end, jx_array *a)
+static const char *scan(const char *p, const char *end, jx_array *a, bool ragged)
 {
     memset(a, 0, sizeof *a);
     a->start = p;
+    a->ragged = ragged;
     size_t at[JX_MAX_RANK] = {0}; /* the entry read at each open level */
     bool closed[JX_MAX_RANK] = {false};
     int d = 0;            /* arrays open: the depth of the next value */
@@ -334,6 +339,16 @@ const char *jx_scan(const char *p, const char *end, jx_array *a)
             close_array(a, d, at[d] + 1, at, &settled, closed);
         }
     }
+}
+
+const char *jx_scan(const char *p, const char *end, jx_array *a)
+{
+    return scan(p, end, a, false);
+}
+
+const char *jx_scan_rows(const char *p, const char *end, jx_array *a)
+{
+    return scan(p, end, a, true);
 }
 
 const char *jx_index_text(const size_t *at, int depth, char *buf, size_t size)
@@ -449,6 +464,32 @@ int jx_read_f32(const jx_array *a, float *x)
     return rc == -2 ? -1 : rc; /* -2, a count that changed, cannot happen */
 }
 
+/* The integer at p (a number the scan checked) into *v: its length, or 0
+ * when it has a fraction or an exponent (*fraction) or is outside int32. */
+static size_t read_int(const char *p, const char *end, int32_t *v, bool *fraction)
+{
+    jsonnum_scanned t;
+    jsonnum_scan(p, (size_t)(end - p), &t); /* the scan checked it */
+    const bool neg = *p == '-';
+    long long n = 0;
+    *fraction = !t.integer;
+    bool over = !t.integer || t.digits > 10;
+    for (const char *s = p + neg; !over && s < p + t.len; s++)
+        n = n * 10 + (*s - '0');
+    if (over || (neg ? -n < INT32_MIN : n > INT32_MAX))
+        return 0;
+    *v = (int32_t)(neg ? -n : n);
+    return t.len;
+}
+
+/* The token at p, for a fault's text. */
+static size_t token_len(const char *p, const char *end)
+{
+    jsonnum_scanned t;
+    jsonnum_scan(p, (size_t)(end - p), &t);
+    return t.len;
+}
+
 int jx_read_i32(const jx_array *a, int *x, jx_int_fault *bad)
 {
     const char *p = a->start, *end = a->end;
@@ -458,19 +499,53 @@ int jx_read_i32(const jx_array *a, int *x, jx_int_fault *bad)
             p++;
             continue;
         }
-        jsonnum_scanned t;
-        jsonnum_scan(p, (size_t)(end - p), &t); /* the scan checked it */
-        const bool neg = *p == '-';
-        long long v = 0;
-        bool over = !t.integer || t.digits > 10;
-        for (const char *s = p + neg; !over && s < p + t.len; s++)
-            v = v * 10 + (*s - '0');
-        if (over || (neg ? -v < INT32_MIN : v > INT32_MAX)) {
-            *bad = (jx_int_fault){k, !t.integer, p, t.len};
+        int32_t v;
+        bool fraction;
+        const size_t len = read_int(p, end, &v, &fraction);
+        if (!len) {
+            *bad = (jx_int_fault){k, fraction, p, token_len(p, end), 0, k};
             return 1;
         }
-        x[k++] = (int)(neg ? -v : v);
-        p += t.len;
+        x[k++] = v;
+        p += len;
+    }
+    return 0;
+}
+
+int jx_read_i32_rows(const jx_array *a, int32_t *x, size_t stride, size_t *row_len,
+                     jx_int_fault *bad)
+{
+    /* The scan left numbers only, at depth rank: a '[' at depth rank - 1
+     * opens a row, its ']' closes it. */
+    const char *p = a->start, *end = a->end;
+    const int rows_at = a->rank - 1;
+    int depth = 0;
+    size_t r = 0, i = 0;
+    while (p < end) {
+        const char c = *p;
+        if (c == '[') {
+            if (depth++ == rows_at)
+                i = 0;
+            p++;
+        } else if (c == ']') {
+            if (--depth == rows_at)
+                row_len[r++] = i;
+            p++;
+        } else if (c == '-' || is_digit(c)) {
+            int32_t v;
+            bool fraction;
+            const size_t len = read_int(p, end, &v, &fraction);
+            if (!len) {
+                *bad = (jx_int_fault){r * stride + i, fraction, p, token_len(p, end), r, i};
+                return 1;
+            }
+            if (i < stride)
+                x[r * stride + i] = v;
+            i++;
+            p += len;
+        } else {
+            p++;
+        }
     }
     return 0;
 }

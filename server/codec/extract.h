@@ -14,7 +14,8 @@
  * 3. jx_load hands jansson the rest of the body, each scanned array cut to
  *    [] (so a body of numbers costs jansson nothing).
  * 4. jx_read_f32 / jx_read_i32 read the numbers into the request's buffer,
- *    on two threads when the text is long.
+ *    on two threads when the text is long; jx_read_i32_rows reads token
+ *    ids whose rows may differ in length (scanned by jx_scan_rows).
  *
  * An array whose syntax is wrong is not cut: the caller gives the whole body
  * to jansson, which words the error with its line and column; should
@@ -26,6 +27,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Arrays nested deeper than this are a fault (JX_DEEP). */
 #define JX_MAX_RANK 8
@@ -45,6 +47,8 @@ typedef struct jx_array {
     const char *start, *end;  /* its '[' and just past its ']' */
     int rank;                 /* arrays along the first entries, down to the first leaf */
     size_t dims[JX_MAX_RANK]; /* their entry counts (dims[0]: the array's own) */
+    bool ragged;              /* jx_scan_rows: rows (arrays at depth rank - 1) may differ */
+    size_t longest;           /* the most entries of a row (an array at depth rank - 1) */
     const char *leaf;         /* the first leaf: "a number", "a string", ...; NULL if none */
     size_t count;             /* numbers in it */
     size_t rows;              /* arrays at depth rank - 1 (rows of numbers) */
@@ -62,6 +66,12 @@ typedef struct jx_array {
 /* Scans the array at p ('[') in [p, end) into *a.  Returns a->end, or
  * NULL when a->fault is JX_SYNTAX (a->bad, a->why) or JX_OOM. */
 const char *jx_scan(const char *p, const char *end, jx_array *a);
+
+/* jx_scan, but the rows (the arrays at depth rank - 1, whose entries are
+ * the leaves) may hold different numbers of entries: a row's count is no
+ * fault; a->longest is the most any row holds (token ids sent as ragged
+ * rows).  Every other fault is noted as jx_scan notes it. */
+const char *jx_scan_rows(const char *p, const char *end, jx_array *a);
 
 /* "[0][3][5]" for at[0..depth) (the empty string for depth 0). */
 const char *jx_index_text(const size_t *at, int depth, char *buf, size_t size);
@@ -85,8 +95,18 @@ typedef struct jx_int_fault {
     bool fraction;
     const char *tok;
     size_t tok_len;
+    size_t row, entry; /* jx_read_i32_rows: where */
 } jx_int_fault;
 int jx_read_i32(const jx_array *a, int *x, jx_int_fault *bad);
+
+/* Reads a fault-free array of rank 1 or 2 (from jx_scan_rows) row by row:
+ * row r's first stride numbers into x[r * stride ...], its count into
+ * row_len[r] (room for a->rows; one row for rank 1).  Entries of x past a
+ * row's count are left as they are; a row longer than stride is counted,
+ * not stored.  0; 1 when a number has a fraction or exponent or is outside
+ * int32 (bad->row, bad->entry, and its text). */
+int jx_read_i32_rows(const jx_array *a, int32_t *x, size_t stride, size_t *row_len,
+                     jx_int_fault *bad);
 
 /* Walks the members of the object at p ('{'): for each, member(ctx, key
  * characters, their length, value) returns the end of the value, or NULL

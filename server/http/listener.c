@@ -201,6 +201,29 @@ void server_on_forward(void *arg, int sequences, long tokens, int requests, doub
     metrics_forward(s->mx, sequences, tokens, requests, compute_s);
 }
 
+/* /v1/model's "embedding": the module that turns token ids into the
+ * stack's input, its bounds and its tensors as used; null for a model
+ * that takes embeddings only. */
+static json_t *embedding_json(const enc_model *m)
+{
+    const enc_embedding_info *e = enc_model_embedding(m);
+    if (!e)
+        return json_null();
+    /* how positions enter: the module's table, or RoPE inside attention */
+    const char *position = e->position                                      ? e->position
+                           : enc_model_hparams(m)->position == ENC_POS_ROPE ? "rope"
+                                                                            : "none";
+    json_t *tensors = json_array();
+    for (size_t i = 0; tensors && i < e->n_tensors; i++)
+        json_array_append_new(tensors, json_string(e->tensors[i]));
+    return json_pack("{s:i, s:i, s:o, s:o, s:s, s:s, s:o*}", "vocab_size", e->vocab_size,
+                     "type_vocab_size", e->type_vocab_size, "max_positions",
+                     e->max_positions > 0 ? json_integer(e->max_positions) : json_null(),
+                     "padding_idx",
+                     e->padding_idx >= 0 ? json_integer(e->padding_idx) : json_null(), "position",
+                     position, "dtype", e->dtype ? e->dtype : "F32", "tensors", tensors);
+}
+
 void server_set_model(server *s, const enc_model *m, pool *p)
 {
     const enc_hparams *hp = enc_model_hparams(m);
@@ -268,6 +291,8 @@ void server_set_model(server *s, const enc_model *m, pool *p)
         json_object_set_new(weights, "files", files);
         json_object_set_new(weights, "ignored_tensors", ignored);
     }
+    if (info) /* the embedding module: token ids in (docs/api.md), or null */
+        json_object_set_new(info, "embedding", embedding_json(m));
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);

@@ -119,8 +119,17 @@ static api_limits request_limits(const server *s)
                          .max_seq_len = cfg->limits.max_seq_len,
                          .max_batch_tokens = cfg->limits.max_batch_tokens,
                          .max_attention_bytes = cfg->limits.max_attention_bytes,
-                         .pool = s->buffers};
+                         .pool = s->buffers,
+                         .embedding = s->model ? enc_model_embedding(s->model) : NULL};
     return limits;
+}
+
+/* The contract's error kind for a core status (the one place they map). */
+static api_error_kind core_error_kind(int rc)
+{
+    return rc == ENC_ENOMEM                           ? API_UNAVAILABLE
+           : (rc == ENC_EINVAL || rc == ENC_ENUMERIC) ? API_BAD_REQUEST
+                                                      : API_INTERNAL;
 }
 
 /* Hands a decoded request's batch to the pool; the connection sleeps until
@@ -157,7 +166,16 @@ static enum MHD_Result serve_forward(request *r)
     const api_limits limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
     encode_request *e = r->rt->parse(r, hp, &limits, &err);
-    if (!e || encode_request_alloc_outputs(e, hp, &err) < 0)
+    if (!e)
+        return http_respond_error(r, err.kind, err.message, NULL);
+    /* Token ids: the core's own checks (a sequence against the position
+     * table, RoBERTa's offset) before the request takes a place in the
+     * queue; the forward would refuse the same batch with the same words. */
+    enc_error ee = {0};
+    int rc;
+    if (e->batch.ids && (rc = enc_batch_validate(s->model, &e->batch, &ee)) < 0)
+        return http_respond_error(r, core_error_kind(rc), ee.message, NULL);
+    if (encode_request_alloc_outputs(e, hp, &err) < 0)
         return http_respond_error(r, err.kind, err.message, NULL);
     return submit_job(r, e);
 }
@@ -188,12 +206,8 @@ enum MHD_Result http_forward_finish(request *r)
                                   (const char *const[]){"Retry-After", "1", NULL});
     }
     const pool_job *job = &r->job;
-    if (job->rc < 0) {
-        api_error_kind kind = job->rc == ENC_ENOMEM                                ? API_UNAVAILABLE
-                              : (job->rc == ENC_EINVAL || job->rc == ENC_ENUMERIC) ? API_BAD_REQUEST
-                                                                                   : API_INTERNAL;
-        return http_respond_error(r, kind, job->err.message, NULL);
-    }
+    if (job->rc < 0)
+        return http_respond_error(r, core_error_kind(job->rc), job->err.message, NULL);
     metrics_queue(s->mx, job->queue_ms / 1e3);
     metrics_attention_scores(s->mx, job->result.scores);
     /* The route's codec renders the body as pieces, produced as the socket
@@ -290,7 +304,8 @@ static enum MHD_Result serve_v2_model(request *r)
     server *s = r->srv;
     if (!atomic_load(&s->ready))
         return v2_not_ready(r);
-    return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model)));
+    return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model),
+                                             enc_model_embedding(s->model)));
 }
 
 /* POST /v2/models/{name}[/versions/{v}]/infer's codec. */

@@ -39,14 +39,20 @@ int api_error_status(api_error_kind kind);       /* 400, 401, ... */
 const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
 
 /* The limits a request is checked against before anything is allocated,
- * and where its large buffers come from. */
+ * where its large buffers come from, and the model's embedding module,
+ * which bounds token ids. */
 struct bufpool;
+struct enc_embedding_info;
 typedef struct api_limits {
     int max_batch;
     int max_seq_len;
     long max_batch_tokens;      /* B * L */
     size_t max_attention_bytes; /* float32 bytes of the attention output */
     struct bufpool *pool;       /* the input and outputs' buffers (bufpool.h); NULL: malloc */
+    /* borrowed: enc_model_embedding of the model (vocab_size, type_vocab_size,
+     * the position table), or NULL: a model that takes embeddings only, and
+     * input_ids are refused */
+    const struct enc_embedding_info *embedding;
 } api_limits;
 
 /* Wording the codecs share for their messages: */

@@ -8,7 +8,12 @@
  * max_batch_tokens, then the attention output B * (H or 1) * L * L * 4
  * bytes * (distinct layers computed) > max_attention_bytes (L is the padded
  * length; lengths do not reduce it).  All 413, naming the limit.  A NULL
- * limits means none (sizes are still checked for overflow). */
+ * limits means none (sizes are still checked for overflow).
+ *
+ * Token ids (input_ids, token_type_ids) and attention_mask arrive here as
+ * int32 (B, L) arrays whichever codec read them: their buffers, the mask's
+ * meaning (transformers': a row's last 1 ends it, a 0 before hides a key)
+ * and the ids' bounds (the model's embedding module) are this file's. */
 #include "protocol/encode_request.h"
 
 #include "runtime/bufpool.h"
@@ -183,7 +188,7 @@ static size_t line_floats(size_t n)
 
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err)
 {
-    if (!req->x || !hp || hp->n_layers != req->n_layers)
+    if ((!req->x && !req->input_ids) || !hp || hp->n_layers != req->n_layers)
         return api_error_set(err, API_INTERNAL, "encode: outputs for an unparsed request");
     if (req->csr && !req->blockmask)
         return api_error_set(err, API_INTERNAL, "encode: CSR weights without a block mask");
@@ -220,35 +225,186 @@ enc_result encode_request_result(encode_request *req)
     return r;
 }
 
+/* Rows of the embedding module's position table that position_ids index
+ * with token ids in, or 0 when its positions are not a table (RoPE). */
+static long long position_table_rows(const encode_request *req)
+{
+    const enc_embedding_info *e = req->embedding;
+    if (!req->input_ids || !e || e->max_positions <= 0 || !e->position ||
+        strcmp(e->position, "rope") == 0)
+        return 0;
+    return e->max_positions;
+}
+
 int encode_set_positions(encode_request *req, const long long *vals, bool rows,
                          const api_limits *limits, const char *what, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
-    const long long top =
-        limits && limits->max_seq_len > 0 ? (long long)limits->max_seq_len : (long long)L;
-    if (!req->has_positions)
+    const long long table = position_table_rows(req);
+    const long long top = table > 0                           ? table
+                          : limits && limits->max_seq_len > 0 ? (long long)limits->max_seq_len
+                                                              : (long long)L;
+    const char *bound = table > 0 ? "the model's position table" : "below limits.max_seq_len";
+    if (!req->has_positions && table == 0)
         return api_error_set(err, API_BAD_REQUEST,
                              "%s: this model has no positions inside attention (model.position "
-                             "is none): its input embeddings carry them",
-                             what);
+                             "is none): its input embeddings carry them%s",
+                             what,
+                             req->embedding && !req->input_ids
+                                 ? " (with input_ids, position_ids index the model's position "
+                                   "table)"
+                                 : "");
     const size_t n = rows ? B * L : L;
     for (size_t k = 0; k < n; k++)
         if (vals[k] < 0 || vals[k] >= top) {
             if (!rows)
-                return api_error_set(err, API_BAD_REQUEST,
-                                     "%s[%zu] = %lld is outside 0..%lld (below "
-                                     "limits.max_seq_len)",
-                                     what, k, vals[k], top - 1);
+                return api_error_set(err, API_BAD_REQUEST, "%s[%zu] = %lld is outside 0..%lld (%s)",
+                                     what, k, vals[k], top - 1, bound);
             return api_error_set(err, API_BAD_REQUEST,
-                                 "%s[%zu][%zu] = %lld is outside 0..%lld (below "
-                                 "limits.max_seq_len)",
-                                 what, k / L, k % L, vals[k], top - 1);
+                                 "%s[%zu][%zu] = %lld is outside 0..%lld (%s)", what, k / L, k % L,
+                                 vals[k], top - 1, bound);
         }
     if (!(req->positions = malloc(B * L * sizeof *req->positions)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (size_t k = 0; k < B * L; k++)
         req->positions[k] = (int32_t)vals[rows ? k : k % L];
     req->batch.positions = req->positions;
+    return 0;
+}
+
+/* ---- token ids and attention_mask ------------------------------------------- */
+
+const char *encode_index_text(const encode_request *req, size_t b, size_t j, char buf[48])
+{
+    if (req->batched)
+        snprintf(buf, 48, "[%zu][%zu]", b, j);
+    else
+        snprintf(buf, 48, "[%zu]", j);
+    return buf;
+}
+
+int encode_ids_allowed(const encode_request *req, const char *what, api_error *err)
+{
+    if (req->embedding)
+        return 0;
+    return api_error_set(err, API_BAD_REQUEST,
+                         "%s: this model takes embeddings, not input_ids: it has no embedding "
+                         "module (serve a model.dir: a Hugging Face directory brings one)",
+                         what);
+}
+
+int encode_alloc_ids(encode_request *req, bool types, const char *what, api_error *err)
+{
+    const enc_embedding_info *e = req->embedding;
+    if (encode_ids_allowed(req, what, err) < 0)
+        return -1;
+    const size_t n = (size_t)req->batch.B * (size_t)req->batch.L;
+    const int32_t pad = e->padding_idx >= 0 && e->padding_idx < e->vocab_size ? e->padding_idx : 0;
+    if (!(req->input_ids = malloc((n ? n : 1) * sizeof *req->input_ids)) ||
+        (types && !(req->token_type_ids = encode_zalloc(n, sizeof *req->token_type_ids))))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory for the token ids");
+    for (size_t k = 0; k < n; k++)
+        req->input_ids[k] = pad;
+    req->ids = (enc_ids){.input_ids = req->input_ids, .token_type_ids = req->token_type_ids};
+    req->batch.ids = &req->ids;
+    req->batch.x = NULL;
+    return 0;
+}
+
+int encode_set_attention_mask(encode_request *req, const int32_t *mask, const size_t *row_len,
+                              const char *what, const char *lengths_what, api_error *err)
+{
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    char at[48];
+    int *len = encode_zalloc(B, sizeof *len);
+    if (!len)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    /* Each row's values, and its last 1. */
+    for (size_t b = 0; b < B; b++) {
+        const size_t n = row_len ? row_len[b] : L;
+        for (size_t j = 0; j < n; j++) {
+            const int32_t v = mask[b * L + j];
+            if (v != 0 && v != 1) {
+                free(len);
+                return api_error_set(err, API_BAD_REQUEST, "%s%s = %d is not 0 or 1", what,
+                                     encode_index_text(req, b, j, at), (int)v);
+            }
+            if (v)
+                len[b] = (int)j + 1;
+        }
+        if (len[b] == 0) {
+            free(len);
+            if (!req->batched)
+                return api_error_set(err, API_BAD_REQUEST,
+                                     "%s has no 1: a sequence needs at least one real token", what);
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "%s[%zu] has no 1: a sequence needs at least one real token", what,
+                                 b);
+        }
+        if (lengths_what && req->lengths && req->lengths[b] != len[b]) {
+            const int given = req->lengths[b], ends = len[b];
+            free(len);
+            if (req->batched)
+                snprintf(at, sizeof at, "[%zu]", b);
+            else
+                at[0] = '\0';
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "%s[%zu] = %d but %s%s gives %d real token%s (its last 1 is at "
+                                 "index %d): send one of them, or make them agree",
+                                 lengths_what, b, given, what, at, ends, api_plural((size_t)ends),
+                                 ends - 1);
+        }
+    }
+    /* A 0 before a row's last 1 hides that key. */
+    for (size_t b = 0; b < B; b++)
+        for (size_t j = 0; j < (size_t)len[b]; j++)
+            if (!mask[b * L + j]) {
+                if (!req->key_padding && !(req->key_padding = encode_zalloc(B * L, 1))) {
+                    free(len);
+                    return api_error_set(err, API_UNAVAILABLE, "out of memory");
+                }
+                req->key_padding[b * L + j] = 1;
+            }
+    req->batch.mask.key_padding = req->key_padding;
+    if (req->lengths && lengths_what) {
+        free(len);
+    } else {
+        free(req->lengths);
+        req->lengths = len;
+    }
+    req->batch.lengths = req->lengths;
+    return 0;
+}
+
+int encode_check_ids(const encode_request *req, const char *ids_what, const char *types_what,
+                     api_error *err)
+{
+    const enc_embedding_info *e = req->embedding;
+    if (!req->input_ids || !e)
+        return 0;
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const int types = e->type_vocab_size > 0 ? e->type_vocab_size : 1; /* none: all 0 */
+    char at[48];
+    for (size_t b = 0; b < B; b++) {
+        const size_t n = encode_seq_len(req, b);
+        const int32_t *ids = req->input_ids + b * L;
+        for (size_t j = 0; j < n; j++)
+            if (ids[j] < 0 || ids[j] >= e->vocab_size)
+                return api_error_set(err, API_BAD_REQUEST,
+                                     "%s%s = %d is outside 0..%d (the model's vocab_size is %d)",
+                                     ids_what, encode_index_text(req, b, j, at), (int)ids[j],
+                                     e->vocab_size - 1, e->vocab_size);
+        const int32_t *tt = req->token_type_ids ? req->token_type_ids + b * L : NULL;
+        for (size_t j = 0; tt && j < n; j++)
+            if (tt[j] < 0 || tt[j] >= types)
+                return api_error_set(
+                    err, API_BAD_REQUEST, "%s%s = %d is outside 0..%d (%s%d)", types_what,
+                    encode_index_text(req, b, j, at), (int)tt[j], types - 1,
+                    e->type_vocab_size > 0 ? "the model's type_vocab_size is "
+                                           : "the model has no token type embeddings: "
+                                             "type_vocab_size ",
+                    e->type_vocab_size);
+    }
     return 0;
 }
 
@@ -263,6 +419,8 @@ void encode_request_free(encode_request *req)
     free(req->attn_bool);
     free(req->attn_add);
     free(req->positions);
+    free(req->input_ids);
+    free(req->token_type_ids);
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);

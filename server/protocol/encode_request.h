@@ -4,7 +4,9 @@
  * codecs fill it through encode_request_init, encode_check_limits, the
  * shared options (options.h) and encode_alloc_input; routes.c then runs
  * encode_request_alloc_outputs and the forward, and the codec renders the
- * response from the same struct. */
+ * response from the same struct.  Token ids in (input_ids, token_type_ids,
+ * attention_mask) go through encode_alloc_ids, encode_set_attention_mask
+ * and encode_check_ids, whichever codec read them. */
 #ifndef ATTND_ENCODE_REQUEST_H
 #define ATTND_ENCODE_REQUEST_H
 
@@ -38,6 +40,12 @@ typedef struct encode_request {
     float *attn_add;      /* owned, or NULL */
     int32_t *positions;   /* owned (B, L) position_ids, or NULL (0 .. L - 1) */
     bool has_positions;   /* the model uses positions (RoPE, ALiBi): position_ids allowed */
+
+    /* Token ids in, instead of x: batch.ids points to ids, ids to these. */
+    const enc_embedding_info *embedding; /* borrowed: api_limits.embedding, or NULL */
+    int32_t *input_ids;                  /* owned (B, L), or NULL: x is the input */
+    int32_t *token_type_ids;             /* owned (B, L), or NULL: every type 0 */
+    enc_ids ids;
 
     enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
     int n_layers;             /* the model's */
@@ -85,12 +93,47 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
 
 /* position_ids (the batch's B and L known): vals holds one row per
  * sequence (rows, B x L values) or L values every sequence shares, each in
- * 0 .. limits.max_seq_len - 1; copied into req->positions for the batch.
- * what names the field in messages ("position_ids", "inputs[2]
- * (position_ids)").  400 for a model without positions inside attention or
- * a value out of range; 503 out of memory. */
+ * 0 .. limits.max_seq_len - 1, or with token ids in on a model whose
+ * embedding module has a position table, each an index of that table;
+ * copied into req->positions for the batch.  what names the field in
+ * messages ("position_ids", "inputs[2] (position_ids)").  400 for a model
+ * without positions inside attention (and, with ids, without a position
+ * table) or a value out of range; 503 out of memory. */
 int encode_set_positions(encode_request *req, const long long *vals, bool rows,
                          const api_limits *limits, const char *what, api_error *err);
+
+/* 0 when the model takes token ids (req->embedding set), else 400 naming
+ * what: a model without an embedding module takes embeddings only. */
+int encode_ids_allowed(const encode_request *req, const char *what, api_error *err);
+
+/* Token ids in (the batch's B and L known): allocates req->input_ids (and,
+ * with types, req->token_type_ids) of (B, L), every entry the padding id
+ * (the model's padding_idx, else 0; type 0), and points batch.ids at them.
+ * 400 naming what (the field, as the codec spells it) for a model without
+ * an embedding module (req->embedding NULL); 503 out of memory. */
+int encode_alloc_ids(encode_request *req, bool types, const char *what, api_error *err);
+
+/* attention_mask (the batch's B and L known): mask (B, L) of 0 and 1 as
+ * transformers takes it, row b row_len[b] entries long (row_len NULL: L;
+ * entries past it are padding).  A row's last 1 ends its real tokens (its
+ * length); a 0 before it hides that key from every query (key padding,
+ * added to mask.key_padding's), while its own query row is still computed,
+ * as transformers' extended attention mask does.  A value other than 0 and
+ * 1, or a row without a 1, is refused naming what[b][j].  When the request
+ * gave lengths (lengths_what names them; NULL: it did not) they must agree;
+ * otherwise req->lengths is set.  400; 503 out of memory. */
+int encode_set_attention_mask(encode_request *req, const int32_t *mask, const size_t *row_len,
+                              const char *what, const char *lengths_what, api_error *err);
+
+/* The ids of the real tokens (below lengths[b]: padding is never looked up)
+ * against the model's embedding module: input_ids in 0 .. vocab_size - 1,
+ * token_type_ids in 0 .. type_vocab_size - 1 (all 0 for a model without
+ * token types, as the core takes them).  The core checks them again, with
+ * what only it knows (a sequence against the position table); these checks
+ * name the field as the codec spells it: ids_what[b][j] / types_what[b][j]
+ * ([j] alone for the unbatched form).  400. */
+int encode_check_ids(const encode_request *req, const char *ids_what, const char *types_what,
+                     api_error *err);
 
 /* The floats a request's input x holds, from req->pool (NULL when out of
  * memory); for codecs that fill x themselves. */
@@ -112,6 +155,9 @@ static inline void *encode_zalloc(size_t n, size_t size)
 {
     return calloc(n ? n : 1, size ? size : 1);
 }
+
+/* "[b][j]" (batched) or "[j]" (the unbatched form), for messages. */
+const char *encode_index_text(const encode_request *req, size_t b, size_t j, char buf[48]);
 
 /* Sequence b's real tokens. */
 static inline size_t encode_seq_len(const encode_request *req, size_t b)

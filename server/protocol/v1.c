@@ -37,7 +37,18 @@
  *   returns, would be printed as null so the body stays valid JSON.
  * - The embeddings array is read from the body text by codec/extract.c, not
  *   through one json_t per number; jansson reads the rest of the body.  A
- *   number becomes (float)strtod(text); the integer -0 is -0.0f.
+ *   number becomes (float)strtod(text); the integer -0 is -0.0f.  So are
+ *   input_ids, token_type_ids and attention_mask, as int32 (a fraction or
+ *   an exponent is refused even when whole: "2e0" is not an integer).
+ * - input_ids (a model with an embedding module only) may have ragged rows:
+ *   the batch is padded to the longest row with the model's padding id and
+ *   each row's own length becomes its sequence's (lengths, which may then
+ *   only shorten a row); token_type_ids, attention_mask and per-sequence
+ *   position_ids are shaped as input_ids, row for row.
+ * - attention_mask is transformers' (encode_request.c says how it becomes
+ *   lengths and key padding); it also works with embeddings, and with
+ *   lengths the two must agree.  Either way the response is ragged, as
+ *   with lengths.
  *
  * Error messages name the field and index: "embeddings[1][3] has 511
  * numbers; d_model is 512", "mask: unknown option 'x'", "lengths[1] = 9 is
@@ -72,6 +83,7 @@
 /* ---- parsing: options ------------------------------------------------------ */
 
 static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
+                                         "input_ids",        "token_type_ids", "attention_mask",
                                          "lengths",          "mask",           "attention",
                                          "attention_layers", "precision",      "encoding",
                                          "attention_format", "position_ids"};
@@ -87,9 +99,9 @@ static int check_fields(json_t *root, api_error *err)
             known = known || strcmp(key, TOP_FIELDS[i]) == 0;
         if (!known) {
             char s[API_SAFE_MAX + 4];
-            return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, lengths, "
-                       "mask, position_ids, attention, attention_layers, attention_format, "
-                       "precision or encoding",
+            return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, "
+                       "input_ids, token_type_ids, attention_mask, lengths, mask, position_ids, "
+                       "attention, attention_layers, attention_format, precision or encoding",
                        api_safe_text(key, s));
         }
     }
@@ -212,14 +224,22 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
 
 static const char EMB_FORM[] = "number[B][L][d_model] or number[L][d_model]";
 
+/* The integer arrays read from the text as the embeddings are: token ids
+ * and the mask, int[L] or int[B][L], rows ragged alike. */
+enum { INT_IDS, INT_TYPES, INT_AMASK, N_INTS };
+static const char *const INT_FIELD[N_INTS] = {"input_ids", "token_type_ids", "attention_mask"};
+
 typedef struct v1_text {
     bool found;                /* the top-level "embeddings" is an array, scanned */
     jx_array emb;              /* ... here */
     const char *b64, *b64_end; /* a plain top-level "embeddings_b64" string's characters */
+    bool int_found[N_INTS];    /* INT_FIELD[i] is an array, scanned (jx_scan_rows) ... */
+    jx_array ints[N_INTS];     /* ... here */
 } v1_text;
 
-/* A member of the body's object: scan "embeddings", note "embeddings_b64".
- * A second one of either is left to jansson (a duplicate key). */
+/* A member of the body's object: scan "embeddings" and the integer arrays,
+ * note "embeddings_b64".  A second one of any is left to jansson (a
+ * duplicate key). */
 static const char *top_member(void *ctx, const char *key, size_t key_len, const char *v,
                               const char *end)
 {
@@ -228,6 +248,11 @@ static const char *top_member(void *ctx, const char *key, size_t key_len, const 
         t->found = true;
         return jx_scan(v, end, &t->emb); /* NULL (the walk stops) on a syntax fault */
     }
+    for (int i = 0; i < N_INTS && *v == '['; i++)
+        if (!t->int_found[i] && jt_key_is(key, key_len, INT_FIELD[i])) {
+            t->int_found[i] = true;
+            return jx_scan_rows(v, end, &t->ints[i]);
+        }
     const char *s;
     if (!t->b64 && *v == '"' && jt_key_is(key, key_len, "embeddings_b64") &&
         (s = jx_plain_string(v, end, &t->b64_end))) {
@@ -400,9 +425,189 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
     return 0;
 }
 
+/* ---- parsing: token ids and attention_mask ------------------------------------ */
+
+/* input_ids is int[L] or int[B][L] with rows of any length: a ragged batch
+ * is padded to its longest row, each row's own length its sequence's
+ * (unless lengths or attention_mask say less).  token_type_ids and
+ * attention_mask are shaped as input_ids, row for row; attention_mask with
+ * embeddings is [B][L] ([L] for the unbatched form).  Each array is read
+ * from the body's text as the embeddings are (jx_scan_rows, then
+ * jx_read_i32_rows): the form, then the limits, then the array's first
+ * fault in document order, then the numbers. */
+
+static const char IDS_FORM[] = "int[B][L] or int[L] (token ids)";
+
+/* The rows of a request with input_ids: each row's entries. */
+typedef struct v1_rows {
+    size_t *len; /* owned (B): input_ids[b]'s entries; NULL for embeddings (every row L) */
+    bool ragged; /* a row is shorter than L (the longest) */
+} v1_rows;
+
+/* A scanned integer array's fault (a->fault != JX_OK) as the request's
+ * error. */
+static int ints_fault(const char *field, const jx_array *a, api_error *err)
+{
+    char idx[JX_MAX_RANK * 24];
+    jx_index_text(a->at, a->depth, idx, sizeof idx);
+    switch (a->fault) {
+    case JX_KIND:
+        if (a->depth >= a->rank)
+            return BAD("%s%s is %s, not an integer", field, idx, a->is);
+        return BAD("%s%s is %s; expected an array of integers", field, idx, a->is);
+    case JX_RANGE:
+        return BAD("%s%s = %g is outside the int32 range", field, idx, a->value);
+    default: /* JX_COUNT (rows may differ; the outer array is one) or JX_DEEP (the
+                form's checks came first): cannot happen */
+        return api_error_set(err, API_INTERNAL, "encode: %s fault %d", field, (int)a->fault);
+    }
+}
+
+/* A number jx_read_i32_rows refused. */
+static int int_fault(const encode_request *req, const char *field, const jx_int_fault *bad,
+                     api_error *err)
+{
+    char at[48];
+    encode_index_text(req, bad->row, bad->entry, at);
+    const int n = (int)(bad->tok_len > API_SAFE_MAX ? API_SAFE_MAX : bad->tok_len);
+    if (bad->fraction)
+        return BAD("%s%s is %.*s, not an integer", field, at, n, bad->tok);
+    return BAD("%s%s = %.*s is outside the int32 range", field, at, n, bad->tok);
+}
+
+/* "input_ids[b] has N" or "the sequences have N positions": what row b
+ * must hold, for messages. */
+static const char *row_want(const encode_request *req, const v1_rows *rows, size_t b, char *buf,
+                            size_t size)
+{
+    if (!rows->len)
+        snprintf(buf, size, "the sequences have %d position%s", req->batch.L,
+                 api_plural((size_t)req->batch.L));
+    else if (req->batched)
+        snprintf(buf, size, "input_ids[%zu] has %zu", b, rows->len[b]);
+    else
+        snprintf(buf, size, "input_ids has %zu", rows->len[b]);
+    return buf;
+}
+
+/* token_type_ids or attention_mask (INT_FIELD[i], JSON value v) into dst
+ * (B, L), shaped as the rows: int[B][L] batched, int[L] not, row b
+ * rows->len[b] entries (or L). */
+static int read_ints(encode_request *req, int i, const json_t *v, const v1_text *t,
+                     const v1_rows *rows, int32_t *dst, api_error *err)
+{
+    const char *field = INT_FIELD[i];
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const char *form = req->batched ? "int[B][L]" : "int[L]";
+    const char *like = rows->len ? "shaped as input_ids" : "for the embeddings' sequences";
+    char want[96], zero[JX_MAX_RANK * 24];
+    if (!t->int_found[i]) {
+        if (json_is_array(v)) /* top_member missed it: cannot happen */
+            return api_error_set(err, API_INTERNAL, "encode: %s not scanned", field);
+        return BAD("%s must be %s (%s), not %s", field, form, like, api_json_kind(v));
+    }
+    const jx_array *a = &t->ints[i];
+    const int rank = req->batched ? 2 : 1;
+    const size_t zeros[JX_MAX_RANK] = {0};
+    if (a->rank < rank && a->dims[0] > 0)
+        return BAD("%s[0] is %s; %s must be %s (%s)", field, a->leaf ? a->leaf : "empty", field,
+                   form, like);
+    if (a->rank > rank)
+        return BAD("%s%s is an array, not an integer (%s must be %s, %s)", field,
+                   jx_index_text(zeros, rank, zero, sizeof zero), field, form, like);
+    if (req->batched && a->dims[0] != B)
+        return BAD("%s has %zu row%s; the batch has %zu sequence%s", field, a->dims[0],
+                   api_plural(a->dims[0]), B, api_plural(B));
+    if (a->fault != JX_OK)
+        return ints_fault(field, a, err);
+    size_t *got = encode_zalloc(B, sizeof *got);
+    if (!got)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    jx_int_fault bad;
+    int rc = 0;
+    if (jx_read_i32_rows(a, dst, L, got, &bad) != 0)
+        rc = int_fault(req, field, &bad, err);
+    for (size_t b = 0; rc == 0 && b < B; b++) {
+        const size_t n = rows->len ? rows->len[b] : L;
+        if (got[b] == n)
+            continue;
+        row_want(req, rows, b, want, sizeof want);
+        if (req->batched)
+            rc = BAD("%s[%zu] has %zu %s; %s", field, b, got[b], api_entries(got[b]), want);
+        else
+            rc = BAD("%s has %zu %s; %s", field, got[b], api_entries(got[b]), want);
+    }
+    free(got);
+    return rc;
+}
+
+/* input_ids, and token_type_ids with them: B, L, the rows and the ids. */
+static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, v1_rows *rows,
+                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    const json_t *v = api_json_field(root, "input_ids");
+    if (encode_ids_allowed(req, "input_ids", err) < 0)
+        return -1;
+    if (!t->int_found[INT_IDS]) {
+        if (json_is_array(v)) /* top_member missed it: cannot happen */
+            return api_error_set(err, API_INTERNAL, "encode: input_ids not scanned");
+        return BAD("input_ids must be %s, not %s", IDS_FORM, api_json_kind(v));
+    }
+    const jx_array *a = &t->ints[INT_IDS];
+    if (a->dims[0] == 0)
+        return BAD("input_ids is empty; expected %s", IDS_FORM);
+    if (a->rank > 2)
+        return BAD("input_ids[0][0] is an array, not an integer (input_ids is %s)", IDS_FORM);
+    req->batched = a->rank == 2;
+    const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->longest : a->dims[0];
+    if (L == 0)
+        return BAD("input_ids[0] is empty; a sequence needs at least one token");
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+    if (a->fault != JX_OK)
+        return ints_fault("input_ids", a, err);
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    const json_t *types = api_json_field(root, "token_type_ids");
+    if (encode_alloc_ids(req, types != NULL, "input_ids", err) < 0)
+        return -1;
+    if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    jx_int_fault bad;
+    if (jx_read_i32_rows(a, req->input_ids, L, rows->len, &bad) != 0)
+        return int_fault(req, "input_ids", &bad, err);
+    for (size_t b = 0; b < B; b++) {
+        if (rows->len[b] == 0)
+            return BAD("input_ids[%zu] is empty; a sequence needs at least one token", b);
+        rows->ragged |= rows->len[b] != L;
+    }
+    if (types && read_ints(req, INT_TYPES, types, t, rows, req->token_type_ids, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* attention_mask: its rows read as input_ids' (or the embeddings' [B][L]),
+ * then what it means (encode_set_attention_mask). */
+static int parse_attention_mask(encode_request *req, const json_t *v, const v1_text *t,
+                                const v1_rows *rows, bool lengths_given, api_error *err)
+{
+    const size_t n = (size_t)req->batch.B * (size_t)req->batch.L;
+    int32_t *mask = encode_zalloc(n, sizeof *mask);
+    if (!mask)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    int rc = read_ints(req, INT_AMASK, v, t, rows, mask, err);
+    if (rc == 0)
+        rc = encode_set_attention_mask(req, mask, rows->len, "attention_mask",
+                                       lengths_given ? "lengths" : NULL, err);
+    free(mask);
+    return rc;
+}
+
 /* ---- parsing: lengths ------------------------------------------------------ */
 
-static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
+/* lengths: int[B], each 1..L (with ragged input_ids rows, 1..its row's
+ * length). */
+static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *rows, api_error *err)
 {
     const int B = req->batch.B, L = req->batch.L;
     if (!json_is_array(v))
@@ -418,7 +623,11 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
         if (!json_is_integer(e))
             return BAD("lengths[%d] is %s; expected an integer 1..%d", b, api_json_kind(e), L);
         long long n = json_integer_value(e);
-        if (n < 1 || n > L)
+        const int top = rows->len ? (int)rows->len[b] : L;
+        if ((n < 1 || n > top) && top < L)
+            return BAD("lengths[%d] = %lld is outside 1..%d (input_ids[%d] has %d id%s)", b, n, top,
+                       b, top, api_plural((size_t)top));
+        if (n < 1 || n > top)
             return BAD("lengths[%d] = %lld is outside 1..%d", b, n, L);
         req->lengths[b] = (int)n;
     }
@@ -428,9 +637,10 @@ static int parse_lengths(encode_request *req, const json_t *v, api_error *err)
 
 /* ---- parsing: position_ids -------------------------------------------------- */
 
-/* position_ids: int[L] (every sequence) or int[B][L]. */
-static int parse_positions(encode_request *req, const json_t *v, const api_limits *lim,
-                           api_error *err)
+/* position_ids: int[L] (every sequence) or int[B][L] (with ragged
+ * input_ids rows, row b as long as input_ids[b]). */
+static int parse_positions(encode_request *req, const json_t *v, const v1_rows *ids_rows,
+                           const api_limits *lim, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -449,12 +659,16 @@ static int parse_positions(encode_request *req, const json_t *v, const api_limit
     int rc = 0;
     for (size_t r = 0; rc == 0 && r < (rows ? B : 1); r++) {
         const json_t *row = rows ? json_array_get(v, r) : v;
-        if (!json_is_array(row) || json_array_size(row) != L) {
-            rc = BAD("position_ids[%zu] is %s; expected %zu integers", r,
-                     json_is_array(row) ? "of another length" : api_json_kind(row), L);
+        const size_t n = rows && ids_rows->len ? ids_rows->len[r] : L;
+        if (!json_is_array(row) || json_array_size(row) != n) {
+            char as[48] = "";
+            if (n < L)
+                snprintf(as, sizeof as, ", as input_ids[%zu]", r);
+            rc = BAD("position_ids[%zu] is %s; expected %zu integers%s", r,
+                     json_is_array(row) ? "of another length" : api_json_kind(row), n, as);
             break;
         }
-        for (size_t i = 0; i < L; i++) {
+        for (size_t i = 0; i < n; i++) {
             const json_t *e = json_array_get(row, i);
             if (!json_is_integer(e)) {
                 char at[48];
@@ -477,36 +691,68 @@ static int parse_positions(encode_request *req, const json_t *v, const api_limit
 
 /* ---- parsing: the request ------------------------------------------------ */
 
-static int parse_root(encode_request *req, json_t *root, const v1_text *t, const enc_hparams *hp,
-                      const api_limits *lim, api_error *err)
+static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
+                              const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
-    if (check_fields(root, err) < 0 || parse_options(req, root, err) < 0)
-        return -1;
-
     json_t *emb = api_json_field(root, "embeddings"), *b64 = api_json_field(root, "embeddings_b64"),
-           *shape = api_json_field(root, "shape");
-    if (emb && b64)
-        return BAD("give either embeddings or embeddings_b64 (with shape), not both");
-    if (!emb && !b64)
+           *ids = api_json_field(root, "input_ids"), *shape = api_json_field(root, "shape");
+    const char *given[3];
+    int n = 0;
+    if (emb)
+        given[n++] = "embeddings";
+    if (b64)
+        given[n++] = "embeddings_b64";
+    if (ids)
+        given[n++] = "input_ids";
+    if (n > 1)
+        return BAD("give one of embeddings, embeddings_b64 (with shape) or input_ids, not both %s "
+                   "and %s",
+                   given[0], given[1]);
+    if (n == 0)
         return BAD("embeddings is required: number[B][L][d_model] or number[L][d_model] (or "
-                   "embeddings_b64 with shape)");
+                   "embeddings_b64 with shape, or input_ids for a model with an embedding "
+                   "module)");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
+    if (!ids && api_json_field(root, "token_type_ids"))
+        return BAD("token_type_ids is only used with input_ids");
+    if (ids)
+        return parse_ids(req, root, t, rows, hp, lim, err);
     if ((emb ? parse_nested(req, emb, t, hp, lim, err)
              : parse_b64(req, b64, shape, t, hp, lim, err)) < 0)
         return -1;
     req->batch.x = req->x;
+    return 0;
+}
 
-    json_t *v;
-    if ((v = api_json_field(root, "lengths")) && parse_lengths(req, v, err) < 0)
+static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
+                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    if (!json_is_object(root))
+        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+    if (check_fields(root, err) < 0 || parse_options(req, root, err) < 0 ||
+        parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
+        return -1;
+
+    json_t *v, *lengths = api_json_field(root, "lengths");
+    if (lengths && parse_lengths(req, lengths, rows, err) < 0)
         return -1;
     if ((v = api_json_field(root, "mask")) && encode_parse_mask(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, lim, err) < 0)
+    if ((v = api_json_field(root, "attention_mask")) &&
+        parse_attention_mask(req, v, t, rows, lengths != NULL, err) < 0)
         return -1;
-    return 0;
+    if (!req->lengths && rows->ragged) { /* each ragged row its own length */
+        const size_t B = (size_t)req->batch.B;
+        if (!(req->lengths = encode_zalloc(B, sizeof *req->lengths)))
+            return api_error_set(err, API_UNAVAILABLE, "out of memory");
+        for (size_t b = 0; b < B; b++)
+            req->lengths[b] = (int)rows->len[b];
+        req->batch.lengths = req->lengths;
+    }
+    if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
+        return -1;
+    return encode_check_ids(req, "input_ids", "token_type_ids", err);
 }
 
 int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
@@ -515,25 +761,46 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
     if (encode_request_init(req, hp, err) < 0)
         return -1;
     req->pool = limits ? limits->pool : NULL;
+    req->embedding = limits ? limits->embedding : NULL;
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
-    /* The embeddings are read from the text; jansson reads the rest. */
-    v1_text t = {0};
+    /* The numeric arrays are read from the text; jansson reads the rest. */
+    v1_text t;
+    memset(&t, 0, sizeof t);
     jx_object(jt_skip_ws(text, text + n), text + n, top_member, &t);
-    if (t.found && t.emb.fault == JX_OOM)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    const bool syntax = t.found && t.emb.fault == JX_SYNTAX; /* jansson reads it all */
-    jx_cut cut = {0};
-    if (t.found && !syntax)
-        cut = (jx_cut){t.emb.start, t.emb.end};
-    else if (t.b64 && !t.found)
-        cut = (jx_cut){t.b64 - 1, t.b64_end + 1};
-    if (!cut.start)
+    const jx_array *scanned[1 + N_INTS] = {t.found ? &t.emb : NULL};
+    for (int i = 0; i < N_INTS; i++)
+        scanned[1 + i] = t.int_found[i] ? &t.ints[i] : NULL;
+    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
+    jx_cut cut[2 + N_INTS];
+    size_t n_cuts = 0;
+    for (int i = 0; i < 1 + N_INTS; i++) {
+        if (!scanned[i])
+            continue;
+        if (scanned[i]->fault == JX_OOM)
+            return api_error_set(err, API_UNAVAILABLE, "out of memory");
+        if (scanned[i]->fault == JX_SYNTAX && !syntax)
+            syntax = scanned[i];
+        cut[n_cuts++] = (jx_cut){scanned[i]->start, scanned[i]->end};
+    }
+    if (t.b64 && !t.found)
+        cut[n_cuts++] = (jx_cut){t.b64 - 1, t.b64_end + 1};
+    else
         t.b64 = NULL;
+    if (syntax) {
+        n_cuts = 0;
+        t.b64 = NULL;
+    }
+    for (size_t i = 1; i < n_cuts; i++) /* in text order */
+        for (size_t j = i; j > 0 && cut[j].start < cut[j - 1].start; j--) {
+            const jx_cut c = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = c;
+        }
     json_error_t jerr;
     bool oom = false;
-    json_t *root = jx_load(text, n, &cut, cut.start ? 1 : 0, &jerr, &oom);
+    json_t *root = jx_load(text, n, cut, n_cuts, &jerr, &oom);
     if (oom)
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     if (!root) {
@@ -543,12 +810,14 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
                    api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
     }
     int rc;
+    v1_rows rows = {0};
     if (syntax) { /* jansson took what the scan refused */
         char msg[160];
-        rc = BAD("%s", jx_syntax_text(&t.emb, text, msg, sizeof msg));
+        rc = BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
     } else {
-        rc = parse_root(req, root, &t, hp, limits, err);
+        rc = parse_root(req, root, &t, &rows, hp, limits, err);
     }
+    free(rows.len);
     json_decref(root);
     if (rc == 0)
         rc = encode_request_plan(req, hp, limits, err);

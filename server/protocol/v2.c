@@ -9,8 +9,13 @@
  * version of this list):
  *
  * - One model, one version: "1".  /versions/{v} with any other v is a 404.
- * - Inputs: embeddings FP32 [B, L, D] (rank 3 only), optional lengths INT32
- *   [B]; no others.  JSON "data" is flat (row-major) or fully nested to the
+ * - Inputs: embeddings FP32 [B, L, D] (rank 3 only) or, for a model with an
+ *   embedding module, input_ids [B, L] with optional token_type_ids [B, L]
+ *   (INT32 or INT64: INT64 values outside int32 are refused); optional
+ *   attention_mask [B, L] (INT32 or INT64, /v1's meaning), lengths INT32
+ *   [B] and position_ids INT32 [L] or [B, L]; no others.  The model
+ *   metadata lists input_ids and token_type_ids as INT64, what tokenizers
+ *   give.  JSON "data" is flat (row-major) or fully nested to the
  *   shape; a partly nested array is refused.  Binary data is little-endian,
  *   row-major, in input order after the JSON header; binary_data_size must
  *   be exactly the shape's byte count, and the sizes must add up to the bytes
@@ -179,7 +184,8 @@ char *v2_server_metadata(const char *version)
                           "binary_tensor_data"));
 }
 
-char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
+char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
+                        const enc_embedding_info *emb)
 {
     json_t *meta =
         json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i]}], "
@@ -189,10 +195,25 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp)
                   "lengths", "datatype", "INT32", "shape", -1, "outputs", "name", "outputs",
                   "datatype", "FP32", "shape", -1, -1, hp->d_model, "name", "attention", "datatype",
                   "FP32", "shape", -1, hp->n_heads, -1, -1);
-    if (meta && hp->position != ENC_POS_NONE) /* RoPE or ALiBi: [L] or [B, L] */
-        json_array_append_new(json_object_get(meta, "inputs"),
-                              json_pack("{s:s, s:s, s:[i,i]}", "name", "position_ids", "datatype",
-                                        "INT32", "shape", -1, -1));
+    json_t *inputs = meta ? json_object_get(meta, "inputs") : NULL;
+    /* position_ids: RoPE or ALiBi, or (with input_ids) a position table; [L] or [B, L] */
+    const bool table =
+        emb && emb->max_positions > 0 && emb->position && strcmp(emb->position, "rope") != 0;
+    if (inputs && (hp->position != ENC_POS_NONE || table))
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "position_ids",
+                                                "datatype", "INT32", "shape", -1, -1));
+    /* Token ids in, for a model with an embedding module: INT64 as tokenizers
+     * give them (INT32 is taken too); token types only where the model has them. */
+    if (inputs && emb) {
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "input_ids",
+                                                "datatype", "INT64", "shape", -1, -1));
+        if (emb->type_vocab_size > 0)
+            json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "token_type_ids",
+                                                    "datatype", "INT64", "shape", -1, -1));
+    }
+    if (inputs) /* any model: transformers' padding mask, as lengths and key padding */
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "attention_mask",
+                                                "datatype", "INT64", "shape", -1, -1));
     return dump(meta);
 }
 
@@ -397,21 +418,33 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
 
 /* ---- parsing: inputs --------------------------------------------------------------- */
 
-enum { IN_EMB, IN_LEN, IN_POS, IN_N };
+/* The inputs a request may give; input_ids and the ones after it are the
+ * integer (B, L) tensors of token ids in, INT32 or INT64. */
+enum { IN_EMB, IN_LEN, IN_POS, IN_IDS, IN_TYPES, IN_AMASK, IN_N };
+
+static const char *const IN_NAME[IN_N] = {"embeddings", "lengths",        "position_ids",
+                                          "input_ids",  "token_type_ids", "attention_mask"};
+static const char *const IN_DTYPE[IN_N] = {"FP32",           "INT32",          "INT32",
+                                           "INT32 or INT64", "INT32 or INT64", "INT32 or INT64"};
+static const char *const IN_SHAPE[IN_N] = {"[B, L, d_model]", "[B]",    "[L] or [B, L]",
+                                           "[B, L]",          "[B, L]", "[B, L]"};
+#define INPUTS_TEXT                                                                                \
+    "embeddings (FP32 [B, L, d_model]) or input_ids (INT32 or INT64 [B, L]), and optionally "      \
+    "token_type_ids and attention_mask (INT32 or INT64 [B, L]), lengths (INT32 [B]) and "          \
+    "position_ids (INT32 [L] or [B, L])"
 
 typedef struct v2_input {
     int index;        /* in "inputs" */
     const char *name; /* borrowed */
     long long shape[MAX_RANK];
     int rank;
+    size_t elem;          /* bytes per element: 4, or 8 for INT64 */
     const json_t *data;   /* JSON data, or NULL */
     const jx_array *text; /* data, scanned in the body's text (an array), or NULL */
     bool binary;
     size_t bin_size;          /* binary_data_size */
     const unsigned char *bin; /* its bytes in the body */
 } v2_input;
-
-static const char *const IN_DTYPE[IN_N] = {"FP32", "INT32", "INT32"};
 
 /* One input's name, datatype, shape, parameters and data, checked for form. */
 static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
@@ -426,37 +459,37 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         return -1;
     const json_t *v = json_object_get(o, "name");
     if (!json_is_string(v))
-        return BAD("inputs[%zu] has no name (a string: \"embeddings\", \"lengths\" or "
-                   "\"position_ids\")",
+        return BAD("inputs[%zu] has no name (a string: \"embeddings\", \"input_ids\", "
+                   "\"token_type_ids\", \"attention_mask\", \"lengths\" or \"position_ids\")",
                    k);
     const char *name = json_string_value(v);
-    *which = strcmp(name, "embeddings") == 0     ? IN_EMB
-             : strcmp(name, "lengths") == 0      ? IN_LEN
-             : strcmp(name, "position_ids") == 0 ? IN_POS
-                                                 : -1;
+    *which = -1;
+    for (int i = 0; i < IN_N && *which < 0; i++)
+        if (strcmp(name, IN_NAME[i]) == 0)
+            *which = i;
     if (*which < 0)
-        return BAD("inputs[%zu]: unknown input '%s'; the model takes embeddings (FP32 [B, L, "
-                   "d_model]), lengths (INT32 [B]) and position_ids (INT32 [L] or [B, L])",
-                   k, api_safe_text(name, q));
+        return BAD("inputs[%zu]: unknown input '%s'; the model takes " INPUTS_TEXT, k,
+                   api_safe_text(name, q));
     in->index = (int)k;
     in->name = name;
 
     v = json_object_get(o, "datatype");
     if (!json_is_string(v))
         return BAD("inputs[%zu] (%s) has no datatype (a string: %s)", k, name, IN_DTYPE[*which]);
-    if (strcmp(json_string_value(v), IN_DTYPE[*which]) != 0)
+    const char *dtype = json_string_value(v);
+    in->elem = 4;
+    if (*which >= IN_IDS && strcmp(dtype, "INT64") == 0)
+        in->elem = 8;
+    else if (strcmp(dtype, *which >= IN_IDS ? "INT32" : IN_DTYPE[*which]) != 0)
         return BAD("inputs[%zu] (%s): datatype is '%s'; the model takes %s", k, name,
-                   api_safe_text(json_string_value(v), q), IN_DTYPE[*which]);
+                   api_safe_text(dtype, q), IN_DTYPE[*which]);
 
     v = json_object_get(o, "shape");
     if (!json_is_array(v))
         return BAD("inputs[%zu] (%s) has no shape (an array of integers)", k, name);
     if (json_array_size(v) > MAX_RANK)
         return BAD("inputs[%zu] (%s): shape has %zu dimensions; expected %s", k, name,
-                   json_array_size(v),
-                   *which == IN_EMB   ? "[B, L, d_model]"
-                   : *which == IN_LEN ? "[B]"
-                                      : "[L] or [B, L]");
+                   json_array_size(v), IN_SHAPE[*which]);
     in->rank = (int)json_array_size(v);
     for (int d = 0; d < in->rank; d++) {
         const json_t *e = json_array_get(v, (size_t)d);
@@ -642,14 +675,32 @@ static int read_data(const v2_input *in, const jx_array *a, size_t numel, float 
     if (bad.fraction)
         return BAD("inputs[%d] (%s): data%s is a number with a fraction, not an integer", in->index,
                    in->name, where);
-    return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range", in->index, in->name,
-               where, (int)(bad.tok_len > API_SAFE_MAX ? API_SAFE_MAX : bad.tok_len), bad.tok);
+    return BAD("inputs[%d] (%s): data%s = %.*s is outside the INT32 range%s", in->index, in->name,
+               where, (int)(bad.tok_len > API_SAFE_MAX ? API_SAFE_MAX : bad.tok_len), bad.tok,
+               in->elem == 8 ? " (INT64 ids and masks are read as int32)" : "");
 }
 
 /* in's data (JSON or binary) into numel floats f or ints i. */
 static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_error *err)
 {
     char where[160];
+    if (in->binary && in->elem == 8) { /* INT64: each within int32 */
+        for (size_t k = 0; k < numel; k++) {
+            const unsigned char *b = in->bin + 8 * k;
+            uint64_t u = 0;
+            for (int j = 7; j >= 0; j--)
+                u = u << 8 | b[j];
+            const int64_t v = (int64_t)u;
+            if (v < INT32_MIN || v > INT32_MAX) {
+                index_text(where, sizeof where, k, in->shape, in->rank);
+                return BAD("inputs[%d] (%s): binary element %zu (%s) = %" PRId64 " is outside the "
+                           "INT32 range (INT64 ids and masks are read as int32)",
+                           in->index, in->name, k, where, v);
+            }
+            i[k] = (int)v;
+        }
+        return 0;
+    }
     if (in->binary) {
         for (size_t k = 0; k < numel; k++) {
             const unsigned char *b = in->bin + 4 * k;
@@ -754,11 +805,10 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
 
     /* The inputs' form; then B and L against the limits; then the bytes. */
     v2_input in[IN_N];
-    bool have[IN_N] = {false, false, false};
+    bool have[IN_N] = {false};
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
-        rc = BAD("inputs must be a non-empty array of tensors (embeddings FP32 [B, L, d_model], "
-                 "optional lengths INT32 [B]), not %s",
+        rc = BAD("inputs must be a non-empty array of tensors (" INPUTS_TEXT "), not %s",
                  inputs ? api_json_kind(inputs) : "absent");
     for (size_t k = 0; rc == 0 && k < json_array_size(inputs); k++) {
         v2_input cur = {0};
@@ -775,21 +825,40 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
             have[which] = true;
         }
     }
-    if (rc == 0 && !have[IN_EMB])
-        rc = BAD("input 'embeddings' is required (FP32 [B, L, %d])", hp->d_model);
+    if (rc == 0 && have[IN_EMB] && have[IN_IDS])
+        rc = BAD("inputs[%d] (input_ids): give embeddings (inputs[%d]) or input_ids, not both",
+                 in[IN_IDS].index, in[IN_EMB].index);
+    else if (rc == 0 && !have[IN_EMB] && !have[IN_IDS])
+        rc = BAD("input 'embeddings' is required (FP32 [B, L, %d]), or 'input_ids' (INT32 or "
+                 "INT64 [B, L]) for a model with an embedding module",
+                 hp->d_model);
+    else if (rc == 0 && have[IN_TYPES] && !have[IN_IDS])
+        rc = BAD("inputs[%d] (token_type_ids) is only used with input_ids", in[IN_TYPES].index);
+    char what[64];
+    if (rc == 0 && have[IN_IDS]) {
+        snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
+        rc = encode_ids_allowed(e, what, err);
+    }
     if (rc < 0) {
         json_decref(mask);
         return -1;
     }
-    const v2_input *x = &in[IN_EMB];
-    if (x->rank != 3)
-        rc = BAD("inputs[%d] (embeddings): shape %s has %d dimension%s; expected [B, L, %d]",
-                 x->index, shape_text(x->shape, x->rank, dims, sizeof dims), x->rank,
-                 x->rank == 1 ? "" : "s", hp->d_model);
+    /* B and L: from embeddings [B, L, D] or input_ids [B, L]. */
+    const v2_input *x = &in[have[IN_IDS] ? IN_IDS : IN_EMB];
+    const int want_rank = have[IN_IDS] ? 2 : 3;
+    char want[64];
+    if (have[IN_IDS])
+        snprintf(want, sizeof want, "[B, L]");
+    else
+        snprintf(want, sizeof want, "[B, L, %d]", hp->d_model);
+    if (x->rank != want_rank)
+        rc = BAD("inputs[%d] (%s): shape %s has %d dimension%s; expected %s", x->index, x->name,
+                 shape_text(x->shape, x->rank, dims, sizeof dims), x->rank, x->rank == 1 ? "" : "s",
+                 want);
     else if (x->shape[0] < 1 || x->shape[1] < 1)
-        rc = BAD("inputs[%d] (embeddings): shape %s is empty; B and L must be at least 1", x->index,
-                 shape_text(x->shape, x->rank, dims, sizeof dims));
-    else if (x->shape[2] != hp->d_model)
+        rc = BAD("inputs[%d] (%s): shape %s is empty; B and L must be at least 1", x->index,
+                 x->name, shape_text(x->shape, x->rank, dims, sizeof dims));
+    else if (!have[IN_IDS] && x->shape[2] != hp->d_model)
         rc = BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
                  x->shape[2], hp->d_model);
     else if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
@@ -801,21 +870,29 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
     const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
     const v2_input *pi = &in[IN_POS];
     const bool pos_rows = have[IN_POS] && pi->rank == 2;
-    const size_t numel[IN_N] = {B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L};
+    const size_t numel[IN_N] = {
+        B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L, B * L, B * L, B * L};
+    const char *of = have[IN_IDS] ? "input_ids" : "embeddings";
     if (have[IN_LEN] && (in[IN_LEN].rank != 1 || in[IN_LEN].shape[0] != (long long)B))
-        rc = BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of "
-                 "embeddings",
+        rc = BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of %s",
                  in[IN_LEN].index, shape_text(in[IN_LEN].shape, in[IN_LEN].rank, dims, sizeof dims),
-                 B);
+                 B, of);
     else if (have[IN_POS] && !(pi->rank == 1 && pi->shape[0] == (long long)L) &&
              !(pi->rank == 2 && pi->shape[0] == (long long)B && pi->shape[1] == (long long)L))
         rc = BAD("inputs[%d] (position_ids): shape %s; expected [%zu] (every sequence) or [%zu, "
-                 "%zu], as embeddings",
-                 pi->index, shape_text(pi->shape, pi->rank, dims, sizeof dims), L, B, L);
+                 "%zu], as %s",
+                 pi->index, shape_text(pi->shape, pi->rank, dims, sizeof dims), L, B, L, of);
+    for (int w = IN_TYPES; rc == 0 && w <= IN_AMASK; w++)
+        if (have[w] &&
+            !(in[w].rank == 2 && in[w].shape[0] == (long long)B && in[w].shape[1] == (long long)L))
+            rc = BAD("inputs[%d] (%s): shape %s; expected [%zu, %zu], as %s", in[w].index,
+                     in[w].name, shape_text(in[w].shape, in[w].rank, dims, sizeof dims), B, L, of);
 
     /* The binary data: in input order, each exactly its shape's bytes, all
      * of it claimed. */
-    int order[IN_N] = {IN_EMB, IN_LEN, IN_POS};
+    int order[IN_N];
+    for (int a = 0; a < IN_N; a++)
+        order[a] = a;
     for (int a = 0; a < IN_N; a++) /* by input index; absent inputs last */
         for (int b = a + 1; b < IN_N; b++) {
             const int ia = have[order[a]] ? in[order[a]].index : 1 << 20;
@@ -831,15 +908,16 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         v2_input *t = &in[order[o]];
         if (!have[order[o]] || !t->binary)
             continue;
+        const size_t n = numel[order[o]];
         if (!has_header)
             rc = BAD("inputs[%d] (%s) has parameters.binary_data_size but the request has no "
                      "Inference-Header-Content-Length header (the JSON header's length in bytes)",
                      t->index, t->name);
-        else if (t->bin_size / 4 != numel[order[o]] || t->bin_size % 4 != 0)
+        else if (t->bin_size / t->elem != n || t->bin_size % t->elem != 0)
             rc = BAD("inputs[%d] (%s): binary_data_size is %zu but shape %s of %s needs %zu bytes",
                      t->index, t->name, t->bin_size,
-                     shape_text(t->shape, t->rank, dims, sizeof dims), IN_DTYPE[order[o]],
-                     numel[order[o]] * 4);
+                     shape_text(t->shape, t->rank, dims, sizeof dims),
+                     t->elem == 8 ? "INT64" : IN_DTYPE[order[o]], n * t->elem);
         else if (t->bin_size > bin_len - used)
             rc = BAD("inputs[%d] (%s): binary_data_size %zu runs past the end of the body: only "
                      "%zu bytes follow the %zu-byte JSON header%s",
@@ -864,24 +942,46 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
     e->batched = true;
     e->batch.B = (int)B;
     e->batch.L = (int)L;
-    if (!(e->x = encode_alloc_input(e, numel[IN_EMB])) ||
-        (have[IN_LEN] && !(e->lengths = malloc(B * sizeof *e->lengths))))
-        rc = OOM();
-    else if (read_input(x, numel[IN_EMB], e->x, NULL, err) < 0)
-        rc = -1;
-    e->batch.x = e->x;
+    if (have[IN_IDS]) {
+        snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
+        if (encode_alloc_ids(e, have[IN_TYPES], what, err) < 0 ||
+            read_input(&in[IN_IDS], B * L, NULL, e->input_ids, err) < 0 ||
+            (have[IN_TYPES] && read_input(&in[IN_TYPES], B * L, NULL, e->token_type_ids, err) < 0))
+            rc = -1;
+    } else {
+        if (!(e->x = encode_alloc_input(e, numel[IN_EMB])))
+            rc = OOM();
+        else if (read_input(x, numel[IN_EMB], e->x, NULL, err) < 0)
+            rc = -1;
+        e->batch.x = e->x;
+    }
     if (rc == 0 && have[IN_LEN]) {
-        rc = read_input(&in[IN_LEN], B, NULL, e->lengths, err);
+        if (!(e->lengths = malloc(B * sizeof *e->lengths)))
+            rc = OOM();
+        else
+            rc = read_input(&in[IN_LEN], B, NULL, e->lengths, err);
         for (size_t b = 0; rc == 0 && b < B; b++)
             if (e->lengths[b] < 1 || (size_t)e->lengths[b] > L)
                 rc = BAD("inputs[%d] (lengths): lengths[%zu] = %d is outside 1..%zu",
                          in[IN_LEN].index, b, e->lengths[b], L);
         e->batch.lengths = e->lengths;
     }
+    if (rc == 0)
+        rc = parse_mask(req, mask, window_lr, err);
+    if (rc == 0 && have[IN_AMASK]) {
+        int32_t *am = malloc(B * L * sizeof *am);
+        char lw[48];
+        snprintf(what, sizeof what, "inputs[%d] (attention_mask)", in[IN_AMASK].index);
+        snprintf(lw, sizeof lw, "inputs[%d] (lengths)", in[IN_LEN].index);
+        if (!am)
+            rc = OOM();
+        else if ((rc = read_input(&in[IN_AMASK], B * L, NULL, am, err)) == 0)
+            rc = encode_set_attention_mask(e, am, NULL, what, have[IN_LEN] ? lw : NULL, err);
+        free(am);
+    }
     if (rc == 0 && have[IN_POS]) {
         int *ids = malloc(numel[IN_POS] * sizeof *ids);
         long long *vals = malloc(numel[IN_POS] * sizeof *vals);
-        char what[48];
         snprintf(what, sizeof what, "inputs[%d] (position_ids)", pi->index);
         if (!ids || !vals)
             rc = OOM();
@@ -893,8 +993,12 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         free(ids);
         free(vals);
     }
-    if (rc == 0)
-        rc = parse_mask(req, mask, window_lr, err);
+    if (rc == 0 && have[IN_IDS]) {
+        char tw[48];
+        snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
+        snprintf(tw, sizeof tw, "inputs[%d] (token_type_ids)", in[IN_TYPES].index);
+        rc = encode_check_ids(e, what, tw, err);
+    }
     json_decref(mask);
     return rc;
 }
@@ -907,6 +1011,7 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     if (encode_request_init(&req->enc, hp, err) < 0)
         return -1;
     req->enc.pool = limits ? limits->pool : NULL;
+    req->enc.embedding = limits ? limits->embedding : NULL;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
     size_t json_len = n;

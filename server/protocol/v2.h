@@ -62,9 +62,14 @@ int v2_check_model(const v2_path *p, const char *model_name, api_error *err);
 char *v2_server_metadata(const char *version);
 
 /* The GET /v2/models/{name} body: name, versions, platform, and the inputs
- * (embeddings FP32 [-1, -1, D], lengths INT32 [-1]) and outputs (outputs FP32
- * [-1, -1, D], attention FP32 [-1, H, -1, -1]).  Owned, or NULL. */
-char *v2_model_metadata(const char *model_name, const enc_hparams *hp);
+ * (embeddings FP32 [-1, -1, D], lengths INT32 [-1]; position_ids INT32 [-1,
+ * -1] for a model with RoPE or ALiBi, or a position table in emb; with an
+ * embedding module emb (enc_model_embedding; NULL: none), input_ids INT64
+ * [-1, -1], and token_type_ids INT64 [-1, -1] when it has token types;
+ * attention_mask INT64 [-1, -1]) and outputs (outputs FP32 [-1, -1, D],
+ * attention FP32 [-1, H, -1, -1]).  Owned, or NULL. */
+char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
+                        const enc_embedding_info *emb);
 
 /* The outputs a request can ask for. */
 typedef enum v2_output { V2_OUT_OUTPUTS, V2_OUT_ATTENTION, V2_N_OUT } v2_output;

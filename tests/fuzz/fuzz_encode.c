@@ -1,6 +1,6 @@
 /* fuzz_encode.c - fuzz target: the /v1/encode request decoder (JSON, the
- * codec's own number scanner, base64), a forward on a tiny model and the
- * response writer.  See fuzz.h. */
+ * codec's own number scanner, base64, token ids), a forward on a tiny model
+ * and the response writer.  See fuzz.h. */
 #include "fuzz.h"
 #include "codec/jsonnum.h"
 
@@ -12,9 +12,12 @@
 
 /* Two tiny seeded models with the invalid-request fixtures' sizes (D 4, H 2,
  * F 8): a post-norm relu stack of 2 and a pre-norm gelu_tanh block; the
- * input's length picks one.  Made once, kept for the process. */
-static enc_model *models[2];
-static enc_workspace *workspaces[2];
+ * input's length picks one.  A body that says "input_ids" goes to a third,
+ * the Hugging Face fixture bert_mlm (vocabulary 50, token types 2, 24
+ * positions), whose embedding module takes the ids.  Made once, kept for
+ * the process. */
+static enc_model *models[3];
+static enc_workspace *workspaces[3];
 
 static void models_init(void)
 {
@@ -36,6 +39,15 @@ static void models_init(void)
         workspaces[i] = enc_workspace_new(models[i]);
         FUZZ_ASSERT(workspaces[i] != NULL, "out of memory");
     }
+    enc_hf_config c;
+    enc_error err = {0};
+    const char *dir = TESTS_DIR "/fixtures/hf/bert_mlm";
+    FUZZ_ASSERT(enc_hf_config_read(dir, &c, &err) == 0, "%s", err.message);
+    models[2] = enc_model_load_dir(dir, &c.hp, &err);
+    FUZZ_ASSERT(models[2] != NULL, "%s", err.message);
+    FUZZ_ASSERT(enc_model_embedding(models[2]) != NULL, "bert_mlm has no embedding module");
+    workspaces[2] = enc_workspace_new(models[2]);
+    FUZZ_ASSERT(workspaces[2] != NULL, "out of memory");
 }
 
 /* The number scanner against strtod: what it accepts is all one number and
@@ -89,11 +101,14 @@ int fuzz_encode(const uint8_t *data, size_t size)
     check_number(data, size);
     check_float(data, size);
 
-    const int which = (int)(size % 2);
+    const int which = memmem(data, size, "input_ids", 9) ? 2 : (int)(size % 2);
     const enc_model *m = models[which];
     const enc_hparams *hp = enc_model_hparams(m);
-    const api_limits limits = {
-        .max_batch = 4, .max_seq_len = 8, .max_batch_tokens = 16, .max_attention_bytes = 1024};
+    const api_limits limits = {.max_batch = 4,
+                               .max_seq_len = 8,
+                               .max_batch_tokens = 16,
+                               .max_attention_bytes = 1024,
+                               .embedding = enc_model_embedding(m)};
     encode_request req;
     api_error err = {0};
     if (encode_request_parse(&req, (const char *)data, size, hp, &limits, &err) < 0) {

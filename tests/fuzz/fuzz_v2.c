@@ -11,9 +11,11 @@
 #include <math.h>
 #include <string.h>
 
-/* A tiny seeded model with check_v2.c's sizes: D 4, H 2, F 8, 2 layers. */
-static enc_model *model;
-static enc_workspace *workspace;
+/* A tiny seeded model with check_v2.c's sizes: D 4, H 2, F 8, 2 layers;
+ * and for a body that says "input_ids", the Hugging Face fixture bert_mlm,
+ * whose embedding module takes them. */
+static enc_model *models[2];
+static enc_workspace *workspaces[2];
 
 static bool all_finite(const float *x, size_t n)
 {
@@ -25,7 +27,7 @@ static bool all_finite(const float *x, size_t n)
 
 int fuzz_v2(const uint8_t *data, size_t size)
 {
-    if (!model) {
+    if (!models[0]) {
         enc_set_threads(1);
         enc_hparams hp;
         enc_hparams_default(&hp);
@@ -34,11 +36,21 @@ int fuzz_v2(const uint8_t *data, size_t size)
         hp.d_ff = 8;
         hp.n_layers = 2;
         enc_error err = {0};
-        model = enc_model_random(&hp, 5, &err);
-        FUZZ_ASSERT(model != NULL, "%s", err.message);
-        workspace = enc_workspace_new(model);
-        FUZZ_ASSERT(workspace != NULL, "out of memory");
+        models[0] = enc_model_random(&hp, 5, &err);
+        FUZZ_ASSERT(models[0] != NULL, "%s", err.message);
+        enc_hf_config c;
+        const char *dir = TESTS_DIR "/fixtures/hf/bert_mlm";
+        FUZZ_ASSERT(enc_hf_config_read(dir, &c, &err) == 0, "%s", err.message);
+        models[1] = enc_model_load_dir(dir, &c.hp, &err);
+        FUZZ_ASSERT(models[1] != NULL, "%s", err.message);
+        for (int i = 0; i < 2; i++) {
+            workspaces[i] = enc_workspace_new(models[i]);
+            FUZZ_ASSERT(workspaces[i] != NULL, "out of memory");
+        }
     }
+    const int which = memmem(data, size, "input_ids", 9) ? 1 : 0;
+    const enc_model *model = models[which];
+    enc_workspace *workspace = workspaces[which];
     const enc_hparams *hp = enc_model_hparams(model);
 
     /* The optional "#<header length>\n" prefix. */
@@ -61,8 +73,11 @@ int fuzz_v2(const uint8_t *data, size_t size)
     FUZZ_ASSERT(copy != NULL, "out of memory");
     memcpy(copy, body, len);
 
-    const api_limits limits = {
-        .max_batch = 4, .max_seq_len = 8, .max_batch_tokens = 16, .max_attention_bytes = 1024};
+    const api_limits limits = {.max_batch = 4,
+                               .max_seq_len = 8,
+                               .max_batch_tokens = 16,
+                               .max_attention_bytes = 1024,
+                               .embedding = enc_model_embedding(model)};
     v2_request req;
     api_error err = {0};
     if (v2_request_parse(&req, copy, len, header_length, "encoder", hp, &limits, &err) < 0) {

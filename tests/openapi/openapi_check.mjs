@@ -9,7 +9,8 @@
 // 2. sends every route every method the description names (and one it does
 //    not), the encode options that change a response's form, errors of each
 //    kind, /v2 JSON and binary, on a daemon with an API key and one without,
-//    and validates each response (validate.mjs);
+//    and token ids on one serving a Hugging Face directory, and validates
+//    each response (validate.mjs);
 // 3. validates every response the C test suite recorded in RECORD_DIR
 //    (ATTND_TEST_RECORD, tests/daemon.c).
 // Bounded: it gives up after TIME_LIMIT_MS and always stops the daemons.
@@ -151,6 +152,53 @@ async function tour(base, key, D) {
   check(bin.status === 200, "binary infer: " + bin.status);
 }
 
+// Token ids in, on a daemon serving a Hugging Face directory (its embedding
+// module): /v1/model's embedding, /v1/encode's ids forms, /v2's metadata and
+// ids as INT32 and INT64, JSON and binary, and their errors.
+async function idsTour(base) {
+  const model = await send(base, "GET", "/v1/model");
+  check(model.status === 200 && bodyJson(model).embedding !== null, "ids: /v1/model has no embedding");
+  await send(base, "GET", "/v2/models/encoder");
+  const ids = [[2, 17, 31, 3], [2, 9, 3]];
+  for (const body of [
+    { input_ids: ids },
+    { input_ids: ids, token_type_ids: [[0, 0, 1, 1], [0, 0, 0]], attention: "mean", encoding: "base64" },
+    { input_ids: [[2, 17, 31, 3], [2, 9, 3, 0]], attention_mask: [[1, 0, 1, 1], [1, 1, 1, 0]], lengths: [4, 3] },
+    { input_ids: [2, 17, 3], position_ids: [0, 1, 2], attention_format: "csr", attention_layers: "all" },
+    { embeddings: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], attention_mask: [1] },
+  ]) {
+    const res = await send(base, "POST", "/v1/encode", { body });
+    check(res.status === 200, `ids encode ${JSON.stringify(body).slice(0, 80)}: ${res.status}`);
+  }
+  for (const body of [{ input_ids: [[2, 50]] }, { input_ids: [[2, 1.5]] }, { input_ids: [[1, 0]], attention_mask: [[0, 0]] },
+                      { input_ids: [[1]], embeddings: [[0]] }]) {
+    const res = await send(base, "POST", "/v1/encode", { body });
+    check(res.status === 400, `ids encode ${JSON.stringify(body)}: ${res.status}, expected 400`);
+  }
+  const flat = [2, 17, 31, 3, 2, 9, 3, 0];
+  for (const datatype of ["INT32", "INT64"]) {
+    const res = await send(base, "POST", "/v2/models/encoder/infer", { body: { inputs: [
+      { name: "input_ids", datatype, shape: [2, 4], data: flat },
+      { name: "token_type_ids", datatype, shape: [2, 4], data: [[0, 0, 1, 1], [0, 0, 0, 0]] },
+      { name: "attention_mask", datatype, shape: [2, 4], data: [1, 1, 1, 1, 1, 1, 1, 0] }] } });
+    check(res.status === 200, `ids infer ${datatype}: ${res.status}`);
+  }
+  const header = Buffer.from(JSON.stringify({ inputs: [
+    { name: "input_ids", datatype: "INT64", shape: [2, 4], parameters: { binary_data_size: 64 } },
+    { name: "lengths", datatype: "INT32", shape: [2], parameters: { binary_data_size: 8 } }],
+    parameters: { binary_data_output: true } }));
+  const tensor = Buffer.concat([Buffer.from(new BigInt64Array(flat.map(BigInt)).buffer),
+                                Buffer.from(new Int32Array([4, 3]).buffer)]);
+  const bin = await send(base, "POST", "/v2/models/encoder/infer", {
+    json: false, body: new Uint8Array(Buffer.concat([header, tensor])),
+    headers: { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": String(header.length) },
+  });
+  check(bin.status === 200, "ids binary infer: " + bin.status);
+  const bad = await send(base, "POST", "/v2/models/encoder/infer", { body: { inputs: [
+    { name: "input_ids", datatype: "INT64", shape: [1, 2], data: [1, 4294967296] }] } });
+  check(bad.status === 400, "ids infer outside int32: " + bad.status);
+}
+
 async function main() {
   // 1. The typed client, against a daemon that wants no key.
   const base = await startDaemon(["--n-layers", "2"]);
@@ -173,6 +221,8 @@ async function main() {
   const keyed = await startDaemon(["--n-layers", "2", "--d-model", "16", "--n-heads", "2", "--d-ff", "8",
                                    "--api-key", KEY, "--max-batch", "4", "--activation", "gelu_tanh"]);
   await tour(keyed, KEY, 16);
+  // Token ids, on a Hugging Face directory.
+  await idsTour(await startDaemon(["--model-dir", "tests/fixtures/hf/bert_mlm"]));
   const live = sent;
   // 3. What the C suite recorded.
   let recorded = 0;
