@@ -804,7 +804,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         e->want_layer[e->n_layers - 1] = true;
 
     /* The inputs' form; then B and L against the limits; then the bytes. */
-    v2_input in[IN_N];
+    v2_input in[IN_N] = {0}; /* in[k] is meaningful only where have[k] */
     bool have[IN_N] = {false};
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
@@ -970,9 +970,10 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         rc = parse_mask(req, mask, window_lr, err);
     if (rc == 0 && have[IN_AMASK]) {
         int32_t *am = malloc(B * L * sizeof *am);
-        char lw[48];
+        char lw[48] = "";
         snprintf(what, sizeof what, "inputs[%d] (attention_mask)", in[IN_AMASK].index);
-        snprintf(lw, sizeof lw, "inputs[%d] (lengths)", in[IN_LEN].index);
+        if (have[IN_LEN]) /* in[IN_LEN] is set only then */
+            snprintf(lw, sizeof lw, "inputs[%d] (lengths)", in[IN_LEN].index);
         if (!am)
             rc = OOM();
         else if ((rc = read_input(&in[IN_AMASK], B * L, NULL, am, err)) == 0)
@@ -994,9 +995,10 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         free(vals);
     }
     if (rc == 0 && have[IN_IDS]) {
-        char tw[48];
+        char tw[48] = "token_type_ids";
         snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
-        snprintf(tw, sizeof tw, "inputs[%d] (token_type_ids)", in[IN_TYPES].index);
+        if (have[IN_TYPES]) /* in[IN_TYPES] is set only then */
+            snprintf(tw, sizeof tw, "inputs[%d] (token_type_ids)", in[IN_TYPES].index);
         rc = encode_check_ids(e, what, tw, err);
     }
     json_decref(mask);
