@@ -404,7 +404,8 @@ FUZZ_SEEDS_v2          :=
 
 $(BUILD)/fuzzers/fuzz_%: tests/fuzz/fuzz_%.c $(APP_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DFUZZ_LIBFUZZER -fsanitize=fuzzer -o $@ $< $(APP_LIB) $(CORE_LIB) \
+	$(CC) $(ALL_CFLAGS) -DFUZZ_LIBFUZZER -DTESTS_DIR='"$(CURDIR)/tests"' -fsanitize=fuzzer -o $@ $< \
+	  $(APP_LIB) $(CORE_LIB) \
 	  $(SRV_LIBS) $(DEP_LIBS)
 
 fuzz-build:
