@@ -433,15 +433,6 @@ END_TEST
  * the parser alone: the small model is seeded and has none, so these
  * requests are parsed and checked, not run (check_v1_fixtures.c runs the
  * Hugging Face fixtures from ids). */
-static const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
-static const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
-                                             .type_vocab_size = 2,
-                                             .max_positions = 24,
-                                             .padding_idx = -1,
-                                             .position = "absolute",
-                                             .dtype = "F32",
-                                             .n_tensors = 1,
-                                             .tensors = FAKE_TENSORS};
 static const enc_embedding_info FAKE_ROBERTA = {.vocab_size = 50,
                                                 .type_vocab_size = 1,
                                                 .max_positions = 24,

@@ -336,15 +336,6 @@ END_TEST
 
 /* An embedding module as the core describes one, for the codec alone (the
  * daemon tests below run the Hugging Face fixtures from ids). */
-static const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
-static const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
-                                             .type_vocab_size = 2,
-                                             .max_positions = 24,
-                                             .padding_idx = -1,
-                                             .position = "absolute",
-                                             .dtype = "F32",
-                                             .n_tensors = 1,
-                                             .tensors = FAKE_TENSORS};
 
 static void put_le64(bytes *b, uint64_t u)
 {

@@ -78,6 +78,10 @@ typedef struct small {
 extern const tol TORCH_TOL;
 extern const tol EXACT;
 extern const api_limits ROOMY;
+/* An embedding module as the core describes one (BERT's: vocab 50, 2 types,
+ * 24 positions), for the codecs' parsers alone: the seeded models have none. */
+extern const char *const FAKE_TENSORS[];
+extern const enc_embedding_info FAKE_BERT;
 
 bool value_ok(double got, float want, const tol *t);
 
