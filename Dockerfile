@@ -33,11 +33,11 @@ COPY server server
 RUN make deps && make WERROR=1 build/attnd
 
 FROM debian:bookworm-slim
-# What ldd build/attnd resolves to: OpenBLAS, jansson, libmicrohttpd (with
+# What ldd build/attnd resolves to: OpenBLAS, jansson, utf8proc, Oniguruma, libmicrohttpd (with
 # GnuTLS) and nettle; the rest (libc, libgfortran, ...) comes with them.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libopenblas0-pthread libjansson4 libmicrohttpd12 libnettle8 \
+      libopenblas0-pthread libjansson4 libmicrohttpd12 libnettle8 libutf8proc2 libonig5 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin attnd
 COPY --from=build /src/build/attnd /usr/local/bin/attnd

@@ -47,8 +47,8 @@ PYTHON    ?= /usr/bin/python3
 
 # Debian packages: what building and testing need; what making fixtures needs.
 DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd-dev nettle-dev \
-                check libsubunit-dev libcurl4-openssl-dev
-DEB_FIXTURES := python3-torch python3-numpy
+                libutf8proc-dev libonig-dev check libsubunit-dev libcurl4-openssl-dev
+DEB_FIXTURES := python3-torch python3-numpy python3-sentencepiece
 # What the page's browser test and the OpenAPI check need (make deps-node).
 DEB_NODE     := chromium nodejs npm
 # What docs/api.md's examples need besides node (make deps-node): curl, and
@@ -89,7 +89,7 @@ endif
 endif
 
 
-PKGS_CORE := openblas jansson nettle
+PKGS_CORE := openblas jansson nettle libutf8proc oniguruma
 PKGS_SRV  := libmicrohttpd
 DEP_CFLAGS = $(shell $(PKG) --cflags $(PKGS_CORE) $(PKGS_SRV) 2>/dev/null)
 DEP_LIBS   = $(shell $(PKG) --libs $(PKGS_CORE) 2>/dev/null) -lm -lpthread
@@ -106,7 +106,7 @@ ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP -Icore -Iconf
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # ---- sources ---------------------------------------------------------------
-CORE_SRC  := $(wildcard core/*.c)
+CORE_SRC  := $(wildcard core/*.c core/tokenizer/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB  := $(BUILD)/libattnd_core.a
 
@@ -471,9 +471,13 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
 	$(PYTHON) tools/make_invalid_requests.py tests/fixtures/requests/invalid
 	$(PYTHON) tools/make_textbook_model.py config/textbook.safetensors
+	$(PYTHON) tools/make_tokenizer_fixtures.py tests/fixtures/tokenizers
+	$(MAKE) --no-print-directory deps-node
+	node tests/tokenizer/reference.mjs tests/fixtures/tokenizers
+	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
 
 format:
-	clang-format -i core/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
+	clang-format -i core/*.[ch] core/tokenizer/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
 
 clean:
 	rm -rf build

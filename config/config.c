@@ -162,6 +162,9 @@ typedef enum cfg_type {
     X("model.dir", "--model-dir", "ATTND_MODEL_DIR", CFG_NSTRING, model.dir, "DIR", NULL, 0, 0,    \
       "Hugging Face encoder directory (config.json + model.safetensors); its config.json gives "   \
       "the hyperparameters")                                                                       \
+    X("model.tokenizer", "--tokenizer", "ATTND_TOKENIZER", CFG_NSTRING, model.tokenizer, "FILE",   \
+      NULL, 0, 0, "Hugging Face tokenizer.json for text input; null = model.dir's tokenizer.json "  \
+      "when it has one")                                                                           \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
       "0", 0, UINT64_MAX, "seed of the built-in weights when there is no weights file")
 /* clang-format on */

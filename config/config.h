@@ -59,6 +59,7 @@ typedef struct attnd_config {
         enc_hparams hp;          /* docs/configuration.md's defaults */
         char *weights;           /* NULL = build from seed */
         char *dir;               /* a Hugging Face directory; NULL = none */
+        char *tokenizer;         /* tokenizer.json; NULL = dir's, when it has one */
         bool first_attn_norm;    /* true; false = hp.first_norm_identity */
         uint64_t seed;           /* 0 */
     } model;

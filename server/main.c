@@ -1,6 +1,7 @@
 /* main.c - attnd: configuration, model, compute pool and HTTP server, until
  * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
 #include "config.h"
+#include "tokenizer/tokenizer.h"
 #include "runtime/pool.h"
 #include "http/server.h"
 #include "runtime/spin.h"
@@ -27,6 +28,41 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
     if (cfg->model.weights)
         return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
     return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+}
+
+/* The tokenizer of text input: model.tokenizer, or model.dir's
+ * tokenizer.json when it has one.  NULL with err clear: none (the model
+ * takes embeddings or token ids only). */
+static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, const enc_model *model,
+                                            enc_error *err)
+{
+    char path[PATH_MAX];
+    const char *file = cfg->model.tokenizer;
+    if (!file && cfg->model.dir) {
+        snprintf(path, sizeof path, "%s/tokenizer.json", cfg->model.dir);
+        if (access(path, F_OK) == 0)
+            file = path;
+    }
+    if (!file)
+        return NULL;
+    const enc_embedding_info *emb = enc_model_embedding(model);
+    if (!emb) {
+        enc_error_set(err, ENC_EINVAL,
+                      "model.tokenizer: text needs a model that takes token ids (a model.dir "
+                      "with its embeddings); this model takes embeddings only");
+        return NULL;
+    }
+    tok_tokenizer *tok = tok_load(file, err);
+    if (!tok)
+        return NULL;
+    if (tok_vocab_size(tok) > (size_t)emb->vocab_size) {
+        enc_error_set(err, ENC_EINVAL,
+                      "model.tokenizer: %s has %zu token ids, the model's vocab_size is %d", file,
+                      tok_vocab_size(tok), emb->vocab_size);
+        tok_free(tok);
+        return NULL;
+    }
+    return tok;
 }
 
 /* compute.spin_us: spinners (spin.h) on as many CPUs as the daemon's
@@ -152,6 +188,7 @@ int main(int argc, char **argv)
     enc_error err = {0};
     int status = EXIT_FAILURE;
     enc_model *model = NULL;
+    tok_tokenizer *tokenizer = NULL;
     pool *workers = NULL;
     server *srv = NULL;
     spinners *spin = NULL;
@@ -182,6 +219,10 @@ int main(int argc, char **argv)
             goto done;
         }
         log_model(&cfg, model);
+        if (!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) {
+            fprintf(stderr, "attnd: %s\n", err.message);
+            goto done;
+        }
         if (pool_check(model, cfg.compute.workers, &err) < 0) {
             fprintf(stderr, "attnd: %s\n", err.message);
             goto done;
@@ -207,6 +248,10 @@ int main(int argc, char **argv)
         goto done;
     }
     log_model(&cfg, model);
+    if (!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) {
+        fprintf(stderr, "attnd: %s\n", err.message);
+        goto done;
+    }
     pool_options popt = {.workers = cfg.compute.workers,
                          .queue_size = cfg.compute.queue_size,
                          .batch_tokens = cfg.compute.batch_tokens,
@@ -217,7 +262,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "attnd: %s\n", err.message);
         goto done;
     }
-    server_set_model(srv, model, workers);
+    server_set_model(srv, model, tokenizer, workers);
     enc_platform pf;
     enc_platform_get(&pf);
     if (pf.blas_core_generic)
@@ -242,6 +287,7 @@ int main(int argc, char **argv)
     pool_free(workers);
     spinners_free(spin);
     enc_model_free(model);
+    tok_free(tokenizer);
     config_free(&cfg);
     fprintf(stderr, "attnd: stopped\n");
     return EXIT_SUCCESS;
@@ -250,6 +296,7 @@ done:
     pool_free(workers);
     spinners_free(spin);
     enc_model_free(model);
+    tok_free(tokenizer);
     config_free(&cfg);
     return status;
 }

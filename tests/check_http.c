@@ -946,6 +946,10 @@ START_TEST(test_openapi_matches_daemon)
                     url[n++] = *p++;
             }
             url[n] = '\0';
+            /* a seeded model has no tokenizer: /v1/tokenize's 400 is checked below */
+            const bool no_text = strcmp(path, "/v1/tokenize") == 0 && strcmp(upper, "POST") == 0;
+            if (no_text)
+                body = "{\"text\": \"hello\"}";
             if (strncmp(path, "/v2/", 4) == 0)
                 body = "{\"inputs\": [{\"name\": \"embeddings\", \"datatype\": \"FP32\", "
                        "\"shape\": [1, 1, 16], \"data\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}]}";
@@ -959,8 +963,8 @@ START_TEST(test_openapi_matches_daemon)
             ck_assert_msg(json_object_get(json_object_get(op, "responses"), status),
                           "%s %s answered %s, which /openapi.json does not document", upper, path,
                           status);
-            ck_assert_msg(r.status == (strcmp(upper, "OPTIONS") == 0 ? 204 : 200), "%s %s: %ld",
-                          upper, path, r.status);
+            ck_assert_msg(r.status == (strcmp(upper, "OPTIONS") == 0 ? 204 : no_text ? 400 : 200),
+                          "%s %s: %ld", upper, path, r.status);
             http_resp_free(&r);
             checked++;
         }

@@ -193,7 +193,7 @@ START_TEST(test_large_body_split)
     ck_assert_uint_gt(strlen(body), 1u << 20);
     encode_request req;
     api_error err = {0};
-    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL, NULL};
+    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL, NULL, NULL};
     ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
                   err.message);
     for (size_t k = 0; k < (size_t)B * L * D; k++)
@@ -382,7 +382,7 @@ START_TEST(test_ids_text)
     /* 64 ragged rows of up to 512 ids, types and a mask: every entry lands
      * where it belongs, padding after each row's own length. */
     enum { B = 64, L = 512 };
-    const api_limits big = {B, L, (long)B * L, 0, NULL, &ID_MODULE};
+    const api_limits big = {B, L, (long)B * L, 0, NULL, &ID_MODULE, NULL};
     char *body = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&body, &size);

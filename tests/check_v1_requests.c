@@ -668,8 +668,8 @@ START_TEST(test_input_ids_refused)
         int status;
     } bad[] = {
         {"{\"input_ids\": [[1, 2]], \"embeddings\": [[1, 2, 3, 4], [1, 2, 3, 4]]}",
-         "give one of embeddings, embeddings_b64 (with shape) or input_ids, not both embeddings "
-         "and input_ids",
+         "give one of text, input_ids, embeddings or embeddings_b64 (with shape), not both "
+         "embeddings and input_ids",
          400},
         {"{\"input_ids\": [1], \"embeddings_b64\": \"AAAA\", \"shape\": [1, 4]}",
          "not both embeddings_b64 and input_ids", 400},
@@ -762,7 +762,7 @@ START_TEST(test_input_ids_refused)
         {"{\"inputs_ids\": [1]}",
          "unknown field 'inputs_ids'; expected embeddings, "
          "embeddings_b64, shape, input_ids, token_type_ids, "
-         "attention_mask, lengths,",
+         "attention_mask, lengths, text, truncate,",
          400},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -27,6 +27,8 @@ Suite *v2_suite(void);
 Suite *checkpoint_suite(void);
 Suite *modernbert_suite(void);
 Suite *embed_suite(void);
+Suite *tokenizer_suite(void);
+Suite *text_suite(void);
 Suite *spin_suite(void);
 Suite *jsontext_suite(void);
 Suite *framing_suite(void);

@@ -20,6 +20,7 @@
 #include "protocol/v2.h"
 #include "runtime/bufpool.h"
 #include "runtime/metrics.h"
+#include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -38,6 +39,7 @@ struct server {
     bool accepting; /* the acceptor thread runs */
     metrics *mx;
     const enc_model *model; /* NULL until ready */
+    const tok_tokenizer *tokenizer; /* text input's; NULL: none */
     pool *pool;
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */
     bufpool *buffers; /* uploads, inputs and results, kept across requests */
@@ -70,6 +72,7 @@ typedef struct route {
     bool open;         /* served without the API key */
     bool v2;           /* errors in the Open Inference Protocol's form */
     bool names_model;  /* /v2/models/{name}: the name must be the model's */
+    v2_route v2_route; /* a /v2 route: the v2_route_parse answer it is (V2_ROUTE_NONE: not /v2) */
     route_media media;
     /* The whole body is in: answer, or hand a forward to the pool. */
     enum MHD_Result (*serve)(request *r);

@@ -224,7 +224,7 @@ static json_t *embedding_json(const enc_model *m)
                      position, "dtype", e->dtype ? e->dtype : "F32", "tensors", tensors);
 }
 
-void server_set_model(server *s, const enc_model *m, pool *p)
+void server_set_model(server *s, const enc_model *m, const tok_tokenizer *tok, pool *p)
 {
     const enc_hparams *hp = enc_model_hparams(m);
     const attnd_config *cfg = s->cfg;
@@ -293,10 +293,19 @@ void server_set_model(server *s, const enc_model *m, pool *p)
     }
     if (info) /* the embedding module: token ids in (docs/api.md), or null */
         json_object_set_new(info, "embedding", embedding_json(m));
+    if (info) /* text in: the tokenizer, or null */
+        json_object_set_new(info, "tokenizer",
+                            tok ? json_pack("{s:I, s:I, s:I}", "vocab_size",
+                                            (json_int_t)tok_vocab_size(tok), "specials_per_text",
+                                            (json_int_t)tok_added_special(tok, false),
+                                            "specials_per_pair",
+                                            (json_int_t)tok_added_special(tok, true))
+                                : json_null());
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);
     s->model = m;
+    s->tokenizer = tok;
     s->pool = p;
     atomic_store(&s->ready, 1);
 }

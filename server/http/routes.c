@@ -5,6 +5,7 @@
 
 #include "page/page.h"
 #include "protocol/openapi.h"
+#include "protocol/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -120,7 +121,8 @@ static api_limits request_limits(const server *s)
                          .max_batch_tokens = cfg->limits.max_batch_tokens,
                          .max_attention_bytes = cfg->limits.max_attention_bytes,
                          .pool = s->buffers,
-                         .embedding = s->model ? enc_model_embedding(s->model) : NULL};
+                         .embedding = s->model ? enc_model_embedding(s->model) : NULL,
+                         .tokenizer = s->tokenizer};
     return limits;
 }
 
@@ -249,6 +251,86 @@ static int render_v1(request *r, stream *out, size_t *header_len)
     return encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, out);
 }
 
+/* ---- text ------------------------------------------------------------------ */
+
+/* POST /v1/tokenize: {"text": str | [str] | [[a, b]], "add_special_tokens",
+ * "truncate"} -> {"tokens": [[token, ...], ...]}, one list per sequence.
+ * Answered here, on the HTTP thread: tokenizing is cheap beside a forward. */
+static enum MHD_Result serve_tokenize(request *r)
+{
+    server *s = r->srv;
+    if (!atomic_load(&s->ready))
+        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                                  (const char *const[]){"Retry-After", "1", NULL});
+    api_error err = {0};
+    json_error_t jerr;
+    json_t *root = json_loadb(r->body ? r->body : "", r->len, 0, &jerr);
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        api_error_set(&err, API_BAD_REQUEST, "invalid JSON at line %d, column %d (byte %d): %s",
+                      jerr.line, jerr.column, jerr.position,
+                      api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+        return http_respond_error(r, err.kind, err.message, NULL);
+    }
+    const api_limits limits = request_limits(s);
+    text_batch tb = {0};
+    json_t *out = NULL;
+    bool special = true, truncate = false;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(root)) {
+        api_error_set(&err, API_BAD_REQUEST, "the request body must be a JSON object, not %s",
+                      api_json_kind(root));
+        goto done;
+    }
+    json_object_foreach(root, key, v)
+    {
+        if (strcmp(key, "text") != 0 && strcmp(key, "add_special_tokens") != 0 &&
+            strcmp(key, "truncate") != 0) {
+            char safe[API_SAFE_MAX + 4];
+            api_error_set(&err, API_BAD_REQUEST,
+                          "unknown field '%s'; expected text, add_special_tokens or truncate",
+                          api_safe_text(key, safe));
+            goto done;
+        }
+    }
+    if (!(v = api_json_field(root, "text"))) {
+        api_error_set(&err, API_BAD_REQUEST, "text is required: a string, a list of strings, or "
+                                             "a list of [text, text_pair] pairs");
+        goto done;
+    }
+    const json_t *sp = api_json_field(root, "add_special_tokens");
+    if (sp && !json_is_boolean(sp)) {
+        api_error_set(&err, API_BAD_REQUEST, "add_special_tokens must be true or false, not %s",
+                      api_json_kind(sp));
+        goto done;
+    }
+    special = !sp || json_is_true(sp);
+    if (text_truncate_option(root, &truncate, &err) < 0)
+        goto done;
+    /* no limit without "truncate": counting tokens is what this route is for */
+    api_limits unbounded = limits;
+    if (!truncate)
+        unbounded.max_seq_len = 0, unbounded.embedding = NULL;
+    if (text_tokenize(v, "text", truncate ? &limits : &unbounded, special, truncate, &tb, &err) < 0)
+        goto done;
+    json_t *lists = json_array();
+    out = json_pack("{s:o}", "tokens", lists);
+    for (size_t b = 0; out && lists && b < tb.B; b++)
+        if (json_array_append_new(lists, text_tokens_json(s->tokenizer, &tb.enc[b])) < 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    if (!out)
+        api_error_set(&err, API_UNAVAILABLE, "out of memory writing the response");
+done:
+    text_batch_free(&tb);
+    json_decref(root);
+    if (err.kind != API_OK)
+        return http_respond_error(r, err.kind, err.message, NULL);
+    return http_respond_json(r, 200, out, NULL);
+}
+
 /* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
 
 /* The health routes answer 200 with an empty body (the protocol: the status
@@ -331,15 +413,18 @@ static int render_v2(request *r, stream *out, size_t *header_len)
 
 /* ---- the route table ------------------------------------------------------ */
 
-/* The v1 routes come first in the table, then the /v2 routes by v2_route. */
-enum { V1_ROUTES = 6, V2_ROUTE_BASE = V1_ROUTES - V2_ROUTE_SERVER };
-
 /* GET routes' allow list; POST routes'. */
 #define ALLOW_GET  "GET, HEAD, OPTIONS"
 #define ALLOW_POST "POST, OPTIONS"
 
 #define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
+/* A POST route answered on the HTTP thread (no forward). */
+#define POST_ROUTE(p, fn) .path = p, .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON, .serve = fn
+/* A /v2 route: what v2_route_parse calls its path ({name} also stands for
+ * {name}/versions/{v}). */
+#define V2(r) .v2 = true, .v2_route = V2_ROUTE_##r
 
+/* Every route, one row each: adding a route is adding its row. */
 static const route routes[] = {
     {.path = "/v1/encode",
      .allow = ALLOW_POST,
@@ -348,31 +433,27 @@ static const route routes[] = {
      .serve = serve_forward,
      .parse = parse_v1,
      .render = render_v1},
+    {POST_ROUTE("/v1/tokenize", serve_tokenize)},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},
     {GET_ROUTE("/openapi.json", serve_openapi)},
     {GET_ROUTE("/", serve_page), .open = true},
-    /* The Open Inference Protocol (v2.h); {name} also stands for
-     * {name}/versions/{v}. */
-    [V2_ROUTE_BASE + V2_ROUTE_SERVER] = {GET_ROUTE("/v2", serve_v2_server), .v2 = true},
-    [V2_ROUTE_BASE +
-        V2_ROUTE_LIVE] = {GET_ROUTE("/v2/health/live", serve_v2_live), .open = true, .v2 = true},
-    [V2_ROUTE_BASE +
-        V2_ROUTE_READY] = {GET_ROUTE("/v2/health/ready", serve_v2_ready), .open = true, .v2 = true},
-    [V2_ROUTE_BASE + V2_ROUTE_MODEL] = {GET_ROUTE("/v2/models/{name}", serve_v2_model), .v2 = true,
-                                        .names_model = true},
-    [V2_ROUTE_BASE + V2_ROUTE_MODEL_READY] = {GET_ROUTE("/v2/models/{name}/ready", serve_v2_ready),
-                                              .v2 = true, .names_model = true},
-    [V2_ROUTE_BASE + V2_ROUTE_INFER] = {.path = "/v2/models/{name}/infer",
-                                        .allow = ALLOW_POST,
-                                        .post = true,
-                                        .v2 = true,
-                                        .names_model = true,
-                                        .media = MEDIA_ANY,
-                                        .serve = serve_forward,
-                                        .parse = parse_v2,
-                                        .render = render_v2},
+    /* The Open Inference Protocol (v2.h). */
+    {GET_ROUTE("/v2", serve_v2_server), V2(SERVER)},
+    {GET_ROUTE("/v2/health/live", serve_v2_live), .open = true, V2(LIVE)},
+    {GET_ROUTE("/v2/health/ready", serve_v2_ready), .open = true, V2(READY)},
+    {GET_ROUTE("/v2/models/{name}", serve_v2_model), .names_model = true, V2(MODEL)},
+    {GET_ROUTE("/v2/models/{name}/ready", serve_v2_ready), .names_model = true, V2(MODEL_READY)},
+    {.path = "/v2/models/{name}/infer",
+     .allow = ALLOW_POST,
+     .post = true,
+     .names_model = true,
+     .media = MEDIA_ANY,
+     .serve = serve_forward,
+     .parse = parse_v2,
+     .render = render_v2,
+     V2(INFER)},
 };
 
 /* The route of a decoded path, or NULL.  A path under /v2 sets r->v2 (its
@@ -384,10 +465,8 @@ const route *http_route_find(request *r, const char *path)
     r->v2 = v != V2_ROUTE_NONE;
     if (v == V2_ROUTE_UNKNOWN)
         return NULL;
-    if (r->v2)
-        return &routes[V2_ROUTE_BASE + v];
-    for (size_t i = 0; i < V1_ROUTES; i++)
-        if (strcmp(path, routes[i].path) == 0)
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (r->v2 ? routes[i].v2_route == v : !routes[i].v2 && strcmp(path, routes[i].path) == 0)
             return &routes[i];
     return NULL;
 }

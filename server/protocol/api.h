@@ -53,6 +53,9 @@ typedef struct api_limits {
      * the position table), or NULL: a model that takes embeddings only, and
      * input_ids are refused */
     const struct enc_embedding_info *embedding;
+    /* borrowed: the tokenizer of text input (tokenizer.h), or NULL: text is
+     * refused */
+    const struct tok_tokenizer *tokenizer;
 } api_limits;
 
 /* Wording the codecs share for their messages: */

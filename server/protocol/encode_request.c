@@ -15,6 +15,7 @@
  * meaning (transformers': a row's last 1 ends it, a 0 before hides a key)
  * and the ids' bounds (the model's embedding module) are this file's. */
 #include "protocol/encode_request.h"
+#include "protocol/text.h"
 
 #include "runtime/bufpool.h"
 
@@ -421,6 +422,8 @@ void encode_request_free(encode_request *req)
     free(req->positions);
     free(req->input_ids);
     free(req->token_type_ids);
+    text_batch_free(req->texts);
+    free(req->texts);
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);

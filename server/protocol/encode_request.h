@@ -46,6 +46,9 @@ typedef struct encode_request {
     int32_t *input_ids;                  /* owned (B, L), or NULL: x is the input */
     int32_t *token_type_ids;             /* owned (B, L), or NULL: every type 0 */
     enc_ids ids;
+    /* Text in: its tokens, the ids above made from them (text.h). */
+    const struct tok_tokenizer *tokenizer; /* borrowed: api_limits.tokenizer */
+    struct text_batch *texts;              /* owned, or NULL: no text */
 
     enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
     int n_layers;             /* the model's */

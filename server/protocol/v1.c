@@ -59,6 +59,7 @@
 #include "protocol/v1.h"
 
 #include "protocol/options.h"
+#include "protocol/text.h"
 
 #include "runtime/bufpool.h"
 #include "codec/stream.h"
@@ -82,7 +83,8 @@
 
 /* ---- parsing: options ------------------------------------------------------ */
 
-static const char *const TOP_FIELDS[] = {"embeddings",       "embeddings_b64", "shape",
+static const char *const TOP_FIELDS[] = {"text",             "truncate",
+                                         "embeddings",       "embeddings_b64", "shape",
                                          "input_ids",        "token_type_ids", "attention_mask",
                                          "lengths",          "mask",           "attention",
                                          "attention_layers", "precision",      "encoding",
@@ -100,8 +102,9 @@ static int check_fields(json_t *root, api_error *err)
         if (!known) {
             char s[API_SAFE_MAX + 4];
             return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, "
-                       "input_ids, token_type_ids, attention_mask, lengths, mask, position_ids, "
-                       "attention, attention_layers, attention_format, precision or encoding",
+                       "input_ids, token_type_ids, attention_mask, lengths, text, truncate, mask, "
+                       "position_ids, attention, attention_layers, attention_format, precision or "
+                       "encoding",
                        api_safe_text(key, s));
         }
     }
@@ -689,15 +692,60 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
     return rc;
 }
 
+/* ---- parsing: text ------------------------------------------------------------ */
+
+/* text: tokenized by the served tokenizer (text.h) into input_ids and
+ * token_type_ids, each sequence its own length; req->texts keeps the tokens
+ * for the response. */
+static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
+                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    bool truncate;
+    if (text_truncate_option(root, &truncate, err) < 0 || encode_ids_allowed(req, "text", err) < 0)
+        return -1;
+    if (api_json_field(root, "attention_mask"))
+        return BAD("attention_mask is not used with text: each text's tokens are its sequence "
+                   "(lengths and mask still apply)");
+    if (!(req->texts = calloc(1, sizeof *req->texts)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    text_batch *tb = req->texts;
+    if (text_tokenize(api_json_field(root, "text"), "text", lim, true, truncate, tb, err) < 0)
+        return -1;
+    req->tokenizer = lim->tokenizer;
+    req->batched = tb->batched;
+    const size_t B = tb->B, L = tb->longest;
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    if (encode_alloc_ids(req, true, "text", err) < 0)
+        return -1;
+    if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (size_t b = 0; b < B; b++) {
+        const tok_encoding *e = &tb->enc[b];
+        for (size_t i = 0; i < e->n; i++) {
+            req->input_ids[b * L + i] = e->ids[i];
+            req->token_type_ids[b * L + i] = e->type_ids[i];
+        }
+        rows->len[b] = e->n;
+        rows->ragged |= e->n != L;
+    }
+    return 0;
+}
+
 /* ---- parsing: the request ------------------------------------------------ */
 
 static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
                               const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     json_t *emb = api_json_field(root, "embeddings"), *b64 = api_json_field(root, "embeddings_b64"),
-           *ids = api_json_field(root, "input_ids"), *shape = api_json_field(root, "shape");
-    const char *given[3];
+           *ids = api_json_field(root, "input_ids"), *shape = api_json_field(root, "shape"),
+           *text = api_json_field(root, "text");
+    const char *given[4];
     int n = 0;
+    if (text)
+        given[n++] = "text";
     if (emb)
         given[n++] = "embeddings";
     if (b64)
@@ -705,17 +753,21 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
     if (ids)
         given[n++] = "input_ids";
     if (n > 1)
-        return BAD("give one of embeddings, embeddings_b64 (with shape) or input_ids, not both %s "
-                   "and %s",
+        return BAD("give one of text, input_ids, embeddings or embeddings_b64 (with shape), not "
+                   "both %s and %s",
                    given[0], given[1]);
     if (n == 0)
         return BAD("embeddings is required: number[B][L][d_model] or number[L][d_model] (or "
-                   "embeddings_b64 with shape, or input_ids for a model with an embedding "
+                   "embeddings_b64 with shape, or input_ids or text for a model with an embedding "
                    "module)");
+    if (!text && api_json_field(root, "truncate"))
+        return BAD("truncate is only used with text");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
     if (!ids && api_json_field(root, "token_type_ids"))
         return BAD("token_type_ids is only used with input_ids");
+    if (text)
+        return parse_text(req, root, rows, hp, lim, err);
     if (ids)
         return parse_ids(req, root, t, rows, hp, lim, err);
     if ((emb ? parse_nested(req, emb, t, hp, lim, err)
@@ -963,6 +1015,50 @@ static void write_shape(stream *st, const encode_request *req, const enc_hparams
     stream_text(st, "]", 1);
 }
 
+/* Text in: "tokens" and "input_ids" of each sequence, at its own length
+ * ([..] for one text, [[..], ..] for a list), then a comma. */
+static int write_tokens(stream *st, const encode_request *req)
+{
+    const text_batch *tb = req->texts;
+    json_t *tokens = json_array(), *ids = json_array();
+    int rc = tokens && ids ? 0 : -1;
+    for (size_t b = 0; rc == 0 && b < tb->B; b++) {
+        const tok_encoding *e = &tb->enc[b];
+        json_t *row = json_array(), *t = text_tokens_json(req->tokenizer, e);
+        for (size_t i = 0; row && i < e->n; i++)
+            if (json_array_append_new(row, json_integer(e->ids[i])) < 0)
+                rc = -1;
+        if (!row || !t)
+            rc = -1;
+        if (tb->batched) {
+            json_array_append_new(tokens, t);
+            json_array_append_new(ids, row);
+        } else {
+            json_decref(tokens);
+            json_decref(ids);
+            tokens = t;
+            ids = row;
+        }
+    }
+    char *a = rc == 0 ? json_dumps(tokens, JSON_COMPACT) : NULL;
+    char *b = rc == 0 ? json_dumps(ids, JSON_COMPACT) : NULL;
+    json_decref(tokens);
+    json_decref(ids);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return -1;
+    }
+    stream_puts(st, "\"tokens\":");
+    stream_text(st, a, strlen(a));
+    stream_puts(st, ",\"input_ids\":");
+    stream_text(st, b, strlen(b));
+    stream_puts(st, ",");
+    free(a);
+    free(b);
+    return 0;
+}
+
 int encode_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
                            const encode_usage *usage, stream *st)
 {
@@ -982,7 +1078,10 @@ int encode_response_stream(const encode_request *req, const char *model_name, co
     stream_puts(st, ",\"shape\":[");
     if (req->batched)
         stream_printf(st, "%zu,", B);
-    stream_printf(st, "%zu,%zu],\"outputs\":", L, D);
+    stream_printf(st, "%zu,%zu],", L, D);
+    if (req->texts && write_tokens(st, req) < 0)
+        return -1;
+    stream_puts(st, "\"outputs\":");
     write_tensor(st, req, hp, -1);
     if (req->base64_out) {
         stream_puts(st, ",\"outputs_shape\":");

@@ -55,6 +55,7 @@ const NAME = "[^/ ]+";
 const VERSION = `(/versions/${NAME})?`;
 const ROUTES = {
   "encode": ["POST /v1/encode", "/v1/encode"],
+  "tokenize": ["POST /v1/tokenize", "/v1/tokenize"],
   "health": ["GET /health", "/health"],
   "model": ["GET /v1/model", "/v1/model"],
   "metrics": ["GET /metrics", "/metrics"],

@@ -1,0 +1,82 @@
+/* tokenizer.h - a Hugging Face tokenizer.json, in C: text to token ids,
+ * offsets and special tokens as Hugging Face's tokenizers library gives
+ * them (normalizer, pre-tokenizer, WordPiece / BPE / Unigram, post-processor,
+ * added tokens, pairs, right truncation).
+ *
+ *     enc_error err = {0};
+ *     tok_tokenizer *t = tok_load("dir/tokenizer.json", &err);
+ *     tok_encoding e = {0};
+ *     if (tok_encode(t, text, len, NULL, 0, true, 0, &e, NULL, &err) == 0)
+ *         for (size_t i = 0; i < e.n; i++)
+ *             printf("%d %s [%u, %u)\n", e.ids[i], tok_token_text(t, e.ids[i]),
+ *                    e.start[i], e.stop[i]);
+ *     tok_encoding_free(&e);
+ *     tok_free(t);
+ *
+ * A component or option not implemented is refused by tok_load, naming it.
+ * A loaded tokenizer is read-only: any number of threads may encode with it
+ * at once. */
+#ifndef ATTND_TOKENIZER_H
+#define ATTND_TOKENIZER_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tok_tokenizer tok_tokenizer;
+
+/* One encoded sequence (or pair), every array (n). */
+typedef struct tok_encoding {
+    int32_t *ids;
+    uint8_t *type_ids; /* 0 for the first text and its specials, 1 for the second */
+    uint8_t *special;  /* 1: added by the post-processor (tokenizers' special_tokens_mask) */
+    uint8_t *seq;      /* which text the token came from: 0, 1, or 255 for a post-processor's */
+    uint32_t *start, *stop; /* offsets in the token's text, in Unicode code points
+                             * ([0, 0) for a post-processor's tokens) */
+    size_t n, cap;
+} tok_encoding;
+
+/* Loads tokenizer.json.  NULL with err set: ENC_EIO (the file), ENC_EFORMAT
+ * (its JSON), ENC_EINVAL (a component or option not supported, named). */
+tok_tokenizer *tok_load(const char *path, enc_error *err);
+/* The same from the file's text (len bytes). */
+tok_tokenizer *tok_load_json(const char *text, size_t len, enc_error *err);
+void tok_free(tok_tokenizer *t);
+
+/* Checks that text is valid UTF-8: -1, or the byte offset of the first
+ * invalid byte. */
+long tok_utf8_invalid_at(const char *text, size_t len);
+
+/* Encodes text a (and, when b is not NULL, the pair a, b) into *out (its
+ * arrays reused and grown).  add_special: run the post-processor's special
+ * tokens in.  max_tokens > 0 cuts the texts' tokens so that the whole
+ * encoding, specials included, has at most max_tokens, as tokenizers' right
+ * truncation (longest_first, stride 0) does; 0 keeps them all.  A text must
+ * be valid UTF-8 (ENC_EINVAL naming the byte offset otherwise).  Sets
+ * *untruncated (when not NULL) to the number of tokens the encoding has
+ * before any cut.  0 or a negative enc_status with err set. */
+int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+               bool add_special, size_t max_tokens, tok_encoding *out, size_t *untruncated,
+               enc_error *err);
+
+/* The number of tokens the post-processor adds to one text (pair: true, to
+ * a pair). */
+size_t tok_added_special(const tok_tokenizer *t, bool pair);
+
+void tok_encoding_free(tok_encoding *e);
+
+/* The vocabulary. */
+size_t tok_vocab_size(const tok_tokenizer *t);
+/* The token of an id (borrowed until tok_free), NULL when none. */
+const char *tok_token_text(const tok_tokenizer *t, int32_t id);
+/* The id of a token, -1 when none. */
+int32_t tok_token_id(const tok_tokenizer *t, const char *token);
+
+/* How the model shows a token to a reader (for the page): "##" continuation
+ * prefixes, byte-level "Ġ" and Metaspace "▁" as the characters they stand
+ * for.  Writes at most cap bytes (NUL-ended); returns the length needed. */
+size_t tok_token_display(const tok_tokenizer *t, int32_t id, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,241 @@
+/* vocab.c - the vocabulary every model has (tokens by id, and an
+ * open-addressing FNV-1a hash from token to id), and tok_model_*: the
+ * dispatch from tokenizer.json's model "type" to WordPiece, BPE or Unigram,
+ * and the calls every model answers. */
+#include "tok_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the vocabulary --------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3u;
+    }
+    return h ^ h >> 29;
+}
+
+int tok_vocab_init(tok_vocab *v, size_t n)
+{
+    memset(v, 0, sizeof *v);
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    v->tokens = calloc(n ? n : 1, sizeof *v->tokens);
+    v->lens = calloc(n ? n : 1, sizeof *v->lens);
+    v->slots = malloc(cap * sizeof *v->slots);
+    if (!v->tokens || !v->lens || !v->slots) {
+        tok_vocab_free(v);
+        return ENC_ENOMEM;
+    }
+    memset(v->slots, 0xff, cap * sizeof *v->slots); /* every slot -1 */
+    v->n = n;
+    v->cap = cap;
+    return 0;
+}
+
+void tok_vocab_free(tok_vocab *v)
+{
+    if (!v)
+        return;
+    if (v->tokens)
+        for (size_t i = 0; i < v->n; i++)
+            free(v->tokens[i]);
+    free(v->tokens);
+    free(v->lens);
+    free(v->slots);
+    memset(v, 0, sizeof *v);
+}
+
+int32_t tok_vocab_find(const tok_vocab *v, const char *token, size_t len)
+{
+    if (!v->slots)
+        return -1;
+    const size_t mask = v->cap - 1;
+    for (size_t i = (size_t)fnv1a(token, len) & mask;; i = (i + 1) & mask) {
+        const int32_t id = v->slots[i];
+        if (id < 0)
+            return -1;
+        if (v->lens[id] == len && memcmp(v->tokens[id], token, len) == 0)
+            return id;
+    }
+}
+
+int tok_vocab_set(tok_vocab *v, int32_t id, const char *token, size_t len)
+{
+    if (id < 0 || (size_t)id >= v->n || v->tokens[id] || len > UINT32_MAX)
+        return ENC_EFORMAT;
+    const size_t mask = v->cap - 1;
+    size_t i = (size_t)fnv1a(token, len) & mask;
+    for (; v->slots[i] >= 0; i = (i + 1) & mask) {
+        const int32_t o = v->slots[i];
+        if (v->lens[o] == len && memcmp(v->tokens[o], token, len) == 0)
+            return ENC_EFORMAT;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return ENC_ENOMEM;
+    memcpy(copy, token, len);
+    copy[len] = '\0';
+    v->tokens[id] = copy;
+    v->lens[id] = (uint32_t)len;
+    v->slots[i] = id;
+    return 0;
+}
+
+/* jansson's iteration takes a non-const object; it does not change it. */
+static json_t *unconst(const json_t *j)
+{
+    return (json_t *)(uintptr_t)j;
+}
+
+/* A vocabulary map may leave ids unused (tokenizers only warns when it writes
+ * one), but not so many that its table is mostly holes: a stray huge id is a
+ * broken file, not a vocabulary. */
+#define VOCAB_MAX_HOLES(count) (2 * (count) + 1024)
+
+int tok_vocab_from_map(tok_vocab *v, const json_t *map, const char *what, enc_error *err)
+{
+    memset(v, 0, sizeof *v);
+    if (!json_is_object(map))
+        return enc_error_set(err, ENC_EFORMAT, "%s must be an object of token: id", what);
+    size_t count = 0, n = 0;
+    const char *key;
+    size_t klen;
+    json_t *val;
+    json_object_keylen_foreach(unconst(map), key, klen, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+            json_integer_value(val) >= INT32_MAX)
+            return enc_error_set(err, ENC_EFORMAT,
+                                 "%s[\"%.40s\"]: the id must be an integer from 0 to %d", what, key,
+                                 INT32_MAX - 1);
+        const size_t id = (size_t)json_integer_value(val);
+        if (id + 1 > n)
+            n = id + 1;
+        count++;
+    }
+    if (n > VOCAB_MAX_HOLES(count))
+        return enc_error_set(err, ENC_EFORMAT,
+                             "%s: ids run to %zu for %zu tokens (more holes than tokens)", what,
+                             n - 1, count);
+    if (tok_vocab_init(v, n) < 0)
+        return enc_error_set(err, ENC_ENOMEM, "%s: out of memory for %zu tokens", what, n);
+    json_object_keylen_foreach(unconst(map), key, klen, val)
+    {
+        const int32_t id = (int32_t)json_integer_value(val);
+        int rc = tok_vocab_set(v, id, key, klen);
+        if (rc == ENC_EFORMAT)
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "%s: tokens \"%.40s\" and \"%.40s\" both have id %d", what,
+                               v->tokens[id] ? v->tokens[id] : "", key, id);
+        else if (rc < 0)
+            rc = enc_error_set(err, rc, "%s: out of memory", what);
+        if (rc < 0) {
+            tok_vocab_free(v);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int tok_json_check_keys(const json_t *obj, const char *path, const char *const *allowed,
+                        enc_error *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach(unconst(obj), key, val)
+    {
+        size_t i = 0;
+        while (allowed[i] && strcmp(allowed[i], key) != 0)
+            i++;
+        if (!allowed[i])
+            return enc_error_set(err, ENC_EINVAL,
+                                 "%s.%.60s: unknown option (tokenizers does not read it)", path,
+                                 key);
+    }
+    return 0;
+}
+
+/* ---- the model ---------------------------------------------------------------- */
+
+/* tokenizers' ModelWrapper reads a model without "type" (files before the
+ * tag) as the first of BPE, WordPiece, WordLevel, Unigram whose fields it
+ * has: BPE needs merges, WordPiece its four fields, Unigram a vocab list. */
+static const char *legacy_type(const json_t *j)
+{
+    if (json_object_get(j, "merges"))
+        return "BPE";
+    if (json_object_get(j, "unk_token") && json_object_get(j, "continuing_subword_prefix") &&
+        json_object_get(j, "max_input_chars_per_word") &&
+        json_is_object(json_object_get(j, "vocab")))
+        return "WordPiece";
+    if (json_is_array(json_object_get(j, "vocab")))
+        return "Unigram";
+    return NULL;
+}
+
+tok_model *tok_model_new(const json_t *j, const char *path, enc_error *err)
+{
+    if (!json_is_object(j)) {
+        enc_error_set(err, ENC_EFORMAT, "%s must be an object", path);
+        return NULL;
+    }
+    const json_t *type = json_object_get(j, "type");
+    const char *name;
+    if (!type) {
+        name = legacy_type(j);
+        if (!name) {
+            enc_error_set(err, ENC_EFORMAT, "%s.type is missing", path);
+            return NULL;
+        }
+    } else if (!json_is_string(type)) {
+        enc_error_set(err, ENC_EFORMAT, "%s.type must be a string", path);
+        return NULL;
+    } else {
+        name = json_string_value(type);
+    }
+    if (strcmp(name, "WordPiece") == 0)
+        return tok_wordpiece_new(j, path, err);
+    if (strcmp(name, "BPE") == 0)
+        return tok_bpe_new(j, path, err);
+    if (strcmp(name, "Unigram") == 0)
+        return tok_unigram_new(j, path, err);
+    if (type)
+        tok_json_unsupported(path, "type", type, err);
+    return NULL;
+}
+
+void tok_model_free(tok_model *m)
+{
+    if (m)
+        m->ops->free(m);
+}
+
+int tok_model_tokenize(const tok_model *m, const tok_str *word, tok_toks *out)
+{
+    if (word->n == 0)
+        return 0;
+    return m->ops->tokenize(m, word, out);
+}
+
+size_t tok_model_vocab_size(const tok_model *m)
+{
+    return m->vocab.n;
+}
+
+const char *tok_model_id_to_token(const tok_model *m, int32_t id)
+{
+    if (id < 0 || (size_t)id >= m->vocab.n)
+        return NULL;
+    return m->vocab.tokens[id];
+}
+
+int32_t tok_model_token_to_id(const tok_model *m, const char *token, size_t len)
+{
+    return tok_vocab_find(&m->vocab, token, len);
+}

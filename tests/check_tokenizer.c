@@ -1,0 +1,400 @@
+/* check_tokenizer.c - core/tokenizer/ against Hugging Face's own tokenizers:
+ * the ids, type ids, special tokens' mask, offsets and sequence ids that
+ * Hugging Face's Rust tokenizers (its Node binding) gives for every test
+ * tokenizer and text (tests/fixtures/tokenizers/<name>/reference.json, made
+ * by tests/tokenizer/reference.mjs over tools/make_tokenizer_fixtures.py's
+ * tokenizer.json files), offsets worked out by hand, truncation's
+ * arithmetic, and the refusals. */
+#include "tokenizer/tokenizer.h"
+
+#include "suites.h"
+#include "test_util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIXTURES TESTS_DIR "/fixtures/tokenizers"
+
+static const char *const NAMES[] = {
+    "bert-uncased",
+    "bert-cased",
+    "roberta",
+    "roberta-merges-str",
+    "modernbert",
+    "xlmr",
+    "unigram-fallback",
+    "llama-bpe",
+    "llama-bpe-metaspace",
+    "misc",
+    "misc-split-removed",
+    "misc-split-isolated",
+    "misc-split-merged-with-previous",
+    "misc-split-merged-with-next",
+    "misc-split-contiguous",
+    "misc-split-invert",
+};
+enum { N_NAMES = sizeof NAMES / sizeof NAMES[0] };
+
+static tok_tokenizer *load(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/tokenizer.json", name);
+    enc_error err = {0};
+    tok_tokenizer *t = tok_load(path, &err);
+    ck_assert_msg(t != NULL, "%s: %s", name, err.message);
+    return t;
+}
+
+static json_t *load_json(const char *name, const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof path, FIXTURES "/%s/%s", name, file);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    ck_assert_msg(j != NULL, "%s: %s", path, jerr.text);
+    return j;
+}
+
+/* e against one encoding of reference.json (ids, type_ids,
+ * special_tokens_mask, offsets, and for a pair sequence_ids): the first
+ * difference, or NULL. */
+static const char *differs(const tok_encoding *e, const json_t *want)
+{
+    const json_t *ids = json_object_get(want, "ids"), *types = json_object_get(want, "type_ids"),
+                 *mask = json_object_get(want, "special_tokens_mask"),
+                 *offsets = json_object_get(want, "offsets"),
+                 *seqs = json_object_get(want, "sequence_ids");
+    if (e->n != json_array_size(ids))
+        return "the number of tokens";
+    for (size_t i = 0; i < e->n; i++) {
+        const json_t *o = json_array_get(offsets, i), *q = json_array_get(seqs, i);
+        if (e->ids[i] != json_integer_value(json_array_get(ids, i)))
+            return "ids";
+        if (e->type_ids[i] != json_integer_value(json_array_get(types, i)))
+            return "type_ids";
+        if (e->special[i] != json_integer_value(json_array_get(mask, i)))
+            return "special_tokens_mask";
+        if (e->start[i] != json_integer_value(json_array_get(o, 0)) ||
+            e->stop[i] != json_integer_value(json_array_get(o, 1)))
+            return "offsets";
+        if (seqs && (json_is_null(q) ? e->seq[i] != 255 : e->seq[i] != json_integer_value(q)))
+            return "sequence_ids";
+    }
+    return NULL;
+}
+
+/* "id [start, stop)" of each token (* for a special one), for messages. */
+static const char *show(const tok_encoding *e, char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < e->n && k + 40 < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%d [%u, %u)%s", i ? ", " : "", e->ids[i],
+                              e->start[i], e->stop[i], e->special[i] ? "*" : "");
+    return buf;
+}
+
+static void expect(const char *name, const char *what, const json_t *item, const tok_encoding *e,
+                   const json_t *want)
+{
+    const char *d = differs(e, want);
+    if (!d)
+        return;
+    char got[2048];
+    char *ref = json_dumps(want, JSON_COMPACT);
+    ck_abort_msg("%s, %s, \"%.60s\": %s differ: %s; Hugging Face: %.1500s", name, what,
+                 json_string_value(json_object_get(item, "text")), d, show(e, got, sizeof got),
+                 ref);
+}
+
+/* Every text and pair of reference.json, with and without the special
+ * tokens: ids, type ids, the special tokens' mask, offsets, sequence ids. */
+START_TEST(test_reference)
+{
+    const char *name = NAMES[_i];
+    tok_tokenizer *t = load(name);
+    json_t *g = load_json(name, "reference.json");
+    tok_encoding e = {0};
+    enc_error err = {0};
+    size_t index, checked = 0;
+    json_t *item;
+    json_array_foreach(json_object_get(g, "items"), index, item)
+    {
+        const json_t *text = json_object_get(item, "text");
+        for (int special = 1; special >= 0; special--) {
+            const json_t *w = json_object_get(item, special ? "with_special" : "without_special");
+            ck_assert_msg(!json_object_get(w, "error"), "%s: the reference failed", name);
+            ck_assert_msg(tok_encode(t, json_string_value(text), json_string_length(text), NULL, 0,
+                                     special, 0, &e, NULL, &err) == 0,
+                          "%s: %s", name, err.message);
+            expect(name, special ? "with specials" : "without specials", item, &e, w);
+            checked++;
+        }
+    }
+    json_array_foreach(json_object_get(g, "pairs"), index, item)
+    {
+        const json_t *a = json_object_get(item, "text"), *b = json_object_get(item, "text_pair");
+        for (int special = 1; special >= 0; special--) {
+            const json_t *w = json_object_get(item, special ? "with_special" : "without_special");
+            ck_assert_int_eq(tok_encode(t, json_string_value(a), json_string_length(a),
+                                        json_string_value(b), json_string_length(b), special, 0, &e,
+                                        NULL, &err),
+                             0);
+            expect(name, special ? "pair with specials" : "pair without specials", item, &e, w);
+            checked++;
+        }
+    }
+    ck_assert_uint_gt(checked, 150);
+    tok_encoding_free(&e);
+    json_decref(g);
+    tok_free(t);
+}
+END_TEST
+
+/* Offsets in characters of the input, as tokenizers' encode_char_offsets
+ * gives them, worked out by hand. */
+static void expect_offsets(const char *name, const char *text, bool special, size_t n,
+                           const int32_t (*want)[2])
+{
+    tok_tokenizer *t = load(name);
+    tok_encoding e = {0};
+    enc_error err = {0};
+    ck_assert_msg(tok_encode(t, text, strlen(text), NULL, 0, special, 0, &e, NULL, &err) == 0, "%s",
+                  err.message);
+    ck_assert_msg(e.n == n, "%s \"%s\": %zu tokens, expected %zu", name, text, e.n, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg((int32_t)e.start[i] == want[i][0] && (int32_t)e.stop[i] == want[i][1],
+                      "%s \"%s\": token %zu (%s) at [%u, %u), expected [%d, %d)", name, text, i,
+                      tok_token_text(t, e.ids[i]), e.start[i], e.stop[i], want[i][0], want[i][1]);
+    tok_encoding_free(&e);
+    tok_free(t);
+}
+
+START_TEST(test_offsets_wordpiece)
+{
+    /* [CLS] hello , world ! [SEP]: specials at [0, 0) */
+    expect_offsets("bert-uncased", "Hello, world!", true, 6,
+                   (const int32_t[][2]){{0, 0}, {0, 5}, {5, 6}, {7, 12}, {12, 13}, {0, 0}});
+    /* characters, not bytes: "é" is one character (two bytes); the accent is
+     * stripped ("cafe" is not in the vocabulary: c ##a ##f ##e), the offsets
+     * stay on the original */
+    expect_offsets("bert-uncased", "Café world", false, 5,
+                   (const int32_t[][2]){{0, 1}, {1, 2}, {2, 3}, {3, 4}, {5, 10}});
+    /* CJK characters are words of their own; the emoji is [UNK] over its one character */
+    expect_offsets("bert-uncased", "\xe4\xb8\xad \xf0\x9f\x98\x80 x", false, 3,
+                   (const int32_t[][2]){{0, 1}, {2, 3}, {4, 5}});
+}
+END_TEST
+
+START_TEST(test_offsets_byte_level)
+{
+    /* "Ġworld" covers the space, trim_offsets takes it off */
+    expect_offsets("roberta", "Hello world", false, 3,
+                   (const int32_t[][2]){{0, 1}, {1, 5}, {6, 11}});
+    /* <s> ... </s>; <mask> with lstrip takes the space before it, trimmed off again */
+    expect_offsets("roberta", "a <mask>", true, 4,
+                   (const int32_t[][2]){{0, 0}, {0, 1}, {2, 8}, {0, 0}});
+}
+END_TEST
+
+START_TEST(test_offsets_metaspace)
+{
+    /* "▁world" begins with the space it stands for: Metaspace keeps it */
+    tok_tokenizer *t = load("xlmr");
+    tok_encoding e = {0};
+    enc_error err = {0};
+    const char *text = "Hello world";
+    ck_assert_int_eq(tok_encode(t, text, strlen(text), NULL, 0, false, 0, &e, NULL, &err), 0);
+    ck_assert_uint_gt(e.n, 1);
+    ck_assert_str_eq(tok_token_text(t, e.ids[e.n - 1]), "\xe2\x96\x81world");
+    ck_assert_uint_eq(e.start[e.n - 1], 5);
+    ck_assert_uint_eq(e.stop[e.n - 1], 11);
+    tok_encoding_free(&e);
+    tok_free(t);
+}
+END_TEST
+
+/* Every token's span lies in its text and the model's tokens move forward,
+ * on every tokenizer and every text (hostile ones included). */
+START_TEST(test_offsets_bounded)
+{
+    const char *name = NAMES[_i];
+    tok_tokenizer *t = load(name);
+    json_t *texts = load_json(".", "texts.json");
+    tok_encoding e = {0};
+    enc_error err = {0};
+    size_t index;
+    json_t *v;
+    json_array_foreach(json_object_get(texts, "texts"), index, v)
+    {
+        const char *s = json_string_value(v);
+        const size_t len = json_string_length(v);
+        size_t chars = 0;
+        for (size_t i = 0; i < len; i++)
+            chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+        ck_assert_int_eq(tok_encode(t, s, len, NULL, 0, true, 0, &e, NULL, &err), 0);
+        uint32_t last = 0;
+        for (size_t i = 0; i < e.n; i++) {
+            ck_assert_msg(e.start[i] <= e.stop[i] && e.stop[i] <= chars,
+                          "%s \"%.40s\": token %zu at [%u, %u) of %zu characters", name, s, i,
+                          e.start[i], e.stop[i], chars);
+            if (e.seq[i] == 255)
+                continue;
+            ck_assert_msg(e.start[i] >= last, "%s \"%.40s\": token %zu starts at %u, before %u",
+                          name, s, i, e.start[i], last);
+            last = e.start[i];
+        }
+    }
+    tok_encoding_free(&e);
+    json_decref(texts);
+    tok_free(t);
+}
+END_TEST
+
+/* tokenizers' right truncation, longest_first: the longer text gives way
+ * first, the specials stay. */
+START_TEST(test_truncation)
+{
+    tok_tokenizer *t = load("bert-uncased");
+    tok_encoding e = {0};
+    enc_error err = {0};
+    /* words of the vocabulary: one token each */
+    const char *a = "one two three four world the over the lazy dog";
+    const char *b = "hello world the";
+    size_t whole = 0;
+    /* 10 + 3 tokens, 3 specials: at 16 nothing is cut */
+    ck_assert_int_eq(tok_encode(t, a, strlen(a), b, strlen(b), true, 16, &e, &whole, &err), 0);
+    ck_assert_uint_eq(e.n, 16);
+    ck_assert_uint_eq(whole, 16);
+    /* at 11: 8 for the texts; n1 = 3 (b), n2 = max(3, 8 - 3) = 5: a keeps 5 */
+    ck_assert_int_eq(tok_encode(t, a, strlen(a), b, strlen(b), true, 11, &e, &whole, &err), 0);
+    ck_assert_uint_eq(whole, 16);
+    ck_assert_uint_eq(e.n, 11);
+    size_t na = 0, nb = 0;
+    for (size_t i = 0; i < e.n; i++) {
+        na += e.seq[i] == 0;
+        nb += e.seq[i] == 1;
+    }
+    ck_assert_uint_eq(na, 5);
+    ck_assert_uint_eq(nb, 3);
+    ck_assert_str_eq(tok_token_text(t, e.ids[e.n - 1]), "[SEP]");
+    /* at 7: 4 for the texts, both cut: n1 = 2, n2 = 2 */
+    ck_assert_int_eq(tok_encode(t, a, strlen(a), b, strlen(b), true, 7, &e, &whole, &err), 0);
+    ck_assert_uint_eq(e.n, 7);
+    /* one text: the first 3 tokens and the two specials */
+    ck_assert_int_eq(tok_encode(t, a, strlen(a), NULL, 0, true, 5, &e, &whole, &err), 0);
+    ck_assert_uint_eq(e.n, 5);
+    ck_assert_uint_eq(whole, 12);
+    ck_assert_str_eq(tok_token_text(t, e.ids[3]), "three");
+    ck_assert_str_eq(tok_token_text(t, e.ids[4]), "[SEP]");
+    /* no room for the specials */
+    enc_error_clear(&err);
+    ck_assert_int_eq(tok_encode(t, a, strlen(a), NULL, 0, true, 1, &e, &whole, &err), ENC_ELIMIT);
+    tok_encoding_free(&e);
+    tok_free(t);
+}
+END_TEST
+
+START_TEST(test_invalid_utf8)
+{
+    tok_tokenizer *t = load("bert-uncased");
+    tok_encoding e = {0};
+    static const struct {
+        const char *text;
+        long at;
+    } v[] = {
+        {"ab\xff", 2},       {"\xc3", 0},
+        {"a\xc0\xaf", 1},                                                  /* overlong */
+        {"\xed\xa0\x80", 0}, /* a surrogate */ {"ok \xf4\x90\x80\x80", 3}, /* above U+10FFFF */
+        {"\xe2\x82", 0},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        enc_error err = {0};
+        ck_assert_int_eq(tok_utf8_invalid_at(v[i].text, strlen(v[i].text)), v[i].at);
+        ck_assert_int_eq(
+            tok_encode(t, v[i].text, strlen(v[i].text), NULL, 0, true, 0, &e, NULL, &err),
+            ENC_EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "at byte %ld", v[i].at);
+        ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    }
+    ck_assert_int_eq(tok_utf8_invalid_at("h\xc3\xa9 \xf0\x9f\x98\x80", 8), -1);
+    tok_encoding_free(&e);
+    tok_free(t);
+}
+END_TEST
+
+/* A component attnd does not implement is refused at load, named. */
+#define WORDPIECE                                                                                  \
+    "{\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}, \"unk_token\": \"[UNK]\", "              \
+    "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100}"
+START_TEST(test_refusals)
+{
+    static const struct {
+        const char *json, *names;
+    } v[] = {
+        {"{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}", "WordLevel"},
+        {"{\"normalizer\": {\"type\": \"Nope\"}, \"model\": " WORDPIECE "}", "Nope"},
+        {"{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+         "\"Whitespace\"}, "
+         "{\"type\": \"Nope\"}]}, \"model\": " WORDPIECE "}",
+         "pre_tokenizer.pretokenizers[1]"},
+        {"{\"post_processor\": {\"type\": \"Nope\"}, \"model\": " WORDPIECE "}", "post_processor"},
+        {"{\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0}, \"merges\": "
+         "[]}}",
+         "dropout"},
+        {"[1, 2]", "object"},
+        {"{\"model\": ", "line"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        enc_error err = {0};
+        tok_tokenizer *t = tok_load_json(v[i].json, strlen(v[i].json), &err);
+        ck_assert_msg(t == NULL, "case %zu loaded", i);
+        ck_assert_msg(strstr(err.message, v[i].names), "case %zu: \"%s\" does not name %s", i,
+                      err.message, v[i].names);
+    }
+    enc_error err = {0};
+    ck_assert_ptr_null(tok_load(FIXTURES "/no-such/tokenizer.json", &err));
+    ck_assert_int_eq(err.status, ENC_EIO);
+}
+END_TEST
+
+/* The page shows tokens readably: the byte-level and Metaspace marks as the
+ * spaces they stand for. */
+START_TEST(test_display)
+{
+    char buf[64];
+    tok_tokenizer *t = load("roberta");
+    int32_t id = tok_token_id(t, "\xc4\xa0world");
+    ck_assert_int_ge(id, 0);
+    tok_token_display(t, id, buf, sizeof buf);
+    ck_assert_str_eq(buf, " world");
+    tok_free(t);
+    t = load("xlmr");
+    id = tok_token_id(t, "\xe2\x96\x81world");
+    ck_assert_int_ge(id, 0);
+    tok_token_display(t, id, buf, sizeof buf);
+    ck_assert_str_eq(buf, " world");
+    tok_free(t);
+}
+END_TEST
+
+Suite *tokenizer_suite(void)
+{
+    Suite *s = suite_create("tokenizer");
+    TCase *tc = tcase_create("tokenizer");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_reference, 0, N_NAMES);
+    tcase_add_test(tc, test_offsets_wordpiece);
+    tcase_add_test(tc, test_offsets_byte_level);
+    tcase_add_test(tc, test_offsets_metaspace);
+    tcase_add_loop_test(tc, test_offsets_bounded, 0, N_NAMES);
+    tcase_add_test(tc, test_truncation);
+    tcase_add_test(tc, test_invalid_utf8);
+    tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_display);
+    suite_add_tcase(s, tc);
+    return s;
+}
