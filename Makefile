@@ -10,6 +10,8 @@
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
 #                        of README.md run against the daemon, its output checked
 #                        (make test runs it)
+#   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
+#                        the sentence-transformers fixtures (make test runs it)
 #   make k8s-check       deploy/kubernetes/ against the Kubernetes schemas and attnd
 #                        (make test runs it)
 #   make deps            install the Debian packages the build needs (root or sudo)
@@ -194,6 +196,7 @@ test: docs-check
 	@$(MAKE) --no-print-directory test-page
 	@$(MAKE) --no-print-directory openapi-check
 	@$(MAKE) --no-print-directory docs-examples
+	@$(MAKE) --no-print-directory openai-check
 	@$(MAKE) --no-print-directory k8s-check
 
 # The repository stands alone: the contract is docs/contract.md, and no file
@@ -208,13 +211,14 @@ docs-check:
 
 # The node tools the tests use come from npm, at the versions package.json
 # and package-lock.json pin: playwright-core (the page test), @redocly/cli,
-# openapi-typescript, openapi-fetch, typescript, ajv (the OpenAPI check).
+# openapi-typescript, openapi-fetch, typescript, ajv (the OpenAPI check),
+# openai (OpenAI's client: make openai-check, docs/api.md's example).
 # make deps-node installs Debian's chromium, node and npm where missing, then
 # `npm ci` into node_modules/ (never committed; no browser download).
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check docs-examples
+.PHONY: test-page deps-page deps-node openapi-check docs-examples openai-check
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -260,6 +264,17 @@ docs-examples:
 	@$(MAKE) --no-print-directory $(ATTND)
 	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
 	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md README.md
+
+# POST /v1/embeddings through the official `openai` npm client (package.json's
+# pin): embeddings.create on tests/fixtures/hf/bert_text (mean, Normalize) and
+# roberta_text (CLS) with text.json's texts, by default (base64), as floats,
+# with dimensions and as token ids, each embedding against text.safetensors;
+# a wrong model name (404) and too many dimensions (400) as the client raises
+# them (tests/openai/embeddings_check.mjs).
+openai-check:
+	@$(MAKE) --no-print-directory deps-node
+	@$(MAKE) --no-print-directory $(ATTND)
+	timeout 300 node tests/openai/embeddings_check.mjs $(ATTND)
 
 # deploy/kubernetes/ (docs/deploy.md): each kustomization built as
 # `kubectl apply -k` builds it, every object validated against the Kubernetes
@@ -391,7 +406,7 @@ compose-check:
 # that corpus without libFuzzer, tests/check_fuzz.c).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := encode safetensors config v2
+FUZZ_TARGETS := encode safetensors config v2 tokenizer
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 DEB_FUZZ     := clang libclang-rt-14-dev

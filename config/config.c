@@ -38,6 +38,8 @@ typedef enum cfg_type {
     CFG_ROPE,    /* enc_rope_style: neox | gptj */
     CFG_FFN,     /* enc_ffn: mlp | geglu | swiglu */
     CFG_NORM,    /* enc_norm: layernorm | layernorm_nobias */
+    CFG_POOL,    /* enc_pooling: auto | cls | mean | max | last */
+    CFG_AUTOBOOL, /* int: -1 auto, 0 false, 1 true (a boolean, or "auto") */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -165,6 +167,12 @@ typedef enum cfg_type {
     X("model.tokenizer", "--tokenizer", "ATTND_TOKENIZER", CFG_NSTRING, model.tokenizer, "FILE",   \
       NULL, 0, 0, "Hugging Face tokenizer.json for text input; null = model.dir's tokenizer.json "  \
       "when it has one")                                                                           \
+    X("model.pooling", "--pooling", "ATTND_POOLING", CFG_POOL, model.pooling, "MODE", "auto", 0,   \
+      0, "sentence embeddings (/v1/embeddings): cls | mean | max | last; auto = model.dir's "      \
+      "sentence-transformers Pooling module, else mean")                                           \
+    X("model.normalize", "--normalize", "ATTND_NORMALIZE", CFG_AUTOBOOL, model.normalize, "BOOL",  \
+      "auto", 0, 0, "sentence embeddings to unit length; auto = whether model.dir's "              \
+      "sentence-transformers modules end in Normalize, else true")                                 \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
       "0", 0, UINT64_MAX, "seed of the built-in weights when there is no weights file")
 /* clang-format on */
@@ -378,6 +386,14 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
             return enc_error_set(err, ENC_EINVAL,
                                  "%s: %s is not one of layernorm, layernorm_nobias", src, text);
         return ENC_OK;
+    case CFG_POOL:
+        if (enc_pooling_parse(v->s, (enc_pooling *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of auto, cls, mean, max, last",
+                                 src, text);
+        return ENC_OK;
+    case CFG_AUTOBOOL:
+        *(int *)p = v->s ? -1 : v->b;
+        return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')
             return enc_error_set(err, ENC_EINVAL, "%s: %s must not be empty", src, text);
@@ -419,6 +435,12 @@ static int set_from_text(attnd_config *cfg, const cfg_setting *s, const char *te
             return enc_error_set(err, ENC_EINVAL,
                                  "%s: %s is not a boolean (true/false, 1/0, yes/no, on/off)", src,
                                  quoted);
+        return store(cfg, s, &v, src, buf, err);
+    case CFG_AUTOBOOL:
+        if (strcmp(text, "auto") == 0)
+            v.s = text;
+        else if (parse_bool(text, &v.b) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not auto or a boolean", src, quoted);
         return store(cfg, s, &v, src, buf, err);
     default:
         v.s = text;
@@ -470,6 +492,14 @@ static int set_from_json(attnd_config *cfg, const cfg_setting *s, const json_t *
             v.b = json_is_true(j);
         else
             want = "a boolean (true or false)";
+        break;
+    case CFG_AUTOBOOL:
+        if (json_is_boolean(j))
+            v.b = json_is_true(j);
+        else if (json_is_string(j) && strcmp(json_string_value(j), "auto") == 0)
+            v.s = "auto";
+        else
+            want = "true, false or \"auto\"";
         break;
     case CFG_NSTRING:
         if (json_is_string(j) || json_is_null(j))
@@ -726,6 +756,13 @@ static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf,
         break;
     case CFG_NORM:
         snprintf(buf, size, "%s", enc_norm_name(*(const enc_norm *)f));
+        break;
+    case CFG_POOL:
+        snprintf(buf, size, "%s", enc_pooling_name(*(const enc_pooling *)f));
+        break;
+    case CFG_AUTOBOOL:
+        snprintf(buf, size, "%s",
+                 *(const int *)f < 0 ? "auto" : *(const int *)f ? "true" : "false");
         break;
     default:
         snprintf(buf, size, "?");

@@ -21,6 +21,7 @@
 #define ATTND_CONFIG_H
 
 #include "encoder.h"
+#include "pooling.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,6 +61,8 @@ typedef struct attnd_config {
         char *weights;           /* NULL = build from seed */
         char *dir;               /* a Hugging Face directory; NULL = none */
         char *tokenizer;         /* tokenizer.json; NULL = dir's, when it has one */
+        enc_pooling pooling;     /* sentence embeddings; ENC_POOL_AUTO = dir's modules */
+        int normalize;           /* -1 auto (dir's modules, else 1), 0, 1 */
         bool first_attn_norm;    /* true; false = hp.first_norm_identity */
         uint64_t seed;           /* 0 */
     } model;

@@ -65,6 +65,26 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, const enc_m
     return tok;
 }
 
+#define POOLING_HINT                                                                               \
+    "attnd: (set model.pooling and model.normalize to serve the directory without its "           \
+    "sentence-transformers modules)\n"
+
+/* How /v1/embeddings pools: model.pooling and model.normalize, or where
+ * they say auto, model.dir's sentence-transformers modules, else mean and
+ * normalized.  0, or -1 with err set (a module attnd does not run: the
+ * caller adds how to do without them). */
+static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_error *err)
+{
+    enc_st_config st = {0};
+    const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO, norm_auto = cfg->model.normalize < 0;
+    if (cfg->model.dir && (pool_auto || norm_auto) && enc_st_config_read(cfg->model.dir, &st, err) < 0)
+        return -1;
+    t->pooling = !pool_auto ? cfg->model.pooling : st.found ? st.pooling : ENC_POOL_MEAN;
+    t->normalize = !norm_auto ? cfg->model.normalize != 0 : st.found ? st.normalize : true;
+    t->pooling_from = !pool_auto ? "model.pooling" : st.found ? "modules.json" : "default";
+    return 0;
+}
+
 /* compute.spin_us: spinners (spin.h) on as many CPUs as the daemon's
  * threads can keep busy at once, none under a CPU quota; *note says what
  * was done, for the ready line. */
@@ -189,6 +209,8 @@ int main(int argc, char **argv)
     int status = EXIT_FAILURE;
     enc_model *model = NULL;
     tok_tokenizer *tokenizer = NULL;
+    server_text text_in = {0};
+    bool pooling_failed = false;
     pool *workers = NULL;
     server *srv = NULL;
     spinners *spin = NULL;
@@ -219,8 +241,9 @@ int main(int argc, char **argv)
             goto done;
         }
         log_model(&cfg, model);
-        if (!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) {
-            fprintf(stderr, "attnd: %s\n", err.message);
+        if ((!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) ||
+            (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+            fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
             goto done;
         }
         if (pool_check(model, cfg.compute.workers, &err) < 0) {
@@ -248,10 +271,12 @@ int main(int argc, char **argv)
         goto done;
     }
     log_model(&cfg, model);
-    if (!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) {
-        fprintf(stderr, "attnd: %s\n", err.message);
+    if ((!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) ||
+        (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+        fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
         goto done;
     }
+    text_in.tokenizer = tokenizer;
     pool_options popt = {.workers = cfg.compute.workers,
                          .queue_size = cfg.compute.queue_size,
                          .batch_tokens = cfg.compute.batch_tokens,
@@ -262,7 +287,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "attnd: %s\n", err.message);
         goto done;
     }
-    server_set_model(srv, model, tokenizer, workers);
+    server_set_model(srv, model, &text_in, workers);
     enc_platform pf;
     enc_platform_get(&pf);
     if (pf.blas_core_generic)

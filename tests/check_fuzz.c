@@ -31,6 +31,7 @@ static const struct {
      50},
     {"config", fuzz_config, {NULL}, 5},
     {"v2", fuzz_v2, {NULL}, 5},
+    {"tokenizer", fuzz_tokenizer, {NULL}, 30},
 };
 
 #define N_TARGETS ((int)(sizeof targets / sizeof *targets))

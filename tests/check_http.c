@@ -947,9 +947,11 @@ START_TEST(test_openapi_matches_daemon)
             }
             url[n] = '\0';
             /* a seeded model has no tokenizer: /v1/tokenize's 400 is checked below */
-            const bool no_text = strcmp(path, "/v1/tokenize") == 0 && strcmp(upper, "POST") == 0;
+            const bool no_text = (strcmp(path, "/v1/tokenize") == 0 ||
+                                  strcmp(path, "/v1/embeddings") == 0) &&
+                                 strcmp(upper, "POST") == 0;
             if (no_text)
-                body = "{\"text\": \"hello\"}";
+                body = path[4] == 't' ? "{\"text\": \"hello\"}" : "{\"input\": \"hello\"}";
             if (strncmp(path, "/v2/", 4) == 0)
                 body = "{\"inputs\": [{\"name\": \"embeddings\", \"datatype\": \"FP32\", "
                        "\"shape\": [1, 1, 16], \"data\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}]}";

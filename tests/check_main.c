@@ -42,6 +42,7 @@ int main(void)
     srunner_add_suite(sr, embed_suite());
     srunner_add_suite(sr, tokenizer_suite());
     srunner_add_suite(sr, text_suite());
+    srunner_add_suite(sr, pooling_suite());
     srunner_add_suite(sr, csr_suite());
     srunner_add_suite(sr, spin_suite());
     srunner_add_suite(sr, framing_suite());

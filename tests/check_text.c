@@ -10,9 +10,11 @@
 #include "torch_fixture.h"
 
 #include "safetensors.h"
+#include "codec/base64.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +108,9 @@ static void expect_error(const char *path, const char *body, long want_status, c
 {
     long status;
     json_t *j = post(path, body, &status);
-    const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+    const json_t *e = json_object_get(j, "error"); /* /v2: {"error": "..."} */
+    const char *msg =
+        json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
     ck_assert_msg(status == want_status, "%s %s: %ld, expected %ld (%s)", path, body, status,
                   want_status, msg ? msg : "");
     ck_assert_msg(msg && strstr(msg, want), "%s %s: \"%s\" does not say \"%s\"", path, body,
@@ -324,6 +328,318 @@ START_TEST(test_no_tokenizer)
 }
 END_TEST
 
+/* The embedding of row b of data (float list or base64 of float32) into out (n). */
+static void embedding_of(const json_t *data, size_t b, float *out, size_t n)
+{
+    const json_t *e = json_object_get(json_array_get(data, b), "embedding");
+    if (json_is_string(e)) {
+        size_t len = 0;
+        unsigned char *raw = base64_decode(json_string_value(e), json_string_length(e), &len);
+        ck_assert_ptr_nonnull(raw);
+        ck_assert_uint_eq(len, n * sizeof *out);
+        memcpy(out, raw, len);
+        free(raw);
+        return;
+    }
+    ck_assert_uint_eq(json_array_size(e), n);
+    for (size_t k = 0; k < n; k++)
+        out[k] = (float)json_number_value(json_array_get(e, k));
+}
+
+/* The pooled tensor name of text.safetensors, as rows of D floats. */
+static float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, name);
+    ck_assert_ptr_nonnull(t);
+    *B = (int)t->shape[0];
+    *D = (int)t->shape[1];
+    float *v = torch_floats(&f, name, NULL);
+    st_close(&f);
+    return v;
+}
+
+/* /v1/embeddings: sentence-transformers' embeddings of the fixture's texts
+ * (mean pooling, then Normalize, as its modules.json says), as floats, as
+ * base64, from token ids, and cut to fewer dimensions. */
+START_TEST(test_embeddings)
+{
+    json_t *fx = fixture_json();
+    const json_t *texts = json_object_get(fx, "texts");
+    int B, D;
+    float *want = pooled_fixture(TEXT_DIR, "mean_normalized", &B, &D);
+    fixture_ids x = read_ids("input_ids", "attention_mask");
+    long tokens = 0;
+    for (int b = 0; b < B; b++)
+        tokens += (long)x.lengths[b];
+    json_t *rows = json_array();
+    for (int b = 0; b < B; b++)
+        json_array_append_new(rows, ids_row(&x, b));
+    float *got = xcalloc((size_t)D, sizeof *got);
+    for (int form = 0; form < 3; form++) {
+        long status;
+        json_t *body = form == 2 ? json_pack("{s:O, s:s}", "input", rows, "model", "encoder")
+                                 : json_pack("{s:O, s:s}", "input", texts, "encoding_format",
+                                             form ? "base64" : "float");
+        json_t *r = post_json("/v1/embeddings", body, &status);
+        ck_assert_int_eq(status, 200);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "object")), "list");
+        ck_assert_str_eq(json_string_value(json_object_get(r, "model")), "encoder");
+        const json_t *data = json_object_get(r, "data");
+        ck_assert_uint_eq(json_array_size(data), (size_t)B);
+        for (int b = 0; b < B; b++) {
+            const json_t *item = json_array_get(data, (size_t)b);
+            ck_assert_str_eq(json_string_value(json_object_get(item, "object")), "embedding");
+            ck_assert_int_eq(json_integer_value(json_object_get(item, "index")), b);
+            embedding_of(data, (size_t)b, got, (size_t)D);
+            const double d = max_abs_diff(got, want + (size_t)b * D, (size_t)D);
+            ck_assert_msg(d < 1e-4, "form %d, text %d: differs from sentence-transformers' by %g",
+                          form, b, d);
+        }
+        const json_t *usage = json_object_get(r, "usage");
+        ck_assert_int_eq(json_integer_value(json_object_get(usage, "prompt_tokens")), tokens);
+        ck_assert_int_eq(json_integer_value(json_object_get(usage, "total_tokens")), tokens);
+        json_decref(r);
+    }
+    /* dimensions: the first 8, unit length again */
+    long status;
+    json_t *r = post_json("/v1/embeddings",
+                          json_pack("{s:O, s:i}", "input", texts, "dimensions", 8), &status);
+    ck_assert_int_eq(status, 200);
+    for (int b = 0; b < B; b++) {
+        float cut[8];
+        double norm = 0;
+        for (int k = 0; k < 8; k++)
+            norm += (double)want[b * D + k] * want[b * D + k];
+        for (int k = 0; k < 8; k++)
+            cut[k] = (float)(want[b * D + k] / sqrt(norm));
+        embedding_of(json_object_get(r, "data"), (size_t)b, got, 8);
+        ck_assert_msg(max_abs_diff(got, cut, 8) < 1e-4, "dimensions 8, text %d", b);
+    }
+    json_decref(r);
+    /* one string: one embedding */
+    r = post("/v1/embeddings", "{\"input\": \"Hello world!\", \"user\": \"u-1\"}", &status);
+    ck_assert_int_eq(status, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(r, "data")), 1);
+    embedding_of(json_object_get(r, "data"), 0, got, (size_t)D);
+    ck_assert(max_abs_diff(got, want + 3 * (size_t)D, (size_t)D) < 1e-4); /* text.json's 4th */
+    json_decref(r);
+    free(got);
+    json_decref(rows);
+    free(x.ids);
+    free(x.lengths);
+    free(want);
+    json_decref(fx);
+}
+END_TEST
+
+START_TEST(test_embeddings_refusals)
+{
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"model\": \"gpt-4\"}", 404,
+                 "model 'gpt-4' does not exist: this server serves 'encoder'");
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 33}", 400,
+                 "dimensions = 33 is more than the model's 32");
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 0}", 400,
+                 "dimensions must be a positive integer");
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"encoding_format\": \"int8\"}", 400,
+                 "encoding_format must be \"float\" or \"base64\"");
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"inputs\": 1}", 400,
+                 "unknown field 'inputs'");
+    expect_error("/v1/embeddings", "{}", 400, "input is required");
+    expect_error("/v1/embeddings", "{\"input\": []}", 400, "input is an empty list");
+    expect_error("/v1/embeddings", "{\"input\": [1, \"a\"]}", 400, "this list mixes them");
+    expect_error("/v1/embeddings", "{\"input\": [[2, 5000]]}", 400, "input[0][1] = 5000");
+    expect_error("/v1/embeddings", "{\"input\": [[]]}", 400, "input is empty");
+    expect_error("/v1/embeddings", "{\"input\": {\"a\": 1}}", 400, "input must be a string");
+    char body[1024] = "{\"input\": \"";
+    for (int i = 0; i < 100; i++)
+        strcat(body, "hello ");
+    strcat(body, "\"}");
+    expect_error("/v1/embeddings", body, 413, "input has 102 tokens; the model takes at most 64");
+}
+END_TEST
+
+/* A directory whose modules.json pools by CLS without Normalize; and one
+ * without sentence-transformers files, pooled as model.pooling says. */
+START_TEST(test_embeddings_cls)
+{
+    static const char *const dirs[] = {TESTS_DIR "/fixtures/hf/roberta_text",
+                                       TESTS_DIR "/fixtures/hf/bert_text"};
+    static const char *const want_name[] = {"cls_pooled", "cls_pooled"};
+    for (int k = 0; k < 2; k++) {
+        daemon_proc d;
+        const char *const args[] = {"--model-dir", dirs[k], "--pooling", "cls",
+                                    "--normalize", "false", NULL};
+        const char *const own[] = {"--model-dir", dirs[0], NULL}; /* its modules.json decides */
+        ck_assert_int_eq(daemon_start(&d, k == 0 ? own : args, NULL), 0);
+        char path[512];
+        snprintf(path, sizeof path, "%s/text.json", dirs[k]);
+        json_t *fx = json_load_file(path, 0, NULL);
+        json_t *req = json_pack("{s:O}", "input", json_object_get(fx, "texts"));
+        char *body = json_dumps(req, 0);
+        json_decref(req);
+        http_resp r = {0};
+        ck_assert_int_eq(http_post_json(d.port, "/v1/embeddings", body, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        json_t *j = json_loads(r.body, 0, NULL);
+        int B, D;
+        float *want = pooled_fixture(dirs[k], want_name[k], &B, &D);
+        float *got = xcalloc((size_t)D, sizeof *got);
+        for (int b = 0; b < B; b++) {
+            embedding_of(json_object_get(j, "data"), (size_t)b, got, (size_t)D);
+            const double diff = max_abs_diff(got, want + (size_t)b * D, (size_t)D);
+            ck_assert_msg(diff < 1e-4, "%s text %d: differs by %g", dirs[k], b, diff);
+        }
+        free(got);
+        free(want);
+        json_decref(j);
+        http_resp_free(&r);
+        free(body);
+        json_decref(fx);
+        daemon_stop(&d);
+    }
+}
+END_TEST
+
+/* /v2 infer with the BYTES input "text": JSON strings and binary ones (a
+ * 4-byte length before each), PyTorch's last_hidden_state of the
+ * reference's ids; the metadata lists it; what does not go with it. */
+START_TEST(test_v2_text)
+{
+    json_t *fx = fixture_json();
+    const json_t *texts = json_object_get(fx, "texts");
+    fixture_ids x = read_ids("input_ids", "attention_mask");
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, "last_hidden_state");
+    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
+    float *want = torch_floats(&f, "last_hidden_state", NULL);
+    st_close(&f);
+    for (int binary = 0; binary < 2; binary++) {
+        http_resp r = {0};
+        if (!binary) {
+            json_t *body = json_pack("{s:[{s:s, s:s, s:[i], s:O}], s:[{s:s}]}", "inputs", "name",
+                                     "text", "datatype", "BYTES", "shape", B, "data", texts,
+                                     "outputs", "name", "outputs");
+            char *text = json_dumps(body, 0);
+            json_decref(body);
+            ck_assert_int_eq(http_post_json(text_daemon.port, "/v2/models/encoder/infer", text, &r),
+                             0);
+            free(text);
+        } else {
+            size_t n = 0;
+            for (int b = 0; b < B; b++)
+                n += 4 + json_string_length(json_array_get(texts, (size_t)b));
+            char hdr[256];
+            const int hl =
+                snprintf(hdr, sizeof hdr,
+                         "{\"inputs\": [{\"name\": \"text\", \"datatype\": \"BYTES\", "
+                         "\"shape\": [%d, 1], \"parameters\": {\"binary_data_size\": %zu}}]}",
+                         B, n);
+            char *body = xcalloc((size_t)hl + n, 1);
+            memcpy(body, hdr, (size_t)hl);
+            size_t at = (size_t)hl;
+            for (int b = 0; b < B; b++) {
+                const json_t *s = json_array_get(texts, (size_t)b);
+                const uint32_t len = (uint32_t)json_string_length(s);
+                const unsigned char le[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                                             (unsigned char)(len >> 16),
+                                             (unsigned char)(len >> 24)};
+                memcpy(body + at, le, 4);
+                memcpy(body + at + 4, json_string_value(s), len);
+                at += 4 + len;
+            }
+            char hlen[64];
+            snprintf(hlen, sizeof hlen, "Inference-Header-Content-Length: %d", hl);
+            const char *const headers[] = {"Content-Type: application/octet-stream", hlen, NULL};
+            ck_assert_int_eq(http_do(text_daemon.port, "POST", "/v2/models/encoder/infer", body, at,
+                                     headers, &r),
+                             0);
+            free(body);
+        }
+        ck_assert_msg(r.status == 200, "%s", r.body);
+        json_t *j = json_loads(r.body, 0, NULL);
+        const json_t *out = json_array_get(json_object_get(j, "outputs"), 0);
+        const json_t *shape = json_object_get(out, "shape");
+        ck_assert_int_eq(json_integer_value(json_array_get(shape, 0)), B);
+        ck_assert_int_eq(json_integer_value(json_array_get(shape, 1)), L); /* the longest, 33 */
+        const json_t *data = json_object_get(out, "data");
+        double worst = 0;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < (int)x.lengths[b]; i++)
+                for (int k = 0; k < D; k++) {
+                    const size_t at = ((size_t)b * L + i) * D + k;
+                    worst =
+                        fmax(worst, fabs(json_number_value(json_array_get(data, at)) - want[at]));
+                }
+        ck_assert_msg(worst < 1e-4, "v2 text (%s) differs from PyTorch's by %g",
+                      binary ? "binary" : "JSON", worst);
+        json_decref(j);
+        http_resp_free(&r);
+    }
+    http_resp m = {0};
+    ck_assert_int_eq(http_do(text_daemon.port, "GET", "/v2/models/encoder", NULL, 0, NULL, &m), 0);
+    ck_assert_msg(strstr(m.body, "{\"name\":\"text\",\"datatype\":\"BYTES\",\"shape\":[-1]}"), "%s",
+                  m.body);
+    http_resp_free(&m);
+    expect_error("/v2/models/encoder/infer",
+                 "{\"inputs\": [{\"name\": \"text\", \"datatype\": \"BYTES\", \"shape\": [1], "
+                 "\"data\": [\"a\"]}, {\"name\": \"input_ids\", \"datatype\": \"INT64\", "
+                 "\"shape\": [1, 1], \"data\": [2]}]}",
+                 400, "inputs[0] (text): input_ids is not used with text");
+    expect_error("/v2/models/encoder/infer",
+                 "{\"inputs\": [{\"name\": \"text\", \"datatype\": \"INT32\", \"shape\": [1], "
+                 "\"data\": [1]}]}",
+                 400, "the model takes BYTES");
+    expect_error("/v2/models/encoder/infer",
+                 "{\"inputs\": [{\"name\": \"text\", \"datatype\": \"BYTES\", \"shape\": [2], "
+                 "\"data\": [\"a\", 5]}]}",
+                 400, "data[1] is a number, not a string");
+    expect_error("/v2/models/encoder/infer",
+                 "{\"inputs\": [{\"name\": \"text\", \"datatype\": \"BYTES\", \"shape\": [1, 2], "
+                 "\"data\": [\"a\", \"b\"]}]}",
+                 400, "expected [B] or [B, 1]");
+    free(want);
+    free(x.ids);
+    free(x.lengths);
+    json_decref(fx);
+}
+END_TEST
+
+/* A directory whose sentence-transformers modules attnd does not run is
+ * refused at start-up, naming the module and what to set; set, it serves. */
+START_TEST(test_embeddings_dense_refused)
+{
+    scratch sc;
+    static const char *const links[] = {"model.safetensors", "tokenizer.json", "1_Pooling", NULL};
+    scratch_make(&sc, TEXT_DIR, NULL, NULL, links);
+    scratch_write(&sc, "modules.json",
+                  "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+                  "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", "
+                  "\"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}, "
+                  "{\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "
+                  "\"sentence_transformers.models.Dense\"}]");
+    char *out = NULL;
+    const char *const refused_args[] = {"--model-dir", sc.dir, "--check-config", NULL};
+    ck_assert_int_eq(run_attnd(refused_args, NULL, &out), 1);
+    ck_assert_msg(strstr(out, "module 2 (sentence_transformers.models.Dense) is not supported"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "set model.pooling and model.normalize"), "%s", out);
+    free(out);
+    const char *const set_args[] = {"--model-dir", sc.dir, "--pooling",      "mean",
+                                    "--normalize", "true", "--check-config", NULL};
+    ck_assert_int_eq(run_attnd(set_args, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "configuration OK"), "%s", out);
+    free(out);
+    scratch_free(&sc);
+}
+END_TEST
+
 Suite *text_suite(void)
 {
     Suite *s = suite_create("text");
@@ -335,6 +651,11 @@ Suite *text_suite(void)
     tcase_add_test(tc, test_encode_one_text);
     tcase_add_test(tc, test_text_refusals);
     tcase_add_test(tc, test_no_tokenizer);
+    tcase_add_test(tc, test_embeddings);
+    tcase_add_test(tc, test_embeddings_refusals);
+    tcase_add_test(tc, test_embeddings_cls);
+    tcase_add_test(tc, test_v2_text);
+    tcase_add_test(tc, test_embeddings_dense_refused);
     suite_add_tcase(s, tc);
     return s;
 }

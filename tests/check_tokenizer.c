@@ -4,13 +4,15 @@
  * tokenizer and text (tests/fixtures/tokenizers/<name>/reference.json, made
  * by tests/tokenizer/reference.mjs over tools/make_tokenizer_fixtures.py's
  * tokenizer.json files), offsets worked out by hand, truncation's
- * arithmetic, and the refusals. */
+ * arithmetic, and the refusals; hostile sizes (a 1 MiB word), an encoding
+ * reused over 100,000 texts, and threads sharing one tokenizer. */
 #include "tokenizer/tokenizer.h"
 
 #include "suites.h"
 #include "test_util.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +383,363 @@ START_TEST(test_display)
 }
 END_TEST
 
+/* ---- hostile sizes, reuse, threads ------------------------------------------- */
+
+/* ck_assert_msg without Check's mark point on success (each one a write to
+ * Check's log file: a million of them dominate a test's time). */
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+static size_t code_points(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* The texts' tokens (seq 0, in order) cover [0, chars) without a gap: the
+ * first starts at 0, each starts no later than the ones before reach and
+ * no earlier than the one before it, the last reach is the text's end;
+ * every span within the text, every id in the vocabulary, and the
+ * post-processor's tokens at [0, 0). */
+static void expect_cover(const char *name, const char *what, const tok_tokenizer *t,
+                         const tok_encoding *e, size_t chars)
+{
+    uint32_t reach = 0, last = 0;
+    size_t model = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        EXPECT(e->ids[i] >= 0 && (size_t)e->ids[i] < tok_vocab_size(t),
+               "%s, %s: token %zu has id %d", name, what, i, e->ids[i]);
+        EXPECT(e->start[i] <= e->stop[i] && e->stop[i] <= chars,
+               "%s, %s: token %zu at [%u, %u) of %zu characters", name, what, i, e->start[i],
+               e->stop[i], chars);
+        if (e->special[i]) {
+            EXPECT(e->start[i] == 0 && e->stop[i] == 0, "%s, %s: special %zu at [%u, %u)", name,
+                   what, i, e->start[i], e->stop[i]);
+            continue;
+        }
+        EXPECT(e->start[i] >= last && e->start[i] <= reach,
+               "%s, %s: token %zu at [%u, %u) after one at %u, covered up to %u", name, what, i,
+               e->start[i], e->stop[i], last, reach);
+        last = e->start[i];
+        if (e->stop[i] > reach)
+            reach = e->stop[i];
+        model++;
+    }
+    EXPECT(model > 0 && reach == chars, "%s, %s: %zu tokens cover [0, %u) of %zu characters", name,
+           what, model, reach, chars);
+}
+
+enum { MIB = 1 << 20 };
+
+/* A 1 MiB word: 'a' x 2^20; the CJK character U+4E2D run to 1 MiB of bytes
+ * (349,525 characters); 2^20 letters a-z in a fixed pseudo-random order.
+ * Each through WordPiece, byte-level BPE, Unigram and BPE with byte
+ * fallback (the suite's timeout bounds the time; nothing is timed). */
+static char *huge_text(int kind, size_t *len)
+{
+    char *s = malloc(MIB + 1);
+    ck_assert_ptr_nonnull(s);
+    if (kind == 0) {
+        memset(s, 'a', MIB);
+        *len = MIB;
+    } else if (kind == 1) {
+        size_t n = 0;
+        while (n + 3 <= MIB) {
+            memcpy(s + n, "\xe4\xb8\xad", 3);
+            n += 3;
+        }
+        *len = n;
+    } else {
+        uint32_t x = 12345;
+        for (size_t i = 0; i < MIB; i++) {
+            x = x * 1103515245u + 12345u;
+            s[i] = (char)('a' + (x >> 16) % 26);
+        }
+        *len = MIB;
+    }
+    s[*len] = '\0';
+    return s;
+}
+
+static const char *const HUGE_NAMES[] = {"bert-uncased", "roberta", "xlmr", "llama-bpe"};
+static const char *const HUGE_KINDS[] = {"'a' x 2^20", "U+4E2D to 1 MiB", "2^20 letters a-z"};
+
+START_TEST(test_huge_word)
+{
+    const char *name = HUGE_NAMES[_i / 3];
+    const int kind = _i % 3;
+    tok_tokenizer *t = load(name);
+    size_t len;
+    char *s = huge_text(kind, &len);
+    const size_t chars = code_points(s, len);
+    tok_encoding e = {0};
+    enc_error err = {0};
+    size_t whole = 0;
+    EXPECT(tok_encode(t, s, len, NULL, 0, true, 0, &e, &whole, &err) == 0, "%s, %s: %s", name,
+           HUGE_KINDS[kind], err.message);
+    ck_assert_uint_eq(whole, e.n);
+    expect_cover(name, HUGE_KINDS[kind], t, &e, chars);
+    if (strcmp(name, "bert-uncased") == 0) {
+        const int32_t unk = tok_token_id(t, "[UNK]");
+        if (kind == 1) {
+            /* a CJK character is a word of its own: one token each, [i, i + 1) */
+            ck_assert_uint_eq(e.n, chars + 2);
+            for (size_t i = 1; i + 1 < e.n; i++)
+                EXPECT(e.ids[i] == e.ids[1] && e.start[i] == i - 1 && e.stop[i] == i,
+                       "token %zu: %d at [%u, %u)", i, e.ids[i], e.start[i], e.stop[i]);
+        } else {
+            /* one word over max_input_chars_per_word: [CLS] [UNK] [SEP], the
+             * [UNK] spanning the whole text */
+            ck_assert_uint_eq(e.n, 3);
+            ck_assert_int_eq(e.ids[1], unk);
+            ck_assert_uint_eq(e.start[1], 0);
+            ck_assert_uint_eq(e.stop[1], chars);
+        }
+    }
+    /* truncated to 8: the first 8 - specials of the same tokens */
+    tok_encoding c = {0};
+    ck_assert_int_eq(tok_encode(t, s, len, NULL, 0, true, 8, &c, &whole, &err), 0);
+    ck_assert_uint_eq(whole, e.n);
+    ck_assert_uint_eq(c.n, e.n < 8 ? e.n : 8);
+    const size_t added = tok_added_special(t, false);
+    for (size_t i = 0, j = 0; i < c.n; i++) {
+        if (c.special[i])
+            continue;
+        while (e.special[j])
+            j++;
+        EXPECT(c.ids[i] == e.ids[j] && c.start[i] == e.start[j] && c.stop[i] == e.stop[j],
+               "%s: truncated token %zu differs", name, i);
+        j++;
+    }
+    size_t specials = 0;
+    for (size_t i = 0; i < c.n; i++)
+        specials += c.special[i];
+    ck_assert_uint_eq(specials, added);
+    tok_encoding_free(&c);
+    tok_encoding_free(&e);
+    free(s);
+    tok_free(t);
+}
+END_TEST
+
+/* One result, copied. */
+typedef struct {
+    bool done;
+    int rc;
+    size_t n;
+    int32_t *ids;
+    uint32_t *start, *stop;
+    uint8_t *special, *seq;
+} saved;
+
+static void save(saved *v, int rc, const tok_encoding *e)
+{
+    v->done = true;
+    v->rc = rc;
+    v->n = rc == 0 ? e->n : 0;
+    const size_t n = v->n ? v->n : 1;
+    v->ids = malloc(n * sizeof *v->ids);
+    v->start = malloc(n * sizeof *v->start);
+    v->stop = malloc(n * sizeof *v->stop);
+    v->special = malloc(n);
+    v->seq = malloc(n);
+    ck_assert(v->ids && v->start && v->stop && v->special && v->seq);
+    if (v->n) {
+        memcpy(v->ids, e->ids, v->n * sizeof *v->ids);
+        memcpy(v->start, e->start, v->n * sizeof *v->start);
+        memcpy(v->stop, e->stop, v->n * sizeof *v->stop);
+        memcpy(v->special, e->special, v->n);
+        memcpy(v->seq, e->seq, v->n);
+    }
+}
+
+static void saved_free(saved *v)
+{
+    free(v->ids);
+    free(v->start);
+    free(v->stop);
+    free(v->special);
+    free(v->seq);
+}
+
+/* e (from rc) equals v: the first difference, or NULL. */
+static const char *same(const saved *v, int rc, const tok_encoding *e)
+{
+    if (rc != v->rc)
+        return "status";
+    if (rc != 0)
+        return NULL;
+    if (e->n != v->n)
+        return "the number of tokens";
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->ids[i] != v->ids[i])
+            return "ids";
+        if (e->start[i] != v->start[i] || e->stop[i] != v->stop[i])
+            return "offsets";
+        if (e->special[i] != v->special[i] || e->seq[i] != v->seq[i])
+            return "specials or sequence ids";
+    }
+    return NULL;
+}
+
+/* Tiny texts (and one longer, so the reused arrays shrink in use), an
+ * invalid one among them. */
+static const char *const TINY[] = {
+    "a",
+    "\xc3\xa9",         /* é */
+    "\xf0\x9f\x98\x80", /* 😀 */
+    "",
+    " ",
+    "ab",
+    "\xe4\xb8\xad", /* 中 */
+    "e\xcc\x81",    /* e + combining acute */
+    "\xcc\x81",     /* a lone combining mark */
+    "\xe2\x80\x8d", /* ZWJ */
+    "[CLS]",
+    "<s>",
+    "a b",
+    "x\xf0\x9f\x98\x80y",
+    "Hello, world! The quick brown fox jumps over the lazy dog; \xe4\xb8\xad\xe6\x96\x87 "
+    "caf\xc3\xa9 \xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9 antidisestablishmentarianism",
+    "bad \xc3", /* invalid: ENC_EINVAL every time */
+};
+enum { N_TINY = sizeof TINY / sizeof TINY[0], N_REUSE = 100000 };
+
+/* 100,000 encodings one after another into one tok_encoding (its arrays
+ * reused, grown and left larger than needed), over the four kinds of model,
+ * with and without specials, single and paired: each result equals the
+ * first encoding of the same input into a fresh tok_encoding.  Under
+ * valgrind and ASan this is the leak and reuse test. */
+START_TEST(test_reuse_many)
+{
+    tok_tokenizer *t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = load(HUGE_NAMES[k]);
+    static saved first[4][N_TINY][2][2];
+    memset(first, 0, sizeof first);
+    tok_encoding e = {0};
+    for (long i = 0; i < N_REUSE; i++) {
+        const int k = (int)(i % 4), x = (int)(i / 4 % N_TINY), special = (int)(i / 7 % 2),
+                  pair = (int)(i % 3 == 2);
+        const char *a = TINY[x], *b = pair ? TINY[(x + 1) % N_TINY] : NULL;
+        enc_error err = {0};
+        saved *v = &first[k][x][special][pair];
+        if (!v->done) {
+            tok_encoding fresh = {0};
+            enc_error ferr = {0};
+            int rc = tok_encode(t[k], a, strlen(a), b, b ? strlen(b) : 0, special, 0, &fresh, NULL,
+                                &ferr);
+            EXPECT(rc == 0 || rc == ENC_EINVAL, "%s \"%s\": %s", HUGE_NAMES[k], a, ferr.message);
+            save(v, rc, &fresh);
+            tok_encoding_free(&fresh);
+        }
+        int rc = tok_encode(t[k], a, strlen(a), b, b ? strlen(b) : 0, special, 0, &e, NULL, &err);
+        const char *d = same(v, rc, &e);
+        EXPECT(d == NULL, "%s, encoding %ld \"%s\"%s%s: %s differ from the first encoding",
+               HUGE_NAMES[k], i, a, b ? " + " : "", b ? b : "", d);
+        EXPECT(rc == 0 || strstr(err.message, "byte"), "%s", err.message);
+    }
+    for (int k = 0; k < 4; k++) {
+        for (int x = 0; x < N_TINY; x++)
+            for (int s = 0; s < 2; s++)
+                for (int p = 0; p < 2; p++) {
+                    ck_assert(first[k][x][s][p].done);
+                    saved_free(&first[k][x][s][p]);
+                }
+        tok_free(t[k]);
+    }
+    tok_encoding_free(&e);
+}
+END_TEST
+
+/* Threads sharing one tokenizer: each encodes its own share of texts.json's
+ * texts and pairs, round after round, and every result must equal the one
+ * the main thread got alone. */
+enum { N_THREADS = 4, ROUNDS = 20 };
+
+typedef struct {
+    const tok_tokenizer *t;
+    json_t *texts, *pairs;
+    saved *alone; /* texts then pairs, with specials */
+    int which;
+    const char *failed;
+    size_t failed_at;
+} share;
+
+static int encode_item(const tok_tokenizer *t, json_t *texts, json_t *pairs, size_t i,
+                       tok_encoding *e)
+{
+    enc_error err = {0};
+    const size_t nt = json_array_size(texts);
+    if (i < nt) {
+        const json_t *v = json_array_get(texts, i);
+        return tok_encode(t, json_string_value(v), json_string_length(v), NULL, 0, true, 0, e, NULL,
+                          &err);
+    }
+    const json_t *p = json_array_get(pairs, i - nt), *a = json_object_get(p, "text"),
+                 *b = json_object_get(p, "text_pair");
+    return tok_encode(t, json_string_value(a), json_string_length(a), json_string_value(b),
+                      json_string_length(b), true, 0, e, NULL, &err);
+}
+
+static void *share_run(void *arg)
+{
+    share *s = arg;
+    tok_encoding e = {0};
+    const size_t n = json_array_size(s->texts) + json_array_size(s->pairs);
+    for (int r = 0; r < ROUNDS && !s->failed; r++)
+        for (size_t i = (size_t)s->which; i < n && !s->failed; i += N_THREADS) {
+            int rc = encode_item(s->t, s->texts, s->pairs, i, &e);
+            const char *d = same(&s->alone[i], rc, &e);
+            if (d) {
+                s->failed = d;
+                s->failed_at = i;
+            }
+        }
+    tok_encoding_free(&e);
+    return NULL;
+}
+
+START_TEST(test_threads_share)
+{
+    const char *name = NAMES[_i];
+    tok_tokenizer *t = load(name);
+    json_t *g = load_json(".", "texts.json");
+    json_t *texts = json_object_get(g, "texts"), *pairs = json_object_get(g, "pairs");
+    const size_t n = json_array_size(texts) + json_array_size(pairs);
+    saved *alone = calloc(n, sizeof *alone);
+    ck_assert_ptr_nonnull(alone);
+    tok_encoding e = {0};
+    for (size_t i = 0; i < n; i++) {
+        int rc = encode_item(t, texts, pairs, i, &e);
+        EXPECT(rc == 0, "%s: item %zu refused", name, i);
+        save(&alone[i], rc, &e);
+    }
+    share s[N_THREADS];
+    pthread_t th[N_THREADS];
+    for (int k = 0; k < N_THREADS; k++) {
+        s[k] = (share){.t = t, .texts = texts, .pairs = pairs, .alone = alone, .which = k};
+        ck_assert_int_eq(pthread_create(&th[k], NULL, share_run, &s[k]), 0);
+    }
+    for (int k = 0; k < N_THREADS; k++)
+        ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+    for (int k = 0; k < N_THREADS; k++)
+        EXPECT(!s[k].failed, "%s: thread %d, item %zu: %s differ from one thread's", name, k,
+               s[k].failed_at, s[k].failed);
+    for (size_t i = 0; i < n; i++)
+        saved_free(&alone[i]);
+    free(alone);
+    tok_encoding_free(&e);
+    json_decref(g);
+    tok_free(t);
+}
+END_TEST
+
 Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -396,5 +755,12 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_display);
     suite_add_tcase(s, tc);
+    /* sizes and threads: their own case, with room under valgrind */
+    TCase *hostile = tcase_create("hostile");
+    tcase_set_timeout(hostile, 300);
+    tcase_add_loop_test(hostile, test_huge_word, 0, 3 * 4);
+    tcase_add_test(hostile, test_reuse_many);
+    tcase_add_loop_test(hostile, test_threads_share, 0, N_NAMES);
+    suite_add_tcase(s, hostile);
     return s;
 }

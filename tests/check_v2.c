@@ -535,7 +535,7 @@ START_TEST(test_model_metadata_inputs)
         const char *const *names;
     } cases[] = {{NULL, plain}, {&FAKE_BERT, bert}, {&no_types, distil}};
     for (size_t c = 0; c < 3; c++) {
-        char *text = v2_model_metadata("encoder", &hp, cases[c].e);
+        char *text = v2_model_metadata("encoder", &hp, cases[c].e, false);
         ck_assert_ptr_nonnull(text);
         json_error_t je;
         json_t *j = json_loads(text, 0, &je);

@@ -29,6 +29,7 @@ Suite *modernbert_suite(void);
 Suite *embed_suite(void);
 Suite *tokenizer_suite(void);
 Suite *text_suite(void);
+Suite *pooling_suite(void);
 Suite *spin_suite(void);
 Suite *jsontext_suite(void);
 Suite *framing_suite(void);

@@ -290,8 +290,8 @@ static int decompose(const tok_str *s, bool compat, pairs *out)
         for (utf8proc_ssize_t j = 0; j < k; j++) {
             uint32_t d = (uint32_t)buf[j];
             uint8_t ccc = ccc_of(d);
-            if (ccc == 0) {
-                if (sort_by_ccc(out->v + pending, out->n - pending) < 0)
+            if (ccc == 0) { /* a starter: the marks before it are in order */
+                if (out->n - pending > 1 && sort_by_ccc(out->v + pending, out->n - pending) < 0)
                     return ENC_ENOMEM;
                 pending = out->n;
             }
@@ -300,7 +300,8 @@ static int decompose(const tok_str *s, bool compat, pairs *out)
             out->v[out->n - 1].ccc = ccc;
         }
     }
-    return sort_by_ccc(out->v + pending, out->n - pending);
+    /* (out->v is NULL while nothing is out: no pointer arithmetic on it) */
+    return out->n - pending > 1 ? sort_by_ccc(out->v + pending, out->n - pending) : 0;
 }
 
 /* The primary composite of a and b, or 0 (utf8proc's composition tables,

@@ -17,6 +17,7 @@
 #include "codec/stream.h"
 #include "protocol/api.h"
 #include "protocol/v1.h"
+#include "protocol/openai.h"
 #include "protocol/v2.h"
 #include "runtime/bufpool.h"
 #include "runtime/metrics.h"
@@ -40,6 +41,7 @@ struct server {
     metrics *mx;
     const enc_model *model; /* NULL until ready */
     const tok_tokenizer *tokenizer; /* text input's; NULL: none */
+    openai_pooling pooling;         /* /v1/embeddings' */
     pool *pool;
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */
     bufpool *buffers; /* uploads, inputs and results, kept across requests */
@@ -117,6 +119,7 @@ struct request {
     bool v2;          /* a /v2 path: errors are {"error": "..."} */
     v2_path v2path;   /* the model and version a /v2/models/... path names */
     v2_request v2req; /* POST /v2/models/{name}/infer */
+    openai_request oai; /* POST /v1/embeddings (its forward is in enc) */
     pool_job job;
     stream *out;     /* a streamed response body (codec/stream.h), or NULL */
     atomic_int refs; /* libmicrohttpd's request, and a streamed body */

@@ -224,8 +224,9 @@ static json_t *embedding_json(const enc_model *m)
                      position, "dtype", e->dtype ? e->dtype : "F32", "tensors", tensors);
 }
 
-void server_set_model(server *s, const enc_model *m, const tok_tokenizer *tok, pool *p)
+void server_set_model(server *s, const enc_model *m, const server_text *t, pool *p)
 {
+    const tok_tokenizer *tok = t ? t->tokenizer : NULL;
     const enc_hparams *hp = enc_model_hparams(m);
     const attnd_config *cfg = s->cfg;
     const char *sha = enc_model_sha256(m);
@@ -301,11 +302,19 @@ void server_set_model(server *s, const enc_model *m, const tok_tokenizer *tok, p
                                             "specials_per_pair",
                                             (json_int_t)tok_added_special(tok, true))
                                 : json_null());
+    if (info) /* /v1/embeddings' pooling */
+        json_object_set_new(info, "pooling",
+                            json_pack("{s:s, s:b, s:s}", "mode",
+                                      enc_pooling_name(t ? t->pooling : ENC_POOL_MEAN),
+                                      "normalize", t ? t->normalize : true, "from",
+                                      t && t->pooling_from ? t->pooling_from : "default"));
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);
     s->model = m;
     s->tokenizer = tok;
+    s->pooling = (openai_pooling){.mode = t ? t->pooling : ENC_POOL_MEAN,
+                                  .normalize = t ? t->normalize : true};
     s->pool = p;
     atomic_store(&s->ready, 1);
 }

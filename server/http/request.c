@@ -330,6 +330,7 @@ void http_request_unref(request *r)
     stream_free(r->out);
     encode_request_free(&r->enc);
     v2_request_free(&r->v2req);
+    memset(&r->oai, 0, sizeof r->oai);
     bufpool_give(r->srv->buffers, r->body);
     free(r);
 }

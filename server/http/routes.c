@@ -331,6 +331,26 @@ done:
     return http_respond_json(r, 200, out, NULL);
 }
 
+/* POST /v1/embeddings' codec (openai.h): token ids and no attention weights
+ * into the neutral request. */
+static encode_request *parse_openai(request *r, const enc_hparams *hp, const api_limits *limits,
+                                    api_error *err)
+{
+    if (openai_parse(&r->enc, &r->oai, r->body, r->len, r->srv->cfg->model.name, hp, limits, err) <
+        0)
+        return NULL;
+    return &r->enc;
+}
+
+/* The forward has run: the pooled embeddings in OpenAI's shape. */
+static int render_openai(request *r, stream *out, size_t *header_len)
+{
+    const server *s = r->srv;
+    *header_len = 0;
+    return openai_render(&r->enc, &r->oai, s->cfg->model.name,
+                         enc_model_hparams(s->model)->d_model, &s->pooling, out);
+}
+
 /* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
 
 /* The health routes answer 200 with an empty body (the protocol: the status
@@ -387,7 +407,7 @@ static enum MHD_Result serve_v2_model(request *r)
     if (!atomic_load(&s->ready))
         return v2_not_ready(r);
     return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model),
-                                             enc_model_embedding(s->model)));
+                                             enc_model_embedding(s->model), s->tokenizer != NULL));
 }
 
 /* POST /v2/models/{name}[/versions/{v}]/infer's codec. */
@@ -434,6 +454,13 @@ static const route routes[] = {
      .parse = parse_v1,
      .render = render_v1},
     {POST_ROUTE("/v1/tokenize", serve_tokenize)},
+    {.path = "/v1/embeddings",
+     .allow = ALLOW_POST,
+     .post = true,
+     .media = MEDIA_JSON,
+     .serve = serve_forward,
+     .parse = parse_openai,
+     .render = render_openai},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},

@@ -6,7 +6,7 @@
  *     server *s = server_new(&cfg, spin, &err);  // spin: spin.h, or NULL
  *     server_start(s, &err);                 // listening; /health says 503
  *     ... load the model, start the pool ...
- *     server_set_model(s, model, tok, pool); // /health says 200
+ *     server_set_model(s, model, &text, pool); // /health says 200
  *     ... wait for SIGTERM ...
  *     server_shutdown(s);                    // 503, stop accepting, finish in-flight
  *     server_free(s);
@@ -18,6 +18,7 @@
 #include "encoder.h"
 #include "runtime/pool.h"
 #include "runtime/spin.h"
+#include "pooling.h"
 #include "tokenizer/tokenizer.h"
 
 /* attnd's version, from the Makefile's VERSION (its one place). */
@@ -44,9 +45,18 @@ int server_port(const server *s);
  * /metrics and kicks the spinners. */
 void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s);
 
-/* Serves m (borrowed) through p (borrowed) from now on, with tok (borrowed;
- * NULL: no text input) for text: ready. */
-void server_set_model(server *s, const enc_model *m, const struct tok_tokenizer *tok, pool *p);
+/* What the served model does with text: its tokenizer (borrowed; NULL: no
+ * text input) and how /v1/embeddings pools its outputs. */
+typedef struct server_text {
+    const tok_tokenizer *tokenizer;
+    enc_pooling pooling;  /* not ENC_POOL_AUTO: start-up decided */
+    bool normalize;
+    const char *pooling_from; /* what decided: "model.pooling", "1_Pooling/config.json", ... */
+} server_text;
+
+/* Serves m (borrowed) through p (borrowed) from now on, text as t says:
+ * ready. */
+void server_set_model(server *s, const enc_model *m, const server_text *t, pool *p);
 
 /* The drain after SIGTERM, for a load balancer to take this replica out:
  * readiness goes down (/health, /v2/health/ready, /v2/models/{name}/ready

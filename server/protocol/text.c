@@ -77,10 +77,10 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, boo
     if (e->n == 0)
         return BAD("%s has no tokens: the tokenizer makes none of it and adds no special tokens",
                    at);
-    if (e->n > max)
-        return TOO_LARGE("%s has %zu tokens; the model takes at most %zu (\"truncate\": true cuts "
-                         "it to that)",
-                         at, whole, max);
+    if (e->n > max) /* /v1/encode's and /v1/tokenize's "text" can be cut; OpenAI's input not */
+        return TOO_LARGE("%s has %zu tokens; the model takes at most %zu%s", at, whole, max,
+                         strncmp(at, "text", 4) == 0 ? " (\"truncate\": true cuts it to that)"
+                                                     : "");
     return 0;
 }
 

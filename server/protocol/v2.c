@@ -38,6 +38,8 @@
  */
 #include "protocol/v2.h"
 
+#include "protocol/text.h"
+
 #include "protocol/options.h"
 #include "codec/extract.h"
 #include "codec/jsonnum.h"
@@ -185,7 +187,7 @@ char *v2_server_metadata(const char *version)
 }
 
 char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
-                        const enc_embedding_info *emb)
+                        const enc_embedding_info *emb, bool text)
 {
     json_t *meta =
         json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[i,i,i]}, {s:s, s:s, s:[i]}], "
@@ -211,6 +213,9 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
             json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "token_type_ids",
                                                     "datatype", "INT64", "shape", -1, -1));
     }
+    if (inputs && text) /* the Open Inference Protocol's string tensor, tokenized here */
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i]}", "name", "text", "datatype",
+                                                "BYTES", "shape", -1));
     if (inputs) /* any model: transformers' padding mask, as lengths and key padding */
         json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i,i]}", "name", "attention_mask",
                                                 "datatype", "INT64", "shape", -1, -1));
@@ -420,18 +425,20 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
 
 /* The inputs a request may give; input_ids and the ones after it are the
  * integer (B, L) tensors of token ids in, INT32 or INT64. */
-enum { IN_EMB, IN_LEN, IN_POS, IN_IDS, IN_TYPES, IN_AMASK, IN_N };
+enum { IN_EMB, IN_LEN, IN_POS, IN_IDS, IN_TYPES, IN_AMASK, IN_TEXT, IN_N };
 
 static const char *const IN_NAME[IN_N] = {"embeddings", "lengths",        "position_ids",
-                                          "input_ids",  "token_type_ids", "attention_mask"};
+                                          "input_ids",  "token_type_ids", "attention_mask",
+                                          "text"};
 static const char *const IN_DTYPE[IN_N] = {"FP32",           "INT32",          "INT32",
-                                           "INT32 or INT64", "INT32 or INT64", "INT32 or INT64"};
+                                           "INT32 or INT64", "INT32 or INT64", "INT32 or INT64",
+                                           "BYTES"};
 static const char *const IN_SHAPE[IN_N] = {"[B, L, d_model]", "[B]",    "[L] or [B, L]",
-                                           "[B, L]",          "[B, L]", "[B, L]"};
+                                           "[B, L]",          "[B, L]", "[B, L]", "[B] or [B, 1]"};
 #define INPUTS_TEXT                                                                                \
-    "embeddings (FP32 [B, L, d_model]) or input_ids (INT32 or INT64 [B, L]), and optionally "      \
-    "token_type_ids and attention_mask (INT32 or INT64 [B, L]), lengths (INT32 [B]) and "          \
-    "position_ids (INT32 [L] or [B, L])"
+    "embeddings (FP32 [B, L, d_model]), input_ids (INT32 or INT64 [B, L]) or text (BYTES [B], "    \
+    "for a model with a tokenizer), and optionally token_type_ids and attention_mask (INT32 or "   \
+    "INT64 [B, L]), lengths (INT32 [B]) and position_ids (INT32 [L] or [B, L])"
 
 typedef struct v2_input {
     int index;        /* in "inputs" */
@@ -478,9 +485,15 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         return BAD("inputs[%zu] (%s) has no datatype (a string: %s)", k, name, IN_DTYPE[*which]);
     const char *dtype = json_string_value(v);
     in->elem = 4;
-    if (*which >= IN_IDS && strcmp(dtype, "INT64") == 0)
+    if (*which == IN_TEXT) {
+        if (strcmp(dtype, "BYTES") != 0)
+            return BAD("inputs[%zu] (%s): datatype is '%s'; the model takes BYTES", k, name,
+                       api_safe_text(dtype, q));
+        in->elem = 1; /* each element: its bytes (binary: a 4-byte length first) */
+    } else if (*which >= IN_IDS && strcmp(dtype, "INT64") == 0)
         in->elem = 8;
-    else if (strcmp(dtype, *which >= IN_IDS ? "INT32" : IN_DTYPE[*which]) != 0)
+    else if (*which != IN_TEXT &&
+             strcmp(dtype, *which >= IN_IDS ? "INT32" : IN_DTYPE[*which]) != 0)
         return BAD("inputs[%zu] (%s): datatype is '%s'; the model takes %s", k, name,
                    api_safe_text(dtype, q), IN_DTYPE[*which]);
 
@@ -758,6 +771,115 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
 
 /* ---- parsing: the request ------------------------------------------------------------ */
 
+/* The BYTES input "text" (in, inputs[in->index]): B strings, JSON or binary
+ * (each a 4-byte little-endian length, then its bytes), tokenized by the
+ * served tokenizer (text.h) into the batch's token ids, each sequence its
+ * own length.  Only the mask options go with it. */
+static int parse_text_input(v2_request *req, const v2_input *in, const bool *have,
+                            const unsigned char *bin, size_t bin_len, bool has_header,
+                            json_t *mask, bool window_lr, const enc_hparams *hp,
+                            const api_limits *lim, api_error *err)
+{
+    char what[48], dims[160];
+    snprintf(what, sizeof what, "inputs[%d] (text)", in->index);
+    for (int w = 0; w < IN_N; w++)
+        if (w != IN_TEXT && have[w])
+            return BAD("%s: %s is not used with text (the tokens are the sequence; the mask "
+                       "options in parameters still apply)",
+                       what, IN_NAME[w]);
+    if (!(in->rank == 1 || (in->rank == 2 && in->shape[1] == 1)) || in->shape[0] < 1)
+        return BAD("%s: shape %s; expected [B] or [B, 1], B at least 1", what,
+                   shape_text(in->shape, in->rank, dims, sizeof dims));
+    const size_t B = (size_t)in->shape[0];
+    encode_request *e = &req->enc;
+    json_t *texts = json_array();
+    int rc = texts ? 0 : OOM();
+    if (rc == 0 && in->binary) {
+        size_t at = 0;
+        if (!has_header)
+            rc = BAD("%s has parameters.binary_data_size but the request has no "
+                     "Inference-Header-Content-Length header",
+                     what);
+        else if (in->bin_size != bin_len)
+            rc = BAD("%s: binary_data_size is %zu but %zu bytes follow the JSON header", what,
+                     in->bin_size, bin_len);
+        for (size_t b = 0; rc == 0 && b < B; b++) {
+            if (bin_len - at < 4) {
+                rc = BAD("%s: the binary data ends before element %zu's 4-byte length", what, b);
+                break;
+            }
+            const size_t n = (size_t)bin[at] | (size_t)bin[at + 1] << 8 |
+                             (size_t)bin[at + 2] << 16 | (size_t)bin[at + 3] << 24;
+            at += 4;
+            if (n > bin_len - at) {
+                rc = BAD("%s: element %zu's length %zu runs past the binary data", what, b, n);
+                break;
+            }
+            const long bad = tok_utf8_invalid_at((const char *)bin + at, n);
+            if (bad >= 0) {
+                rc = BAD("%s: element %zu is not valid UTF-8 at byte %ld", what, b, bad);
+                break;
+            }
+            if (memchr(bin + at, 0, n)) {
+                rc = BAD("%s: element %zu holds a NUL character", what, b);
+                break;
+            }
+            if (json_array_append_new(texts, json_stringn((const char *)bin + at, n)) < 0)
+                rc = OOM();
+            at += n;
+        }
+        if (rc == 0 && at != bin_len)
+            rc = BAD("%s: %zu bytes after its %zu elements", what, bin_len - at, B);
+    } else if (rc == 0) {
+        const json_t *data = in->data;
+        if (!json_is_array(data) || json_array_size(data) != B)
+            rc = BAD("%s: data must hold %zu strings (shape %s)", what, B,
+                     shape_text(in->shape, in->rank, dims, sizeof dims));
+        for (size_t b = 0; rc == 0 && b < B; b++) {
+            const json_t *s = json_array_get(data, b);
+            if (json_is_array(s) && json_array_size(s) == 1 && in->rank == 2)
+                s = json_array_get(s, 0);
+            if (!json_is_string(s))
+                rc = BAD("%s: data[%zu] is %s, not a string", what, b, api_json_kind(s));
+            else if (json_array_append_new(
+                         texts, json_stringn(json_string_value(s), json_string_length(s))) < 0)
+                rc = OOM();
+        }
+    }
+    text_batch tb = {0};
+    if (rc == 0 && text_tokenize(texts, what, lim, true, false, &tb, err) < 0)
+        rc = -1;
+    json_decref(texts);
+    if (rc == 0)
+        rc = encode_ids_allowed(e, what, err);
+    if (rc == 0)
+        rc = encode_check_limits(e, B, tb.longest, hp, lim, err);
+    const size_t L = tb.longest;
+    if (rc == 0) {
+        e->batched = true;
+        e->batch.B = (int)B;
+        e->batch.L = (int)L;
+        if (encode_alloc_ids(e, true, what, err) < 0)
+            rc = -1;
+        else if (!(e->lengths = malloc(B * sizeof *e->lengths)))
+            rc = OOM();
+    }
+    for (size_t b = 0; rc == 0 && b < B; b++) {
+        for (size_t i = 0; i < tb.enc[b].n; i++) {
+            e->input_ids[b * L + i] = tb.enc[b].ids[i];
+            e->token_type_ids[b * L + i] = tb.enc[b].type_ids[i];
+        }
+        e->lengths[b] = (int)tb.enc[b].n;
+    }
+    e->batch.lengths = e->lengths;
+    text_batch_free(&tb);
+    if (rc == 0)
+        rc = parse_mask(req, mask, window_lr, err);
+    if (rc == 0)
+        rc = encode_check_ids(e, what, what, err);
+    return rc;
+}
+
 static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
@@ -824,6 +946,12 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
             in[which] = cur;
             have[which] = true;
         }
+    }
+    if (rc == 0 && have[IN_TEXT]) {
+        rc = parse_text_input(req, &in[IN_TEXT], have, bin, bin_len, has_header, mask, window_lr,
+                              hp, lim, err);
+        json_decref(mask);
+        return rc;
     }
     if (rc == 0 && have[IN_EMB] && have[IN_IDS])
         rc = BAD("inputs[%d] (input_ids): give embeddings (inputs[%d]) or input_ids, not both",
@@ -1033,6 +1161,9 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
             return OOM();
         if (t.data[k].fault == JX_SYNTAX && !syntax)
             syntax = &t.data[k];
+        /* a BYTES tensor's strings: jansson reads them */
+        if (t.data[k].fault == JX_KIND && t.data[k].is && strcmp(t.data[k].is, "a string") == 0)
+            continue;
         cuts[n_cuts++] = (jx_cut){t.data[k].start, t.data[k].end};
     }
     if (syntax)

@@ -67,9 +67,10 @@ char *v2_server_metadata(const char *version);
  * embedding module emb (enc_model_embedding; NULL: none), input_ids INT64
  * [-1, -1], and token_type_ids INT64 [-1, -1] when it has token types;
  * attention_mask INT64 [-1, -1]) and outputs (outputs FP32 [-1, -1, D],
- * attention FP32 [-1, H, -1, -1]).  Owned, or NULL. */
+ * attention FP32 [-1, H, -1, -1]); with text (a tokenizer), text BYTES
+ * [-1].  Owned, or NULL. */
 char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
-                        const enc_embedding_info *emb);
+                        const enc_embedding_info *emb, bool text);
 
 /* The outputs a request can ask for. */
 typedef enum v2_output { V2_OUT_OUTPUTS, V2_OUT_ATTENTION, V2_N_OUT } v2_output;

@@ -50,6 +50,13 @@ int fuzz_config(const uint8_t *data, size_t size);
  * sets that header), then a forward on a tiny model and v2_response. */
 int fuzz_v2(const uint8_t *data, size_t size);
 
+/* Text for the tokenizer (core/tokenizer/): the input, valid UTF-8 or not,
+ * through six test tokenizers with and without specials and truncation
+ * (and, split at its first 0xFF byte, as a pair); invalid text must be
+ * refused naming its byte, valid text must give ids in the vocabulary and
+ * spans within the text. */
+int fuzz_tokenizer(const uint8_t *data, size_t size);
+
 /* A new target: fuzz_<name>.c defining int fuzz_<name>(const uint8_t *,
  * size_t) and, under FUZZ_LIBFUZZER, LLVMFuzzerTestOneInput; its
  * declaration here, a row in check_fuzz.c's table, <name> in the Makefile's

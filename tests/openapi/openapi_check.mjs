@@ -82,10 +82,12 @@ async function tour(base, key, D) {
       let body;
       if (method === "post" || method === "put")
         body = template.startsWith("/v2") ? { inputs: [v2input] }
-             : template === "/v1/tokenize" ? { text: "hello" } : { embeddings: seq };
+             : template === "/v1/tokenize" ? { text: "hello" }
+             : template === "/v1/embeddings" ? { input: "hello" } : { embeddings: seq };
       const res = await send(base, method.toUpperCase(), target, { body, headers: auth });
-      // a seeded model has no tokenizer: /v1/tokenize answers 400 (textTour has one)
-      const noText = template === "/v1/tokenize" && method === "post" && res.status === 400;
+      // a seeded model has no tokenizer: /v1/tokenize and /v1/embeddings answer 400 (textTour has one)
+      const noText = (template === "/v1/tokenize" || template === "/v1/embeddings") && method === "post" &&
+                     res.status === 400;
       if (op) check(res.status < 300 || noText, `${method} ${template} answered ${res.status}`);
       else check(res.status === 405, `${method} ${template} (not described) answered ${res.status}`);
       if (key && op && !op.security) {
@@ -204,10 +206,12 @@ async function idsTour(base) {
 
 // Text in, on a directory with a tokenizer.json: /v1/model's tokenizer,
 // /v1/tokenize's forms, /v1/encode with text (tokens and input_ids in the
-// response), and their errors.
+// response), /v1/embeddings' forms (its sentence-transformers pooling), and
+// their errors.
 async function textTour(base) {
   const model = await send(base, "GET", "/v1/model");
   check(model.status === 200 && bodyJson(model).tokenizer !== null, "text: /v1/model has no tokenizer");
+  const name = bodyJson(model).name;
   for (const body of [
     { text: "Hello, world!" },
     { text: ["Hello, world!", "the lazy dog"], add_special_tokens: false },
@@ -225,9 +229,26 @@ async function textTour(base) {
     const res = await send(base, "POST", "/v1/encode", { body });
     check(res.status === 200, `text encode ${JSON.stringify(body).slice(0, 80)}: ${res.status}`);
   }
+  for (const body of [
+    { input: "Hello, world!" },
+    { input: ["Hello, world!", "the lazy dog"], model: name, encoding_format: "float", user: "u-1" },
+    { input: [2, 775, 720, 10, 3] },
+    { input: [[2, 775, 720, 10, 3], [2, 531, 3]], encoding_format: "base64" },
+    { input: ["Hello, world!", "the lazy dog"], encoding_format: "base64", dimensions: 8 },
+    { input: "Hello, world!", dimensions: 1 },
+  ]) {
+    const res = await send(base, "POST", "/v1/embeddings", { body });
+    check(res.status === 200, `embeddings ${JSON.stringify(body).slice(0, 80)}: ${res.status}`);
+  }
   for (const [status, path, body] of [[413, "/v1/encode", { text: "hello ".repeat(100) }],
                                       [400, "/v1/encode", { text: 5 }],
-                                      [400, "/v1/tokenize", { text: "a", add_special_tokens: 1 }]]) {
+                                      [400, "/v1/tokenize", { text: "a", add_special_tokens: 1 }],
+                                      [404, "/v1/embeddings", { input: "a", model: "text-embedding-3-small" }],
+                                      [400, "/v1/embeddings", { input: "a", dimensions: 33 }],
+                                      [400, "/v1/embeddings", { input: [] }],
+                                      [400, "/v1/embeddings", { input: "a", encoding_format: "int8" }],
+                                      [400, "/v1/embeddings", { input: "a", pooling: "cls" }],
+                                      [413, "/v1/embeddings", { input: "hello ".repeat(100) }]]) {
     const res = await send(base, "POST", path, { body });
     check(res.status === status, `text ${path} ${JSON.stringify(body).slice(0, 60)}: ${res.status}, expected ${status}`);
   }

@@ -13,7 +13,11 @@
 // definitions (written out below) allow, that a 2,048-token sequence comes as
 // base64 CSR and is painted on canvases where the pattern allows and nowhere
 // else, that bad input, a missing API key and an attention size over the
-// limit are handled in words, and saves a screenshot.  Bounded: it gives up
+// limit are handled in words, that a model with a tokenizer (the BERT and
+// byte-level BPE fixtures) gets text input, sent as {"text"}, with the
+// model's tokens as readable labels that name on hover the characters they
+// came from, and saves screenshots (SCREENSHOT.png, SCREENSHOT-text.png for
+// text).  Bounded: it gives up
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
 
@@ -286,6 +290,8 @@ async function main() {
     }
   const labels = await page.$$eval("#grid-h0 .ql", (els) => els.map((e) => e.textContent));
   check(labels.join(" ") === "the ring fell", "ring: token labels, got " + labels);
+  check((await page.$('#source option[value="text"]')) === null && !(await page.isVisible("#src-text")),
+        "no tokenizer: no text input offered");
   await checkPatternGrid(page, allowedPairs({}, 3), 3, "ring, no mask");
   //    The page's own pattern on the example: a window of 0 (each token
   //    itself) and global token 1 ("ring"), whose row and column join it.
@@ -646,6 +652,133 @@ async function main() {
   far /= nFar;
   check(near > 3 * far, `ALiBi model, head 0: mean weight ${near.toFixed(4)} within 1 of the query, ` +
         `${far.toFixed(4)} at 6 or more: no recency bias shown`);
+
+  // 12. A model with a tokenizer (tests/fixtures/hf/bert_text: 2 layers, 4
+  //     heads, WordPiece): text input is offered and is the default, the
+  //     request sends {"text"}, and the heatmaps' rows and columns are the
+  //     model's tokens, each naming on hover the characters it came from.
+  const repoDir = path.resolve(__dirname, "..", "..");
+  const db = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/hf/bert_text")]);
+  await page.goto(db.base + "/");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  check((await page.inputValue("#source")) === "text" && (await page.isVisible("#text")),
+        "tokenizer: text input offered and chosen: " + (await page.inputValue("#source")));
+  check((await page.$$eval("#source option", (os) => os.map((o) => o.value))).join(" ") === "text ring sentence random paste",
+        "tokenizer: the other inputs stay");
+  check((await page.textContent("#model-info")).includes("tokenizer"), "tokenizer: the model line names it");
+  req = await lastRequest();
+  check(typeof req.text === "string" && req.embeddings === undefined, "tokenizer: the default run sends text");
+  const layerOpts = await page.$$eval("#layer option", (os) => os.map((o) => o.value));
+  check(layerOpts.join(" ") === "0 1" && (await page.isVisible("#layer")), "bert_text: 2 layers to choose: " + layerOpts);
+  const headOpts = await page.$$eval("#head option", (os) => os.map((o) => o.value));
+  check(headOpts.join(" ") === "all 0 1 2 3 mean", "bert_text: 4 heads to choose: " + headOpts);
+  const TEXT = "Héllo, world!";
+  st = await runAndWait(page, async () => {
+    await page.fill("#text", TEXT);
+    await page.click("#run");
+  });
+  check(st === "done", "text: ran: " + (await page.textContent("#error")));
+  req = await lastRequest();
+  check(req.text === TEXT && req.embeddings === undefined && req.input_ids === undefined, "text: sent as {\"text\"}");
+  check(req.attention === "heads" && req.attention_layers === "all" && req.attention_format === "csr" && req.encoding === undefined,
+        "text: every layer's heads as CSR: " + JSON.stringify(req));
+  grids = await gridSizes(page);
+  check(grids.length === 5 && grids.every((g) => g.cells === 36 && g.pad === 0), "text: 4 heads + mean, 6 x 6: " + JSON.stringify(grids));
+  const textLabels = async (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent));
+  const want = "[CLS] hello , world ! [SEP]";
+  check((await textLabels("#grid-h0 .ql")).join(" ") === want, "text: query labels: " + (await textLabels("#grid-h0 .ql")));
+  check((await textLabels("#grid-mean .kl")).join(" ") === want, "text: key labels: " + (await textLabels("#grid-mean .kl")));
+  check((await textLabels("#tokens .chip")).join(" ") === want, "text: the tokens above the heatmaps");
+  const specials = await page.$$eval("#grid-h0 .ql", (els) => els.map((e) => e.classList.contains("special")));
+  check(JSON.stringify(specials) === JSON.stringify([true, false, false, false, false, true]), "text: [CLS] and [SEP] marked special: " + specials);
+  check(await page.$eval("#grid-h0 .ql", (e) => getComputedStyle(e).backgroundColor !== getComputedStyle(e.nextElementSibling).backgroundColor),
+        "text: a special token's label looks different");
+  //     Hovering "hello" (a row label, then a column label) names «Héllo».
+  await page.hover('#grid-h0 .ql[data-k="1"]');
+  let tipText = await page.textContent("#tip");
+  check(tipText.includes("“hello”") && (await page.textContent("#tip-source")) === "«Héllo» characters 0–5 · id 775",
+        "text: hovering hello's row label: " + tipText);
+  await page.hover('#grid-h2 .kl[data-k="3"]');
+  tipText = await page.textContent("#tip");
+  check(tipText.includes("key 3 “world”") && tipText.includes("«world» characters 7–12"), "text: hovering world's column label: " + tipText);
+  await page.hover('#grid-h0 .ql[data-k="0"]');
+  tipText = await page.textContent("#tip");
+  check(tipText.includes("[CLS]") && tipText.includes("special") && tipText.includes("id 2"), "text: hovering [CLS]: " + tipText);
+  await page.hover('#tokens .chip[data-k="1"]');
+  check((await page.textContent("#tip-source")).includes("«Héllo»"), "text: hovering the hello chip");
+  //     The cells: the API's weights, each layer; the tooltip names the tokens.
+  api = await fetchSame(db.base, JSON.stringify(req));
+  check(JSON.stringify(api.input_ids) === "[2,775,21,720,10,3]", "text: the API's ids " + JSON.stringify(api.input_ids));
+  for (const layer of [1, 0]) {
+    await page.selectOption("#layer", String(layer));
+    const A = denseOf(api.attention_layers.find((x) => x.layer === layer).attention, 4);
+    for (let i = 0; i < 6; i++) {
+      const j = (i * 5 + layer) % 6;
+      const v = await hoverValue(page, "grid-h" + (i % 4), i, j);
+      check(Number(v) === A[i % 4][i][j], `text layer ${layer} head ${i % 4} [${i}][${j}]: hover ${v}, API ${A[i % 4][i][j]}`);
+    }
+  }
+  await page.selectOption("#layer", "1");
+  await hoverValue(page, "grid-h1", 1, 3);
+  tipText = await page.textContent("#tip-pair");
+  check(tipText === "query 1 “hello” «Héllo» → key 3 “world” «world»", "text: a cell's tooltip names its tokens: " + tipText);
+  //     Mask options go with text: causal.
+  st = await runAndWait(page, () => page.check("#causal"));
+  req = await lastRequest();
+  check(st === "done" && req.text === TEXT && req.mask.causal === true, "text + causal: sent");
+  await checkPatternGrid(page, allowedPairs({ causal: true }, 6), 6, "text + causal");
+  check((await textLabels("#grid-pattern .ql")).join(" ") === want, "text + causal: the pattern's labels");
+  st = await runAndWait(page, () => page.uncheck("#causal"));
+  //     WordPiece's continuation mark "##" is kept, muted.
+  st = await runAndWait(page, () => page.fill("#text", "attention"));
+  check(st === "done", "wordpiece: ran");
+  const pieces = await textLabels("#grid-h0 .ql");
+  check(pieces.join(" ") === "[CLS] at ##te ##n ##tion [SEP]", "wordpiece: labels " + pieces);
+  check((await page.$eval('#grid-h0 .ql[data-k="2"] .tok-mark', (e) => e.textContent)) === "##", "wordpiece: ## is a muted mark");
+  await page.hover('#grid-h0 .ql[data-k="4"]');
+  check((await page.textContent("#tip-source")).startsWith("«tion» characters 5–9"), "wordpiece: ##tion's characters");
+  //     Too long a text: the API's 413 in words; "cut it" truncates, says so.
+  const long = Array.from({ length: 80 }, (_, k) => "word" + (k % 3 ? "" : "s")).join(" ");
+  st = await runAndWait(page, () => page.fill("#text", long));
+  err = await page.textContent("#error");
+  check(st === "error" && err.includes("413") && err.includes("truncate"), "long text: the API's 413: " + err);
+  st = await runAndWait(page, () => page.check("#truncate"));
+  check(st === "done", "long text, cut: ran: " + (await page.textContent("#error")));
+  req = await lastRequest();
+  check(req.truncate === true && req.encoding === "base64", "long text, cut: truncate and base64 sent");
+  grids = await gridSizes(page);
+  check(grids.every((g) => g.cells === 64 * 64), "long text, cut: 64 x 64 grids");
+  check((await page.textContent("#note")).includes("was cut"), "long text, cut: says so: " + (await page.textContent("#note")));
+  api = await fetchSame(db.base, JSON.stringify(req));
+  const cut = denseOf(api.attention, 4);
+  check(Math.fround(Number(await hoverValue(page, "grid-h3", 40, 2))) === cut[3][40][2], "long text, cut: hover = API float32");
+  await page.uncheck("#truncate");
+  await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-text.png", fullPage: true });
+
+  //     Byte-level BPE (tests/fixtures/hf/roberta_text): no raw "Ġ" (a space)
+  //     nor "Ã" "©" (é's two bytes) in the labels.
+  const dr = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/hf/roberta_text")]);
+  await page.goto(dr.base + "/");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  check((await page.inputValue("#source")) === "text", "roberta_text: text input chosen");
+  st = await runAndWait(page, async () => {
+    await page.fill("#text", TEXT + " I am testing");
+    await page.click("#run");
+  });
+  check(st === "done", "roberta_text: ran: " + (await page.textContent("#error")));
+  api = await fetchSame(dr.base, await page.evaluate(() => window.attnd.lastRequest));
+  check(api.tokens.some((t) => t.text.includes("Ġ")), "roberta_text: the API's tokens have Ġ");
+  const bl = await textLabels("#grid-h0 .ql");
+  check(bl.length === api.tokens.length, "roberta_text: a label per token");
+  check(!bl.some((t) => /[ĠÃ©]/.test(t)), "roberta_text: no raw byte-level characters in the labels: " + bl.join(" "));
+  check(bl.join(" ") === "<s> H <0xC3> <0xA9> ll o , ␣world ! ␣ I ␣am ␣t est ing </s>", "roberta_text: labels " + bl.join(" "));
+  const kWorld = bl.indexOf("␣world");
+  await page.hover(`#grid-h0 .ql[data-k="${kWorld}"]`);
+  check((await page.textContent("#tip-source")).startsWith("«world» characters 7–12 · id 529"),
+        "roberta_text: ␣world's characters: " + (await page.textContent("#tip-source")));
+  await page.hover('#grid-h0 .ql[data-k="2"]');
+  check((await page.textContent("#tip-source")).startsWith("«é» characters 1–2"), "roberta_text: a byte of é names é");
+  check(await page.$eval("#grid-h0 .ql", (e) => e.classList.contains("special")), "roberta_text: <s> is special");
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
   const { Validator } = await import("../openapi/validate.mjs");

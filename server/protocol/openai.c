@@ -1,0 +1,253 @@
+/* openai.c - POST /v1/embeddings, OpenAI's embeddings API: input (text or
+ * token ids), model, encoding_format, dimensions, user; the sentence
+ * embeddings pooled from the forward's outputs (core/pooling.c). */
+#include "protocol/openai.h"
+
+#include "protocol/text.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...)       api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define TOO_LARGE(...) api_error_set(err, API_TOO_LARGE, __VA_ARGS__)
+
+static const char INPUT_FORM[] =
+    "a string, a list of strings, a list of token ids, or a list of lists of token ids";
+
+/* What an input list holds. */
+typedef enum input_kind { IN_TEXTS, IN_IDS, IN_ID_ROWS, IN_MIXED } input_kind;
+
+static bool all_ints(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_integer(v))
+            return false;
+    }
+    return true;
+}
+
+static input_kind kind_of(const json_t *a)
+{
+    bool strings = true, ints = true, rows = true;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        strings = strings && json_is_string(v);
+        ints = ints && json_is_integer(v);
+        rows = rows && json_is_array(v) && all_ints(v);
+    }
+    return strings ? IN_TEXTS : ints ? IN_IDS : rows ? IN_ID_ROWS : IN_MIXED;
+}
+
+/* B rows of ids (row b: rows[b], an int list, or for the text form enc[b])
+ * into req's batch: B, L, input_ids, lengths when ragged. */
+static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
+                     const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
+                     long *tokens, api_error *err)
+{
+    const size_t max = text_max_tokens(lim);
+    size_t L = 0;
+    bool ragged = false;
+    for (size_t b = 0; b < B; b++) {
+        const size_t n = rows ? json_array_size(rows[b]) : enc[b].n;
+        char at[48];
+        snprintf(at, sizeof at, rows && B > 1 ? "input[%zu]" : "input", b);
+        if (n == 0)
+            return BAD("%s is empty; a sequence needs at least one token", at);
+        if (n > max)
+            return TOO_LARGE("%s has %zu tokens; the model takes at most %zu", at, n, max);
+        ragged |= b > 0 && n != L;
+        L = n > L ? n : L;
+        *tokens += (long)n;
+    }
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    if (encode_alloc_ids(req, false, "input", err) < 0)
+        return -1;
+    if (ragged || (rows == NULL && B > 0)) {
+        if (!(req->lengths = encode_zalloc(B, sizeof *req->lengths)))
+            return api_error_set(err, API_UNAVAILABLE, "out of memory");
+        req->batch.lengths = req->lengths;
+    }
+    for (size_t b = 0; b < B; b++) {
+        const size_t n = rows ? json_array_size(rows[b]) : enc[b].n;
+        for (size_t i = 0; i < n; i++) {
+            long long id = rows ? json_integer_value(json_array_get(rows[b], i)) : enc[b].ids[i];
+            if (id < INT32_MIN || id > INT32_MAX)
+                return BAD("input[%zu][%zu] = %lld is outside the int32 range", b, i, id);
+            req->input_ids[b * L + i] = (int32_t)id;
+        }
+        if (req->lengths)
+            req->lengths[b] = (int)n;
+    }
+    return 0;
+}
+
+static int parse_input(encode_request *req, const json_t *v, const enc_hparams *hp,
+                       const api_limits *lim, long *tokens, api_error *err)
+{
+    if (!v)
+        return BAD("input is required: %s", INPUT_FORM);
+    input_kind kind = IN_TEXTS;
+    if (json_is_array(v)) {
+        if (json_array_size(v) == 0)
+            return BAD("input is an empty list; expected %s", INPUT_FORM);
+        kind = kind_of(v);
+    } else if (!json_is_string(v)) {
+        return BAD("input must be %s, not %s", INPUT_FORM, api_json_kind(v));
+    }
+    if (kind == IN_MIXED)
+        return BAD("input must be %s; this list mixes them", INPUT_FORM);
+    if (encode_ids_allowed(req, "input", err) < 0)
+        return -1;
+    if (kind == IN_IDS || kind == IN_ID_ROWS) {
+        const size_t B = kind == IN_IDS ? 1 : json_array_size(v);
+        if (lim->max_batch > 0 && B > (size_t)lim->max_batch)
+            return TOO_LARGE("input has %zu sequences; limits.max_batch is %d", B, lim->max_batch);
+        const json_t **rows = encode_zalloc(B, sizeof *rows);
+        if (!rows)
+            return api_error_set(err, API_UNAVAILABLE, "out of memory");
+        for (size_t b = 0; b < B; b++)
+            rows[b] = kind == IN_IDS ? v : json_array_get(v, b);
+        int rc = fill_rows(req, B, rows, NULL, hp, lim, tokens, err);
+        free(rows);
+        req->batched = kind == IN_ID_ROWS;
+        return rc;
+    }
+    text_batch tb;
+    if (text_tokenize(v, "input", lim, true, false, &tb, err) < 0)
+        return -1;
+    int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
+    req->batched = tb.batched;
+    text_batch_free(&tb);
+    return rc;
+}
+
+int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
+                 const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                 api_error *err)
+{
+    memset(o, 0, sizeof *o);
+    if (encode_request_init(req, hp, err) < 0)
+        return -1;
+    req->pool = limits ? limits->pool : NULL;
+    req->embedding = limits ? limits->embedding : NULL;
+    req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
+    json_error_t jerr;
+    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        return BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
+                   jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+    }
+    int rc = -1;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(root)) {
+        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        goto done;
+    }
+    json_object_foreach(root, key, v)
+    {
+        static const char *const known[] = {"input", "model", "encoding_format", "dimensions",
+                                            "user"};
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            ok = ok || strcmp(key, known[i]) == 0;
+        if (!ok) {
+            char s[API_SAFE_MAX + 4];
+            BAD("unknown field '%s'; expected input, model, encoding_format, dimensions or user",
+                api_safe_text(key, s));
+            goto done;
+        }
+    }
+    if ((v = api_json_field(root, "model"))) {
+        if (!json_is_string(v)) {
+            BAD("model must be a string, not %s", api_json_kind(v));
+            goto done;
+        }
+        if (strcmp(json_string_value(v), model_name) != 0) {
+            char s[API_SAFE_MAX + 4];
+            api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
+                          api_safe_text(json_string_value(v), s), model_name);
+            goto done;
+        }
+    }
+    if ((v = api_json_field(root, "encoding_format"))) {
+        const char *f = json_string_value(v);
+        if (!f || (strcmp(f, "float") != 0 && strcmp(f, "base64") != 0)) {
+            char s[API_SAFE_MAX + 4];
+            BAD("encoding_format must be \"float\" or \"base64\", not %s",
+                f ? api_safe_text(f, s) : api_json_kind(v));
+            goto done;
+        }
+        o->base64 = strcmp(f, "base64") == 0;
+    }
+    if ((v = api_json_field(root, "dimensions"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1) {
+            BAD("dimensions must be a positive integer");
+            goto done;
+        }
+        if (json_integer_value(v) > hp->d_model) {
+            BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),
+                hp->d_model);
+            goto done;
+        }
+        o->dimensions = (int)json_integer_value(v);
+    }
+    if ((v = api_json_field(root, "user")) && !json_is_string(v)) {
+        BAD("user must be a string, not %s", api_json_kind(v));
+        goto done;
+    }
+    if (parse_input(req, api_json_field(root, "input"), hp, limits, &o->tokens, err) < 0 ||
+        encode_check_ids(req, "input", "input", err) < 0)
+        goto done;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int openai_render(const encode_request *req, const openai_request *o, const char *model_name,
+                  int d_model, const openai_pooling *pool, stream *st)
+{
+    const int B = req->batch.B, L = req->batch.L, D = d_model;
+    const int dims = o->dimensions ? o->dimensions : D;
+    float *pooled = malloc((size_t)B * (size_t)D * sizeof *pooled);
+    if (!pooled)
+        return -1;
+    enc_pool(req->out, B, L, D, req->lengths, pool->mode, pool->normalize, pooled);
+    if (dims < D)
+        enc_pool_truncate(pooled, B, D, dims, pool->normalize);
+    stream_own(st, pooled); /* read as the body is sent */
+    json_t *name = json_string(model_name);
+    char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    json_decref(name);
+    stream_puts(st, "{\"object\":\"list\",\"data\":[");
+    for (int b = 0; b < B; b++) {
+        const stream_view v = {pooled + (size_t)b * dims, STREAM_FLOAT32, 1, {(size_t)dims}, {1}};
+        stream_printf(st, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", b ? "," : "",
+                      b);
+        if (o->base64) {
+            stream_puts(st, "\"");
+            stream_base64(st, &v);
+            stream_puts(st, "\"}");
+        } else {
+            stream_json(st, &v, 9);
+            stream_puts(st, "}");
+        }
+    }
+    stream_printf(st, "],\"model\":%s,\"usage\":{\"prompt_tokens\":%ld,\"total_tokens\":%ld}}",
+                  quoted ? quoted : "\"\"", o->tokens, o->tokens);
+    free(quoted);
+    return stream_failed(st) ? -1 : 0;
+}

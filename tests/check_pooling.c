@@ -1,0 +1,200 @@
+/* check_pooling.c - core/pooling.c: sentence embeddings against
+ * sentence-transformers' Pooling and Normalize as tools/make_text_fixtures.py
+ * computes them (float64, from PyTorch's last_hidden_state), worked
+ * examples of each mode and of the Matryoshka cut, and the
+ * sentence-transformers files of a directory: both forms of
+ * 1_Pooling/config.json, Normalize, and the refusals. */
+#include "pooling.h"
+
+#include "hf_util.h"
+#include "safetensors.h"
+#include "suites.h"
+#include "test_util.h"
+#include "torch_fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define HF TESTS_DIR "/fixtures/hf"
+
+/* The fixture's last_hidden_state pooled as dir's modules say, against the
+ * fixture's pooled tensor want. */
+static void pooled_matches(const char *dir, enc_pooling mode, bool normalize, const char *want_name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, "last_hidden_state");
+    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
+    float *x = torch_floats(&f, "last_hidden_state", NULL);
+    float *mask = torch_floats(&f, "attention_mask", NULL);
+    float *want = torch_floats(&f, want_name, NULL);
+    int *lengths = xcalloc((size_t)B, sizeof *lengths);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            lengths[b] += mask[b * L + i] != 0;
+    float *got = xcalloc((size_t)B * D, sizeof *got);
+    enc_pool(x, B, L, D, lengths, mode, normalize, got);
+    const double d = max_abs_diff(got, want, (size_t)B * D);
+    ck_assert_msg(d < 1e-5, "%s %s: pooled differs from sentence-transformers' by %g", dir,
+                  want_name, d);
+    free(got);
+    free(lengths);
+    free(want);
+    free(mask);
+    free(x);
+    st_close(&f);
+}
+
+START_TEST(test_against_sentence_transformers)
+{
+    pooled_matches(HF "/bert_text", ENC_POOL_MEAN, false, "mean_pooled");
+    pooled_matches(HF "/bert_text", ENC_POOL_MEAN, true, "mean_normalized");
+    pooled_matches(HF "/bert_text", ENC_POOL_CLS, false, "cls_pooled");
+    pooled_matches(HF "/roberta_text", ENC_POOL_CLS, false, "cls_pooled");
+    pooled_matches(HF "/roberta_text", ENC_POOL_MEAN, false, "mean_pooled");
+}
+END_TEST
+
+/* Two sequences of 3 and 2 tokens, D = 2, worked by hand. */
+START_TEST(test_modes_worked)
+{
+    const float x[2 * 3 * 2] = {1,  2, 3, -4, 5,  0, /* sequence 0 */
+                                -1, 6, 3, 2,  99, 99 /* sequence 1: its third row is padding */};
+    const int lengths[2] = {3, 2};
+    float out[4];
+    enc_pool(x, 2, 3, 2, lengths, ENC_POOL_CLS, false, out);
+    ck_assert(out[0] == 1 && out[1] == 2 && out[2] == -1 && out[3] == 6);
+    enc_pool(x, 2, 3, 2, lengths, ENC_POOL_MEAN, false, out);
+    ck_assert(out[0] == 3 && fabsf(out[1] - (-2.0f / 3)) < 1e-7f && out[2] == 1 && out[3] == 4);
+    enc_pool(x, 2, 3, 2, lengths, ENC_POOL_MAX, false, out);
+    ck_assert(out[0] == 5 && out[1] == 2 && out[2] == 3 && out[3] == 6);
+    enc_pool(x, 2, 3, 2, lengths, ENC_POOL_LAST, false, out);
+    ck_assert(out[0] == 5 && out[1] == 0 && out[2] == 3 && out[3] == 2);
+    /* normalized: (3, 4) / 5 */
+    const float y[2] = {3, 4};
+    enc_pool(y, 1, 1, 2, NULL, ENC_POOL_CLS, true, out);
+    ck_assert(fabsf(out[0] - 0.6f) < 1e-7f && fabsf(out[1] - 0.8f) < 1e-7f);
+    /* a zero vector stays zero (the norm is held at 1e-12, as F.normalize) */
+    const float z[2] = {0, 0};
+    enc_pool(z, 1, 1, 2, NULL, ENC_POOL_CLS, true, out);
+    ck_assert(out[0] == 0 && out[1] == 0);
+}
+END_TEST
+
+/* Matryoshka: the first dims, renormalized when the model normalizes. */
+START_TEST(test_truncate)
+{
+    float v[2 * 3] = {3, 4, 12, 0, 0, 5};
+    enc_pool_truncate(v, 2, 3, 2, true);
+    ck_assert(fabsf(v[0] - 0.6f) < 1e-7f && fabsf(v[1] - 0.8f) < 1e-7f);
+    ck_assert(v[2] == 0 && v[3] == 0);
+    float w[2 * 3] = {3, 4, 12, 1, 2, 5};
+    enc_pool_truncate(w, 2, 3, 1, false);
+    ck_assert(w[0] == 3 && w[1] == 1);
+}
+END_TEST
+
+START_TEST(test_st_files)
+{
+    enc_st_config c;
+    enc_error err = {0};
+    /* the newer form (pooling_mode "mean" or the eight keys) and Normalize */
+    ck_assert_int_eq(enc_st_config_read(HF "/bert_text", &c, &err), 0);
+    ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize);
+    /* the older five keys, CLS, no Normalize */
+    ck_assert_int_eq(enc_st_config_read(HF "/roberta_text", &c, &err), 0);
+    ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize);
+    /* no modules.json: nothing found, no error */
+    ck_assert_int_eq(enc_st_config_read(HF "/bert_mlm", &c, &err), 0);
+    ck_assert(!c.found);
+}
+END_TEST
+
+/* A directory with modules.json and 1_Pooling/config.json as given. */
+static void st_refused(const char *modules, const char *pooling, const char *want)
+{
+    char dir[] = "/tmp/attnd-st-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs(modules, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/1_Pooling", dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", dir);
+    f = fopen(path, "w");
+    fputs(pooling, f);
+    fclose(f);
+    enc_st_config c;
+    enc_error err = {0};
+    const int rc = enc_st_config_read(dir, &c, &err);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    if (!want) {
+        ck_assert_msg(rc == 0, "%s", err.message);
+        return;
+    }
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+}
+
+#define MODULES(extra)                                                                             \
+    "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "                                    \
+    "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", \"path\": "      \
+    "\"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}" extra "]"
+
+START_TEST(test_st_refusals)
+{
+    st_refused(MODULES(""), "{\"pooling_mode\": \"lasttoken\"}", NULL);
+    st_refused(MODULES(""), "{\"pooling_mode\": [\"max\"]}", NULL);
+    st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "
+                       "\"sentence_transformers.models.Dense\"}"),
+               "{\"pooling_mode\": \"mean\"}", "module 2 (sentence_transformers.models.Dense)");
+    st_refused(MODULES(""), "{\"pooling_mode\": \"weightedmean\"}",
+               "pooling_mode \"weightedmean\" is not supported");
+    st_refused(MODULES(""), "{\"pooling_mode\": [\"cls\", \"mean\"]}", "one mode");
+    st_refused(MODULES(""),
+               "{\"pooling_mode_cls_token\": true, \"pooling_mode_mean_tokens\": true}",
+               "2 pooling modes are true");
+    st_refused(MODULES(""), "{\"pooling_mode_mean_sqrt_len_tokens\": true}",
+               "pooling_mode_mean_sqrt_len_tokens is not supported");
+    st_refused("[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+               "\"sentence_transformers.models.Transformer\"}]",
+               "{}", "no Pooling module");
+    st_refused("{", "{}", "modules.json");
+}
+END_TEST
+
+START_TEST(test_names)
+{
+    enc_pooling p;
+    static const char *const names[] = {"auto", "cls", "mean", "max", "last"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ck_assert_int_eq(enc_pooling_parse(names[i], &p), 0);
+        ck_assert_str_eq(enc_pooling_name(p), names[i]);
+    }
+    ck_assert_int_eq(enc_pooling_parse("lasttoken", &p), -1);
+}
+END_TEST
+
+Suite *pooling_suite(void)
+{
+    Suite *s = suite_create("pooling");
+    TCase *tc = tcase_create("pooling");
+    tcase_add_test(tc, test_against_sentence_transformers);
+    tcase_add_test(tc, test_modes_worked);
+    tcase_add_test(tc, test_truncate);
+    tcase_add_test(tc, test_st_files);
+    tcase_add_test(tc, test_st_refusals);
+    tcase_add_test(tc, test_names);
+    suite_add_tcase(s, tc);
+    return s;
+}
