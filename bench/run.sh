@@ -59,7 +59,20 @@
 #                 (bench/modernbert_torch.py: dense scores with a sliding-window
 #                 mask)                                         [PyTorch optional];
 #                 B=8 L=128 per Linear-FLOP against the BERT block, interleaved
-#  11. summary    each target of issues 4, 18, 19, 22, 23 and 31: met or not in this run
+#  11. text       text in (issue 32): build/bench/tok_bench (attnd's C tokenizer)
+#                 against Hugging Face's tokenizers (bench/tok_hf.mjs, the npm
+#                 Node binding), one thread, tokens/s on the same corpus
+#                 (bench/text_corpus.py: 5,000 sentences from the word list)
+#                 with bert-uncased (WordPiece), roberta (byte-level BPE), xlmr
+#                 (Unigram) of tests/fixtures/tokenizers and the BERT-base-sized
+#                 directory's 30,522-token WordPiece (tools/make_bert_dir.py
+#                 --tokenizer), the same token count and ids hash checked; then
+#                 8 texts of 126 tokens: the C tokenizer's time for them against
+#                 the daemon's compute median for the same batch as input_ids,
+#                 and (bench/text_bench.py, interleaved rounds) /v1/encode's p50
+#                 with "text" against "input_ids", /v1/embeddings' p50 against
+#                 its compute median                        [HF peer optional]
+#  12. summary    each target of issues 4, 18, 19, 22, 23, 31 and 32: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -75,11 +88,16 @@
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
-#                               positions startup ids modernbert mbtorch" (mbtorch: the
-#                               ModernBERT part's PyTorch peer, about 6 minutes; ids:
-#                               token ids against embeddings, about 2 minutes)
+#                               positions startup ids modernbert mbtorch text texthf"
+#                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
+#                               minutes; ids: token ids against embeddings, about 2
+#                               minutes; texthf: the text part's Hugging Face peer)
 #   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
 #                               of each per round)
+#   BENCH_TEXT_SENTENCES [5000] sentences in the text part's corpus
+#   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
+#   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text
+#                               part (2 requests of each per round)
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
@@ -282,6 +300,15 @@ fi
     run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Ibench -Iserver \
         bench/wake_latency.c bench/bench_util.c -o $BB/wake_latency build/libattnd_app.a -lm -lpthread
 } || { echo "bench: cannot compile the benchmarks"; exit 1; }
+# The tokenizer's bench links the core's tokenizer: utf8proc and Oniguruma too.
+if TOK_LIBS=$(pkg-config --cflags --libs openblas jansson nettle libutf8proc oniguruma); then
+    # shellcheck disable=SC2086
+    run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Icore -Ibench \
+        bench/tok_bench.c bench/bench_util.c -o $BB/tok_bench build/libattnd_core.a \
+        $TOK_LIBS -lm -lpthread || { echo "bench: cannot compile bench/tok_bench.c"; exit 1; }
+else
+    WHY[text]="pkg-config cannot find libutf8proc or oniguruma (make deps installs them)"
+fi
 
 # ---- machine ---------------------------------------------------------------
 
@@ -842,6 +869,113 @@ else
     rm -f "$BB/mb_short"
 fi
 
+# ---- 11. text in (issue 32) ---------------------------------------------------
+
+# Tokenizer throughput on one thread: build/bench/tok_bench (attnd's C
+# tokenizer) and bench/tok_hf.mjs (Hugging Face's tokenizers through its Node
+# binding, one text encoded at a time, RAYON_NUM_THREADS=1,
+# TOKENIZERS_PARALLELISM=false) on the same tokenizer.json files and the same
+# corpus bytes; each prints its tokens and an FNV-1a hash of every id, which
+# must agree.  Then the BERT-base-sized directory with a tokenizer.json
+# (build/bench/bert_text_dir: bert_base_dir's config.json and weights linked,
+# so part 9's figures keep the directory they had): 8 texts of exactly 126
+# tokens (128 with [CLS] and [SEP], no padding), the C tokenizer's time for
+# them against the daemon's compute median for the same ids, and the
+# requests' end-to-end p50s in interleaved rounds.
+TEXT_SENTENCES=${BENCH_TEXT_SENTENCES:-5000}
+TEXT_PASSES=${BENCH_TEXT_PASSES:-5}
+TEXT_ROUNDS=${BENCH_TEXT_ROUNDS:-5}
+TEXT_TOKS="bert-uncased roberta xlmr"
+section "text: attnd's tokenizer against Hugging Face's tokenizers (one thread); text in at B=8 L=128"
+if skipped text; then
+    WHY[text]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+elif [ -n "${WHY[text]:-}" ]; then
+    echo "skipped: ${WHY[text]}"
+else
+    text_fail() { WHY[text]=$1; echo "bench: $1"; FAILED=1; }
+    if ! run_step 60 "$PYTHON" bench/text_corpus.py "$BB/text_corpus.txt" --sentences "$TEXT_SENTENCES"; then
+        text_fail "bench/text_corpus.py failed"
+    fi
+    TD=$BB/bert_text_dir
+    if [ ! -f "$BB/bert_base_dir/config.json" ] &&
+        ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+        text_fail "tools/make_bert_dir.py failed"
+    else
+        mkdir -p "$TD"
+        ln -sfn ../bert_base_dir/config.json "$TD/config.json"
+        ln -sfn ../bert_base_dir/model.safetensors "$TD/model.safetensors"
+        run_step 120 "$PYTHON" tools/make_bert_dir.py --tokenizer "$TD" ||
+            text_fail "tools/make_bert_dir.py --tokenizer failed"
+    fi
+    if [ -z "${WHY[text]:-}" ]; then
+        # key:tokenizer.json pairs (keys are RESULT names)
+        pairs=""
+        for t in $TEXT_TOKS; do pairs+=" ${t//-/_}:tests/fixtures/tokenizers/$t/tokenizer.json"; done
+        pairs+=" bert_base:$TD/tokenizer.json"
+        hf=1
+        if skipped texthf; then
+            hf=0 WHY[texthf]="BENCH_SKIP"
+            echo "(Hugging Face's tokenizers skipped: BENCH_SKIP)"
+        elif ! command -v node >/dev/null; then
+            hf=0 WHY[texthf]="node is not installed"
+            echo "(Hugging Face's tokenizers skipped: node is not installed)"
+        fi
+        for p in $pairs; do
+            k=${p%%:*} f=${p#*:}
+            run_step 300 $BB/tok_bench throughput --tokenizer "$f" --corpus "$BB/text_corpus.txt" \
+                --repeat "$TEXT_PASSES" --warmup 1 --name "tokc_$k" ||
+                { text_fail "tok_bench throughput $f failed"; continue; }
+            [ "$hf" = 1 ] || continue
+            run_step 300 env RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false UV_THREADPOOL_SIZE=1 \
+                node bench/tok_hf.mjs --tokenizer "$f" --corpus "$BB/text_corpus.txt" \
+                --repeat "$TEXT_PASSES" --warmup 1 --batch --name "tokhf_$k"
+            rc=$?
+            if [ "$rc" != 0 ]; then
+                hf=0 WHY[texthf]=$(step_reason)
+                [ "$rc" = 3 ] || FAILED=1
+                continue
+            fi
+            c=${R[tokc_${k}_tok_per_s]:-} h=${R[tokhf_${k}_tok_per_s]:-}
+            if [ "${R[tokc_${k}_tokens]:-}" != "${R[tokhf_${k}_tokens]:-}" ] ||
+                [ "${R[tokc_${k}_hash]:-}" != "${R[tokhf_${k}_hash]:-}" ]; then
+                text_fail "$k: attnd gave ${R[tokc_${k}_tokens]:-?} tokens (ids hash ${R[tokc_${k}_hash]:-?}), Hugging Face ${R[tokhf_${k}_tokens]:-?} (${R[tokhf_${k}_hash]:-?})"
+            elif [ -n "$c" ] && [ -n "$h" ]; then
+                R[tok_ratio_$k]=$(calc "$c / $h")
+                line="-> $k: the same ${R[tokc_${k}_tokens]} tokens (ids hash ${R[tokc_${k}_hash]}); attnd $c tokens/s / Hugging Face $h tokens/s = $(fmt "${R[tok_ratio_$k]}" 2)x"
+                b=${R[tokhf_${k}_batch_tok_per_s]:-}
+                [ -n "$b" ] && line+=" (against one sequential encodeBatch of the corpus, $b tokens/s: $(fmt "$(calc "$c / $b")" 2)x)"
+                echo "$line"
+            fi
+        done
+    fi
+    if [ -z "${WHY[text]:-}" ]; then
+        run_step 120 $BB/tok_bench batch --tokenizer "$TD/tokenizer.json" \
+            --corpus "$BB/text_corpus.txt" --out "$BB/text_b8.txt" --batch 8 --tokens 126 \
+            --name tokb || text_fail "tok_bench batch failed"
+    fi
+    if [ -z "${WHY[text]:-}" ]; then
+        start_daemon --model-dir "$TD"
+        if [ "$ready" != 1 ]; then
+            text_fail "attnd did not become ready within 30 s (log: $BB/attnd.log)"
+        else
+            echo "(attnd pid $DAEMON_PID, port $PORT)"
+            run_step 900 "$PYTHON" bench/text_bench.py --port "$PORT" --texts "$BB/text_b8.txt" \
+                --rounds "$TEXT_ROUNDS" --per-round 2 || text_fail "bench/text_bench.py failed"
+        fi
+        stop_daemon
+        tk=${R[tokb_median_ms]:-} ic=${R[txt_ids_compute_ms]:-}
+        if [ -n "$tk" ] && [ -n "$ic" ]; then
+            R[text_tok_share]=$(calc "$tk / $ic")
+            echo "-> tokenizing the 8 texts (C, one thread, median) $tk ms / the daemon's compute median for the same batch as input_ids $ic ms = $(fmt "$(calc "100 * ${R[text_tok_share]}")" 3)%"
+        fi
+        [ -n "${R[txt_emb_ratio]:-}" ] &&
+            echo "-> /v1/embeddings p50 ${R[txt_emb_p50_ms]} ms / its compute median ${R[txt_emb_compute_ms]} ms = $(fmt "${R[txt_emb_ratio]}" 3)x"
+        [ -n "${R[txt_text_ids_ratio]:-}" ] &&
+            echo "-> /v1/encode p50: text ${R[txt_text_p50_ms]} ms / input_ids ${R[txt_ids_p50_ms]} ms = $(fmt "${R[txt_text_ids_ratio]}" 3)x (median of the rounds' ratios ${R[txt_text_ids_paired]}); beyond the forward (wall - X-Compute-Ms): text ${R[txt_text_over_ms]} ms, input_ids ${R[txt_ids_over_ms]} ms"
+    fi
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -882,7 +1016,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4, 18, 19, 22, 23 and 31 targets in this run"
+section "summary: issue 4, 18, 19, 22, 23, 31 and 32 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -989,6 +1123,25 @@ row "ModernBERT-base L=$MB_LEN peak RSS < 1.5 GiB" "$m" "$r" "<" 1536 "${WHY[mod
 r=${R[mb_short_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x per Linear-FLOP"
 row "ModernBERT-base B=8 L=128 <= BERT block per Linear-FLOP" "$m" "$r" "<=" 1 "${WHY[modernbert]:-}"
+for t in $TEXT_TOKS bert-base; do
+    k=${t//-/_} r=${R[tok_ratio_${t//-/_}]:-} m="n/a"
+    [ -n "$r" ] && m="$(fmt "$r" 2)x ($(fmt "${R[tokc_${k}_tok_per_s]}" 0) / $(fmt "${R[tokhf_${k}_tok_per_s]}" 0) tok/s)"
+    row "tokenizer $t, 1 thread >= HF's tokens/s" "$m" "$r" ">=" 1 "${WHY[text]:-${WHY[texthf]:-}}"
+done
+r=${R[text_tok_share]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$(calc "100 * $r")" 3)% (${R[tokb_median_ms]} / ${R[txt_ids_compute_ms]} ms)"
+row "tokenizing B=8 L=128 <= 3% of the forward" "$m" "$r" "<=" 0.03 "${WHY[text]:-}"
+# With part 9's ids figure from this run: the embedding module's lookups too.
+r="" m="n/a"
+if [ -n "${R[text_tok_share]:-}" ] && [ -n "${R[ids_ratio]:-}" ]; then
+    # ids in below embeddings in is the medians' noise: the lookups count 0
+    r=$(calc "${R[text_tok_share]} + (${R[ids_ratio]} > 1 ? ${R[ids_ratio]} - 1 : 0)")
+    m="$(fmt "$(calc "100 * $r")" 2)% (ids / embeddings $(fmt "${R[ids_ratio]}" 3)x)"
+fi
+row "tokenizing + lookups, B=8 L=128 <= 3% of forward" "$m" "$r" "<=" 0.03 "${WHY[text]:-${WHY[ids]:-}}"
+r=${R[txt_emb_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x (${R[txt_emb_p50_ms]} / ${R[txt_emb_compute_ms]} ms)"
+row "/v1/embeddings B=8 p50 <= 1.15x compute" "$m" "$r" "<=" 1.15 "${WHY[text]:-}"
 echo
 echo "not targets, for reference:"
 for s in $SHAPES; do
@@ -1034,5 +1187,8 @@ for s in $SHAPES; do
     fi
     echo "$line"
 done
+if [ -n "${R[txt_text_ids_ratio]:-}" ]; then
+    echo "  /v1/encode B=8 L=128, attention none, base64: p50 with text / with input_ids = $(fmt "${R[txt_text_ids_ratio]}" 3)x (${R[txt_text_p50_ms]} / ${R[txt_ids_p50_ms]} ms; beyond the forward ${R[txt_text_over_ms]} / ${R[txt_ids_over_ms]} ms)"
+fi
 echo "every RESULT line: $BB/results.txt; whole run: $(($(date +%s) - T_START)) s"
 exit "$FAILED"

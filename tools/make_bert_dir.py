@@ -3,6 +3,7 @@
 
     /usr/bin/python3 tools/make_bert_dir.py OUTDIR TORCH_FILE
     /usr/bin/python3 tools/make_bert_dir.py --xlmr [--f16] OUTDIR
+    /usr/bin/python3 tools/make_bert_dir.py --tokenizer OUTDIR [TORCH_FILE]
 
 OUTDIR gets config.json (bert-base-uncased's fields and sizes: 12 layers,
 hidden 768, 12 heads, intermediate 3072, vocabulary 30522) and
@@ -18,12 +19,28 @@ writes (the decoder's weight tied to the word table, so not saved): about
 1.1 GB, the word table 768 MB of it; with --f16 as well, every tensor F16
 (half that), as a checkpoint saved with torch_dtype float16 is.
 
+With --tokenizer, OUTDIR also gets a tokenizer.json shaped as transformers
+writes bert-base-uncased's (BertNormalizer lowercasing, BertPreTokenizer,
+WordPiece with "##" pieces, TemplateProcessing [CLS] $A [SEP] / [CLS] $A [SEP]
+$B:1 [SEP]:1, the special tokens at bert-base-uncased's ids: [PAD] 0, [UNK]
+100, [CLS] 101, [SEP] 102, [MASK] 103, [unusedN] around them) and a
+vocabulary of exactly vocab_size (30522) tokens made deterministically from
+/usr/share/dict/american-english: every printable ASCII character but the
+capitals and its "##" form, the list's words lowercased with their accents
+stripped (as the normalizer leaves them), shortest first, and the commonest
+2- to 6-letter word endings as "##" pieces.  Without TORCH_FILE only
+tokenizer.json is written (into OUTDIR, made if missing); bench/run.sh's text
+section serves it with the BERT-base-sized weights.  The tokenizer.json is
+rewritten each time (a second or so).
+
 Made once: existing files of the right size are kept.  numpy only (no
 torch).  bench/run.sh part 9 times attnd loading them (bench/startup.py).
 """
+import collections
 import json
 import os
 import sys
+import unicodedata
 
 import numpy as np
 
@@ -114,16 +131,107 @@ def make_xlmr(outdir, f16):
     return 0
 
 
+WORDS_FILE = "/usr/share/dict/american-english"
+N_PIECES = 6000  # "##" word endings in the tokenizer's vocabulary
+
+
+def _special(id_, content):
+    return {"id": id_, "content": content, "single_word": False, "lstrip": False,
+            "rstrip": False, "normalized": False, "special": True}
+
+
+def bert_tokenizer_json():
+    """bert-base-uncased's tokenizer.json shape with a word-list vocabulary of VOCAB tokens."""
+    vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab += [f"[unused{i}]" for i in range(99, 994)]
+    seen = set(vocab)
+
+    def add(t):
+        if t not in seen and len(vocab) < VOCAB:
+            seen.add(t)
+            vocab.append(t)
+
+    singles = [chr(c) for c in range(0x21, 0x7F) if not chr(c).isupper()]
+    for c in singles:
+        add(c)
+    for c in singles:
+        add("##" + c)
+    with open(WORDS_FILE, encoding="utf-8") as f:
+        raw = [w.strip() for w in f]
+    stems = set()
+    for w in raw:
+        w = "".join(c for c in unicodedata.normalize("NFD", w.lower())
+                    if unicodedata.category(c) != "Mn")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w.isascii() and w.isalpha():
+            stems.add(w)
+    ends = collections.Counter(w[-k:] for w in stems for k in range(2, 7) if len(w) > k)
+    pieces = sorted(ends.items(), key=lambda kv: (-kv[1], kv[0]))[:N_PIECES]
+    words = sorted(stems, key=lambda w: (len(w), w))
+    room = VOCAB - len(vocab) - len(pieces)
+    for w in words[:room]:
+        add(w)
+    for p, _ in pieces:
+        add("##" + p)
+    for w in words[room:]:  # endings that were words already: fill up
+        add(w)
+    assert len(vocab) == VOCAB, len(vocab)
+    ids = {t: i for i, t in enumerate(vocab)}
+    cls, sep = ids["[CLS]"], ids["[SEP]"]
+
+    def st(tok, type_id):
+        return {"SpecialToken": {"id": tok, "type_id": type_id}}
+
+    def seq(name, type_id):
+        return {"Sequence": {"id": name, "type_id": type_id}}
+
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [_special(ids[t], t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                                       "[MASK]")],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                       "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [st("[CLS]", 0), seq("A", 0), st("[SEP]", 0)],
+            "pair": [st("[CLS]", 0), seq("A", 0), st("[SEP]", 0), seq("B", 1), st("[SEP]", 1)],
+            "special_tokens": {
+                "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
+                "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]},
+            },
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": ids},
+    }
+
+
+def write_tokenizer(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "tokenizer.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(bert_tokenizer_json(), f, ensure_ascii=False, indent=2)
+        f.write("\n")
+    print(f"{path}: WordPiece, {VOCAB} tokens, {os.path.getsize(path) >> 10} KiB")
+
+
 def main(argv):
     args = argv[1:]
-    xlmr, f16 = "--xlmr" in args, "--f16" in args
-    args = [a for a in args if a not in ("--xlmr", "--f16")]
-    if xlmr and len(args) == 1:
+    xlmr, f16, tok = "--xlmr" in args, "--f16" in args, "--tokenizer" in args
+    args = [a for a in args if a not in ("--xlmr", "--f16", "--tokenizer")]
+    if xlmr and not tok and len(args) == 1:
         return make_xlmr(args[0], f16)
+    if tok and not xlmr and not f16 and len(args) == 1:
+        write_tokenizer(args[0])
+        return 0
     if xlmr or f16 or len(args) != 2:
-        print("\n".join(__doc__.strip().splitlines()[2:4]), file=sys.stderr)
+        print("\n".join(__doc__.strip().splitlines()[2:5]), file=sys.stderr)
         return 2
     outdir, torch_file = args
+    if tok:
+        write_tokenizer(outdir)
     model = os.path.join(outdir, "model.safetensors")
     want = 4 * (VOCAB * D + POSITIONS * D + 2 * D + 2 * D + LAYERS * (4 * D * D + 4 * D + 2 * D * F
                 + F + D + 4 * D) + D * D + D + D * D + D + 2 * D + VOCAB)
