@@ -71,7 +71,9 @@
 #                 the daemon's compute median for the same batch as input_ids,
 #                 and (bench/text_bench.py, interleaved rounds) /v1/encode's p50
 #                 with "text" against "input_ids", /v1/embeddings' p50 against
-#                 its compute median                        [HF peer optional]
+#                 its compute median; mixed lengths (bench/batch_bench.py): each
+#                 sequence alone, merged by the daemon, against groups of 8 padded
+#                 to their longest                            [HF peer optional]
 #  12. summary    each target of issues 4, 18, 19, 22, 23, 31 and 32: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -973,6 +975,17 @@ else
             echo "-> /v1/embeddings p50 ${R[txt_emb_p50_ms]} ms / its compute median ${R[txt_emb_compute_ms]} ms = $(fmt "${R[txt_emb_ratio]}" 3)x"
         [ -n "${R[txt_text_ids_ratio]:-}" ] &&
             echo "-> /v1/encode p50: text ${R[txt_text_p50_ms]} ms / input_ids ${R[txt_ids_p50_ms]} ms = $(fmt "${R[txt_text_ids_ratio]}" 3)x (median of the rounds' ratios ${R[txt_text_ids_paired]}); beyond the forward (wall - X-Compute-Ms): text ${R[txt_text_over_ms]} ms, input_ids ${R[txt_ids_over_ms]} ms"
+        # Mixed lengths: each sequence its own request, merged by the pool
+        # (the forward runs real tokens only), against groups of 8 padded to
+        # their longest, as a server that pads computes them.
+        start_daemon --model-dir "$BB/bert_base_dir" --max-seq-len 512
+        if [ "$ready" != 1 ]; then
+            text_fail "attnd did not become ready within 30 s (log: $BB/attnd.log)"
+        else
+            run_step 900 "$PYTHON" bench/batch_bench.py --port "$PORT" --rounds 3 ||
+                text_fail "bench/batch_bench.py failed"
+        fi
+        stop_daemon
     fi
 fi
 
@@ -1144,6 +1157,8 @@ r=${R[txt_emb_ratio]:-} m="n/a"
 row "/v1/embeddings B=8 p50 <= 1.15x compute" "$m" "$r" "<=" 1.15 "${WHY[text]:-}"
 echo
 echo "not targets, for reference:"
+[ -n "${R[batch_ratio]:-}" ] &&
+    echo "  mixed lengths, each sent alone (merged by the daemon) / groups of 8 padded to their longest (padding $(fmt "$(calc "100 * ${R[batch_pad_fraction]}")" 1)% of what they compute): $(fmt "${R[batch_ratio]}" 2)x real tokens/s (${R[batch_alone_tps]} / ${R[batch_padded_tps]})"
 for s in $SHAPES; do
     r=${R[ort_ratio_${s}]:-}
     if [ -n "$r" ]; then
