@@ -654,9 +654,7 @@ static bool join(char *buf, size_t size, const char *dir, const char *name)
     return (size_t)snprintf(buf, size, "%s/%s", dir, name) < size;
 }
 
-/* The whole file at path (NUL-terminated, owned) and its length, or NULL
- * with err set. */
-static char *read_whole(const char *path, size_t *len, enc_error *err)
+char *model_read_whole(const char *path, size_t *len, enc_error *err)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -1197,7 +1195,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     if (!join(path, sizeof path, dir, "config.json"))
         return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
     size_t len;
-    char *text = read_whole(path, &len, err);
+    char *text = model_read_whole(path, &len, err);
     if (!text)
         return err->status;
     json_error_t jerr;
@@ -1330,7 +1328,7 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
                              "model.safetensors.index.json is there",
                              dir);
     size_t len;
-    char *text = read_whole(path, &len, err);
+    char *text = model_read_whole(path, &len, err);
     if (!text)
         return err->status;
     sha256_hex(text, len, m->sha256);

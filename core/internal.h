@@ -110,6 +110,9 @@ void model_release(const enc_model *m, const void *p, size_t bytes);
  * from the heap.  64-byte aligned either way.  Freed with model_zfree and
  * the same size. */
 void *model_zalloc(size_t bytes);
+/* The whole file at path (NUL-terminated, owned; at most 64 MiB) and its
+ * length, or NULL with err set (ENC_EIO, ENC_EFORMAT when too large). */
+char *model_read_whole(const char *path, size_t *len, enc_error *err);
 void model_zfree(void *p, size_t bytes);
 
 /* Records a file the model was read from, and a tensor of it that is not

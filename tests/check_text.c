@@ -68,6 +68,24 @@ static json_t *fixture_json(void)
     return j;
 }
 
+/* Tensor name of dir's text.safetensors as floats (owned), its first
+ * dimensions in dims (0 past its rank). */
+static float *fixture_tensor(const char *dir, const char *name, int dims[3])
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, name);
+    ck_assert_msg(t && t->ndim <= 3, "%s: no tensor %s of rank 3 or less", path, name);
+    for (int d = 0; d < 3; d++)
+        dims[d] = d < (int)t->ndim ? (int)t->shape[d] : 0;
+    float *v = torch_floats(&f, name, NULL);
+    st_close(&f);
+    return v;
+}
+
 /* text.safetensors' token ids: ids (B, L) and each row's length (the
  * attention mask's ones), as floats; *B, *L. */
 typedef struct fixture_ids {
@@ -179,14 +197,10 @@ START_TEST(test_encode_text)
     json_t *fx = fixture_json();
     const json_t *texts = json_object_get(fx, "texts");
     fixture_ids x = read_ids("input_ids", "attention_mask");
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, "last_hidden_state");
-    ck_assert(t && t->ndim == 3);
-    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
+    int dims[3];
+    float *want = fixture_tensor(TEXT_DIR, "last_hidden_state", dims);
+    const int B = dims[0], L = dims[1], D = dims[2];
     ck_assert_int_eq(B, (int)json_array_size(texts));
-    float *want = torch_floats(&f, "last_hidden_state", NULL);
     long status;
     json_t *r = post_json("/v1/encode", json_pack("{s:O, s:s}", "text", texts, "attention", "none"),
                           &status);
@@ -206,7 +220,7 @@ START_TEST(test_encode_text)
     /* the pair: token_type_ids 1 on the second text */
     const json_t *pair = json_object_get(fx, "pair");
     fixture_ids px = read_ids("pair_input_ids", NULL);
-    float *pwant = torch_floats(&f, "pair_last_hidden_state", NULL);
+    float *pwant = fixture_tensor(TEXT_DIR, "pair_last_hidden_state", dims);
     r = post_json("/v1/encode",
                   json_pack("{s:[[O, O]], s:s}", "text", json_object_get(pair, "text"),
                             json_object_get(pair, "text_pair"), "attention", "none"),
@@ -224,7 +238,6 @@ START_TEST(test_encode_text)
     free(x.lengths);
     free(px.ids);
     free(px.lengths);
-    st_close(&f);
     json_decref(fx);
 }
 END_TEST
@@ -346,20 +359,13 @@ static void embedding_of(const json_t *data, size_t b, float *out, size_t n)
         out[k] = (float)json_number_value(json_array_get(e, k));
 }
 
-/* The pooled tensor name of text.safetensors, as rows of D floats. */
+/* The pooled tensor name of dir's text.safetensors, as B rows of D floats. */
 static float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/text.safetensors", dir);
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, name);
-    ck_assert_ptr_nonnull(t);
-    *B = (int)t->shape[0];
-    *D = (int)t->shape[1];
-    float *v = torch_floats(&f, name, NULL);
-    st_close(&f);
+    int dims[3];
+    float *v = fixture_tensor(dir, name, dims);
+    *B = dims[0];
+    *D = dims[1];
     return v;
 }
 
@@ -513,13 +519,9 @@ START_TEST(test_v2_text)
     json_t *fx = fixture_json();
     const json_t *texts = json_object_get(fx, "texts");
     fixture_ids x = read_ids("input_ids", "attention_mask");
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, "last_hidden_state");
-    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
-    float *want = torch_floats(&f, "last_hidden_state", NULL);
-    st_close(&f);
+    int dims[3];
+    float *want = fixture_tensor(TEXT_DIR, "last_hidden_state", dims);
+    const int B = dims[0], L = dims[1], D = dims[2];
     for (int binary = 0; binary < 2; binary++) {
         http_resp r = {0};
         if (!binary) {

@@ -151,7 +151,7 @@ bool tok_is_mark_nonspacing(uint32_t c)
 /* unicode-normalization's is_combining_mark: General_Category Mark (Mn Mc
  * Me), what the StripAccents normalizer removes (BertNormalizer's
  * strip_accents removes Mn only). */
-static bool is_mark(uint32_t c)
+bool tok_is_mark(uint32_t c)
 {
     int k = category(c);
     return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
@@ -433,7 +433,7 @@ static bool keep_unmarked_nonspacing(uint32_t c)
 
 static bool keep_unmarked(uint32_t c)
 {
-    return !is_mark(c);
+    return !tok_is_mark(c);
 }
 
 static bool keep_nmt(uint32_t c)
@@ -848,20 +848,6 @@ int tok_normalize(const tok_normalizer *n, tok_str *s)
     return 0;
 }
 
-/* A required member (serde's fields without a default). */
-static int need(const json_t *o, const char *path, const char *key, enc_error *err)
-{
-    if (!json_object_get(o, key))
-        return enc_error_set(err, ENC_EFORMAT, "%s.%s is missing", path, key);
-    return 0;
-}
-
-static int need_bool(const json_t *o, const char *path, const char *key, bool *out, enc_error *err)
-{
-    int rc = need(o, path, key, err);
-    return rc < 0 ? rc : tok_json_bool(o, path, key, false, out, err);
-}
-
 /* A UTF-8 string member as code points (malloc'd). */
 static int need_text(const json_t *o, const char *path, const char *key, uint32_t **out,
                      size_t *out_n, enc_error *err)
@@ -983,9 +969,10 @@ static int parse(tok_normalizer *n, const json_t *j, const char *path, enc_error
     case N_BERT: {
         /* strip_accents: Option<bool>, None following lowercase */
         const json_t *sa = json_object_get(j, "strip_accents");
-        if ((rc = need_bool(j, path, "clean_text", &n->clean_text, err)) < 0 ||
-            (rc = need_bool(j, path, "handle_chinese_chars", &n->handle_chinese_chars, err)) < 0 ||
-            (rc = need_bool(j, path, "lowercase", &n->lowercase, err)) < 0)
+        if ((rc = tok_json_need_bool(j, path, "clean_text", &n->clean_text, err)) < 0 ||
+            (rc = tok_json_need_bool(j, path, "handle_chinese_chars", &n->handle_chinese_chars,
+                                     err)) < 0 ||
+            (rc = tok_json_need_bool(j, path, "lowercase", &n->lowercase, err)) < 0)
             return rc;
         if (sa && !json_is_null(sa))
             rc = tok_json_bool(j, path, "strip_accents", false, &n->strip_accents, err);
@@ -994,15 +981,15 @@ static int parse(tok_normalizer *n, const json_t *j, const char *path, enc_error
         return rc;
     }
     case N_STRIP:
-        if ((rc = need_bool(j, path, "strip_left", &n->left, err)) < 0)
+        if ((rc = tok_json_need_bool(j, path, "strip_left", &n->left, err)) < 0)
             return rc;
-        return need_bool(j, path, "strip_right", &n->right, err);
+        return tok_json_need_bool(j, path, "strip_right", &n->right, err);
     case N_PREPEND:
         return need_text(j, path, "prepend", &n->text, &n->text_n, err);
     case N_REPLACE: {
         char sub[ENC_ERROR_MAX];
         snprintf(sub, sizeof sub, "%s.pattern", path);
-        if ((rc = need(j, path, "pattern", err)) < 0)
+        if ((rc = tok_json_need(j, path, "pattern", err)) < 0)
             return rc;
         n->re = tok_regex_pattern(json_object_get(j, "pattern"), sub, err);
         if (!n->re)

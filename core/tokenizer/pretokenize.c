@@ -356,21 +356,15 @@ uint32_t tok_byte_char(uint8_t b)
     return 0x100u + 67; /* 0xAD */
 }
 
-static bool is_mark(uint32_t c)
-{
-    int k = utf8proc_category((utf8proc_int32_t)c);
-    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
-}
-
 /* The regex crate's Unicode \w (UTS #18: Alphabetic, M, Nd, Pc,
  * Join_Control). */
-static bool is_word(uint32_t c)
+bool tok_is_word(uint32_t c)
 {
     if (c < 0x80)
         return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                c == '_';
     int k = utf8proc_category((utf8proc_int32_t)c);
-    return tok_is_alphabetic(c) || is_mark(c) || k == UTF8PROC_CATEGORY_ND ||
+    return tok_is_alphabetic(c) || tok_is_mark(c) || k == UTF8PROC_CATEGORY_ND ||
            k == UTF8PROC_CATEGORY_PC || c == 0x200C || c == 0x200D;
 }
 
@@ -476,17 +470,17 @@ static int split_word_runs(const tok_pretok *pt, tok_str *s, tok_pieces *out)
     int rc = 0;
     size_t i = 0;
     while (i < s->n && rc == 0) {
-        bool word = is_word(s->cp[i]);
+        bool word = tok_is_word(s->cp[i]);
         if (!word && tok_is_whitespace(s->cp[i])) {
             i++;
             continue;
         }
         size_t j = i + 1;
         if (word)
-            while (j < s->n && is_word(s->cp[j]))
+            while (j < s->n && tok_is_word(s->cp[j]))
                 j++;
         else
-            while (j < s->n && !is_word(s->cp[j]) && !tok_is_whitespace(s->cp[j]))
+            while (j < s->n && !tok_is_word(s->cp[j]) && !tok_is_whitespace(s->cp[j]))
                 j++;
         tok_str piece = {0};
         rc = tok_str_slice(s, i, j, &piece);
@@ -654,19 +648,6 @@ void tok_pretok_free(tok_pretok *p)
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-static int need(const json_t *o, const char *path, const char *key, enc_error *err)
-{
-    if (!json_object_get(o, key))
-        return enc_error_set(err, ENC_EFORMAT, "%s.%s is missing", path, key);
-    return 0;
-}
-
-static int need_bool(const json_t *o, const char *path, const char *key, bool *out, enc_error *err)
-{
-    int rc = need(o, path, key, err);
-    return rc < 0 ? rc : tok_json_bool(o, path, key, false, out, err);
-}
-
 /* A serde char: a string of exactly one char. */
 static int need_char(const json_t *o, const char *path, const char *key, uint32_t *out,
                      enc_error *err)
@@ -788,8 +769,8 @@ static int parse(tok_pretok *p, const json_t *j, const char *path, enc_error *er
     char sub[ENC_ERROR_MAX];
     switch (p->kind) {
     case P_BYTE_LEVEL:
-        if ((rc = need_bool(j, path, "add_prefix_space", &p->add_prefix_space, err)) < 0 ||
-            (rc = need_bool(j, path, "trim_offsets", &p->trim_offsets, err)) < 0 ||
+        if ((rc = tok_json_need_bool(j, path, "add_prefix_space", &p->add_prefix_space, err)) < 0 ||
+            (rc = tok_json_need_bool(j, path, "trim_offsets", &p->trim_offsets, err)) < 0 ||
             (rc = tok_json_bool(j, path, "use_regex", true, &p->use_regex, err)) < 0)
             return rc;
         if (p->use_regex) {
@@ -804,17 +785,17 @@ static int parse(tok_pretok *p, const json_t *j, const char *path, enc_error *er
         return parse_metaspace(p, j, path, err);
     case P_SPLIT:
         snprintf(sub, sizeof sub, "%s.pattern", path);
-        if ((rc = need(j, path, "pattern", err)) < 0 ||
+        if ((rc = tok_json_need(j, path, "pattern", err)) < 0 ||
             (rc = parse_behavior(j, path, "behavior", true, TOK_SPLIT_REMOVED, &p->behavior, err)) <
                 0 ||
-            (rc = need_bool(j, path, "invert", &p->invert, err)) < 0)
+            (rc = tok_json_need_bool(j, path, "invert", &p->invert, err)) < 0)
             return rc;
         p->re = tok_regex_pattern(json_object_get(j, "pattern"), sub, err);
         return p->re ? 0 : err && err->status ? err->status : ENC_EINVAL;
     case P_PUNCTUATION:
         return parse_behavior(j, path, "behavior", false, TOK_SPLIT_ISOLATED, &p->behavior, err);
     case P_DIGITS:
-        return need_bool(j, path, "individual_digits", &p->individual_digits, err);
+        return tok_json_need_bool(j, path, "individual_digits", &p->individual_digits, err);
     case P_FIXED_LENGTH: {
         long length = 5;
         if ((rc = tok_json_int(j, path, "length", 5, &length, err)) < 0)

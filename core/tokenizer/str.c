@@ -261,6 +261,20 @@ int tok_json_int(const json_t *obj, const char *path, const char *key, long dflt
     return 0;
 }
 
+int tok_json_need(const json_t *obj, const char *path, const char *key, enc_error *err)
+{
+    if (!json_object_get(obj, key))
+        return enc_error_set(err, ENC_EFORMAT, "%s.%s is missing", path, key);
+    return 0;
+}
+
+int tok_json_need_bool(const json_t *obj, const char *path, const char *key, bool *out,
+                       enc_error *err)
+{
+    int rc = tok_json_need(obj, path, key, err);
+    return rc < 0 ? rc : tok_json_bool(obj, path, key, false, out, err);
+}
+
 int tok_json_unsupported(const char *path, const char *key, const json_t *value, enc_error *err)
 {
     char *text = value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;

@@ -86,7 +86,9 @@ bool tok_is_alphanumeric(uint32_t c); /* is_alphabetic || is_numeric */
 bool tok_is_punctuation(uint32_t c);  /* tokenizers' is_punc: P* categories or ASCII punctuation */
 bool tok_is_control(uint32_t c);      /* tokenizers' BertNormalizer is_control */
 bool tok_is_chinese(uint32_t c);      /* BertNormalizer is_chinese_char */
-bool tok_is_mark_nonspacing(uint32_t c); /* Mn: what StripAccents removes */
+bool tok_is_mark_nonspacing(uint32_t c); /* Mn: what BertNormalizer's strip_accents removes */
+bool tok_is_mark(uint32_t c);            /* M (Mn Mc Me): what StripAccents removes */
+bool tok_is_word(uint32_t c);            /* Rust regex's \w: alphabetic, marks, Nd, Pc, joiners */
 
 /* ---- regular expressions (Oniguruma, the engine tokenizers uses) ------- */
 
@@ -238,6 +240,11 @@ int tok_json_string(const json_t *obj, const char *path, const char *key, const 
                     const char **out, enc_error *err);
 int tok_json_int(const json_t *obj, const char *path, const char *key, long dflt, long *out,
                  enc_error *err);
+/* ENC_EFORMAT naming path.key when obj lacks it (a field without a serde
+ * default in tokenizers); the _bool form then reads it. */
+int tok_json_need(const json_t *obj, const char *path, const char *key, enc_error *err);
+int tok_json_need_bool(const json_t *obj, const char *path, const char *key, bool *out,
+                       enc_error *err);
 /* ENC_EINVAL naming path.key and its value as not supported. */
 int tok_json_unsupported(const char *path, const char *key, const json_t *value, enc_error *err);
 

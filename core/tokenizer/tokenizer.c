@@ -7,7 +7,8 @@
  * pre_tokenizers/byte_level.rs's process_offsets). */
 #include "tok_internal.h"
 
-#include <errno.h>
+#include "internal.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,7 @@ struct tok_tokenizer {
     size_t n_added_ids;
     trie raw, normalized;            /* the non-normalized and the normalized patterns */
     size_t added_single, added_pair; /* specials the post-processor adds */
+    bool trims; /* the post-processor trims offsets (ByteLevel's trim_offsets) */
     display_kind display;
     char *display_prefix; /* WordPiece's continuation prefix; Metaspace's replacement */
 };
@@ -337,6 +339,15 @@ static int parse_post(const json_t *j, const char *path, post *p, enc_error *err
         return 0;
     }
     return enc_error_set(err, ENC_EINVAL, "%s: type \"%s\" is not supported", path, type);
+}
+
+/* Whether p trims offsets by its tokens' spaces (ByteLevel's trim_offsets). */
+static bool post_trims(const post *p)
+{
+    bool any = (p->kind == POST_ROBERTA || p->kind == POST_BYTE_LEVEL) && p->trim_offsets;
+    for (size_t i = 0; p->kind == POST_SEQUENCE && i < p->n_procs; i++)
+        any = any || post_trims(&p->procs[i]);
+    return any;
 }
 
 /* How many specials p adds to one text, or to a pair. */
@@ -534,6 +545,7 @@ tok_tokenizer *tok_load_json(const char *text, size_t len, enc_error *err)
             goto fail;
         t->added_single = post_added(t->post, false);
         t->added_pair = post_added(t->post, true);
+        t->trims = post_trims(t->post);
     }
     if (parse_added(t, json_object_get(root, "added_tokens"), err) < 0 || build_tries(t, err) < 0)
         goto fail;
@@ -551,37 +563,10 @@ fail:
 
 tok_tokenizer *tok_load(const char *path, enc_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        enc_error_set(err, ENC_EIO, "%s: %s", path, strerror(errno));
+    size_t len;
+    char *text = model_read_whole(path, &len, err);
+    if (!text)
         return NULL;
-    }
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            char *nt = realloc(text, cap);
-            if (!nt) {
-                free(text);
-                fclose(f);
-                enc_error_set(err, ENC_ENOMEM, "out of memory reading %s", path);
-                return NULL;
-            }
-            text = nt;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    const bool failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(text);
-        enc_error_set(err, ENC_EIO, "%s: read error", path);
-        return NULL;
-    }
     tok_tokenizer *t = tok_load_json(text, len, err);
     free(text);
     return t;
@@ -636,30 +621,48 @@ static int seq_grow(seq_enc *e, size_t n)
     return 0;
 }
 
-/* Counts the leading and trailing chars of a token's value that are spaces
- * or ByteLevel's "Ġ" (U+0120). */
-static void count_spaces(const char *v, size_t len, uint16_t *lead, uint16_t *trail)
+/* ByteLevel's trim_offsets counts, at each end of a token's value, the
+ * chars that are spaces or its "Ġ" (U+0120). */
+static bool trim_space(uint32_t c)
 {
-    tok_str s = {0};
-    *lead = *trail = 0;
-    if (tok_str_from_utf8(&s, v, len, 0) < 0)
-        return;
-    size_t a = 0, b = s.n;
-    while (a < s.n && (s.cp[a] == 0x120 || tok_is_whitespace(s.cp[a])))
-        a++;
-    while (b > 0 && (s.cp[b - 1] == 0x120 || tok_is_whitespace(s.cp[b - 1])))
-        b--;
-    *lead = (uint16_t)(a > 65535 ? 65535 : a);
-    *trail = (uint16_t)(s.n - b > 65535 ? 65535 : s.n - b);
-    tok_str_free(&s);
+    return c == 0x120 || tok_is_whitespace(c);
 }
 
-/* Rust regex's \w: alphabetic, marks, decimal digits, connector punctuation, joiners. */
-static bool is_word_char(uint32_t c)
+static uint16_t clamp16(size_t n)
 {
-    return tok_is_alphanumeric(c) || tok_is_mark_nonspacing(c) || c == '_' || c == 0x200C ||
-           c == 0x200D || (c >= 0x203F && c <= 0x2040) || c == 0x2054 || c == 0xFE33 ||
-           c == 0xFE34 || (c >= 0xFE4D && c <= 0xFE4F) || c == 0xFF3F;
+    return (uint16_t)(n > 65535 ? 65535 : n);
+}
+
+/* Those counts of a value given as code points. */
+static void count_spaces_cp(const uint32_t *cp, size_t n, uint16_t *lead, uint16_t *trail)
+{
+    size_t a = 0, b = n;
+    while (a < n && trim_space(cp[a]))
+        a++;
+    while (b > 0 && trim_space(cp[b - 1]))
+        b--;
+    *lead = clamp16(a);
+    *trail = clamp16(n - b);
+}
+
+/* The same of a value given as UTF-8 (a vocabulary token), in one pass. */
+static void count_spaces(const char *v, uint16_t *lead, uint16_t *trail)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    size_t a = 0, run = 0;
+    bool leading = true;
+    while (*p) {
+        size_t l;
+        const bool sp = trim_space(tok_utf8_get(p, &l));
+        p += l;
+        if (leading && sp)
+            a++;
+        else
+            leading = false;
+        run = sp ? run + 1 : 0;
+    }
+    *lead = clamp16(a);
+    *trail = clamp16(run);
 }
 
 /* find_matches over piece s (whose UTF-8 is u, with at[k] the code point
@@ -681,8 +684,8 @@ static int split_added(const tok_tokenizer *t, const trie *tr, tok_str *s, const
         size_t a = at[i], b = at[end]; /* code points */
         const size_t next = end;
         if (x->single_word) {
-            bool start_space = a == 0 || !is_word_char(s->cp[a - 1]);
-            bool stop_space = b == s->n || !is_word_char(s->cp[b]);
+            bool start_space = a == 0 || !tok_is_word(s->cp[a - 1]);
+            bool stop_space = b == s->n || !tok_is_word(s->cp[b]);
             if (!start_space || !stop_space) {
                 i = next;
                 continue;
@@ -829,23 +832,15 @@ static int encode_one(const tok_tokenizer *t, const char *text, size_t len, uint
             e->special[i] = 0; /* special_tokens_mask: the post-processor's tokens only */
             e->type_id[i] = type_id;
             e->seq[i] = seqno;
-            if (p.v[k].done) {
-                /* the added token's value is what it matched, stripped spaces and all */
-                char *u = NULL;
-                size_t ucap = 0;
-                long ulen = tok_str_utf8(&p.v[k].s, 0, p.v[k].s.n, &u, &ucap);
-                if (ulen < 0) {
-                    rc = ENC_ENOMEM;
-                    goto done;
-                }
-                count_spaces(u, (size_t)ulen, &e->lead[i], &e->trail[i]);
-                free(u);
+            e->lead[i] = e->trail[i] = 0;
+            if (!t->trims)
+                continue;
+            if (p.v[k].done) { /* the added token's value is what it matched, spaces and all */
+                count_spaces_cp(p.v[k].s.cp, p.v[k].s.n, &e->lead[i], &e->trail[i]);
             } else {
                 const char *v = tok_token_text(t, id);
                 if (v)
-                    count_spaces(v, strlen(v), &e->lead[i], &e->trail[i]);
-                else
-                    e->lead[i] = e->trail[i] = 0;
+                    count_spaces(v, &e->lead[i], &e->trail[i]);
             }
         }
     }
