@@ -12,6 +12,8 @@
 #                        (make test runs it)
 #   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
 #                        the sentence-transformers fixtures (make test runs it)
+#   make builtin-check   the built-in model's tokenizer against Hugging Face's, text
+#                        in end to end (make test runs it)
 #   make k8s-check       deploy/kubernetes/ against the Kubernetes schemas and attnd
 #                        (make test runs it)
 #   make deps            install the Debian packages the build needs (root or sudo)
@@ -49,7 +51,7 @@ PYTHON    ?= /usr/bin/python3
 
 # Debian packages: what building and testing need; what making fixtures needs.
 DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd-dev nettle-dev \
-                libutf8proc-dev libonig-dev check libsubunit-dev libcurl4-openssl-dev
+                libutf8proc-dev libonig-dev check libsubunit-dev libcurl4-openssl-dev wamerican
 DEB_FIXTURES := python3-torch python3-numpy python3-sentencepiece
 # What the page's browser test and the OpenAPI check need (make deps-node).
 DEB_NODE     := chromium nodejs npm
@@ -116,12 +118,16 @@ CONFIG_SRC := $(wildcard config/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 APP_OBJ   := $(CONFIG_SRC:%.c=$(BUILD)/%.o) $(SERVER_SRC:%.c=$(BUILD)/%.o)
 # Files built into the binary as C byte arrays (od and sed, below): the page
-# at / (server/page/page.h) and the OpenAPI description (server/protocol/openapi.h),
-# whose source server/protocol/openapi.json says @VERSION@ where the version goes.
+# at / (server/page/page.h), the OpenAPI description (server/protocol/openapi.h),
+# whose source server/protocol/openapi.json says @VERSION@ where the version goes,
+# and the built-in model's tokenizer.json (config/builtin.h), made from
+# WORDLIST (Debian's wamerican) by config/builtin_tokenizer.sh.
 PAGE_SRC  := server/page/index.html
 OPENAPI_SRC := server/protocol/openapi.json
 OPENAPI_JSON := $(BUILD)/gen/openapi.json
-APP_OBJ   += $(BUILD)/gen/page.o $(BUILD)/gen/openapi.o
+WORDLIST  ?= /usr/share/dict/american-english
+BUILTIN_TOKENIZER := $(BUILD)/gen/builtin_tokenizer.json
+APP_OBJ   += $(BUILD)/gen/page.o $(BUILD)/gen/openapi.o $(BUILD)/gen/builtin_tokenizer.o
 APP_LIB   := $(BUILD)/libattnd_app.a
 ATTND     := $(BUILD)/attnd
 
@@ -167,6 +173,16 @@ $(OPENAPI_JSON): $(OPENAPI_SRC) Makefile
 $(BUILD)/gen/openapi.c: $(OPENAPI_JSON)
 	$(call embed,$<,protocol/openapi.h,openapi_json)
 
+$(WORDLIST):
+	@echo "$@ is missing: make deps installs it (Debian's wamerican)" >&2; exit 1
+
+$(BUILTIN_TOKENIZER): config/builtin_tokenizer.sh $(WORDLIST)
+	@mkdir -p $(dir $@)
+	sh $< $(WORDLIST) >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/builtin_tokenizer.c: $(BUILTIN_TOKENIZER)
+	$(call embed,$<,builtin.h,builtin_tokenizer_json)
+
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -197,6 +213,7 @@ test: docs-check
 	@$(MAKE) --no-print-directory openapi-check
 	@$(MAKE) --no-print-directory docs-examples
 	@$(MAKE) --no-print-directory openai-check
+	@$(MAKE) --no-print-directory builtin-check
 	@$(MAKE) --no-print-directory k8s-check
 
 # The repository stands alone: the contract is docs/contract.md, and no file
@@ -218,7 +235,7 @@ docs-check:
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check docs-examples openai-check
+.PHONY: test-page deps-page deps-node openapi-check docs-examples openai-check builtin-check
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -275,6 +292,16 @@ openai-check:
 	@$(MAKE) --no-print-directory deps-node
 	@$(MAKE) --no-print-directory $(ATTND)
 	timeout 300 node tests/openai/embeddings_check.mjs $(ATTND)
+
+# The built-in model takes text: its tokenizer.json (made at build time from
+# WORDLIST) loaded by Hugging Face's tokenizers (npm, package.json's pin)
+# against the daemon's /v1/tokenize (texts, hostile ones, pairs, truncation),
+# and /v1/encode with text against the same with the library's ids
+# (tests/tokenizer/builtin_check.mjs).
+builtin-check:
+	@$(MAKE) --no-print-directory deps-node
+	@$(MAKE) --no-print-directory $(ATTND) $(BUILTIN_TOKENIZER)
+	timeout 300 node tests/tokenizer/builtin_check.mjs $(ATTND) $(BUILTIN_TOKENIZER)
 
 # deploy/kubernetes/ (docs/deploy.md): each kustomization built as
 # `kubectl apply -k` builds it, every object validated against the Kubernetes

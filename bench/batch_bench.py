@@ -15,9 +15,11 @@ alternating order:
           ("input_ids" [L], "attention": "none", base64 out);
   padded  one connection sends them in groups of --batch, each group padded to
           its longest with real ids (no lengths: every position computed).
-Prints the padding fraction of the padded form (positions computed that are
-padding), real tokens/s of each (wall time), the medians over rounds, and
-RESULT lines for bench/run.sh.  Python's standard library only.
+Prints the padding fraction of each form as the daemon counted it (its
+/metrics: the positions its forwards computed, attnd_tokens_total, against
+the real tokens sent; and its forwards, attnd_forwards_total, so requests
+merged per forward), real tokens/s of each (wall time), the medians over
+rounds, and RESULT lines for bench/run.sh.  Python's standard library only.
 """
 import argparse
 import http.client
@@ -35,6 +37,30 @@ def post(conn, body):
     data = r.read()
     if r.status != 200:
         raise SystemExit(f"POST /v1/encode: {r.status}: {data[:300].decode(errors='replace')}")
+
+
+def counters(port):
+    """The daemon's attnd_tokens_total (positions its forwards computed) and
+    attnd_forwards_total, from /metrics."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    got = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("attnd_tokens_total", "attnd_forwards_total"):
+            got[name] = float(value)
+    return got["attnd_tokens_total"], got["attnd_forwards_total"]
+
+
+def counted(port, run):
+    """run()'s result, the positions the daemon computed and its forwards
+    meanwhile."""
+    t0, f0 = counters(port)
+    out = run()
+    t1, f1 = counters(port)
+    return out, t1 - t0, f1 - f0
 
 
 def lengths_mix(n, rng):
@@ -101,21 +127,35 @@ def main():
           f"{statistics.median(lens)}), {real} real tokens; padded groups of {a.batch}")
     run_alone(a.port, seqs[:4], 2)  # untimed
     alone, padded, fraction = [], [], 0.0
+    seen = {"alone": [], "padded": []}  # (positions computed, forwards) per round
+    groups = (len(seqs) + a.batch - 1) // a.batch
     for r in range(a.rounds):
         order = ["alone", "padded"] if r % 2 == 0 else ["padded", "alone"]
         for kind in order:
             if kind == "alone":
-                alone.append(real / run_alone(a.port, seqs, a.clients))
+                wall, computed, forwards = counted(a.port, lambda: run_alone(a.port, seqs, a.clients))
+                alone.append(real / wall)
             else:
-                wall, computed = run_padded(a.port, seqs, a.batch, random.Random(2))
+                (wall, sent), computed, forwards = counted(
+                    a.port, lambda: run_padded(a.port, seqs, a.batch, random.Random(2)))
                 padded.append(real / wall)
-                fraction = 1 - real / computed
+                fraction = 1 - real / sent
+            seen[kind].append((computed, forwards))
         print(f"round {r}: alone {alone[-1]:.0f} tok/s, padded {padded[-1]:.0f} tok/s")
     ma, mp = statistics.median(alone), statistics.median(padded)
-    print(f"padding fraction of the padded form: {fraction:.3f}")
+    for kind, requests in (("alone", len(seqs)), ("padded", groups)):
+        computed = statistics.median(c for c, _ in seen[kind])
+        forwards = statistics.median(f for _, f in seen[kind])
+        print(f"{kind}: the daemon computed {computed:.0f} positions for {real} real tokens "
+              f"(padding {1 - real / computed:.3f}), {requests} requests in {forwards:.0f} "
+              f"forwards ({requests / forwards:.2f} a forward), medians over rounds")
+    alone_pad = 1 - real / statistics.median(c for c, _ in seen["alone"])
+    padded_pad = 1 - real / statistics.median(c for c, _ in seen["padded"])
+    print(f"padding fraction of the padded form: {fraction:.3f} sent, {padded_pad:.3f} computed")
     print(f"median real tokens/s: alone (batched by the daemon) {ma:.0f}, padded to the longest "
           f"{mp:.0f}: {ma / mp:.3f}x")
-    print(f"RESULT batch_pad_fraction={fraction:.4f} batch_alone_tps={ma:.1f} "
+    print(f"RESULT batch_pad_fraction={fraction:.4f} batch_alone_pad={alone_pad:.4f} "
+          f"batch_padded_pad={padded_pad:.4f} batch_alone_tps={ma:.1f} "
           f"batch_padded_tps={mp:.1f} batch_ratio={ma / mp:.4f}")
 
 

@@ -1158,7 +1158,7 @@ row "/v1/embeddings B=8 p50 <= 1.15x compute" "$m" "$r" "<=" 1.15 "${WHY[text]:-
 echo
 echo "not targets, for reference:"
 [ -n "${R[batch_ratio]:-}" ] &&
-    echo "  mixed lengths, each sent alone (merged by the daemon) / groups of 8 padded to their longest (padding $(fmt "$(calc "100 * ${R[batch_pad_fraction]}")" 1)% of what they compute): $(fmt "${R[batch_ratio]}" 2)x real tokens/s (${R[batch_alone_tps]} / ${R[batch_padded_tps]})"
+    echo "  mixed lengths, each sent alone (merged by the daemon) / groups of 8 padded to their longest (padding $(fmt "$(calc "100 * ${R[batch_pad_fraction]}")" 1)% of what they compute): $(fmt "${R[batch_ratio]}" 2)x real tokens/s (${R[batch_alone_tps]} / ${R[batch_padded_tps]}); padding the daemon counted (/metrics attnd_tokens_total against the real tokens): merged $(fmt "$(calc "100 * ${R[batch_alone_pad]}")" 1)%, padded $(fmt "$(calc "100 * ${R[batch_padded_pad]}")" 1)%"
 for s in $SHAPES; do
     r=${R[ort_ratio_${s}]:-}
     if [ -n "$r" ]; then

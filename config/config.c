@@ -166,7 +166,7 @@ typedef enum cfg_type {
       "the hyperparameters")                                                                       \
     X("model.tokenizer", "--tokenizer", "ATTND_TOKENIZER", CFG_NSTRING, model.tokenizer, "FILE",   \
       NULL, 0, 0, "Hugging Face tokenizer.json for text input; null = model.dir's tokenizer.json "  \
-      "when it has one")                                                                           \
+      "when it has one, the built-in model's without model.dir and model.weights")                 \
     X("model.pooling", "--pooling", "ATTND_POOLING", CFG_POOL, model.pooling, "MODE", "auto", 0,   \
       0, "sentence embeddings (/v1/embeddings): cls | mean | max | last; auto = model.dir's "      \
       "sentence-transformers Pooling module, else mean")                                           \
@@ -174,7 +174,8 @@ typedef enum cfg_type {
       "auto", 0, 0, "sentence embeddings to unit length; auto = whether model.dir's "              \
       "sentence-transformers modules end in Normalize, else true")                                 \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
-      "0", 0, UINT64_MAX, "seed of the built-in weights when there is no weights file")
+      "0", 0, UINT64_MAX, "seed of the built-in weights and embeddings when there is no weights "  \
+      "file")
 /* clang-format on */
 
 typedef struct cfg_setting {

@@ -244,13 +244,26 @@ static bool read_at(int fd, void *dst, size_t n, uint64_t off)
     return true;
 }
 
-/* Row id of the word table, widened, into y (E floats): read from the file
- * when the module has one (see embed_module), else (or should the read
- * fail) at word. */
+void embed_seeded_row(uint64_t seed, int32_t id, size_t E, float *y)
+{
+    model_rng r; /* row id: numbers id * E .. id * E + E - 1 of the stream */
+    model_rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
+    model_rng_skip(&r, (uint64_t)id * E);
+    for (size_t j = 0; j < E; j++)
+        y[j] = model_rng_uniform(&r, EMBED_SEED_BOUND);
+}
+
+/* Row id of the word table, widened, into y (E floats): drawn from the
+ * seed (a seeded module), read from the file when the module has one (see
+ * embed_module), else (or should the read fail) at word. */
 static void word_row(const embed_module *e, int32_t id, float *y)
 {
     const size_t E = (size_t)e->cfg.embedding_size, size = dtype_size(e->word_dtype);
     const size_t bytes = E * size;
+    if (e->word_seeded) {
+        embed_seeded_row(e->word_seed, id, E, y);
+        return;
+    }
     if (e->word_fd >= 0) {
         /* F32 into y as it is; F16 and BF16 into y's second half, then widened
          * forward: float k's bytes [4k, 4k + 4) end at or before half k + 1's,
@@ -263,6 +276,51 @@ static void word_row(const embed_module *e, int32_t id, float *y)
         }
     }
     widen(y, e->word + (size_t)id * bytes, E, e->word_dtype);
+}
+
+int enc_model_seed_embedding(enc_model *m, int vocab_size, int max_positions, uint64_t seed,
+                             enc_error *err)
+{
+    if (m->embed)
+        return enc_error_set(err, ENC_EINVAL, "the model has an embedding module already");
+    if (vocab_size < 1 || max_positions < 1)
+        return enc_error_set(err, ENC_EINVAL,
+                             "a seeded embedding module needs vocab_size and max_positions of at "
+                             "least 1 (got %d and %d)",
+                             vocab_size, max_positions);
+    const int D = m->hp.d_model;
+    const embed_config cfg = {.vocab_size = vocab_size,
+                              .type_vocab_size = 2,
+                              .max_positions = max_positions,
+                              .embedding_size = D,
+                              .pos = EMBED_POS_SINUSOIDAL,
+                              .eps = m->hp.layer_norm_eps,
+                              .norm_bias = true};
+    embed_module *e = embed_new(&cfg, D, err);
+    if (!e)
+        return err->status;
+    static const char *const names[] = {"embeddings.word_embeddings.weight",
+                                        "embeddings.token_type_embeddings.weight",
+                                        "embeddings.position_embeddings.weight",
+                                        "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (embed_add_name(e, names[i]) < 0) {
+            embed_free(e);
+            return enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module");
+        }
+    model_rng r;
+    model_rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_TYPE);
+    for (size_t i = 0; i < 2 * (size_t)D; i++)
+        e->type[i] = model_rng_uniform(&r, EMBED_SEED_BOUND);
+    for (int j = 0; j < D; j++) /* the bias stays 0 from model_zalloc */
+        e->ln_w[j] = 1.0f;
+    embed_sinusoidal(e);
+    e->word_seeded = true;
+    e->word_seed = seed;
+    e->word_dtype = EMBED_F32;
+    embed_finish(e, &m->hp);
+    m->embed = e;
+    return ENC_OK;
 }
 
 /* ---- a batch of ids ------------------------------------------------------- */

@@ -162,6 +162,18 @@ enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *er
  * every machine.  Returns an owned model, or NULL with err set. */
 enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err);
 
+/* Gives a model built from a seed an embedding module of its own, so that it
+ * takes token ids (and text, with a tokenizer): BertEmbeddings' math,
+ * LayerNorm(word[id] + token_type[tt] + position[p]) at d_model, eps
+ * layer_norm_eps, with vocab_size word rows and 2 token types drawn from the
+ * seed (U(+-sqrt(3)): variance 1, as nn.Embedding's N(0, 1)), DistilBERT's
+ * sinusoidal table for positions 0 .. max_positions - 1, LayerNorm weight 1
+ * and bias 0.  A word row is computed when it is looked up, never stored,
+ * so any vocab_size costs nothing.  docs/model.md, "Models built from a
+ * seed".  0, or a negative enc_status with err set. */
+int enc_model_seed_embedding(enc_model *m, int vocab_size, int max_positions, uint64_t seed,
+                             enc_error *err);
+
 /* Frees a model; NULL is a no-op.  No forward may be running on it. */
 void enc_model_free(enc_model *m);
 

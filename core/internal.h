@@ -139,6 +139,9 @@ uint64_t model_rng_next(model_rng *r);
 /* A float32 uniform in [-bound, bound): (2u - 1) * bound in double, u having
  * 24 random bits, rounded once to float. */
 float model_rng_uniform(model_rng *r, double bound);
+/* Moves the stream n numbers on, as n model_rng_next calls would (splitmix64
+ * is a counter: its state only ever adds the same constant). */
+void model_rng_skip(model_rng *r, uint64_t n);
 
 /* ---- embed.c: a directory's embedding module ---- */
 
@@ -190,6 +193,9 @@ struct embed_module {
                                   unaligned: read by memcpy */
     embed_dtype word_dtype;
     int word_fd;       /* the file holding word (borrowed: the model's), or -1 */
+    bool word_seeded;  /* no table: a row is drawn from word_seed when looked up
+                          (enc_model_seed_embedding) */
+    uint64_t word_seed;
     uint64_t word_off; /* word's offset in it */
     float *params;     /* one allocation (model_zalloc) the tables below are carved from */
     size_t n_params;
@@ -220,6 +226,14 @@ int embed_set_word(embed_module *e, const void *data, embed_dtype dtype, const c
 int embed_check_word(const embed_module *e, const void *data, embed_dtype dtype, size_t row0,
                      size_t rows, const char *name, enc_error *err);
 void embed_use_word(embed_module *e, const void *data, embed_dtype dtype);
+/* A seeded module's streams (enc_model_seed_embedding): layer -1 of
+ * model_rng_init's numbering, below every layer's; its rows' bound sqrt(3),
+ * a variance of 1.  Row id of the word table is numbers id * E .. id * E +
+ * E - 1 of its stream. */
+enum { EMBED_SEED_LAYER = -1, EMBED_SEED_WORD = 0, EMBED_SEED_TYPE = 1 };
+#define EMBED_SEED_BOUND 1.7320508075688772 /* sqrt(3) */
+/* Row id (E floats) of a seeded module's word table, drawn from seed. */
+void embed_seeded_row(uint64_t seed, int32_t id, size_t E, float *y);
 /* DistilBERT's sinusoidal table into e->pos, as transformers'
  * create_sinusoidal_embeddings writes it (for a file without the table). */
 void embed_sinusoidal(embed_module *e);

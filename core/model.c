@@ -314,18 +314,26 @@ const char *enc_model_ignored(const enc_model *m, size_t i)
 
 /* ---- the seeded generator --------------------------------------------- */
 
+/* splitmix64's increment, the golden ratio in 64 bits. */
+#define RNG_GAMMA 0x9E3779B97F4A7C15ull
+
 void model_rng_init(model_rng *r, uint64_t seed, int layer, int tensor)
 {
-    r->state = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(layer * 16 + tensor + 1));
+    r->state = seed ^ (RNG_GAMMA * (uint64_t)(layer * 16 + tensor + 1));
 }
 
 /* splitmix64 (Steele, Lea, Flood 2014): the whole state in one word. */
 uint64_t model_rng_next(model_rng *r)
 {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (r->state += RNG_GAMMA);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+void model_rng_skip(model_rng *r, uint64_t n)
+{
+    r->state += n * RNG_GAMMA;
 }
 
 float model_rng_uniform(model_rng *r, double bound)

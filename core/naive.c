@@ -157,10 +157,19 @@ static void naive_rope(double *x, int n, int E, const enc_hparams *hp, double th
         }
 }
 
-/* Row `row` of the word table, as the file stores it, into y (E). */
+/* Row `row` of the word table, as the file stores it (or as a seeded module
+ * draws it), into y (E). */
 static void naive_word(const embed_module *e, int row, double *y)
 {
     const int E = e->cfg.embedding_size;
+    if (e->word_seeded) { /* drawn, not stored */
+        model_rng r;
+        model_rng_init(&r, e->word_seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
+        model_rng_skip(&r, (uint64_t)row * E);
+        for (int k = 0; k < E; k++)
+            y[k] = model_rng_uniform(&r, EMBED_SEED_BOUND);
+        return;
+    }
     for (int k = 0; k < E; k++) {
         const size_t at = (size_t)row * E + k;
         if (e->word_dtype == EMBED_F32) {

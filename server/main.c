@@ -1,5 +1,6 @@
 /* main.c - attnd: configuration, model, compute pool and HTTP server, until
  * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
+#include "builtin.h"
 #include "config.h"
 #include "tokenizer/tokenizer.h"
 #include "runtime/pool.h"
@@ -19,6 +20,13 @@
 
 extern char **environ;
 
+/* Whether the model is the built-in one: no directory, no weights file;
+ * its weights come from model.seed. */
+static bool model_builtin(const attnd_config *cfg)
+{
+    return !cfg->model.dir && !cfg->model.weights;
+}
+
 /* Loads the directory or the weights file, or builds the model from the
  * seed. */
 static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
@@ -31,30 +39,49 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
 }
 
 /* The tokenizer of text input: model.tokenizer, or model.dir's
- * tokenizer.json when it has one.  NULL with err clear: none (the model
- * takes embeddings or token ids only). */
-static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, const enc_model *model,
-                                            enc_error *err)
+ * tokenizer.json when it has one, or the built-in model's (config/builtin.h),
+ * which then gets an embedding module drawn from model.seed as wide as the
+ * tokenizer's vocabulary (docs/model.md).  NULL with err clear: none (the
+ * model takes embeddings or token ids only).  *source: the file, or
+ * "built-in". */
+static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *model,
+                                            const char **source, enc_error *err)
 {
-    char path[PATH_MAX];
+    static char path[PATH_MAX];
     const char *file = cfg->model.tokenizer;
     if (!file && cfg->model.dir) {
         snprintf(path, sizeof path, "%s/tokenizer.json", cfg->model.dir);
         if (access(path, F_OK) == 0)
             file = path;
     }
-    if (!file)
+    *source = file ? file : "built-in";
+    if (!file && !model_builtin(cfg))
         return NULL;
-    const enc_embedding_info *emb = enc_model_embedding(model);
-    if (!emb) {
+    if (!model_builtin(cfg) && !enc_model_embedding(model)) {
         enc_error_set(err, ENC_EINVAL,
                       "model.tokenizer: text needs a model that takes token ids (a model.dir "
-                      "with its embeddings); this model takes embeddings only");
+                      "with its embeddings, or the built-in model); this model takes embeddings "
+                      "only");
         return NULL;
     }
-    tok_tokenizer *tok = tok_load(file, err);
+    tok_tokenizer *tok =
+        file ? tok_load(file, err)
+             : tok_load_json((const char *)builtin_tokenizer_json, builtin_tokenizer_json_len, err);
     if (!tok)
         return NULL;
+    if (model_builtin(cfg)) {
+        const size_t v = tok_vocab_size(tok);
+        if (v > INT_MAX || enc_model_seed_embedding(model, (int)v, cfg->limits.max_seq_len,
+                                                    cfg->model.seed, err) < 0) {
+            if (v > INT_MAX)
+                enc_error_set(err, ENC_EINVAL, "model.tokenizer: %s has %zu token ids, too many",
+                              *source, v);
+            tok_free(tok);
+            return NULL;
+        }
+        return tok;
+    }
+    const enc_embedding_info *emb = enc_model_embedding(model);
     if (tok_vocab_size(tok) > (size_t)emb->vocab_size) {
         enc_error_set(err, ENC_EINVAL,
                       "model.tokenizer: %s has %zu token ids, the model's vocab_size is %d", file,
@@ -66,7 +93,7 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, const enc_m
 }
 
 #define POOLING_HINT                                                                               \
-    "attnd: (set model.pooling and model.normalize to serve the directory without its "           \
+    "attnd: (set model.pooling and model.normalize to serve the directory without its "            \
     "sentence-transformers modules)\n"
 
 /* How /v1/embeddings pools: model.pooling and model.normalize, or where
@@ -76,8 +103,10 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, const enc_m
 static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_error *err)
 {
     enc_st_config st = {0};
-    const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO, norm_auto = cfg->model.normalize < 0;
-    if (cfg->model.dir && (pool_auto || norm_auto) && enc_st_config_read(cfg->model.dir, &st, err) < 0)
+    const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO,
+               norm_auto = cfg->model.normalize < 0;
+    if (cfg->model.dir && (pool_auto || norm_auto) &&
+        enc_st_config_read(cfg->model.dir, &st, err) < 0)
         return -1;
     t->pooling = !pool_auto ? cfg->model.pooling : st.found ? st.pooling : ENC_POOL_MEAN;
     t->normalize = !norm_auto ? cfg->model.normalize != 0 : st.found ? st.normalize : true;
@@ -241,7 +270,8 @@ int main(int argc, char **argv)
             goto done;
         }
         log_model(&cfg, model);
-        if ((!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) ||
+        if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
+             err.status != ENC_OK) ||
             (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
             fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
             goto done;
@@ -271,7 +301,8 @@ int main(int argc, char **argv)
         goto done;
     }
     log_model(&cfg, model);
-    if ((!(tokenizer = tokenizer_from_config(&cfg, model, &err)) && err.status != ENC_OK) ||
+    if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
+         err.status != ENC_OK) ||
         (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
         fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
         goto done;

@@ -495,15 +495,20 @@ START_TEST(test_encode_ids_hf)
 }
 END_TEST
 
-/* A model without an embedding module takes embeddings only; its /v1/model
- * says so. */
+/* A model without an embedding module (a weights file of the stack alone)
+ * takes embeddings only; its /v1/model says so, ids and text are refused
+ * naming what is missing, and a tokenizer for it is refused at start-up. */
 START_TEST(test_encode_ids_refused_without_module)
 {
-    start_or_fail(small_model, NULL);
+    const char *const weights_only[] = {
+        "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
+        "--weights", TESTS_DIR "/fixtures/safetensors/model/valid.safetensors", NULL};
+    start_or_fail(weights_only, NULL);
     http_resp r;
     ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
     json_t *j = parse_body(&r);
     ck_assert(json_is_null(json_object_get(j, "embedding")));
+    ck_assert(json_is_null(json_object_get(j, "tokenizer")));
     json_decref(j);
     http_resp_free(&r);
     ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", "{\"input_ids\": [[1, 2]]}", &r), 0);
@@ -511,7 +516,19 @@ START_TEST(test_encode_ids_refused_without_module)
                  "input_ids: this model takes embeddings, not input_ids: it has no embedding "
                  "module");
     http_resp_free(&r);
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/tokenize", "{\"text\": \"hello\"}", &r), 0);
+    assert_error(&r, 400, "invalid_request", "text needs a tokenizer, and the served model has none");
+    http_resp_free(&r);
     ck_assert_int_eq(daemon_stop(&dp), 0);
+
+    char *out = NULL;
+    const char *with_tok[] = {"--check-config", "--d-model", "4", "--n-heads", "2", "--d-ff", "8",
+                              "--weights", weights_only[7], "--tokenizer",
+                              TESTS_DIR "/fixtures/tokenizers/bert-uncased/tokenizer.json", NULL};
+    ck_assert_int_ne(run_attnd(with_tok, NULL, &out), 0);
+    ck_assert_msg(strstr(out, "model.tokenizer: text needs a model that takes token ids"), "%s",
+                  out);
+    free(out);
 }
 END_TEST
 
@@ -946,11 +963,11 @@ START_TEST(test_openapi_matches_daemon)
                     url[n++] = *p++;
             }
             url[n] = '\0';
-            /* a seeded model has no tokenizer: /v1/tokenize's 400 is checked below */
-            const bool no_text = (strcmp(path, "/v1/tokenize") == 0 ||
-                                  strcmp(path, "/v1/embeddings") == 0) &&
-                                 strcmp(upper, "POST") == 0;
-            if (no_text)
+            /* the text routes: the built-in model's tokenizer */
+            const bool text = (strcmp(path, "/v1/tokenize") == 0 ||
+                               strcmp(path, "/v1/embeddings") == 0) &&
+                              strcmp(upper, "POST") == 0;
+            if (text)
                 body = path[4] == 't' ? "{\"text\": \"hello\"}" : "{\"input\": \"hello\"}";
             if (strncmp(path, "/v2/", 4) == 0)
                 body = "{\"inputs\": [{\"name\": \"embeddings\", \"datatype\": \"FP32\", "
@@ -965,7 +982,7 @@ START_TEST(test_openapi_matches_daemon)
             ck_assert_msg(json_object_get(json_object_get(op, "responses"), status),
                           "%s %s answered %s, which /openapi.json does not document", upper, path,
                           status);
-            ck_assert_msg(r.status == (strcmp(upper, "OPTIONS") == 0 ? 204 : no_text ? 400 : 200),
+            ck_assert_msg(r.status == (strcmp(upper, "OPTIONS") == 0 ? 204 : 200),
                           "%s %s: %ld", upper, path, r.status);
             http_resp_free(&r);
             checked++;

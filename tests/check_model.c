@@ -65,6 +65,20 @@ static const float *param_by_name(const enc_model *m, const char *name, size_t *
     return NULL;
 }
 
+/* A case of SEED_JSON: its hyperparameters into *hp; returns its seed. */
+static uint64_t seed_case(const json_t *c, enc_hparams *hp)
+{
+    const json_t *jhp = json_object_get(c, "hp");
+    enc_hparams_default(hp);
+    hp->d_model = (int)json_integer_value(json_object_get(jhp, "d_model"));
+    hp->n_heads = (int)json_integer_value(json_object_get(jhp, "n_heads"));
+    hp->n_kv_heads = (int)json_integer_value(json_object_get(jhp, "n_kv_heads"));
+    hp->d_ff = (int)json_integer_value(json_object_get(jhp, "d_ff"));
+    hp->n_layers = (int)json_integer_value(json_object_get(jhp, "n_layers"));
+    hp->bias = json_is_true(json_object_get(jhp, "bias"));
+    return strtoull(json_string_value(json_object_get(c, "seed")), NULL, 10);
+}
+
 START_TEST(test_seeded_matches_python)
 {
     json_error_t jerr;
@@ -76,16 +90,8 @@ START_TEST(test_seeded_matches_python)
     json_t *c;
     json_array_foreach(cases, ci, c)
     {
-        json_t *jhp = json_object_get(c, "hp");
         enc_hparams hp;
-        enc_hparams_default(&hp);
-        hp.d_model = (int)json_integer_value(json_object_get(jhp, "d_model"));
-        hp.n_heads = (int)json_integer_value(json_object_get(jhp, "n_heads"));
-        hp.n_kv_heads = (int)json_integer_value(json_object_get(jhp, "n_kv_heads"));
-        hp.d_ff = (int)json_integer_value(json_object_get(jhp, "d_ff"));
-        hp.n_layers = (int)json_integer_value(json_object_get(jhp, "n_layers"));
-        hp.bias = json_is_true(json_object_get(jhp, "bias"));
-        uint64_t seed = strtoull(json_string_value(json_object_get(c, "seed")), NULL, 10);
+        const uint64_t seed = seed_case(c, &hp);
 
         enc_error err = {0};
         enc_model *m = enc_model_random(&hp, seed, &err);
@@ -115,6 +121,108 @@ START_TEST(test_seeded_matches_python)
         snprintf(src, sizeof src, "seed:%llu", (unsigned long long)seed);
         ck_assert_str_eq(enc_model_source(m), src);
         ck_assert_str_eq(enc_model_sha256(m), "");
+        enc_model_free(m);
+    }
+    json_decref(root);
+}
+END_TEST
+
+/* A float's JSON value (an integer in the file when it is whole). */
+static double json_num(const json_t *v)
+{
+    return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
+}
+
+/* The embedding module a seeded model is given (enc_model_seed_embedding:
+ * the built-in model's, which takes text) against the independent Python
+ * implementation of tools/make_seed_fixture.py: its word rows bit for bit,
+ * the module's output (LayerNorm of word + token type + sinusoidal
+ * position) within float32 rounding, and a forward on the ids equal to one
+ * on those outputs given as embeddings. */
+START_TEST(test_seeded_embedding_matches_python)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(SEED_JSON, 0, &jerr);
+    ck_assert_msg(root != NULL, "%s: %s", SEED_JSON, jerr.text);
+    size_t ci;
+    json_t *c;
+    json_array_foreach(json_object_get(root, "cases"), ci, c)
+    {
+        json_t *je = json_object_get(c, "embedding");
+        ck_assert_ptr_nonnull(je);
+        enc_hparams hp;
+        const uint64_t seed = seed_case(c, &hp);
+        const int V = (int)json_integer_value(json_object_get(je, "vocab_size"));
+        const int P = (int)json_integer_value(json_object_get(je, "max_positions"));
+        const int D = hp.d_model;
+
+        enc_error err = {0};
+        enc_model *m = enc_model_random(&hp, seed, &err);
+        ck_assert_msg(m != NULL, "%s", err.message);
+        ck_assert_ptr_null(enc_model_embedding(m)); /* embeddings only until given one */
+        ck_assert_int_eq(enc_model_seed_embedding(m, V, P, seed, &err), 0);
+        ck_assert_int_eq(enc_model_seed_embedding(m, V, P, seed, &err), ENC_EINVAL);
+        ck_assert_str_eq(err.message, "the model has an embedding module already");
+        err = (enc_error){0};
+        const enc_embedding_info *info = enc_model_embedding(m);
+        ck_assert_ptr_nonnull(info);
+        ck_assert_int_eq(info->vocab_size, V);
+        ck_assert_int_eq(info->type_vocab_size, 2);
+        ck_assert_int_eq(info->max_positions, P);
+        ck_assert_str_eq(info->position, "sinusoidal");
+
+        /* word rows, as drawn */
+        float row[64];
+        ck_assert_int_le(D, 64);
+        const char *id_text;
+        json_t *want;
+        json_object_foreach(json_object_get(je, "rows"), id_text, want)
+        {
+            embed_seeded_row(seed, (int32_t)atoi(id_text), (size_t)D, row);
+            for (int j = 0; j < D; j++)
+                ck_assert_msg(row[j] == (float)json_num(json_array_get(want, j)),
+                              "case %zu row %s[%d]: %.9g, want %.9g", ci, id_text, j,
+                              (double)row[j], json_num(json_array_get(want, j)));
+        }
+
+        /* the module's output, through the forward's own path */
+        json_t *jids = json_object_get(je, "ids"), *jtt = json_object_get(je, "token_type_ids");
+        json_t *jout = json_object_get(je, "embedded");
+        const int L = (int)json_array_size(jids);
+        int32_t ids[16], tts[16];
+        float embedded[16 * 64], x[16 * 64];
+        ck_assert_int_le(L, 16);
+        for (int i = 0; i < L; i++) {
+            ids[i] = (int32_t)json_integer_value(json_array_get(jids, i));
+            tts[i] = (int32_t)json_integer_value(json_array_get(jtt, i));
+            for (int j = 0; j < D; j++)
+                embedded[i * D + j] = (float)json_num(json_array_get(json_array_get(jout, i), j));
+        }
+        const enc_ids eids = {.input_ids = ids, .token_type_ids = tts};
+        enc_batch in = {.ids = &eids, .B = 1, .L = L};
+        ck_assert_int_eq(embed_validate(m->embed, &in, &err), 0);
+        embed_rows(m->embed, &in, 0, 0, L, x, D);
+        for (int k = 0; k < L * D; k++)
+            ck_assert_msg(fabsf(x[k] - embedded[k]) <= 2e-6f, "case %zu embedded[%d]: %.9g, want %.9g",
+                          ci, k, (double)x[k], (double)embedded[k]);
+
+        /* the forward on ids = the forward on the reference's embeddings */
+        float out_ids[16 * 64], out_x[16 * 64];
+        enc_workspace *ws = enc_workspace_new(m);
+        enc_result res = {.out = out_ids};
+        ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+        const enc_batch in_x = {.x = embedded, .B = 1, .L = L};
+        res.out = out_x;
+        ck_assert_msg(enc_forward(m, ws, &in_x, &res, &err) == 0, "%s", err.message);
+        for (int k = 0; k < L * D; k++)
+            ck_assert_msg(fabsf(out_ids[k] - out_x[k]) <= 2e-5f, "case %zu out[%d]: %.9g vs %.9g",
+                          ci, k, (double)out_ids[k], (double)out_x[k]);
+
+        /* an id past the vocabulary is refused, as a directory's */
+        ids[0] = V;
+        ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+        ck_assert_msg(strstr(err.message, "is outside 0..") != NULL, "%s", err.message);
+        enc_workspace_free(ws);
         enc_model_free(m);
     }
     json_decref(root);
@@ -471,6 +579,7 @@ Suite *model_suite(void)
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("build");
     tcase_add_test(tc, test_seeded_matches_python);
+    tcase_add_test(tc, test_seeded_embedding_matches_python);
     tcase_add_test(tc, test_seed_changes_weights);
     tcase_add_test(tc, test_param_counts);
     tcase_add_test(tc, test_invalid_hparams_refused);

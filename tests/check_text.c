@@ -183,6 +183,15 @@ START_TEST(test_tokenize_ids)
         ck_assert_int_eq(json_integer_value(json_object_get(t, "sequence")), 0);
     }
     json_decref(r);
+    /* a text of no tokens: [], as Hugging Face's encode("", add_special_tokens=False)
+     * gives; /v1/encode has nothing to run on it (400) */
+    r = post("/v1/tokenize", "{\"text\": [\"\", \" \"], \"add_special_tokens\": false}", &status);
+    ck_assert_int_eq(status, 200);
+    lists = json_object_get(r, "tokens");
+    ck_assert_uint_eq(json_array_size(lists), 2);
+    ck_assert(json_is_array(json_array_get(lists, 0)) && json_array_size(json_array_get(lists, 0)) == 0);
+    ck_assert(json_is_array(json_array_get(lists, 1)) && json_array_size(json_array_get(lists, 1)) == 0);
+    json_decref(r);
     json_decref(ids);
     free(x.ids);
     free(x.lengths);

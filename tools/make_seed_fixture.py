@@ -13,6 +13,20 @@ attnd documents for models built without a weights file (docs/model.md):
   1/sqrt(fan_in) for the other Linear weights and the FFN biases; in/out
   projection biases 0, LayerNorm weight 1 and bias 0.
 
+Each case also has "embedding": the embedding module
+enc_model_seed_embedding gives a seeded model (the built-in model's, which
+takes text), for vocab_size V and max_positions P:
+
+  word row id (E = d_model floats): numbers id * E .. id * E + E - 1 of the
+      stream (seed, layer -1, tensor 0), uniform(sqrt(3))
+  token type rows (2, E): the stream (seed, -1, 1), uniform(sqrt(3))
+  positions: transformers' _create_sinusoidal_embeddings (DistilBERT)
+  out = LayerNorm(word[id] + type[tt] + pos[p]), weight 1, bias 0, eps 1e-5
+
+written as "rows" (a few ids' word rows, float32 as drawn) and "embedded"
+(a sequence's ids and token types, and the module's output, in float64 from
+the float32 tables).
+
 It also checks, with PyTorch when it is installed, that those bounds are the
 ones torch's own initialisation uses for nn.TransformerEncoderLayer.
 
@@ -39,6 +53,9 @@ class Stream:
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
         return z ^ (z >> 31)
+
+    def skip(self, n):
+        self.state = (self.state + n * GOLDEN) & MASK
 
     def uniform(self, n, bound):
         out = np.empty(n, dtype=np.float32)
@@ -77,6 +94,34 @@ def seeded_state_dict(hp, seed):
     return sd
 
 
+def seeded_embedding(hp, seed, case):
+    """The seeded embedding module's word rows and output for case's ids."""
+    E, P = hp["d_model"], case["max_positions"]
+    bound = math.sqrt(3.0)
+
+    def word(i):
+        s = Stream(seed, -1, 0)
+        s.skip(i * E)
+        return s.uniform(E, bound)
+
+    types = Stream(seed, -1, 1).uniform(2 * E, bound).reshape(2, E)
+    pos = np.empty((P, E), np.float32)  # _create_sinusoidal_embeddings, float64 angles
+    for p in range(P):
+        for j in range(E):
+            a = p / math.pow(10000.0, 2.0 * (j // 2) / E)
+            pos[p, j] = np.float32(math.sin(a) if j % 2 == 0 else math.cos(a))
+    ids, tts = case["ids"], case["token_type_ids"]
+    x = np.stack([word(i).astype(np.float64) + types[t] + pos[p]
+                  for p, (i, t) in enumerate(zip(ids, tts))])
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    out = (x - mean) / np.sqrt(var + 1e-5)
+    return {"vocab_size": case["vocab_size"], "max_positions": P,
+            "rows": {str(i): [float(v) for v in word(i)] for i in case["rows"]},
+            "ids": ids, "token_type_ids": tts,
+            "embedded": [[float(v) for v in row] for row in out]}
+
+
 def check_bounds_against_torch():
     """torch's own init of a TransformerEncoderLayer stays inside our bounds
     and comes close to them (so the bounds are neither too wide nor too narrow)."""
@@ -105,10 +150,18 @@ def check_bounds_against_torch():
     assert (sd["norm1.weight"] == 1).all() and (sd["norm2.weight"] == 1).all()
 
 
+# "embedding": enc_model_seed_embedding(m, vocab_size, max_positions, seed);
+# rows: the word rows written out; ids / token_type_ids: one sequence.
 CASES = [
-    {"seed": 42, "hp": {"d_model": 8, "n_heads": 4, "n_kv_heads": 4, "d_ff": 12, "n_layers": 2, "bias": True}},
-    {"seed": 0, "hp": {"d_model": 8, "n_heads": 4, "n_kv_heads": 2, "d_ff": 6, "n_layers": 1, "bias": True}},
-    {"seed": 18446744073709551615, "hp": {"d_model": 6, "n_heads": 2, "n_kv_heads": 1, "d_ff": 5, "n_layers": 1, "bias": False}},
+    {"seed": 42, "hp": {"d_model": 8, "n_heads": 4, "n_kv_heads": 4, "d_ff": 12, "n_layers": 2, "bias": True},
+     "embedding": {"vocab_size": 73820, "max_positions": 12, "rows": [0, 1, 2, 73819],
+                   "ids": [2, 65652, 9057, 73819, 0, 3], "token_type_ids": [0, 0, 0, 1, 1, 1]}},
+    {"seed": 0, "hp": {"d_model": 8, "n_heads": 4, "n_kv_heads": 2, "d_ff": 6, "n_layers": 1, "bias": True},
+     "embedding": {"vocab_size": 30522, "max_positions": 4096, "rows": [0, 101, 30521],
+                   "ids": [101, 7592, 2088, 102], "token_type_ids": [0, 0, 0, 0]}},
+    {"seed": 18446744073709551615, "hp": {"d_model": 6, "n_heads": 2, "n_kv_heads": 1, "d_ff": 5, "n_layers": 1, "bias": False},
+     "embedding": {"vocab_size": 2000000, "max_positions": 5, "rows": [1999999, 5],
+                   "ids": [1999999, 5, 7, 5, 0], "token_type_ids": [1, 0, 1, 0, 1]}},
 ]
 
 
@@ -121,7 +174,8 @@ def main():
         sd = seeded_state_dict(c["hp"], c["seed"])
         cases.append({"seed": str(c["seed"]), "hp": c["hp"],
                       "params": sum(v.size for v in sd.values()),
-                      "tensors": {k: [float(x) for x in v] for k, v in sorted(sd.items())}})
+                      "tensors": {k: [float(x) for x in v] for k, v in sorted(sd.items())},
+                      "embedding": seeded_embedding(c["hp"], c["seed"], c["embedding"])})
     with open(os.path.join(out_dir, "expected.json"), "w") as f:
         json.dump({"generator": "tools/make_seed_fixture.py", "cases": cases}, f, indent=1)
         f.write("\n")

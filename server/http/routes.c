@@ -312,7 +312,9 @@ static enum MHD_Result serve_tokenize(request *r)
     api_limits unbounded = limits;
     if (!truncate)
         unbounded.max_seq_len = 0, unbounded.embedding = NULL;
-    if (text_tokenize(v, "text", truncate ? &limits : &unbounded, special, truncate, &tb, &err) < 0)
+    const unsigned flags =
+        TEXT_ALLOW_EMPTY | (special ? TEXT_SPECIALS : 0) | (truncate ? TEXT_TRUNCATE : 0);
+    if (text_tokenize(v, "text", truncate ? &limits : &unbounded, flags, &tb, &err) < 0)
         goto done;
     json_t *lists = json_array();
     out = json_pack("{s:o}", "tokens", lists);

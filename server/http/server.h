@@ -49,6 +49,7 @@ void server_on_forward(void *arg, int sequences, long tokens, int requests, doub
  * text input) and how /v1/embeddings pools its outputs. */
 typedef struct server_text {
     const tok_tokenizer *tokenizer;
+    const char *tokenizer_source; /* its file, or "built-in" (the built-in model's) */
     enc_pooling pooling;  /* not ENC_POOL_AUTO: start-up decided */
     bool normalize;
     const char *pooling_from; /* what decided: "model.pooling", "1_Pooling/config.json", ... */

@@ -124,7 +124,7 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
         return rc;
     }
     text_batch tb;
-    if (text_tokenize(v, "input", lim, true, false, &tb, err) < 0)
+    if (text_tokenize(v, "input", lim, TEXT_SPECIALS, &tb, err) < 0)
         return -1;
     int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
     req->batched = tb.batched;

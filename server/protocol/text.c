@@ -50,8 +50,8 @@ int text_truncate_option(const json_t *root, bool *truncate, api_error *err)
 }
 
 /* One item: a string, or [a, b]; at names it ("text", "text[3]"). */
-static int one(const tok_tokenizer *tok, const json_t *item, const char *at, bool add_special,
-               size_t max, bool truncate, tok_encoding *e, api_error *err)
+static int one(const tok_tokenizer *tok, const json_t *item, const char *at, unsigned flags,
+               size_t max, tok_encoding *e, api_error *err)
 {
     const json_t *a = item, *b = NULL;
     if (json_is_array(item)) {
@@ -66,15 +66,16 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, boo
     }
     enc_error ee = {0};
     size_t whole = 0;
-    int rc = tok_encode(tok, json_string_value(a), json_string_length(a),
-                        b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0, add_special,
-                        truncate ? max : 0, e, &whole, &ee);
+    int rc =
+        tok_encode(tok, json_string_value(a), json_string_length(a),
+                   b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
+                   (flags & TEXT_SPECIALS) != 0, flags & TEXT_TRUNCATE ? max : 0, e, &whole, &ee);
     if (rc == ENC_ENOMEM)
         return api_error_set(err, API_UNAVAILABLE, "out of memory tokenizing %s", at);
     if (rc < 0)
         return (rc == ENC_ELIMIT ? TOO_LARGE("%s: %s", at, ee.message)
                                  : BAD("%s: %s", at, ee.message));
-    if (e->n == 0)
+    if (e->n == 0 && !(flags & TEXT_ALLOW_EMPTY))
         return BAD("%s has no tokens: the tokenizer makes none of it and adds no special tokens",
                    at);
     if (e->n > max) /* /v1/encode's and /v1/tokenize's "text" can be cut; OpenAI's input not */
@@ -84,8 +85,8 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, boo
     return 0;
 }
 
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits, bool add_special,
-                  bool truncate, text_batch *out, api_error *err)
+int text_tokenize(const json_t *v, const char *field, const api_limits *limits, unsigned flags,
+                  text_batch *out, api_error *err)
 {
     memset(out, 0, sizeof *out);
     const tok_tokenizer *tok = limits->tokenizer;
@@ -112,8 +113,7 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits, 
             snprintf(at, sizeof at, "%s[%zu]", field, b);
         else
             snprintf(at, sizeof at, "%s", field);
-        if (one(tok, list ? json_array_get(v, b) : v, at, add_special, max, truncate, &out->enc[b],
-                err) < 0) {
+        if (one(tok, list ? json_array_get(v, b) : v, at, flags, max, &out->enc[b], err) < 0) {
             text_batch_free(out);
             return -1;
         }

@@ -4,7 +4,7 @@
  * truncation; and a sequence's tokens as the responses show them.
  *
  *     text_batch tb = {0};
- *     if (text_tokenize(v, "text", &limits, true, truncate, &tb, &err) < 0)
+ *     if (text_tokenize(v, "text", &limits, TEXT_SPECIALS, &tb, &err) < 0)
  *         ... err: 400 (the form, no tokenizer), 413 (over the limit)
  *     for (size_t b = 0; b < tb.B; b++) ... tb.enc[b].ids, tb.enc[b].n
  *     text_batch_free(&tb); */
@@ -30,14 +30,20 @@ typedef struct text_batch {
  * model's position table (RoBERTa's counting from padding_idx + 1). */
 size_t text_max_tokens(const api_limits *limits);
 
+/* How text_tokenize tokenizes (flags, or-ed). */
+enum {
+    TEXT_SPECIALS = 1,    /* the tokenizer's special tokens added (a forward's input) */
+    TEXT_TRUNCATE = 2,    /* a sequence over the limit cut, as tokenizers' right truncation */
+    TEXT_ALLOW_EMPTY = 4, /* a sequence may have no tokens (/v1/tokenize; a forward needs one) */
+};
+
 /* Tokenizes v, the request's field named field: a string, a list of
- * strings or a list of [a, b] pairs (specials as the tokenizer adds them
- * when add_special).  A sequence over text_max_tokens is 413 naming its
- * count and the limit unless truncate, which cuts it as tokenizers' right
- * truncation does.  limits->max_batch bounds the list.  0, or -1 with err
- * set (400 naming field and index, 413). */
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits, bool add_special,
-                  bool truncate, text_batch *out, api_error *err);
+ * strings or a list of [a, b] pairs, as flags say.  A sequence over
+ * text_max_tokens is 413 naming its count and the limit unless
+ * TEXT_TRUNCATE.  limits->max_batch bounds the list.  0, or -1 with err set
+ * (400 naming field and index, 413). */
+int text_tokenize(const json_t *v, const char *field, const api_limits *limits, unsigned flags,
+                  text_batch *out, api_error *err);
 void text_batch_free(text_batch *tb);
 
 /* Sequence e's tokens as [{"id", "text", "start", "stop", "special",

@@ -709,7 +709,8 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
     if (!(req->texts = calloc(1, sizeof *req->texts)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     text_batch *tb = req->texts;
-    if (text_tokenize(api_json_field(root, "text"), "text", lim, true, truncate, tb, err) < 0)
+    if (text_tokenize(api_json_field(root, "text"), "text", lim,
+                      TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0), tb, err) < 0)
         return -1;
     req->tokenizer = lim->tokenizer;
     req->batched = tb->batched;

@@ -847,7 +847,7 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
         }
     }
     text_batch tb = {0};
-    if (rc == 0 && text_tokenize(texts, what, lim, true, false, &tb, err) < 0)
+    if (rc == 0 && text_tokenize(texts, what, lim, TEXT_SPECIALS, &tb, err) < 0)
         rc = -1;
     json_decref(texts);
     if (rc == 0)

@@ -290,8 +290,9 @@ async function main() {
     }
   const labels = await page.$$eval("#grid-h0 .ql", (els) => els.map((e) => e.textContent));
   check(labels.join(" ") === "the ring fell", "ring: token labels, got " + labels);
-  check((await page.$('#source option[value="text"]')) === null && !(await page.isVisible("#src-text")),
-        "no tokenizer: no text input offered");
+  check((await page.$('#source option[value="text"]')) !== null && !(await page.isVisible("#src-text")) &&
+        (await page.inputValue("#source")) === "ring",
+        "the built-in model: text offered, the textbook example shown first");
   await checkPatternGrid(page, allowedPairs({}, 3), 3, "ring, no mask");
   //    The page's own pattern on the example: a window of 0 (each token
   //    itself) and global token 1 ("ring"), whose row and column join it.
@@ -652,6 +653,23 @@ async function main() {
   far /= nFar;
   check(near > 3 * far, `ALiBi model, head 0: mean weight ${near.toFixed(4)} within 1 of the query, ` +
         `${far.toFixed(4)} at 6 or more: no recency bias shown`);
+
+  // 11b. The built-in model takes text too: chosen, the sentence is sent as
+  //     {"text"} and the heatmaps are labelled with its word list's tokens
+  //     (accents dropped as BertNormalizer drops them).
+  await page.goto(d.base + "/");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  await page.selectOption("#source", "text");
+  st = await runAndWait(page, async () => {
+    await page.fill("#text", "The café was unbelievably good");
+    await page.click("#run");
+  });
+  check(st === "done", "built-in text: ran: " + (await page.textContent("#error")));
+  req = await lastRequest();
+  check(req.text === "The café was unbelievably good" && req.embeddings === undefined, "built-in text: sent as {\"text\"}");
+  const builtinLabels = await page.$$eval("#grid-h0 .ql", (els) => els.map((e) => e.textContent));
+  check(builtinLabels.join(" ") === "[CLS] the cafe was unbelievably good [SEP]",
+        "built-in text: its word list's tokens: " + builtinLabels);
 
   // 12. A model with a tokenizer (tests/fixtures/hf/bert_text: 2 layers, 4
   //     heads, WordPiece): text input is offered and is the default, the
