@@ -30,6 +30,7 @@ static const char *const NAMES[] = {
     "llama-bpe",
     "llama-bpe-metaspace",
     "misc",
+    "misc-renumbered",
     "misc-split-removed",
     "misc-split-isolated",
     "misc-split-merged-with-previous",
@@ -349,6 +350,16 @@ START_TEST(test_refusals)
          "dropout"},
         {"[1, 2]", "object"},
         {"{\"model\": ", "line"},
+        /* Hugging Face numbers "x" (not in the vocabulary) 3, the vocabulary's
+         * size (its tokens, id 1 a hole), which is "[UNK]"'s id: two tokens,
+         * one id */
+        {"{\"added_tokens\": [{\"id\": 9, \"content\": \"x\"}], \"model\": {\"type\": "
+         "\"WordPiece\", \"unk_token\": \"[UNK]\", \"continuing_subword_prefix\": \"##\", "
+         "\"max_input_chars_per_word\": 100, \"vocab\": {\"a\": 0, \"b\": 2, \"[UNK]\": 3}}}",
+         "numbers \"x\" 3 (the file says 9), the id of \"[UNK]\""},
+        {"{\"added_tokens\": [{\"id\": 4, \"content\": \"x\"}, {\"id\": 4, \"content\": "
+         "\"x\", \"lstrip\": true}], \"model\": " WORDPIECE "}",
+         "added_tokens[1] repeats \"x\" with other options"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         enc_error err = {0};

@@ -556,21 +556,21 @@ def modernbert(merges):
         if a + b not in seen:
             seen.add(a + b)
             vocab_list.append(a + b)
-    # GPT-NeoX's masking placeholders and end of text, in the BPE vocab as in
-    # the real file; its runs of spaces (non-special, normalized added tokens)
-    # are not vocabulary tokens, so, as tokenizers numbers such added tokens,
-    # they take the ids after the vocabulary, in order, and ModernBERT's own
-    # specials (in the vocabulary too) follow them
+    # GPT-NeoX's masking placeholders and end of text, in the BPE vocab; its
+    # runs of spaces (non-special, normalized added tokens) and ModernBERT's
+    # own specials are not vocabulary tokens, so, as tokenizers numbers such
+    # added tokens when it loads the file (AddedVocabulary::add_tokens: the
+    # vocabulary's size, then one more each, in file order), they take the
+    # ids after the vocabulary, in order: the ids the file says
     tail = ["|||EMAIL_ADDRESS|||", "|||PHONE_NUMBER|||", "<|endoftext|>"]
     for t in tail:
         if t not in seen:
             seen.add(t)
             vocab_list.append(t)
     ids = {t: i for i, t in enumerate(vocab_list)}
-    # (the real file also has GPT-NeoX's runs of 2..24 spaces as added tokens;
-    # left out here: how tokenizers numbers and matches them is not pinned
-    # down yet)
-    spaces = []
+    # GPT-NeoX's runs of 2..24 spaces, non-special normalized added tokens
+    # as in the real file: matched before the pre-tokenizer splits the text
+    spaces = [" " * k for k in range(2, 25)]
     n = len(vocab_list)
     added_tokens = [added(0, "|||IP_ADDRESS|||", False, normalized=True), added(1, "<|padding|>", True, normalized=False)]
     for k, sp in enumerate(spaces):
@@ -581,7 +581,6 @@ def modernbert(merges):
     added_tokens.append(added(ids["<|endoftext|>"], "<|endoftext|>", True, normalized=False))
     extra = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"] + [f"[unused{i}]" for i in range(16)]
     for i, t in enumerate(extra):
-        ids[t] = n + i
         added_tokens.append(added(n + i, t, True, lstrip=(t == "[MASK]"), normalized=False))
     special_ids = {t: n + i for i, t in enumerate(extra)}
     post = template(
@@ -888,6 +887,13 @@ def misc_fixtures(words):
         dec,
         model,
     )
+    # The same tokens under ids the file gets wrong, one of them twice: as
+    # Hugging Face loads the file (AddedVocabulary::add_tokens in file order),
+    # a token the vocabulary has takes the vocabulary's id, the others the
+    # vocabulary's size and on, whatever ids the file says.
+    wrong = [n + 40, 7, n + 3, 2 * n, n + 1, n + 90]
+    renumbered = [dict(a, id=w) for a, w in zip(extra_added, wrong)]
+    out["misc-renumbered"] = dict(out["misc"], added_tokens=base_added + renumbered + [dict(renumbered[0])])
     splits = [
         ("removed", {"Regex": "[-_/.,]"}, "Removed", False),
         ("isolated", {"String": "-"}, "Isolated", False),

@@ -190,6 +190,8 @@ int tok_model_tokenize(const tok_model *m, const tok_str *word, tok_toks *out);
 /* The vocabulary: id -> token (borrowed, NULL when out of range), token -> id
  * (-1 when absent). */
 size_t tok_model_vocab_size(const tok_model *m);
+/* The tokens the vocabulary holds (Hugging Face's Model::get_vocab_size). */
+size_t tok_model_vocab_count(const tok_model *m);
 const char *tok_model_id_to_token(const tok_model *m, int32_t id);
 int32_t tok_model_token_to_id(const tok_model *m, const char *token, size_t len);
 
@@ -209,6 +211,7 @@ typedef struct tok_vocab {
     char **tokens;  /* (n) by id; NULL where no token has that id */
     uint32_t *lens; /* (n) */
     size_t n;
+    size_t count;   /* the tokens set: Hugging Face's get_vocab_size (n less the holes) */
     int32_t *slots; /* (cap) open addressing: ids, -1 empty */
     size_t cap;
 } tok_vocab;

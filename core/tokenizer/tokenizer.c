@@ -196,12 +196,19 @@ const char *tok_token_text(const tok_tokenizer *t, int32_t id)
     return tok_model_id_to_token(t->model, id);
 }
 
-int32_t tok_token_id(const tok_tokenizer *t, const char *token)
+/* The added token already parsed with that content, or NULL. */
+static const added_token *added_named(const tok_tokenizer *t, const char *content)
 {
     for (size_t i = 0; i < t->n_added; i++)
-        if (strcmp(t->added[i].content, token) == 0)
-            return t->added[i].id;
-    return tok_model_token_to_id(t->model, token, strlen(token));
+        if (strcmp(t->added[i].content, content) == 0)
+            return &t->added[i];
+    return NULL;
+}
+
+int32_t tok_token_id(const tok_tokenizer *t, const char *token)
+{
+    const added_token *a = added_named(t, token);
+    return a ? a->id : tok_model_token_to_id(t->model, token, strlen(token));
 }
 
 size_t tok_added_special(const tok_tokenizer *t, bool pair)
@@ -376,6 +383,41 @@ static size_t post_added(const post *p, bool pair)
     return 0;
 }
 
+
+/* Gives added token x the id Hugging Face gives it, whatever the file says:
+ * tokenizers' deserializer adds the tokens in file order
+ * (AddedVocabulary::add_tokens), each taking the vocabulary's id when the
+ * vocabulary has its content, else the vocabulary's size (its tokens'
+ * count) for the first one not in it, or one more than the largest id given
+ * so far when that is already at or past the size.  A file that
+ * save_pretrained wrote says those ids; one written otherwise may not, and
+ * Hugging Face then runs its own.  Refused: an id that lands on another
+ * token's (Hugging Face would give two tokens one id). */
+static int hf_added_id(tok_tokenizer *t, added_token *x, int64_t *max_id, const char *path,
+                       enc_error *err)
+{
+    const int64_t size = (int64_t)tok_model_vocab_count(t->model);
+    int64_t id = tok_model_token_to_id(t->model, x->content, strlen(x->content));
+    if (id < 0)
+        id = *max_id < 0 ? size : *max_id >= size || size == 0 ? *max_id + 1 : size;
+    if (id > INT32_MAX)
+        return enc_error_set(err, ENC_EINVAL, "%s: id %lld is out of range", path, (long long)id);
+    const char *other = tok_model_id_to_token(t->model, (int32_t)id);
+    for (size_t i = 0; !other && i < t->n_added; i++)
+        if (t->added[i].id == id)
+            other = t->added[i].content;
+    if (other && strcmp(other, x->content) != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "%s: Hugging Face's tokenizers numbers \"%s\" %lld (the file says "
+                             "%d), the id of \"%s\": the file's added tokens and vocabulary "
+                             "disagree",
+                             path, x->content, (long long)id, (int)x->id, other);
+    x->id = (int32_t)id;
+    if (id > *max_id)
+        *max_id = id;
+    return 0;
+}
+
 static int parse_added(tok_tokenizer *t, const json_t *list, enc_error *err)
 {
     if (!list || json_is_null(list))
@@ -383,6 +425,7 @@ static int parse_added(tok_tokenizer *t, const json_t *list, enc_error *err)
     if (!json_is_array(list))
         return enc_error_set(err, ENC_EFORMAT, "added_tokens must be a list");
     size_t n = json_array_size(list);
+    int64_t max_id = -1; /* the largest id given to an added token so far */
     if (!(t->added = calloc(n ? n : 1, sizeof *t->added)))
         return enc_error_set(err, ENC_ENOMEM, "out of memory for added_tokens");
     for (size_t i = 0; i < n; i++) {
@@ -408,8 +451,22 @@ static int parse_added(tok_tokenizer *t, const json_t *list, enc_error *err)
         x->special = special;
         if (strlen(json_string_value(content)) != json_string_length(content))
             return enc_error_set(err, ENC_EINVAL, "%s.content holds a NUL character", path);
+        const added_token *same = added_named(t, json_string_value(content));
+        if (same && (same->single_word != x->single_word || same->lstrip != x->lstrip ||
+                     same->rstrip != x->rstrip || same->normalized != x->normalized ||
+                     same->special != x->special))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "%s repeats \"%s\" with other options: not supported", path,
+                                 json_string_value(content));
+        if (same)
+            continue; /* the same token twice: tokenizers ignores the second */
         if (!(x->content = strdup(json_string_value(content))))
             return enc_error_set(err, ENC_ENOMEM, "out of memory for added_tokens");
+        if (hf_added_id(t, x, &max_id, path, err) < 0) {
+            free(x->content);
+            x->content = NULL;
+            return err->status;
+        }
         t->n_added++;
         if ((size_t)x->id + 1 > t->n_added_ids)
             t->n_added_ids = (size_t)x->id + 1;

@@ -82,6 +82,7 @@ int tok_vocab_set(tok_vocab *v, int32_t id, const char *token, size_t len)
     memcpy(copy, token, len);
     copy[len] = '\0';
     v->tokens[id] = copy;
+    v->count++;
     v->lens[id] = (uint32_t)len;
     v->slots[i] = id;
     return 0;
@@ -226,6 +227,11 @@ int tok_model_tokenize(const tok_model *m, const tok_str *word, tok_toks *out)
 size_t tok_model_vocab_size(const tok_model *m)
 {
     return m->vocab.n;
+}
+
+size_t tok_model_vocab_count(const tok_model *m)
+{
+    return m->vocab.count;
 }
 
 const char *tok_model_id_to_token(const tok_model *m, int32_t id)
