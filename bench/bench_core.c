@@ -71,6 +71,7 @@ typedef struct options {
     enc_attn_mode attn;
     const char *name; /* RESULT key prefix for "core", or NULL: core_BxL[_mode] */
     const char *mask; /* --mask SPEC, or NULL */
+    const char *dtype; /* linears: float32, bfloat16, or bfloat16-wide (the widening kernel) */
 } options;
 
 static void usage(void)
@@ -85,7 +86,8 @@ static void usage(void)
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
-          "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n",
+          "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
+          "                       [--dtype float32|bfloat16|bfloat16-wide]\n",
           stderr);
     exit(2);
 }
@@ -104,7 +106,12 @@ static int parse_int(const char *flag, const char *s, long min)
 
 static options parse_args(int argc, char **argv)
 {
-    options o = {.threads = 2, .repeat = 20, .warmup = 3, .n = 2048, .attn = ENC_ATTN_HEADS};
+    options o = {.threads = 2,
+                 .repeat = 20,
+                 .warmup = 3,
+                 .n = 2048,
+                 .attn = ENC_ATTN_HEADS,
+                 .dtype = "float32"};
     enc_hparams_default(&o.hp);
     o.hp.d_model = 768;
     o.hp.n_heads = o.hp.n_kv_heads = 12;
@@ -180,6 +187,15 @@ static options parse_args(int argc, char **argv)
                 fprintf(stderr, "bench_core: unknown ffn '%s' (mlp, geglu, swiglu)\n", v);
                 exit(2);
             }
+        } else if (!strcmp(f, "--dtype")) {
+            if (strcmp(v, "float32") != 0 && strcmp(v, "bfloat16") != 0 &&
+                strcmp(v, "bfloat16-wide") != 0) {
+                fprintf(stderr, "bench_core: --dtype float32, bfloat16 or bfloat16-wide\n");
+                exit(2);
+            }
+            o.dtype = v;
+            o.hp.dtype = strcmp(v, "float32") == 0 ? ENC_DTYPE_FLOAT32 : ENC_DTYPE_BFLOAT16;
+            gemm_bf16_use_dpbf16(strcmp(v, "bfloat16-wide") != 0);
         } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
@@ -596,10 +612,12 @@ static int run_linears(const options *o)
     const int shape[4][2] = {{Q, D}, {D, D}, {F1, D}, {D, F}}; /* (N, K) */
     gemm_packed *pk[4] = {NULL};
     bench_rng r = bench_rng_new(4);
+    const bool bf16 = strncmp(o->dtype, "bfloat16", 8) == 0;
     for (int i = 0; i < 4; i++) {
         float *w = alloc_floats((size_t)shape[i][0] * shape[i][1]);
         bench_fill_normal(&r, w, (size_t)shape[i][0] * shape[i][1]);
-        pk[i] = gemm_pack(w, shape[i][0], shape[i][1]);
+        pk[i] = bf16 ? gemm_pack_bf16(w, shape[i][0], shape[i][1])
+                     : gemm_pack(w, shape[i][0], shape[i][1]);
         free(w);
         if (!pk[i]) {
             printf("SKIP: no packed kernel here (it needs AVX-512F)\n");
@@ -638,9 +656,10 @@ static int run_linears(const options *o)
     summarise(ms, o->repeat, &best, &median);
     const double flops = 2.0 * M * ((double)Q * D + (double)D * D + (double)D * F1 + (double)D * F);
     const double gflops = flops / (best * 1e6);
-    printf("the four Linears alone, %d tokens (D=%d F=%d %s), %d threads, best of %d: %.3f ms, "
-           "median %.3f ms, %.1f GFLOP/s (%.2f GFLOP)\n",
-           M, D, F, enc_ffn_name(o->hp.ffn), o->threads, o->repeat, best, median, gflops,
+    printf("the four Linears alone, %d tokens (D=%d F=%d %s), %s weights (kernel %s), %d threads, "
+           "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP)\n",
+           M, D, F, enc_ffn_name(o->hp.ffn), bf16 ? "bfloat16" : "float32",
+           bf16 ? gemm_bf16_kernel() : "avx512f", o->threads, o->repeat, best, median, gflops,
            flops / 1e9);
     char key[48];
     snprintf(key, sizeof key, "linears_%dx%d", o->batch, o->len);

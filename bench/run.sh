@@ -74,7 +74,14 @@
 #                 its compute median; mixed lengths (bench/batch_bench.py): each
 #                 sequence alone, merged by the daemon, against groups of 8 padded
 #                 to their longest                            [HF peer optional]
-#  12. summary    each target of issues 4, 18, 19, 22, 23, 31 and 32: met or not in this run
+#  12. bf16       model.dtype bfloat16 against float32 (issue 33), interleaved
+#                 rounds: bench_core linears (BERT-base's four Linears, B=8
+#                 L=128) and bench_core core (the block, B=8 L=128, weights
+#                 per head) with --dtype bfloat16 and float32, medians' ratios;
+#                 the widening kernel's (bfloat16-wide) for reference; and the
+#                 BERT-base-sized directory's --check-config peak resident
+#                 memory with --dtype bfloat16 against float32
+#  13. summary    each target of issues 4, 18, 19, 22, 23, 31, 32 and 33: met or not in this run
 #
 # Environment (defaults in brackets):
 #   BENCH_REPEAT [20]           timed runs per figure (core, PyTorch, ONNX Runtime)
@@ -90,12 +97,14 @@
 #   BENCH_HTTP_MAX_REQUESTS [400] latency measurements stop after this many requests
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
-#                               positions startup ids modernbert mbtorch text texthf"
+#                               positions startup ids modernbert mbtorch text texthf
+#                               bf16"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
 #   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
 #                               of each per round)
+#   BENCH_BF16_ROUNDS [3]       rounds of the bf16 part (each: float32, bfloat16)
 #   BENCH_TEXT_SENTENCES [5000] sentences in the text part's corpus
 #   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
 #   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text
@@ -989,6 +998,62 @@ else
     fi
 fi
 
+# ---- 12. bfloat16 (issue 33) ------------------------------------------------
+
+# model.dtype bfloat16 against float32 in interleaved rounds: the four
+# Linears alone and the block (B=8 L=128, attention per head), each round's
+# median float32 / bfloat16; then the BERT-base-sized directory's peak
+# resident memory at load (--check-config, /usr/bin/time's maximum RSS),
+# bfloat16 / float32.
+BF_ROUNDS=${BENCH_BF16_ROUNDS:-3}
+section "bfloat16: model.dtype bfloat16 against float32"
+if skipped bf16; then
+    WHY[bf16]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    for r in $(seq "$BF_ROUNDS"); do
+        for dt in float32 bfloat16; do
+            # shellcheck disable=SC2086
+            run_step 300 $BB/bench_core linears --batch 8 --len 128 --threads "$THREADS" \
+                --repeat "$REPEAT" --warmup "$WARMUP" --dtype "$dt" --name "bf_lin_${dt}_$r" &&
+                run_step 300 $BB/bench_core core --batch 8 --len 128 --threads "$THREADS" \
+                    --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS --dtype "$dt" \
+                    --name "bf_core_${dt}_$r" ||
+                { FAILED=1; WHY[bf16]="bench_core --dtype $dt failed: $(step_reason)"; }
+        done
+        for k in lin core; do
+            a=${R[bf_${k}_float32_${r}_median_ms]:-} b=${R[bf_${k}_bfloat16_${r}_median_ms]:-}
+            [ -n "$a" ] && [ -n "$b" ] && echo "$(calc "$a / $b")" >>"$BB/bf_$k"
+        done
+    done
+    for k in lin core; do
+        if [ -s "$BB/bf_$k" ]; then
+            R[bf_${k}_ratio]=$(sort -g "$BB/bf_$k" |
+                awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+            echo "-> $k: float32 / bfloat16 (medians, $BF_ROUNDS rounds) = $(fmt "${R[bf_${k}_ratio]}" 3) ($(tr '\n' ' ' <"$BB/bf_$k"))"
+        fi
+        rm -f "$BB/bf_$k"
+    done
+    # shellcheck disable=SC2086
+    run_step 300 $BB/bench_core linears --batch 8 --len 128 --threads "$THREADS" \
+        --repeat "$REPEAT" --warmup "$WARMUP" --dtype bfloat16-wide --name bf_lin_wide ||
+        FAILED=1
+    if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
+        run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
+            WHY[bf16]="tools/make_bert_dir.py failed"
+    fi
+    if [ -f "$BB/bert_base_dir/model.safetensors" ]; then
+        for dt in float32 bfloat16 float32 bfloat16; do
+            run_step 120 /usr/bin/time -f "RESULT bf_rss_${dt}_kb=%M" build/attnd --check-config \
+                --model-dir "$BB/bert_base_dir" --dtype "$dt" || FAILED=1
+        done
+        if [ -n "${R[bf_rss_float32_kb]:-}" ] && [ -n "${R[bf_rss_bfloat16_kb]:-}" ]; then
+            R[bf_rss_ratio]=$(calc "${R[bf_rss_bfloat16_kb]} / ${R[bf_rss_float32_kb]}")
+            echo "-> BERT-base dir peak RSS at load: bfloat16 $((R[bf_rss_bfloat16_kb] / 1024)) MiB / float32 $((R[bf_rss_float32_kb] / 1024)) MiB = $(fmt "${R[bf_rss_ratio]}" 3)"
+        fi
+    fi
+fi
+
 # ---- machine check: was anything else competing for the cores? -------------
 
 section "machine check: the roofline again, and the CPUs' other load"
@@ -1029,7 +1094,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: issue 4, 18, 19, 22, 23, 31 and 32 targets in this run"
+section "summary: issue 4, 18, 19, 22, 23, 31, 32 and 33 targets in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -1155,6 +1220,15 @@ row "tokenizing + lookups, B=8 L=128 <= 3% of forward" "$m" "$r" "<=" 0.03 "${WH
 r=${R[txt_emb_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x (${R[txt_emb_p50_ms]} / ${R[txt_emb_compute_ms]} ms)"
 row "/v1/embeddings B=8 p50 <= 1.15x compute" "$m" "$r" "<=" 1.15 "${WHY[text]:-}"
+r=${R[bf_lin_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (float32 / bfloat16 medians)"
+row "bf16 Linears >= 1.7x float32, B=8 L=128" "$m" "$r" ">=" 1.7 "${WHY[bf16]:-}"
+r=${R[bf_core_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (float32 / bfloat16 medians)"
+row "bf16 forward B=8 L=128 heads >= 1.5x float32" "$m" "$r" ">=" 1.5 "${WHY[bf16]:-}"
+r=${R[bf_rss_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x ($((${R[bf_rss_bfloat16_kb]:-0} / 1024)) / $((${R[bf_rss_float32_kb]:-0} / 1024)) MiB)"
+row "bf16 BERT-base dir peak RSS <= 0.6x float32" "$m" "$r" "<=" 0.6 "${WHY[bf16]:-}"
 echo
 echo "not targets, for reference:"
 [ -n "${R[batch_ratio]:-}" ] &&

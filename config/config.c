@@ -40,6 +40,7 @@ typedef enum cfg_type {
     CFG_NORM,    /* enc_norm: layernorm | layernorm_nobias */
     CFG_POOL,    /* enc_pooling: auto | cls | mean | max | last */
     CFG_AUTOBOOL, /* int: -1 auto, 0 false, 1 true (a boolean, or "auto") */
+    CFG_DTYPE,    /* enc_dtype: float32 | bfloat16 | auto */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -173,6 +174,9 @@ typedef enum cfg_type {
     X("model.normalize", "--normalize", "ATTND_NORMALIZE", CFG_AUTOBOOL, model.normalize, "BOOL",  \
       "auto", 0, 0, "sentence embeddings to unit length; auto = whether model.dir's "              \
       "sentence-transformers modules end in Normalize, else true")                                 \
+    X("model.dtype", "--dtype", "ATTND_DTYPE", CFG_DTYPE, model.dtype, "TYPE", "float32", 0, 0,    \
+      "the Linears' weights and products: float32 | bfloat16 (half the weights' memory, each "    \
+      "Linear's input rounded, as torch.autocast) | auto (model.dir's torch_dtype)")              \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
       "0", 0, UINT64_MAX, "seed of the built-in weights and embeddings when there is no weights "  \
       "file")
@@ -394,6 +398,11 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
         return ENC_OK;
     case CFG_AUTOBOOL:
         *(int *)p = v->s ? -1 : v->b;
+        return ENC_OK;
+    case CFG_DTYPE:
+        if (enc_dtype_parse(v->s, (enc_dtype *)p) < 0)
+            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of float32, bfloat16, auto",
+                                 src, text);
         return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')
@@ -765,6 +774,9 @@ static void value_text(const attnd_config *cfg, const cfg_setting *s, char *buf,
         snprintf(buf, size, "%s",
                  *(const int *)f < 0 ? "auto" : *(const int *)f ? "true" : "false");
         break;
+    case CFG_DTYPE:
+        snprintf(buf, size, "%s", enc_dtype_name(*(const enc_dtype *)f));
+        break;
     default:
         snprintf(buf, size, "?");
     }
@@ -851,6 +863,7 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
                              given[k] ? given[k] : "a setting", ours, cfg->model.dir, field);
     }
     cfg->model.hp = c.hp;
+    cfg->model.hp.dtype = cfg->model.dtype == ENC_DTYPE_AUTO ? c.dtype : cfg->model.dtype;
     return ENC_OK;
 }
 
@@ -950,6 +963,9 @@ int config_load(attnd_config *cfg, int argc, char **argv, char **envp, enc_error
 
     resolve_followers(cfg, set);
     cfg->model.hp.first_norm_identity = !cfg->model.first_attn_norm;
+    /* auto: the checkpoint's (from_checkpoint), float32 for a weights file or seed */
+    cfg->model.hp.dtype =
+        cfg->model.dtype == ENC_DTYPE_AUTO ? ENC_DTYPE_FLOAT32 : cfg->model.dtype;
     if (cfg->model.dir ? (rc = from_checkpoint(cfg, set, given, err)) < 0
                        : (rc = check_layer_kinds(cfg, set, given, err)) < 0)
         goto fail;

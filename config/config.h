@@ -63,6 +63,8 @@ typedef struct attnd_config {
         char *tokenizer;         /* tokenizer.json; NULL = dir's, when it has one */
         enc_pooling pooling;     /* sentence embeddings; ENC_POOL_AUTO = dir's modules */
         int normalize;           /* -1 auto (dir's modules, else 1), 0, 1 */
+        enc_dtype dtype;         /* the Linears' as asked: auto = the checkpoint's; hp.dtype
+                                    holds it resolved */
         bool first_attn_norm;    /* true; false = hp.first_norm_identity */
         uint64_t seed;           /* 0 */
     } model;

@@ -698,8 +698,8 @@ char *model_read_whole(const char *path, size_t *len, enc_error *err)
  * configuration class, sorted).  A field that changes what transformers
  * computes in eval mode is honoured or refused naming it; the others
  * (dropouts, initialisation, the heads', runtime switches, token ids other
- * than the padding one, dtype / torch_dtype: attnd reads each tensor's own
- * dtype and computes in float32) are not read.  docs/model.md has the
+ * than the padding one) are not read; dtype / torch_dtype only for
+ * model.dtype auto (c->dtype: attnd reads each tensor's own dtype).  docs/model.md has the
  * table. */
 
 /* An integer field of config.json in *out (1..ENC_MAX_DIM-ish bounds are
@@ -1226,6 +1226,11 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         goto done;
     }
     snprintf(c->model_type, sizeof c->model_type, "%s", fam->model_type);
+    const json_t *dt = json_object_get(root, "dtype") ? json_object_get(root, "dtype")
+                                                      : json_object_get(root, "torch_dtype");
+    c->dtype = json_is_string(dt) && strcmp(json_string_value(dt), "bfloat16") == 0
+                   ? ENC_DTYPE_BFLOAT16
+                   : ENC_DTYPE_FLOAT32;
     c->key_d_model = fam->d_model;
     c->key_n_heads = fam->n_heads;
     c->key_d_ff = fam->d_ff;

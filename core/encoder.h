@@ -62,6 +62,18 @@ typedef enum enc_ffn {
     ENC_FFN_SWIGLU,
 } enc_ffn;
 
+/* What the Linears compute in: float32 (exact as PyTorch in float32), or
+ * bfloat16 -- the weights stored in bfloat16 (half the memory) and each
+ * Linear's input rounded to bfloat16, the products summed in float32, as
+ * torch.autocast(dtype=torch.bfloat16) runs a Linear on the CPU;
+ * everything else stays float32.  auto is for the configuration only (the
+ * checkpoint's torch_dtype); a model is built in one of the other two. */
+typedef enum enc_dtype {
+    ENC_DTYPE_FLOAT32,
+    ENC_DTYPE_BFLOAT16,
+    ENC_DTYPE_AUTO,
+} enc_dtype;
+
 /* The block's norms: LayerNorm with a weight and a bias (the bias only when
  * bias is on), or with a weight only (ModernBERT's norm_bias false). */
 typedef enum enc_norm {
@@ -95,6 +107,7 @@ typedef struct enc_hparams {
     int global_every;
     int local_window;        /* W >= 0 */
     double rope_theta_local; /* RoPE's base on local layers; 0: rope_theta */
+    enc_dtype dtype;         /* the Linears' (not auto); zero: float32 */
 } enc_hparams;
 
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
@@ -123,6 +136,9 @@ int enc_ffn_parse(const char *name, enc_ffn *out);
 const char *enc_ffn_name(enc_ffn ffn);
 /* Rows of the feed-forward's first Linear: d_ff, or 2 d_ff when gated. */
 int enc_ffn_rows(const enc_hparams *hp);
+/* "float32" | "bfloat16" | "auto" both ways; 0 or ENC_EINVAL. */
+int enc_dtype_parse(const char *name, enc_dtype *out);
+const char *enc_dtype_name(enc_dtype dtype);
 /* "layernorm" | "layernorm_nobias" both ways; 0 or ENC_EINVAL. */
 int enc_norm_parse(const char *name, enc_norm *out);
 const char *enc_norm_name(enc_norm norm);
@@ -186,6 +202,10 @@ size_t enc_model_param_count(const enc_model *m);
 const char *enc_model_sha256(const enc_model *m);
 /* The weights file's path, the directory, or "seed:N" for a seeded model. */
 const char *enc_model_source(const enc_model *m);
+/* What the Linears run in: bfloat16 when hp.dtype asked for it and the CPU
+ * has the kernels (AVX-512F: gemm.h), else float32 (a CPU without AVX-512,
+ * or valgrind, runs bfloat16 models in float32 on OpenBLAS). */
+enc_dtype enc_model_dtype(const enc_model *m);
 /* config.json's model_type ("bert", ...) for a directory, else "". */
 const char *enc_model_architecture(const enc_model *m);
 /* The files the model was read from, sorted by name (a directory's
@@ -247,6 +267,8 @@ typedef struct enc_hf_config {
     int embedding_size;          /* the word embeddings' width: ELECTRA's embedding_size (128 when
                                     absent, as ElectraConfig's), otherwise d_model */
     bool sinusoidal;             /* DistilBERT's sinusoidal_pos_embds */
+    enc_dtype dtype;             /* torch_dtype (4.x) or dtype (5.x): bfloat16 when it says so,
+                                    else float32 (what model.dtype auto runs) */
 } enc_hf_config;
 
 /* Reads dir/config.json, in the form transformers 4.x or 5.x writes it
@@ -482,6 +504,9 @@ typedef struct enc_platform {
                                not know this CPU (Debian's 0.3.21 calls the newest
                                Xeons Prescott) and its sgemm runs at a fraction of the
                                CPU's speed; OPENBLAS_CORETYPE overrides it */
+    const char *bf16_kernel; /* what bfloat16 Linears run on: "avx512_bf16" (vdpbf16ps),
+                                "avx512f" (bfloat16 widened to float32), or "none" (no
+                                AVX-512: a bfloat16 model runs in float32) */
 } enc_platform;
 
 /* Fills p (its strings are static). */

@@ -39,23 +39,50 @@
  * while it was fast; B=1 L=128 and B=1 L=512 unchanged.  Distances of 16
  * and 64 rows, or into L2 only, gained less on the Linears alone. */
 #define PREFETCH_K 32
+/* The bfloat16 kernels' activation block in the scratch: rows of KC / 2
+ * pairs, SCRATCH_LD_BF apart (KC / 2 + 16 words, 1,600 bytes: 12 rows in
+ * different L1 sets). */
+#define SCRATCH_LD_BF (KC / 2 + 16)
 
 struct gemm_packed {
-    float *data; /* (P, K, NR): panel p, row k, column j = w[p*NR + j][k] */
+    float *data;  /* (P, K, NR): panel p, row k, column j = w[p*NR + j][k]; NULL in bfloat16 */
+    uint32_t *bf; /* bfloat16: (P, KP, NR) pairs, KP = ceil(K / 2): panel p, pair q, column j =
+                     w[p*NR + j][2q] in the low half, w[p*NR + j][2q + 1] in the high; or NULL */
     int N, K, P;
 };
+
+/* Bytes of pw's panels. */
+static size_t panel_bytes(const gemm_packed *pw)
+{
+    return pw->bf ? (size_t)pw->P * (size_t)((pw->K + 1) / 2) * GEMM_NR * sizeof(uint32_t)
+                  : (size_t)pw->P * (size_t)pw->K * GEMM_NR * sizeof(float);
+}
 
 void gemm_packed_free(gemm_packed *pw)
 {
     if (!pw)
         return;
-    model_zfree(pw->data, (size_t)pw->P * (size_t)pw->K * GEMM_NR * sizeof(float));
+    model_zfree(pw->bf ? (void *)pw->bf : (void *)pw->data, panel_bytes(pw));
     free(pw);
 }
 
 size_t gemm_packed_bytes(const gemm_packed *pw)
 {
-    return pw ? sizeof *pw + (size_t)pw->P * (size_t)pw->K * GEMM_NR * sizeof(float) : 0;
+    return pw ? sizeof *pw + panel_bytes(pw) : 0;
+}
+
+bool gemm_packed_bf16(const gemm_packed *pw)
+{
+    return pw && pw->bf;
+}
+
+float gemm_bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
 }
 
 int gemm_panels(const gemm_packed *pw)
@@ -86,13 +113,11 @@ int gemm_padded_ld(int n)
 
 static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
                       int N, int K, float scale);
+static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cut, int n_src,
+                           int N, int K);
 
-gemm_packed *gemm_pack(const float *w, int N, int K)
-{
-    return gemm_pack_parts(&w, &N, 1, K);
-}
-
-gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)
+/* gemm_pack_parts, in float32 or bfloat16. */
+static gemm_packed *pack_parts(const float *const *w, const int *rows, int n, int K, bool bf16)
 {
     enum { MAX_PARTS = 4 };
     int cut[MAX_PARTS], N = 0; /* block i ends before row cut[i] */
@@ -106,13 +131,83 @@ gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int 
     pw->N = N;
     pw->K = K;
     pw->P = (N + GEMM_NR - 1) / GEMM_NR;
-    const size_t bytes = (size_t)pw->P * (size_t)K * GEMM_NR * sizeof(float);
-    if (!(pw->data = model_zalloc(bytes))) {
+    void *panels = model_zalloc(bf16 ? (size_t)pw->P * (size_t)((K + 1) / 2) * GEMM_NR * 4
+                                     : (size_t)pw->P * (size_t)K * GEMM_NR * sizeof(float));
+    if (!panels) {
         free(pw);
         return NULL;
     }
-    pack_rows(pw->data, w, cut, n, K, N, K, 1.0f);
+    if (bf16)
+        pack_rows_bf16(pw->bf = panels, w, cut, n, N, K);
+    else
+        pack_rows(pw->data = panels, w, cut, n, K, N, K, 1.0f);
     return pw;
+}
+
+gemm_packed *gemm_pack(const float *w, int N, int K)
+{
+    return pack_parts(&w, &N, 1, K, false);
+}
+
+gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)
+{
+    return pack_parts(w, rows, n, K, false);
+}
+
+gemm_packed *gemm_pack_bf16(const float *w, int N, int K)
+{
+    return pack_parts(&w, &N, 1, K, true);
+}
+
+gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K)
+{
+    return pack_parts(w, rows, n, K, true);
+}
+
+/* The bfloat16 bits of x rounded to nearest even (x finite). */
+static uint32_t bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+/* Rows of the source (in blocks, as pack_rows) into bfloat16 pair panels;
+ * dst is zeroed, so past N and K it stays 0. */
+static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cut, int n_src,
+                           int N, int K)
+{
+    const int KP = (K + 1) / 2;
+    int part = 0;
+    for (int row = 0; row < N; row++) {
+        while (part < n_src - 1 && row >= cut[part])
+            part++;
+        const float *w = src[part] + (size_t)(row - (part ? cut[part - 1] : 0)) * (size_t)K;
+        uint32_t *d = dst + (size_t)(row / GEMM_NR) * (size_t)KP * GEMM_NR + row % GEMM_NR;
+        for (int q = 0; q < KP; q++)
+            d[(size_t)q * GEMM_NR] =
+                bf16_bits(w[2 * q]) | (2 * q + 1 < K ? bf16_bits(w[2 * q + 1]) << 16 : 0u);
+    }
+}
+
+/* Whether the bfloat16 kernels may use vdpbf16ps (gemm_bf16_use_dpbf16). */
+static _Atomic bool dpbf16_allowed = true;
+
+static bool cpu_dpbf16(void)
+{
+    return simd_supported() && __builtin_cpu_supports("avx512bf16");
+}
+
+const char *gemm_bf16_kernel(void)
+{
+    return !simd_supported()                 ? "none"
+           : cpu_dpbf16() && dpbf16_allowed ? "avx512_bf16"
+                                             : "avx512f";
+}
+
+void gemm_bf16_use_dpbf16(bool on)
+{
+    dpbf16_allowed = on;
 }
 
 /* 16 vectors transposed in place: r[i] lane j <- r[j] lane i. */
@@ -186,6 +281,39 @@ __attribute__((target("avx512f"))) static void pack_rows(float *dst, const float
 /* What the kernel does with the tile it has summed. */
 enum { ACCUMULATE = 1, ADD_BIAS = 2 };
 
+/* The kernels' epilogue: the tile acc (mr rows) into c as mode says. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+store_tile(int mr, bool edge, __m512 acc[GEMM_MR][2], float *c, size_t ldc, unsigned mode,
+           const float *bias, __mmask16 m0, __mmask16 m1)
+{
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+    if (mode & ADD_BIAS) {
+        bias0 = edge ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_loadu_ps(bias);
+        bias1 = edge ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_loadu_ps(bias + 16);
+    }
+    for (int r = 0; r < GEMM_MR; r++)
+        if (r < mr) {
+            float *cr = c + (size_t)r * ldc;
+            __m512 v0 = acc[r][0], v1 = acc[r][1];
+            if (mode & ACCUMULATE) {
+                v0 = _mm512_add_ps(edge ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_loadu_ps(cr), v0);
+                v1 = _mm512_add_ps(
+                    edge ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_loadu_ps(cr + 16), v1);
+            }
+            if (mode & ADD_BIAS) {
+                v0 = _mm512_add_ps(v0, bias0);
+                v1 = _mm512_add_ps(v1, bias1);
+            }
+            if (edge) {
+                _mm512_mask_storeu_ps(cr, m0, v0);
+                _mm512_mask_storeu_ps(cr + 16, m1, v1);
+            } else {
+                _mm512_storeu_ps(cr, v0);
+                _mm512_storeu_ps(cr + 16, v1);
+            }
+        }
+}
+
 /* c (mr, ldc), columns masked by m0 | m1 (=, or += with ACCUMULATE)
  *   a (mr rows lda apart, kc) . b (kc rows ldb apart, NR) [+ bias (NR) with
  *   ADD_BIAS];
@@ -214,33 +342,9 @@ kernel(int mr, bool edge, bool prefetch, const float *a, size_t lda, const float
                 acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
             }
     }
-    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
-    if (mode & ADD_BIAS) {
-        bias0 = edge ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_loadu_ps(bias);
-        bias1 = edge ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_loadu_ps(bias + 16);
-    }
-    for (int r = 0; r < GEMM_MR; r++)
-        if (r < mr) {
-            float *cr = c + (size_t)r * ldc;
-            __m512 v0 = acc[r][0], v1 = acc[r][1];
-            if (mode & ACCUMULATE) {
-                v0 = _mm512_add_ps(edge ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_loadu_ps(cr), v0);
-                v1 = _mm512_add_ps(
-                    edge ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_loadu_ps(cr + 16), v1);
-            }
-            if (mode & ADD_BIAS) {
-                v0 = _mm512_add_ps(v0, bias0);
-                v1 = _mm512_add_ps(v1, bias1);
-            }
-            if (edge) {
-                _mm512_mask_storeu_ps(cr, m0, v0);
-                _mm512_mask_storeu_ps(cr + 16, m1, v1);
-            } else {
-                _mm512_storeu_ps(cr, v0);
-                _mm512_storeu_ps(cr + 16, v1);
-            }
-        }
+    store_tile(mr, edge, acc, c, ldc, mode, bias, m0, m1);
 }
+
 
 /* The kernel for 1..MR rows, an instance per row count. */
 __attribute__((target("avx512f"))) static void
@@ -273,6 +377,111 @@ __attribute__((target("avx512f"))) static void kernel_first(const float *a, size
                                                             const float *bias)
 {
     kernel(GEMM_MR, false, true, a, lda, b, GEMM_NR, kc, c, ldc, mode, bias, 0xFFFF, 0xFFFF);
+}
+
+/* The bfloat16 kernels: c (mr, ldc) [+]= a (mr rows lda apart, kq pairs of
+ * bfloat16) . b (kq pairs of NR columns) [+ bias], b read whole (its
+ * panels are zero past N).  dp: vdpbf16ps; else each pair widened to two
+ * float32 (a bfloat16 is a float32's top half) and multiplied by FMA, odd k
+ * first as vdpbf16ps sums them; the products are exact in float32 either
+ * way. */
+#define BF16_HI _mm512_set1_epi32((int)0xFFFF0000u)
+__attribute__((target("avx512f"), always_inline)) static inline void
+kernel_wide(int mr, bool edge, const uint32_t *a, size_t lda, const uint32_t *b, int kq, float *c,
+            size_t ldc, unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
+{
+    __m512 acc[GEMM_MR][2];
+    for (int r = 0; r < GEMM_MR; r++)
+        if (r < mr)
+            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int q = 0; q < kq; q++, a++, b += GEMM_NR) {
+        const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16);
+        const __m512 b0e = _mm512_castsi512_ps(_mm512_slli_epi32(b0, 16));
+        const __m512 b0o = _mm512_castsi512_ps(_mm512_and_si512(b0, BF16_HI));
+        const __m512 b1e = _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16));
+        const __m512 b1o = _mm512_castsi512_ps(_mm512_and_si512(b1, BF16_HI));
+        for (int r = 0; r < GEMM_MR; r++)
+            if (r < mr) {
+                const __m512i ar = _mm512_set1_epi32((int)a[(size_t)r * lda]);
+                const __m512 ae = _mm512_castsi512_ps(_mm512_slli_epi32(ar, 16));
+                const __m512 ao = _mm512_castsi512_ps(_mm512_and_si512(ar, BF16_HI));
+                acc[r][0] = _mm512_fmadd_ps(ae, b0e, _mm512_fmadd_ps(ao, b0o, acc[r][0]));
+                acc[r][1] = _mm512_fmadd_ps(ae, b1e, _mm512_fmadd_ps(ao, b1o, acc[r][1]));
+            }
+    }
+    store_tile(mr, edge, acc, c, ldc, mode, bias, m0, m1);
+}
+
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void
+kernel_dp(int mr, bool edge, const uint32_t *a, size_t lda, const uint32_t *b, int kq, float *c,
+          size_t ldc, unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
+{
+    __m512 acc[GEMM_MR][2];
+    for (int r = 0; r < GEMM_MR; r++)
+        if (r < mr)
+            acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int q = 0; q < kq; q++, a++, b += GEMM_NR) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+        for (int r = 0; r < GEMM_MR; r++)
+            if (r < mr) {
+                const __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * lda]);
+                acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+                acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+            }
+    }
+    store_tile(mr, edge, acc, c, ldc, mode, bias, m0, m1);
+}
+
+/* The bfloat16 kernels for 1..MR rows, an instance per row count: NAME
+ * runs KERNEL, compiled for TARGET. */
+/* clang-format off */
+#define BF16_ROWS(NAME, KERNEL, TARGET)                                                            \
+    __attribute__((target(TARGET))) static void                                                    \
+    NAME(int mr, const uint32_t *a, size_t lda, const uint32_t *b, int kq, float *c, size_t ldc,  \
+         unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)                             \
+    {                                                                                              \
+        switch (mr) {                                                                              \
+        BF16_ROW(KERNEL, 1) BF16_ROW(KERNEL, 2) BF16_ROW(KERNEL, 3) BF16_ROW(KERNEL, 4)            \
+        BF16_ROW(KERNEL, 5) BF16_ROW(KERNEL, 6) BF16_ROW(KERNEL, 7) BF16_ROW(KERNEL, 8)            \
+        BF16_ROW(KERNEL, 9) BF16_ROW(KERNEL, 10) BF16_ROW(KERNEL, 11) BF16_ROW(KERNEL, 12)         \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+#define BF16_ROW(KERNEL, n)                                                                        \
+    case n:                                                                                        \
+        if (m1 != 0xFFFF)                                                                          \
+            KERNEL(n, true, a, lda, b, kq, c, ldc, mode, bias, m0, m1);                            \
+        else                                                                                       \
+            KERNEL(n, false, a, lda, b, kq, c, ldc, mode, bias, m0, m1);                           \
+        break;
+BF16_ROWS(kernel_rows_wide, kernel_wide, "avx512f")
+BF16_ROWS(kernel_rows_dp, kernel_dp, "avx512f,avx512bf16")
+#undef BF16_ROW
+#undef BF16_ROWS
+/* clang-format on */
+
+/* rows (lda floats apart) of kc floats into bfloat16 pairs (ldd words
+ * apart; an odd kc's last pair 0 on top), each rounded to nearest even. */
+__attribute__((target("avx512f"))) static void to_bf16_pairs(uint32_t *dst, size_t ldd,
+                                                             const float *a, size_t lda, int rows,
+                                                             int kc)
+{
+    const __m512i half = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+    for (int r = 0; r < rows; r++, a += lda, dst += ldd) {
+        int k = 0;
+        for (; k + 32 <= kc; k += 32) {
+            __m512i v[2] = {_mm512_loadu_si512(a + k), _mm512_loadu_si512(a + k + 16)};
+            for (int h = 0; h < 2; h++) {
+                const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(v[h], 16), one);
+                v[h] = _mm512_srli_epi32(_mm512_add_epi32(v[h], _mm512_add_epi32(half, odd)), 16);
+                _mm256_storeu_si256((__m256i *)(dst + k / 2 + 8 * h), _mm512_cvtepi32_epi16(v[h]));
+            }
+        }
+        for (; k < kc; k += 2)
+            dst[k / 2] = bf16_bits(a[k]) | (k + 1 < kc ? bf16_bits(a[k + 1]) << 16 : 0u);
+    }
 }
 
 static __mmask16 lane_mask(int n)
@@ -337,8 +546,9 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
                         const float *b, int M, int p0, int p1, const enc_activation *act,
                         const pair_mode *pair, float *scratch)
 {
-    const int N = pw->N, K = pw->K;
+    const int N = pw->N, K = pw->K, KP = (K + 1) / 2;
     const bool copies = !gemm_stride_ok(lda);
+    const bool dp = pw->bf && cpu_dpbf16() && dpbf16_allowed;
     p1 = p1 < pw->P ? p1 : pw->P;
     for (int m0 = 0; m0 < M; m0 += MC) {
         const int mc = M - m0 < MC ? M - m0 : MC;
@@ -348,7 +558,10 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
             const unsigned mode = (k0 > 0 ? ACCUMULATE : 0u) | (last && b ? ADD_BIAS : 0u);
             const float *a = in + (size_t)m0 * (size_t)lda + k0;
             size_t ld = (size_t)lda;
-            if (copies) {
+            uint32_t *abf = (uint32_t *)scratch; /* bfloat16: the block as pairs */
+            if (pw->bf)
+                to_bf16_pairs(abf, SCRATCH_LD_BF, a, ld, mc, kc);
+            else if (copies) {
                 for (int r = 0; r < mc; r++)
                     memcpy(scratch + (size_t)r * SCRATCH_LD, a + (size_t)r * ld,
                            (size_t)kc * sizeof(float));
@@ -361,15 +574,23 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
                     const int p = first + twice * (pair ? pair->offset : 0);
                     const int n0 = p * GEMM_NR, nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
                     const __mmask16 lo = lane_mask(nn), hi = lane_mask(nn - 16);
-                    const float *panel = pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
+                    const float *panel =
+                        pw->bf ? NULL : pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
+                    const uint32_t *panel_bf =
+                        pw->bf ? pw->bf + ((size_t)p * KP + (size_t)k0 / 2) * GEMM_NR : NULL;
                     for (int i = 0; i < mc; i += GEMM_MR) {
                         const int mr = mc - i < GEMM_MR ? mc - i : GEMM_MR;
                         float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
-                        if (i == 0 && mr == GEMM_MR && hi == 0xFFFF)
-                            kernel_first(a, ld, panel, kc, c, (size_t)ldc, mode, b ? b + n0 : NULL);
+                        const float *bias = b ? b + n0 : NULL;
+                        if (pw->bf)
+                            (dp ? kernel_rows_dp : kernel_rows_wide)(
+                                mr, abf + (size_t)i * SCRATCH_LD_BF, SCRATCH_LD_BF, panel_bf,
+                                (kc + 1) / 2, c, (size_t)ldc, mode, bias, lo, hi);
+                        else if (i == 0 && mr == GEMM_MR && hi == 0xFFFF)
+                            kernel_first(a, ld, panel, kc, c, (size_t)ldc, mode, bias);
                         else
                             kernel_rows(mr, a + (size_t)i * ld, ld, panel, GEMM_NR, kc, c,
-                                        (size_t)ldc, mode, b ? b + n0 : NULL, lo, hi);
+                                        (size_t)ldc, mode, bias, lo, hi);
                         if (last && act)
                             for (int r = 0; r < mr; r++)
                                 simd_activation(c + (size_t)r * (size_t)ldc, (size_t)nn, *act);
@@ -440,6 +661,28 @@ gemm_packed *gemm_pack(const float *w, int N, int K)
 {
     (void)w, (void)N, (void)K;
     return NULL;
+}
+
+gemm_packed *gemm_pack_bf16(const float *w, int N, int K)
+{
+    (void)w, (void)N, (void)K;
+    return NULL;
+}
+
+gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K)
+{
+    (void)w, (void)rows, (void)n, (void)K;
+    return NULL;
+}
+
+const char *gemm_bf16_kernel(void)
+{
+    return "none";
+}
+
+void gemm_bf16_use_dpbf16(bool on)
+{
+    (void)on;
 }
 
 gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)

@@ -42,6 +42,30 @@ gemm_packed *gemm_pack(const float *w, int N, int K);
 gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K);
 void gemm_packed_free(gemm_packed *pw);
 
+/* The same weights in bfloat16 (each rounded to nearest even): half the
+ * memory, and gemm_packed_cols (and _glu, _rope) on them rounds each
+ * activation to bfloat16 too and sums the products in float32, as
+ * torch.autocast(dtype=torch.bfloat16) computes a Linear on the CPU.
+ * Panels hold pairs of k: panel p, pair q, column j = (w[p*NR + j][2q],
+ * w[p*NR + j][2q + 1]), zero past N and K.  The product runs on
+ * AVX512_BF16's vdpbf16ps where the CPU has it, else on AVX-512F with each
+ * bfloat16 widened to float32 (the same products, exact in float32, summed
+ * in the same order: odd k, then even k of each pair).  NULL without
+ * AVX-512F or memory. */
+gemm_packed *gemm_pack_bf16(const float *w, int N, int K);
+gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K);
+/* Whether pw holds bfloat16 weights. */
+bool gemm_packed_bf16(const gemm_packed *pw);
+/* Which kernel bfloat16 weights run on: "avx512_bf16" (vdpbf16ps),
+ * "avx512f" (widened), or "none" (no AVX-512F: gemm_pack_bf16 gives NULL).
+ * gemm_bf16_use_dpbf16(false) makes a CPU with AVX512_BF16 run the widened
+ * kernel (tests run both). */
+const char *gemm_bf16_kernel(void);
+void gemm_bf16_use_dpbf16(bool on);
+/* x rounded to bfloat16, to nearest even, as a float (what the kernels
+ * multiply; x finite). */
+float gemm_bf16_round(float x);
+
 /* Bytes of one packed weight (0 for NULL). */
 size_t gemm_packed_bytes(const gemm_packed *pw);
 

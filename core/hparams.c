@@ -29,6 +29,11 @@ static const char *const norm_names[] = {
     [ENC_NORM_LAYERNORM] = "layernorm",
     [ENC_NORM_LAYERNORM_NOBIAS] = "layernorm_nobias",
 };
+static const char *const dtype_names[] = {
+    [ENC_DTYPE_FLOAT32] = "float32",
+    [ENC_DTYPE_BFLOAT16] = "bfloat16",
+    [ENC_DTYPE_AUTO] = "auto",
+};
 
 /* The index of name in names (n of them), or -1. */
 static int name_index(const char *const *names, size_t n, const char *name)
@@ -60,6 +65,7 @@ ENUM_NAMES(enc_position, position_names)
 ENUM_NAMES(enc_rope_style, rope_style_names)
 ENUM_NAMES(enc_ffn, ffn_names)
 ENUM_NAMES(enc_norm, norm_names)
+ENUM_NAMES(enc_dtype, dtype_names)
 
 void enc_hparams_default(enc_hparams *hp)
 {
@@ -161,6 +167,11 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
         return enc_error_set(err, ENC_EINVAL,
                              "ffn geglu gates with the GELU of activation: activation must be "
                              "gelu or gelu_tanh, not relu");
+    if ((unsigned)hp->dtype > ENC_DTYPE_BFLOAT16)
+        return enc_error_set(err, ENC_EINVAL,
+                             "dtype (%d) must be float32 or bfloat16 (auto is resolved by the "
+                             "configuration)",
+                             (int)hp->dtype);
     if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_NOBIAS)
         return enc_error_set(err, ENC_EINVAL, "norm (%d) must be layernorm or layernorm_nobias",
                              (int)hp->norm);

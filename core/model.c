@@ -151,10 +151,18 @@ void model_pack(enc_model *m)
         gemm_packed_free(ly->pk_1);
         gemm_packed_free(ly->pk_2);
         const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v};
-        ly->pk_qkv = gemm_pack_parts(qkv, (const int[3]){D, KV, KV}, 3, D);
-        ly->pk_o = gemm_pack(ly->w_o, D, D);
-        ly->pk_1 = gemm_pack(ly->w_1, F1, D);
-        ly->pk_2 = gemm_pack(ly->w_2, D, F);
+        const int rows[3] = {D, KV, KV};
+        if (m->hp.dtype == ENC_DTYPE_BFLOAT16) {
+            ly->pk_qkv = gemm_pack_parts_bf16(qkv, rows, 3, D);
+            ly->pk_o = gemm_pack_bf16(ly->w_o, D, D);
+            ly->pk_1 = gemm_pack_bf16(ly->w_1, F1, D);
+            ly->pk_2 = gemm_pack_bf16(ly->w_2, D, F);
+        } else {
+            ly->pk_qkv = gemm_pack_parts(qkv, rows, 3, D);
+            ly->pk_o = gemm_pack(ly->w_o, D, D);
+            ly->pk_1 = gemm_pack(ly->w_1, F1, D);
+            ly->pk_2 = gemm_pack(ly->w_2, D, F);
+        }
         m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;
         /* a mapped weight now packed: the forward reads the panels only */
         if (ly->pk_qkv) {
@@ -281,6 +289,11 @@ const char *enc_model_sha256(const enc_model *m)
 const char *enc_model_source(const enc_model *m)
 {
     return m->source;
+}
+
+enc_dtype enc_model_dtype(const enc_model *m)
+{
+    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed ? ENC_DTYPE_BFLOAT16 : ENC_DTYPE_FLOAT32;
 }
 
 const char *enc_model_architecture(const enc_model *m)

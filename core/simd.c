@@ -3,6 +3,7 @@
  * (enc_platform_get). */
 #include "simd.h"
 
+#include "gemm.h"
 #include "internal.h"
 #include "vecmath.h"
 
@@ -168,4 +169,5 @@ void enc_platform_get(enc_platform *p)
     p->blas_core_generic =
         (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
         !avx2_core(p->blas_core);
+    p->bf16_kernel = gemm_bf16_kernel();
 }

@@ -175,6 +175,9 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
                 hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
+    if (hp->dtype == ENC_DTYPE_BFLOAT16 && enc_model_dtype(m) != ENC_DTYPE_BFLOAT16)
+        fprintf(stderr, "attnd: warning: model.dtype bfloat16: this CPU (or valgrind) has no "
+                        "AVX-512F, so the Linears run in float32 on OpenBLAS\n");
     const size_t n = enc_model_ignored_count(m);
     if (!enc_model_architecture(m)[0])
         return;
@@ -328,11 +331,14 @@ int main(int argc, char **argv)
                 "OPENBLAS_CORETYPE=%s (docs/deploy.md)\n",
                 pf.blas_core, pf.cpu_simd,
                 strcmp(pf.cpu_simd, "avx512f") == 0 ? "SkylakeX" : "Haswell");
+    char linears[64] = "float32";
+    if (enc_model_dtype(model) == ENC_DTYPE_BFLOAT16)
+        snprintf(linears, sizeof linears, "bfloat16 on %s", pf.bf16_kernel);
     fprintf(stderr,
             "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s; "
-            "%s kernels, CPU %s, OpenBLAS core %s)\n",
+            "%s kernels, Linears in %s, CPU %s, OpenBLAS core %s)\n",
             cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
-            cfg.server.threads, spin_note, pf.kernels, pf.cpu_simd, pf.blas_core);
+            cfg.server.threads, spin_note, pf.kernels, linears, pf.cpu_simd, pf.blas_core);
 
     int sig = 0;
     sigwait(&stop, &sig);

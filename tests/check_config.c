@@ -247,6 +247,76 @@ START_TEST(test_file_sets_every_field)
 }
 END_TEST
 
+/* model.dtype: float32 by default; bfloat16 from a flag, a variable or the
+ * file; auto follows a directory's torch_dtype (4.x) or dtype (5.x), and is
+ * float32 for a seeded model; anything else named. */
+START_TEST(test_dtype)
+{
+    attnd_config cfg;
+    load_ok(&cfg, NULL, NULL, NULL);
+    ck_assert_int_eq(cfg.model.dtype, ENC_DTYPE_FLOAT32);
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_FLOAT32);
+    config_free(&cfg);
+    load_ok(&cfg, NULL, ARGS("--dtype", "bfloat16"), NULL);
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_BFLOAT16);
+    config_free(&cfg);
+    load_ok(&cfg, "{\"model\": {\"dtype\": \"bfloat16\"}}", NULL, NULL);
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_BFLOAT16);
+    config_free(&cfg);
+    load_ok(&cfg, NULL, NULL, ENV("ATTND_DTYPE=auto"));
+    ck_assert_int_eq(cfg.model.dtype, ENC_DTYPE_AUTO);
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_FLOAT32); /* a seeded model: float32 */
+    config_free(&cfg);
+    enc_error err;
+    ck_assert_int_lt(load(&cfg, &err, NULL, ARGS("--dtype", "half"), NULL), 0);
+    ck_assert_msg(strstr(err.message, "--dtype") && strstr(err.message, "float32, bfloat16, auto"),
+                  "%s", err.message);
+    config_free(&cfg);
+
+    /* directories: 4.x's torch_dtype, 5.x's dtype */
+    static const struct {
+        char *src; /* a string literal, as ARGS takes it */
+        const char *from, *to;
+    } dirs[] = {
+        {TESTS_DIR "/fixtures/hf/bert_f16", "\"torch_dtype\": \"float16\"",
+         "\"torch_dtype\": \"bfloat16\""},
+        {TESTS_DIR "/fixtures/hf5/bert_base", "\"dtype\": \"float32\"", "\"dtype\": \"bfloat16\""},
+    };
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char dir[] = "/tmp/attnd-dtype-XXXXXX", src[512], dst[64];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(src, sizeof src, "%s/config.json", dirs[i].src);
+        snprintf(dst, sizeof dst, "%s/config.json", dir);
+        char text[8192] = {0};
+        FILE *in = fopen(src, "r");
+        ck_assert_ptr_nonnull(in);
+        ck_assert_uint_lt(fread(text, 1, sizeof text - 1, in), sizeof text - 1);
+        fclose(in);
+        char *at = strstr(text, dirs[i].from);
+        ck_assert_ptr_nonnull(at);
+        FILE *f = fopen(dst, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "%.*s%s%s", (int)(at - text), text, dirs[i].to, at + strlen(dirs[i].from));
+        fclose(f);
+        load_ok(&cfg, NULL, ARGS("--model-dir", dir, "--dtype", "auto"), NULL);
+        ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_BFLOAT16);
+        config_free(&cfg);
+        load_ok(&cfg, NULL, ARGS("--model-dir", dir), NULL); /* float32 unless asked */
+        ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_FLOAT32);
+        config_free(&cfg);
+        char *given = dirs[i].src;
+        load_ok(&cfg, NULL, ARGS("--model-dir", given, "--dtype", "auto"), NULL);
+        ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_FLOAT32); /* float16, float32 */
+        config_free(&cfg);
+        load_ok(&cfg, NULL, ARGS("--model-dir", given, "--dtype", "bfloat16"), NULL);
+        ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_BFLOAT16);
+        config_free(&cfg);
+        unlink(dst);
+        rmdir(dir);
+    }
+}
+END_TEST
+
 /* JSON numbers: integral reals are integers; seeds beyond 2^63 - 1 as strings. */
 START_TEST(test_file_numbers)
 {
@@ -831,6 +901,7 @@ Suite *config_suite(void)
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_dtype);
     tcase_add_test(tc, test_default_file_is_the_defaults);
     tcase_add_test(tc, test_flags_set_every_field);
     tcase_add_test(tc, test_variables_set_every_field);

@@ -35,6 +35,18 @@ static float *scratch_new(void)
     return s;
 }
 
+/* got (M, N) = the packed product as two threads' shares, panels [0, p)
+ * and [p, P), any split; every entry NaN first, so each must be written. */
+static void two_shares(float *got, int N, const float *in, int K, const gemm_packed *pw,
+                       const float *b, int M, const enc_activation *a, float *scratch)
+{
+    for (size_t k = 0; k < (size_t)M * N; k++)
+        got[k] = NAN;
+    const int P = gemm_panels(pw), p = P / 2;
+    gemm_packed_cols(got, N, in, K, pw, b, M, 0, p, a, scratch);
+    gemm_packed_cols(got, N, in, K, pw, b, M, p, P, a, scratch);
+}
+
 /* M, K, N, bias, activation (-1: none) */
 static const int shapes[][5] = {
     {1, 1, 1, 1, -1},
@@ -78,12 +90,7 @@ START_TEST(test_packed_matches_reference)
         ck_assert(pw != NULL);
         ck_assert_int_eq(gemm_panels(pw), (N + GEMM_NR - 1) / GEMM_NR);
         float *scratch = scratch_new();
-        for (size_t k = 0; k < (size_t)M * N; k++)
-            got[k] = NAN; /* every entry must be written */
-        /* Two threads' shares: panels [0, p) and [p, P), any split. */
-        const int P = gemm_panels(pw), p = P / 2;
-        gemm_packed_cols(got, N, in, K, pw, has_bias ? b : NULL, M, 0, p, a, scratch);
-        gemm_packed_cols(got, N, in, K, pw, has_bias ? b : NULL, M, p, P, a, scratch);
+        two_shares(got, N, in, K, pw, has_bias ? b : NULL, M, a, scratch);
         const double d = max_abs_diff(got, want, (size_t)M * N);
         ck_assert_msg(d <= 1e-5 * sqrt((double)K), "M %d K %d N %d: differs by %g", M, K, N, d);
         free(scratch);
@@ -461,6 +468,90 @@ START_TEST(test_packed_rope)
 }
 END_TEST
 
+/* x rounded to bfloat16 (8 significant bits), to nearest even, written
+ * out with frexp: the test's own rounding, not the code's. */
+static float bf16_reference(float x)
+{
+    int e;
+    const double m = frexp((double)x, &e); /* x = m 2^e, 0.5 <= |m| < 1 */
+    return (float)ldexp(nearbyint(ldexp(m, 8)), e - 8);
+}
+
+/* bfloat16 weights (gemm_pack_bf16) on every shape of test_packed_matches_
+ * reference, on each kernel: vdpbf16ps where the CPU has AVX512_BF16 (said
+ * when it has not), and the widening one everywhere.  Against the double
+ * loop on the inputs rounded to bfloat16 (the products are exact in
+ * float32, so only float32 summing differs), and not the float32 result
+ * (the rounding happened). */
+START_TEST(test_bf16_matches_reference)
+{
+    const int shape = _i / 2;
+    const bool dp = _i % 2 == 0;
+    const int M = shapes[shape][0], K = shapes[shape][1], N = shapes[shape][2];
+    const bool has_bias = shapes[shape][3];
+    const enc_activation act = (enc_activation)shapes[shape][4];
+    const enc_activation *a = shapes[shape][4] >= 0 ? &act : NULL;
+    if (!simd_supported()) {
+        ck_assert_ptr_null(gemm_pack_bf16((const float[]){1.0f}, 1, 1));
+        ck_assert_str_eq(gemm_bf16_kernel(), "none");
+        if (_i == 0)
+            printf("gemm bf16: no AVX-512F here: neither bfloat16 kernel runs\n");
+        return;
+    }
+    gemm_bf16_use_dpbf16(dp);
+    if (dp && strcmp(gemm_bf16_kernel(), "avx512_bf16") != 0) {
+        if (shape == 0)
+            printf("gemm bf16: this CPU has no AVX512_BF16: the vdpbf16ps kernel is not run "
+                   "here (the widening kernel is)\n");
+        gemm_bf16_use_dpbf16(true);
+        return;
+    }
+    ck_assert_str_eq(gemm_bf16_kernel(), dp ? "avx512_bf16" : "avx512f");
+    uint64_t st = 4321 + (uint64_t)shape;
+    float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+    float *inr = xcalloc((size_t)M * K, sizeof *in), *wr = xcalloc((size_t)N * K, sizeof *w);
+    float *b = xcalloc((size_t)N, sizeof *b), *f32 = xcalloc((size_t)M * N, sizeof *f32);
+    float *want = xcalloc((size_t)M * N, sizeof *want), *got = xcalloc((size_t)M * N, 4);
+    fill_random(in, (size_t)M * K, &st, 1.0f);
+    fill_random(w, (size_t)N * K, &st, 1.0f / sqrtf((float)K));
+    fill_random(b, (size_t)N, &st, 0.5f);
+    for (size_t k = 0; k < (size_t)M * K; k++)
+        inr[k] = bf16_reference(in[k]);
+    for (size_t k = 0; k < (size_t)N * K; k++)
+        wr[k] = bf16_reference(w[k]);
+    reference(want, inr, wr, has_bias ? b : NULL, M, K, N, a);
+    reference(f32, in, w, has_bias ? b : NULL, M, K, N, a);
+
+    gemm_packed *pw = gemm_pack_bf16(w, N, K), *pf = gemm_pack(w, N, K);
+    ck_assert(pw != NULL && gemm_packed_bf16(pw) && !gemm_packed_bf16(pf));
+    ck_assert_int_eq(gemm_panels(pw), (N + GEMM_NR - 1) / GEMM_NR);
+    /* half the bytes (an odd K: one pair more per panel; the struct's own
+     * bytes, under 256, in both) */
+    ck_assert_uint_le(2 * gemm_packed_bytes(pw),
+                      gemm_packed_bytes(pf) + (size_t)gemm_panels(pw) * GEMM_NR * 4 + 256);
+    float *scratch = scratch_new();
+    two_shares(got, N, in, K, pw, has_bias ? b : NULL, M, a, scratch);
+    const double d = max_abs_diff(got, want, (size_t)M * N);
+    ck_assert_msg(d <= 1e-5 * sqrt((double)K), "%s, M %d K %d N %d: differs by %g",
+                  gemm_bf16_kernel(), M, K, N, d);
+    if (K >= 64)
+        ck_assert_msg(max_abs_diff(got, f32, (size_t)M * N) > 1e-4,
+                      "M %d K %d N %d: the float32 result, not bfloat16's", M, K, N);
+    free(scratch);
+    gemm_packed_free(pw);
+    gemm_packed_free(pf);
+    gemm_bf16_use_dpbf16(true);
+    free(in);
+    free(w);
+    free(inr);
+    free(wr);
+    free(b);
+    free(f32);
+    free(want);
+    free(got);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -468,6 +559,8 @@ Suite *gemm_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, test_bf16_matches_reference, 0,
+                        2 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
     tcase_add_loop_test(tc, test_packed_parts, 0,
                         (int)(sizeof parts_shapes / sizeof parts_shapes[0]));

@@ -23,6 +23,7 @@ int main(void)
     srunner_add_suite(sr, blockmask_suite());
     srunner_add_suite(sr, naive_suite());
     srunner_add_suite(sr, gemm_suite());
+    srunner_add_suite(sr, dtype_suite());
     srunner_add_suite(sr, torch_suite());
     srunner_add_suite(sr, config_suite());
     srunner_add_suite(sr, v1_fixtures_suite());

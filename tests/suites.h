@@ -14,6 +14,7 @@ Suite *csr_suite(void);
 Suite *torch_suite(void);
 Suite *naive_suite(void);
 Suite *gemm_suite(void);
+Suite *dtype_suite(void);
 Suite *config_suite(void);
 Suite *v1_fixtures_suite(void);
 Suite *v1_requests_suite(void);

@@ -247,10 +247,15 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         (json_int_t)cfg->server.max_body_bytes, "version", ATTND_VERSION, "platform", "kernels",
         pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
         pf.blas_core_generic);
+    json_t *platform = info ? json_object_get(info, "platform") : NULL;
+    if (platform) /* the kernel bfloat16 Linears run on */
+        json_object_set_new(platform, "bf16_kernel", json_string(pf.bf16_kernel));
     json_t *hparams = info ? json_object_get(info, "hyperparameters") : NULL;
     if (hparams) { /* the feed-forward's kind, and positions inside attention */
         json_object_set_new(hparams, "ffn", json_string(enc_ffn_name(hp->ffn)));
         json_object_set_new(hparams, "position", json_string(enc_position_name(hp->position)));
+        /* what the Linears run in: bfloat16 only where asked and the CPU has the kernels */
+        json_object_set_new(hparams, "dtype", json_string(enc_dtype_name(enc_model_dtype(m))));
         json_object_set_new(hparams, "rope",
                             hp->position != ENC_POS_ROPE
                                 ? json_null()

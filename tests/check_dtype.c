@@ -1,0 +1,172 @@
+/* check_dtype.c - model.dtype bfloat16 against float32 (docs/model.md,
+ * "bfloat16"): the same model and inputs run both ways, each token's
+ * outputs within cosine 0.999 of float32's, on a BERT-base-sized block of
+ * seeded weights and on every Hugging Face fixture directory; the largest
+ * errors are printed.  The kernels themselves are checked against a double
+ * loop on bfloat16-rounded inputs in check_gemm.c.  On a CPU without
+ * AVX-512F (valgrind) a bfloat16 model runs in float32, and the test says
+ * so. */
+#include "internal.h"
+#include "simd.h"
+#include "suites.h"
+#include "test_util.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What one comparison found. */
+typedef struct accuracy {
+    double min_cos;  /* the smallest cosine of a token's outputs to float32's */
+    double max_abs;  /* the largest |bfloat16 - float32| of an output */
+    double attn_abs; /* the same of the attention weights (the last layer's, per head) */
+} accuracy;
+
+/* Runs x (B, L, D; lengths) through a and b, each with its own workspace;
+ * the outputs' and the last layer's attention weights' differences. */
+static accuracy compare(const enc_model *f32, const enc_model *bf16, const float *x, int B, int L,
+                        const int *lengths)
+{
+    const enc_hparams *hp = enc_model_hparams(f32);
+    const int D = hp->d_model, H = hp->n_heads, N = hp->n_layers;
+    const size_t n_out = (size_t)B * L * D, n_attn = (size_t)B * H * L * L;
+    float *out[2] = {xcalloc(n_out, sizeof(float)), xcalloc(n_out, sizeof(float))};
+    float *attn[2] = {xcalloc(n_attn, sizeof(float)), xcalloc(n_attn, sizeof(float))};
+    const enc_model *models[2] = {f32, bf16};
+    for (int k = 0; k < 2; k++) {
+        float **layers = xcalloc((size_t)N, sizeof *layers);
+        layers[N - 1] = attn[k];
+        enc_workspace *ws = enc_workspace_new(models[k]);
+        enc_result res = {.out = out[k], .attn_mode = ENC_ATTN_HEADS, .attn = layers};
+        enc_batch in = {.x = x, .B = B, .L = L, .lengths = lengths};
+        in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE; /* every key */
+        enc_error err = {0};
+        ck_assert_msg(enc_forward(models[k], ws, &in, &res, &err) == 0, "%s", err.message);
+        enc_workspace_free(ws);
+        free(layers);
+    }
+    accuracy a = {.min_cos = 1.0};
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < lengths[b]; i++) {
+            const float *u = out[0] + ((size_t)b * L + i) * D, *v = out[1] + ((size_t)b * L + i) * D;
+            double uv = 0, uu = 0, vv = 0;
+            for (int j = 0; j < D; j++) {
+                uv += (double)u[j] * v[j];
+                uu += (double)u[j] * u[j];
+                vv += (double)v[j] * v[j];
+                a.max_abs = fmax(a.max_abs, fabs((double)u[j] - v[j]));
+            }
+            a.min_cos = fmin(a.min_cos, uv / sqrt(uu * vv));
+        }
+    a.attn_abs = max_abs_diff(attn[0], attn[1], n_attn);
+    for (int k = 0; k < 2; k++) {
+        free(out[k]);
+        free(attn[k]);
+    }
+    return a;
+}
+
+/* Whether m runs its Linears in bfloat16, and when it cannot, a line that
+ * says so (once a test). */
+static bool runs_bf16(const enc_model *m, const char *what)
+{
+    if (enc_model_dtype(m) == ENC_DTYPE_BFLOAT16)
+        return true;
+    ck_assert(!simd_supported()); /* only a CPU without AVX-512F falls back */
+    printf("dtype: %s: no AVX-512F here, bfloat16 runs in float32: not compared\n", what);
+    return false;
+}
+
+/* A BERT-base-sized block (D 768, 12 heads, F 3072, GELU) of seeded
+ * weights, 2 sequences of 128 and 77 tokens. */
+START_TEST(test_bert_base_block)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 768;
+    hp.n_heads = hp.n_kv_heads = 12;
+    hp.d_ff = 3072;
+    hp.activation = ENC_ACT_GELU;
+    enc_error err = {0};
+    enc_model *f32 = enc_model_random(&hp, 7, &err);
+    hp.dtype = ENC_DTYPE_BFLOAT16;
+    enc_model *bf16 = enc_model_random(&hp, 7, &err);
+    ck_assert_msg(f32 && bf16, "%s", err.message);
+    ck_assert_int_eq(enc_model_dtype(f32), ENC_DTYPE_FLOAT32);
+    if (runs_bf16(bf16, "BERT-base block")) {
+        const int B = 2, L = 128, lengths[2] = {128, 77};
+        float *x = xcalloc((size_t)B * L * hp.d_model, sizeof *x);
+        uint64_t st = 99;
+        fill_random(x, (size_t)B * L * hp.d_model, &st, 1.0f);
+        const accuracy a = compare(f32, bf16, x, B, L, lengths);
+        printf("dtype: BERT-base block, seeded: bfloat16 against float32: min cosine %.6f, max "
+               "abs %.3g, attention max abs %.3g\n",
+               a.min_cos, a.max_abs, a.attn_abs);
+        ck_assert_msg(a.min_cos >= 0.999, "cosine %.6f", a.min_cos);
+        ck_assert_msg(a.max_abs > 0.0 && a.attn_abs > 0.0, "bfloat16 gave float32's very outputs");
+        free(x);
+    }
+    enc_model_free(f32);
+    enc_model_free(bf16);
+}
+END_TEST
+
+/* Every directory of tests/fixtures/hf and tests/fixtures/modernbert with a
+ * config.json, loaded in float32 and in bfloat16. */
+START_TEST(test_fixture_directories)
+{
+    static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/modernbert"};
+    int compared = 0;
+    for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
+        DIR *d = opendir(roots[r]);
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            char dir[1024], cfgpath[1100];
+            snprintf(dir, sizeof dir, "%s/%s", roots[r], e->d_name);
+            snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
+            if (e->d_name[0] == '.' || access(cfgpath, R_OK) != 0)
+                continue;
+            enc_hf_config c;
+            enc_error err = {0};
+            ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
+            enc_hparams hp = c.hp;
+            hp.dtype = ENC_DTYPE_FLOAT32;
+            enc_model *f32 = enc_model_load_dir(dir, &hp, &err);
+            hp.dtype = ENC_DTYPE_BFLOAT16;
+            enc_model *bf16 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
+            ck_assert_msg(f32 && bf16, "%s: %s", dir, err.message);
+            if (runs_bf16(bf16, e->d_name)) {
+                const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
+                float *x = xcalloc((size_t)B * L * D, sizeof *x);
+                uint64_t st = 5 + (uint64_t)compared;
+                fill_random(x, (size_t)B * L * D, &st, 1.0f);
+                const accuracy a = compare(f32, bf16, x, B, L, lengths);
+                printf("dtype: %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
+                       "attention max abs %.3g\n",
+                       e->d_name, a.min_cos, a.max_abs, a.attn_abs);
+                ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
+                free(x);
+            }
+            compared++;
+            enc_model_free(f32);
+            enc_model_free(bf16);
+        }
+        closedir(d);
+    }
+    ck_assert_int_ge(compared, 15);
+}
+END_TEST
+
+Suite *dtype_suite(void)
+{
+    Suite *s = suite_create("dtype");
+    TCase *tc = tcase_create("bfloat16");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_bert_base_block);
+    tcase_add_test(tc, test_fixture_directories);
+    suite_add_tcase(s, tc);
+    return s;
+}
