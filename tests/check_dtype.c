@@ -7,6 +7,7 @@
  * AVX-512F (valgrind) a bfloat16 model runs in float32, and the test says
  * so. */
 #include "internal.h"
+#include "safetensors.h"
 #include "simd.h"
 #include "suites.h"
 #include "test_util.h"
@@ -80,16 +81,21 @@ static bool runs_bf16(const enc_model *m, const char *what)
     return false;
 }
 
-/* A BERT-base-sized block (D 768, 12 heads, F 3072, GELU) of seeded
- * weights, 2 sequences of 128 and 77 tokens. */
+/* A BERT-base-sized block: D 768, 12 heads, F 3072, GELU, post-norm. */
+static void bert_base_block(enc_hparams *hp)
+{
+    enc_hparams_default(hp);
+    hp->d_model = 768;
+    hp->n_heads = hp->n_kv_heads = 12;
+    hp->d_ff = 3072;
+    hp->activation = ENC_ACT_GELU;
+}
+
+/* That block of seeded weights, 2 sequences of 128 and 77 tokens. */
 START_TEST(test_bert_base_block)
 {
     enc_hparams hp;
-    enc_hparams_default(&hp);
-    hp.d_model = 768;
-    hp.n_heads = hp.n_kv_heads = 12;
-    hp.d_ff = 3072;
-    hp.activation = ENC_ACT_GELU;
+    bert_base_block(&hp);
     enc_error err = {0};
     enc_model *f32 = enc_model_random(&hp, 7, &err);
     hp.dtype = ENC_DTYPE_BFLOAT16;
@@ -160,6 +166,69 @@ START_TEST(test_fixture_directories)
 }
 END_TEST
 
+/* A fixture tensor's floats (owned). */
+static float *fixture_floats(const st_file *f, const char *name, size_t n)
+{
+    const st_tensor *t = st_find(f, name);
+    ck_assert_msg(t && t->numel == n, "%s: %zu values", name, t ? t->numel : 0);
+    float *v = xcalloc(n, sizeof *v);
+    enc_error err = {0};
+    ck_assert_int_eq(st_tensor_read_f32(t, v, &err), 0);
+    return v;
+}
+
+/* The yardstick: PyTorch's own bfloat16 autocast against its float32 on a
+ * BERT-base-sized block of attnd's seeded weights (seed 7) and the same
+ * inputs (tools/make_autocast_fixture.py).  attnd in float32 is PyTorch's
+ * float32 (the same model); attnd's bfloat16 error, largest and per-token
+ * cosine, is at most 1.5x PyTorch's. */
+START_TEST(test_against_torch_autocast)
+{
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, TESTS_DIR "/fixtures/autocast/bert_block.safetensors", &err) == 0,
+                  "%s", err.message);
+    enc_hparams hp;
+    bert_base_block(&hp);
+    const uint64_t seed = strtoull(st_metadata(&f, "seed"), NULL, 10);
+    const double torch_abs = strtod(st_metadata(&f, "torch_bf16_max_abs"), NULL);
+    const double torch_cos = strtod(st_metadata(&f, "torch_bf16_min_cos"), NULL);
+    enc_model *f32 = enc_model_random(&hp, seed, &err);
+    hp.dtype = ENC_DTYPE_BFLOAT16;
+    enc_model *bf16 = enc_model_random(&hp, seed, &err);
+    ck_assert_msg(f32 && bf16, "%s", err.message);
+    const int B = 2, L = 24, D = 768, lengths[2] = {L, L};
+    const size_t n = (size_t)B * L * D;
+    float *x = fixture_floats(&f, "x", n), *y32 = fixture_floats(&f, "y_f32", n);
+    float *out = xcalloc(n, sizeof *out);
+    enc_workspace *ws = enc_workspace_new(f32);
+    enc_batch in = {.x = x, .B = B, .L = L};
+    in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
+    enc_result res = {.out = out};
+    ck_assert_msg(enc_forward(f32, ws, &in, &res, &err) == 0, "%s", err.message);
+    const double same = max_abs_diff(out, y32, n);
+    ck_assert_msg(same <= 1e-4, "attnd float32 against PyTorch float32: %g", same);
+    if (runs_bf16(bf16, "the autocast comparison")) {
+        const accuracy a = compare(f32, bf16, x, B, L, lengths);
+        printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 max abs %.4g, "
+               "min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
+               st_metadata(&f, "torch"), a.max_abs, a.min_cos, torch_abs, torch_cos,
+               a.max_abs / torch_abs, (1.0 - a.min_cos) / (1.0 - torch_cos));
+        ck_assert_msg(a.max_abs <= 1.5 * torch_abs, "max abs %g, PyTorch's %g", a.max_abs,
+                      torch_abs);
+        ck_assert_msg(1.0 - a.min_cos <= 1.5 * (1.0 - torch_cos), "cosine %.7f, PyTorch's %.7f",
+                      a.min_cos, torch_cos);
+    }
+    enc_workspace_free(ws);
+    enc_model_free(f32);
+    enc_model_free(bf16);
+    free(x);
+    free(y32);
+    free(out);
+    st_close(&f);
+}
+END_TEST
+
 Suite *dtype_suite(void)
 {
     Suite *s = suite_create("dtype");
@@ -167,6 +236,7 @@ Suite *dtype_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_bert_base_block);
     tcase_add_test(tc, test_fixture_directories);
+    tcase_add_test(tc, test_against_torch_autocast);
     suite_add_tcase(s, tc);
     return s;
 }
