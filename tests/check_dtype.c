@@ -71,7 +71,7 @@ static accuracy compare(const enc_model *f32, const enc_model *bf16, const float
 }
 
 /* Whether m runs its Linears in bfloat16, and when it cannot, a line that
- * says so (once a test). */
+ * says so. */
 static bool runs_bf16(const enc_model *m, const char *what)
 {
     if (enc_model_dtype(m) == ENC_DTYPE_BFLOAT16)
@@ -163,6 +163,30 @@ START_TEST(test_fixture_directories)
         closedir(d);
     }
     ck_assert_int_ge(compared, 15);
+
+    /* a weights file of the stack alone (docs/contract.md section 2) */
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 4;
+    hp.n_heads = hp.n_kv_heads = 2;
+    hp.d_ff = 8;
+    enc_error err = {0};
+    static const char file[] = TESTS_DIR "/fixtures/safetensors/model/valid.safetensors";
+    enc_model *f32 = enc_model_load(file, &hp, &err);
+    hp.dtype = ENC_DTYPE_BFLOAT16;
+    enc_model *bf16 = f32 ? enc_model_load(file, &hp, &err) : NULL;
+    ck_assert_msg(f32 && bf16, "%s", err.message);
+    if (runs_bf16(bf16, "a weights file")) {
+        const int B = 1, L = 5, lengths[1] = {5};
+        float x[5 * 4];
+        uint64_t st = 3;
+        fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
+        const accuracy a = compare(f32, bf16, x, B, L, lengths);
+        printf("dtype: a weights file: min cosine %.7f, max abs %.3g\n", a.min_cos, a.max_abs);
+        ck_assert_msg(a.min_cos >= 0.999 && a.max_abs > 0.0, "cosine %.7f", a.min_cos);
+    }
+    enc_model_free(f32);
+    enc_model_free(bf16);
 }
 END_TEST
 
