@@ -3,6 +3,7 @@
  * whose float32 Linear weights stay in the files' mappings, kept here);
  * the Linear weights packed for the GEMM kernel. */
 #include "internal.h"
+#include "simd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -293,7 +294,9 @@ const char *enc_model_source(const enc_model *m)
 
 enc_dtype enc_model_dtype(const enc_model *m)
 {
-    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed ? ENC_DTYPE_BFLOAT16 : ENC_DTYPE_FLOAT32;
+    /* the forward reads the panels only while the AVX-512 forms run (simd.h) */
+    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed && simd_enabled() ? ENC_DTYPE_BFLOAT16
+                                                                             : ENC_DTYPE_FLOAT32;
 }
 
 const char *enc_model_architecture(const enc_model *m)
