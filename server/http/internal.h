@@ -51,6 +51,8 @@ struct server {
     atomic_int draining;      /* readiness down, still accepting (server_drain) */
     _Atomic double drain_end; /* pool_now() when the drain period ends */
     atomic_int shutting_down; /* no longer accepting (server_shutdown) */
+    atomic_int closing; /* server_shutdown's last phase: no job may reach the pool, whose
+                           jobs would outlive the connections libmicrohttpd closes */
     atomic_long in_flight; /* requests begun and not yet completed */
     atomic_ulong next_id;
 };

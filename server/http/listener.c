@@ -343,9 +343,20 @@ void server_shutdown(server *s)
      * closed by MHD_stop_daemon below.  A client that trickles its body
      * forever is not waited for past the grace period. */
     const double grace = s->cfg->server.connection_timeout + 30.0, until = pool_now() + grace;
-    while (atomic_load(&s->in_flight) > 0 && pool_now() < until) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    /* Then closing: a request that begins on a kept-alive connection from
+     * now on is answered 503 at once instead of going to the pool, and the
+     * wait runs again, so that no job is queued or running when
+     * MHD_stop_daemon closes the connections (its request would be freed
+     * under the worker).  A request counts in in_flight from its first
+     * byte, before it looks at closing: one either sees closing or is
+     * waited for. */
+    for (int phase = 0; phase < 2; phase++) {
+        if (phase == 1)
+            atomic_store(&s->closing, 1);
+        while (atomic_load(&s->in_flight) > 0 && pool_now() < until) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;

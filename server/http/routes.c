@@ -138,6 +138,8 @@ static api_error_kind core_error_kind(int rc)
  * job_done wakes it. */
 static enum MHD_Result submit_job(request *r, encode_request *e)
 {
+    if (atomic_load(&r->srv->closing)) /* server_shutdown's last phase */
+        return http_respond_error(r, API_UNAVAILABLE, "the server is shutting down", NULL);
     r->job.batch = &e->batch;
     r->job.result = encode_request_result(e);
     r->job.done = job_done;

@@ -177,7 +177,7 @@ typedef struct slot {
 } slot;
 
 typedef struct tally {
-    long requests, ok, ok_encode, too_many, health_503, bad_status, bad_body, transport, connects;
+    long requests, ok, ok_encode, too_many, stopping_503, bad_status, bad_body, transport, connects;
     long transport_before_term; /* transport errors before SIGTERM was sent */
     bool termed;                /* SIGTERM sent: /health may say 503 */
     char first_error[256];      /* a sample, for the message */
@@ -242,8 +242,12 @@ static long account(tally *t, slot *sl, CURLcode rc, const body *bodies)
     curl_easy_getinfo(sl->easy, CURLINFO_RESPONSE_CODE, &status);
     if (status == 429) {
         t->too_many++;
-    } else if (t->termed && status == 503 && strcmp(b->path, "/health") == 0) {
-        t->health_503++; /* shutting down */
+    } else if (t->termed && status == 503 &&
+               (strcmp(b->path, "/health") == 0 ||
+                (sl->resp && strstr(sl->resp, "the server is shutting down")))) {
+        /* shutting down: /health, or a request that began on a kept-alive
+         * connection in server_shutdown's last phase */
+        t->stopping_503++;
     } else if (status != 200) {
         t->bad_status++;
         if (!t->first_error[0])
@@ -374,9 +378,9 @@ static void run_load(daemon_proc *d, const opts *o, double seconds, double sigte
 
 static void print_tally(const char *phase, const tally *t, double seconds)
 {
-    printf("%s: %ld requests in %.1f s (%.0f/s): %ld ok, %ld 429, %ld /health 503 after SIGTERM, "
+    printf("%s: %ld requests in %.1f s (%.0f/s): %ld ok, %ld 429, %ld 503 after SIGTERM, "
            "%ld other status, %ld bad bodies, %ld transport errors; %ld connections opened\n",
-           phase, t->requests, seconds, t->requests / seconds, t->ok, t->too_many, t->health_503,
+           phase, t->requests, seconds, t->requests / seconds, t->ok, t->too_many, t->stopping_503,
            t->bad_status, t->bad_body, t->transport, t->connects);
     if (t->first_error[0])
         printf("%s: first failure seen: %s\n", phase, t->first_error);
@@ -451,7 +455,7 @@ static void log_statuses(const char *log, long *s200, long *s429, long *other, c
             (*s200)++;
         else if (code == 429)
             (*s429)++;
-        else if (code != 200 && !(code == 503 && line[0] == 'G')) { /* /health: 503 stopping */
+        else if (code != 200 && code != 503) { /* 503: /health, or refused while stopping */
             (*other)++;
             if (!sample[0]) {
                 const char *e = strchr(line, '\n');
@@ -487,7 +491,9 @@ static int phase_sigterm(const opts *o, const body *bodies, int n_bodies)
            l200, l429, lother, t.ok_encode, t.transport - t.transport_before_term);
     int fail = 0;
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-        printf("sigterm: FAIL: attnd did not exit 0\n");
+        printf("sigterm: FAIL: attnd did not exit 0 (%s %d)\n",
+               WIFSIGNALED(wstatus) ? "killed by signal" : "exit status",
+               WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
         fail = 1;
     }
     if (lother) {
@@ -501,6 +507,10 @@ static int phase_sigterm(const opts *o, const body *bodies, int n_bodies)
     if (!strstr(log, "attnd: stopped")) {
         printf("sigterm: FAIL: no clean stop in the log\n");
         fail = 1;
+    }
+    if (fail) { /* what attnd said last, for whoever reads the failure */
+        const size_t len = strlen(log);
+        printf("sigterm: the end of attnd's log:\n%s\n", log + (len > 3000 ? len - 3000 : 0));
     }
     free(log);
     daemon_stop(&d);
