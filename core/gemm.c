@@ -76,15 +76,6 @@ bool gemm_packed_bf16(const gemm_packed *pw)
     return pw && pw->bf;
 }
 
-float gemm_bf16_round(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 int gemm_panels(const gemm_packed *pw)
 {
     return pw ? pw->P : 0;
@@ -344,7 +335,6 @@ kernel(int mr, bool edge, bool prefetch, const float *a, size_t lda, const float
     }
     store_tile(mr, edge, acc, c, ldc, mode, bias, m0, m1);
 }
-
 
 /* The kernel for 1..MR rows, an instance per row count. */
 __attribute__((target("avx512f"))) static void

@@ -62,9 +62,6 @@ bool gemm_packed_bf16(const gemm_packed *pw);
  * kernel (tests run both). */
 const char *gemm_bf16_kernel(void);
 void gemm_bf16_use_dpbf16(bool on);
-/* x rounded to bfloat16, to nearest even, as a float (what the kernels
- * multiply; x finite). */
-float gemm_bf16_round(float x);
 
 /* Bytes of one packed weight (0 for NULL). */
 size_t gemm_packed_bytes(const gemm_packed *pw);
