@@ -226,14 +226,33 @@ static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
     fprintf(stderr, "attnd: the drain period is over\n");
 }
 
+static pthread_t main_thread;
+
+/* SIGTERM or SIGINT delivered to a thread that does not block it: to the
+ * main thread, whose sigwait takes it.  Only OpenBLAS's threads, started
+ * by its constructor before main could block anything, can receive one;
+ * without this their default action would end the process at once. */
+static void pass_to_main(int sig)
+{
+    const int saved = errno;
+    pthread_kill(main_thread, sig); /* async-signal-safe (POSIX.1-2008) */
+    errno = saved;
+}
+
 int main(int argc, char **argv)
 {
-    /* Signals are taken by sigwait below, so block them in every thread. */
+    /* Signals are taken by sigwait below, so block them in every thread we
+     * start; a thread started before main passes them on (pass_to_main). */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    main_thread = pthread_self();
+    struct sigaction pass = {.sa_handler = pass_to_main, .sa_flags = SA_RESTART};
+    sigemptyset(&pass.sa_mask);
+    sigaction(SIGTERM, &pass, NULL);
+    sigaction(SIGINT, &pass, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     attnd_config cfg;

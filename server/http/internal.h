@@ -102,6 +102,10 @@ typedef struct conn_state {
     bool linger; /* answered before its body was read: close it gracefully */
 } conn_state;
 
+/* Whether the server is on its way out, as one request sees it
+ * (http_stopping): read once per request. */
+typedef enum stop_state { STOP_UNREAD, STOP_NONE, STOP_DRAINING, STOP_SHUTTING_DOWN } stop_state;
+
 /* One HTTP request, from its headers to MHD's completion callback. */
 struct request {
     server *srv;
@@ -127,6 +131,7 @@ struct request {
     atomic_int refs; /* libmicrohttpd's request, and a streamed body */
     int status;
     size_t bytes;
+    stop_state stop; /* http_stopping's answer, once asked */
 };
 
 /* ---- respond.c ------------------------------------------------------------- */
@@ -142,6 +147,12 @@ enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *
                                    const char *const *extra);
 /* Queues r->out (codec/stream.h), produced as the socket drains; a 200. */
 enum MHD_Result http_respond_stream(request *r, const char *type, const char *const *extra);
+/* Whether the server drains or shuts down, read the first time a request
+ * asks and kept: what its answer says (/health's status) and whether it
+ * closes the connection (every answer once the server is stopping) then
+ * agree, though SIGTERM comes between the two.  A forward's answer asks
+ * only when it is sent. */
+stop_state http_stopping(request *r);
 
 /* ---- request.c ------------------------------------------------------------- */
 

@@ -8,6 +8,15 @@
 
 /* ---- responses ----------------------------------------------------------- */
 
+stop_state http_stopping(request *r)
+{
+    if (r->stop == STOP_UNREAD)
+        r->stop = atomic_load(&r->srv->shutting_down) ? STOP_SHUTTING_DOWN
+                  : atomic_load(&r->srv->draining)    ? STOP_DRAINING
+                                                      : STOP_NONE;
+    return r->stop;
+}
+
 /* Queues resp with the headers every response carries. */
 static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, const char *type,
                              const char *const *extra)
@@ -25,7 +34,7 @@ static enum MHD_Result queue(request *r, int status, struct MHD_Response *resp, 
     }
     for (int i = 0; extra && extra[i]; i += 2)
         MHD_add_response_header(resp, extra[i], extra[i + 1]);
-    if (atomic_load(&r->srv->shutting_down) || atomic_load(&r->srv->draining) || r->early.close)
+    if (http_stopping(r) != STOP_NONE || r->early.close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);

@@ -22,11 +22,12 @@ static const char *const READINESS_MESSAGE[] = {
     "", "the model is still loading", "the server is draining: it stops accepting soon",
     "the server is shutting down"};
 
-static readiness readiness_of(const server *s)
+static readiness readiness_of(request *r)
 {
-    return atomic_load(&s->shutting_down) ? SHUTTING_DOWN
-           : atomic_load(&s->draining)    ? DRAINING
-           : !atomic_load(&s->ready)      ? STARTING
+    const stop_state st = http_stopping(r);
+    return st == STOP_SHUTTING_DOWN       ? SHUTTING_DOWN
+           : st == STOP_DRAINING          ? DRAINING
+           : !atomic_load(&r->srv->ready) ? STARTING
                                           : READY;
 }
 
@@ -40,7 +41,7 @@ static const char *retry_after(const server *s, readiness rd, char buf[24])
 
 static enum MHD_Result serve_health(request *r)
 {
-    const readiness rd = readiness_of(r->srv);
+    const readiness rd = readiness_of(r);
     char retry[24];
     if (rd != READY)
         return http_respond_json(r, 503, json_pack("{s:s}", "status", READINESS_STATUS[rd]),
@@ -369,7 +370,7 @@ static enum MHD_Result v2_not_ready(request *r)
 {
     /* Called when not ready; READY here means the model arrived meanwhile:
      * still answered as loading. */
-    const readiness now = readiness_of(r->srv), rd = now == READY ? STARTING : now;
+    const readiness now = readiness_of(r), rd = now == READY ? STARTING : now;
     char retry[24];
     return http_respond_error(r, API_UNAVAILABLE, READINESS_MESSAGE[rd],
                               (const char *const[]){"Retry-After", retry_after(r->srv, rd, retry),
@@ -393,15 +394,15 @@ static enum MHD_Result serve_v2_live(request *r)
     return respond_empty(r);
 }
 
-static bool serving(const server *s)
+static bool serving(request *r)
 {
-    return readiness_of(s) == READY;
+    return readiness_of(r) == READY;
 }
 
 /* GET /v2/health/ready, /v2/models/{name}/ready */
 static enum MHD_Result serve_v2_ready(request *r)
 {
-    return serving(r->srv) ? respond_empty(r) : v2_not_ready(r);
+    return serving(r) ? respond_empty(r) : v2_not_ready(r);
 }
 
 /* GET /v2/models/{name} */
