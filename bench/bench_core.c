@@ -40,6 +40,10 @@
  *          (none); "core" then also prints the scores computed
  *          --name KEY: "core"'s RESULT keys are KEY_best_ms ... instead of
  *          core_BxL_best_ms ...
+ *          --kernels avx512|openblas (avx512 where the CPU has it): "core"
+ *          with the AVX-512 forms off (simd_set_enabled(false)), as a CPU
+ *          without AVX-512F runs: float32 Linears on OpenBLAS, bfloat16
+ *          ones on OpenBLAS over widened panels
  *
  * Each mode prints one human-readable line, then one "RESULT key=value ..."
  * line for bench/run.sh.  Timings are wall-clock (CLOCK_MONOTONIC) around each
@@ -51,6 +55,7 @@
 #include "encoder.h"
 
 #include "gemm.h"
+#include "simd.h"
 #include "team.h"
 
 #include <cblas.h>
@@ -84,6 +89,7 @@ static void usage(void)
           " [--block bert|modernbert] [--n-layers N] [--local-window W] [--ffn K]"
           " [--seed S]\n"
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
+          "                       [--dtype float32|bfloat16] [--kernels avx512|openblas]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
@@ -196,6 +202,12 @@ static options parse_args(int argc, char **argv)
             o.dtype = v;
             o.hp.dtype = strcmp(v, "float32") == 0 ? ENC_DTYPE_FLOAT32 : ENC_DTYPE_BFLOAT16;
             gemm_bf16_use_dpbf16(strcmp(v, "bfloat16-wide") != 0);
+        } else if (!strcmp(f, "--kernels")) {
+            if (strcmp(v, "avx512") != 0 && strcmp(v, "openblas") != 0) {
+                fprintf(stderr, "bench_core: --kernels avx512 or openblas\n");
+                exit(2);
+            }
+            simd_set_enabled(strcmp(v, "avx512") == 0);
         } else if (!strcmp(f, "--activation")) {
             if (enc_activation_parse(v, &o.hp.activation) < 0) {
                 fprintf(stderr, "bench_core: unknown activation '%s'\n", v);
@@ -414,13 +426,16 @@ static int run_core(const options *o)
         if (o->name)
             snprintf(key, sizeof key, "%s", o->name);
         const double rss = peak_rss_mib();
-        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s %s, %d layers, attention %s), %d "
-               "threads, "
+        const bool bf16 = enc_model_dtype(m) == ENC_DTYPE_BFLOAT16;
+        printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s %s, %d layers, attention %s, Linears "
+               "in %s on %s), %d threads, "
                "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP/forward, "
                "workspace %.1f MiB, peak resident %.0f MiB)\n",
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
                enc_activation_name(o->hp.activation), enc_ffn_name(o->hp.ffn), o->hp.n_layers, mode,
-               o->threads, o->repeat, best, median, gflops, flops / 1e9,
+               bf16 ? "bfloat16" : "float32",
+               bf16 ? gemm_bf16_kernel() : simd_enabled() ? "avx512f" : "openblas", o->threads,
+               o->repeat, best, median, gflops, flops / 1e9,
                (double)enc_workspace_bytes(ws) / (1 << 20), rss);
         if (o->mask)
             printf("mask %s: %llu allowed pairs (%.2f%% of B L^2), %llu scores computed (%.2f%% "

@@ -370,6 +370,7 @@ typedef struct block_ctx {
     const float *lin_w[3];
     int lin_cut[2];
     const gemm_packed *lin_pk; /* lin_w packed, or NULL */
+    const gemm_packed *lin_bf; /* lin_w in bfloat16 run by OpenBLAS (no AVX-512), or NULL */
     int lin_K, lin_N;
     int lin_ldo, lin_ldi; /* lin_out's and lin_in's row strides */
     bool lin_act;
@@ -415,6 +416,15 @@ static void phase_linear(void *arg, int tid, int n)
         if (n1 > n0)
             gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
                              c->T, n0, n1, act, scratch);
+        return;
+    }
+    if (c->lin_bf) { /* bfloat16 without AVX-512: a share of the panels, widened */
+        float *scratch =
+            c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
+        team_split(gemm_panels(c->lin_bf), tid, n, &n0, &n1);
+        if (n1 > n0)
+            gemm_bf16_blas_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_bf, c->lin_b,
+                                c->T, n0, n1, act, scratch);
         return;
     }
     /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
@@ -810,6 +820,7 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
                        const gemm_packed *pk, const float *b, int K, int N, bool act)
 {
     c->lin_pk = pk && simd_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
+    c->lin_bf = pk && !simd_enabled() && gemm_packed_bf16(pk) ? pk : NULL;
     c->lin_out = out;
     c->lin_in = in;
     if (!c->lin_w[0]) { /* one block, unless run_linear_qkv set three */

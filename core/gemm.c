@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "simd.h"
 
+#include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,25 +97,44 @@ int gemm_padded_ld(int n)
     return gemm_stride_ok(n) ? n : n + 16;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+/* The bfloat16 bits of x rounded to nearest even (x finite). */
+static uint32_t bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
 
-#include "vec512.h"
-
-#include <immintrin.h>
+/* Rows of the source (in blocks, as pack_rows) into bfloat16 pair panels;
+ * dst is zeroed, so past N and K it stays 0. */
+static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cut, int n_src,
+                           int N, int K)
+{
+    const int KP = (K + 1) / 2;
+    int part = 0;
+    for (int row = 0; row < N; row++) {
+        while (part < n_src - 1 && row >= cut[part])
+            part++;
+        const float *w = src[part] + (size_t)(row - (part ? cut[part - 1] : 0)) * (size_t)K;
+        uint32_t *d = dst + (size_t)(row / GEMM_NR) * (size_t)KP * GEMM_NR + row % GEMM_NR;
+        for (int q = 0; q < KP; q++)
+            d[(size_t)q * GEMM_NR] =
+                bf16_bits(w[2 * q]) | (2 * q + 1 < K ? bf16_bits(w[2 * q + 1]) << 16 : 0u);
+    }
+}
 
 static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
                       int N, int K, float scale);
-static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cut, int n_src,
-                           int N, int K);
 
-/* gemm_pack_parts, in float32 or bfloat16. */
+/* gemm_pack_parts, in float32 (AVX-512F only: its kernels are the only
+ * readers) or bfloat16 (on any CPU: gemm_bf16_blas_cols reads it too). */
 static gemm_packed *pack_parts(const float *const *w, const int *rows, int n, int K, bool bf16)
 {
     enum { MAX_PARTS = 4 };
     int cut[MAX_PARTS], N = 0; /* block i ends before row cut[i] */
     for (int i = 0; i < n && i < MAX_PARTS; i++)
         cut[i] = N += rows[i];
-    if (!simd_supported() || n < 1 || n > MAX_PARTS || N < 1 || K < 1)
+    if ((!bf16 && !simd_supported()) || n < 1 || n > MAX_PARTS || N < 1 || K < 1)
         return NULL;
     gemm_packed *pw = calloc(1, sizeof *pw);
     if (!pw)
@@ -155,31 +175,64 @@ gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n,
     return pack_parts(w, rows, n, K, true);
 }
 
-/* The bfloat16 bits of x rounded to nearest even (x finite). */
-static uint32_t bf16_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-}
+/* The portable bfloat16 Linear's blocks: k in blocks of BLAS_KC (even: whole
+ * pairs), rows of BLAS_MC, columns of BLAS_NC (whole panels).  The widened
+ * weights (BLAS_KC x BLAS_NC) and the rounded rows (BLAS_MC x BLAS_KC) fit
+ * the scratch together: 384 KiB of gemm_scratch_bytes()'s 588. */
+enum { BLAS_KC = 256, BLAS_MC = 128, BLAS_NC = 8 * GEMM_NR };
+_Static_assert(BLAS_KC * BLAS_NC + BLAS_MC * BLAS_KC <= MC * SCRATCH_LD,
+               "gemm_bf16_blas_cols's blocks fit gemm_scratch_bytes()");
 
-/* Rows of the source (in blocks, as pack_rows) into bfloat16 pair panels;
- * dst is zeroed, so past N and K it stays 0. */
-static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cut, int n_src,
-                           int N, int K)
+void gemm_bf16_blas_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                         const float *b, int M, int p0, int p1, const enc_activation *act,
+                         float *scratch)
 {
-    const int KP = (K + 1) / 2;
-    int part = 0;
-    for (int row = 0; row < N; row++) {
-        while (part < n_src - 1 && row >= cut[part])
-            part++;
-        const float *w = src[part] + (size_t)(row - (part ? cut[part - 1] : 0)) * (size_t)K;
-        uint32_t *d = dst + (size_t)(row / GEMM_NR) * (size_t)KP * GEMM_NR + row % GEMM_NR;
-        for (int q = 0; q < KP; q++)
-            d[(size_t)q * GEMM_NR] =
-                bf16_bits(w[2 * q]) | (2 * q + 1 < K ? bf16_bits(w[2 * q + 1]) << 16 : 0u);
+    const int K = pw->K, KP = (K + 1) / 2, N = pw->N;
+    float *wide = scratch, *rows = scratch + (size_t)BLAS_KC * BLAS_NC;
+    for (int g0 = p0; g0 < p1; g0 += BLAS_NC / GEMM_NR) { /* a group of panels */
+        const int g1 = g0 + BLAS_NC / GEMM_NR < p1 ? g0 + BLAS_NC / GEMM_NR : p1;
+        const int n0 = g0 * GEMM_NR, n1 = g1 * GEMM_NR < N ? g1 * GEMM_NR : N, nc = n1 - n0;
+        for (int k0 = 0; k0 < K; k0 += BLAS_KC) {
+            const int kc = K - k0 < BLAS_KC ? K - k0 : BLAS_KC;
+            /* the group's weights for k0..k0+kc, widened: (kc, nc), row-major */
+            for (int p = g0; p < g1; p++) {
+                const uint32_t *panel = pw->bf + (size_t)p * KP * GEMM_NR;
+                const int j0 = (p - g0) * GEMM_NR, nj = n1 - p * GEMM_NR < GEMM_NR
+                                                             ? n1 - p * GEMM_NR
+                                                             : GEMM_NR;
+                for (int k = 0; k < kc; k++) {
+                    const uint32_t *pair = panel + (size_t)((k0 + k) / 2) * GEMM_NR;
+                    float *dst = wide + (size_t)k * nc + j0;
+                    for (int j = 0; j < nj; j++) {
+                        const uint32_t bits =
+                            (k0 + k) % 2 ? pair[j] & 0xFFFF0000u : pair[j] << 16;
+                        memcpy(&dst[j], &bits, sizeof bits);
+                    }
+                }
+            }
+            for (int i0 = 0; i0 < M; i0 += BLAS_MC) {
+                const int mc = M - i0 < BLAS_MC ? M - i0 : BLAS_MC;
+                for (int i = 0; i < mc; i++) { /* the rows, rounded to bfloat16 */
+                    const float *src = in + (size_t)(i0 + i) * lda + k0;
+                    float *dst = rows + (size_t)i * kc;
+                    for (int k = 0; k < kc; k++) {
+                        const uint32_t bits = bf16_bits(src[k]) << 16;
+                        memcpy(&dst[k], &bits, sizeof bits);
+                    }
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mc, nc, kc, 1.0f, rows, kc,
+                            wide, nc, k0 ? 1.0f : 0.0f, out + (size_t)i0 * ldc + n0, ldc);
+            }
+        }
+        bias_act_cols(out, ldc, b, M, n0, n1, act);
     }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include "vec512.h"
+
+#include <immintrin.h>
 
 /* Whether the bfloat16 kernels may use vdpbf16ps (gemm_bf16_use_dpbf16). */
 static _Atomic bool dpbf16_allowed = true;
@@ -191,7 +244,7 @@ static bool cpu_dpbf16(void)
 
 const char *gemm_bf16_kernel(void)
 {
-    return !simd_supported()                 ? "none"
+    return !simd_enabled()                   ? "openblas"
            : cpu_dpbf16() && dpbf16_allowed ? "avx512_bf16"
                                              : "avx512f";
 }
@@ -647,38 +700,20 @@ void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t
 
 #else /* no AVX-512 kernel on this architecture or compiler */
 
-gemm_packed *gemm_pack(const float *w, int N, int K)
+static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
+                      int N, int K, float scale)
 {
-    (void)w, (void)N, (void)K;
-    return NULL;
-}
-
-gemm_packed *gemm_pack_bf16(const float *w, int N, int K)
-{
-    (void)w, (void)N, (void)K;
-    return NULL;
-}
-
-gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K)
-{
-    (void)w, (void)rows, (void)n, (void)K;
-    return NULL;
+    (void)dst, (void)src, (void)cut, (void)n_src, (void)lds, (void)N, (void)K, (void)scale;
 }
 
 const char *gemm_bf16_kernel(void)
 {
-    return "none";
+    return "openblas";
 }
 
 void gemm_bf16_use_dpbf16(bool on)
 {
     (void)on;
-}
-
-gemm_packed *gemm_pack_parts(const float *const *w, const int *rows, int n, int K)
-{
-    (void)w, (void)rows, (void)n, (void)K;
-    return NULL;
 }
 
 void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scale)

@@ -50,18 +50,30 @@ void gemm_packed_free(gemm_packed *pw);
  * w[p*NR + j][2q + 1]), zero past N and K.  The product runs on
  * AVX512_BF16's vdpbf16ps where the CPU has it, else on AVX-512F with each
  * bfloat16 widened to float32 (the same products, exact in float32, summed
- * in the same order: odd k, then even k of each pair).  NULL without
- * AVX-512F or memory. */
+ * in the same order: odd k, then even k of each pair), and without
+ * AVX-512F (or while simd_set_enabled(false)) on gemm_bf16_blas_cols.
+ * Packed on any CPU; NULL only when memory is short. */
 gemm_packed *gemm_pack_bf16(const float *w, int N, int K);
 gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K);
 /* Whether pw holds bfloat16 weights. */
 bool gemm_packed_bf16(const gemm_packed *pw);
-/* Which kernel bfloat16 weights run on: "avx512_bf16" (vdpbf16ps),
- * "avx512f" (widened), or "none" (no AVX-512F: gemm_pack_bf16 gives NULL).
+/* Which kernel bfloat16 weights run on now: "avx512_bf16" (vdpbf16ps),
+ * "avx512f" (widened in registers), or "openblas" (no AVX-512F, or the
+ * AVX-512 forms turned off: gemm_bf16_blas_cols).
  * gemm_bf16_use_dpbf16(false) makes a CPU with AVX512_BF16 run the widened
  * kernel (tests run both). */
 const char *gemm_bf16_kernel(void);
 void gemm_bf16_use_dpbf16(bool on);
+
+/* gemm_packed_cols on bfloat16 weights (gemm_packed_bf16(pw)) for any
+ * CPU: blocks of the panels widened to float32 (a shift: exact), blocks of
+ * the rows rounded to bfloat16, both in scratch, multiplied by
+ * cblas_sgemm; then the bias and act.  The same products as the AVX-512
+ * kernels, summed in OpenBLAS's order.  The weights stay in bfloat16:
+ * half the memory on any CPU. */
+void gemm_bf16_blas_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                         const float *b, int M, int p0, int p1, const enc_activation *act,
+                         float *scratch);
 
 /* Bytes of one packed weight (0 for NULL). */
 size_t gemm_packed_bytes(const gemm_packed *pw);

@@ -38,7 +38,10 @@ typedef struct enc_layer {
      * Once a mapped weight is packed, its pages are given back (model_pack):
      * the forward reads the panels, and anything that reads the weight
      * itself (the naive reference, the forward with simd_set_enabled(false))
-     * faults its pages back in from the page cache. */
+     * faults its pages back in from the page cache.  In bfloat16 an owned
+     * weight's pages (a seeded model's, a widened F16/BF16 file's) are given
+     * back too, and made unreadable (model_release_owned): every forward
+     * reads the bfloat16 panels then, on any CPU. */
     gemm_packed *pk_qkv, *pk_o, *pk_1, *pk_2;
 } enc_layer;
 
@@ -62,6 +65,7 @@ struct enc_model {
     } * maps;   /* the mappings the Linear weights and the word table are read in */
     size_t n_maps;
     bool packed;           /* some layer has a packed weight: workspaces need GEMM scratch */
+    bool owned_released;   /* model_release_owned gave back some of params: model_pack no more */
     char sha256[65];       /* hex, or "" */
     char source[4096];     /* path or "seed:N" */
     float *alibi;          /* (H) ALiBi's slopes when hp.position is alibi, else NULL */
@@ -103,6 +107,12 @@ bool model_mapped(const enc_model *m, const void *p);
  * later read faults them back in from the page cache).  Nothing for memory
  * that is not mapped from a file. */
 void model_release(const enc_model *m, const void *p, size_t bytes);
+/* bytes at p, in m's own params, will never be read again: the pages
+ * wholly inside them leave the process's memory and become unreadable
+ * (PROT_NONE, so that a stray read faults instead of reading zeros).
+ * Nothing when params is not its own mapping (model_zalloc under 4 MiB) or
+ * the pages cannot be protected; returns the bytes given back. */
+size_t model_release_owned(enc_model *m, const void *p, size_t bytes);
 
 /* Zeroed memory for a model's large arrays: at 4 MiB and more its own
  * mapping, advised to use transparent huge pages (a BERT-base model is
@@ -125,7 +135,9 @@ void model_sort_files(enc_model *m);
 /* Packs every layer's Linear weights for the packed GEMM (gemm.h), when the
  * CPU can run it, replacing any earlier packing: the constructors call it
  * once the weights are final, and whoever changes params afterwards (tests)
- * calls it again.  Best effort: a weight left unpacked runs on cblas_sgemm. */
+ * calls it again.  Best effort: a weight left unpacked runs on cblas_sgemm.
+ * In bfloat16 it gives back the owned float32 weights it packed
+ * (model_release_owned), after which it does nothing: pack once. */
 void model_pack(enc_model *m);
 
 /* The seeded generator enc_model_random uses: splitmix64 streams, one per
@@ -271,6 +283,10 @@ void linear_forward(float *out, const float *in, const float *w, const float *b,
  * rows are ldc floats apart, in's lda. */
 void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
                          const float *b, int M, int K, int n0, int n1, const enc_activation *act);
+/* Columns [n0, n1) of out (M rows ldc apart) += b[n0..n1) (when b is not
+ * NULL), then act on them (when act is not NULL). */
+void bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n1,
+                   const enc_activation *act);
 /* out (M, D) = LayerNorm(in (M, D)) * w + b; b may be NULL; out may be in.
  * Statistics in double, so no finite input overflows. */
 void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,

@@ -140,10 +140,55 @@ void model_release(const enc_model *m, const void *p, size_t bytes)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* model_zalloc's own mapping from this size up */
+#define ZALLOC_MAPPED (4u << 20)
+
+size_t model_release_owned(enc_model *m, const void *p, size_t bytes)
+{
+    const uintptr_t a = (uintptr_t)p, own = (uintptr_t)m->params,
+                    own_bytes = (uintptr_t)(m->n_owned * sizeof *m->params);
+    if (!p || !m->params || own_bytes < ZALLOC_MAPPED || a < own || a + bytes > own + own_bytes)
+        return 0;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (a + page - 1) & ~(page - 1), hi = (a + bytes) & ~(page - 1);
+    if (hi <= lo || mprotect((void *)lo, hi - lo, PROT_NONE) != 0)
+        return 0; /* still readable: left as it is */
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    m->owned_released = true;
+    return hi - lo;
+}
+
+/* Layer ly's float32 Linear weights that are packed will not be read: a
+ * file's pages given back (model_release; a float32 forward with AVX-512
+ * off faults them back in), and in bfloat16 attnd's own too
+ * (model_release_owned: every forward reads the bfloat16 panels). */
+static void release_packed(enc_model *m, const enc_layer *ly)
+{
+    const size_t D = (size_t)m->hp.d_model, KV = (size_t)m->kv_dim, f = sizeof(float);
+    const struct {
+        const float *w;
+        size_t bytes;
+        const gemm_packed *pk;
+    } ws[] = {{ly->w_q, D * D * f, ly->pk_qkv},
+              {ly->w_k, KV * D * f, ly->pk_qkv},
+              {ly->w_v, KV * D * f, ly->pk_qkv},
+              {ly->w_o, D * D * f, ly->pk_o},
+              {ly->w_1, (size_t)enc_ffn_rows(&m->hp) * D * f, ly->pk_1},
+              {ly->w_2, D * (size_t)m->hp.d_ff * f, ly->pk_2}};
+    for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
+        if (!ws[i].pk)
+            continue;
+        model_release(m, ws[i].w, ws[i].bytes);
+        if (m->hp.dtype == ENC_DTYPE_BFLOAT16)
+            model_release_owned(m, ws[i].w, ws[i].bytes);
+    }
+}
+
 void model_pack(enc_model *m)
 {
+    if (m->owned_released) /* the float32 weights are gone: the panels stay */
+        return;
     const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;
-    const size_t f = sizeof(float);
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
         enc_layer *ly = &m->layers[l];
@@ -165,18 +210,7 @@ void model_pack(enc_model *m)
             ly->pk_2 = gemm_pack(ly->w_2, D, F);
         }
         m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;
-        /* a mapped weight now packed: the forward reads the panels only */
-        if (ly->pk_qkv) {
-            model_release(m, ly->w_q, (size_t)D * D * f);
-            model_release(m, ly->w_k, (size_t)KV * D * f);
-            model_release(m, ly->w_v, (size_t)KV * D * f);
-        }
-        if (ly->pk_o)
-            model_release(m, ly->w_o, (size_t)D * D * f);
-        if (ly->pk_1)
-            model_release(m, ly->w_1, (size_t)F1 * D * f);
-        if (ly->pk_2)
-            model_release(m, ly->w_2, (size_t)D * F * f);
+        release_packed(m, ly);
     }
     if (m->embed)
         embed_pack(m->embed);
@@ -209,8 +243,6 @@ void enc_model_free(enc_model *m)
     free(m->layers);
     free(m);
 }
-
-#define ZALLOC_MAPPED (4u << 20)
 
 void *model_zalloc(size_t bytes)
 {
@@ -294,9 +326,9 @@ const char *enc_model_source(const enc_model *m)
 
 enc_dtype enc_model_dtype(const enc_model *m)
 {
-    /* the forward reads the panels only while the AVX-512 forms run (simd.h) */
-    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed && simd_enabled() ? ENC_DTYPE_BFLOAT16
-                                                                             : ENC_DTYPE_FLOAT32;
+    /* bfloat16 panels run on every CPU (gemm_bf16_kernel); none only when
+     * memory was short at packing */
+    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed ? ENC_DTYPE_BFLOAT16 : ENC_DTYPE_FLOAT32;
 }
 
 const char *enc_model_architecture(const enc_model *m)

@@ -37,9 +37,14 @@ void linear_forward_cols(float *out, int ldc, const float *in, int lda, const fl
      * (N, K) weights, so a column slice of out is a row slice of w. */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, in, lda,
                 w + (size_t)n0 * K, K, 0.0f, out + n0, ldc);
-    if (!b && !act)
-        return;
-    for (int i = 0; i < M; i++) {
+    bias_act_cols(out, ldc, b, M, n0, n1, act);
+}
+
+void bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n1,
+                   const enc_activation *act)
+{
+    const int cols = n1 - n0;
+    for (int i = 0; (b || act) && i < M; i++) {
         float *row = out + (size_t)i * ldc + n0;
         if (b)
             for (int j = 0; j < cols; j++)

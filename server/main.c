@@ -176,8 +176,8 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
     if (hp->dtype == ENC_DTYPE_BFLOAT16 && enc_model_dtype(m) != ENC_DTYPE_BFLOAT16)
-        fprintf(stderr, "attnd: warning: model.dtype bfloat16: this CPU (or valgrind) has no "
-                        "AVX-512F, so the Linears run in float32 on OpenBLAS\n");
+        fprintf(stderr, "attnd: warning: model.dtype bfloat16: no memory to pack the weights in "
+                        "bfloat16, so the Linears run in float32\n");
     const size_t n = enc_model_ignored_count(m);
     if (!enc_model_architecture(m)[0])
         return;

@@ -3,9 +3,10 @@
  * outputs within cosine 0.999 of float32's, on a BERT-base-sized block of
  * seeded weights and on every Hugging Face fixture directory; the largest
  * errors are printed.  The kernels themselves are checked against a double
- * loop on bfloat16-rounded inputs in check_gemm.c.  On a CPU without
- * AVX-512F (valgrind) a bfloat16 model runs in float32, and the test says
- * so. */
+ * loop on bfloat16-rounded inputs in check_gemm.c.  Each test runs on
+ * the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without
+ * AVX-512F (valgrind) only the latter, and the test says so. */
+#include "gemm.h"
 #include "internal.h"
 #include "safetensors.h"
 #include "simd.h"
@@ -14,9 +15,11 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* What one comparison found. */
@@ -70,15 +73,49 @@ static accuracy compare(const enc_model *f32, const enc_model *bf16, const float
     return a;
 }
 
-/* Whether m runs its Linears in bfloat16, and when it cannot, a line that
- * says so. */
+/* Each test runs twice: _i 0 on the kernels the CPU has (vdpbf16ps or
+ * widened, AVX-512), _i 1 with the AVX-512 forms off, as on a CPU without
+ * them: OpenBLAS on widened panels (gemm_bf16_blas_cols).  Sets the forms
+ * for _i; false (and a line that says so) when _i 0 would repeat _i 1. */
+static bool kernel_for(int i, const char *what)
+{
+    if (i == 0 && !simd_supported()) {
+        printf("dtype: %s: no AVX-512F here: only OpenBLAS's bfloat16 form runs\n", what);
+        return false;
+    }
+    simd_set_enabled(i == 0);
+    return true;
+}
+
+/* The kernel a run used, for its line. */
+static const char *kernel_name(void)
+{
+    return gemm_bf16_kernel();
+}
+
+/* Whether m runs its Linears in bfloat16 (it must, on any CPU). */
 static bool runs_bf16(const enc_model *m, const char *what)
 {
-    if (enc_model_dtype(m) == ENC_DTYPE_BFLOAT16)
-        return true;
-    ck_assert(!simd_supported()); /* only a CPU without AVX-512F falls back */
-    printf("dtype: %s: no AVX-512F here, bfloat16 runs in float32: not compared\n", what);
-    return false;
+    ck_assert_msg(enc_model_dtype(m) == ENC_DTYPE_BFLOAT16, "%s: not in bfloat16", what);
+    return true;
+}
+
+/* The share of the whole pages inside bytes at p that are resident
+ * (mincore). */
+static double resident_share(const void *p, size_t bytes)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
+    ck_assert(hi > lo);
+    const size_t n = (hi - lo) / page;
+    unsigned char *vec = xcalloc(n, 1);
+    ck_assert_int_eq(mincore((void *)lo, hi - lo, vec), 0);
+    size_t in = 0;
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    free(vec);
+    return (double)in / (double)n;
 }
 
 /* A BERT-base-sized block: D 768, 12 heads, F 3072, GELU, post-norm. */
@@ -94,6 +131,8 @@ static void bert_base_block(enc_hparams *hp)
 /* That block of seeded weights, 2 sequences of 128 and 77 tokens. */
 START_TEST(test_bert_base_block)
 {
+    if (!kernel_for(_i, "BERT-base block"))
+        return;
     enc_hparams hp;
     bert_base_block(&hp);
     enc_error err = {0};
@@ -102,21 +141,28 @@ START_TEST(test_bert_base_block)
     enc_model *bf16 = enc_model_random(&hp, 7, &err);
     ck_assert_msg(f32 && bf16, "%s", err.message);
     ck_assert_int_eq(enc_model_dtype(f32), ENC_DTYPE_FLOAT32);
+    /* bfloat16 keeps its panels only: the seeded float32 weights' pages are
+     * given back (float32 reads them, with AVX-512 off) */
+    const size_t w1 = (size_t)hp.d_ff * hp.d_model * sizeof(float);
+    ck_assert_double_eq(resident_share(f32->layers[0].w_1, w1), 1.0);
+    ck_assert_double_eq(resident_share(bf16->layers[0].w_1, w1), 0.0);
+    ck_assert_double_eq(resident_share(bf16->layers[0].w_q, w1 / 4), 0.0);
     if (runs_bf16(bf16, "BERT-base block")) {
         const int B = 2, L = 128, lengths[2] = {128, 77};
         float *x = xcalloc((size_t)B * L * hp.d_model, sizeof *x);
         uint64_t st = 99;
         fill_random(x, (size_t)B * L * hp.d_model, &st, 1.0f);
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: BERT-base block, seeded: bfloat16 against float32: min cosine %.6f, max "
-               "abs %.3g, attention max abs %.3g\n",
-               a.min_cos, a.max_abs, a.attn_abs);
+        printf("dtype: BERT-base block, seeded, %s: bfloat16 against float32: min cosine %.6f, "
+               "max abs %.3g, attention max abs %.3g\n",
+               kernel_name(), a.min_cos, a.max_abs, a.attn_abs);
         ck_assert_msg(a.min_cos >= 0.999, "cosine %.6f", a.min_cos);
         ck_assert_msg(a.max_abs > 0.0 && a.attn_abs > 0.0, "bfloat16 gave float32's very outputs");
         free(x);
     }
     enc_model_free(f32);
     enc_model_free(bf16);
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -124,6 +170,8 @@ END_TEST
  * config.json, loaded in float32 and in bfloat16. */
 START_TEST(test_fixture_directories)
 {
+    if (!kernel_for(_i, "fixture directories"))
+        return;
     static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/modernbert"};
     int compared = 0;
     for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
@@ -150,9 +198,9 @@ START_TEST(test_fixture_directories)
                 uint64_t st = 5 + (uint64_t)compared;
                 fill_random(x, (size_t)B * L * D, &st, 1.0f);
                 const accuracy a = compare(f32, bf16, x, B, L, lengths);
-                printf("dtype: %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
+                printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
                        "attention max abs %.3g\n",
-                       e->d_name, a.min_cos, a.max_abs, a.attn_abs);
+                       e->d_name, kernel_name(), a.min_cos, a.max_abs, a.attn_abs);
                 ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
                 free(x);
             }
@@ -182,11 +230,13 @@ START_TEST(test_fixture_directories)
         uint64_t st = 3;
         fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: a weights file: min cosine %.7f, max abs %.3g\n", a.min_cos, a.max_abs);
+        printf("dtype: a weights file, %s: min cosine %.7f, max abs %.3g\n", kernel_name(),
+               a.min_cos, a.max_abs);
         ck_assert_msg(a.min_cos >= 0.999 && a.max_abs > 0.0, "cosine %.7f", a.min_cos);
     }
     enc_model_free(f32);
     enc_model_free(bf16);
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -208,6 +258,8 @@ static float *fixture_floats(const st_file *f, const char *name, size_t n)
  * cosine, is at most 1.5x PyTorch's. */
 START_TEST(test_against_torch_autocast)
 {
+    if (!kernel_for(_i, "the autocast comparison"))
+        return;
     st_file f;
     enc_error err = {0};
     ck_assert_msg(st_open(&f, TESTS_DIR "/fixtures/autocast/bert_block.safetensors", &err) == 0,
@@ -234,9 +286,9 @@ START_TEST(test_against_torch_autocast)
     ck_assert_msg(same <= 1e-4, "attnd float32 against PyTorch float32: %g", same);
     if (runs_bf16(bf16, "the autocast comparison")) {
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 max abs %.4g, "
-               "min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
-               st_metadata(&f, "torch"), a.max_abs, a.min_cos, torch_abs, torch_cos,
+        printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 (%s) max abs "
+               "%.4g, min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
+               st_metadata(&f, "torch"), kernel_name(), a.max_abs, a.min_cos, torch_abs, torch_cos,
                a.max_abs / torch_abs, (1.0 - a.min_cos) / (1.0 - torch_cos));
         ck_assert_msg(a.max_abs <= 1.5 * torch_abs, "max abs %g, PyTorch's %g", a.max_abs,
                       torch_abs);
@@ -250,6 +302,7 @@ START_TEST(test_against_torch_autocast)
     free(y32);
     free(out);
     st_close(&f);
+    simd_set_enabled(true);
 }
 END_TEST
 
@@ -258,9 +311,9 @@ Suite *dtype_suite(void)
     Suite *s = suite_create("dtype");
     TCase *tc = tcase_create("bfloat16");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_bert_base_block);
-    tcase_add_test(tc, test_fixture_directories);
-    tcase_add_test(tc, test_against_torch_autocast);
+    tcase_add_loop_test(tc, test_bert_base_block, 0, 2);
+    tcase_add_loop_test(tc, test_fixture_directories, 0, 2);
+    tcase_add_loop_test(tc, test_against_torch_autocast, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

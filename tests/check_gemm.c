@@ -37,14 +37,26 @@ static float *scratch_new(void)
 
 /* got (M, N) = the packed product as two threads' shares, panels [0, p)
  * and [p, P), any split; every entry NaN first, so each must be written. */
-static void two_shares(float *got, int N, const float *in, int K, const gemm_packed *pw,
-                       const float *b, int M, const enc_activation *a, float *scratch)
+typedef void cols_fn(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                     const float *b, int M, int p0, int p1, const enc_activation *act,
+                     float *scratch);
+
+/* two_shares on f (gemm_packed_cols or gemm_bf16_blas_cols). */
+static void two_shares_on(cols_fn *f, float *got, int N, const float *in, int K,
+                          const gemm_packed *pw, const float *b, int M, const enc_activation *a,
+                          float *scratch)
 {
     for (size_t k = 0; k < (size_t)M * N; k++)
         got[k] = NAN;
     const int P = gemm_panels(pw), p = P / 2;
-    gemm_packed_cols(got, N, in, K, pw, b, M, 0, p, a, scratch);
-    gemm_packed_cols(got, N, in, K, pw, b, M, p, P, a, scratch);
+    f(got, N, in, K, pw, b, M, 0, p, a, scratch);
+    f(got, N, in, K, pw, b, M, p, P, a, scratch);
+}
+
+static void two_shares(float *got, int N, const float *in, int K, const gemm_packed *pw,
+                       const float *b, int M, const enc_activation *a, float *scratch)
+{
+    two_shares_on(gemm_packed_cols, got, N, in, K, pw, b, M, a, scratch);
 }
 
 /* M, K, N, bias, activation (-1: none) */
@@ -479,23 +491,25 @@ static float bf16_reference(float x)
 
 /* bfloat16 weights (gemm_pack_bf16) on every shape of test_packed_matches_
  * reference, on each kernel: vdpbf16ps where the CPU has AVX512_BF16 (said
- * when it has not), and the widening one everywhere.  Against the double
+ * when it has not), the widening one where it has AVX-512F (said when it has
+ * not), and gemm_bf16_blas_cols (OpenBLAS) everywhere.  Against the double
  * loop on the inputs rounded to bfloat16 (the products are exact in
  * float32, so only float32 summing differs), and not the float32 result
  * (the rounding happened). */
 START_TEST(test_bf16_matches_reference)
 {
-    const int shape = _i / 2;
-    const bool dp = _i % 2 == 0;
+    enum { DPBF16, WIDENED, BLAS };
+    const int shape = _i / 3, kernel = _i % 3;
+    const bool dp = kernel == DPBF16;
     const int M = shapes[shape][0], K = shapes[shape][1], N = shapes[shape][2];
     const bool has_bias = shapes[shape][3];
     const enc_activation act = (enc_activation)shapes[shape][4];
     const enc_activation *a = shapes[shape][4] >= 0 ? &act : NULL;
-    if (!simd_supported()) {
-        ck_assert_ptr_null(gemm_pack_bf16((const float[]){1.0f}, 1, 1));
-        ck_assert_str_eq(gemm_bf16_kernel(), "none");
-        if (_i == 0)
-            printf("gemm bf16: no AVX-512F here: neither bfloat16 kernel runs\n");
+    if (kernel != BLAS && !simd_supported()) {
+        ck_assert_str_eq(gemm_bf16_kernel(), "openblas");
+        if (shape == 0)
+            printf("gemm bf16: no AVX-512F here: the %s kernel is not run here (OpenBLAS's is)\n",
+                   dp ? "vdpbf16ps" : "widening");
         return;
     }
     gemm_bf16_use_dpbf16(dp);
@@ -506,7 +520,8 @@ START_TEST(test_bf16_matches_reference)
         gemm_bf16_use_dpbf16(true);
         return;
     }
-    ck_assert_str_eq(gemm_bf16_kernel(), dp ? "avx512_bf16" : "avx512f");
+    if (kernel != BLAS)
+        ck_assert_str_eq(gemm_bf16_kernel(), dp ? "avx512_bf16" : "avx512f");
     uint64_t st = 4321 + (uint64_t)shape;
     float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
     float *inr = xcalloc((size_t)M * K, sizeof *in), *wr = xcalloc((size_t)N * K, sizeof *w);
@@ -522,24 +537,25 @@ START_TEST(test_bf16_matches_reference)
     reference(want, inr, wr, has_bias ? b : NULL, M, K, N, a);
     reference(f32, in, w, has_bias ? b : NULL, M, K, N, a);
 
-    gemm_packed *pw = gemm_pack_bf16(w, N, K), *pf = gemm_pack(w, N, K);
-    ck_assert(pw != NULL && gemm_packed_bf16(pw) && !gemm_packed_bf16(pf));
+    gemm_packed *pw = gemm_pack_bf16(w, N, K);
+    ck_assert(pw != NULL && gemm_packed_bf16(pw));
     ck_assert_int_eq(gemm_panels(pw), (N + GEMM_NR - 1) / GEMM_NR);
-    /* half the bytes (an odd K: one pair more per panel; the struct's own
-     * bytes, under 256, in both) */
+    /* half float32's bytes (an odd K: one pair more per panel; the
+     * struct's own bytes, under 256) */
+    const size_t f32_bytes = (size_t)gemm_panels(pw) * GEMM_NR * (size_t)K * sizeof(float);
     ck_assert_uint_le(2 * gemm_packed_bytes(pw),
-                      gemm_packed_bytes(pf) + (size_t)gemm_panels(pw) * GEMM_NR * 4 + 256);
+                      f32_bytes + (size_t)gemm_panels(pw) * GEMM_NR * 4 + 2 * 256);
     float *scratch = scratch_new();
-    two_shares(got, N, in, K, pw, has_bias ? b : NULL, M, a, scratch);
+    two_shares_on(kernel == BLAS ? gemm_bf16_blas_cols : gemm_packed_cols, got, N, in, K, pw,
+                  has_bias ? b : NULL, M, a, scratch);
     const double d = max_abs_diff(got, want, (size_t)M * N);
     ck_assert_msg(d <= 1e-5 * sqrt((double)K), "%s, M %d K %d N %d: differs by %g",
-                  gemm_bf16_kernel(), M, K, N, d);
+                  kernel == BLAS ? "openblas" : gemm_bf16_kernel(), M, K, N, d);
     if (K >= 64)
         ck_assert_msg(max_abs_diff(got, f32, (size_t)M * N) > 1e-4,
                       "M %d K %d N %d: the float32 result, not bfloat16's", M, K, N);
     free(scratch);
     gemm_packed_free(pw);
-    gemm_packed_free(pf);
     gemm_bf16_use_dpbf16(true);
     free(in);
     free(w);
@@ -560,7 +576,7 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, test_bf16_matches_reference, 0,
-                        2 * (int)(sizeof shapes / sizeof shapes[0]));
+                        3 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
     tcase_add_loop_test(tc, test_packed_parts, 0,
                         (int)(sizeof parts_shapes / sizeof parts_shapes[0]));
