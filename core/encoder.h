@@ -505,8 +505,9 @@ typedef struct enc_platform {
                                Xeons Prescott) and its sgemm runs at a fraction of the
                                CPU's speed; OPENBLAS_CORETYPE overrides it */
     const char *bf16_kernel; /* what bfloat16 Linears run on: "avx512_bf16" (vdpbf16ps),
-                                "avx512f" (bfloat16 widened to float32), or "none" (no
-                                AVX-512: a bfloat16 model runs in float32) */
+                                "avx512f" (bfloat16 widened to float32 in registers), or
+                                "openblas" (no AVX-512F: blocks of the panels widened,
+                                multiplied by cblas_sgemm) */
 } enc_platform;
 
 /* Fills p (its strings are static). */

@@ -87,12 +87,6 @@ static bool kernel_for(int i, const char *what)
     return true;
 }
 
-/* The kernel a run used, for its line. */
-static const char *kernel_name(void)
-{
-    return gemm_bf16_kernel();
-}
-
 /* Whether m runs its Linears in bfloat16 (it must, on any CPU). */
 static bool runs_bf16(const enc_model *m, const char *what)
 {
@@ -155,7 +149,7 @@ START_TEST(test_bert_base_block)
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
         printf("dtype: BERT-base block, seeded, %s: bfloat16 against float32: min cosine %.6f, "
                "max abs %.3g, attention max abs %.3g\n",
-               kernel_name(), a.min_cos, a.max_abs, a.attn_abs);
+               gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
         ck_assert_msg(a.min_cos >= 0.999, "cosine %.6f", a.min_cos);
         ck_assert_msg(a.max_abs > 0.0 && a.attn_abs > 0.0, "bfloat16 gave float32's very outputs");
         free(x);
@@ -200,7 +194,7 @@ START_TEST(test_fixture_directories)
                 const accuracy a = compare(f32, bf16, x, B, L, lengths);
                 printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
                        "attention max abs %.3g\n",
-                       e->d_name, kernel_name(), a.min_cos, a.max_abs, a.attn_abs);
+                       e->d_name, gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
                 ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
                 free(x);
             }
@@ -230,7 +224,7 @@ START_TEST(test_fixture_directories)
         uint64_t st = 3;
         fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: a weights file, %s: min cosine %.7f, max abs %.3g\n", kernel_name(),
+        printf("dtype: a weights file, %s: min cosine %.7f, max abs %.3g\n", gemm_bf16_kernel(),
                a.min_cos, a.max_abs);
         ck_assert_msg(a.min_cos >= 0.999 && a.max_abs > 0.0, "cosine %.7f", a.min_cos);
     }
@@ -288,7 +282,7 @@ START_TEST(test_against_torch_autocast)
         const accuracy a = compare(f32, bf16, x, B, L, lengths);
         printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 (%s) max abs "
                "%.4g, min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
-               st_metadata(&f, "torch"), kernel_name(), a.max_abs, a.min_cos, torch_abs, torch_cos,
+               st_metadata(&f, "torch"), gemm_bf16_kernel(), a.max_abs, a.min_cos, torch_abs, torch_cos,
                a.max_abs / torch_abs, (1.0 - a.min_cos) / (1.0 - torch_cos));
         ck_assert_msg(a.max_abs <= 1.5 * torch_abs, "max abs %g, PyTorch's %g", a.max_abs,
                       torch_abs);
