@@ -2,7 +2,7 @@
 """torch_bench.py - the PyTorch side of `make bench` (Debian's python3-torch).
 
   OPENBLAS_NUM_THREADS=O torch_bench.py time --threads T [--shapes 1x128,8x128,1x512]
-                                             [--repeat N] [--warmup W]
+                                             [--repeat N] [--warmup W] [--autocast]
   torch_bench.py export OUT.onnx [--check-dir DIR]
 
 time: the same computation as attnd's enc_forward with ENC_ATTN_HEADS -- one
@@ -14,6 +14,9 @@ self_attn(x, x, x, need_weights=True, average_attn_weights=False), then add &
 norm and the feed-forward block on that same attention output (nothing is
 computed twice).  Before timing it checks Block's outputs against the layer's
 own forward.  --threads is torch.set_num_threads (ATen's OpenMP threads).
+--autocast runs the timed forwards under torch.autocast(device_type="cpu",
+dtype=torch.bfloat16), PyTorch's bfloat16 with float32 weights (the peer of
+attnd's model.dtype bfloat16); its RESULT keys then begin torch_bf16_.
 Debian's torch does its GEMMs in the system OpenBLAS (pthreads), whose thread
 count torch.set_num_threads does not change: it comes from
 OPENBLAS_NUM_THREADS (default: every core), so bench/run.sh runs one process
@@ -28,6 +31,7 @@ Each timing prints a readable line and a "RESULT key=value" line for
 bench/run.sh.  Exit status 3 means "cannot do this here" (reason on stdout).
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -101,7 +105,9 @@ def cmd_time(args):
     for B, L in parse_shapes(args.shapes):
         x = torch.randn(B, L, D_MODEL)
         ms = []
-        with torch.no_grad():
+        cast = (torch.autocast(device_type="cpu", dtype=torch.bfloat16) if args.autocast
+                else contextlib.nullcontext())
+        with torch.no_grad(), cast:
             for i in range(args.warmup + args.repeat):
                 t0 = time.perf_counter()
                 out, w = block(x)
@@ -111,8 +117,9 @@ def cmd_time(args):
         assert tuple(w.shape) == (B, N_HEADS, L, L)
         ms.sort()
         best, median = ms[0], ms[len(ms) // 2]
-        key = f"torch_{args.threads}_{blas}_{B}x{L}"
-        print(f"PyTorch B={B} L={L}, torch.set_num_threads({args.threads}), OpenBLAS threads "
+        key = f"torch_{'bf16_' if args.autocast else ''}{args.threads}_{blas}_{B}x{L}"
+        print(f"PyTorch{' autocast bfloat16' if args.autocast else ''} B={B} L={L}, "
+              f"torch.set_num_threads({args.threads}), OpenBLAS threads "
               f"{blas}, best of {args.repeat}: "
               f"{best:.3f} ms, median {median:.3f} ms")
         print(f"RESULT {key}_best_ms={best:.3f} {key}_median_ms={median:.3f}")
@@ -148,6 +155,7 @@ def main():
     t.add_argument("--shapes", default="1x128,8x128,1x512")
     t.add_argument("--repeat", type=int, default=20)
     t.add_argument("--warmup", type=int, default=3)
+    t.add_argument("--autocast", action="store_true")
     e = sub.add_parser("export")
     e.add_argument("out")
     e.add_argument("--check-dir")
