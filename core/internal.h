@@ -111,8 +111,8 @@ void model_release(const enc_model *m, const void *p, size_t bytes);
  * wholly inside them leave the process's memory and become unreadable
  * (PROT_NONE, so that a stray read faults instead of reading zeros).
  * Nothing when params is not its own mapping (model_zalloc under 4 MiB) or
- * the pages cannot be protected; returns the bytes given back. */
-size_t model_release_owned(enc_model *m, const void *p, size_t bytes);
+ * the pages cannot be protected. */
+void model_release_owned(enc_model *m, const void *p, size_t bytes);
 
 /* Zeroed memory for a model's large arrays: at 4 MiB and more its own
  * mapping, advised to use transparent huge pages (a BERT-base model is

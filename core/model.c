@@ -129,33 +129,35 @@ bool model_mapped(const enc_model *m, const void *p)
     return false;
 }
 
+/* The whole pages inside bytes at p: [*lo, *hi); false when there are none. */
+static bool whole_pages(const void *p, size_t bytes, uintptr_t *lo, uintptr_t *hi)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    *lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    *hi = ((uintptr_t)p + bytes) & ~(page - 1);
+    return *hi > *lo;
+}
+
 void model_release(const enc_model *m, const void *p, size_t bytes)
 {
-    if (!p || bytes == 0 || !model_mapped(m, p))
-        return;
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
-    const uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (hi > lo) /* a read-only private file mapping: nothing is lost */
-        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    uintptr_t lo, hi;
+    if (p && bytes > 0 && model_mapped(m, p) && whole_pages(p, bytes, &lo, &hi))
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* a read-only private file mapping */
 }
 
 /* model_zalloc's own mapping from this size up */
 #define ZALLOC_MAPPED (4u << 20)
 
-size_t model_release_owned(enc_model *m, const void *p, size_t bytes)
+void model_release_owned(enc_model *m, const void *p, size_t bytes)
 {
     const uintptr_t a = (uintptr_t)p, own = (uintptr_t)m->params,
                     own_bytes = (uintptr_t)(m->n_owned * sizeof *m->params);
-    if (!p || !m->params || own_bytes < ZALLOC_MAPPED || a < own || a + bytes > own + own_bytes)
-        return 0;
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = (a + page - 1) & ~(page - 1), hi = (a + bytes) & ~(page - 1);
-    if (hi <= lo || mprotect((void *)lo, hi - lo, PROT_NONE) != 0)
-        return 0; /* still readable: left as it is */
+    uintptr_t lo, hi;
+    if (!p || !m->params || own_bytes < ZALLOC_MAPPED || a < own || a + bytes > own + own_bytes ||
+        !whole_pages(p, bytes, &lo, &hi) || mprotect((void *)lo, hi - lo, PROT_NONE) != 0)
+        return; /* not its own mapping, or still readable: left as it is */
     (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
     m->owned_released = true;
-    return hi - lo;
 }
 
 /* Layer ly's float32 Linear weights that are packed will not be read: a

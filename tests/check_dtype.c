@@ -87,11 +87,10 @@ static bool kernel_for(int i, const char *what)
     return true;
 }
 
-/* Whether m runs its Linears in bfloat16 (it must, on any CPU). */
-static bool runs_bf16(const enc_model *m, const char *what)
+/* m runs its Linears in bfloat16 (it must, on any CPU). */
+static void assert_bf16(const enc_model *m, const char *what)
 {
     ck_assert_msg(enc_model_dtype(m) == ENC_DTYPE_BFLOAT16, "%s: not in bfloat16", what);
-    return true;
 }
 
 /* The share of the whole pages inside bytes at p that are resident
@@ -141,19 +140,18 @@ START_TEST(test_bert_base_block)
     ck_assert_double_eq(resident_share(f32->layers[0].w_1, w1), 1.0);
     ck_assert_double_eq(resident_share(bf16->layers[0].w_1, w1), 0.0);
     ck_assert_double_eq(resident_share(bf16->layers[0].w_q, w1 / 4), 0.0);
-    if (runs_bf16(bf16, "BERT-base block")) {
-        const int B = 2, L = 128, lengths[2] = {128, 77};
-        float *x = xcalloc((size_t)B * L * hp.d_model, sizeof *x);
-        uint64_t st = 99;
-        fill_random(x, (size_t)B * L * hp.d_model, &st, 1.0f);
-        const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: BERT-base block, seeded, %s: bfloat16 against float32: min cosine %.6f, "
-               "max abs %.3g, attention max abs %.3g\n",
-               gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
-        ck_assert_msg(a.min_cos >= 0.999, "cosine %.6f", a.min_cos);
-        ck_assert_msg(a.max_abs > 0.0 && a.attn_abs > 0.0, "bfloat16 gave float32's very outputs");
-        free(x);
-    }
+    assert_bf16(bf16, "BERT-base block");
+    const int B = 2, L = 128, lengths[2] = {128, 77};
+    float *x = xcalloc((size_t)B * L * hp.d_model, sizeof *x);
+    uint64_t st = 99;
+    fill_random(x, (size_t)B * L * hp.d_model, &st, 1.0f);
+    const accuracy a = compare(f32, bf16, x, B, L, lengths);
+    printf("dtype: BERT-base block, seeded, %s: bfloat16 against float32: min cosine %.6f, "
+           "max abs %.3g, attention max abs %.3g\n",
+           gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
+    ck_assert_msg(a.min_cos >= 0.999, "cosine %.6f", a.min_cos);
+    ck_assert_msg(a.max_abs > 0.0 && a.attn_abs > 0.0, "bfloat16 gave float32's very outputs");
+    free(x);
     enc_model_free(f32);
     enc_model_free(bf16);
     simd_set_enabled(true);
@@ -186,18 +184,17 @@ START_TEST(test_fixture_directories)
             hp.dtype = ENC_DTYPE_BFLOAT16;
             enc_model *bf16 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
             ck_assert_msg(f32 && bf16, "%s: %s", dir, err.message);
-            if (runs_bf16(bf16, e->d_name)) {
-                const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
-                float *x = xcalloc((size_t)B * L * D, sizeof *x);
-                uint64_t st = 5 + (uint64_t)compared;
-                fill_random(x, (size_t)B * L * D, &st, 1.0f);
-                const accuracy a = compare(f32, bf16, x, B, L, lengths);
-                printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
-                       "attention max abs %.3g\n",
-                       e->d_name, gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
-                ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
-                free(x);
-            }
+            assert_bf16(bf16, e->d_name);
+            const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
+            float *x = xcalloc((size_t)B * L * D, sizeof *x);
+            uint64_t st = 5 + (uint64_t)compared;
+            fill_random(x, (size_t)B * L * D, &st, 1.0f);
+            const accuracy a = compare(f32, bf16, x, B, L, lengths);
+            printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
+                   "attention max abs %.3g\n",
+                   e->d_name, gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
+            ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
+            free(x);
             compared++;
             enc_model_free(f32);
             enc_model_free(bf16);
@@ -218,16 +215,15 @@ START_TEST(test_fixture_directories)
     hp.dtype = ENC_DTYPE_BFLOAT16;
     enc_model *bf16 = f32 ? enc_model_load(file, &hp, &err) : NULL;
     ck_assert_msg(f32 && bf16, "%s", err.message);
-    if (runs_bf16(bf16, "a weights file")) {
-        const int B = 1, L = 5, lengths[1] = {5};
-        float x[5 * 4];
-        uint64_t st = 3;
-        fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
-        const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: a weights file, %s: min cosine %.7f, max abs %.3g\n", gemm_bf16_kernel(),
-               a.min_cos, a.max_abs);
-        ck_assert_msg(a.min_cos >= 0.999 && a.max_abs > 0.0, "cosine %.7f", a.min_cos);
-    }
+    assert_bf16(bf16, "a weights file");
+    const int B = 1, L = 5, lengths[1] = {5};
+    float x[5 * 4];
+    uint64_t st = 3;
+    fill_random(x, sizeof x / sizeof *x, &st, 1.0f);
+    const accuracy a = compare(f32, bf16, x, B, L, lengths);
+    printf("dtype: a weights file, %s: min cosine %.7f, max abs %.3g\n", gemm_bf16_kernel(),
+           a.min_cos, a.max_abs);
+    ck_assert_msg(a.min_cos >= 0.999 && a.max_abs > 0.0, "cosine %.7f", a.min_cos);
     enc_model_free(f32);
     enc_model_free(bf16);
     simd_set_enabled(true);
@@ -278,17 +274,15 @@ START_TEST(test_against_torch_autocast)
     ck_assert_msg(enc_forward(f32, ws, &in, &res, &err) == 0, "%s", err.message);
     const double same = max_abs_diff(out, y32, n);
     ck_assert_msg(same <= 1e-4, "attnd float32 against PyTorch float32: %g", same);
-    if (runs_bf16(bf16, "the autocast comparison")) {
-        const accuracy a = compare(f32, bf16, x, B, L, lengths);
-        printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 (%s) max abs "
-               "%.4g, min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
-               st_metadata(&f, "torch"), gemm_bf16_kernel(), a.max_abs, a.min_cos, torch_abs, torch_cos,
-               a.max_abs / torch_abs, (1.0 - a.min_cos) / (1.0 - torch_cos));
-        ck_assert_msg(a.max_abs <= 1.5 * torch_abs, "max abs %g, PyTorch's %g", a.max_abs,
-                      torch_abs);
-        ck_assert_msg(1.0 - a.min_cos <= 1.5 * (1.0 - torch_cos), "cosine %.7f, PyTorch's %.7f",
-                      a.min_cos, torch_cos);
-    }
+    assert_bf16(bf16, "the autocast comparison");
+    const accuracy a = compare(f32, bf16, x, B, L, lengths);
+    printf("dtype: BERT-base block against PyTorch %s's autocast: attnd bfloat16 (%s) max abs "
+           "%.4g, min cosine %.7f; PyTorch's %.4g, %.7f (%.2fx, %.2fx its error)\n",
+           st_metadata(&f, "torch"), gemm_bf16_kernel(), a.max_abs, a.min_cos, torch_abs,
+           torch_cos, a.max_abs / torch_abs, (1.0 - a.min_cos) / (1.0 - torch_cos));
+    ck_assert_msg(a.max_abs <= 1.5 * torch_abs, "max abs %g, PyTorch's %g", a.max_abs, torch_abs);
+    ck_assert_msg(1.0 - a.min_cos <= 1.5 * (1.0 - torch_cos), "cosine %.7f, PyTorch's %.7f",
+                  a.min_cos, torch_cos);
     enc_workspace_free(ws);
     enc_model_free(f32);
     enc_model_free(bf16);
