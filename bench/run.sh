@@ -77,7 +77,8 @@
 #  12. bf16       model.dtype bfloat16 against float32 (issue 33), interleaved
 #                 rounds: bench_core linears (BERT-base's four Linears, B=8
 #                 L=128) and bench_core core (the block, B=8 L=128, weights
-#                 per head) with --dtype bfloat16 and float32, medians' ratios;
+#                 per head; and B=1 L=4096 without) with --dtype bfloat16 and
+#                 float32, medians' ratios;
 #                 the widening kernel's (bfloat16-wide) for reference, the
 #                 block with --kernels openblas (no AVX-512) both ways; and the
 #                 BERT-base-sized directory's --check-config peak resident
@@ -1004,7 +1005,9 @@ fi
 # model.dtype bfloat16 against float32 in interleaved rounds: the four
 # Linears alone and the block (B=8 L=128, attention per head), each round's
 # median float32 / bfloat16, and the block again with the AVX-512 forms off
-# (--kernels openblas: what a CPU without AVX-512F runs); then the BERT-base-sized directory's peak
+# (--kernels openblas: what a CPU without AVX-512F runs) and at B=1 L=4096
+# without weights (where attention's products, in bfloat16 too, weigh as
+# much as the Linears); then the BERT-base-sized directory's peak
 # resident memory at load (--check-config, /usr/bin/time's maximum RSS),
 # bfloat16 / float32.
 BF_ROUNDS=${BENCH_BF16_ROUNDS:-3}
@@ -1023,15 +1026,18 @@ else
                     --name "bf_core_${dt}_$r" &&
                 run_step 300 $BB/bench_core core --batch 8 --len 128 --threads "$THREADS" \
                     --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS --dtype "$dt" \
-                    --kernels openblas --name "bf_blas_${dt}_$r" ||
+                    --kernels openblas --name "bf_blas_${dt}_$r" &&
+                run_step 300 $BB/bench_core core --batch 1 --len 4096 --threads "$THREADS" \
+                    --repeat 3 --warmup 1 $MODEL_FLAGS --attention none --dtype "$dt" \
+                    --name "bf_long_${dt}_$r" ||
                 { FAILED=1; WHY[bf16]="bench_core --dtype $dt failed: $(step_reason)"; }
         done
-        for k in lin core blas; do
+        for k in lin core blas long; do
             a=${R[bf_${k}_float32_${r}_median_ms]:-} b=${R[bf_${k}_bfloat16_${r}_median_ms]:-}
             [ -n "$a" ] && [ -n "$b" ] && echo "$(calc "$a / $b")" >>"$BB/bf_$k"
         done
     done
-    for k in lin core blas; do
+    for k in lin core blas long; do
         if [ -s "$BB/bf_$k" ]; then
             R[bf_${k}_ratio]=$(sort -g "$BB/bf_$k" |
                 awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
@@ -1238,6 +1244,8 @@ echo
 echo "not targets, for reference:"
 [ -n "${R[bf_blas_ratio]:-}" ] &&
     echo "  bf16 forward B=8 L=128 heads without AVX-512 (--kernels openblas: widened panels on OpenBLAS): $(fmt "${R[bf_blas_ratio]}" 2)x float32 on OpenBLAS (medians)"
+[ -n "${R[bf_long_ratio]:-}" ] &&
+    echo "  bf16 forward B=1 L=4096 without weights (attention's products in bfloat16 too): $(fmt "${R[bf_long_ratio]}" 2)x float32 (medians)"
 [ -n "${R[batch_ratio]:-}" ] &&
     echo "  mixed lengths, each sent alone (merged by the daemon) / groups of 8 padded to their longest (padding $(fmt "$(calc "100 * ${R[batch_pad_fraction]}")" 1)% of what they compute): $(fmt "${R[batch_ratio]}" 2)x real tokens/s (${R[batch_alone_tps]} / ${R[batch_padded_tps]}); padding the daemon counted (/metrics attnd_tokens_total against the real tokens): merged $(fmt "$(calc "100 * ${R[batch_alone_pad]}")" 1)%, padded $(fmt "$(calc "100 * ${R[batch_padded_pad]}")" 1)%"
 for s in $SHAPES; do

@@ -1,5 +1,6 @@
 /* attention.c - masks and multi-head scaled dot-product attention for one
  * sequence; grouped-query heads share key/value heads. */
+#include "gemm.h"
 #include "internal.h"
 #include "simd.h"
 
@@ -122,11 +123,29 @@ static size_t scores_width(int len)
     return 2 * (size_t)(len > KEY_BLOCK ? len : KEY_BLOCK) + 16;
 }
 
+/* The scratch's floats before the rows the bfloat16 products round: scores,
+ * the item's mask (partial tiles and gathered columns: 2 len a row at
+ * most), q, z, max, sum, and the gathered columns' skip flags. */
+static size_t scratch_body_floats(int rows, int len, int E)
+{
+    return (size_t)rows * (scores_width(len) + 2 * (size_t)len + 2 * (size_t)E + 2) + (size_t)len;
+}
+
 size_t attention_scratch_floats(int rows, int len, int E)
 {
-    /* scores, the item's mask (partial tiles and gathered columns: 2 len a
-     * row at most), q, z, max, sum */
-    return (size_t)rows * (scores_width(len) + 2 * (size_t)len + 2 * (size_t)E + 2) + (size_t)len;
+    return scratch_body_floats(rows, len, E) + gemm_mul_bf16_scratch_bytes() / sizeof(float);
+}
+
+/* Where gemm_mul_bf16's scratch lies in scratch for rows query rows of a
+ * sequence of len tokens (every caller's layout ends before it). */
+static uint32_t *pairs_scratch(float *scratch, int rows, int len, int E)
+{
+    return (uint32_t *)(scratch + scratch_body_floats(rows, len, E));
+}
+
+bool attention_bf16_ok(int E)
+{
+    return E % GEMM_NR == 0;
 }
 
 size_t attention_gather_floats(int n_gcols, int E)
@@ -134,8 +153,22 @@ size_t attention_gather_floats(int n_gcols, int E)
     return 2 * (size_t)n_gcols * (size_t)E + attention_keys_floats(n_gcols, E);
 }
 
+/* n keys and values (rows stride apart) packed into dst as prod says. */
+static void pack_kv(float *dst, const float *k, const float *v, int stride, int n, int E,
+                    attn_products prod)
+{
+    const float scale = 1.0f / sqrtf((float)E);
+    if (prod == ATTN_F32) {
+        gemm_pack_t(dst, k, stride, n, E, scale);
+    } else if (prod == ATTN_BF16) {
+        uint32_t *kb = (uint32_t *)dst;
+        gemm_pack_t_bf16(kb, k, stride, n, E, scale);
+        gemm_pack_pairs_bf16(kb + gemm_pairs_words(n, E), v, stride, n, E);
+    }
+}
+
 void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int first,
-                      int step, int n, int H, int G, int g, int E, bool pack)
+                      int step, int n, int H, int G, int g, int E, attn_products prod)
 {
     float *k = dst, *v = dst + (size_t)n * E;
     for (int c = 0; c < n; c++) {
@@ -144,8 +177,7 @@ void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *c
         memcpy(k + (size_t)c * E, row + (size_t)(H + g) * E, (size_t)E * sizeof(float));
         memcpy(v + (size_t)c * E, row + (size_t)(H + G + g) * E, (size_t)E * sizeof(float));
     }
-    if (pack)
-        gemm_pack_t(v + (size_t)n * E, k, E, n, E, 1.0f / sqrtf((float)E));
+    pack_kv(v + (size_t)n * E, k, v, E, n, E, prod);
 }
 
 size_t attention_keys_floats(int len, int E)
@@ -153,45 +185,72 @@ size_t attention_keys_floats(int len, int E)
     return ((size_t)len + GEMM_NR - 1) / GEMM_NR * GEMM_NR * (size_t)E;
 }
 
-void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int g, int E)
+void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int G, int g,
+                         int E, attn_products prod)
 {
-    gemm_pack_t(kt, qkv + (size_t)(H + g) * E, qkv_stride, len, E, 1.0f / sqrtf((float)E));
+    pack_kv(kt, qkv + (size_t)(H + g) * E, qkv + (size_t)(H + G + g) * E, qkv_stride, len, E, prod);
 }
 
-/* Key j0's panel (j0 a multiple of GEMM_NR) of key/value head g in a
- * sequence's packed keys (keys = attention_keys_floats per head), or NULL
- * when there are none. */
-static const float *packed_keys(const float *kt, size_t keys, int g, int j0, int E)
+/* What the two products read of one key/value head's n keys and values,
+ * packed by pack_kv (a sequence's by attention_pack_keys, the gathered
+ * columns' and a residue class's by attention_gather), or not. */
+typedef struct packed_kv {
+    attn_products prod;
+    const float *kt;         /* ATTN_F32: K^T / sqrt(E) panels */
+    const uint32_t *kb, *vb; /* ATTN_BF16: K / sqrt(E) and V as pairs */
+    size_t k_panel, v_panel; /* ATTN_BF16: words between kb's panels, vb's */
+    uint32_t *pairs;         /* ATTN_BF16: the thread's gemm_mul_bf16 scratch */
+} packed_kv;
+
+/* The operands packed at pack (NULL: none, cblas_sgemm) as prod says. */
+static packed_kv packed_at(attn_products prod, const float *pack, int n, int E, uint32_t *pairs)
 {
-    return kt ? kt + (size_t)g * keys + (size_t)j0 * (size_t)E : NULL;
+    packed_kv p = {.prod = pack ? prod : ATTN_BLAS};
+    if (p.prod == ATTN_F32) {
+        p.kt = pack;
+    } else if (p.prod == ATTN_BF16) {
+        p.kb = (const uint32_t *)pack;
+        p.vb = p.kb + gemm_pairs_words(n, E);
+        p.k_panel = gemm_pairs_words(GEMM_NR, E);
+        p.v_panel = gemm_pairs_words(GEMM_NR, n);
+        p.pairs = pairs;
+    }
+    return p;
 }
 
-/* The two products, on the packed kernel when kt holds the head's keys from
- * attention_pack_keys (offset to the first key of the block: a multiple of
- * GEMM_NR keys), or on cblas_sgemm (kt NULL).  qs is Q's, K's and V's row
- * stride (qkv's). */
+/* The two products over keys [j0, j0 + n) of pk's: on cblas_sgemm, the
+ * float32 packed kernel, or bfloat16's.  j0 is a multiple of GEMM_NR (of
+ * ENC_TILE_K or KEY_BLOCK: a panel's start) or, for the values alone, 0;
+ * k and v point at key j0's row in place, ks and vs their strides. */
 
 /* s (rows, n; rows lds apart) = scale * q (rows, E; rows qs apart) . k (n, E;
  * rows ks apart)^T */
 static void scores_mul(float *s, int lds, const float *q, int qs, const float *k, int ks, int rows,
-                       int n, int E, float scale, const float *kt)
+                       int j0, int n, int E, float scale, const packed_kv *pk)
 {
-    if (kt) {
-        gemm_mul(s, lds, q, qs, kt, GEMM_NR, (size_t)E * GEMM_NR, rows, n, E, false);
-    } else {
+    if (pk->prod == ATTN_BF16)
+        gemm_mul_bf16(s, lds, q, qs, pk->kb + (size_t)(j0 / GEMM_NR) * pk->k_panel, pk->k_panel,
+                      rows, n, E, false, pk->pairs);
+    else if (pk->prod == ATTN_F32)
+        gemm_mul(s, lds, q, qs, pk->kt + (size_t)j0 * E, GEMM_NR, (size_t)E * GEMM_NR, rows, n, E,
+                 false);
+    else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, E, scale, q, qs, k, ks, 0.0f,
                     s, lds);
-    }
 }
 
-/* z (rows, E; rows zs apart) = [z +] p (rows, n; rows lds apart) . v (n, E) */
-static void values_mul(float *z, int zs, const float *p, int lds, const float *v, int qs, int rows,
-                       int n, int E, bool accumulate, bool fast)
+/* z (rows, E; rows zs apart) = [z +] p (rows, n; rows lds apart) . v (n, E;
+ * rows vs apart) */
+static void values_mul(float *z, int zs, const float *p, int lds, const float *v, int vs, int rows,
+                       int j0, int n, int E, bool accumulate, const packed_kv *pk)
 {
-    if (fast)
-        gemm_mul(z, zs, p, lds, v, (size_t)qs, GEMM_NR, rows, E, n, accumulate);
+    if (pk->prod == ATTN_BF16)
+        gemm_mul_bf16(z, zs, p, lds, pk->vb + (size_t)(j0 / 2) * GEMM_NR, pk->v_panel, rows, E, n,
+                      accumulate, pk->pairs);
+    else if (pk->prod == ATTN_F32)
+        gemm_mul(z, zs, p, lds, v, (size_t)vs, GEMM_NR, rows, E, n, accumulate);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, n, 1.0f, p, lds, v, qs,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, E, n, 1.0f, p, lds, v, vs,
                     accumulate ? 1.0f : 0.0f, z, zs);
 }
 
@@ -202,7 +261,8 @@ static void values_mul(float *z, int zs, const float *p, int lds, const float *v
  * running max grows, divided by the sum of the weights at the end. */
 static void attention_rows_online(float *z, int z_stride, const float *qkv, int qkv_stride, int len,
                                   int i0, int i1, int H, int G, int E, const seq_mask *sm,
-                                  const float *kt, float *scores, float *row_max, float *row_sum)
+                                  const float *kt, attn_products prod, float *scores,
+                                  float *row_max, float *row_sum, uint32_t *pairs)
 {
     const int rows = i1 - i0;
     const float scale = 1.0f / sqrtf((float)E);
@@ -215,6 +275,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
         const int g = h / group;
         const float *q = qkv + (size_t)i0 * qkv_stride + (size_t)h * E; /* (rows, E) */
         float *zh = z + (size_t)i0 * z_stride + (size_t)h * E;          /* (rows, E) */
+        const packed_kv pk = packed_at(prod, kt ? kt + (size_t)g * keys : NULL, len, E, pairs);
         for (int r = 0; r < rows; r++) {
             row_max[r] = -INFINITY;
             row_sum[r] = 0.0f;
@@ -224,8 +285,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
-            scores_mul(scores, KEY_BLOCK, q, qkv_stride, k, qkv_stride, rows, n, E, scale,
-                       packed_keys(kt, keys, g, j0, E));
+            scores_mul(scores, KEY_BLOCK, q, qkv_stride, k, qkv_stride, rows, j0, n, E, scale, &pk);
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
@@ -236,8 +296,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
                         zh[(size_t)r * z_stride + e] *= alpha;
             }
             /* z_h (rows, E) (+)= exp weights (rows, n) . v (n, E) */
-            values_mul(zh, z_stride, scores, KEY_BLOCK, v, qkv_stride, rows, n, E, j0 > 0,
-                       kt != NULL);
+            values_mul(zh, z_stride, scores, KEY_BLOCK, v, qkv_stride, rows, j0, n, E, j0 > 0, &pk);
         }
         for (int r = 0; r < rows; r++) {
             /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
@@ -252,7 +311,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
 
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
                     int i1, int H, int G, int E, const seq_mask *sm, const float *kt,
-                    float *scratch, float *attn, enc_attn_mode mode, int L)
+                    attn_products prod, float *scratch, float *attn, enc_attn_mode mode, int L)
 {
     const int rows = i1 - i0;
     if (rows <= 0)
@@ -263,9 +322,10 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
     float *scores = scratch;
     float *row_max = scores + (size_t)rows * ((size_t)len + 16);
     float *row_sum = row_max + rows;
+    uint32_t *pairs = pairs_scratch(scratch, rows, len, E);
     if (!attn && len >= KEY_BLOCK + 2) {
-        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, kt, scores,
-                              row_max, row_sum);
+        attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, kt, prod,
+                              scores, row_max, row_sum, pairs);
         return;
     }
     const size_t keys = attention_keys_floats(len, E);
@@ -279,13 +339,13 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         const float *q = qkv + (size_t)i0 * qkv_stride + (size_t)h * E; /* (rows, E) */
         const float *k = k_base + (size_t)g * E;                        /* (len, E) */
         const float *v = v_base + (size_t)g * E;                        /* (len, E) */
+        const packed_kv pk = packed_at(prod, kt ? kt + (size_t)g * keys : NULL, len, E, pairs);
 
         /* scores (rows, len) = q . k^T / sqrt(E), a block of keys at a time,
          * then mask and softmax */
         for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
             scores_mul(scores + j0, lds, q, qkv_stride, k + (size_t)j0 * qkv_stride, qkv_stride,
-                       rows, len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale,
-                       packed_keys(kt, keys, g, j0, E));
+                       rows, j0, len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale, &pk);
         float *heads = attn && mode == ENC_ATTN_HEADS ? attn + ((size_t)h * L + i0) * L : NULL;
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
@@ -305,7 +365,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
 
         /* z_h (rows, E) = weights (rows, len) . v (len, E) */
         values_mul(z + (size_t)i0 * z_stride + (size_t)h * E, z_stride, scores, lds, v, qkv_stride,
-                   rows, len, E, false, kt != NULL);
+                   rows, 0, len, E, false, &pk);
     }
 
     if (attn && mode == ENC_ATTN_MEAN) {
@@ -329,10 +389,10 @@ void attention_forward(float *z, int z_stride, const float *qkv, int qkv_stride,
         kt = scratch + attention_scratch_floats(len, len, E);
         for (int g = 0; g < G; g++)
             attention_pack_keys(kt + (size_t)g * attention_keys_floats(len, E), qkv, qkv_stride,
-                                len, H, g, E);
+                                len, H, G, g, E, ATTN_F32);
     }
-    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, kt, scratch, attn, mode,
-                   L);
+    attention_rows(z, z_stride, qkv, qkv_stride, len, 0, len, H, G, E, sm, kt, ATTN_F32, scratch,
+                   attn, mode, L);
 }
 
 size_t attention_residue_floats(int len, int stride, int r, int E)
@@ -355,6 +415,7 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
      * running max and sum */
     float *scores = scratch, *mask = scores + (size_t)n_rows * KEY_BLOCK;
     float *row_max = mask + (size_t)n_rows * m, *row_sum = row_max + n_rows;
+    uint32_t *pairs = pairs_scratch(scratch, n_rows, s->len, E);
 
     /* The mask, once for every head: pairs a listed tile or the gathered
      * block holds are theirs (-inf here), then the mask's own rule. */
@@ -386,8 +447,9 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
         attention_gather_floats(bs->n_gcols, E) + attention_residue_floats(s->len, st, r, E);
     for (int h = 0; h < H; h++) {
         const int g = h / group;
-        const float *kg = s->gather + (size_t)g * per_g + cls; /* K (m, E), V (m, E), packed K */
-        const float *vg = kg + (size_t)m * E, *pk = s->kt ? vg + (size_t)m * E : NULL;
+        const float *kg = s->gather + (size_t)g * per_g + cls; /* K (m, E), V (m, E), packed */
+        const float *vg = kg + (size_t)m * E;
+        const packed_kv pk = packed_at(s->prod, s->kt ? vg + (size_t)m * E : NULL, m, E, pairs);
         const int i0 = r + k0 * st;
         const float *q = s->qkv + (size_t)i0 * qs + (size_t)h * E; /* rows st apart */
         float *zh = s->res_z + (size_t)i0 * s->z_stride + (size_t)h * E;
@@ -398,8 +460,8 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
         }
         for (int c0 = 0; c0 < m; c0 += KEY_BLOCK) {
             const int n = m - c0 < KEY_BLOCK ? m - c0 : KEY_BLOCK;
-            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, n, E, scale,
-                       pk ? pk + (size_t)c0 * E : NULL);
+            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, c0, n, E,
+                       scale, &pk);
             for (int rr = 0; rr < n_rows; rr++) {
                 float *row = scores + (size_t)rr * KEY_BLOCK;
                 const float *mk = mask + (size_t)rr * m + c0;
@@ -411,8 +473,8 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
                     for (int e = 0; e < E; e++)
                         zh[(size_t)rr * zs + e] *= alpha;
             }
-            values_mul(zh, zs, scores, KEY_BLOCK, vg + (size_t)c0 * E, E, n_rows, n, E, c0 > 0,
-                       s->kt != NULL);
+            values_mul(zh, zs, scores, KEY_BLOCK, vg + (size_t)c0 * E, E, n_rows, c0, n, E, c0 > 0,
+                       &pk);
         }
         for (int rr = 0; rr < n_rows; rr++) {
             const size_t at = (size_t)(i0 + rr * st) * H + (size_t)h;
@@ -594,6 +656,7 @@ typedef struct tile_item {
     int pw;
     bool resume; /* the residue classes went first: start from their state */
     float *scores, *row_max, *row_sum, *qbuf, *zbuf;
+    uint32_t *pairs; /* gemm_mul_bf16's scratch */
 } tile_item;
 
 static int item_row(const tile_item *t, int r)
@@ -670,20 +733,31 @@ static void online_step(const tile_item *t, float *scores, int lds, int n, float
 }
 
 /* What a head's products read: its key/value head's keys and values in
- * qkv, its packed keys' size, and the scores' scale. */
+ * qkv and packed, the gathered columns' (n_gc of them: gk NULL when none),
+ * and the scores' scale. */
 typedef struct head_operands {
-    int g;              /* the key/value head */
-    const float *k, *v; /* its K and V columns in qkv (rows qkv_stride apart) */
-    size_t keys;        /* floats of one head's packed keys */
-    float scale;        /* 1 / sqrt(E) */
+    const float *k, *v;   /* its K and V columns in qkv (rows qkv_stride apart) */
+    packed_kv pk;         /* the sequence's, packed */
+    const float *gk, *gv; /* the gathered columns' K and V (n_gc rows of E) */
+    packed_kv gpk;        /* theirs, packed */
+    float scale;          /* 1 / sqrt(E) */
 } head_operands;
 
-static head_operands operands_of(const attn_seq *s, int h)
+static head_operands operands_of(const tile_item *t, int h)
 {
-    const int g = h / (s->H / s->G), E = s->E;
-    const float *k = s->qkv + (size_t)s->H * E + (size_t)g * E;
-    return (head_operands){g, k, k + (size_t)s->G * E, attention_keys_floats(s->len, E),
-                           1.0f / sqrtf((float)E)};
+    const attn_seq *s = t->s;
+    const int g = h / (s->H / s->G), E = s->E, n_gc = t->gc.n;
+    head_operands op = {.k = s->qkv + (size_t)s->H * E + (size_t)g * E,
+                        .scale = 1.0f / sqrtf((float)E)};
+    op.v = op.k + (size_t)s->G * E;
+    op.pk = packed_at(s->prod, s->kt ? s->kt + (size_t)g * attention_keys_floats(s->len, E) : NULL,
+                      s->len, E, t->pairs);
+    if (n_gc) {
+        op.gk = s->gather + (size_t)g * s->gather_floats;
+        op.gv = op.gk + (size_t)n_gc * E;
+        op.gpk = packed_at(s->prod, s->kt ? op.gv + (size_t)n_gc * E : NULL, n_gc, E, t->pairs);
+    }
+    return op;
 }
 
 /* Head h without weights: an online softmax chunk by chunk, then the
@@ -693,10 +767,9 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
                         int z_stride)
 {
     const attn_seq *s = t->s;
-    const head_operands op = operands_of(s, h);
-    const int E = s->E, qs = s->qkv_stride, g = op.g, lds = KEY_BLOCK;
+    const head_operands op = operands_of(t, h);
+    const int E = s->E, qs = s->qkv_stride, lds = KEY_BLOCK;
     const float scale = op.scale, *k_base = op.k, *v_base = op.v;
-    const size_t keys = op.keys;
     for (int r = 0; r < t->n_rows; r++) {
         const size_t at = (size_t)(t->i0 + r) * s->H + (size_t)h;
         t->row_max[r] = t->resume ? s->res_m[at] : -INFINITY;
@@ -710,8 +783,8 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
     int moff = 0; /* the next partial tile's mask in each row of imask */
     key_chunk c;
     for (int pos = 0; chunk_next(&t->tl, &pos, &c); first = false) {
-        scores_mul(t->scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n, E,
-                   scale, packed_keys(s->kt, keys, g, c.j0, E));
+        scores_mul(t->scores, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows, c.j0,
+                   c.n, E, scale, &op.pk);
         const int moff0 = moff;
         for (int r = 0; c.partial && r < t->n_rows; r++) {
             moff = moff0;
@@ -720,24 +793,22 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
         for (int r = 0; s->sm->alibi && r < t->n_rows; r++)
             mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n, t->scores + (size_t)r * lds);
         online_step(t, t->scores, lds, c.n, zh, z_stride, first);
-        values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.n, E,
-                   !first, s->kt != NULL);
+        values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.j0,
+                   c.n, E, !first, &op.pk);
     }
     const int n_gc = t->gc.n;
-    const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL; /* K, V, packed K */
     for (int c0 = 0; c0 < n_gc; c0 += KEY_BLOCK, first = false) {
         const int n = n_gc - c0 < KEY_BLOCK ? n_gc - c0 : KEY_BLOCK;
-        const float *gv = gk + (size_t)n_gc * E;
-        scores_mul(t->scores, lds, q, q_stride, gk + (size_t)c0 * E, E, t->n_rows, n, E, scale,
-                   s->kt ? gv + (size_t)n_gc * E + (size_t)c0 * E : NULL);
+        scores_mul(t->scores, lds, q, q_stride, op.gk + (size_t)c0 * E, E, t->n_rows, c0, n, E,
+                   scale, &op.gpk);
         for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, c0, n, t->scores + (size_t)r * lds);
             mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols + c0, n,
                        t->scores + (size_t)r * lds);
         }
         online_step(t, t->scores, lds, n, zh, z_stride, first);
-        values_mul(zh, z_stride, t->scores, lds, gv + (size_t)c0 * E, E, t->n_rows, n, E, !first,
-                   s->kt != NULL);
+        values_mul(zh, z_stride, t->scores, lds, op.gv + (size_t)c0 * E, E, t->n_rows, c0, n, E,
+                   !first, &op.gpk);
     }
     for (int r = 0; r < t->n_rows; r++) {
         /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
@@ -755,16 +826,15 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
                          int z_stride)
 {
     const attn_seq *s = t->s;
-    const head_operands op = operands_of(s, h);
-    const int E = s->E, qs = s->qkv_stride, g = op.g;
+    const head_operands op = operands_of(t, h);
+    const int E = s->E, qs = s->qkv_stride;
     const int lds = gemm_padded_ld(t->total), n_gc = t->gc.n;
     const float scale = op.scale, *k_base = op.k, *v_base = op.v;
-    const size_t keys = op.keys;
     key_chunk c;
     int off = 0, moff = 0;
     for (int pos = 0; chunk_next(&t->tl, &pos, &c); off += c.n) {
         scores_mul(t->scores + off, lds, q, q_stride, k_base + (size_t)c.j0 * qs, qs, t->n_rows,
-                   c.n, E, scale, packed_keys(s->kt, keys, g, c.j0, E));
+                   c.j0, c.n, E, scale, &op.pk);
         const int moff0 = moff;
         for (int r = 0; c.partial && r < t->n_rows; r++) {
             moff = moff0;
@@ -774,11 +844,9 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
             mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n,
                        t->scores + (size_t)r * lds + off);
     }
-    const float *gk = n_gc ? s->gather + (size_t)g * s->gather_floats : NULL;
-    const float *gv = n_gc ? gk + (size_t)n_gc * E : NULL;
     if (n_gc) {
-        scores_mul(t->scores + t->goff, lds, q, q_stride, gk, E, t->n_rows, n_gc, E, scale,
-                   s->kt ? gv + (size_t)n_gc * E : NULL);
+        scores_mul(t->scores + t->goff, lds, q, q_stride, op.gk, E, t->n_rows, 0, n_gc, E, scale,
+                   &op.gpk);
         for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, 0, n_gc, t->scores + (size_t)r * lds + t->goff);
             mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols, n_gc,
@@ -796,10 +864,10 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
     bool first = true;
     for (int pos = 0; chunk_next(&t->tl, &pos, &c); off += c.n, first = false)
         values_mul(zh, z_stride, t->scores + off, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows,
-                   c.n, E, !first, s->kt != NULL);
+                   c.j0, c.n, E, !first, &op.pk);
     if (n_gc)
-        values_mul(zh, z_stride, t->scores + t->goff, lds, gv, E, t->n_rows, n_gc, E, !first,
-                   s->kt != NULL);
+        values_mul(zh, z_stride, t->scores + t->goff, lds, op.gv, E, t->n_rows, 0, n_gc, E, !first,
+                   &op.gpk);
 }
 
 uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
@@ -827,7 +895,8 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
                    .row_max = row_max,
                    .row_sum = row_sum,
                    .qbuf = qbuf,
-                   .zbuf = zbuf};
+                   .zbuf = zbuf,
+                   .pairs = pairs_scratch(scratch, n_rows, s->len, E)};
     item_plan(&t, imask, skip);
 
     if (t.total == 0 && !t.resume) { /* no key at all: zero outputs (and weights) */

@@ -360,7 +360,8 @@ typedef struct block_ctx {
     uint64_t *scores;                /* (jobs) the scores each job's attention computed */
     int layer;
     int T;
-    const float *kt; /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
+    const float *kt;    /* ws->kt when the keys are packed, or NULL (cblas_sgemm) */
+    attn_products prod; /* how they are packed and multiplied */
     /* the Linear of a linear phase */
     float *lin_out;
     const float *lin_in, *lin_b;
@@ -560,7 +561,8 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         if (bs->dense && !csr) {
             attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q,
                            sq->len, it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm,
-                           c->kt ? c->kt + sq->kt : NULL, scratch, seq_attn, res->attn_mode, L);
+                           c->kt ? c->kt + sq->kt : NULL, c->prod, scratch, seq_attn,
+                           res->attn_mode, L);
             done = (uint64_t)(it->i1 - it->i0) * (uint64_t)sq->len * (uint64_t)H;
         } else {
             attn_seq as = {.z = ws->z + (size_t)sq->row * D,
@@ -573,6 +575,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                            .E = m->head_dim,
                            .sm = &sm,
                            .kt = c->kt ? c->kt + sq->kt : NULL,
+                           .prod = c->prod,
                            .mode = seq_attn ? res->attn_mode : ENC_ATTN_NONE,
                            .attn = seq_attn,
                            .L = L,
@@ -725,7 +728,8 @@ static void phase_keys(void *arg, int tid, int n)
         const seq_info *sq = &ws->seqs[k / G];
         const int g = k % G;
         attention_pack_keys(ws->kt + sq->kt + (size_t)g * attention_keys_floats(sq->len, E),
-                            ws->qkv + (size_t)sq->row * Q, Q, sq->len, m->hp.n_heads, g, E);
+                            ws->qkv + (size_t)sq->row * Q, Q, sq->len, m->hp.n_heads, G, g, E,
+                            c->prod);
     }
 }
 
@@ -747,12 +751,12 @@ static void phase_gather(void *arg, int tid, int n)
         const float *qkv = ws->qkv + (size_t)sq->row * Q;
         if (bs->n_gcols)
             attention_gather(dst, qkv, Q, bs->gcols, 0, 0, bs->n_gcols, m->hp.n_heads, G, g, E,
-                             c->kt != NULL);
+                             c->prod);
         dst += attention_gather_floats(bs->n_gcols, E);
         for (int r = 0; r < bs->stride; r++) { /* the residue classes, one after another */
             const int n_keys = (sq->len - r + bs->stride - 1) / bs->stride;
             attention_gather(dst, qkv, Q, NULL, r, bs->stride, n_keys, m->hp.n_heads, G, g, E,
-                             c->kt != NULL);
+                             c->prod);
             dst += attention_gather_floats(n_keys, E);
         }
     }
@@ -886,6 +890,10 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                    .layer = l,
                    .T = T,
                    .kt = m->packed && simd_enabled() ? ws->kt : NULL};
+    c.prod = !c.kt ? ATTN_BLAS
+             : enc_model_dtype(m) == ENC_DTYPE_BFLOAT16 && attention_bf16_ok(m->head_dim)
+                 ? ATTN_BF16
+                 : ATTN_F32;
 
     /* x = LN1(x + MHA(x))   or   x = x + MHA(LN1(x)), LN1 on layer 0 maybe
      * the identity */

@@ -123,8 +123,8 @@ static void pack_rows_bf16(uint32_t *dst, const float *const *src, const int *cu
     }
 }
 
-static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
-                      int N, int K, float scale);
+static void pack_rows(float *dst, uint32_t *bf, const float *const *src, const int *cut, int n_src,
+                      int lds, int N, int K, float scale);
 
 /* gemm_pack_parts, in float32 (AVX-512F only: its kernels are the only
  * readers) or bfloat16 (on any CPU: gemm_bf16_blas_cols reads it too). */
@@ -151,7 +151,7 @@ static gemm_packed *pack_parts(const float *const *w, const int *rows, int n, in
     if (bf16)
         pack_rows_bf16(pw->bf = panels, w, cut, n, N, K);
     else
-        pack_rows(pw->data = panels, w, cut, n, K, N, K, 1.0f);
+        pack_rows(pw->data = panels, NULL, w, cut, n, K, N, K, 1.0f);
     return pw;
 }
 
@@ -284,20 +284,44 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
     }
 }
 
+/* Each lane of v rounded to bfloat16 (nearest even), in its low 16 bits
+ * (bf16_bits on 16 lanes). */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i round_bf16(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd)),
+                             16);
+}
+
+/* Lane j: the pair (lo[j], hi[j]) rounded to bfloat16, lo in the low half. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i pair_up(__m512 lo,
+                                                                                __m512 hi)
+{
+    return _mm512_or_si512(round_bf16(lo), _mm512_slli_epi32(round_bf16(hi), 16));
+}
+
 void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scale)
 {
-    pack_rows(dst, &src, &N, 1, lds, N, K, scale);
+    pack_rows(dst, NULL, &src, &N, 1, lds, N, K, scale);
+}
+
+void gemm_pack_t_bf16(uint32_t *dst, const float *src, int lds, int N, int K, float scale)
+{
+    pack_rows(NULL, dst, &src, &N, 1, lds, N, K, scale);
 }
 
 /* gemm_pack_t over rows in blocks: row r of the source is row r - cut[i-1]
- * of src[i], block i being the one with cut[i - 1] <= r < cut[i]. */
-__attribute__((target("avx512f"))) static void pack_rows(float *dst, const float *const *src,
-                                                         const int *cut, int n_src, int lds, int N,
-                                                         int K, float scale)
+ * of src[i], block i being the one with cut[i - 1] <= r < cut[i]; into dst,
+ * or with dst NULL into bf as gemm_pack_t_bf16's pairs. */
+__attribute__((target("avx512f"))) static void pack_rows(float *dst, uint32_t *bf,
+                                                         const float *const *src, const int *cut,
+                                                         int n_src, int lds, int N, int K,
+                                                         float scale)
 {
-    const int P = (N + GEMM_NR - 1) / GEMM_NR;
+    const int P = (N + GEMM_NR - 1) / GEMM_NR, KP = (K + 1) / 2;
     const __m512 vs = _mm512_set1_ps(scale);
-    for (int p = 0; p < P; p++, dst += (size_t)K * GEMM_NR)
+    for (int p = 0; p < P; p++)
         for (int half = 0; half < 2; half++) {
             const int j0 = p * GEMM_NR + half * 16; /* source rows j0..j0+15 */
             const int nj = N - j0 < 16 ? (N - j0 > 0 ? N - j0 : 0) : 16;
@@ -315,9 +339,15 @@ __attribute__((target("avx512f"))) static void pack_rows(float *dst, const float
                            : nk == 16 ? _mm512_mul_ps(vs, _mm512_loadu_ps(row))
                                       : _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(km, row));
                 }
-                transpose16(r);
-                for (int k = 0; k < nk; k++)
-                    _mm512_storeu_ps(dst + (size_t)(k0 + k) * GEMM_NR + half * 16, r[k]);
+                transpose16(r); /* r[k]: k0 + k of the 16 rows, 0 past K */
+                for (int k = 0; k < nk; k += dst ? 1 : 2)
+                    if (dst)
+                        _mm512_storeu_ps(
+                            dst + ((size_t)p * K + (size_t)(k0 + k)) * GEMM_NR + half * 16, r[k]);
+                    else
+                        _mm512_storeu_si512(bf + ((size_t)p * KP + (size_t)(k0 + k) / 2) * GEMM_NR +
+                                                half * 16,
+                                            pair_up(r[k], r[k + 1]));
             }
         }
 }
@@ -511,17 +541,13 @@ __attribute__((target("avx512f"))) static void to_bf16_pairs(uint32_t *dst, size
                                                              const float *a, size_t lda, int rows,
                                                              int kc)
 {
-    const __m512i half = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
     for (int r = 0; r < rows; r++, a += lda, dst += ldd) {
         int k = 0;
-        for (; k + 32 <= kc; k += 32) {
-            __m512i v[2] = {_mm512_loadu_si512(a + k), _mm512_loadu_si512(a + k + 16)};
-            for (int h = 0; h < 2; h++) {
-                const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(v[h], 16), one);
-                v[h] = _mm512_srli_epi32(_mm512_add_epi32(v[h], _mm512_add_epi32(half, odd)), 16);
-                _mm256_storeu_si256((__m256i *)(dst + k / 2 + 8 * h), _mm512_cvtepi32_epi16(v[h]));
-            }
-        }
+        for (; k + 32 <= kc; k += 32)
+            for (int h = 0; h < 2; h++)
+                _mm256_storeu_si256(
+                    (__m256i *)(dst + k / 2 + 8 * h),
+                    _mm512_cvtepi32_epi16(round_bf16(_mm512_loadu_ps(a + k + 16 * h))));
         for (; k < kc; k += 2)
             dst[k / 2] = bf16_bits(a[k]) | (k + 1 < kc ? bf16_bits(a[k + 1]) << 16 : 0u);
     }
@@ -698,12 +724,94 @@ void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t
     }
 }
 
+/* The attention products in bfloat16: the operands in the layout of the
+ * bfloat16 weights (pairs of k, GEMM_NR columns a panel). */
+
+size_t gemm_pairs_words(int N, int K)
+{
+    return (size_t)((N + GEMM_NR - 1) / GEMM_NR) * (size_t)((K + 1) / 2) * GEMM_NR;
+}
+
+size_t gemm_mul_bf16_scratch_bytes(void)
+{
+    return (size_t)GEMM_MR * SCRATCH_LD_BF * sizeof(uint32_t);
+}
+
+__attribute__((target("avx512f"))) void gemm_pack_pairs_bf16(uint32_t *dst, const float *src,
+                                                             int lds, int K, int N)
+{
+    const int P = (N + GEMM_NR - 1) / GEMM_NR, KP = (K + 1) / 2;
+    for (int p = 0; p < P; p++)
+        for (int q = 0; q < KP; q++) {
+            const float *lo = src + (size_t)(2 * q) * lds, *hi = lo + lds;
+            uint32_t *d = dst + ((size_t)p * KP + (size_t)q) * GEMM_NR;
+            for (int half = 0; half < 2; half++) {
+                const int j0 = p * GEMM_NR + half * 16;
+                const __mmask16 m = lane_mask(N - j0);
+                _mm512_storeu_si512(d + half * 16,
+                                    pair_up(_mm512_maskz_loadu_ps(m, lo + j0),
+                                            2 * q + 1 < K ? _mm512_maskz_loadu_ps(m, hi + j0)
+                                                          : _mm512_setzero_ps()));
+            }
+        }
+}
+
+void gemm_mul_bf16(float *c, int ldc, const float *a, int lda, const uint32_t *b, size_t panel,
+                   int M, int N, int K, bool accumulate, uint32_t *scratch)
+{
+    const bool dp = cpu_dpbf16() && dpbf16_allowed;
+    for (int k0 = 0; k0 < K; k0 += KC) { /* KC even: whole pairs */
+        const int kc = K - k0 < KC ? K - k0 : KC;
+        const unsigned mode = accumulate || k0 > 0 ? ACCUMULATE : 0u;
+        for (int i = 0; i < M; i += GEMM_MR) {
+            const int mr = M - i < GEMM_MR ? M - i : GEMM_MR;
+            to_bf16_pairs(scratch, SCRATCH_LD_BF, a + (size_t)i * (size_t)lda + k0, (size_t)lda, mr,
+                          kc);
+            for (int n0 = 0, p = 0; n0 < N; n0 += GEMM_NR, p++) {
+                const int nn = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
+                (dp ? kernel_rows_dp : kernel_rows_wide)(
+                    mr, scratch, SCRATCH_LD_BF, b + (size_t)p * panel + (size_t)k0 / 2 * GEMM_NR,
+                    (kc + 1) / 2, c + (size_t)i * (size_t)ldc + n0, (size_t)ldc, mode, NULL,
+                    lane_mask(nn), lane_mask(nn - 16));
+            }
+        }
+    }
+}
+
 #else /* no AVX-512 kernel on this architecture or compiler */
 
-static void pack_rows(float *dst, const float *const *src, const int *cut, int n_src, int lds,
-                      int N, int K, float scale)
+size_t gemm_pairs_words(int N, int K)
 {
-    (void)dst, (void)src, (void)cut, (void)n_src, (void)lds, (void)N, (void)K, (void)scale;
+    return (size_t)((N + GEMM_NR - 1) / GEMM_NR) * (size_t)((K + 1) / 2) * GEMM_NR;
+}
+
+size_t gemm_mul_bf16_scratch_bytes(void)
+{
+    return 0;
+}
+
+void gemm_pack_t_bf16(uint32_t *dst, const float *src, int lds, int N, int K, float scale)
+{
+    (void)dst, (void)src, (void)lds, (void)N, (void)K, (void)scale;
+}
+
+void gemm_pack_pairs_bf16(uint32_t *dst, const float *src, int lds, int K, int N)
+{
+    (void)dst, (void)src, (void)lds, (void)K, (void)N;
+}
+
+void gemm_mul_bf16(float *c, int ldc, const float *a, int lda, const uint32_t *b, size_t panel,
+                   int M, int N, int K, bool accumulate, uint32_t *scratch)
+{
+    (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)panel, (void)M, (void)N, (void)K;
+    (void)accumulate, (void)scratch;
+}
+
+static void pack_rows(float *dst, uint32_t *bf, const float *const *src, const int *cut, int n_src,
+                      int lds, int N, int K, float scale)
+{
+    (void)dst, (void)bf, (void)src, (void)cut, (void)n_src, (void)lds, (void)N, (void)K;
+    (void)scale;
 }
 
 const char *gemm_bf16_kernel(void)

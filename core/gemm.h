@@ -138,4 +138,26 @@ void gemm_pack_t(float *dst, const float *src, int lds, int N, int K, float scal
 void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t ldb, size_t panel,
               int M, int N, int K, bool accumulate);
 
+/* The same products in bfloat16 (model.dtype bfloat16: torch.autocast runs
+ * attention's matmuls in bfloat16 too), AVX-512 only.  The b operand is
+ * laid out as gemm_pack_bf16 lays out a weight: ceil(N / NR) panels, each
+ * ceil(K / 2) pairs of k for NR columns, gemm_pairs_words(N, K) words.
+ *
+ * gemm_pack_t_bf16: dst = scale * src^T so, src (N rows lds apart, K), each
+ * element scaled and rounded to bfloat16, zero past N and K (the keys).
+ * gemm_pack_pairs_bf16: dst = src so, src (K rows lds apart, N), zero past
+ * N and K (the values).
+ * gemm_mul_bf16: c (M rows ldc apart, N) = [c +] a (M rows lda apart, K) .
+ * b, a's rows rounded to bfloat16 on the way (in scratch,
+ * gemm_mul_bf16_scratch_bytes(), the thread's own), the products summed in
+ * float32 on the Linears' kernels (vdpbf16ps or widened); panel: words
+ * between b's panels; b's pairs from k / 2 of an offset b may start at (k
+ * even).  Columns of c past N are never written. */
+size_t gemm_pairs_words(int N, int K);
+size_t gemm_mul_bf16_scratch_bytes(void);
+void gemm_pack_t_bf16(uint32_t *dst, const float *src, int lds, int N, int K, float scale);
+void gemm_pack_pairs_bf16(uint32_t *dst, const float *src, int lds, int K, int N);
+void gemm_mul_bf16(float *c, int ldc, const float *a, int lda, const uint32_t *b, size_t panel,
+                   int M, int N, int K, bool accumulate, uint32_t *scratch);
+
 #endif

@@ -438,8 +438,20 @@ seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b);
  * query rows of a sequence of len tokens, head size E. */
 size_t attention_scratch_floats(int rows, int len, int E);
 
-/* One key/value head's keys packed for the scores product: K^T / sqrt(E) in
- * the panels of gemm_pack_t, attention_keys_floats(len, E) floats.
+/* How attention's two products run: cblas_sgemm on Q, K and V in place
+ * (ATTN_BLAS); the AVX-512 kernel on keys packed as K^T / sqrt(E) panels
+ * (ATTN_F32); or in bfloat16 (ATTN_BF16, model.dtype bfloat16 on AVX-512,
+ * heads of a multiple of GEMM_NR dims: attention_bf16_ok): keys and values
+ * packed as bfloat16 pairs, the queries and the softmax's weights rounded
+ * to bfloat16 per product, the sums in float32, as torch.autocast runs
+ * attention's matmuls. */
+typedef enum { ATTN_BLAS, ATTN_F32, ATTN_BF16 } attn_products;
+bool attention_bf16_ok(int E);
+
+/* One key/value head's keys (and values) packed for the products, within
+ * attention_keys_floats(len, E) floats: ATTN_F32, K^T / sqrt(E) in the
+ * panels of gemm_pack_t; ATTN_BF16, K / sqrt(E) by gemm_pack_t_bf16, then V
+ * by gemm_pack_pairs_bf16 (no more, for E a multiple of GEMM_NR).
  * attention_pack_keys writes head g's from qkv (len rows qkv_stride apart,
  * laid out as for attention_rows) to kt.  A sequence's keys are packed
  * once per block and read by every tile of its query rows; packed per tile,
@@ -447,14 +459,16 @@ size_t attention_scratch_floats(int rows, int len, int E);
  * L=512, 256 times at L=16384, whose forward without weights took 9.86 s
  * then and 7.92 s with them packed once). */
 size_t attention_keys_floats(int len, int E);
-void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int g, int E);
+void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, int H, int G, int g,
+                         int E, attn_products prod);
 
 /* Multi-head attention for query rows [i0, i1) of one sequence of len
  * tokens, every head; keys and values are the whole sequence.
  *   qkv     (len, qkv_stride): Q in columns [0, H*E), K in [H*E, H*E+G*E), V after
  *   z       (len, z_stride): heads' outputs concatenated; rows [i0, i1) written
  *   kt      G heads' packed keys, attention_keys_floats(len, E) floats apart
- *           (attention_pack_keys), for the AVX-512 kernel; NULL: cblas_sgemm
+ *           (attention_pack_keys with prod), for the AVX-512 kernels; NULL:
+ *           cblas_sgemm (prod ignored)
  *   scratch attention_scratch_floats(i1 - i0, len) floats
  *   attn    NULL, or (H, L, L) for ENC_ATTN_HEADS / (L, L) for ENC_ATTN_MEAN;
  *           rows [i0, i1), columns < len written
@@ -462,7 +476,7 @@ void attention_pack_keys(float *kt, const float *qkv, int qkv_stride, int len, i
  * in blocks with an online softmax: the same result within float rounding. */
 void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, int len, int i0,
                     int i1, int H, int G, int E, const seq_mask *sm, const float *kt,
-                    float *scratch, float *attn, enc_attn_mode mode, int L);
+                    attn_products prod, float *scratch, float *attn, enc_attn_mode mode, int L);
 
 /* attention_rows over every query row at once, packing the keys itself when
  * simd_enabled(): scratch is attention_forward_floats(len, G, E) floats. */
@@ -480,6 +494,7 @@ typedef struct attn_seq {
     int len, H, G, E;
     const seq_mask *sm;
     const float *kt;    /* packed keys (attention_pack_keys), or NULL: cblas_sgemm */
+    attn_products prod; /* how kt was packed */
     enc_attn_mode mode; /* ENC_ATTN_NONE (or attn NULL): no weights */
     float *attn;        /* dense: (H or 1, L, L); CSR: (H or 1, nnz) */
     int L;
@@ -487,8 +502,8 @@ typedef struct attn_seq {
     const int32_t *indices;
     size_t nnz;
     /* the gathered columns (bm_seq.gcols) and their keys and values, per key/value head
-     * g at g * gather_floats: K and V rows (n_gcols, E), then K packed as by
-     * attention_pack_keys when kt is set */
+     * g at g * gather_floats: K and V rows (n_gcols, E), then both packed as
+     * by attention_pack_keys when kt is set */
     const int *gcols;
     int n_gcols;
     const float *gather;
@@ -515,11 +530,11 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
 
 /* Floats of one key/value head's gathered columns in attn_seq.gather. */
 size_t attention_gather_floats(int n_gcols, int E);
-/* Gathers (and packs, when pack) head g's keys and values of n columns,
- * cols[c] or (cols NULL) first + c * step, from qkv (laid out as for
- * attention_rows) into dst. */
+/* Gathers (and packs as prod says: not for ATTN_BLAS) head g's keys and
+ * values of n columns, cols[c] or (cols NULL) first + c * step, from qkv
+ * (laid out as for attention_rows) into dst. */
 void attention_gather(float *dst, const float *qkv, int qkv_stride, const int *cols, int first,
-                      int step, int n, int H, int G, int g, int E, bool pack);
+                      int step, int n, int H, int G, int g, int E, attn_products prod);
 
 /* Multi-head attention for n_rows query rows of one sequence, rows i0 + r
  * (rows NULL) or rows[r], over the key tiles of a block mask: tiles[0 ..

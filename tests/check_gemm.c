@@ -489,6 +489,30 @@ static float bf16_reference(float x)
     return (float)ldexp(nearbyint(ldexp(m, 8)), e - 8);
 }
 
+/* Selects the vdpbf16ps kernel (dp) or the widening one for a test of
+ * what; false where this CPU cannot run it, with a line saying so when
+ * first. */
+static bool use_bf16_kernel(bool dp, bool first, const char *what)
+{
+    if (!simd_supported()) {
+        ck_assert_str_eq(gemm_bf16_kernel(), "openblas");
+        if (first)
+            printf("%s: no AVX-512F here: the %s kernel is not run here\n", what,
+                   dp ? "vdpbf16ps" : "widening");
+        return false;
+    }
+    gemm_bf16_use_dpbf16(dp);
+    if (dp && strcmp(gemm_bf16_kernel(), "avx512_bf16") != 0) {
+        if (first)
+            printf("%s: this CPU has no AVX512_BF16: the vdpbf16ps kernel is not run here (the "
+                   "widening kernel is)\n",
+                   what);
+        gemm_bf16_use_dpbf16(true);
+        return false;
+    }
+    return true;
+}
+
 /* bfloat16 weights (gemm_pack_bf16) on every shape of test_packed_matches_
  * reference, on each kernel: vdpbf16ps where the CPU has AVX512_BF16 (said
  * when it has not), the widening one where it has AVX-512F (said when it has
@@ -505,21 +529,10 @@ START_TEST(test_bf16_matches_reference)
     const bool has_bias = shapes[shape][3];
     const enc_activation act = (enc_activation)shapes[shape][4];
     const enc_activation *a = shapes[shape][4] >= 0 ? &act : NULL;
-    if (kernel != BLAS && !simd_supported()) {
-        ck_assert_str_eq(gemm_bf16_kernel(), "openblas");
-        if (shape == 0)
-            printf("gemm bf16: no AVX-512F here: the %s kernel is not run here (OpenBLAS's is)\n",
-                   dp ? "vdpbf16ps" : "widening");
+    if (kernel == BLAS)
+        gemm_bf16_use_dpbf16(false);
+    else if (!use_bf16_kernel(dp, shape == 0, "gemm bf16"))
         return;
-    }
-    gemm_bf16_use_dpbf16(dp);
-    if (dp && strcmp(gemm_bf16_kernel(), "avx512_bf16") != 0) {
-        if (shape == 0)
-            printf("gemm bf16: this CPU has no AVX512_BF16: the vdpbf16ps kernel is not run "
-                   "here (the widening kernel is)\n");
-        gemm_bf16_use_dpbf16(true);
-        return;
-    }
     if (kernel != BLAS)
         ck_assert_str_eq(gemm_bf16_kernel(), dp ? "avx512_bf16" : "avx512f");
     uint64_t st = 4321 + (uint64_t)shape;
@@ -568,6 +581,96 @@ START_TEST(test_bf16_matches_reference)
 }
 END_TEST
 
+/* The attention products in bfloat16: values (gemm_pack_pairs_bf16, read
+ * from an even k offset as attention reads a block of keys) and keys
+ * (gemm_pack_t_bf16, from a panel's offset) by gemm_mul_bf16, on the
+ * vdpbf16ps and the widening kernel, against the double loop on the inputs
+ * rounded to bfloat16; sizes off every edge, and k past one block (768). */
+static const int mul_bf16_shapes[][3] = {
+    /* M, N, K */
+    {1, 1, 1}, {5, 7, 3}, {12, 32, 64}, {13, 33, 64}, {64, 128, 64}, {25, 100, 17}, {20, 64, 1000},
+};
+
+START_TEST(test_attention_products_bf16)
+{
+    const int shape = _i / 2;
+    const bool dp = _i % 2 == 0;
+    if (!use_bf16_kernel(dp, shape == 0, "gemm bf16 attention products"))
+        return;
+    const int M = mul_bf16_shapes[shape][0], N = mul_bf16_shapes[shape][1];
+    const int K = mul_bf16_shapes[shape][2];
+    const int lda = K + 3, ldb = N + 5, ldc = N + 2, lds = K + 9;
+    const float scale = 0.125f;
+    uint64_t st = 777 + (uint64_t)shape;
+    float *a = xcalloc((size_t)M * lda, sizeof *a), *b = xcalloc((size_t)K * ldb, sizeof *b);
+    float *src = xcalloc((size_t)N * lds, sizeof *src);
+    float *c = xcalloc((size_t)M * ldc, sizeof *c), *c0 = xcalloc((size_t)M * ldc, sizeof *c0);
+    uint32_t *vb = xcalloc(gemm_pairs_words(N, K), sizeof *vb);
+    uint32_t *kb = xcalloc(gemm_pairs_words(N, K), sizeof *kb);
+    uint32_t *scratch = xcalloc(gemm_mul_bf16_scratch_bytes(), 1);
+    fill_random(a, (size_t)M * lda, &st, 1.0f);
+    fill_random(b, (size_t)K * ldb, &st, 1.0f);
+    fill_random(src, (size_t)N * lds, &st, 1.0f);
+    fill_random(c0, (size_t)M * ldc, &st, 1.0f);
+    memset(vb, 0xFF, gemm_pairs_words(N, K) * sizeof *vb); /* padding must be written */
+    memset(kb, 0xFF, gemm_pairs_words(N, K) * sizeof *kb);
+    gemm_pack_pairs_bf16(vb, b, ldb, K, N);
+    gemm_pack_t_bf16(kb, src, lds, N, K, scale);
+    const size_t v_panel = gemm_pairs_words(GEMM_NR, K), k_panel = gemm_pairs_words(GEMM_NR, K);
+
+    for (int keys = 0; keys < 2; keys++)
+        for (int off = 0; off < 2; off++)
+            for (int acc = 0; acc < 2; acc++) {
+                /* values from k offset 2 (pair 1), keys from column offset NR
+                 * (panel 1): the rest of the product */
+                const int k0 = !keys && off ? (K > 2 ? 2 : 0) : 0;
+                const int n0 = keys && off ? (N > GEMM_NR ? GEMM_NR : 0) : 0;
+                const int KK = K - k0, NN = N - n0;
+                memcpy(c, c0, (size_t)M * ldc * sizeof *c);
+                if (keys)
+                    gemm_mul_bf16(c, ldc, a, lda, kb + (size_t)(n0 / GEMM_NR) * k_panel, k_panel, M,
+                                  NN, K, acc, scratch);
+                else
+                    gemm_mul_bf16(c, ldc, a + k0, lda, vb + (size_t)(k0 / 2) * GEMM_NR, v_panel, M,
+                                  N, KK, acc, scratch);
+                double worst = 0.0, off_f32 = 0.0;
+                for (int i = 0; i < M; i++)
+                    for (int n = 0; n < ldc; n++) {
+                        const size_t at = (size_t)i * ldc + n;
+                        if (n >= NN) { /* past N: untouched */
+                            ck_assert(c[at] == c0[at]);
+                            continue;
+                        }
+                        double want = acc ? c0[at] : 0.0, f32 = want;
+                        for (int k = k0; k < K; k++) {
+                            const float x = a[(size_t)i * lda + k];
+                            const float y = keys ? scale * src[(size_t)(n0 + n) * lds + k]
+                                                 : b[(size_t)k * ldb + n];
+                            want += (double)bf16_reference(x) * bf16_reference(y);
+                            f32 += (double)x * y;
+                        }
+                        worst = fmax(worst, fabs(c[at] - want));
+                        off_f32 = fmax(off_f32, fabs(c[at] - f32));
+                    }
+                ck_assert_msg(worst <= 1e-5 * sqrt((double)KK),
+                              "%s M %d N %d K %d keys %d "
+                              "off %d acc %d: %g",
+                              gemm_bf16_kernel(), M, NN, KK, keys, off, acc, worst);
+                if (KK >= 64)
+                    ck_assert_msg(off_f32 > 1e-4, "M %d N %d K %d: float32's product", M, NN, KK);
+            }
+    gemm_bf16_use_dpbf16(true);
+    free(a);
+    free(b);
+    free(src);
+    free(c);
+    free(c0);
+    free(vb);
+    free(kb);
+    free(scratch);
+}
+END_TEST
+
 Suite *gemm_suite(void)
 {
     Suite *s = suite_create("gemm");
@@ -582,6 +685,8 @@ Suite *gemm_suite(void)
                         (int)(sizeof parts_shapes / sizeof parts_shapes[0]));
     tcase_add_loop_test(tc, test_attention_products, 0,
                         (int)(sizeof mul_shapes / sizeof mul_shapes[0]));
+    tcase_add_loop_test(tc, test_attention_products_bf16, 0,
+                        2 * (int)(sizeof mul_bf16_shapes / sizeof mul_bf16_shapes[0]));
     tcase_add_loop_test(tc, test_strided_rows, 0, (int)(sizeof strided / sizeof strided[0]));
     tcase_add_test(tc, test_forward_both_paths);
     tcase_add_loop_test(tc, test_packed_rope, 0, (int)(sizeof rope_shapes / sizeof rope_shapes[0]));
