@@ -10,6 +10,8 @@
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
 #                        of README.md run against the daemon, its output checked
 #                        (make test runs it)
+#   make docs-links      every relative link of the docs reaches a file and a heading
+#                        (make test runs it)
 #   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
 #                        the sentence-transformers fixtures (make test runs it)
 #   make builtin-check   the built-in model's tokenizer against Hugging Face's, text
@@ -212,6 +214,7 @@ test: docs-check
 	@$(MAKE) --no-print-directory test-page
 	@$(MAKE) --no-print-directory openapi-check
 	@$(MAKE) --no-print-directory docs-examples
+	@$(MAKE) --no-print-directory docs-links
 	@$(MAKE) --no-print-directory openai-check
 	@$(MAKE) --no-print-directory builtin-check
 	@$(MAKE) --no-print-directory k8s-check
@@ -235,7 +238,7 @@ docs-check:
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check docs-examples openai-check builtin-check
+.PHONY: test-page deps-page deps-node openapi-check docs-examples docs-links openai-check builtin-check
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -281,6 +284,14 @@ docs-examples:
 	@$(MAKE) --no-print-directory $(ATTND)
 	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
 	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md README.md
+
+# Every relative link of the docs reaches a file of the repository and,
+# into a Markdown file, one of its headings (GitHub's anchors) or an
+# explicit <a id>: tests/docs/links.mjs.
+DOCS_MD := README.md DEVELOPERS.md $(wildcard docs/*.md)
+docs-links:
+	@$(MAKE) --no-print-directory deps-node
+	node tests/docs/links.mjs $(DOCS_MD)
 
 # POST /v1/embeddings through the official `openai` npm client (package.json's
 # pin): embeddings.create on tests/fixtures/hf/bert_text (mean, Normalize) and

@@ -40,7 +40,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
+int blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
 {
     if (p->random <= 0 || qb < p->global)
         return 0;
@@ -335,7 +335,7 @@ static int compile_random(bm_seq *s, const enc_blocks_pattern *p, enc_error *err
     }
     for (int qb = 0; qb < nb; qb++) {
         int *row = s->rnd + (size_t)qb * s->rnd_k;
-        const int k = enc_blocks_random(p, nb, qb, cand, row);
+        const int k = blocks_random(p, nb, qb, cand, row);
         for (int r = k; r < s->rnd_k; r++)
             row[r] = -1;
     }

@@ -148,8 +148,6 @@ bool enc_norm_has_bias(const enc_hparams *hp);
 bool enc_layer_local(const enc_hparams *hp, int l);
 /* RoPE's base on layer l: rope_theta_local on a local layer when set. */
 double enc_layer_rope_theta(const enc_hparams *hp, int l);
-/* The pairs (i, j) of a sequence of len tokens with |i - j| <= w. */
-uint64_t enc_band_pairs(int len, int w);
 
 /* ALiBi's slope of each of n heads (Press et al.): 2^(-8(h+1)/n) when n is a
  * power of two; else the slopes of the power of two m below n, then every
@@ -312,7 +310,8 @@ typedef enum enc_attn_mask_kind {
 /* BigBird's block-sparse pattern (Zaheer et al. 2020).  With qb = i / size and
  * kb = j / size, query i may see key j when |qb - kb| <= window, qb < global,
  * kb < global, or kb is one of the `random` key blocks drawn for qb
- * (enc_blocks_random).  size 0 = off. */
+ * (docs/model.md, "BigBird's random blocks", gives how they are drawn).
+ * size 0 = off. */
 typedef struct enc_blocks_pattern {
     int size;      /* tokens per block, >= 1 */
     int window;    /* key blocks each side of the query's own, >= 0 */
@@ -344,16 +343,6 @@ typedef struct enc_mask {
     const float *attn_add;    /* (L, L) or (B, L, L) */
     bool attn_per_sequence;   /* true: (B, L, L); false: (L, L) for all */
 } enc_mask;
-
-/* The random key blocks of BigBird's pattern for query block qb of a
- * sequence of n_blocks blocks: the candidates are the key blocks kb with
- * |qb - kb| > window and kb >= global, in ascending order; min(random,
- * candidates) of them are drawn by a partial Fisher-Yates shuffle on
- * splitmix64 seeded with seed ^ (0x9E3779B97F4A7C15 * (qb + 1)) (docs/model.md
- * gives the exact steps).  Writes them, ascending, to out (room for
- * p->random) and returns how many; query blocks below p->global get none.
- * cand is scratch for n_blocks ints. */
-int enc_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out);
 
 typedef struct enc_blockmask enc_blockmask;
 
@@ -409,12 +398,8 @@ typedef struct enc_result {
 
 /* ---- the block mask ------------------------------------------------------ */
 
-/* Query rows and keys per tile of the block mask. */
-#define ENC_TILE_Q 64
-#define ENC_TILE_K 32
-
 /* Compiles a batch's mask (FlexAttention's BlockMask): for each sequence and
- * each tile of ENC_TILE_Q query rows, the tiles of ENC_TILE_K keys it scores,
+ * each tile of 64 query rows, the tiles of 32 keys it scores,
  * each full (no per-key mask work) or partial (masked key by key); empty
  * tiles are never scored.  Window, causal, lengths, key padding, global
  * positions and the patterns give the tiles arithmetically; an explicit attn

@@ -1281,7 +1281,7 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
     double flops = 0.0;
     for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
         const double pairs =
-            enc_layer_local(hp, l) ? (double)enc_band_pairs(L, hp->local_window) : (double)L * L;
+            enc_layer_local(hp, l) ? (double)band_pairs(L, hp->local_window) : (double)L * L;
         flops += linears + 4.0 * B * hp->n_heads * pairs * E;
     }
     return flops;

@@ -1,5 +1,6 @@
 /* hparams.c - model hyperparameters: defaults, names and validation. */
 #include "encoder.h"
+#include "internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -105,7 +106,7 @@ double enc_layer_rope_theta(const enc_hparams *hp, int l)
                                                                 : hp->rope_theta;
 }
 
-uint64_t enc_band_pairs(int len, int w)
+uint64_t band_pairs(int len, int w)
 {
     if (len <= 0 || w < 0)
         return 0;

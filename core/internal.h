@@ -10,6 +10,25 @@
 
 #include <stdint.h>
 
+/* ---- what the core shares with its tests and the naive reference ---------- */
+
+/* Query rows and keys per tile of the block mask. */
+#define ENC_TILE_Q 64
+#define ENC_TILE_K 32
+
+/* The random key blocks of BigBird's pattern for query block qb of a
+ * sequence of n_blocks blocks: the candidates are the key blocks kb with
+ * |qb - kb| > window and kb >= global, in ascending order; min(random,
+ * candidates) of them are drawn by a partial Fisher-Yates shuffle on
+ * splitmix64 seeded with seed ^ (0x9E3779B97F4A7C15 * (qb + 1)) (docs/model.md
+ * gives the exact steps).  Writes them, ascending, to out (room for
+ * p->random) and returns how many; query blocks below p->global get none.
+ * cand is scratch for n_blocks ints. */
+int blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out);
+
+/* The pairs (i, j) of a sequence of len tokens with |i - j| <= w. */
+uint64_t band_pairs(int len, int w);
+
 /* One block's parameters, PyTorch layout (a Linear's weight is (out, in)).
  * Biases and norms are in enc_model.params, NULL when hp.bias is off.  The
  * four Linear weights are read-only here: in params too (a seeded model's,

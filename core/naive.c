@@ -61,7 +61,7 @@ static bool naive_is_global(const enc_mask *mk, int p)
 }
 
 /* BigBird's blocks: is kb one of query block qb's random blocks?  The
- * generator is the definition (enc_blocks_random); the rest is written out
+ * generator is the definition (blocks_random); the rest is written out
  * here. */
 static bool naive_random_block(const enc_blocks_pattern *p, int len, int qb, int kb)
 {
@@ -70,7 +70,7 @@ static bool naive_random_block(const enc_blocks_pattern *p, int len, int qb, int
     int *out = malloc(((size_t)(p->random < nb ? p->random : nb) + 1) * sizeof *out);
     bool found = false;
     if (cand && out) {
-        const int k = enc_blocks_random(p, nb, qb, cand, out);
+        const int k = blocks_random(p, nb, qb, cand, out);
         for (int r = 0; r < k; r++)
             found |= out[r] == kb;
     }

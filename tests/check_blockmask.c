@@ -237,7 +237,7 @@ static int *case_random(const pattern_case *pc, int *rk)
     int *rnd = xcalloc((size_t)nb * *rk + 1, sizeof *rnd);
     int *cand = xcalloc((size_t)nb + 1, sizeof *cand);
     for (int qb = 0; qb < nb; qb++) {
-        const int k = enc_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * *rk);
+        const int k = blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * *rk);
         for (int r = k; r < *rk; r++)
             rnd[(size_t)qb * *rk + r] = -1;
     }
@@ -582,7 +582,7 @@ START_TEST(test_random_blocks_draw)
         enc_blocks_pattern p = {.size = 16, .window = 2, .global = 2, .random = r, .seed = 7};
         int differ = 0;
         for (int qb = 0; qb < nb; qb++) {
-            const int ka = enc_blocks_random(&p, nb, qb, cand, a);
+            const int ka = blocks_random(&p, nb, qb, cand, a);
             int candidates = 0;
             for (int kb = p.global; kb < nb; kb++)
                 candidates += abs(qb - kb) > p.window;
@@ -592,11 +592,11 @@ START_TEST(test_random_blocks_draw)
                 ck_assert_int_gt(abs(qb - a[k]), p.window);
                 ck_assert(k == 0 || a[k] > a[k - 1]); /* distinct, ascending */
             }
-            const int again = enc_blocks_random(&p, nb, qb, cand, b);
+            const int again = blocks_random(&p, nb, qb, cand, b);
             ck_assert_int_eq(again, ka);
             ck_assert_mem_eq(a, b, (size_t)ka * sizeof *a);
             p.seed = 8;
-            ck_assert_int_eq(enc_blocks_random(&p, nb, qb, cand, b), ka);
+            ck_assert_int_eq(blocks_random(&p, nb, qb, cand, b), ka);
             differ += ka > 0 && memcmp(a, b, (size_t)ka * sizeof *a) != 0;
             p.seed = 7;
         }
@@ -605,7 +605,7 @@ START_TEST(test_random_blocks_draw)
     }
     /* fewer candidates than asked: all of them */
     enc_blocks_pattern p = {.size = 1, .window = 1, .global = 0, .random = 5, .seed = 1};
-    ck_assert_int_eq(enc_blocks_random(&p, 4, 0, cand, a), 2); /* blocks 2 and 3 */
+    ck_assert_int_eq(blocks_random(&p, 4, 0, cand, a), 2); /* blocks 2 and 3 */
     ck_assert_int_eq(a[0], 2);
     ck_assert_int_eq(a[1], 3);
 }

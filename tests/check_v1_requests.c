@@ -855,12 +855,31 @@ START_TEST(test_mutations)
 }
 END_TEST
 
+/* The core's statuses as every route answers them (api_error_of_core, the
+ * one mapping), by docs/contract.md section 7: a refused input 400, over a
+ * limit 413 (a sequence whose mask allows more than INT32_MAX pairs, a
+ * text the tokenizer cannot count), out of memory 503; only what no input
+ * causes (an i/o error, an unknown status) is a 500. */
+START_TEST(test_core_status_to_http)
+{
+    static const struct {
+        int status, http;
+    } cases[] = {{ENC_EINVAL, 400}, {ENC_ENUMERIC, 400}, {ENC_EFORMAT, 400}, {ENC_ELIMIT, 413},
+                 {ENC_ENOMEM, 503}, {ENC_EIO, 500},      {-99, 500}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(api_error_status(api_error_of_core(cases[i].status)) == cases[i].http,
+                      "%s: %d, want %d", enc_strerror(cases[i].status),
+                      api_error_status(api_error_of_core(cases[i].status)), cases[i].http);
+}
+END_TEST
+
 Suite *v1_requests_suite(void)
 {
     Suite *s = suite_create("v1_requests");
     TCase *invalid = tcase_create("invalid bodies");
     tcase_set_timeout(invalid, 120);
     tcase_add_test(invalid, test_invalid_requests);
+    tcase_add_test(invalid, test_core_status_to_http);
     suite_add_tcase(s, invalid);
     TCase *options = tcase_create("options");
     tcase_set_timeout(options, 120);

@@ -1,6 +1,8 @@
 /* test_util.c - helpers for the Check suites. */
 #include "test_util.h"
 
+#include "internal.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 

@@ -127,14 +127,6 @@ static api_limits request_limits(const server *s)
     return limits;
 }
 
-/* The contract's error kind for a core status (the one place they map). */
-static api_error_kind core_error_kind(int rc)
-{
-    return rc == ENC_ENOMEM                           ? API_UNAVAILABLE
-           : (rc == ENC_EINVAL || rc == ENC_ENUMERIC) ? API_BAD_REQUEST
-                                                      : API_INTERNAL;
-}
-
 /* Hands a decoded request's batch to the pool; the connection sleeps until
  * job_done wakes it. */
 static enum MHD_Result submit_job(request *r, encode_request *e)
@@ -179,7 +171,7 @@ static enum MHD_Result serve_forward(request *r)
     enc_error ee = {0};
     int rc;
     if (e->batch.ids && (rc = enc_batch_validate(s->model, &e->batch, &ee)) < 0)
-        return http_respond_error(r, core_error_kind(rc), ee.message, NULL);
+        return http_respond_error(r, api_error_of_core(rc), ee.message, NULL);
     if (encode_request_alloc_outputs(e, hp, &err) < 0)
         return http_respond_error(r, err.kind, err.message, NULL);
     return submit_job(r, e);
@@ -212,7 +204,7 @@ enum MHD_Result http_forward_finish(request *r)
     }
     const pool_job *job = &r->job;
     if (job->rc < 0)
-        return http_respond_error(r, core_error_kind(job->rc), job->err.message, NULL);
+        return http_respond_error(r, api_error_of_core(job->rc), job->err.message, NULL);
     metrics_queue(s->mx, job->queue_ms / 1e3);
     metrics_attention_scores(s->mx, job->result.scores);
     /* The route's codec renders the body as pieces, produced as the socket

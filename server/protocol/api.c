@@ -2,6 +2,8 @@
  * the wording helpers every codec's messages use. */
 #include "protocol/api.h"
 
+#include "error.h"
+
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +19,22 @@ int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
+}
+
+api_error_kind api_error_of_core(int status)
+{
+    switch (status) {
+    case ENC_EINVAL:
+    case ENC_ENUMERIC:
+    case ENC_EFORMAT:
+        return API_BAD_REQUEST;
+    case ENC_ELIMIT:
+        return API_TOO_LARGE;
+    case ENC_ENOMEM:
+        return API_UNAVAILABLE;
+    default:
+        return API_INTERNAL;
+    }
 }
 
 int api_error_status(api_error_kind kind)

@@ -38,6 +38,12 @@ int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
 int api_error_status(api_error_kind kind);       /* 400, 401, ... */
 const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
 
+/* The one mapping of a core status (core/error.h) met while serving a
+ * request to the contract's kind: the request's input refused (EINVAL,
+ * ENUMERIC, EFORMAT) 400, over a limit (ELIMIT) 413, out of memory 503,
+ * anything else 500. */
+api_error_kind api_error_of_core(int status);
+
 /* The limits a request is checked against before anything is allocated,
  * where its large buffers come from, and the model's embedding module,
  * which bounds token ids. */

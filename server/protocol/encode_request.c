@@ -133,11 +133,7 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
         return 0;
     enc_error e = {0};
     if (!(req->blockmask = enc_blockmask_new(&req->batch, true, &e)))
-        return api_error_set(err,
-                             e.status == ENC_ELIMIT   ? API_TOO_LARGE
-                             : e.status == ENC_ENOMEM ? API_UNAVAILABLE
-                                                      : API_BAD_REQUEST,
-                             "%s", e.message);
+        return api_error_set(err, api_error_of_core(e.status), "%s", e.message);
     req->batch.blockmask = req->blockmask;
     /* the weights of the allowed pairs: heads x nnz float32 per layer (the
      * limit counts weights, dense or CSR; not the index arrays) */

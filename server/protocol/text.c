@@ -70,11 +70,9 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, uns
         tok_encode(tok, json_string_value(a), json_string_length(a),
                    b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
                    (flags & TEXT_SPECIALS) != 0, flags & TEXT_TRUNCATE ? max : 0, e, &whole, &ee);
-    if (rc == ENC_ENOMEM)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory tokenizing %s", at);
     if (rc < 0)
-        return (rc == ENC_ELIMIT ? TOO_LARGE("%s: %s", at, ee.message)
-                                 : BAD("%s: %s", at, ee.message));
+        return api_error_set(err, api_error_of_core(rc), "%s: %s", at,
+                             rc == ENC_ENOMEM ? "out of memory" : ee.message);
     if (e->n == 0 && !(flags & TEXT_ALLOW_EMPTY))
         return BAD("%s has no tokens: the tokenizer makes none of it and adds no special tokens",
                    at);
