@@ -1,5 +1,5 @@
-/* attention.c - masks and multi-head scaled dot-product attention for one
- * sequence; grouped-query heads share key/value heads. */
+/* attention.c - multi-head scaled dot-product attention for one sequence,
+ * under the mask rule of mask.c; grouped-query heads share key/value heads. */
 #include "gemm.h"
 #include "internal.h"
 #include "simd.h"
@@ -7,114 +7,6 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-
-void mask_apply_row(const seq_mask *sm, int i, float *s)
-{
-    mask_apply_keys(sm, i, 0, sm->len, s);
-}
-
-/* BigBird: query i may see key j by the blocks pattern */
-static bool blocks_allowed(const seq_mask *sm, int i, int j)
-{
-    const enc_blocks_pattern *p = &sm->blocks;
-    const int qb = i / p->size, kb = j / p->size;
-    if (qb - kb <= p->window && kb - qb <= p->window)
-        return true;
-    if (qb < p->global || kb < p->global)
-        return true;
-    for (int r = 0; r < sm->rnd_k; r++)
-        if (sm->rnd[(size_t)qb * sm->rnd_k + r] == kb)
-            return true;
-    return false;
-}
-
-/* Whether (i, j) is in the union of the pattern options (true when none is
- * given). */
-static bool in_pattern(const seq_mask *sm, int i, int j)
-{
-    if (!sm->pattern)
-        return true;
-    if (sm->is_global && (sm->is_global[i] || sm->is_global[j]))
-        return true;
-    const int wl = sm->window_left, wr = sm->window_right;
-    if ((wl != ENC_WINDOW_NONE || wr != ENC_WINDOW_NONE) &&
-        (wl == ENC_WINDOW_NONE || i - j <= wl) && (wr == ENC_WINDOW_NONE || j - i <= wr))
-        return true;
-    if (sm->stride > 0) {
-        const int d = i - j;
-        if ((d < 0 ? -d : d) < sm->stride || d % sm->stride == 0)
-            return true;
-    }
-    if (sm->fixed_block > 0 && (i / sm->fixed_block == j / sm->fixed_block ||
-                                j % sm->fixed_block >= sm->fixed_block - sm->fixed_summary))
-        return true;
-    return sm->blocks.size > 0 && blocks_allowed(sm, i, j);
-}
-
-bool mask_restricted(const seq_mask *sm)
-{
-    return sm->causal || sm->key_padding || sm->attn_bool || sm->attn_add || sm->banded;
-}
-
-bool mask_allowed(const seq_mask *sm, int i, int j)
-{
-    if (sm->banded && (i - j > sm->band || j - i > sm->band))
-        return false;
-    if (sm->key_padding && sm->key_padding[j])
-        return false;
-    if (sm->causal && j > i)
-        return false;
-    if (sm->attn_bool && sm->attn_bool[(size_t)i * sm->L + j])
-        return false;
-    if (sm->attn_add && sm->attn_add[(size_t)i * sm->L + j] == -INFINITY)
-        return false;
-    return in_pattern(sm, i, j);
-}
-
-void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
-{
-    s -= j0; /* s[j] is key j's score */
-    const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
-
-    /* The common cases without a per-key test: no mask, causal, a band:
-     * keys [lo, hi] allowed. */
-    if (!sm->pattern && !sm->key_padding && !sm->attn_bool && !aa) {
-        int lo = sm->banded ? i - sm->band : j0, hi = sm->causal ? i : j1 - 1;
-        if (sm->banded && i + sm->band < hi)
-            hi = i + sm->band;
-        for (int j = j0; j < j1 && j < lo; j++)
-            s[j] = -INFINITY;
-        for (int j = hi + 1 > j0 ? hi + 1 : j0; j < j1; j++)
-            s[j] = -INFINITY;
-        return;
-    }
-    for (int j = j0; j < j1; j++) {
-        if (!mask_allowed(sm, i, j))
-            s[j] = -INFINITY;
-        else if (aa)
-            s[j] += aa[j];
-    }
-}
-
-void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
-                float *s)
-{
-    if (!sm->alibi)
-        return;
-    const float m = -sm->alibi[h];
-    const int32_t *p = sm->pos;
-    const int pi = p ? p[i] : i;
-    if (!p && !cols) { /* the common case, in vectors: positions below 2^24 are exact floats */
-        const float fi = (float)i;
-        for (int k = 0; k < n; k++)
-            s[k] += m * fabsf(fi - (float)(j0 + k * step));
-        return;
-    }
-    for (int k = 0; k < n; k++) {
-        const int j = cols ? cols[k] : j0 + k * step, pj = p ? p[j] : j;
-        s[k] += m * (float)(pi > pj ? pi - pj : pj - pi);
-    }
-}
 
 /* Scores per row attention_tiles may hold: every key, and as many gathered
  * columns again. */

@@ -1,7 +1,8 @@
 /* blockmask.c - a batch's mask compiled into tiles (FlexAttention's
  * BlockMask): for each tile of ENC_TILE_Q query rows, the tiles of
  * ENC_TILE_K keys it scores, full or partial; the empty ones are never
- * scored.  Also BigBird's random blocks and the allowed pairs in CSR form.
+ * scored.  Also the allowed pairs in CSR form.  Which pairs a mask allows
+ * is mask.c's rule; this file finds the tiles it fills.
  *
  * A tile's class comes from each mask component on its rectangle of
  * (query, key) pairs: NONE (no pair allowed), SOME, ALL.  The pattern
@@ -23,134 +24,6 @@ enum { NONE, SOME, ALL };
 
 /* The random-block table may hold at most this many entries. */
 #define RANDOM_TABLE_MAX ((size_t)1 << 24)
-
-/* ---- BigBird's random blocks --------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    const int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-int blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
-{
-    if (p->random <= 0 || qb < p->global)
-        return 0;
-    int n = 0;
-    for (int kb = MAX2(p->global, 0); kb < n_blocks; kb++)
-        if (kb - qb > p->window || qb - kb > p->window)
-            cand[n++] = kb;
-    const int k = MIN2(p->random, n);
-    uint64_t x = p->seed ^ (0x9E3779B97F4A7C15u * (uint64_t)(qb + 1));
-    for (int t = 0; t < k; t++) {
-        const int u = t + (int)(splitmix64(&x) % (uint64_t)(n - t));
-        const int c = cand[t];
-        cand[t] = cand[u];
-        cand[u] = c;
-    }
-    memcpy(out, cand, (size_t)k * sizeof *out);
-    qsort(out, (size_t)k, sizeof *out, cmp_int);
-    return k;
-}
-
-/* ---- checks ---------------------------------------------------------------- */
-
-int mask_validate(const enc_batch *in, enc_error *err)
-{
-    const enc_mask *mk = &in->mask;
-    const int B = in->B, L = in->L;
-    if (mk->window_left < ENC_WINDOW_NONE || mk->window_right < ENC_WINDOW_NONE)
-        return enc_error_set(err, ENC_EINVAL, "mask.window sides must not be negative");
-    if (mk->n_global && !mk->global)
-        return enc_error_set(err, ENC_EINVAL, "mask.global has no positions");
-    for (size_t k = 0; k < mk->n_global; k++)
-        if (mk->global[k] < 0 || mk->global[k] >= L)
-            return enc_error_set(err, ENC_EINVAL, "mask.global[%zu] = %d is outside 0..%d", k,
-                                 mk->global[k], L - 1);
-    if (mk->stride < 0)
-        return enc_error_set(err, ENC_EINVAL, "mask.strided.stride = %d must be at least 1",
-                             mk->stride);
-    if (mk->fixed_block < 0)
-        return enc_error_set(err, ENC_EINVAL, "mask.fixed.block = %d must be at least 1",
-                             mk->fixed_block);
-    if (mk->fixed_block > 0 && (mk->fixed_summary < 0 || mk->fixed_summary >= mk->fixed_block))
-        return enc_error_set(err, ENC_EINVAL,
-                             "mask.fixed.summary = %d must be in 0..%d (below mask.fixed.block "
-                             "= %d)",
-                             mk->fixed_summary, mk->fixed_block - 1, mk->fixed_block);
-    const enc_blocks_pattern *bp = &mk->blocks;
-    if (bp->size < 0)
-        return enc_error_set(err, ENC_EINVAL, "mask.blocks.size = %d must be at least 1", bp->size);
-    if (bp->size > 0 && (bp->window < 0 || bp->global < 0 || bp->random < 0))
-        return enc_error_set(err, ENC_EINVAL, "mask.blocks.%s = %d must not be negative",
-                             bp->window < 0   ? "window"
-                             : bp->global < 0 ? "global"
-                                              : "random",
-                             bp->window < 0   ? bp->window
-                             : bp->global < 0 ? bp->global
-                                              : bp->random);
-    if (mk->attn_kind == ENC_MASK_BOOL && !mk->attn_bool)
-        return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
-    if (mk->attn_kind == ENC_MASK_ADD) {
-        if (!mk->attn_add)
-            return enc_error_set(err, ENC_EINVAL, "mask.attn has no values");
-        size_t n = (size_t)(mk->attn_per_sequence ? B : 1) * L * L;
-        for (size_t k = 0; k < n; k++) {
-            float v = mk->attn_add[k];
-            if (isnan(v) || v == INFINITY)
-                return enc_error_set(err, ENC_EINVAL,
-                                     "mask.attn value at flat index %zu is %s; numbers or -inf "
-                                     "expected",
-                                     k, isnan(v) ? "NaN" : "+inf");
-        }
-    }
-    if ((unsigned)mk->attn_kind > ENC_MASK_ADD)
-        return enc_error_set(err, ENC_EINVAL, "mask.attn has an unknown kind");
-    return ENC_OK;
-}
-
-bool mask_has_pattern(const enc_mask *mk)
-{
-    return mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE ||
-           mk->stride > 0 || mk->fixed_block > 0 || mk->blocks.size > 0;
-}
-
-seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b)
-{
-    const enc_mask *mk = &in->mask;
-    const bm_seq *sq = &bm->seqs[b];
-    const size_t L = (size_t)in->L;
-    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
-    const bool pattern = mask_has_pattern(mk);
-    return (seq_mask){
-        .len = sq->len,
-        .L = in->L,
-        .causal = mk->causal,
-        .window_left = mk->window_left,
-        .window_right = mk->window_right,
-        .pattern = pattern,
-        .stride = mk->stride,
-        .fixed_block = mk->fixed_block,
-        .fixed_summary = mk->fixed_summary,
-        .blocks = mk->blocks,
-        .rnd = sq->rnd,
-        .rnd_k = sq->rnd_k,
-        .is_global = pattern && mk->n_global ? bm->is_global : NULL,
-        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
-        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
-        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
-        .banded = bm->band >= 0 && bm->band < sq->len - 1,
-        .band = bm->band,
-    };
-}
 
 /* ---- classifying a tile: queries [q0, q1) x keys [k0, k1) ---------------- */
 

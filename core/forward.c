@@ -1,313 +1,15 @@
-/* forward.c - the encoder forward: workspace, batch checks, and the block as a
- * short sequence of ops over the batch's real tokens packed into (T, D). */
+/* forward.c - the encoder forward: batch checks, and the block as a short
+ * sequence of ops over the batch's real tokens packed into (T, D), in the
+ * buffers of a workspace (workspace.c). */
 #include "internal.h"
+#include "workspace.h"
 
 #include "simd.h"
 #include "team.h"
 
-#include <cblas.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Query rows per attention tile: a thread's scores are (ATTN_TILE, L), never
- * (L, L), and tiles spread one sequence's attention over the team. */
-#define ATTN_TILE 64
-
-/* Threads each new workspace's team has (enc_set_threads). */
-static atomic_int default_threads = 1;
-
-/* One sequence of the packed batch: sequence b of job j, at rows
- * [row, row + len) of the packed matrices, its packed keys at kt floats
- * into the workspace's kt. */
-typedef struct seq_info {
-    int job, b, row, len;
-    size_t kt;
-    size_t csr;    /* CSR weights: where its values start in a layer's (floats) */
-    size_t gather; /* its gathered columns' keys and values in the workspace's gather */
-} seq_info;
-
-/* One unit of attention work on packed sequence seq: query rows [i0, i1)
- * (ITEM_TILE); its global positions' rows grows[i0 .. i1) of the block mask
- * (ITEM_GROWS); or the rows cls + k * stride, k in [i0, i1), of a strided
- * residue class (ITEM_RESIDUE).  cost: its scores per head, for sharing the
- * items out. */
-enum { ITEM_TILE, ITEM_GROWS, ITEM_RESIDUE };
-typedef struct attn_item {
-    int seq, i0, i1;
-    int kind, cls;
-    uint64_t cost;
-} attn_item;
-
-/* The attention work of one kind of layer over the packed batch: items
- * [0, n_res) residue classes, [n_res, n_tiles) tiles, then global rows;
- * each job's block mask (its own on global layers; with the local band on
- * local layers). */
-typedef struct attn_plan {
-    attn_item *items;
-    int n_res, n_tiles, n_items;
-    const enc_blockmask *const *bms; /* (jobs) */
-} attn_plan;
-
-/* RoPE's cosines and sines for one base: positions [0, cap), rope_dim
- * floats each (rope_dim / 2 cosines, then as many sines), computed in
- * double once. */
-typedef struct rope_table {
-    float *t;
-    int cap;
-} rope_table;
-
-struct enc_workspace {
-    const enc_model *m;
-    team *team;                 /* the threads this workspace's forwards use */
-    size_t cap_T, cap_L, cap_S; /* tokens, longest L, sequences */
-    void *mem;                  /* one allocation the buffers are carved from */
-    size_t bytes;
-    float *x;      /* (T, D) the residual stream */
-    float *y;      /* (T, D) a sublayer's normed input (pre-norm) */
-    float *qkv;    /* (T, D + 2*G*E) */
-    float *z;      /* (T, D) attention output, heads concatenated */
-    float *o;      /* (T, D) a sublayer's output */
-    float *h;      /* (T, ldh) feed-forward hidden layer, F used of each row */
-    float *emb;    /* (T, E) the embedding module's rows before its projection (ELECTRA's
-                      embeddings_project), or none */
-    float *kt;     /* every sequence's keys packed for the scores (attention_pack_keys),
-                      or none (!m->packed) */
-    float *scores; /* (threads, attn_floats) each thread's attention scratch */
-    size_t attn_floats;
-    seq_info *seqs;   /* (S) the packed sequences */
-    attn_item *items; /* (2 (3T + 3S)) attention work, two plans' (global and local layers):
-                         each the residue classes' items (at most len / 64 + stride <
-                         2 len + 1 a sequence), then the tiles (at most a tile per 16
-                         rows, plus one), then the global rows' (64 rows each) */
-    float *gemm;      /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
-    float *gather;    /* every sequence's gathered columns (attention_gather), its own
-                         allocation: sized by the masks, not the batch shape */
-    size_t cap_gather;
-    bool gathering; /* this batch has gathered columns or residue classes */
-    int ldh;        /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
-    int n_seqs;
-    attn_plan plans[2]; /* global layers', local layers' (hp.global_every > 1) */
-    float *resid;       /* (T, 2H + D) the residue classes' state: max and sum (T, H) each,
-                           z (T, D); its own allocation, grown when a batch needs it */
-    size_t cap_resid;
-    /* RoPE: each packed token's position, and the tables of the global
-     * layers' base and the local layers' */
-    int32_t *tokpos;
-    size_t cap_tokpos;
-    rope_table ropes[2];
-};
-
-/* OpenBLAS's buffer pool.  Each BLAS call in progress holds one buffer of
- * the pool, and each of OpenBLAS's own threads holds one from the moment it
- * starts (at load, but it may run late) until the process ends; whoever
- * finds every mapped buffer taken maps a new one, and when that mapping
- * fails (an address-space limit, RLIMIT_AS) OpenBLAS retries for ever: a
- * forward would hang after a request had run the process out of memory.
- * So each new workspace has the pool map a buffer for every thread of the
- * workspaces alive plus every thread OpenBLAS may have (fewer than the CPUs
- * it counts): this thread takes them all together, then gives them back.
- * OpenBLAS 0.3.21's pool keeps a buffer mapped once given back and hands
- * it to any thread (docs/reliability.md), so no later call maps.
- *
- * blas_memory_alloc and blas_memory_free are exported by libopenblas but
- * declared in no header of it; weak, so that another BLAS still links (and
- * gets no reservation).  The pool has 2 * MAX_THREADS buffers (MAX_THREADS
- * from openblas_get_config(), 64 in Debian's build); past that OpenBLAS
- * warns (and, past its overflow area, returns NULL), so the count is capped
- * there. */
-extern void *blas_memory_alloc(int procpos) __attribute__((weak));
-extern void blas_memory_free(void *area) __attribute__((weak));
-
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static int blas_threads; /* threads of the workspaces alive (under blas_lock) */
-
-static int blas_pool_size(void)
-{
-    const char *cfg = openblas_get_config(), *mt = cfg ? strstr(cfg, "MAX_THREADS=") : NULL;
-    const int n = mt ? atoi(mt + strlen("MAX_THREADS=")) : 0;
-    return n > 0 ? 2 * n : 16;
-}
-
-/* Has the pool map want buffers: takes them all at once, gives them back. */
-static void blas_map_buffers(int want)
-{
-    void **held = calloc((size_t)want, sizeof *held);
-    int got = 0;
-    while (held && got < want && (held[got] = blas_memory_alloc(0)) != NULL)
-        got++;
-    while (got > 0)
-        blas_memory_free(held[--got]);
-    free(held);
-}
-
-/* A workspace of n threads is made (n > 0) or freed (n < 0). */
-static void blas_threads_add(int n)
-{
-    pthread_mutex_lock(&blas_lock);
-    blas_threads += n;
-    if (n > 0 && blas_memory_alloc && blas_memory_free) {
-        const int cap = blas_pool_size(), all = blas_threads + openblas_get_num_procs() - 1;
-        blas_map_buffers(all < cap ? all : cap);
-    }
-    pthread_mutex_unlock(&blas_lock);
-}
-
-/* Whether m's forwards call BLAS: some Linear left unpacked (attention
- * too when none is packed), or the AVX-512 kernel turned off (simd.h). */
-static bool calls_blas(const enc_model *m)
-{
-    if (!m->packed || !simd_enabled())
-        return true;
-    if (m->embed && m->embed->proj_w && !m->embed->pk_proj)
-        return true;
-    for (int l = 0; l < m->hp.n_layers; l++) {
-        const enc_layer *ly = &m->layers[l];
-        if (!ly->pk_qkv || !ly->pk_o || !ly->pk_1 || !ly->pk_2)
-            return true;
-    }
-    return false;
-}
-
-int enc_blas_threads_max(const enc_model *m)
-{
-    if (!calls_blas(m) || !blas_memory_alloc || !blas_memory_free)
-        return INT_MAX;
-    const int n = blas_pool_size() - (openblas_get_num_procs() - 1);
-    return n > 1 ? n : 1;
-}
-
-int enc_threads(void)
-{
-    return atomic_load(&default_threads);
-}
-
-enc_workspace *enc_workspace_new(const enc_model *m)
-{
-    enc_workspace *ws = calloc(1, sizeof *ws);
-    if (!ws)
-        return NULL;
-    ws->m = m;
-    if (!(ws->team = team_new(atomic_load(&default_threads)))) {
-        free(ws);
-        return NULL;
-    }
-    blas_threads_add(team_size(ws->team));
-    return ws;
-}
-
-void enc_workspace_free(enc_workspace *ws)
-{
-    if (!ws)
-        return;
-    blas_threads_add(-team_size(ws->team));
-    team_free(ws->team);
-    free(ws->gather);
-    free(ws->resid);
-    free(ws->tokpos);
-    free(ws->ropes[0].t);
-    free(ws->ropes[1].t);
-    free(ws->mem);
-    free(ws);
-}
-
-size_t enc_workspace_bytes(const enc_workspace *ws)
-{
-    return ws ? ws->bytes : 0;
-}
-
-/* a * b into *out, or false on size_t overflow. */
-static bool mul_ok(size_t a, size_t b, size_t *out)
-{
-    if (b && a > SIZE_MAX / b)
-        return false;
-    *out = a * b;
-    return true;
-}
-
-/* Rounds n bytes up to a 64-byte boundary (a cache line, an AVX-512 vector). */
-static size_t align64(size_t n)
-{
-    return (n + 63) & ~(size_t)63;
-}
-
-/* Makes room for T packed tokens, sequences up to L long, S sequences.
- * Grows only; contents are not kept.  Returns 0 or ENC_ENOMEM. */
-static int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error *err)
-{
-    if (ws->mem && T <= ws->cap_T && L <= ws->cap_L && S <= ws->cap_S)
-        return ENC_OK;
-    const enc_model *m = ws->m;
-    T = T > ws->cap_T ? T : ws->cap_T;
-    L = L > ws->cap_L ? L : ws->cap_L;
-    S = S > ws->cap_S ? S : ws->cap_S;
-
-    const size_t D = (size_t)m->hp.d_model, Q = (size_t)m->qkv_dim;
-    const size_t nth = (size_t)team_size(ws->team), tile = L < ATTN_TILE ? L : ATTN_TILE;
-    const size_t GE = (size_t)m->hp.n_kv_heads * (size_t)m->head_dim;
-    const int ldh = gemm_padded_ld(enc_ffn_rows(&m->hp)); /* F, or input and gate */
-    const size_t attn_floats =
-        align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
-        sizeof(float);
-    size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[12];
-    /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
-     * per sequence */
-    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
-              mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
-              n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
-              S < SIZE_MAX / 32 && (!m->packed || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
-              n_kt < SIZE_MAX / 8;
-    if (!ok)
-        return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
-    sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
-    sizes[2] = align64(n_tq * sizeof(float));
-    sizes[5] = align64(n_tf * sizeof(float));
-    sizes[6] = align64(n_ll * sizeof(float));
-    sizes[7] = m->embed && m->embed->proj_w
-                   ? align64(T * (size_t)m->embed->cfg.embedding_size * sizeof(float))
-                   : 0; /* T < SIZE_MAX / 16 and E < 2^16 */
-    sizes[8] = align64(S * sizeof(seq_info));
-    sizes[9] = align64(2 * (3 * T + 3 * S) * sizeof(attn_item));
-    sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
-    sizes[11] = align64(n_kt * sizeof(float));
-    size_t total = 0;
-    for (int i = 0; i < 12; i++) {
-        if (sizes[i] > SIZE_MAX - total)
-            return enc_error_set(err, ENC_ENOMEM,
-                                 "batch too large for this machine's address "
-                                 "space");
-        total += sizes[i];
-    }
-
-    void *mem = aligned_alloc(64, total);
-    if (!mem)
-        return enc_error_set(err, ENC_ENOMEM, "out of memory: the workspace needs %zu bytes",
-                             total);
-    free(ws->mem);
-    ws->mem = mem;
-    ws->bytes = total;
-    ws->cap_T = T;
-    ws->cap_L = L;
-    ws->cap_S = S;
-    ws->ldh = ldh;
-    ws->attn_floats = attn_floats;
-    char *p = mem;
-    void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,    (void **)&ws->qkv,
-                       (void **)&ws->z,      (void **)&ws->o,    (void **)&ws->h,
-                       (void **)&ws->scores, (void **)&ws->emb,  (void **)&ws->seqs,
-                       (void **)&ws->items,  (void **)&ws->gemm, (void **)&ws->kt};
-    for (int i = 0; i < 12; i++) {
-        if (bufs[i])
-            *bufs[i] = p;
-        p += sizes[i];
-    }
-    ws->plans[0].items = ws->items;
-    ws->plans[1].items = ws->items + 3 * T + 3 * S;
-    return ENC_OK;
-}
 
 int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
 {
@@ -392,8 +94,7 @@ static void phase_linear(void *arg, int tid, int n)
     const enc_activation *act = c->lin_act ? &c->m->hp.activation : NULL;
     int n0, n1;
     if (c->lin_pk) {
-        float *scratch =
-            c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
+        float *scratch = workspace_gemm_scratch(c->ws, tid);
         if (c->lin_rope) { /* a share of the q and k heads, rotated; then of v's panels */
             const int heads = c->m->hp.n_heads + c->m->hp.n_kv_heads, v0 = 2 * heads;
             team_split(heads, tid, n, &n0, &n1);
@@ -420,8 +121,7 @@ static void phase_linear(void *arg, int tid, int n)
         return;
     }
     if (c->lin_bf) { /* bfloat16 without AVX-512: a share of the panels, widened */
-        float *scratch =
-            c->ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
+        float *scratch = workspace_gemm_scratch(c->ws, tid);
         team_split(gemm_panels(c->lin_bf), tid, n, &n0, &n1);
         if (n1 > n0)
             gemm_bf16_blas_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_bf, c->lin_b,
@@ -473,8 +173,7 @@ static void phase_embed(void *arg, int tid, int n)
     const int D = m->hp.d_model, E = e->cfg.embedding_size;
     const bool proj = e->proj_w != NULL;
     const gemm_packed *pk = proj && m->packed && simd_enabled() ? e->pk_proj : NULL;
-    float *scratch =
-        pk ? ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float)) : NULL;
+    float *scratch = pk ? workspace_gemm_scratch(ws, tid) : NULL;
     int r0, r1;
     team_split(c->T, tid, n, &r0, &r1);
     for (int s = 0; s < ws->n_seqs && r0 < r1; s++) {
@@ -493,14 +192,6 @@ static void phase_embed(void *arg, int tid, int n)
             linear_forward_cols(ws->x + (size_t)lo * D, D, rows, E, e->proj_w, e->proj_b, hi - lo,
                                 E, 0, D, NULL);
     }
-}
-
-/* Floats of one key/value head's gathered area of a sequence: its gathered
- * columns, then its residue classes. */
-static size_t seq_gather_floats(const bm_seq *bs, int E)
-{
-    return attention_gather_floats(bs->n_gcols, E) +
-           (bs->stride ? attention_residue_floats(bs->len, bs->stride, bs->stride, E) : 0);
 }
 
 /* Items [k0, k1) of n (costs cost[k]): thread tid's share of the total
@@ -1035,58 +726,6 @@ static int fail_live_jobs(enc_job *jobs, int n, int rc, const enc_error *err)
     return k;
 }
 
-/* Grows *buf (its own allocation, *cap floats) to need floats; contents
- * are not kept.  Returns false when out of memory. */
-static bool grow_floats(float **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return true;
-    float *p = aligned_alloc(64, align64(need * sizeof(float)));
-    if (!p)
-        return false;
-    free(*buf);
-    *buf = p;
-    *cap = need;
-    return true;
-}
-
-/* Floats of sequence b of job j's gathered area, every key/value head: the
- * larger of its global and local layers' (lbms NULL: no local layers). */
-static size_t job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
-                                const enc_blockmask *const *lbms, int j, int b)
-{
-    size_t f = seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
-    if (lbms) {
-        const size_t lf = seq_gather_floats(&lbms[j]->seqs[b], m->head_dim);
-        f = lf > f ? lf : f;
-    }
-    return (size_t)m->hp.n_kv_heads * f;
-}
-
-/* Room for what the live jobs' block masks need besides the batch shape:
- * every sequence's gathered columns and residue classes (every key/value
- * head), and the residue classes' running state.  Returns 0 or ENC_ENOMEM. */
-static int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
-                                   const enc_blockmask *const *bms,
-                                   const enc_blockmask *const *lbms, enc_error *err)
-{
-    const enc_model *m = ws->m;
-    size_t gather = 0;
-    bool residue = false;
-    for (int j = 0; j < n; j++)
-        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++) {
-            gather += job_gather_floats(m, bms, lbms, j, b);
-            residue |= bms[j]->seqs[b].stride > 0;
-        }
-    ws->gathering = gather > 0;
-    if (!grow_floats(&ws->gather, &ws->cap_gather, gather))
-        return enc_error_set(err, ENC_ENOMEM, "out of memory for the mask's gathered columns");
-    const size_t n_resid = ws->cap_T * (2 * (size_t)m->hp.n_heads + (size_t)m->hp.d_model);
-    if (residue && !grow_floats(&ws->resid, &ws->cap_resid, n_resid))
-        return enc_error_set(err, ENC_ENOMEM, "out of memory for the strided pattern's state");
-    return ENC_OK;
-}
-
 int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
 {
     if (!ws || ws->m != m || n < 1) {
@@ -1285,11 +924,4 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
         flops += linears + 4.0 * B * hp->n_heads * pairs * E;
     }
     return flops;
-}
-
-void enc_set_threads(int n)
-{
-    /* The team splits every op itself; BLAS calls are one thread each. */
-    openblas_set_num_threads(1);
-    atomic_store(&default_threads, n > 0 ? n : 1);
 }

@@ -347,7 +347,7 @@ float softmax_block(float *s, int n, float *max, float *sum);
  * row was one of those and is done. */
 bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret);
 
-/* ---- attention.c ---- */
+/* ---- mask.c: the mask rule ---- */
 
 /* Which keys one sequence's queries may see: enc_mask's rule for one
  * sequence (seq_mask_for). */
@@ -391,6 +391,13 @@ void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *c
 void mask_apply_row(const seq_mask *sm, int i, float *s);
 /* The same for keys [j0, j1) only: s[0] is key j0's score. */
 void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s);
+
+/* The mask checks of enc_batch_validate that need no model. */
+int mask_validate(const enc_batch *in, enc_error *err);
+/* Whether a pattern option (window, stride, fixed, blocks) is given. */
+bool mask_has_pattern(const enc_mask *mk);
+/* Sequence b's mask view, over in's arrays and bm's tables. */
+seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b);
 
 /* ---- blockmask.c ---- */
 
@@ -441,12 +448,7 @@ enc_blockmask *blockmask_new(const enc_batch *in, bool csr, bool residue, int ba
 /* Whether query tile qt lists key tile kt. */
 bool blockmask_listed(const bm_seq *s, int qt, int kt);
 
-/* The mask checks of enc_batch_validate that need no model. */
-int mask_validate(const enc_batch *in, enc_error *err);
-/* Whether a pattern option (window, stride, fixed, blocks) is given. */
-bool mask_has_pattern(const enc_mask *mk);
-/* Sequence b's mask view, over in's arrays and bm's tables. */
-seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b);
+/* ---- attention.c ---- */
 
 /* Keys per block: of the score products, and of attention's online
  * softmax (without weights to return, sequences of at least KEY_BLOCK + 2
