@@ -10,6 +10,8 @@
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
 #                        of README.md run against the daemon, its output checked
 #                        (make test runs it)
+#   make layers-check    no file includes a header from a layer above its own
+#                        (make test runs it)
 #   make docs-links      every relative link of the docs reaches a file and a heading
 #                        (make test runs it)
 #   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
@@ -206,7 +208,7 @@ $(TEST_BIN): $(TEST_OBJ) $(APP_LIB) $(CORE_LIB) | $(ATTND)
 
 # The test runner prints Check's summary line ("100%: Checks: N, Failures: 0,
 # Errors: 0") and exits non-zero on any failure.
-test: docs-check
+test: docs-check layers-check
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	@rm -rf $(RECORD_DIR) && mkdir -p $(RECORD_DIR)
@@ -228,6 +230,20 @@ docs-check:
 	    'shared[/]|steer[i]ng' .; then \
 	  echo "docs-check: the lines above point outside the repository"; exit 1; \
 	else echo "docs-check: no file points outside the repository"; fi
+
+# The layers include only downwards: core/ (the encoder) includes nothing of
+# the daemon; server/codec/ (bytes and numbers) nothing of protocol/, http/
+# or runtime/; server/runtime/ (the pool, buffers, metrics) nothing of
+# protocol/ or http/; server/protocol/ (the codecs of each API) nothing of
+# http/.
+.PHONY: layers-check
+layers-check:
+	@bad=$$( { grep -lE '#include "(protocol|http|codec|runtime|config)/' core/*.[ch] core/tokenizer/*.[ch]; \
+	  grep -lE '#include "(protocol|http|runtime)/' server/codec/*.[ch]; \
+	  grep -lE '#include "(protocol|http)/' server/runtime/*.[ch]; \
+	  grep -lE '#include "http/' server/protocol/*.[ch]; } 2>/dev/null ); \
+	if [ -n "$$bad" ]; then echo "layers-check: these include a layer above their own:"; \
+	  echo "$$bad"; exit 1; else echo "layers-check: every include points down"; fi
 
 # The node tools the tests use come from npm, at the versions package.json
 # and package-lock.json pin: playwright-core (the page test), @redocly/cli,

@@ -235,7 +235,7 @@ typedef struct enc_embedding_info {
 } enc_embedding_info;
 const enc_embedding_info *enc_model_embedding(const enc_model *m);
 
-/* ---- Hugging Face encoder directories (checkpoint.c) ---------------------- */
+/* ---- Hugging Face encoder directories (hfconfig.c, checkpoint.c) -------- */
 
 /* What a directory's config.json says, for model.dir: the architecture and
  * the encoder's hyperparameters (post-norm, biases, n_kv_heads = n_heads),

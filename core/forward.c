@@ -726,92 +726,116 @@ static int fail_live_jobs(enc_job *jobs, int n, int rc, const enc_error *err)
     return k;
 }
 
-int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
+/* What enc_forward_many works out before it computes: each job's block
+ * masks and the packed batch's size. */
+typedef struct forward_plan {
+    const enc_blockmask **bms;         /* (n) each job's block mask */
+    enc_blockmask **own;               /* (n) those compiled here, to free */
+    enc_blockmask **lbms;              /* (n) the local layers' (with the band) */
+    const enc_blockmask *const *local; /* lbms, or NULL: no local layers */
+    uint64_t *scores;                  /* (n) the scores each job's attention computed */
+    size_t T, S, Lmax;                 /* real tokens, sequences, longest L of the live jobs */
+} forward_plan;
+
+/* Checks each job and compiles its block masks into p; a job that fails
+ * its checks fails alone.  Returns how many jobs failed. */
+static int plan_jobs(const enc_model *m, enc_job *jobs, int n, forward_plan *p)
 {
-    if (!ws || ws->m != m || n < 1) {
-        for (int j = 0; j < n; j++)
-            jobs[j].rc =
-                enc_error_set(&jobs[j].err, ENC_EINVAL, "forward needs the model's workspace");
-        return n;
-    }
-    const int D = m->hp.d_model, H = m->hp.n_heads;
-    size_t T = 0, S = 0, Lmax = 1;
-    int failed = 0;
-    /* (n) each job's block mask, the ones compiled here, the local layers',
-     * its scores */
     const bool has_local = has_local_layers(&m->hp);
-    const enc_blockmask **bms = calloc((size_t)n, sizeof *bms);
-    enc_blockmask **own = calloc((size_t)n, sizeof *own);
-    enc_blockmask **lbms = calloc((size_t)n, sizeof *lbms);
-    uint64_t *scores = calloc((size_t)n, sizeof *scores);
-    const enc_blockmask *const *local = has_local ? (const enc_blockmask *const *)lbms : NULL;
-    if (!bms || !own || !lbms || !scores) {
+    p->bms = calloc((size_t)n, sizeof *p->bms);
+    p->own = calloc((size_t)n, sizeof *p->own);
+    p->lbms = calloc((size_t)n, sizeof *p->lbms);
+    p->scores = calloc((size_t)n, sizeof *p->scores);
+    p->local = has_local ? (const enc_blockmask *const *)p->lbms : NULL;
+    p->Lmax = 1;
+    if (!p->bms || !p->own || !p->lbms || !p->scores) {
         for (int j = 0; j < n; j++)
             jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENOMEM, "out of memory planning a batch");
-        failed = n;
-        goto done;
+        return n;
     }
+    int failed = 0;
     for (int j = 0; j < n; j++) {
-        if (job_check(m, &jobs[j], &bms[j], &own[j], &lbms[j]) < 0) {
+        if (job_check(m, &jobs[j], &p->bms[j], &p->own[j], &p->lbms[j]) < 0) {
             failed++;
             continue;
         }
         const enc_batch *in = jobs[j].in;
         for (int b = 0; b < in->B; b++)
-            T += (size_t)(in->lengths ? in->lengths[b] : in->L);
-        S += (size_t)in->B;
-        Lmax = (size_t)in->L > Lmax ? (size_t)in->L : Lmax;
+            p->T += (size_t)(in->lengths ? in->lengths[b] : in->L);
+        p->S += (size_t)in->B;
+        p->Lmax = (size_t)in->L > p->Lmax ? (size_t)in->L : p->Lmax;
     }
-    if (failed == n)
-        goto done;
-    enc_error err = {0};
-    int rc = ENC_OK;
-    if (T > INT32_MAX)
-        rc = enc_error_set(&err, ENC_ELIMIT, "batch has %zu tokens; at most %d", T, INT32_MAX);
-    if (rc == 0)
-        rc = workspace_reserve(ws, T, Lmax, S, &err);
-    if (rc < 0) {
-        failed += fail_live_jobs(jobs, n, rc, &err);
-        goto done;
-    }
+    return failed;
+}
 
-    rc = workspace_reserve_masks(ws, jobs, n, bms, local, &err);
-    if (rc < 0) {
-        failed += fail_live_jobs(jobs, n, rc, &err);
-        goto done;
+static void plan_free(forward_plan *p, int n)
+{
+    for (int j = 0; p->own && p->lbms && j < n; j++) {
+        enc_blockmask_free(p->own[j]);
+        enc_blockmask_free(p->lbms[j]);
     }
+    free(p->own);
+    free(p->lbms);
+    free((void *)p->bms);
+    free(p->scores);
+}
 
-    /* RoPE: every token's position, and the angles up to the largest. */
-    if (m->hp.position == ENC_POS_ROPE) {
-        int32_t *tp = T > ws->cap_tokpos ? realloc(ws->tokpos, T * sizeof *tp) : ws->tokpos;
-        if (tp && T > ws->cap_tokpos) {
-            ws->tokpos = tp;
-            ws->cap_tokpos = T;
-        }
-        int need = 0;
-        size_t t = 0;
-        for (int j = 0; tp && j < n; j++) {
-            if (jobs[j].rc < 0)
-                continue;
-            const enc_batch *in = jobs[j].in;
-            for (int b = 0; b < in->B; b++) {
-                const int len = in->lengths ? in->lengths[b] : in->L;
-                const int32_t *pos = in->positions ? in->positions + (size_t)b * in->L : NULL;
-                for (int i = 0; i < len; i++, t++) {
-                    tp[t] = pos ? pos[i] : i;
-                    need = tp[t] + 1 > need ? tp[t] + 1 : need;
-                }
+/* RoPE: every packed token's position in ws->tokpos, and the angles up to
+ * the largest.  Returns 0 or ENC_ENOMEM. */
+static int rope_positions(enc_workspace *ws, const enc_job *jobs, int n, size_t T, enc_error *err)
+{
+    int32_t *tp = T > ws->cap_tokpos ? realloc(ws->tokpos, T * sizeof *tp) : ws->tokpos;
+    if (!tp)
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for the positions");
+    if (T > ws->cap_tokpos) {
+        ws->tokpos = tp;
+        ws->cap_tokpos = T;
+    }
+    int need = 0;
+    size_t t = 0;
+    for (int j = 0; j < n; j++) {
+        if (jobs[j].rc < 0)
+            continue;
+        const enc_batch *in = jobs[j].in;
+        for (int b = 0; b < in->B; b++) {
+            const int len = in->lengths ? in->lengths[b] : in->L;
+            const int32_t *pos = in->positions ? in->positions + (size_t)b * in->L : NULL;
+            for (int i = 0; i < len; i++, t++) {
+                tp[t] = pos ? pos[i] : i;
+                need = tp[t] + 1 > need ? tp[t] + 1 : need;
             }
         }
-        rc = tp ? rope_tables(ws, need, &err)
-                : enc_error_set(&err, ENC_ENOMEM, "out of memory for the positions");
-        if (rc < 0) {
-            failed += fail_live_jobs(jobs, n, rc, &err);
-            goto done;
-        }
     }
+    return rope_tables(ws, need, err);
+}
 
-    /* Pack the real tokens of every sequence of every job into x (T, D). */
+/* Room in ws for the plan's batch: its shape, its masks' gathered areas,
+ * RoPE's positions.  On failure every live job fails with the reason;
+ * returns how many did. */
+static int reserve_batch(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n,
+                         const forward_plan *p)
+{
+    enc_error err = {0};
+    int rc = ENC_OK;
+    if (p->T > INT32_MAX)
+        rc = enc_error_set(&err, ENC_ELIMIT, "batch has %zu tokens; at most %d", p->T, INT32_MAX);
+    if (rc == 0)
+        rc = workspace_reserve(ws, p->T, p->Lmax, p->S, &err);
+    if (rc == 0)
+        rc = workspace_reserve_masks(ws, jobs, n, p->bms, p->local, &err);
+    if (rc == 0 && m->hp.position == ENC_POS_ROPE)
+        rc = rope_positions(ws, jobs, n, p->T, &err);
+    return rc < 0 ? fail_live_jobs(jobs, n, rc, &err) : 0;
+}
+
+/* Packs the real tokens of every sequence of every live job into x (T, D)
+ * (the embedding module's rows for token ids), each sequence's offsets
+ * into the workspace's areas, dense weights' padding entries zeroed, and
+ * plans the attention work. */
+static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *jobs, int n,
+                       const forward_plan *p)
+{
+    const int D = m->hp.d_model, H = m->hp.n_heads;
     int row = 0;
     size_t kt = 0, goff = 0;
     bool ids = false; /* some batch gives token ids: the embedding module runs */
@@ -827,8 +851,8 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
             ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
-            goff += job_gather_floats(m, bms, local, j, b);
-            csr += (size_t)heads * bms[j]->seqs[b].nnz;
+            goff += job_gather_floats(m, p->bms, p->local, j, b);
+            csr += (size_t)heads * p->bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             if (in->x)
                 memcpy(ws->x + (size_t)row * D, in->x + (size_t)b * L * D,
@@ -846,27 +870,40 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
         ids |= in->ids != NULL;
     }
     if (ids) { /* the ids batches' rows of x, from the embedding module */
-        block_ctx c = {.m = m, .ws = ws, .jobs = jobs, .T = (int)T};
+        block_ctx c = {.m = m, .ws = ws, .jobs = jobs, .T = (int)p->T};
         team_run(ws->team, phase_embed, &c);
     }
-    plan_attention(ws, &ws->plans[0], bms);
-    if (has_local)
-        plan_attention(ws, &ws->plans[1], local);
+    plan_attention(ws, &ws->plans[0], p->bms);
+    if (p->local)
+        plan_attention(ws, &ws->plans[1], p->local);
+}
 
+/* Every layer over the packed batch, then post-norm's final norm. */
+static void run_layers(const enc_model *m, enc_workspace *ws, const enc_job *jobs,
+                       const forward_plan *p)
+{
     bool y_ready = false;
     for (int l = 0; l < m->hp.n_layers; l++)
-        y_ready = block_forward(m, l, ws, jobs, bms, scores, (int)T, y_ready);
+        y_ready = block_forward(m, l, ws, jobs, p->bms, p->scores, (int)p->T, y_ready);
     if (m->final_w && !m->hp.norm_first) { /* post-norm's final norm, in place (pre-norm's
                                               came with the last residual add) */
-        block_ctx c = {.m = m, .ws = ws, .T = (int)T};
+        block_ctx c = {.m = m, .ws = ws, .T = (int)p->T};
         run_norm(&c, false, ws->x, m->final_w, m->final_b);
     }
     team_rest(ws->team); /* the rest is this thread's: free the helpers' CPUs */
+}
+
+/* Each live job's outputs and scores from the packed batch, padding rows
+ * zero; a job whose outputs are not finite fails alone.  Returns how many
+ * failed. */
+static int unpack_batch(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n,
+                        const forward_plan *p)
+{
+    const int D = m->hp.d_model;
+    int failed = 0;
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == 0)
-            jobs[j].res->scores = scores[j];
-
-    /* Unpack, padding rows zero; a job whose result overflowed fails alone. */
+            jobs[j].res->scores = p->scores[j];
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         enc_job *job = &jobs[sq->job];
@@ -885,15 +922,27 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
             failed++;
         }
     }
-done:
-    for (int j = 0; own && lbms && j < n; j++) {
-        enc_blockmask_free(own[j]);
-        enc_blockmask_free(lbms[j]);
+    return failed;
+}
+
+int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
+{
+    if (!ws || ws->m != m || n < 1) {
+        for (int j = 0; j < n; j++)
+            jobs[j].rc =
+                enc_error_set(&jobs[j].err, ENC_EINVAL, "forward needs the model's workspace");
+        return n;
     }
-    free(own);
-    free(lbms);
-    free((void *)bms);
-    free(scores);
+    forward_plan p = {0};
+    int failed = plan_jobs(m, jobs, n, &p);
+    if (failed < n)
+        failed += reserve_batch(m, ws, jobs, n, &p);
+    if (failed < n) {
+        pack_batch(m, ws, jobs, n, &p);
+        run_layers(m, ws, jobs, &p);
+        failed += unpack_batch(m, ws, jobs, n, &p);
+    }
+    plan_free(&p, n);
     return failed;
 }
 

@@ -192,7 +192,7 @@ typedef enum embed_dtype {
     EMBED_BF16,
 } embed_dtype;
 
-/* What the module computes, from config.json (checkpoint.c fills it). */
+/* What the module computes, from config.json (hfconfig.c fills it). */
 typedef struct embed_config {
     int vocab_size;      /* V: the word table's rows */
     int type_vocab_size; /* TV: the token type table's rows, 0: none */

@@ -3,8 +3,6 @@
 #include "codec/base64.h"
 #include "codec/jsonnum.h"
 
-#include "protocol/v1.h"
-
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>

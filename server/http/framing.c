@@ -1,8 +1,6 @@
 /* framing.c - RFC 9112 framing and request-target checks (framing.h). */
 #include "http/framing.h"
 
-#include "protocol/v1.h"
-
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
