@@ -73,9 +73,9 @@ static void stream_done(void *cls)
 
 /* The block libmicrohttpd asks a streamed body for at a time (and holds per
  * response): a body of known length gets its own size up to 512 KiB, so a
- * B=1 L=128 response (1.5 MB in base64) goes out in three sends
- * (docs/performance.md: 512 KiB against 128 KiB, p50 / compute 1.13 against
- * 1.16) while a small one costs no more than itself; a body of unknown
+ * B=1 L=128 response (1.5 MB in base64) goes out in three sends (paired
+ * daemons, 512 KiB against 128 KiB blocks: p50 / compute 1.13 against 1.16;
+ * 2 MiB did no better) while a small one costs no more than itself; a body of unknown
  * length (JSON numbers, chunked) 128 KiB, where the block made no
  * difference.  64 connections streaming at once then hold at most 32 MiB. */
 #define STREAM_BLOCK_MAX   (512u << 10)
