@@ -16,9 +16,8 @@
 #include "http/linger.h"
 #include "codec/stream.h"
 #include "protocol/api.h"
-#include "protocol/v1.h"
 #include "protocol/openai.h"
-#include "protocol/v2.h"
+#include "protocol/protocol.h"
 #include "runtime/bufpool.h"
 #include "runtime/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -74,19 +73,15 @@ typedef struct route {
     const char *allow; /* the methods, for 405's Allow and OPTIONS */
     bool post;         /* POST with a body; otherwise GET and HEAD */
     bool open;         /* served without the API key */
-    bool v2;           /* errors in the Open Inference Protocol's form */
-    bool names_model;  /* /v2/models/{name}: the name must be the model's */
-    v2_route v2_route; /* a /v2 route: the v2_route_parse answer it is (V2_ROUTE_NONE: not /v2) */
+    /* The protocol of the path (protocol/protocol.h): its error body, and
+     * the codec of a forward's route; NULL: the contract's errors, no codec. */
+    const protocol *proto;
+    int proto_route;  /* with a proto that matches its own paths: the route's id */
+    bool names_model; /* the path names the model: proto->check_model */
     route_media media;
-    /* The whole body is in: answer, or hand a forward to the pool. */
+    /* The whole body is in: answer, or hand a forward to the pool
+     * (http_serve_forward, the proto's codec). */
     enum MHD_Result (*serve)(request *r);
-    /* POST routes: the codec that parses the body into the neutral request
-     * (NULL with err set: the answer). */
-    encode_request *(*parse)(request *r, const enc_hparams *hp, const api_limits *limits,
-                             api_error *err);
-    /* The forward has run: the codec renders the response into out (0, or
-     * -1 out of memory); *header_len > 0 for a JSON header then binary. */
-    int (*render)(request *r, stream *out, size_t *header_len);
 } route;
 
 /* An answer decided from the headers alone: sent once the body has been
@@ -121,11 +116,10 @@ struct request {
     size_t len, cap;
     unsigned long long drained; /* body bytes read and discarded */
     _Atomic req_state state;
-    encode_request enc;
-    bool v2;          /* a /v2 path: errors are {"error": "..."} */
-    v2_path v2path;   /* the model and version a /v2/models/... path names */
-    v2_request v2req; /* POST /v2/models/{name}/infer */
-    openai_request oai; /* POST /v1/embeddings (its forward is in enc) */
+    const protocol *proto; /* its path's (its route's, or the protocol a path without a
+                              route belongs to): the error body; NULL: the contract's */
+    void *pstate;          /* a forward's: its protocol's state (proto->state_size), owned */
+    encode_request *fwd;   /* the neutral request inside pstate the pool runs */
     pool_job job;
     stream *out;     /* a streamed response body (codec/stream.h), or NULL */
     atomic_int refs; /* libmicrohttpd's request, and a streamed body */
@@ -174,8 +168,11 @@ size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
 
 /* ---- routes.c -------------------------------------------------------------- */
 
-/* The route of a decoded path, or NULL; sets r->v2 and r->v2path. */
+/* The route of a decoded path, or NULL; sets r->proto. */
 const route *http_route_find(request *r, const char *path);
+/* The protocol a decoded path belongs to by the protocols' own matching
+ * (protocol.match), or NULL. */
+const protocol *http_protocol_of(const char *path, int *route_id);
 /* OPTIONS on r's route: its methods, and CORS's preflight answer. */
 enum MHD_Result http_serve_options(request *r);
 /* The pool ran r's forward (or refused it a place): answer. */

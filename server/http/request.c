@@ -153,8 +153,8 @@ static int decide_from_headers(request *r, const char *url, const char *method, 
         /* 400, or 414 for a path over sizeof path - 1 bytes; the body is
          * framed: read and discarded, the connection kept.  Under /v2 (as
          * far as the path was decoded) in the protocol's error form. */
-        v2_path seen;
-        r->v2 = v2_route_parse(path, &seen) != V2_ROUTE_NONE;
+        int id;
+        r->proto = http_protocol_of(path, &id);
         http_printable(r->path, sizeof r->path, url);
         return decide(r, err.kind, NULL, "%s", err.message);
     }
@@ -175,7 +175,7 @@ static int decide_from_headers(request *r, const char *url, const char *method, 
         return decide(r, API_UNAUTHORIZED,
                       (const char *const[]){"WWW-Authenticate", "Bearer", NULL},
                       "missing or wrong API key: send Authorization: Bearer <key>");
-    if (rt->names_model && v2_check_model(&r->v2path, s->cfg->model.name, &err) < 0)
+    if (rt->names_model && rt->proto->check_model(path, s->cfg->model.name, &err) < 0)
         return decide(r, err.kind, NULL, "%s", err.message);
     if (rt->media == MEDIA_NONE)
         return 0;
@@ -328,9 +328,10 @@ void http_request_unref(request *r)
     if (atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     stream_free(r->out);
-    encode_request_free(&r->enc);
-    v2_request_free(&r->v2req);
-    memset(&r->oai, 0, sizeof r->oai);
+    if (r->pstate) {
+        r->rt->proto->free(r->pstate);
+        free(r->pstate);
+    }
     bufpool_give(r->srv->buffers, r->body);
     free(r);
 }

@@ -124,14 +124,12 @@ enum MHD_Result http_respond_json(request *r, int status, json_t *obj, const cha
     return http_respond(r, status, "application/json", s, strlen(s), extra);
 }
 
-/* The contract's error body: {"error": {"type": ..., "message": ...}}. */
+/* The error body of the path's protocol, or the contract's. */
 enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *message,
                                    const char *const *extra)
 {
-    if (r->v2) /* the Open Inference Protocol's error body: {"error": "..."} */
-        return http_respond_json(r, api_error_status(kind), json_pack("{s:s}", "error", message),
-                                 extra);
-    json_t *body =
-        json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message", message);
-    return http_respond_json(r, api_error_status(kind), body, extra);
+    char *body = r->proto ? r->proto->error_body(kind, message) : api_error_body(kind, message);
+    if (!body)
+        return MHD_NO;
+    return http_respond(r, api_error_status(kind), "application/json", body, strlen(body), extra);
 }

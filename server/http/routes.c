@@ -6,6 +6,7 @@
 #include "page/page.h"
 #include "protocol/openapi.h"
 #include "protocol/text.h"
+#include "protocol/v2.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -148,12 +149,18 @@ static enum MHD_Result submit_job(request *r, encode_request *e)
     return MHD_YES;
 }
 
-/* A POST route once its body is in: its codec parses the body into the
- * neutral request (protocol/encode_request.h's encode_request), the outputs are
+static const char *header_of(void *cls, const char *name)
+{
+    return http_header(cls, name);
+}
+
+/* A forward's route once its body is in: its protocol parses the body into
+ * the neutral request (protocol/encode_request.h), the outputs are
  * allocated, and the pool gets the forward. */
 static enum MHD_Result serve_forward(request *r)
 {
     server *s = r->srv;
+    const protocol *p = r->rt->proto;
     api_error err = {0};
     /* Shutting down is no reason to refuse: a request that got this far was
      * accepted before the listener closed, and accepted requests finish. */
@@ -162,7 +169,16 @@ static enum MHD_Result serve_forward(request *r)
                                   (const char *const[]){"Retry-After", "1", NULL});
     const api_limits limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
-    encode_request *e = r->rt->parse(r, hp, &limits, &err);
+    if (!(r->pstate = calloc(1, p->state_size)))
+        return http_respond_error(r, API_UNAVAILABLE, "out of memory", NULL);
+    const proto_input in = {.body = r->body,
+                            .len = r->len,
+                            .header = header_of,
+                            .cls = r,
+                            .model_name = s->cfg->model.name,
+                            .hp = hp,
+                            .limits = &limits};
+    encode_request *e = r->fwd = p->parse(r->pstate, &in, &err);
     if (!e)
         return http_respond_error(r, err.kind, err.message, NULL);
     /* Token ids: the core's own checks (a sequence against the position
@@ -175,15 +191,6 @@ static enum MHD_Result serve_forward(request *r)
     if (encode_request_alloc_outputs(e, hp, &err) < 0)
         return http_respond_error(r, err.kind, err.message, NULL);
     return submit_job(r, e);
-}
-
-/* POST /v1/encode's codec. */
-static encode_request *parse_v1(request *r, const enc_hparams *hp, const api_limits *limits,
-                                api_error *err)
-{
-    if (encode_request_parse(&r->enc, r->body ? r->body : "", r->len, hp, limits, err) < 0)
-        return NULL;
-    return &r->enc;
 }
 
 /* The forward has run (or was refused a place): the queue's and the core's
@@ -207,10 +214,24 @@ enum MHD_Result http_forward_finish(request *r)
         return http_respond_error(r, api_error_of_core(job->rc), job->err.message, NULL);
     metrics_queue(s->mx, job->queue_ms / 1e3);
     metrics_attention_scores(s->mx, job->result.scores);
-    /* The route's codec renders the body as pieces, produced as the socket
-     * drains; header_len > 0: JSON then binary (the v2 protocol's form). */
+    const encode_request *e = r->fwd;
+    long tokens = 0;
+    for (int b = 0; b < e->batch.B; b++)
+        tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
+    const encode_usage usage = {.sequences = e->batch.B,
+                                .tokens = tokens,
+                                .queue_ms = job->queue_ms,
+                                .compute_ms = job->compute_ms,
+                                .attention_scores = job->result.scores};
+    const proto_output out = {.model_name = s->cfg->model.name,
+                              .hp = enc_model_hparams(s->model),
+                              .usage = &usage,
+                              .pooling = &s->pooling};
+    /* The route's protocol renders the body as pieces, produced as the
+     * socket drains; header_len > 0: JSON then binary (the v2 protocol's
+     * form). */
     size_t header_len = 0;
-    if (!(r->out = stream_new()) || r->rt->render(r, r->out, &header_len) < 0)
+    if (!(r->out = stream_new()) || r->rt->proto->render(r->pstate, &out, r->out, &header_len) < 0)
         return http_respond_error(r, API_UNAVAILABLE, "out of memory writing the response", NULL);
     /* A large JSON body: half of its numbers formatted by a helper thread,
      * ahead of the socket (the forward's CPUs are free by now). */
@@ -226,24 +247,6 @@ enum MHD_Result http_forward_finish(request *r)
     return http_respond_stream(r, "application/octet-stream",
                                (const char *const[]){"Inference-Header-Content-Length", hl,
                                                      "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
-}
-
-/* POST /v1/encode: the response to a forward that ran. */
-static int render_v1(request *r, stream *out, size_t *header_len)
-{
-    const server *s = r->srv;
-    const pool_job *job = &r->job;
-    const encode_request *e = &r->enc;
-    long tokens = 0;
-    for (int b = 0; b < e->batch.B; b++)
-        tokens += e->batch.lengths ? e->batch.lengths[b] : e->batch.L;
-    const encode_usage usage = {.sequences = e->batch.B,
-                                .tokens = tokens,
-                                .queue_ms = job->queue_ms,
-                                .compute_ms = job->compute_ms,
-                                .attention_scores = job->result.scores};
-    *header_len = 0;
-    return encode_response_stream(e, s->cfg->model.name, enc_model_hparams(s->model), &usage, out);
 }
 
 /* ---- text ------------------------------------------------------------------ */
@@ -328,40 +331,13 @@ done:
     return http_respond_json(r, 200, out, NULL);
 }
 
-/* POST /v1/embeddings' codec (openai.h): token ids and no attention weights
- * into the neutral request. */
-static encode_request *parse_openai(request *r, const enc_hparams *hp, const api_limits *limits,
-                                    api_error *err)
-{
-    if (openai_parse(&r->enc, &r->oai, r->body, r->len, r->srv->cfg->model.name, hp, limits, err) <
-        0)
-        return NULL;
-    return &r->enc;
-}
+/* ---- a protocol's own GET routes (protocol.get) ---------------------------- */
 
-/* The forward has run: the pooled embeddings in OpenAI's shape. */
-static int render_openai(request *r, stream *out, size_t *header_len)
+/* 503 in the protocol's error form, saying where the server is, with
+ * Retry-After.  Asked when not ready; READY here means the model arrived
+ * meanwhile: still answered as loading. */
+static enum MHD_Result not_ready(request *r)
 {
-    const server *s = r->srv;
-    *header_len = 0;
-    return openai_render(&r->enc, &r->oai, s->cfg->model.name,
-                         enc_model_hparams(s->model)->d_model, &s->pooling, out);
-}
-
-/* ---- the Open Inference Protocol (v2.h) ---------------------------------- */
-
-/* The health routes answer 200 with an empty body (the protocol: the status
- * is the answer), or 503 {"error": ...} as docs/contract.md section 7 says for
- * "not ready". */
-static enum MHD_Result respond_empty(request *r)
-{
-    return http_respond(r, 200, "text/plain", NULL, 0, NULL);
-}
-
-static enum MHD_Result v2_not_ready(request *r)
-{
-    /* Called when not ready; READY here means the model arrived meanwhile:
-     * still answered as loading. */
     const readiness now = readiness_of(r), rd = now == READY ? STARTING : now;
     char retry[24];
     return http_respond_error(r, API_UNAVAILABLE, READINESS_MESSAGE[rd],
@@ -369,63 +345,26 @@ static enum MHD_Result v2_not_ready(request *r)
                                                     NULL});
 }
 
-static enum MHD_Result respond_body(request *r, char *body)
-{
-    return body ? http_respond(r, 200, "application/json", body, strlen(body), NULL) : MHD_NO;
-}
-
-/* GET /v2 */
-static enum MHD_Result serve_v2_server(request *r)
-{
-    return respond_body(r, v2_server_metadata(ATTND_VERSION));
-}
-
-/* GET /v2/health/live */
-static enum MHD_Result serve_v2_live(request *r)
-{
-    return respond_empty(r);
-}
-
-static bool serving(request *r)
-{
-    return readiness_of(r) == READY;
-}
-
-/* GET /v2/health/ready, /v2/models/{name}/ready */
-static enum MHD_Result serve_v2_ready(request *r)
-{
-    return serving(r) ? respond_empty(r) : v2_not_ready(r);
-}
-
-/* GET /v2/models/{name} */
-static enum MHD_Result serve_v2_model(request *r)
-{
-    server *s = r->srv;
-    if (!atomic_load(&s->ready))
-        return v2_not_ready(r);
-    return respond_body(r, v2_model_metadata(s->cfg->model.name, enc_model_hparams(s->model),
-                                             enc_model_embedding(s->model), s->tokenizer != NULL));
-}
-
-/* POST /v2/models/{name}[/versions/{v}]/infer's codec. */
-static encode_request *parse_v2(request *r, const enc_hparams *hp, const api_limits *limits,
-                                api_error *err)
+static enum MHD_Result serve_proto_get(request *r)
 {
     const server *s = r->srv;
-    if (v2_request_parse(&r->v2req, r->body, r->len,
-                         http_header(r, "Inference-Header-Content-Length"), s->cfg->model.name, hp,
-                         limits, err) < 0)
-        return NULL;
-    return &r->v2req.enc;
-}
-
-/* The forward of an infer request has run: the v2 response, JSON alone or
- * JSON then binary outputs. */
-static int render_v2(request *r, stream *out, size_t *header_len)
-{
-    const server *s = r->srv;
-    return v2_response_stream(&r->v2req, s->cfg->model.name, enc_model_hparams(s->model),
-                              r->job.result.scores, out, header_len);
+    const bool loaded = atomic_load(&s->ready) && s->model;
+    const proto_server sv = {.loaded = loaded,
+                             .serving = loaded && readiness_of(r) == READY,
+                             .version = ATTND_VERSION,
+                             .model_name = s->cfg->model.name,
+                             .hp = loaded ? enc_model_hparams(s->model) : NULL,
+                             .emb = loaded ? enc_model_embedding(s->model) : NULL,
+                             .text = s->tokenizer != NULL};
+    char *body = NULL;
+    const int status = r->rt->proto->get(r->rt->proto_route, &sv, &body);
+    if (status == PROTO_NOT_READY)
+        return not_ready(r);
+    if (status != 200)
+        return MHD_NO;
+    if (!body) /* an empty body */
+        return http_respond(r, 200, "text/plain", NULL, 0, NULL);
+    return http_respond(r, 200, "application/json", body, strlen(body), NULL);
 }
 
 /* ---- the route table ------------------------------------------------------ */
@@ -437,61 +376,63 @@ static int render_v2(request *r, stream *out, size_t *header_len)
 #define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
 /* A POST route answered on the HTTP thread (no forward). */
 #define POST_ROUTE(p, fn) .path = p, .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON, .serve = fn
-/* A /v2 route: what v2_route_parse calls its path ({name} also stands for
- * {name}/versions/{v}). */
-#define V2(r) .v2 = true, .v2_route = V2_ROUTE_##r
+/* A POST route that runs a forward through its protocol's codec. */
+#define FORWARD_ROUTE(p, pr, m)                                                                    \
+    .path = p, .allow = ALLOW_POST, .post = true, .media = m, .proto = &pr, .serve = serve_forward
+/* A route of the Open Inference Protocol (v2.h): which of its routes it is
+ * (v2_route_parse's answer; {name} also stands for {name}/versions/{v}). */
+#define V2(r)        .proto = &v2_protocol, .proto_route = V2_ROUTE_##r
+#define V2_GET(p, r) GET_ROUTE(p, serve_proto_get), V2(r)
 
 /* Every route, one row each: adding a route is adding its row. */
 static const route routes[] = {
-    {.path = "/v1/encode",
-     .allow = ALLOW_POST,
-     .post = true,
-     .media = MEDIA_JSON,
-     .serve = serve_forward,
-     .parse = parse_v1,
-     .render = render_v1},
+    {FORWARD_ROUTE("/v1/encode", v1_protocol, MEDIA_JSON)},
     {POST_ROUTE("/v1/tokenize", serve_tokenize)},
-    {.path = "/v1/embeddings",
-     .allow = ALLOW_POST,
-     .post = true,
-     .media = MEDIA_JSON,
-     .serve = serve_forward,
-     .parse = parse_openai,
-     .render = render_openai},
+    {FORWARD_ROUTE("/v1/embeddings", openai_protocol, MEDIA_JSON)},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},
     {GET_ROUTE("/openapi.json", serve_openapi)},
     {GET_ROUTE("/", serve_page), .open = true},
     /* The Open Inference Protocol (v2.h). */
-    {GET_ROUTE("/v2", serve_v2_server), V2(SERVER)},
-    {GET_ROUTE("/v2/health/live", serve_v2_live), .open = true, V2(LIVE)},
-    {GET_ROUTE("/v2/health/ready", serve_v2_ready), .open = true, V2(READY)},
-    {GET_ROUTE("/v2/models/{name}", serve_v2_model), .names_model = true, V2(MODEL)},
-    {GET_ROUTE("/v2/models/{name}/ready", serve_v2_ready), .names_model = true, V2(MODEL_READY)},
-    {.path = "/v2/models/{name}/infer",
-     .allow = ALLOW_POST,
-     .post = true,
-     .names_model = true,
-     .media = MEDIA_ANY,
-     .serve = serve_forward,
-     .parse = parse_v2,
-     .render = render_v2,
-     V2(INFER)},
+    {V2_GET("/v2", SERVER)},
+    {V2_GET("/v2/health/live", LIVE), .open = true},
+    {V2_GET("/v2/health/ready", READY), .open = true},
+    {V2_GET("/v2/models/{name}", MODEL), .names_model = true},
+    {V2_GET("/v2/models/{name}/ready", MODEL_READY), .names_model = true},
+    {FORWARD_ROUTE("/v2/models/{name}/infer", v2_protocol, MEDIA_ANY), .names_model = true,
+     .proto_route = V2_ROUTE_INFER},
 };
 
-/* The route of a decoded path, or NULL.  A path under /v2 sets r->v2 (its
- * errors take the protocol's form even when no route matches) and, for the
- * model routes, fills r->v2path with the model and version it names. */
+/* The protocols that match their own paths (protocol.match). */
+static const protocol *const path_protocols[] = {&v2_protocol};
+
+const protocol *http_protocol_of(const char *path, int *route_id)
+{
+    for (size_t i = 0; i < sizeof path_protocols / sizeof *path_protocols; i++)
+        if ((*route_id = path_protocols[i]->match(path)) != 0)
+            return path_protocols[i];
+    *route_id = 0;
+    return NULL;
+}
+
+/* The route of a decoded path, or NULL.  A path a protocol matches itself
+ * takes that protocol's route of the same id (and its error form even when
+ * it has none); any other path a row of exactly that path. */
 const route *http_route_find(request *r, const char *path)
 {
-    const v2_route v = v2_route_parse(path, &r->v2path);
-    r->v2 = v != V2_ROUTE_NONE;
-    if (v == V2_ROUTE_UNKNOWN)
-        return NULL;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (r->v2 ? routes[i].v2_route == v : !routes[i].v2 && strcmp(path, routes[i].path) == 0)
-            return &routes[i];
+    int id;
+    const protocol *p = http_protocol_of(path, &id);
+    r->proto = p;
+    for (size_t i = 0; id >= 0 && i < sizeof routes / sizeof routes[0]; i++) {
+        const route *rt = &routes[i];
+        const bool own = rt->proto && rt->proto->match;
+        if (p ? own && rt->proto == p && rt->proto_route == id
+              : !own && strcmp(path, rt->path) == 0) {
+            r->proto = rt->proto;
+            return rt;
+        }
+    }
     return NULL;
 }
 

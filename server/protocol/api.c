@@ -37,6 +37,15 @@ api_error_kind api_error_of_core(int status)
     }
 }
 
+char *api_error_body(api_error_kind kind, const char *message)
+{
+    json_t *body =
+        json_pack("{s:{s:s,s:s}}", "error", "type", api_error_type(kind), "message", message);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return text;
+}
+
 int api_error_status(api_error_kind kind)
 {
     switch (kind) {

@@ -44,6 +44,10 @@ const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
  * anything else 500. */
 api_error_kind api_error_of_core(int status);
 
+/* The contract's error body, {"error": {"type": ..., "message": ...}}, as
+ * owned JSON text, or NULL when out of memory. */
+char *api_error_body(api_error_kind kind, const char *message);
+
 /* The limits a request is checked against before anything is allocated,
  * where its large buffers come from, and the model's embedding module,
  * which bounds token ids. */

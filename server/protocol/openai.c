@@ -3,6 +3,7 @@
  * embeddings pooled from the forward's outputs (core/pooling.c). */
 #include "protocol/openai.h"
 
+#include "protocol/protocol.h"
 #include "protocol/text.h"
 
 #include <jansson.h>
@@ -251,3 +252,40 @@ int openai_render(const encode_request *req, const openai_request *o, const char
     free(quoted);
     return stream_failed(st) ? -1 : 0;
 }
+
+/* ---- the protocol (protocol.h) ---------------------------------------------- */
+
+/* A /v1/embeddings request's state: its forward and its own options. */
+typedef struct openai_state {
+    encode_request enc;
+    openai_request o;
+} openai_state;
+
+static encode_request *openai_proto_parse(void *state, const proto_input *in, api_error *err)
+{
+    openai_state *st = state;
+    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->limits, err) <
+        0)
+        return NULL;
+    return &st->enc;
+}
+
+static int openai_proto_render(const void *state, const proto_output *out, stream *st,
+                               size_t *header_len)
+{
+    const openai_state *s = state;
+    *header_len = 0;
+    return openai_render(&s->enc, &s->o, out->model_name, out->hp->d_model, out->pooling, st);
+}
+
+static void openai_proto_free(void *state)
+{
+    encode_request_free(&((openai_state *)state)->enc);
+}
+
+const protocol openai_protocol = {.name = "openai",
+                                  .state_size = sizeof(openai_state),
+                                  .parse = openai_proto_parse,
+                                  .render = openai_proto_render,
+                                  .free = openai_proto_free,
+                                  .error_body = api_error_body};

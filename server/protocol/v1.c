@@ -59,6 +59,7 @@
 #include "protocol/v1.h"
 
 #include "protocol/options.h"
+#include "protocol/protocol.h"
 #include "protocol/text.h"
 
 #include "runtime/bufpool.h"
@@ -1134,3 +1135,31 @@ char *encode_response(const encode_request *req, const char *model_name, const e
     stream_free(st);
     return text;
 }
+
+/* ---- the protocol (protocol.h) ---------------------------------------------- */
+
+static encode_request *v1_parse(void *state, const proto_input *in, api_error *err)
+{
+    encode_request *req = state;
+    if (encode_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->limits, err) < 0)
+        return NULL;
+    return req;
+}
+
+static int v1_render(const void *state, const proto_output *out, stream *st, size_t *header_len)
+{
+    *header_len = 0;
+    return encode_response_stream(state, out->model_name, out->hp, out->usage, st);
+}
+
+static void v1_free(void *state)
+{
+    encode_request_free(state);
+}
+
+const protocol v1_protocol = {.name = "v1",
+                              .state_size = sizeof(encode_request),
+                              .parse = v1_parse,
+                              .render = v1_render,
+                              .free = v1_free,
+                              .error_body = api_error_body};

@@ -41,6 +41,7 @@
 #include "protocol/text.h"
 
 #include "protocol/options.h"
+#include "protocol/protocol.h"
 #include "codec/extract.h"
 #include "codec/jsonnum.h"
 
@@ -1399,3 +1400,85 @@ char *v2_response(const v2_request *req, const char *model_name, const enc_hpara
     stream_free(st);
     return text;
 }
+
+/* ---- the protocol (protocol.h) ---------------------------------------------- */
+
+/* The route ids are v2_route's: NONE (0) is not the protocol's path,
+ * UNKNOWN one of its paths without a route. */
+static int v2_match(const char *path)
+{
+    v2_path p;
+    const v2_route v = v2_route_parse(path, &p);
+    return v == V2_ROUTE_NONE ? 0 : v == V2_ROUTE_UNKNOWN ? -1 : (int)v;
+}
+
+static int v2_check_path(const char *path, const char *model_name, api_error *err)
+{
+    v2_path p;
+    v2_route_parse(path, &p);
+    return v2_check_model(&p, model_name, err);
+}
+
+static encode_request *v2_parse(void *state, const proto_input *in, api_error *err)
+{
+    v2_request *req = state;
+    const char *ihcl = in->header ? in->header(in->cls, "Inference-Header-Content-Length") : NULL;
+    if (v2_request_parse(req, in->body, in->len, ihcl, in->model_name, in->hp, in->limits, err) < 0)
+        return NULL;
+    return &req->enc;
+}
+
+static int v2_render(const void *state, const proto_output *out, stream *st, size_t *header_len)
+{
+    return v2_response_stream(state, out->model_name, out->hp, out->usage->attention_scores, st,
+                              header_len);
+}
+
+static void v2_free(void *state)
+{
+    v2_request_free(state);
+}
+
+/* GET /v2 (the server's metadata), /v2/health/live, /v2/health/ready,
+ * /v2/models/{name} (the model's metadata, once loaded) and its /ready:
+ * the health routes answer 200 with an empty body (the protocol: the
+ * status is the answer). */
+static int v2_get(int route_id, const proto_server *sv, char **body)
+{
+    *body = NULL;
+    switch (route_id) {
+    case V2_ROUTE_SERVER:
+        return (*body = v2_server_metadata(sv->version)) ? 200 : -1;
+    case V2_ROUTE_LIVE:
+        return 200;
+    case V2_ROUTE_READY:
+    case V2_ROUTE_MODEL_READY:
+        return sv->serving ? 200 : PROTO_NOT_READY;
+    case V2_ROUTE_MODEL:
+        if (!sv->loaded)
+            return PROTO_NOT_READY;
+        return (*body = v2_model_metadata(sv->model_name, sv->hp, sv->emb, sv->text)) ? 200 : -1;
+    default:
+        return -1;
+    }
+}
+
+/* The protocol's error body: {"error": "..."}. */
+static char *v2_error_body(api_error_kind kind, const char *message)
+{
+    (void)kind;
+    json_t *body = json_pack("{s:s}", "error", message);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return text;
+}
+
+const protocol v2_protocol = {.name = "v2",
+                              .match = v2_match,
+                              .check_model = v2_check_path,
+                              .state_size = sizeof(v2_request),
+                              .parse = v2_parse,
+                              .render = v2_render,
+                              .free = v2_free,
+                              .get = v2_get,
+                              .error_body = v2_error_body};
