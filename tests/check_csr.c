@@ -23,16 +23,6 @@ static const char *const model_args[] = {"--d-model", "16", "--n-heads", "4",   
 #define H 4
 #define NL 2
 
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *env)
-{
-    if (daemon_start(&dp, model_args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
-
 static json_t *post(const char *path, const char *body, long want_status)
 {
     http_resp r;
@@ -199,7 +189,7 @@ static void check_csr_seq(const pattern *p, int len, const json_t *csr, const js
 
 START_TEST(test_csr_matches_dense_and_definitions)
 {
-    start_or_fail(NULL);
+    start_or_fail(model_args, NULL);
     char *emb = embeddings_json();
     for (int pi = 0; pi < N_PATTERNS; pi++) {
         const pattern *p = &patterns[pi];
@@ -252,7 +242,7 @@ static void *b64_words(const json_t *s, size_t *n)
 
 START_TEST(test_csr_base64)
 {
-    start_or_fail(NULL);
+    start_or_fail(model_args, NULL);
     char *emb = embeddings_json();
     const pattern *p = &patterns[5];
     char *jreq = request(emb, p->json, ", \"attention_format\": \"csr\"");
@@ -316,7 +306,7 @@ static long long scores_counter(void)
 
 START_TEST(test_scores_usage_and_counter)
 {
-    start_or_fail(NULL);
+    start_or_fail(model_args, NULL);
     char *emb = embeddings_json();
     const long long before = scores_counter();
     /* no mask: H len^2 per layer and sequence */
@@ -345,7 +335,7 @@ START_TEST(test_limits_count_allowed_pairs)
 {
     /* 45 x 45 x 4 heads x 2 sequences x 4 bytes = 64,800 bytes of dense
      * weights; a window of 1 allows under 3 keys a row */
-    start_or_fail((const char *const[]){"ATTND_MAX_ATTENTION_BYTES=20000", NULL});
+    start_or_fail(model_args, (const char *const[]){"ATTND_MAX_ATTENTION_BYTES=20000", NULL});
     char *emb = embeddings_json();
     char *dense = request(emb, "{\"window\": 1}", "");
     json_t *j = post("/v1/encode", dense, 413);
@@ -369,7 +359,7 @@ END_TEST
 
 START_TEST(test_v2_csr_tensors)
 {
-    start_or_fail(NULL);
+    start_or_fail(model_args, NULL);
     /* one request both ways: v1 dense gives the reference */
     char *emb = embeddings_json();
     char *v1 = request(emb, "{\"strided\": {\"stride\": 6}}", ", \"attention\": \"mean\"");
@@ -470,7 +460,7 @@ static const struct {
 
 START_TEST(test_bad_options_named)
 {
-    start_or_fail(NULL);
+    start_or_fail(model_args, NULL);
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char body[512];
         snprintf(body, sizeof body, "{\"embeddings\": [[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]], "

@@ -195,16 +195,6 @@ END_TEST
 
 /* ---- the daemon ----------------------------------------------------------------- */
 
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *args)
-{
-    if (daemon_start(&dp, args, NULL) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
-
 /* Sends text as a client that writes everything before it reads; the
  * answer must be status, and an error body must name want. */
 static void expect_answer(const char *what, const char *text, size_t len, long status,
@@ -253,7 +243,7 @@ static const char small_body[] = "{\"embeddings\": [[1,2,3,4,5,6,7,8,9,1,2,3,4,5
 
 START_TEST(test_malformed_framing_http)
 {
-    start_or_fail(keyed_model);
+    start_or_fail(keyed_model, NULL);
     expect_text("two Content-Lengths",
                 "POST /v1/encode HTTP/1.1\r\nHost: a\r\n" JSON_KEY
                 "Content-Length: 5\r\nContent-Length: 50\r\n\r\n{\"a\":1}",
@@ -312,7 +302,7 @@ END_TEST
  * protocols, and the errors decided before the size keep their status. */
 START_TEST(test_early_answers_are_read)
 {
-    start_or_fail(keyed_model);
+    start_or_fail(keyed_model, NULL);
     static const struct {
         const char *what, *method, *path, *headers;
         size_t n;
@@ -417,7 +407,7 @@ static bool closed_within(int fd, int timeout_ms)
  * serves on. */
 START_TEST(test_long_targets)
 {
-    start_or_fail(keyed_model);
+    start_or_fail(keyed_model, NULL);
     static const char *const bases[] = {"/", "/v1/encode", "/v2/models/"};
     static const size_t sizes[] = {256, 8192};
     const char *health = "GET /health HTTP/1.1\r\nHost: a\r\n\r\n";
@@ -496,7 +486,7 @@ END_TEST
  * closed once the client has been silent for LINGER_IDLE_S. */
 START_TEST(test_lingering_close)
 {
-    start_or_fail(keyed_model);
+    start_or_fail(keyed_model, NULL);
     const int fd = raw_connect(dp.port);
     ck_assert_int_ge(fd, 0);
     const char *head =
@@ -529,7 +519,7 @@ START_TEST(test_keyless_bodies_not_kept)
 {
     const char *args[] = {"--d-model", "16",        "--n-heads", "4", "--d-ff",
                           "32",        "--api-key", "k",         NULL};
-    start_or_fail(args);
+    start_or_fail(args, NULL);
     enum { CLIENTS = 4, BODY = 16 << 20 };
     size_t len;
     char *text =
@@ -561,7 +551,7 @@ END_TEST
  * Continue; a request the headers accept gets 100 Continue. */
 START_TEST(test_expect_continue)
 {
-    start_or_fail(keyed_model);
+    start_or_fail(keyed_model, NULL);
     const int fd = raw_connect(dp.port);
     ck_assert_int_ge(fd, 0);
     const char *keyless = "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json"

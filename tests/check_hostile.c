@@ -40,20 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const small_model[] = {"--d-model", "16", "--n-heads", "4",
-                                          "--d-ff",    "32", NULL};
 static const char small_body[] = "{\"embeddings\": [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, "
                                  "14, 15, 16], [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]]}";
-
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *args, const char *const *env)
-{
-    if (daemon_start(&dp, args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
 
 /* Fails the test with the answer and the end of the daemon's log (its
  * stderr, and valgrind's when it runs under ATTND_TEST_WRAPPER). */

@@ -30,18 +30,6 @@
 #define INVALID_DIR TESTS_DIR "/fixtures/requests/invalid"
 
 /* A small default model keeps start-up and requests quick. */
-static const char *const small_model[] = {"--d-model", "16",     "--n-heads", "4", "--d-ff",
-                                          "32",        "--seed", "3",         NULL};
-
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *args, const char *const *env)
-{
-    if (daemon_start(&dp, args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
 
 static json_t *parse_body(const http_resp *r)
 {

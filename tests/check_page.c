@@ -18,19 +18,6 @@
 
 #define REPO_DIR TESTS_DIR "/.."
 
-static const char *const small_model[] = {"--d-model", "16", "--n-heads", "4",
-                                          "--d-ff",    "32", NULL};
-
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *args, const char *const *env)
-{
-    if (daemon_start(&dp, args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
-
 /* The whole file at path (owned, NUL-terminated), its size in *len. */
 static char *read_file(const char *path, size_t *len)
 {

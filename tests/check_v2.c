@@ -38,16 +38,6 @@ static enc_hparams tiny_hp(void)
 
 static const char *const small_v2[] = {"--d-model", "4", "--n-heads", "2", "--d-ff", "8", NULL};
 
-static daemon_proc dp;
-
-static void start_or_fail(const char *const *args, const char *const *env)
-{
-    if (daemon_start(&dp, args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
-}
-
 /* ---- bytes by hand ------------------------------------------------------------ */
 
 /* A growing byte buffer for request bodies. */

@@ -34,6 +34,19 @@ int daemon_stop(daemon_proc *d);
 /* A copy of the log so far (owned). */
 char *daemon_log(daemon_proc *d);
 
+/* ---- the daemon suites' fixture ------------------------------------------ */
+
+/* The daemon a daemon suite's test runs: one at a time (each test in its own
+ * process under CK_FORK, one after the other without). */
+extern daemon_proc dp;
+
+/* A small seeded model: D 16, 4 heads, F 32, seed 3 (args for
+ * start_or_fail). */
+extern const char *const small_model[];
+
+/* daemon_start on dp, or the test fails with the daemon's log. */
+void start_or_fail(const char *const *args, const char *const *env);
+
 /* Runs ATTND_BIN with args to completion (no server), capturing stdout and
  * stderr together into *out (owned).  Returns the exit status. */
 int run_attnd(const char *const *args, const char *const *env, char **out);
