@@ -23,7 +23,6 @@
 #include "test_util.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -79,29 +78,9 @@ static bool still_open(int fd)
     return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
-/* Open file descriptors of pid whose target starts with kind ("" for all;
- * "socket:" for its sockets). */
-static int fds_of(pid_t pid, const char *kind)
-{
-    char path[64], link[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) { /* "." and ".." are no links */
-        const ssize_t k = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
-        if (k >= 0) {
-            link[k] = '\0';
-            n += strncmp(link, kind, strlen(kind)) == 0;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static int open_fds(pid_t pid)
 {
-    return fds_of(pid, "");
+    return proc_fds(pid, "");
 }
 
 /* Raises this process's open-file limit to want (at most the hard limit);
@@ -519,9 +498,9 @@ START_TEST(test_mutated_requests)
     ck_assert_msg(answered > rounds / 2 && silent == 0,
                   "%d answered, %d closed, %d silent (the first: %s)", answered, closed, silent,
                   first_silent);
-    int socks = fds_of(dp.pid, "socket:");
+    int socks = proc_fds(dp.pid, "socket:");
     for (int i = 0; i < WAIT_TRIES && socks > 1; i++, sleep_ms(20))
-        socks = fds_of(dp.pid, "socket:");
+        socks = proc_fds(dp.pid, "socket:");
     if (socks > 1) {
         http_resp none = {.status = 0};
         char what[384];

@@ -7,6 +7,8 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -622,4 +624,45 @@ void start_or_fail(const char *const *args, const char *const *env)
         char *log = daemon_log(&dp);
         ck_abort_msg("attnd did not start: %s", log);
     }
+}
+
+int proc_fds(pid_t pid, const char *kind)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) { /* "." and ".." are no links */
+        const ssize_t k = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
+        if (k >= 0) {
+            link[k] = '\0';
+            n += strncmp(link, kind, strlen(kind)) == 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+unsigned long raw_peer_inode(int fd, int port)
+{
+    struct sockaddr_in me;
+    socklen_t len = sizeof me;
+    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0)
+        return 0;
+    const unsigned mine = ntohs(me.sin_port);
+    FILE *fp = fopen("/proc/net/tcp", "r");
+    char line[512];
+    unsigned long inode = 0;
+    while (fp && !inode && fgets(line, sizeof line, fp)) {
+        unsigned lport, rport;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %*x %*s %*s %*s %*d %*d %lu", &lport, &rport, &ino) ==
+                3 &&
+            lport == (unsigned)port && rport == mine)
+            inode = ino;
+    }
+    if (fp)
+        fclose(fp);
+    return inode;
 }

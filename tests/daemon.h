@@ -104,4 +104,12 @@ int raw_exchange(int fd, const char *text, size_t len, http_resp *out);
 /* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
 unsigned long proc_status_kb(pid_t pid, const char *field);
 
+/* How many of pid's descriptors link to a name starting with kind
+ * ("socket:", "socket:[INODE]"; "" counts them all). */
+int proc_fds(pid_t pid, const char *kind);
+
+/* The inode of the daemon's end of fd, a connection to its port on
+ * 127.0.0.1 (/proc/net/tcp), or 0 when it has none (closed). */
+unsigned long raw_peer_inode(int fd, int port);
+
 #endif
