@@ -1,7 +1,6 @@
 /* daemon.c - run attnd for integration tests, and a small libcurl client. */
 #include "daemon.h"
 
-#include <check.h>
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -609,21 +608,6 @@ int raw_exchange(int fd, const char *text, size_t len, http_resp *out)
         return -2;
     record_raw(text, len, out);
     return 0;
-}
-
-/* ---- the daemon suites' fixture ------------------------------------------ */
-
-daemon_proc dp;
-
-const char *const small_model[] = {"--d-model", "16",     "--n-heads", "4", "--d-ff",
-                                   "32",        "--seed", "3",         NULL};
-
-void start_or_fail(const char *const *args, const char *const *env)
-{
-    if (daemon_start(&dp, args, env) != 0) {
-        char *log = daemon_log(&dp);
-        ck_abort_msg("attnd did not start: %s", log);
-    }
 }
 
 int proc_fds(pid_t pid, const char *kind)
