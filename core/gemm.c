@@ -175,6 +175,11 @@ gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n,
     return pack_parts(w, rows, n, K, true);
 }
 
+size_t gemm_pairs_words(int N, int K)
+{
+    return (size_t)((N + GEMM_NR - 1) / GEMM_NR) * (size_t)((K + 1) / 2) * GEMM_NR;
+}
+
 /* The portable bfloat16 Linear's blocks: k in blocks of BLAS_KC (even: whole
  * pairs), rows of BLAS_MC, columns of BLAS_NC (whole panels).  The widened
  * weights (BLAS_KC x BLAS_NC) and the rounded rows (BLAS_MC x BLAS_KC) fit
@@ -727,11 +732,6 @@ void gemm_mul(float *c, int ldc, const float *a, int lda, const float *b, size_t
 /* The attention products in bfloat16: the operands in the layout of the
  * bfloat16 weights (pairs of k, GEMM_NR columns a panel). */
 
-size_t gemm_pairs_words(int N, int K)
-{
-    return (size_t)((N + GEMM_NR - 1) / GEMM_NR) * (size_t)((K + 1) / 2) * GEMM_NR;
-}
-
 size_t gemm_mul_bf16_scratch_bytes(void)
 {
     return (size_t)GEMM_MR * SCRATCH_LD_BF * sizeof(uint32_t);
@@ -779,11 +779,6 @@ void gemm_mul_bf16(float *c, int ldc, const float *a, int lda, const uint32_t *b
 }
 
 #else /* no AVX-512 kernel on this architecture or compiler */
-
-size_t gemm_pairs_words(int N, int K)
-{
-    return (size_t)((N + GEMM_NR - 1) / GEMM_NR) * (size_t)((K + 1) / 2) * GEMM_NR;
-}
 
 size_t gemm_mul_bf16_scratch_bytes(void)
 {

@@ -80,7 +80,7 @@ typedef struct route {
     bool names_model; /* the path names the model: proto->check_model */
     route_media media;
     /* The whole body is in: answer, or hand a forward to the pool
-     * (http_serve_forward, the proto's codec). */
+     * (routes.c's serve_forward runs the proto's codec). */
     enum MHD_Result (*serve)(request *r);
 } route;
 
