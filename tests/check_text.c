@@ -459,7 +459,7 @@ START_TEST(test_embeddings_refusals)
     expect_error("/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 33}", 400,
                  "dimensions = 33 is more than the model's 32");
     expect_error("/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 0}", 400,
-                 "dimensions must be a positive integer");
+                 "dimensions = 0 must be at least 1");
     expect_error("/v1/embeddings", "{\"input\": \"a\", \"encoding_format\": \"int8\"}", 400,
                  "encoding_format must be \"float\" or \"base64\"");
     expect_error("/v1/embeddings", "{\"input\": \"a\", \"inputs\": 1}", 400,

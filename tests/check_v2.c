@@ -897,7 +897,7 @@ static const bad_case bad_cases[] = {
     {INFER(EMB_BIN), NULL, 8, 0, -1, 400, "needs an Inference-Header-Content-Length header"},
     {INFER("{\"name\":\"embeddings\",\"datatype\":\"FP32\",\"shape\":[1,2,4],"
            "\"parameters\":{\"binary_data_size\":\"32\"}}"),
-     "", 8, 0, -1, 400, "binary_data_size must be a non-negative integer (bytes), not a string"},
+     "", 8, 0, -1, 400, "parameters.binary_data_size must be an integer, not a string"},
     {INFER("{\"name\":\"embeddings\",\"datatype\":\"FP32\",\"shape\":[1,2,4],"
            "\"parameters\":{\"binary_data_size\":32,\"shared_memory_region\":\"r\"}}"),
      "", 8, 0, -1, 400,

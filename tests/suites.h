@@ -28,6 +28,7 @@
     X(edges) \
     X(hostile) \
     X(jsontext) \
+    X(fields) \
     X(extract) \
     X(team) \
     X(v2) \

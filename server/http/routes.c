@@ -261,72 +261,9 @@ static enum MHD_Result serve_tokenize(request *r)
         return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
                                   (const char *const[]){"Retry-After", "1", NULL});
     api_error err = {0};
-    json_error_t jerr;
-    json_t *root = json_loadb(r->body ? r->body : "", r->len, 0, &jerr);
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        api_error_set(&err, API_BAD_REQUEST, "invalid JSON at line %d, column %d (byte %d): %s",
-                      jerr.line, jerr.column, jerr.position,
-                      api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
-        return http_respond_error(r, err.kind, err.message, NULL);
-    }
     const api_limits limits = request_limits(s);
-    text_batch tb = {0};
-    json_t *out = NULL;
-    bool special = true, truncate = false;
-    const char *key;
-    json_t *v;
-    if (!json_is_object(root)) {
-        api_error_set(&err, API_BAD_REQUEST, "the request body must be a JSON object, not %s",
-                      api_json_kind(root));
-        goto done;
-    }
-    json_object_foreach(root, key, v)
-    {
-        if (strcmp(key, "text") != 0 && strcmp(key, "add_special_tokens") != 0 &&
-            strcmp(key, "truncate") != 0) {
-            char safe[API_SAFE_MAX + 4];
-            api_error_set(&err, API_BAD_REQUEST,
-                          "unknown field '%s'; expected text, add_special_tokens or truncate",
-                          api_safe_text(key, safe));
-            goto done;
-        }
-    }
-    if (!(v = api_json_field(root, "text"))) {
-        api_error_set(&err, API_BAD_REQUEST, "text is required: a string, a list of strings, or "
-                                             "a list of [text, text_pair] pairs");
-        goto done;
-    }
-    const json_t *sp = api_json_field(root, "add_special_tokens");
-    if (sp && !json_is_boolean(sp)) {
-        api_error_set(&err, API_BAD_REQUEST, "add_special_tokens must be true or false, not %s",
-                      api_json_kind(sp));
-        goto done;
-    }
-    special = !sp || json_is_true(sp);
-    if (text_truncate_option(root, &truncate, &err) < 0)
-        goto done;
-    /* no limit without "truncate": counting tokens is what this route is for */
-    api_limits unbounded = limits;
-    if (!truncate)
-        unbounded.max_seq_len = 0, unbounded.embedding = NULL;
-    const unsigned flags =
-        TEXT_ALLOW_EMPTY | (special ? TEXT_SPECIALS : 0) | (truncate ? TEXT_TRUNCATE : 0);
-    if (text_tokenize(v, "text", truncate ? &limits : &unbounded, flags, &tb, &err) < 0)
-        goto done;
-    json_t *lists = json_array();
-    out = json_pack("{s:o}", "tokens", lists);
-    for (size_t b = 0; out && lists && b < tb.B; b++)
-        if (json_array_append_new(lists, text_tokens_json(s->tokenizer, &tb.enc[b])) < 0) {
-            json_decref(out);
-            out = NULL;
-        }
+    json_t *out = text_tokenize_request(r->body, r->len, &limits, s->tokenizer, &err);
     if (!out)
-        api_error_set(&err, API_UNAVAILABLE, "out of memory writing the response");
-done:
-    text_batch_free(&tb);
-    json_decref(root);
-    if (err.kind != API_OK)
         return http_respond_error(r, err.kind, err.message, NULL);
     return http_respond_json(r, 200, out, NULL);
 }

@@ -5,8 +5,10 @@
 
 #include "protocol/protocol.h"
 #include "protocol/text.h"
+#include "protocol/fields.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,18 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
     return rc;
 }
 
+/* The body's fields (input is parse_input's to require: its message says
+ * the forms). */
+static const char *const ENCODING_FORMATS[] = {"float", "base64", NULL};
+static const field_spec BODY_FIELDS[] = {
+    {.name = "input", .type = FIELD_JSON},
+    {.name = "model", .type = FIELD_STRING},
+    {.name = "encoding_format", .type = FIELD_CHOICE, .choices = ENCODING_FORMATS},
+    {.name = "dimensions", .type = FIELD_INT, .min = 1, .max = INT_MAX},
+    {.name = "user", .type = FIELD_STRING},
+};
+static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
+
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
                  const char *model_name, const enc_hparams *hp, const api_limits *limits,
                  api_error *err)
@@ -151,63 +165,27 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
                    jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
     }
     int rc = -1;
-    const char *key;
     json_t *v;
     if (!json_is_object(root)) {
         BAD("the request body must be a JSON object, not %s", api_json_kind(root));
         goto done;
     }
-    json_object_foreach(root, key, v)
-    {
-        static const char *const known[] = {"input", "model", "encoding_format", "dimensions",
-                                            "user"};
-        bool ok = false;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            ok = ok || strcmp(key, known[i]) == 0;
-        if (!ok) {
-            char s[API_SAFE_MAX + 4];
-            BAD("unknown field '%s'; expected input, model, encoding_format, dimensions or user",
-                api_safe_text(key, s));
-            goto done;
-        }
+    if (fields_check(&BODY, root, "", err) < 0)
+        goto done;
+    if ((v = api_json_field(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
+        char s[API_SAFE_MAX + 4];
+        api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
+                      api_safe_text(json_string_value(v), s), model_name);
+        goto done;
     }
-    if ((v = api_json_field(root, "model"))) {
-        if (!json_is_string(v)) {
-            BAD("model must be a string, not %s", api_json_kind(v));
-            goto done;
-        }
-        if (strcmp(json_string_value(v), model_name) != 0) {
-            char s[API_SAFE_MAX + 4];
-            api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
-                          api_safe_text(json_string_value(v), s), model_name);
-            goto done;
-        }
-    }
-    if ((v = api_json_field(root, "encoding_format"))) {
-        const char *f = json_string_value(v);
-        if (!f || (strcmp(f, "float") != 0 && strcmp(f, "base64") != 0)) {
-            char s[API_SAFE_MAX + 4];
-            BAD("encoding_format must be \"float\" or \"base64\", not %s",
-                f ? api_safe_text(f, s) : api_json_kind(v));
-            goto done;
-        }
-        o->base64 = strcmp(f, "base64") == 0;
-    }
+    o->base64 = fields_choice(&BODY, root, "encoding_format", 0) == 1;
     if ((v = api_json_field(root, "dimensions"))) {
-        if (!json_is_integer(v) || json_integer_value(v) < 1) {
-            BAD("dimensions must be a positive integer");
-            goto done;
-        }
         if (json_integer_value(v) > hp->d_model) {
             BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),
                 hp->d_model);
             goto done;
         }
         o->dimensions = (int)json_integer_value(v);
-    }
-    if ((v = api_json_field(root, "user")) && !json_is_string(v)) {
-        BAD("user must be a string, not %s", api_json_kind(v));
-        goto done;
     }
     if (parse_input(req, api_json_field(root, "input"), hp, limits, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)

@@ -1,6 +1,7 @@
 /* options.c - the request options both protocols share, JSON to the
  * neutral request (options.h): the mask (causal, window, global,
- * key_padding, attn and the sparse patterns) and attention_format.
+ * key_padding, attn and the sparse patterns), attention and
+ * attention_format.  Each JSON object's fields are a table (fields.h).
  *
  * - mask.attn numbers below -FLT_MAX (JSON has no -Infinity; send e.g.
  *   -1e39) become -inf, i.e. "not allowed"; above +FLT_MAX they are refused.
@@ -33,22 +34,18 @@ static int to_float(const json_t *v, float *out)
     return 0;
 }
 
-int encode_parse_attention_format(encode_request *req, const json_t *v, const char *name,
-                                  api_error *err)
+const char *const encode_attention_modes[] = {"heads", "mean", "none", NULL};
+const char *const encode_attention_formats[] = {"dense", "csr", NULL};
+
+void encode_apply_attention(encode_request *req, const field_table *t, const json_t *obj)
 {
-    char q[API_SAFE_MAX + 4];
-    if (!v || json_is_null(v))
-        return 0;
-    const char *s = json_string_value(v);
-    if (!s)
-        return BAD("%s must be \"dense\" or \"csr\", not %s", name, api_json_kind(v));
-    if (strcmp(s, "csr") == 0)
-        req->csr = true;
-    else if (strcmp(s, "dense") == 0)
-        req->csr = false;
-    else
-        return BAD("%s must be \"dense\" or \"csr\", not '%s'", name, api_safe_text(s, q));
-    return 0;
+    static const enc_attn_mode modes[] = {ENC_ATTN_HEADS, ENC_ATTN_MEAN, ENC_ATTN_NONE};
+    const int m = fields_choice(t, obj, "attention", -1);
+    if (m >= 0)
+        req->attn_mode = modes[m];
+    const int f = fields_choice(t, obj, "attention_format", -1);
+    if (f >= 0)
+        req->csr = f == 1;
 }
 
 /* ---- the mask ----------------------------------------------------------------- */
@@ -69,6 +66,12 @@ static int window_side(const json_t *v, const char *name, int L, int *out, api_e
     return 0;
 }
 
+static const field_spec WINDOW_FIELDS[] = {
+    {.name = "left", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
+    {.name = "right", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
+};
+static const field_table WINDOW = FIELD_TABLE("option", WINDOW_FIELDS);
+
 static int parse_window(encode_request *req, json_t *v, api_error *err)
 {
     enc_mask *mk = &req->batch.mask;
@@ -83,21 +86,13 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
         return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
                    "not %s",
                    api_json_kind(v));
-    const char *key;
-    json_t *e;
-    json_object_foreach(v, key, e)
-    {
-        if (strcmp(key, "left") != 0 && strcmp(key, "right") != 0) {
-            char q[API_SAFE_MAX + 4];
-            return BAD("mask.window: unknown option '%s'; expected left, right",
-                       api_safe_text(key, q));
-        }
-    }
-    if (window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left, err) < 0 ||
-        window_side(json_object_get(v, "right"), "mask.window.right", L, &mk->window_right, err) <
-            0)
-        return -1;
-    return 0;
+    return fields_check(&WINDOW, v, "mask.window", err) < 0 ||
+                   window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left,
+                               err) < 0 ||
+                   window_side(json_object_get(v, "right"), "mask.window.right", L,
+                               &mk->window_right, err) < 0
+               ? -1
+               : 0;
 }
 
 static int parse_global(encode_request *req, const json_t *v, api_error *err)
@@ -254,72 +249,45 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
     return 0;
 }
 
-/* Whether obj has only keys of known (n); else a 400 naming the first
- * other one and listing known as expected (text). */
-static int only_keys(json_t *obj, const char *name, const char *const *known, size_t n,
-                     const char *expected, api_error *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        bool ok = false;
-        for (size_t i = 0; i < n; i++)
-            ok = ok || strcmp(key, known[i]) == 0;
-        if (!ok) {
-            char q[API_SAFE_MAX + 4];
-            return BAD("%s: unknown option '%s'; expected %s", name, api_safe_text(key, q),
-                       expected);
-        }
-    }
-    return 0;
-}
-
-/* obj.key as an int in min..INT_MAX (an integer; null or absent: def, or a
- * 400 when required), named name.key in messages. */
-static int pattern_int(const json_t *obj, const char *name, const char *key, long long min,
-                       bool required, int def, int *out, api_error *err)
-{
-    const json_t *v = api_json_field(obj, key);
-    if (!v) {
-        if (required)
-            return BAD("%s.%s is required", name, key);
-        *out = def;
-        return 0;
-    }
-    if (!json_is_integer(v))
-        return BAD("%s.%s must be an integer, not %s", name, key, api_json_kind(v));
-    const long long x = json_integer_value(v);
-    if (x < min)
-        return BAD("%s.%s = %lld must be at least %lld", name, key, x, min);
-    if (x > INT_MAX)
-        return BAD("%s.%s = %lld is too large (at most %d)", name, key, x, INT_MAX);
-    *out = (int)x;
-    return 0;
-}
-
 /* mask.strided {stride}, mask.fixed {block, summary}, mask.blocks {size,
  * window, global, random, seed}: the sparse patterns (docs/model.md). */
+static const field_spec STRIDED_FIELDS[] = {
+    {.name = "stride", .type = FIELD_INT, .required = true, .min = 1, .max = INT_MAX},
+};
+static const field_spec FIXED_FIELDS[] = {
+    {.name = "block", .type = FIELD_INT, .required = true, .min = 1, .max = INT_MAX},
+    {.name = "summary", .type = FIELD_INT, .required = true, .min = 0, .max = INT_MAX},
+};
+static const field_spec BLOCKS_FIELDS[] = {
+    {.name = "size", .type = FIELD_INT, .required = true, .min = 1, .max = INT_MAX},
+    {.name = "window", .type = FIELD_INT, .min = 0, .max = INT_MAX},
+    {.name = "global", .type = FIELD_INT, .min = 0, .max = INT_MAX},
+    {.name = "random", .type = FIELD_INT, .min = 0, .max = INT_MAX},
+    {.name = "seed", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
+};
+static const field_table STRIDED = FIELD_TABLE("option", STRIDED_FIELDS),
+                         FIXED = FIELD_TABLE("option", FIXED_FIELDS),
+                         BLOCKS = FIELD_TABLE("option", BLOCKS_FIELDS);
+
 static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
-    static const char *const known[] = {"stride"};
     if (!json_is_object(v))
         return BAD("%s must be an object {\"stride\": s}, not %s", name, api_json_kind(v));
-    if (only_keys(v, name, known, 1, "stride", err) < 0)
+    if (fields_check(&STRIDED, v, name, err) < 0)
         return -1;
-    return pattern_int(v, name, "stride", 1, true, 0, &mk->stride, err);
+    mk->stride = (int)fields_int(v, "stride", 0);
+    return 0;
 }
 
 static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
-    static const char *const known[] = {"block", "summary"};
     if (!json_is_object(v))
         return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
                    api_json_kind(v));
-    if (only_keys(v, name, known, 2, "block, summary", err) < 0 ||
-        pattern_int(v, name, "block", 1, true, 0, &mk->fixed_block, err) < 0 ||
-        pattern_int(v, name, "summary", 0, true, 0, &mk->fixed_summary, err) < 0)
+    if (fields_check(&FIXED, v, name, err) < 0)
         return -1;
+    mk->fixed_block = (int)fields_int(v, "block", 0);
+    mk->fixed_summary = (int)fields_int(v, "summary", 0);
     if (mk->fixed_summary >= mk->fixed_block)
         return BAD("%s.summary = %d must be below %s.block = %d", name, mk->fixed_summary, name,
                    mk->fixed_block);
@@ -328,28 +296,18 @@ static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err
 
 static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
-    static const char *const known[] = {"size", "window", "global", "random", "seed"};
     enc_blocks_pattern *p = &mk->blocks;
     if (!json_is_object(v))
         return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
                    "\"random\": r, \"seed\": s}, not %s",
                    name, api_json_kind(v));
-    if (only_keys(v, name, known, 5, "size, window, global, random, seed", err) < 0 ||
-        pattern_int(v, name, "size", 1, true, 0, &p->size, err) < 0 ||
-        pattern_int(v, name, "window", 0, false, 0, &p->window, err) < 0 ||
-        pattern_int(v, name, "global", 0, false, 0, &p->global, err) < 0 ||
-        pattern_int(v, name, "random", 0, false, 0, &p->random, err) < 0)
+    if (fields_check(&BLOCKS, v, name, err) < 0)
         return -1;
-    const json_t *seed = api_json_field(v, "seed");
-    p->seed = 0;
-    if (seed) {
-        if (!json_is_integer(seed))
-            return BAD("%s.seed must be a non-negative integer, not %s", name, api_json_kind(seed));
-        if (json_integer_value(seed) < 0)
-            return BAD("%s.seed = %lld must not be negative", name,
-                       (long long)json_integer_value(seed));
-        p->seed = (uint64_t)json_integer_value(seed);
-    }
+    p->size = (int)fields_int(v, "size", 0);
+    p->window = (int)fields_int(v, "window", 0);
+    p->global = (int)fields_int(v, "global", 0);
+    p->random = (int)fields_int(v, "random", 0);
+    p->seed = (uint64_t)fields_int(v, "seed", 0);
     return 0;
 }
 
@@ -367,14 +325,19 @@ static int parse_pattern(encode_request *req, const char *option, json_t *v, con
     return parse_blocks(mk, v, name, err);
 }
 
+static const field_spec MASK_FIELDS[] = {
+    {.name = "causal", .type = FIELD_BOOL}, {.name = "window", .type = FIELD_JSON},
+    {.name = "global", .type = FIELD_JSON}, {.name = "key_padding", .type = FIELD_JSON},
+    {.name = "attn", .type = FIELD_JSON},   {.name = "strided", .type = FIELD_JSON},
+    {.name = "fixed", .type = FIELD_JSON},  {.name = "blocks", .type = FIELD_JSON},
+};
+static const field_table MASK = FIELD_TABLE("option", MASK_FIELDS);
+
 int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
 {
-    static const char *const known[] = {"causal", "window",  "global", "key_padding",
-                                        "attn",   "strided", "fixed",  "blocks"};
     if (!json_is_object(mask))
         return BAD("mask must be an object, not %s", api_json_kind(mask));
-    if (only_keys(mask, "mask", known, sizeof known / sizeof *known,
-                  "causal, window, global, key_padding, attn, strided, fixed or blocks", err) < 0)
+    if (fields_check(&MASK, mask, "mask", err) < 0)
         return -1;
     json_t *v;
     static const char *const patterns[] = {"strided", "fixed", "blocks"};
@@ -385,11 +348,7 @@ int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
             parse_pattern(req, patterns[k], v, name, err) < 0)
             return -1;
     }
-    if ((v = api_json_field(mask, "causal"))) {
-        if (!json_is_boolean(v))
-            return BAD("mask.causal must be true or false, not %s", api_json_kind(v));
-        req->batch.mask.causal = json_is_true(v);
-    }
+    req->batch.mask.causal = fields_bool(mask, "causal", req->batch.mask.causal);
     if ((v = api_json_field(mask, "window")) && parse_window(req, v, err) < 0)
         return -1;
     if ((v = api_json_field(mask, "global")) && parse_global(req, v, err) < 0)

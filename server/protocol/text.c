@@ -4,6 +4,9 @@
 #include "protocol/text.h"
 
 #include "encoder.h"
+#include "protocol/fields.h"
+
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +38,6 @@ void text_batch_free(text_batch *tb)
         tok_encoding_free(&tb->enc[b]);
     free(tb->enc);
     memset(tb, 0, sizeof *tb);
-}
-
-int text_truncate_option(const json_t *root, bool *truncate, api_error *err)
-{
-    const json_t *v = api_json_field(root, "truncate");
-    *truncate = false;
-    if (!v)
-        return 0;
-    if (!json_is_boolean(v))
-        return BAD("truncate must be true or false, not %s", api_json_kind(v));
-    *truncate = json_is_true(v);
-    return 0;
 }
 
 /* One item: a string, or [a, b]; at names it ("text", "text[3]"). */
@@ -137,4 +128,57 @@ json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e)
         }
     }
     return list;
+}
+
+/* ---- POST /v1/tokenize ------------------------------------------------------ */
+
+static const field_spec TOKENIZE_FIELDS[] = {
+    {.name = "text", .type = FIELD_JSON, .required = true, .form = FORM},
+    {.name = "add_special_tokens", .type = FIELD_BOOL},
+    {.name = "truncate", .type = FIELD_BOOL},
+};
+static const field_table TOKENIZE = FIELD_TABLE("field", TOKENIZE_FIELDS);
+
+json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
+                              const tok_tokenizer *tok, api_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr), *out = NULL;
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
+            jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+        return NULL;
+    }
+    text_batch tb = {0};
+    if (!json_is_object(root)) {
+        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        goto done;
+    }
+    if (fields_check(&TOKENIZE, root, "", err) < 0)
+        goto done;
+    const bool special = fields_bool(root, "add_special_tokens", true),
+               truncate = fields_bool(root, "truncate", false);
+    /* no limit without "truncate": counting tokens is what this route is for */
+    api_limits unbounded = *limits;
+    if (!truncate)
+        unbounded.max_seq_len = 0, unbounded.embedding = NULL;
+    const unsigned flags =
+        TEXT_ALLOW_EMPTY | (special ? TEXT_SPECIALS : 0) | (truncate ? TEXT_TRUNCATE : 0);
+    if (text_tokenize(api_json_field(root, "text"), "text", truncate ? limits : &unbounded, flags,
+                      &tb, err) < 0)
+        goto done;
+    json_t *lists = json_array();
+    out = json_pack("{s:o}", "tokens", lists);
+    for (size_t b = 0; out && lists && b < tb.B; b++)
+        if (json_array_append_new(lists, text_tokens_json(tok, &tb.enc[b])) < 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    if (!out)
+        api_error_set(err, API_UNAVAILABLE, "out of memory writing the response");
+done:
+    text_batch_free(&tb);
+    json_decref(root);
+    return out;
 }

@@ -52,8 +52,12 @@ void text_batch_free(text_batch *tb);
  * sequence 0 or 1 (which text of a pair; null for a post-processor's). */
 json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e);
 
-/* "truncate" of a request body: absent is false; anything but a boolean is
- * 400 naming it. */
-int text_truncate_option(const json_t *root, bool *truncate, api_error *err);
+/* POST /v1/tokenize: the body {"text": str | [str] | [[a, b]],
+ * "add_special_tokens", "truncate"} tokenized by tok into {"tokens": [[token,
+ * ...], ...]}, one list per sequence (new reference), or NULL with err set.
+ * Without truncate no token limit applies: counting tokens is what the
+ * route is for. */
+json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
+                              const tok_tokenizer *tok, api_error *err);
 
 #endif

@@ -84,33 +84,29 @@
 
 /* ---- parsing: options ------------------------------------------------------ */
 
-static const char *const TOP_FIELDS[] = {"text",             "truncate",
-                                         "embeddings",       "embeddings_b64", "shape",
-                                         "input_ids",        "token_type_ids", "attention_mask",
-                                         "lengths",          "mask",           "attention",
-                                         "attention_layers", "precision",      "encoding",
-                                         "attention_format", "position_ids"};
-
-static int check_fields(json_t *root, api_error *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(root, key, v)
-    {
-        bool known = false;
-        for (size_t i = 0; i < sizeof TOP_FIELDS / sizeof *TOP_FIELDS; i++)
-            known = known || strcmp(key, TOP_FIELDS[i]) == 0;
-        if (!known) {
-            char s[API_SAFE_MAX + 4];
-            return BAD("unknown field '%s'; expected embeddings, embeddings_b64, shape, "
-                       "input_ids, token_type_ids, attention_mask, lengths, text, truncate, mask, "
-                       "position_ids, attention, attention_layers, attention_format, precision or "
-                       "encoding",
-                       api_safe_text(key, s));
-        }
-    }
-    return 0;
-}
+/* The body's fields, in the order the unknown-field message lists them.
+ * embeddings is cut out of the body before jansson reads it (see below):
+ * it is here for that message and the table's completeness. */
+static const char *const ENCODINGS[] = {"json", "base64", NULL};
+static const field_spec TOP_FIELDS[] = {
+    {.name = "embeddings", .type = FIELD_JSON},
+    {.name = "embeddings_b64", .type = FIELD_JSON},
+    {.name = "shape", .type = FIELD_JSON},
+    {.name = "input_ids", .type = FIELD_JSON},
+    {.name = "token_type_ids", .type = FIELD_JSON},
+    {.name = "attention_mask", .type = FIELD_JSON},
+    {.name = "lengths", .type = FIELD_JSON},
+    {.name = "text", .type = FIELD_JSON},
+    {.name = "truncate", .type = FIELD_BOOL},
+    {.name = "mask", .type = FIELD_JSON},
+    {.name = "position_ids", .type = FIELD_JSON},
+    ENCODE_FIELD_ATTENTION,
+    {.name = "attention_layers", .type = FIELD_JSON},
+    ENCODE_FIELD_ATTENTION_FORMAT,
+    {.name = "precision", .type = FIELD_INT, .min = 1, .max = 9},
+    {.name = "encoding", .type = FIELD_CHOICE, .choices = ENCODINGS},
+};
+static const field_table TOP = FIELD_TABLE("field", TOP_FIELDS);
 
 /* attention_layers: "last" | "all" | int[] of distinct indices 0..n-1. */
 static int parse_layers(encode_request *req, const json_t *v, api_error *err)
@@ -163,58 +159,23 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     return rc;
 }
 
-/* attention, attention_layers, precision, encoding. */
+/* attention, attention_layers, precision, attention_format, encoding
+ * (checked against TOP). */
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
-    char q[API_SAFE_MAX + 4];
-    json_t *v = api_json_field(root, "attention");
-    if (v) {
-        const char *s = json_string_value(v);
-        if (!s)
-            return BAD("attention must be \"heads\", \"mean\" or \"none\", not %s",
-                       api_json_kind(v));
-        if (strcmp(s, "heads") == 0)
-            req->attn_mode = ENC_ATTN_HEADS;
-        else if (strcmp(s, "mean") == 0)
-            req->attn_mode = ENC_ATTN_MEAN;
-        else if (strcmp(s, "none") == 0)
-            req->attn_mode = ENC_ATTN_NONE;
-        else
-            return BAD("attention must be \"heads\", \"mean\" or \"none\", not '%s'",
-                       api_safe_text(s, q));
-    }
+    encode_apply_attention(req, &TOP, root);
     if (parse_layers(req, api_json_field(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
         req->layers_listed = false; /* validated, but nothing to return */
+        req->csr = false;           /* validated, but no weights to return */
     } else {
         req->want_layer[req->n_layers - 1] = true;
         for (int k = 0; k < req->n_listed; k++)
             req->want_layer[req->layers[k]] = true;
     }
-
-    if ((v = api_json_field(root, "precision"))) {
-        if (!json_is_integer(v))
-            return BAD("precision must be an integer 1..9, not %s", api_json_kind(v));
-        long long p = json_integer_value(v);
-        if (p < 1 || p > 9)
-            return BAD("precision = %lld is outside 1..9", p);
-        req->precision = (int)p;
-    }
-    if (encode_parse_attention_format(req, api_json_field(root, "attention_format"),
-                                      "attention_format", err) < 0)
-        return -1;
-    if (req->attn_mode == ENC_ATTN_NONE)
-        req->csr = false; /* validated, but no weights to return */
-    if ((v = api_json_field(root, "encoding"))) {
-        const char *s = json_string_value(v);
-        if (!s)
-            return BAD("encoding must be \"json\" or \"base64\", not %s", api_json_kind(v));
-        if (strcmp(s, "base64") == 0)
-            req->base64_out = true;
-        else if (strcmp(s, "json") != 0)
-            return BAD("encoding must be \"json\" or \"base64\", not '%s'", api_safe_text(s, q));
-    }
+    req->precision = (int)fields_int(root, "precision", req->precision);
+    req->base64_out = fields_choice(&TOP, root, "encoding", 0) == 1;
     return 0;
 }
 /* ---- parsing: embeddings --------------------------------------------------- */
@@ -701,8 +662,8 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
 static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    bool truncate;
-    if (text_truncate_option(root, &truncate, err) < 0 || encode_ids_allowed(req, "text", err) < 0)
+    const bool truncate = fields_bool(root, "truncate", false); /* checked against TOP */
+    if (encode_ids_allowed(req, "text", err) < 0)
         return -1;
     if (api_json_field(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
@@ -784,7 +745,7 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
-    if (check_fields(root, err) < 0 || parse_options(req, root, err) < 0 ||
+    if (fields_check(&TOP, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
         parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
         return -1;
 

@@ -65,26 +65,6 @@
 
 /* ---- small helpers --------------------------------------------------------- */
 
-/* Refuses any key of obj not in known (n of them); what names obj. */
-static int check_keys(json_t *obj, const char *const *known, size_t n, const char *what,
-                      const char *noun, const char *expected, api_error *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        bool ok = false;
-        for (size_t i = 0; i < n && !ok; i++)
-            ok = strcmp(key, known[i]) == 0;
-        if (!ok) {
-            char q[API_SAFE_MAX + 4];
-            return BAD("%sunknown %s '%s'; expected %s", what, noun, api_safe_text(key, q),
-                       expected);
-        }
-    }
-    return 0;
-}
-
 /* "[2, 6, 16]" into buf. */
 static const char *shape_text(const long long *dims, int rank, char *buf, size_t size)
 {
@@ -225,13 +205,22 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
 
 /* ---- parsing: request parameters ---------------------------------------------- */
 
-static const char *const PARAMS[] = {
-    "attention",         "causal", "window",  "window_left", "window_right", "global",
-    "key_padding",       "attn",   "strided", "fixed",       "blocks",       "attention_format",
-    "binary_data_output"};
-#define PARAMS_TEXT                                                                                \
-    "attention, causal, window, window_left, window_right, global, key_padding, attn, strided, "   \
-    "fixed, blocks, attention_format or binary_data_output"
+static const field_spec PARAMS_FIELDS[] = {
+    ENCODE_FIELD_ATTENTION,
+    {.name = "causal", .type = FIELD_BOOL},
+    {.name = "window", .type = FIELD_JSON},
+    {.name = "window_left", .type = FIELD_JSON},
+    {.name = "window_right", .type = FIELD_JSON},
+    {.name = "global", .type = FIELD_JSON},
+    {.name = "key_padding", .type = FIELD_JSON},
+    {.name = "attn", .type = FIELD_JSON},
+    {.name = "strided", .type = FIELD_JSON},
+    {.name = "fixed", .type = FIELD_JSON},
+    {.name = "blocks", .type = FIELD_JSON},
+    ENCODE_FIELD_ATTENTION_FORMAT,
+    {.name = "binary_data_output", .type = FIELD_BOOL},
+};
+static const field_table PARAMS = FIELD_TABLE("parameter", PARAMS_FIELDS);
 
 /* A mask option as /v1's mask object takes it: the value itself, or, when it
  * is a string, the JSON it holds (the protocol's parameters are scalars).
@@ -263,36 +252,11 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
         return 0;
     if (!json_is_object(params))
         return BAD("parameters must be an object, not %s", api_json_kind(params));
-    if (check_keys(params, PARAMS, sizeof PARAMS / sizeof *PARAMS, "parameters: ", "parameter",
-                   PARAMS_TEXT, err) < 0)
+    if (fields_check(&PARAMS, params, "parameters", err) < 0)
         return -1;
-    char q[API_SAFE_MAX + 4];
-    json_t *v = json_object_get(params, "attention");
-    if (v && !json_is_null(v)) {
-        const char *s = json_string_value(v);
-        if (!s)
-            return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not %s",
-                       api_json_kind(v));
-        if (strcmp(s, "heads") == 0)
-            req->enc.attn_mode = ENC_ATTN_HEADS;
-        else if (strcmp(s, "mean") == 0)
-            req->enc.attn_mode = ENC_ATTN_MEAN;
-        else if (strcmp(s, "none") == 0)
-            req->enc.attn_mode = ENC_ATTN_NONE;
-        else
-            return BAD("parameters.attention must be \"heads\", \"mean\" or \"none\", not '%s'",
-                       api_safe_text(s, q));
-    }
-    v = json_object_get(params, "binary_data_output");
-    if (v && !json_is_null(v)) {
-        if (!json_is_boolean(v))
-            return BAD("parameters.binary_data_output must be true or false, not %s",
-                       api_json_kind(v));
-        *binary_all = json_is_true(v);
-    }
-    if (encode_parse_attention_format(&req->enc, json_object_get(params, "attention_format"),
-                                      "parameters.attention_format", err) < 0)
-        return -1;
+    encode_apply_attention(&req->enc, &PARAMS, params);
+    *binary_all = fields_bool(params, "binary_data_output", *binary_all);
+    json_t *v;
     static const char *const mask_keys[] = {"causal", "window",  "global", "key_padding",
                                             "attn",   "strided", "fixed",  "blocks"};
     for (size_t i = 0; i < sizeof mask_keys / sizeof *mask_keys; i++) {
@@ -352,6 +316,13 @@ static int parse_mask(v2_request *req, json_t *mask, bool window_lr, api_error *
 
 static const char *const OUT_NAME[V2_N_OUT] = {"outputs", "attention"};
 
+/* An output's fields, and its parameters'. */
+static const field_spec OUTPUT_FIELDS[] = {{.name = "name", .type = FIELD_JSON},
+                                           {.name = "parameters", .type = FIELD_JSON}};
+static const field_spec OUTPUT_PARAMS_FIELDS[] = {{.name = "binary_data", .type = FIELD_BOOL}};
+static const field_table OUTPUT = FIELD_TABLE("field", OUTPUT_FIELDS),
+                         OUTPUT_PARAMS = FIELD_TABLE("parameter", OUTPUT_PARAMS_FIELDS);
+
 static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_error *err)
 {
     const bool attn_allowed = req->enc.attn_mode != ENC_ATTN_NONE;
@@ -371,12 +342,11 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
     for (size_t k = 0; k < json_array_size(outs); k++) {
         json_t *o = json_array_get(outs, k);
         char q[API_SAFE_MAX + 4], what[48];
-        snprintf(what, sizeof what, "outputs[%zu]: ", k);
+        snprintf(what, sizeof what, "outputs[%zu]", k);
         if (!json_is_object(o))
             return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
                        api_json_kind(o));
-        static const char *const keys[] = {"name", "parameters"};
-        if (check_keys(o, keys, 2, what, "field", "name or parameters", err) < 0)
+        if (fields_check(&OUTPUT, o, what, err) < 0)
             return -1;
         const char *name = json_string_value(json_object_get(o, "name"));
         if (!name)
@@ -397,22 +367,13 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
         json_t *params = json_object_get(o, "parameters");
         if (params && !json_is_null(params)) {
             char pw[64];
-            snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters: ", k, name);
+            snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters", k, name);
             if (!json_is_object(params))
                 return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
                            api_json_kind(params));
-            static const char *const pk[] = {"binary_data"};
-            if (check_keys(params, pk, 1, pw, "parameter",
-                           "binary_data (the only output parameter)", err) < 0)
+            if (fields_check(&OUTPUT_PARAMS, params, pw, err) < 0)
                 return -1;
-            const json_t *b = json_object_get(params, "binary_data");
-            if (b && !json_is_null(b)) {
-                if (!json_is_boolean(b))
-                    return BAD("outputs[%zu] (%s): parameters.binary_data must be true or false, "
-                               "not %s",
-                               k, name, api_json_kind(b));
-                binary = json_is_true(b);
-            }
+            binary = fields_bool(params, "binary_data", binary);
         }
         req->out[req->n_out++] = (v2_output)which;
         req->binary[which] = binary;
@@ -454,16 +415,26 @@ typedef struct v2_input {
     const unsigned char *bin; /* its bytes in the body */
 } v2_input;
 
+/* An input's fields, and its parameters'. */
+static const field_spec INPUT_FIELDS[] = {{.name = "name", .type = FIELD_JSON},
+                                          {.name = "shape", .type = FIELD_JSON},
+                                          {.name = "datatype", .type = FIELD_JSON},
+                                          {.name = "parameters", .type = FIELD_JSON},
+                                          {.name = "data", .type = FIELD_JSON}};
+static const field_spec INPUT_PARAMS_FIELDS[] = {
+    {.name = "binary_data_size", .type = FIELD_INT, .max = LLONG_MAX}};
+static const field_table INPUT = FIELD_TABLE("field", INPUT_FIELDS),
+                         INPUT_PARAMS = FIELD_TABLE("parameter", INPUT_PARAMS_FIELDS);
+
 /* One input's name, datatype, shape, parameters and data, checked for form. */
 static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
 {
     char q[API_SAFE_MAX + 4], what[48];
-    snprintf(what, sizeof what, "inputs[%zu]: ", k);
+    snprintf(what, sizeof what, "inputs[%zu]", k);
     if (!json_is_object(o))
         return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
                    api_json_kind(o));
-    static const char *const keys[] = {"name", "shape", "datatype", "parameters", "data"};
-    if (check_keys(o, keys, 5, what, "field", "name, shape, datatype, parameters or data", err) < 0)
+    if (fields_check(&INPUT, o, what, err) < 0)
         return -1;
     const json_t *v = json_object_get(o, "name");
     if (!json_is_string(v))
@@ -516,22 +487,16 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
     json_t *params = json_object_get(o, "parameters");
     if (params && !json_is_null(params)) {
         char pw[64];
-        snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters: ", k, name);
+        snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters", k, name);
         if (!json_is_object(params))
             return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
                        api_json_kind(params));
-        static const char *const pk[] = {"binary_data_size"};
-        if (check_keys(params, pk, 1, pw, "parameter",
-                       "binary_data_size (the only input parameter)", err) < 0)
+        if (fields_check(&INPUT_PARAMS, params, pw, err) < 0)
             return -1;
-        const json_t *b = json_object_get(params, "binary_data_size");
-        if (b && !json_is_null(b)) {
-            if (!json_is_integer(b) || json_integer_value(b) < 0)
-                return BAD("inputs[%zu] (%s): parameters.binary_data_size must be a non-negative "
-                           "integer (bytes), not %s",
-                           k, name, json_is_integer(b) ? "negative" : api_json_kind(b));
+        const long long size = fields_int(params, "binary_data_size", -1);
+        if (size >= 0) {
             in->binary = true;
-            in->bin_size = (size_t)json_integer_value(b);
+            in->bin_size = (size_t)size;
         }
     }
     v = json_object_get(o, "data");
@@ -888,18 +853,16 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
     char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4], dims[160];
     if (!json_is_object(root))
         return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
-    static const char *const keys[] = {"id",         "model_name", "model_version",
-                                       "parameters", "inputs",     "outputs"};
-    if (check_keys(root, keys, 6, "", "field",
-                   "id, model_name, model_version, parameters, inputs or outputs", err) < 0)
+    static const field_spec ROOT_FIELDS[] = {
+        {.name = "id", .type = FIELD_STRING},          {.name = "model_name", .type = FIELD_JSON},
+        {.name = "model_version", .type = FIELD_JSON}, {.name = "parameters", .type = FIELD_JSON},
+        {.name = "inputs", .type = FIELD_JSON},        {.name = "outputs", .type = FIELD_JSON}};
+    static const field_table ROOT = FIELD_TABLE("field", ROOT_FIELDS);
+    if (fields_check(&ROOT, root, "", err) < 0)
         return -1;
-    const json_t *v = json_object_get(root, "id");
-    if (v && !json_is_null(v)) {
-        if (!json_is_string(v))
-            return BAD("id must be a string, not %s", api_json_kind(v));
-        if (!(req->id = strdup(json_string_value(v))))
-            return OOM();
-    }
+    const json_t *v = api_json_field(root, "id");
+    if (v && !(req->id = strdup(json_string_value(v))))
+        return OOM();
     v = json_object_get(root, "model_name");
     if (v && !json_is_null(v) &&
         (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
