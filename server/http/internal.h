@@ -79,6 +79,10 @@ typedef struct route {
     int proto_route;  /* with a proto that matches its own paths: the route's id */
     bool names_model; /* the path names the model: proto->check_model */
     route_media media;
+    /* A POST answered on the HTTP thread from its body alone, no forward
+     * (serve_answer): the response JSON (new reference), or NULL with err
+     * set.  The function lives with its protocol (/v1/tokenize: text.h). */
+    json_t *(*answer)(const char *body, size_t len, const api_limits *limits, api_error *err);
     /* The whole body is in: answer, or hand a forward to the pool
      * (routes.c's serve_forward runs the proto's codec). */
     enum MHD_Result (*serve)(request *r);

@@ -249,12 +249,11 @@ enum MHD_Result http_forward_finish(request *r)
                                                      "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
 }
 
-/* ---- text ------------------------------------------------------------------ */
+/* ---- a POST answered from its body (route.answer) ------------------------- */
 
-/* POST /v1/tokenize: {"text": str | [str] | [[a, b]], "add_special_tokens",
- * "truncate"} -> {"tokens": [[token, ...], ...]}, one list per sequence.
- * Answered here, on the HTTP thread: tokenizing is cheap beside a forward. */
-static enum MHD_Result serve_tokenize(request *r)
+/* Answered here, on the HTTP thread: the route's answer (tokenizing text,
+ * say) is cheap beside a forward. */
+static enum MHD_Result serve_answer(request *r)
 {
     server *s = r->srv;
     if (!atomic_load(&s->ready))
@@ -262,7 +261,7 @@ static enum MHD_Result serve_tokenize(request *r)
                                   (const char *const[]){"Retry-After", "1", NULL});
     api_error err = {0};
     const api_limits limits = request_limits(s);
-    json_t *out = text_tokenize_request(r->body, r->len, &limits, s->tokenizer, &err);
+    json_t *out = r->rt->answer(r->body, r->len, &limits, &err);
     if (!out)
         return http_respond_error(r, err.kind, err.message, NULL);
     return http_respond_json(r, 200, out, NULL);
@@ -311,8 +310,10 @@ static enum MHD_Result serve_proto_get(request *r)
 #define ALLOW_POST "POST, OPTIONS"
 
 #define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
-/* A POST route answered on the HTTP thread (no forward). */
-#define POST_ROUTE(p, fn) .path = p, .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON, .serve = fn
+/* A POST route answered on the HTTP thread from its body (no forward). */
+#define ANSWER_ROUTE(p, fn)                                                                        \
+    .path = p, .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON, .answer = fn,               \
+    .serve = serve_answer
 /* A POST route that runs a forward through its protocol's codec. */
 #define FORWARD_ROUTE(p, pr, m)                                                                    \
     .path = p, .allow = ALLOW_POST, .post = true, .media = m, .proto = &pr, .serve = serve_forward
@@ -324,7 +325,7 @@ static enum MHD_Result serve_proto_get(request *r)
 /* Every route, one row each: adding a route is adding its row. */
 static const route routes[] = {
     {FORWARD_ROUTE("/v1/encode", v1_protocol, MEDIA_JSON)},
-    {POST_ROUTE("/v1/tokenize", serve_tokenize)},
+    {ANSWER_ROUTE("/v1/tokenize", text_tokenize_request)},
     {FORWARD_ROUTE("/v1/embeddings", openai_protocol, MEDIA_JSON)},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},

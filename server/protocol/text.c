@@ -140,7 +140,7 @@ static const field_spec TOKENIZE_FIELDS[] = {
 static const field_table TOKENIZE = FIELD_TABLE("field", TOKENIZE_FIELDS);
 
 json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
-                              const tok_tokenizer *tok, api_error *err)
+                              api_error *err)
 {
     json_error_t jerr;
     json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr), *out = NULL;
@@ -171,7 +171,7 @@ json_t *text_tokenize_request(const char *body, size_t len, const api_limits *li
     json_t *lists = json_array();
     out = json_pack("{s:o}", "tokens", lists);
     for (size_t b = 0; out && lists && b < tb.B; b++)
-        if (json_array_append_new(lists, text_tokens_json(tok, &tb.enc[b])) < 0) {
+        if (json_array_append_new(lists, text_tokens_json(limits->tokenizer, &tb.enc[b])) < 0) {
             json_decref(out);
             out = NULL;
         }

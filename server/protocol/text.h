@@ -53,11 +53,11 @@ void text_batch_free(text_batch *tb);
 json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e);
 
 /* POST /v1/tokenize: the body {"text": str | [str] | [[a, b]],
- * "add_special_tokens", "truncate"} tokenized by tok into {"tokens": [[token,
+ * "add_special_tokens", "truncate"} tokenized by limits->tokenizer into {"tokens": [[token,
  * ...], ...]}, one list per sequence (new reference), or NULL with err set.
  * Without truncate no token limit applies: counting tokens is what the
  * route is for. */
 json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
-                              const tok_tokenizer *tok, api_error *err);
+                              api_error *err);
 
 #endif
