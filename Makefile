@@ -4,6 +4,7 @@
 #   make run             install what is missing, build, and start attnd on the
 #                        built-in default model (ARGS="--port 9000 ..." adds flags)
 #   make test            install what is missing, build, and run every test
+#   make test-unit       the Check suites' unit and codec tiers alone (no daemon)
 #   make test-page       the page at / in headless Chromium (make test runs it)
 #   make openapi-check   the OpenAPI description: lint, a typed client compiled and
 #                        run, live responses validated (make test runs it)
@@ -220,6 +221,13 @@ test: docs-check layers-check
 	@$(MAKE) --no-print-directory openai-check
 	@$(MAKE) --no-print-directory builtin-check
 	@$(MAKE) --no-print-directory k8s-check
+
+# The unit and codec tiers of the Check suites alone (tests/suites.h): no
+# daemon started, a minute or so; make test runs every tier and the rest.
+.PHONY: test-unit
+test-unit:
+	@$(MAKE) --no-print-directory $(TEST_BIN)
+	ATTND_TEST_TIERS=unit,codec OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
 
 # The repository stands alone: the contract is docs/contract.md, and no file
 # points to a directory outside the repository (the pattern is bracketed so

@@ -1,6 +1,17 @@
-/* suites.h - every Check suite of the test runner, named once: SUITES
- * declares them here and check_main.c runs them, in this order.  A new
- * suite file adds one X(name) line (its function: Suite *name_suite). */
+/* suites.h - every Check suite of the test runner, named once with its
+ * tier: SUITES declares them here and check_main.c runs them, tier by tier
+ * in this order.  A new suite file adds one X(name, TIER) line (its
+ * function: Suite *name_suite).
+ *
+ * The tiers, by the most a suite starts:
+ *   UNIT    a module in-process: the core, the tokenizer, the codecs'
+ *           pieces, the runtime (no daemon, no HTTP);
+ *   CODEC   whole requests through the protocols' codecs and a model,
+ *           in-process (no daemon);
+ *   DAEMON  build/attnd started on a 127.0.0.1 port (tests/daemon_fixture.c)
+ *           and talked to over HTTP; a suite here may hold unit cases too.
+ * ATTND_TEST_TIERS=unit,codec (check_main.c) runs only those tiers: make
+ * test-unit. */
 #ifndef ATTND_TESTS_SUITES_H
 #define ATTND_TESTS_SUITES_H
 
@@ -8,47 +19,47 @@
 
 /* clang-format off */
 #define SUITES(X) \
-    X(sha256) \
-    X(safetensors) \
-    X(hparams) \
-    X(model) \
-    X(attention) \
-    X(blockmask) \
-    X(naive) \
-    X(gemm) \
-    X(dtype) \
-    X(torch) \
-    X(config) \
-    X(v1_fixtures) \
-    X(v1_requests) \
-    X(v1_embeddings) \
-    X(http) \
-    X(page) \
-    X(fuzz) \
-    X(edges) \
-    X(hostile) \
-    X(jsontext) \
-    X(fields) \
-    X(extract) \
-    X(team) \
-    X(v2) \
-    X(checkpoint) \
-    X(modernbert) \
-    X(embed) \
-    X(tokenizer) \
-    X(text) \
-    X(pooling) \
-    X(csr) \
-    X(spin) \
-    X(framing) \
-    X(stream) \
-    X(bufpool) \
-    X(base64) \
-    X(jsonnum) \
-    X(runtime)
+    X(sha256, UNIT) \
+    X(safetensors, UNIT) \
+    X(hparams, UNIT) \
+    X(model, UNIT) \
+    X(attention, UNIT) \
+    X(blockmask, UNIT) \
+    X(naive, UNIT) \
+    X(gemm, UNIT) \
+    X(dtype, UNIT) \
+    X(torch, UNIT) \
+    X(embed, UNIT) \
+    X(pooling, UNIT) \
+    X(tokenizer, UNIT) \
+    X(config, UNIT) \
+    X(jsontext, UNIT) \
+    X(extract, UNIT) \
+    X(jsonnum, UNIT) \
+    X(base64, UNIT) \
+    X(stream, UNIT) \
+    X(bufpool, UNIT) \
+    X(team, UNIT) \
+    X(spin, UNIT) \
+    X(runtime, UNIT) \
+    X(fields, UNIT) \
+    X(v1_fixtures, CODEC) \
+    X(v1_requests, CODEC) \
+    X(v1_embeddings, CODEC) \
+    X(edges, CODEC) \
+    X(fuzz, CODEC) \
+    X(checkpoint, DAEMON) \
+    X(modernbert, DAEMON) \
+    X(v2, DAEMON) \
+    X(csr, DAEMON) \
+    X(text, DAEMON) \
+    X(http, DAEMON) \
+    X(page, DAEMON) \
+    X(framing, DAEMON) \
+    X(hostile, DAEMON)
 /* clang-format on */
 
-#define SUITE_DECLARE(name) Suite *name##_suite(void);
+#define SUITE_DECLARE(name, tier) Suite *name##_suite(void);
 SUITES(SUITE_DECLARE)
 #undef SUITE_DECLARE
 
