@@ -14,8 +14,15 @@
  * alone.  On a CPU without VBMI both loops run the table loops. */
 static void use_path(int i)
 {
+    static bool said;
     base64_set_vbmi(i == 0);
     ck_assert(i == 0 || !base64_vbmi_enabled());
+    if (i == 0 && !base64_vbmi_enabled() && !said) {
+        said = true;
+        printf("base64: this CPU has no AVX-512 VBMI: the VBMI loops are not run here (the "
+               "table loops are, twice)\n");
+        fflush(stdout);
+    }
 }
 
 static void vbmi_back_on(void) /* for the suites after these (CK_FORK=no) */
