@@ -35,7 +35,7 @@ rewritten each time (a second or so).
 
 Made once: existing files of the right size are kept.  numpy only (no
 torch; the JSON writer is tools/reference.py's, which needs no torch).
-bench/run.sh part 9 times attnd loading them (bench/startup.py).
+bench/parts/startup.sh times attnd loading them (bench/startup.py).
 """
 import collections
 import os
