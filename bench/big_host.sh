@@ -1,5 +1,5 @@
 #!/bin/bash
-# big_host.sh - issue 33's targets for a big host, in one run of about 6 minutes
+# big_host.sh - the targets only a big host can measure (16 threads, AMX), in one run of about 6 minutes
 # (16 threads): what the lent 16-core machine measures (DEVELOPERS.md, "The lent
 # machine").  Needs a bundle of the built binaries (bundle.sh, below) and, for
 # the peers, PyTorch and transformers; a peer that cannot run is said and

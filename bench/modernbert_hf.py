@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """modernbert_hf.py - ModernBERT-base as Hugging Face transformers runs it on a CPU:
-the peer of issue 33's long-context target, where transformers is installed (the
+the peer of the bfloat16 long-context target, where transformers is installed (the
 lent machine: Debian has no transformers).
 
   python3 bench/modernbert_hf.py [--seq-len 8192] [--runs 2] [--threads N]

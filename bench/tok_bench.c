@@ -1,5 +1,5 @@
 /* tok_bench.c - times attnd's C tokenizer (core/tokenizer/tokenizer.h) on one
- * thread, for bench/run.sh's text section (issue 32).
+ * thread, for bench/run.sh's text section.
  *
  *   tok_bench throughput --tokenizer FILE --corpus FILE [--repeat R] [--warmup W]
  *                        [--name KEY]

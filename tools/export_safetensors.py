@@ -26,7 +26,8 @@ so `build/attnd --config FILE` serves the model straight away.
 
 Activation: F.relu / nn.ReLU -> relu, F.gelu / nn.GELU() -> gelu,
 nn.GELU(approximate="tanh") or functools.partial(F.gelu, approximate="tanh")
--> gelu_tanh; any other callable (a lambda, say) is probed numerically.  Note
+-> gelu_tanh; any other callable (a lambda, say) is probed numerically
+(against tools/reference.py's ACT_FN).  Note
 that torch 1.13's C++ fast path (eval mode under no_grad) runs exact gelu even
 for nn.GELU(approximate="tanh"); attnd computes what the module declares.
 
@@ -68,6 +69,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import ACT_FN  # noqa: E402
 from safetensors_io import save_file  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -87,11 +89,7 @@ class ExportError(Exception):
     """The input cannot be expressed as an attnd model; the message says why."""
 
 
-def _gelu_tanh(x):
-    return F.gelu(x, approximate="tanh")
-
-
-_ACT_FNS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh}
+_ACT_FNS = ACT_FN   # attnd's activation names -> the functional form (reference.py)
 
 
 def activation_name(fn):

@@ -5,13 +5,16 @@
 
 OUTDIR [CASE ...]: makes every case (or those named) under OUTDIR with
 make_case(case, outdir), one thread, and writes OUTDIR/README.md from
-readme_head and one readme_row(case) per case.  Returns the exit status.
+readme_head and one readme_row(case) per case (reference.write_readme).  Returns
+the exit status.
 """
 
 import os
 import sys
 
 import torch
+
+from reference import write_readme
 
 
 def fixture_main(argv, script, usage, cases, make_case, readme_head, readme_row):
@@ -32,9 +35,7 @@ def fixture_main(argv, script, usage, cases, make_case, readme_head, readme_row)
             continue
         make_case(c, outdir)
         print(c.name, file=sys.stderr)
-    with open(os.path.join(outdir, "README.md"), "w", encoding="utf-8") as f:
-        f.write(readme_head)
-        for c in cases:
-            f.write(readme_row(c))
+    write_readme(os.path.join(outdir, "README.md"), readme_head,
+                 [readme_row(c) for c in cases])
     print(f"wrote {len(cases)} cases to {outdir}", file=sys.stderr)
     return 0

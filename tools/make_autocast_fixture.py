@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_autocast_fixture - PyTorch's own bfloat16 error, the yardstick of
-model.dtype bfloat16 (docs/model.md, "bfloat16"; issue 33).
+model.dtype bfloat16 (docs/model.md, "bfloat16").
 
     /usr/bin/python3 tools/make_autocast_fixture.py tests/fixtures/autocast
 
@@ -19,7 +19,8 @@ The block is nn.TransformerEncoderLayer's math written out with torch.nn.
 functional (F.linear, matmul, softmax, gelu, layer_norm), so that autocast
 treats every op as its own lists say (the Linears and attention's matmuls
 in bfloat16, softmax and layer_norm in float32) and no fused fast path
-decides instead.  The metadata records PyTorch's errors: the largest
+decides instead (the Linears and LayerNorms through tools/reference.py's
+linear / layer_norm, thin wrappers of F.linear / F.layer_norm).  The metadata records PyTorch's errors: the largest
 |y_bf16 - y_f32| and the smallest per-token cosine.  tests/check_dtype.c
 runs attnd on x in float32 (against y_f32: the same model) and in bfloat16,
 and requires attnd's errors to be at most 1.5x PyTorch's.
@@ -34,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_seed_fixture import seeded_state_dict  # noqa: E402
+from reference import layer_norm, linear  # noqa: E402
 from safetensors_io import save_file  # noqa: E402
 
 SEED = 7
@@ -53,11 +55,10 @@ def block(x, p):
     v = v.reshape(B, L, H, E).transpose(1, 2)
     a = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(E), dim=-1)
     z = torch.matmul(a, v).transpose(1, 2).reshape(B, L, D)
-    z = F.linear(z, p["self_attn.out_proj.weight"], p["self_attn.out_proj.bias"])
-    h = F.layer_norm(x + z, (D,), p["norm1.weight"], p["norm1.bias"], EPS)
-    f = F.linear(F.gelu(F.linear(h, p["linear1.weight"], p["linear1.bias"])),
-                 p["linear2.weight"], p["linear2.bias"])
-    return F.layer_norm(h + f, (D,), p["norm2.weight"], p["norm2.bias"], EPS)
+    z = linear(p, "self_attn.out_proj", z)
+    h = layer_norm(p, "norm1", x + z, EPS)
+    f = linear(p, "linear2", F.gelu(linear(p, "linear1", h)))
+    return layer_norm(p, "norm2", h + f, EPS)
 
 
 def main():

@@ -34,10 +34,10 @@ section serves it with the BERT-base-sized weights.  The tokenizer.json is
 rewritten each time (a second or so).
 
 Made once: existing files of the right size are kept.  numpy only (no
-torch).  bench/run.sh part 9 times attnd loading them (bench/startup.py).
+torch; the JSON writer is tools/reference.py's, which needs no torch).
+bench/parts/startup.sh times attnd loading them (bench/startup.py).
 """
 import collections
-import json
 import os
 import sys
 import unicodedata
@@ -45,6 +45,7 @@ import unicodedata
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import write_json  # noqa: E402
 from safetensors_io import save_file  # noqa: E402
 
 D, H, F, LAYERS, VOCAB, POSITIONS = 768, 12, 3072, 12, 30522, 512
@@ -123,9 +124,7 @@ def make_xlmr(outdir, f16):
     }
     for i in range(LAYERS):
         layer_tensors(t, f"roberta.encoder.layer.{i}.", w, ones)
-    with open(os.path.join(outdir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
+    write_json(cfg, os.path.join(outdir, "config.json"))
     save_file(t, model, metadata={"format": "pt"})
     print(f"{outdir}: {os.path.getsize(model) >> 20} MiB")
     return 0
@@ -211,9 +210,7 @@ def bert_tokenizer_json():
 def write_tokenizer(outdir):
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, "tokenizer.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(bert_tokenizer_json(), f, ensure_ascii=False, indent=2)
-        f.write("\n")
+    write_json(bert_tokenizer_json(), path, sort_keys=False, ensure_ascii=False)
     print(f"{path}: WordPiece, {VOCAB} tokens, {os.path.getsize(path) >> 10} KiB")
 
 
@@ -273,9 +270,7 @@ def main(argv):
             p + "norm1.weight": n1w, p + "norm1.bias": n1b,
             p + "norm2.weight": n2w, p + "norm2.bias": n2b,
         })
-    with open(os.path.join(outdir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(CONFIG, f, indent=2, sort_keys=True)
-        f.write("\n")
+    write_json(CONFIG, os.path.join(outdir, "config.json"))
     save_file(t, model, metadata={"format": "pt"})
     save_file(torch_named, torch_file)
     print(f"{outdir}: {os.path.getsize(model) >> 20} MiB; {torch_file}: "

@@ -14,6 +14,8 @@ and OUTDIR/README.md, which lists the cases and the file layout.  The C tests
 read these files (no Python at test time) and compare with 1e-4 absolute
 tolerance.  Output is deterministic: torch.manual_seed per case, one thread,
 and the same bytes on every run.
+The activations, RoPE and ALiBi tables, rotations and the file round-trip
+check are tools/reference.py's, shared with the other fixture scripts.
 
 How expected values are made (docs/contract.md sections 2 and 3):
 
@@ -119,6 +121,8 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_safetensors import DTYPES, collect, export  # noqa: E402
 from fixture_cli import fixture_main  # noqa: E402
+from reference import (ACT_FN, alibi_bias, apply_rotary, check_saved, cos_sin_full,  # noqa: E402
+                       gelu_tanh, rope_by_complex, rope_tables)
 from safetensors_io import load_file, save_file  # noqa: E402
 
 ATOL_MODULE = 1e-6       # layer-by-layer run vs the module's forward
@@ -441,15 +445,10 @@ class Case:
 
 # ---- parameters ------------------------------------------------------------
 
-def gelu_tanh(x):
-    return F.gelu(x, approximate="tanh")
-
-
-ACT_FN = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": gelu_tanh}
-# What the modules get: torch's own strings, and for gelu_tanh the lambda
-# torch's documentation suggests (torch 1.13 has no string for it).
-ACT_MODULE = {"relu": "relu", "gelu": "gelu",
-              "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+# ACT_FN (reference.py): attnd's activation names -> the functional form.
+# What the modules get: torch's own strings, and for gelu_tanh a function
+# (torch 1.13 has no string for it).
+ACT_MODULE = {"relu": "relu", "gelu": "gelu", "gelu_tanh": gelu_tanh}
 
 
 def gated_act(c):
@@ -847,99 +846,6 @@ def positions(c):
     return torch.tensor(c.position_ids, dtype=torch.int64)
 
 
-def alibi_slopes(n):
-    """float32 [n]: ALiBi's slope per query head.  For n a power of two
-    m_h = 2^(-8 (h + 1) / n), h = 0..n-1; otherwise, with m the largest power
-    of two below n, the m slopes of m heads followed by the first n - m of
-    every other slope of 2m heads (index 0, 2, 4, ...).  The rule of get_slopes
-    in the paper's code (ofirpress/attention_with_linear_biases,
-    fairseq/models/transformer.py), of transformers' modeling_bloom.py
-    build_alibi_tensor and of MPT's gen_slopes (llm-foundry
-    llmfoundry/models/layers/attention.py; transformers' modeling_mpt.py
-    build_mpt_alibi_tensor).  Computed in float64 as 2.0 ** (-8.0 * (h + 1) / k)
-    (k = m or 2m), each rounded to float32 once."""
-    def power_of_2(k):
-        return [2.0 ** (-8.0 * (h + 1) / k) for h in range(k)]
-    m = 1 << (n.bit_length() - 1)
-    s = power_of_2(m) if m == n else power_of_2(m) + power_of_2(2 * m)[0::2][:n - m]
-    slopes = torch.tensor(s, dtype=torch.float64).float()
-    check_alibi_slopes(n, slopes)
-    return slopes
-
-
-def check_alibi_slopes(n, slopes):
-    """The slopes three more ways: the paper's get_slopes (start * ratio ** i,
-    float64, then float32) and MPT's gen_slopes (1 / 2^m in float32, odd
-    entries then even) exactly equal; BLOOM's build_alibi_tensor (float32
-    torch.pow of a float32 base) within 1e-6 relative, as its float32 powers
-    are an ulp off for some of the extra heads (2^-2.5, 2^-3.5 with 12)."""
-    def paper(k):
-        def power_of_2(k):
-            start = 2 ** (-2 ** -(math.log2(k) - 3))
-            ratio = start
-            return [start * ratio ** i for i in range(k)]
-        if math.log2(k).is_integer():
-            return power_of_2(k)
-        closest = 2 ** math.floor(math.log2(k))
-        return power_of_2(closest) + paper(2 * closest)[0::2][:k - closest]
-
-    closest = 2 ** math.floor(math.log2(n))
-    base = torch.tensor(2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=torch.float32)
-    bloom = torch.pow(base, torch.arange(1, 1 + closest, dtype=torch.int32))
-    if closest != n:
-        extra_base = torch.tensor(2 ** (-(2 ** -(math.log2(2 * closest) - 3))),
-                                  dtype=torch.float32)
-        extra = min(closest, n - closest)
-        bloom = torch.cat([bloom, torch.pow(extra_base, torch.arange(1, 1 + 2 * extra, 2,
-                                                                     dtype=torch.int32))])
-    n2 = 2 ** math.ceil(math.log2(n))
-    mpt = 1.0 / torch.pow(2, torch.arange(1, n2 + 1, dtype=torch.float32).mul(8 / n2))
-    if n2 != n:
-        mpt = torch.cat([mpt[1::2], mpt[::2]])[:n]
-    for name, other, rtol in (("paper", torch.tensor(paper(n), dtype=torch.float64).float(), 0),
-                              ("mpt", mpt, 0), ("bloom", bloom, 1e-6)):
-        assert other.dtype == torch.float32 and torch.allclose(other, slopes, rtol=rtol, atol=0), \
-            f"ALiBi slopes for {n} heads: {name} gives {other.tolist()}, not {slopes.tolist()}"
-
-
-def alibi_bias(c, pos):
-    """float32 [B, H, L, L]: ALiBi's bias -m_h * |p_i - p_j| for query i and
-    key j (bidirectional, as encoders use it), float32(-m_h) times the exact
-    float32 distance, one rounding."""
-    dist = (pos[:, :, None] - pos[:, None, :]).abs().to(torch.float32)    # [B, L, L]
-    return (-alibi_slopes(c.H))[None, :, None, None] * dist[:, None]
-
-
-def rope_tables(c, pos, theta):
-    """(cos, sin), float32 [B, L, R/2]: for the token at position p and
-    k < R/2, inv_freq_k = theta ** (-2k / R) and angle = p * inv_freq_k in
-    float64 (Python floats, C's pow / cos / sin), cos and sin rounded to
-    float32 once.  theta is the layer's (Case.layer_theta)."""
-    R = c.R
-    inv_freq = [float(theta) ** (-2 * k / R) for k in range(R // 2)]
-    angles = [[[p * f for f in inv_freq] for p in row] for row in pos.tolist()]
-    cos = [[[math.cos(a) for a in r] for r in b] for b in angles]
-    sin = [[[math.sin(a) for a in r] for r in b] for b in angles]
-    return (torch.tensor(cos, dtype=torch.float64).to(torch.float32),
-            torch.tensor(sin, dtype=torch.float64).to(torch.float32))
-
-
-def rotate_half(x):
-    """transformers' models/llama/modeling_llama.py (and gpt_neox/
-    modeling_gpt_neox.py) rotate_half: halves (x1, x2) -> (-x2, x1)."""
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def rotate_every_two(x):
-    """transformers' models/gptj/modeling_gptj.py rotate_every_two (RoFormer's
-    interleaved pairs): (x[2k], x[2k+1]) -> (-x[2k+1], x[2k])."""
-    x1 = x[..., ::2]
-    x2 = x[..., 1::2]
-    return torch.stack((-x2, x1), dim=-1).flatten(-2)
-
-
 def apply_rope(c, x, cos, sin, pos, theta):
     """x [B, heads, L, E] float32 with RoPE on the first R dims of every head;
     dims R..E-1 pass through (partial rotary: GPT-NeoX's rotary_ndims,
@@ -951,16 +857,9 @@ def apply_rope(c, x, cos, sin, pos, theta):
     out[2k] = x[2k] cos_k - x[2k+1] sin_k, out[2k+1] = x[2k+1] cos_k +
     x[2k] sin_k.  Float32 products, each rounded, then one float32 sum."""
     R = c.R
-    if c.rope_style == "neox":
-        cos_r = torch.cat((cos, cos), dim=-1)[:, None]                 # [B, 1, L, R]
-        sin_r = torch.cat((sin, sin), dim=-1)[:, None]
-        rotate = rotate_half
-    else:
-        cos_r = torch.repeat_interleave(cos, 2, dim=-1)[:, None]
-        sin_r = torch.repeat_interleave(sin, 2, dim=-1)[:, None]
-        rotate = rotate_every_two
+    cos_r, sin_r = cos_sin_full(cos, sin, c.rope_style)                # [B, L, R]
     x_rot, x_pass = x[..., :R], x[..., R:]
-    x_rot = (x_rot * cos_r) + (rotate(x_rot) * sin_r)
+    x_rot = apply_rotary(x_rot, cos_r[:, None], sin_r[:, None], c.rope_style)
     out = torch.cat((x_rot, x_pass), dim=-1)
     check_rope(c, x, out, pos, theta)
     return out
@@ -971,18 +870,11 @@ def check_rope(c, x, out, pos, theta):
     number times torch.polar(1, angle), all in float64 (angles from torch's
     own arange / pow, theta the layer's), within 1e-6; the unrotated dims
     unchanged."""
-    R, half = c.R, c.R // 2
+    R = c.R
     inv_freq = torch.tensor(float(theta), dtype=torch.float64) ** \
         (-torch.arange(0, R, 2, dtype=torch.float64) / R)
     angle = pos.to(torch.float64)[..., None] * inv_freq                  # [B, L, R/2]
-    turn = torch.polar(torch.ones_like(angle), angle)[:, None]           # [B, 1, L, R/2]
-    xr = x[..., :R].detach().to(torch.float64)
-    if c.rope_style == "neox":
-        z = torch.complex(xr[..., :half], xr[..., half:]) * turn
-        want = torch.cat((z.real, z.imag), dim=-1)
-    else:
-        z = torch.view_as_complex(xr.reshape(*xr.shape[:-1], half, 2).contiguous()) * turn
-        want = torch.view_as_real(z).flatten(-2)
+    want = rope_by_complex(x[..., :R], angle[:, None], c.rope_style)     # [B, heads, L, R]
     got = out[..., :R].detach().to(torch.float64)
     assert torch.allclose(got, want, rtol=0, atol=1e-6), \
         f"{c.name}: RoPE differs from the complex formulation " \
@@ -995,7 +887,7 @@ def alibi_src_mask(c, src_mask, pos):
     bias (batch-major heads, as torch lays them out) plus what src_mask says:
     -inf where a boolean mask is true, its values where it is float."""
     B, H, L = c.B, c.H, c.L
-    bias = alibi_bias(c, pos).reshape(B * H, L, L)
+    bias = alibi_bias(pos, c.H).reshape(B * H, L, L)
     if src_mask is None:
         return bias
     if src_mask.dtype == torch.bool:
@@ -1099,9 +991,9 @@ def functional_reference(c, params, final, x, allowed, add, pos=None, position=N
         for l in range(c.n_layers):
             theta = c.layer_theta(l)
             if theta not in tables:
-                tables[theta] = rope_tables(c, pos, theta)
+                tables[theta] = rope_tables(pos, theta, c.R)
     elif position == "alibi":
-        bias = alibi_bias(c, pos)                    # [B, H, L, L]
+        bias = alibi_bias(pos, c.H)                  # [B, H, L, L]
 
     def ln(t, p, k):
         return F.layer_norm(t, (D,), p[f"{k}.weight"], p.get(f"{k}.bias"), c.eps)
@@ -1577,10 +1469,7 @@ def check_round_trip(c, model_path, case_path, params, final, tensors, meta):
     call for (expected_names: no norm biases for layernorm_nobias, norm.* for
     final_norm, no layers.0.norm1.* for first_attn_norm false) and its values
     with the parameters."""
-    got, got_meta = load_file(case_path, "pt")
-    assert got_meta == meta and set(got) == set(tensors), c.name
-    for k, v in tensors.items():
-        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: {k}"
+    _, got_meta = check_saved(case_path, tensors, meta, c.name)
     want = {**c.config(), **c.position_config(), **c.ffn_config(), **c.block_config()}
     assert list(json.loads(got_meta["config"]).items()) == list(want.items()), c.name
     got, _ = load_file(model_path, "pt")

@@ -11,7 +11,8 @@ PyTorch-named file, case.safetensors and ids.safetensors with their expected
 outputs), except config.json, which it rewrites as transformers 5's
 save_pretrained() writes the configuration class of that model_type for the
 same model, and a README.md in each of the two folders.  Nothing is drawn at
-random: the same inputs give the same bytes.  Needs python3 only.
+random: the same inputs give the same bytes.  Needs python3 only (the JSON and
+README writers are tools/reference.py's, which need no torch).
 
 The model is the same one, so the expected outputs of the 4.x directory hold
 for the 5.x one: a test that loads both and compares them with the same
@@ -57,6 +58,9 @@ import json
 import os
 import shutil
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference import md_row, write_json, write_readme  # noqa: E402
 
 TRANSFORMERS_VERSION = "5.0.0"
 
@@ -228,20 +232,18 @@ def write_set(root, src, dst, title, suite, extra):
         with open(os.path.join(sdir, "config.json"), encoding="utf-8") as f:
             old = json.load(f)
         new = config5(old)
-        with open(os.path.join(ddir, "config.json"), "w", encoding="utf-8") as f:
-            f.write(json.dumps(new, indent=2, sort_keys=True) + "\n")
+        write_json(new, os.path.join(ddir, "config.json"))
         for name in sorted(os.listdir(sdir)):
             if name != "config.json":
                 shutil.copyfile(os.path.join(sdir, name), os.path.join(ddir, name))
-        rows.append(f"| `{case}` | {describe(old, new)} |\n")
+        rows.append(md_row(f"`{case}`", describe(old, new)))
         print(f"{dst}/{case}", file=sys.stderr)
     for stale in sorted(os.listdir(dstdir)):
         if os.path.isdir(os.path.join(dstdir, stale)) and stale not in cases:
             shutil.rmtree(os.path.join(dstdir, stale))
-    with open(os.path.join(dstdir, "README.md"), "w", encoding="utf-8") as f:
-        f.write(README_HEAD.format(title=dst, src=src, version=TRANSFORMERS_VERSION,
-                                   suite=suite, extra=extra))
-        f.writelines(rows)
+    write_readme(os.path.join(dstdir, "README.md"),
+                 README_HEAD.format(title=dst, src=src, version=TRANSFORMERS_VERSION,
+                                    suite=suite, extra=extra), rows)
 
 
 def main(argv):

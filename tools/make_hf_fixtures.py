@@ -61,7 +61,8 @@ draws from its own generator, seeded with crc32(case name + ":ids"), so the
 other files do not depend on it.  Expected values: torch's own modules in eval mode with gradients
 enabled (torch 1.13's Python path, not the C++ fast path), run layer by layer
 for the attention weights; the HF-style functional reference must agree within
-1e-5.
+1e-5.  The activations, Linear / LayerNorm, masks, sinusoidal table, id
+batches and file helpers are tools/reference.py's.
 """
 
 import json
@@ -77,6 +78,9 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_safetensors import export  # noqa: E402
 from fixture_cli import fixture_main  # noqa: E402
+from reference import (check_saved, extended_attention_mask, gelu_new, gelu_tanh,  # noqa: E402
+                       ids_generator, layer_norm, linear, linear_names, norm_names,
+                       random_ids, sinusoidal_table, write_json)
 from safetensors_io import load_file, read_header, save_file  # noqa: E402
 
 ATOL_MODULE = 1e-6       # layer-by-layer run vs the module's forward
@@ -335,37 +339,29 @@ def shrink(full, c):
 # (name, shape) in the order the class's modules register them (the order the
 # random values are drawn in).
 
-def _linear(name, n_out, n_in):
-    return [(f"{name}.weight", (n_out, n_in)), (f"{name}.bias", (n_out,))]
-
-
-def _norm(name, n):
-    return [(f"{name}.weight", (n,)), (f"{name}.bias", (n,))]
-
-
 def bert_layer_names(stem):
     """BertLayer's parameters (also RobertaLayer, XLMRobertaLayer,
     CamembertLayer, ElectraLayer: copies of it)."""
-    return (_linear(f"{stem}attention.self.query", D, D) +
-            _linear(f"{stem}attention.self.key", D, D) +
-            _linear(f"{stem}attention.self.value", D, D) +
-            _linear(f"{stem}attention.output.dense", D, D) +
-            _norm(f"{stem}attention.output.LayerNorm", D) +
-            _linear(f"{stem}intermediate.dense", FF, D) +
-            _linear(f"{stem}output.dense", D, FF) +
-            _norm(f"{stem}output.LayerNorm", D))
+    return (linear_names(f"{stem}attention.self.query", D, D) +
+            linear_names(f"{stem}attention.self.key", D, D) +
+            linear_names(f"{stem}attention.self.value", D, D) +
+            linear_names(f"{stem}attention.output.dense", D, D) +
+            norm_names(f"{stem}attention.output.LayerNorm", D) +
+            linear_names(f"{stem}intermediate.dense", FF, D) +
+            linear_names(f"{stem}output.dense", D, FF) +
+            norm_names(f"{stem}output.LayerNorm", D))
 
 
 def distilbert_layer_names(stem):
     """DistilBERT's TransformerBlock parameters."""
-    return (_linear(f"{stem}attention.q_lin", D, D) +
-            _linear(f"{stem}attention.k_lin", D, D) +
-            _linear(f"{stem}attention.v_lin", D, D) +
-            _linear(f"{stem}attention.out_lin", D, D) +
-            _norm(f"{stem}sa_layer_norm", D) +
-            _linear(f"{stem}ffn.lin1", FF, D) +
-            _linear(f"{stem}ffn.lin2", D, FF) +
-            _norm(f"{stem}output_layer_norm", D))
+    return (linear_names(f"{stem}attention.q_lin", D, D) +
+            linear_names(f"{stem}attention.k_lin", D, D) +
+            linear_names(f"{stem}attention.v_lin", D, D) +
+            linear_names(f"{stem}attention.out_lin", D, D) +
+            norm_names(f"{stem}sa_layer_norm", D) +
+            linear_names(f"{stem}ffn.lin1", FF, D) +
+            linear_names(f"{stem}ffn.lin2", D, FF) +
+            norm_names(f"{stem}output_layer_norm", D))
 
 
 def layer_stem(c, i):
@@ -389,8 +385,8 @@ def hf_names(c):
         # to the word embeddings: only the bias is written).
         names = ([(f"{p}embeddings.word_embeddings.weight", (VOCAB, D)),
                   (f"{p}embeddings.position_embeddings.weight", (MAX_POS, D))] +
-                 _norm(f"{p}embeddings.LayerNorm", D) + layers +
-                 _linear("vocab_transform", D, D) + _norm("vocab_layer_norm", D) +
+                 norm_names(f"{p}embeddings.LayerNorm", D) + layers +
+                 linear_names("vocab_transform", D, D) + norm_names("vocab_layer_norm", D) +
                  [("vocab_projector.bias", (VOCAB,))])
     else:
         E = cfg.get("embedding_size", D)
@@ -398,29 +394,29 @@ def hf_names(c):
         names = [(f"{p}embeddings.word_embeddings.weight", (VOCAB, E)),
                  (f"{p}embeddings.position_embeddings.weight", (MAX_POS, E)),
                  (f"{p}embeddings.token_type_embeddings.weight", (T, E))]
-        names += _norm(f"{p}embeddings.LayerNorm", E)
+        names += norm_names(f"{p}embeddings.LayerNorm", E)
         if c.model_type == "electra":
             # ElectraModel: embeddings_project when embedding_size != hidden_size.
-            names += _linear(f"{p}embeddings_project", D, E)
+            names += linear_names(f"{p}embeddings_project", D, E)
         names += layers
         if c.cls == "BertModel":
-            names += _linear("pooler.dense", D, D)       # BertPooler
+            names += linear_names("pooler.dense", D, D)       # BertPooler
         elif c.cls == "BertForMaskedLM":
             # BertOnlyMLMHead -> BertLMPredictionHead: its own bias first, then
             # transform (dense, LayerNorm); decoder.weight (tied to the word
             # embeddings) and decoder.bias (= cls.predictions.bias) not written.
             names += [("cls.predictions.bias", (VOCAB,))]
-            names += _linear("cls.predictions.transform.dense", D, D)
-            names += _norm("cls.predictions.transform.LayerNorm", D)
+            names += linear_names("cls.predictions.transform.dense", D, D)
+            names += norm_names("cls.predictions.transform.LayerNorm", D)
         elif c.cls in ("RobertaForMaskedLM", "XLMRobertaForMaskedLM", "CamembertForMaskedLM"):
             # RobertaLMHead: bias, dense, layer_norm; decoder tied.
             names += [("lm_head.bias", (VOCAB,))]
-            names += _linear("lm_head.dense", D, D)
-            names += _norm("lm_head.layer_norm", D)
+            names += linear_names("lm_head.dense", D, D)
+            names += norm_names("lm_head.layer_norm", D)
         elif c.cls == "ElectraForPreTraining":
             # ElectraDiscriminatorPredictions.
-            names += _linear("discriminator_predictions.dense", D, D)
-            names += _linear("discriminator_predictions.dense_prediction", 1, D)
+            names += linear_names("discriminator_predictions.dense", D, D)
+            names += linear_names("discriminator_predictions.dense_prediction", 1, D)
         else:
             raise AssertionError(c.cls)
     layer_names = {n for n, _ in layers}
@@ -453,19 +449,6 @@ def make_hf_tensors(c):
     return out, layer_names
 
 
-def sinusoidal_table(n_pos, dim):
-    """transformers' DistilBERT _create_sinusoidal_embeddings: angles pos /
-    10000^(2 (j // 2) / dim) in numpy float64, sin in the even columns and cos
-    in the odd ones, then torch.FloatTensor (float32)."""
-    import numpy as np
-    position_enc = np.array([[pos / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)]
-                             for pos in range(n_pos)])
-    out = torch.zeros(n_pos, dim)
-    out[:, 0::2] = torch.FloatTensor(np.sin(position_enc[:, 0::2]))
-    out[:, 1::2] = torch.FloatTensor(np.cos(position_enc[:, 1::2]))
-    return out
-
-
 # ---- HF names -> nn.TransformerEncoderLayer names ----------------------------------
 
 def torch_layer(c, hf, i):
@@ -496,7 +479,7 @@ def torch_layer(c, hf, i):
     return {name: t.clone().contiguous() for name, t in p.items()}
 
 
-ACT_MODULE = {"gelu": "gelu", "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+ACT_MODULE = {"gelu": "gelu", "gelu_tanh": gelu_tanh}
 
 
 def torch_model(c, params):
@@ -535,22 +518,6 @@ def module_reference(c, model, mods, x):
 # modeling code (eval mode: dropout is the identity; every token attended, so
 # the extended attention mask is all zeros).
 
-def hf_linear(hf, name, t):
-    """nn.Linear as transformers' modules hold it (weight [out, in], bias)."""
-    return F.linear(t, hf[f"{name}.weight"], hf[f"{name}.bias"])
-
-
-def hf_layer_norm(hf, name, t, eps):
-    """nn.LayerNorm(hidden, eps=config.layer_norm_eps)."""
-    return F.layer_norm(t, (t.shape[-1],), hf[f"{name}.weight"], hf[f"{name}.bias"], eps)
-
-
-def gelu_new(x):
-    """transformers.activations.NewGELUActivation (ACT2FN["gelu_new"])."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
-                                       (x + 0.044715 * torch.pow(x, 3.0))))
-
-
 # ACT2FN["gelu"] is GELUActivation: nn.functional.gelu (exact, erf).
 HF_ACT = {"gelu": F.gelu, "gelu_new": gelu_new}
 
@@ -566,16 +533,15 @@ def bert_self_attention(hf, stem, h, attention_mask=None):
     def transpose_for_scores(t):
         return t.view(t.shape[:-1] + (n_heads, head)).permute(0, 2, 1, 3)
 
-    query = transpose_for_scores(hf_linear(hf, f"{stem}attention.self.query", h))
-    key = transpose_for_scores(hf_linear(hf, f"{stem}attention.self.key", h))
-    value = transpose_for_scores(hf_linear(hf, f"{stem}attention.self.value", h))
+    query = transpose_for_scores(linear(hf, f"{stem}attention.self.query", h))
+    key = transpose_for_scores(linear(hf, f"{stem}attention.self.key", h))
+    value = transpose_for_scores(linear(hf, f"{stem}attention.self.value", h))
     scores = torch.matmul(query, key.transpose(-1, -2)) / math.sqrt(head)
     if attention_mask is None:
         extended_mask = torch.zeros(h.shape[0], 1, 1, h.shape[1])   # attention_mask all ones
     else:
         # ModuleUtilsMixin.get_extended_attention_mask: (1 - mask) * finfo.min
-        extended_mask = (1.0 - attention_mask[:, None, None, :].to(h.dtype)) * \
-            torch.finfo(h.dtype).min
+        extended_mask = extended_attention_mask(attention_mask, h.dtype)
     probs = torch.softmax(scores + extended_mask, dim=-1)
     context = torch.matmul(probs, value).permute(0, 2, 1, 3).contiguous()
     return context.view(context.shape[:-2] + (n_heads * head,)), probs
@@ -583,20 +549,20 @@ def bert_self_attention(hf, stem, h, attention_mask=None):
 
 def bert_self_output(hf, stem, hidden, input_tensor, eps):
     """BertSelfOutput.forward: LayerNorm(dropout(dense(hidden)) + input)."""
-    return hf_layer_norm(hf, f"{stem}attention.output.LayerNorm",
-                         hf_linear(hf, f"{stem}attention.output.dense", hidden) + input_tensor,
-                         eps)
+    return layer_norm(hf, f"{stem}attention.output.LayerNorm",
+                      linear(hf, f"{stem}attention.output.dense", hidden) + input_tensor,
+                      eps)
 
 
 def bert_intermediate(hf, stem, hidden, act):
     """BertIntermediate.forward: ACT2FN[hidden_act](dense(hidden))."""
-    return HF_ACT[act](hf_linear(hf, f"{stem}intermediate.dense", hidden))
+    return HF_ACT[act](linear(hf, f"{stem}intermediate.dense", hidden))
 
 
 def bert_output(hf, stem, hidden, input_tensor, eps):
     """BertOutput.forward: LayerNorm(dropout(dense(hidden)) + input)."""
-    return hf_layer_norm(hf, f"{stem}output.LayerNorm",
-                         hf_linear(hf, f"{stem}output.dense", hidden) + input_tensor, eps)
+    return layer_norm(hf, f"{stem}output.LayerNorm",
+                      linear(hf, f"{stem}output.dense", hidden) + input_tensor, eps)
 
 
 def bert_layer(hf, stem, h, act, eps, attention_mask=None):
@@ -622,9 +588,9 @@ def distilbert_attention(hf, stem, x, attention_mask=None):
     def unshape(t):
         return t.transpose(1, 2).contiguous().view(bs, -1, H * dim_per_head)
 
-    q = shape(hf_linear(hf, f"{stem}attention.q_lin", x))
-    k = shape(hf_linear(hf, f"{stem}attention.k_lin", x))
-    v = shape(hf_linear(hf, f"{stem}attention.v_lin", x))
+    q = shape(linear(hf, f"{stem}attention.q_lin", x))
+    k = shape(linear(hf, f"{stem}attention.k_lin", x))
+    v = shape(linear(hf, f"{stem}attention.v_lin", x))
     q = q / math.sqrt(dim_per_head)
     scores = torch.matmul(q, k.transpose(2, 3))
     mask = torch.ones(bs, x.shape[1]) if attention_mask is None else attention_mask
@@ -632,21 +598,21 @@ def distilbert_attention(hf, stem, x, attention_mask=None):
                                 torch.tensor(torch.finfo(scores.dtype).min))
     weights = F.softmax(scores, dim=-1)
     context = unshape(torch.matmul(weights, v))
-    return hf_linear(hf, f"{stem}attention.out_lin", context), weights
+    return linear(hf, f"{stem}attention.out_lin", context), weights
 
 
 def distilbert_ffn(hf, stem, x, act):
     """DistilBERT FFN.ff_chunk: lin2(activation(lin1(x))), dropout."""
-    return hf_linear(hf, f"{stem}ffn.lin2", HF_ACT[act](hf_linear(hf, f"{stem}ffn.lin1", x)))
+    return linear(hf, f"{stem}ffn.lin2", HF_ACT[act](linear(hf, f"{stem}ffn.lin1", x)))
 
 
 def distilbert_block(hf, stem, x, act, eps, attention_mask=None):
     """DistilBERT TransformerBlock.forward: sa_layer_norm(attention + x), then
     output_layer_norm(ffn + sa_output)."""
     sa_output, weights = distilbert_attention(hf, stem, x, attention_mask)
-    sa_output = hf_layer_norm(hf, f"{stem}sa_layer_norm", sa_output + x, eps)
+    sa_output = layer_norm(hf, f"{stem}sa_layer_norm", sa_output + x, eps)
     ffn_output = distilbert_ffn(hf, stem, sa_output, act)
-    return hf_layer_norm(hf, f"{stem}output_layer_norm", ffn_output + sa_output, eps), weights
+    return layer_norm(hf, f"{stem}output_layer_norm", ffn_output + sa_output, eps), weights
 
 
 def hf_reference(c, hf, x, attention_mask=None):
@@ -695,7 +661,7 @@ def bert_embeddings(c, hf, input_ids, token_type_ids, position_ids):
     token_type_embeddings = F.embedding(token_type_ids, hf[f"{e}token_type_embeddings.weight"])
     embeddings = inputs_embeds + token_type_embeddings
     embeddings += F.embedding(position_ids, hf[f"{e}position_embeddings.weight"])
-    return hf_layer_norm(hf, f"{e}LayerNorm", embeddings, c.eps)
+    return layer_norm(hf, f"{e}LayerNorm", embeddings, c.eps)
 
 
 def roberta_embeddings(c, hf, input_ids, token_type_ids, position_ids):
@@ -714,7 +680,7 @@ def electra_embeddings(c, hf, input_ids, token_type_ids, position_ids):
     hidden_size, there when they differ)."""
     h = bert_embeddings(c, hf, input_ids, token_type_ids, position_ids)
     if f"{c.prefix}embeddings_project.weight" in hf:
-        h = hf_linear(hf, f"{c.prefix}embeddings_project", h)
+        h = linear(hf, f"{c.prefix}embeddings_project", h)
     return h
 
 
@@ -730,7 +696,7 @@ def distilbert_embeddings(c, hf, input_ids, token_type_ids, position_ids):
         position_ids = torch.arange(MAX_POS).expand((1, -1))[:, :seq_length]
     embeddings = (F.embedding(input_ids, hf[f"{e}word_embeddings.weight"]) +
                   F.embedding(position_ids, hf[f"{e}position_embeddings.weight"]))
-    return hf_layer_norm(hf, f"{e}LayerNorm", embeddings, DISTILBERT_EPS)
+    return layer_norm(hf, f"{e}LayerNorm", embeddings, DISTILBERT_EPS)
 
 
 EMBEDDINGS = {"bert": bert_embeddings, "roberta": roberta_embeddings,
@@ -754,12 +720,8 @@ def ids_batch(c, gen):
     in an ids_positions case."""
     pad = c.hf_config.get("pad_token_id", 0)
     lengths = torch.tensor(IDS_LENGTHS, dtype=torch.int32)
-    ids = torch.randint(0, VOCAB, (IDS_B, IDS_L), generator=gen)
-    ids = torch.where(ids == pad, (ids + 1) % VOCAB, ids)
-    if c.pad_inside:
-        ids[0, 3] = pad
-    valid = torch.arange(IDS_L)[None, :] < lengths.long()[:, None]
-    ids = torch.where(valid, ids, torch.full_like(ids, pad))
+    assert len(lengths) == IDS_B, c.name
+    ids, valid = random_ids(gen, lengths, IDS_L, VOCAB, pad, (0, 3) if c.pad_inside else None)
     out = {"input_ids": ids, "lengths": lengths}
     if c.hf_config.get("type_vocab_size", 0) >= 2:
         tt = torch.zeros(IDS_B, IDS_L, dtype=torch.long)
@@ -796,7 +758,7 @@ def make_ids(c, hf, model, mods):
     modules with the key padding mask, checked against the functional
     reference with transformers' extended attention mask); padding rows and
     entries 0.  Returns (tensors, max |functional - modules|)."""
-    gen = torch.Generator().manual_seed(zlib.crc32((c.name + ":ids").encode()))
+    gen = ids_generator(c.name)
     batch = ids_batch(c, gen)
     hf32 = {k: v.float() for k, v in hf.items()}
     with torch.no_grad():
@@ -836,13 +798,6 @@ def ids_phrase(c):
 
 
 # ---- files ---------------------------------------------------------------------------
-
-def write_json(obj, path):
-    """As transformers writes config.json and the shard index: indent 2,
-    sorted keys, trailing newline."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
 
 def nbytes(t):
     return t.numel() * t.element_size()
@@ -951,10 +906,7 @@ def make_case(c, outdir):
          "tensors": emb_names,
          "ignored": sorted(set(hf) - layer_names - set(emb_names))})}
     save_file(ids, os.path.join(d, "ids.safetensors"), ids_meta)
-    got, got_meta = load_file(os.path.join(d, "ids.safetensors"), "pt")
-    assert got_meta == ids_meta and set(got) == set(ids), c.name
-    for k, v in ids.items():
-        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: ids {k}"
+    check_saved(os.path.join(d, "ids.safetensors"), ids, ids_meta, f"{c.name}: ids")
     print(f"{c.name}: ids: functional vs modules max |diff| {ids_diff:.3g}", file=sys.stderr)
 
     # Nothing else in the directory (a stale file from an older layout would
@@ -969,10 +921,8 @@ def make_case(c, outdir):
 
 def check_round_trip(c, d, hf, params, tensors, meta):
     """Reads every file back and compares with what was meant."""
-    got, got_meta = load_file(os.path.join(d, "case.safetensors"), "pt")
-    assert got_meta == meta and set(got) == set(tensors), c.name
-    for k, v in tensors.items():
-        assert got[k].dtype == torch.float32 and torch.equal(got[k], v), f"{c.name}: {k}"
+    check_saved(os.path.join(d, "case.safetensors"), tensors, meta, c.name,
+                lambda k: torch.float32)
     back = read_hf_dir(d)
     assert set(back) == set(hf), c.name
     for k, v in hf.items():

@@ -87,7 +87,9 @@ generator, seeded with crc32(case name + ":ids").
 The float32 forward is importable (bench/modernbert_torch.py times it at
 ModernBERT-base sizes): modernbert_layers(cfg, tensors, x, lengths) runs the
 encoder stack and final_norm, with cfg a config.json dict; random_tensors(cfg,
-seed) draws a model's tensors for any such config.
+seed) draws a model's tensors for any such config.  The activations, Linear /
+LayerNorm, attention mask, RoPE tables and rotation, id batch and file
+helpers are tools/reference.py's.
 """
 
 import json
@@ -101,7 +103,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fixture_cli import fixture_main  # noqa: E402
-from make_hf_fixtures import HF_FORMAT_METADATA, write_json  # noqa: E402
+from make_hf_fixtures import HF_FORMAT_METADATA  # noqa: E402
+from reference import (apply_rotary, check_saved, gelu_new, gelu_tanh, ids_generator,  # noqa: E402
+                       layer_norm, linear, linear_names, norm_names,
+                       prepare_4d_attention_mask, random_ids, rope_by_complex,
+                       rope_cos_sin, rope_inv_freq, write_json)
 from safetensors_io import load_file, read_header, save_file  # noqa: E402
 
 ATOL_FLOAT64 = 1e-5     # independent float64 formulation vs the float32 forward
@@ -279,26 +285,18 @@ def is_global(cfg, i):
 # (name, shape) in the order the class's modules register them (the order the
 # random values are drawn in).
 
-def _linear(name, n_out, n_in, bias):
-    return [(f"{name}.weight", (n_out, n_in))] + ([(f"{name}.bias", (n_out,))] if bias else [])
-
-
-def _norm(name, n, bias):
-    return [(f"{name}.weight", (n,))] + ([(f"{name}.bias", (n,))] if bias else [])
-
-
 def layer_names(cfg, i, stem):
     """ModernBertEncoderLayer(config, layer_id=i)'s parameters: attn_norm (not
     on layer 0, where it is nn.Identity), attn (Wqkv, rotary_emb: no
     persistent tensors, Wo), mlp_norm, mlp (Wi, Wo)."""
     D, Fi = cfg["hidden_size"], cfg["intermediate_size"]
     nb, ab, mb = cfg["norm_bias"], cfg["attention_bias"], cfg["mlp_bias"]
-    names = _norm(f"{stem}attn_norm", D, nb) if i != 0 else []
-    names += _linear(f"{stem}attn.Wqkv", 3 * D, D, ab)
-    names += _linear(f"{stem}attn.Wo", D, D, ab)
-    names += _norm(f"{stem}mlp_norm", D, nb)
-    names += _linear(f"{stem}mlp.Wi", 2 * Fi, D, mb)
-    names += _linear(f"{stem}mlp.Wo", D, Fi, mb)
+    names = norm_names(f"{stem}attn_norm", D, nb) if i != 0 else []
+    names += linear_names(f"{stem}attn.Wqkv", 3 * D, D, ab)
+    names += linear_names(f"{stem}attn.Wo", D, D, ab)
+    names += norm_names(f"{stem}mlp_norm", D, nb)
+    names += linear_names(f"{stem}mlp.Wi", 2 * Fi, D, mb)
+    names += linear_names(f"{stem}mlp.Wo", D, Fi, mb)
     return names
 
 
@@ -307,7 +305,7 @@ def stack_names(cfg, prefix=""):
     names = []
     for i in range(cfg["num_hidden_layers"]):
         names += layer_names(cfg, i, f"{prefix}layers.{i}.")
-    return names + _norm(f"{prefix}final_norm", cfg["hidden_size"], cfg["norm_bias"])
+    return names + norm_names(f"{prefix}final_norm", cfg["hidden_size"], cfg["norm_bias"])
 
 
 def hf_names(cfg, cls):
@@ -316,15 +314,15 @@ def hf_names(cfg, cls):
     p, D = PREFIX[cls], cfg["hidden_size"]
     # ModernBertModel: embeddings (tok_embeddings, norm), layers, final_norm.
     names = [(f"{p}embeddings.tok_embeddings.weight", (cfg["vocab_size"], D))]
-    names += _norm(f"{p}embeddings.norm", D, cfg["norm_bias"])
+    names += norm_names(f"{p}embeddings.norm", D, cfg["norm_bias"])
     stack = stack_names(cfg, p)
     names += stack
     if cls == "ModernBertForMaskedLM":
         # head = ModernBertPredictionHead (dense with classifier_bias, act,
         # norm), then decoder = Linear(hidden, vocab, bias=decoder_bias) whose
         # weight is tied to the token embeddings (not written).
-        names += _linear("head.dense", D, D, cfg["classifier_bias"])
-        names += _norm("head.norm", D, cfg["norm_bias"])
+        names += linear_names("head.dense", D, D, cfg["classifier_bias"])
+        names += norm_names("head.norm", D, cfg["norm_bias"])
         if cfg["decoder_bias"]:
             names += [("decoder.bias", (cfg["vocab_size"],))]
     else:
@@ -356,16 +354,6 @@ def random_tensors(cfg, seed, cls="ModernBertModel", stack_only=False):
 
 # ---- the transformers-style float32 forward ------------------------------------------
 
-def prepare_4d_attention_mask(mask, dtype):
-    """modeling_attn_mask_utils._prepare_4d_attention_mask (AttentionMaskConverter.
-    _expand_mask): [B, L] of 1 / 0 -> [B, 1, L, L], 0 where the key is kept,
-    finfo(dtype).min where it is padding."""
-    bsz, src_len = mask.shape
-    expanded = mask[:, None, None, :].expand(bsz, 1, src_len, src_len).to(dtype)
-    inverted = 1.0 - expanded
-    return inverted.masked_fill(inverted.to(torch.bool), torch.finfo(dtype).min)
-
-
 def update_attention_mask(cfg, attention_mask, dtype=torch.float32):
     """ModernBertModel._update_attention_mask: (global_attention_mask,
     sliding_window_mask)."""
@@ -378,34 +366,12 @@ def update_attention_mask(cfg, attention_mask, dtype=torch.float32):
     return global_attention_mask, sliding_window_mask
 
 
-def rope_inv_freq(dim, base):
-    """ModernBertRotaryEmbedding.__init__'s inv_freq buffer (float32)."""
-    return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-
-
-def rope_cos_sin(inv_freq, position_ids):
-    """ModernBertRotaryEmbedding.forward: (cos, sin) [1, L, E] float32, and the
-    angles freqs [1, L, E/2] they come from."""
-    inv_freq_expanded = inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
-    position_ids_expanded = position_ids[:, None, :].float()
-    freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin(), freqs
-
-
-def rotate_half(x):
-    """modeling_modernbert.rotate_half: halves (x1, x2) -> (-x2, x1)."""
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     """modeling_modernbert.apply_rotary_pos_emb."""
     cos = cos.unsqueeze(unsqueeze_dim)
     sin = sin.unsqueeze(unsqueeze_dim)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
+    q_embed = apply_rotary(q, cos, sin)
+    k_embed = apply_rotary(k, cos, sin)
     return q_embed, k_embed
 
 
@@ -414,12 +380,7 @@ def check_rope(x, out, freqs):
     times exp(i angle_k) in float64, with the float32 angles the rotary
     module computed, within 1e-6; and those angles against float64
     p * theta ** (-2k / E) (checked by the caller)."""
-    half = x.shape[-1] // 2
-    angle = freqs.to(torch.float64)[:, None]                        # [1, 1, L, E/2]
-    turn = torch.polar(torch.ones_like(angle), angle)
-    xr = x.detach().to(torch.float64)
-    z = torch.complex(xr[..., :half], xr[..., half:]) * turn
-    want = torch.cat((z.real, z.imag), dim=-1)
+    want = rope_by_complex(x, freqs.to(torch.float64)[:, None])      # angles [1, 1, L, E/2]
     got = out.detach().to(torch.float64)
     diff = (got - want).abs().max().item()
     assert diff <= ATOL_ROPE, f"RoPE differs from the complex formulation (max {diff:.3g})"
@@ -427,25 +388,21 @@ def check_rope(x, out, freqs):
 
 
 def _linear_t(t, p, name):
-    """nn.Linear as the module holds it (bias absent when the config says so)."""
-    return F.linear(t, p[f"{name}.weight"], p.get(f"{name}.bias"))
+    """nn.Linear as the module holds it (bias absent when the config says so):
+    reference.linear, input first."""
+    return linear(p, name, t, optional_bias=True)
 
 
 def _layer_norm_t(t, p, name, eps):
-    """nn.LayerNorm(hidden_size, eps=norm_eps, bias=norm_bias)."""
-    return F.layer_norm(t, (t.shape[-1],), p[f"{name}.weight"], p.get(f"{name}.bias"), eps)
-
-
-def gelu_new(x):
-    """transformers.activations.NewGELUActivation (ACT2FN["gelu_new"])."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
-                                       (x + 0.044715 * torch.pow(x, 3.0))))
+    """nn.LayerNorm(hidden_size, eps=norm_eps, bias=norm_bias): reference.layer_norm,
+    input first."""
+    return layer_norm(p, name, t, eps, optional_bias=True)
 
 
 # ACT2FN: "gelu" GELUActivation (exact, erf), "gelu_pytorch_tanh"
 # PytorchGELUTanh (F.gelu approximate="tanh"), "gelu_new" NewGELUActivation,
 # "silu" SiLU.
-HF_ACT = {"gelu": F.gelu, "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+HF_ACT = {"gelu": F.gelu, "gelu_pytorch_tanh": gelu_tanh,
           "gelu_new": gelu_new, "silu": F.silu}
 
 
@@ -687,12 +644,10 @@ def make_ids(c, hf):
     cfg = c.hf_config
     pad = cfg["pad_token_id"]
     B, L = c.ids_B, c.ids_L
-    gen = torch.Generator().manual_seed(zlib.crc32((c.name + ":ids").encode()))
+    gen = ids_generator(c.name)
     lengths = torch.tensor(c.ids_lengths, dtype=torch.int32)
-    valid = torch.arange(L)[None, :] < lengths.to(torch.long)[:, None]     # [B, L]
-    ids = torch.randint(0, VOCAB, (B, L), generator=gen)
-    ids = torch.where(ids == pad, (ids + 1) % VOCAB, ids)
-    ids = torch.where(valid, ids, torch.full_like(ids, pad))
+    assert len(lengths) == B, c.name
+    ids, valid = random_ids(gen, lengths, L, VOCAB, pad)                   # valid [B, L]
     with torch.no_grad():
         x = modernbert_embeddings(cfg, hf, ids, c.prefix)
         out, weights = modernbert_layers(cfg, hf, x, lengths, c.prefix, keep_attn=True)
@@ -765,10 +720,7 @@ def make_case(c, outdir):
         {"position": "rope", "tensors": emb_names,
          "ignored": sorted(set(hf) - stack - set(emb_names))})}
     save_file(ids, os.path.join(d, "ids.safetensors"), ids_meta)
-    got, got_meta = load_file(os.path.join(d, "ids.safetensors"), "pt")
-    assert got_meta == ids_meta and set(got) == set(ids), c.name
-    for k, v in ids.items():
-        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{c.name}: ids {k}"
+    check_saved(os.path.join(d, "ids.safetensors"), ids, ids_meta, f"{c.name}: ids")
 
     # Nothing else in the directory.
     for stale in sorted(set(os.listdir(d)) - set(files) - {"case.safetensors",
@@ -784,11 +736,8 @@ def make_case(c, outdir):
 def check_round_trip(c, d, hf, tensors, meta):
     """Reads every file back, compares with what was meant, and reruns the
     forward from the files alone."""
-    got, got_meta = load_file(os.path.join(d, "case.safetensors"), "pt")
-    assert got_meta == meta and set(got) == set(tensors), c.name
-    for k, v in tensors.items():
-        want_dtype = torch.int32 if k == "lengths" else torch.float32
-        assert got[k].dtype == want_dtype and torch.equal(got[k], v), f"{c.name}: {k}"
+    got, _ = check_saved(os.path.join(d, "case.safetensors"), tensors, meta, c.name,
+                         lambda k: torch.int32 if k == "lengths" else torch.float32)
     back, back_meta = load_file(os.path.join(d, "model.safetensors"), "pt")
     assert back_meta == HF_FORMAT_METADATA and set(back) == set(hf), c.name
     for k, v in hf.items():

@@ -78,7 +78,8 @@ What comes from sentence-transformers (v3.0.1 .. v5.x, SentenceTransformer.save)
 Not written by make_hf_fixtures.py's README.md (it lists its own cases); the
 directories hold no case.safetensors / ids.safetensors.  Deterministic:
 torch.manual_seed(crc32(case name)), one thread, sorted files; the floats can
-differ in the last bits from CPU to CPU, as the other fixtures' do.
+differ in the last bits from CPU to CPU, as the other fixtures' do.  The JSON
+writing and the file round-trip check are tools/reference.py's.
 """
 
 import contextlib
@@ -93,7 +94,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_hf_fixtures as hfx  # noqa: E402
-from safetensors_io import load_file, save_file  # noqa: E402
+from reference import check_saved, write_json  # noqa: E402
+from safetensors_io import save_file  # noqa: E402
 
 TOKENIZERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "tests", "fixtures", "tokenizers")
@@ -236,8 +238,7 @@ def pool(h64, attention_mask):
 
 def write_st_json(obj, path):
     """As sentence-transformers writes its files: json.dump(indent=2), no newline."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
+    write_json(obj, path, sort_keys=False, newline=False)
 
 
 def write_sentence_transformers(tc, d):
@@ -331,8 +332,7 @@ def make_case(tc, outdir):
         "tensors": {k: f"{'I64' if v.dtype == torch.long else 'F32'} {list(v.shape)}"
                     for k, v in sorted(tensors.items())},
     }
-    with open(os.path.join(d, "text.json"), "w", encoding="utf-8") as f:
-        f.write(json.dumps(text, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_json(text, os.path.join(d, "text.json"), ensure_ascii=False)
     files += ["text.json", "text.safetensors"]
 
     remove_stale(d, set(files))
@@ -370,10 +370,7 @@ def remove_stale(d, keep):
 
 
 def check_round_trip(tc, c, d, hf, tensors, meta, h64, attention_mask):
-    got, got_meta = load_file(os.path.join(d, "text.safetensors"), "pt")
-    assert got_meta == meta and set(got) == set(tensors), tc.name
-    for k, v in tensors.items():
-        assert got[k].dtype == v.dtype and torch.equal(got[k], v), f"{tc.name}: {k}"
+    got, _ = check_saved(os.path.join(d, "text.safetensors"), tensors, meta, tc.name)
     back = hfx.read_hf_dir(d)
     assert set(back) == set(hf) and all(torch.equal(back[k], v) for k, v in hf.items())
     assert read_json(os.path.join(d, "config.json")) == c.hf_config
