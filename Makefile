@@ -274,7 +274,7 @@ test-page:
 	@$(MAKE) --no-print-directory $(ATTND)
 	timeout 300 node tests/page/page_test.js $(ATTND) $(NODE_MODULES) $(BUILD)/page.png
 
-# The OpenAPI description (docs/api.md, "The OpenAPI description"): lint
+# The OpenAPI description (docs/api.md, "GET /openapi.json"): lint
 # (Redocly, every warning an error) of the source and of the served text; a
 # typed client generated from it (openapi-typescript) and compiled with tsc
 # --strict (tests/openapi/client.mts), then run against the daemon; every

@@ -25,7 +25,7 @@ static atomic_int default_threads = 1;
  * workspaces alive plus every thread OpenBLAS may have (fewer than the CPUs
  * it counts): this thread takes them all together, then gives them back.
  * OpenBLAS 0.3.21's pool keeps a buffer mapped once given back and hands
- * it to any thread (docs/reliability.md), so no later call maps.
+ * it to any thread, so no later call maps.
  *
  * blas_memory_alloc and blas_memory_free are exported by libopenblas but
  * declared in no header of it; weak, so that another BLAS still links (and

@@ -4,7 +4,7 @@
  *
  * - 1,000 idle or trickling connections (slowloris) while /health and
  *   /v1/encode are still served (the test raises its own open-file limit;
- *   the daemon raises its own, see docs/reliability.md);
+ *   the daemon raises its own at start-up);
  * - oversized headers and URL, a lying Content-Length (short and long), an
  *   endless chunked body, garbage instead of HTTP: each answered with a 4xx
  *   or dropped, and the daemon serves the next client;

@@ -3,7 +3,7 @@
  * response body (encode_response_stream, encode_response).
  *
  * Choices where the contract (docs/contract.md section 4) is silent
- * (docs/api.md, "POST /v1/encode in detail", is the user's version of this
+ * (docs/api.md, "POST /v1/encode", is the user's version of this
  * list):
  *
  * - "attention" in the response is always the LAST layer's weights, whatever

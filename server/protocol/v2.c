@@ -5,7 +5,7 @@
  *
  * Choices where the contract (docs/contract.md section 5) and the protocol
  * documents leave room
- * (docs/api.md, "Open Inference Protocol (v2) in detail", is the user's
+ * (docs/api.md, "POST /v2/models/{name}/infer", is the user's
  * version of this list):
  *
  * - One model, one version: "1".  /versions/{v} with any other v is a 404.

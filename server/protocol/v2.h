@@ -92,8 +92,8 @@ typedef struct v2_request {
  * checked as soon as B and L are known, before anything sized by them is
  * allocated.  Asking only for the "outputs" output sets req->enc.attn_mode to
  * ENC_ATTN_NONE, so no attention weights are computed.  Returns 0 or -1;
- * req is always safe to v2_request_free.  docs/api.md ("Open Inference
- * Protocol (v2)") lists the rules. */
+ * req is always safe to v2_request_free.  docs/api.md ("POST
+ * /v2/models/{name}/infer") lists the rules. */
 int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_length,
                      const char *model_name, const enc_hparams *hp, const api_limits *limits,
                      api_error *err);

@@ -165,7 +165,7 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
     /* The workspaces (their threads, buffers and BLAS buffers) are made
      * here, before the daemon says it is ready: made later by the workers,
      * a limit on memory set once the daemon is up could find them
-     * half-made (docs/reliability.md). */
+     * half-made. */
     for (int i = 0; i < workers; i++) {
         p->args[i].p = p;
         if (!(p->args[i].ws = enc_workspace_new(m))) {
