@@ -295,27 +295,33 @@ openapi-check:
 	timeout 300 node tests/openapi/openapi_check.mjs $(ATTND) $(OPENAPI_JSON) $(NODE_MODULES) \
 	  $(OPENAPI_OUT)/client.mjs $(wildcard $(RECORD_DIR))
 
-# The examples of docs/api.md and README.md, each run against the daemon:
+# The examples of the docs (docs/api.md, the reference, first), each run against the daemon:
 # every code block marked <!-- example: ROUTE --> (sh with curl, python with
 # requests, ts with fetch, compiled with tsc --strict) must exit 0 and print
-# each text its "# =>" or "// =>" lines name; every route needs all three in
-# docs/api.md, and a sh block of either that calls curl on localhost:8080
+# each text its "# =>" or "// =>" lines name; every route needs a sh one in
+# docs/api.md and a python and a ts one in some page, and a sh block that calls curl on localhost:8080
 # must be an example (tests/docs/examples.mjs; the blocks and their outputs
 # in $(DOCS_OUT)).
 DOCS_OUT := $(BUILD)/docs-examples
+DOCS_MD := README.md DEVELOPERS.md $(wildcard docs/*.md)
 docs-examples:
 	@$(MAKE) --no-print-directory deps-node
 	@$(MAKE) --no-print-directory $(ATTND)
 	@rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
-	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md README.md
+	timeout 300 node tests/docs/examples.mjs $(ATTND) $(NODE_MODULES) $(DOCS_OUT) docs/api.md $(filter-out docs/api.md,$(DOCS_MD))
 
 # Every relative link of the docs reaches a file of the repository and,
 # into a Markdown file, one of its headings (GitHub's anchors) or an
-# explicit <a id>: tests/docs/links.mjs.
-DOCS_MD := README.md DEVELOPERS.md $(wildcard docs/*.md)
+# explicit <a id>; a source comment's docs/NAME.md, "Section" names a
+# heading the page has; no page's prose names an issue, a session, a commit
+# or a count the code can print: tests/docs/links.mjs.
+DOCS_POINTERS := $(wildcard core/*.[ch] core/tokenizer/*.[ch] config/*.[ch] server/*.c \
+  server/*/*.[ch] tests/*.[ch] tests/*/*.mjs tests/*/*.js tools/*.py tools/*.sh bench/*.sh \
+  bench/*.py bench/*.c bench/parts/*.sh) Makefile
 docs-links:
 	@$(MAKE) --no-print-directory deps-node
-	node tests/docs/links.mjs $(DOCS_MD)
+	@echo "node tests/docs/links.mjs $(DOCS_MD) --code (the sources)"
+	@node tests/docs/links.mjs $(DOCS_MD) --code $(DOCS_POINTERS)
 
 # POST /v1/embeddings through the official `openai` npm client (package.json's
 # pin): embeddings.create on tests/fixtures/hf/bert_text (mean, Normalize) and

@@ -31,7 +31,12 @@
 // `attnd --check-config`, pods Prometheus scrapes at a port and path where
 // attnd serves its metrics, and autoscaling on a query over metrics a running
 // attnd exports (its /metrics), selecting its own pods, with no second
-// autoscaler on the Deployment.  Manifests broken on purpose must be
+// autoscaler on the Deployment; and what each overlay is for (EXPECT): the
+// API key only from a Secret, none committed; the Hugging Face directory on
+// a read-only mount of its claim, with no weights file or hyperparameters
+// beside it, accepted by `attnd --check-config` with a checkpoint directory;
+// the Ingress reaching a port of the Service, its body limit no smaller than
+// attnd's.  Manifests broken on purpose must be
 // refused, so the validators are seen to work (K8S_CHECK_VERBOSE=1 prints
 // why each was).  Running the Deployment for real (podman kube play) is part
 // of make container-check, which builds the image.
@@ -55,7 +60,8 @@ const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../.
 const SCHEMAS = path.join(ROOT, "tests/deploy/schemas");
 const KUSTOMIZATIONS = ["deploy/kubernetes/base", "deploy/kubernetes/overlays/weights",
                         "deploy/kubernetes/overlays/keda", "deploy/kubernetes/kserve",
-                        "deploy/kubernetes/overlays/kserve-keda"];
+                        "deploy/kubernetes/overlays/kserve-keda", "deploy/kubernetes/overlays/api-key",
+                        "deploy/kubernetes/overlays/model-dir", "deploy/kubernetes/overlays/ingress"];
 let problems = [];
 let validated = 0;
 
@@ -622,6 +628,86 @@ function checkKustomization(dir, objects, metrics) {
   }
 }
 
+// ---- what each overlay is for ---------------------------------------------------
+// Checked on the objects the overlay builds (EXPECT[dir](dir, objects)),
+// beyond what every kustomization must be.
+
+const attndContainers = (objects) => objects.filter((o) => o.kind === "Deployment")
+  .flatMap((d) => d.spec.template.spec.containers.map((c) => ({ d, c })));
+
+// overlays/api-key: the key from a Secret the overlay does not carry (none
+// is committed), never as a literal value.
+function expectApiKey(dir, objects) {
+  if (objects.some((o) => o.kind === "Secret")) fail(dir, "a Secret is built: the key must not be in the repository");
+  for (const { c } of attndContainers(objects)) {
+    const e = (c.env || []).find((x) => x.name === "ATTND_API_KEY");
+    const ref = e && e.valueFrom && e.valueFrom.secretKeyRef;
+    if (!ref || !ref.name || !ref.key || "value" in e)
+      fail(dir, `container ${c.name}: ATTND_API_KEY is not taken from a Secret (secretKeyRef)`);
+  }
+}
+
+// overlays/model-dir: ATTND_MODEL_DIR at a read-only mount of the claim the
+// overlay makes, no weights file or hyperparameter beside it (config.json
+// gives them), and attnd accepts the pod's settings with a checkpoint
+// directory in its place (tests/fixtures/hf/bert_mlm).
+function expectModelDir(dir, objects) {
+  const claims = objects.filter((o) => o.kind === "PersistentVolumeClaim").map((o) => o.metadata.name);
+  const cm = objects.find((o) => o.kind === "ConfigMap");
+  for (const { d, c } of attndContainers(objects)) {
+    const env = c.env || [];
+    const md = env.find((x) => x.name === "ATTND_MODEL_DIR");
+    if (!md || !md.value) { fail(dir, `container ${c.name}: no ATTND_MODEL_DIR`); continue; }
+    const mount = (c.volumeMounts || []).find((m) => md.value === m.mountPath || md.value.startsWith(m.mountPath + "/"));
+    const vol = mount && d.spec.template.spec.volumes.find((v) => v.name === mount.name);
+    if (!mount || !mount.readOnly || !vol || !vol.persistentVolumeClaim || !claims.includes(vol.persistentVolumeClaim.claimName))
+      fail(dir, `container ${c.name}: ATTND_MODEL_DIR ${md.value} is not on a read-only mount of the overlay's claim`);
+    for (const x of env)
+      if (x.name === "ATTND_WEIGHTS" || /^ATTND_(D_MODEL|N_HEADS|N_KV_HEADS|D_FF|N_LAYERS|ACTIVATION)$/.test(x.name))
+        fail(dir, `container ${c.name}: ${x.name} beside ATTND_MODEL_DIR (config.json gives the model)`);
+    const literal = Object.fromEntries(env.filter((x) => x.name.startsWith("ATTND_") && "value" in x)
+                                          .map((x) => [x.name, x.value]));
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "attnd-k8s-"));
+    const file = path.join(tmp, "attnd.json");
+    fs.writeFileSync(file, cm ? cm.data["attnd.json"] : "{}");
+    const r = spawnSync(attndBin, ["--check-config"], { encoding: "utf8", env: { ...process.env, ...literal,
+      ATTND_CONFIG: file, ATTND_MODEL_DIR: path.join(ROOT, "tests/fixtures/hf/bert_mlm") } });
+    if (r.status !== 0) fail(dir, `container ${c.name}: attnd --check-config with a checkpoint directory: ${r.stderr.trim()}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+// overlays/ingress: every backend a port of a Service of the build, and a
+// body limit (ingress-nginx's proxy-body-size) no smaller than attnd's.
+function expectIngress(dir, objects) {
+  const ings = objects.filter((o) => o.kind === "Ingress");
+  if (!ings.length) fail(dir, "no Ingress");
+  const cm = objects.find((o) => o.kind === "ConfigMap");
+  const maxBody = (cm && JSON.parse(cm.data["attnd.json"]).server.max_body_bytes) || 67108864;
+  for (const ing of ings) {
+    const where = `${dir}: Ingress ${ing.metadata.name}`;
+    const backends = (ing.spec.rules || []).flatMap((r) => ((r.http && r.http.paths) || []).map((p) => p.backend));
+    if (ing.spec.defaultBackend) backends.push(ing.spec.defaultBackend);
+    if (!backends.length) fail(where, "no backend");
+    for (const b of backends) {
+      const svc = objects.find((o) => o.kind === "Service" && b.service && o.metadata.name === b.service.name);
+      const port = b.service && b.service.port;
+      if (!svc || !svc.spec.ports.some((p) => (port.name && p.name === port.name) || (port.number && p.port === port.number)))
+        fail(where, `backend ${JSON.stringify(b)} is no port of a Service here`);
+    }
+    const size = /^(\d+)([kmg]?)$/i.exec((ing.metadata.annotations || {})["nginx.ingress.kubernetes.io/proxy-body-size"] || "");
+    const bytes = size && Number(size[1]) * ({ "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 })[size[2].toLowerCase()];
+    if (!size || (bytes !== 0 && bytes < maxBody))
+      fail(where, `proxy-body-size ${size ? size[0] : "unset (1m)"} is below attnd's max_body_bytes (${maxBody}): the ingress would refuse what attnd takes`);
+  }
+}
+
+const EXPECT = {
+  "deploy/kubernetes/overlays/api-key": expectApiKey,
+  "deploy/kubernetes/overlays/model-dir": expectModelDir,
+  "deploy/kubernetes/overlays/ingress": expectIngress,
+};
+
 // ---- rendering ------------------------------------------------------------------
 
 // kubectl's version as kubectl itself says it, with its kustomize's.
@@ -820,6 +906,42 @@ for (const [what, bad] of [
   }
 }
 
+// And each overlay's expectations are seen to be checked: its objects, each
+// broken in one way.
+{
+  const env = (name, f) => (objs) => attndContainers(objs).forEach(({ c }) => f(c.env.find((e) => e.name === name), c));
+  for (const [what, dir, breakIt] of [
+    ["an API key as a literal value", "deploy/kubernetes/overlays/api-key",
+     env("ATTND_API_KEY", (e) => { delete e.valueFrom; e.value = "change-me"; })],
+    ["an API key Secret in the build", "deploy/kubernetes/overlays/api-key",
+     (objs) => objs.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "attnd-api-key" },
+                           stringData: { "api-key": "change-me" } })],
+    ["a model directory on no mount", "deploy/kubernetes/overlays/model-dir",
+     env("ATTND_MODEL_DIR", (e) => { e.value = "/elsewhere"; })],
+    ["a weights file beside the model directory", "deploy/kubernetes/overlays/model-dir",
+     env("ATTND_MODEL_DIR", (e, c) => c.env.push({ name: "ATTND_WEIGHTS", value: "/models/model.safetensors" }))],
+    ["a setting attnd refuses with the model directory", "deploy/kubernetes/overlays/model-dir",
+     env("ATTND_MODEL_DIR", (e, c) => c.env.push({ name: "ATTND_DTYPE", value: "float16" }))],
+    ["an Ingress to another Service", "deploy/kubernetes/overlays/ingress",
+     (objs) => objs.filter((o) => o.kind === "Ingress").forEach((o) => { o.spec.rules[0].http.paths[0].backend.service.name = "other"; })],
+    ["an Ingress refusing attnd's largest bodies", "deploy/kubernetes/overlays/ingress",
+     (objs) => objs.filter((o) => o.kind === "Ingress").forEach((o) => {
+       o.metadata.annotations["nginx.ingress.kubernetes.io/proxy-body-size"] = "1m"; })],
+  ]) {
+    const good = selfBuild(dir);
+    if (!good.length) continue;                      // not built: the run below says why
+    const objs = JSON.parse(JSON.stringify(good));
+    breakIt(objs);
+    const kept = problems;
+    problems = [];
+    EXPECT[dir]("self-check", objs);
+    const found = problems.length;
+    if (process.env.K8S_CHECK_VERBOSE) console.log(`self-check: ${what}: refused: ${problems.join("; ")}`);
+    problems = kept;
+    if (!found) fail("self-check", `${what} was not refused`);
+  }
+}
+
 // And the comparison of two kubectls' objects: a generated ConfigMap's other
 // suffix is the same objects; one field more, or one object less, is not.
 const ref = selfBuild("deploy/kubernetes/base");
@@ -864,6 +986,7 @@ for (const dir of KUSTOMIZATIONS) {
     }
   }
   checkKustomization(dir, objects, metrics);
+  if (EXPECT[dir]) EXPECT[dir](dir, objects);
   console.log(`${dir}: ${objects.map((o) => o.kind).join(", ")}`);
   for (const n of notes) console.log(`  ${n}`);
 }

@@ -10,7 +10,9 @@
 // root when it starts with /); a ?query is ignored.  An anchor must be one
 // of the target's heading slugs, made the way GitHub makes them (see slug),
 // or an explicit <a id="..."> / <a name="...">.  Each broken link is printed
-// as FILE:LINE: broken link TARGET (reason); exit 1 if there is any.
+// as FILE:LINE: broken link TARGET (reason); exit 1 if there is any.  So
+// is a source comment's pointer to a section that is not there (--code).  Then
+// the prose's history and counts (HISTORY below), which fail it too.
 import fs from "node:fs";
 import path from "node:path";
 
@@ -100,9 +102,14 @@ function problem(file, target) {
   return anchors(dest).has(name) ? null : `no heading or anchor #${name} in ${inRepo}`;
 }
 
-const files = process.argv.slice(2);
+// FILE.md ... [--code SOURCE ...]: the docs, then the source files whose
+// comments point into them.
+const args = process.argv.slice(2);
+const codeAt = args.indexOf("--code");
+const files = codeAt < 0 ? args : args.slice(0, codeAt);
+const codeFiles = codeAt < 0 ? [] : args.slice(codeAt + 1);
 if (files.length === 0) {
-  console.error("usage: node tests/docs/links.mjs FILE.md [FILE.md ...]");
+  console.error("usage: node tests/docs/links.mjs FILE.md [FILE.md ...] [--code SOURCE ...]");
   process.exit(2);
 }
 let links = 0, broken = 0;
@@ -132,5 +139,57 @@ for (const file of files) {
     broken++;
   }
 }
-console.log(`docs links: ${links} links in ${files.length} files, ${broken} broken`);
-process.exit(broken > 0 ? 1 : 0);
+// A source comment that names a section, docs/NAME.md, "Heading" (or
+// docs/NAME.md ("Heading")), must name one the page has: the quoted text
+// (as far as its line goes) begins one of the page's headings.
+const headingsOf = new Map();
+function headings(file) {
+  if (!headingsOf.has(file)) {
+    const text = fs.existsSync(file) ? unfenced(fs.readFileSync(file, "utf8")) : "";
+    headingsOf.set(file, [...text.matchAll(/^ {0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$/gm)]
+      .map((m) => m[1].replace(/`/g, "").toLowerCase()));
+  }
+  return headingsOf.get(file);
+}
+let pointers = 0;
+for (const file of codeFiles) {
+  const text = fs.readFileSync(file, "utf8");
+  for (const m of text.matchAll(/docs\/([a-z]+)\.md,?\s*\(?"([^"\n]+)/g)) {
+    pointers++;
+    const page = `docs/${m[1]}.md`, said = m[2].replace(/`/g, "").trim().toLowerCase();
+    if (headings(page).some((h) => h.startsWith(said))) continue;
+    const line = text.slice(0, m.index).split("\n").length;
+    console.log(`${file}:${line}: points to ${page}, "${m[2].trim()}", which has no such heading`);
+    broken++;
+  }
+}
+console.log(`docs links: ${links} links in ${files.length} files, ${broken} broken` +
+            (codeFiles.length ? ` (with ${pointers} pointers from ${codeFiles.length} source files)` : ""));
+
+// History and counts stay out of the docs: git log carries what changed when,
+// and a count of the code's own things (tests, settings, routes...) goes
+// stale the day one is added, so the code prints it instead (make test's
+// summary, attnd --help, /openapi.json).  Prose (code blocks and spans
+// aside) may not name an issue, a session, a date of a run or a commit, nor
+// state such a count.
+const HISTORY = [
+  [/\bissues? #?\d+/gi, "names an issue"],
+  [/\bsessions?\b/gi, "names a session"],
+  [/\b20\d\d-\d\d-\d\d\b/g, "dates a run"],
+  [/\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b/g, "names a commit"],
+  [/\b\d[\d,]*\s+(?:unit |daemon |C |Check )?(?:tests|checks|test cases|suites|settings|flags|routes|fixtures|source files|lines of (?:C|code))\b/gi,
+   "states a count the code can print"],
+];
+let stale = 0;
+for (const file of files) {
+  let text;
+  try { text = prose(fs.readFileSync(file, "utf8")); } catch { continue; }
+  for (const [re, why] of HISTORY)
+    for (const m of text.matchAll(re)) {
+      if (/^\d+e\d+$/.test(m[0])) continue; // a float's exponent, not a commit
+      console.log(`${file}:${text.slice(0, m.index).split("\n").length}: '${m[0]}' ${why}`);
+      stale++;
+    }
+}
+console.log(`docs prose: ${stale} mentions of history or counts`);
+process.exit(broken > 0 || stale > 0 ? 1 : 0);
