@@ -846,191 +846,167 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
     return rc;
 }
 
-static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
-                      size_t bin_len, bool has_header, size_t json_len, const char *model_name,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+/* What a request's inputs are, as parse_input found them: in[k] is
+ * meaningful only where have[k]. */
+typedef struct v2_inputs {
+    v2_input in[IN_N];
+    bool have[IN_N];
+} v2_inputs;
+
+/* The request's "inputs": each one's form, none twice. */
+static int collect_inputs(const json_t *inputs, const v2_text *tx, v2_inputs *ins, api_error *err)
 {
-    char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4], dims[160];
-    if (!json_is_object(root))
-        return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
-    static const field_spec ROOT_FIELDS[] = {
-        {.name = "id", .type = FIELD_STRING},          {.name = "model_name", .type = FIELD_JSON},
-        {.name = "model_version", .type = FIELD_JSON}, {.name = "parameters", .type = FIELD_JSON},
-        {.name = "inputs", .type = FIELD_JSON},        {.name = "outputs", .type = FIELD_JSON}};
-    static const field_table ROOT = FIELD_TABLE("field", ROOT_FIELDS);
-    if (fields_check(&ROOT, root, "", err) < 0)
-        return -1;
-    const json_t *v = api_json_field(root, "id");
-    if (v && !(req->id = strdup(json_string_value(v))))
-        return OOM();
-    v = json_object_get(root, "model_name");
-    if (v && !json_is_null(v) &&
-        (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
-        return BAD("model_name is %s%s%s but the URL names model '%s'",
-                   json_is_string(v) ? "'" : "",
-                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : api_json_kind(v),
-                   json_is_string(v) ? "'" : "", api_safe_text(model_name, m));
-    v = json_object_get(root, "model_version");
-    if (v && !json_is_null(v) &&
-        (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
-        return BAD("model_version must be \"" V2_MODEL_VERSION "\" (the model's only version)");
-
-    bool binary_all = false, window_lr = false;
-    json_t *mask = NULL;
-    int rc =
-        parse_params(req, api_json_field(root, "parameters"), &binary_all, &mask, &window_lr, err);
-    if (rc == 0)
-        rc = parse_outputs(req, api_json_field(root, "outputs"), binary_all, err);
-    if (rc < 0) {
-        json_decref(mask);
-        return -1;
-    }
-    encode_request *e = &req->enc;
-    if (e->attn_mode != ENC_ATTN_NONE)
-        e->want_layer[e->n_layers - 1] = true;
-
-    /* The inputs' form; then B and L against the limits; then the bytes. */
-    v2_input in[IN_N] = {0}; /* in[k] is meaningful only where have[k] */
-    bool have[IN_N] = {false};
-    const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
-        rc = BAD("inputs must be a non-empty array of tensors (" INPUTS_TEXT "), not %s",
-                 inputs ? api_json_kind(inputs) : "absent");
-    for (size_t k = 0; rc == 0 && k < json_array_size(inputs); k++) {
+        return BAD("inputs must be a non-empty array of tensors (" INPUTS_TEXT "), not %s",
+                   inputs ? api_json_kind(inputs) : "absent");
+    for (size_t k = 0; k < json_array_size(inputs); k++) {
         v2_input cur = {0};
         int which = -1;
-        if (parse_input(json_array_get(inputs, k), k, &cur, &which, err) < 0) {
-            rc = -1;
-        } else if (have[which]) {
-            rc = BAD("inputs[%zu]: input '%s' is given twice (also inputs[%d])", k, cur.name,
-                     in[which].index);
-        } else {
-            if (k < TEXT_INPUTS && tx->found[k] && cur.data) /* read from the text */
-                cur.text = &tx->data[k];
-            in[which] = cur;
-            have[which] = true;
-        }
+        if (parse_input(json_array_get(inputs, k), k, &cur, &which, err) < 0)
+            return -1;
+        if (ins->have[which])
+            return BAD("inputs[%zu]: input '%s' is given twice (also inputs[%d])", k, cur.name,
+                       ins->in[which].index);
+        if (k < TEXT_INPUTS && tx->found[k] && cur.data) /* read from the text */
+            cur.text = &tx->data[k];
+        ins->in[which] = cur;
+        ins->have[which] = true;
     }
-    if (rc == 0 && have[IN_TEXT]) {
-        rc = parse_text_input(req, &in[IN_TEXT], have, bin, bin_len, has_header, mask, window_lr,
-                              hp, lim, err);
-        json_decref(mask);
-        return rc;
-    }
-    if (rc == 0 && have[IN_EMB] && have[IN_IDS])
-        rc = BAD("inputs[%d] (input_ids): give embeddings (inputs[%d]) or input_ids, not both",
-                 in[IN_IDS].index, in[IN_EMB].index);
-    else if (rc == 0 && !have[IN_EMB] && !have[IN_IDS])
-        rc = BAD("input 'embeddings' is required (FP32 [B, L, %d]), or 'input_ids' (INT32 or "
-                 "INT64 [B, L]) for a model with an embedding module",
-                 hp->d_model);
-    else if (rc == 0 && have[IN_TYPES] && !have[IN_IDS])
-        rc = BAD("inputs[%d] (token_type_ids) is only used with input_ids", in[IN_TYPES].index);
+    return 0;
+}
+
+/* Which inputs go together: embeddings or input_ids, token types with ids. */
+static int check_input_set(encode_request *e, const v2_inputs *ins, const enc_hparams *hp,
+                           api_error *err)
+{
+    const v2_input *in = ins->in;
+    const bool *have = ins->have;
+    if (have[IN_EMB] && have[IN_IDS])
+        return BAD("inputs[%d] (input_ids): give embeddings (inputs[%d]) or input_ids, not both",
+                   in[IN_IDS].index, in[IN_EMB].index);
+    if (!have[IN_EMB] && !have[IN_IDS])
+        return BAD("input 'embeddings' is required (FP32 [B, L, %d]), or 'input_ids' (INT32 or "
+                   "INT64 [B, L]) for a model with an embedding module",
+                   hp->d_model);
+    if (have[IN_TYPES] && !have[IN_IDS])
+        return BAD("inputs[%d] (token_type_ids) is only used with input_ids", in[IN_TYPES].index);
+    if (!have[IN_IDS])
+        return 0;
     char what[64];
-    if (rc == 0 && have[IN_IDS]) {
-        snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
-        rc = encode_ids_allowed(e, what, err);
-    }
-    if (rc < 0) {
-        json_decref(mask);
-        return -1;
-    }
-    /* B and L: from embeddings [B, L, D] or input_ids [B, L]. */
+    snprintf(what, sizeof what, "inputs[%d] (input_ids)", in[IN_IDS].index);
+    return encode_ids_allowed(e, what, err);
+}
+
+/* B and L, from embeddings [B, L, D] or input_ids [B, L], against the
+ * limits; then every other input's shape against them. */
+static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparams *hp,
+                       const api_limits *lim, size_t *B_out, size_t *L_out, api_error *err)
+{
+    const v2_input *in = ins->in;
+    const bool *have = ins->have;
     const v2_input *x = &in[have[IN_IDS] ? IN_IDS : IN_EMB];
-    const int want_rank = have[IN_IDS] ? 2 : 3;
-    char want[64];
+    char dims[160], want[64];
     if (have[IN_IDS])
         snprintf(want, sizeof want, "[B, L]");
     else
         snprintf(want, sizeof want, "[B, L, %d]", hp->d_model);
-    if (x->rank != want_rank)
-        rc = BAD("inputs[%d] (%s): shape %s has %d dimension%s; expected %s", x->index, x->name,
-                 shape_text(x->shape, x->rank, dims, sizeof dims), x->rank, x->rank == 1 ? "" : "s",
-                 want);
-    else if (x->shape[0] < 1 || x->shape[1] < 1)
-        rc = BAD("inputs[%d] (%s): shape %s is empty; B and L must be at least 1", x->index,
-                 x->name, shape_text(x->shape, x->rank, dims, sizeof dims));
-    else if (!have[IN_IDS] && x->shape[2] != hp->d_model)
-        rc = BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
-                 x->shape[2], hp->d_model);
-    else if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
-        rc = -1;
-    if (rc < 0) {
-        json_decref(mask);
+    if (x->rank != (have[IN_IDS] ? 2 : 3))
+        return BAD("inputs[%d] (%s): shape %s has %d dimension%s; expected %s", x->index, x->name,
+                   shape_text(x->shape, x->rank, dims, sizeof dims), x->rank,
+                   x->rank == 1 ? "" : "s", want);
+    if (x->shape[0] < 1 || x->shape[1] < 1)
+        return BAD("inputs[%d] (%s): shape %s is empty; B and L must be at least 1", x->index,
+                   x->name, shape_text(x->shape, x->rank, dims, sizeof dims));
+    if (!have[IN_IDS] && x->shape[2] != hp->d_model)
+        return BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
+                   x->shape[2], hp->d_model);
+    if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
         return -1;
-    }
     const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
     const v2_input *pi = &in[IN_POS];
-    const bool pos_rows = have[IN_POS] && pi->rank == 2;
-    const size_t numel[IN_N] = {
-        B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L, B * L, B * L, B * L};
     const char *of = have[IN_IDS] ? "input_ids" : "embeddings";
     if (have[IN_LEN] && (in[IN_LEN].rank != 1 || in[IN_LEN].shape[0] != (long long)B))
-        rc = BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of %s",
-                 in[IN_LEN].index, shape_text(in[IN_LEN].shape, in[IN_LEN].rank, dims, sizeof dims),
-                 B, of);
-    else if (have[IN_POS] && !(pi->rank == 1 && pi->shape[0] == (long long)L) &&
-             !(pi->rank == 2 && pi->shape[0] == (long long)B && pi->shape[1] == (long long)L))
-        rc = BAD("inputs[%d] (position_ids): shape %s; expected [%zu] (every sequence) or [%zu, "
-                 "%zu], as %s",
-                 pi->index, shape_text(pi->shape, pi->rank, dims, sizeof dims), L, B, L, of);
-    for (int w = IN_TYPES; rc == 0 && w <= IN_AMASK; w++)
+        return BAD("inputs[%d] (lengths): shape %s; expected [%zu], one length per sequence of %s",
+                   in[IN_LEN].index,
+                   shape_text(in[IN_LEN].shape, in[IN_LEN].rank, dims, sizeof dims), B, of);
+    if (have[IN_POS] && !(pi->rank == 1 && pi->shape[0] == (long long)L) &&
+        !(pi->rank == 2 && pi->shape[0] == (long long)B && pi->shape[1] == (long long)L))
+        return BAD("inputs[%d] (position_ids): shape %s; expected [%zu] (every sequence) or "
+                   "[%zu, %zu], as %s",
+                   pi->index, shape_text(pi->shape, pi->rank, dims, sizeof dims), L, B, L, of);
+    for (int w = IN_TYPES; w <= IN_AMASK; w++)
         if (have[w] &&
             !(in[w].rank == 2 && in[w].shape[0] == (long long)B && in[w].shape[1] == (long long)L))
-            rc = BAD("inputs[%d] (%s): shape %s; expected [%zu, %zu], as %s", in[w].index,
-                     in[w].name, shape_text(in[w].shape, in[w].rank, dims, sizeof dims), B, L, of);
+            return BAD("inputs[%d] (%s): shape %s; expected [%zu, %zu], as %s", in[w].index,
+                       in[w].name, shape_text(in[w].shape, in[w].rank, dims, sizeof dims), B, L,
+                       of);
+    *B_out = B;
+    *L_out = L;
+    return 0;
+}
 
-    /* The binary data: in input order, each exactly its shape's bytes, all
-     * of it claimed. */
+/* The binary data after the JSON header: in input order, each input's
+ * exactly its shape's bytes (numel[k] elements), all of it claimed. */
+static int claim_binary(v2_inputs *ins, const size_t *numel, const unsigned char *bin,
+                        size_t bin_len, bool has_header, size_t json_len, api_error *err)
+{
     int order[IN_N];
     for (int a = 0; a < IN_N; a++)
         order[a] = a;
     for (int a = 0; a < IN_N; a++) /* by input index; absent inputs last */
         for (int b = a + 1; b < IN_N; b++) {
-            const int ia = have[order[a]] ? in[order[a]].index : 1 << 20;
-            const int ib = have[order[b]] ? in[order[b]].index : 1 << 20;
+            const int ia = ins->have[order[a]] ? ins->in[order[a]].index : 1 << 20;
+            const int ib = ins->have[order[b]] ? ins->in[order[b]].index : 1 << 20;
             if (ib < ia) {
                 const int t = order[a];
                 order[a] = order[b];
                 order[b] = t;
             }
         }
+    char dims[160];
     size_t used = 0;
-    for (int o = 0; rc == 0 && o < IN_N; o++) {
-        v2_input *t = &in[order[o]];
-        if (!have[order[o]] || !t->binary)
+    for (int o = 0; o < IN_N; o++) {
+        v2_input *t = &ins->in[order[o]];
+        if (!ins->have[order[o]] || !t->binary)
             continue;
         const size_t n = numel[order[o]];
         if (!has_header)
-            rc = BAD("inputs[%d] (%s) has parameters.binary_data_size but the request has no "
-                     "Inference-Header-Content-Length header (the JSON header's length in bytes)",
-                     t->index, t->name);
-        else if (t->bin_size / t->elem != n || t->bin_size % t->elem != 0)
-            rc = BAD("inputs[%d] (%s): binary_data_size is %zu but shape %s of %s needs %zu bytes",
-                     t->index, t->name, t->bin_size,
-                     shape_text(t->shape, t->rank, dims, sizeof dims),
-                     t->elem == 8 ? "INT64" : IN_DTYPE[order[o]], n * t->elem);
-        else if (t->bin_size > bin_len - used)
-            rc = BAD("inputs[%d] (%s): binary_data_size %zu runs past the end of the body: only "
-                     "%zu bytes follow the %zu-byte JSON header%s",
-                     t->index, t->name, t->bin_size, bin_len - used, json_len,
-                     used ? " and the inputs before it" : "");
-        else {
-            t->bin = bin + used;
-            used += t->bin_size;
-        }
+            return BAD("inputs[%d] (%s) has parameters.binary_data_size but the request has no "
+                       "Inference-Header-Content-Length header (the JSON header's length in "
+                       "bytes)",
+                       t->index, t->name);
+        if (t->bin_size / t->elem != n || t->bin_size % t->elem != 0)
+            return BAD("inputs[%d] (%s): binary_data_size is %zu but shape %s of %s needs %zu "
+                       "bytes",
+                       t->index, t->name, t->bin_size,
+                       shape_text(t->shape, t->rank, dims, sizeof dims),
+                       t->elem == 8 ? "INT64" : IN_DTYPE[order[o]], n * t->elem);
+        if (t->bin_size > bin_len - used)
+            return BAD("inputs[%d] (%s): binary_data_size %zu runs past the end of the body: "
+                       "only %zu bytes follow the %zu-byte JSON header%s",
+                       t->index, t->name, t->bin_size, bin_len - used, json_len,
+                       used ? " and the inputs before it" : "");
+        t->bin = bin + used;
+        used += t->bin_size;
     }
-    if (rc == 0 && used != bin_len)
-        rc = BAD("%zu byte%s after the %zu-byte JSON header %s claimed by no input's "
-                 "binary_data_size (the inputs claim %zu of %zu)",
-                 bin_len - used, bin_len - used == 1 ? "" : "s", json_len,
-                 bin_len - used == 1 ? "is" : "are", used, bin_len);
-    if (rc < 0) {
-        json_decref(mask);
-        return -1;
-    }
+    if (used != bin_len)
+        return BAD("%zu byte%s after the %zu-byte JSON header %s claimed by no input's "
+                   "binary_data_size (the inputs claim %zu of %zu)",
+                   bin_len - used, bin_len - used == 1 ? "" : "s", json_len,
+                   bin_len - used == 1 ? "is" : "are", used, bin_len);
+    return 0;
+}
 
-    /* The batch. */
+/* The batch read from the inputs into req->enc (B x L, numel[k] elements
+ * of input k), and the mask object of the parameters applied to it. */
+static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
+                      const size_t *numel, json_t *mask, bool window_lr, const api_limits *lim,
+                      api_error *err)
+{
+    encode_request *e = &req->enc;
+    const v2_input *in = ins->in;
+    const bool *have = ins->have;
+    char what[64];
     e->batched = true;
     e->batch.B = (int)B;
     e->batch.L = (int)L;
@@ -1039,28 +1015,29 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         if (encode_alloc_ids(e, have[IN_TYPES], what, err) < 0 ||
             read_input(&in[IN_IDS], B * L, NULL, e->input_ids, err) < 0 ||
             (have[IN_TYPES] && read_input(&in[IN_TYPES], B * L, NULL, e->token_type_ids, err) < 0))
-            rc = -1;
+            return -1;
     } else {
         if (!(e->x = encode_alloc_input(e, numel[IN_EMB])))
-            rc = OOM();
-        else if (read_input(x, numel[IN_EMB], e->x, NULL, err) < 0)
-            rc = -1;
+            return OOM();
         e->batch.x = e->x;
+        if (read_input(&in[IN_EMB], numel[IN_EMB], e->x, NULL, err) < 0)
+            return -1;
     }
-    if (rc == 0 && have[IN_LEN]) {
+    if (have[IN_LEN]) {
         if (!(e->lengths = malloc(B * sizeof *e->lengths)))
-            rc = OOM();
-        else
-            rc = read_input(&in[IN_LEN], B, NULL, e->lengths, err);
-        for (size_t b = 0; rc == 0 && b < B; b++)
-            if (e->lengths[b] < 1 || (size_t)e->lengths[b] > L)
-                rc = BAD("inputs[%d] (lengths): lengths[%zu] = %d is outside 1..%zu",
-                         in[IN_LEN].index, b, e->lengths[b], L);
+            return OOM();
         e->batch.lengths = e->lengths;
+        if (read_input(&in[IN_LEN], B, NULL, e->lengths, err) < 0)
+            return -1;
+        for (size_t b = 0; b < B; b++)
+            if (e->lengths[b] < 1 || (size_t)e->lengths[b] > L)
+                return BAD("inputs[%d] (lengths): lengths[%zu] = %d is outside 1..%zu",
+                           in[IN_LEN].index, b, e->lengths[b], L);
     }
-    if (rc == 0)
-        rc = parse_mask(req, mask, window_lr, err);
-    if (rc == 0 && have[IN_AMASK]) {
+    if (parse_mask(req, mask, window_lr, err) < 0)
+        return -1;
+    int rc = 0;
+    if (have[IN_AMASK]) {
         int32_t *am = malloc(B * L * sizeof *am);
         char lw[48] = "";
         snprintf(what, sizeof what, "inputs[%d] (attention_mask)", in[IN_AMASK].index);
@@ -1073,6 +1050,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         free(am);
     }
     if (rc == 0 && have[IN_POS]) {
+        const v2_input *pi = &in[IN_POS];
         int *ids = malloc(numel[IN_POS] * sizeof *ids);
         long long *vals = malloc(numel[IN_POS] * sizeof *vals);
         snprintf(what, sizeof what, "inputs[%d] (position_ids)", pi->index);
@@ -1081,7 +1059,7 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
         else if ((rc = read_input(pi, numel[IN_POS], NULL, ids, err)) == 0) {
             for (size_t k = 0; k < numel[IN_POS]; k++)
                 vals[k] = ids[k];
-            rc = encode_set_positions(e, vals, pos_rows, lim, what, err);
+            rc = encode_set_positions(e, vals, pi->rank == 2, lim, what, err);
         }
         free(ids);
         free(vals);
@@ -1093,6 +1071,80 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
             snprintf(tw, sizeof tw, "inputs[%d] (token_type_ids)", in[IN_TYPES].index);
         rc = encode_check_ids(e, what, tw, err);
     }
+    return rc;
+}
+
+/* The request's own fields: id, and the model's name and version as the
+ * URL gives them. */
+static int check_request_fields(v2_request *req, json_t *root, const char *model_name,
+                                api_error *err)
+{
+    static const field_spec ROOT_FIELDS[] = {
+        {.name = "id", .type = FIELD_STRING},          {.name = "model_name", .type = FIELD_JSON},
+        {.name = "model_version", .type = FIELD_JSON}, {.name = "parameters", .type = FIELD_JSON},
+        {.name = "inputs", .type = FIELD_JSON},        {.name = "outputs", .type = FIELD_JSON}};
+    static const field_table ROOT = FIELD_TABLE("field", ROOT_FIELDS);
+    char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4];
+    if (!json_is_object(root))
+        return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
+    if (fields_check(&ROOT, root, "", err) < 0)
+        return -1;
+    const json_t *v = api_json_field(root, "id");
+    if (v && !(req->id = strdup(json_string_value(v))))
+        return OOM();
+    v = api_json_field(root, "model_name");
+    if (v && (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
+        return BAD("model_name is %s%s%s but the URL names model '%s'",
+                   json_is_string(v) ? "'" : "",
+                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : api_json_kind(v),
+                   json_is_string(v) ? "'" : "", api_safe_text(model_name, m));
+    v = api_json_field(root, "model_version");
+    if (v && (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
+        return BAD("model_version must be \"" V2_MODEL_VERSION "\" (the model's only version)");
+    return 0;
+}
+
+/* The request after its own fields, in steps: parameters (the mask object
+ * they make is *mask, the caller's to free), outputs, the inputs' form,
+ * which go together, B and L and the shapes, the binary data, the batch. */
+static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
+                         size_t bin_len, bool has_header, size_t json_len, const enc_hparams *hp,
+                         const api_limits *lim, json_t **mask, api_error *err)
+{
+    bool binary_all = false, window_lr = false;
+    if (parse_params(req, api_json_field(root, "parameters"), &binary_all, mask, &window_lr, err) <
+            0 ||
+        parse_outputs(req, api_json_field(root, "outputs"), binary_all, err) < 0)
+        return -1;
+    encode_request *e = &req->enc;
+    if (e->attn_mode != ENC_ATTN_NONE)
+        e->want_layer[e->n_layers - 1] = true;
+    v2_inputs ins = {0};
+    if (collect_inputs(json_object_get(root, "inputs"), tx, &ins, err) < 0)
+        return -1;
+    if (ins.have[IN_TEXT])
+        return parse_text_input(req, &ins.in[IN_TEXT], ins.have, bin, bin_len, has_header, *mask,
+                                window_lr, hp, lim, err);
+    size_t B = 0, L = 0;
+    if (check_input_set(e, &ins, hp, err) < 0 || batch_shape(e, &ins, hp, lim, &B, &L, err) < 0)
+        return -1;
+    const bool pos_rows = ins.have[IN_POS] && ins.in[IN_POS].rank == 2;
+    const size_t numel[IN_N] = {
+        B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L, B * L, B * L, B * L};
+    if (claim_binary(&ins, numel, bin, bin_len, has_header, json_len, err) < 0)
+        return -1;
+    return read_batch(req, &ins, B, L, numel, *mask, window_lr, lim, err);
+}
+
+static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
+                      size_t bin_len, bool has_header, size_t json_len, const char *model_name,
+                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    if (check_request_fields(req, root, model_name, err) < 0)
+        return -1;
+    json_t *mask = NULL;
+    const int rc =
+        parse_request(req, root, tx, bin, bin_len, has_header, json_len, hp, lim, &mask, err);
     json_decref(mask);
     return rc;
 }
