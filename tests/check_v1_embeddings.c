@@ -110,7 +110,7 @@ START_TEST(test_scanner_messages)
      * the scan refuses it and says where. */
     static const char nul_body[] = "{\"embeddings\": [[1\0, 2, 3, 4]]}";
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &s.lim, &err),
+    ck_assert_int_eq(v1_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &s.lim, &err),
                      -1);
     ck_assert_str_eq(err.message, "invalid JSON at line 1, column 19: expected ',' or ']'");
     encode_request_free(&req);
@@ -194,7 +194,7 @@ START_TEST(test_large_body_split)
     encode_request req;
     api_error err = {0};
     const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL, NULL, NULL};
-    ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
+    ck_assert_msg(v1_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
                   err.message);
     for (size_t k = 0; k < (size_t)B * L * D; k++)
         ck_assert_msg(req.x[k] == want[k], "x[%zu] = %.9g, want %.9g", k, (double)req.x[k],
@@ -355,7 +355,7 @@ START_TEST(test_ids_text)
         encode_request req;
         api_error err = {0};
         const int rc =
-            encode_request_parse(&req, cases[i].body, strlen(cases[i].body), &s.hp, &lim, &err);
+            v1_request_parse(&req, cases[i].body, strlen(cases[i].body), &s.hp, &lim, &err);
         if (cases[i].status == 0) {
             ck_assert_msg(rc == 0, "%s: %s", cases[i].body, err.message);
             ck_assert(req.input_ids[0] == 1 && req.input_ids[1] == 2 && req.input_ids[2] == 3 &&
@@ -374,8 +374,7 @@ START_TEST(test_ids_text)
     static const char nul_body[] = "{\"input_ids\": [[1\0, 2]]}";
     encode_request req;
     api_error err = {0};
-    ck_assert_int_eq(encode_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &lim, &err),
-                     -1);
+    ck_assert_int_eq(v1_request_parse(&req, nul_body, sizeof nul_body - 1, &s.hp, &lim, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.message, "invalid JSON at line 1, column"));
     encode_request_free(&req);
 
@@ -406,8 +405,7 @@ START_TEST(test_ids_text)
     fputs("], \"attention\": \"none\"}", f);
     fclose(f);
     memset(&err, 0, sizeof err);
-    ck_assert_msg(encode_request_parse(&req, body, size, &s.hp, &big, &err) == 0, "%s",
-                  err.message);
+    ck_assert_msg(v1_request_parse(&req, body, size, &s.hp, &big, &err) == 0, "%s", err.message);
     ck_assert(req.batch.B == B && req.batch.L == L);
     for (int b = 0; b < B; b++) {
         const int n = b == 5 ? L : 1 + (b * 37) % L;

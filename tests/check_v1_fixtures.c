@@ -263,8 +263,8 @@ START_TEST(test_base64_body_paths)
         snprintf(body, sizeof body, "{\"shape\": [2, 4], \"embeddings_b64\": \"%s\"}", texts[t]);
         encode_request req;
         api_error err = {0};
-        ck_assert_msg(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0,
-                      "%s: %s", body, err.message);
+        ck_assert_msg(v1_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s: %s",
+                      body, err.message);
         ck_assert_int_eq(req.batch.B, 1);
         ck_assert_int_eq(req.batch.L, 2);
         ck_assert(!req.batched);
@@ -283,7 +283,7 @@ START_TEST(test_base64_body_paths)
         snprintf(body, sizeof body, "{\"shape\": [2, 4], \"embeddings_b64\": \"%s\"}", bad);
         encode_request req;
         api_error err = {0};
-        ck_assert_int_eq(encode_request_parse(&req, body, strlen(body), &hp, &lim, &err), -1);
+        ck_assert_int_eq(v1_request_parse(&req, body, strlen(body), &hp, &lim, &err), -1);
         encode_request_free(&req);
         const char *want = t ? "invalid JSON at line 1, column" : "'.' at offset 21";
         ck_assert_msg(strstr(err.message, want), "'%s' lacks '%s'", err.message, want);

@@ -44,7 +44,7 @@ START_TEST(test_invalid_requests)
         char *body = read_file(path, &size);
         encode_request req;
         api_error err = {0};
-        const int rc = encode_request_parse(&req, body, size, &hp, &lim, &err);
+        const int rc = v1_request_parse(&req, body, size, &hp, &lim, &err);
         encode_request_free(&req);
         free(body);
         ck_assert_msg(rc < 0, "%s was accepted", e->d_name);
@@ -280,7 +280,7 @@ START_TEST(test_attention_layers_and_limits)
     /* No limits at all: still no overflow, just too large. */
     memset(&err, 0, sizeof err);
     const char *huge = "{\"embeddings_b64\": \"AAAA\", \"shape\": [2147483647, 2147483647, 4]}";
-    ck_assert_int_eq(encode_request_parse(&req, huge, strlen(huge), &s.hp, NULL, &err), -1);
+    ck_assert_int_eq(v1_request_parse(&req, huge, strlen(huge), &s.hp, NULL, &err), -1);
     ck_assert_int_eq(err.kind, API_TOO_LARGE);
     encode_request_free(&req);
     enc_model_free(s.model);
@@ -379,7 +379,7 @@ START_TEST(test_response_details)
     req.attn[1][0] = 1.0f;
     encode_usage u = {.sequences = 1, .tokens = 1};
     size_t len;
-    char *text = encode_response(&req, "my \"model\" \xc3\xa9", &s.hp, &u, &len);
+    char *text = v1_response(&req, "my \"model\" \xc3\xa9", &s.hp, &u, &len);
     ck_assert_ptr_nonnull(text);
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
@@ -402,7 +402,7 @@ START_TEST(test_response_details)
 
     /* The same in JSON with 2 digits. */
     req.base64_out = false;
-    text = encode_response(&req, "m", &s.hp, &u, &len);
+    text = v1_response(&req, "m", &s.hp, &u, &len);
     ck_assert_ptr_nonnull(strstr(text, "\"outputs\":[[-0,1.5,-0.31,3e+30]]"));
     ck_assert_ptr_nonnull(strstr(text, "\"attention\":[[[1]],[[0]]]"));
     ck_assert_ptr_nonnull(strstr(text, "\"usage\":{\"sequences\":1,\"tokens\":1,"));
@@ -411,7 +411,7 @@ START_TEST(test_response_details)
     /* A non-finite value (the core never returns one) still gives valid JSON. */
     req.out[1] = NAN;
     req.out[2] = -INFINITY;
-    text = encode_response(&req, "m", &s.hp, &u, &len);
+    text = v1_response(&req, "m", &s.hp, &u, &len);
     j = json_loads(text, 0, &je);
     ck_assert_msg(j != NULL, "%s", je.text);
     json_decref(j);
@@ -421,7 +421,7 @@ START_TEST(test_response_details)
     /* Unparsed or never-allocated requests: no response, no crash. */
     encode_request zero;
     memset(&zero, 0, sizeof zero);
-    ck_assert_ptr_null(encode_response(&zero, "m", &s.hp, &u, &len));
+    ck_assert_ptr_null(v1_response(&zero, "m", &s.hp, &u, &len));
     encode_request_free(&zero);
     enc_model_free(s.model);
 }
@@ -456,7 +456,7 @@ static int parse_ids(const small *s, const enc_embedding_info *e, const char *bo
     api_limits lim = s->lim;
     lim.embedding = e;
     memset(err, 0, sizeof *err);
-    return encode_request_parse(req, body, strlen(body), &s->hp, &lim, err);
+    return v1_request_parse(req, body, strlen(body), &s->hp, &lim, err);
 }
 
 static void assert_ids(const int32_t *got, const int32_t *want, size_t n, const char *what)
@@ -791,13 +791,13 @@ static void parse_any(const small *s, const char *body, size_t len)
 {
     encode_request req;
     api_error err = {0};
-    if (encode_request_parse(&req, body, len, &s->hp, &s->lim, &err) == 0) {
+    if (v1_request_parse(&req, body, len, &s->hp, &s->lim, &err) == 0) {
         ck_assert_int_eq(err.kind, API_OK);
         if (encode_request_alloc_outputs(&req, &s->hp, &err) == 0) {
             size_t n;
             encode_usage u = {0};
             zero_outputs(&req, &s->hp);
-            free(encode_response(&req, "m", &s->hp, &u, &n));
+            free(v1_response(&req, "m", &s->hp, &u, &n));
         }
     } else {
         ck_assert(err.kind == API_BAD_REQUEST || err.kind == API_TOO_LARGE);

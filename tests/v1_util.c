@@ -542,14 +542,14 @@ const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
                                       .n_tensors = 1,
                                       .tensors = FAKE_TENSORS};
 
-/* parse -> alloc outputs -> enc_forward -> encode_response -> json_loads. */
+/* parse -> alloc outputs -> enc_forward -> v1_response -> json_loads. */
 void run_body(run *r, const enc_model *m, const enc_hparams *hp, const char *body, const char *what)
 {
     memset(r, 0, sizeof *r);
     api_error err = {0};
     api_limits lim = ROOMY;
     lim.embedding = enc_model_embedding(m); /* token ids for a Hugging Face directory */
-    ck_assert_msg(encode_request_parse(&r->req, body, strlen(body), hp, &lim, &err) == 0, "%s: %s",
+    ck_assert_msg(v1_request_parse(&r->req, body, strlen(body), hp, &lim, &err) == 0, "%s: %s",
                   what, err.message);
     ck_assert_int_eq(encode_request_alloc_outputs(&r->req, hp, &err), 0);
     enc_result res = encode_request_result(&r->req);
@@ -562,7 +562,7 @@ void run_body(run *r, const enc_model *m, const enc_hparams *hp, const char *bod
         n_tokens += r->req.lengths ? r->req.lengths[b] : r->req.batch.L;
     encode_usage u = {
         .sequences = r->req.batch.B, .tokens = n_tokens, .queue_ms = 0.25, .compute_ms = 1.5};
-    r->text = encode_response(&r->req, "encoder", hp, &u, &r->len);
+    r->text = v1_response(&r->req, "encoder", hp, &u, &r->len);
     ck_assert_ptr_nonnull(r->text);
     ck_assert_uint_eq(strlen(r->text), r->len);
     json_error_t je;
@@ -870,5 +870,5 @@ void small_load(small *s)
 int parse_small(const small *s, const char *body, encode_request *req, api_error *err)
 {
     memset(err, 0, sizeof *err);
-    return encode_request_parse(req, body, strlen(body), &s->hp, &s->lim, err);
+    return v1_request_parse(req, body, strlen(body), &s->hp, &s->lim, err);
 }

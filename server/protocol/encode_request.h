@@ -76,7 +76,7 @@ typedef struct encode_request {
  * API_UNAVAILABLE when out of memory); req is then safe to free. */
 int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err);
 
-/* The limits check encode_request_parse runs as soon as B and L are known
+/* The limits check v1_request_parse runs as soon as B and L are known
  * (413 naming the limit; needs req->attn_mode and req->want_layer set). */
 int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
                         const api_limits *limits, api_error *err);

@@ -1,6 +1,6 @@
 /* v1.c - the /v1/encode codec: a JSON request body to the neutral request
- * (encode_request_parse; encode_request.h), a forward's results to the JSON
- * response body (encode_response_stream, encode_response).
+ * (v1_request_parse; encode_request.h), a forward's results to the JSON
+ * response body (v1_response_stream, v1_response).
  *
  * Choices where the contract (docs/contract.md section 4) is silent
  * (docs/api.md, "POST /v1/encode", is the user's version of this
@@ -770,8 +770,8 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
     return encode_check_ids(req, "input_ids", "token_type_ids", err);
 }
 
-int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                         const api_limits *limits, api_error *err)
+int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                     const api_limits *limits, api_error *err)
 {
     if (encode_request_init(req, hp, err) < 0)
         return -1;
@@ -1022,8 +1022,8 @@ static int write_tokens(stream *st, const encode_request *req)
     return 0;
 }
 
-int encode_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
-                           const encode_usage *usage, stream *st)
+int v1_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                       const encode_usage *usage, stream *st)
 {
     if (!req || !hp || !req->out || hp->n_layers != req->n_layers)
         return -1;
@@ -1086,12 +1086,12 @@ int encode_response_stream(const encode_request *req, const char *model_name, co
     return stream_failed(st) ? -1 : 0;
 }
 
-char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
-                      const encode_usage *usage, size_t *len)
+char *v1_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                  const encode_usage *usage, size_t *len)
 {
     stream *st = stream_new();
     char *text = NULL;
-    if (st && encode_response_stream(req, model_name, hp, usage, st) == 0)
+    if (st && v1_response_stream(req, model_name, hp, usage, st) == 0)
         text = stream_collect(st, len);
     stream_free(st);
     return text;
@@ -1102,7 +1102,7 @@ char *encode_response(const encode_request *req, const char *model_name, const e
 static encode_request *v1_parse(void *state, const proto_input *in, api_error *err)
 {
     encode_request *req = state;
-    if (encode_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->limits, err) < 0)
+    if (v1_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->limits, err) < 0)
         return NULL;
     return req;
 }
@@ -1110,7 +1110,7 @@ static encode_request *v1_parse(void *state, const proto_input *in, api_error *e
 static int v1_render(const void *state, const proto_output *out, stream *st, size_t *header_len)
 {
     *header_len = 0;
-    return encode_response_stream(state, out->model_name, out->hp, out->usage, st);
+    return v1_response_stream(state, out->model_name, out->hp, out->usage, st);
 }
 
 static void v1_free(void *state)

@@ -4,12 +4,12 @@
  *
  *     encode_request req;
  *     api_error err = {0};
- *     if (encode_request_parse(&req, body, len, &hp, &limits, &err) < 0 ||
+ *     if (v1_request_parse(&req, body, len, &hp, &limits, &err) < 0 ||
  *         encode_request_alloc_outputs(&req, &hp, &err) < 0)
  *         -> respond api_error_status(err.kind) with err.message
  *     enc_result result = encode_request_result(&req);
  *     enc_forward(model, ws, &req.batch, &result, ...)
- *     encode_response_stream(&req, "encoder", &hp, &usage, st);  (or encode_response)
+ *     v1_response_stream(&req, "encoder", &hp, &usage, st);  (or v1_response)
  *     ... once st is sent: encode_request_free(&req);
  */
 #ifndef ATTND_V1_H
@@ -29,8 +29,8 @@
  * d_model is 512"; API_UNAVAILABLE when out of memory).  req is always safe
  * to encode_request_free.  docs/api.md lists the choices the contract leaves
  * open (null = absent, the unbatched form's masks, clamped windows, ...). */
-int encode_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                         const api_limits *limits, api_error *err);
+int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
+                     const api_limits *limits, api_error *err);
 
 /* The response body for a completed forward (docs/contract.md section 4): model, shape,
  * outputs (with the input's nesting; with lengths, sequence b has lengths[b]
@@ -41,15 +41,15 @@ int encode_request_parse(encode_request *req, const char *body, size_t len, cons
  * string per sequence with lengths).  Returns an owned NUL-terminated string
  * and its length in *len, or NULL when out of memory (or when req has no
  * outputs allocated). */
-char *encode_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
-                      const encode_usage *usage, size_t *len);
+char *v1_response(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                  const encode_usage *usage, size_t *len);
 
 /* The same body as pieces of st (codec/stream.h), to be produced chunk by
  * chunk as the socket drains: the tensors are read from req's buffers, which
  * must live until st is freed.  Returns 0, or -1 (no outputs allocated, or
  * out of memory). */
 struct stream;
-int encode_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
-                           const encode_usage *usage, struct stream *st);
+int v1_response_stream(const encode_request *req, const char *model_name, const enc_hparams *hp,
+                       const encode_usage *usage, struct stream *st);
 
 #endif

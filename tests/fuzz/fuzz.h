@@ -32,8 +32,8 @@
         }                                                                                          \
     } while (0)
 
-/* POST /v1/encode bodies: encode_request_parse, then (when it accepts) a
- * forward on a tiny seeded model and encode_response; also the codec's own
+/* POST /v1/encode bodies: v1_request_parse, then (when it accepts) a
+ * forward on a tiny seeded model and v1_response; also the codec's own
  * number reader and float writer against strtod / snprintf. */
 int fuzz_encode(const uint8_t *data, size_t size);
 

@@ -111,7 +111,7 @@ int fuzz_encode(const uint8_t *data, size_t size)
                                .embedding = enc_model_embedding(m)};
     encode_request req;
     api_error err = {0};
-    if (encode_request_parse(&req, (const char *)data, size, hp, &limits, &err) < 0) {
+    if (v1_request_parse(&req, (const char *)data, size, hp, &limits, &err) < 0) {
         /* Refused: a 400 or 413 with a message (503 only when out of memory). */
         FUZZ_ASSERT(err.kind == API_BAD_REQUEST || err.kind == API_TOO_LARGE ||
                         err.kind == API_UNAVAILABLE,
@@ -146,7 +146,7 @@ int fuzz_encode(const uint8_t *data, size_t size)
     }
     encode_usage usage = {.sequences = req.batch.B, .tokens = (long)BL};
     size_t len = 0;
-    char *body = encode_response(&req, "encoder", hp, &usage, &len);
+    char *body = v1_response(&req, "encoder", hp, &usage, &len);
     FUZZ_ASSERT(body != NULL && strlen(body) == len, "no response body");
     /* The body is JSON, and no number in it was written as null. */
     json_error_t jerr;
