@@ -60,9 +60,10 @@ DEB_BUILD    := gcc make pkg-config libopenblas-dev libjansson-dev libmicrohttpd
 DEB_FIXTURES := python3-torch python3-numpy python3-sentencepiece
 # What the page's browser test and the OpenAPI check need (make deps-node).
 DEB_NODE     := chromium nodejs npm
-# What docs/api.md's examples need besides node (make deps-node): curl, and
-# Debian's python3 with requests.
-DEB_DOCS     := curl python3-requests
+# What the docs' examples need besides node (make deps-node): curl, and
+# Debian's python3 with requests and numpy (docs/clients.md decodes base64
+# and binary tensors with it).
+DEB_DOCS     := curl python3-requests python3-numpy
 # What make test-deploy needs: nginx (and python3 for the test).
 DEB_DEPLOY   := nginx python3
 # What make container-check needs: podman with runc and netavark (iptables for
