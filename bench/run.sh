@@ -85,33 +85,12 @@
 
 bench_build
 bench_machine
-# shellcheck source=bench/parts/roofline.sh
-. bench/parts/roofline.sh     # first: the core's lines can then quote it
-# shellcheck source=bench/parts/ceiling.sh
-. bench/parts/ceiling.sh
-# shellcheck source=bench/parts/core.sh
-. bench/parts/core.sh
-# shellcheck source=bench/parts/torch.sh
-. bench/parts/torch.sh
-# shellcheck source=bench/parts/onnx.sh
-. bench/parts/onnx.sh
-# shellcheck source=bench/parts/http.sh
-. bench/parts/http.sh
-# shellcheck source=bench/parts/memory.sh
-. bench/parts/memory.sh
-# shellcheck source=bench/parts/long.sh
-. bench/parts/long.sh
-# shellcheck source=bench/parts/positions.sh
-. bench/parts/positions.sh
-# shellcheck source=bench/parts/startup.sh
-. bench/parts/startup.sh
-# shellcheck source=bench/parts/ids.sh
-. bench/parts/ids.sh
-# shellcheck source=bench/parts/modernbert.sh
-. bench/parts/modernbert.sh
-# shellcheck source=bench/parts/text.sh
-. bench/parts/text.sh
-# shellcheck source=bench/parts/bf16.sh
-. bench/parts/bf16.sh
+# The parts, in the order of the list above (roofline first: the core's
+# lines can then quote it).
+for part in roofline ceiling core torch onnx http memory long positions startup ids \
+    modernbert text bf16; do
+    # shellcheck source=/dev/null
+    . "bench/parts/$part.sh"
+done
 # shellcheck source=bench/summary.sh
 . bench/summary.sh
