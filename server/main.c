@@ -197,11 +197,11 @@ static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
         fprintf(stderr, "attnd: %s\n", name);
         return;
     }
+    server_drain(srv, seconds); /* first: the line below says readiness is 503 */
     fprintf(stderr,
             "attnd: %s: draining for %d s: readiness 503, still accepting and serving "
             "(a second signal ends the drain)\n",
             name, seconds);
-    server_drain(srv, seconds);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += seconds;
