@@ -5,6 +5,8 @@
 #                        built-in default model (ARGS="--port 9000 ..." adds flags)
 #   make test            install what is missing, build, and run every test
 #   make test-unit       the Check suites' unit and codec tiers alone (no daemon)
+#   make test-busy       the Check suites with two busy loops beside them (the
+#                        timeouts hold on a shared host; .ci/run runs it)
 #   make test-page       the page at / in headless Chromium (make test runs it)
 #   make openapi-check   the OpenAPI description: lint, a typed client compiled and
 #                        run, live responses validated (make test runs it)
@@ -87,7 +89,17 @@ endif
 
 comma     := ,
 BUILD     := build
+# Each test case's timeout (tests/timing.h) is written for a plain build;
+# CK_TIMEOUT_MULTIPLIER, Check's own, scales them all by TEST_TIME_SCALE:
+# 1, TEST_TIME_SCALE_SAN for a sanitizer build, TEST_TIME_SCALE_VALGRIND
+# under valgrind.  Each factor keeps every test within a tenth of its
+# scaled timeout under that tool on a 2-core host, with room to spare
+# (DEVELOPERS.md, "Tests").
+TEST_TIME_SCALE_SAN      := 5
+TEST_TIME_SCALE_VALGRIND := 30
+TEST_TIME_SCALE          := 1
 ifneq ($(SANITIZER),)
+TEST_TIME_SCALE := $(TEST_TIME_SCALE_SAN)
 BUILD     := build/san-$(subst $(comma),-,$(SANITIZER))
 SAN_FLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 OPT       := -O1
@@ -214,7 +226,8 @@ test: docs-check layers-check
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	@rm -rf $(RECORD_DIR) && mkdir -p $(RECORD_DIR)
-	ATTND_TEST_RECORD=$(CURDIR)/$(RECORD_DIR) OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
+	ATTND_TEST_RECORD=$(CURDIR)/$(RECORD_DIR) OPENBLAS_NUM_THREADS=2 \
+	  CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE) $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-page
 	@$(MAKE) --no-print-directory openapi-check
 	@$(MAKE) --no-print-directory docs-examples
@@ -228,7 +241,17 @@ test: docs-check layers-check
 .PHONY: test-unit
 test-unit:
 	@$(MAKE) --no-print-directory $(TEST_BIN)
-	ATTND_TEST_TIERS=unit,codec OPENBLAS_NUM_THREADS=2 $(TEST_BIN)
+	ATTND_TEST_TIERS=unit,codec OPENBLAS_NUM_THREADS=2 CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE) \
+	  $(TEST_BIN)
+
+# The Check suites with two busy loops beside them, bounded and ended with
+# the suites (tests/busy.sh): every test within its timeout on a host that
+# is doing other work.  .ci/run runs it after make test.
+.PHONY: test-busy
+test-busy:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(TEST_BIN)
+	CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE) bash tests/busy.sh $(TEST_BIN)
 
 # The repository stands alone: the contract is docs/contract.md, and no file
 # points to a directory outside the repository (the pattern is bracketed so
@@ -405,10 +428,14 @@ run:
 # error or leak in attnd makes it exit 99, which those tests fail on.
 VALGRIND_OPTS := --quiet --leak-check=full --show-leak-kinds=definite,indirect \
                  --errors-for-leak-kinds=definite,indirect
+# Timeouts are scaled by TEST_TIME_SCALE_VALGRIND: without a fork Check
+# enforces none, but each test's run time is held against its share.
 valgrind: $(TEST_BIN)
-	CK_FORK=no OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell valgrind $(VALGRIND_OPTS) \
+	CK_FORK=no OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell \
+	  CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE_VALGRIND) valgrind $(VALGRIND_OPTS) \
 	  --error-exitcode=1 $(TEST_BIN)
 	CK_RUN_SUITE=hostile OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell \
+	  CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE_VALGRIND) \
 	  ATTND_TEST_WRAPPER="valgrind $(VALGRIND_OPTS) --error-exitcode=99" $(TEST_BIN)
 
 # ---- load: make test-load (docs/reliability.md) -----------------------------

@@ -5,6 +5,7 @@
 #include "vecmath.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -360,8 +361,8 @@ END_TEST
 
 Suite *attention_suite(void)
 {
-    Suite *s = suite_create("attention");
-    TCase *tc = tcase_create("worked");
+    Suite *s = timed_suite("attention");
+    TCase *tc = timed_case(s, "worked", 60);
     tcase_add_test(tc, test_ring_fell_kernel);
     tcase_add_test(tc, test_ring_fell_public);
     tcase_add_test(tc, test_mask_causal);
@@ -374,6 +375,5 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_layernorm_extremes);
     tcase_add_test(tc, test_activations_worked);
     tcase_add_test(tc, test_vecmath_accuracy);
-    suite_add_tcase(s, tc);
     return s;
 }

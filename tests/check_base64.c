@@ -4,6 +4,7 @@
 #include "codec/base64.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -155,12 +156,11 @@ END_TEST
 
 Suite *base64_suite(void)
 {
-    Suite *s = suite_create("base64");
-    TCase *tc = tcase_create("core");
+    Suite *s = timed_suite("base64");
+    TCase *tc = timed_case(s, "core", 60);
     tcase_add_checked_fixture(tc, NULL, vbmi_back_on);
     tcase_add_loop_test(tc, test_base64_rfc4648, 0, 2);
     tcase_add_loop_test(tc, test_base64_rejects, 0, 2);
     tcase_add_loop_test(tc, test_base64_long, 0, 2);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -6,6 +6,7 @@
 #include "simd.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <limits.h>
 #include <math.h>
@@ -636,9 +637,8 @@ END_TEST
 
 Suite *blockmask_suite(void)
 {
-    Suite *s = suite_create("blockmask");
-    TCase *tc = tcase_create("blockmask");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("blockmask");
+    TCase *tc = timed_case(s, "blockmask", 120);
     tcase_add_test(tc, test_scores_no_mask);
     tcase_add_test(tc, test_scores_window_causal_blocks);
     tcase_add_test(tc, test_scores_batch_pays_no_padding);
@@ -650,6 +650,5 @@ Suite *blockmask_suite(void)
     tcase_add_test(tc, test_random_blocks_draw);
     tcase_add_test(tc, test_huge_pattern_sizes);
     tcase_add_test(tc, test_bad_patterns_refused);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -4,6 +4,7 @@
  * and a NULL pool is plain malloc and free. */
 #include "runtime/bufpool.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,11 +93,10 @@ END_TEST
 
 Suite *bufpool_suite(void)
 {
-    Suite *s = suite_create("bufpool");
-    TCase *tc = tcase_create("core");
+    Suite *s = timed_suite("bufpool");
+    TCase *tc = timed_case(s, "core", 60);
     tcase_add_test(tc, test_reuse_and_fit);
     tcase_add_test(tc, test_keep_bound);
     tcase_add_test(tc, test_resize_and_null_pool);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,7 @@
 #include "sha256.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <check.h>
@@ -995,9 +996,8 @@ END_TEST
 
 Suite *checkpoint_suite(void)
 {
-    Suite *s = suite_create("checkpoint");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("checkpoint");
+    TCase *tc = timed_case(s, "core", 60);
     tcase_add_loop_test(tc, test_directory_matches_pytorch, 0, 2 * N_CASES);
     tcase_add_test(tc, test_bad_config_refused);
     tcase_add_test(tc, test_family_fields_refused);
@@ -1009,10 +1009,8 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_settings_against_config_json);
     tcase_add_test(tc, test_startup_refusals);
     tcase_add_test(tc, test_daemon_serves_directory);
-    suite_add_tcase(s, tc);
-    TCase *mem = tcase_create("memory");
-    tcase_set_timeout(mem, 120); /* a 30 MB file written, read, checked (valgrind: slow) */
+    /* a 30 MB file written, read, checked (valgrind: slow) */
+    TCase *mem = timed_case(s, "memory", 120);
     tcase_add_test(mem, test_weights_resident_once);
-    suite_add_tcase(s, mem);
     return s;
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -898,8 +899,8 @@ END_TEST
 
 Suite *config_suite(void)
 {
-    Suite *s = suite_create("config");
-    TCase *tc = tcase_create("config");
+    Suite *s = timed_suite("config");
+    TCase *tc = timed_case(s, "config", 60);
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_dtype);
     tcase_add_test(tc, test_default_file_is_the_defaults);
@@ -923,6 +924,5 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_help_lists_everything);
     tcase_add_test(tc, test_help_lists_the_null_settings);
     tcase_add_test(tc, test_readme_lists_every_setting);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 #include "protocol/v1.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -506,15 +507,13 @@ END_TEST
 
 Suite *csr_suite(void)
 {
-    Suite *s = suite_create("csr");
-    TCase *tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 300);
+    Suite *s = timed_suite("csr");
+    TCase *tc = timed_case(s, "daemon", 300);
     tcase_add_test(tc, test_csr_matches_dense_and_definitions);
     tcase_add_test(tc, test_csr_base64);
     tcase_add_test(tc, test_scores_usage_and_counter);
     tcase_add_test(tc, test_limits_count_allowed_pairs);
     tcase_add_test(tc, test_v2_csr_tensors);
     tcase_add_test(tc, test_bad_options_named);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 #include "simd.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "vecmath.h"
 
 #include <float.h>
@@ -210,11 +211,10 @@ END_TEST
 
 Suite *edges_suite(void)
 {
-    Suite *s = suite_create("edges");
-    TCase *tc = tcase_create("float32");
+    Suite *s = timed_suite("edges");
+    TCase *tc = timed_case(s, "float32", 60);
     tcase_add_test(tc, test_exp_nan);
     tcase_add_loop_test(tc, test_softmax_inf_score, 0, 2);
     tcase_add_loop_test(tc, test_edges_finite_or_refused, 0, N_MODELS);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,7 @@
 #include "simd.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <check.h>
@@ -884,21 +885,17 @@ END_TEST
 
 Suite *embed_suite(void)
 {
-    Suite *s = suite_create("embed");
-    TCase *tc = tcase_create("random");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("embed");
+    TCase *tc = timed_case(s, "random", 120);
     tcase_add_loop_test(tc, test_random_fast_vs_naive, 0, 2 * N_SHAPES);
     tcase_add_loop_test(tc, test_forward_many_mixed, 0, N_SHAPES);
     tcase_add_test(tc, test_f16_widening_exact);
     tcase_add_test(tc, test_ids_refused);
-    suite_add_tcase(s, tc);
-    TCase *fx = tcase_create("fixtures");
-    tcase_set_timeout(fx, 120);
+    TCase *fx = timed_case(s, "fixtures", 120);
     tcase_add_loop_test(fx, test_fixture_ids, 0, N_CASES);
     tcase_add_loop_test(fx, test_fixture_embeddings_in, 0, N_CASES);
     tcase_add_test(fx, test_types_and_positions_matter);
     tcase_add_test(fx, test_word_table_not_copied);
     tcase_add_test(fx, test_binding);
-    suite_add_tcase(s, fx);
     return s;
 }

@@ -6,6 +6,7 @@
 #include "codec/extract.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -615,18 +616,15 @@ END_TEST
 
 Suite *extract_suite(void)
 {
-    Suite *s = suite_create("extract");
-    TCase *ref_tc = tcase_create("against jansson");
-    tcase_set_timeout(ref_tc, 120);
+    Suite *s = timed_suite("extract");
+    TCase *ref_tc = timed_case(s, "against jansson", 120);
     tcase_add_loop_test(ref_tc, test_scan_matches_reference, 0, 4);
     tcase_add_loop_test(ref_tc, test_syntax_matches_jansson, 0, 4);
-    suite_add_tcase(s, ref_tc);
-    TCase *ex = tcase_create("worked examples");
+    TCase *ex = timed_case(s, "worked examples", 60);
     tcase_add_test(ex, test_worked_examples);
     tcase_add_test(ex, test_read_numbers);
     tcase_add_test(ex, test_ragged_rows);
     tcase_add_test(ex, test_read_large_split);
     tcase_add_test(ex, test_object_and_load);
-    suite_add_tcase(s, ex);
     return s;
 }

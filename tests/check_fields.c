@@ -3,6 +3,7 @@
  * from the table, as a client reads it. */
 #include "protocol/fields.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -90,10 +91,9 @@ END_TEST
 
 Suite *fields_suite(void)
 {
-    Suite *s = suite_create("fields");
-    TCase *tc = tcase_create("table");
+    Suite *s = timed_suite("fields");
+    TCase *tc = timed_case(s, "table", 60);
     tcase_add_test(tc, test_messages);
     tcase_add_test(tc, test_readers);
-    suite_add_tcase(s, tc);
     return s;
 }

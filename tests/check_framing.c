@@ -17,6 +17,7 @@
 #include "http/linger.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -583,20 +584,17 @@ END_TEST
 
 Suite *framing_suite(void)
 {
-    Suite *s = suite_create("framing");
-    TCase *unit = tcase_create("rules");
+    Suite *s = timed_suite("framing");
+    TCase *unit = timed_case(s, "rules", 60);
     tcase_add_test(unit, test_framing_accepts);
     tcase_add_test(unit, test_framing_refuses);
     tcase_add_test(unit, test_framing_path);
-    suite_add_tcase(s, unit);
-    TCase *tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 300);
+    TCase *tc = timed_case(s, "daemon", 300);
     tcase_add_test(tc, test_malformed_framing_http);
     tcase_add_test(tc, test_early_answers_are_read);
     tcase_add_test(tc, test_long_targets);
     tcase_add_test(tc, test_lingering_close);
     tcase_add_test(tc, test_keyless_bodies_not_kept);
     tcase_add_test(tc, test_expect_continue);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 #include "fuzz/fuzz.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -109,10 +110,8 @@ END_TEST
 
 Suite *fuzz_suite(void)
 {
-    Suite *s = suite_create("fuzz");
-    TCase *tc = tcase_create("replay");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("fuzz");
+    TCase *tc = timed_case(s, "replay", 60);
     tcase_add_loop_test(tc, test_replay_corpus, 0, N_TARGETS);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,7 @@
 #include "suites.h"
 #include "team.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -673,9 +674,8 @@ END_TEST
 
 Suite *gemm_suite(void)
 {
-    Suite *s = suite_create("gemm");
-    TCase *tc = tcase_create("packed");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("gemm");
+    TCase *tc = timed_case(s, "packed", 60);
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, test_bf16_matches_reference, 0,
@@ -691,6 +691,5 @@ Suite *gemm_suite(void)
     tcase_add_test(tc, test_forward_both_paths);
     tcase_add_loop_test(tc, test_packed_rope, 0, (int)(sizeof rope_shapes / sizeof rope_shapes[0]));
     tcase_add_loop_test(tc, test_packed_glu, 0, (int)(sizeof glu_shapes / sizeof glu_shapes[0]));
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -335,9 +336,10 @@ START_TEST(test_endless_chunked_body)
             rss0 = proc_status_kb(dp.pid, "VmRSS:");
     }
     if (st == -1)
-        st = raw_status(fd, 10000);
+        st = raw_status(fd, 1000);
     /* Still open and silent (-1) is allowed too: the daemon reads and
-     * discards; what matters is that it keeps serving and stays small. */
+     * discards; what matters is that it keeps serving and stays small.  So
+     * the wait for an answer is short: either is right. */
     ck_assert_msg(st <= 0 || st == 413, "an endless body got %d", st);
     unsigned long rss1 = proc_status_kb(dp.pid, "VmRSS:");
     ck_assert_msg(rss1 < rss0 + 8192, "VmRSS %lu kB -> %lu kB after %ld MB of body", rss0, rss1,
@@ -648,12 +650,17 @@ START_TEST(test_slow_readers)
     ck_assert_msg(rss1 < rss0 + bound_kb,
                   "VmRSS %lu kB -> %lu kB with %d stalled 46 MB responses (bound +%lu kB)", rss0,
                   rss1, READERS, bound_kb);
-    /* One of them read to the end: the whole body, as large as promised. */
-    size_t total = 0;
-    for (ssize_t k; (k = recv(fd[0], head, sizeof head, 0)) > 0;) {
+    /* One of them read to the end: the whole body, as large as promised.
+     * The chunked body's end may come split across two reads, so each read
+     * lands after the last 6 bytes of the one before. */
+    size_t total = 0, kept = 0;
+    for (ssize_t k; (k = recv(fd[0], head + kept, sizeof head - kept, 0)) > 0;) {
         total += (size_t)k;
-        if (total > (40u << 20) && memmem(head, (size_t)k, "\r\n0\r\n\r\n", 7))
+        if (total > (40u << 20) && memmem(head, kept + (size_t)k, "\r\n0\r\n\r\n", 7))
             break; /* the chunked body's end */
+        const size_t have = kept + (size_t)k;
+        kept = have < 6 ? have : 6;
+        memmove(head, head + have - kept, kept);
     }
     ck_assert_msg(total > (40u << 20), "the response was only %zu bytes", total);
     for (int c = 0; c < READERS; c++)
@@ -708,9 +715,8 @@ END_TEST
 
 Suite *hostile_suite(void)
 {
-    Suite *s = suite_create("hostile");
-    TCase *tc = tcase_create("clients");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("hostile");
+    TCase *tc = timed_case(s, "clients", 120);
     tcase_add_test(tc, test_slowloris);
     tcase_add_test(tc, test_connections_per_ip);
     tcase_add_test(tc, test_oversized_headers);
@@ -721,6 +727,5 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, test_out_of_memory_request);
     tcase_add_test(tc, test_slow_readers);
     tcase_add_test(tc, test_edge_numbers_http);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,7 @@
 /* check_hparams.c - hyperparameter defaults, names and every invalid combination. */
 #include "encoder.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <math.h>
 #include <string.h>
@@ -109,14 +110,13 @@ END_TEST
 
 Suite *hparams_suite(void)
 {
-    Suite *s = suite_create("hparams");
-    TCase *tc = tcase_create("validate");
+    Suite *s = timed_suite("hparams");
+    TCase *tc = timed_case(s, "validate", 60);
     tcase_add_test(tc, test_defaults_match_api);
     tcase_add_test(tc, test_activation_names);
     tcase_add_loop_test(tc, test_invalid_setting_named, 0,
                         (int)(sizeof bad_settings / sizeof *bad_settings));
     tcase_add_test(tc, test_gqa_and_mqa_valid);
     tcase_add_test(tc, test_first_error_wins);
-    suite_add_tcase(s, tc);
     return s;
 }

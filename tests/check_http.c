@@ -8,6 +8,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 #include "v1_util.h"
 
@@ -1503,9 +1504,8 @@ END_TEST
 
 Suite *http_suite(void)
 {
-    Suite *s = suite_create("http");
-    TCase *tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("http");
+    TCase *tc = timed_case(s, "daemon", 120);
     tcase_add_test(tc, test_health_and_request_id);
     tcase_add_test(tc, test_model_route);
     tcase_add_test(tc, test_openapi_and_version);
@@ -1531,6 +1531,5 @@ Suite *http_suite(void)
     tcase_add_test(tc, test_drain_on_sigterm);
     tcase_add_test(tc, test_drain_period_ends);
     tcase_add_test(tc, test_platform_reported);
-    suite_add_tcase(s, tc);
     return s;
 }

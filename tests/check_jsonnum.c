@@ -5,6 +5,7 @@
 #include "codec/jsonnum.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -363,8 +364,8 @@ END_TEST
 
 Suite *jsonnum_suite(void)
 {
-    Suite *s = suite_create("jsonnum");
-    TCase *tc = tcase_create("core");
+    Suite *s = timed_suite("jsonnum");
+    TCase *tc = timed_case(s, "core", 60);
     tcase_add_test(tc, test_number_parse_edges);
     tcase_add_test(tc, test_number_token);
     tcase_add_test(tc, test_number_parse_random);
@@ -372,6 +373,5 @@ Suite *jsonnum_suite(void)
     tcase_add_test(tc, test_format_float_edges);
     tcase_add_test(tc, test_format_float_random);
     tcase_add_test(tc, test_widen);
-    suite_add_tcase(s, tc);
     return s;
 }

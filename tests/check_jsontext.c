@@ -3,6 +3,7 @@
  * written keys spell a name. */
 #include "codec/jsontext.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <string.h>
 
@@ -104,12 +105,11 @@ END_TEST
 
 Suite *jsontext_suite(void)
 {
-    Suite *s = suite_create("jsontext");
-    TCase *tc = tcase_create("steps");
+    Suite *s = timed_suite("jsontext");
+    TCase *tc = timed_case(s, "steps", 60);
     tcase_add_test(tc, test_skip_ws);
     tcase_add_test(tc, test_skip_string);
     tcase_add_test(tc, test_skip_value);
     tcase_add_test(tc, test_key_is);
-    suite_add_tcase(s, tc);
     return s;
 }

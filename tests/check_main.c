@@ -1,9 +1,11 @@
 /* check_main.c - runs every suite of suites.h, tier by tier; exits non-zero
- * if any test fails.  CK_RUN_SUITE / CK_RUN_CASE select a part, as Check
+ * if any test fails or takes more than its share of its case's timeout
+ * (timing.h).  CK_RUN_SUITE / CK_RUN_CASE select a part, as Check
  * documents; ATTND_TEST_TIERS (a comma-separated list of unit, codec,
  * daemon) runs only those tiers. */
 #include "encoder.h"
 #include "suites.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <curl/curl.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { UNIT, CODEC, DAEMON, N_TIERS };
 static const char *const TIER_NAME[N_TIERS] = {"unit", "codec", "daemon"};
@@ -29,8 +32,9 @@ static bool tier_wanted(int tier)
         while (t < N_TIERS && !(strlen(TIER_NAME[t]) == n && strncmp(p, TIER_NAME[t], n) == 0))
             t++;
         if (t == N_TIERS) {
-            fprintf(stderr, "ATTND_TEST_TIERS: unknown tier '%.*s'; the tiers are unit, codec, "
-                            "daemon\n",
+            fprintf(stderr,
+                    "ATTND_TEST_TIERS: unknown tier '%.*s'; the tiers are unit, codec, "
+                    "daemon\n",
                     (int)n, p);
             exit(2);
         }
@@ -61,9 +65,26 @@ int main(void)
     }
     printf("suites: %d unit, %d codec, %d daemon\n", suites[UNIT], suites[CODEC], suites[DAEMON]);
     fflush(stdout);
+    /* Check's XML log carries each test's run time: CK_XML_LOG_FILE_NAME
+     * when it is set (then kept), else a file of our own. */
+    char own[] = "/tmp/attnd-test-times-XXXXXX";
+    const char *xml = getenv("CK_XML_LOG_FILE_NAME");
+    if (!xml || !*xml) {
+        const int fd = mkstemp(own);
+        if (fd < 0) {
+            perror("mkstemp for Check's XML log");
+            return EXIT_FAILURE;
+        }
+        close(fd);
+        srunner_set_xml(sr, own);
+        xml = own;
+    }
     srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
+    const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const int slow = timing_check(xml, stdout);
+    if (xml == own)
+        unlink(own);
+    return failed || slow ? EXIT_FAILURE : EXIT_SUCCESS;
 }

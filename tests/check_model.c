@@ -7,6 +7,7 @@
 #include "simd.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <cblas.h>
 #include <jansson.h>
@@ -576,25 +577,21 @@ END_TEST
 
 Suite *model_suite(void)
 {
-    Suite *s = suite_create("model");
-    TCase *tc = tcase_create("build");
+    Suite *s = timed_suite("model");
+    TCase *tc = timed_case(s, "build", 60);
     tcase_add_test(tc, test_seeded_matches_python);
     tcase_add_test(tc, test_seeded_embedding_matches_python);
     tcase_add_test(tc, test_seed_changes_weights);
     tcase_add_test(tc, test_param_counts);
     tcase_add_test(tc, test_invalid_hparams_refused);
-    suite_add_tcase(s, tc);
-    TCase *tl = tcase_create("load");
+    TCase *tl = timed_case(s, "load", 60);
     tcase_add_test(tl, test_model_files);
     tcase_add_test(tl, test_valid_file_contents);
     tcase_add_test(tl, test_missing_file_named);
     tcase_add_test(tl, test_wrong_hparams_for_file);
-    suite_add_tcase(s, tl);
-    TCase *tw = tcase_create("workspace");
-    tcase_set_timeout(tw, 60);
+    TCase *tw = timed_case(s, "workspace", 60);
     tcase_add_test(tw, test_workspace_maps_blas_buffers);
     tcase_add_test(tw, test_pool_ready_before_limit);
     tcase_add_test(tw, test_pool_threads_over_blas_buffers);
-    suite_add_tcase(s, tw);
     return s;
 }

@@ -16,6 +16,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <check.h>
@@ -653,9 +654,8 @@ END_TEST
 
 Suite *modernbert_suite(void)
 {
-    Suite *s = suite_create("modernbert");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("modernbert");
+    TCase *tc = timed_case(s, "core", 120);
     tcase_add_loop_test(tc, test_directory_matches_reference, 0, 2 * N_CASES);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_bad_5x_fields_refused);
@@ -663,6 +663,5 @@ Suite *modernbert_suite(void)
     tcase_add_test(tc, test_option_tensors_refused);
     tcase_add_test(tc, test_settings_refused);
     tcase_add_loop_test(tc, test_daemon_serves_modernbert, 0, 2);
-    suite_add_tcase(s, tc);
     return s;
 }

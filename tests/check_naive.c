@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -746,9 +747,8 @@ END_TEST
 
 Suite *naive_suite(void)
 {
-    Suite *s = suite_create("naive");
-    TCase *tc = tcase_create("fast_vs_naive");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("naive");
+    TCase *tc = timed_case(s, "fast_vs_naive", 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 12);
     tcase_add_loop_test(tc, test_forward_many, 0, 2 * N_SHAPES);
@@ -761,6 +761,5 @@ Suite *naive_suite(void)
     tcase_add_test(tc, test_flops_formula);
     tcase_add_test(tc, test_local_layer_scores);
     tcase_add_loop_test(tc, test_local_layer_csr, 0, 2);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 #include "sha256.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -201,13 +202,11 @@ END_TEST
 
 Suite *page_suite(void)
 {
-    Suite *s = suite_create("page");
-    TCase *tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("page");
+    TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_page_served);
     tcase_add_test(tc, test_page_without_key);
     tcase_add_test(tc, test_page_cors);
     tcase_add_test(tc, test_textbook_model);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <math.h>
@@ -187,14 +188,13 @@ END_TEST
 
 Suite *pooling_suite(void)
 {
-    Suite *s = suite_create("pooling");
-    TCase *tc = tcase_create("pooling");
+    Suite *s = timed_suite("pooling");
+    TCase *tc = timed_case(s, "pooling", 60);
     tcase_add_test(tc, test_against_sentence_transformers);
     tcase_add_test(tc, test_modes_worked);
     tcase_add_test(tc, test_truncate);
     tcase_add_test(tc, test_st_files);
     tcase_add_test(tc, test_st_refusals);
     tcase_add_test(tc, test_names);
-    suite_add_tcase(s, tc);
     return s;
 }

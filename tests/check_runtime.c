@@ -14,6 +14,7 @@
 #include "runtime/pool.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -205,13 +206,11 @@ END_TEST
 
 Suite *runtime_suite(void)
 {
-    Suite *s = suite_create("runtime");
-    TCase *tc = tcase_create("units");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("runtime");
+    TCase *tc = timed_case(s, "units", 60);
     tcase_add_test(tc, test_pool_jobs_get_their_own_results);
     tcase_add_test(tc, test_pool_queue_bound);
     tcase_add_test(tc, test_metrics_counts);
     tcase_add_test(tc, test_strbuf);
-    suite_add_tcase(s, tc);
     return s;
 }

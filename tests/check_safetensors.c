@@ -4,6 +4,7 @@
  * bad/expected.json, plus the in-memory parser and the half-float widening. */
 #include "safetensors.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -543,17 +544,16 @@ END_TEST
 
 Suite *safetensors_suite(void)
 {
-    Suite *s = suite_create("safetensors");
+    Suite *s = timed_suite("safetensors");
 
-    TCase *files = tcase_create("fixtures");
+    TCase *files = timed_case(s, "fixtures", 60);
     tcase_add_loop_test(files, test_good_file, 0, count_expected("good"));
     tcase_add_loop_test(files, test_bad_file, 0, count_expected("bad"));
     tcase_add_loop_test(files, test_model_file_format_valid, 0, count_expected("model"));
     tcase_add_test(files, test_model_valid_contents);
     tcase_add_test(files, test_listings_complete);
-    suite_add_tcase(s, files);
 
-    TCase *api = tcase_create("api");
+    TCase *api = timed_case(s, "api", 60);
     tcase_add_test(api, test_parse_memory);
     tcase_add_test(api, test_missing_path);
     tcase_add_test(api, test_directory_path);
@@ -561,6 +561,5 @@ Suite *safetensors_suite(void)
     tcase_add_test(api, test_dtype_table);
     tcase_add_test(api, test_f16_all_patterns);
     tcase_add_test(api, test_bf16_all_patterns);
-    suite_add_tcase(s, api);
     return s;
 }

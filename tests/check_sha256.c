@@ -3,6 +3,7 @@
  * whose digests come from an independent implementation. */
 #include "sha256.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +107,11 @@ END_TEST
 
 Suite *sha256_suite(void)
 {
-    Suite *s = suite_create("sha256");
-    TCase *tc = tcase_create("sha256");
+    Suite *s = timed_suite("sha256");
+    TCase *tc = timed_case(s, "sha256", 60);
     tcase_add_test(tc, test_nist_vectors);
     tcase_add_test(tc, test_million_a);
     tcase_add_test(tc, test_padding_edges);
     tcase_add_test(tc, test_file_blocks);
-    suite_add_tcase(s, tc);
     return s;
 }

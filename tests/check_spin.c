@@ -4,6 +4,7 @@
  * cgroup v1, v2 and hybrid trees. */
 #include "runtime/spin.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -326,9 +327,8 @@ END_TEST
 
 Suite *spin_suite(void)
 {
-    Suite *s = suite_create("spin");
-    TCase *tc = tcase_create("spin");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("spin");
+    TCase *tc = timed_case(s, "spin", 60);
     tcase_add_test(tc, test_quota_v2);
     tcase_add_test(tc, test_quota_v2_in_a_container);
     tcase_add_test(tc, test_quota_hybrid_and_v1);
@@ -337,6 +337,5 @@ Suite *spin_suite(void)
     tcase_add_test(tc, test_spinners_idle_priority_and_asleep_after_the_window);
     tcase_add_test(tc, test_kicked_spinners_spin);
     tcase_add_test(tc, test_kicks_from_many_threads_and_free_while_spinning);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -5,6 +5,7 @@
 #include "codec/stream.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -297,9 +298,12 @@ START_TEST(test_empty_views)
 END_TEST
 
 /* Pieces of JSON numbers, base64 and text, the body long enough for the
- * helper thread to have work: with stream_parallel the same bytes come
- * out, whatever the buffer size, and freeing a stream part-read stops the
- * helper (ASan and valgrind runs check nothing leaks). */
+ * helper thread to have work (ROWS x 250 numbers a piece: the body is cut
+ * into spans of an eighth of its numbers, so at rows inside the pieces):
+ * with stream_parallel the same bytes come out, whatever the buffer size,
+ * and freeing a stream part-read stops the helper (ASan and valgrind runs
+ * check nothing leaks). */
+enum { ROWS = 16 };
 static stream *mixed_body(float **own, int pieces, bool parallel)
 {
     stream *st = stream_new();
@@ -309,7 +313,7 @@ static stream *mixed_body(float **own, int pieces, bool parallel)
     for (int k = 0; k < pieces; k++) {
         if (k)
             stream_puts(st, ",");
-        const stream_view v = {own[k], STREAM_FLOAT32, 2, {64, 250}, {250, 1}};
+        const stream_view v = {own[k], STREAM_FLOAT32, 2, {ROWS, 250}, {250, 1}};
         if (k % 5 == 4) {
             stream_puts(st, "\"");
             stream_base64(st, &v);
@@ -327,8 +331,8 @@ START_TEST(test_parallel_same_bytes)
     enum { PIECES = 12 };
     float *own[PIECES];
     for (int k = 0; k < PIECES; k++) {
-        own[k] = xcalloc(64 * 250, sizeof(float));
-        for (int i = 0; i < 64 * 250; i++)
+        own[k] = xcalloc(ROWS * 250, sizeof(float));
+        for (int i = 0; i < ROWS * 250; i++)
             own[k][i] = (float)(rnd() % 2000001) * 1e-6f - 1.0f;
     }
     stream *ref = mixed_body(own, PIECES, false);
@@ -453,8 +457,8 @@ END_TEST
 
 Suite *stream_suite(void)
 {
-    Suite *s = suite_create("stream");
-    TCase *tc = tcase_create("core");
+    Suite *s = timed_suite("stream");
+    TCase *tc = timed_case(s, "core", 60);
     tcase_add_test(tc, test_json_matches_printf);
     tcase_add_test(tc, test_base64_and_raw_match_naive);
     tcase_add_test(tc, test_any_buffer_size);
@@ -462,6 +466,5 @@ Suite *stream_suite(void)
     tcase_add_test(tc, test_parallel_same_bytes);
     tcase_add_test(tc, test_parallel_splits_inside_a_piece);
     tcase_add_test(tc, test_size_max_bounds_worst_case);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -3,6 +3,7 @@
  * and team_split covers the rows exactly once. */
 #include "team.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <stdatomic.h>
 #include <time.h>
@@ -88,12 +89,10 @@ END_TEST
 
 Suite *team_suite(void)
 {
-    Suite *s = suite_create("team");
-    TCase *tc = tcase_create("runs");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("team");
+    TCase *tc = timed_case(s, "runs", 60);
     tcase_add_test(tc, test_every_thread_runs);
     tcase_add_test(tc, test_rest_then_run);
     tcase_add_test(tc, test_split_covers_rows);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 #include "hf_util.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include "safetensors.h"
@@ -653,10 +654,9 @@ END_TEST
 
 Suite *text_suite(void)
 {
-    Suite *s = suite_create("text");
-    TCase *tc = tcase_create("daemon");
+    Suite *s = timed_suite("text");
+    TCase *tc = timed_case(s, "daemon", 120);
     tcase_add_unchecked_fixture(tc, text_start, text_stop);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_tokenize_ids);
     tcase_add_test(tc, test_encode_text);
     tcase_add_test(tc, test_encode_one_text);
@@ -667,6 +667,5 @@ Suite *text_suite(void)
     tcase_add_test(tc, test_embeddings_cls);
     tcase_add_test(tc, test_v2_text);
     tcase_add_test(tc, test_embeddings_dense_refused);
-    suite_add_tcase(s, tc);
     return s;
 }

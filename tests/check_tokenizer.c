@@ -10,6 +10,7 @@
 
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -753,9 +754,8 @@ END_TEST
 
 Suite *tokenizer_suite(void)
 {
-    Suite *s = suite_create("tokenizer");
-    TCase *tc = tcase_create("tokenizer");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("tokenizer");
+    TCase *tc = timed_case(s, "tokenizer", 120);
     tcase_add_loop_test(tc, test_reference, 0, N_NAMES);
     tcase_add_test(tc, test_offsets_wordpiece);
     tcase_add_test(tc, test_offsets_byte_level);
@@ -765,13 +765,10 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_display);
-    suite_add_tcase(s, tc);
     /* sizes and threads: their own case, with room under valgrind */
-    TCase *hostile = tcase_create("hostile");
-    tcase_set_timeout(hostile, 300);
+    TCase *hostile = timed_case(s, "hostile", 300);
     tcase_add_loop_test(hostile, test_huge_word, 0, 3 * 4);
     tcase_add_test(hostile, test_reuse_many);
     tcase_add_loop_test(hostile, test_threads_share, 0, N_NAMES);
-    suite_add_tcase(s, hostile);
     return s;
 }

@@ -8,6 +8,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <jansson.h>
@@ -356,11 +357,9 @@ END_TEST
 
 Suite *torch_suite(void)
 {
-    Suite *s = suite_create("torch");
-    TCase *tc = tcase_create("fixtures");
-    tcase_set_timeout(tc, 60);
+    Suite *s = timed_suite("torch");
+    TCase *tc = timed_case(s, "fixtures", 60);
     tcase_add_test(tc, test_enough_cases);
     tcase_add_loop_test(tc, test_torch_case, 0, torch_case_count()); /* one per case */
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -6,6 +6,7 @@
  * same way. */
 #include "v1_util.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <check.h>
 #include <float.h>
@@ -430,14 +431,12 @@ END_TEST
 
 Suite *v1_embeddings_suite(void)
 {
-    Suite *s = suite_create("v1_embeddings");
-    TCase *tc = tcase_create("from the text");
-    tcase_set_timeout(tc, 120);
+    Suite *s = timed_suite("v1_embeddings");
+    TCase *tc = timed_case(s, "from the text", 120);
     tcase_add_test(tc, test_scanner_messages);
     tcase_add_test(tc, test_scanner_syntax);
     tcase_add_test(tc, test_big_integers_are_numbers);
     tcase_add_test(tc, test_large_body_split);
     tcase_add_test(tc, test_ids_text);
-    suite_add_tcase(s, tc);
     return s;
 }

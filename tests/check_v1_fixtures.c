@@ -9,6 +9,7 @@
 #include "v1_util.h"
 #include "codec/base64.h"
 #include "suites.h"
+#include "timing.h"
 #include "torch_fixture.h"
 
 #include <check.h>
@@ -501,25 +502,19 @@ END_TEST
 
 Suite *v1_fixtures_suite(void)
 {
-    Suite *s = suite_create("v1_fixtures");
+    Suite *s = timed_suite("v1_fixtures");
     const int n_cases = torch_case_count();
-    TCase *torch = tcase_create("against PyTorch");
-    tcase_set_timeout(torch, 300);
+    TCase *torch = timed_case(s, "against PyTorch", 300);
     tcase_add_test(torch, test_required_cases_present);
     tcase_add_loop_test(torch, test_fixture_nested, 0, n_cases);
     tcase_add_loop_test(torch, test_fixture_base64, 0, n_cases);
     tcase_add_loop_test(torch, test_fixture_unbatched, 0, n_cases);
     tcase_add_loop_test(torch, test_fixture_precision, 0, n_cases);
     tcase_add_test(torch, test_base64_body_paths);
-    suite_add_tcase(s, torch);
-    TCase *ids = tcase_create("token ids");
-    tcase_set_timeout(ids, 300);
+    TCase *ids = timed_case(s, "token ids", 300);
     tcase_add_test(ids, test_ids_fixtures_present);
     tcase_add_loop_test(ids, test_ids_fixture, 0, ids_fx_count());
-    suite_add_tcase(s, ids);
-    TCase *shapes = tcase_create("random shapes");
-    tcase_set_timeout(shapes, 300);
+    TCase *shapes = timed_case(s, "random shapes", 300);
     tcase_add_loop_test(shapes, test_random_shapes, 0, 4);
-    suite_add_tcase(s, shapes);
     return s;
 }

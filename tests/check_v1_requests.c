@@ -7,6 +7,7 @@
 #include "v1_util.h"
 #include "codec/base64.h"
 #include "suites.h"
+#include "timing.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -875,14 +876,11 @@ END_TEST
 
 Suite *v1_requests_suite(void)
 {
-    Suite *s = suite_create("v1_requests");
-    TCase *invalid = tcase_create("invalid bodies");
-    tcase_set_timeout(invalid, 120);
+    Suite *s = timed_suite("v1_requests");
+    TCase *invalid = timed_case(s, "invalid bodies", 120);
     tcase_add_test(invalid, test_invalid_requests);
     tcase_add_test(invalid, test_core_status_to_http);
-    suite_add_tcase(s, invalid);
-    TCase *options = tcase_create("options");
-    tcase_set_timeout(options, 120);
+    TCase *options = timed_case(s, "options", 120);
     tcase_add_test(options, test_defaults_and_nulls);
     tcase_add_test(options, test_mask_forms);
     tcase_add_test(options, test_attention_layers_and_limits);
@@ -891,10 +889,7 @@ Suite *v1_requests_suite(void)
     tcase_add_test(options, test_attention_mask);
     tcase_add_test(options, test_input_ids_refused);
     tcase_add_test(options, test_response_details);
-    suite_add_tcase(s, options);
-    TCase *mutations = tcase_create("mutations");
-    tcase_set_timeout(mutations, 300);
+    TCase *mutations = timed_case(s, "mutations", 300);
     tcase_add_test(mutations, test_mutations);
-    suite_add_tcase(s, mutations);
     return s;
 }

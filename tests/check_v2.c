@@ -12,6 +12,7 @@
 #include "safetensors.h"
 #include "suites.h"
 #include "test_util.h"
+#include "timing.h"
 #include "torch_fixture.h"
 #include "protocol/v2.h"
 #include "v1_util.h"
@@ -1869,8 +1870,8 @@ END_TEST
 
 Suite *v2_suite(void)
 {
-    Suite *s = suite_create("v2");
-    TCase *tc = tcase_create("codec");
+    Suite *s = timed_suite("v2");
+    TCase *tc = timed_case(s, "codec", 60);
     tcase_add_test(tc, test_route_parse);
     tcase_add_test(tc, test_parse_forms);
     tcase_add_test(tc, test_parse_position_ids);
@@ -1883,15 +1884,12 @@ Suite *v2_suite(void)
     tcase_add_loop_test(tc, test_parse_malformed, 0, N_BAD);
     tcase_add_test(tc, test_parse_limits);
     tcase_add_test(tc, test_response_bytes);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 120);
+    tc = timed_case(s, "daemon", 120);
     tcase_add_test(tc, test_routes);
     tcase_add_test(tc, test_malformed_over_http);
     tcase_add_loop_test(tc, test_torch_fixtures, 0, (int)(sizeof v2_cases / sizeof *v2_cases));
     tcase_add_test(tc, test_literal_binary_exchange);
     tcase_add_loop_test(tc, test_infer_ids_hf, 0, ids_fx_count());
     tcase_add_test(tc, test_limits_auth_metrics);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -43,6 +43,7 @@
     X(spin, UNIT) \
     X(runtime, UNIT) \
     X(fields, UNIT) \
+    X(timing, UNIT) \
     X(v1_fixtures, CODEC) \
     X(v1_requests, CODEC) \
     X(v1_embeddings, CODEC) \
