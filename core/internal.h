@@ -6,7 +6,7 @@
 #define ATTND_INTERNAL_H
 
 #include "encoder.h"
-#include "gemm.h"
+#include "kernels/gemm.h"
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* check_attention.c - attention against worked examples: the textbook's
  * "the ring fell", hand-written mask patterns and softmax rows. */
 #include "internal.h"
-#include "simd.h"
-#include "vecmath.h"
+#include "kernels/simd.h"
+#include "kernels/vecmath.h"
 #include "suites.h"
 #include "test_util.h"
 

@@ -3,7 +3,7 @@
  * written here from the definitions, and the tiled attention against the
  * naive reference on sequences long enough to have many tiles. */
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 

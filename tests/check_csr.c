@@ -48,7 +48,7 @@ typedef struct pattern {
     bool causal;
 } pattern;
 
-/* BigBird's random blocks of query block qb, drawn as core/mask.c's
+/* BigBird's random blocks of query block qb, drawn as core/kernels/mask.c's
  * blocks_random draws them, written out again here. */
 static bool random_block(const pattern *p, int n_blocks, int qb, int kb)
 {

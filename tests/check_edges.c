@@ -5,10 +5,10 @@
  * weights or fails with ENC_ENUMERIC (the daemon's 400); inputs of ordinary
  * size must succeed.  Also the kernels' overflow cases on their own. */
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
-#include "vecmath.h"
+#include "kernels/vecmath.h"
 
 #include <float.h>
 #include <math.h>

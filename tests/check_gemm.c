@@ -1,13 +1,13 @@
-/* check_gemm.c - the prepacked Linear GEMM (core/gemm.c) against a plain
+/* check_gemm.c - the prepacked Linear GEMM (core/kernels/gemm.c) against a plain
  * double-precision loop: odd sizes on every edge of its blocking (rows not a
  * multiple of 12, columns not a multiple of 32, K over one 768 block, K
  * with and without the copy into strips), bias
  * and activation, thread shares of panels, and rows that do not depend on
  * the rest of the batch. */
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 #include "suites.h"
-#include "team.h"
+#include "model/team.h"
 #include "test_util.h"
 
 #include <math.h>

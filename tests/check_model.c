@@ -3,8 +3,8 @@
  * hand, and weights files refused with the tensor named. */
 #include "internal.h"
 #include "runtime/pool.h"
-#include "sha256.h"
-#include "simd.h"
+#include "load/sha256.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -381,7 +381,7 @@ START_TEST(test_wrong_hparams_for_file)
 }
 END_TEST
 
-/* OpenBLAS's buffer pool, as core/forward.c reaches it. */
+/* OpenBLAS's buffer pool, as core/model/forward.c reaches it. */
 extern void *blas_memory_alloc(int procpos) __attribute__((weak));
 extern void blas_memory_free(void *area) __attribute__((weak));
 

@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "torch_fixture.h"
 
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "codec/base64.h"
 
 #include <jansson.h>

@@ -4,8 +4,8 @@
  * torch's functional ops) through the fast path and the naive reference. */
 #include "encoder.h"
 #include "internal.h"
-#include "simd.h"
-#include "safetensors.h"
+#include "kernels/simd.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "torch_fixture.h"

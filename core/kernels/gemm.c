@@ -17,10 +17,10 @@
  * behind when the weights are in memory).
  * Partial tiles: fewer rows by an instance of the kernel per row count,
  * fewer columns by masked loads and stores. */
-#include "gemm.h"
+#include "kernels/gemm.h"
 
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 
 #include <cblas.h>
 #include <stdint.h>
@@ -235,7 +235,7 @@ void gemm_bf16_blas_cols(float *out, int ldc, const float *in, int lda, const ge
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-#include "vec512.h"
+#include "kernels/vec512.h"
 
 #include <immintrin.h>
 

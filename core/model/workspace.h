@@ -4,7 +4,7 @@
 #define ATTND_WORKSPACE_H
 
 #include "internal.h"
-#include "team.h"
+#include "model/team.h"
 
 #include <stdbool.h>
 #include <stddef.h>

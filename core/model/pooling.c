@@ -3,7 +3,7 @@
  * modules, Matryoshka truncation, and the modules a directory's
  * sentence-transformers files name (modules.json, 1_Pooling/config.json in
  * the older pooling_mode_* form and the newer pooling_mode form). */
-#include "pooling.h"
+#include "model/pooling.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -4,8 +4,8 @@
  * model.safetensors, or a sharded model.safetensors.index.json), through
  * one table per naming scheme. */
 #include "internal.h"
-#include "safetensors.h"
-#include "sha256.h"
+#include "load/safetensors.h"
+#include "load/sha256.h"
 
 #include <errno.h>
 #include <jansson.h>

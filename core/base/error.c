@@ -1,5 +1,5 @@
 /* error.c - status strings and the first-error-wins error struct. */
-#include "error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

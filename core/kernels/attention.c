@@ -1,8 +1,8 @@
 /* attention.c - multi-head scaled dot-product attention for one sequence,
  * under the mask rule of mask.c; grouped-query heads share key/value heads. */
-#include "gemm.h"
+#include "kernels/gemm.h"
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -1,9 +1,9 @@
 /* workspace.c - what a forward computes in: the workspace's buffers, sized
  * by the batch and grown, never shrunk; its team of threads; and OpenBLAS's
  * buffer pool, mapped ahead for every thread that may call it. */
-#include "workspace.h"
+#include "model/workspace.h"
 
-#include "simd.h"
+#include "kernels/simd.h"
 
 #include <cblas.h>
 #include <limits.h>

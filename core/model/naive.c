@@ -2,7 +2,7 @@
  * a time, no BLAS and no packing: the obviously correct reference the fast
  * path in forward.c is tested against.  It shares no code with it. */
 #include "internal.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 
 #include <math.h>
 #include <stdlib.h>

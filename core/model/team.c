@@ -1,5 +1,5 @@
 /* team.c - the fork-join team (see team.h). */
-#include "team.h"
+#include "model/team.h"
 
 #include <pthread.h>
 #include <sched.h>

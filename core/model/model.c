@@ -3,7 +3,7 @@
  * whose float32 Linear weights stay in the files' mappings, kept here);
  * the Linear weights packed for the GEMM kernel. */
 #include "internal.h"
-#include "simd.h"
+#include "kernels/simd.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #ifndef ATTND_POOLING_H
 #define ATTND_POOLING_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 

@@ -1,5 +1,5 @@
 /* sha256.c - SHA-256 hex digests through nettle (sha256.h). */
-#include "sha256.h"
+#include "load/sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>

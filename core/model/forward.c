@@ -2,10 +2,10 @@
  * sequence of ops over the batch's real tokens packed into (T, D), in the
  * buffers of a workspace (workspace.c). */
 #include "internal.h"
-#include "workspace.h"
+#include "model/workspace.h"
 
-#include "simd.h"
-#include "team.h"
+#include "kernels/simd.h"
+#include "model/team.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* ops.c - the forward pass's elementwise and matrix ops, one function each. */
 #include "internal.h"
-#include "simd.h"
-#include "vecmath.h"
+#include "kernels/simd.h"
+#include "kernels/vecmath.h"
 
 #include <cblas.h>
 #include <math.h>

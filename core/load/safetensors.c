@@ -4,7 +4,7 @@
  * a file is accepted only if every byte of its data section belongs to exactly
  * one tensor.  All multi-byte values are little-endian and are assembled from
  * bytes, so the code is right on any host and never reads unaligned memory. */
-#include "safetensors.h"
+#include "load/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

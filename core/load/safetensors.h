@@ -23,7 +23,7 @@
 #ifndef ATTND_SAFETENSORS_H
 #define ATTND_SAFETENSORS_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
 /* simd.c - the AVX-512 forms of the softmax and the activations (simd.h),
  * the switch every AVX-512 path checks, and what the forward runs on
  * (enc_platform_get). */
-#include "simd.h"
+#include "kernels/simd.h"
 
-#include "gemm.h"
+#include "kernels/gemm.h"
 #include "internal.h"
-#include "vecmath.h"
+#include "kernels/vecmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -23,7 +23,7 @@ void simd_set_enabled(bool on)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-#include "vec512.h"
+#include "kernels/vec512.h"
 
 bool simd_supported(void)
 {
