@@ -74,7 +74,7 @@ struct enc_model {
     enc_layer *layers; /* (n_layers) */
     float *final_w;    /* (D) the norm after the last layer, or NULL (hp.final_norm off) */
     float *final_b;    /* (D) or NULL */
-    float *params;   /* every parameter but mapped Linear weights, one allocation (model_zalloc) */
+    float *params;   /* every parameter but mapped Linear weights, one allocation (mem_zalloc) */
     size_t n_owned;  /* floats in params */
     size_t n_params; /* every parameter, owned or mapped (enc_model_param_count) */
     struct model_map {
@@ -129,20 +129,9 @@ void model_release(const enc_model *m, const void *p, size_t bytes);
 /* bytes at p, in m's own params, will never be read again: the pages
  * wholly inside them leave the process's memory and become unreadable
  * (PROT_NONE, so that a stray read faults instead of reading zeros).
- * Nothing when params is not its own mapping (model_zalloc under 4 MiB) or
+ * Nothing when params is not its own mapping (mem_zalloc under 4 MiB) or
  * the pages cannot be protected. */
 void model_release_owned(enc_model *m, const void *p, size_t bytes);
-
-/* Zeroed memory for a model's large arrays: at 4 MiB and more its own
- * mapping, advised to use transparent huge pages (a BERT-base model is
- * 170k page faults in 4 KiB pages, a few hundred in 2 MiB ones); smaller,
- * from the heap.  64-byte aligned either way.  Freed with model_zfree and
- * the same size. */
-void *model_zalloc(size_t bytes);
-/* The whole file at path (NUL-terminated, owned; at most 64 MiB) and its
- * length, or NULL with err set (ENC_EIO, ENC_EFORMAT when too large). */
-char *model_read_whole(const char *path, size_t *len, enc_error *err);
-void model_zfree(void *p, size_t bytes);
 
 /* Records a file the model was read from, and a tensor of it that is not
  * part of the encoder stack; -1 when out of memory. */
@@ -158,21 +147,6 @@ void model_sort_files(enc_model *m);
  * In bfloat16 it gives back the owned float32 weights it packed
  * (model_release_owned), after which it does nothing: pack once. */
 void model_pack(enc_model *m);
-
-/* The seeded generator enc_model_random uses: splitmix64 streams, one per
- * (seed, layer, tensor), so each tensor's numbers depend on nothing else. */
-typedef struct model_rng {
-    uint64_t state;
-} model_rng;
-
-void model_rng_init(model_rng *r, uint64_t seed, int layer, int tensor);
-uint64_t model_rng_next(model_rng *r);
-/* A float32 uniform in [-bound, bound): (2u - 1) * bound in double, u having
- * 24 random bits, rounded once to float. */
-float model_rng_uniform(model_rng *r, double bound);
-/* Moves the stream n numbers on, as n model_rng_next calls would (splitmix64
- * is a counter: its state only ever adds the same constant). */
-void model_rng_skip(model_rng *r, uint64_t n);
 
 /* ---- embed.c: a directory's embedding module ---- */
 
@@ -228,7 +202,7 @@ struct embed_module {
                           (enc_model_seed_embedding) */
     uint64_t word_seed;
     uint64_t word_off; /* word's offset in it */
-    float *params;     /* one allocation (model_zalloc) the tables below are carved from */
+    float *params;     /* one allocation (mem_zalloc) the tables below are carved from */
     size_t n_params;
     float *pos;             /* (P, E) or NULL (EMBED_POS_NONE) */
     float *type;            /* (TV, E) or NULL */
@@ -258,7 +232,7 @@ int embed_check_word(const embed_module *e, const void *data, embed_dtype dtype,
                      size_t rows, const char *name, enc_error *err);
 void embed_use_word(embed_module *e, const void *data, embed_dtype dtype);
 /* A seeded module's streams (enc_model_seed_embedding): layer -1 of
- * model_rng_init's numbering, below every layer's; its rows' bound sqrt(3),
+ * rng_init's numbering, below every layer's; its rows' bound sqrt(3),
  * a variance of 1.  Row id of the word table is numbers id * E .. id * E +
  * E - 1 of its stream. */
 enum { EMBED_SEED_LAYER = -1, EMBED_SEED_WORD = 0, EMBED_SEED_TYPE = 1 };

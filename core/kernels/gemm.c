@@ -19,6 +19,7 @@
  * fewer columns by masked loads and stores. */
 #include "kernels/gemm.h"
 
+#include "base/mem.h"
 #include "internal.h"
 #include "kernels/simd.h"
 
@@ -63,7 +64,7 @@ void gemm_packed_free(gemm_packed *pw)
 {
     if (!pw)
         return;
-    model_zfree(pw->bf ? (void *)pw->bf : (void *)pw->data, panel_bytes(pw));
+    mem_zfree(pw->bf ? (void *)pw->bf : (void *)pw->data, panel_bytes(pw));
     free(pw);
 }
 
@@ -142,7 +143,7 @@ static gemm_packed *pack_parts(const float *const *w, const int *rows, int n, in
     pw->N = N;
     pw->K = K;
     pw->P = (N + GEMM_NR - 1) / GEMM_NR;
-    void *panels = model_zalloc(bf16 ? (size_t)pw->P * (size_t)((K + 1) / 2) * GEMM_NR * 4
+    void *panels = mem_zalloc(bf16 ? (size_t)pw->P * (size_t)((K + 1) / 2) * GEMM_NR * 4
                                      : (size_t)pw->P * (size_t)K * GEMM_NR * sizeof(float));
     if (!panels) {
         free(pw);

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "load/safetensors.h"
 #include "load/sha256.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -662,7 +663,7 @@ static int open_weights(loader *ld, enc_model *m, const char *dir)
                              "model.safetensors.index.json is there",
                              dir);
     size_t len;
-    char *text = model_read_whole(path, &len, err);
+    char *text = file_read_whole(path, &len, err);
     if (!text)
         return err->status;
     sha256_hex(text, len, m->sha256);

@@ -1,8 +1,8 @@
 /* hfconfig.c - a Hugging Face directory's config.json read into
  * hyperparameters and the embedding module's settings (enc_hf_config_read),
- * one table of where each family keeps its sizes; and model_read_whole,
- * the small files of a directory read whole. */
+ * one table of where each family keeps its sizes. */
 #include "internal.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -64,43 +64,6 @@ static void printable(char *dst, size_t size, const char *src)
     for (; src[n] && n + 1 < size; n++)
         dst[n] = src[n] >= 0x20 && src[n] < 0x7f ? src[n] : '?';
     dst[n] = '\0';
-}
-
-char *model_read_whole(const char *path, size_t *len, enc_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        enc_error_set(err, ENC_EIO, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (cap - n < 4096) {
-            char *grown = cap < (64u << 20) ? realloc(buf, cap = cap ? 2 * cap : 8192) : NULL;
-            if (!grown) {
-                free(buf);
-                fclose(fp);
-                enc_error_set(err, ENC_EFORMAT, "'%s' is over 64 MiB or memory is short", path);
-                return NULL;
-            }
-            buf = grown;
-        }
-        const size_t got = fread(buf + n, 1, cap - n - 1, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    const bool bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
-        free(buf);
-        enc_error_set(err, ENC_EIO, "cannot read '%s'", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
 }
 
 /* ---- reading config.json ----------------------------------------------------- */
@@ -607,7 +570,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
     size_t len;
-    char *text = model_read_whole(path, &len, err);
+    char *text = file_read_whole(path, &len, err);
     if (!text)
         return err->status;
     json_error_t jerr;

@@ -5,6 +5,8 @@
  * input_ids.  The forward (forward.c) runs embed_rows over its team, by
  * rows; naive.c has the same math in plain loops. */
 #include "internal.h"
+#include "base/mem.h"
+#include "base/rng.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,7 +41,7 @@ embed_module *embed_new(const embed_config *cfg, int D, enc_error *err)
     const size_t P = cfg->pos == EMBED_POS_NONE ? 0 : (size_t)cfg->max_positions;
     const size_t TV = (size_t)cfg->type_vocab_size, proj = E != (size_t)D;
     e->n_params = P * E + TV * E + E + (cfg->norm_bias ? E : 0) + (proj ? (size_t)D * E + D : 0);
-    if (!(e->params = model_zalloc(e->n_params * sizeof *e->params))) {
+    if (!(e->params = mem_zalloc(e->n_params * sizeof *e->params))) {
         embed_free(e);
         enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module's tables");
         return NULL;
@@ -68,7 +70,7 @@ void embed_free(embed_module *e)
         free(e->names[i]);
     free(e->names);
     gemm_packed_free(e->pk_proj);
-    model_zfree(e->params, e->n_params * sizeof *e->params);
+    mem_zfree(e->params, e->n_params * sizeof *e->params);
     free(e);
 }
 
@@ -246,11 +248,11 @@ static bool read_at(int fd, void *dst, size_t n, uint64_t off)
 
 void embed_seeded_row(uint64_t seed, int32_t id, size_t E, float *y)
 {
-    model_rng r; /* row id: numbers id * E .. id * E + E - 1 of the stream */
-    model_rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
-    model_rng_skip(&r, (uint64_t)id * E);
+    rng_stream r; /* row id: numbers id * E .. id * E + E - 1 of the stream */
+    rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
+    rng_skip(&r, (uint64_t)id * E);
     for (size_t j = 0; j < E; j++)
-        y[j] = model_rng_uniform(&r, EMBED_SEED_BOUND);
+        y[j] = rng_uniform(&r, EMBED_SEED_BOUND);
 }
 
 /* Row id of the word table, widened, into y (E floats): drawn from the
@@ -308,11 +310,11 @@ int enc_model_seed_embedding(enc_model *m, int vocab_size, int max_positions, ui
             embed_free(e);
             return enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module");
         }
-    model_rng r;
-    model_rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_TYPE);
+    rng_stream r;
+    rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_TYPE);
     for (size_t i = 0; i < 2 * (size_t)D; i++)
-        e->type[i] = model_rng_uniform(&r, EMBED_SEED_BOUND);
-    for (int j = 0; j < D; j++) /* the bias stays 0 from model_zalloc */
+        e->type[i] = rng_uniform(&r, EMBED_SEED_BOUND);
+    for (int j = 0; j < D; j++) /* the bias stays 0 from mem_zalloc */
         e->ln_w[j] = 1.0f;
     embed_sinusoidal(e);
     e->word_seeded = true;

@@ -4,6 +4,8 @@
  * the Linear weights packed for the GEMM kernel. */
 #include "internal.h"
 #include "kernels/simd.h"
+#include "base/mem.h"
+#include "base/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -93,7 +95,7 @@ int model_carve(enc_model *m, bool linear, enc_error *err)
     m->n_owned = layer_floats(m, -1, NULL, NULL, linear);
     for (int l = 0; l < m->hp.n_layers; l++)
         m->n_owned += layer_floats(m, l, NULL, NULL, linear);
-    if (!(m->params = model_zalloc(m->n_owned * sizeof *m->params)))
+    if (!(m->params = mem_zalloc(m->n_owned * sizeof *m->params)))
         return enc_error_set(err, ENC_ENOMEM, "out of memory allocating the model's parameters");
     size_t off = 0;
     for (int l = 0; l < m->hp.n_layers; l++)
@@ -145,15 +147,12 @@ void model_release(const enc_model *m, const void *p, size_t bytes)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* a read-only private file mapping */
 }
 
-/* model_zalloc's own mapping from this size up */
-#define ZALLOC_MAPPED (4u << 20)
-
 void model_release_owned(enc_model *m, const void *p, size_t bytes)
 {
     const uintptr_t a = (uintptr_t)p, own = (uintptr_t)m->params,
                     own_bytes = (uintptr_t)(m->n_owned * sizeof *m->params);
     uintptr_t lo, hi;
-    if (!p || !m->params || own_bytes < ZALLOC_MAPPED || a < own || a + bytes > own + own_bytes ||
+    if (!p || !m->params || own_bytes < MEM_MAPPED_BYTES || a < own || a + bytes > own + own_bytes ||
         !whole_pages(p, bytes, &lo, &hi) || mprotect((void *)lo, hi - lo, PROT_NONE) != 0)
         return; /* not its own mapping, or still readable: left as it is */
     (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
@@ -236,7 +235,7 @@ void enc_model_free(enc_model *m)
     free(m->ignored);
     free(m->alibi);
     embed_free(m->embed);
-    model_zfree(m->params, m->n_owned * sizeof *m->params);
+    mem_zfree(m->params, m->n_owned * sizeof *m->params);
     for (size_t i = 0; i < m->n_maps; i++) {
         munmap(m->maps[i].addr, m->maps[i].size);
         close(m->maps[i].fd);
@@ -244,30 +243,6 @@ void enc_model_free(enc_model *m)
     free(m->maps);
     free(m->layers);
     free(m);
-}
-
-void *model_zalloc(size_t bytes)
-{
-    if (bytes < ZALLOC_MAPPED) { /* 64-byte aligned, as the packed GEMM loads it */
-        const size_t n = (bytes + 63) & ~(size_t)63;
-        void *p = aligned_alloc(64, n ? n : 64);
-        if (p)
-            memset(p, 0, n ? n : 64);
-        return p;
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint; without THP, 4 KiB pages */
-    return p;
-}
-
-void model_zfree(void *p, size_t bytes)
-{
-    if (p && bytes < ZALLOC_MAPPED)
-        free(p);
-    else if (p)
-        munmap(p, bytes);
 }
 
 int model_add_file(enc_model *m, const char *name, const char *sha256)
@@ -362,43 +337,13 @@ const char *enc_model_ignored(const enc_model *m, size_t i)
     return i < m->n_ignored ? m->ignored[i] : NULL;
 }
 
-/* ---- the seeded generator --------------------------------------------- */
-
-/* splitmix64's increment, the golden ratio in 64 bits. */
-#define RNG_GAMMA 0x9E3779B97F4A7C15ull
-
-void model_rng_init(model_rng *r, uint64_t seed, int layer, int tensor)
-{
-    r->state = seed ^ (RNG_GAMMA * (uint64_t)(layer * 16 + tensor + 1));
-}
-
-/* splitmix64 (Steele, Lea, Flood 2014): the whole state in one word. */
-uint64_t model_rng_next(model_rng *r)
-{
-    uint64_t z = (r->state += RNG_GAMMA);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-void model_rng_skip(model_rng *r, uint64_t n)
-{
-    r->state += n * RNG_GAMMA;
-}
-
-float model_rng_uniform(model_rng *r, double bound)
-{
-    double u = (double)(model_rng_next(r) >> 40) * (1.0 / 16777216.0);
-    return (float)((2.0 * u - 1.0) * bound);
-}
-
 /* Fills n floats from one stream, uniform in [-bound, bound). */
 static void fill_uniform(float *dst, size_t n, uint64_t seed, int layer, int tensor, double bound)
 {
-    model_rng r;
-    model_rng_init(&r, seed, layer, tensor);
+    rng_stream r;
+    rng_init(&r, seed, layer, tensor);
     for (size_t i = 0; i < n; i++)
-        dst[i] = model_rng_uniform(&r, bound);
+        dst[i] = rng_uniform(&r, bound);
 }
 
 static void fill_value(float *dst, size_t n, float v)

@@ -3,6 +3,7 @@
  * path in forward.c is tested against.  It shares no code with it. */
 #include "internal.h"
 #include "load/safetensors.h"
+#include "base/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -163,11 +164,11 @@ static void naive_word(const embed_module *e, int row, double *y)
 {
     const int E = e->cfg.embedding_size;
     if (e->word_seeded) { /* drawn, not stored */
-        model_rng r;
-        model_rng_init(&r, e->word_seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
-        model_rng_skip(&r, (uint64_t)row * E);
+        rng_stream r;
+        rng_init(&r, e->word_seed, EMBED_SEED_LAYER, EMBED_SEED_WORD);
+        rng_skip(&r, (uint64_t)row * E);
         for (int k = 0; k < E; k++)
-            y[k] = model_rng_uniform(&r, EMBED_SEED_BOUND);
+            y[k] = rng_uniform(&r, EMBED_SEED_BOUND);
         return;
     }
     for (int k = 0; k < E; k++) {
