@@ -310,7 +310,7 @@ typedef enum enc_attn_mask_kind {
 /* BigBird's block-sparse pattern (Zaheer et al. 2020).  With qb = i / size and
  * kb = j / size, query i may see key j when |qb - kb| <= window, qb < global,
  * kb < global, or kb is one of the `random` key blocks drawn for qb
- * (core/kernels/mask.c's blocks_random says how they are drawn).
+ * (core/kernels/mask.c's mask_blocks_random says how they are drawn).
  * size 0 = off. */
 typedef struct enc_blocks_pattern {
     int size;      /* tokens per block, >= 1 */

@@ -7,7 +7,7 @@
  * the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without
  * AVX-512F (valgrind) only the latter, and the test says so. */
 #include "kernels/gemm.h"
-#include "internal.h"
+#include "model/model.h"
 #include "load/safetensors.h"
 #include "kernels/simd.h"
 #include "suites.h"

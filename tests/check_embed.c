@@ -8,7 +8,8 @@
  * lookup, F32 mapped from the file, not copied); the directories the binding
  * refuses or loads without a module. */
 #include "hf_util.h"
-#include "internal.h"
+#include "model/embed.h"
+#include "model/model.h"
 #include "load/safetensors.h"
 #include "kernels/simd.h"
 #include "suites.h"

@@ -4,8 +4,10 @@
  * with and without the copy into strips), bias
  * and activation, thread shares of panels, and rows that do not depend on
  * the rest of the batch. */
-#include "internal.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
+#include "model/model.h"
 #include "suites.h"
 #include "model/team.h"
 #include "test_util.h"
@@ -24,7 +26,7 @@ static void reference(float *out, const float *in, const float *w, const float *
             double s = b ? b[n] : 0.0;
             for (int k = 0; k < K; k++)
                 s += (double)in[(size_t)i * K + k] * w[(size_t)n * K + k];
-            out[(size_t)i * N + n] = act ? activation_value((float)s, *act) : (float)s;
+            out[(size_t)i * N + n] = act ? ops_activation_value((float)s, *act) : (float)s;
         }
 }
 
@@ -398,7 +400,7 @@ START_TEST(test_packed_glu)
         for (int n = 0; n < F; n++) {
             const double u = h[(size_t)i * N + n], g = h[(size_t)i * N + F + n];
             const double a =
-                ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u)) : activation_value((float)u, act);
+                ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u)) : ops_activation_value((float)u, act);
             d = fmax(d, fabs(out[(size_t)i * N + n] - a * g));
             /* the gate's columns keep the gate */
             d = fmax(d, fabs(out[(size_t)i * N + F + n] - g));

@@ -1,7 +1,8 @@
 /* check_model.c - building models: seeded weights against an independent
  * Python implementation of the documented scheme, parameter counts worked by
  * hand, and weights files refused with the tensor named. */
-#include "internal.h"
+#include "model/embed.h"
+#include "model/model.h"
 #include "runtime/pool.h"
 #include "load/sha256.h"
 #include "kernels/simd.h"

@@ -1,7 +1,11 @@
 /* attention.c - multi-head scaled dot-product attention for one sequence,
  * under the mask rule of mask.c; grouped-query heads share key/value heads. */
+#include "kernels/attention.h"
+
+#include "kernels/blockmask.h"
 #include "kernels/gemm.h"
-#include "internal.h"
+#include "kernels/mask.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
 
 #include <cblas.h>
@@ -12,7 +16,7 @@
  * columns again. */
 static size_t scores_width(int len)
 {
-    return 2 * (size_t)(len > KEY_BLOCK ? len : KEY_BLOCK) + 16;
+    return 2 * (size_t)(len > ATTN_KEY_BLOCK ? len : ATTN_KEY_BLOCK) + 16;
 }
 
 /* The scratch's floats before the rows the bfloat16 products round: scores,
@@ -112,7 +116,7 @@ static packed_kv packed_at(attn_products prod, const float *pack, int n, int E, 
 
 /* The two products over keys [j0, j0 + n) of pk's: on cblas_sgemm, the
  * float32 packed kernel, or bfloat16's.  j0 is a multiple of GEMM_NR (of
- * ENC_TILE_K or KEY_BLOCK: a panel's start) or, for the values alone, 0;
+ * BM_TILE_K or ATTN_KEY_BLOCK: a panel's start) or, for the values alone, 0;
  * k and v point at key j0's row in place, ks and vs their strides. */
 
 /* s (rows, n; rows lds apart) = scale * q (rows, E; rows qs apart) . k (n, E;
@@ -147,8 +151,8 @@ static void values_mul(float *z, int zs, const float *p, int lds, const float *v
 }
 
 /* attention_rows without weights for a long sequence: keys in blocks of
- * KEY_BLOCK with an online softmax, so the scores in use are (rows,
- * KEY_BLOCK) whatever len is, and each head's output is summed block by
+ * ATTN_KEY_BLOCK with an online softmax, so the scores in use are (rows,
+ * ATTN_KEY_BLOCK) whatever len is, and each head's output is summed block by
  * block in z: z = sum over blocks of exp(s - max) v, rescaled whenever the
  * running max grows, divided by the sum of the weights at the end. */
 static void attention_rows_online(float *z, int z_stride, const float *qkv, int qkv_stride, int len,
@@ -172,23 +176,25 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             row_max[r] = -INFINITY;
             row_sum[r] = 0.0f;
         }
-        for (int j0 = 0; j0 < len; j0 += KEY_BLOCK) {
-            const int n = len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK;
+        for (int j0 = 0; j0 < len; j0 += ATTN_KEY_BLOCK) {
+            const int n = len - j0 < ATTN_KEY_BLOCK ? len - j0 : ATTN_KEY_BLOCK;
             const float *k = k_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             const float *v = v_base + (size_t)j0 * qkv_stride + (size_t)g * E; /* (n, E) */
             /* scores (rows, n) = q . k^T / sqrt(E), masked, then exp(s - max) */
-            scores_mul(scores, KEY_BLOCK, q, qkv_stride, k, qkv_stride, rows, j0, n, E, scale, &pk);
+            scores_mul(scores, ATTN_KEY_BLOCK, q, qkv_stride, k, qkv_stride, rows, j0, n, E, scale,
+                       &pk);
             for (int r = 0; r < rows; r++) {
-                float *row = scores + (size_t)r * KEY_BLOCK;
+                float *row = scores + (size_t)r * ATTN_KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
                 mask_alibi(sm, h, i0 + r, j0, 1, NULL, n, row);
-                const float alpha = softmax_block(row, n, &row_max[r], &row_sum[r]);
+                const float alpha = ops_softmax_block(row, n, &row_max[r], &row_sum[r]);
                 if (j0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
                         zh[(size_t)r * z_stride + e] *= alpha;
             }
             /* z_h (rows, E) (+)= exp weights (rows, n) . v (n, E) */
-            values_mul(zh, z_stride, scores, KEY_BLOCK, v, qkv_stride, rows, j0, n, E, j0 > 0, &pk);
+            values_mul(zh, z_stride, scores, ATTN_KEY_BLOCK, v, qkv_stride, rows, j0, n, E, j0 > 0,
+                       &pk);
         }
         for (int r = 0; r < rows; r++) {
             /* no allowed key: sum 0 and z 0; overflow: NaN stays NaN */
@@ -215,7 +221,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
     float *row_max = scores + (size_t)rows * ((size_t)len + 16);
     float *row_sum = row_max + rows;
     uint32_t *pairs = pairs_scratch(scratch, rows, len, E);
-    if (!attn && len >= KEY_BLOCK + 2) {
+    if (!attn && len >= ATTN_KEY_BLOCK + 2) {
         attention_rows_online(z, z_stride, qkv, qkv_stride, len, i0, i1, H, G, E, sm, kt, prod,
                               scores, row_max, row_sum, pairs);
         return;
@@ -235,15 +241,16 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
 
         /* scores (rows, len) = q . k^T / sqrt(E), a block of keys at a time,
          * then mask and softmax */
-        for (int j0 = 0; j0 < len; j0 += KEY_BLOCK)
+        for (int j0 = 0; j0 < len; j0 += ATTN_KEY_BLOCK)
             scores_mul(scores + j0, lds, q, qkv_stride, k + (size_t)j0 * qkv_stride, qkv_stride,
-                       rows, j0, len - j0 < KEY_BLOCK ? len - j0 : KEY_BLOCK, E, scale, &pk);
+                       rows, j0, len - j0 < ATTN_KEY_BLOCK ? len - j0 : ATTN_KEY_BLOCK, E, scale,
+                       &pk);
         float *heads = attn && mode == ENC_ATTN_HEADS ? attn + ((size_t)h * L + i0) * L : NULL;
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
             mask_apply_row(sm, i0 + r, row);
             mask_alibi(sm, h, i0 + r, 0, 1, NULL, len, row);
-            softmax_row(row, len, heads ? heads + (size_t)r * L : NULL);
+            ops_softmax_row(row, len, heads ? heads + (size_t)r * L : NULL);
         }
 
         if (attn && mode == ENC_ATTN_MEAN) {
@@ -303,9 +310,9 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
     const int n_rows = k1 - k0, m = (s->len - r + st - 1) / st; /* the class's keys */
     const float scale = 1.0f / sqrtf((float)E);
     const seq_mask *sm = s->sm;
-    /* scratch: scores (n_rows, KEY_BLOCK), the pairs' additive mask (n_rows, m),
+    /* scratch: scores (n_rows, ATTN_KEY_BLOCK), the pairs' additive mask (n_rows, m),
      * running max and sum */
-    float *scores = scratch, *mask = scores + (size_t)n_rows * KEY_BLOCK;
+    float *scores = scratch, *mask = scores + (size_t)n_rows * ATTN_KEY_BLOCK;
     float *row_max = mask + (size_t)n_rows * m, *row_sum = row_max + n_rows;
     uint32_t *pairs = pairs_scratch(scratch, n_rows, s->len, E);
 
@@ -313,12 +320,12 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
      * block holds are theirs (-inf here), then the mask's own rule. */
     const bool restricted = mask_restricted(sm);
     for (int rr = 0; rr < n_rows; rr++) {
-        const int i = r + (k0 + rr) * st, qt = i / ENC_TILE_Q;
+        const int i = r + (k0 + rr) * st, qt = i / BM_TILE_Q;
         const float *aa = sm->attn_add ? sm->attn_add + (size_t)i * sm->L : NULL;
         uint32_t t = bs->qptr[qt];
         int g = 0;
         for (int c = 0; c < m; c++) {
-            const int j = r + c * st, kt = j / ENC_TILE_K;
+            const int j = r + c * st, kt = j / BM_TILE_K;
             while (t < bs->qptr[qt + 1] && (int)(bs->tiles[t] & ~BM_FULL) < kt)
                 t++;
             while (g < bs->n_gcols && bs->gcols[g] < j)
@@ -350,23 +357,23 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
             row_max[rr] = -INFINITY;
             row_sum[rr] = 0.0f;
         }
-        for (int c0 = 0; c0 < m; c0 += KEY_BLOCK) {
-            const int n = m - c0 < KEY_BLOCK ? m - c0 : KEY_BLOCK;
-            scores_mul(scores, KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, c0, n, E,
+        for (int c0 = 0; c0 < m; c0 += ATTN_KEY_BLOCK) {
+            const int n = m - c0 < ATTN_KEY_BLOCK ? m - c0 : ATTN_KEY_BLOCK;
+            scores_mul(scores, ATTN_KEY_BLOCK, q, st * qs, kg + (size_t)c0 * E, E, n_rows, c0, n, E,
                        scale, &pk);
             for (int rr = 0; rr < n_rows; rr++) {
-                float *row = scores + (size_t)rr * KEY_BLOCK;
+                float *row = scores + (size_t)rr * ATTN_KEY_BLOCK;
                 const float *mk = mask + (size_t)rr * m + c0;
                 for (int c = 0; c < n; c++)
                     row[c] += mk[c];
                 mask_alibi(sm, h, i0 + rr * st, r + c0 * st, st, NULL, n, row);
-                const float alpha = softmax_block(row, n, &row_max[rr], &row_sum[rr]);
+                const float alpha = ops_softmax_block(row, n, &row_max[rr], &row_sum[rr]);
                 if (c0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
                         zh[(size_t)rr * zs + e] *= alpha;
             }
-            values_mul(zh, zs, scores, KEY_BLOCK, vg + (size_t)c0 * E, E, n_rows, c0, n, E, c0 > 0,
-                       &pk);
+            values_mul(zh, zs, scores, ATTN_KEY_BLOCK, vg + (size_t)c0 * E, E, n_rows, c0, n, E,
+                       c0 > 0, &pk);
         }
         for (int rr = 0; rr < n_rows; rr++) {
             const size_t at = (size_t)(i0 + rr * st) * H + (size_t)h;
@@ -380,14 +387,14 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
 /* ---- attention over a block mask's tiles ------------------------------------ */
 
 /* Consecutive listed key tiles scored together: keys [j0, j0 + n), at most
- * KEY_BLOCK of them; bit t of partial is set when the chunk's t-th tile
+ * ATTN_KEY_BLOCK of them; bit t of partial is set when the chunk's t-th tile
  * needs the mask. */
 typedef struct key_chunk {
     int j0, n;
     unsigned partial;
 } key_chunk;
 
-/* The gathered columns of an item: n of them (pieces of KEY_BLOCK), skip[c]
+/* The gathered columns of an item: n of them (pieces of ATTN_KEY_BLOCK), skip[c]
  * set for those a listed tile scores itself. */
 typedef struct gathered_cols {
     const int *cols;
@@ -413,21 +420,21 @@ static uint32_t tile_at(const tile_list *tl, int pos)
  * Returns false when no tile is left. */
 static bool chunk_next(const tile_list *tl, int *pos, key_chunk *c)
 {
-    const int end = tl->tiles ? tl->n_tiles : (tl->len + ENC_TILE_K - 1) / ENC_TILE_K;
+    const int end = tl->tiles ? tl->n_tiles : (tl->len + BM_TILE_K - 1) / BM_TILE_K;
     if (*pos >= end)
         return false;
     const int kt = (int)(tile_at(tl, *pos) & ~BM_FULL);
-    c->j0 = kt * ENC_TILE_K;
+    c->j0 = kt * BM_TILE_K;
     c->n = 0;
     c->partial = 0;
-    for (int t = 0; *pos < end && t < KEY_BLOCK / ENC_TILE_K; t++, (*pos)++) {
+    for (int t = 0; *pos < end && t < ATTN_KEY_BLOCK / BM_TILE_K; t++, (*pos)++) {
         const uint32_t e = tile_at(tl, *pos);
         if ((int)(e & ~BM_FULL) != kt + t)
             break;
         if (!(e & BM_FULL))
             c->partial |= 1u << t;
-        const int k0 = (kt + t) * ENC_TILE_K;
-        c->n += tl->len - k0 < ENC_TILE_K ? tl->len - k0 : ENC_TILE_K;
+        const int k0 = (kt + t) * BM_TILE_K;
+        c->n += tl->len - k0 < BM_TILE_K ? tl->len - k0 : BM_TILE_K;
     }
     return true;
 }
@@ -435,8 +442,8 @@ static bool chunk_next(const tile_list *tl, int *pos, key_chunk *c)
 /* Keys [*k0, *k1) of a chunk's t-th tile. */
 static void chunk_tile(const key_chunk *c, int t, int *k0, int *k1)
 {
-    *k0 = c->j0 + t * ENC_TILE_K;
-    *k1 = *k0 + ENC_TILE_K < c->j0 + c->n ? *k0 + ENC_TILE_K : c->j0 + c->n;
+    *k0 = c->j0 + t * BM_TILE_K;
+    *k1 = *k0 + BM_TILE_K < c->j0 + c->n ? *k0 + BM_TILE_K : c->j0 + c->n;
 }
 
 /* Adds a chunk's partial tiles' mask (from mask, where *off says; advanced
@@ -447,7 +454,7 @@ static void chunk_mask(const key_chunk *c, const float *mask, int *off, float *r
         const int t = __builtin_ctz(bits);
         int k0, k1;
         chunk_tile(c, t, &k0, &k1);
-        float *dst = row + t * ENC_TILE_K;
+        float *dst = row + t * BM_TILE_K;
         const float *src = mask + *off;
         for (int k = 0; k < k1 - k0; k++)
             dst[k] += src[k];
@@ -568,7 +575,7 @@ static void item_plan(tile_item *t, float *imask, uint8_t *skip)
     for (int pos = 0; chunk_next(&t->tl, &pos, &c);)
         t->total += c.n;
     for (int g = 0, k = 0; g < t->gc.n; g++) {
-        const uint32_t kt = (uint32_t)(t->gc.cols[g] / ENC_TILE_K);
+        const uint32_t kt = (uint32_t)(t->gc.cols[g] / BM_TILE_K);
         while (k < t->tl.n_tiles && (tiles[k] & ~BM_FULL) < kt)
             k++;
         skip[g] = k < t->tl.n_tiles && (tiles[k] & ~BM_FULL) == kt;
@@ -617,7 +624,7 @@ static void online_step(const tile_item *t, float *scores, int lds, int n, float
     const int E = t->s->E;
     for (int r = 0; r < t->n_rows; r++) {
         const float alpha =
-            softmax_block(scores + (size_t)r * lds, n, &t->row_max[r], &t->row_sum[r]);
+            ops_softmax_block(scores + (size_t)r * lds, n, &t->row_max[r], &t->row_sum[r]);
         if (!first && alpha != 1.0f)
             for (int e = 0; e < E; e++)
                 z[(size_t)r * z_stride + e] *= alpha;
@@ -653,14 +660,14 @@ static head_operands operands_of(const tile_item *t, int h)
 }
 
 /* Head h without weights: an online softmax chunk by chunk, then the
- * gathered columns KEY_BLOCK at a time, z summed in place (from the residue
+ * gathered columns ATTN_KEY_BLOCK at a time, z summed in place (from the residue
  * classes' running state when they went first). */
 static void head_online(const tile_item *t, int h, const float *q, int q_stride, float *zh,
                         int z_stride)
 {
     const attn_seq *s = t->s;
     const head_operands op = operands_of(t, h);
-    const int E = s->E, qs = s->qkv_stride, lds = KEY_BLOCK;
+    const int E = s->E, qs = s->qkv_stride, lds = ATTN_KEY_BLOCK;
     const float scale = op.scale, *k_base = op.k, *v_base = op.v;
     for (int r = 0; r < t->n_rows; r++) {
         const size_t at = (size_t)(t->i0 + r) * s->H + (size_t)h;
@@ -689,8 +696,8 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
                    c.n, E, !first, &op.pk);
     }
     const int n_gc = t->gc.n;
-    for (int c0 = 0; c0 < n_gc; c0 += KEY_BLOCK, first = false) {
-        const int n = n_gc - c0 < KEY_BLOCK ? n_gc - c0 : KEY_BLOCK;
+    for (int c0 = 0; c0 < n_gc; c0 += ATTN_KEY_BLOCK, first = false) {
+        const int n = n_gc - c0 < ATTN_KEY_BLOCK ? n_gc - c0 : ATTN_KEY_BLOCK;
         scores_mul(t->scores, lds, q, q_stride, op.gk + (size_t)c0 * E, E, t->n_rows, c0, n, E,
                    scale, &op.gpk);
         for (int r = 0; r < t->n_rows; r++) {
@@ -748,7 +755,7 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
     for (int r = 0; r < t->n_rows; r++) {
         const int i = item_row(t, r);
         float *row = t->scores + (size_t)r * lds;
-        softmax_row(row, t->total, NULL);
+        ops_softmax_row(row, t->total, NULL);
         weights_out(s, &t->tl, &t->gc, t->goff, i, row, weights_row(s, h, i),
                     s->mode == ENC_ATTN_MEAN && h > 0);
     }

@@ -1,6 +1,6 @@
 /* blockmask.c - a batch's mask compiled into tiles (FlexAttention's
- * BlockMask): for each tile of ENC_TILE_Q query rows, the tiles of
- * ENC_TILE_K keys it scores, full or partial; the empty ones are never
+ * BlockMask): for each tile of BM_TILE_Q query rows, the tiles of
+ * BM_TILE_K keys it scores, full or partial; the empty ones are never
  * scored.  Also the allowed pairs in CSR form.  Which pairs a mask allows
  * is mask.c's rule; this file finds the tiles it fills.
  *
@@ -9,7 +9,9 @@
  * options are a union (the largest class wins), the restrictions an
  * intersection (the smallest wins).  Each component is arithmetic on the
  * rectangle's corners, except attn, which is scanned once. */
-#include "internal.h"
+#include "kernels/blockmask.h"
+
+#include "kernels/mask.h"
 
 #include <limits.h>
 #include <math.h>
@@ -208,7 +210,7 @@ static int compile_random(bm_seq *s, const enc_blocks_pattern *p, enc_error *err
     }
     for (int qb = 0; qb < nb; qb++) {
         int *row = s->rnd + (size_t)qb * s->rnd_k;
-        const int k = blocks_random(p, nb, qb, cand, row);
+        const int k = mask_blocks_random(p, nb, qb, cand, row);
         for (int r = k; r < s->rnd_k; r++)
             row[r] = -1;
     }
@@ -247,7 +249,7 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
         s->indptr[i] = (int32_t)nnz;
         const bool grow = sm->is_global && sm->is_global[i];
         const bool all = s->dense || grow; /* every key tile */
-        const int qt = i / ENC_TILE_Q;
+        const int qt = i / BM_TILE_Q;
         const uint32_t t0 = all ? 0 : s->qptr[qt], t1 = all ? (uint32_t)s->nk : s->qptr[qt + 1];
         const int gather = grow ? 0 : s->n_gcols;
         int gc = 0; /* the next gathered column */
@@ -256,7 +258,7 @@ static int compile_csr(bm_seq *s, const seq_mask *sm, enc_error *err)
             return rc;
         for (uint32_t t = t0; t < t1; t++) {
             const uint32_t e = all ? t | (s->dense ? BM_FULL : 0) : s->tiles[t];
-            const int k0 = (int)(e & ~BM_FULL) * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
+            const int k0 = (int)(e & ~BM_FULL) * BM_TILE_K, k1 = MIN2(k0 + BM_TILE_K, len);
             if ((rc = indices_room(s, &cap, nnz, (size_t)(k1 - k0 + gather), err)) < 0)
                 return rc;
             /* gathered columns before the tile; those inside it are the tile's */
@@ -308,12 +310,12 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
     const enc_mask *mk = &in->mask;
     const int len = in->lengths ? in->lengths[b] : in->L;
     s->len = len;
-    s->nq = (len + ENC_TILE_Q - 1) / ENC_TILE_Q;
-    s->nk = (len + ENC_TILE_K - 1) / ENC_TILE_K;
+    s->nq = (len + BM_TILE_Q - 1) / BM_TILE_Q;
+    s->nk = (len + BM_TILE_K - 1) / BM_TILE_K;
     int rc = mk->blocks.size > 0 ? compile_random(s, &mk->blocks, err) : ENC_OK;
     if (rc < 0)
         return rc;
-    const seq_mask sm = seq_mask_for(in, bm, b);
+    const seq_mask sm = blockmask_seq_mask(in, bm, b);
     s->dense = !sm.pattern && !mask_restricted(&sm);
     /* the strided diagonals by residue class: without weights only (the
      * tiles' softmax then starts from the classes' running state) */
@@ -354,11 +356,11 @@ static int compile_seq(enc_blockmask *bm, const enc_batch *in, int b, bool csr, 
             goto done;
         }
         for (int qt = 0; qt < s->nq; qt++) {
-            const int q0 = qt * ENC_TILE_Q, q1 = MIN2(q0 + ENC_TILE_Q, len);
+            const int q0 = qt * BM_TILE_Q, q1 = MIN2(q0 + BM_TILE_Q, len);
             uint64_t keys = 0;
             s->qptr[qt] = (uint32_t)n;
             for (int kt = 0; kt < s->nk; kt++) {
-                const int k0 = kt * ENC_TILE_K, k1 = MIN2(k0 + ENC_TILE_K, len);
+                const int k0 = kt * BM_TILE_K, k1 = MIN2(k0 + BM_TILE_K, len);
                 const int c = tile_class(&cx, q0, q1, k0, k1);
                 if (c == NONE)
                     continue;
@@ -439,24 +441,6 @@ oom:
     return NULL;
 }
 
-bool blockmask_listed(const bm_seq *s, int qt, int kt)
-{
-    if (s->dense)
-        return true;
-    uint32_t lo = s->qptr[qt], hi = s->qptr[qt + 1];
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        const uint32_t t = s->tiles[mid] & ~BM_FULL;
-        if (t == (uint32_t)kt)
-            return true;
-        if (t < (uint32_t)kt)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return false;
-}
-
 uint64_t enc_blockmask_scores(const enc_blockmask *bm, int b)
 {
     return bm->seqs[b].scores;
@@ -475,4 +459,33 @@ const int32_t *enc_blockmask_indptr(const enc_blockmask *bm, int b)
 const int32_t *enc_blockmask_indices(const enc_blockmask *bm, int b)
 {
     return bm->seqs[b].indices;
+}
+
+seq_mask blockmask_seq_mask(const enc_batch *in, const enc_blockmask *bm, int b)
+{
+    const enc_mask *mk = &in->mask;
+    const bm_seq *sq = &bm->seqs[b];
+    const size_t L = (size_t)in->L;
+    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
+    const bool pattern = mask_has_pattern(mk);
+    return (seq_mask){
+        .len = sq->len,
+        .L = in->L,
+        .causal = mk->causal,
+        .window_left = mk->window_left,
+        .window_right = mk->window_right,
+        .pattern = pattern,
+        .stride = mk->stride,
+        .fixed_block = mk->fixed_block,
+        .fixed_summary = mk->fixed_summary,
+        .blocks = mk->blocks,
+        .rnd = sq->rnd,
+        .rnd_k = sq->rnd_k,
+        .is_global = pattern && mk->n_global ? bm->is_global : NULL,
+        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
+        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
+        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
+        .banded = bm->band >= 0 && bm->band < sq->len - 1,
+        .band = bm->band,
+    };
 }

@@ -20,7 +20,7 @@
 #include "kernels/gemm.h"
 
 #include "base/mem.h"
-#include "internal.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
 
 #include <cblas.h>
@@ -230,7 +230,7 @@ void gemm_bf16_blas_cols(float *out, int ldc, const float *in, int lda, const ge
                             wide, nc, k0 ? 1.0f : 0.0f, out + (size_t)i0 * ldc + n0, ldc);
             }
         }
-        bias_act_cols(out, ldc, b, M, n0, n1, act);
+        ops_bias_act_cols(out, ldc, b, M, n0, n1, act);
     }
 }
 

@@ -4,7 +4,7 @@
  * union of the patterns, BigBird's random blocks, the additive mask,
  * ALiBi's bias).  blockmask.c compiles the rule into tiles; attention.c
  * applies it to scores. */
-#include "internal.h"
+#include "kernels/mask.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -27,7 +27,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
+int mask_blocks_random(const enc_blocks_pattern *p, int n_blocks, int qb, int *cand, int *out)
 {
     if (p->random <= 0 || qb < p->global)
         return 0;
@@ -108,35 +108,6 @@ bool mask_has_pattern(const enc_mask *mk)
 {
     return mk->window_left != ENC_WINDOW_NONE || mk->window_right != ENC_WINDOW_NONE ||
            mk->stride > 0 || mk->fixed_block > 0 || mk->blocks.size > 0;
-}
-
-seq_mask seq_mask_for(const enc_batch *in, const enc_blockmask *bm, int b)
-{
-    const enc_mask *mk = &in->mask;
-    const bm_seq *sq = &bm->seqs[b];
-    const size_t L = (size_t)in->L;
-    const size_t mask_off = mk->attn_per_sequence ? (size_t)b * L * L : 0;
-    const bool pattern = mask_has_pattern(mk);
-    return (seq_mask){
-        .len = sq->len,
-        .L = in->L,
-        .causal = mk->causal,
-        .window_left = mk->window_left,
-        .window_right = mk->window_right,
-        .pattern = pattern,
-        .stride = mk->stride,
-        .fixed_block = mk->fixed_block,
-        .fixed_summary = mk->fixed_summary,
-        .blocks = mk->blocks,
-        .rnd = sq->rnd,
-        .rnd_k = sq->rnd_k,
-        .is_global = pattern && mk->n_global ? bm->is_global : NULL,
-        .key_padding = mk->key_padding ? mk->key_padding + (size_t)b * L : NULL,
-        .attn_bool = mk->attn_kind == ENC_MASK_BOOL ? mk->attn_bool + mask_off : NULL,
-        .attn_add = mk->attn_kind == ENC_MASK_ADD ? mk->attn_add + mask_off : NULL,
-        .banded = bm->band >= 0 && bm->band < sq->len - 1,
-        .band = bm->band,
-    };
 }
 
 /* ---- one sequence's mask, pair by pair ------------------------------------ */
@@ -247,4 +218,14 @@ void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *c
         const int j = cols ? cols[k] : j0 + k * step, pj = p ? p[j] : j;
         s[k] += m * (float)(pi > pj ? pi - pj : pj - pi);
     }
+}
+
+uint64_t mask_band_pairs(int len, int w)
+{
+    if (len <= 0 || w < 0)
+        return 0;
+    if (w >= len - 1)
+        return (uint64_t)len * (uint64_t)len;
+    /* every row 2w + 1 keys, less the w (w + 1) / 2 past each end */
+    return (uint64_t)len * (uint64_t)(2 * w + 1) - (uint64_t)w * (uint64_t)(w + 1);
 }

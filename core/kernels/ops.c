@@ -1,5 +1,6 @@
 /* ops.c - the forward pass's elementwise and matrix ops, one function each. */
-#include "internal.h"
+#include "kernels/ops.h"
+
 #include "kernels/simd.h"
 #include "kernels/vecmath.h"
 
@@ -21,14 +22,8 @@
 /* Independent double accumulators of a vectorized sum. */
 #define DLANES 16
 
-void linear_forward(float *out, const float *in, const float *w, const float *b, int M, int K,
-                    int N)
-{
-    linear_forward_cols(out, N, in, K, w, b, M, K, 0, N, NULL);
-}
-
-void linear_forward_cols(float *out, int ldc, const float *in, int lda, const float *w,
-                         const float *b, int M, int K, int n0, int n1, const enc_activation *act)
+void ops_linear_cols(float *out, int ldc, const float *in, int lda, const float *w, const float *b,
+                     int M, int K, int n0, int n1, const enc_activation *act)
 {
     if (n1 <= n0 || M <= 0)
         return;
@@ -37,11 +32,11 @@ void linear_forward_cols(float *out, int ldc, const float *in, int lda, const fl
      * (N, K) weights, so a column slice of out is a row slice of w. */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, cols, K, 1.0f, in, lda,
                 w + (size_t)n0 * K, K, 0.0f, out + n0, ldc);
-    bias_act_cols(out, ldc, b, M, n0, n1, act);
+    ops_bias_act_cols(out, ldc, b, M, n0, n1, act);
 }
 
-void bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n1,
-                   const enc_activation *act)
+void ops_bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n1,
+                       const enc_activation *act)
 {
     const int cols = n1 - n0;
     for (int i = 0; (b || act) && i < M; i++) {
@@ -50,13 +45,13 @@ void bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n1,
             for (int j = 0; j < cols; j++)
                 row[j] += b[n0 + j];
         if (act)
-            activation_forward(row, (size_t)cols, *act);
+            ops_activation(row, (size_t)cols, *act);
     }
 }
 
 VECTOR_CLONES
-void layernorm_forward(float *out, const float *in, const float *w, const float *b, int M, int D,
-                       float eps)
+void ops_layernorm(float *out, const float *in, const float *w, const float *b, int M, int D,
+                   float eps)
 {
     for (int i = 0; i < M; i++) {
         const float *x = in + (size_t)i * D;
@@ -122,13 +117,13 @@ size_t enc_floats_nonfinite(const float *x, size_t n)
     return k;
 }
 
-void residual_forward(float *x, const float *y, size_t n)
+void ops_residual(float *x, const float *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         x[i] += y[i];
 }
 
-float activation_value(float x, enc_activation act)
+float ops_activation_value(float x, enc_activation act)
 {
     switch (act) {
     case ENC_ACT_RELU:
@@ -147,7 +142,7 @@ float activation_value(float x, enc_activation act)
 }
 
 VECTOR_CLONES
-void activation_forward(float *x, size_t n, enc_activation act)
+void ops_activation(float *x, size_t n, enc_activation act)
 {
     if (simd_enabled()) {
         simd_activation(x, n, act);
@@ -186,21 +181,21 @@ static void gate_forward(float *restrict u, const float *restrict g, size_t n)
         u[k] *= g[k];
 }
 
-void glu_forward(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act)
+void ops_glu(float *h, int ld, int rows, int F, enc_ffn ffn, enc_activation act)
 {
     for (int r = 0; r < rows; r++) {
         float *x = h + (size_t)r * (size_t)ld;
         if (ffn == ENC_FFN_SWIGLU)
             silu_forward(x, (size_t)F);
         else
-            activation_forward(x, (size_t)F, act);
+            ops_activation(x, (size_t)F, act);
         gate_forward(x, x + F, (size_t)F);
     }
 }
 
 VECTOR_CLONES
-void rope_forward(float *x, int n, int E, const float *restrict cs, const float *restrict sn,
-                  int half, enc_rope_style style)
+void ops_rope(float *x, int n, int E, const float *restrict cs, const float *restrict sn, int half,
+              enc_rope_style style)
 {
     if (style == ENC_ROPE_NEOX && simd_enabled()) {
         simd_rope_neox(x, n, E, cs, sn, half);
@@ -225,13 +220,13 @@ void rope_forward(float *x, int n, int E, const float *restrict cs, const float 
 }
 
 VECTOR_CLONES
-void softmax_row(float *s, int n, float *copy)
+void ops_softmax_row(float *s, int n, float *copy)
 {
     /* One block holding the whole row: s becomes exp(s - max) and sum their
      * total (0 when no key is allowed, s then all zeros; NaN on overflow, s
      * then all NaN: both stay as they are, times 1). */
     float max = -INFINITY, sum = 0.0f;
-    softmax_block(s, n, &max, &sum);
+    ops_softmax_block(s, n, &max, &sum);
     const float inv = sum > 0.0f ? 1.0f / sum : 1.0f;
     if (copy)
         for (int j = 0; j < n; j++)
@@ -241,25 +236,8 @@ void softmax_row(float *s, int n, float *copy)
             s[j] *= inv;
 }
 
-bool softmax_block_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret)
-{
-    if (nan || m == INFINITY) { /* overflow: NaN to the output, as softmax_row */
-        for (int j = 0; j < n; j++)
-            s[j] = NAN;
-        *max = *sum = NAN;
-        *ret = NAN;
-        return true;
-    }
-    if (m == -INFINITY) { /* no allowed key yet */
-        memset(s, 0, (size_t)n * sizeof *s);
-        *ret = 1.0f;
-        return true;
-    }
-    return false;
-}
-
 VECTOR_CLONES
-float softmax_block(float *s, int n, float *max, float *sum)
+float ops_softmax_block(float *s, int n, float *max, float *sum)
 {
     if (simd_enabled())
         return simd_softmax_block(s, n, max, sum);
@@ -291,7 +269,7 @@ float softmax_block(float *s, int n, float *max, float *sum)
         nan |= s[j] != s[j];
     }
     float alpha;
-    if (softmax_block_special(s, n, nan, m, max, sum, &alpha))
+    if (simd_softmax_special(s, n, nan, m, max, sum, &alpha))
         return alpha;
     alpha = *max == -INFINITY ? 0.0f : exp_approx(*max - m);
     float lane_sum[LANES] = {0};

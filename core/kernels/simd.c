@@ -1,16 +1,12 @@
 /* simd.c - the AVX-512 forms of the softmax and the activations (simd.h),
- * the switch every AVX-512 path checks, and what the forward runs on
- * (enc_platform_get). */
+ * the switch every AVX-512 path checks, and the scalar special cases both
+ * softmax forms share. */
 #include "kernels/simd.h"
 
-#include "kernels/gemm.h"
-#include "internal.h"
 #include "kernels/vecmath.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
-#include <strings.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -19,6 +15,23 @@ static atomic_bool enabled = true;
 void simd_set_enabled(bool on)
 {
     atomic_store(&enabled, on);
+}
+
+bool simd_softmax_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret)
+{
+    if (nan || m == INFINITY) { /* overflow: NaN to the output, as ops_softmax_row */
+        for (int j = 0; j < n; j++)
+            s[j] = NAN;
+        *max = *sum = NAN;
+        *ret = NAN;
+        return true;
+    }
+    if (m == -INFINITY) { /* no allowed key yet */
+        memset(s, 0, (size_t)n * sizeof *s);
+        *ret = 1.0f;
+        return true;
+    }
+    return false;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -62,7 +75,7 @@ __attribute__((target("avx512f"))) float simd_softmax_block(float *s, int n, flo
     float m = _mm512_reduce_max_ps(vmax);
     m = *max > m ? *max : m;
     float alpha;
-    if (softmax_block_special(s, n, nan || *max != *max, m, max, sum, &alpha))
+    if (simd_softmax_special(s, n, nan || *max != *max, m, max, sum, &alpha))
         return alpha;
     alpha = *max == -INFINITY ? 0.0f : exp_approx(*max - m);
     const __m512 vm = _mm512_set1_ps(m), ninf = _mm512_set1_ps(-INFINITY);
@@ -105,21 +118,7 @@ __attribute__((target("avx512f"))) void simd_rope_neox(float *x, int n, int E, c
     }
 }
 
-static const char *cpu_simd(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") ? "avx512f"
-           : __builtin_cpu_supports("avx2")  ? "avx2"
-           : __builtin_cpu_supports("avx")   ? "avx"
-                                             : "sse2";
-}
-
 #else /* no AVX-512 code on this architecture or compiler */
-
-static const char *cpu_simd(void)
-{
-    return "none";
-}
 
 bool simd_supported(void)
 {
@@ -148,26 +147,3 @@ void simd_rope_neox(float *x, int n, int E, const float *cs, const float *sn, in
 }
 
 #endif
-
-/* OpenBLAS's x86 cores with AVX2 kernels (its driver/others/dynamic.c). */
-static bool avx2_core(const char *core)
-{
-    static const char *const cores[] = {"Haswell",        "Zen",      "SkylakeX", "Cooperlake",
-                                        "SapphireRapids", "Excavator"};
-    for (size_t i = 0; i < sizeof cores / sizeof *cores; i++)
-        if (strcasecmp(core, cores[i]) == 0)
-            return true;
-    return false;
-}
-
-void enc_platform_get(enc_platform *p)
-{
-    const char *core = openblas_get_corename();
-    p->kernels = simd_enabled() ? "avx512" : "openblas";
-    p->cpu_simd = cpu_simd();
-    p->blas_core = core ? core : "unknown";
-    p->blas_core_generic =
-        (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
-        !avx2_core(p->blas_core);
-    p->bf16_kernel = gemm_bf16_kernel();
-}

@@ -26,12 +26,18 @@ void simd_set_enabled(bool on);
 /* simd_supported() and not turned off: the AVX-512 forms run. */
 bool simd_enabled(void);
 
-/* softmax_block and activation_forward (internal.h), same contracts; call
- * only when simd_enabled(). */
+/* ops_softmax_block and ops_activation (ops.h), same contracts; call only
+ * when simd_enabled(). */
 float simd_softmax_block(float *s, int n, float *max, float *sum);
 void simd_activation(float *x, size_t n, enc_activation act);
-/* rope_forward's neox pairs (internal.h), the same products; call only when
+/* ops_rope's neox pairs (ops.h), the same products; call only when
  * simd_enabled(). */
 void simd_rope_neox(float *x, int n, int E, const float *cs, const float *sn, int half);
+
+/* ops_softmax_block's rows without a finite max m, for both its forms: nan
+ * (a NaN among the scores or in *max) or m +inf make everything NaN, m -inf
+ * (no allowed key yet) zeros.  Returns true, with ops_softmax_block's
+ * return value in *ret, when the row was one of those and is done. */
+bool simd_softmax_special(float *s, int n, bool nan, float m, float *max, float *sum, float *ret);
 
 #endif

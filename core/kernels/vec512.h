@@ -69,11 +69,11 @@ V512 __m512 v512_erf_abs(__m512 ax)
                             v512_set(1.0f));
 }
 
-/* activation_value on each lane. */
+/* ops_activation_value on each lane. */
 V512 __m512 v512_act(__m512 x, enc_activation act)
 {
     switch (act) {
-    case ENC_ACT_RELU: /* NaN -> 0, as activation_value: vmaxps gives its second operand */
+    case ENC_ACT_RELU: /* NaN -> 0, as ops_activation_value: vmaxps gives its second operand */
         return _mm512_max_ps(x, _mm512_setzero_ps());
     case ENC_ACT_GELU: {
         /* 0.5 x (1 + erf(x / sqrt 2)) needs erf to an absolute error only

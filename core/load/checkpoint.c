@@ -3,10 +3,11 @@
  * Face encoder directory (config.json, read by hfconfig.c, +
  * model.safetensors, or a sharded model.safetensors.index.json), through
  * one table per naming scheme. */
-#include "internal.h"
+#include "base/file.h"
 #include "load/safetensors.h"
 #include "load/sha256.h"
-#include "base/file.h"
+#include "model/embed.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <jansson.h>

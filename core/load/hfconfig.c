@@ -1,8 +1,8 @@
 /* hfconfig.c - a Hugging Face directory's config.json read into
  * hyperparameters and the embedding module's settings (enc_hf_config_read),
  * one table of where each family keeps its sizes. */
-#include "internal.h"
 #include "base/file.h"
+#include "encoder.h"
 
 #include <errno.h>
 #include <jansson.h>

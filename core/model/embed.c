@@ -4,9 +4,12 @@
  * Embeddings and ModernBertEmbeddings compute it; the batch checks of
  * input_ids.  The forward (forward.c) runs embed_rows over its team, by
  * rows; naive.c has the same math in plain loops. */
-#include "internal.h"
+#include "model/embed.h"
+
 #include "base/mem.h"
 #include "base/rng.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
 
 #include <errno.h>
 #include <math.h>
@@ -224,11 +227,6 @@ void embed_pack(embed_module *e)
     e->pk_proj = e->proj_w ? gemm_pack(e->proj_w, e->D, e->cfg.embedding_size) : NULL;
 }
 
-const enc_embedding_info *enc_model_embedding(const enc_model *m)
-{
-    return m && m->embed ? &m->embed->info : NULL;
-}
-
 /* Whether n bytes at offset off of fd were read into dst. */
 static bool read_at(int fd, void *dst, size_t n, uint64_t off)
 {
@@ -278,51 +276,6 @@ static void word_row(const embed_module *e, int32_t id, float *y)
         }
     }
     widen(y, e->word + (size_t)id * bytes, E, e->word_dtype);
-}
-
-int enc_model_seed_embedding(enc_model *m, int vocab_size, int max_positions, uint64_t seed,
-                             enc_error *err)
-{
-    if (m->embed)
-        return enc_error_set(err, ENC_EINVAL, "the model has an embedding module already");
-    if (vocab_size < 1 || max_positions < 1)
-        return enc_error_set(err, ENC_EINVAL,
-                             "a seeded embedding module needs vocab_size and max_positions of at "
-                             "least 1 (got %d and %d)",
-                             vocab_size, max_positions);
-    const int D = m->hp.d_model;
-    const embed_config cfg = {.vocab_size = vocab_size,
-                              .type_vocab_size = 2,
-                              .max_positions = max_positions,
-                              .embedding_size = D,
-                              .pos = EMBED_POS_SINUSOIDAL,
-                              .eps = m->hp.layer_norm_eps,
-                              .norm_bias = true};
-    embed_module *e = embed_new(&cfg, D, err);
-    if (!e)
-        return err->status;
-    static const char *const names[] = {"embeddings.word_embeddings.weight",
-                                        "embeddings.token_type_embeddings.weight",
-                                        "embeddings.position_embeddings.weight",
-                                        "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (embed_add_name(e, names[i]) < 0) {
-            embed_free(e);
-            return enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module");
-        }
-    rng_stream r;
-    rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_TYPE);
-    for (size_t i = 0; i < 2 * (size_t)D; i++)
-        e->type[i] = rng_uniform(&r, EMBED_SEED_BOUND);
-    for (int j = 0; j < D; j++) /* the bias stays 0 from mem_zalloc */
-        e->ln_w[j] = 1.0f;
-    embed_sinusoidal(e);
-    e->word_seeded = true;
-    e->word_seed = seed;
-    e->word_dtype = EMBED_F32;
-    embed_finish(e, &m->hp);
-    m->embed = e;
-    return ENC_OK;
 }
 
 /* ---- a batch of ids ------------------------------------------------------- */
@@ -390,18 +343,18 @@ void embed_rows(const embed_module *e, const enc_batch *in, int b, int i0, int i
         float *y = out + (size_t)(i - i0) * ldo;
         word_row(e, ids[i], y);
         if (e->type) /* inputs_embeds + token_type_embeddings */
-            residual_forward(y, e->type + (size_t)(tt ? tt[i] : 0) * E, (size_t)E);
+            ops_residual(y, e->type + (size_t)(tt ? tt[i] : 0) * E, (size_t)E);
         if (e->pos) { /* + position_embeddings */
             int p = i;
             if (pos)
                 p = pos[i];
             else if (cfg->pos == EMBED_POS_ROBERTA)
                 p = ids[i] != pad ? pad + ++real : pad;
-            residual_forward(y, e->pos + (size_t)p * E, (size_t)E);
+            ops_residual(y, e->pos + (size_t)p * E, (size_t)E);
         }
         if (ldo != E)
-            layernorm_forward(y, y, e->ln_w, e->ln_b, 1, E, cfg->eps);
+            ops_layernorm(y, y, e->ln_w, e->ln_b, 1, E, cfg->eps);
     }
     if (ldo == E) /* the rows in one call */
-        layernorm_forward(out, out, e->ln_w, e->ln_b, i1 - i0, E, cfg->eps);
+        ops_layernorm(out, out, e->ln_w, e->ln_b, i1 - i0, E, cfg->eps);
 }

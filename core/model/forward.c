@@ -1,11 +1,16 @@
 /* forward.c - the encoder forward: batch checks, and the block as a short
  * sequence of ops over the batch's real tokens packed into (T, D), in the
  * buffers of a workspace (workspace.c). */
-#include "internal.h"
-#include "model/workspace.h"
-
+#include "kernels/attention.h"
+#include "kernels/blockmask.h"
+#include "kernels/gemm.h"
+#include "kernels/mask.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
+#include "model/embed.h"
+#include "model/model.h"
 #include "model/team.h"
+#include "model/workspace.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -137,9 +142,8 @@ static void phase_linear(void *arg, int tid, int n)
         const int lo = s ? c->lin_cut[s - 1] : 0, hi = s < 2 ? c->lin_cut[s] : c->lin_N;
         const int a = n0 > lo ? n0 : lo, b = n1 < hi ? n1 : hi;
         if (a < b)
-            linear_forward_cols(c->lin_out + lo, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w[s],
-                                c->lin_b ? c->lin_b + lo : NULL, c->T, c->lin_K, a - lo, b - lo,
-                                act);
+            ops_linear_cols(c->lin_out + lo, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w[s],
+                            c->lin_b ? c->lin_b + lo : NULL, c->T, c->lin_K, a - lo, b - lo, act);
     }
 }
 
@@ -155,10 +159,10 @@ static void phase_norm(void *arg, int tid, int n)
         return;
     float *x = c->ws->x + (size_t)r0 * D;
     if (c->add_o)
-        residual_forward(x, c->ws->o + (size_t)r0 * D, (size_t)(r1 - r0) * D);
+        ops_residual(x, c->ws->o + (size_t)r0 * D, (size_t)(r1 - r0) * D);
     if (c->ln_out)
-        layernorm_forward(c->ln_out + (size_t)r0 * D, x, c->ln_w, c->ln_b, r1 - r0, D,
-                          c->m->hp.layer_norm_eps);
+        ops_layernorm(c->ln_out + (size_t)r0 * D, x, c->ln_w, c->ln_b, r1 - r0, D,
+                      c->m->hp.layer_norm_eps);
 }
 
 /* The embedding module on the rows of the ids batches, split by rows: each
@@ -189,8 +193,8 @@ static void phase_embed(void *arg, int tid, int n)
             gemm_packed_cols(ws->x + (size_t)lo * D, D, rows, E, pk, e->proj_b, hi - lo, 0,
                              gemm_panels(pk), NULL, scratch);
         else if (proj)
-            linear_forward_cols(ws->x + (size_t)lo * D, D, rows, E, e->proj_w, e->proj_b, hi - lo,
-                                E, 0, D, NULL);
+            ops_linear_cols(ws->x + (size_t)lo * D, D, rows, E, e->proj_w, e->proj_b, hi - lo, E, 0,
+                            D, NULL);
     }
 }
 
@@ -240,7 +244,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         const bm_seq *bs = &bm->seqs[sq->b];
         const bm_seq *own = &c->bms[sq->job]->seqs[sq->b]; /* CSR weights' layout */
         const int L = in->L;
-        seq_mask sm = seq_mask_for(in, bm, sq->b);
+        seq_mask sm = blockmask_seq_mask(in, bm, sq->b);
         sm.alibi = m->alibi;
         sm.pos = in->positions ? in->positions + (size_t)sq->b * L : NULL;
         const bool csr = res->attn_format == ENC_FORMAT_CSR;
@@ -276,7 +280,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                            .gcols = bs->gcols,
                            .n_gcols = bs->n_gcols,
                            .gather = ws->gather ? ws->gather + sq->gather : NULL,
-                           .gather_floats = seq_gather_floats(bs, m->head_dim)};
+                           .gather_floats = workspace_seq_gather_floats(bs, m->head_dim)};
             if (bs->stride) {
                 const size_t T = ws->cap_T;
                 as.res_m = ws->resid + (size_t)sq->row * H;
@@ -292,7 +296,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                 done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, NULL, 0, BM_FULL, false,
                                        scratch);
             } else {
-                const int qt = it->i0 / ENC_TILE_Q;
+                const int qt = it->i0 / BM_TILE_Q;
                 done = attention_tiles(&as, it->i0, NULL, it->i1 - it->i0, bs->tiles + bs->qptr[qt],
                                        (int)(bs->qptr[qt + 1] - bs->qptr[qt]), 0, true, scratch);
             }
@@ -333,8 +337,8 @@ static void phase_glu(void *arg, int tid, int n)
     int r0, r1;
     team_split(c->T, tid, n, &r0, &r1);
     if (r1 > r0)
-        glu_forward(c->ws->h + (size_t)r0 * c->ws->ldh, c->ws->ldh, r1 - r0, hp->d_ff, hp->ffn,
-                    hp->activation);
+        ops_glu(c->ws->h + (size_t)r0 * c->ws->ldh, c->ws->ldh, r1 - r0, hp->d_ff, hp->ffn,
+                hp->activation);
 }
 
 /* Whether some layer is local (layer 0 never is). */
@@ -403,7 +407,7 @@ static void phase_rope(void *arg, int tid, int n)
     team_split(c->T, tid, n, &t0, &t1);
     for (int t = t0; t < t1; t++) {
         const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
-        rope_forward(ws->qkv + (size_t)t * Q, heads, E, cs, cs + half, half, m->hp.rope_style);
+        ops_rope(ws->qkv + (size_t)t * Q, heads, E, cs, cs + half, half, m->hp.rope_style);
     }
 }
 
@@ -438,7 +442,7 @@ static void phase_gather(void *arg, int tid, int n)
         const seq_info *sq = &ws->seqs[k / G];
         const bm_seq *bs = &c->plan->bms[sq->job]->seqs[sq->b];
         const int g = k % G;
-        float *dst = ws->gather + sq->gather + (size_t)g * seq_gather_floats(bs, E);
+        float *dst = ws->gather + sq->gather + (size_t)g * workspace_seq_gather_floats(bs, E);
         const float *qkv = ws->qkv + (size_t)sq->row * Q;
         if (bs->n_gcols)
             attention_gather(dst, qkv, Q, bs->gcols, 0, 0, bs->n_gcols, m->hp.n_heads, G, g, E,
@@ -455,7 +459,7 @@ static void phase_gather(void *arg, int tid, int n)
 
 /* The attention work items.  A sequence without a mask is cut into tiles
  * of at most ATTN_TILE query rows; a masked one into its block mask's query
- * tiles (ENC_TILE_Q rows).  Either way into at least as many items as the
+ * tiles (BM_TILE_Q rows).  Either way into at least as many items as the
  * team has threads when the sequence is long enough (16 rows at least), so
  * one sequence uses every core.  Then the global positions' rows, 64 to an
  * item. */
@@ -469,8 +473,8 @@ static void plan_attention(enc_workspace *ws, attn_plan *pl, const enc_blockmask
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
         for (int r = 0; r < bs->stride; r++) {
             const int m = (sq->len - r + bs->stride - 1) / bs->stride;
-            for (int k0 = 0; k0 < m; k0 += ENC_TILE_Q) {
-                const int k1 = k0 + ENC_TILE_Q < m ? k0 + ENC_TILE_Q : m;
+            for (int k0 = 0; k0 < m; k0 += BM_TILE_Q) {
+                const int k1 = k0 + BM_TILE_Q < m ? k0 + BM_TILE_Q : m;
                 pl->items[pl->n_items++] =
                     (attn_item){s, k0, k1, ITEM_RESIDUE, r, (uint64_t)m * (uint64_t)(k1 - k0) + 1};
             }
@@ -483,16 +487,16 @@ static void plan_attention(enc_workspace *ws, attn_plan *pl, const enc_blockmask
         const int len = sq->len;
         int tile = (len + nth - 1) / nth;
         tile = tile > ATTN_TILE ? ATTN_TILE : tile < 16 ? 16 : tile;
-        if (!bs->dense && tile > ENC_TILE_Q)
-            tile = ENC_TILE_Q;
+        if (!bs->dense && tile > BM_TILE_Q)
+            tile = BM_TILE_Q;
         for (int i0 = 0, i1; i0 < len; i0 = i1) {
             i1 = i0 + tile < len ? i0 + tile : len;
             uint64_t keys = (uint64_t)len;
             if (!bs->dense) { /* an item stays inside one query tile */
-                const int qt = i0 / ENC_TILE_Q, q1 = (qt + 1) * ENC_TILE_Q;
+                const int qt = i0 / BM_TILE_Q, q1 = (qt + 1) * BM_TILE_Q;
                 i1 = i1 < q1 ? i1 : q1;
-                keys = (uint64_t)(bs->qptr[qt + 1] - bs->qptr[qt]) * ENC_TILE_K +
-                       (uint64_t)bs->n_gcols;
+                keys =
+                    (uint64_t)(bs->qptr[qt + 1] - bs->qptr[qt]) * BM_TILE_K + (uint64_t)bs->n_gcols;
             }
             pl->items[pl->n_items++] =
                 (attn_item){s, i0, i1, ITEM_TILE, 0, keys * (uint64_t)(i1 - i0) + 1};
@@ -502,8 +506,8 @@ static void plan_attention(enc_workspace *ws, attn_plan *pl, const enc_blockmask
     for (int s = 0; s < ws->n_seqs; s++) {
         const seq_info *sq = &ws->seqs[s];
         const bm_seq *bs = &bms[sq->job]->seqs[sq->b];
-        for (int g0 = 0; g0 < bs->n_grows; g0 += ENC_TILE_Q) {
-            const int g1 = g0 + ENC_TILE_Q < bs->n_grows ? g0 + ENC_TILE_Q : bs->n_grows;
+        for (int g0 = 0; g0 < bs->n_grows; g0 += BM_TILE_Q) {
+            const int g1 = g0 + BM_TILE_Q < bs->n_grows ? g0 + BM_TILE_Q : bs->n_grows;
             pl->items[pl->n_items++] =
                 (attn_item){s, g0, g1, ITEM_GROWS, 0, (uint64_t)sq->len * (uint64_t)(g1 - g0) + 1};
         }
@@ -851,7 +855,7 @@ static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *job
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
             ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
-            goff += job_gather_floats(m, p->bms, p->local, j, b);
+            goff += workspace_job_gather_floats(m, p->bms, p->local, j, b);
             csr += (size_t)heads * p->bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);
             if (in->x)
@@ -969,7 +973,7 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
     double flops = 0.0;
     for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
         const double pairs =
-            enc_layer_local(hp, l) ? (double)band_pairs(L, hp->local_window) : (double)L * L;
+            enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window) : (double)L * L;
         flops += linears + 4.0 * B * hp->n_heads * pairs * E;
     }
     return flops;

@@ -1,6 +1,5 @@
 /* hparams.c - model hyperparameters: defaults, names and validation. */
 #include "encoder.h"
-#include "internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -104,16 +103,6 @@ double enc_layer_rope_theta(const enc_hparams *hp, int l)
 {
     return enc_layer_local(hp, l) && hp->rope_theta_local > 0.0 ? hp->rope_theta_local
                                                                 : hp->rope_theta;
-}
-
-uint64_t band_pairs(int len, int w)
-{
-    if (len <= 0 || w < 0)
-        return 0;
-    if (w >= len - 1)
-        return (uint64_t)len * (uint64_t)len;
-    /* every row 2w + 1 keys, less the w (w + 1) / 2 past each end */
-    return (uint64_t)len * (uint64_t)(2 * w + 1) - (uint64_t)w * (uint64_t)(w + 1);
 }
 
 int enc_ffn_rows(const enc_hparams *hp)

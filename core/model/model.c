@@ -2,10 +2,13 @@
  * PyTorch's initialisation scheme (or bound from files by checkpoint.c,
  * whose float32 Linear weights stay in the files' mappings, kept here);
  * the Linear weights packed for the GEMM kernel. */
-#include "internal.h"
-#include "kernels/simd.h"
+#include "model/model.h"
+
 #include "base/mem.h"
 #include "base/rng.h"
+#include "kernels/gemm.h"
+#include "kernels/simd.h"
+#include "model/embed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -394,4 +397,56 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     snprintf(m->source, sizeof m->source, "seed:%llu", (unsigned long long)seed);
     model_pack(m);
     return m;
+}
+
+/* ---- the embedding module ---------------------------------------------- */
+
+const enc_embedding_info *enc_model_embedding(const enc_model *m)
+{
+    return m && m->embed ? &m->embed->info : NULL;
+}
+
+int enc_model_seed_embedding(enc_model *m, int vocab_size, int max_positions, uint64_t seed,
+                             enc_error *err)
+{
+    if (m->embed)
+        return enc_error_set(err, ENC_EINVAL, "the model has an embedding module already");
+    if (vocab_size < 1 || max_positions < 1)
+        return enc_error_set(err, ENC_EINVAL,
+                             "a seeded embedding module needs vocab_size and max_positions of at "
+                             "least 1 (got %d and %d)",
+                             vocab_size, max_positions);
+    const int D = m->hp.d_model;
+    const embed_config cfg = {.vocab_size = vocab_size,
+                              .type_vocab_size = 2,
+                              .max_positions = max_positions,
+                              .embedding_size = D,
+                              .pos = EMBED_POS_SINUSOIDAL,
+                              .eps = m->hp.layer_norm_eps,
+                              .norm_bias = true};
+    embed_module *e = embed_new(&cfg, D, err);
+    if (!e)
+        return err->status;
+    static const char *const names[] = {"embeddings.word_embeddings.weight",
+                                        "embeddings.token_type_embeddings.weight",
+                                        "embeddings.position_embeddings.weight",
+                                        "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (embed_add_name(e, names[i]) < 0) {
+            embed_free(e);
+            return enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module");
+        }
+    rng_stream r;
+    rng_init(&r, seed, EMBED_SEED_LAYER, EMBED_SEED_TYPE);
+    for (size_t i = 0; i < 2 * (size_t)D; i++)
+        e->type[i] = rng_uniform(&r, EMBED_SEED_BOUND);
+    for (int j = 0; j < D; j++) /* the bias stays 0 from mem_zalloc */
+        e->ln_w[j] = 1.0f;
+    embed_sinusoidal(e);
+    e->word_seeded = true;
+    e->word_seed = seed;
+    e->word_dtype = EMBED_F32;
+    embed_finish(e, &m->hp);
+    m->embed = e;
+    return ENC_OK;
 }

@@ -1,9 +1,11 @@
 /* naive.c - the encoder in plain loops and double precision, one sequence at
  * a time, no BLAS and no packing: the obviously correct reference the fast
  * path in forward.c is tested against.  It shares no code with it. */
-#include "internal.h"
-#include "load/safetensors.h"
 #include "base/rng.h"
+#include "kernels/mask.h"
+#include "load/safetensors.h"
+#include "model/embed.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -62,7 +64,7 @@ static bool naive_is_global(const enc_mask *mk, int p)
 }
 
 /* BigBird's blocks: is kb one of query block qb's random blocks?  The
- * generator is the definition (blocks_random); the rest is written out
+ * generator is the definition (mask_blocks_random); the rest is written out
  * here. */
 static bool naive_random_block(const enc_blocks_pattern *p, int len, int qb, int kb)
 {
@@ -71,7 +73,7 @@ static bool naive_random_block(const enc_blocks_pattern *p, int len, int qb, int
     int *out = malloc(((size_t)(p->random < nb ? p->random : nb) + 1) * sizeof *out);
     bool found = false;
     if (cand && out) {
-        const int k = blocks_random(p, nb, qb, cand, out);
+        const int k = mask_blocks_random(p, nb, qb, cand, out);
         for (int r = 0; r < k; r++)
             found |= out[r] == kb;
     }

@@ -3,7 +3,10 @@
  * buffer pool, mapped ahead for every thread that may call it. */
 #include "model/workspace.h"
 
+#include "kernels/attention.h"
 #include "kernels/simd.h"
+#include "model/embed.h"
+#include "model/model.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -226,7 +229,7 @@ float *workspace_gemm_scratch(enc_workspace *ws, int tid)
     return ws->gemm + (size_t)tid * (align64(gemm_scratch_bytes()) / sizeof(float));
 }
 
-size_t seq_gather_floats(const bm_seq *bs, int E)
+size_t workspace_seq_gather_floats(const bm_seq *bs, int E)
 {
     return attention_gather_floats(bs->n_gcols, E) +
            (bs->stride ? attention_residue_floats(bs->len, bs->stride, bs->stride, E) : 0);
@@ -247,12 +250,12 @@ static bool grow_floats(float **buf, size_t *cap, size_t need)
     return true;
 }
 
-size_t job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
-                         const enc_blockmask *const *lbms, int j, int b)
+size_t workspace_job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
+                                   const enc_blockmask *const *lbms, int j, int b)
 {
-    size_t f = seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
+    size_t f = workspace_seq_gather_floats(&bms[j]->seqs[b], m->head_dim);
     if (lbms) {
-        const size_t lf = seq_gather_floats(&lbms[j]->seqs[b], m->head_dim);
+        const size_t lf = workspace_seq_gather_floats(&lbms[j]->seqs[b], m->head_dim);
         f = lf > f ? lf : f;
     }
     return (size_t)m->hp.n_kv_heads * f;
@@ -267,7 +270,7 @@ int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
     bool residue = false;
     for (int j = 0; j < n; j++)
         for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++) {
-            gather += job_gather_floats(m, bms, lbms, j, b);
+            gather += workspace_job_gather_floats(m, bms, lbms, j, b);
             residue |= bms[j]->seqs[b].stride > 0;
         }
     ws->gathering = gather > 0;

@@ -3,7 +3,8 @@
 #ifndef ATTND_WORKSPACE_H
 #define ATTND_WORKSPACE_H
 
-#include "internal.h"
+#include "kernels/blockmask.h"
+#include "kernels/gemm.h"
 #include "model/team.h"
 
 #include <stdbool.h>
@@ -109,11 +110,11 @@ int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
 
 /* Floats of one key/value head's gathered area of a sequence: its gathered
  * columns, then its residue classes. */
-size_t seq_gather_floats(const bm_seq *bs, int E);
+size_t workspace_seq_gather_floats(const bm_seq *bs, int E);
 /* Floats of sequence b of job j's gathered area, every key/value head: the
  * larger of its global and local layers' (lbms NULL: no local layers). */
-size_t job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
-                         const enc_blockmask *const *lbms, int j, int b);
+size_t workspace_job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
+                                   const enc_blockmask *const *lbms, int j, int b);
 
 /* Thread tid's packed-GEMM scratch (gemm_scratch_bytes, 64-byte aligned). */
 float *workspace_gemm_scratch(enc_workspace *ws, int tid);
