@@ -128,7 +128,7 @@ ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP -Icore -Iconf
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
 # ---- sources ---------------------------------------------------------------
-CORE_SRC  := $(wildcard core/*.c core/tokenizer/*.c)
+CORE_SRC  := $(wildcard core/*.c core/*/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB  := $(BUILD)/libattnd_core.a
 
@@ -270,7 +270,7 @@ docs-check:
 # http/.
 .PHONY: layers-check
 layers-check:
-	@bad=$$( { grep -lE '#include "(protocol|http|codec|runtime|config)/' core/*.[ch] core/tokenizer/*.[ch]; \
+	@bad=$$( { grep -lE '#include "(protocol|http|codec|runtime|config)/' core/*.[ch] core/*/*.[ch]; \
 	  grep -lE '#include "(protocol|http|runtime)/' server/codec/*.[ch]; \
 	  grep -lE '#include "(protocol|http)/' server/runtime/*.[ch]; \
 	  grep -lE '#include "http/' server/protocol/*.[ch]; } 2>/dev/null ); \
@@ -339,7 +339,7 @@ docs-examples:
 # explicit <a id>; a source comment's docs/NAME.md, "Section" names a
 # heading the page has; no page's prose names an issue, a session, a commit
 # or a count the code can print: tests/docs/links.mjs.
-DOCS_POINTERS := $(wildcard core/*.[ch] core/tokenizer/*.[ch] config/*.[ch] server/*.c \
+DOCS_POINTERS := $(wildcard core/*.[ch] core/*/*.[ch] config/*.[ch] server/*.c \
   server/*/*.[ch] tests/*.[ch] tests/*/*.mjs tests/*/*.js tools/*.py tools/*.sh bench/*.sh \
   bench/*.py bench/*.c bench/parts/*.sh) Makefile
 docs-links:
@@ -589,7 +589,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
 
 format:
-	clang-format -i core/*.[ch] core/tokenizer/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
+	clang-format -i core/*.[ch] core/*/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c
 
 clean:
 	rm -rf build

@@ -13,7 +13,7 @@
  *   bench_core linears --batch B --len L [options]
  *                                        the block's four Linears alone, on
  *                                        the core's packed kernel and team
- *                                        (core/gemm.h, core/team.h), split
+ *                                        (core/kernels/gemm.h, core/model/team.h), split
  *                                        as the forward splits them: the
  *                                        forward's ceiling, GFLOP/s
  * options: --threads T (2): enc_set_threads(T) for "core", OpenBLAS threads
@@ -54,9 +54,9 @@
 #include "bench_util.h"
 #include "encoder.h"
 
-#include "gemm.h"
-#include "simd.h"
-#include "team.h"
+#include "kernels/gemm.h"
+#include "kernels/simd.h"
+#include "model/team.h"
 
 #include <cblas.h>
 #include <pthread.h>

@@ -21,7 +21,7 @@
 #define ATTND_CONFIG_H
 
 #include "encoder.h"
-#include "pooling.h"
+#include "model/pooling.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -26,7 +26,7 @@
 #ifndef ATTND_ENCODER_H
 #define ATTND_ENCODER_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -310,7 +310,7 @@ typedef enum enc_attn_mask_kind {
 /* BigBird's block-sparse pattern (Zaheer et al. 2020).  With qb = i / size and
  * kb = j / size, query i may see key j when |qb - kb| <= window, qb < global,
  * kb < global, or kb is one of the `random` key blocks drawn for qb
- * (core/mask.c's blocks_random says how they are drawn).
+ * (core/kernels/mask.c's mask_blocks_random says how they are drawn).
  * size 0 = off. */
 typedef struct enc_blocks_pattern {
     int size;      /* tokens per block, >= 1 */
@@ -500,7 +500,7 @@ void enc_platform_get(enc_platform *p);
 
 /* The most forward threads, over all workspaces alive together, that m's
  * forwards can run without OpenBLAS running out of the buffers reserved for
- * them (core/workspace.c says why): 2 x OpenBLAS's MAX_THREADS less its own
+ * them (core/model/workspace.c says why): 2 x OpenBLAS's MAX_THREADS less its own
  * threads (127 with Debian's build on 2 CPUs) when the forwards call
  * OpenBLAS (a CPU without AVX-512, valgrind, simd_set_enabled(false)), else
  * INT_MAX. */

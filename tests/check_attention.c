@@ -1,8 +1,11 @@
 /* check_attention.c - attention against worked examples: the textbook's
  * "the ring fell", hand-written mask patterns and softmax rows. */
-#include "internal.h"
-#include "simd.h"
-#include "vecmath.h"
+#include "kernels/attention.h"
+#include "kernels/mask.h"
+#include "kernels/ops.h"
+#include "model/model.h"
+#include "kernels/simd.h"
+#include "kernels/vecmath.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -117,7 +120,7 @@ START_TEST(test_mask_window_global)
     seq_mask sm = no_mask(6);
     sm.window_left = 1;
     sm.window_right = 2;
-    sm.pattern = true; /* what seq_mask_for sets for a window */
+    sm.pattern = true; /* what blockmask_seq_mask sets for a window */
     uint8_t g[6] = {0, 0, 0, 0, 1, 0};
     sm.is_global = g;
     const char *rows[6] = {"111010", "111110", "011110", "001111", "111111", "000011"};
@@ -185,19 +188,19 @@ START_TEST(test_softmax_rows)
 {
     use_simd(_i);
     float s[3] = {0.0f, -INFINITY, logf(3.0f)};
-    softmax_row(s, 3, NULL);
+    ops_softmax_row(s, 3, NULL);
     ck_assert_float_eq_tol(s[0], 0.25f, 1e-7f);
     ck_assert_float_eq(s[1], 0.0f);
     ck_assert_float_eq_tol(s[2], 0.75f, 1e-7f);
 
     float none[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    softmax_row(none, 4, NULL);
+    ops_softmax_row(none, 4, NULL);
     for (int j = 0; j < 4; j++)
         ck_assert(none[j] == 0.0f); /* zeros, never NaN */
 
     /* Max subtraction: huge scores do not overflow. */
     float big[2] = {1e30f, 1e30f};
-    softmax_row(big, 2, NULL);
+    ops_softmax_row(big, 2, NULL);
     ck_assert_float_eq(big[0], 0.5f);
     simd_set_enabled(true);
 }
@@ -229,12 +232,12 @@ START_TEST(test_softmax_against_double)
             sum += want[j] = s[j] == -INFINITY ? 0.0 : exp((double)s[j] - max);
         for (int j = 0; j < n; j++)
             c[j] = NAN;
-        softmax_row(s, n, c);
+        ops_softmax_row(s, n, c);
         /* online: keys [0, h) then [h, n) */
         const int h = n / 3;
         float m = -INFINITY, z = 0.0f;
-        softmax_block(o, h, &m, &z);
-        const float alpha = softmax_block(o + h, n - h, &m, &z);
+        ops_softmax_block(o, h, &m, &z);
+        const float alpha = ops_softmax_block(o + h, n - h, &m, &z);
         for (int j = 0; j < h; j++)
             o[j] *= alpha;
         for (int j = 0; j < n; j++) {
@@ -251,23 +254,23 @@ START_TEST(test_softmax_against_double)
         /* NaN anywhere, or +inf: the whole row NaN; no key allowed: zeros */
         for (int j = 0; j < n; j++)
             s[j] = j == n / 2 ? NAN : 1.0f;
-        softmax_row(s, n, NULL);
+        ops_softmax_row(s, n, NULL);
         for (int j = 0; j < n; j++)
             ck_assert_msg(isnan(s[j]), "n %d: NaN row key %d is %g", n, j, (double)s[j]);
         for (int j = 0; j < n; j++)
             s[j] = j == n / 2 ? NAN : 1.0f;
-        softmax_row(s, n, c);
+        ops_softmax_row(s, n, c);
         for (int j = 0; j < n; j++)
             ck_assert_msg(isnan(c[j]), "n %d: NaN row's copy key %d is %g", n, j, (double)c[j]);
         for (int j = 0; j < n; j++)
             s[j] = j == n - 1 ? INFINITY : -INFINITY;
-        softmax_row(s, n, NULL);
+        ops_softmax_row(s, n, NULL);
         ck_assert(isnan(s[0]));
         for (int j = 0; j < n; j++) {
             s[j] = -INFINITY;
             c[j] = NAN;
         }
-        softmax_row(s, n, c);
+        ops_softmax_row(s, n, c);
         for (int j = 0; j < n; j++)
             ck_assert(s[j] == 0.0f && c[j] == 0.0f);
         free(c);
@@ -289,8 +292,8 @@ START_TEST(test_activations_against_double)
     for (int a = ENC_ACT_RELU; a <= ENC_ACT_GELU_TANH; a++) {
         for (int i = 0; i < n; i++)
             x[i] = -9.0f + 1e-4f * (float)i;
-        activation_forward(x, (size_t)n, (enc_activation)a);
-        activation_forward(x, 0, (enc_activation)a); /* nothing to do */
+        ops_activation(x, (size_t)n, (enc_activation)a);
+        ops_activation(x, 0, (enc_activation)a); /* nothing to do */
         double worst = 0.0;
         for (int i = 0; i < n; i++) {
             const double v = -9.0f + 1e-4f * (float)i;
@@ -314,12 +317,12 @@ START_TEST(test_layernorm_extremes)
 {
     /* No finite input overflows: +-3e38 normalise to +-1. */
     float x[4] = {3e38f, -3e38f, 3e38f, -3e38f}, w[4] = {1, 1, 1, 1}, y[4];
-    layernorm_forward(y, x, w, NULL, 1, 4, 1e-5f);
+    ops_layernorm(y, x, w, NULL, 1, 4, 1e-5f);
     for (int j = 0; j < 4; j++)
         ck_assert_float_eq_tol(y[j], (j % 2) ? -1.0f : 1.0f, 1e-6f);
     /* Identical values: zero variance gives zeros (then the bias). */
     float c[3] = {7, 7, 7}, b[3] = {0.5f, 0.5f, 0.5f}, yc[3];
-    layernorm_forward(yc, c, w, b, 1, 3, 1e-5f);
+    ops_layernorm(yc, c, w, b, 1, 3, 1e-5f);
     for (int j = 0; j < 3; j++)
         ck_assert_float_eq(yc[j], 0.5f);
 }
@@ -329,11 +332,11 @@ START_TEST(test_activations_worked)
 {
     /* Values from the definitions: gelu(1) = Phi(1) = 0.8413447, gelu_tanh(1) =
      * 0.5 (1 + tanh(0.7978846 * 1.044715)) = 0.8411920. */
-    ck_assert_float_eq_tol(activation_value(1.0f, ENC_ACT_GELU), 0.8413447f, 1e-6f);
-    ck_assert_float_eq_tol(activation_value(1.0f, ENC_ACT_GELU_TANH), 0.8411920f, 1e-6f);
-    ck_assert_float_eq_tol(activation_value(-1.0f, ENC_ACT_GELU), -0.1586553f, 1e-6f);
-    ck_assert_float_eq(activation_value(-2.0f, ENC_ACT_RELU), 0.0f);
-    ck_assert_float_eq(activation_value(2.5f, ENC_ACT_RELU), 2.5f);
+    ck_assert_float_eq_tol(ops_activation_value(1.0f, ENC_ACT_GELU), 0.8413447f, 1e-6f);
+    ck_assert_float_eq_tol(ops_activation_value(1.0f, ENC_ACT_GELU_TANH), 0.8411920f, 1e-6f);
+    ck_assert_float_eq_tol(ops_activation_value(-1.0f, ENC_ACT_GELU), -0.1586553f, 1e-6f);
+    ck_assert_float_eq(ops_activation_value(-2.0f, ENC_ACT_RELU), 0.0f);
+    ck_assert_float_eq(ops_activation_value(2.5f, ENC_ACT_RELU), 2.5f);
 }
 END_TEST
 

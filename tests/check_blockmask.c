@@ -2,8 +2,10 @@
  * the tile arithmetic of each pattern, the CSR lists against a predicate
  * written here from the definitions, and the tiled attention against the
  * naive reference on sequences long enough to have many tiles. */
-#include "internal.h"
-#include "simd.h"
+#include "kernels/blockmask.h"
+#include "kernels/mask.h"
+#include "model/model.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -39,15 +41,15 @@ static uint64_t forward_scores(const enc_model *m, const enc_batch *in)
     return res.scores;
 }
 
-/* Keys of the key tiles (ENC_TILE_K wide, cut at len) that meet [lo, hi]. */
+/* Keys of the key tiles (BM_TILE_K wide, cut at len) that meet [lo, hi]. */
 static uint64_t tile_keys(int lo, int hi, int len)
 {
     lo = MAX2(lo, 0);
     hi = MIN2(hi, len - 1);
     if (lo > hi)
         return 0;
-    const int k0 = lo / ENC_TILE_K * ENC_TILE_K;
-    const int k1 = MIN2((hi / ENC_TILE_K + 1) * ENC_TILE_K, len);
+    const int k0 = lo / BM_TILE_K * BM_TILE_K;
+    const int k1 = MIN2((hi / BM_TILE_K + 1) * BM_TILE_K, len);
     return (uint64_t)(k1 - k0);
 }
 
@@ -79,21 +81,21 @@ START_TEST(test_scores_window_causal_blocks)
         enc_batch in = batch_plain(x, 1, len, NULL);
         in.mask.window_left = in.mask.window_right = w;
         uint64_t want = 0;
-        for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
-            const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+        for (int q0 = 0; q0 < len; q0 += BM_TILE_Q) {
+            const int q1 = MIN2(q0 + BM_TILE_Q, len);
             want += (uint64_t)(q1 - q0) * tile_keys(q0 - w, q1 - 1 + w, len);
         }
         const uint64_t got = forward_scores(m, &in);
         ck_assert_uint_eq(got, want * 4 * 2);
-        /* the bound: H L (2w + 1 + 2T) per layer, T = ENC_TILE_Q */
-        ck_assert_uint_le(got, 4ull * 2 * len * (2 * w + 1 + 2 * ENC_TILE_Q));
+        /* the bound: H L (2w + 1 + 2T) per layer, T = BM_TILE_Q */
+        ck_assert_uint_le(got, 4ull * 2 * len * (2 * w + 1 + 2 * BM_TILE_Q));
     }
     {
         enc_batch in = batch_plain(x, 1, len, NULL);
         in.mask.causal = true;
         uint64_t want = 0;
-        for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
-            const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+        for (int q0 = 0; q0 < len; q0 += BM_TILE_Q) {
+            const int q1 = MIN2(q0 + BM_TILE_Q, len);
             want += (uint64_t)(q1 - q0) * tile_keys(0, q1 - 1, len);
         }
         ck_assert_uint_eq(forward_scores(m, &in), want * 4 * 2);
@@ -126,8 +128,8 @@ END_TEST
 static uint64_t window_keys(int len, int w)
 {
     uint64_t want = 0;
-    for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
-        const int q1 = MIN2(q0 + ENC_TILE_Q, len);
+    for (int q0 = 0; q0 < len; q0 += BM_TILE_Q) {
+        const int q1 = MIN2(q0 + BM_TILE_Q, len);
         want += (uint64_t)(q1 - q0) * tile_keys(q0 - w, q1 - 1 + w, len);
     }
     return want;
@@ -238,7 +240,7 @@ static int *case_random(const pattern_case *pc, int *rk)
     int *rnd = xcalloc((size_t)nb * *rk + 1, sizeof *rnd);
     int *cand = xcalloc((size_t)nb + 1, sizeof *cand);
     for (int qb = 0; qb < nb; qb++) {
-        const int k = blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * *rk);
+        const int k = mask_blocks_random(&pc->blocks, nb, qb, cand, rnd + (size_t)qb * *rk);
         for (int r = k; r < *rk; r++)
             rnd[(size_t)qb * *rk + r] = -1;
     }
@@ -583,7 +585,7 @@ START_TEST(test_random_blocks_draw)
         enc_blocks_pattern p = {.size = 16, .window = 2, .global = 2, .random = r, .seed = 7};
         int differ = 0;
         for (int qb = 0; qb < nb; qb++) {
-            const int ka = blocks_random(&p, nb, qb, cand, a);
+            const int ka = mask_blocks_random(&p, nb, qb, cand, a);
             int candidates = 0;
             for (int kb = p.global; kb < nb; kb++)
                 candidates += abs(qb - kb) > p.window;
@@ -593,11 +595,11 @@ START_TEST(test_random_blocks_draw)
                 ck_assert_int_gt(abs(qb - a[k]), p.window);
                 ck_assert(k == 0 || a[k] > a[k - 1]); /* distinct, ascending */
             }
-            const int again = blocks_random(&p, nb, qb, cand, b);
+            const int again = mask_blocks_random(&p, nb, qb, cand, b);
             ck_assert_int_eq(again, ka);
             ck_assert_mem_eq(a, b, (size_t)ka * sizeof *a);
             p.seed = 8;
-            ck_assert_int_eq(blocks_random(&p, nb, qb, cand, b), ka);
+            ck_assert_int_eq(mask_blocks_random(&p, nb, qb, cand, b), ka);
             differ += ka > 0 && memcmp(a, b, (size_t)ka * sizeof *a) != 0;
             p.seed = 7;
         }
@@ -606,7 +608,7 @@ START_TEST(test_random_blocks_draw)
     }
     /* fewer candidates than asked: all of them */
     enc_blocks_pattern p = {.size = 1, .window = 1, .global = 0, .random = 5, .seed = 1};
-    ck_assert_int_eq(blocks_random(&p, 4, 0, cand, a), 2); /* blocks 2 and 3 */
+    ck_assert_int_eq(mask_blocks_random(&p, 4, 0, cand, a), 2); /* blocks 2 and 3 */
     ck_assert_int_eq(a[0], 2);
     ck_assert_int_eq(a[1], 3);
 }

@@ -1,5 +1,5 @@
 /* check_checkpoint.c - Hugging Face encoder directories (model.dir,
- * core/checkpoint.c): the directories of tests/fixtures/hf (written by
+ * core/load/checkpoint.c): the directories of tests/fixtures/hf (written by
  * tools/make_hf_fixtures.py in every architecture's naming, with their
  * embedding, pooler and head tensors) against PyTorch's outputs, against
  * the same weights under PyTorch's names bit for bit, the files and
@@ -13,9 +13,10 @@
 #include "config.h"
 #include "daemon.h"
 #include "hf_util.h"
-#include "internal.h"
-#include "safetensors.h"
-#include "sha256.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "load/safetensors.h"
+#include "load/sha256.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

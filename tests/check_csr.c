@@ -49,8 +49,8 @@ typedef struct pattern {
     bool causal;
 } pattern;
 
-/* BigBird's random blocks of query block qb, drawn as core/mask.c's
- * blocks_random draws them, written out again here. */
+/* BigBird's random blocks of query block qb, drawn as core/kernels/mask.c's
+ * mask_blocks_random draws them, written out again here. */
 static bool random_block(const pattern *p, int n_blocks, int qb, int kb)
 {
     if (qb < p->bg || p->br == 0)

@@ -6,10 +6,10 @@
  * loop on bfloat16-rounded inputs in check_gemm.c.  Each test runs on
  * the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without
  * AVX-512F (valgrind) only the latter, and the test says so. */
-#include "gemm.h"
-#include "internal.h"
-#include "safetensors.h"
-#include "simd.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "load/safetensors.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -243,7 +243,7 @@ START_TEST(test_fixture_directories)
 }
 END_TEST
 
-/* Attention's products in bfloat16 on each of its paths (core/attention.c):
+/* Attention's products in bfloat16 on each of its paths (core/kernels/attention.c):
  * the online softmax without weights and the whole rows with them, a
  * window with global tokens (the tiles, the gathered columns), the
  * strided pattern (the residue classes) and BigBird's blocks, each with

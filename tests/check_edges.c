@@ -4,12 +4,13 @@
  * model shapes: each forward either gives finite outputs and attention
  * weights or fails with ENC_ENUMERIC (the daemon's 400); inputs of ordinary
  * size must succeed.  Also the kernels' overflow cases on their own. */
-#include "internal.h"
-#include "simd.h"
+#include "kernels/ops.h"
+#include "model/model.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
+#include "kernels/vecmath.h"
 #include "timing.h"
-#include "vecmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -32,7 +33,7 @@ START_TEST(test_exp_nan)
             float x[19];
             for (int i = 0; i < 19; i++)
                 x[i] = i == 17 ? nan_in : 1.0f;
-            activation_forward(x, 19, (enc_activation)a);
+            ops_activation(x, 19, (enc_activation)a);
             ck_assert_msg(a == ENC_ACT_RELU ? x[17] == 0.0f : isnan(x[17]),
                           "activation %d of NaN gave %g (simd %d)", a, (double)x[17], on);
             ck_assert(isfinite(x[16]) && isfinite(x[18]));
@@ -48,16 +49,16 @@ START_TEST(test_softmax_inf_score)
 {
     simd_set_enabled(_i == 0); /* the AVX-512 form, then the portable one */
     float a[3] = {INFINITY, 1.0f, -INFINITY};
-    softmax_row(a, 3, NULL);
+    ops_softmax_row(a, 3, NULL);
     for (int j = 0; j < 3; j++)
         ck_assert_msg(isnan(a[j]), "a[%d] = %g", j, (double)a[j]);
     float b[2] = {INFINITY, INFINITY};
-    softmax_row(b, 2, NULL);
+    ops_softmax_row(b, 2, NULL);
     ck_assert(isnan(b[0]) && isnan(b[1]));
     /* A finite row still works: -inf keys get exactly 0, a key 6e38 below the
      * maximum next to nothing (exp_approx floors at 2^-126). */
     float c[3] = {3e38f, -3e38f, -INFINITY};
-    softmax_row(c, 3, NULL);
+    ops_softmax_row(c, 3, NULL);
     ck_assert_float_eq(c[0], 1.0f);
     ck_assert(c[1] >= 0.0f && c[1] < 1e-37f);
     ck_assert_float_eq(c[2], 0.0f);

@@ -1,4 +1,4 @@
-/* check_embed.c - the embedding module (core/embed.c): token ids to the
+/* check_embed.c - the embedding module (core/model/embed.c): token ids to the
  * stack's input.  The fixture directories' ids.safetensors
  * (tools/make_hf_fixtures.py, tools/make_modernbert_fixtures.py:
  * transformers' embedding modules written out in torch) from input_ids
@@ -8,9 +8,10 @@
  * lookup, F32 mapped from the file, not copied); the directories the binding
  * refuses or loads without a module. */
 #include "hf_util.h"
-#include "internal.h"
-#include "safetensors.h"
-#include "simd.h"
+#include "model/embed.h"
+#include "model/model.h"
+#include "load/safetensors.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

@@ -1,13 +1,15 @@
-/* check_gemm.c - the prepacked Linear GEMM (core/gemm.c) against a plain
+/* check_gemm.c - the prepacked Linear GEMM (core/kernels/gemm.c) against a plain
  * double-precision loop: odd sizes on every edge of its blocking (rows not a
  * multiple of 12, columns not a multiple of 32, K over one 768 block, K
  * with and without the copy into strips), bias
  * and activation, thread shares of panels, and rows that do not depend on
  * the rest of the batch. */
-#include "internal.h"
-#include "simd.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/simd.h"
+#include "model/model.h"
 #include "suites.h"
-#include "team.h"
+#include "model/team.h"
 #include "test_util.h"
 #include "timing.h"
 
@@ -25,7 +27,7 @@ static void reference(float *out, const float *in, const float *w, const float *
             double s = b ? b[n] : 0.0;
             for (int k = 0; k < K; k++)
                 s += (double)in[(size_t)i * K + k] * w[(size_t)n * K + k];
-            out[(size_t)i * N + n] = act ? activation_value((float)s, *act) : (float)s;
+            out[(size_t)i * N + n] = act ? ops_activation_value((float)s, *act) : (float)s;
         }
 }
 
@@ -399,7 +401,7 @@ START_TEST(test_packed_glu)
         for (int n = 0; n < F; n++) {
             const double u = h[(size_t)i * N + n], g = h[(size_t)i * N + F + n];
             const double a =
-                ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u)) : activation_value((float)u, act);
+                ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u)) : ops_activation_value((float)u, act);
             d = fmax(d, fabs(out[(size_t)i * N + n] - a * g));
             /* the gate's columns keep the gate */
             d = fmax(d, fabs(out[(size_t)i * N + F + n] - g));

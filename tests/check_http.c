@@ -5,7 +5,7 @@
 #include "codec/base64.h"
 #include "protocol/api.h"
 #include "protocol/v1.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

@@ -1,10 +1,11 @@
 /* check_model.c - building models: seeded weights against an independent
  * Python implementation of the documented scheme, parameter counts worked by
  * hand, and weights files refused with the tensor named. */
-#include "internal.h"
+#include "model/embed.h"
+#include "model/model.h"
 #include "runtime/pool.h"
-#include "sha256.h"
-#include "simd.h"
+#include "load/sha256.h"
+#include "kernels/simd.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -382,7 +383,7 @@ START_TEST(test_wrong_hparams_for_file)
 }
 END_TEST
 
-/* OpenBLAS's buffer pool, as core/forward.c reaches it. */
+/* OpenBLAS's buffer pool, as core/model/forward.c reaches it. */
 extern void *blas_memory_alloc(int procpos) __attribute__((weak));
 extern void blas_memory_free(void *area) __attribute__((weak));
 

@@ -13,7 +13,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "hf_util.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

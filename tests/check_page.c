@@ -5,7 +5,7 @@
  * against the textbook's numbers.  The page's behaviour in a browser is
  * tests/page/page_test.mjs (make test-page). */
 #include "daemon.h"
-#include "sha256.h"
+#include "load/sha256.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

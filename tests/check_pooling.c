@@ -1,13 +1,13 @@
-/* check_pooling.c - core/pooling.c: sentence embeddings against
+/* check_pooling.c - core/model/pooling.c: sentence embeddings against
  * sentence-transformers' Pooling and Normalize as tools/make_text_fixtures.py
  * computes them (float64, from PyTorch's last_hidden_state), worked
  * examples of each mode and of the Matryoshka cut, and the
  * sentence-transformers files of a directory: both forms of
  * 1_Pooling/config.json, Normalize, and the refusals. */
-#include "pooling.h"
+#include "model/pooling.h"
 
 #include "hf_util.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

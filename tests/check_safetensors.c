@@ -2,7 +2,7 @@
  * tools/make_bad_safetensors.py: every good file read back and compared with
  * good/expected.json, every bad file refused with the message in
  * bad/expected.json, plus the in-memory parser and the half-float widening. */
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "timing.h"
 

@@ -1,7 +1,7 @@
-/* check_sha256.c - the weights file's fingerprint (core/sha256.c, nettle's
+/* check_sha256.c - the weights file's fingerprint (core/load/sha256.c, nettle's
  * SHA-256) against the FIPS 180-2 / NIST vectors and padding edge lengths
  * whose digests come from an independent implementation. */
-#include "sha256.h"
+#include "load/sha256.h"
 #include "suites.h"
 #include "timing.h"
 

@@ -1,7 +1,7 @@
-/* check_team.c - the fork-join team (core/team.h): every thread takes its
+/* check_team.c - the fork-join team (core/model/team.h): every thread takes its
  * share of every run, also after team_rest has put the helpers to sleep,
  * and team_split covers the rows exactly once. */
-#include "team.h"
+#include "model/team.h"
 #include "suites.h"
 #include "timing.h"
 

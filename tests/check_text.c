@@ -10,7 +10,7 @@
 #include "timing.h"
 #include "torch_fixture.h"
 
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "codec/base64.h"
 
 #include <jansson.h>

@@ -3,9 +3,10 @@
  * nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.MultiheadAttention or
  * torch's functional ops) through the fast path and the naive reference. */
 #include "encoder.h"
-#include "internal.h"
-#include "simd.h"
-#include "safetensors.h"
+#include "kernels/mask.h"
+#include "model/model.h"
+#include "kernels/simd.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -307,7 +308,7 @@ static void check_csr(torch_case *c)
         int *cand = xcalloc((size_t)nb, sizeof *cand),
             *got = xcalloc((size_t)p->random + 1, sizeof *got);
         for (int qb = 0; qb < nb; qb++) {
-            const int k = blocks_random(p, nb, qb, cand, got);
+            const int k = mask_blocks_random(p, nb, qb, cand, got);
             for (int r = 0; r < p->random; r++)
                 ck_assert_msg((r < k ? got[r] : -1) == (int)table[(size_t)qb * p->random + r],
                               "%s: query block %d random block %d: %d, the script's %d", c->name,

@@ -9,7 +9,7 @@
  * binary_data_size, binary_data, binary_data_output; little-endian,
  * row-major, in input / output order after the JSON). */
 #include "daemon.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

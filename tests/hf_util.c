@@ -2,8 +2,8 @@
 #include "hf_util.h"
 
 #include "daemon.h"
-#include "safetensors.h"
-#include "sha256.h"
+#include "load/safetensors.h"
+#include "load/sha256.h"
 #include "test_util.h"
 #include "torch_fixture.h"
 

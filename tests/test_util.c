@@ -1,7 +1,7 @@
 /* test_util.c - helpers for the Check suites. */
 #include "test_util.h"
 
-#include "internal.h"
+#include "kernels/blockmask.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,10 +91,10 @@ uint64_t band_tile_scores(int len, int w, bool causal)
     if (w >= len - 1 && !causal)
         return (uint64_t)len * (uint64_t)len;
     uint64_t n = 0;
-    for (int q0 = 0; q0 < len; q0 += ENC_TILE_Q) {
-        const int q1 = q0 + ENC_TILE_Q < len ? q0 + ENC_TILE_Q : len;
-        for (int k0 = 0; k0 < len; k0 += ENC_TILE_K) {
-            const int k1 = k0 + ENC_TILE_K < len ? k0 + ENC_TILE_K : len;
+    for (int q0 = 0; q0 < len; q0 += BM_TILE_Q) {
+        const int q1 = q0 + BM_TILE_Q < len ? q0 + BM_TILE_Q : len;
+        for (int k0 = 0; k0 < len; k0 += BM_TILE_K) {
+            const int k1 = k0 + BM_TILE_K < len ? k0 + BM_TILE_K : len;
             bool any = false; /* some pair (i, j) with |i - j| <= w (and j <= i) */
             for (int i = q0; i < q1 && !any; i++)
                 for (int j = k0; j < k1 && !any; j++)

@@ -49,7 +49,7 @@ void *xcalloc(size_t n, size_t size);
 
 /* Scores a layer whose mask is |i - j| <= w (and j <= i when causal)
  * computes for a sequence of len tokens, from the block mask's tile rule
- * written out: a tile of ENC_TILE_Q query rows x ENC_TILE_K keys is scored
+ * written out: a tile of BM_TILE_Q query rows x BM_TILE_K keys is scored
  * whole when it holds an allowed pair; len^2 at most (then it runs dense). */
 uint64_t band_tile_scores(int len, int w, bool causal);
 

@@ -5,7 +5,7 @@
 #define ATTND_TESTS_TORCH_FIXTURE_H
 
 #include "encoder.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 
 #include <stddef.h>
 

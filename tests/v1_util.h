@@ -8,7 +8,7 @@
 #define ATTND_TESTS_V1_UTIL_H
 
 #include "protocol/v1.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 #include "test_util.h"
 
 #include <jansson.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/seed/expected.json: every parameter of a few seeded
 models, computed by an independent Python implementation of the scheme that
-attnd uses for models built without a weights file (core/model.c):
+attnd uses for models built without a weights file (core/model/model.c):
 
   stream(seed, layer, tensor): splitmix64 with state
       seed XOR (0x9E3779B97F4A7C15 * (layer * 16 + tensor + 1))  (mod 2^64)

@@ -105,11 +105,6 @@ bool tok_is_numeric(uint32_t c)
     return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
 }
 
-bool tok_is_alphanumeric(uint32_t c)
-{
-    return tok_is_alphabetic(c) || tok_is_numeric(c);
-}
-
 /* tokenizers' is_punc: char::is_ascii_punctuation or unicode_categories'
  * is_punctuation (Pc Pd Ps Pe Pi Pf Po).  ASCII's $ + < = > ^ ` | ~ are
  * symbols in Unicode but punctuation here. */

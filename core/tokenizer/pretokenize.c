@@ -55,11 +55,6 @@ static tok_regex *regex_compile(const char *pattern, size_t len, enc_error *err,
     return r;
 }
 
-tok_regex *tok_regex_new(const char *pattern, enc_error *err, const char *what)
-{
-    return regex_compile(pattern, strlen(pattern), err, what);
-}
-
 void tok_regex_free(tok_regex *re)
 {
     if (!re)

@@ -82,7 +82,6 @@ int tok_xform_end(tok_xform *x);
 bool tok_is_whitespace(uint32_t c);   /* char::is_whitespace (White_Space) */
 bool tok_is_alphabetic(uint32_t c);   /* char::is_alphabetic (Alphabetic) */
 bool tok_is_numeric(uint32_t c);      /* char::is_numeric (Nd, Nl, No) */
-bool tok_is_alphanumeric(uint32_t c); /* is_alphabetic || is_numeric */
 bool tok_is_punctuation(uint32_t c);  /* tokenizers' is_punc: P* categories or ASCII punctuation */
 bool tok_is_control(uint32_t c);      /* tokenizers' BertNormalizer is_control */
 bool tok_is_chinese(uint32_t c);      /* BertNormalizer is_chinese_char */
@@ -93,8 +92,6 @@ bool tok_is_word(uint32_t c);            /* Rust regex's \w: alphabetic, marks, 
 /* ---- regular expressions (Oniguruma, the engine tokenizers uses) ------- */
 
 typedef struct tok_regex tok_regex;
-/* Compiles pattern (UTF-8) with tokenizers' options; NULL with err set. */
-tok_regex *tok_regex_new(const char *pattern, enc_error *err, const char *what);
 void tok_regex_free(tok_regex *re);
 /* tokenizer.json's {"String": s} or {"Regex": r} pattern (path names it),
  * compiled as tokenizers' Split and Replace do: a String is escaped
@@ -195,7 +192,7 @@ size_t tok_model_vocab_count(const tok_model *m);
 const char *tok_model_id_to_token(const tok_model *m, int32_t id);
 int32_t tok_model_token_to_id(const tok_model *m, const char *token, size_t len);
 
-/* Each model (called by tok_model_new by "type"). */
+/* Each model (called by tok_model_new, models.c, by "type"). */
 tok_model *tok_wordpiece_new(const json_t *j, const char *path, enc_error *err);
 tok_model *tok_bpe_new(const json_t *j, const char *path, enc_error *err);
 tok_model *tok_unigram_new(const json_t *j, const char *path, enc_error *err);

@@ -7,7 +7,7 @@
  * pre_tokenizers/byte_level.rs's process_offsets). */
 #include "tok_internal.h"
 
-#include "internal.h"
+#include "base/file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,7 +621,7 @@ fail:
 tok_tokenizer *tok_load(const char *path, enc_error *err)
 {
     size_t len;
-    char *text = model_read_whole(path, &len, err);
+    char *text = file_read_whole(path, &len, err);
     if (!text)
         return NULL;
     tok_tokenizer *t = tok_load_json(text, len, err);

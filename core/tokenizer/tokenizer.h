@@ -19,7 +19,7 @@
 #ifndef ATTND_TOKENIZER_H
 #define ATTND_TOKENIZER_H
 
-#include "error.h"
+#include "base/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

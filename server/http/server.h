@@ -18,7 +18,7 @@
 #include "encoder.h"
 #include "runtime/pool.h"
 #include "runtime/spin.h"
-#include "pooling.h"
+#include "model/pooling.h"
 #include "tokenizer/tokenizer.h"
 
 /* attnd's version, from the Makefile's VERSION (its one place). */

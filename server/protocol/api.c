@@ -2,7 +2,7 @@
  * the wording helpers every codec's messages use. */
 #include "protocol/api.h"
 
-#include "error.h"
+#include "base/error.h"
 
 #include <jansson.h>
 #include <stdarg.h>

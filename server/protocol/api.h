@@ -38,7 +38,7 @@ int api_error_set(api_error *err, api_error_kind kind, const char *fmt, ...)
 int api_error_status(api_error_kind kind);       /* 400, 401, ... */
 const char *api_error_type(api_error_kind kind); /* "invalid_request", ... */
 
-/* The one mapping of a core status (core/error.h) met while serving a
+/* The one mapping of a core status (core/base/error.h) met while serving a
  * request to the contract's kind: the request's input refused (EINVAL,
  * ENUMERIC, EFORMAT) 400, over a limit (ELIMIT) 413, out of memory 503,
  * anything else 500. */

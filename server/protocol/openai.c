@@ -1,6 +1,6 @@
 /* openai.c - POST /v1/embeddings, OpenAI's embeddings API: input (text or
  * token ids), model, encoding_format, dimensions, user; the sentence
- * embeddings pooled from the forward's outputs (core/pooling.c). */
+ * embeddings pooled from the forward's outputs (core/model/pooling.c). */
 #include "protocol/openai.h"
 
 #include "protocol/protocol.h"

@@ -12,7 +12,7 @@
 #define ATTND_OPENAI_H
 
 #include "codec/stream.h"
-#include "pooling.h"
+#include "model/pooling.h"
 #include "protocol/encode_request.h"
 
 #include <stdbool.h>

@@ -5,7 +5,7 @@
 #include "fuzz.h"
 
 #include "encoder.h"
-#include "safetensors.h"
+#include "load/safetensors.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,0 +1,980 @@
+/* checkpoint.c - a model's parameters bound from safetensors files by name:
+ * one PyTorch file (nn.TransformerEncoder's state_dict names), or a Hugging
+ * Face encoder directory (config.json, read by hfconfig.c, +
+ * model.safetensors, or a sharded model.safetensors.index.json), through
+ * one table per naming scheme. */
+#include "base/file.h"
+#include "load/safetensors.h"
+#include "load/sha256.h"
+#include "model/embed.h"
+#include "model/model.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+/* ---- naming schemes -------------------------------------------------------- */
+
+/* The tensors of one block, whatever a file calls them. */
+typedef enum slot {
+    S_QKV_W, /* q, k and v weights stacked */
+    S_QKV_B,
+    S_Q_W,
+    S_K_W,
+    S_V_W,
+    S_Q_B,
+    S_K_B,
+    S_V_B,
+    S_O_W,
+    S_O_B,
+    S_1_W,
+    S_1_B,
+    S_2_W,
+    S_2_B,
+    S_LN1_W, /* after attention (post-norm), or before it (pre-norm) */
+    S_LN1_B,
+    S_LN2_W, /* after the feed-forward (post-norm), or before it */
+    S_LN2_B,
+    N_SLOTS
+} slot;
+
+/* A naming scheme: what a block's names start with (then its index and a
+ * dot) and each slot's name after that; NULL where the scheme has no such
+ * tensor. */
+typedef struct naming {
+    const char *layer;
+    const char *name[N_SLOTS];
+    const char *final; /* the norm after the last layer: its weight's and bias's prefix */
+} naming;
+
+/* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
+static const naming TORCH = {"layers.",
+                             {[S_QKV_W] = "self_attn.in_proj_weight",
+                              [S_QKV_B] = "self_attn.in_proj_bias",
+                              [S_Q_W] = "self_attn.q_proj_weight",
+                              [S_K_W] = "self_attn.k_proj_weight",
+                              [S_V_W] = "self_attn.v_proj_weight",
+                              [S_O_W] = "self_attn.out_proj.weight",
+                              [S_O_B] = "self_attn.out_proj.bias",
+                              [S_1_W] = "linear1.weight",
+                              [S_1_B] = "linear1.bias",
+                              [S_2_W] = "linear2.weight",
+                              [S_2_B] = "linear2.bias",
+                              [S_LN1_W] = "norm1.weight",
+                              [S_LN1_B] = "norm1.bias",
+                              [S_LN2_W] = "norm2.weight",
+                              [S_LN2_B] = "norm2.bias"},
+                             "norm."};
+
+/* transformers' BertLayer (BertSelfAttention, BertSelfOutput,
+ * BertIntermediate, BertOutput), also RoBERTa's, XLM-R's, CamemBERT's and
+ * ELECTRA's. */
+static const naming BERT = {"encoder.layer.",
+                            {[S_Q_W] = "attention.self.query.weight",
+                             [S_Q_B] = "attention.self.query.bias",
+                             [S_K_W] = "attention.self.key.weight",
+                             [S_K_B] = "attention.self.key.bias",
+                             [S_V_W] = "attention.self.value.weight",
+                             [S_V_B] = "attention.self.value.bias",
+                             [S_O_W] = "attention.output.dense.weight",
+                             [S_O_B] = "attention.output.dense.bias",
+                             [S_1_W] = "intermediate.dense.weight",
+                             [S_1_B] = "intermediate.dense.bias",
+                             [S_2_W] = "output.dense.weight",
+                             [S_2_B] = "output.dense.bias",
+                             [S_LN1_W] = "attention.output.LayerNorm.weight",
+                             [S_LN1_B] = "attention.output.LayerNorm.bias",
+                             [S_LN2_W] = "output.LayerNorm.weight",
+                             [S_LN2_B] = "output.LayerNorm.bias"},
+                            NULL};
+
+/* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
+static const naming DISTILBERT = {"transformer.layer.",
+                                  {[S_Q_W] = "attention.q_lin.weight",
+                                   [S_Q_B] = "attention.q_lin.bias",
+                                   [S_K_W] = "attention.k_lin.weight",
+                                   [S_K_B] = "attention.k_lin.bias",
+                                   [S_V_W] = "attention.v_lin.weight",
+                                   [S_V_B] = "attention.v_lin.bias",
+                                   [S_O_W] = "attention.out_lin.weight",
+                                   [S_O_B] = "attention.out_lin.bias",
+                                   [S_1_W] = "ffn.lin1.weight",
+                                   [S_1_B] = "ffn.lin1.bias",
+                                   [S_2_W] = "ffn.lin2.weight",
+                                   [S_2_B] = "ffn.lin2.bias",
+                                   [S_LN1_W] = "sa_layer_norm.weight",
+                                   [S_LN1_B] = "sa_layer_norm.bias",
+                                   [S_LN2_W] = "output_layer_norm.weight",
+                                   [S_LN2_B] = "output_layer_norm.bias"},
+                                  NULL};
+
+/* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
+ * and ModernBertModel's final_norm; layer 0 has no attn_norm (the
+ * identity). */
+static const naming MODERNBERT = {"layers.",
+                                  {[S_QKV_W] = "attn.Wqkv.weight",
+                                   [S_QKV_B] = "attn.Wqkv.bias",
+                                   [S_O_W] = "attn.Wo.weight",
+                                   [S_O_B] = "attn.Wo.bias",
+                                   [S_1_W] = "mlp.Wi.weight",
+                                   [S_1_B] = "mlp.Wi.bias",
+                                   [S_2_W] = "mlp.Wo.weight",
+                                   [S_2_B] = "mlp.Wo.bias",
+                                   [S_LN1_W] = "attn_norm.weight",
+                                   [S_LN1_B] = "attn_norm.bias",
+                                   [S_LN2_W] = "mlp_norm.weight",
+                                   [S_LN2_B] = "mlp_norm.bias"},
+                                  "final_norm."};
+
+/* Each config.json model_type's tensor names (hfconfig.c reads its
+ * config.json): its naming scheme, and the base model's prefix in task
+ * checkpoints ("bert." in BertForMaskedLM's names). */
+typedef struct scheme {
+    const char *model_type;
+    const naming *names;
+    const char *prefix;
+} scheme;
+
+static const scheme SCHEMES[] = {
+    {"bert", &BERT, "bert."},
+    {"roberta", &BERT, "roberta."},
+    {"xlm-roberta", &BERT, "roberta."},
+    {"camembert", &BERT, "roberta."},
+    {"electra", &BERT, "electra."},
+    {"distilbert", &DISTILBERT, "distilbert."},
+    /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
+    {"modernbert", &MODERNBERT, "model."},
+};
+
+/* model_type's scheme, or NULL. */
+static const scheme *scheme_of(const char *model_type)
+{
+    for (size_t i = 0; i < sizeof SCHEMES / sizeof *SCHEMES; i++)
+        if (strcmp(SCHEMES[i].model_type, model_type) == 0)
+            return &SCHEMES[i];
+    return NULL;
+}
+
+/* ---- binding ----------------------------------------------------------------- */
+
+/* The files a model is read from (one, or a directory's shards), and which
+ * of their tensors are bound so far. */
+typedef struct loader {
+    st_file *files;
+    bool **used; /* (n_files) x (each file's n_tensors) */
+    bool *keep;  /* (n_files) the model reads the file's mapping: handed over (keep_maps) */
+    size_t n_files;
+    enc_error *err;
+    /* The files' sha256, computed by a helper thread while the tensors are
+     * bound (a BERT-base file hashes in about 0.3 s): paths[k] into
+     * m->files[slots[k]] of model m. */
+    enc_model *m;
+    char **paths;
+    size_t *slots, n_hash;
+    pthread_t hasher;
+    bool hashing;
+    int hash_errno; /* the first failure's errno, and its path */
+    const char *hash_failed;
+} loader;
+
+/* The tensor called name in any of the files (marking nothing), or NULL. */
+static const st_tensor *find(const loader *ld, const char *name, size_t *file)
+{
+    for (size_t i = 0; i < ld->n_files; i++) {
+        const st_tensor *t = st_find(&ld->files[i], name);
+        if (t) {
+            if (file)
+                *file = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Formats a shape as "[a, b]" into buf. */
+static void shape_str(char *buf, size_t size, const int64_t *shape, int ndim)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+}
+
+/* Checkpoints converted from TensorFlow (bert-base-uncased's among them)
+ * call a LayerNorm's weight and bias gamma and beta, which transformers
+ * renames as it loads them: name's legacy form into buf, or false. */
+static bool legacy_name(const char *name, char *buf, size_t size)
+{
+    static const char *const from[] = {"LayerNorm.weight", "LayerNorm.bias"};
+    static const char *const to[] = {"LayerNorm.gamma", "LayerNorm.beta"};
+    const size_t n = strlen(name);
+    for (int i = 0; i < 2; i++) {
+        const size_t k = strlen(from[i]);
+        if (n >= k && strcmp(name + n - k, from[i]) == 0 && n - k + strlen(to[i]) < size) {
+            snprintf(buf, size, "%.*s%s", (int)(n - k), name, to[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Tensor name (rows x cols, cols 0 for 1-D), marked bound, its file in
+ * *file: checks presence, dtype and shape.  NULL on an error naming it. */
+static const st_tensor *lookup(loader *ld, const char *name, int64_t rows, int64_t cols,
+                               size_t *file)
+{
+    size_t fi = 0;
+    const st_tensor *t = find(ld, name, &fi);
+    char legacy[300];
+    if (!t && legacy_name(name, legacy, sizeof legacy))
+        t = find(ld, legacy, &fi);
+    if (!t) {
+        enc_error_set(ld->err, ENC_EFORMAT, "missing tensor '%s'", name);
+        return NULL;
+    }
+    ld->used[fi][t - ld->files[fi].tensors] = true;
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16) {
+        enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has dtype %s; F32, F16 or BF16 expected",
+                      name, st_dtype_name(t->dtype));
+        return NULL;
+    }
+    int64_t want[2] = {rows, cols};
+    int want_ndim = cols ? 2 : 1;
+    if (t->ndim != want_ndim || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char got_s[96], want_s[64];
+        shape_str(got_s, sizeof got_s, t->shape, t->ndim);
+        shape_str(want_s, sizeof want_s, want, want_ndim);
+        enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has shape %s, expected %s", name, got_s,
+                      want_s);
+        return NULL;
+    }
+    *file = fi;
+    return t;
+}
+
+/* The error for the first non-finite value of n floats at v, tensor name's. */
+static int not_finite(loader *ld, const char *name, const float *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isfinite(v[i]))
+        i++;
+    return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' has a non-finite value at index %zu",
+                         name, i);
+}
+
+/* Binds tensor name (rows x cols, cols 0 for 1-D) into dst, as float32:
+ * checks presence, dtype, shape and finiteness.  Returns 0 or an error
+ * naming the tensor. */
+static int bind(loader *ld, const char *name, float *dst, int64_t rows, int64_t cols)
+{
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, rows, cols, &fi);
+    if (!t)
+        return ld->err->status;
+    int rc = st_tensor_read_f32(t, dst, ld->err);
+    if (rc < 0)
+        return rc;
+    st_release(&ld->files[fi], t); /* copied: its pages of the mapping go back */
+    if (!embed_finite(dst, t->numel, EMBED_F32))
+        return not_finite(ld, name, dst, t->numel);
+    return ENC_OK;
+}
+
+/* Whether t (of file f) can be read in place as float32: F32, aligned, in
+ * a mapping. */
+static bool viewable(const st_file *f, const st_tensor *t)
+{
+    return t->dtype == ST_F32 && f->map && (uintptr_t)t->data % _Alignof(float) == 0;
+}
+
+/* Binds a Linear weight: copied into its slot of m's params when model_carve
+ * made one (*w set), else read in its file's mapping, *w pointing there (the
+ * file kept: keep_maps), once checked like bind's. */
+static int bind_linear(loader *ld, enc_model *m, const char *name, const float **w, int64_t rows,
+                       int64_t cols)
+{
+    if (*w)
+        return bind(ld, name, model_own(m, *w), rows, cols);
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, rows, cols, &fi);
+    if (!t)
+        return ld->err->status;
+    if (!viewable(&ld->files[fi], t)) /* stack_viewable said every one is */
+        return enc_error_set(ld->err, ENC_EFORMAT, "tensor '%s' cannot be read in place", name);
+    const float *v = (const float *)(const void *)t->data;
+    if (!embed_finite(v, t->numel, EMBED_F32))
+        return not_finite(ld, name, v, t->numel);
+    st_release(&ld->files[fi], t); /* checked: model_pack reads it again, the forward may */
+    ld->keep[fi] = true;
+    *w = v;
+    return ENC_OK;
+}
+
+/* Binds every tensor of layer l, each named prefix + its name in nm. */
+static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const naming *nm)
+{
+    const enc_hparams *hp = &m->hp;
+    const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
+    const int64_t F1 = enc_ffn_rows(hp); /* gated: input rows, then gate rows */
+    enc_layer *ly = &m->layers[l];
+    char name[256];
+    int rc = 0;
+#define NAME(s) (snprintf(name, sizeof name, "%s%s", prefix, nm->name[s]), name)
+
+    /* The in-projection: one stacked tensor, or q/k/v apart (required for
+     * grouped-query attention, whose k and v are narrower than q). */
+    if (nm->name[S_QKV_W] && (NAME(S_QKV_W), !nm->name[S_Q_W] || find(ld, name, NULL))) {
+        if (hp->n_kv_heads != hp->n_heads)
+            return enc_error_set(ld->err, ENC_EFORMAT,
+                                 "tensor '%s' cannot serve n_kv_heads (%d) < n_heads (%d): "
+                                 "give q_proj_weight, k_proj_weight and v_proj_weight",
+                                 name, hp->n_kv_heads, hp->n_heads);
+        if ((rc = bind_linear(ld, m, name, &ly->w_q, Q, D)) == 0) {
+            ly->w_k = ly->w_q + D * D; /* one tensor: its rows q's, then k's, then v's */
+            ly->w_v = ly->w_k + KV * D;
+        }
+    } else if ((rc = bind_linear(ld, m, NAME(S_Q_W), &ly->w_q, D, D)) < 0 ||
+               (rc = bind_linear(ld, m, NAME(S_K_W), &ly->w_k, KV, D)) < 0 ||
+               (rc = bind_linear(ld, m, NAME(S_V_W), &ly->w_v, KV, D)) < 0) {
+        return rc;
+    }
+    /* A gated feed-forward's fused input projection of another height: say
+     * what the height must be. */
+    const st_tensor *t1 = find(ld, NAME(S_1_W), NULL);
+    if (rc == 0 && hp->ffn != ENC_FFN_MLP && t1 && t1->ndim == 2 && t1->shape[0] != F1)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has %lld rows; ffn %s needs 2 x d_ff = %lld (the "
+                             "input's %lld rows, then the gate's)",
+                             name, (long long)t1->shape[0], enc_ffn_name(hp->ffn), (long long)F1,
+                             (long long)F);
+    /* Layer 0's attention norm may be the identity: no ln1 to bind. */
+    if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, D)) < 0 ||
+        (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0 ||
+        (rc = bind_linear(ld, m, NAME(S_2_W), &ly->w_2, D, F)) < 0 ||
+        (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
+        (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
+        (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
+        (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0))
+        return rc;
+    if (!hp->bias)
+        return ENC_OK;
+    if (nm->name[S_QKV_B])
+        rc = bind(ld, NAME(S_QKV_B), ly->b_qkv, Q, 0);
+    else if ((rc = bind(ld, NAME(S_Q_B), ly->b_qkv, D, 0)) < 0 ||
+             (rc = bind(ld, NAME(S_K_B), ly->b_qkv + D, KV, 0)) < 0)
+        return rc;
+    else
+        rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
+    if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_1_B), ly->b_1, F1, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
+        return rc;
+#undef NAME
+    return ENC_OK;
+}
+
+/* Layer l's names' prefix: model_prefix + nm's layer prefix, or
+ * model_prefix alone (a single block's file without "layers.0."). */
+static void layer_prefix(char *buf, size_t size, const char *model_prefix, const naming *nm, int l,
+                         bool layer_prefixed)
+{
+    if (layer_prefixed)
+        snprintf(buf, size, "%s%s%d.", model_prefix, nm->layer, l);
+    else
+        snprintf(buf, size, "%s", model_prefix);
+}
+
+/* Whether every Linear weight of the stack that the files hold can be read
+ * in place (viewable): then model_carve leaves them out of params and
+ * bind_linear points into the files' mappings; else each is copied (a
+ * half-precision file is widened, an unaligned one copied), all of them,
+ * as before.  A weight that is missing is bind's to report. */
+static bool stack_viewable(const loader *ld, const enc_model *m, const char *model_prefix,
+                           const naming *nm, bool layer_prefixed)
+{
+    static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        char prefix[128], name[300];
+        layer_prefix(prefix, sizeof prefix, model_prefix, nm, l, layer_prefixed);
+        for (size_t k = 0; k < sizeof slots / sizeof *slots; k++) {
+            if (!nm->name[slots[k]])
+                continue;
+            snprintf(name, sizeof name, "%s%s", prefix, nm->name[slots[k]]);
+            size_t fi = 0;
+            const st_tensor *t = find(ld, name, &fi);
+            if (t && !viewable(&ld->files[fi], t))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Carves m's params, the Linear weights left to the files when
+ * stack_viewable, then binds every layer, named model_prefix + nm's layer
+ * prefix + the slot, and the final norm, model_prefix + nm's final name. */
+static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const naming *nm,
+                       bool layer_prefixed)
+{
+    const bool views = stack_viewable(ld, m, model_prefix, nm, layer_prefixed);
+    if (model_carve(m, !views, ld->err) < 0)
+        return ld->err->status;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        char prefix[128];
+        layer_prefix(prefix, sizeof prefix, model_prefix, nm, l, layer_prefixed);
+        if (bind_layer(ld, m, l, prefix, nm) < 0)
+            return ld->err->status;
+    }
+    char name[256];
+    const int64_t D = m->hp.d_model;
+    if (m->final_w) {
+        snprintf(name, sizeof name, "%s%sweight", model_prefix, nm->final ? nm->final : "");
+        if (!nm->final || bind(ld, name, m->final_w, D, 0) < 0)
+            return nm->final ? ld->err->status
+                             : enc_error_set(ld->err, ENC_EINVAL,
+                                             "this checkpoint's architecture has no final norm");
+    }
+    if (m->final_b) {
+        snprintf(name, sizeof name, "%s%sbias", model_prefix, nm->final);
+        if (bind(ld, name, m->final_b, D, 0) < 0)
+            return ld->err->status;
+    }
+    return ENC_OK;
+}
+
+/* Records dir's file name for m's list, its sha256 to come (hash_start). */
+static int defer_hash(loader *ld, enc_model *m, const char *path, const char *name)
+{
+    char **paths = realloc(ld->paths, (ld->n_hash + 1) * sizeof *paths);
+    if (paths)
+        ld->paths = paths;
+    size_t *slots = paths ? realloc(ld->slots, (ld->n_hash + 1) * sizeof *slots) : NULL;
+    if (slots)
+        ld->slots = slots;
+    char *copy = slots ? strdup(path) : NULL;
+    if (!copy || model_add_file(m, name, "") < 0) {
+        free(copy);
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    }
+    ld->m = m;
+    ld->paths[ld->n_hash] = copy;
+    ld->slots[ld->n_hash++] = m->n_files - 1;
+    return ENC_OK;
+}
+
+static void *hash_main(void *arg)
+{
+    loader *ld = arg;
+    for (size_t k = 0; k < ld->n_hash && !ld->hash_failed; k++)
+        if (sha256_file_hex(ld->paths[k], ld->m->files[ld->slots[k]].sha256) < 0) {
+            ld->hash_errno = errno;
+            ld->hash_failed = ld->paths[k];
+        }
+    return NULL;
+}
+
+/* Hashes the deferred files on a helper thread (or here, without one).
+ * No file may be added to the model until hash_join. */
+static void hash_start(loader *ld)
+{
+    if (ld->n_hash == 0)
+        return;
+    ld->hashing = pthread_create(&ld->hasher, NULL, hash_main, ld) == 0;
+    if (!ld->hashing)
+        hash_main(ld);
+}
+
+/* Waits for the hashes; an error names the file that could not be read. */
+static int hash_join(loader *ld)
+{
+    if (ld->hashing)
+        pthread_join(ld->hasher, NULL);
+    ld->hashing = false;
+    if (ld->hash_failed)
+        return enc_error_set(ld->err, ENC_EIO, "cannot read '%s': %s", ld->hash_failed,
+                             strerror(ld->hash_errno));
+    return ENC_OK;
+}
+
+static void close_files(loader *ld)
+{
+    if (ld->hashing)
+        pthread_join(ld->hasher, NULL);
+    for (size_t k = 0; k < ld->n_hash; k++)
+        free(ld->paths[k]);
+    free(ld->paths);
+    free(ld->slots);
+    for (size_t i = 0; i < ld->n_files; i++) {
+        st_close(&ld->files[i]);
+        free(ld->used ? ld->used[i] : NULL);
+    }
+    free(ld->files);
+    free(ld->used);
+    free(ld->keep);
+    *ld = (loader){.err = ld->err};
+}
+
+/* Hands the mappings the model reads (ld->keep), with their files, over to
+ * m, which unmaps and closes them when it is freed; st_close then leaves
+ * them. */
+static int keep_maps(loader *ld, enc_model *m)
+{
+    for (size_t i = 0; i < ld->n_files; i++) {
+        st_file *f = &ld->files[i];
+        if (!ld->keep[i] || !f->map)
+            continue;
+        if (model_add_map(m, f->map, f->map_size, f->fd) < 0)
+            return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+        f->map = NULL;
+        f->fd = -1;
+    }
+    return ENC_OK;
+}
+
+/* Opens path as the next file of ld. */
+static int open_file(loader *ld, const char *path)
+{
+    st_file *files = realloc(ld->files, (ld->n_files + 1) * sizeof *files);
+    if (files)
+        ld->files = files;
+    bool **used = files ? realloc(ld->used, (ld->n_files + 1) * sizeof *used) : NULL;
+    if (used)
+        ld->used = used;
+    bool *keep = used ? realloc(ld->keep, (ld->n_files + 1) * sizeof *keep) : NULL;
+    if (keep)
+        ld->keep = keep;
+    if (!files || !used || !keep)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory reading '%s'", path);
+    keep[ld->n_files] = false;
+    st_file *f = &ld->files[ld->n_files];
+    *f = (st_file){0};
+    ld->used[ld->n_files] = NULL;
+    int rc = st_open(f, path, ld->err);
+    if (rc < 0)
+        return rc;
+    ld->n_files++;
+    if (!(ld->used[ld->n_files - 1] = calloc(f->n_tensors + 1, sizeof **ld->used)))
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory reading '%s'", path);
+    return ENC_OK;
+}
+
+/* Which setting leaves a PyTorch file's tensor name unbound, for the
+ * message: "" when none says. */
+static const char *unexpected_why(const enc_hparams *hp, const char *name)
+{
+    const bool norm = strstr(name, "norm") != NULL, bias = strstr(name, "bias") != NULL;
+    if (strncmp(name, "norm.", 5) == 0 && !hp->final_norm)
+        return " (the model has final_norm false)";
+    if (hp->first_norm_identity && (strncmp(name, "layers.0.norm1.", 15) == 0 ||
+                                    (hp->n_layers == 1 && strncmp(name, "norm1.", 6) == 0)))
+        return " (the model has first_attn_norm false: layer 0 has no attention norm)";
+    if (norm && bias && hp->bias && hp->norm == ENC_NORM_LAYERNORM_NOBIAS)
+        return " (the model has norm layernorm_nobias)";
+    if (bias && !hp->bias)
+        return " (the model has bias false)";
+    return "";
+}
+
+enc_model *enc_model_load(const char *path, const enc_hparams *hp, enc_error *err)
+{
+    loader ld = {.err = err};
+    enc_model *m = model_new(hp, err);
+    const char *base = strrchr(path, '/');
+    if (!m || open_file(&ld, path) < 0 || defer_hash(&ld, m, path, base ? base + 1 : path) < 0)
+        goto error;
+    hash_start(&ld);
+    const st_file *f = &ld.files[0];
+
+    /* A single block may carry the stack's "layers.0." prefix. */
+    bool prefixed = hp->n_layers > 1;
+    for (size_t i = 0; i < f->n_tensors && !prefixed; i++)
+        prefixed = strncmp(f->tensors[i].name, "layers.", 7) == 0;
+    if (bind_layers(&ld, m, "", &TORCH, prefixed) < 0)
+        goto error;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        if (!ld.used[0][i]) {
+            const char *name = f->tensors[i].name;
+            enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s'%s", name,
+                          unexpected_why(hp, name));
+            goto error;
+        }
+    }
+    if (hash_join(&ld) < 0)
+        goto error;
+    snprintf(m->sha256, sizeof m->sha256, "%s", m->files[0].sha256);
+    snprintf(m->source, sizeof m->source, "%s", path);
+    if (keep_maps(&ld, m) < 0)
+        goto error;
+    close_files(&ld);
+    model_pack(m);
+    return m;
+error:
+    close_files(&ld);
+    enc_model_free(m);
+    return NULL;
+}
+
+/* ---- Hugging Face directories -------------------------------------------------- */
+
+/* dir/name into buf; false when it does not fit. */
+static bool join(char *buf, size_t size, const char *dir, const char *name)
+{
+    return (size_t)snprintf(buf, size, "%s/%s", dir, name) < size;
+}
+
+/* Whether name is a plain file name in a directory (no '/', not "." or ".."). */
+static bool plain_name(const char *name)
+{
+    return name[0] && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* Adds dir/name to m's files, its sha256 to come (defer_hash). */
+static int hash_file(loader *ld, enc_model *m, const char *dir, const char *name)
+{
+    char path[4200];
+    if (!join(path, sizeof path, dir, name))
+        return enc_error_set(ld->err, ENC_EINVAL, "model.dir: the path is too long");
+    return defer_hash(ld, m, path, name);
+}
+
+/* Opens the directory's weights: model.safetensors, or the shards that
+ * model.safetensors.index.json names (every tensor of its weight_map in the
+ * shard it names).  Hashes each file into m. */
+static int open_weights(loader *ld, enc_model *m, const char *dir)
+{
+    enc_error *err = ld->err;
+    char path[4200];
+    struct stat st;
+    if (!join(path, sizeof path, dir, "model.safetensors"))
+        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
+    if (stat(path, &st) == 0) {
+        if (open_file(ld, path) < 0 || hash_file(ld, m, dir, "model.safetensors") < 0)
+            return err->status;
+        return ENC_OK;
+    }
+    if (!join(path, sizeof path, dir, "model.safetensors.index.json") || stat(path, &st) != 0)
+        return enc_error_set(err, ENC_EIO,
+                             "model.dir '%s': neither model.safetensors nor "
+                             "model.safetensors.index.json is there",
+                             dir);
+    size_t len;
+    char *text = file_read_whole(path, &len, err);
+    if (!text)
+        return err->status;
+    sha256_hex(text, len, m->sha256);
+    int rc = model_add_file(m, "model.safetensors.index.json", m->sha256) < 0
+                 ? enc_error_set(err, ENC_ENOMEM, "out of memory")
+                 : ENC_OK;
+    json_error_t jerr;
+    json_t *index = rc < 0 ? NULL : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (rc < 0)
+        return rc;
+    if (!index)
+        return enc_error_set(err, ENC_EFORMAT, "model.safetensors.index.json: line %d: %s",
+                             jerr.line, jerr.text);
+    json_t *map = json_object_get(index, "weight_map");
+    const char *name;
+    json_t *file;
+    if (!json_is_object(map) || json_object_size(map) == 0) {
+        rc =
+            enc_error_set(err, ENC_EFORMAT, "model.safetensors.index.json: no 'weight_map' object");
+        goto done;
+    }
+    /* The shards, each opened once, in the order the map first names them:
+     * ld->files[i] is m->files[base + i]. */
+    const size_t base = m->n_files;
+    json_object_foreach(map, name, file)
+    {
+        const char *shard = json_string_value(file);
+        if (!shard || !plain_name(shard)) {
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "model.safetensors.index.json: tensor '%s' names no file of "
+                               "the directory",
+                               name);
+            goto done;
+        }
+        bool open = false;
+        for (size_t i = base; i < m->n_files && !open; i++)
+            open = strcmp(m->files[i].name, shard) == 0;
+        if (open)
+            continue;
+        if (!join(path, sizeof path, dir, shard) || open_file(ld, path) < 0 ||
+            hash_file(ld, m, dir, shard) < 0) {
+            rc = err->status ? err->status : ENC_EINVAL;
+            goto done;
+        }
+    }
+    json_object_foreach(map, name, file)
+    {
+        size_t fi = 0;
+        const st_tensor *t = find(ld, name, &fi);
+        if (!t || strcmp(m->files[base + fi].name, json_string_value(file)) != 0) {
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "model.safetensors.index.json: tensor '%s' is not in %s", name,
+                               json_string_value(file));
+            goto done;
+        }
+    }
+done:
+    json_decref(index);
+    return rc;
+}
+
+/* ---- the embedding module ----------------------------------------------------- */
+
+/* The embedding module's tensors after the model's prefix, as transformers
+ * names them (NULL: the family has none): the word table, the position and
+ * token type tables, the LayerNorm's prefix, ELECTRA's projection's. */
+typedef struct embed_naming {
+    const char *word, *pos, *type, *norm, *proj;
+} embed_naming;
+
+static const embed_naming BERT_EMBED = {
+    "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.", "embeddings_project."};
+static const embed_naming DISTILBERT_EMBED = {"embeddings.word_embeddings.weight",
+                                              "embeddings.position_embeddings.weight", NULL,
+                                              "embeddings.LayerNorm.", NULL};
+static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
+                                              "embeddings.norm.", NULL};
+
+/* Binds name (rows x cols) into dst and lists it as the module's, by the
+ * name the file gives it (a TensorFlow conversion's LayerNorm.gamma). */
+static int bind_embed(loader *ld, embed_module *e, const char *name, float *dst, int64_t rows,
+                      int64_t cols)
+{
+    char legacy[300];
+    if (bind(ld, name, dst, rows, cols) < 0)
+        return ld->err->status;
+    const bool renamed = !find(ld, name, NULL) && legacy_name(name, legacy, sizeof legacy);
+    if (embed_add_name(e, renamed ? legacy : name) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    return ENC_OK;
+}
+
+/* The directory's embedding module (docs/model.md, "Token ids"), named
+ * prefix + the family's names, into m->embed.  A directory without the word
+ * table has none (embeddings in only, as before); with it, every other
+ * tensor the module reads must be there, shaped as config.json says (a
+ * sinusoidal DistilBERT without its position table gets the table
+ * transformers computes).  The word table stays in the file's mapping,
+ * which the module keeps; the rest is copied. */
+static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, const char *prefix)
+{
+    const bool roberta = strcmp(c->model_type, "roberta") == 0 ||
+                         strcmp(c->model_type, "xlm-roberta") == 0 ||
+                         strcmp(c->model_type, "camembert") == 0;
+    const bool distilbert = strcmp(c->model_type, "distilbert") == 0;
+    const embed_naming *nm = distilbert                                 ? &DISTILBERT_EMBED
+                             : strcmp(c->model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
+                                                                        : &BERT_EMBED;
+    const int D = m->hp.d_model;
+    char name[300], word[256];
+#define ENAME(s) (snprintf(name, sizeof name, "%s%s", prefix, (s)), name)
+    snprintf(word, sizeof word, "%s%s", prefix, nm->word);
+    size_t fi = 0;
+    const st_tensor *t = find(ld, word, &fi);
+    if (!t)
+        return ENC_OK;
+    /* The config's sizes; where it gives none, the tensors' own, as the
+     * configuration classes' defaults would have to match them anyway. */
+    embed_config cfg = {.embedding_size = c->embedding_size > 0 ? c->embedding_size : D,
+                        .pad_token_id = c->pad_token_id,
+                        .eps = m->hp.layer_norm_eps,
+                        .norm_bias = m->hp.norm == ENC_NORM_LAYERNORM};
+    const int64_t E = cfg.embedding_size;
+    cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
+    if (m->hp.position != ENC_POS_NONE || !nm->pos)
+        cfg.pos = EMBED_POS_NONE; /* RoPE or ALiBi inside attention: no table added */
+    else
+        cfg.pos = roberta                       ? EMBED_POS_ROBERTA
+                  : distilbert && c->sinusoidal ? EMBED_POS_SINUSOIDAL
+                                                : EMBED_POS_ABSOLUTE;
+    const st_tensor *pt = cfg.pos == EMBED_POS_NONE ? NULL : find(ld, ENAME(nm->pos), NULL);
+    cfg.max_positions = cfg.pos == EMBED_POS_NONE        ? 0
+                        : c->max_position_embeddings > 0 ? c->max_position_embeddings
+                        : pt && pt->ndim == 2            ? (int)pt->shape[0]
+                                                         : 512; /* DistilBertConfig's */
+    const st_tensor *tt = nm->type ? find(ld, ENAME(nm->type), NULL) : NULL;
+    cfg.type_vocab_size = !nm->type                ? 0
+                          : c->type_vocab_size > 0 ? c->type_vocab_size
+                          : tt && tt->ndim == 2    ? (int)tt->shape[0]
+                                                   : 2; /* BertConfig's */
+    if (roberta && cfg.pad_token_id < 0)
+        cfg.pad_token_id = 1; /* RobertaConfig's */
+    if (cfg.pos == EMBED_POS_ROBERTA && cfg.pad_token_id >= cfg.max_positions)
+        return enc_error_set(ld->err, ENC_EINVAL,
+                             "config.json: pad_token_id (%d) is not below "
+                             "max_position_embeddings (%d): RoBERTa's positions count from it",
+                             cfg.pad_token_id, cfg.max_positions);
+    if (E != D && !nm->proj)
+        return enc_error_set(ld->err, ENC_EINVAL,
+                             "config.json: the embeddings' width %lld is not %s's %d", (long long)E,
+                             c->key_d_model, D);
+    if (distilbert)
+        cfg.eps = 1e-12f; /* its Embeddings' nn.LayerNorm(dim, eps=1e-12) */
+
+    /* the word table: checked, then read where the file has it */
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has dtype %s; F32, F16 or BF16 expected", word,
+                             st_dtype_name(t->dtype));
+    if (t->ndim != 2 || t->shape[0] != cfg.vocab_size || t->shape[1] != E) {
+        char got[96], want[64];
+        const int64_t shape[2] = {cfg.vocab_size, E};
+        shape_str(got, sizeof got, t->shape, t->ndim);
+        shape_str(want, sizeof want, shape, 2);
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' has shape %s, expected %s (config.json: vocab_size "
+                             "%d, %s %lld)",
+                             word, got, want, cfg.vocab_size,
+                             nm->proj && strcmp(c->model_type, "electra") == 0 ? "embedding_size"
+                                                                               : c->key_d_model,
+                             (long long)E);
+    }
+    embed_module *e = m->embed = embed_new(&cfg, D, ld->err);
+    if (!e)
+        return ld->err->status;
+    ld->used[fi][t - ld->files[fi].tensors] = true;
+    st_file *f = &ld->files[fi];
+    if (!f->map)
+        return enc_error_set(ld->err, ENC_EIO, "tensor '%s' is not in a mapped file", word);
+    const embed_dtype dtype = t->dtype == ST_F32   ? EMBED_F32
+                              : t->dtype == ST_F16 ? EMBED_F16
+                                                   : EMBED_BF16;
+    /* checked in parts of 4 MiB, each part's pages given back once checked
+     * (the whole of an XLM-R table, 768 MB, was the load's peak); rows are
+     * then read from the open file as ids are looked up (embed_module) */
+    const size_t row_bytes = t->nbytes / (size_t)cfg.vocab_size,
+                 part = ((size_t)4 << 20) / row_bytes + 1;
+    for (size_t r = 0; r < (size_t)cfg.vocab_size; r += part) {
+        const size_t rows = (size_t)cfg.vocab_size - r < part ? (size_t)cfg.vocab_size - r : part;
+        if (embed_check_word(e, t->data, dtype, r, rows, word, ld->err) < 0)
+            return ld->err->status;
+        st_release_bytes(f, t->data + r * row_bytes, rows * row_bytes);
+    }
+    st_release(f, t); /* the pages across parts' edges */
+    embed_use_word(e, t->data, dtype);
+    if (embed_add_name(e, word) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    e->word_fd = f->fd;
+    e->word_off = (uint64_t)(t->data - f->bytes);
+    ld->keep[fi] = true; /* the model keeps the file's mapping and descriptor */
+
+    /* the rest, copied as float32 */
+    if (cfg.pos == EMBED_POS_SINUSOIDAL && !pt)
+        embed_sinusoidal(e); /* what DistilBERT's _init_weights writes there */
+    else if (cfg.pos != EMBED_POS_NONE &&
+             bind_embed(ld, e, ENAME(nm->pos), e->pos, cfg.max_positions, E) < 0)
+        return ld->err->status;
+    if (cfg.type_vocab_size > 0 &&
+        bind_embed(ld, e, ENAME(nm->type), e->type, cfg.type_vocab_size, E) < 0)
+        return ld->err->status;
+    char base[256];
+    snprintf(base, sizeof base, "%s%s", prefix, nm->norm);
+    snprintf(name, sizeof name, "%sweight", base);
+    if (bind_embed(ld, e, name, e->ln_w, E, 0) < 0)
+        return ld->err->status;
+    snprintf(name, sizeof name, "%sbias", base);
+    if (e->ln_b && bind_embed(ld, e, name, e->ln_b, E, 0) < 0)
+        return ld->err->status;
+    if (e->proj_w) { /* ElectraModel's embeddings_project, when embedding_size != hidden_size */
+        snprintf(base, sizeof base, "%s%s", prefix, nm->proj);
+        snprintf(name, sizeof name, "%sweight", base);
+        if (bind_embed(ld, e, name, e->proj_w, D, E) < 0)
+            return ld->err->status;
+        snprintf(name, sizeof name, "%sbias", base);
+        if (bind_embed(ld, e, name, e->proj_b, D, 0) < 0)
+            return ld->err->status;
+    }
+#undef ENAME
+    embed_finish(e, &m->hp);
+    return ENC_OK;
+}
+
+enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err)
+{
+    enc_hf_config c;
+    loader ld = {.err = err};
+    enc_model *m = NULL;
+    if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_new(hp, err)))
+        return NULL;
+    const scheme *fam = scheme_of(c.model_type);
+    if (!fam) { /* hfconfig.c read a model_type SCHEMES lacks */
+        enc_error_set(err, ENC_EINVAL, "config.json: no tensor names for model_type '%s'",
+                      c.model_type);
+        goto error;
+    }
+    if (hash_file(&ld, m, dir, "config.json") < 0 || open_weights(&ld, m, dir) < 0)
+        goto error;
+    hash_start(&ld); /* while the tensors are bound */
+
+    /* A task checkpoint (BertForMaskedLM) names the base model's tensors
+     * with its prefix ("bert."); the base model (BertModel) without. */
+    char first[256];
+    const char *prefix = NULL;
+    snprintf(first, sizeof first, "%s0.%s", fam->names->layer,
+             fam->names->name[S_Q_W] ? fam->names->name[S_Q_W] : fam->names->name[S_QKV_W]);
+    for (int p = 0; p < 2 && !prefix; p++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s%s", p ? fam->prefix : "", first);
+        if (find(&ld, name, NULL))
+            prefix = p ? fam->prefix : "";
+    }
+    if (!prefix) {
+        enc_error_set(err, ENC_EFORMAT, "missing tensor '%s' (or '%s%s')", first, fam->prefix,
+                      first);
+        goto error;
+    }
+    if (bind_layers(&ld, m, prefix, fam->names, true) < 0 ||
+        bind_embeddings(&ld, m, &c, prefix) < 0)
+        goto error;
+
+    /* The rest: a tensor inside the encoder stack left unbound is refused
+     * (a layer past n_layers, a part attnd does not compute); the
+     * pooler and task heads (and an embedding table the module does not
+     * read: ALiBi's or RoPE's BERT has no position table) are listed as
+     * ignored. */
+    char stack[128];
+    snprintf(stack, sizeof stack, "%s%s", prefix, fam->names->layer);
+    for (size_t i = 0; i < ld.n_files; i++) {
+        for (size_t k = 0; k < ld.files[i].n_tensors; k++) {
+            const char *name = ld.files[i].tensors[k].name;
+            if (ld.used[i][k])
+                continue;
+            if (strncmp(name, stack, strlen(stack)) == 0) {
+                enc_error_set(err, ENC_EFORMAT, "unexpected tensor '%s' (config.json: %s %d)", name,
+                              c.key_n_layers, hp->n_layers);
+                goto error;
+            }
+            if (model_add_ignored(m, name) < 0) {
+                enc_error_set(err, ENC_ENOMEM, "out of memory");
+                goto error;
+            }
+        }
+    }
+    if (hash_join(&ld) < 0)
+        goto error;
+    for (size_t i = 0; i < m->n_files && !m->sha256[0]; i++) /* the weights', or the index's */
+        if (strcmp(m->files[i].name, "model.safetensors") == 0)
+            snprintf(m->sha256, sizeof m->sha256, "%s", m->files[i].sha256);
+    model_sort_files(m);
+    snprintf(m->architecture, sizeof m->architecture, "%s", c.model_type);
+    snprintf(m->source, sizeof m->source, "%s", dir);
+    if (keep_maps(&ld, m) < 0)
+        goto error;
+    close_files(&ld);
+    model_pack(m);
+    return m;
+error:
+    close_files(&ld);
+    enc_model_free(m);
+    return NULL;
+}

@@ -1,0 +1,673 @@
+/* hfconfig.c - a Hugging Face directory's config.json read into
+ * hyperparameters and the embedding module's settings (enc_hf_config_read),
+ * one table of where each family keeps its sizes. */
+#include "base/file.h"
+#include "encoder.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a family's config.json says beyond the sizes (positions, the
+ * fields it refuses, the embedding module's; ModernBERT's block), into c. */
+typedef int (*read_extras)(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
+
+/* The architectures a directory's config.json may name and where it keeps
+ * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
+ * the feed-forward is a GLU whose activation the activation field names
+ * (silu: SwiGLU). */
+typedef struct family {
+    const char *model_type;
+    const char *d_model, *n_heads, *d_ff, *n_layers, *activation, *eps;
+    read_extras extras;
+    bool gated;
+} family;
+
+static const family FAMILIES[] = {
+    {"bert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_bert, false},
+    {"roberta", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_bert, false},
+    {"xlm-roberta", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_bert, false},
+    {"camembert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_bert, false},
+    {"electra", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_bert, false},
+    /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12), not configurable. */
+    {"distilbert", "dim", "n_heads", "hidden_dim", "n_layers", "activation", NULL, read_distilbert,
+     false},
+    {"modernbert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_activation", "norm_eps", read_modernbert, true},
+};
+#define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
+#define DISTILBERT_EPS 1e-12f
+
+static const family *family_of(const char *model_type)
+{
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        if (strcmp(FAMILIES[i].model_type, model_type) == 0)
+            return &FAMILIES[i];
+    return NULL;
+}
+
+/* src as printable ASCII for a message (others as '?'), cut to size. */
+static void printable(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    for (; src[n] && n + 1 < size; n++)
+        dst[n] = src[n] >= 0x20 && src[n] < 0x7f ? src[n] : '?';
+    dst[n] = '\0';
+}
+
+/* ---- reading config.json ----------------------------------------------------- */
+
+/* config.json as transformers 4.x and 5.x write it (PretrainedConfig's and
+ * PreTrainedConfig's save_pretrained: every field of the model's
+ * configuration class, sorted).  A field that changes what transformers
+ * computes in eval mode is honoured or refused naming it; the others
+ * (dropouts, initialisation, the heads', runtime switches, token ids other
+ * than the padding one) are not read; dtype / torch_dtype only for
+ * model.dtype auto (c->dtype: attnd reads each tensor's own dtype).  docs/model.md has the
+ * table. */
+
+/* An integer field of config.json in *out (1..ENC_MAX_DIM-ish bounds are
+ * enc_hparams_validate's). */
+static int int_field(const json_t *root, const char *key, int *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v)
+        return enc_error_set(err, ENC_EINVAL, "config.json: missing '%s'", key);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive integer", key);
+    *out = (int)json_integer_value(v);
+    return ENC_OK;
+}
+
+/* An optional integer field, at least lo (0 or 1), in *out; absent or null:
+ * *out unchanged. */
+static int opt_int_field(const json_t *root, const char *key, int lo, int *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v))
+        return ENC_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > (1 << 30))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a %s integer", key,
+                             lo > 0 ? "positive" : "non-negative");
+    *out = (int)json_integer_value(v);
+    return ENC_OK;
+}
+
+/* A positive number field of obj in *out, where naming obj in messages
+ * ("" for the top level, "rope_parameters.sliding_attention." for an
+ * entry); absent or null: *out unchanged.  *given (when non-NULL) says
+ * whether it was there. */
+static int number_in(const json_t *obj, const char *where, const char *key, double *out,
+                     bool *given, enc_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (given)
+        *given = false;
+    if (!v || json_is_null(v))
+        return ENC_OK;
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v)))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s%s' is not a positive number", where,
+                             key);
+    *out = json_number_value(v);
+    if (given)
+        *given = true;
+    return ENC_OK;
+}
+
+/* A positive number field of config.json in *out; absent: *out unchanged. */
+static int number_field(const json_t *root, const char *key, double *out, enc_error *err)
+{
+    return number_in(root, "", key, out, NULL, err);
+}
+
+/* A boolean field of config.json in *out; absent or null: dflt. */
+static int bool_field(const json_t *root, const char *key, bool dflt, bool *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return ENC_OK;
+    }
+    if (!json_is_boolean(v))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not true or false", key);
+    *out = json_is_true(v);
+    return ENC_OK;
+}
+
+/* Whether config.json has key with a value other than null. */
+static bool given(const json_t *root, const char *key)
+{
+    const json_t *v = json_object_get(root, key);
+    return v && !json_is_null(v);
+}
+
+/* transformers' ACT2FN names (activations.py) attnd computes: one function
+ * under several names. */
+static const struct {
+    const char *name;
+    enc_activation act;
+} ACTIVATIONS[] = {
+    {"gelu", ENC_ACT_GELU},                   /* GELUActivation: nn.functional.gelu, erf */
+    {"gelu_python", ENC_ACT_GELU},            /* the same written with torch.erf */
+    {"gelu_new", ENC_ACT_GELU_TANH},          /* NewGELUActivation: the tanh form */
+    {"gelu_pytorch_tanh", ENC_ACT_GELU_TANH}, /* gelu(approximate="tanh") */
+    {"gelu_fast", ENC_ACT_GELU_TANH},         /* the tanh form, sqrt(2/pi) to 10 digits */
+    {"gelu_accurate", ENC_ACT_GELU_TANH},     /* AccurateGELUActivation: the tanh form */
+    {"relu", ENC_ACT_RELU},                   /* not for a gated feed-forward */
+};
+#define ACTIVATION_LIST "gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate"
+
+/* One entry of a rope_parameters object (transformers 5's RopeParameters),
+ * where naming it in messages ("rope_parameters.", or
+ * "rope_parameters.sliding_attention."): its rope_type (or the older
+ * "type") must be default (a scaled RoPE is refused); its rope_theta and
+ * partial_rotary_factor into *theta / *factor when given (*has_theta,
+ * *has_factor say so).  The default RoPE reads no other key. */
+static int rope_entry(const json_t *e, const char *where, double *theta, bool *has_theta,
+                      double *factor, bool *has_factor, enc_error *err)
+{
+    if (!json_is_object(e))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%.*s' is not an object",
+                             (int)strlen(where) - 1, where);
+    const char *tkey = "rope_type";
+    const json_t *t = json_object_get(e, tkey);
+    if (!t || json_is_null(t))
+        t = json_object_get(e, tkey = "type");
+    if (t && !json_is_null(t)) {
+        if (!json_is_string(t))
+            return enc_error_set(err, ENC_EINVAL, "config.json: '%s%s' is not a string", where,
+                                 tkey);
+        if (strcmp(json_string_value(t), "default") != 0) {
+            char shown[64];
+            printable(shown, sizeof shown, json_string_value(t));
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: %s%s '%s' is not supported (default: attnd "
+                                 "computes RoPE without scaling)",
+                                 where, tkey, shown);
+        }
+    }
+    int rc;
+    if ((rc = number_in(e, where, "rope_theta", theta, has_theta, err)) < 0 ||
+        (rc = number_in(e, where, "partial_rotary_factor", factor, has_factor, err)) < 0)
+        return rc;
+    return ENC_OK;
+}
+
+/* Positions inside attention (the BERT family and DistilBERT):
+ * position_embedding_type absolute (or absent: the embeddings carry them)
+ * is none; relative_key and relative_key_query (transformers 4.x's
+ * BertSelfAttention: learned distance embeddings added to the scores) are
+ * refused; alibi is ALiBi, rotary or rope is RoPE (both attnd's own:
+ * transformers' classes of this family have neither) with its base and
+ * partial_rotary_factor where transformers 5's RotaryEmbeddingConfigMixin
+ * looks first, the one rope_parameters dict (this family has no
+ * layer_types, so no per-layer-type entries), then the top-level rope_theta
+ * (or rotary_emb_base; 10000 by default) and partial_rotary_factor 4.x
+ * writes.  A rope_parameters of another rope_type, or with per-layer-type
+ * entries, is refused whatever the position type, as rope_scaling is
+ * (read_common). */
+static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    double theta = hp->rope_theta, factor = 1.0;
+    bool theta_given = false, factor_given = false;
+    int rc;
+    const json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp)) { /* checked whatever the position type, as rope_scaling */
+        if (json_is_object(rp) &&
+            (json_object_get(rp, "full_attention") || json_object_get(rp, "sliding_attention")))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters has entries per layer type, but a "
+                                 "%s model has no layer_types: one dict for every layer expected",
+                                 c->model_type);
+        if ((rc = rope_entry(rp, "rope_parameters.", &theta, &theta_given, &factor, &factor_given,
+                             err)) < 0)
+            return rc;
+    }
+    const json_t *pos = json_object_get(root, "position_embedding_type");
+    const char *type = json_is_string(pos) ? json_string_value(pos) : NULL;
+    if (!pos || json_is_null(pos) || (type && strcmp(type, "absolute") == 0))
+        return ENC_OK;
+    if (type && strcmp(type, "alibi") == 0) {
+        hp->position = ENC_POS_ALIBI;
+        return ENC_OK;
+    }
+    if (!type || (strcmp(type, "rotary") != 0 && strcmp(type, "rope") != 0)) {
+        char shown[64] = "(not a string)";
+        if (type)
+            printable(shown, sizeof shown, type);
+        const bool relative = type && strncmp(type, "relative_key", 12) == 0;
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: position_embedding_type '%s' is not supported "
+                             "(absolute, alibi, rotary)%s",
+                             shown,
+                             relative ? ": transformers adds learned distance embeddings to the "
+                                        "attention scores, which attnd does not compute"
+                                      : "");
+    }
+    hp->position = ENC_POS_ROPE;
+    if (theta_given) {
+        hp->rope_theta = theta;
+        c->key_rope_theta = "rope_parameters.rope_theta";
+    } else {
+        c->key_rope_theta = given(root, "rope_theta") ? "rope_theta" : "rotary_emb_base";
+        if ((rc = number_field(root, "rotary_emb_base", &hp->rope_theta, err)) < 0 ||
+            (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
+            return rc;
+    }
+    if (!factor_given && (rc = number_field(root, "partial_rotary_factor", &factor, err)) < 0)
+        return rc;
+    const int E = hp->d_model / (hp->n_heads > 0 ? hp->n_heads : 1);
+    const int dim = (int)(factor * E) / 2 * 2;
+    if (factor > 1.0 || dim < 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: %spartial_rotary_factor %g leaves no pair of the "
+                             "head's %d dimensions to rotate",
+                             factor_given ? "rope_parameters." : "", factor, E);
+    hp->rope_dim = dim == E ? 0 : dim;
+    return ENC_OK;
+}
+
+/* The BERT family (BertConfig, RobertaConfig, XLMRobertaConfig,
+ * CamembertConfig, ElectraConfig and modeling_bert.py's layers, which the
+ * others copy): is_decoder true makes BertModel's self-attention causal
+ * (its extended attention mask), add_cross_attention true adds a
+ * cross-attention to each layer: both refused.  type_vocab_size and
+ * ELECTRA's embedding_size (ElectraConfig's default 128) for the embedding
+ * module; then the positions. */
+static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    bool decoder = false, cross = false;
+    int rc;
+    if ((rc = bool_field(root, "is_decoder", false, &decoder, err)) < 0 ||
+        (rc = bool_field(root, "add_cross_attention", false, &cross, err)) < 0)
+        return rc;
+    if (decoder)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: is_decoder true is not supported (transformers' %s "
+                             "then masks its self-attention causally, as a decoder's)",
+                             c->model_type);
+    if (cross)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: add_cross_attention true is not supported (a "
+                             "cross-attention to an encoder's states in every layer)");
+    if ((rc = opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err)) < 0)
+        return rc;
+    if (strcmp(c->model_type, "electra") == 0) {
+        c->embedding_size = 128;
+        if ((rc = opt_int_field(root, "embedding_size", 1, &c->embedding_size, err)) < 0)
+            return rc;
+    }
+    return read_positions(root, c, err);
+}
+
+/* DistilBERT (DistilBertConfig, modeling_distilbert.py): its attribute_map
+ * lets hidden_size, num_attention_heads and num_hidden_layers stand for
+ * dim, n_heads and n_layers (and win when both are given: refused when they
+ * differ); sinusoidal_pos_embds for the embedding module; then the
+ * positions. */
+static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    static const struct {
+        const char *alias, *key;
+        size_t off;
+    } aliases[] = {
+        {"hidden_size", "dim", offsetof(enc_hparams, d_model)},
+        {"num_attention_heads", "n_heads", offsetof(enc_hparams, n_heads)},
+        {"num_hidden_layers", "n_layers", offsetof(enc_hparams, n_layers)},
+    };
+    int rc;
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+        const int have = *(const int *)((const char *)&c->hp + aliases[i].off);
+        int v = have;
+        if ((rc = opt_int_field(root, aliases[i].alias, 1, &v, err)) < 0)
+            return rc;
+        if (v != have)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: '%s' (%d) and '%s' (%d) differ (DistilBertConfig "
+                                 "reads %s as %s)",
+                                 aliases[i].alias, v, aliases[i].key, have, aliases[i].alias,
+                                 aliases[i].key);
+    }
+    if ((rc = bool_field(root, "sinusoidal_pos_embds", false, &c->sinusoidal, err)) < 0)
+        return rc;
+    return read_positions(root, c, err);
+}
+
+/* transformers 5's layer_types (ModernBertConfig: "full_attention" or
+ * "sliding_attention" per layer) as attnd's global_every: layer l global
+ * when l mod every = 0.  Another pattern is refused naming the first layer
+ * that breaks it. */
+static int layer_pattern(const json_t *lt, int n_layers, int *every, enc_error *err)
+{
+    if (!json_is_array(lt) || json_array_size(lt) != (size_t)n_layers)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
+                             "entries",
+                             n_layers);
+    for (int l = 0; l < n_layers; l++) {
+        const char *s = json_string_value(json_array_get(lt, (size_t)l));
+        if (!s || (strcmp(s, "full_attention") != 0 && strcmp(s, "sliding_attention") != 0)) {
+            char shown[64] = "(not a string)";
+            if (s)
+                printable(shown, sizeof shown, s);
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: layer_types[%d] '%s' is not supported "
+                                 "(full_attention, sliding_attention)",
+                                 l, shown);
+        }
+    }
+    int n = n_layers > 1 ? n_layers : 1; /* the first full layer after layer 0 */
+    for (int l = 1; l < n_layers && n == n_layers; l++)
+        if (strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0)
+            n = l;
+    for (int l = 0; l < n_layers; l++) {
+        const bool full =
+            strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0;
+        if (full != (l % n == 0))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: layer_types is not a pattern attnd computes "
+                                 "(layer l full_attention exactly when l mod N = 0): layer %d is "
+                                 "%s",
+                                 l, full ? "full_attention" : "sliding_attention");
+    }
+    *every = n;
+    return ENC_OK;
+}
+
+/* ModernBERT (transformers' ModernBertConfig, ModernBertEncoderLayer):
+ * pre-norm, layer 0's attention norm the identity, a final norm; a GLU
+ * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) over the
+ * whole head on every layer.  Biases: attention_bias and mlp_bias (must
+ * agree: attnd's bias covers every Linear), norm_bias; defaults as
+ * ModernBertConfig's.  position_embedding_type ("absolute" in
+ * ModernBERT-base's) is not read: its positions are rotary whatever it
+ * says.
+ *
+ * Which layers are local: transformers 5's layer_types when given (its
+ * ModernBertModel picks each layer's mask and rotary table by it, and
+ * builds it from global_attn_every_n_layers only when it is absent), else
+ * 4.x's global_attn_every_n_layers (default 3): layer i global when i mod
+ * N = 0.  A local layer sees local_attention // 2 keys each side (both
+ * versions floor an odd one); transformers 5's sliding_window property is
+ * that half window, and a different one in the file is refused.
+ *
+ * The bases, as transformers 5's ModernBertConfig.convert_rope_params_to_dict
+ * sets them: rope_parameters' full_attention / sliding_attention entries
+ * first (their rope_type default), then 4.x's global_rope_theta /
+ * local_rope_theta, then ModernBertConfig's defaults 160000 / 10000.  A
+ * local_rope_theta of null is 4.x's "the global one" (5.x cannot load it).
+ * Inside rope_parameters a partial_rotary_factor other than 1 is refused;
+ * a top-level one is not read (neither version's ModernBERT reads it), nor
+ * 4.x's layer_norm_eps (norm_eps is the one). */
+static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    bool attn_bias = false, mlp_bias = false, norm_bias = false;
+    int every = 3, window = 128, rc;
+    if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
+        (rc = bool_field(root, "mlp_bias", false, &mlp_bias, err)) < 0 ||
+        (rc = bool_field(root, "norm_bias", false, &norm_bias, err)) < 0 ||
+        (json_object_get(root, "global_attn_every_n_layers") &&
+         (rc = int_field(root, "global_attn_every_n_layers", &every, err)) < 0) ||
+        (json_object_get(root, "local_attention") &&
+         (rc = int_field(root, "local_attention", &window, err)) < 0))
+        return rc;
+    if (attn_bias != mlp_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attention_bias (%s) and mlp_bias (%s) differ; attnd's "
+                             "bias covers every Linear",
+                             attn_bias ? "true" : "false", mlp_bias ? "true" : "false");
+    if (norm_bias && !attn_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: norm_bias true with attention_bias and mlp_bias false "
+                             "is not supported (attnd's bias false drops the norms' biases too)");
+    const char *every_key = "global_attn_every_n_layers";
+    const json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_null(lt)) {
+        if ((rc = layer_pattern(lt, hp->n_layers, &every, err)) < 0)
+            return rc;
+        every_key = "layer_types";
+    }
+    if (every > ENC_MAX_LAYERS)
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' gives global every %d, over %d",
+                             every_key, every, ENC_MAX_LAYERS);
+    int half = window / 2;
+    if ((rc = opt_int_field(root, "sliding_window", 0, &half, err)) < 0)
+        return rc;
+    if (half != window / 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: sliding_window (%d) is not local_attention // 2 (%d): "
+                             "transformers 5 would set local_attention from it, 4.x ignores it",
+                             half, window / 2);
+    int head_dim = 0;
+    if ((rc = opt_int_field(root, "head_dim", 1, &head_dim, err)) < 0)
+        return rc;
+    if (head_dim && (long)head_dim * hp->n_heads != hp->d_model)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: head_dim (%d) is not hidden_size / "
+                             "num_attention_heads; ModernBERT's heads and rotary tables take "
+                             "their size from it",
+                             head_dim);
+
+    double global = 160000.0, local = 10000.0, gfactor = 1.0, lfactor = 1.0;
+    bool g_given = false, l_given = false, gf_given = false, lf_given = false;
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        if (!json_is_object(rp))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: 'rope_parameters' is not an object");
+        const char *key;
+        json_t *v;
+        json_object_foreach(rp, key, v)
+        {
+            if (strcmp(key, "full_attention") == 0 || strcmp(key, "sliding_attention") == 0)
+                continue;
+            char shown[64];
+            printable(shown, sizeof shown, key);
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters has '%s': ModernBertConfig reads "
+                                 "one entry per layer type, full_attention and sliding_attention",
+                                 shown);
+        }
+        const json_t *full = json_object_get(rp, "full_attention");
+        const json_t *sliding = json_object_get(rp, "sliding_attention");
+        if ((full && !json_is_null(full) &&
+             (rc = rope_entry(full, "rope_parameters.full_attention.", &global, &g_given, &gfactor,
+                              &gf_given, err)) < 0) ||
+            (sliding && !json_is_null(sliding) &&
+             (rc = rope_entry(sliding, "rope_parameters.sliding_attention.", &local, &l_given,
+                              &lfactor, &lf_given, err)) < 0))
+            return rc;
+        if ((gf_given && gfactor != 1.0) || (lf_given && lfactor != 1.0))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_parameters.%s.partial_rotary_factor %g is not "
+                                 "supported (ModernBERT rotates the whole head)",
+                                 gf_given && gfactor != 1.0 ? "full_attention"
+                                                            : "sliding_attention",
+                                 gf_given && gfactor != 1.0 ? gfactor : lfactor);
+    }
+    if (!g_given && (rc = number_field(root, "global_rope_theta", &global, err)) < 0)
+        return rc;
+    const json_t *lrt = json_object_get(root, "local_rope_theta");
+    const bool local_is_global = !l_given && lrt && json_is_null(lrt);
+    if (!l_given && (rc = number_field(root, "local_rope_theta", &local, err)) < 0)
+        return rc;
+    hp->norm_first = true;
+    hp->first_norm_identity = true;
+    hp->final_norm = true;
+    hp->bias = attn_bias;
+    hp->norm = norm_bias ? ENC_NORM_LAYERNORM : ENC_NORM_LAYERNORM_NOBIAS;
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = global;
+    hp->global_every = every;
+    hp->local_window = every > 1 ? half : 0;
+    hp->rope_theta_local = every > 1 ? (local_is_global ? global : local) : 0.0;
+    c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "global_rope_theta";
+    c->key_norm = "norm_bias";
+    c->key_global_every = every_key;
+    c->key_local_window = "local_attention";
+    c->key_rope_theta_local = l_given           ? "rope_parameters.sliding_attention.rope_theta"
+                              : local_is_global ? c->key_rope_theta
+                                                : "local_rope_theta";
+    return ENC_OK;
+}
+
+/* What every family refuses or records: rope_scaling (a scaled RoPE: 4.x's
+ * rotary embeddings read it, 5.x's turn it into rope_parameters),
+ * quantization_config (the tensors are not the float ones attnd binds),
+ * pruned_heads (4.x's from_pretrained prunes those heads: smaller
+ * projections); the embedding module's vocab_size, max_position_embeddings
+ * and pad_token_id. */
+static int read_common(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    if (given(root, "rope_scaling"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_scaling is not supported (attnd computes RoPE "
+                             "without scaling)");
+    if (given(root, "quantization_config"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: quantization_config is not supported (a quantized "
+                             "checkpoint; attnd reads F32, F16 and BF16 tensors)");
+    const json_t *pruned = json_object_get(root, "pruned_heads");
+    if (pruned && !json_is_null(pruned) &&
+        !(json_is_object(pruned) && json_object_size(pruned) == 0))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pruned_heads is not supported (transformers prunes "
+                             "those heads from the projections as it loads them)");
+    c->embedding_size = c->hp.d_model;
+    c->pad_token_id = -1;
+    int rc;
+    if ((rc = opt_int_field(root, "vocab_size", 1, &c->vocab_size, err)) < 0 ||
+        (rc = opt_int_field(root, "max_position_embeddings", 1, &c->max_position_embeddings, err)) <
+            0 ||
+        (rc = opt_int_field(root, "pad_token_id", 0, &c->pad_token_id, err)) < 0)
+        return rc;
+    if (c->vocab_size > 0 && c->pad_token_id >= c->vocab_size)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pad_token_id (%d) is not below vocab_size (%d)",
+                             c->pad_token_id, c->vocab_size);
+    return ENC_OK;
+}
+
+int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return enc_error_set(err, ENC_EINVAL, "model.dir: the path is too long");
+    size_t len;
+    char *text = file_read_whole(path, &len, err);
+    if (!text)
+        return err->status;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    int rc = ENC_OK;
+    if (!root)
+        return enc_error_set(err, ENC_EFORMAT, "config.json: line %d, column %d: %s", jerr.line,
+                             jerr.column, jerr.text);
+    const json_t *mt = json_object_get(root, "model_type");
+    const family *fam = NULL;
+    if (!json_is_object(root)) {
+        rc = enc_error_set(err, ENC_EFORMAT, "config.json: the top level is not an object");
+        goto done;
+    }
+    if (!mt || !json_is_string(mt)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s 'model_type'",
+                           mt ? "a string expected for" : "missing");
+        goto done;
+    }
+    if (!(fam = family_of(json_string_value(mt)))) {
+        char shown[64];
+        printable(shown, sizeof shown, json_string_value(mt));
+        rc = enc_error_set(err, ENC_EINVAL,
+                           "config.json: model_type '%s' is not supported (bert, roberta, "
+                           "xlm-roberta, camembert, electra, distilbert, modernbert)",
+                           shown);
+        goto done;
+    }
+    snprintf(c->model_type, sizeof c->model_type, "%s", fam->model_type);
+    const json_t *dt = json_object_get(root, "dtype") ? json_object_get(root, "dtype")
+                                                      : json_object_get(root, "torch_dtype");
+    c->dtype = json_is_string(dt) && strcmp(json_string_value(dt), "bfloat16") == 0
+                   ? ENC_DTYPE_BFLOAT16
+                   : ENC_DTYPE_FLOAT32;
+    c->key_d_model = fam->d_model;
+    c->key_n_heads = fam->n_heads;
+    c->key_d_ff = fam->d_ff;
+    c->key_n_layers = fam->n_layers;
+    c->key_activation = fam->activation;
+    c->key_eps = fam->eps;
+    enc_hparams *hp = &c->hp;
+    enc_hparams_default(hp);
+    hp->norm_first = false; /* every one of them is post-norm, with biases */
+    hp->bias = true;
+    if ((rc = int_field(root, fam->d_model, &hp->d_model, err)) < 0 ||
+        (rc = int_field(root, fam->n_heads, &hp->n_heads, err)) < 0 ||
+        (rc = int_field(root, fam->d_ff, &hp->d_ff, err)) < 0 ||
+        (rc = int_field(root, fam->n_layers, &hp->n_layers, err)) < 0)
+        goto done;
+    hp->n_kv_heads = hp->n_heads;
+    const json_t *act = json_object_get(root, fam->activation);
+    if (!act || !json_is_string(act)) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s'",
+                           act ? "a string expected for" : "missing", fam->activation);
+        goto done;
+    }
+    const char *a = json_string_value(act);
+    printable(c->activation, sizeof c->activation, a);
+    bool known = false;
+    if (fam->gated && (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0)) {
+        hp->ffn = ENC_FFN_SWIGLU; /* SiLU gates; activation is not used */
+        hp->activation = ENC_ACT_GELU;
+        known = true;
+    }
+    for (size_t i = 0; !known && i < sizeof ACTIVATIONS / sizeof *ACTIVATIONS; i++)
+        if (strcmp(a, ACTIVATIONS[i].name) == 0 &&
+            !(fam->gated && ACTIVATIONS[i].act == ENC_ACT_RELU)) {
+            hp->activation = ACTIVATIONS[i].act;
+            hp->ffn = fam->gated ? ENC_FFN_GEGLU : ENC_FFN_MLP;
+            known = true;
+        }
+    if (!known) {
+        rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s' is not supported (%s)",
+                           fam->activation, c->activation,
+                           fam->gated ? ACTIVATION_LIST ", silu, swish" : ACTIVATION_LIST ", relu");
+        goto done;
+    }
+    if (fam->eps) {
+        const json_t *eps = json_object_get(root, fam->eps);
+        if (!eps) {
+            rc = enc_error_set(err, ENC_EINVAL, "config.json: missing '%s'", fam->eps);
+            goto done;
+        }
+        if (!json_is_number(eps) || !(json_number_value(eps) > 0) ||
+            !isfinite(json_number_value(eps))) {
+            rc = enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not a positive number",
+                               fam->eps);
+            goto done;
+        }
+        hp->layer_norm_eps = (float)json_number_value(eps);
+    } else {
+        hp->layer_norm_eps = DISTILBERT_EPS;
+    }
+    if ((rc = read_common(root, c, err)) < 0 || (rc = fam->extras(root, c, err)) < 0)
+        goto done;
+done:
+    json_decref(root);
+    return rc;
+}

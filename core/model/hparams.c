@@ -1,0 +1,198 @@
+/* hparams.c - model hyperparameters: defaults, names and validation. */
+#include "encoder.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- the enums' names, both ways ---------------------------------------- */
+
+static const char *const activation_names[] = {
+    [ENC_ACT_RELU] = "relu",
+    [ENC_ACT_GELU] = "gelu",
+    [ENC_ACT_GELU_TANH] = "gelu_tanh",
+};
+static const char *const position_names[] = {
+    [ENC_POS_NONE] = "none",
+    [ENC_POS_ROPE] = "rope",
+    [ENC_POS_ALIBI] = "alibi",
+};
+static const char *const rope_style_names[] = {
+    [ENC_ROPE_NEOX] = "neox",
+    [ENC_ROPE_GPTJ] = "gptj",
+};
+static const char *const ffn_names[] = {
+    [ENC_FFN_MLP] = "mlp",
+    [ENC_FFN_GEGLU] = "geglu",
+    [ENC_FFN_SWIGLU] = "swiglu",
+};
+static const char *const norm_names[] = {
+    [ENC_NORM_LAYERNORM] = "layernorm",
+    [ENC_NORM_LAYERNORM_NOBIAS] = "layernorm_nobias",
+};
+static const char *const dtype_names[] = {
+    [ENC_DTYPE_FLOAT32] = "float32",
+    [ENC_DTYPE_BFLOAT16] = "bfloat16",
+    [ENC_DTYPE_AUTO] = "auto",
+};
+
+/* The index of name in names (n of them), or -1. */
+static int name_index(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* type's parse (name -> value: 0 or ENC_EINVAL) and name (value -> name,
+ * "unknown" out of range) from its table. */
+#define ENUM_NAMES(type, table)                                                                    \
+    int type##_parse(const char *name, type *out)                                                  \
+    {                                                                                              \
+        const int i = name_index(table, sizeof table / sizeof *table, name);                       \
+        if (i < 0)                                                                                 \
+            return ENC_EINVAL;                                                                     \
+        *out = (type)i;                                                                            \
+        return ENC_OK;                                                                             \
+    }                                                                                              \
+    const char *type##_name(type v)                                                                \
+    {                                                                                              \
+        return (unsigned)v < sizeof table / sizeof *table ? table[v] : "unknown";                  \
+    }
+
+ENUM_NAMES(enc_activation, activation_names)
+ENUM_NAMES(enc_position, position_names)
+ENUM_NAMES(enc_rope_style, rope_style_names)
+ENUM_NAMES(enc_ffn, ffn_names)
+ENUM_NAMES(enc_norm, norm_names)
+ENUM_NAMES(enc_dtype, dtype_names)
+
+void enc_hparams_default(enc_hparams *hp)
+{
+    *hp = (enc_hparams){
+        .d_model = 512,
+        .n_heads = 8,
+        .n_kv_heads = 8,
+        .d_ff = 2048,
+        .n_layers = 1,
+        .activation = ENC_ACT_RELU,
+        .norm_first = false,
+        .layer_norm_eps = 1e-5f,
+        .bias = true,
+        .position = ENC_POS_NONE,
+        .rope_theta = 10000.0,
+        .rope_dim = 0,
+        .rope_style = ENC_ROPE_NEOX,
+        .ffn = ENC_FFN_MLP,
+        .norm = ENC_NORM_LAYERNORM,
+        .global_every = 1,
+    };
+}
+
+bool enc_norm_has_bias(const enc_hparams *hp)
+{
+    return hp->bias && hp->norm == ENC_NORM_LAYERNORM;
+}
+
+bool enc_layer_local(const enc_hparams *hp, int l)
+{
+    return hp->global_every > 1 && l % hp->global_every != 0;
+}
+
+double enc_layer_rope_theta(const enc_hparams *hp, int l)
+{
+    return enc_layer_local(hp, l) && hp->rope_theta_local > 0.0 ? hp->rope_theta_local
+                                                                : hp->rope_theta;
+}
+
+int enc_ffn_rows(const enc_hparams *hp)
+{
+    return hp->ffn == ENC_FFN_MLP ? hp->d_ff : 2 * hp->d_ff;
+}
+
+void enc_alibi_slopes(int n, float *slopes)
+{
+    int m = 1; /* the power of two at most n */
+    while (m * 2 <= n)
+        m *= 2;
+    for (int h = 0; h < n; h++) /* 2^(-8(h+1)/m), then every other one of 2m heads */
+        slopes[h] = (float)(h < m ? pow(2.0, -8.0 * (h + 1) / m)
+                                  : pow(2.0, -8.0 * (2 * (h - m) + 1) / (2 * m)));
+}
+
+/* Checks one integer setting is in [lo, hi]. */
+static int check_range(const char *name, int v, int lo, int hi, enc_error *err)
+{
+    if (v < lo || v > hi)
+        return enc_error_set(err, ENC_EINVAL, "%s (%d) must be between %d and %d", name, v, lo, hi);
+    return ENC_OK;
+}
+
+int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
+{
+    int rc;
+    if ((rc = check_range("d_model", hp->d_model, 1, ENC_MAX_DIM, err)) < 0 ||
+        (rc = check_range("n_heads", hp->n_heads, 1, hp->d_model, err)) < 0)
+        return rc;
+    if (hp->d_model % hp->n_heads != 0)
+        return enc_error_set(err, ENC_EINVAL, "n_heads (%d) must divide d_model (%d)", hp->n_heads,
+                             hp->d_model);
+    if ((rc = check_range("n_kv_heads", hp->n_kv_heads, 1, hp->n_heads, err)) < 0 ||
+        (rc = check_range("d_ff", hp->d_ff, 1, 4 * ENC_MAX_DIM, err)) < 0 ||
+        (rc = check_range("n_layers", hp->n_layers, 1, ENC_MAX_LAYERS, err)) < 0)
+        return rc;
+    if (hp->n_heads % hp->n_kv_heads != 0)
+        return enc_error_set(err, ENC_EINVAL, "n_kv_heads (%d) must divide n_heads (%d)",
+                             hp->n_kv_heads, hp->n_heads);
+    if ((unsigned)hp->activation > ENC_ACT_GELU_TANH)
+        return enc_error_set(err, ENC_EINVAL, "activation (%d) must be relu, gelu or gelu_tanh",
+                             (int)hp->activation);
+    if (!(hp->layer_norm_eps > 0.0f) || !isfinite(hp->layer_norm_eps))
+        return enc_error_set(err, ENC_EINVAL, "layer_norm_eps (%g) must be a positive number",
+                             (double)hp->layer_norm_eps);
+    if ((unsigned)hp->ffn > ENC_FFN_SWIGLU)
+        return enc_error_set(err, ENC_EINVAL, "ffn (%d) must be mlp, geglu or swiglu",
+                             (int)hp->ffn);
+    if (hp->ffn == ENC_FFN_GEGLU && hp->activation == ENC_ACT_RELU)
+        return enc_error_set(err, ENC_EINVAL,
+                             "ffn geglu gates with the GELU of activation: activation must be "
+                             "gelu or gelu_tanh, not relu");
+    if ((unsigned)hp->dtype > ENC_DTYPE_BFLOAT16)
+        return enc_error_set(err, ENC_EINVAL,
+                             "dtype (%d) must be float32 or bfloat16 (auto is resolved by the "
+                             "configuration)",
+                             (int)hp->dtype);
+    if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_NOBIAS)
+        return enc_error_set(err, ENC_EINVAL, "norm (%d) must be layernorm or layernorm_nobias",
+                             (int)hp->norm);
+    if (hp->first_norm_identity && !hp->norm_first)
+        return enc_error_set(err, ENC_EINVAL,
+                             "first_attn_norm false (layer 0's attention norm the identity) "
+                             "needs norm_first true: a post-norm block's norms follow their "
+                             "sublayers");
+    if ((rc = check_range("global_every", hp->global_every, 0, ENC_MAX_LAYERS, err)) < 0 ||
+        (rc = check_range("local_window", hp->local_window, 0, ENC_MAX_POSITION, err)) < 0)
+        return rc;
+    if (hp->rope_theta_local != 0.0 &&
+        (!(hp->rope_theta_local > 0.0) || !isfinite(hp->rope_theta_local)))
+        return enc_error_set(err, ENC_EINVAL, "rope_theta_local (%g) must be a positive number",
+                             hp->rope_theta_local);
+    if ((unsigned)hp->position > ENC_POS_ALIBI)
+        return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
+                             (int)hp->position);
+    if (hp->position != ENC_POS_ROPE)
+        return ENC_OK;
+    const int E = hp->d_model / hp->n_heads;
+    if (!(hp->rope_theta > 0.0) || !isfinite(hp->rope_theta))
+        return enc_error_set(err, ENC_EINVAL, "rope_theta (%g) must be a positive number",
+                             hp->rope_theta);
+    if (hp->rope_dim < 0 || hp->rope_dim > E || hp->rope_dim % 2 != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "rope_dim (%d) must be even and at most the head dimension (%d); "
+                             "0 = all of it",
+                             hp->rope_dim, E);
+    if ((unsigned)hp->rope_style > ENC_ROPE_GPTJ)
+        return enc_error_set(err, ENC_EINVAL, "rope_style (%d) must be neox or gptj",
+                             (int)hp->rope_style);
+    return ENC_OK;
+}

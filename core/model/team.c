@@ -1,0 +1,170 @@
+/* team.c - the fork-join team (see team.h). */
+#include "model/team.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Spins before sleeping: about 50-100 us, longer than the gap between two
+ * phases of a forward, far shorter than the gap between requests. */
+#define SPIN_LIMIT 20000
+
+struct team {
+    int n;
+    pthread_t *threads; /* (n - 1) helpers */
+    team_fn fn;
+    void *arg;
+    atomic_uint generation; /* bumped for each run */
+    atomic_int pending;     /* helpers still working on this run */
+    atomic_int stopping;
+    atomic_int resting;   /* no run follows soon: helpers sleep without spinning */
+    pthread_mutex_t lock; /* for sleeping helpers */
+    pthread_cond_t wake;
+    int sleepers; /* helpers waiting on wake (under lock) */
+};
+
+typedef struct helper_arg {
+    team *t;
+    int tid;
+} helper_arg;
+
+static void *helper_main(void *p)
+{
+    helper_arg ha = *(helper_arg *)p;
+    free(p);
+    team *t = ha.t;
+    unsigned seen = 0;
+    for (;;) {
+        /* Wait for a new generation: spin, then sleep. */
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&t->generation, memory_order_acquire)) == seen &&
+               !atomic_load(&t->stopping)) {
+            if (++spins < SPIN_LIMIT && !atomic_load_explicit(&t->resting, memory_order_relaxed)) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&t->lock);
+            t->sleepers++;
+            while (atomic_load(&t->generation) == seen && !atomic_load(&t->stopping))
+                pthread_cond_wait(&t->wake, &t->lock);
+            t->sleepers--;
+            pthread_mutex_unlock(&t->lock);
+            spins = 0;
+        }
+        if (atomic_load(&t->stopping))
+            break;
+        seen = gen;
+        t->fn(t->arg, ha.tid, t->n);
+        atomic_fetch_sub_explicit(&t->pending, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+team *team_new(int n)
+{
+    team *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->n = n < 1 ? 1 : n;
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, NULL);
+    if (t->n > 1) {
+        t->threads = calloc((size_t)t->n - 1, sizeof *t->threads);
+        if (!t->threads)
+            goto fail;
+        for (int i = 1; i < t->n; i++) {
+            helper_arg *ha = malloc(sizeof *ha);
+            if (!ha)
+                goto fail;
+            *ha = (helper_arg){t, i};
+            if (pthread_create(&t->threads[i - 1], NULL, helper_main, ha) != 0) {
+                free(ha);
+                goto fail;
+            }
+        }
+    }
+    return t;
+fail:
+    /* Only the helpers started so far are joined: mark the rest absent. */
+    team_free(t);
+    return NULL;
+}
+
+void team_run(team *t, team_fn fn, void *arg)
+{
+    if (t->n == 1) {
+        fn(arg, 0, 1);
+        return;
+    }
+    t->fn = fn;
+    t->arg = arg;
+    atomic_store(&t->resting, 0);
+    atomic_store(&t->pending, t->n - 1);
+    atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
+    pthread_mutex_lock(&t->lock);
+    if (t->sleepers)
+        pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    fn(arg, 0, t->n);
+    /* Spin while the helpers finish their shares, then yield the CPU, so
+     * that a helper waiting for one (more threads than free cores, or
+     * valgrind, which runs one thread at a time) gets it sooner. */
+    for (int spins = 0; atomic_load_explicit(&t->pending, memory_order_acquire) > 0;)
+        if (++spins < SPIN_LIMIT)
+            cpu_relax();
+        else
+            sched_yield();
+}
+
+void team_rest(team *t)
+{
+    if (t)
+        atomic_store(&t->resting, 1);
+}
+
+int team_sleepers(team *t)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    const int n = t->sleepers;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+int team_size(const team *t)
+{
+    return t ? t->n : 1;
+}
+
+void team_free(team *t)
+{
+    if (!t)
+        return;
+    atomic_store(&t->stopping, 1);
+    pthread_mutex_lock(&t->lock);
+    pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    for (int i = 0; t->threads && i < t->n - 1; i++)
+        if (t->threads[i])
+            pthread_join(t->threads[i], NULL);
+    free(t->threads);
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->wake);
+    free(t);
+}
+
+void team_split(int n, int tid, int nth, int *lo, int *hi)
+{
+    *lo = (int)((long long)n * tid / nth);
+    *hi = (int)((long long)n * (tid + 1) / nth);
+}
