@@ -123,7 +123,12 @@ CHECK_LIBS   = $(shell $(PKG) --libs check 2>/dev/null)
 
 CFLAGS    ?=
 LDFLAGS   ?=
-ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP -Icore -Iconfig -Iserver \
+# Include paths by layer: core/ sees only itself, so a core file that
+# includes a header of config/ or server/ fails to build (make layers-check
+# covers what a compiler cannot see: the layers inside server/); the
+# daemon and the tests see every layer.
+INCLUDES    = -Icore -Iconfig -Iserver
+ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP $(INCLUDES) \
               -DATTND_VERSION='"$(VERSION)"' $(DEP_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
 
@@ -163,6 +168,8 @@ help:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/core/%.o: INCLUDES = -Icore
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
