@@ -376,6 +376,13 @@ typedef enum enc_attn_mode {
     ENC_ATTN_MEAN,  /* per layer (B, L, L): the mean over heads */
 } enc_attn_mode;
 
+/* The weights' heads a mode writes per sequence and layer: n_heads for
+ * ENC_ATTN_HEADS, else 1 (the mean's one; nothing at all for NONE). */
+static inline int enc_attn_heads(enc_attn_mode mode, int n_heads)
+{
+    return mode == ENC_ATTN_HEADS ? n_heads : 1;
+}
+
 typedef enum enc_attn_format {
     ENC_FORMAT_DENSE, /* (B, H, L, L) or (B, L, L) per layer */
     ENC_FORMAT_CSR,   /* per layer, sequence after sequence: (H, nnz_b) or (nnz_b), the

@@ -40,7 +40,7 @@ static accuracy compare_batch(const enc_model *f32, const enc_model *bf16, const
     const int D = hp->d_model, H = hp->n_heads, N = hp->n_layers, B = in->B, L = in->L;
     const size_t n_out = (size_t)B * L * D;
     const size_t n_attn =
-        mode == ENC_ATTN_NONE ? 1 : (size_t)B * (mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        mode == ENC_ATTN_NONE ? 1 : (size_t)B * enc_attn_heads(mode, H) * L * L;
     float *out[2] = {xcalloc(n_out, sizeof(float)), xcalloc(n_out, sizeof(float))};
     float *attn[2] = {xcalloc(n_attn, sizeof(float)), xcalloc(n_attn, sizeof(float))};
     const enc_model *models[2] = {f32, bf16};

@@ -194,7 +194,7 @@ static void check_case(torch_case *c, forward_fn fwd, enc_attn_mode mode, const 
     const enc_hparams *hp = &c->hp;
     const int B = c->in.B, L = c->in.L, H = hp->n_heads;
     const size_t n_out = (size_t)B * L * hp->d_model;
-    const size_t n_attn = (size_t)B * (mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+    const size_t n_attn = (size_t)B * enc_attn_heads(mode, H) * L * L;
     float *out = poisoned(n_out);
     float *attn[ENC_MAX_LAYERS] = {0};
     for (int l = 0; l < hp->n_layers; l++)

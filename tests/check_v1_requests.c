@@ -355,7 +355,7 @@ END_TEST
 static void zero_outputs(encode_request *req, const enc_hparams *hp)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
     memset(req->out, 0, B * L * (size_t)hp->d_model * sizeof *req->out);
     for (int l = 0; l < req->n_layers; l++)
         if (req->attn[l])

@@ -802,7 +802,7 @@ uint64_t attention_tiles(const attn_seq *s, int i0, const int *rows, int n_rows,
         for (int r = 0; r < n_rows; r++) {
             const int i = item_row(&t, r);
             memset(s->z + (size_t)i * s->z_stride, 0, (size_t)H * E * sizeof(float));
-            for (int h = 0; weights && h < (s->mode == ENC_ATTN_HEADS ? H : 1); h++) {
+            for (int h = 0; weights && h < enc_attn_heads(s->mode, H); h++) {
                 const size_t nw =
                     s->indptr ? (size_t)(s->indptr[i + 1] - s->indptr[i]) : (size_t)s->len;
                 memset(weights_row(s, h, i), 0, nw * sizeof(float));

@@ -248,7 +248,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         sm.alibi = m->alibi;
         sm.pos = in->positions ? in->positions + (size_t)sq->b * L : NULL;
         const bool csr = res->attn_format == ENC_FORMAT_CSR;
-        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
+        const int heads = enc_attn_heads(res->attn_mode, H);
         float *seq_attn = NULL;
         if (res->attn_mode != ENC_ATTN_NONE && res->attn && res->attn[c->layer])
             seq_attn = res->attn[c->layer] + (csr ? sq->csr : (size_t)sq->b * heads * L * L);
@@ -850,7 +850,7 @@ static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *job
         const enc_batch *in = jobs[j].in;
         const enc_result *res = jobs[j].res;
         const int L = in->L;
-        const int heads = res->attn_mode == ENC_ATTN_HEADS ? H : 1;
+        const int heads = enc_attn_heads(res->attn_mode, H);
         size_t csr = 0;
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;

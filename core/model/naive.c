@@ -250,7 +250,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
         goto done;
     }
     memset(res->out, 0, (size_t)B * LD * sizeof *res->out);
-    const size_t attn_per_seq = (size_t)(res->attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+    const size_t attn_per_seq = (size_t)enc_attn_heads(res->attn_mode, H) * L * L;
     for (int l = 0; l < hp->n_layers && res->attn_mode != ENC_ATTN_NONE; l++)
         if (res->attn && res->attn[l])
             memset(res->attn[l], 0, (size_t)B * attn_per_seq * sizeof(float));

@@ -7,7 +7,9 @@
  *                 body, its completion
  *     routes.c    the route table and each route's handler
  *     respond.c   responses: whole bodies, errors, streamed bodies
- *     framing.c   RFC 9112's rules (framing.h) */
+ *     framing.c   RFC 9112's rules (framing.h)
+ *     linger.c    the graceful close of a connection answered before its
+ *                 body was read (linger.h) */
 #ifndef ATTND_HTTP_INTERNAL_H
 #define ATTND_HTTP_INTERNAL_H
 

@@ -193,12 +193,12 @@ static enum MHD_Result serve_forward(request *r)
     return submit_job(r, e);
 }
 
-/* The forward has run (or was refused a place): the queue's and the core's
- * errors, or the route's answer. */
 /* Bodies with at least this many JSON numbers (about 3 MB of text) are
  * formatted on two threads. */
 #define PARALLEL_NUMBERS (256u << 10)
 
+/* The forward has run (or was refused a place): the queue's and the core's
+ * errors, or the route's answer. */
 enum MHD_Result http_forward_finish(request *r)
 {
     server *s = r->srv;

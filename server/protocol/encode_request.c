@@ -84,7 +84,7 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
     if (req->attn_mode == ENC_ATTN_NONE || req->csr)
         return 0; /* CSR: held to the limit by allowed pairs (encode_request_plan) */
 
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
     const size_t layers = layers_wanted(req);
     size_t bytes = 0;
     bool over = mul_over(B, heads, &bytes) || mul_over(bytes, L, &bytes) ||
@@ -137,7 +137,7 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
     req->batch.blockmask = req->blockmask;
     /* the weights of the allowed pairs: heads x nnz float32 per layer (the
      * limit counts weights, dense or CSR; not the index arrays) */
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
     const size_t layers = layers_wanted(req);
     size_t nnz = 0, bytes = 0;
     for (int b = 0; b < req->batch.B; b++)
@@ -160,7 +160,7 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
 size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
     if (req->attn_mode == ENC_ATTN_NONE)
         return 0;
     if (!req->csr)

@@ -1267,7 +1267,7 @@ static bool csr_tensors(const v2_request *req, const enc_hparams *hp, bool binar
 {
     const encode_request *e = &req->enc;
     const size_t B = (size_t)e->batch.B, L = (size_t)e->batch.L;
-    const size_t heads = e->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 1;
+    const size_t heads = (size_t)enc_attn_heads(e->attn_mode, hp->n_heads);
     size_t nnz = 0;
     for (size_t b = 0; b < B; b++)
         nnz += enc_blockmask_nnz(e->blockmask, (int)b);
