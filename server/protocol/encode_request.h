@@ -1,6 +1,6 @@
 /* encode_request.h - the neutral request: what a /v1/encode or /v2 infer request
  * asks of the core, whichever codec parsed it (protocol/v1.c,
- * protocol/v2.c), and the buffers its results are written into.  Both
+ * protocol/v2_request.c), and the buffers its results are written into.  Both
  * codecs fill it through encode_request_init, encode_check_limits, the
  * shared options (options.h) and encode_alloc_input; routes.c then runs
  * encode_request_alloc_outputs and the forward, and the codec renders the

@@ -74,6 +74,8 @@ char *v2_model_metadata(const char *model_name, const enc_hparams *hp,
 
 /* The outputs a request can ask for. */
 typedef enum v2_output { V2_OUT_OUTPUTS, V2_OUT_ATTENTION, V2_N_OUT } v2_output;
+/* Each output's name in requests and responses: "outputs", "attention". */
+extern const char *const v2_output_name[V2_N_OUT];
 
 typedef struct v2_request {
     encode_request enc;      /* the batch, mask, attention mode and result buffers */
