@@ -4,8 +4,21 @@
  * tokenizers' tokenizer/mod.rs (encode_single_sequence, post_process),
  * tokenizer/added_vocabulary.rs (extract_and_normalize, find_matches) and
  * processors/ (bert.rs, roberta.rs, template.rs, sequence.rs, and
- * pre_tokenizers/byte_level.rs's process_offsets). */
-#include "tok_internal.h"
+ * pre_tokenizers/byte_level.rs's process_offsets).
+ *
+ * The pipeline is Hugging Face tokenizers' (tokenizer/mod.rs encode_single_sequence):
+ *
+ *     text --added tokens (non-normalized) split--> pieces
+ *          --normalizer, each piece--> --added tokens (normalized) split-->
+ *          --pre-tokenizer, each piece without a token--> words
+ *          --model, each word--> tokens --post-processor--> encoding */
+#include "tokenizer/tokenizer.h"
+#include "chars.h"
+#include "json.h"
+#include "models.h"
+#include "normalize.h"
+#include "pretokenize.h"
+#include "utf8.h"
 
 #include "base/file.h"
 
@@ -183,7 +196,7 @@ void tok_free(tok_tokenizer *t)
     free(t);
 }
 
-size_t tok_vocab_size(const tok_tokenizer *t)
+size_t tok_id_count(const tok_tokenizer *t)
 {
     size_t n = tok_model_vocab_size(t->model);
     return t->n_added_ids > n ? t->n_added_ids : n;
@@ -682,7 +695,7 @@ static int seq_grow(seq_enc *e, size_t n)
  * chars that are spaces or its "Ġ" (U+0120). */
 static bool trim_space(uint32_t c)
 {
-    return c == 0x120 || tok_is_whitespace(c);
+    return c == 0x120 || tok_char_is_whitespace(c);
 }
 
 static uint16_t clamp16(size_t n)
@@ -741,8 +754,8 @@ static int split_added(const tok_tokenizer *t, const trie *tr, tok_str *s, const
         size_t a = at[i], b = at[end]; /* code points */
         const size_t next = end;
         if (x->single_word) {
-            bool start_space = a == 0 || !tok_is_word(s->cp[a - 1]);
-            bool stop_space = b == s->n || !tok_is_word(s->cp[b]);
+            bool start_space = a == 0 || !tok_char_is_word(s->cp[a - 1]);
+            bool stop_space = b == s->n || !tok_char_is_word(s->cp[b]);
             if (!start_space || !stop_space) {
                 i = next;
                 continue;
@@ -750,12 +763,12 @@ static int split_added(const tok_tokenizer *t, const trie *tr, tok_str *s, const
         }
         if (x->lstrip) {
             size_t na = a;
-            while (na > 0 && tok_is_whitespace(s->cp[na - 1]))
+            while (na > 0 && tok_char_is_whitespace(s->cp[na - 1]))
                 na--;
             a = na > start_offset ? na : start_offset;
         }
         if (x->rstrip)
-            while (b < s->n && tok_is_whitespace(s->cp[b]))
+            while (b < s->n && tok_char_is_whitespace(s->cp[b]))
                 b++;
         if (start_offset < a) {
             if ((rc = tok_str_slice(s, start_offset, a, &part)) < 0 ||
