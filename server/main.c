@@ -70,7 +70,7 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
     if (!tok)
         return NULL;
     if (model_builtin(cfg)) {
-        const size_t v = tok_vocab_size(tok);
+        const size_t v = tok_id_count(tok);
         if (v > INT_MAX || enc_model_seed_embedding(model, (int)v, cfg->limits.max_seq_len,
                                                     cfg->model.seed, err) < 0) {
             if (v > INT_MAX)
@@ -82,10 +82,10 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
         return tok;
     }
     const enc_embedding_info *emb = enc_model_embedding(model);
-    if (tok_vocab_size(tok) > (size_t)emb->vocab_size) {
+    if (tok_id_count(tok) > (size_t)emb->vocab_size) {
         enc_error_set(err, ENC_EINVAL,
                       "model.tokenizer: %s has %zu token ids, the model's vocab_size is %d", file,
-                      tok_vocab_size(tok), emb->vocab_size);
+                      tok_id_count(tok), emb->vocab_size);
         tok_free(tok);
         return NULL;
     }

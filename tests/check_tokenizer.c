@@ -424,7 +424,7 @@ static void expect_cover(const char *name, const char *what, const tok_tokenizer
     uint32_t reach = 0, last = 0;
     size_t model = 0;
     for (size_t i = 0; i < e->n; i++) {
-        EXPECT(e->ids[i] >= 0 && (size_t)e->ids[i] < tok_vocab_size(t),
+        EXPECT(e->ids[i] >= 0 && (size_t)e->ids[i] < tok_id_count(t),
                "%s, %s: token %zu has id %d", name, what, i, e->ids[i]);
         EXPECT(e->start[i] <= e->stop[i] && e->stop[i] <= chars,
                "%s, %s: token %zu at [%u, %u) of %zu characters", name, what, i, e->start[i],

@@ -5,7 +5,9 @@
  * merged by rank with a priority queue of candidate merges, as word.rs's
  * merge_all: O(n log n) in the word's length.  No dropout: attnd tokenizes
  * deterministically. */
-#include "tok_internal.h"
+#include "bpe.h"
+#include "json.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,11 @@
 /* models.c - tok_model_*: the dispatch from tokenizer.json's model "type"
  * to WordPiece, BPE or Unigram (each on vocab.c's vocabulary), and the
  * calls every model answers. */
-#include "tok_internal.h"
+#include "models.h"
+#include "bpe.h"
+#include "json.h"
+#include "unigram.h"
+#include "wordpiece.h"
 
 #include <string.h>
 

@@ -1,9 +1,7 @@
-/* normalize.c - tokenizer.json's normalizers (BertNormalizer, NFC, NFD,
+/* normalize.c - tok_normalize*: tokenizer.json's normalizers (BertNormalizer, NFC, NFD,
  * NFKC, NFKD, Lowercase, StripAccents, Strip, Replace, Prepend, Nmt,
  * Precompiled, ByteLevel, Sequence), written after Hugging Face tokenizers'
- * src/normalizers and tokenizer/normalizer.rs; the transform helper
- * (tok_xform, NormalizedString::transform's alignment rules); and the
- * Unicode classes (tok_is_*) the tokenizer's files share.
+ * src/normalizers and tokenizer/normalizer.rs.
  *
  * Unicode data comes from utf8proc (categories, case, decompositions,
  * compositions, grapheme clusters) and, for Alphabetic, from Oniguruma's
@@ -11,151 +9,23 @@
  * crates tokenizers was built with (unicode-normalization-alignments is at
  * Unicode 9, Rust's std at 15 or 16), so characters assigned in between can
  * differ. */
-#include "tok_internal.h"
+#include "normalize.h"
 
-#include <oniguruma.h>
-#include <pthread.h>
+#include "chars.h"
+#include "json.h"
+#include "regex.h"
+#include "utf8.h"
+#include "tokenizer/tokenizer.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
-/* ---- the transform --------------------------------------------------------- */
-
-void tok_xform_begin(tok_xform *x, tok_str *src, size_t initial_removed)
-{
-    x->src = src;
-    memset(&x->out, 0, sizeof x->out);
-    x->at = initial_removed < src->n ? initial_removed : src->n;
-    x->failed = tok_str_reserve(&x->out, src->n) < 0;
-}
-
-void tok_xform_push(tok_xform *x, uint32_t cp, long change)
-{
-    if (x->failed)
-        return;
-    const tok_str *s = x->src;
-    uint32_t os = 0, oe = 0;
-    if (change > 0) {
-        /* inserted: the span of the source char before the cursor */
-        if (x->at > 0)
-            os = s->os[x->at - 1], oe = s->oe[x->at - 1];
-    } else {
-        /* replaces the next source char (Rust would panic past the end: the
-         * last span is kept instead) */
-        if (x->at < s->n)
-            os = s->os[x->at], oe = s->oe[x->at], x->at++;
-        else if (s->n > 0)
-            os = s->os[s->n - 1], oe = s->oe[s->n - 1];
-        size_t removed = (size_t)-change;
-        x->at = removed < s->n - x->at ? x->at + removed : s->n;
-    }
-    if (tok_str_push(&x->out, cp, os, oe) < 0)
-        x->failed = 1;
-}
-
-int tok_xform_end(tok_xform *x)
-{
-    if (x->failed) {
-        tok_str_free(&x->out);
-        return ENC_ENOMEM;
-    }
-    tok_str_free(x->src);
-    *x->src = x->out;
-    memset(&x->out, 0, sizeof x->out);
-    return 0;
-}
-
-/* ---- Unicode classes ------------------------------------------------------- */
-
-static int category(uint32_t c)
-{
-    return (int)utf8proc_category((utf8proc_int32_t)c);
-}
-
-/* The White_Space property (what Rust's char::is_whitespace tests). */
-bool tok_is_whitespace(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-           c == 0x205F || c == 0x3000;
-}
-
-/* Oniguruma's ctype for the Alphabetic property (utf8proc has none). */
-static OnigCtype alpha_ctype;
-static pthread_once_t alpha_once = PTHREAD_ONCE_INIT;
-
-static void alpha_init(void)
-{
-    static char name[] = "Alphabetic"; /* the macro takes a non-const pointer */
-    int t = ONIGENC_PROPERTY_NAME_TO_CTYPE(ONIG_ENCODING_UTF8, (OnigUChar *)name,
-                                           (OnigUChar *)name + sizeof name - 1);
-    alpha_ctype = t >= 0 ? (OnigCtype)t : ONIGENC_CTYPE_ALPHA;
-}
-
-bool tok_is_alphabetic(uint32_t c)
-{
-    pthread_once(&alpha_once, alpha_init);
-    return ONIGENC_IS_CODE_CTYPE(ONIG_ENCODING_UTF8, c, alpha_ctype) != 0;
-}
-
-bool tok_is_numeric(uint32_t c)
-{
-    int k = category(c);
-    return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
-}
-
-/* tokenizers' is_punc: char::is_ascii_punctuation or unicode_categories'
- * is_punctuation (Pc Pd Ps Pe Pi Pf Po).  ASCII's $ + < = > ^ ` | ~ are
- * symbols in Unicode but punctuation here. */
-bool tok_is_punctuation(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
-               (c >= 0x7B && c <= 0x7E);
-    int k = category(c);
-    return k == UTF8PROC_CATEGORY_PC || k == UTF8PROC_CATEGORY_PD || k == UTF8PROC_CATEGORY_PS ||
-           k == UTF8PROC_CATEGORY_PE || k == UTF8PROC_CATEGORY_PI || k == UTF8PROC_CATEGORY_PF ||
-           k == UTF8PROC_CATEGORY_PO;
-}
-
-/* bert.rs is_control: not \t \n \r, and unicode_categories' is_other
- * (Cc Cf Cn Co Cs: unassigned code points count). */
-bool tok_is_control(uint32_t c)
-{
-    if (c == '\t' || c == '\n' || c == '\r')
-        return false;
-    int k = category(c);
-    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CN ||
-           k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CS;
-}
-
-bool tok_is_chinese(uint32_t c)
-{
-    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
-           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-bool tok_is_mark_nonspacing(uint32_t c)
-{
-    return category(c) == UTF8PROC_CATEGORY_MN;
-}
-
-/* unicode-normalization's is_combining_mark: General_Category Mark (Mn Mc
- * Me), what the StripAccents normalizer removes (BertNormalizer's
- * strip_accents removes Mn only). */
-bool tok_is_mark(uint32_t c)
-{
-    int k = category(c);
-    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
-}
-
 /* bert.rs is_whitespace: \t \n \r or White_Space. */
 static bool is_bert_whitespace(uint32_t c)
 {
-    return tok_is_whitespace(c);
+    return tok_char_is_whitespace(c);
 }
 
 /* ---- (char, change) lists ---------------------------------------------------- */
@@ -188,11 +58,11 @@ static int pairs_push(pairs *p, uint32_t c, long change)
 /* Rebuilds s from the pairs walked over it from its start. */
 static int apply_pairs(tok_str *s, const pairs *p, size_t initial_removed)
 {
-    tok_xform x;
-    tok_xform_begin(&x, s, initial_removed);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, initial_removed);
     for (size_t i = 0; i < p->n; i++)
-        tok_xform_push(&x, p->v[i].c, p->v[i].change);
-    return tok_xform_end(&x);
+        tok_str_xform_push(&x, p->v[i].c, p->v[i].change);
+    return tok_str_xform_end(&x);
 }
 
 /* NormalizedString::filter: the kept chars, each removing the dropped ones
@@ -418,17 +288,17 @@ static int lowercase(tok_str *s)
 
 static bool keep_clean(uint32_t c)
 {
-    return !(c == 0 || c == 0xFFFD || tok_is_control(c));
+    return !(c == 0 || c == 0xFFFD || tok_char_is_control(c));
 }
 
 static bool keep_unmarked_nonspacing(uint32_t c)
 {
-    return !tok_is_mark_nonspacing(c);
+    return !tok_char_is_mark_nonspacing(c);
 }
 
 static bool keep_unmarked(uint32_t c)
 {
-    return !tok_is_mark(c);
+    return !tok_char_is_mark(c);
 }
 
 static bool keep_nmt(uint32_t c)
@@ -462,7 +332,7 @@ static int bert(tok_str *s, bool clean, bool chinese, bool strip_accents, bool l
         pairs p = {0};
         for (size_t i = 0; i < s->n && rc == 0; i++) {
             uint32_t c = s->cp[i];
-            if (tok_is_chinese(c)) {
+            if (tok_char_is_chinese(c)) {
                 rc = pairs_push(&p, ' ', 0);
                 if (rc == 0)
                     rc = pairs_push(&p, c, 1);
@@ -491,18 +361,18 @@ static int strip(tok_str *s, bool left, bool right)
 {
     size_t lead = 0, trail = 0;
     if (left)
-        while (lead < s->n && tok_is_whitespace(s->cp[lead]))
+        while (lead < s->n && tok_char_is_whitespace(s->cp[lead]))
             lead++;
     if (right)
-        while (trail < s->n && tok_is_whitespace(s->cp[s->n - 1 - trail]))
+        while (trail < s->n && tok_char_is_whitespace(s->cp[s->n - 1 - trail]))
             trail++;
     if (lead == 0 && trail == 0)
         return 0;
-    tok_xform x;
-    tok_xform_begin(&x, s, lead);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, lead);
     for (size_t i = lead; i + trail < s->n; i++)
-        tok_xform_push(&x, s->cp[i], 0);
-    return tok_xform_end(&x);
+        tok_str_xform_push(&x, s->cp[i], 0);
+    return tok_str_xform_end(&x);
 }
 
 /* NormalizedString::prepend (a transform over the first char only): the
@@ -511,21 +381,21 @@ static int prepend(tok_str *s, const uint32_t *text, size_t n)
 {
     if (s->n == 0)
         return 0;
-    tok_xform x;
-    tok_xform_begin(&x, s, 0);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, 0);
     for (size_t i = 0; i < n; i++)
-        tok_xform_push(&x, text[i], i != 0);
-    tok_xform_push(&x, s->cp[0], 1);
+        tok_str_xform_push(&x, text[i], i != 0);
+    tok_str_xform_push(&x, s->cp[0], 1);
     x.at = 1; /* the end of the transformed range */
     for (size_t i = 1; i < s->n; i++)
-        tok_xform_push(&x, s->cp[i], 0);
-    return tok_xform_end(&x);
+        tok_str_xform_push(&x, s->cp[i], 0);
+    return tok_str_xform_end(&x);
 }
 
 /* ---- Replace ------------------------------------------------------------------- */
 
 typedef struct replace_ctx {
-    tok_xform *x;
+    tok_str_xform *x;
     const uint32_t *content;
     size_t content_n;
 } replace_ctx;
@@ -536,29 +406,29 @@ typedef struct replace_ctx {
 static int replace_match(size_t a, size_t b, void *ctx)
 {
     replace_ctx *r = ctx;
-    tok_xform *x = r->x;
+    tok_str_xform *x = r->x;
     while (x->at < a)
-        tok_xform_push(x, x->src->cp[x->at], 0);
+        tok_str_xform_push(x, x->src->cp[x->at], 0);
     x->at = b;
     for (size_t i = 0; i < r->content_n; i++)
-        tok_xform_push(x, r->content[i], 1);
+        tok_str_xform_push(x, r->content[i], 1);
     return x->failed ? ENC_ENOMEM : 0;
 }
 
 static int replace(tok_str *s, const tok_regex *re, const uint32_t *content, size_t content_n)
 {
-    tok_xform x;
-    tok_xform_begin(&x, s, 0);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, 0);
     replace_ctx r = {.x = &x, .content = content, .content_n = content_n};
     int rc = tok_regex_each(re, s, replace_match, &r);
     if (rc < 0) {
         x.failed = 1;
-        tok_xform_end(&x);
+        tok_str_xform_end(&x);
         return rc;
     }
     while (x.at < s->n)
-        tok_xform_push(&x, s->cp[x.at], 0);
-    return tok_xform_end(&x);
+        tok_str_xform_push(&x, s->cp[x.at], 0);
+    return tok_str_xform_end(&x);
 }
 
 /* ---- Precompiled (sentencepiece's precompiled_charsmap) ------------------- */
@@ -829,15 +699,15 @@ int tok_normalize(const tok_normalizer *n, tok_str *s)
     case N_BYTE_LEVEL: {
         if (s->n == 0)
             return 0;
-        tok_xform x;
-        tok_xform_begin(&x, s, 0);
+        tok_str_xform x;
+        tok_str_xform_begin(&x, s, 0);
         for (size_t i = 0; i < s->n; i++) {
             char b[4];
             int l = tok_utf8_put(s->cp[i], b);
             for (int k = 0; k < l; k++)
-                tok_xform_push(&x, tok_byte_char((uint8_t)b[k]), k > 0);
+                tok_str_xform_push(&x, tok_char_byte_level((uint8_t)b[k]), k > 0);
         }
-        return tok_xform_end(&x);
+        return tok_str_xform_end(&x);
     }
     }
     return 0;

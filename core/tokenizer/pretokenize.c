@@ -1,184 +1,30 @@
-/* pretokenize.c - tokenizer.json's pre-tokenizers (BertPreTokenizer,
+/* pretokenize.c - tok_pretok*: tokenizer.json's pre-tokenizers (BertPreTokenizer,
  * Whitespace, WhitespaceSplit, Punctuation, Digits, ByteLevel, Metaspace,
  * Split, CharDelimiterSplit, FixedLength, Sequence), written after Hugging
- * Face tokenizers' src/pre_tokenizers; the split helper (tok_split,
- * NormalizedString::split's behaviors); and the regular expressions on
- * Oniguruma, the engine tokenizers' SysRegex uses (utils/onig.rs: the onig
- * crate's Regex::new, so ONIG_OPTION_NONE, the default syntax, UTF-8, and
- * its find_iter's rule for empty matches). */
-#include "tok_internal.h"
+ * Face tokenizers' src/pre_tokenizers, with the split they share
+ * (NormalizedString::split's behaviors). */
+#include "pretokenize.h"
 
-#include <oniguruma.h>
-#include <pthread.h>
+#include "chars.h"
+#include "json.h"
+#include "regex.h"
+#include "utf8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
-/* ---- regular expressions --------------------------------------------------------- */
-
-struct tok_regex {
-    regex_t *re;
-};
-
-static pthread_once_t onig_once = PTHREAD_ONCE_INIT;
-/* onig_new is not thread-safe (the onig crate takes a lock around it too) */
-static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void onig_setup(void)
-{
-    OnigEncoding enc[1] = {ONIG_ENCODING_UTF8};
-    onig_initialize(enc, 1);
-}
-
-static tok_regex *regex_compile(const char *pattern, size_t len, enc_error *err, const char *what)
-{
-    pthread_once(&onig_once, onig_setup);
-    tok_regex *r = calloc(1, sizeof *r);
-    if (!r) {
-        enc_error_set(err, ENC_ENOMEM, "%s: out of memory", what);
-        return NULL;
-    }
-    OnigErrorInfo info;
-    pthread_mutex_lock(&onig_lock);
-    int rc = onig_new(&r->re, (const OnigUChar *)pattern, (const OnigUChar *)pattern + len,
-                      ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
-    pthread_mutex_unlock(&onig_lock);
-    if (rc != ONIG_NORMAL) {
-        OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
-        onig_error_code_to_str(msg, rc, &info);
-        enc_error_set(err, rc == ONIGERR_MEMORY ? ENC_ENOMEM : ENC_EFORMAT,
-                      "%s: the regular expression does not compile: %s", what, (char *)msg);
-        free(r);
-        return NULL;
-    }
-    return r;
-}
-
-void tok_regex_free(tok_regex *re)
-{
-    if (!re)
-        return;
-    if (re->re)
-        onig_free(re->re);
-    free(re);
-}
-
-/* regex::escape's metacharacters (regex-syntax is_meta_character). */
-static bool is_meta(unsigned char c)
-{
-    return c && strchr("\\.+*?()|[]{}^$#&-~", c) != NULL;
-}
-
-tok_regex *tok_regex_pattern(const json_t *pattern, const char *path, enc_error *err)
-{
-    const json_t *v;
-    if (json_is_object(pattern) && json_object_size(pattern) == 1 &&
-        (v = json_object_get(pattern, "Regex"))) {
-        if (!json_is_string(v)) {
-            enc_error_set(err, ENC_EFORMAT, "%s.Regex must be a string", path);
-            return NULL;
-        }
-        return regex_compile(json_string_value(v), json_string_length(v), err, path);
-    }
-    if (!json_is_object(pattern) || json_object_size(pattern) != 1 ||
-        !(v = json_object_get(pattern, "String"))) {
-        enc_error_set(err, ENC_EINVAL,
-                      "%s: only {\"String\": ...} or {\"Regex\": ...} is supported", path);
-        return NULL;
-    }
-    if (!json_is_string(v)) {
-        enc_error_set(err, ENC_EFORMAT, "%s.String must be a string", path);
-        return NULL;
-    }
-    const char *s = json_string_value(v);
-    size_t len = json_string_length(v);
-    char *esc = malloc(4 * len + 1);
-    if (!esc) {
-        enc_error_set(err, ENC_ENOMEM, "%s: out of memory", path);
-        return NULL;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == 0) {
-            memcpy(esc + n, "\\x00", 4);
-            n += 4;
-            continue;
-        }
-        if (is_meta(c))
-            esc[n++] = '\\';
-        esc[n++] = (char)c;
-    }
-    tok_regex *re = regex_compile(esc, n, err, path);
-    free(esc);
-    return re;
-}
-
-/* The length of the UTF-8 sequence that starts with byte b. */
-static size_t utf8_len(unsigned char b)
-{
-    return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-}
-
-int tok_regex_each(const tok_regex *re, const tok_str *s, int (*fn)(size_t a, size_t b, void *ctx),
-                   void *ctx)
-{
-    if (s->n == 0)
-        return 0; /* find_matches returns before searching an empty string */
-    size_t cap = 4 * s->n + 1;
-    unsigned char *text = malloc(cap);
-    size_t *at = malloc(cap * sizeof *at); /* byte -> code point index */
-    OnigRegion *region = onig_region_new();
-    int rc = 0;
-    if (!text || !at || !region) {
-        rc = ENC_ENOMEM;
-        goto done;
-    }
-    size_t len = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        int l = tok_utf8_put(s->cp[i], (char *)text + len);
-        for (int k = 0; k < l; k++)
-            at[len + (size_t)k] = i;
-        len += (size_t)l;
-    }
-    at[len] = s->n;
-    /* the onig crate's FindMatches::next */
-    size_t last_end = 0;
-    bool have_last = false;
-    size_t last_match_end = 0;
-    while (last_end <= len) {
-        onig_region_clear(region);
-        int r = onig_search(re->re, text, text + len, text + last_end, text + len, region,
-                            ONIG_OPTION_NONE);
-        if (r == ONIG_MISMATCH)
-            break;
-        if (r < 0) {
-            rc = r == ONIGERR_MEMORY ? ENC_ENOMEM : ENC_ELIMIT;
-            break;
-        }
-        size_t a = (size_t)region->beg[0], b = (size_t)region->end[0];
-        if (a == b && have_last && last_match_end == b) {
-            /* an empty match where the last one ended: step one char */
-            last_end += last_end < len ? utf8_len(text[last_end]) : 1;
-            continue;
-        }
-        last_end = b;
-        last_match_end = b;
-        have_last = true;
-        rc = fn(at[a], at[b], ctx);
-        if (rc < 0)
-            break;
-    }
-done:
-    free(text);
-    free(at);
-    if (region)
-        onig_region_free(region, 1);
-    return rc;
-}
-
 /* ---- the split -------------------------------------------------------------------- */
+
+/* How a split keeps the delimiters it finds (tokenizers' SplitDelimiterBehavior). */
+typedef enum split_behavior {
+    SPLIT_REMOVED,
+    SPLIT_ISOLATED,
+    SPLIT_MERGED_WITH_PREVIOUS,
+    SPLIT_MERGED_WITH_NEXT,
+    SPLIT_CONTIGUOUS,
+} split_behavior;
 
 /* One range of Pattern::find_matches: [a, b), matched or not. */
 typedef struct span {
@@ -230,19 +76,19 @@ static int gaps_end(gaps *g, size_t n)
 }
 
 /* NormalizedString::split on find_matches' list l (reused as scratch). */
-static int split_spans(const tok_str *s, spans *l, tok_split_behavior behavior, tok_pieces *out)
+static int split_spans(const tok_str *s, spans *l, split_behavior behavior, tok_pieces *out)
 {
     spans r = {0}; /* (a, b, remove) */
     int rc = 0;
     bool prev = false;
     switch (behavior) {
-    case TOK_SPLIT_ISOLATED:
-    case TOK_SPLIT_REMOVED:
+    case SPLIT_ISOLATED:
+    case SPLIT_REMOVED:
         for (size_t i = 0; i < l->n && rc == 0; i++)
             rc = spans_push(&r, l->v[i].a, l->v[i].b,
-                            behavior == TOK_SPLIT_REMOVED && l->v[i].match);
+                            behavior == SPLIT_REMOVED && l->v[i].match);
         break;
-    case TOK_SPLIT_CONTIGUOUS:
+    case SPLIT_CONTIGUOUS:
         for (size_t i = 0; i < l->n && rc == 0; i++) {
             if (l->v[i].match == prev && r.n > 0)
                 r.v[r.n - 1].b = l->v[i].b;
@@ -251,7 +97,7 @@ static int split_spans(const tok_str *s, spans *l, tok_split_behavior behavior, 
             prev = l->v[i].match;
         }
         break;
-    case TOK_SPLIT_MERGED_WITH_PREVIOUS:
+    case SPLIT_MERGED_WITH_PREVIOUS:
         for (size_t i = 0; i < l->n && rc == 0; i++) {
             if (l->v[i].match && !prev && r.n > 0)
                 r.v[r.n - 1].b = l->v[i].b;
@@ -260,7 +106,7 @@ static int split_spans(const tok_str *s, spans *l, tok_split_behavior behavior, 
             prev = l->v[i].match;
         }
         break;
-    case TOK_SPLIT_MERGED_WITH_NEXT:
+    case SPLIT_MERGED_WITH_NEXT:
         for (size_t i = l->n; i-- > 0 && rc == 0;) {
             if (l->v[i].match && !prev && r.n > 0)
                 r.v[r.n - 1].a = l->v[i].a;
@@ -289,22 +135,6 @@ static int split_spans(const tok_str *s, spans *l, tok_split_behavior behavior, 
     return rc;
 }
 
-int tok_split(const tok_str *s, const size_t (*matches)[2], size_t n_matches,
-              tok_split_behavior behavior, tok_pieces *out)
-{
-    spans l = {0};
-    gaps g = {.l = &l, .prev = 0};
-    int rc = 0;
-    for (size_t i = 0; i < n_matches && rc == 0; i++)
-        rc = gaps_match(matches[i][0], matches[i][1], &g);
-    if (rc == 0)
-        rc = gaps_end(&g, s->n);
-    if (rc == 0)
-        rc = split_spans(s, &l, behavior, out);
-    free(l.v);
-    return rc;
-}
-
 /* ---- the pre-tokenizer ---------------------------------------------------------- */
 
 typedef enum pretok_kind {
@@ -325,7 +155,7 @@ enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 
 struct tok_pretok {
     pretok_kind kind;
-    tok_split_behavior behavior;                    /* Punctuation, Split */
+    split_behavior behavior;                    /* Punctuation, Split */
     bool invert;                                    /* Split */
     tok_regex *re;                                  /* Split, ByteLevel */
     bool add_prefix_space, trim_offsets, use_regex; /* ByteLevel */
@@ -337,31 +167,6 @@ struct tok_pretok {
     tok_pretok **seq;   /* (seq_n) Sequence */
     size_t seq_n;
 };
-
-uint32_t tok_byte_char(uint8_t b)
-{
-    /* the printable bytes stand for themselves; the others, in order, for
-     * U+0100 on */
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
-        return b;
-    if (b <= 0x20)
-        return 0x100u + b;
-    if (b <= 0xA0)
-        return 0x100u + 33 + (uint32_t)(b - 0x7F);
-    return 0x100u + 67; /* 0xAD */
-}
-
-/* The regex crate's Unicode \w (UTS #18: Alphabetic, M, Nd, Pc,
- * Join_Control). */
-bool tok_is_word(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-               c == '_';
-    int k = utf8proc_category((utf8proc_int32_t)c);
-    return tok_is_alphabetic(c) || tok_is_mark(c) || k == UTF8PROC_CATEGORY_ND ||
-           k == UTF8PROC_CATEGORY_PC || c == 0x200C || c == 0x200D;
-}
 
 /* The piece and what it splits into. */
 typedef int (*split_fn)(const tok_pretok *pt, tok_str *s, tok_pieces *out);
@@ -396,7 +201,7 @@ static int keep_whole(tok_str *s, tok_pieces *out)
 
 /* split(char predicate, behavior): each matching char its own match. */
 static int split_chars(const tok_pretok *pt, tok_str *s, bool (*pred)(const tok_pretok *, uint32_t),
-                       tok_split_behavior behavior, tok_pieces *out)
+                       split_behavior behavior, tok_pieces *out)
 {
     spans l = {0};
     gaps g = {.l = &l, .prev = 0};
@@ -415,19 +220,19 @@ static int split_chars(const tok_pretok *pt, tok_str *s, bool (*pred)(const tok_
 static bool pred_whitespace(const tok_pretok *pt, uint32_t c)
 {
     (void)pt;
-    return tok_is_whitespace(c);
+    return tok_char_is_whitespace(c);
 }
 
 static bool pred_punctuation(const tok_pretok *pt, uint32_t c)
 {
     (void)pt;
-    return tok_is_punctuation(c);
+    return tok_char_is_punctuation(c);
 }
 
 static bool pred_numeric(const tok_pretok *pt, uint32_t c)
 {
     (void)pt;
-    return tok_is_numeric(c);
+    return tok_char_is_numeric(c);
 }
 
 static bool pred_char(const tok_pretok *pt, uint32_t c)
@@ -437,24 +242,24 @@ static bool pred_char(const tok_pretok *pt, uint32_t c)
 
 static int split_whitespace_removed(const tok_pretok *pt, tok_str *s, tok_pieces *out)
 {
-    return split_chars(pt, s, pred_whitespace, TOK_SPLIT_REMOVED, out);
+    return split_chars(pt, s, pred_whitespace, SPLIT_REMOVED, out);
 }
 
 static int split_punctuation(const tok_pretok *pt, tok_str *s, tok_pieces *out)
 {
     return split_chars(pt, s, pred_punctuation,
-                       pt->kind == P_BERT ? TOK_SPLIT_ISOLATED : pt->behavior, out);
+                       pt->kind == P_BERT ? SPLIT_ISOLATED : pt->behavior, out);
 }
 
 static int split_digits(const tok_pretok *pt, tok_str *s, tok_pieces *out)
 {
     return split_chars(pt, s, pred_numeric,
-                       pt->individual_digits ? TOK_SPLIT_ISOLATED : TOK_SPLIT_CONTIGUOUS, out);
+                       pt->individual_digits ? SPLIT_ISOLATED : SPLIT_CONTIGUOUS, out);
 }
 
 static int split_delimiter(const tok_pretok *pt, tok_str *s, tok_pieces *out)
 {
-    return split_chars(pt, s, pred_char, TOK_SPLIT_REMOVED, out);
+    return split_chars(pt, s, pred_char, SPLIT_REMOVED, out);
 }
 
 /* Whitespace: the matches of \w+|[^\w\s]+ (the regex crate, leftmost
@@ -465,17 +270,17 @@ static int split_word_runs(const tok_pretok *pt, tok_str *s, tok_pieces *out)
     int rc = 0;
     size_t i = 0;
     while (i < s->n && rc == 0) {
-        bool word = tok_is_word(s->cp[i]);
-        if (!word && tok_is_whitespace(s->cp[i])) {
+        bool word = tok_char_is_word(s->cp[i]);
+        if (!word && tok_char_is_whitespace(s->cp[i])) {
             i++;
             continue;
         }
         size_t j = i + 1;
         if (word)
-            while (j < s->n && tok_is_word(s->cp[j]))
+            while (j < s->n && tok_char_is_word(s->cp[j]))
                 j++;
         else
-            while (j < s->n && !tok_is_word(s->cp[j]) && !tok_is_whitespace(s->cp[j]))
+            while (j < s->n && !tok_char_is_word(s->cp[j]) && !tok_char_is_whitespace(s->cp[j]))
                 j++;
         tok_str piece = {0};
         rc = tok_str_slice(s, i, j, &piece);
@@ -488,7 +293,7 @@ static int split_word_runs(const tok_pretok *pt, tok_str *s, tok_pieces *out)
 }
 
 /* split(&regex or Invert(&regex), behavior). */
-static int split_regex(const tok_pretok *pt, tok_str *s, tok_split_behavior behavior, bool invert,
+static int split_regex(const tok_pretok *pt, tok_str *s, split_behavior behavior, bool invert,
                        tok_pieces *out)
 {
     spans l = {0};
@@ -516,13 +321,13 @@ static int prepend_char(tok_str *s, uint32_t c)
 {
     if (s->n == 0)
         return 0;
-    tok_xform x;
-    tok_xform_begin(&x, s, 0);
-    tok_xform_push(&x, c, 0);
-    tok_xform_push(&x, s->cp[0], 1);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, 0);
+    tok_str_xform_push(&x, c, 0);
+    tok_str_xform_push(&x, s->cp[0], 1);
     for (size_t i = 1; i < s->n; i++)
-        tok_xform_push(&x, s->cp[i], 0);
-    return tok_xform_end(&x);
+        tok_str_xform_push(&x, s->cp[i], 0);
+    return tok_str_xform_end(&x);
 }
 
 static int split_byte_level(const tok_pretok *pt, tok_str *s, tok_pieces *out)
@@ -533,7 +338,7 @@ static int split_byte_level(const tok_pretok *pt, tok_str *s, tok_pieces *out)
             return rc;
     }
     if (pt->use_regex)
-        return split_regex(pt, s, TOK_SPLIT_ISOLATED, false, out);
+        return split_regex(pt, s, SPLIT_ISOLATED, false, out);
     return keep_whole(s, out);
 }
 
@@ -541,15 +346,15 @@ static int split_byte_level(const tok_pretok *pt, tok_str *s, tok_pieces *out)
  * replacing it (change 0), the others inserted (+1). */
 static int byte_level_chars(tok_str *s)
 {
-    tok_xform x;
-    tok_xform_begin(&x, s, 0);
+    tok_str_xform x;
+    tok_str_xform_begin(&x, s, 0);
     for (size_t i = 0; i < s->n; i++) {
         char b[4];
         int l = tok_utf8_put(s->cp[i], b);
         for (int k = 0; k < l; k++)
-            tok_xform_push(&x, tok_byte_char((uint8_t)b[k]), k > 0);
+            tok_str_xform_push(&x, tok_char_byte_level((uint8_t)b[k]), k > 0);
     }
-    return tok_xform_end(&x);
+    return tok_str_xform_end(&x);
 }
 
 /* Metaspace: spaces become the replacement (each keeping its span), the
@@ -572,7 +377,7 @@ static int split_metaspace(const tok_pretok *pt, tok_str *s, tok_pieces *out)
             return rc;
     }
     if (pt->split)
-        return split_chars(pt, s, pred_char, TOK_SPLIT_MERGED_WITH_NEXT, out);
+        return split_chars(pt, s, pred_char, SPLIT_MERGED_WITH_NEXT, out);
     return keep_whole(s, out);
 }
 
@@ -663,17 +468,17 @@ static int need_char(const json_t *o, const char *path, const char *key, uint32_
 }
 
 static int parse_behavior(const json_t *o, const char *path, const char *key, bool required,
-                          tok_split_behavior dflt, tok_split_behavior *out, enc_error *err)
+                          split_behavior dflt, split_behavior *out, enc_error *err)
 {
     static const struct {
         const char *name;
-        tok_split_behavior b;
+        split_behavior b;
     } names[] = {
-        {"Removed", TOK_SPLIT_REMOVED},
-        {"Isolated", TOK_SPLIT_ISOLATED},
-        {"MergedWithPrevious", TOK_SPLIT_MERGED_WITH_PREVIOUS},
-        {"MergedWithNext", TOK_SPLIT_MERGED_WITH_NEXT},
-        {"Contiguous", TOK_SPLIT_CONTIGUOUS},
+        {"Removed", SPLIT_REMOVED},
+        {"Isolated", SPLIT_ISOLATED},
+        {"MergedWithPrevious", SPLIT_MERGED_WITH_PREVIOUS},
+        {"MergedWithNext", SPLIT_MERGED_WITH_NEXT},
+        {"Contiguous", SPLIT_CONTIGUOUS},
     };
     const json_t *v = json_object_get(o, key);
     if (!v) {
@@ -769,7 +574,7 @@ static int parse(tok_pretok *p, const json_t *j, const char *path, enc_error *er
             (rc = tok_json_bool(j, path, "use_regex", true, &p->use_regex, err)) < 0)
             return rc;
         if (p->use_regex) {
-            p->re = regex_compile(byte_level_re, sizeof byte_level_re - 1, err, path);
+            p->re = tok_regex_compile(byte_level_re, sizeof byte_level_re - 1, err, path);
             if (!p->re)
                 return err && err->status ? err->status : ENC_EINVAL;
         }
@@ -781,14 +586,14 @@ static int parse(tok_pretok *p, const json_t *j, const char *path, enc_error *er
     case P_SPLIT:
         snprintf(sub, sizeof sub, "%s.pattern", path);
         if ((rc = tok_json_need(j, path, "pattern", err)) < 0 ||
-            (rc = parse_behavior(j, path, "behavior", true, TOK_SPLIT_REMOVED, &p->behavior, err)) <
+            (rc = parse_behavior(j, path, "behavior", true, SPLIT_REMOVED, &p->behavior, err)) <
                 0 ||
             (rc = tok_json_need_bool(j, path, "invert", &p->invert, err)) < 0)
             return rc;
         p->re = tok_regex_pattern(json_object_get(j, "pattern"), sub, err);
         return p->re ? 0 : err && err->status ? err->status : ENC_EINVAL;
     case P_PUNCTUATION:
-        return parse_behavior(j, path, "behavior", false, TOK_SPLIT_ISOLATED, &p->behavior, err);
+        return parse_behavior(j, path, "behavior", false, SPLIT_ISOLATED, &p->behavior, err);
     case P_DIGITS:
         return tok_json_need_bool(j, path, "individual_digits", &p->individual_digits, err);
     case P_FIXED_LENGTH: {

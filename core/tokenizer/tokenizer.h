@@ -67,8 +67,8 @@ size_t tok_added_special(const tok_tokenizer *t, bool pair);
 
 void tok_encoding_free(tok_encoding *e);
 
-/* The vocabulary. */
-size_t tok_vocab_size(const tok_tokenizer *t);
+/* The vocabulary: the number of token ids (one more than the largest). */
+size_t tok_id_count(const tok_tokenizer *t);
 /* The token of an id (borrowed until tok_free), NULL when none. */
 const char *tok_token_text(const tok_tokenizer *t, int32_t id);
 /* The id of a token, -1 when none. */

@@ -4,7 +4,9 @@
  * character no piece starts with is unknown (score: the lowest piece's less
  * 10), and a run of unknowns is one piece, looked up again as a whole and
  * else the unk token or, with byte_fallback, its <0xXX> byte tokens. */
-#include "tok_internal.h"
+#include "unigram.h"
+#include "json.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>

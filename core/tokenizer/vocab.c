@@ -1,6 +1,6 @@
-/* vocab.c - the vocabulary every model has (tokens by id, and an
+/* vocab.c - tok_vocab_*: the vocabulary every model has (tokens by id, and an
  * open-addressing FNV-1a hash from token to id). */
-#include "tok_internal.h"
+#include "vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,24 +138,6 @@ int tok_vocab_from_map(tok_vocab *v, const json_t *map, const char *what, enc_er
             tok_vocab_free(v);
             return rc;
         }
-    }
-    return 0;
-}
-
-int tok_json_check_keys(const json_t *obj, const char *path, const char *const *allowed,
-                        enc_error *err)
-{
-    const char *key;
-    json_t *val;
-    json_object_foreach(unconst(obj), key, val)
-    {
-        size_t i = 0;
-        while (allowed[i] && strcmp(allowed[i], key) != 0)
-            i++;
-        if (!allowed[i])
-            return enc_error_set(err, ENC_EINVAL,
-                                 "%s.%.60s: unknown option (tokenizers does not read it)", path,
-                                 key);
     }
     return 0;
 }

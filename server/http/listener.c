@@ -303,7 +303,7 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(info, "tokenizer",
                             tok ? json_pack("{s:s, s:I, s:I, s:I}", "source",
                                             t->tokenizer_source ? t->tokenizer_source : "",
-                                            "vocab_size", (json_int_t)tok_vocab_size(tok),
+                                            "vocab_size", (json_int_t)tok_id_count(tok),
                                             "specials_per_text",
                                             (json_int_t)tok_added_special(tok, false),
                                             "specials_per_pair",

@@ -23,7 +23,7 @@ static tok_tokenizer *toks[N_TOK];
 
 /* The first invalid byte of s (RFC 3629's table: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or -1: written here, apart from
- * core/tokenizer/str.c, so the two are checked against each other. */
+ * core/tokenizer/utf8.c, so the two are checked against each other. */
 static long utf8_invalid_at(const uint8_t *s, size_t len)
 {
     size_t i = 0;
@@ -77,7 +77,7 @@ static size_t code_points(const uint8_t *s, size_t len)
 static void check_encoding(const char *name, const tok_tokenizer *t, const tok_encoding *e,
                            size_t chars_a, size_t chars_b, bool pair, bool special)
 {
-    const size_t vocab = tok_vocab_size(t);
+    const size_t vocab = tok_id_count(t);
     size_t specials = 0;
     for (size_t i = 0; i < e->n; i++) {
         FUZZ_ASSERT(e->ids[i] >= 0 && (size_t)e->ids[i] < vocab,

@@ -1,0 +1,91 @@
+/* tokenizer_def.h - a loaded tokenizer's parts, for tokenizer.c, which reads
+ * them from tokenizer.json, and encode.c, which runs the pipeline with them.
+ * Not for outside core/tokenizer/. */
+#ifndef ATTND_TOK_TOKENIZER_DEF_H
+#define ATTND_TOK_TOKENIZER_DEF_H
+
+#include "models.h"
+#include "normalize.h"
+#include "pretokenize.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- added tokens ------------------------------------------------------- */
+
+typedef struct added_token {
+    char *content; /* as written in the file */
+    char *pattern; /* what is matched: content, or content normalized */
+    int32_t id;
+    bool single_word, lstrip, rstrip, normalized, special;
+} added_token;
+
+/* A byte trie over the added tokens' patterns, matched leftmost-longest (the
+ * daachorse automaton tokenizers builds, MatchKind::LeftmostLongest). */
+typedef struct trie_node {
+    int32_t first_child, next_sibling; /* node indices, -1 none */
+    int32_t token;                     /* index into added[], -1 none */
+    unsigned char byte;
+} trie_node;
+
+typedef struct trie {
+    trie_node *v;
+    size_t n, cap;
+} trie;
+
+/* ---- post-processors ---------------------------------------------------- */
+
+typedef enum post_kind {
+    POST_BERT,
+    POST_ROBERTA,
+    POST_BYTE_LEVEL,
+    POST_TEMPLATE,
+    POST_SEQUENCE
+} post_kind;
+
+typedef struct tmpl_piece {
+    bool special; /* a special token, or a sequence */
+    int seq;      /* the sequence: 0 (A) or 1 (B) */
+    uint32_t type_id;
+    int32_t *ids; /* (n_ids) the special token's ids */
+    size_t n_ids;
+} tmpl_piece;
+
+typedef struct post {
+    post_kind kind;
+    int32_t cls, sep;                    /* Bert, Roberta */
+    bool trim_offsets, add_prefix_space; /* Roberta, ByteLevel */
+    tmpl_piece *single, *pair;           /* Template */
+    size_t n_single, n_pair;
+    struct post *procs; /* Sequence */
+    size_t n_procs;
+} post;
+
+/* ---- the tokenizer --------------------------------------------------------- */
+
+typedef enum display_kind {
+    DISPLAY_PLAIN,
+    DISPLAY_WORDPIECE,
+    DISPLAY_BYTE_LEVEL,
+    DISPLAY_METASPACE
+} display_kind;
+
+struct tok_tokenizer {
+    tok_normalizer *norm; /* NULL: none */
+    tok_pretok *pre;      /* NULL: none */
+    tok_model *model;
+    post *post; /* NULL: none */
+    added_token *added;
+    size_t n_added;
+    int32_t *added_by_id; /* (n_added_ids) index into added[] by id, -1 none */
+    size_t n_added_ids;
+    trie raw, normalized;            /* the non-normalized and the normalized patterns */
+    size_t added_single, added_pair; /* specials the post-processor adds */
+    bool trims; /* the post-processor trims offsets (ByteLevel's trim_offsets) */
+    display_kind display;
+    char *display_prefix; /* WordPiece's continuation prefix; Metaspace's replacement */
+};
+
+#endif
