@@ -5,9 +5,9 @@
  * merged by rank with a priority queue of candidate merges, as word.rs's
  * merge_all: O(n log n) in the word's length.  No dropout: attnd tokenizes
  * deterministically. */
-#include "bpe.h"
-#include "json.h"
-#include "utf8.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/json.h"
+#include "tokenizer/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * byte-to-char map that ByteLevel uses.  Categories come from utf8proc and
  * Alphabetic from Oniguruma's property tables (each library's Unicode
  * version). */
-#include "chars.h"
+#include "tokenizer/chars.h"
 
 #include <oniguruma.h>
 #include <pthread.h>

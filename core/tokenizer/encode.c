@@ -12,10 +12,10 @@
  *          --normalizer, each piece--> --added tokens (normalized) split-->
  *          --pre-tokenizer, each piece without a token--> words
  *          --model, each word--> tokens --post-processor--> encoding */
-#include "tokenizer_def.h"
+#include "tokenizer/tokenizer_def.h"
 
-#include "chars.h"
-#include "utf8.h"
+#include "tokenizer/chars.h"
+#include "tokenizer/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* json.c - tok_json_*: the readers tokenizer.json's component parsers share;
  * messages name path.key. */
-#include "json.h"
+#include "tokenizer/json.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -76,18 +76,12 @@ int tok_json_unsupported(const char *path, const char *key, const json_t *value,
     return enc_error_set(err, ENC_EINVAL, "%s.%s: %s is not supported", path, key, shown);
 }
 
-/* jansson's iteration takes a non-const object; it does not change it. */
-static json_t *unconst(const json_t *j)
-{
-    return (json_t *)(uintptr_t)j;
-}
-
 int tok_json_check_keys(const json_t *obj, const char *path, const char *const *allowed,
                         enc_error *err)
 {
     const char *key;
     json_t *val;
-    json_object_foreach(unconst(obj), key, val)
+    json_object_foreach(tok_json_unconst(obj), key, val)
     {
         size_t i = 0;
         while (allowed[i] && strcmp(allowed[i], key) != 0)

@@ -7,6 +7,13 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
+
+/* jansson's iteration takes a non-const object; it does not change it. */
+static inline json_t *tok_json_unconst(const json_t *j)
+{
+    return (json_t *)(uintptr_t)j;
+}
 
 int tok_json_bool(const json_t *obj, const char *path, const char *key, bool dflt, bool *out,
                   enc_error *err);

@@ -1,11 +1,11 @@
 /* models.c - tok_model_*: the dispatch from tokenizer.json's model "type"
  * to WordPiece, BPE or Unigram (each on vocab.c's vocabulary), and the
  * calls every model answers. */
-#include "models.h"
-#include "bpe.h"
-#include "json.h"
-#include "unigram.h"
-#include "wordpiece.h"
+#include "tokenizer/models.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/json.h"
+#include "tokenizer/unigram.h"
+#include "tokenizer/wordpiece.h"
 
 #include <string.h>
 

@@ -4,9 +4,9 @@
 #define ATTND_TOK_MODELS_H
 
 #include "base/error.h"
-#include "str.h"
-#include "toks.h"
-#include "vocab.h"
+#include "tokenizer/str.h"
+#include "tokenizer/toks.h"
+#include "tokenizer/vocab.h"
 
 #include <jansson.h>
 #include <stddef.h>

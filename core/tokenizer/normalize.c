@@ -5,16 +5,16 @@
  *
  * Unicode data comes from utf8proc (categories, case, decompositions,
  * compositions, grapheme clusters) and, for Alphabetic, from Oniguruma's
- * property tables: each library's Unicode version, not the one of the Rust
+ * property tables (chars.c): each library's Unicode version, not the one of the Rust
  * crates tokenizers was built with (unicode-normalization-alignments is at
  * Unicode 9, Rust's std at 15 or 16), so characters assigned in between can
  * differ. */
-#include "normalize.h"
+#include "tokenizer/normalize.h"
 
-#include "chars.h"
-#include "json.h"
-#include "regex.h"
-#include "utf8.h"
+#include "tokenizer/chars.h"
+#include "tokenizer/json.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #define ATTND_TOK_NORMALIZE_H
 
 #include "base/error.h"
-#include "str.h"
+#include "tokenizer/str.h"
 
 #include <jansson.h>
 

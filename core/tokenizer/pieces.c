@@ -1,5 +1,5 @@
 /* pieces.c - tok_pieces_*: the pieces of a pre-tokenized string. */
-#include "pieces.h"
+#include "tokenizer/pieces.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
 #ifndef ATTND_TOK_PIECES_H
 #define ATTND_TOK_PIECES_H
 
-#include "str.h"
-#include "toks.h"
+#include "tokenizer/str.h"
+#include "tokenizer/toks.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,12 +3,12 @@
  * Split, CharDelimiterSplit, FixedLength, Sequence), written after Hugging
  * Face tokenizers' src/pre_tokenizers, with the split they share
  * (NormalizedString::split's behaviors). */
-#include "pretokenize.h"
+#include "tokenizer/pretokenize.h"
 
-#include "chars.h"
-#include "json.h"
-#include "regex.h"
-#include "utf8.h"
+#include "tokenizer/chars.h"
+#include "tokenizer/json.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>

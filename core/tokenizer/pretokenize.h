@@ -3,7 +3,7 @@
 #define ATTND_TOK_PRETOKENIZE_H
 
 #include "base/error.h"
-#include "pieces.h"
+#include "tokenizer/pieces.h"
 
 #include <jansson.h>
 

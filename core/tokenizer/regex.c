@@ -2,9 +2,9 @@
  * tokenizers' SysRegex uses (utils/onig.rs: the onig crate's Regex::new, so
  * ONIG_OPTION_NONE, the default syntax, UTF-8, and its find_iter's rule for
  * empty matches). */
-#include "regex.h"
+#include "tokenizer/regex.h"
 
-#include "utf8.h"
+#include "tokenizer/utf8.h"
 
 #include <oniguruma.h>
 #include <pthread.h>

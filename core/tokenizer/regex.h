@@ -4,7 +4,7 @@
 #define ATTND_TOK_REGEX_H
 
 #include "base/error.h"
-#include "str.h"
+#include "tokenizer/str.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* str.c - tok_str_*: the normalized string with its spans, and the
  * transform that rebuilds one (tok_str_xform). */
-#include "str.h"
+#include "tokenizer/str.h"
 
 #include "base/error.h"
-#include "utf8.h"
+#include "tokenizer/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

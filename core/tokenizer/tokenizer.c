@@ -3,9 +3,9 @@
  * tokenizer's vocabulary; and freeing it.  Written after huggingface/
  * tokenizers' tokenizer/added_vocabulary.rs and processors/ (bert.rs,
  * roberta.rs, template.rs, sequence.rs).  encode.c runs the pipeline. */
-#include "tokenizer_def.h"
+#include "tokenizer/tokenizer_def.h"
 
-#include "json.h"
+#include "tokenizer/json.h"
 
 #include "base/file.h"
 

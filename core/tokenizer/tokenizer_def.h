@@ -4,9 +4,9 @@
 #ifndef ATTND_TOK_TOKENIZER_DEF_H
 #define ATTND_TOK_TOKENIZER_DEF_H
 
-#include "models.h"
-#include "normalize.h"
-#include "pretokenize.h"
+#include "tokenizer/models.h"
+#include "tokenizer/normalize.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* toks.c - tok_toks_*: a list of tokens with their spans. */
-#include "toks.h"
+#include "tokenizer/toks.h"
 
 #include <stdlib.h>
 

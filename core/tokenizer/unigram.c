@@ -4,9 +4,9 @@
  * character no piece starts with is unknown (score: the lowest piece's less
  * 10), and a run of unknowns is one piece, looked up again as a whole and
  * else the unk token or, with byte_fallback, its <0xXX> byte tokens. */
-#include "unigram.h"
-#include "json.h"
-#include "utf8.h"
+#include "tokenizer/unigram.h"
+#include "tokenizer/json.h"
+#include "tokenizer/utf8.h"
 
 #include <math.h>
 #include <stdio.h>

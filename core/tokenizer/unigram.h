@@ -2,7 +2,7 @@
 #ifndef ATTND_TOK_UNIGRAM_H
 #define ATTND_TOK_UNIGRAM_H
 
-#include "models.h"
+#include "tokenizer/models.h"
 
 /* Parses j (path names it in messages); NULL with err set. */
 tok_model *tok_unigram_new(const json_t *j, const char *path, enc_error *err);

@@ -1,6 +1,6 @@
 /* utf8.c - tok_utf8_*: one code point in and out of UTF-8, and the check
  * that a text is UTF-8. */
-#include "utf8.h"
+#include "tokenizer/utf8.h"
 
 #include "tokenizer/tokenizer.h"
 

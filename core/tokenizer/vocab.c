@@ -1,6 +1,8 @@
 /* vocab.c - tok_vocab_*: the vocabulary every model has (tokens by id, and an
  * open-addressing FNV-1a hash from token to id). */
-#include "vocab.h"
+#include "tokenizer/vocab.h"
+
+#include "tokenizer/json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,12 +88,6 @@ int tok_vocab_set(tok_vocab *v, int32_t id, const char *token, size_t len)
     return 0;
 }
 
-/* jansson's iteration takes a non-const object; it does not change it. */
-static json_t *unconst(const json_t *j)
-{
-    return (json_t *)(uintptr_t)j;
-}
-
 /* A vocabulary map may leave ids unused (tokenizers only warns when it writes
  * one), but not so many that its table is mostly holes: a stray huge id is a
  * broken file, not a vocabulary. */
@@ -106,7 +102,7 @@ int tok_vocab_from_map(tok_vocab *v, const json_t *map, const char *what, enc_er
     const char *key;
     size_t klen;
     json_t *val;
-    json_object_keylen_foreach(unconst(map), key, klen, val)
+    json_object_keylen_foreach(tok_json_unconst(map), key, klen, val)
     {
         if (!json_is_integer(val) || json_integer_value(val) < 0 ||
             json_integer_value(val) >= INT32_MAX)
@@ -124,7 +120,7 @@ int tok_vocab_from_map(tok_vocab *v, const json_t *map, const char *what, enc_er
                              n - 1, count);
     if (tok_vocab_init(v, n) < 0)
         return enc_error_set(err, ENC_ENOMEM, "%s: out of memory for %zu tokens", what, n);
-    json_object_keylen_foreach(unconst(map), key, klen, val)
+    json_object_keylen_foreach(tok_json_unconst(map), key, klen, val)
     {
         const int32_t id = (int32_t)json_integer_value(val);
         int rc = tok_vocab_set(v, id, key, klen);

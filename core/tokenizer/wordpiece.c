@@ -3,9 +3,9 @@
  * pieces after the first looked up with continuing_subword_prefix ("##"); a
  * word longer than max_input_chars_per_word, or with any part no piece
  * matches, is the one unk_token. */
-#include "wordpiece.h"
-#include "json.h"
-#include "utf8.h"
+#include "tokenizer/wordpiece.h"
+#include "tokenizer/json.h"
+#include "tokenizer/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
