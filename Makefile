@@ -585,6 +585,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_hf_fixtures.py tests/fixtures/hf
 	$(PYTHON) tools/make_modernbert_fixtures.py tests/fixtures/modernbert
 	$(PYTHON) tools/make_hf5_fixtures.py tests/fixtures
+	$(PYTHON) tools/make_head_fixtures.py tests/fixtures/heads
 	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
 	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
 	$(PYTHON) tools/make_autocast_fixture.py tests/fixtures/autocast

@@ -109,6 +109,9 @@ typedef enum cfg_type {
     X("limits.max_attention_bytes", "--max-attention-bytes", "ATTND_MAX_ATTENTION_BYTES",          \
       CFG_SIZE, limits.max_attention_bytes, "BYTES", "268435456", 0, 1099511627776ull,             \
       "bytes of attention weights (float32) one response may return; 0 = none")                                \
+    X("limits.max_logits_bytes", "--max-logits-bytes", "ATTND_MAX_LOGITS_BYTES", CFG_SIZE,          \
+      limits.max_logits_bytes, "BYTES", "268435456", 0, 1099511627776ull,                          \
+      "bytes of a task head's logits (float32) one response may return; 0 = none")                 \
     X("model.name", "--model-name", "ATTND_MODEL_NAME", CFG_NAME, model.name, "NAME",              \
       "encoder", 0, 0, "model name in URLs and responses: 1..64 of A-Z a-z 0-9 . _ -")             \
     X("model.d_model", "--d-model", "ATTND_D_MODEL", CFG_INT, model.hp.d_model, "N",               \

@@ -54,6 +54,7 @@ typedef struct attnd_config {
         int max_seq_len;         /* 4096 */
         long max_batch_tokens;   /* B * L at most, 65536 */
         size_t max_attention_bytes; /* float32 bytes of attention in a response, 268435456 */
+        size_t max_logits_bytes;    /* float32 bytes of head logits in a response, 268435456 */
     } limits;
     struct {
         char *name;              /* "encoder" */

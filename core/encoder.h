@@ -235,6 +235,76 @@ typedef struct enc_embedding_info {
 } enc_embedding_info;
 const enc_embedding_info *enc_model_embedding(const enc_model *m);
 
+/* ---- the checkpoint's task head (model/head.c) ---------------------------- */
+
+/* What a Hugging Face directory's architectures name on top of the encoder
+ * (docs/model.md, "Task heads"): the head transformers' *For<Task> class
+ * computes from the last hidden state. */
+typedef enum enc_head_kind {
+    ENC_HEAD_NONE,      /* the encoder alone (BertModel, or a head attnd does not compute) */
+    ENC_HEAD_SEQUENCE,  /* *ForSequenceClassification: C logits per sequence */
+    ENC_HEAD_TOKEN,     /* *ForTokenClassification: C logits per token */
+    ENC_HEAD_MASKED_LM, /* *ForMaskedLM: V logits per token, over the vocabulary */
+} enc_head_kind;
+
+/* How a head's scores come from its logits: transformers' pipelines'
+ * function_to_apply (problem_type regression: none; multi-label or one
+ * label: sigmoid; else softmax), or a sentence-transformers CrossEncoder's
+ * activation_fn. */
+typedef enum enc_head_function {
+    ENC_HEAD_FN_SOFTMAX,
+    ENC_HEAD_FN_SIGMOID,
+    ENC_HEAD_FN_NONE,
+} enc_head_function;
+
+/* "sequence" | "token" | "masked_lm" ("none"); "softmax" | "sigmoid" | "none". */
+const char *enc_head_kind_name(enc_head_kind kind);
+const char *enc_head_function_name(enc_head_function fn);
+
+typedef struct enc_head_info {
+    enc_head_kind kind;
+    const char *architecture;  /* config.json's architectures[0] */
+    int n_outputs;             /* C (labels) or, for a masked LM, V (the vocabulary) */
+    const char *const *labels; /* (C) id2label in id order; NULL for a masked LM */
+    enc_head_function function;
+    const char *problem_type; /* config.json's problem_type, or "" */
+    bool mean_pooling;        /* a sequence head on the mean of the real tokens (ModernBERT's
+                                 classifier_pooling "mean"), else on the first token */
+    bool tied;                /* a masked LM's decoder is the word table */
+    size_t n_tensors;         /* the head's tensors, as the files name them */
+    const char *const *tensors;
+} enc_head_info;
+
+/* The model's head, borrowed; NULL for a model without one (a weights file,
+ * a seeded model, a base model's directory, or an architecture whose head
+ * attnd does not compute: enc_model_head_unsupported). */
+const enc_head_info *enc_model_head(const enc_model *m);
+/* config.json's architectures[0] when it names a head attnd does not
+ * compute (BertForQuestionAnswering, ...), or one whose decoder the files
+ * lack (enc_model_head_note says so): the encoder is served and the head's
+ * tensors listed as ignored.  Else NULL. */
+const char *enc_model_head_unsupported(const enc_model *m);
+/* Why the head of enc_model_head_unsupported is left out when attnd
+ * computes its kind ("its decoder ... is not in the files"), else "". */
+const char *enc_model_head_note(const enc_model *m);
+/* config.json's architectures[0], or "" (a weights file, a seeded model). */
+const char *enc_model_class(const enc_model *m);
+
+/* What a forward computes of the head (enc_result.head). */
+typedef enum enc_head_output {
+    ENC_HEAD_OUT_NONE,
+    ENC_HEAD_OUT_LOGITS, /* the head's raw output into enc_result.logits: (B, C) for a
+                            sequence head, (B, L, C) for a token head, (B, L, V) for a
+                            masked LM; rows at or past lengths[b] zero */
+    ENC_HEAD_OUT_SPLADE, /* a masked LM's SPLADE vector into enc_result.logits, (B, V):
+                            the max over the real tokens of log(1 + relu(logits)); the
+                            (L, V) logits are never held, a block of columns at a time */
+} enc_head_output;
+
+/* Floats of enc_result.logits for a batch of B sequences of L tokens on m
+ * (0 for NONE, or a head the model does not have). */
+size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
+
 /* ---- Hugging Face encoder directories (hfconfig.c, checkpoint.c) -------- */
 
 /* What a directory's config.json says, for model.dir: the architecture and
@@ -401,6 +471,8 @@ typedef struct enc_result {
     uint64_t scores; /* set by the forward: query-key scores it computed, over
                         every sequence, head and layer (masked entries of partially
                         masked tiles included) */
+    enc_head_output head; /* zero: the encoder's output alone */
+    float *logits;        /* enc_head_floats(m, head, B, L) floats, when head is set */
 } enc_result;
 
 /* ---- the block mask ------------------------------------------------------ */

@@ -181,6 +181,17 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
     const size_t n = enc_model_ignored_count(m);
     if (!enc_model_architecture(m)[0])
         return;
+    const enc_head_info *h = enc_model_head(m);
+    if (h)
+        fprintf(stderr, "attnd: model.dir: %s, %s: %s head, %d output%s, %zu tensors\n",
+                enc_model_architecture(m), h->architecture, enc_head_kind_name(h->kind),
+                h->n_outputs, h->n_outputs == 1 ? "" : "s", h->n_tensors);
+    else if (enc_model_head_unsupported(m))
+        fprintf(stderr, "attnd: model.dir: %s, %s: %s%s; the encoder is served alone\n",
+                enc_model_architecture(m), enc_model_head_unsupported(m),
+                enc_model_head_note(m)[0] ? "the head is left out: "
+                                          : "a head attnd does not compute",
+                enc_model_head_note(m));
     fprintf(stderr, "attnd: model.dir: %s; %zu tensor%s outside the encoder stack ignored%s",
             enc_model_architecture(m), n, n == 1 ? "" : "s", n ? ":" : "");
     for (size_t i = 0; i < n; i++)

@@ -443,17 +443,6 @@ static const char *const CASES[] = {"hf/bert_mlm",
                                     "modernbert5/modernbert_swiglu"};
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
-/* A directory loaded as the daemon loads it (owned). */
-static enc_model *load_dir(const char *dir)
-{
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
-    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
-    ck_assert_msg(m != NULL, "%s: %s", dir, err.message);
-    return m;
-}
-
 /* An ids.safetensors: its batch as the core takes it, and what is expected. */
 typedef struct ids_case {
     st_file f;
@@ -464,21 +453,6 @@ typedef struct ids_case {
     enc_batch in;
     json_t *embedding; /* the metadata's "embedding" */
 } ids_case;
-
-/* Tensor name of f as int32 (owned), or NULL when absent. */
-static int32_t *ints_of(const st_file *f, const char *name, size_t want)
-{
-    size_t n = 0;
-    float *v = torch_floats(f, name, &n);
-    if (!v)
-        return NULL;
-    ck_assert_uint_eq(n, want);
-    int32_t *out = xcalloc(n, sizeof *out);
-    for (size_t i = 0; i < n; i++)
-        out[i] = (int32_t)v[i];
-    free(v);
-    return out;
-}
 
 static void ids_case_open(ids_case *k, const char *dir)
 {
@@ -492,10 +466,10 @@ static void ids_case_open(ids_case *k, const char *dir)
     k->B = (int)t->shape[0];
     k->L = (int)t->shape[1];
     const size_t BL = (size_t)k->B * k->L;
-    k->input_ids = ints_of(&k->f, "input_ids", BL);
-    k->types = ints_of(&k->f, "token_type_ids", BL);
-    k->positions = ints_of(&k->f, "position_ids", BL);
-    int32_t *len = ints_of(&k->f, "lengths", (size_t)k->B);
+    k->input_ids = hf_ints(&k->f, "input_ids", BL);
+    k->types = hf_ints(&k->f, "token_type_ids", BL);
+    k->positions = hf_ints(&k->f, "position_ids", BL);
+    int32_t *len = hf_ints(&k->f, "lengths", (size_t)k->B);
     k->lengths = xcalloc((size_t)k->B, sizeof *k->lengths);
     for (int b = 0; b < k->B; b++)
         k->lengths[b] = len[b];
@@ -531,11 +505,6 @@ static void same_set(const char *what, size_t n, const char *(*item)(const void 
             found = strcmp(item(obj, j), w) == 0;
         ck_assert_msg(found, "%s: %s missing", what, w);
     }
-}
-
-static const char *ignored_item(const void *m, size_t i)
-{
-    return enc_model_ignored(m, i);
 }
 
 static const char *tensor_item(const void *info, size_t i)
@@ -590,7 +559,7 @@ START_TEST(test_fixture_ids)
     const char *name = CASES[_i];
     char dir[512];
     snprintf(dir, sizeof dir, FIX "%s", name);
-    enc_model *m = load_dir(dir);
+    enc_model *m = hf_load(dir);
     ids_case k;
     ids_case_open(&k, dir);
     const enc_embedding_info *info = enc_model_embedding(m);
@@ -598,7 +567,7 @@ START_TEST(test_fixture_ids)
     ck_assert_str_eq(info->position, json_string_value(json_object_get(k.embedding, "position")));
     same_set("embedding tensors", info->n_tensors, tensor_item, info,
              json_object_get(k.embedding, "tensors"));
-    same_set("ignored tensors", enc_model_ignored_count(m), ignored_item, m,
+    same_set("ignored and head tensors", hf_outside_count(m), hf_outside_item, m,
              json_object_get(k.embedding, "ignored"));
 
     /* the module alone: embed_rows against the fixture's x (no projection) */
@@ -631,7 +600,7 @@ START_TEST(test_fixture_embeddings_in)
     const char *name = CASES[_i];
     char dir[512];
     snprintf(dir, sizeof dir, FIX "%s", name);
-    enc_model *m = load_dir(dir);
+    enc_model *m = hf_load(dir);
     ids_case k;
     ids_case_open(&k, dir);
     const int D = m->hp.d_model;
@@ -663,7 +632,7 @@ START_TEST(test_types_and_positions_matter)
     static const char *const dirs[] = {HF_DIR "/bert_mlm", HF_DIR "/electra_disc",
                                        HF_DIR "/bert_base", HF_DIR "/camembert"};
     for (int i = 0; i < 4; i++) {
-        enc_model *m = load_dir(dirs[i]);
+        enc_model *m = hf_load(dirs[i]);
         ids_case k;
         ids_case_open(&k, dirs[i]);
         const int D = m->hp.d_model;
@@ -712,14 +681,14 @@ END_TEST
  * so), and the module's own memory holds only its small tables. */
 START_TEST(test_word_table_not_copied)
 {
-    enc_model *h = load_dir(HF_DIR "/bert_f16");
+    enc_model *h = hf_load(HF_DIR "/bert_f16");
     ck_assert_str_eq(enc_model_embedding(h)->dtype, "F16");
     enc_model_free(h);
 
     static const char *const dirs[] = {HF_DIR "/xlm_roberta", HF_DIR "/bert_sharded",
                                        MB_DIR "/modernbert_mlm"};
     for (int i = 0; i < 3; i++) {
-        enc_model *m = load_dir(dirs[i]);
+        enc_model *m = hf_load(dirs[i]);
         const embed_module *e = m->embed;
         const embed_config *cfg = &e->cfg;
         ck_assert_str_eq(enc_model_embedding(m)->dtype, "F32");
@@ -859,7 +828,7 @@ START_TEST(test_binding)
 
     /* no embedding tensors: embeddings in only, nothing listed for them */
     scratch_subset(&s, HF_DIR "/bert_mlm", NULL, "embeddings.", NULL);
-    enc_model *m = load_dir(s.dir);
+    enc_model *m = hf_load(s.dir);
     ck_assert_ptr_null(enc_model_embedding(m));
     for (size_t i = 0; i < enc_model_ignored_count(m); i++)
         ck_assert_ptr_null(strstr(enc_model_ignored(m, i), "embeddings"));
@@ -868,7 +837,7 @@ START_TEST(test_binding)
 
     /* sinusoidal DistilBERT without its table: computed, the same outputs */
     scratch_subset(&s, HF_DIR "/distilbert_sinusoidal", NULL, "position_embeddings", NULL);
-    m = load_dir(s.dir);
+    m = hf_load(s.dir);
     ck_assert_str_eq(enc_model_embedding(m)->position, "sinusoidal");
     ids_case k;
     ids_case_open(&k, HF_DIR "/distilbert_sinusoidal");

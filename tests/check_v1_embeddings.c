@@ -194,7 +194,10 @@ START_TEST(test_large_body_split)
     ck_assert_uint_gt(strlen(body), 1u << 20);
     encode_request req;
     api_error err = {0};
-    const api_limits lim = {64, 4096, 65536, (size_t)1 << 30, NULL, NULL, NULL};
+    const api_limits lim = {.max_batch = 64,
+                            .max_seq_len = 4096,
+                            .max_batch_tokens = 65536,
+                            .max_attention_bytes = (size_t)1 << 30};
     ck_assert_msg(v1_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
                   err.message);
     for (size_t k = 0; k < (size_t)B * L * D; k++)
@@ -382,7 +385,8 @@ START_TEST(test_ids_text)
     /* 64 ragged rows of up to 512 ids, types and a mask: every entry lands
      * where it belongs, padding after each row's own length. */
     enum { B = 64, L = 512 };
-    const api_limits big = {B, L, (long)B * L, 0, NULL, &ID_MODULE, NULL};
+    const api_limits big = {
+        .max_batch = B, .max_seq_len = L, .max_batch_tokens = (long)B * L, .embedding = &ID_MODULE};
     char *body = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&body, &size);

@@ -152,20 +152,42 @@ void file_sha256(const char *path, char hex[SHA256_HEX_SIZE])
     free(buf);
 }
 
+size_t hf_outside_count(const enc_model *m)
+{
+    const enc_head_info *h = enc_model_head(m);
+    return enc_model_ignored_count(m) + (h ? h->n_tensors : 0);
+}
+
+const char *hf_outside_item(const void *m, size_t i)
+{
+    const size_t n = enc_model_ignored_count(m);
+    return i < n ? enc_model_ignored(m, i) : enc_model_head(m)->tensors[i - n];
+}
+
+json_t *hf_outside_json(const json_t *model)
+{
+    const json_t *w = json_object_get(model, "weights"), *h = json_object_get(model, "head");
+    json_t *all = json_deep_copy(json_object_get(w, "ignored_tensors"));
+    ck_assert_msg(all != NULL, "/v1/model has no weights.ignored_tensors");
+    if (json_object_get(h, "tensors"))
+        json_array_extend(all, json_object_get(h, "tensors"));
+    return all;
+}
+
 void hf_check_files(const enc_model *m, const char *dir, const json_t *hf, const char *name)
 {
     char path[640];
     /* case.safetensors lists every tensor outside the stack: the ignored
-     * ones and the embedding module's together (check_embed.c tells them
-     * apart, from ids.safetensors' list) */
+     * ones, the head's and the embedding module's together (check_embed.c
+     * tells them apart, from ids.safetensors' list) */
     const enc_embedding_info *emb = enc_model_embedding(m);
-    const size_t n_emb = emb ? emb->n_tensors : 0;
-    size_t n = enc_model_ignored_count(m) + n_emb;
+    const size_t n_emb = emb ? emb->n_tensors : 0, n_out = hf_outside_count(m);
+    size_t n = n_out + n_emb;
     const char **names = xcalloc(n + 1, sizeof *names);
-    for (size_t i = 0; i < enc_model_ignored_count(m); i++)
-        names[i] = enc_model_ignored(m, i);
+    for (size_t i = 0; i < n_out; i++)
+        names[i] = hf_outside_item(m, i);
     for (size_t i = 0; i < n_emb; i++)
-        names[enc_model_ignored_count(m) + i] = emb->tensors[i];
+        names[n_out + i] = emb->tensors[i];
     same_names("ignored and embedding tensors", name, n, names, json_object_get(hf, "ignored"));
     free(names);
     n = enc_model_file_count(m);
@@ -256,4 +278,28 @@ double dir_outputs_diff(const char *dir, const char *case_dir, bool naive)
     enc_model_free(m);
     st_close(&f);
     return d;
+}
+
+enc_model *hf_load(const char *dir)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
+    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s: %s", dir, err.message);
+    return m;
+}
+
+int32_t *hf_ints(const st_file *f, const char *name, size_t want)
+{
+    size_t n = 0;
+    float *v = torch_floats(f, name, &n);
+    if (!v)
+        return NULL;
+    ck_assert_uint_eq(n, want);
+    int32_t *out = xcalloc(n, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (int32_t)v[i];
+    free(v);
+    return out;
 }

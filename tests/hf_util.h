@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A scratch directory under /tmp. */
 typedef struct scratch {
@@ -41,8 +42,25 @@ void config_try(attnd_config *cfg, const char *const *argv, const char *const *e
  * "attnd: ..." holding want. */
 void startup_refused(const char *const *args, const char *want, int status);
 
+/* Directory dir loaded as the daemon loads it (config.json, then the
+ * tensors); owned, the test failing with the message otherwise. */
+enc_model *hf_load(const char *dir);
+
+/* Tensor name of a fixture file as int32 (owned; want entries), or NULL
+ * when absent. */
+struct st_file;
+int32_t *hf_ints(const struct st_file *f, const char *name, size_t want);
+
 /* sha256 of the file at path, 64 hex digits and a NUL. */
 void file_sha256(const char *path, char hex[65]);
+
+/* m's tensors outside the stack and the embedding module, as the
+ * fixtures' "ignored" lists them: its ignored ones, then its head's
+ * (enc_model_head). */
+size_t hf_outside_count(const enc_model *m);
+const char *hf_outside_item(const void *m, size_t i);
+/* /v1/model's weights.ignored_tensors and head.tensors together (owned). */
+json_t *hf_outside_json(const json_t *model);
 
 /* m's ignored tensors with its embedding module's, and its files (with
  * their sha256, sorted), are what the fixture's hf metadata lists (its

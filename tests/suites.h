@@ -31,6 +31,7 @@
     X(torch, UNIT) \
     X(embed, UNIT) \
     X(pooling, UNIT) \
+    X(rollout, UNIT) \
     X(tokenizer, UNIT) \
     X(config, UNIT) \
     X(jsontext, UNIT) \
@@ -51,6 +52,7 @@
     X(fuzz, CODEC) \
     X(checkpoint, DAEMON) \
     X(modernbert, DAEMON) \
+    X(heads, DAEMON) \
     X(v2, DAEMON) \
     X(csr, DAEMON) \
     X(text, DAEMON) \

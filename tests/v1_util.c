@@ -530,7 +530,11 @@ char *fx_body(const fx *c, int seq, bool b64, const char *extra)
 
 /* ---- one request, end to end -------------------------------------------------- */
 
-const api_limits ROOMY = {64, 4096, 65536, (size_t)1 << 28, NULL, NULL, NULL};
+const api_limits ROOMY = {.max_batch = 64,
+                          .max_seq_len = 4096,
+                          .max_batch_tokens = 65536,
+                          .max_attention_bytes = (size_t)1 << 28,
+                          .max_logits_bytes = (size_t)1 << 28};
 
 const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
 const enc_embedding_info FAKE_BERT = {.vocab_size = 50,

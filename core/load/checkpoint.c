@@ -5,8 +5,10 @@
  * one table per naming scheme. */
 #include "base/file.h"
 #include "load/safetensors.h"
+#include "load/hfhead.h"
 #include "load/sha256.h"
 #include "model/embed.h"
+#include "model/head.h"
 #include "model/model.h"
 
 #include <errno.h>
@@ -745,6 +747,14 @@ static const embed_naming DISTILBERT_EMBED = {"embeddings.word_embeddings.weight
 static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
                                               "embeddings.norm.", NULL};
 
+/* model_type's embedding module's names. */
+static const embed_naming *embed_naming_of(const char *model_type)
+{
+    return strcmp(model_type, "distilbert") == 0   ? &DISTILBERT_EMBED
+           : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
+                                                   : &BERT_EMBED;
+}
+
 /* Binds name (rows x cols) into dst and lists it as the module's, by the
  * name the file gives it (a TensorFlow conversion's LayerNorm.gamma). */
 static int bind_embed(loader *ld, embed_module *e, const char *name, float *dst, int64_t rows,
@@ -772,9 +782,7 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                          strcmp(c->model_type, "xlm-roberta") == 0 ||
                          strcmp(c->model_type, "camembert") == 0;
     const bool distilbert = strcmp(c->model_type, "distilbert") == 0;
-    const embed_naming *nm = distilbert                                 ? &DISTILBERT_EMBED
-                             : strcmp(c->model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
-                                                                        : &BERT_EMBED;
+    const embed_naming *nm = embed_naming_of(c->model_type);
     const int D = m->hp.d_model;
     char name[300], word[256];
 #define ENAME(s) (snprintf(name, sizeof name, "%s%s", prefix, (s)), name)
@@ -899,6 +907,153 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
     return ENC_OK;
 }
 
+/* ---- the task head ------------------------------------------------------------ */
+
+/* The name a tensor has in the files (a TensorFlow conversion's gamma and
+ * beta), for the head's list: name itself when it is there. */
+static const char *file_name(const loader *ld, const char *name, char *buf, size_t size)
+{
+    return find(ld, name, NULL) || !legacy_name(name, buf, size) ? name : buf;
+}
+
+/* Binds one tensor of the head into dst and lists it. */
+static int bind_head_tensor(loader *ld, model_head *h, const char *name, float *dst, int64_t rows,
+                            int64_t cols)
+{
+    char legacy[300];
+    if (bind(ld, name, dst, rows, cols) < 0)
+        return ld->err->status;
+    if (head_add_tensor(h, file_name(ld, name, legacy, sizeof legacy)) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    return ENC_OK;
+}
+
+/* The decoder's weight (rows, cols): read in place where a file holds it
+ * as float32 (*own unused), else widened into own; marked used, and listed
+ * as the head's unless it is the word table (tied). */
+static int bind_decoder(loader *ld, model_head *h, const char *name, bool tied, const float **w,
+                        float *own, int64_t rows, int64_t cols)
+{
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, rows, cols, &fi);
+    if (!t)
+        return ld->err->status;
+    if (!tied && head_add_tensor(h, name) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    if (!viewable(&ld->files[fi], t)) {
+        *w = own;
+        return bind(ld, name, own, rows, cols);
+    }
+    const float *v = (const float *)(const void *)t->data;
+    if (!embed_finite(v, t->numel, EMBED_F32))
+        return not_finite(ld, name, v, t->numel);
+    st_release(&ld->files[fi], t);
+    ld->keep[fi] = true;
+    *w = v;
+    return ENC_OK;
+}
+
+/* The head config.json's architectures names (hfhead.c), its tensors bound
+ * (docs/model.md, "Task heads"): the dense, norm and last Linear copied into
+ * the head's own memory, a masked LM's decoder read where a file holds it
+ * (the word table, when tied and not saved again) or widened. */
+static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_config *c,
+                     const char *prefix)
+{
+    hf_head_names nm;
+    model_head *h = NULL;
+    if (hf_head_read(dir, c, prefix, &h, &nm, m->klass, &m->head_unsupported, ld->err) < 0)
+        return ld->err->status;
+    if (!h)
+        return ENC_OK;
+    m->head = h;
+    const int64_t D = m->hp.d_model, N = nm.dense[0] ? nm.dense_out : D, C = h->out.N;
+    char word[300], name[300];
+    const bool lm = h->info.kind == ENC_HEAD_MASKED_LM;
+    snprintf(word, sizeof word, "%s%s", prefix, embed_naming_of(c->model_type)->word);
+    const bool saved = find(ld, nm.out_w, NULL) != NULL;
+    const char *dec = nm.tied ? word : nm.out_w;
+    if (lm && ((nm.tied && !m->embed) || (!nm.tied && !saved))) {
+        /* no decoder in the files (transformers would draw one at random):
+         * the encoder is served, the head left out and its tensors listed
+         * as ignored */
+        snprintf(m->head_note, sizeof m->head_note, "its decoder %.100s is not in the files",
+                 nm.tied ? word : nm.out_w);
+        m->head_unsupported = true;
+        head_free(h);
+        m->head = NULL;
+        return ENC_OK;
+    }
+    if (lm && N != (m->embed ? m->embed->cfg.embedding_size : N))
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "%s's decoder reads %lld-wide rows; the word table's are %d wide",
+                             h->architecture, (long long)N, m->embed->cfg.embedding_size);
+    /* the floats: dense (N, D) + N, norm 2N, the out bias C, and a
+     * classifier's weight (C, N) or room to widen a decoder */
+    const size_t floats = (nm.dense[0] ? (size_t)(N * D + N) : 0) + (nm.norm[0] ? 2 * N : 0) +
+                          (size_t)C + (size_t)(C * N);
+    if (head_alloc(h, floats) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory for the head");
+    float *p = h->mem;
+    int rc = ENC_OK;
+    if (nm.dense[0]) {
+        h->dense = (head_linear){.N = (int)N, .K = (int)D, .w = p};
+        snprintf(name, sizeof name, "%sweight", nm.dense);
+        if ((rc = bind_head_tensor(ld, h, name, p, N, D)) < 0)
+            return rc;
+        p += N * D;
+        if (nm.dense_bias) {
+            snprintf(name, sizeof name, "%sbias", nm.dense);
+            if ((rc = bind_head_tensor(ld, h, name, p, N, 0)) < 0)
+                return rc;
+            h->dense.b = p;
+        }
+        p += N;
+    }
+    if (nm.norm[0]) {
+        snprintf(name, sizeof name, "%sweight", nm.norm);
+        if ((rc = bind_head_tensor(ld, h, name, p, N, 0)) < 0)
+            return rc;
+        h->ln_w = p;
+        if (nm.norm_bias) {
+            snprintf(name, sizeof name, "%sbias", nm.norm);
+            if ((rc = bind_head_tensor(ld, h, name, p + N, N, 0)) < 0)
+                return rc;
+            h->ln_b = p + N;
+        }
+        p += 2 * N;
+    }
+    h->out.K = (int)N;
+    if (nm.out_b[0]) {
+        /* a masked LM's bias may be saved twice (cls.predictions.bias and
+         * decoder.bias, the same tensor): the head's, the other listed */
+        if ((rc = bind_head_tensor(ld, h, nm.out_b, p, C, 0)) < 0)
+            return rc;
+        if (nm.out_b2[0] && find(ld, nm.out_b2, NULL) &&
+            (rc = bind_head_tensor(ld, h, nm.out_b2, p + C, C, 0)) < 0)
+            return rc;
+        h->out.b = p;
+    }
+    p += C;
+    if (lm) {
+        /* tied: the word table; a decoder saved again (the same values) is
+         * checked and listed, not read */
+        size_t fi = 0;
+        h->info.tied = nm.tied;
+        if (nm.tied && saved &&
+            (!lookup(ld, nm.out_w, C, N, &fi) || head_add_tensor(h, nm.out_w) < 0))
+            return ld->err->status ? ld->err->status
+                                   : enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+        rc = bind_decoder(ld, h, dec, nm.tied, &h->out.w, p, C, N);
+    } else {
+        h->out.w = p;
+        rc = bind_head_tensor(ld, h, nm.out_w, p, C, N);
+    }
+    if (rc == 0)
+        head_finish(h);
+    return rc;
+}
+
 enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err)
 {
     enc_hf_config c;
@@ -934,7 +1089,7 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
         goto error;
     }
     if (bind_layers(&ld, m, prefix, fam->names, true) < 0 ||
-        bind_embeddings(&ld, m, &c, prefix) < 0)
+        bind_embeddings(&ld, m, &c, prefix) < 0 || bind_head(&ld, m, dir, &c, prefix) < 0)
         goto error;
 
     /* The rest: a tensor inside the encoder stack left unbound is refused

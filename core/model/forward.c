@@ -8,6 +8,7 @@
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "model/embed.h"
+#include "model/head.h"
 #include "model/model.h"
 #include "model/team.h"
 #include "model/workspace.h"
@@ -675,6 +676,8 @@ static int job_check_own(const enc_model *m, enc_job *job, const enc_blockmask *
     job->rc = enc_batch_validate(m, job->in, &job->err);
     if (job->rc == 0 && (!job->res || !job->res->out))
         job->rc = enc_error_set(&job->err, ENC_EINVAL, "forward needs an output");
+    if (job->rc == 0)
+        job->rc = head_check(m, job->res, &job->err);
     if (job->rc < 0)
         return job->rc;
     job->res->scores = 0;
@@ -894,7 +897,6 @@ static void run_layers(const enc_model *m, enc_workspace *ws, const enc_job *job
         block_ctx c = {.m = m, .ws = ws, .T = (int)p->T};
         run_norm(&c, false, ws->x, m->final_w, m->final_b);
     }
-    team_rest(ws->team); /* the rest is this thread's: free the helpers' CPUs */
 }
 
 /* Each live job's outputs and scores from the packed batch, padding rows
@@ -944,6 +946,8 @@ int enc_forward_many(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n
     if (failed < n) {
         pack_batch(m, ws, jobs, n, &p);
         run_layers(m, ws, jobs, &p);
+        failed += head_run(m, ws, jobs, n);
+        team_rest(ws->team); /* the rest is this thread's: free the helpers' CPUs */
         failed += unpack_batch(m, ws, jobs, n, &p);
     }
     plan_free(&p, n);

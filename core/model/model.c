@@ -9,6 +9,7 @@
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 #include "model/embed.h"
+#include "model/head.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -218,6 +219,7 @@ void model_pack(enc_model *m)
     }
     if (m->embed)
         embed_pack(m->embed);
+    head_pack(m);
 }
 
 void enc_model_free(enc_model *m)
@@ -238,6 +240,7 @@ void enc_model_free(enc_model *m)
     free(m->ignored);
     free(m->alibi);
     embed_free(m->embed);
+    head_free(m->head);
     mem_zfree(m->params, m->n_owned * sizeof *m->params);
     for (size_t i = 0; i < m->n_maps; i++) {
         munmap(m->maps[i].addr, m->maps[i].size);

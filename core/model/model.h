@@ -79,6 +79,10 @@ struct enc_model {
     char **ignored; /* tensors of the files that are not the stack's (n_ignored) */
     size_t n_ignored;
     embed_module *embed; /* a directory's embedding module (owned), or NULL: embeddings in */
+    struct model_head *head; /* a directory's task head (owned, model/head.h), or NULL */
+    char klass[80];          /* config.json's architectures[0], or "" */
+    bool head_unsupported;   /* klass names a head attnd does not compute */
+    char head_note[160];     /* why, when the files lack what it needs, or "" */
 };
 
 /* Allocates a model with hp's shapes and carves the layers out of one

@@ -124,6 +124,7 @@ void enc_workspace_free(enc_workspace *ws)
     team_free(ws->team);
     free(ws->gather);
     free(ws->resid);
+    free(ws->head);
     free(ws->tokpos);
     free(ws->ropes[0].t);
     free(ws->ropes[1].t);

@@ -94,6 +94,10 @@ struct enc_workspace {
     int32_t *tokpos;
     size_t cap_tokpos;
     rope_table ropes[2];
+    /* The task head's buffers (head.c): its own allocation, grown when a
+     * batch needs more */
+    float *head;
+    size_t cap_head;
 };
 
 /* Makes room for T packed tokens, sequences up to L long, S sequences.

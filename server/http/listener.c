@@ -201,6 +201,32 @@ void server_on_forward(void *arg, int sequences, long tokens, int requests, doub
     metrics_forward(s->mx, sequences, tokens, requests, compute_s);
 }
 
+/* /v1/model's "head": the checkpoint's task head (docs/api.md), a head
+ * attnd does not compute ({"kind": "unsupported", "architecture"}), or
+ * null. */
+static json_t *head_json(const enc_model *m)
+{
+    const enc_head_info *h = enc_model_head(m);
+    const char *unsupported = enc_model_head_unsupported(m);
+    if (!h)
+        return unsupported
+                   ? json_pack("{s:s, s:s}", "kind", "unsupported", "architecture", unsupported)
+                   : json_null();
+    json_t *labels = h->labels ? json_array() : json_null(), *tensors = json_array();
+    for (int i = 0; h->labels && i < h->n_outputs; i++)
+        json_array_append_new(labels, json_string(h->labels[i]));
+    for (size_t i = 0; i < h->n_tensors; i++)
+        json_array_append_new(tensors, json_string(h->tensors[i]));
+    const bool seq = h->kind == ENC_HEAD_SEQUENCE, lm = h->kind == ENC_HEAD_MASKED_LM;
+    return json_pack("{s:s, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:o}", "kind",
+                     enc_head_kind_name(h->kind), "architecture", h->architecture, "outputs",
+                     h->n_outputs, "labels", labels, "function",
+                     enc_head_function_name(h->function), "problem_type",
+                     h->problem_type[0] ? json_string(h->problem_type) : json_null(), "pooling",
+                     seq ? json_string(h->mean_pooling ? "mean" : "cls") : json_null(), "tied",
+                     lm ? json_boolean(h->tied) : json_null(), "tensors", tensors);
+}
+
 /* /v1/model's "embedding": the module that turns token ids into the
  * stack's input, its bounds and its tensors as used; null for a model
  * that takes embeddings only. */
@@ -248,6 +274,10 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         pf.kernels, "cpu_simd", pf.cpu_simd, "blas_core", pf.blas_core, "blas_core_generic",
         pf.blas_core_generic);
     json_t *platform = info ? json_object_get(info, "platform") : NULL;
+    json_t *limits = info ? json_object_get(info, "limits") : NULL;
+    if (limits)
+        json_object_set_new(limits, "max_logits_bytes",
+                            json_integer((json_int_t)cfg->limits.max_logits_bytes));
     if (platform) /* the kernel bfloat16 Linears run on */
         json_object_set_new(platform, "bf16_kernel", json_string(pf.bf16_kernel));
     json_t *hparams = info ? json_object_get(info, "hyperparameters") : NULL;
@@ -299,6 +329,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
     }
     if (info) /* the embedding module: token ids in (docs/api.md), or null */
         json_object_set_new(info, "embedding", embedding_json(m));
+    if (info) /* the task head: logits out (docs/api.md), or null */
+        json_object_set_new(info, "head", head_json(m));
     if (info) /* text in: the tokenizer, or null */
         json_object_set_new(info, "tokenizer",
                             tok ? json_pack("{s:s, s:I, s:I, s:I}", "source",

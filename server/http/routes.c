@@ -122,6 +122,8 @@ static api_limits request_limits(const server *s)
                          .max_seq_len = cfg->limits.max_seq_len,
                          .max_batch_tokens = cfg->limits.max_batch_tokens,
                          .max_attention_bytes = cfg->limits.max_attention_bytes,
+                         .max_logits_bytes = cfg->limits.max_logits_bytes,
+                         .model = s->model,
                          .pool = s->buffers,
                          .embedding = s->model ? enc_model_embedding(s->model) : NULL,
                          .tokenizer = s->tokenizer};

@@ -53,11 +53,13 @@ char *api_error_body(api_error_kind kind, const char *message);
  * which bounds token ids. */
 struct bufpool;
 struct enc_embedding_info;
+struct enc_model;
 typedef struct api_limits {
     int max_batch;
     int max_seq_len;
     long max_batch_tokens;      /* B * L */
     size_t max_attention_bytes; /* float32 bytes of the attention output */
+    size_t max_logits_bytes;    /* float32 bytes of a head's logits */
     struct bufpool *pool;       /* the input and outputs' buffers (bufpool.h); NULL: malloc */
     /* borrowed: enc_model_embedding of the model (vocab_size, type_vocab_size,
      * the position table), or NULL: a model that takes embeddings only, and
@@ -66,6 +68,9 @@ typedef struct api_limits {
     /* borrowed: the tokenizer of text input (tokenizer.h), or NULL: text is
      * refused */
     const struct tok_tokenizer *tokenizer;
+    /* borrowed: the model, for its task head (enc_model_head: "logits"), or
+     * NULL: "logits" is refused */
+    const struct enc_model *model;
 } api_limits;
 
 /* Wording the codecs share for their messages: */

@@ -200,11 +200,14 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
      * mapped.  Not zeroed: the forward writes every entry, padding included
      * (valgrind's memcheck would report an entry left unwritten when the
      * response reads it).  The sizes were held to the limits already. */
+    const size_t n_logits =
+        line_floats(req->head ? B * (req->head_per_token ? L : 1) * req->head_outputs : 0);
     req->attn = encode_zalloc((size_t)req->n_layers, sizeof *req->attn);
-    req->out = bufpool_take(req->pool, (n_out + layers * per_layer) * sizeof(float));
+    req->out = bufpool_take(req->pool, (n_out + n_logits + layers * per_layer) * sizeof(float));
     if (!req->out || !req->attn)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
-    float *next = req->out + n_out;
+    req->logits = req->head ? req->out + n_out : NULL;
+    float *next = req->out + n_out + n_logits;
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
         if (req->want_layer[l]) {
             req->attn[l] = next;
@@ -218,8 +221,43 @@ enc_result encode_request_result(encode_request *req)
     enc_result r = {.out = req->out,
                     .attn_mode = req->attn ? req->attn_mode : ENC_ATTN_NONE,
                     .attn_format = req->csr ? ENC_FORMAT_CSR : ENC_FORMAT_DENSE,
-                    .attn = req->attn_mode != ENC_ATTN_NONE ? req->attn : NULL};
+                    .attn = req->attn_mode != ENC_ATTN_NONE ? req->attn : NULL,
+                    .head = req->logits ? req->head : ENC_HEAD_OUT_NONE,
+                    .logits = req->logits};
     return r;
+}
+
+int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err)
+{
+    const enc_model *m = limits ? limits->model : NULL;
+    const enc_head_info *h = enc_model_head(m);
+    if (!h) {
+        const char *unsupported = enc_model_head_unsupported(m);
+        const char *klass = m ? enc_model_class(m) : "";
+        const char *note = enc_model_head_note(m);
+        if (unsupported)
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "logits: this model's head (%s) is not %s%s; it serves the "
+                                 "encoder's outputs alone",
+                                 unsupported, note[0] ? "computed: " : "one attnd computes", note);
+        return api_error_set(err, API_BAD_REQUEST,
+                             "logits: this model has no task head (%s); it serves the encoder's "
+                             "outputs alone",
+                             klass[0] ? klass : "no config.json architectures");
+    }
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    const bool per_token = h->kind != ENC_HEAD_SEQUENCE;
+    const size_t C = (size_t)h->n_outputs, rows = B * (per_token ? L : 1);
+    const size_t lim = limits->max_logits_bytes;
+    if (rows > SIZE_MAX / 4 / C || rows * C * 4 > lim)
+        return api_error_set(err, API_TOO_LARGE,
+                             "logits: %zu x %zu float32 (%s) is over limits.max_logits_bytes "
+                             "(%zu)",
+                             rows, C, per_token ? "[B][L][outputs]" : "[B][outputs]", lim);
+    req->head = ENC_HEAD_OUT_LOGITS;
+    req->head_outputs = C;
+    req->head_per_token = per_token;
+    return 0;
 }
 
 /* Rows of the embedding module's position table that position_ids index

@@ -63,12 +63,34 @@ typedef struct encode_request {
     enc_blockmask *blockmask; /* owned: the batch's, compiled with CSR when csr (batch.blockmask
                                  points to it), else NULL (the forward compiles its own) */
 
+    /* "explain": each sequence's attention rollout from token explain_from
+     * (model/rollout.h), computed from every layer's weights; attn_hidden:
+     * the weights were computed for it alone ("attention": "none") and are
+     * not returned. */
+    bool explain;
+    int explain_from;
+    bool attn_hidden;
+
+    /* The task head's output ("logits"): ENC_HEAD_OUT_NONE, or what the
+     * forward writes into logits, head_outputs (C or V) per sequence
+     * (head_per_token: per token). */
+    enc_head_output head;
+    size_t head_outputs;
+    bool head_per_token;
+
     /* Outputs, allocated by encode_request_alloc_outputs in one block from
      * pool: */
     float *out;   /* owned (B, L, D): the block */
     float **attn; /* owned (n_layers) pointers; attn[l], in out's block, set when
                      want_layer[l] */
+    float *logits; /* in out's block: (B, C), or (B, L, C) per token; NULL without head */
 } encode_request;
+
+/* "logits": true (the batch's B and L known): the model's head (limits'
+ * model) computes its raw output into req->logits.  400 naming what the
+ * model has when it has no head attnd computes; 413 over
+ * limits.max_logits_bytes. */
+int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err);
 
 /* Zeroes req and sets the defaults of an empty request for hp: no mask
  * (windows unbounded), attention "heads", precision 9, want_layer and layers

@@ -58,6 +58,7 @@
  */
 #include "protocol/v1.h"
 
+#include "model/rollout.h"
 #include "protocol/options.h"
 #include "protocol/protocol.h"
 #include "protocol/text.h"
@@ -105,6 +106,9 @@ static const field_spec TOP_FIELDS[] = {
     ENCODE_FIELD_ATTENTION_FORMAT,
     {.name = "precision", .type = FIELD_INT, .min = 1, .max = 9},
     {.name = "encoding", .type = FIELD_CHOICE, .choices = ENCODINGS},
+    {.name = "logits", .type = FIELD_BOOL},
+    {.name = "explain", .type = FIELD_BOOL},
+    {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
 };
 static const field_table TOP = FIELD_TABLE("field", TOP_FIELDS);
 
@@ -159,8 +163,32 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     return rc;
 }
 
-/* attention, attention_layers, precision, attention_format, encoding
- * (checked against TOP). */
+/* explain, explain_from: the rollout needs every layer's dense weights,
+ * computed (and held to limits.max_attention_bytes) even when attention
+ * is "none", which then returns none. */
+static int parse_explain(encode_request *req, const json_t *root, api_error *err)
+{
+    req->explain = fields_bool(root, "explain", false);
+    if (!req->explain) {
+        if (api_json_field(root, "explain_from"))
+            return BAD("explain_from is given without \"explain\": true");
+        return 0;
+    }
+    if (req->csr)
+        return BAD("explain needs dense attention weights; attention_format \"csr\" is not "
+                   "taken with it");
+    if (req->attn_mode == ENC_ATTN_NONE) {
+        req->attn_mode = ENC_ATTN_MEAN;
+        req->attn_hidden = true;
+    }
+    for (int l = 0; l < req->n_layers; l++)
+        req->want_layer[l] = true;
+    req->explain_from = (int)fields_int(root, "explain_from", 0);
+    return 0;
+}
+
+/* attention, attention_layers, precision, attention_format, encoding,
+ * explain (checked against TOP). */
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
     encode_apply_attention(req, &TOP, root);
@@ -176,7 +204,7 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
     }
     req->precision = (int)fields_int(root, "precision", req->precision);
     req->base64_out = fields_choice(&TOP, root, "encoding", 0) == 1;
-    return 0;
+    return parse_explain(req, root, err);
 }
 /* ---- parsing: embeddings --------------------------------------------------- */
 
@@ -767,6 +795,12 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
     }
     if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
         return -1;
+    if (fields_bool(root, "logits", false) && encode_want_logits(req, lim, err) < 0)
+        return -1;
+    for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
+        if ((size_t)req->explain_from >= encode_seq_len(req, b))
+            return BAD("explain_from = %d is outside sequence %zu's tokens 0..%zu",
+                       req->explain_from, b, encode_seq_len(req, b) - 1);
     return encode_check_ids(req, "input_ids", "token_type_ids", err);
 }
 
@@ -841,11 +875,20 @@ int v1_request_parse(encode_request *req, const char *body, size_t len, const en
 
 /* ---- the response ---------------------------------------------------------- */
 
-/* Sequence b of the outputs (layer < 0) or of layer's attention: [rows][cols]
- * or, per head, [heads][rows][cols]. */
+/* view_of's layer for the head's logits (the outputs: any other layer < 0). */
+#define LOGITS (-2)
+
+/* Sequence b of the outputs (layer < 0), of the head's logits (LOGITS: [C],
+ * or per token [rows][C]) or of layer's attention: [rows][cols] or, per
+ * head, [heads][rows][cols]. */
 static stream_view view_of(const encode_request *req, const enc_hparams *hp, int layer, size_t b)
 {
     const size_t L = (size_t)req->batch.L, len = encode_seq_len(req, b), D = (size_t)hp->d_model;
+    const size_t C = req->head_outputs;
+    if (layer == LOGITS && req->head_per_token)
+        return (stream_view){req->logits + b * L * C, STREAM_FLOAT32, 2, {len, C}, {C, 1}};
+    if (layer == LOGITS)
+        return (stream_view){req->logits + b * C, STREAM_FLOAT32, 1, {C}, {1}};
     if (layer < 0)
         return (stream_view){req->out + b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
@@ -978,6 +1021,39 @@ static void write_shape(stream *st, const encode_request *req, const enc_hparams
     stream_text(st, "]", 1);
 }
 
+/* ,"explain": each sequence's rollout from token explain_from, one
+ * relevance per token ([..] for the unbatched form, [[..], ..] for a
+ * batch), as JSON numbers whatever the encoding. */
+static int write_explain(stream *st, const encode_request *req, const enc_hparams *hp)
+{
+    const size_t L = (size_t)req->batch.L, B = (size_t)req->batch.B;
+    const int heads = enc_attn_heads(req->attn_mode, hp->n_heads);
+    double *buf = malloc(3 * L * sizeof *buf);
+    const float **layers = malloc((size_t)req->n_layers * sizeof *layers);
+    if (!buf || !layers) {
+        free(buf);
+        free(layers);
+        return -1;
+    }
+    stream_puts(st, req->batched ? ",\"explain\":[" : ",\"explain\":");
+    for (size_t b = 0; b < B; b++) {
+        const int len = (int)encode_seq_len(req, b);
+        for (int l = 0; l < req->n_layers; l++)
+            layers[l] = req->attn[l] + b * (size_t)heads * L * L;
+        enc_rollout(layers, req->n_layers, heads, L * L, len, (int)L, req->explain_from, buf,
+                    buf + 2 * L);
+        stream_puts(st, b ? ",[" : "[");
+        for (int j = 0; j < len; j++)
+            stream_printf(st, j ? ",%.*g" : "%.*g", req->precision, buf[2 * L + (size_t)j]);
+        stream_puts(st, "]");
+    }
+    if (req->batched)
+        stream_puts(st, "]");
+    free(buf);
+    free(layers);
+    return 0;
+}
+
 /* Text in: "tokens" and "input_ids" of each sequence, at its own length
  * ([..] for one text, [[..], ..] for a list), then a comma. */
 static int write_tokens(stream *st, const encode_request *req)
@@ -1029,7 +1105,8 @@ int v1_response_stream(const encode_request *req, const char *model_name, const 
         return -1;
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L, D = (size_t)hp->d_model;
     const int last = req->n_layers - 1;
-    const bool attn = req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last];
+    const bool attn =
+        req->attn_mode != ENC_ATTN_NONE && req->attn && req->attn[last] && !req->attn_hidden;
 
     json_t *name = json_string(model_name ? model_name : "");
     char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
@@ -1050,6 +1127,16 @@ int v1_response_stream(const encode_request *req, const char *model_name, const 
         stream_puts(st, ",\"outputs_shape\":");
         write_shape(st, req, hp, -1);
     }
+    if (req->logits) {
+        stream_puts(st, ",\"logits\":");
+        write_tensor(st, req, hp, LOGITS);
+        if (req->base64_out) {
+            stream_puts(st, ",\"logits_shape\":");
+            write_shape(st, req, hp, LOGITS);
+        }
+    }
+    if (req->explain && write_explain(st, req, hp) < 0)
+        return -1;
     if (attn) {
         stream_puts(st, ",\"attention\":");
         if (req->csr)

@@ -1,0 +1,309 @@
+/* hfhead.c - a directory's task head from its config.json (hfhead.h): the
+ * class architectures names, bound to one layout per family and kind, each
+ * written after transformers' modeling code (docs/model.md, "Task heads"). */
+#include "load/hfhead.h"
+
+#include "base/file.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...) enc_error_set(err, ENC_EINVAL, __VA_ARGS__)
+
+/* The class name's ending for each kind attnd computes. */
+static const struct {
+    const char *suffix;
+    enc_head_kind kind;
+} KINDS[] = {
+    {"ForSequenceClassification", ENC_HEAD_SEQUENCE},
+    {"ForTokenClassification", ENC_HEAD_TOKEN},
+    {"ForMaskedLM", ENC_HEAD_MASKED_LM},
+};
+
+static bool ends_with(const char *s, const char *end)
+{
+    const size_t n = strlen(s), k = strlen(end);
+    return n >= k && strcmp(s + n - k, end) == 0;
+}
+
+static void set(char *dst, size_t size, const char *a, const char *b)
+{
+    snprintf(dst, size, "%s%s", a, b);
+}
+#define SET(field, a, b) set(names->field, sizeof names->field, (a), (b))
+
+/* An activation the head computes, by its config.json name; what names the
+ * field for the message. */
+static int act_of(const char *name, const char *what, head_act *act, enc_error *err)
+{
+    if (!head_act_parse(name, act))
+        return BAD("config.json: %s '%.40s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, "
+                   "relu, silu, tanh)",
+                   what, name);
+    return ENC_OK;
+}
+
+/* ModernBERT's prediction head (ModernBertPredictionHead: dense with
+ * classifier_bias, ACT2FN[classifier_activation], LayerNorm with norm_bias
+ * and norm_eps), and its classifier_pooling. */
+static int modernbert_head(const json_t *root, const enc_hf_config *c, model_head *h,
+                           hf_head_names *names, enc_error *err)
+{
+    const json_t *pool = json_object_get(root, "classifier_pooling");
+    const json_t *act = json_object_get(root, "classifier_activation");
+    const json_t *bias = json_object_get(root, "classifier_bias");
+    if (pool && !json_is_null(pool)) {
+        const char *p = json_string_value(pool);
+        if (!p || (strcmp(p, "cls") != 0 && strcmp(p, "mean") != 0))
+            return BAD("config.json: classifier_pooling must be \"cls\" or \"mean\"");
+        h->info.mean_pooling = strcmp(p, "mean") == 0;
+    }
+    if (act && !json_is_string(act))
+        return BAD("config.json: a string expected for 'classifier_activation'");
+    if (act_of(act ? json_string_value(act) : "gelu", "classifier_activation", &h->act, err) < 0)
+        return err->status;
+    if (bias && !json_is_boolean(bias))
+        return BAD("config.json: a boolean expected for 'classifier_bias'");
+    SET(dense, "head.dense.", "");
+    names->dense_bias = bias && json_is_true(bias);
+    SET(norm, "head.norm.", "");
+    names->norm_bias = c->hp.norm == ENC_NORM_LAYERNORM;
+    h->eps = c->hp.layer_norm_eps;
+    return ENC_OK;
+}
+
+/* The head's tensors and math for family fam ("bert", "roberta" for the
+ * RoBERTa family, "electra", "distilbert", "modernbert") and h's kind. */
+static int layout(const json_t *root, const enc_hf_config *c, const char *fam, const char *prefix,
+                  model_head *h, hf_head_names *names, bool *unsupported, enc_error *err)
+{
+    const enc_head_kind kind = h->info.kind;
+    const bool roberta = strcmp(fam, "roberta") == 0, modern = strcmp(fam, "modernbert") == 0;
+    names->dense_bias = names->norm_bias = true;
+    h->eps = c->hp.layer_norm_eps;
+    if (modern && modernbert_head(root, c, h, names, err) < 0)
+        return err->status;
+    if (kind == ENC_HEAD_TOKEN) { /* every family: a classifier on each token (ModernBERT's
+                                     after its head) */
+        if (!modern)
+            names->dense[0] = names->norm[0] = '\0';
+        SET(out_w, "classifier.weight", "");
+        SET(out_b, "classifier.bias", "");
+        return ENC_OK;
+    }
+    if (kind == ENC_HEAD_SEQUENCE) {
+        SET(out_w, "classifier.weight", "");
+        SET(out_b, "classifier.bias", "");
+        if (strcmp(fam, "bert") == 0) { /* BertPooler: tanh(dense(h[:, 0])), then classifier */
+            SET(dense, prefix, "pooler.dense.");
+            h->act = HEAD_ACT_TANH;
+        } else if (roberta || strcmp(fam, "electra") == 0) {
+            /* RobertaClassificationHead: dense, tanh, out_proj;
+             * ElectraClassificationHead: dense, gelu, out_proj */
+            SET(dense, "classifier.dense.", "");
+            h->act = roberta ? HEAD_ACT_TANH : HEAD_ACT_GELU;
+            SET(out_w, "classifier.out_proj.weight", "");
+            SET(out_b, "classifier.out_proj.bias", "");
+        } else if (strcmp(fam, "distilbert") == 0) { /* pre_classifier, ReLU, classifier */
+            SET(dense, "pre_classifier.", "");
+            h->act = HEAD_ACT_RELU;
+        }
+        return ENC_OK;
+    }
+    /* masked LM: a transform (dense, act, LayerNorm), then the decoder, the
+     * word table unless tie_word_embeddings is false (PretrainedConfig's
+     * default: true) */
+    const json_t *tie = json_object_get(root, "tie_word_embeddings");
+    if (tie && !json_is_boolean(tie))
+        return BAD("config.json: a boolean expected for 'tie_word_embeddings'");
+    names->tied = !tie || json_is_true(tie);
+    if (strcmp(fam, "bert") == 0) { /* BertLMPredictionHead */
+        SET(dense, "cls.predictions.transform.dense.", "");
+        SET(norm, "cls.predictions.transform.LayerNorm.", "");
+        SET(out_w, "cls.predictions.decoder.weight", "");
+        SET(out_b, "cls.predictions.bias", "");
+        SET(out_b2, "cls.predictions.decoder.bias", "");
+        return act_of(c->activation, "hidden_act", &h->act, err);
+    }
+    if (roberta) { /* RobertaLMHead: dense, gelu, layer_norm, decoder */
+        SET(dense, "lm_head.dense.", "");
+        SET(norm, "lm_head.layer_norm.", "");
+        SET(out_w, "lm_head.decoder.weight", "");
+        SET(out_b, "lm_head.bias", "");
+        SET(out_b2, "lm_head.decoder.bias", "");
+        h->act = HEAD_ACT_GELU;
+        return ENC_OK;
+    }
+    if (strcmp(fam, "distilbert") == 0) { /* vocab_transform, activation, vocab_layer_norm */
+        SET(dense, "vocab_transform.", "");
+        SET(norm, "vocab_layer_norm.", "");
+        SET(out_w, "vocab_projector.weight", "");
+        SET(out_b, "vocab_projector.bias", "");
+        h->eps = 1e-12f;
+        return act_of(c->activation, "activation", &h->act, err);
+    }
+    if (modern) { /* ModernBertForMaskedLM: head, then decoder (decoder_bias) */
+        const json_t *db = json_object_get(root, "decoder_bias");
+        if (db && !json_is_boolean(db))
+            return BAD("config.json: a boolean expected for 'decoder_bias'");
+        SET(out_w, "decoder.weight", "");
+        if (!db || json_is_true(db))
+            SET(out_b, "decoder.bias", "");
+        return ENC_OK;
+    }
+    *unsupported = true; /* ElectraForMaskedLM (its generator head) */
+    return ENC_OK;
+}
+
+/* id2label, in id order, into h (or num_labels' LABEL_i, or two). */
+static int read_labels(const json_t *root, model_head *h, enc_error *err)
+{
+    const json_t *map = json_object_get(root, "id2label");
+    const json_t *num = json_object_get(root, "num_labels");
+    if (map && !json_is_null(map)) {
+        if (!json_is_object(map) || json_object_size(map) == 0 || json_object_size(map) > 1000000)
+            return BAD("config.json: id2label must be an object of labels by id");
+        const size_t n = json_object_size(map);
+        for (size_t i = 0; i < n; i++) {
+            char key[24];
+            snprintf(key, sizeof key, "%zu", i);
+            const json_t *v = json_object_get(map, key);
+            if (!json_is_string(v))
+                return BAD("config.json: id2label has no string label for id %zu (ids 0..%zu "
+                           "expected)",
+                           i, n - 1);
+            if (head_add_label(h, json_string_value(v)) < 0)
+                return enc_error_set(err, ENC_ENOMEM, "out of memory");
+        }
+        return ENC_OK;
+    }
+    if (num &&
+        (!json_is_integer(num) || json_integer_value(num) < 1 || json_integer_value(num) > 1000000))
+        return BAD("config.json: num_labels must be a positive integer");
+    const long long n = num ? json_integer_value(num) : 2; /* PretrainedConfig's */
+    for (long long i = 0; i < n; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "LABEL_%lld", i);
+        if (head_add_label(h, label) < 0)
+            return enc_error_set(err, ENC_ENOMEM, "out of memory");
+    }
+    return ENC_OK;
+}
+
+/* How scores come from logits: a sentence-transformers CrossEncoder's
+ * activation, else transformers' TextClassificationPipeline's rule. */
+static int read_function(const json_t *root, model_head *h, enc_error *err)
+{
+    const json_t *pt = json_object_get(root, "problem_type");
+    if (pt && !json_is_null(pt)) {
+        const char *p = json_string_value(pt);
+        if (!p || (strcmp(p, "regression") != 0 && strcmp(p, "single_label_classification") != 0 &&
+                   strcmp(p, "multi_label_classification") != 0))
+            return BAD("config.json: problem_type must be regression, "
+                       "single_label_classification or multi_label_classification");
+        snprintf(h->problem_type, sizeof h->problem_type, "%s", p);
+    }
+    const char *p = h->problem_type;
+    h->info.function = strcmp(p, "regression") == 0 ? ENC_HEAD_FN_NONE
+                       : strcmp(p, "multi_label_classification") == 0 || h->n_labels == 1
+                           ? ENC_HEAD_FN_SIGMOID
+                           : ENC_HEAD_FN_SOFTMAX;
+    /* CrossEncoder (sentence-transformers 4+: sentence_transformers.activation_fn;
+     * earlier: sbert_ce_default_activation_function) */
+    const json_t *st = json_object_get(root, "sentence_transformers");
+    const json_t *fn = st ? json_object_get(st, "activation_fn") : NULL;
+    if (!fn)
+        fn = json_object_get(root, "sbert_ce_default_activation_function");
+    if (!fn || json_is_null(fn))
+        return ENC_OK;
+    const char *name = json_string_value(fn);
+    if (name && strcmp(name, "torch.nn.modules.activation.Sigmoid") == 0)
+        h->info.function = ENC_HEAD_FN_SIGMOID;
+    else if (name && strcmp(name, "torch.nn.modules.linear.Identity") == 0)
+        h->info.function = ENC_HEAD_FN_NONE;
+    else
+        return BAD("config.json: the CrossEncoder activation '%.80s' is not supported "
+                   "(torch.nn.modules.activation.Sigmoid, torch.nn.modules.linear.Identity)",
+                   name ? name : "(not a string)");
+    return ENC_OK;
+}
+
+/* model_type's family of heads. */
+static const char *family_of(const char *model_type)
+{
+    if (strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0 ||
+        strcmp(model_type, "camembert") == 0)
+        return "roberta";
+    return model_type;
+}
+
+int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, model_head **h,
+                 hf_head_names *names, char *klass, bool *unsupported, enc_error *err)
+{
+    *h = NULL;
+    *unsupported = false;
+    klass[0] = '\0';
+    memset(names, 0, sizeof *names);
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return BAD("model.dir: the path is too long");
+    size_t len;
+    char *text = file_read_whole(path, &len, err);
+    if (!text)
+        return err->status;
+    json_t *root = json_loadb(text, len, 0, NULL); /* enc_hf_config_read checked it */
+    free(text);
+    if (!root)
+        return enc_error_set(err, ENC_EFORMAT, "config.json: not JSON");
+    int rc = ENC_OK;
+    const json_t *arch = json_object_get(root, "architectures");
+    const json_t *first = json_is_array(arch) ? json_array_get(arch, 0) : NULL;
+    if (arch && !json_is_null(arch) && (!json_is_array(arch) || !json_is_string(first))) {
+        rc = BAD("config.json: architectures must be an array of class names");
+        goto done;
+    }
+    if (!first)
+        goto done;
+    snprintf(klass, 80, "%s", json_string_value(first));
+    enc_head_kind kind = ENC_HEAD_NONE;
+    for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
+        if (ends_with(klass, KINDS[i].suffix))
+            kind = KINDS[i].kind;
+    if (kind == ENC_HEAD_NONE) {
+        *unsupported = !ends_with(klass, "Model"); /* BertModel: no head */
+        goto done;
+    }
+    if (!(*h = head_new(kind, klass))) {
+        rc = enc_error_set(err, ENC_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = layout(root, c, family_of(c->model_type), prefix, *h, names, unsupported, err)) < 0)
+        goto done;
+    if (*unsupported) {
+        head_free(*h);
+        *h = NULL;
+        goto done;
+    }
+    names->dense_out = c->hp.d_model;
+    if (kind == ENC_HEAD_MASKED_LM) {
+        if (c->vocab_size < 1) {
+            rc = BAD("config.json: a masked LM needs vocab_size");
+            goto done;
+        }
+        (*h)->out.N = c->vocab_size;
+    } else {
+        if ((rc = read_labels(root, *h, err)) < 0 ||
+            (kind == ENC_HEAD_SEQUENCE && (rc = read_function(root, *h, err)) < 0))
+            goto done;
+        (*h)->out.N = (*h)->n_labels;
+    }
+done:
+    if (rc < 0) {
+        head_free(*h);
+        *h = NULL;
+    }
+    json_decref(root);
+    return rc;
+}

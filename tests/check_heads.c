@@ -1,0 +1,663 @@
+/* check_heads.c - the checkpoint's own answer: each task-head directory of
+ * tests/fixtures/heads (tools/make_head_fixtures.py: transformers'
+ * *ForSequenceClassification, *ForTokenClassification and *ForMaskedLM
+ * written out in torch after its modeling code, 4.x- and 5.x-saved, tied
+ * and untied) loaded as the daemon loads it, its head described as
+ * config.json says, its logits and SPLADE vector from token ids within 1e-4
+ * of the fixture's, on the packed GEMM and on OpenBLAS, on one thread and
+ * two, alone and batched with another job; the refusals, naming the field
+ * or tensor; and /v1/encode's "logits" and /v1/model's "head" from a
+ * daemon. */
+#include "daemon.h"
+#include "hf_util.h"
+#include "kernels/simd.h"
+#include "load/safetensors.h"
+#include "model/rollout.h"
+#include "suites.h"
+#include "test_util.h"
+#include "timing.h"
+#include "torch_fixture.h"
+#include "v1_util.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADS    TESTS_DIR "/fixtures/heads"
+#define HEAD_TOL 1e-5
+
+static const char *const CASES[] = {
+    "bert_seq",           "bert_seq_5",
+    "roberta_seq",        "xlm_roberta_rerank",
+    "camembert_seq",      "electra_seq",
+    "distilbert_seq",     "distilbert_regress",
+    "modernbert_seq_cls", "modernbert_seq_mean",
+    "cross_encoder",      "bert_token",
+    "roberta_token",      "distilbert_token",
+    "electra_token",      "modernbert_token",
+    "bert_token_5",       "bert_mlm",
+    "bert_mlm_twice",     "bert_mlm_untied",
+    "bert_mlm_5",         "roberta_mlm",
+    "xlm_roberta_mlm",    "distilbert_mlm",
+    "modernbert_mlm",     "modernbert_mlm_5",
+};
+#define N_CASES ((int)(sizeof CASES / sizeof *CASES))
+
+/* A case's head.safetensors: the batch as the core takes it, and what the
+ * head must give. */
+typedef struct head_case {
+    st_file f;
+    int B, L;
+    int32_t *input_ids, *types; /* types NULL when the family has none */
+    int *lengths;
+    enc_ids ids;
+    enc_batch in;
+    float *logits, *splade; /* splade NULL but for masked LMs */
+    size_t n_logits;
+    json_t *head; /* the metadata's "head" */
+} head_case;
+
+static void case_open(head_case *k, const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/head.safetensors", dir);
+    enc_error err = {0};
+    memset(k, 0, sizeof *k);
+    ck_assert_msg(st_open(&k->f, path, &err) == 0, "%s: %s", path, err.message);
+    const st_tensor *t = st_find(&k->f, "input_ids");
+    ck_assert(t && t->ndim == 2);
+    k->B = (int)t->shape[0];
+    k->L = (int)t->shape[1];
+    const size_t BL = (size_t)k->B * k->L;
+    k->input_ids = hf_ints(&k->f, "input_ids", BL);
+    k->types = hf_ints(&k->f, "token_type_ids", BL);
+    int32_t *len = hf_ints(&k->f, "lengths", (size_t)k->B);
+    k->lengths = xcalloc((size_t)k->B, sizeof *k->lengths);
+    for (int b = 0; b < k->B; b++)
+        k->lengths[b] = len[b];
+    free(len);
+    k->ids = (enc_ids){.input_ids = k->input_ids, .token_type_ids = k->types};
+    k->in = batch_plain(NULL, k->B, k->L, k->lengths);
+    k->in.ids = &k->ids;
+    k->logits = torch_floats(&k->f, "logits", &k->n_logits);
+    k->splade = torch_floats(&k->f, "splade", NULL);
+    k->head = json_loads(st_metadata(&k->f, "head"), 0, NULL);
+    ck_assert_msg(k->logits && k->head, "%s: no logits or head metadata", path);
+}
+
+static void case_close(head_case *k)
+{
+    free(k->input_ids);
+    free(k->types);
+    free(k->lengths);
+    free(k->logits);
+    free(k->splade);
+    json_decref(k->head);
+    st_close(&k->f);
+}
+
+/* The strings of the JSON array want are n, and items (in any order). */
+static void same_names(const char *what, const char *name, size_t n, const char *const *items,
+                       const json_t *want)
+{
+    ck_assert_msg(json_array_size(want) == n, "%s: %s: %zu, the fixture lists %zu", name, what, n,
+                  json_array_size(want));
+    for (size_t i = 0; i < n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < json_array_size(want) && !found; j++)
+            found = strcmp(items[i], json_string_value(json_array_get(want, j))) == 0;
+        ck_assert_msg(found, "%s: %s: %s is not the fixture's", name, what, items[i]);
+    }
+}
+
+/* The head as config.json names it: kind, class, labels in id order,
+ * function, pooling, tying, its tensors, and nothing else ignored. */
+static void check_info(const enc_model *m, const head_case *k, const char *name)
+{
+    const enc_head_info *h = enc_model_head(m);
+    ck_assert_msg(h != NULL, "%s: no head", name);
+    const json_t *want = k->head;
+    ck_assert_str_eq(enc_head_kind_name(h->kind), json_string_value(json_object_get(want, "kind")));
+    ck_assert_str_eq(h->architecture, json_string_value(json_object_get(want, "architecture")));
+    ck_assert_str_eq(enc_model_class(m), h->architecture);
+    ck_assert_ptr_null(enc_model_head_unsupported(m));
+    const json_t *labels = json_object_get(want, "labels");
+    if (h->kind == ENC_HEAD_MASKED_LM) {
+        ck_assert_ptr_null(h->labels);
+        ck_assert_uint_eq(json_array_size(labels), 0);
+    } else {
+        ck_assert_int_eq(h->n_outputs, (int)json_array_size(labels));
+        for (int i = 0; i < h->n_outputs; i++)
+            ck_assert_str_eq(h->labels[i], json_string_value(json_array_get(labels, (size_t)i)));
+    }
+    ck_assert_str_eq(enc_head_function_name(h->function),
+                     json_string_value(json_object_get(want, "function")));
+    const json_t *pooling = json_object_get(want, "pooling"), *tied = json_object_get(want, "tied");
+    if (pooling)
+        ck_assert_int_eq(h->mean_pooling, strcmp(json_string_value(pooling), "mean") == 0);
+    if (tied)
+        ck_assert_int_eq(h->tied, json_is_true(tied));
+    same_names("head tensors", name, h->n_tensors, h->tensors, json_object_get(want, "tensors"));
+    const size_t n = enc_model_ignored_count(m);
+    const char **ign = xcalloc(n + 1, sizeof *ign);
+    for (size_t i = 0; i < n; i++)
+        ign[i] = enc_model_ignored(m, i);
+    same_names("ignored tensors", name, n, ign, json_object_get(want, "ignored"));
+    free(ign);
+}
+
+/* Logits (or SPLADE) of k's batch on m against the fixture's: within HEAD_TOL,
+ * padding rows exactly 0. */
+static void check_values(const enc_model *m, const head_case *k, enc_head_output what,
+                         const float *got, const char *name, const char *how)
+{
+    const float *want = what == ENC_HEAD_OUT_SPLADE ? k->splade : k->logits;
+    const size_t n = enc_head_floats(m, what, k->B, k->L);
+    if (what == ENC_HEAD_OUT_LOGITS)
+        ck_assert_uint_eq(n, k->n_logits);
+    const double d = max_abs_diff(got, want, n);
+    ck_assert_msg(d <= HEAD_TOL, "%s (%s): %s differ from the fixture's by %g", name, how,
+                  what == ENC_HEAD_OUT_SPLADE ? "SPLADE weights" : "logits", d);
+    const enc_head_info *h = enc_model_head(m);
+    if (what != ENC_HEAD_OUT_LOGITS || h->kind == ENC_HEAD_SEQUENCE)
+        return;
+    const size_t C = (size_t)h->n_outputs;
+    for (int b = 0; b < k->B; b++)
+        for (size_t t = (size_t)k->lengths[b] * C; t < (size_t)k->L * C; t++)
+            ck_assert_msg(got[(size_t)b * k->L * C + t] == 0.0f, "%s (%s): padding not 0", name,
+                          how);
+}
+
+/* One forward of k's batch asking what, into a fresh buffer (owned). */
+static float *run_head(const enc_model *m, const head_case *k, enc_head_output what,
+                       const char *name)
+{
+    const int D = enc_model_hparams(m)->d_model;
+    float *out = xcalloc((size_t)k->B * k->L * D, sizeof *out);
+    float *logits = xcalloc(enc_head_floats(m, what, k->B, k->L) + 1, sizeof *logits);
+    enc_result res = {.out = out, .head = what, .logits = logits};
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    ck_assert_msg(enc_forward(m, ws, &k->in, &res, &err) == 0, "%s: %s", name, err.message);
+    enc_workspace_free(ws);
+    free(out);
+    return logits;
+}
+
+/* Every head directory: its description, and its logits (and a masked
+ * LM's SPLADE vector) on the packed GEMM and on OpenBLAS, one thread and
+ * two. */
+START_TEST(test_head_matches_fixture)
+{
+    const char *name = CASES[_i];
+    char dir[512];
+    snprintf(dir, sizeof dir, HEADS "/%s", name);
+    enc_model *m = hf_load(dir);
+    head_case k;
+    case_open(&k, dir);
+    check_info(m, &k, name);
+    const bool lm = enc_model_head(m)->kind == ENC_HEAD_MASKED_LM;
+    ck_assert_int_eq(k.splade != NULL, lm);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int simd = simd_supported(); simd >= 0; simd--) {
+            enc_set_threads(threads);
+            simd_set_enabled(simd);
+            char how[64];
+            snprintf(how, sizeof how, "%s, %d thread%s", simd ? "AVX-512" : "OpenBLAS", threads,
+                     threads > 1 ? "s" : "");
+            float *got = run_head(m, &k, ENC_HEAD_OUT_LOGITS, name);
+            check_values(m, &k, ENC_HEAD_OUT_LOGITS, got, name, how);
+            free(got);
+            if (lm) {
+                got = run_head(m, &k, ENC_HEAD_OUT_SPLADE, name);
+                check_values(m, &k, ENC_HEAD_OUT_SPLADE, got, name, how);
+                free(got);
+            }
+        }
+    simd_set_enabled(true);
+    enc_set_threads(1);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
+/* A dynamic batch: the head's job run together with a job that asks for
+ * no head (and a masked LM's with one asking for SPLADE) gives what it
+ * gives alone, and the other job's outputs are its own. */
+START_TEST(test_head_batched)
+{
+    static const char *const cases[] = {"bert_seq", "modernbert_seq_mean", "roberta_token",
+                                        "distilbert_mlm"};
+    const char *name = cases[_i];
+    char dir[512];
+    snprintf(dir, sizeof dir, HEADS "/%s", name);
+    enc_model *m = hf_load(dir);
+    head_case k;
+    case_open(&k, dir);
+    const bool lm = enc_model_head(m)->kind == ENC_HEAD_MASKED_LM;
+    const int D = enc_model_hparams(m)->d_model;
+    const size_t n_out = (size_t)k.B * k.L * D;
+    float *out0 = xcalloc(n_out, sizeof(float)), *out1 = xcalloc(n_out, sizeof(float));
+    float *l0 = xcalloc(k.n_logits, sizeof(float));
+    float *l1 = lm ? xcalloc(enc_head_floats(m, ENC_HEAD_OUT_SPLADE, k.B, k.L), 4) : NULL;
+    enc_result r0 = {.out = out0, .head = ENC_HEAD_OUT_LOGITS, .logits = l0};
+    enc_result r1 = {
+        .out = out1, .head = lm ? ENC_HEAD_OUT_SPLADE : ENC_HEAD_OUT_NONE, .logits = l1};
+    enc_job jobs[2] = {{.in = &k.in, .res = &r0}, {.in = &k.in, .res = &r1}};
+    enc_workspace *ws = enc_workspace_new(m);
+    ck_assert_int_eq(enc_forward_many(m, ws, jobs, 2), 0);
+    enc_workspace_free(ws);
+    check_values(m, &k, ENC_HEAD_OUT_LOGITS, l0, name, "batched");
+    if (lm)
+        check_values(m, &k, ENC_HEAD_OUT_SPLADE, l1, name, "batched");
+    ck_assert_msg(max_abs_diff(out0, out1, n_out) <= HEAD_TOL, "%s: the two jobs' outputs differ",
+                  name);
+    free(out0);
+    free(out1);
+    free(l0);
+    free(l1);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
+/* A forward asking a model for a head it lacks fails, naming what it has. */
+START_TEST(test_head_refused_forward)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 16;
+    hp.n_heads = hp.n_kv_heads = 4;
+    hp.d_ff = 32;
+    enc_error err = {0};
+    enc_model *seeded = enc_model_random(&hp, 1, &err);
+    ck_assert_ptr_nonnull(seeded);
+    float x[16] = {0}, out[16], logits[64];
+    enc_batch in = batch_plain(x, 1, 1, NULL);
+    enc_result res = {.out = out, .head = ENC_HEAD_OUT_LOGITS, .logits = logits};
+    enc_workspace *ws = enc_workspace_new(seeded);
+    ck_assert_int_eq(enc_forward(seeded, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "has no head"), "%s", err.message);
+    enc_workspace_free(ws);
+    enc_model_free(seeded);
+
+    /* SPLADE of a sequence head; logits without a buffer */
+    enc_model *m = hf_load(HEADS "/bert_seq");
+    head_case k;
+    case_open(&k, HEADS "/bert_seq");
+    float *o = xcalloc((size_t)k.B * k.L * 16, sizeof *o);
+    res = (enc_result){.out = o, .head = ENC_HEAD_OUT_SPLADE, .logits = logits};
+    ws = enc_workspace_new(m);
+    enc_error_clear(&err);
+    ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "SPLADE needs a masked-LM head; this model's is sequence"),
+                  "%s", err.message);
+    ck_assert_uint_eq(enc_head_floats(m, ENC_HEAD_OUT_SPLADE, 2, 7), 0);
+    res = (enc_result){.out = o, .head = ENC_HEAD_OUT_LOGITS};
+    enc_error_clear(&err);
+    ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "no buffer"), "%s", err.message);
+    enc_workspace_free(ws);
+    free(o);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
+/* Architectures naming a head attnd does not compute: the encoder is
+ * served, the head's tensors listed as ignored, the class named. */
+START_TEST(test_head_unsupported)
+{
+    static const char *const links[] = {"model.safetensors", NULL};
+    scratch s;
+    scratch_make(&s, HEADS "/bert_seq", "{\"architectures\": [\"BertForQuestionAnswering\"]}", NULL,
+                 links);
+    enc_model *m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_str_eq(enc_model_head_unsupported(m), "BertForQuestionAnswering");
+    ck_assert_str_eq(enc_model_head_note(m), "");
+    ck_assert_uint_eq(enc_model_ignored_count(m), 4); /* pooler and classifier */
+    enc_model_free(m);
+    scratch_free(&s);
+
+    /* a masked LM whose decoder the files lack (tie_word_embeddings false,
+     * no cls.predictions.decoder.weight): the head is left out, saying why */
+    scratch_make(&s, HEADS "/bert_mlm", "{\"tie_word_embeddings\": false}", NULL, links);
+    m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_str_eq(enc_model_head_unsupported(m), "BertForMaskedLM");
+    ck_assert_str_eq(enc_model_head_note(m),
+                     "its decoder cls.predictions.decoder.weight is not in the files");
+    ck_assert_uint_eq(enc_model_ignored_count(m), 5);
+    enc_model_free(m);
+    scratch_free(&s);
+
+    /* a base model: no head, nothing unsupported */
+    scratch_make(&s, HEADS "/bert_seq", "{\"architectures\": [\"BertModel\"]}", NULL, links);
+    m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_ptr_null(enc_model_head_unsupported(m));
+    ck_assert_str_eq(enc_model_class(m), "BertModel");
+    enc_model_free(m);
+    scratch_free(&s);
+}
+END_TEST
+
+/* A head the files or config.json cannot give is refused, naming the
+ * tensor or field. */
+static const struct {
+    const char *base, *edit, *want;
+} REFUSALS[] = {
+    /* a masked LM's transform is not in a classifier's file */
+    {"bert_seq", "{\"architectures\": [\"BertForMaskedLM\"]}",
+     "missing tensor 'cls.predictions.transform.dense.weight'"},
+    /* two labels for a classifier of three rows */
+    {"bert_seq", "{\"id2label\": {\"0\": \"a\", \"1\": \"b\"}}",
+     "tensor 'classifier.bias' has shape [3], expected [2]"},
+    {"bert_seq", "{\"id2label\": {\"0\": \"a\", \"2\": \"b\"}}",
+     "id2label has no string label for id 1"},
+    {"bert_seq", "{\"problem_type\": \"ranking\"}", "problem_type must be regression"},
+    {"cross_encoder", "{\"sentence_transformers\": {\"activation_fn\": \"torch.nn.Tanh\"}}",
+     "the CrossEncoder activation 'torch.nn.Tanh' is not supported"},
+    {"modernbert_seq_cls", "{\"classifier_pooling\": \"max\"}",
+     "classifier_pooling must be \"cls\" or \"mean\""},
+    {"modernbert_seq_cls", "{\"classifier_activation\": \"softsign\"}",
+     "classifier_activation 'softsign' is not supported"},
+    {"modernbert_mlm", "{\"decoder_bias\": false}", ""}, /* loads: checked below */
+    {"bert_seq", "{\"architectures\": \"BertForSequenceClassification\"}",
+     "architectures must be an array of class names"},
+};
+
+START_TEST(test_head_refused_load)
+{
+    static const char *const links[] = {"model.safetensors", NULL};
+    char base[512];
+    snprintf(base, sizeof base, HEADS "/%s", REFUSALS[_i].base);
+    scratch s;
+    scratch_make(&s, base, REFUSALS[_i].edit, NULL, links);
+    if (REFUSALS[_i].want[0]) {
+        refused(s.dir, REFUSALS[_i].want);
+    } else { /* decoder_bias false: decoder.bias is not read, so it is ignored */
+        enc_model *m = hf_load(s.dir);
+        ck_assert_uint_eq(enc_model_ignored_count(m), 1);
+        ck_assert_str_eq(enc_model_ignored(m, 0), "decoder.bias");
+        enc_model_free(m);
+    }
+    scratch_free(&s);
+}
+END_TEST
+
+/* ---- the daemon ------------------------------------------------------------------ */
+
+/* k's ids (and types) as /v1/encode's ragged rows (owned JSON text), with
+ * extra fields. */
+static char *head_body(const head_case *k, const char *extra)
+{
+    json_t *ids = json_array(), *types = json_array();
+    for (int b = 0; b < k->B; b++) {
+        json_t *row = json_array(), *trow = json_array();
+        for (int i = 0; i < k->lengths[b]; i++) {
+            json_array_append_new(row, json_integer(k->input_ids[(size_t)b * k->L + i]));
+            if (k->types)
+                json_array_append_new(trow, json_integer(k->types[(size_t)b * k->L + i]));
+        }
+        json_array_append_new(ids, row);
+        json_array_append_new(types, trow);
+    }
+    json_t *body = json_pack("{s:o, s:s, s:b}", "input_ids", ids, "attention", "none", "logits", 1);
+    if (k->types)
+        json_object_set_new(body, "token_type_ids", types);
+    else
+        json_decref(types);
+    if (extra) {
+        json_t *e = json_loads(extra, 0, NULL);
+        json_object_update(body, e);
+        json_decref(e);
+    }
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return text;
+}
+
+/* /v1/encode's logits (nested JSON) against k's: [B][C], or per token
+ * [B][len][C]. */
+static void check_json_logits(const json_t *logits, const head_case *k, size_t C, bool per_token,
+                              const char *name)
+{
+    ck_assert_msg(json_array_size(logits) == (size_t)k->B, "%s: %zu rows of logits", name,
+                  json_array_size(logits));
+    double worst = 0;
+    for (int b = 0; b < k->B; b++) {
+        const json_t *row = json_array_get(logits, (size_t)b);
+        const size_t rows = per_token ? (size_t)k->lengths[b] : 1;
+        ck_assert_uint_eq(json_array_size(row), per_token ? rows : C);
+        for (size_t i = 0; i < rows; i++) {
+            const json_t *v = per_token ? json_array_get(row, i) : row;
+            ck_assert_uint_eq(json_array_size(v), C);
+            for (size_t c = 0; c < C; c++) {
+                const float want = k->logits[((size_t)b * (per_token ? k->L : 1) + i) * C + c];
+                const double d = fabs(json_number_value(json_array_get(v, c)) - want);
+                worst = d > worst ? d : worst;
+            }
+        }
+    }
+    ck_assert_msg(worst <= HEAD_TOL, "%s: /v1/encode's logits differ from the fixture's by %g",
+                  name, worst);
+}
+
+/* attnd --model-dir on a head directory: /v1/model describes the head;
+ * /v1/encode "logits": true answers the fixture's logits from ids, nested
+ * and in base64 with logits_shape. */
+START_TEST(test_daemon_logits)
+{
+    static const char *const cases[] = {"bert_seq", "xlm_roberta_rerank", "bert_token",
+                                        "roberta_mlm"};
+    const char *name = cases[_i];
+    char dir[512];
+    snprintf(dir, sizeof dir, HEADS "/%s", name);
+    head_case k;
+    case_open(&k, dir);
+    daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", dir, NULL}, NULL), 0);
+    http_resp r;
+    ck_assert_int_eq(http_do(d.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *info = json_loads(r.body, 0, NULL), *h = json_object_get(info, "head");
+    ck_assert_str_eq(json_string_value(json_object_get(h, "kind")),
+                     json_string_value(json_object_get(k.head, "kind")));
+    ck_assert_str_eq(json_string_value(json_object_get(h, "architecture")),
+                     json_string_value(json_object_get(k.head, "architecture")));
+    ck_assert_str_eq(json_string_value(json_object_get(h, "function")),
+                     json_string_value(json_object_get(k.head, "function")));
+    const bool mlm = strcmp(json_string_value(json_object_get(h, "kind")), "masked_lm") == 0;
+    if (!mlm)
+        ck_assert(json_equal(json_object_get(h, "labels"), json_object_get(k.head, "labels")));
+    const size_t C = (size_t)json_integer_value(json_object_get(h, "outputs"));
+    const bool per_token = strcmp(json_string_value(json_object_get(h, "kind")), "sequence") != 0;
+    json_decref(info);
+    http_resp_free(&r);
+
+    char *body = head_body(&k, NULL);
+    ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
+    ck_assert_msg(r.status == 200, "%s: %ld %s", name, (long)r.status, r.body);
+    json_t *j = json_loads(r.body, 0, NULL);
+    check_json_logits(json_object_get(j, "logits"), &k, C, per_token, name);
+    json_decref(j);
+    http_resp_free(&r);
+    free(body);
+
+    /* base64: one string per sequence (ragged), logits_shape per sequence */
+    body = head_body(&k, "{\"encoding\": \"base64\"}");
+    ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    j = json_loads(r.body, 0, NULL);
+    const json_t *b64 = json_object_get(j, "logits"), *shape = json_object_get(j, "logits_shape");
+    ck_assert_uint_eq(json_array_size(b64), (size_t)k.B);
+    for (int b = 0; b < k.B; b++) {
+        const json_t *sh = json_array_get(shape, (size_t)b);
+        ck_assert_uint_eq(json_integer_value(json_array_get(sh, 0)),
+                          per_token ? (size_t)k.lengths[b] : C);
+        size_t n = 0;
+        float *v = b64_floats(json_array_get(b64, (size_t)b), &n);
+        const size_t rows = per_token ? (size_t)k.lengths[b] : 1;
+        ck_assert_uint_eq(n, rows * C);
+        const float *want = k.logits + (size_t)b * (per_token ? (size_t)k.L : 1) * C;
+        ck_assert_msg(max_abs_diff(v, want, n) <= HEAD_TOL, "%s: base64 logits differ", name);
+        free(v);
+    }
+    json_decref(j);
+    http_resp_free(&r);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    case_close(&k);
+}
+END_TEST
+
+/* "logits" on a model without a head it computes: 400 naming what it
+ * has; over limits.max_logits_bytes: 413. */
+START_TEST(test_daemon_logits_refused)
+{
+    static const struct {
+        const char *dir, *want;
+        int status;
+        const char *extra_arg;
+    } cases[] = {
+        {TESTS_DIR "/fixtures/hf/bert_base", "logits: this model has no task head (BertModel)", 400,
+         NULL},
+        {TESTS_DIR "/fixtures/hf/electra_disc",
+         "logits: this model's head (ElectraForPreTraining) is not one attnd computes", 400, NULL},
+        {HEADS "/roberta_mlm",
+         "logits: 3 x 50 float32 ([B][L][outputs]) is over "
+         "limits.max_logits_bytes (500)",
+         413, "500"},
+    };
+    daemon_proc d;
+    const char *args[] = {"--model-dir", cases[_i].dir, "--max-logits-bytes", cases[_i].extra_arg,
+                          NULL};
+    if (!cases[_i].extra_arg)
+        args[2] = NULL;
+    ck_assert_int_eq(daemon_start(&d, args, NULL), 0);
+    http_resp r;
+    ck_assert_int_eq(
+        http_post_json(d.port, "/v1/encode", "{\"input_ids\": [[5, 6, 7]], \"logits\": true}", &r),
+        0);
+    ck_assert_int_eq(r.status, cases[_i].status);
+    ck_assert_msg(strstr(r.body, cases[_i].want), "%s", r.body);
+    http_resp_free(&r);
+    /* logits false is no request for them */
+    ck_assert_int_eq(
+        http_post_json(d.port, "/v1/encode", "{\"input_ids\": [[5, 6, 7]], \"logits\": false}", &r),
+        0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_null(strstr(r.body, "\"logits\""));
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* "explain": true: each sequence's rollout from explain_from, the same as
+ * enc_rollout over every layer's weights the daemon returns (the rollout
+ * itself is held to a float64 reference in check_rollout.c); "attention":
+ * "none" returns the explanation and no weights; the refusals. */
+START_TEST(test_daemon_explain)
+{
+    head_case k;
+    case_open(&k, HEADS "/bert_seq");
+    daemon_proc d;
+    ck_assert_int_eq(
+        daemon_start(&d, (const char *const[]){"--model-dir", HEADS "/bert_seq", NULL}, NULL), 0);
+    char *body = head_body(&k, "{\"attention\": \"mean\", \"attention_layers\": \"all\"}");
+    http_resp r;
+    ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *weights = json_loads(r.body, 0, NULL);
+    http_resp_free(&r);
+    free(body);
+    const json_t *layers = json_object_get(weights, "attention_layers");
+    const int n_layers = (int)json_array_size(layers);
+    ck_assert_int_eq(n_layers, 2);
+    for (int from = 0; from < 3; from++) {
+        char extra[96];
+        snprintf(extra, sizeof extra, "{\"explain\": true, \"explain_from\": %d}", from);
+        body = head_body(&k, extra);
+        ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
+        ck_assert_msg(r.status == 200, "%s", r.body);
+        json_t *j = json_loads(r.body, 0, NULL);
+        ck_assert_ptr_null(json_object_get(j, "attention")); /* "attention": "none" */
+        const json_t *ex = json_object_get(j, "explain");
+        ck_assert_uint_eq(json_array_size(ex), (size_t)k.B);
+        for (int b = 0; b < k.B; b++) {
+            const int len = k.lengths[b];
+            float *w[2];
+            const float *wl[2];
+            for (int l = 0; l < n_layers; l++) { /* layer l's [len][len] mean weights */
+                const json_t *a = json_array_get(
+                    json_object_get(json_array_get(layers, (size_t)l), "attention"), (size_t)b);
+                w[l] = xcalloc((size_t)len * len, sizeof(float));
+                for (int i = 0; i < len; i++)
+                    for (int jj = 0; jj < len; jj++)
+                        w[l][i * len + jj] = (float)json_number_value(
+                            json_array_get(json_array_get(a, (size_t)i), (size_t)jj));
+                wl[l] = w[l];
+            }
+            double buf[64], want[32];
+            enc_rollout(wl, n_layers, 1, (size_t)len * len, len, len, from, buf, want);
+            const json_t *got = json_array_get(ex, (size_t)b);
+            ck_assert_uint_eq(json_array_size(got), (size_t)len);
+            double total = 0;
+            for (int i = 0; i < len; i++) {
+                const double v = json_number_value(json_array_get(got, (size_t)i));
+                ck_assert_msg(fabs(v - want[i]) < 1e-6, "explain[%d][%d] = %g, want %g", b, i, v,
+                              want[i]);
+                total += v;
+            }
+            ck_assert_msg(fabs(total - 1.0) < 1e-6, "explain[%d] sums to %g", b, total);
+            free(w[0]);
+            free(w[1]);
+        }
+        json_decref(j);
+        http_resp_free(&r);
+        free(body);
+    }
+    json_decref(weights);
+
+    static const struct {
+        const char *extra, *want;
+    } bad[] = {
+        {"{\"explain\": true, \"explain_from\": 4}",
+         "explain_from = 4 is outside sequence 1's tokens 0..3"},
+        {"{\"explain_from\": 1}", "explain_from is given without \\\"explain\\\": true"},
+        {"{\"explain\": true, \"attention\": \"mean\", \"attention_format\": \"csr\"}",
+         "explain needs dense attention weights"},
+        {"{\"explain\": 1}", "explain"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        body = head_body(&k, bad[i].extra);
+        ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
+        ck_assert_msg(r.status == 400 && strstr(r.body, bad[i].want), "%s: %ld %s", bad[i].extra,
+                      (long)r.status, r.body);
+        http_resp_free(&r);
+        free(body);
+    }
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    case_close(&k);
+}
+END_TEST
+
+Suite *heads_suite(void)
+{
+    Suite *s = timed_suite("heads");
+    TCase *core = timed_case(s, "core", 60);
+    tcase_add_loop_test(core, test_head_matches_fixture, 0, N_CASES);
+    tcase_add_loop_test(core, test_head_batched, 0, 4);
+    tcase_add_test(core, test_head_refused_forward);
+    tcase_add_test(core, test_head_unsupported);
+    tcase_add_loop_test(core, test_head_refused_load, 0, (int)(sizeof REFUSALS / sizeof *REFUSALS));
+    TCase *daemon = timed_case(s, "daemon", 60);
+    tcase_add_loop_test(daemon, test_daemon_logits, 0, 4);
+    tcase_add_loop_test(daemon, test_daemon_logits_refused, 0, 3);
+    tcase_add_test(daemon, test_daemon_explain);
+    return s;
+}
