@@ -252,6 +252,11 @@ bench_build() {
         run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Icore -Ibench \
             bench/tok_bench.c bench/bench_util.c -o $BB/tok_bench build/libattnd_core.a \
             $TOK_LIBS -lm -lpthread || { echo "bench: cannot compile bench/tok_bench.c"; exit 1; }
+        # The heads' bench loads directories: the core's tokenizer is linked in too.
+        # shellcheck disable=SC2086
+        run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -Icore -Ibench \
+            bench/head_bench.c bench/bench_util.c -o $BB/head_bench build/libattnd_core.a \
+            $TOK_LIBS -lm -lpthread || { echo "bench: cannot compile bench/head_bench.c"; exit 1; }
     else
         WHY[text]="pkg-config cannot find libutf8proc or oniguruma (make deps installs them)"
     fi

@@ -39,6 +39,9 @@
 #                                          Face's; text in over HTTP
 #                                                           [HF peer optional]
 #   bf16        bench/parts/bf16.sh        model.dtype bfloat16 against float32
+#   heads       bench/parts/heads.sh       task heads: a classifier's share of the
+#                                          forward, SPLADE's projection, an XLM-R
+#                                          masked LM's peak memory
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -56,7 +59,7 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16"
+#                               bf16 heads"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
@@ -88,7 +91,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16; do
+    modernbert text bf16 heads; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done

@@ -46,7 +46,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text and bfloat16 in this run"
+section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text, bfloat16 and task heads in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -181,6 +181,21 @@ row "bf16 forward B=8 L=128 heads >= 1.5x float32" "$m" "$r" ">=" 1.5 "${WHY[bf1
 r=${R[bf_rss_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x ($((${R[bf_rss_bfloat16_kb]:-0} / 1024)) / $((${R[bf_rss_float32_kb]:-0} / 1024)) MiB)"
 row "bf16 BERT-base dir peak RSS <= 0.6x float32" "$m" "$r" "<=" 0.6 "${WHY[bf16]:-}"
+r=${R[hd_seq_logits_share]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$(calc "100 * $r")" 2)% (+${R[hd_seq_logits_extra_ms]} of ${R[hd_seq_none_median_ms]} ms)"
+row "classification head, B=8 L=128 <= 1% of forward" "$m" "$r" "<=" 0.01 "${WHY[heads]:-}"
+r="" m="n/a"
+if [ -n "${R[hd_mlm_splade_gflops]:-}" ] && [ -n "${R[hd_mlm_forward_gflops]:-}" ]; then
+    r=$(calc "${R[hd_mlm_splade_gflops]} / ${R[hd_mlm_forward_gflops]}")
+    m="$(fmt "$(calc "100 * $r")" 1)% (${R[hd_mlm_splade_gflops]} / ${R[hd_mlm_forward_gflops]} GFLOP/s)"
+fi
+row "SPLADE projection >= 85% of the forward's GFLOP/s" "$m" "$r" ">=" 0.85 "${WHY[heads]:-}"
+r="" m="n/a"
+if [ -n "${R[hd_xlmr_rss_peak_mb]:-}" ]; then
+    r=$(calc "${R[hd_xlmr_rss_peak_mb]} - ${R[hd_xlmr_weights_mb]}")
+    m="+$(fmt "$r" 1) MiB (${R[hd_xlmr_rss_peak_mb]} over ${R[hd_xlmr_weights_mb]} MiB)"
+fi
+row "XLM-R MLM SPLADE L=512 peak RSS <= weights + 64 MiB" "$m" "$r" "<=" 64 "${WHY[heads_rss]:-${WHY[heads]:-}}"
 echo
 echo "not targets, for reference:"
 [ -n "${R[bf_blas_ratio]:-}" ] &&

@@ -235,8 +235,10 @@ int head_check(const enc_model *m, const enc_result *res, enc_error *err)
 
 /* ---- the run ------------------------------------------------------------------ */
 
-/* Rows of a SPLADE block: (HEAD_ROWS, HEAD_CHUNK) logits at a time per thread. */
-#define HEAD_ROWS 64
+/* Rows of a SPLADE block: (HEAD_ROWS, HEAD_CHUNK) logits at a time per
+ * thread, 128 KiB: one multiplication a chunk for a sequence of up to 256
+ * tokens. */
+#define HEAD_ROWS 256
 
 /* One phase of the head: a Linear over M rows (split by chunks), SPLADE's
  * reduction over them, or the activation and norm (split by rows). */
@@ -277,23 +279,26 @@ static void phase_linear(void *arg, int tid, int nth)
             continue;
         }
         /* SPLADE: the chunk's columns of every row, a block of rows at a
-         * time, reduced to max log(1 + relu(x)) (>= 0: the start, 0, is
-         * the identity) */
+         * time, reduced to max over rows of log(1 + relu(x)).  log1p and
+         * relu never decrease, so that is log1p(relu(max x)): the block is
+         * reduced by max alone, and log1p runs once a column. */
         float *blk = c->scratch + (size_t)tid * HEAD_ROWS * HEAD_CHUNK;
         const int n0 = k * HEAD_CHUNK;
         const int cols = c->lin->N - n0 < HEAD_CHUNK ? c->lin->N - n0 : HEAD_CHUNK;
         float *best = c->out + n0;
-        memset(best, 0, (size_t)cols * sizeof *best);
+        for (int j = 0; j < cols; j++)
+            best[j] = 0.0f; /* relu's floor */
         for (int r0 = 0; r0 < c->M; r0 += HEAD_ROWS) {
             const int rows = c->M - r0 < HEAD_ROWS ? c->M - r0 : HEAD_ROWS;
             linear_chunk(c, k, blk, HEAD_CHUNK, c->in + (size_t)r0 * c->lda, rows, tid);
-            for (int i = 0; i < rows; i++)
-                for (int j = 0; j < cols; j++) {
-                    const float x = blk[(size_t)i * HEAD_CHUNK + j];
-                    const float v = x > 0.0f ? log1pf(x) : 0.0f;
-                    best[j] = v > best[j] ? v : best[j];
-                }
+            for (int i = 0; i < rows; i++) {
+                const float *x = blk + (size_t)i * HEAD_CHUNK;
+                for (int j = 0; j < cols; j++)
+                    best[j] = x[j] > best[j] ? x[j] : best[j];
+            }
         }
+        for (int j = 0; j < cols; j++)
+            best[j] = log1pf(best[j]);
     }
 }
 
