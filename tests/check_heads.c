@@ -12,6 +12,8 @@
 #include "hf_util.h"
 #include "kernels/simd.h"
 #include "load/safetensors.h"
+#include "model/embed.h"
+#include "model/model.h"
 #include "model/rollout.h"
 #include "suites.h"
 #include "test_util.h"
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HEADS    TESTS_DIR "/fixtures/heads"
 #define HEAD_TOL 1e-5
@@ -259,6 +262,65 @@ START_TEST(test_head_batched)
     free(out1);
     free(l0);
     free(l1);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
+/* Embeddings in (the embedding module's rows, computed here by the
+ * module alone) give the head's logits as ids in do: the head reads the
+ * stack's output whatever fed it. */
+START_TEST(test_head_embeddings_in)
+{
+    static const char *const cases[] = {"bert_seq", "roberta_token", "distilbert_mlm",
+                                        "modernbert_seq_mean"};
+    char dir[512];
+    snprintf(dir, sizeof dir, HEADS "/%s", cases[_i]);
+    enc_model *m = hf_load(dir);
+    head_case k;
+    case_open(&k, dir);
+    const int D = enc_model_hparams(m)->d_model;
+    float *x = xcalloc((size_t)k.B * k.L * D, sizeof *x);
+    for (int b = 0; b < k.B; b++)
+        embed_rows(m->embed, &k.in, b, 0, k.lengths[b], x + (size_t)b * k.L * D, D);
+    enc_batch in = batch_plain(x, k.B, k.L, k.lengths);
+    float *out = xcalloc((size_t)k.B * k.L * D, sizeof *out), *logits = xcalloc(k.n_logits, 4);
+    enc_result res = {.out = out, .head = ENC_HEAD_OUT_LOGITS, .logits = logits};
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+    enc_workspace_free(ws);
+    check_values(m, &k, ENC_HEAD_OUT_LOGITS, logits, cases[_i], "embeddings in");
+    free(x);
+    free(out);
+    free(logits);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
+/* model.dtype bfloat16: the stack's Linears round their inputs to
+ * bfloat16 and the head stays float32, so the logits are the fixture's
+ * within bfloat16's rounding (8 bits of mantissa, through two layers). */
+START_TEST(test_head_bfloat16)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_int_eq(enc_hf_config_read(HEADS "/bert_mlm", &c, &err), 0);
+    c.hp.dtype = ENC_DTYPE_BFLOAT16;
+    enc_model *m = enc_model_load_dir(HEADS "/bert_mlm", &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    head_case k;
+    case_open(&k, HEADS "/bert_mlm");
+    float *got = run_head(m, &k, ENC_HEAD_OUT_LOGITS, "bert_mlm bfloat16");
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < k.n_logits; i++) {
+        worst = fmax(worst, fabs(got[i] - k.logits[i]));
+        scale = fmax(scale, fabs(k.logits[i]));
+    }
+    ck_assert_msg(worst <= 0.02 * scale, "bfloat16 logits differ by %g (largest logit %g)", worst,
+                  scale);
+    free(got);
     case_close(&k);
     enc_model_free(m);
 }
@@ -515,6 +577,73 @@ START_TEST(test_daemon_logits)
 }
 END_TEST
 
+/* Text in: the logits of the tokenizer's ids, as the same ids sent as
+ * input_ids give them (hf/bert_text's tokenizer cut to the fixture's
+ * vocabulary of 50: specials, punctuation, digits 0..7). */
+START_TEST(test_daemon_text_logits)
+{
+    /* hf/bert_text's tokenizer.json with its vocabulary cut to ids 0..49 */
+    json_t *tok = json_load_file(TESTS_DIR "/fixtures/hf/bert_text/tokenizer.json", 0, NULL);
+    ck_assert_ptr_nonnull(tok);
+    json_t *vocab = json_object_get(json_object_get(tok, "model"), "vocab");
+    const char *key;
+    json_t *id, *tmp;
+    json_object_foreach_safe(vocab, tmp, key, id)
+    {
+        if (json_integer_value(id) >= 50)
+            json_object_del(vocab, key);
+    }
+    ck_assert_uint_eq(json_object_size(vocab), 50);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/attnd_heads_XXXXXX");
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(json_dump_file(tok, path, 0), 0);
+    json_decref(tok);
+    daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d,
+                                  (const char *const[]){"--model-dir", HEADS "/bert_token",
+                                                        "--tokenizer", path, NULL},
+                                  NULL),
+                     0);
+    unlink(path);
+    http_resp r;
+    ck_assert_int_eq(http_post_json(d.port, "/v1/encode",
+                                    "{\"text\": [\"1 + 2 = 3\", \"(4)\"], \"logits\": true, "
+                                    "\"attention\": \"none\"}",
+                                    &r),
+                     0);
+    ck_assert_msg(r.status == 200, "%s", r.body);
+    json_t *text = json_loads(r.body, 0, NULL);
+    http_resp_free(&r);
+    json_t *ids = json_object_get(text, "input_ids");
+    ck_assert_uint_eq(json_array_size(json_array_get(ids, 0)), 7); /* [CLS] 1 + 2 = 3 [SEP] */
+    json_t *body = json_pack("{s:O, s:b, s:s}", "input_ids", ids, "logits", 1, "attention", "none");
+    char *b = json_dumps(body, JSON_COMPACT);
+    ck_assert_int_eq(http_post_json(d.port, "/v1/encode", b, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *by_ids = json_loads(r.body, 0, NULL);
+    const json_t *a = json_object_get(text, "logits"), *w = json_object_get(by_ids, "logits");
+    ck_assert_uint_eq(json_array_size(a), 2);
+    for (size_t s = 0; s < 2; s++) {
+        const json_t *ra = json_array_get(a, s), *rw = json_array_get(w, s);
+        ck_assert_uint_eq(json_array_size(ra), json_array_size(json_array_get(ids, s)));
+        ck_assert_uint_eq(json_array_size(ra), json_array_size(rw));
+        for (size_t t = 0; t < json_array_size(ra); t++)
+            for (size_t c = 0; c < 5; c++)
+                ck_assert(fabs(json_number_value(json_array_get(json_array_get(ra, t), c)) -
+                               json_number_value(json_array_get(json_array_get(rw, t), c))) < 1e-6);
+    }
+    json_decref(by_ids);
+    json_decref(body);
+    json_decref(text);
+    free(b);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* "logits" on a model without a head it computes: 400 naming what it
  * has; over limits.max_logits_bytes: 413. */
 START_TEST(test_daemon_logits_refused)
@@ -652,6 +781,8 @@ Suite *heads_suite(void)
     TCase *core = timed_case(s, "core", 60);
     tcase_add_loop_test(core, test_head_matches_fixture, 0, N_CASES);
     tcase_add_loop_test(core, test_head_batched, 0, 4);
+    tcase_add_loop_test(core, test_head_embeddings_in, 0, 4);
+    tcase_add_test(core, test_head_bfloat16);
     tcase_add_test(core, test_head_refused_forward);
     tcase_add_test(core, test_head_unsupported);
     tcase_add_loop_test(core, test_head_refused_load, 0, (int)(sizeof REFUSALS / sizeof *REFUSALS));
@@ -659,5 +790,6 @@ Suite *heads_suite(void)
     tcase_add_loop_test(daemon, test_daemon_logits, 0, 4);
     tcase_add_loop_test(daemon, test_daemon_logits_refused, 0, 3);
     tcase_add_test(daemon, test_daemon_explain);
+    tcase_add_test(daemon, test_daemon_text_logits);
     return s;
 }
