@@ -13,7 +13,8 @@
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
 #                        of README.md run against the daemon, its output checked
 #                        (make test runs it)
-#   make layers-check    no file includes a header from a layer above its own
+#   make layers-check    no file includes a header from a layer above its own, and
+#                        every include of core/, config/, server/ names its folder
 #                        (make test runs it)
 #   make docs-links      every relative link of the docs reaches a file and a heading
 #                        (make test runs it)
@@ -126,8 +127,10 @@ LDFLAGS   ?=
 # Include paths by layer: core/ sees only itself, so a core file that
 # includes a header of config/ or server/ fails to build (make layers-check
 # covers what a compiler cannot see: the layers inside server/); the
-# daemon and the tests see every layer.
-INCLUDES    = -Icore -Iconfig -Iserver
+# daemon and the tests see every layer, each include naming its folder
+# ("config/config.h" from the repository's root, "http/server.h" from
+# server/, "model/head.h" from core/).
+INCLUDES    = -Icore -I. -Iserver
 ALL_CFLAGS  = $(STD) $(OPT) $(DEBUG) $(WARN) $(SAN_FLAGS) -MMD -MP $(INCLUDES) \
               -DATTND_VERSION='"$(VERSION)"' $(DEP_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SAN_FLAGS) $(LDFLAGS)
@@ -206,7 +209,7 @@ $(BUILTIN_TOKENIZER): config/builtin_tokenizer.sh $(WORDLIST)
 	sh $< $(WORDLIST) >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/builtin_tokenizer.c: $(BUILTIN_TOKENIZER)
-	$(call embed,$<,builtin.h,builtin_tokenizer_json)
+	$(call embed,$<,config/builtin.h,builtin_tokenizer_json)
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -283,6 +286,10 @@ layers-check:
 	  grep -lE '#include "http/' server/protocol/*.[ch]; } 2>/dev/null ); \
 	if [ -n "$$bad" ]; then echo "layers-check: these include a layer above their own:"; \
 	  echo "$$bad"; exit 1; else echo "layers-check: every include points down"; fi
+	@bare=$$(grep -nE '#include "[^/"]+"' server/*.[ch] server/*/*.[ch] config/*.[ch] core/*/*.[ch] | \
+	  grep -v '#include "encoder.h"'); \
+	if [ -n "$$bare" ]; then echo "layers-check: these includes name no folder:"; \
+	  echo "$$bare"; exit 1; else echo "layers-check: every include names its folder"; fi
 
 # The node tools the tests use come from npm, at the versions package.json
 # and package-lock.json pin: playwright-core (the page test), @redocly/cli,

@@ -8,7 +8,7 @@
  * setting: "--port: 'abc' is not an integer", "ATTND_MAX_BATCH: 0 is outside
  * 1..1048576", "config file f.json: model.d_model: \"512\" is not an integer".
  * Like core/, this module never prints or exits. */
-#include "config.h"
+#include "config/config.h"
 
 #include <errno.h>
 #include <float.h>

@@ -1,7 +1,7 @@
 /* main.c - attnd: configuration, model, compute pool and HTTP server, until
  * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
-#include "builtin.h"
-#include "config.h"
+#include "config/builtin.h"
+#include "config/config.h"
 #include "tokenizer/tokenizer.h"
 #include "runtime/pool.h"
 #include "http/server.h"

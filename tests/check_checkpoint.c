@@ -10,7 +10,7 @@
  * the same comparisons.  Each config.json field that changes what
  * transformers computes is either honoured (the outputs stay PyTorch's) or
  * refused naming it. */
-#include "config.h"
+#include "config/config.h"
 #include "daemon.h"
 #include "hf_util.h"
 #include "kernels/gemm.h"

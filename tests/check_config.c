@@ -2,7 +2,7 @@
  * defaults: every setting through every route, precedence, the error
  * messages, and --help.  Expected values are written out here, never read
  * from config.c's table. */
-#include "config.h"
+#include "config/config.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"

@@ -10,7 +10,7 @@
  * in transformers 5's form (layer_types, rope_parameters): they go through
  * the same comparisons, and the fields of both forms are honoured (the
  * outputs stay the reference's) or refused naming them. */
-#include "config.h"
+#include "config/config.h"
 #include "daemon.h"
 #include "hf_util.h"
 #include "load/safetensors.h"

@@ -5,7 +5,7 @@
 #ifndef ATTND_TESTS_HF_UTIL_H
 #define ATTND_TESTS_HF_UTIL_H
 
-#include "config.h"
+#include "config/config.h"
 #include "encoder.h"
 
 #include <jansson.h>

@@ -14,7 +14,7 @@
 #ifndef ATTND_SERVER_H
 #define ATTND_SERVER_H
 
-#include "config.h"
+#include "config/config.h"
 #include "encoder.h"
 #include "runtime/pool.h"
 #include "runtime/spin.h"

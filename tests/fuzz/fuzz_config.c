@@ -6,7 +6,7 @@
  * never reads anything but its input.  See fuzz.h. */
 #include "fuzz.h"
 
-#include "config.h"
+#include "config/config.h"
 
 #include <string.h>
 #include <strings.h>
