@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 int tok_json_bool(const json_t *obj, const char *path, const char *key, bool dflt, bool *out,
                   enc_error *err)
@@ -61,6 +62,24 @@ int tok_json_need_bool(const json_t *obj, const char *path, const char *key, boo
 {
     int rc = tok_json_need(obj, path, key, err);
     return rc < 0 ? rc : tok_json_bool(obj, path, key, false, out, err);
+}
+
+int tok_json_need_char(const json_t *obj, const char *path, const char *key, uint32_t *out,
+                       enc_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return enc_error_set(err, ENC_EFORMAT, "%s.%s is missing", path, key);
+    if (!json_is_string(v))
+        return enc_error_set(err, ENC_EFORMAT, "%s.%s must be a string", path, key);
+    utf8proc_int32_t c = -1;
+    size_t len = json_string_length(v);
+    utf8proc_ssize_t l =
+        utf8proc_iterate((const utf8proc_uint8_t *)json_string_value(v), (utf8proc_ssize_t)len, &c);
+    if (l < 1 || (size_t)l != len)
+        return enc_error_set(err, ENC_EFORMAT, "%s.%s must be one character", path, key);
+    *out = (uint32_t)c;
+    return 0;
 }
 
 int tok_json_unsupported(const char *path, const char *key, const json_t *value, enc_error *err)

@@ -26,6 +26,10 @@ int tok_json_int(const json_t *obj, const char *path, const char *key, long dflt
 int tok_json_need(const json_t *obj, const char *path, const char *key, enc_error *err);
 int tok_json_need_bool(const json_t *obj, const char *path, const char *key, bool *out,
                        enc_error *err);
+/* A serde char: ENC_EFORMAT naming path.key unless obj has it as a string
+ * of exactly one character, which goes to *out. */
+int tok_json_need_char(const json_t *obj, const char *path, const char *key, uint32_t *out,
+                       enc_error *err);
 /* ENC_EINVAL naming path.key and its value as not supported. */
 int tok_json_unsupported(const char *path, const char *key, const json_t *value, enc_error *err);
 /* ENC_EINVAL naming path.key for the first key of obj not in allowed

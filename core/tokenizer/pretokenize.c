@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 /* ---- the split -------------------------------------------------------------------- */
 
@@ -448,25 +447,6 @@ void tok_pretok_free(tok_pretok *p)
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-/* A serde char: a string of exactly one char. */
-static int need_char(const json_t *o, const char *path, const char *key, uint32_t *out,
-                     enc_error *err)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!v)
-        return enc_error_set(err, ENC_EFORMAT, "%s.%s is missing", path, key);
-    if (!json_is_string(v))
-        return enc_error_set(err, ENC_EFORMAT, "%s.%s must be a string", path, key);
-    utf8proc_int32_t c = -1;
-    size_t len = json_string_length(v);
-    utf8proc_ssize_t l =
-        utf8proc_iterate((const utf8proc_uint8_t *)json_string_value(v), (utf8proc_ssize_t)len, &c);
-    if (l < 1 || (size_t)l != len)
-        return enc_error_set(err, ENC_EFORMAT, "%s.%s must be one character", path, key);
-    *out = (uint32_t)c;
-    return 0;
-}
-
 static int parse_behavior(const json_t *o, const char *path, const char *key, bool required,
                           split_behavior dflt, split_behavior *out, enc_error *err)
 {
@@ -519,7 +499,7 @@ static const struct {
 
 static int parse_metaspace(tok_pretok *p, const json_t *j, const char *path, enc_error *err)
 {
-    int rc = need_char(j, path, "replacement", &p->ch, err);
+    int rc = tok_json_need_char(j, path, "replacement", &p->ch, err);
     if (rc < 0)
         return rc;
     const json_t *scheme = json_object_get(j, "prepend_scheme");
@@ -580,7 +560,7 @@ static int parse(tok_pretok *p, const json_t *j, const char *path, enc_error *er
         }
         return 0;
     case P_DELIMITER:
-        return need_char(j, path, "delimiter", &p->ch, err);
+        return tok_json_need_char(j, path, "delimiter", &p->ch, err);
     case P_METASPACE:
         return parse_metaspace(p, j, path, err);
     case P_SPLIT:
