@@ -56,7 +56,7 @@ static json_t *load_json(const char *name, const char *file)
     char path[512];
     snprintf(path, sizeof path, FIXTURES "/%s/%s", name, file);
     json_error_t jerr;
-    json_t *j = json_load_file(path, 0, &jerr);
+    json_t *j = json_load_file(path, JSON_ALLOW_NUL, &jerr); /* a byte-level token's NUL, decoded */
     ck_assert_msg(j != NULL, "%s: %s", path, jerr.text);
     return j;
 }
