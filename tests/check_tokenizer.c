@@ -4,7 +4,8 @@
  * tokenizer and text (tests/fixtures/tokenizers/<name>/reference.json, made
  * by tests/tokenizer/reference.mjs over tools/make_tokenizer_fixtures.py's
  * tokenizer.json files), offsets worked out by hand, truncation's
- * arithmetic, and the refusals; hostile sizes (a 1 MiB word), an encoding
+ * arithmetic, and the refusals; ids decoded back to text as Hugging Face
+ * decodes them (every decoder); hostile sizes (a 1 MiB word), an encoding
  * reused over 100,000 texts, and threads sharing one tokenizer. */
 #include "tokenizer/tokenizer.h"
 
@@ -395,6 +396,236 @@ START_TEST(test_display)
 }
 END_TEST
 
+/* ---- decoding --------------------------------------------------------------------- */
+
+/* tok_decode of ids (a JSON list) against Hugging Face's want, byte for
+ * byte (mark points only on failure: there are thousands). */
+static void expect_decoded(const char *name, const char *what, const tok_tokenizer *t,
+                           const json_t *ids, bool skip, const json_t *want)
+{
+    const size_t n = json_array_size(ids);
+    int32_t *v = malloc((n ? n : 1) * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (int32_t)json_integer_value(json_array_get(ids, i));
+    char *got;
+    size_t len;
+    enc_error err = {0};
+    if (tok_decode(t, v, n, skip, &got, &len, &err) != 0)
+        ck_abort_msg("%s, %s: %s", name, what, err.message);
+    if (!json_is_string(want) || len != json_string_length(want) ||
+        memcmp(got, json_string_value(want), len) != 0 || got[len] != '\0') {
+        char *list = json_dumps(ids, JSON_COMPACT);
+        ck_abort_msg("%s, %s, skip_special %d, ids %.300s: \"%.300s\" (%zu bytes); Hugging "
+                     "Face: \"%.300s\" (%zu bytes)",
+                     name, what, skip, list, got, len, json_string_value(want),
+                     json_string_length(want));
+    }
+    free(got);
+    free(v);
+}
+
+/* An id list of "decodes" or "decoders": decoded_skip is decoded where
+ * the file leaves it out. */
+static void expect_decodes(const char *name, const char *what, const tok_tokenizer *t,
+                           const json_t *d)
+{
+    const json_t *skip = json_object_get(d, "decoded_skip");
+    expect_decoded(name, what, t, json_object_get(d, "ids"), false, json_object_get(d, "decoded"));
+    expect_decoded(name, what, t, json_object_get(d, "ids"), true,
+                   skip ? skip : json_object_get(d, "decoded"));
+}
+
+/* The with_special ids of every text and pair of reference.json decoded
+ * (decode(ids, false) and decode(ids, true)), then its id lists at the
+ * decoders' edges: every id, prefixes cutting characters into bytes, ids
+ * reversed, the added tokens, none. */
+START_TEST(test_decode_reference)
+{
+    const char *name = NAMES[_i];
+    tok_tokenizer *t = load(name);
+    json_t *g = load_json(name, "reference.json");
+    size_t index, checked = 0;
+    json_t *item;
+    for (int pairs = 0; pairs < 2; pairs++)
+        json_array_foreach(json_object_get(g, pairs ? "pairs" : "items"), index, item)
+        {
+            const json_t *ids = json_object_get(json_object_get(item, "with_special"), "ids");
+            expect_decoded(name, json_string_value(json_object_get(item, "text")), t, ids, false,
+                           json_object_get(item, "decoded"));
+            expect_decoded(name, json_string_value(json_object_get(item, "text")), t, ids, true,
+                           json_object_get(item, "decoded_skip"));
+            checked++;
+        }
+    json_array_foreach(json_object_get(g, "decodes"), index, item)
+    {
+        expect_decodes(name, "decodes", t, item);
+        checked++;
+    }
+    ck_assert_uint_gt(checked, 120);
+    json_decref(g);
+    tok_free(t);
+}
+END_TEST
+
+/* The tokenizers whose reference.json decodes with other decoders. */
+static const char *const DECODER_NAMES[] = {"bert-uncased", "bert-cased", "xlmr", "llama-bpe",
+                                            "roberta"};
+
+/* The tokenizer.json of name with its decoder replaced by another of
+ * reference.json's "decoders" (every type and option), against Hugging
+ * Face's: each id list decoded; a decoder Hugging Face refuses to load
+ * loads, and tok_decode refuses it, naming it. */
+START_TEST(test_decode_decoders)
+{
+    const char *name = DECODER_NAMES[_i];
+    json_t *g = load_json(name, "reference.json"), *root = load_json(name, "tokenizer.json");
+    size_t index, checked = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "decoders"), index, c)
+    {
+        json_t *dec = json_object_get(c, "decoder");
+        char *what = json_dumps(dec, JSON_COMPACT | JSON_ENCODE_ANY);
+        ck_assert_int_eq(json_object_set(root, "decoder", dec), 0);
+        char *text = json_dumps(root, JSON_COMPACT);
+        enc_error err = {0};
+        tok_tokenizer *t = tok_load_json(text, strlen(text), &err);
+        ck_assert_msg(t != NULL, "%s, decoder %s: %s", name, what, err.message);
+        const json_t *refused = json_object_get(c, "refused");
+        if (refused) {
+            char unset, *out = &unset;
+            size_t len = 1;
+            int rc = tok_decode(t, (const int32_t[]){1}, 1, false, &out, &len, &err);
+            ck_assert_msg(rc == ENC_EINVAL || rc == ENC_EFORMAT,
+                          "%s, decoder %s (Hugging Face: %s) decoded", name, what,
+                          json_string_value(refused));
+            ck_assert_msg(strstr(err.message, "decoder"), "%s: \"%s\" does not name the decoder",
+                          what, err.message);
+            ck_assert(out == NULL && len == 0);
+        }
+        size_t k;
+        json_t *d;
+        json_array_foreach(json_object_get(c, "decodes"), k, d)
+        {
+            expect_decodes(name, what, t, d);
+            checked++;
+        }
+        tok_free(t);
+        free(text);
+        free(what);
+    }
+    ck_assert_uint_gt(checked, 10);
+    json_decref(root);
+    json_decref(g);
+}
+END_TEST
+
+/* Decoding no fixture reaches, by hand. */
+START_TEST(test_decode_by_hand)
+{
+    static const char json[] =
+        "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+        "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100, "
+        "\"vocab\": {\"[UNK]\": 0, \"<0x+A>\": 1, \"<0x41>\": 2, \"<0xe2>\": 3, \"<0x82>\": 4, "
+        "\"<0xAC>\": 5, \"<0x4g>\": 6, \"<0X41>\": 7, \"s\": 8}}, \"decoder\": %s}";
+    static const struct {
+        const char *decoder;
+        int32_t ids[16];
+        size_t n;
+        const char *want;
+    } v[] = {
+        /* u8::from_str_radix takes "+A" for 10: "\nA\u20ac" and a cut
+         * "\u20ac", one U+FFFD for each of the 7 bytes (Hugging Face's
+         * tokenizers 0.23.2 gives this); "<0x4g>", "<0X41>" are no bytes */
+        {"{\"type\": \"ByteFallback\"}",
+         {1, 2, 3, 4, 5, 3, 4, 8, 3, 5, 6, 7, 2},
+         13,
+         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+         "s\xef\xbf\xbd\xef\xbf\xbd<0x4g><0X41>A"},
+        {"{\"type\": \"ByteFallback\"}", {1, 2, 3, 4, 5}, 5, "\nA\xe2\x82\xac"},
+        /* Strip past a token's start, where the crate panics: the token
+         * goes */
+        {"{\"type\": \"Strip\", \"content\": \"s\", \"start\": 1, \"stop\": 1}",
+         {8, 2, 8},
+         3,
+         "<0x41>"},
+        {"{\"type\": \"Strip\", \"content\": \"s\", \"start\": 0, \"stop\": 3}", {8, 8}, 2, ""},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char text[1024], *out;
+        size_t len;
+        enc_error err = {0};
+        snprintf(text, sizeof text, json, v[i].decoder);
+        tok_tokenizer *t = tok_load_json(text, strlen(text), &err);
+        ck_assert_msg(t != NULL, "case %zu: %s", i, err.message);
+        ck_assert_msg(tok_decode(t, v[i].ids, v[i].n, false, &out, &len, &err) == 0, "case %zu: %s",
+                      i, err.message);
+        ck_assert_msg(len == strlen(v[i].want) && strcmp(out, v[i].want) == 0,
+                      "case %zu: \"%s\", expected \"%s\"", i, out, v[i].want);
+        free(out);
+        tok_free(t);
+    }
+}
+END_TEST
+
+/* tok_decode's refusals: an id with no token, by its index; a decoder not
+ * supported, only when decoding. */
+START_TEST(test_decode_errors)
+{
+    tok_tokenizer *t = load("bert-uncased");
+    char *out;
+    size_t len;
+    enc_error err = {0};
+    ck_assert_int_eq(tok_decode(t, (const int32_t[]){5, 3162, 6}, 3, false, &out, &len, &err),
+                     ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "ids[1]: 3162 is out of range"), "%s", err.message);
+    ck_assert(out == NULL && len == 0);
+    enc_error_clear(&err);
+    ck_assert_int_eq(tok_decode(t, (const int32_t[]){-1}, 1, true, &out, &len, &err), ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "ids[0]: -1"), "%s", err.message);
+    enc_error_clear(&err);
+    ck_assert_int_eq(tok_decode(t, NULL, 0, false, &out, &len, &err), 0);
+    ck_assert(out != NULL && len == 0 && out[0] == '\0');
+    free(out);
+    tok_free(t);
+    /* a hole in the vocabulary (Hugging Face leaves such ids out) */
+    static const char holed[] =
+        "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+        "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100, "
+        "\"vocab\": {\"a\": 0, \"b\": 2, \"[UNK]\": 3}}}";
+    t = tok_load_json(holed, strlen(holed), &err);
+    ck_assert_msg(t != NULL, "%s", err.message);
+    ck_assert_int_eq(tok_decode(t, (const int32_t[]){0, 1}, 2, false, &out, &len, &err),
+                     ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "ids[1]: no token has id 1"), "%s", err.message);
+    tok_free(t);
+
+    static const struct {
+        const char *decoder, *message;
+        int status;
+    } v[] = {
+        {"{\"type\": \"Nope\"}", "the tokenizer's decoder 'Nope' is not supported", ENC_EINVAL},
+        {"{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Fuse\"}, {\"type\": \"Nope\"}]}",
+         "the tokenizer's decoder 'Nope' is not supported (decoder.decoders[1])", ENC_EINVAL},
+        {"{\"type\": \"WordPiece\", \"prefix\": \"##\"}", "decoder.cleanup is missing",
+         ENC_EFORMAT},
+        {"{\"type\": \"Strip\", \"content\": \"ab\", \"start\": 0, \"stop\": 0}",
+         "decoder.content must be one character", ENC_EFORMAT},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"decoder\": %s, \"model\": " WORDPIECE "}", v[i].decoder);
+        enc_error_clear(&err);
+        t = tok_load_json(json, strlen(json), &err);
+        ck_assert_msg(t != NULL, "case %zu: %s", i, err.message);
+        ck_assert_int_eq(tok_decode(t, (const int32_t[]){0}, 1, false, &out, &len, &err),
+                         v[i].status);
+        ck_assert_str_eq(err.message, v[i].message);
+        tok_free(t);
+    }
+}
+END_TEST
+
 /* ---- hostile sizes, reuse, threads ------------------------------------------- */
 
 /* ck_assert_msg without Check's mark point on success (each one a write to
@@ -765,6 +996,11 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_display);
+    tcase_add_loop_test(tc, test_decode_reference, 0, N_NAMES);
+    tcase_add_loop_test(tc, test_decode_decoders, 0,
+                        sizeof DECODER_NAMES / sizeof DECODER_NAMES[0]);
+    tcase_add_test(tc, test_decode_by_hand);
+    tcase_add_test(tc, test_decode_errors);
     /* sizes and threads: their own case, with room under valgrind */
     TCase *hostile = timed_case(s, "hostile", 300);
     tcase_add_loop_test(hostile, test_huge_word, 0, 3 * 4);

@@ -1,5 +1,6 @@
 /* tokenizer.c - tokenizer.json loaded: its model, normalizer, pre-tokenizer,
- * post-processor, added tokens and decoder (for showing tokens); the loaded
+ * post-processor, added tokens and decoder (for showing tokens; decode.c
+ * reads it for tok_decode); the loaded
  * tokenizer's vocabulary; and freeing it.  Written after huggingface/
  * tokenizers' tokenizer/added_vocabulary.rs and processors/ (bert.rs,
  * roberta.rs, template.rs, sequence.rs).  encode.c runs the pipeline. */
@@ -84,6 +85,8 @@ void tok_free(tok_tokenizer *t)
     free(t->raw.v);
     free(t->normalized.v);
     free(t->display_prefix);
+    tok_decoder_free(t->decoder);
+    free(t->specials);
     free(t);
 }
 
@@ -514,6 +517,8 @@ tok_tokenizer *tok_load_json(const char *text, size_t len, enc_error *err)
         enc_error_set(err, ENC_ENOMEM, "out of memory for the tokenizer");
         goto fail;
     }
+    if (tok_decode_setup(t, json_object_get(root, "decoder"), err) < 0)
+        goto fail;
     json_decref(root);
     return t;
 fail:
@@ -535,25 +540,6 @@ tok_tokenizer *tok_load(const char *path, enc_error *err)
 
 /* ---- display ------------------------------------------------------------------- */
 
-/* GPT-2's bytes_to_unicode, inverted: the byte a byte-level char stands for, or -1. */
-static int byte_of_char(uint32_t c)
-{
-    if ((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
-        return (int)c;
-    if (c < 256 || c > 256 + 67)
-        return -1;
-    /* the others, in order, map to 256, 257, ... */
-    int k = 0;
-    for (int b = 0; b < 256; b++) {
-        if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))
-            continue;
-        if ((uint32_t)(256 + k) == c)
-            return b;
-        k++;
-    }
-    return -1;
-}
-
 size_t tok_token_display(const tok_tokenizer *t, int32_t id, char *out, size_t cap)
 {
     const char *v = tok_token_text(t, id);
@@ -568,7 +554,7 @@ size_t tok_token_display(const tok_tokenizer *t, int32_t id, char *out, size_t c
             size_t k = 0;
             bool all = true;
             for (size_t i = 0; i < s.n; i++) {
-                int byte = byte_of_char(s.cp[i]);
+                int byte = tok_decode_byte(s.cp[i]);
                 all = all && byte >= 0;
                 tmp[k++] = (char)(byte >= 0 ? byte : '?');
             }

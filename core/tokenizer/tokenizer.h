@@ -13,9 +13,9 @@
  *     tok_encoding_free(&e);
  *     tok_free(t);
  *
- * A component or option not implemented is refused by tok_load, naming it.
- * A loaded tokenizer is read-only: any number of threads may encode with it
- * at once. */
+ * A component or option not implemented is refused by tok_load, naming it
+ * (but the decoder, which only tok_decode refuses).  A loaded tokenizer is
+ * read-only: any number of threads may encode and decode with it at once. */
 #ifndef ATTND_TOKENIZER_H
 #define ATTND_TOKENIZER_H
 
@@ -66,6 +66,17 @@ int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b
 size_t tok_added_special(const tok_tokenizer *t, bool pair);
 
 void tok_encoding_free(tok_encoding *e);
+
+/* ids (n) as text, as tokenizers' Tokenizer.decode(ids, skip_special_tokens):
+ * each id's token (added tokens included; an id out of range is an error
+ * naming its index), special added tokens left out when skip_special, then
+ * the tokenizer.json "decoder" chain.  *out owned, NUL-terminated, *len bytes
+ * (a byte-level token may decode to a NUL byte).  0 or a negative enc_status with err set: ENC_EINVAL for an id with no
+ * token, and for a decoder of a type not supported ("the tokenizer's
+ * decoder 'X' is not supported"); ENC_EFORMAT for one tokenizers would not
+ * load (its option named).  Hugging Face leaves out an id with no token. */
+int tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
+               char **out, size_t *len, enc_error *err);
 
 /* The vocabulary: the number of token ids (one more than the largest). */
 size_t tok_id_count(const tok_tokenizer *t);

@@ -1,9 +1,10 @@
 /* tokenizer_def.h - a loaded tokenizer's parts, for tokenizer.c, which reads
- * them from tokenizer.json, and encode.c, which runs the pipeline with them.
- * Not for outside core/tokenizer/. */
+ * them from tokenizer.json, encode.c, which runs the pipeline with them, and
+ * decode.c.  Not for outside core/tokenizer/. */
 #ifndef ATTND_TOK_TOKENIZER_DEF_H
 #define ATTND_TOK_TOKENIZER_DEF_H
 
+#include "tokenizer/decode.h"
 #include "tokenizer/models.h"
 #include "tokenizer/normalize.h"
 #include "tokenizer/pretokenize.h"
@@ -86,6 +87,10 @@ struct tok_tokenizer {
     bool trims; /* the post-processor trims offsets (ByteLevel's trim_offsets) */
     display_kind display;
     char *display_prefix; /* WordPiece's continuation prefix; Metaspace's replacement */
+    tok_decoder *decoder;     /* NULL: none (or decoder_error) */
+    enc_error decoder_error;  /* status not 0: the file's decoder cannot run, tok_decode's error */
+    const char **specials;    /* (n_specials) the special added tokens' contents, sorted (strcmp) */
+    size_t n_specials;
 };
 
 #endif
