@@ -6,7 +6,8 @@
  * it holds a 0xFF byte, the bytes before the first one and the bytes after
  * it are also encoded as a pair.  Each text (and pair) is encoded with and
  * without the post-processor's specials, then truncated to a few limits
- * taken from its length and the input.  See fuzz.h. */
+ * taken from its length and the input; its ids, and ids read from the input,
+ * are decoded back to text.  See fuzz.h. */
 #include "fuzz.h"
 
 #include "tokenizer/tokenizer.h"
@@ -149,6 +150,28 @@ static void check_invalid(const char *name, int rc, const enc_error *err, long a
                 "%s: \"%s\" does not name the second text", name, err->message);
 }
 
+/* ids decoded, with and without the specials: UTF-8 text, or (an id with
+ * no token) a refusal naming it. */
+static void check_decode(const char *name, const tok_tokenizer *t, const int32_t *ids, size_t n)
+{
+    for (int skip = 0; skip < 2; skip++) {
+        char *text = NULL;
+        size_t len = 0;
+        enc_error err = {0};
+        const int rc = tok_decode(t, ids, n, skip, &text, &len, &err);
+        if (rc != 0) {
+            FUZZ_ASSERT(rc == ENC_EINVAL && strstr(err.message, "no token has id"),
+                        "%s: decoding %zu ids gave %d: %s", name, n, rc, err.message);
+            FUZZ_ASSERT(text == NULL, "%s: a refused decoding left text", name);
+            continue;
+        }
+        FUZZ_ASSERT(text != NULL && text[len] == '\0', "%s: decoded text not NUL-ended", name);
+        FUZZ_ASSERT(tok_utf8_invalid_at(text, len) < 0, "%s: decoded text not UTF-8 at byte %ld",
+                    name, tok_utf8_invalid_at(text, len));
+        free(text);
+    }
+}
+
 /* One text (b NULL) or pair through tokenizer k. */
 static void run_one(int k, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
                     uint32_t salt, tok_encoding *whole, tok_encoding *cut)
@@ -209,8 +232,15 @@ static void run_one(int k, const uint8_t *a, size_t alen, const uint8_t *b, size
             check_truncated(name, cut, whole, max, cut_untruncated);
         }
     }
-    /* The page's display of each token, into a small buffer. */
+    /* The page's display of each token, into a small buffer; the ids
+     * decoded; ids made of the input's bytes, two by two, decoded. */
     if (bad_a < 0 && bad_b < 0) {
+        check_decode(name, t, whole->ids, whole->n);
+        int32_t ids[64];
+        size_t n = 0;
+        for (size_t i = 0; i + 1 < alen && n < 64; i += 2)
+            ids[n++] = (int32_t)((a[i] | (uint32_t)a[i + 1] << 8) % tok_id_count(t));
+        check_decode(name, t, ids, n);
         for (size_t i = 0; i < whole->n && i < 64; i++) {
             char buf[8];
             const size_t need = tok_token_display(t, whole->ids[i], buf, sizeof buf);
