@@ -1026,12 +1026,15 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
     h->out.K = (int)N;
     if (nm.out_b[0]) {
         /* a masked LM's bias may be saved twice (cls.predictions.bias and
-         * decoder.bias, the same tensor): the head's, the other listed */
+         * decoder.bias, one parameter in transformers): the head's is read,
+         * the other checked (dtype, shape) and listed, not read */
+        size_t fi = 0;
         if ((rc = bind_head_tensor(ld, h, nm.out_b, p, C, 0)) < 0)
             return rc;
         if (nm.out_b2[0] && find(ld, nm.out_b2, NULL) &&
-            (rc = bind_head_tensor(ld, h, nm.out_b2, p + C, C, 0)) < 0)
-            return rc;
+            (!lookup(ld, nm.out_b2, C, 0, &fi) || head_add_tensor(h, nm.out_b2) < 0))
+            return ld->err->status ? ld->err->status
+                                   : enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
         h->out.b = p;
     }
     p += C;
