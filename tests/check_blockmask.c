@@ -284,11 +284,12 @@ START_TEST(test_csr_lists_allowed_pairs)
     const int32_t *indptr = enc_blockmask_indptr(bm, 0), *indices = enc_blockmask_indices(bm, 0);
     size_t nnz = 0;
     for (int i = 0; i < pc->len; i++) {
-        ck_assert_int_eq(indptr[i], (int32_t)nnz);
+        EXPECT(indptr[i] == (int32_t)nnz, "case %d row %d: indptr %d, want %zu", _i, i, indptr[i],
+               nnz);
         for (int j = 0; j < pc->len; j++)
             if (def_allowed(pc, rnd, rk, i, j)) {
-                ck_assert_msg(indices[nnz] == j, "case %d row %d: index %zu is %d, want %d", _i, i,
-                              nnz, indices[nnz], j);
+                EXPECT(indices[nnz] == j, "case %d row %d: index %zu is %d, want %d", _i, i, nnz,
+                       indices[nnz], j);
                 nnz++;
             }
     }
@@ -347,9 +348,13 @@ START_TEST(test_tiles_match_naive)
         for (int l = 0; l < NL; l++)
             for (int h = 0; h < H; h++)
                 for (int i = 0; i < pc->len; i++)
-                    for (int32_t k = indptr[i]; k < indptr[i + 1]; k++)
-                        ck_assert_float_eq_tol(ca[l][(size_t)h * nnz + k],
-                                               wa[l][((size_t)h * L + i) * L + indices[k]], 1e-5);
+                    for (int32_t k = indptr[i]; k < indptr[i + 1]; k++) {
+                        const float g = ca[l][(size_t)h * nnz + k];
+                        const float w = wa[l][((size_t)h * L + i) * L + indices[k]];
+                        EXPECT(fabsf(g - w) < 1e-5f,
+                               "case %d layer %d head %d (%d, %d): %.9g, want %.9g", _i, l, h, i,
+                               indices[k], (double)g, (double)w);
+                    }
         /* without weights: the online softmax over the same tiles */
         enc_result r0 = {.out = got, .attn_mode = ENC_ATTN_NONE};
         ck_assert_int_eq(enc_forward(m, ws, &in, &r0, &err), 0);
@@ -549,10 +554,13 @@ START_TEST(test_random_patterns_match_naive)
                 const size_t n = enc_blockmask_nnz(bm, b);
                 for (int h = 0; h < H; h++)
                     for (int i = 0; i < lengths[b]; i++)
-                        for (int32_t k = ip[i]; k < ip[i + 1]; k++)
-                            ck_assert_float_eq_tol(ca[l][off + (size_t)h * n + (size_t)k],
-                                                   wa[l][(((size_t)b * H + h) * L + i) * L + ix[k]],
-                                                   1e-5);
+                        for (int32_t k = ip[i]; k < ip[i + 1]; k++) {
+                            const float g = ca[l][off + (size_t)h * n + (size_t)k];
+                            const float w = wa[l][(((size_t)b * H + h) * L + i) * L + ix[k]];
+                            EXPECT(fabsf(g - w) < 1e-5f,
+                                   "layer %d sequence %d head %d (%d, %d): %.9g, want %.9g", l, b,
+                                   h, i, ix[k], (double)g, (double)w);
+                        }
                 off += (size_t)H * n;
             }
         }

@@ -678,7 +678,7 @@ START_TEST(test_daemon_serves_directory)
     const char *dir = HF_DIR "/roberta_mlm";
     daemon_proc d;
     ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", dir, NULL}, NULL), 0);
-    char *log = daemon_log(&d);
+    char *log = daemon_log_until(&d, "attnd: ready", 10000); /* the model's lines come before */
     ck_assert_msg(strstr(log, "model.dir: roberta; ") &&
                       strstr(log, "model.dir: roberta, RobertaForMaskedLM: masked_lm head, 50 "
                                   "outputs, 5 tensors"),

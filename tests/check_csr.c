@@ -160,7 +160,9 @@ static void check_csr_seq(const pattern *p, int len, const json_t *csr, const js
     ck_assert_int_eq((int)json_array_size(indptr), len + 1);
     size_t k = 0;
     for (int i = 0; i < len; i++) {
-        ck_assert_int_eq(json_integer_value(json_array_get(indptr, (size_t)i)), (json_int_t)k);
+        EXPECT(json_integer_value(json_array_get(indptr, (size_t)i)) == (json_int_t)k,
+               "%s: indptr[%d] is %d, want %zu", p->json, i,
+               (int)json_integer_value(json_array_get(indptr, (size_t)i)), k);
         for (int j = 0; j < len; j++) {
             const bool ok = allowed(p, len, i, j);
             for (int h = 0; h < (heads ? H : 1); h++) {
@@ -168,19 +170,19 @@ static void check_csr_seq(const pattern *p, int len, const json_t *csr, const js
                                            : json_array_get(dense, (size_t)i);
                 const double dv = json_number_value(json_array_get(drow, (size_t)j));
                 if (!ok) {
-                    ck_assert_msg(dv == 0.0, "%s: pair (%d, %d) not allowed but weighs %g", p->json,
-                                  i, j, dv);
+                    EXPECT(dv == 0.0, "%s: pair (%d, %d) not allowed but weighs %g", p->json, i, j,
+                           dv);
                     continue;
                 }
                 const json_t *vrow = heads ? json_array_get(values, (size_t)h) : values;
                 const double cv = json_number_value(json_array_get(vrow, k));
-                ck_assert_msg(fabs(cv - dv) <= 1e-7, "%s: (%d, %d) head %d: csr %g, dense %g",
-                              p->json, i, j, h, cv, dv);
+                EXPECT(fabs(cv - dv) <= 1e-7, "%s: (%d, %d) head %d: csr %g, dense %g", p->json, i,
+                       j, h, cv, dv);
             }
             if (ok) {
-                ck_assert_msg(json_integer_value(json_array_get(indices, k)) == j,
-                              "%s: row %d index %zu is %d, want %d", p->json, i, k,
-                              (int)json_integer_value(json_array_get(indices, k)), j);
+                EXPECT(json_integer_value(json_array_get(indices, k)) == j,
+                       "%s: row %d index %zu is %d, want %d", p->json, i, k,
+                       (int)json_integer_value(json_array_get(indices, k)), j);
                 k++;
             }
         }

@@ -4,6 +4,7 @@
  * bad/expected.json, plus the in-memory parser and the half-float widening. */
 #include "load/safetensors.h"
 #include "suites.h"
+#include "test_util.h"
 #include "timing.h"
 
 #include <dirent.h>
@@ -511,14 +512,14 @@ START_TEST(test_f16_all_patterns)
         if (e == 31 && m != 0) {
             /* NaN: sign and payload kept, in the float's top mantissa bits */
             uint32_t want = (uint32_t)(h & 0x8000u) << 16 | 0x7f800000u | (uint32_t)m << 13;
-            ck_assert_msg(isnan(got), "f16 0x%04x gave %a, expected NaN", h, (double)got);
-            ck_assert_msg(f32_bits(got) == want, "f16 0x%04x gave bits 0x%08x, expected 0x%08x", h,
-                          (unsigned)f32_bits(got), (unsigned)want);
+            EXPECT(isnan(got), "f16 0x%04x gave %a, expected NaN", h, (double)got);
+            EXPECT(f32_bits(got) == want, "f16 0x%04x gave bits 0x%08x, expected 0x%08x", h,
+                   (unsigned)f32_bits(got), (unsigned)want);
             continue;
         }
         float want = f16_reference(h);
-        ck_assert_msg(f32_bits(got) == f32_bits(want), "f16 0x%04x gave %a, expected %a", h,
-                      (double)got, (double)want);
+        EXPECT(f32_bits(got) == f32_bits(want), "f16 0x%04x gave %a, expected %a", h, (double)got,
+               (double)want);
     }
     ck_assert_float_eq(st_f16_to_f32(0x0001), 0x1p-24f);
     ck_assert_float_eq(st_f16_to_f32(0x03ff), 0x1.ff8p-15f);
@@ -533,8 +534,8 @@ START_TEST(test_bf16_all_patterns)
 {
     for (unsigned b = 0; b <= 0xffffu; b++) {
         float got = st_bf16_to_f32((uint16_t)b);
-        ck_assert_msg(f32_bits(got) == (uint32_t)b << 16, "bf16 0x%04x gave bits 0x%08x", b,
-                      (unsigned)f32_bits(got));
+        EXPECT(f32_bits(got) == (uint32_t)b << 16, "bf16 0x%04x gave bits 0x%08x", b,
+               (unsigned)f32_bits(got));
     }
     ck_assert_float_eq(st_bf16_to_f32(0x3f80), 1.0f);
     ck_assert_float_eq(st_bf16_to_f32(0x4049), 3.140625f);

@@ -156,7 +156,7 @@ static char *read_all(stream *st, size_t chunk, size_t *len)
     text t = {0};
     char *buf = xcalloc(chunk, 1);
     for (size_t n; (n = stream_read(st, buf, chunk)) > 0;) {
-        ck_assert_int_le(n, chunk);
+        EXPECT(n <= chunk, "stream_read gave %zu bytes into a buffer of %zu", n, chunk);
         put(&t, buf, n);
     }
     free(buf);

@@ -65,6 +65,17 @@ char *daemon_log(daemon_proc *d)
     return copy;
 }
 
+char *daemon_log_until(daemon_proc *d, const char *needle, int timeout_ms)
+{
+    for (int waited = 0;; waited += 10) {
+        char *copy = daemon_log(d);
+        if (strstr(copy, needle) || waited >= timeout_ms)
+            return copy;
+        free(copy);
+        usleep(10000);
+    }
+}
+
 /* argv for ATTND_BIN: argv[0], then pre (may be NULL), then args.  execv
  * takes char *const[], so the strings are copied rather than cast. */
 static char **make_argv(const char *const *pre, const char *const *args)

@@ -33,6 +33,10 @@ int daemon_stop(daemon_proc *d);
 
 /* A copy of the log so far (owned). */
 char *daemon_log(daemon_proc *d);
+/* A copy of the log once it holds needle, or after timeout_ms without it
+ * (owned): the log is read from the daemon's pipe by a thread of its own,
+ * which a busy host may leave behind what the daemon has already said. */
+char *daemon_log_until(daemon_proc *d, const char *needle, int timeout_ms);
 
 /* ---- the daemon suites' fixture ------------------------------------------ */
 

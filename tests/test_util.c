@@ -62,7 +62,7 @@ enc_batch batch_plain(const float *x, int B, int L, const int *lengths)
 void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    ck_assert_ptr_nonnull(p);
+    EXPECT(p != NULL, "out of memory: %zu x %zu bytes", n, size);
     return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include "encoder.h"
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,19 @@ typedef struct chk {
     char msg[512];
 } chk;
 int chk_fail(chk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A check inside a loop over many values: ck_assert_msg's failure, without
+ * its cost on success.  Check records every passing ck_assert (a message
+ * with its file and line, written by the test and read back by the runner,
+ * which keeps the last); over a tensor's elements that is millions of
+ * writes, and under AddressSanitizer or valgrind it cost more than the tests
+ * themselves (DEVELOPERS.md, "Tests").  A failure reports the same message,
+ * file and line as ck_assert_msg's. */
+#define EXPECT(expr, ...)                                                                          \
+    do {                                                                                           \
+        if (!(expr))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
 
 /* Checks allocation; aborts the test on NULL. */
 void *xcalloc(size_t n, size_t size);

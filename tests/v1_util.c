@@ -2,6 +2,7 @@
 #include "v1_util.h"
 
 #include "codec/base64.h"
+#include "test_util.h"
 #include "torch_fixture.h"
 
 #include <check.h>
@@ -198,13 +199,13 @@ tokens scan_numbers(const char *text, const char *key)
         } else if (*p == ',' || *p == ' ' || *p == '\n') {
             p++;
         } else {
-            ck_assert_msg(*p != '\0' && depth > 0, "unterminated array after %s", pat);
+            EXPECT(*p != '\0' && depth > 0, "unterminated array after %s", pat);
             size_t n = strcspn(p, ",]");
             if (t.n == cap) {
                 cap = cap ? 2 * cap : 256;
                 t.start = realloc(t.start, cap * sizeof *t.start);
                 t.len = realloc(t.len, cap * sizeof *t.len);
-                ck_assert(t.start && t.len);
+                EXPECT(t.start && t.len, "out of memory");
             }
             t.start[t.n] = p;
             t.len[t.n++] = n;

@@ -186,7 +186,8 @@ What the directories copy from transformers:
     distilbert., model.), then the head's -- minus non-persistent buffers and
     tied weights (as above), each F32, __metadata__ {"format": "pt"}.
     Values (drawn in registration order after torch.manual_seed(crc32(name)))
-    normal * 0.1, LayerNorm weights 1 + normal * 0.1.  bert_mlm_twice is a
+    normal * 0.1, LayerNorm weights 1 + normal * 0.1, the heads' dense weights
+    (HEAD_DENSE) normal * 1.0, so their activations are told apart.  bert_mlm_twice is a
     checkpoint in the form of bert-base-uncased's own files (converted from
     BertForPreTraining): cls.predictions.decoder.weight (equal to the word
     table) and cls.predictions.decoder.bias (equal to cls.predictions.bias)
@@ -238,6 +239,14 @@ from safetensors_io import load_file, read_header, save_file  # noqa: E402
 
 ATOL = 1e-5                 # float64 formulations / torch modules vs the float32 forward
 VALUE_SCALE = 0.1
+# The heads' dense weights are drawn ten times larger (normal * 1.0): their
+# pre-activations then reach |x| of 2 to 4, where the activations differ
+# (gelu and its tanh form by up to 5e-4, tanh from the identity by far more),
+# so a test at 1e-5 tells them apart.
+HEAD_DENSE = ("bert.pooler.dense.weight", "classifier.dense.weight", "pre_classifier.weight",
+              "head.dense.weight", "cls.predictions.transform.dense.weight",
+              "lm_head.dense.weight", "vocab_transform.weight")
+HEAD_DENSE_SCALE = 1.0
 HF_FORMAT_METADATA = hfx.HF_FORMAT_METADATA
 DISTILBERT_EPS = hfx.DISTILBERT_EPS
 
@@ -542,7 +551,7 @@ def model_tensors(c):
     torch.manual_seed(zlib.crc32(c.seed_name.encode()))
     out = {}
     for name, shape in drawn:
-        t = torch.randn(shape) * VALUE_SCALE
+        t = torch.randn(shape) * (HEAD_DENSE_SCALE if name in HEAD_DENSE else VALUE_SCALE)
         if is_norm_weight(name):
             t = t + 1.0
         out[name] = t
@@ -890,7 +899,9 @@ answer for a padded batch:
   head's bias), except in `bert_mlm_twice` (saved twice) and
   `bert_mlm_untied` (`tie_word_embeddings` false: its own
   `cls.predictions.decoder.weight`).  Values normal * 0.1, LayerNorm
-  weights 1 + normal * 0.1.
+  weights 1 + normal * 0.1, the heads' dense weights (pooler, `classifier.dense`,
+  `pre_classifier`, `head.dense`, the masked LMs' transforms) normal * 1.0:
+  their pre-activations reach 2 to 4, where gelu and its tanh form differ.
 - `head.safetensors` (not part of the model: a loader reads
   `model.safetensors`, not every `*.safetensors`):
   - `input_ids` I64 `[B, L]` = `[2, 7]`: random ids below the vocabulary,

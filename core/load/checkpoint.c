@@ -990,8 +990,12 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
                              h->architecture, (long long)N, m->embed->cfg.embedding_size);
     /* the floats: dense (N, D) + N, norm 2N, the out bias C, and a
      * classifier's weight (C, N) or room to widen a decoder */
+    /* the decoder needs room only when it cannot be read in place */
+    size_t dfi = 0;
+    const st_tensor *dt = lm ? find(ld, dec, &dfi) : NULL;
+    const bool in_place = dt && viewable(&ld->files[dfi], dt);
     const size_t floats = (nm.dense[0] ? (size_t)(N * D + N) : 0) + (nm.norm[0] ? 2 * N : 0) +
-                          (size_t)C + (size_t)(C * N);
+                          (size_t)C + (in_place ? 0 : (size_t)(C * N));
     if (head_alloc(h, floats) < 0)
         return enc_error_set(ld->err, ENC_ENOMEM, "out of memory for the head");
     float *p = h->mem;
@@ -1026,12 +1030,15 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
     h->out.K = (int)N;
     if (nm.out_b[0]) {
         /* a masked LM's bias may be saved twice (cls.predictions.bias and
-         * decoder.bias, the same tensor): the head's, the other listed */
+         * decoder.bias, one parameter in transformers): the head's is read,
+         * the other checked (dtype, shape) and listed, not read */
+        size_t fi = 0;
         if ((rc = bind_head_tensor(ld, h, nm.out_b, p, C, 0)) < 0)
             return rc;
         if (nm.out_b2[0] && find(ld, nm.out_b2, NULL) &&
-            (rc = bind_head_tensor(ld, h, nm.out_b2, p + C, C, 0)) < 0)
-            return rc;
+            (!lookup(ld, nm.out_b2, C, 0, &fi) || head_add_tensor(h, nm.out_b2) < 0))
+            return ld->err->status ? ld->err->status
+                                   : enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
         h->out.b = p;
     }
     p += C;

@@ -405,9 +405,6 @@ static void run_sequences(head_ctx *c, enc_job *jobs, float *buf, int S)
     if (h->dense.N) {
         run_linear(c, &h->dense, t, Nt, pooled, D, S, false);
         in = t;
-    } else if (h->ln_w) { /* a norm without a dense (none of transformers' heads) */
-        ops_layernorm(t, pooled, h->ln_w, h->ln_b, S, D, h->eps);
-        in = t;
     }
     run_linear(c, &h->out, logits, C, in, Nt, S, false);
     s = 0;
