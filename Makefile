@@ -436,18 +436,20 @@ run:
 	$(ATTND) $(ARGS)
 
 # valgrind knows no AVX-512, so OpenBLAS is pinned to its Haswell kernels here;
-# Check runs in one process so leaks are seen.
+# Check runs without a fork (CK_FORK=no), so that a leak is seen.
 # Then the daemon itself under valgrind (tests/daemon.c runs attnd under
 # ATTND_TEST_WRAPPER) through the hostile-client and fault tests: a memory
 # error or leak in attnd makes it exit 99, which those tests fail on.
 VALGRIND_OPTS := --quiet --leak-check=full --show-leak-kinds=definite,indirect \
                  --errors-for-leak-kinds=definite,indirect
 # Timeouts are scaled by TEST_TIME_SCALE_VALGRIND: without a fork Check
-# enforces none, but each test's run time is held against its share.
+# enforces none, but each test's run time is held against its share.  Each
+# suite is a run of its own, as many at once as there are CPUs
+# (tests/valgrind.sh; VALGRIND_JOBS), since valgrind runs one thread at a time.
+VALGRIND_JOBS ?= $(shell nproc)
 valgrind: $(TEST_BIN)
-	CK_FORK=no OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell \
-	  CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE_VALGRIND) valgrind $(VALGRIND_OPTS) \
-	  --error-exitcode=1 $(TEST_BIN)
+	CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE_VALGRIND) JOBS=$(VALGRIND_JOBS) \
+	  VALGRIND_OPTS="$(VALGRIND_OPTS) --error-exitcode=1" bash tests/valgrind.sh $(TEST_BIN)
 	CK_RUN_SUITE=hostile OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=Haswell \
 	  CK_TIMEOUT_MULTIPLIER=$(TEST_TIME_SCALE_VALGRIND) \
 	  ATTND_TEST_WRAPPER="valgrind $(VALGRIND_OPTS) --error-exitcode=99" $(TEST_BIN)
