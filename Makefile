@@ -604,6 +604,7 @@ fixtures: deps-fixtures
 	$(MAKE) --no-print-directory deps-node
 	node tests/tokenizer/reference.mjs tests/fixtures/tokenizers
 	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
+	$(PYTHON) tools/make_pipeline_fixtures.py tests/fixtures/pipelines
 
 format:
 	clang-format -i core/*.[ch] core/*/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c

@@ -299,10 +299,14 @@ typedef enum enc_head_output {
     ENC_HEAD_OUT_SPLADE, /* a masked LM's SPLADE vector into enc_result.logits, (B, V):
                             the max over the real tokens of log(1 + relu(logits)); the
                             (L, V) logits are never held, a block of columns at a time */
+    ENC_HEAD_OUT_ROWS,   /* a token head's or masked LM's raw output for chosen tokens only
+                            (enc_result.head_rows): (n_head_rows, C) into enc_result.logits,
+                            in the order of head_rows (fill-mask's masked positions) */
 } enc_head_output;
 
 /* Floats of enc_result.logits for a batch of B sequences of L tokens on m
- * (0 for NONE, or a head the model does not have). */
+ * (0 for NONE, ROWS, whose count is n_head_rows x the head's outputs, or a
+ * head the model does not have). */
 size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
 
 /* ---- Hugging Face encoder directories (hfconfig.c, checkpoint.c) -------- */
@@ -472,7 +476,12 @@ typedef struct enc_result {
                         every sequence, head and layer (masked entries of partially
                         masked tiles included) */
     enc_head_output head; /* zero: the encoder's output alone */
-    float *logits;        /* enc_head_floats(m, head, B, L) floats, when head is set */
+    float *logits;        /* enc_head_floats(m, head, B, L) floats, when head is set (ROWS:
+                             n_head_rows x outputs) */
+    /* ROWS: the tokens whose output is computed, each b * L + i with i below
+     * lengths[b], ascending (no repeats). */
+    const int32_t *head_rows;
+    int n_head_rows;
 } enc_result;
 
 /* ---- the block mask ------------------------------------------------------ */

@@ -2,6 +2,7 @@
  * SIGTERM or SIGINT.  The only place that prints start-up errors and exits. */
 #include "config/builtin.h"
 #include "config/config.h"
+#include "base/file.h"
 #include "tokenizer/tokenizer.h"
 #include "runtime/pool.h"
 #include "http/server.h"
@@ -36,6 +37,31 @@ static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
     if (cfg->model.weights)
         return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
     return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+}
+
+/* The tokenizer_config.json beside tokenizer file, when there is one: the
+ * special tokens' roles and decode's clean-up (fill-mask's mask token, the
+ * words of entities). */
+static int tokenizer_roles(tok_tokenizer *tok, const char *file, enc_error *err)
+{
+    char path[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    const int dir = slash ? (int)(slash - file) : 1;
+    snprintf(path, sizeof path, "%.*s/tokenizer_config.json", dir, slash ? file : ".");
+    if (access(path, F_OK) != 0)
+        return 0;
+    size_t len = 0;
+    char *text = file_read_whole(path, &len, err);
+    if (!text)
+        return -1;
+    const int rc = tok_read_config(tok, text, len, err);
+    free(text);
+    if (rc < 0) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        enc_error_set(err, rc, "model.tokenizer: %s (%s)", msg, path);
+    }
+    return rc < 0 ? -1 : 0;
 }
 
 /* The tokenizer of text input: model.tokenizer, or model.dir's
@@ -86,6 +112,10 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
         enc_error_set(err, ENC_EINVAL,
                       "model.tokenizer: %s has %zu token ids, the model's vocab_size is %d", file,
                       tok_id_count(tok), emb->vocab_size);
+        tok_free(tok);
+        return NULL;
+    }
+    if (tokenizer_roles(tok, file, err) < 0) {
         tok_free(tok);
         return NULL;
     }

@@ -227,6 +227,76 @@ START_TEST(test_head_matches_fixture)
 }
 END_TEST
 
+/* Chosen rows (ENC_HEAD_OUT_ROWS, fill-mask's masked positions): a subset
+ * of the real tokens of both sequences gives the fixture's logits of those
+ * rows, in order, on both kernels; rows a forward must refuse are named. */
+START_TEST(test_head_rows)
+{
+    static const char *const cases[] = {"bert_mlm", "roberta_token", "modernbert_mlm",
+                                        "distilbert_mlm"};
+    const char *name = cases[_i];
+    char dir[512];
+    snprintf(dir, sizeof dir, HEADS "/%s", name);
+    enc_model *m = hf_load(dir);
+    head_case k;
+    case_open(&k, dir);
+    const size_t C = (size_t)enc_model_head(m)->n_outputs;
+    /* every other real token of sequence 0 from the first, the last of sequence 1 */
+    int32_t rows[16];
+    int n = 0;
+    for (int i = 0; i < k.lengths[0]; i += 2)
+        rows[n++] = i;
+    rows[n++] = k.L + k.lengths[1] - 1;
+    const int D = enc_model_hparams(m)->d_model;
+    float *out = xcalloc((size_t)k.B * k.L * D, sizeof *out);
+    float *logits = xcalloc((size_t)n * C, sizeof *logits);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    for (int simd = simd_supported(); simd >= 0; simd--) {
+        simd_set_enabled(simd);
+        memset(logits, 0xff, (size_t)n * C * sizeof *logits); /* NaN: every entry written */
+        enc_result res = {.out = out,
+                          .head = ENC_HEAD_OUT_ROWS,
+                          .logits = logits,
+                          .head_rows = rows,
+                          .n_head_rows = n};
+        ck_assert_msg(enc_forward(m, ws, &k.in, &res, &err) == 0, "%s: %s", name, err.message);
+        for (int r = 0; r < n; r++) {
+            const double d =
+                max_abs_diff(logits + (size_t)r * C, k.logits + (size_t)rows[r] * C, C);
+            ck_assert_msg(d <= HEAD_TOL, "%s (%s): row %d (token %d) differs by %g", name,
+                          simd ? "AVX-512" : "OpenBLAS", r, rows[r], d);
+        }
+    }
+    simd_set_enabled(true);
+    static const struct {
+        int32_t rows[2];
+        int n;
+        const char *msg;
+    } bad[] = {
+        {{3, 2}, 2, "head_rows[1] = 2 is not above the one before"},
+        {{-1}, 1, "head_rows[0] = -1 is outside 0..13"},
+        {{14}, 1, "head_rows[0] = 14 is outside 0..13"},
+        {{0, 11}, 2, "head_rows[1] = 11 is padding (sequence 1 has 4 tokens)"},
+    };
+    for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
+        enc_result res = {.out = out,
+                          .head = ENC_HEAD_OUT_ROWS,
+                          .logits = logits,
+                          .head_rows = bad[t].rows,
+                          .n_head_rows = bad[t].n};
+        enc_error_clear(&err);
+        ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
+        ck_assert_msg(strstr(err.message, bad[t].msg), "%s: %s", name, err.message);
+    }
+    enc_workspace_free(ws);
+    free(out);
+    free(logits);
+    case_close(&k);
+    enc_model_free(m);
+}
+END_TEST
+
 /* A dynamic batch: the head's job run together with a job that asks for
  * no head (and a masked LM's with one asking for SPLADE) gives what it
  * gives alone, and the other job's outputs are its own. */
@@ -362,6 +432,17 @@ START_TEST(test_head_refused_forward)
     enc_error_clear(&err);
     ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
     ck_assert_msg(strstr(err.message, "no buffer"), "%s", err.message);
+    const int32_t row0 = 0;
+    res = (enc_result){.out = o,
+                       .head = ENC_HEAD_OUT_ROWS,
+                       .logits = logits,
+                       .head_rows = &row0,
+                       .n_head_rows = 1};
+    enc_error_clear(&err);
+    ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
+    ck_assert_msg(strstr(err.message, "chosen rows need a token head or masked LM; this model's "
+                                      "is sequence"),
+                  "%s", err.message);
     enc_workspace_free(ws);
     free(o);
     case_close(&k);
@@ -781,6 +862,7 @@ Suite *heads_suite(void)
     TCase *core = timed_case(s, "core", 60);
     tcase_add_loop_test(core, test_head_matches_fixture, 0, N_CASES);
     tcase_add_loop_test(core, test_head_batched, 0, 4);
+    tcase_add_loop_test(core, test_head_rows, 0, 4);
     tcase_add_loop_test(core, test_head_embeddings_in, 0, 4);
     tcase_add_test(core, test_head_bfloat16);
     tcase_add_test(core, test_head_refused_forward);

@@ -570,6 +570,91 @@ END_TEST
 
 /* tok_decode's refusals: an id with no token, by its index; a decoder not
  * supported, only when decoding. */
+/* transformers' clean_up_tokenization, a worked example: each
+ * replacement in its order (" ' " before " 's", so "it 's ' quoted" keeps
+ * its space before the closing quote). */
+START_TEST(test_clean_up)
+{
+    char s[] = "Hello , world ! Is n't it ? I 'm here , it 's ' quoted ' . We 've we 're";
+    const char *want = "Hello, world! Isn't it? I'm here, it's'quoted '. We've we're";
+    ck_assert_uint_eq(tok_clean_up(s, strlen(s)), strlen(want));
+    ck_assert_str_eq(s, want);
+    char empty[] = "";
+    ck_assert_uint_eq(tok_clean_up(empty, 0), 0);
+}
+END_TEST
+
+/* tokenizer_config.json's roles over tokenizer.json's: the defaults (the
+ * model's unk token, the specials spelled [PAD] / <mask>), the file's
+ * strings and AddedToken objects, null, and the refusals naming the key
+ * (which leave the roles as they were). */
+START_TEST(test_roles)
+{
+    tok_tokenizer *t = load("bert-uncased");
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_UNK), tok_token_id(t, "[UNK]"));
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_PAD), tok_token_id(t, "[PAD]"));
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_MASK), tok_token_id(t, "[MASK]"));
+    ck_assert(tok_role_id(t, TOK_ROLE_MASK) >= 0 && !tok_clean_up_spaces(t));
+    json_t *cfg = load_json("bert-uncased", "tokenizer_config.json");
+    char *text = json_dumps(cfg, 0);
+    enc_error err = {0};
+    ck_assert_int_eq(tok_read_config(t, text, strlen(text), &err), 0);
+    ck_assert(tok_clean_up_spaces(t));
+    free(text);
+    json_decref(cfg);
+    static const struct {
+        const char *cfg, *err;
+    } cases[] = {
+        {"{\"mask_token\": {\"content\": \"[SEP]\", \"lstrip\": true}}", NULL},
+        {"{\"pad_token\": null}", NULL},
+        {"{\"mask_token\": \"<mask>\"}", "mask_token '<mask>' is not a token of tokenizer.json"},
+        {"{\"unk_token\": 3}", "unk_token must be a string or an AddedToken"},
+        {"{\"clean_up_tokenization_spaces\": \"yes\"}", "clean_up_tokenization_spaces must be"},
+        {"[1]", "must hold an object"},
+        {"{", "tokenizer_config.json:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        enc_error_clear(&err);
+        const int rc = tok_read_config(t, cases[i].cfg, strlen(cases[i].cfg), &err);
+        if (!cases[i].err) {
+            ck_assert_msg(rc == 0, "%s: %s", cases[i].cfg, err.message);
+            continue;
+        }
+        ck_assert_msg(rc < 0 && strstr(err.message, cases[i].err), "%s: %s", cases[i].cfg,
+                      err.message);
+    }
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_MASK), tok_token_id(t, "[SEP]"));
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_PAD), -1);
+    tok_free(t);
+    t = load("roberta");
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_MASK), tok_token_id(t, "<mask>"));
+    ck_assert_int_eq(tok_role_id(t, TOK_ROLE_PAD), tok_token_id(t, "<pad>"));
+    tok_free(t);
+}
+END_TEST
+
+/* Decoder.decode over token strings (convert_tokens_to_string): WordPiece
+ * joins "##" pieces and spaces words, as decode of their ids does. */
+START_TEST(test_decode_tokens)
+{
+    tok_tokenizer *t = load("bert-uncased");
+    const char *toks[] = {"the", "##re", "is", "a", "[UNK]", ","};
+    int32_t ids[6];
+    for (size_t i = 0; i < 6; i++)
+        ck_assert_int_ge(ids[i] = tok_token_id(t, toks[i]), 0);
+    char *a = NULL, *b = NULL;
+    size_t la, lb;
+    enc_error err = {0};
+    ck_assert_int_eq(tok_decode_tokens(t, toks, 6, &a, &la, &err), 0);
+    ck_assert_int_eq(tok_decode(t, ids, 6, false, &b, &lb, &err), 0);
+    ck_assert_str_eq(a, "there is a [UNK],");
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    tok_free(t);
+}
+END_TEST
+
 START_TEST(test_decode_errors)
 {
     tok_tokenizer *t = load("bert-uncased");
@@ -993,6 +1078,9 @@ Suite *tokenizer_suite(void)
                         sizeof DECODER_NAMES / sizeof DECODER_NAMES[0]);
     tcase_add_test(tc, test_decode_by_hand);
     tcase_add_test(tc, test_decode_errors);
+    tcase_add_test(tc, test_clean_up);
+    tcase_add_test(tc, test_roles);
+    tcase_add_test(tc, test_decode_tokens);
     /* sizes and threads: their own case, with room under valgrind */
     TCase *hostile = timed_case(s, "hostile", 300);
     tcase_add_loop_test(hostile, test_huge_word, 0, 3 * 4);

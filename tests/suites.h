@@ -53,6 +53,7 @@
     X(checkpoint, DAEMON) \
     X(modernbert, DAEMON) \
     X(heads, DAEMON) \
+    X(predict, DAEMON) \
     X(v2, DAEMON) \
     X(csr, DAEMON) \
     X(text, DAEMON) \

@@ -677,7 +677,7 @@ static int job_check_own(const enc_model *m, enc_job *job, const enc_blockmask *
     if (job->rc == 0 && (!job->res || !job->res->out))
         job->rc = enc_error_set(&job->err, ENC_EINVAL, "forward needs an output");
     if (job->rc == 0)
-        job->rc = head_check(m, job->res, &job->err);
+        job->rc = head_check(m, job->in, job->res, &job->err);
     if (job->rc < 0)
         return job->rc;
     job->res->scores = 0;

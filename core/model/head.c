@@ -206,7 +206,37 @@ void head_pack(enc_model *m)
 
 /* ---- checks ------------------------------------------------------------------ */
 
-int head_check(const enc_model *m, const enc_result *res, enc_error *err)
+/* ROWS: the head computes per token, and every row is a real token of the
+ * batch, ascending. */
+static int rows_check(const model_head *h, const enc_batch *in, const enc_result *res,
+                      enc_error *err)
+{
+    if (h->info.kind == ENC_HEAD_SEQUENCE)
+        return enc_error_set(err, ENC_EINVAL,
+                             "chosen rows need a token head or masked LM; this model's is %s (%s)",
+                             enc_head_kind_name(h->info.kind), h->architecture);
+    if (res->n_head_rows < 0 || (res->n_head_rows > 0 && !res->head_rows))
+        return enc_error_set(err, ENC_EINVAL, "head_rows: %d rows without a list",
+                             res->n_head_rows);
+    const long long L = in->L, total = (long long)in->B * in->L;
+    for (int k = 0; k < res->n_head_rows; k++) {
+        const long long r = res->head_rows[k];
+        if (r < 0 || r >= total)
+            return enc_error_set(err, ENC_EINVAL, "head_rows[%d] = %lld is outside 0..%lld", k, r,
+                                 total - 1);
+        if (k > 0 && r <= res->head_rows[k - 1])
+            return enc_error_set(err, ENC_EINVAL,
+                                 "head_rows[%d] = %lld is not above the one before", k, r);
+        const int b = (int)(r / L), len = in->lengths ? in->lengths[b] : in->L;
+        if (r % L >= len)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "head_rows[%d] = %lld is padding (sequence %d has %d tokens)", k,
+                                 r, b, len);
+    }
+    return ENC_OK;
+}
+
+int head_check(const enc_model *m, const enc_batch *in, const enc_result *res, enc_error *err)
 {
     if (res->head == ENC_HEAD_OUT_NONE)
         return ENC_OK;
@@ -226,11 +256,12 @@ int head_check(const enc_model *m, const enc_result *res, enc_error *err)
         return enc_error_set(err, ENC_EINVAL,
                              "SPLADE needs a masked-LM head; this model's is %s (%s)",
                              enc_head_kind_name(h->info.kind), h->architecture);
-    if (res->head != ENC_HEAD_OUT_LOGITS && res->head != ENC_HEAD_OUT_SPLADE)
+    if (res->head != ENC_HEAD_OUT_LOGITS && res->head != ENC_HEAD_OUT_SPLADE &&
+        res->head != ENC_HEAD_OUT_ROWS)
         return enc_error_set(err, ENC_EINVAL, "unknown head output %d", (int)res->head);
     if (!res->logits)
         return enc_error_set(err, ENC_EINVAL, "no buffer for the head's output");
-    return ENC_OK;
+    return res->head == ENC_HEAD_OUT_ROWS ? rows_check(h, in, res, err) : ENC_OK;
 }
 
 /* ---- the run ------------------------------------------------------------------ */
@@ -416,10 +447,27 @@ static void run_sequences(head_ctx *c, enc_job *jobs, float *buf, int S)
     }
 }
 
-/* A token head or masked LM: sequence by sequence, its rows through dense
- * (into t), then out into the job's logits (padding rows zero) or SPLADE's
- * vector. */
-static void run_tokens(head_ctx *c, enc_job *jobs, float *t)
+/* ROWS: sequence q's chosen rows, gathered into g (D wide); returns how
+ * many, and in *first the index in head_rows of the first. */
+static int gather_rows(const enc_workspace *ws, const seq_info *sq, const enc_job *job, int D,
+                       float *g, int *first)
+{
+    const enc_result *res = job->res;
+    const long long lo = (long long)sq->b * job->in->L, hi = lo + sq->len;
+    int k = 0, n = 0;
+    while (k < res->n_head_rows && res->head_rows[k] < lo)
+        k++;
+    *first = k;
+    for (; k < res->n_head_rows && res->head_rows[k] < hi; k++, n++)
+        memcpy(g + (size_t)n * D, ws->x + (size_t)(sq->row + (res->head_rows[k] - lo)) * D,
+               (size_t)D * sizeof *g);
+    return n;
+}
+
+/* A token head or masked LM: sequence by sequence, its rows (or, for ROWS,
+ * its chosen rows, gathered into g) through dense (into t), then out into
+ * the job's logits (padding rows zero) or SPLADE's vector. */
+static void run_tokens(head_ctx *c, enc_job *jobs, float *t, float *g)
 {
     const model_head *h = c->m->head;
     const enc_workspace *ws = c->ws;
@@ -430,17 +478,27 @@ static void run_tokens(head_ctx *c, enc_job *jobs, float *t)
         if (!wants(job))
             continue;
         const float *in = ws->x + (size_t)sq->row * D;
+        int M = sq->len, first = 0;
+        if (job->res->head == ENC_HEAD_OUT_ROWS) {
+            if ((M = gather_rows(ws, sq, job, D, g, &first)) == 0)
+                continue;
+            in = g;
+        }
         if (h->dense.N) {
-            run_linear(c, &h->dense, t, Nt, in, D, sq->len, false);
+            run_linear(c, &h->dense, t, Nt, in, D, M, false);
             in = t;
         }
         if (job->res->head == ENC_HEAD_OUT_SPLADE) {
-            run_linear(c, &h->out, job->res->logits + (size_t)sq->b * N, 0, in, Nt, sq->len, true);
+            run_linear(c, &h->out, job->res->logits + (size_t)sq->b * N, 0, in, Nt, M, true);
+            continue;
+        }
+        if (job->res->head == ENC_HEAD_OUT_ROWS) {
+            run_linear(c, &h->out, job->res->logits + (size_t)first * N, N, in, Nt, M, false);
             continue;
         }
         const int L = job->in->L;
         float *dst = job->res->logits + (size_t)sq->b * L * N;
-        run_linear(c, &h->out, dst, N, in, Nt, sq->len, false);
+        run_linear(c, &h->out, dst, N, in, Nt, M, false);
         memset(dst + (size_t)sq->len * N, 0, (size_t)(L - sq->len) * N * sizeof *dst);
     }
 }
@@ -459,9 +517,11 @@ int head_run(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
     const size_t D = (size_t)m->hp.d_model, C = (size_t)h->out.N;
     const size_t Nt = h->dense.N ? (size_t)h->dense.N : D;
     const size_t threads = (size_t)team_size(ws->team);
+    /* a token head: t (Lmax, Nt), SPLADE's blocks, and ROWS' gathered rows
+     * (Lmax, D) */
     const size_t floats = h->info.kind == ENC_HEAD_SEQUENCE
                               ? (size_t)S * (D + Nt + C)
-                              : (size_t)Lmax * Nt + threads * HEAD_ROWS * HEAD_CHUNK;
+                              : (size_t)Lmax * (Nt + D) + threads * HEAD_ROWS * HEAD_CHUNK;
     enc_error err = {0};
     if (reserve(ws, floats, &err) < 0) {
         for (int j = 0; j < n; j++)
@@ -476,14 +536,17 @@ int head_run(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
     if (h->info.kind == ENC_HEAD_SEQUENCE) {
         run_sequences(&c, jobs, ws->head, S);
     } else {
-        c.scratch = ws->head + (size_t)Lmax * Nt;
-        run_tokens(&c, jobs, ws->head);
+        c.scratch = ws->head + (size_t)Lmax * (Nt + D);
+        run_tokens(&c, jobs, ws->head, ws->head + (size_t)Lmax * Nt);
     }
     for (int j = 0; j < n; j++) {
         if (!wants(&jobs[j]))
             continue;
         const enc_batch *in = jobs[j].in;
-        const size_t count = enc_head_floats(m, jobs[j].res->head, in->B, in->L);
+        const enc_result *res = jobs[j].res;
+        const size_t count = res->head == ENC_HEAD_OUT_ROWS
+                                 ? (size_t)res->n_head_rows * C
+                                 : enc_head_floats(m, res->head, in->B, in->L);
         const size_t k = enc_floats_nonfinite(jobs[j].res->logits, count);
         if (k < count) {
             jobs[j].rc = enc_error_set(&jobs[j].err, ENC_ENUMERIC,

@@ -86,8 +86,9 @@ void head_pack(enc_model *m);
 
 /* Checks what a job asks of the head: ENC_EINVAL naming what the model has
  * when it asks for a head it lacks, SPLADE of a head that is not a masked
- * LM, or no logits buffer. */
-int head_check(const enc_model *m, const enc_result *res, enc_error *err);
+ * LM, chosen rows of a sequence head or rows that are not the batch's real
+ * tokens in ascending order, or no logits buffer. */
+int head_check(const enc_model *m, const enc_batch *in, const enc_result *res, enc_error *err);
 
 struct enc_workspace;
 /* The head over the packed batch (ws->x, ws->seqs) for every live job that

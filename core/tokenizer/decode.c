@@ -792,6 +792,41 @@ static const char *token_of(const tok_tokenizer *t, int32_t id)
     return tok_model_id_to_token(t->model, id);
 }
 
+/* The decoder chain over r's input tokens (r->in), then the text: the
+ * pieces concatenated (Decoder::decode), or without a decoder joined by
+ * spaces.  Frees r's lists. */
+static int decode_finish(const tok_tokenizer *t, dec_run *r, int rc, char **out, size_t *len,
+                         enc_error *err)
+{
+    if (rc == 0 && t->decoder && (rc = run(t->decoder, r)) < 0)
+        rc = rc == ENC_ENOMEM ? enc_error_set(err, rc, "out of memory decoding")
+                              : enc_error_set(err, rc, "decoder: %s", enc_strerror(rc));
+    const size_t spaces = t->decoder || r->in->n == 0 ? 0 : r->in->n - 1;
+    char *text = rc == 0 ? malloc(r->in->used + spaces + 1) : NULL;
+    if (rc == 0 && !text)
+        rc = enc_error_set(err, ENC_ENOMEM, "out of memory for the decoded text");
+    if (rc == 0) {
+        size_t k = 0;
+        for (size_t i = 0; i < r->in->n; i++) {
+            size_t l;
+            const char *p = list_at(r->in, i, &l);
+            if (i > 0 && spaces)
+                text[k++] = ' ';
+            memcpy(text + k, p, l);
+            k += l;
+        }
+        text[k] = '\0';
+        *out = text;
+        *len = k;
+    }
+    list_free(r->in);
+    list_free(r->out);
+    for (size_t i = 0; i < sizeof r->tmp / sizeof r->tmp[0]; i++)
+        list_free(&r->tmp[i]);
+    tok_str_free(&r->s);
+    return rc;
+}
+
 int tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, bool skip_special, char **out,
                size_t *len, enc_error *err)
 {
@@ -817,32 +852,21 @@ int tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, bool skip_s
             rc = enc_error_set(err, ENC_ENOMEM, "out of memory for the tokens");
         }
     }
-    if (rc == 0 && t->decoder && (rc = run(t->decoder, &r)) < 0)
-        rc = rc == ENC_ENOMEM ? enc_error_set(err, rc, "out of memory decoding")
-                              : enc_error_set(err, rc, "decoder: %s", enc_strerror(rc));
-    /* concatenated (Decoder::decode), or joined by spaces */
-    const size_t spaces = t->decoder || r.in->n == 0 ? 0 : r.in->n - 1;
-    char *text = rc == 0 ? malloc(r.in->used + spaces + 1) : NULL;
-    if (rc == 0 && !text)
-        rc = enc_error_set(err, ENC_ENOMEM, "out of memory for the decoded text");
-    if (rc == 0) {
-        size_t k = 0;
-        for (size_t i = 0; i < r.in->n; i++) {
-            size_t l;
-            const char *p = list_at(r.in, i, &l);
-            if (i > 0 && spaces)
-                text[k++] = ' ';
-            memcpy(text + k, p, l);
-            k += l;
-        }
-        text[k] = '\0';
-        *out = text;
-        *len = k;
-    }
-    list_free(&lists[0]);
-    list_free(&lists[1]);
-    for (size_t i = 0; i < sizeof r.tmp / sizeof r.tmp[0]; i++)
-        list_free(&r.tmp[i]);
-    tok_str_free(&r.s);
-    return rc;
+    return decode_finish(t, &r, rc, out, len, err);
+}
+
+int tok_decode_tokens(const tok_tokenizer *t, const char *const *tokens, size_t n, char **out,
+                      size_t *len, enc_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    if (t->decoder_error.status)
+        return enc_error_set(err, t->decoder_error.status, "%s", t->decoder_error.message);
+    dec_list lists[2] = {{0}};
+    dec_run r = {.in = &lists[0], .out = &lists[1]};
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((rc = list_open(r.in)) < 0 || (rc = list_put(r.in, tokens[i], strlen(tokens[i]))) < 0)
+            rc = enc_error_set(err, ENC_ENOMEM, "out of memory for the tokens");
+    return decode_finish(t, &r, rc, out, len, err);
 }

@@ -519,6 +519,7 @@ tok_tokenizer *tok_load_json(const char *text, size_t len, enc_error *err)
     }
     if (tok_decode_setup(t, json_object_get(root, "decoder"), err) < 0)
         goto fail;
+    tok_roles_default(t, root);
     json_decref(root);
     return t;
 fail:

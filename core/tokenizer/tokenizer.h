@@ -78,6 +78,35 @@ void tok_encoding_free(tok_encoding *e);
 int tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
                char **out, size_t *len, enc_error *err);
 
+/* tokens (n) as text, as tokenizers' Decoder.decode(tokens) (transformers'
+ * convert_tokens_to_string): the decoder chain over the tokens as given, no
+ * id looked up, nothing skipped; joined by spaces without a decoder.  *out
+ * and the return as tok_decode's. */
+int tok_decode_tokens(const tok_tokenizer *t, const char *const *tokens, size_t n, char **out,
+                      size_t *len, enc_error *err);
+
+/* ---- what transformers adds: tokenizer_config.json (roles.c) ------------ */
+
+/* The special tokens' roles, as transformers' tokenizer names them. */
+typedef enum tok_role { TOK_ROLE_UNK, TOK_ROLE_PAD, TOK_ROLE_MASK, TOK_ROLES } tok_role;
+
+/* Reads tokenizer_config.json's text (len bytes) into t's roles: unk_token,
+ * pad_token, mask_token (a string or an AddedToken's content; null: none),
+ * clean_up_tokenization_spaces.  A key it lacks keeps what tokenizer.json
+ * gave (its model's unk token, padding's pad_id, special tokens spelled
+ * [UNK] <unk>, [PAD] <pad>, [MASK] <mask>; no clean-up).  Call before t is
+ * shared.  0, or ENC_EFORMAT / ENC_EINVAL (a token tokenizer.json lacks)
+ * with err naming the key; t's roles are then as they were. */
+int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *err);
+/* A role's id, -1 when the tokenizer has none. */
+int32_t tok_role_id(const tok_tokenizer *t, tok_role r);
+/* transformers' decode cleans up spaces (clean_up_tokenization_spaces). */
+bool tok_clean_up_spaces(const tok_tokenizer *t);
+/* transformers' clean_up_tokenization on s (len bytes), in place: " ." ->
+ * ".", " ?", " !", " ,", " ' " -> "'", " n't", " 'm", " 's", " 've", " 're";
+ * returns the new length (s NUL-ended). */
+size_t tok_clean_up(char *s, size_t len);
+
 /* The vocabulary: the number of token ids (one more than the largest). */
 size_t tok_id_count(const tok_tokenizer *t);
 /* The token of an id (borrowed until tok_free), NULL when none. */

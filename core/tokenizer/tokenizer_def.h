@@ -91,6 +91,13 @@ struct tok_tokenizer {
     enc_error decoder_error;  /* status not 0: the file's decoder cannot run, tok_decode's error */
     const char **specials;    /* (n_specials) the special added tokens' contents, sorted (strcmp) */
     size_t n_specials;
+    int32_t role[TOK_ROLES]; /* the roles' ids, -1 none (roles.c) */
+    bool clean_up;           /* transformers' decode cleans up spaces */
 };
+
+/* The roles tokenizer.json alone gives (roles.c): the model's unk_token or
+ * unk_id, padding's pad_id, and special tokens spelled [UNK] / <unk>,
+ * [PAD] / <pad>, [MASK] / <mask>; no clean-up. */
+void tok_roles_default(tok_tokenizer *t, const json_t *root);
 
 #endif

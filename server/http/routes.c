@@ -329,6 +329,7 @@ static const route routes[] = {
     {FORWARD_ROUTE("/v1/encode", v1_protocol, MEDIA_JSON)},
     {ANSWER_ROUTE("/v1/tokenize", text_tokenize_request)},
     {FORWARD_ROUTE("/v1/embeddings", openai_protocol, MEDIA_JSON)},
+    {FORWARD_ROUTE("/v1/predict", predict_protocol, MEDIA_JSON)},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},

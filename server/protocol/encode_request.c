@@ -16,6 +16,7 @@
  * and the ids' bounds (the model's embedding module) are this file's. */
 #include "protocol/encode_request.h"
 #include "protocol/text.h"
+#include "model/rollout.h"
 
 #include "runtime/bufpool.h"
 
@@ -200,8 +201,10 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
      * mapped.  Not zeroed: the forward writes every entry, padding included
      * (valgrind's memcheck would report an entry left unwritten when the
      * response reads it).  The sizes were held to the limits already. */
-    const size_t n_logits =
-        line_floats(req->head ? B * (req->head_per_token ? L : 1) * req->head_outputs : 0);
+    const size_t head_rows = req->head == ENC_HEAD_OUT_ROWS ? (size_t)req->n_head_rows
+                             : req->head_per_token          ? B * L
+                                                            : B;
+    const size_t n_logits = line_floats(req->head ? head_rows * req->head_outputs : 0);
     req->attn = encode_zalloc((size_t)req->n_layers, sizeof *req->attn);
     req->out = bufpool_take(req->pool, (n_out + n_logits + layers * per_layer) * sizeof(float));
     if (!req->out || !req->attn)
@@ -223,7 +226,9 @@ enc_result encode_request_result(encode_request *req)
                     .attn_format = req->csr ? ENC_FORMAT_CSR : ENC_FORMAT_DENSE,
                     .attn = req->attn_mode != ENC_ATTN_NONE ? req->attn : NULL,
                     .head = req->logits ? req->head : ENC_HEAD_OUT_NONE,
-                    .logits = req->logits};
+                    .logits = req->logits,
+                    .head_rows = req->head_rows,
+                    .n_head_rows = req->n_head_rows};
     return r;
 }
 
@@ -443,6 +448,76 @@ int encode_check_ids(const encode_request *req, const char *ids_what, const char
     return 0;
 }
 
+int encode_set_text(encode_request *req, const json_t *v, const char *what, unsigned flags,
+                    const enc_hparams *hp, const api_limits *lim, api_error *err)
+{
+    if (encode_ids_allowed(req, what, err) < 0)
+        return -1;
+    if (!(req->texts = calloc(1, sizeof *req->texts)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    text_batch *tb = req->texts;
+    if (text_tokenize(v, what, lim, flags, tb, err) < 0)
+        return -1;
+    req->tokenizer = lim->tokenizer;
+    req->batched = tb->batched;
+    const size_t B = tb->B, L = tb->longest;
+    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+        return -1;
+    req->batch.B = (int)B;
+    req->batch.L = (int)L;
+    if (encode_alloc_ids(req, true, what, err) < 0)
+        return -1;
+    for (size_t b = 0; b < B; b++) {
+        const tok_encoding *e = &tb->enc[b];
+        for (size_t i = 0; i < e->n; i++) {
+            req->input_ids[b * L + i] = e->ids[i];
+            req->token_type_ids[b * L + i] = e->type_ids[i];
+        }
+    }
+    return 0;
+}
+
+int encode_want_explain(encode_request *req, bool explain, const json_t *from, api_error *err)
+{
+    req->explain = explain;
+    if (!explain)
+        return from ? api_error_set(err, API_BAD_REQUEST,
+                                    "explain_from is given without \"explain\": true")
+                    : 0;
+    if (req->csr)
+        return api_error_set(err, API_BAD_REQUEST,
+                             "explain needs dense attention weights; attention_format \"csr\" is "
+                             "not taken with it");
+    if (req->attn_mode == ENC_ATTN_NONE) {
+        req->attn_mode = ENC_ATTN_MEAN;
+        req->attn_hidden = true;
+    }
+    for (int l = 0; l < req->n_layers; l++)
+        req->want_layer[l] = true;
+    req->explain_from = from ? (int)json_integer_value(from) : 0;
+    return 0;
+}
+
+int encode_explain(const encode_request *req, const enc_hparams *hp, size_t b, double *rel)
+{
+    const size_t L = (size_t)req->batch.L;
+    const int heads = enc_attn_heads(req->attn_mode, hp->n_heads);
+    const int len = (int)encode_seq_len(req, b);
+    double *buf = malloc(2 * L * sizeof *buf);
+    const float **layers = malloc((size_t)req->n_layers * sizeof *layers);
+    if (!buf || !layers) {
+        free(buf);
+        free(layers);
+        return -1;
+    }
+    for (int l = 0; l < req->n_layers; l++)
+        layers[l] = req->attn[l] + b * (size_t)heads * L * L;
+    enc_rollout(layers, req->n_layers, heads, L * L, len, (int)L, req->explain_from, buf, rel);
+    free(buf);
+    free(layers);
+    return 0;
+}
+
 void encode_request_free(encode_request *req)
 {
     if (!req)
@@ -456,6 +531,7 @@ void encode_request_free(encode_request *req)
     free(req->positions);
     free(req->input_ids);
     free(req->token_type_ids);
+    free(req->head_rows);
     text_batch_free(req->texts);
     free(req->texts);
     enc_blockmask_free(req->blockmask);

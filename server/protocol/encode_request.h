@@ -13,6 +13,8 @@
 #include "protocol/api.h"
 #include "encoder.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,13 +79,16 @@ typedef struct encode_request {
     enc_head_output head;
     size_t head_outputs;
     bool head_per_token;
+    int32_t *head_rows; /* owned: ROWS' tokens, b * L + i ascending (n_head_rows) */
+    int n_head_rows;
 
     /* Outputs, allocated by encode_request_alloc_outputs in one block from
      * pool: */
     float *out;   /* owned (B, L, D): the block */
     float **attn; /* owned (n_layers) pointers; attn[l], in out's block, set when
                      want_layer[l] */
-    float *logits; /* in out's block: (B, C), or (B, L, C) per token; NULL without head */
+    float *logits; /* in out's block: (B, C), or (B, L, C) per token, or (n_head_rows, C);
+                      NULL without head */
 } encode_request;
 
 /* "logits": true (the batch's B and L known): the model's head (limits'
@@ -91,6 +96,27 @@ typedef struct encode_request {
  * model has when it has no head attnd computes; 413 over
  * limits.max_logits_bytes. */
 int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err);
+
+/* Text in: v, the request's field named what, tokenized as flags say
+ * (text_tokenize, text.h; TEXT_SPECIALS) into req->texts, as the batch: B,
+ * L the longest, input_ids and token_type_ids (sequence b's length is
+ * req->texts->enc[b].n: the caller sets lengths).  Checked against the
+ * limits (413) with req's attention as set.  0 or -1 with err set. */
+int encode_set_text(encode_request *req, const json_t *v, const char *what, unsigned flags,
+                    const enc_hparams *hp, const api_limits *limits, api_error *err);
+
+/* "explain" (with "explain_from", from: an integer checked by the codec,
+ * or NULL): the rollout needs every layer's dense weights, computed (and
+ * held to limits.max_attention_bytes) even when attention is "none", which
+ * then returns none (attn_hidden).  400 for explain_from without explain,
+ * or explain with CSR weights. */
+int encode_want_explain(encode_request *req, bool explain, const json_t *from, api_error *err);
+
+/* The attention rollout of sequence b (model/rollout.h) from token
+ * req->explain_from, over every layer's head-averaged weights: its
+ * relevance per real token into rel (encode_seq_len(req, b)).  0, or -1
+ * out of memory. */
+int encode_explain(const encode_request *req, const enc_hparams *hp, size_t b, double *rel);
 
 /* Zeroes req and sets the defaults of an empty request for hp: no mask
  * (windows unbounded), attention "heads", precision 9, want_layer and layers

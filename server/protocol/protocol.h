@@ -1,6 +1,6 @@
 /* protocol.h - an API protocol as the HTTP layer sees it: /v1/encode
- * (v1.c), OpenAI's /v1/embeddings (openai.c) and the Open Inference
- * Protocol under /v2 (v2.c).  The HTTP layer knows the protocols only
+ * (v1.c), /v1/predict (predict.c), OpenAI's /v1/embeddings (openai.c) and
+ * the Open Inference Protocol under /v2 (v2.c).  The HTTP layer knows the protocols only
  * through this table: a row of its route table (http/routes.c) names the
  * protocol of its path, a request carries that protocol's state opaquely
  * (state_size bytes, zeroed), and the protocol turns the body into the
@@ -85,6 +85,6 @@ typedef struct protocol {
     char *(*error_body)(api_error_kind kind, const char *message);
 } protocol;
 
-extern const protocol v1_protocol, openai_protocol, v2_protocol;
+extern const protocol v1_protocol, openai_protocol, v2_protocol, predict_protocol;
 
 #endif

@@ -58,7 +58,6 @@
  */
 #include "protocol/v1.h"
 
-#include "model/rollout.h"
 #include "protocol/options.h"
 #include "protocol/protocol.h"
 #include "protocol/text.h"
@@ -163,28 +162,10 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     return rc;
 }
 
-/* explain, explain_from: the rollout needs every layer's dense weights,
- * computed (and held to limits.max_attention_bytes) even when attention
- * is "none", which then returns none. */
 static int parse_explain(encode_request *req, const json_t *root, api_error *err)
 {
-    req->explain = fields_bool(root, "explain", false);
-    if (!req->explain) {
-        if (api_json_field(root, "explain_from"))
-            return BAD("explain_from is given without \"explain\": true");
-        return 0;
-    }
-    if (req->csr)
-        return BAD("explain needs dense attention weights; attention_format \"csr\" is not "
-                   "taken with it");
-    if (req->attn_mode == ENC_ATTN_NONE) {
-        req->attn_mode = ENC_ATTN_MEAN;
-        req->attn_hidden = true;
-    }
-    for (int l = 0; l < req->n_layers; l++)
-        req->want_layer[l] = true;
-    req->explain_from = (int)fields_int(root, "explain_from", 0);
-    return 0;
+    return encode_want_explain(req, fields_bool(root, "explain", false),
+                               api_json_field(root, "explain_from"), err);
 }
 
 /* attention, attention_layers, precision, attention_format, encoding,
@@ -696,31 +677,15 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
     if (api_json_field(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
                    "(lengths and mask still apply)");
-    if (!(req->texts = calloc(1, sizeof *req->texts)))
-        return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    text_batch *tb = req->texts;
-    if (text_tokenize(api_json_field(root, "text"), "text", lim,
-                      TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0), tb, err) < 0)
+    if (encode_set_text(req, api_json_field(root, "text"), "text",
+                        TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0), hp, lim, err) < 0)
         return -1;
-    req->tokenizer = lim->tokenizer;
-    req->batched = tb->batched;
-    const size_t B = tb->B, L = tb->longest;
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
-        return -1;
-    req->batch.B = (int)B;
-    req->batch.L = (int)L;
-    if (encode_alloc_ids(req, true, "text", err) < 0)
-        return -1;
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (size_t b = 0; b < B; b++) {
-        const tok_encoding *e = &tb->enc[b];
-        for (size_t i = 0; i < e->n; i++) {
-            req->input_ids[b * L + i] = e->ids[i];
-            req->token_type_ids[b * L + i] = e->type_ids[i];
-        }
-        rows->len[b] = e->n;
-        rows->ragged |= e->n != L;
+        rows->len[b] = req->texts->enc[b].n;
+        rows->ragged |= rows->len[b] != L;
     }
     return 0;
 }
@@ -1027,30 +992,24 @@ static void write_shape(stream *st, const encode_request *req, const enc_hparams
 static int write_explain(stream *st, const encode_request *req, const enc_hparams *hp)
 {
     const size_t L = (size_t)req->batch.L, B = (size_t)req->batch.B;
-    const int heads = enc_attn_heads(req->attn_mode, hp->n_heads);
-    double *buf = malloc(3 * L * sizeof *buf);
-    const float **layers = malloc((size_t)req->n_layers * sizeof *layers);
-    if (!buf || !layers) {
-        free(buf);
-        free(layers);
+    double *rel = malloc(L * sizeof *rel);
+    if (!rel)
         return -1;
-    }
     stream_puts(st, req->batched ? ",\"explain\":[" : ",\"explain\":");
     for (size_t b = 0; b < B; b++) {
-        const int len = (int)encode_seq_len(req, b);
-        for (int l = 0; l < req->n_layers; l++)
-            layers[l] = req->attn[l] + b * (size_t)heads * L * L;
-        enc_rollout(layers, req->n_layers, heads, L * L, len, (int)L, req->explain_from, buf,
-                    buf + 2 * L);
+        const size_t len = encode_seq_len(req, b);
+        if (encode_explain(req, hp, b, rel) < 0) {
+            free(rel);
+            return -1;
+        }
         stream_puts(st, b ? ",[" : "[");
-        for (int j = 0; j < len; j++)
-            stream_printf(st, j ? ",%.*g" : "%.*g", req->precision, buf[2 * L + (size_t)j]);
+        for (size_t j = 0; j < len; j++)
+            stream_printf(st, j ? ",%.*g" : "%.*g", req->precision, rel[j]);
         stream_puts(st, "]");
     }
     if (req->batched)
         stream_puts(st, "]");
-    free(buf);
-    free(layers);
+    free(rel);
     return 0;
 }
 

@@ -1,0 +1,120 @@
+/* roles.c - what transformers adds to a tokenizer.json: the special tokens'
+ * roles (unk_token, pad_token, mask_token) and decode's clean-up, read from
+ * tokenizer_config.json, with defaults from tokenizer.json alone. */
+#include "tokenizer/tokenizer_def.h"
+
+#include <jansson.h>
+#include <string.h>
+
+/* The first of names (NULL-ended) that is an added special token's content. */
+static int32_t special_named(const tok_tokenizer *t, const char *const *names)
+{
+    for (; *names; names++)
+        for (size_t i = 0; i < t->n_added; i++)
+            if (t->added[i].special && strcmp(t->added[i].content, *names) == 0)
+                return t->added[i].id;
+    return -1;
+}
+
+void tok_roles_default(tok_tokenizer *t, const json_t *root)
+{
+    static const char *const UNK[] = {"[UNK]", "<unk>", NULL};
+    static const char *const PAD[] = {"[PAD]", "<pad>", NULL};
+    static const char *const MASK[] = {"[MASK]", "<mask>", NULL};
+    const json_t *model = json_object_get(root, "model");
+    const json_t *unk = json_object_get(model, "unk_token"),
+                 *unk_id = json_object_get(model, "unk_id");
+    t->role[TOK_ROLE_UNK] = json_is_string(unk)       ? tok_token_id(t, json_string_value(unk))
+                            : json_is_integer(unk_id) ? (int32_t)json_integer_value(unk_id)
+                                                      : special_named(t, UNK);
+    const json_t *pad = json_object_get(json_object_get(root, "padding"), "pad_id");
+    t->role[TOK_ROLE_PAD] =
+        json_is_integer(pad) ? (int32_t)json_integer_value(pad) : special_named(t, PAD);
+    t->role[TOK_ROLE_MASK] = special_named(t, MASK);
+    t->clean_up = false;
+}
+
+/* A role's entry: a string, or an AddedToken object's "content". */
+static const char *role_content(const json_t *v)
+{
+    return json_is_string(v) ? json_string_value(v)
+                             : json_string_value(json_object_get(v, "content"));
+}
+
+int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *err)
+{
+    static const char *const KEYS[TOK_ROLES] = {"unk_token", "pad_token", "mask_token"};
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return enc_error_set(err, ENC_EFORMAT, "tokenizer_config.json: %s",
+                             root ? "must hold an object" : jerr.text);
+    }
+    int rc = ENC_OK;
+    for (int r = 0; r < TOK_ROLES && rc == ENC_OK; r++) {
+        const json_t *v = json_object_get(root, KEYS[r]);
+        if (!v)
+            continue;
+        const char *s = role_content(v);
+        const int32_t id = s ? tok_token_id(t, s) : -1;
+        if (json_is_null(v)) {
+            t->role[r] = -1;
+        } else if (!s) {
+            rc = enc_error_set(err, ENC_EFORMAT,
+                               "tokenizer_config.json: %s must be a string or an AddedToken, "
+                               "not %s",
+                               KEYS[r], json_is_object(v) ? "an object without content" : "this");
+        } else if (id < 0) {
+            rc = enc_error_set(err, ENC_EINVAL,
+                               "tokenizer_config.json: %s '%.64s' is not a token of tokenizer.json",
+                               KEYS[r], s);
+        } else {
+            t->role[r] = id;
+        }
+    }
+    const json_t *c = json_object_get(root, "clean_up_tokenization_spaces");
+    if (rc == ENC_OK && c && !json_is_boolean(c))
+        rc = enc_error_set(err, ENC_EFORMAT,
+                           "tokenizer_config.json: clean_up_tokenization_spaces must be true or "
+                           "false");
+    if (rc == ENC_OK && c)
+        t->clean_up = json_is_true(c);
+    json_decref(root);
+    return rc;
+}
+
+int32_t tok_role_id(const tok_tokenizer *t, tok_role r)
+{
+    return r >= 0 && r < TOK_ROLES ? t->role[r] : -1;
+}
+
+bool tok_clean_up_spaces(const tok_tokenizer *t)
+{
+    return t->clean_up;
+}
+
+size_t tok_clean_up(char *s, size_t len)
+{
+    /* transformers' clean_up_tokenization: each replacement over the whole
+     * text, in this order */
+    static const char *const FROM[] = {" .",   " ?",  " !",  " ,",   " ' ",
+                                       " n't", " 'm", " 's", " 've", " 're"};
+    static const char *const TO[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+    for (size_t r = 0; r < sizeof FROM / sizeof *FROM; r++) {
+        const size_t fl = strlen(FROM[r]), tl = strlen(TO[r]);
+        size_t k = 0;
+        for (size_t i = 0; i < len;) {
+            if (i + fl <= len && memcmp(s + i, FROM[r], fl) == 0) {
+                memmove(s + k, TO[r], tl);
+                k += tl;
+                i += fl;
+            } else {
+                s[k++] = s[i++];
+            }
+        }
+        len = k;
+    }
+    s[len] = '\0';
+    return len;
+}

@@ -1,0 +1,373 @@
+/* predict.c - POST /v1/predict: the served checkpoint's own answer for text,
+ * in the shapes of transformers' pipelines (answer.h): a sequence head's
+ * labels and scores (text-classification, a text or a pair; a reranker's
+ * one score), a token head's entities (token-classification), a masked
+ * LM's tokens for each mask (fill-mask); with "explain", each token's
+ * attention-rollout relevance beside its offsets.  One forward for the
+ * request's texts, as /v1/encode. */
+#include "protocol/answer.h"
+#include "protocol/fields.h"
+#include "protocol/protocol.h"
+#include "protocol/text.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BAD(...) api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+
+/* The pipeline each head kind answers as. */
+static const char *const TASK[] = {
+    [ENC_HEAD_SEQUENCE] = "text-classification",
+    [ENC_HEAD_TOKEN] = "token-classification",
+    [ENC_HEAD_MASKED_LM] = "fill-mask",
+};
+
+/* fill-mask's default top_k (FillMaskPipeline's). */
+#define FILL_TOP_K 5
+
+static const char *const STRATEGIES[] = {"simple", "none", NULL};
+static const field_spec BODY_FIELDS[] = {
+    {.name = "inputs",
+     .type = FIELD_JSON,
+     .required = true,
+     .form = "a string, a list of strings, or a list of [text, text_pair] pairs"},
+    {.name = "top_k", .type = FIELD_INT, .min = 1, .max = INT_MAX},
+    {.name = "aggregation_strategy", .type = FIELD_CHOICE, .choices = STRATEGIES},
+    {.name = "raw_scores", .type = FIELD_BOOL},
+    {.name = "truncate", .type = FIELD_BOOL},
+    {.name = "explain", .type = FIELD_BOOL},
+    {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
+    {.name = "model", .type = FIELD_STRING},
+};
+static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
+
+/* A request's state: its forward and what its answer needs. */
+typedef struct predict_state {
+    encode_request enc;
+    const enc_head_info *head;
+    const tok_tokenizer *tok;
+    json_t *inputs; /* the body's inputs (a reference): the texts entities quote */
+    int top_k;      /* 0: every label */
+    bool aggregate, raw;
+} predict_state;
+
+/* The model's head, or NULL with err naming what the model has. */
+static const enc_head_info *head_of(const api_limits *lim, api_error *err)
+{
+    const enc_model *m = lim ? lim->model : NULL;
+    const enc_head_info *h = enc_model_head(m);
+    if (h)
+        return h;
+    const char *unsupported = enc_model_head_unsupported(m), *note = enc_model_head_note(m);
+    const char *klass = m ? enc_model_class(m) : "";
+    if (unsupported)
+        BAD("this model's head (%s) is not %s%s: /v1/predict needs a sequence-classification, "
+            "token-classification or masked-LM head; /v1/encode and /v1/embeddings serve its "
+            "encoder",
+            unsupported, note[0] ? "computed: " : "one attnd computes", note);
+    else
+        BAD("this model has no task head (%s): /v1/predict needs a sequence-classification, "
+            "token-classification or masked-LM head; /v1/encode and /v1/embeddings serve its "
+            "encoder",
+            klass[0] ? klass : "no config.json architectures");
+    return NULL;
+}
+
+/* The options each task takes, the others refused naming the task. */
+static int parse_options(predict_state *p, const json_t *root, api_error *err)
+{
+    const enc_head_kind kind = p->head->kind;
+    const char *task = TASK[kind];
+    if (kind == ENC_HEAD_TOKEN && api_json_field(root, "top_k"))
+        return BAD("top_k is not used by %s: every token's entity is returned", task);
+    if (kind != ENC_HEAD_TOKEN && api_json_field(root, "aggregation_strategy"))
+        return BAD("aggregation_strategy is only used by token-classification; this model "
+                   "answers %s",
+                   task);
+    if (kind != ENC_HEAD_SEQUENCE && api_json_field(root, "raw_scores"))
+        return BAD("raw_scores is only used by text-classification; this model answers %s", task);
+    p->top_k = (int)fields_int(root, "top_k", kind == ENC_HEAD_MASKED_LM ? FILL_TOP_K : 0);
+    p->aggregate = fields_choice(&BODY, root, "aggregation_strategy", 0) == 0;
+    p->raw = fields_bool(root, "raw_scores", false);
+    return encode_want_explain(&p->enc, fields_bool(root, "explain", false),
+                               api_json_field(root, "explain_from"), err);
+}
+
+/* A pair is text-classification's alone (the pipelines' {"text", "text_pair"}). */
+static int check_pairs(const predict_state *p, const json_t *inputs, api_error *err)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(inputs, i, v)
+    {
+        if (json_is_array(v) && p->head->kind != ENC_HEAD_SEQUENCE)
+            return BAD("inputs[%zu] is a pair; %s takes one text per sequence", i,
+                       TASK[p->head->kind]);
+    }
+    return 0;
+}
+
+/* fill-mask: every mask token of every text, as the head's rows. */
+static int mask_rows(predict_state *p, api_error *err)
+{
+    encode_request *req = &p->enc;
+    const int32_t mask = tok_role_id(p->tok, TOK_ROLE_MASK);
+    if (mask < 0)
+        return BAD("inputs: fill-mask needs the tokenizer's mask token, and it has none "
+                   "(tokenizer_config.json's mask_token)");
+    const char *spelled = tok_token_text(p->tok, mask);
+    const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
+    if (!(req->head_rows = encode_zalloc(B * L, sizeof *req->head_rows)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (size_t b = 0; b < B; b++) {
+        const int before = req->n_head_rows;
+        for (size_t i = 0; i < encode_seq_len(req, b); i++)
+            if (req->input_ids[b * L + i] == mask)
+                req->head_rows[req->n_head_rows++] = (int32_t)(b * L + i);
+        if (req->n_head_rows == before) {
+            char at[40] = "inputs";
+            if (req->batched)
+                snprintf(at, sizeof at, "inputs[%zu]", b);
+            return BAD("%s has no mask token (%s)", at, spelled ? spelled : "?");
+        }
+    }
+    req->head = ENC_HEAD_OUT_ROWS;
+    req->head_outputs = (size_t)p->head->n_outputs;
+    return 0;
+}
+
+/* The decoder an answer runs (an entity group's word, fill-mask's text):
+ * one the tokenizer cannot run is 501 before the forward. */
+static int check_decoder(const predict_state *p, api_error *err)
+{
+    if (p->head->kind == ENC_HEAD_SEQUENCE)
+        return 0;
+    char *s = NULL;
+    size_t len = 0;
+    enc_error e = {0};
+    const int rc = tok_decode(p->tok, NULL, 0, false, &s, &len, &e);
+    free(s);
+    if (rc < 0)
+        return api_error_set(err, rc == ENC_ENOMEM ? API_UNAVAILABLE : API_NOT_IMPLEMENTED,
+                             "%s needs the tokenizer's decoder: %s", TASK[p->head->kind],
+                             e.message);
+    return 0;
+}
+
+static int parse_body(predict_state *p, json_t *root, const proto_input *in, api_error *err)
+{
+    encode_request *req = &p->enc;
+    const api_limits *lim = in->limits;
+    if (!json_is_object(root))
+        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+    if (fields_check(&BODY, root, "", err) < 0)
+        return -1;
+    const json_t *model = api_json_field(root, "model");
+    if (model && strcmp(json_string_value(model), in->model_name) != 0) {
+        char s[API_SAFE_MAX + 4];
+        return api_error_set(err, API_NOT_FOUND,
+                             "model '%s' does not exist: this server serves '%s'",
+                             api_safe_text(json_string_value(model), s), in->model_name);
+    }
+    if (!(p->head = head_of(lim, err)) || parse_options(p, root, err) < 0)
+        return -1;
+    json_t *inputs = api_json_field(root, "inputs");
+    if (check_pairs(p, inputs, err) < 0)
+        return -1;
+    const unsigned flags =
+        TEXT_SPECIALS | (fields_bool(root, "truncate", false) ? TEXT_TRUNCATE : 0);
+    if (encode_set_text(req, inputs, "inputs", flags, in->hp, lim, err) < 0)
+        return -1;
+    if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    req->batch.lengths = req->lengths;
+    for (int b = 0; b < req->batch.B; b++)
+        req->lengths[b] = (int)req->texts->enc[b].n;
+    p->tok = lim->tokenizer;
+    p->inputs = json_incref(inputs);
+    for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
+        if ((size_t)req->explain_from >= encode_seq_len(req, b))
+            return BAD("explain_from = %d is outside sequence %zu's tokens 0..%zu",
+                       req->explain_from, b, encode_seq_len(req, b) - 1);
+    if (check_decoder(p, err) < 0)
+        return -1;
+    if (p->head->kind == ENC_HEAD_MASKED_LM) {
+        if (mask_rows(p, err) < 0)
+            return -1;
+        const size_t bytes = (size_t)req->n_head_rows * req->head_outputs * 4;
+        if (bytes > lim->max_logits_bytes)
+            return api_error_set(err, API_TOO_LARGE,
+                                 "inputs: %d mask tokens x %zu logits (float32) is over "
+                                 "limits.max_logits_bytes (%zu)",
+                                 req->n_head_rows, req->head_outputs, lim->max_logits_bytes);
+        return 0;
+    }
+    return encode_want_logits(req, lim, err);
+}
+
+static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)
+{
+    predict_state *p = state;
+    encode_request *req = &p->enc;
+    if (encode_request_init(req, in->hp, err) < 0)
+        return NULL;
+    const api_limits *lim = in->limits;
+    req->pool = lim ? lim->pool : NULL;
+    req->embedding = lim ? lim->embedding : NULL;
+    req->attn_mode = ENC_ATTN_NONE;
+    json_error_t jerr;
+    json_t *root =
+        json_loadb(in->body ? in->body : "", in->body ? in->len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
+            jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+        return NULL;
+    }
+    const int rc = parse_body(p, root, in, err);
+    json_decref(root);
+    return rc < 0 ? NULL : req;
+}
+
+/* ---- the response ------------------------------------------------------------ */
+
+/* Text b of the inputs: the string, or a pair's first (entities take no
+ * pairs). */
+static const char *text_of(const predict_state *p, size_t b, size_t *len)
+{
+    const json_t *v = p->enc.batched ? json_array_get(p->inputs, b) : p->inputs;
+    if (json_is_array(v))
+        v = json_array_get(v, 0);
+    *len = json_string_length(v);
+    return json_string_value(v);
+}
+
+/* Sequence b's answer (new reference), or NULL with err. */
+static json_t *answer_of(const predict_state *p, size_t b, int *row, api_error *err)
+{
+    const encode_request *req = &p->enc;
+    const tok_encoding *e = &req->texts->enc[b];
+    const size_t L = (size_t)req->batch.L, C = req->head_outputs;
+    switch (p->head->kind) {
+    case ENC_HEAD_SEQUENCE:
+        return answer_labels(p->head, req->logits + b * C, p->top_k, p->raw);
+    case ENC_HEAD_TOKEN: {
+        size_t len;
+        const char *text = text_of(p, b, &len);
+        return answer_entities(p->tok, p->head, e, text, len, req->logits + b * L * C, p->aggregate,
+                               err);
+    }
+    case ENC_HEAD_MASKED_LM: {
+        int32_t masks[64], *at = masks;
+        const int first = *row;
+        while (*row < req->n_head_rows && (size_t)req->head_rows[*row] < (b + 1) * L)
+            (*row)++;
+        const int n = *row - first;
+        if (n > 64 && !(at = malloc((size_t)n * sizeof *at)))
+            return NULL;
+        for (int k = 0; k < n; k++)
+            at[k] = (int32_t)(req->head_rows[first + k] - (int32_t)(b * L));
+        json_t *out = answer_fill_mask(p->tok, e->ids, e->n, at, n, req->logits + (size_t)first * C,
+                                       (int)C, p->top_k, err);
+        if (at != masks)
+            free(at);
+        return out;
+    }
+    case ENC_HEAD_NONE:
+        break;
+    }
+    return NULL;
+}
+
+/* Sequence b's explanation: its tokens (text_tokens_json) each with its
+ * "relevance". */
+static json_t *explain_of(const predict_state *p, const enc_hparams *hp, size_t b, double *rel)
+{
+    const encode_request *req = &p->enc;
+    json_t *toks = text_tokens_json(p->tok, &req->texts->enc[b]);
+    if (!toks || encode_explain(req, hp, b, rel) < 0) {
+        json_decref(toks);
+        return NULL;
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(toks, i, t)
+    {
+        if (json_object_set_new(t, "relevance", json_real(rel[i])) < 0) {
+            json_decref(toks);
+            return NULL;
+        }
+    }
+    return toks;
+}
+
+/* The body as a JSON object (new reference), or NULL. */
+static json_t *response(const predict_state *p, const proto_output *out, api_error *err)
+{
+    const encode_request *req = &p->enc;
+    const size_t B = (size_t)req->batch.B;
+    json_t *preds = json_array(), *expl = req->explain ? json_array() : NULL;
+    double *rel = req->explain ? malloc((size_t)req->batch.L * sizeof *rel) : NULL;
+    json_t *body = NULL;
+    int row = 0;
+    if (!preds || (req->explain && (!expl || !rel)))
+        goto done;
+    for (size_t b = 0; b < B; b++) {
+        if (json_array_append_new(preds, answer_of(p, b, &row, err)) < 0)
+            goto done;
+        if (expl && json_array_append_new(expl, explain_of(p, out->hp, b, rel)) < 0)
+            goto done;
+    }
+    const encode_usage *u = out->usage;
+    body = json_pack("{s:s,s:s,s:O,s:{s:i,s:I,s:f,s:f}}", "model", out->model_name, "task",
+                     TASK[p->head->kind], "predictions",
+                     req->batched ? preds : json_array_get(preds, 0), "usage", "sequences",
+                     u ? u->sequences : req->batch.B, "tokens", (json_int_t)(u ? u->tokens : 0),
+                     "queue_ms", u && isfinite(u->queue_ms) ? u->queue_ms : 0.0, "compute_ms",
+                     u && isfinite(u->compute_ms) ? u->compute_ms : 0.0);
+    if (body && expl &&
+        json_object_set(body, "explain", req->batched ? expl : json_array_get(expl, 0)) < 0) {
+        json_decref(body);
+        body = NULL;
+    }
+done:
+    json_decref(preds);
+    json_decref(expl);
+    free(rel);
+    return body;
+}
+
+static int predict_render(const void *state, const proto_output *out, stream *st,
+                          size_t *header_len)
+{
+    const predict_state *p = state;
+    *header_len = 0;
+    api_error err = {0};
+    json_t *body = response(p, out, &err);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return -1;
+    stream_text(st, text, strlen(text));
+    free(text);
+    return stream_failed(st) ? -1 : 0;
+}
+
+static void predict_free(void *state)
+{
+    predict_state *p = state;
+    encode_request_free(&p->enc);
+    json_decref(p->inputs);
+}
+
+const protocol predict_protocol = {.name = "predict",
+                                   .state_size = sizeof(predict_state),
+                                   .parse = predict_parse,
+                                   .render = predict_render,
+                                   .free = predict_free,
+                                   .error_body = api_error_body};
