@@ -45,10 +45,9 @@ static double score_of(enc_head_function fn, const float *x, int n, int i, float
 
 /* ---- text-classification --------------------------------------------------- */
 
-json_t *answer_labels(const enc_head_info *h, const float *logits, int top_k, bool raw)
+json_t *answer_labels(const enc_head_info *h, const float *logits, int top_k, enc_head_function fn)
 {
     const int C = h->n_outputs;
-    const enc_head_function fn = raw ? ENC_HEAD_FN_NONE : h->function;
     double *score = malloc((size_t)C * sizeof *score);
     int *order = malloc((size_t)C * sizeof *order);
     json_t *out = json_array();

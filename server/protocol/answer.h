@@ -20,11 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* text-classification with top_k (0: every label): the C logits through the
- * head's function (softmax, sigmoid, none; raw: none), as [{"label",
- * "score"}, ...] by score, highest first (ties in label order).  New
- * reference, NULL when out of memory. */
-json_t *answer_labels(const enc_head_info *h, const float *logits, int top_k, bool raw);
+/* text-classification with top_k (0: every label): the C logits through fn
+ * (softmax, sigmoid, none), as [{"label", "score"}, ...] by score, highest
+ * first (ties in label order).  New reference, NULL when out of memory. */
+json_t *answer_labels(const enc_head_info *h, const float *logits, int top_k, enc_head_function fn);
 
 /* token-classification of one text (len bytes) and its encoding e, from
  * its logits (e->n, C): each token that is not special, its label the

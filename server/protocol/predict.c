@@ -5,6 +5,8 @@
  * LM's tokens for each mask (fill-mask); with "explain", each token's
  * attention-rollout relevance beside its offsets.  One forward for the
  * request's texts, as /v1/encode. */
+#include "protocol/predict.h"
+
 #include "protocol/answer.h"
 #include "protocol/fields.h"
 #include "protocol/protocol.h"
@@ -20,12 +22,13 @@
 
 #define BAD(...) api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
 
-/* The pipeline each head kind answers as. */
-static const char *const TASK[] = {
-    [ENC_HEAD_SEQUENCE] = "text-classification",
-    [ENC_HEAD_TOKEN] = "token-classification",
-    [ENC_HEAD_MASKED_LM] = "fill-mask",
-};
+const char *predict_task(enc_head_kind kind)
+{
+    return kind == ENC_HEAD_SEQUENCE    ? "text-classification"
+           : kind == ENC_HEAD_TOKEN     ? "token-classification"
+           : kind == ENC_HEAD_MASKED_LM ? "fill-mask"
+                                        : "none";
+}
 
 /* fill-mask's default top_k (FillMaskPipeline's). */
 #define FILL_TOP_K 5
@@ -46,18 +49,8 @@ static const field_spec BODY_FIELDS[] = {
 };
 static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
 
-/* A request's state: its forward and what its answer needs. */
-typedef struct predict_state {
-    encode_request enc;
-    const enc_head_info *head;
-    const tok_tokenizer *tok;
-    json_t *inputs; /* the body's inputs (a reference): the texts entities quote */
-    int top_k;      /* 0: every label */
-    bool aggregate, raw;
-} predict_state;
-
 /* The model's head, or NULL with err naming what the model has. */
-static const enc_head_info *head_of(const api_limits *lim, api_error *err)
+const enc_head_info *predict_head(const api_limits *lim, api_error *err)
 {
     const enc_model *m = lim ? lim->model : NULL;
     const enc_head_info *h = enc_model_head(m);
@@ -79,10 +72,10 @@ static const enc_head_info *head_of(const api_limits *lim, api_error *err)
 }
 
 /* The options each task takes, the others refused naming the task. */
-static int parse_options(predict_state *p, const json_t *root, api_error *err)
+static int parse_options(predict_request *p, const json_t *root, api_error *err)
 {
     const enc_head_kind kind = p->head->kind;
-    const char *task = TASK[kind];
+    const char *task = predict_task(kind);
     if (kind == ENC_HEAD_TOKEN && api_json_field(root, "top_k"))
         return BAD("top_k is not used by %s: every token's entity is returned", task);
     if (kind != ENC_HEAD_TOKEN && api_json_field(root, "aggregation_strategy"))
@@ -93,13 +86,13 @@ static int parse_options(predict_state *p, const json_t *root, api_error *err)
         return BAD("raw_scores is only used by text-classification; this model answers %s", task);
     p->top_k = (int)fields_int(root, "top_k", kind == ENC_HEAD_MASKED_LM ? FILL_TOP_K : 0);
     p->aggregate = fields_choice(&BODY, root, "aggregation_strategy", 0) == 0;
-    p->raw = fields_bool(root, "raw_scores", false);
+    p->fn = fields_bool(root, "raw_scores", false) ? ENC_HEAD_FN_NONE : p->head->function;
     return encode_want_explain(&p->enc, fields_bool(root, "explain", false),
                                api_json_field(root, "explain_from"), err);
 }
 
 /* A pair is text-classification's alone (the pipelines' {"text", "text_pair"}). */
-static int check_pairs(const predict_state *p, const json_t *inputs, api_error *err)
+static int check_pairs(const predict_request *p, const json_t *inputs, api_error *err)
 {
     size_t i;
     const json_t *v;
@@ -107,13 +100,13 @@ static int check_pairs(const predict_state *p, const json_t *inputs, api_error *
     {
         if (json_is_array(v) && p->head->kind != ENC_HEAD_SEQUENCE)
             return BAD("inputs[%zu] is a pair; %s takes one text per sequence", i,
-                       TASK[p->head->kind]);
+                       predict_task(p->head->kind));
     }
     return 0;
 }
 
 /* fill-mask: every mask token of every text, as the head's rows. */
-static int mask_rows(predict_state *p, api_error *err)
+static int mask_rows(predict_request *p, api_error *err)
 {
     encode_request *req = &p->enc;
     const int32_t mask = tok_role_id(p->tok, TOK_ROLE_MASK);
@@ -143,7 +136,7 @@ static int mask_rows(predict_state *p, api_error *err)
 
 /* The decoder an answer runs (an entity group's word, fill-mask's text):
  * one the tokenizer cannot run is 501 before the forward. */
-static int check_decoder(const predict_state *p, api_error *err)
+static int check_decoder(const predict_request *p, api_error *err)
 {
     if (p->head->kind == ENC_HEAD_SEQUENCE)
         return 0;
@@ -154,34 +147,30 @@ static int check_decoder(const predict_state *p, api_error *err)
     free(s);
     if (rc < 0)
         return api_error_set(err, rc == ENC_ENOMEM ? API_UNAVAILABLE : API_NOT_IMPLEMENTED,
-                             "%s needs the tokenizer's decoder: %s", TASK[p->head->kind],
+                             "%s needs the tokenizer's decoder: %s", predict_task(p->head->kind),
                              e.message);
     return 0;
 }
 
-static int parse_body(predict_state *p, json_t *root, const proto_input *in, api_error *err)
+int predict_init(predict_request *p, const proto_input *in, api_error *err)
+{
+    encode_request *req = &p->enc;
+    if (encode_request_init(req, in->hp, err) < 0)
+        return -1;
+    const api_limits *lim = in->limits;
+    req->pool = lim ? lim->pool : NULL;
+    req->embedding = lim ? lim->embedding : NULL;
+    req->attn_mode = ENC_ATTN_NONE;
+    return 0;
+}
+
+int predict_prepare(predict_request *p, json_t *inputs, unsigned text_flags, const proto_input *in,
+                    api_error *err)
 {
     encode_request *req = &p->enc;
     const api_limits *lim = in->limits;
-    if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
-    if (fields_check(&BODY, root, "", err) < 0)
-        return -1;
-    const json_t *model = api_json_field(root, "model");
-    if (model && strcmp(json_string_value(model), in->model_name) != 0) {
-        char s[API_SAFE_MAX + 4];
-        return api_error_set(err, API_NOT_FOUND,
-                             "model '%s' does not exist: this server serves '%s'",
-                             api_safe_text(json_string_value(model), s), in->model_name);
-    }
-    if (!(p->head = head_of(lim, err)) || parse_options(p, root, err) < 0)
-        return -1;
-    json_t *inputs = api_json_field(root, "inputs");
-    if (check_pairs(p, inputs, err) < 0)
-        return -1;
-    const unsigned flags =
-        TEXT_SPECIALS | (fields_bool(root, "truncate", false) ? TEXT_TRUNCATE : 0);
-    if (encode_set_text(req, inputs, "inputs", flags, in->hp, lim, err) < 0)
+    if (check_pairs(p, inputs, err) < 0 ||
+        encode_set_text(req, inputs, "inputs", TEXT_SPECIALS | text_flags, in->hp, lim, err) < 0)
         return -1;
     if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
@@ -210,16 +199,30 @@ static int parse_body(predict_state *p, json_t *root, const proto_input *in, api
     return encode_want_logits(req, lim, err);
 }
 
+static int parse_body(predict_request *p, json_t *root, const proto_input *in, api_error *err)
+{
+    if (!json_is_object(root))
+        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+    if (fields_check(&BODY, root, "", err) < 0)
+        return -1;
+    const json_t *model = api_json_field(root, "model");
+    if (model && strcmp(json_string_value(model), in->model_name) != 0) {
+        char s[API_SAFE_MAX + 4];
+        return api_error_set(err, API_NOT_FOUND,
+                             "model '%s' does not exist: this server serves '%s'",
+                             api_safe_text(json_string_value(model), s), in->model_name);
+    }
+    if (!(p->head = predict_head(in->limits, err)) || parse_options(p, root, err) < 0)
+        return -1;
+    return predict_prepare(p, api_json_field(root, "inputs"),
+                           fields_bool(root, "truncate", false) ? TEXT_TRUNCATE : 0, in, err);
+}
+
 static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)
 {
-    predict_state *p = state;
-    encode_request *req = &p->enc;
-    if (encode_request_init(req, in->hp, err) < 0)
+    predict_request *p = state;
+    if (predict_init(p, in, err) < 0)
         return NULL;
-    const api_limits *lim = in->limits;
-    req->pool = lim ? lim->pool : NULL;
-    req->embedding = lim ? lim->embedding : NULL;
-    req->attn_mode = ENC_ATTN_NONE;
     json_error_t jerr;
     json_t *root =
         json_loadb(in->body ? in->body : "", in->body ? in->len : 0, JSON_REJECT_DUPLICATES, &jerr);
@@ -231,14 +234,14 @@ static encode_request *predict_parse(void *state, const proto_input *in, api_err
     }
     const int rc = parse_body(p, root, in, err);
     json_decref(root);
-    return rc < 0 ? NULL : req;
+    return rc < 0 ? NULL : &p->enc;
 }
 
 /* ---- the response ------------------------------------------------------------ */
 
 /* Text b of the inputs: the string, or a pair's first (entities take no
  * pairs). */
-static const char *text_of(const predict_state *p, size_t b, size_t *len)
+static const char *text_of(const predict_request *p, size_t b, size_t *len)
 {
     const json_t *v = p->enc.batched ? json_array_get(p->inputs, b) : p->inputs;
     if (json_is_array(v))
@@ -248,14 +251,14 @@ static const char *text_of(const predict_state *p, size_t b, size_t *len)
 }
 
 /* Sequence b's answer (new reference), or NULL with err. */
-static json_t *answer_of(const predict_state *p, size_t b, int *row, api_error *err)
+json_t *predict_answer(const predict_request *p, size_t b, int *row, api_error *err)
 {
     const encode_request *req = &p->enc;
     const tok_encoding *e = &req->texts->enc[b];
     const size_t L = (size_t)req->batch.L, C = req->head_outputs;
     switch (p->head->kind) {
     case ENC_HEAD_SEQUENCE:
-        return answer_labels(p->head, req->logits + b * C, p->top_k, p->raw);
+        return answer_labels(p->head, req->logits + b * C, p->top_k, p->fn);
     case ENC_HEAD_TOKEN: {
         size_t len;
         const char *text = text_of(p, b, &len);
@@ -263,19 +266,20 @@ static json_t *answer_of(const predict_state *p, size_t b, int *row, api_error *
                                err);
     }
     case ENC_HEAD_MASKED_LM: {
-        int32_t masks[64], *at = masks;
         const int first = *row;
         while (*row < req->n_head_rows && (size_t)req->head_rows[*row] < (b + 1) * L)
             (*row)++;
-        const int n = *row - first;
-        if (n > 64 && !(at = malloc((size_t)n * sizeof *at)))
+        const int n = *row - first; /* at least one: predict_prepare asked for it */
+        int32_t *at = malloc((size_t)(n > 0 ? n : 1) * sizeof *at);
+        if (!at) {
+            api_error_set(err, API_UNAVAILABLE, "out of memory for the answer");
             return NULL;
+        }
         for (int k = 0; k < n; k++)
             at[k] = (int32_t)(req->head_rows[first + k] - (int32_t)(b * L));
         json_t *out = answer_fill_mask(p->tok, e->ids, e->n, at, n, req->logits + (size_t)first * C,
                                        (int)C, p->top_k, err);
-        if (at != masks)
-            free(at);
+        free(at);
         return out;
     }
     case ENC_HEAD_NONE:
@@ -286,7 +290,7 @@ static json_t *answer_of(const predict_state *p, size_t b, int *row, api_error *
 
 /* Sequence b's explanation: its tokens (text_tokens_json) each with its
  * "relevance". */
-static json_t *explain_of(const predict_state *p, const enc_hparams *hp, size_t b, double *rel)
+json_t *predict_explain(const predict_request *p, const enc_hparams *hp, size_t b, double *rel)
 {
     const encode_request *req = &p->enc;
     json_t *toks = text_tokens_json(p->tok, &req->texts->enc[b]);
@@ -307,7 +311,7 @@ static json_t *explain_of(const predict_state *p, const enc_hparams *hp, size_t 
 }
 
 /* The body as a JSON object (new reference), or NULL. */
-static json_t *response(const predict_state *p, const proto_output *out, api_error *err)
+static json_t *response(const predict_request *p, const proto_output *out, api_error *err)
 {
     const encode_request *req = &p->enc;
     const size_t B = (size_t)req->batch.B;
@@ -318,14 +322,14 @@ static json_t *response(const predict_state *p, const proto_output *out, api_err
     if (!preds || (req->explain && (!expl || !rel)))
         goto done;
     for (size_t b = 0; b < B; b++) {
-        if (json_array_append_new(preds, answer_of(p, b, &row, err)) < 0)
+        if (json_array_append_new(preds, predict_answer(p, b, &row, err)) < 0)
             goto done;
-        if (expl && json_array_append_new(expl, explain_of(p, out->hp, b, rel)) < 0)
+        if (expl && json_array_append_new(expl, predict_explain(p, out->hp, b, rel)) < 0)
             goto done;
     }
     const encode_usage *u = out->usage;
     body = json_pack("{s:s,s:s,s:O,s:{s:i,s:I,s:f,s:f}}", "model", out->model_name, "task",
-                     TASK[p->head->kind], "predictions",
+                     predict_task(p->head->kind), "predictions",
                      req->batched ? preds : json_array_get(preds, 0), "usage", "sequences",
                      u ? u->sequences : req->batch.B, "tokens", (json_int_t)(u ? u->tokens : 0),
                      "queue_ms", u && isfinite(u->queue_ms) ? u->queue_ms : 0.0, "compute_ms",
@@ -345,7 +349,7 @@ done:
 static int predict_render(const void *state, const proto_output *out, stream *st,
                           size_t *header_len)
 {
-    const predict_state *p = state;
+    const predict_request *p = state;
     *header_len = 0;
     api_error err = {0};
     json_t *body = response(p, out, &err);
@@ -358,15 +362,20 @@ static int predict_render(const void *state, const proto_output *out, stream *st
     return stream_failed(st) ? -1 : 0;
 }
 
-static void predict_free(void *state)
+void predict_request_free(predict_request *p)
 {
-    predict_state *p = state;
     encode_request_free(&p->enc);
     json_decref(p->inputs);
+    p->inputs = NULL;
+}
+
+static void predict_free(void *state)
+{
+    predict_request_free(state);
 }
 
 const protocol predict_protocol = {.name = "predict",
-                                   .state_size = sizeof(predict_state),
+                                   .state_size = sizeof(predict_request),
                                    .parse = predict_parse,
                                    .render = predict_render,
                                    .free = predict_free,
