@@ -82,13 +82,17 @@ START_TEST(test_page_served)
     ck_assert_uint_eq(r.len, 0);
     http_resp_free(&r);
 
-    /* Only "/" is the page; other methods get 405 with Allow. */
+    /* Only "/" is the page; POST / is TEI's (a JSON body), other methods
+     * get 405 with Allow. */
     ck_assert_int_eq(http_do(dp.port, "GET", "/index.htm", NULL, 0, NULL, &r), 0);
     ck_assert_int_eq(r.status, 404);
     http_resp_free(&r);
     ck_assert_int_eq(http_do(dp.port, "POST", "/", "x", 1, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 415);
+    http_resp_free(&r);
+    ck_assert_int_eq(http_do(dp.port, "PUT", "/", "x", 1, NULL, &r), 0);
     ck_assert_int_eq(r.status, 405);
-    ck_assert_str_eq(http_header(&r, "Allow", hv, sizeof hv), "GET, HEAD, OPTIONS");
+    ck_assert_str_eq(http_header(&r, "Allow", hv, sizeof hv), "GET, HEAD, POST, OPTIONS");
     http_resp_free(&r);
 
     /* /openapi.json documents it, as needing no key. */
@@ -151,7 +155,7 @@ START_TEST(test_page_cors)
     ck_assert_int_eq(http_do(dp.port, "OPTIONS", "/", NULL, 0, NULL, &r), 0);
     ck_assert_int_eq(r.status, 204);
     ck_assert_str_eq(http_header(&r, "Access-Control-Allow-Methods", hv, sizeof hv),
-                     "GET, HEAD, OPTIONS");
+                     "GET, HEAD, POST, OPTIONS");
     http_resp_free(&r);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }

@@ -54,6 +54,7 @@
     X(modernbert, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
+    X(tei, DAEMON) \
     X(v2, DAEMON) \
     X(csr, DAEMON) \
     X(text, DAEMON) \

@@ -877,3 +877,49 @@ int parse_small(const small *s, const char *body, encode_request *req, api_error
     memset(err, 0, sizeof *err);
     return v1_request_parse(req, body, strlen(body), &s->hp, &s->lim, err);
 }
+
+/* Scores: within 1e-4 of the pipeline's relative to their size, and 1e-6
+ * absolute (fill-mask's probabilities are about 1e-3). */
+#define SCORE_REL 1e-4
+#define SCORE_ABS 1e-6
+
+/* got against want: numbers within SCORE_ABS + SCORE_REL of their size, everything else equal, the
+ * same keys and lengths.  Returns NULL, or where they differ (owned). */
+char *json_near(const json_t *got, json_t *want, const char *path)
+{
+    char *msg = NULL;
+    if (json_is_number(want)) {
+        if (!json_is_number(got) ||
+            fabs(json_number_value(got) - json_number_value(want)) >
+                SCORE_ABS + SCORE_REL * fabs(json_number_value(want)) ||
+            json_is_integer(want) != json_is_integer(got))
+            msg = strdup(path);
+        return msg;
+    }
+    if (json_typeof(got) != json_typeof(want))
+        return strdup(path);
+    char sub[512];
+    if (json_is_array(want)) {
+        if (json_array_size(got) != json_array_size(want))
+            return strdup(path);
+        for (size_t i = 0; i < json_array_size(want) && !msg; i++) {
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            msg = json_near(json_array_get(got, i), json_array_get(want, i), sub);
+        }
+        return msg;
+    }
+    if (json_is_object(want)) {
+        if (json_object_size(got) != json_object_size(want))
+            return strdup(path);
+        const char *key;
+        json_t *v;
+        json_object_foreach(want, key, v)
+        {
+            snprintf(sub, sizeof sub, "%s.%s", path, key);
+            if ((msg = json_near(json_object_get(got, key), v, sub)))
+                break;
+        }
+        return msg;
+    }
+    return json_equal(got, want) ? NULL : strdup(path);
+}

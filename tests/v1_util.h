@@ -213,4 +213,9 @@ void small_load(small *s);
 
 int parse_small(const small *s, const char *body, encode_request *req, api_error *err);
 
+/* got against want: numbers within 1e-6 + 1e-4 of their size (a pipeline's
+ * scores), integers as integers, everything else equal, the same keys and
+ * lengths.  NULL, or the path where they differ (owned). */
+char *json_near(const json_t *got, json_t *want, const char *path);
+
 #endif

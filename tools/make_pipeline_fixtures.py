@@ -157,6 +157,16 @@ TEXT_CLS_TEXTS = [
     ("The weather is nice today.", "It's raining cats and dogs."),
 ]
 
+# A cross-encoder's (query, passage) pairs: one label, sigmoid (a reranker).
+RERANK_TEXTS = [
+    ("What is the capital of France?", "Paris is the capital and largest city of France."),
+    ("What is the capital of France?", "The Eiffel Tower is in Paris."),
+    ("What is the capital of France?", "Berlin is the capital of Germany."),
+    ("What is the capital of France?", "Bananas are rich in potassium."),
+    ("How do I bake bread?", "Mix flour, water, yeast and salt, then bake it."),
+    ("How do I bake bread?", "It's raining cats and dogs."),
+]
+
 # name, class, labels (None: masked LM), tokenizer (tests/fixtures/tokenizers/<name>),
 # texts, what the case covers.
 CASES = [
@@ -176,6 +186,9 @@ CASES = [
      "Unigram (Metaspace ▁); characters outside the vocabulary -> <unk>"),
     ("bert_text_cls", "BertForSequenceClassification", SENTIMENT, "bert-uncased", TEXT_CLS_TEXTS,
      "BertPooler, softmax over three labels, sorted; two text pairs (token_type_ids 1)"),
+    ("bert_rerank", "BertForSequenceClassification", ["LABEL_0"], "bert-uncased", RERANK_TEXTS,
+     "a cross-encoder (ms-marco MiniLM's shape): one label, so sigmoid; (query, passage) "
+     "pairs"),
 ]
 
 # Cases whose texts must hit the unknown token.
@@ -566,7 +579,9 @@ class Case:
 
     def head_case(self, tok):
         """make_head_fixtures' Case at the tokenizer's vocabulary size (inside sizes())."""
-        settings = dict(function="softmax")
+        # one label: a reranker, sigmoid (transformers' pipeline rule)
+        settings = dict(function="sigmoid" if self.labels and len(self.labels) == 1
+                        else "softmax")
         if self.task == "text-classification":
             settings["pooling"] = "cls"
         c = head.Case(self.name, self.cls, self.labels, settings, self.doc)
@@ -579,7 +594,7 @@ class Case:
             if key in cfg:
                 assert cfg[key] == tok.token_to_id[special_content(tok.config[token])], \
                     (self.name, key)
-        assert head.head_function(c.config_json, c.kind) == "softmax", self.name
+        assert head.head_function(c.config_json, c.kind) == settings["function"], self.name
         return c
 
 
@@ -753,7 +768,8 @@ def make_case(case, outdir):
                       {int(k): v for k, v in c.config_json["id2label"].items()})
         if case.task == "text-classification":
             orders = {tuple(x["label"] for x in out) for out, _ in results}
-            assert len(orders) > 1, f"{case.name}: every text ranks the labels alike"
+            assert len(orders) > 1 or len(c.labels) == 1, \
+                f"{case.name}: every text ranks the labels alike"
         obj = pipeline_json(case, c, tok, reqs, encs, results)
 
         d = os.path.join(outdir, case.name)

@@ -175,7 +175,7 @@ size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
 /* ---- routes.c -------------------------------------------------------------- */
 
 /* The route of a decoded path, or NULL; sets r->proto. */
-const route *http_route_find(request *r, const char *path);
+const route *http_route_find(request *r, const char *path, const char *method);
 /* The protocol a decoded path belongs to by the protocols' own matching
  * (protocol.match), or NULL. */
 const protocol *http_protocol_of(const char *path, int *route_id);

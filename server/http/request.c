@@ -159,7 +159,7 @@ static int decide_from_headers(request *r, const char *url, const char *method, 
         return decide(r, err.kind, NULL, "%s", err.message);
     }
     http_printable(r->path, sizeof r->path, path);
-    r->rt = http_route_find(r, path);
+    r->rt = http_route_find(r, path, method);
     const route *rt = r->rt;
     if (!rt)
         return decide(r, API_NOT_FOUND, NULL, "no route %s; see /openapi.json", r->path);

@@ -131,5 +131,7 @@ enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *
     char *body = r->proto ? r->proto->error_body(kind, message) : api_error_body(kind, message);
     if (!body)
         return MHD_NO;
-    return http_respond(r, api_error_status(kind), "application/json", body, strlen(body), extra);
+    const int status = r->proto && r->proto->error_status ? r->proto->error_status(kind, message)
+                                                          : api_error_status(kind);
+    return http_respond(r, status, "application/json", body, strlen(body), extra);
 }

@@ -5,6 +5,7 @@
 
 #include "page/page.h"
 #include "protocol/openapi.h"
+#include "protocol/tei.h"
 #include "protocol/text.h"
 #include "protocol/v2.h"
 
@@ -179,7 +180,9 @@ static enum MHD_Result serve_forward(request *r)
                             .cls = r,
                             .model_name = s->cfg->model.name,
                             .hp = hp,
-                            .limits = &limits};
+                            .limits = &limits,
+                            .route = r->rt->proto_route,
+                            .pooling = &s->pooling};
     encode_request *e = r->fwd = p->parse(r->pstate, &in, &err);
     if (!e)
         return http_respond_error(r, err.kind, err.message, NULL);
@@ -287,13 +290,17 @@ static enum MHD_Result serve_proto_get(request *r)
 {
     const server *s = r->srv;
     const bool loaded = atomic_load(&s->ready) && s->model;
+    const api_limits limits = request_limits(s);
     const proto_server sv = {.loaded = loaded,
                              .serving = loaded && readiness_of(r) == READY,
                              .version = ATTND_VERSION,
                              .model_name = s->cfg->model.name,
                              .hp = loaded ? enc_model_hparams(s->model) : NULL,
                              .emb = loaded ? enc_model_embedding(s->model) : NULL,
-                             .text = s->tokenizer != NULL};
+                             .text = s->tokenizer != NULL,
+                             .limits = &limits,
+                             .pooling = &s->pooling,
+                             .dtype = loaded ? enc_dtype_name(enc_model_dtype(s->model)) : ""};
     char *body = NULL;
     const int status = r->rt->proto->get(r->rt->proto_route, &sv, &body);
     if (status == PROTO_NOT_READY)
@@ -307,9 +314,11 @@ static enum MHD_Result serve_proto_get(request *r)
 
 /* ---- the route table ------------------------------------------------------ */
 
-/* GET routes' allow list; POST routes'. */
+/* GET routes' allow list; POST routes'; the path / (the page, and TEI's
+ * POST). */
 #define ALLOW_GET  "GET, HEAD, OPTIONS"
 #define ALLOW_POST "POST, OPTIONS"
+#define ALLOW_ROOT "GET, HEAD, POST, OPTIONS"
 
 #define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
 /* A POST route answered on the HTTP thread from its body (no forward). */
@@ -319,6 +328,10 @@ static enum MHD_Result serve_proto_get(request *r)
 /* A POST route that runs a forward through its protocol's codec. */
 #define FORWARD_ROUTE(p, pr, m)                                                                    \
     .path = p, .allow = ALLOW_POST, .post = true, .media = m, .proto = &pr, .serve = serve_forward
+/* A route of Hugging Face's text-embeddings-inference (tei.h): a forward,
+ * an answer from the body, its GET /info. */
+#define TEI_FORWARD(p, r) FORWARD_ROUTE(p, tei_protocol, MEDIA_JSON), .proto_route = TEI_ROUTE_##r
+#define TEI_ANSWER(p, fn) ANSWER_ROUTE(p, fn), .proto = &tei_protocol
 /* A route of the Open Inference Protocol (v2.h): which of its routes it is
  * (v2_route_parse's answer; {name} also stands for {name}/versions/{v}). */
 #define V2(r)        .proto = &v2_protocol, .proto_route = V2_ROUTE_##r
@@ -334,7 +347,25 @@ static const route routes[] = {
     {GET_ROUTE("/v1/model", serve_model)},
     {GET_ROUTE("/metrics", serve_metrics)},
     {GET_ROUTE("/openapi.json", serve_openapi)},
-    {GET_ROUTE("/", serve_page), .open = true},
+    {.path = "/", .allow = ALLOW_ROOT, .serve = serve_page, .open = true},
+    /* Hugging Face's text-embeddings-inference (tei.h); POST / answers by
+     * the model's kind, as TEI and Inference Endpoints do. */
+    {.path = "/",
+     .allow = ALLOW_ROOT,
+     .post = true,
+     .media = MEDIA_JSON,
+     .proto = &tei_protocol,
+     .proto_route = TEI_ROUTE_ROOT,
+     .serve = serve_forward},
+    {TEI_FORWARD("/embed", EMBED)},
+    {TEI_FORWARD("/embed_all", EMBED_ALL)},
+    {TEI_FORWARD("/embed_sparse", EMBED_SPARSE)},
+    {TEI_FORWARD("/predict", PREDICT)},
+    {TEI_FORWARD("/rerank", RERANK)},
+    {TEI_FORWARD("/similarity", SIMILARITY)},
+    {TEI_ANSWER("/tokenize", tei_tokenize)},
+    {TEI_ANSWER("/decode", tei_decode)},
+    {GET_ROUTE("/info", serve_proto_get), .proto = &tei_protocol, .proto_route = TEI_ROUTE_INFO},
     /* The Open Inference Protocol (v2.h). */
     {V2_GET("/v2", SERVER)},
     {V2_GET("/v2/health/live", LIVE), .open = true},
@@ -359,22 +390,29 @@ const protocol *http_protocol_of(const char *path, int *route_id)
 
 /* The route of a decoded path, or NULL.  A path a protocol matches itself
  * takes that protocol's route of the same id (and its error form even when
- * it has none); any other path a row of exactly that path. */
-const route *http_route_find(request *r, const char *path)
+ * it has none); any other path a row of exactly that path, the one of the
+ * request's method where the path has two (/: GET the page, POST TEI's). */
+const route *http_route_find(request *r, const char *path, const char *method)
 {
     int id;
     const protocol *p = http_protocol_of(path, &id);
     r->proto = p;
+    const bool post = method && strcmp(method, "POST") == 0;
+    const route *found = NULL;
     for (size_t i = 0; id >= 0 && i < sizeof routes / sizeof routes[0]; i++) {
         const route *rt = &routes[i];
         const bool own = rt->proto && rt->proto->match;
         if (p ? own && rt->proto == p && rt->proto_route == id
               : !own && strcmp(path, rt->path) == 0) {
-            r->proto = rt->proto;
-            return rt;
+            if (!found || rt->post == post)
+                found = rt;
+            if (rt->post == post)
+                break;
         }
     }
-    return NULL;
+    if (found)
+        r->proto = found->proto;
+    return found;
 }
 
 /* OPTIONS on any route: its methods, and CORS's preflight answer. */

@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct openai_pooling;
+
 /* What a protocol's parse is given: the body, the request's headers, the
  * served model and the limits. */
 typedef struct proto_input {
@@ -35,10 +37,12 @@ typedef struct proto_input {
     const char *model_name;
     const enc_hparams *hp;
     const api_limits *limits;
+    int route;                            /* the route table's proto_route of the path */
+    const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
+    bool auto_truncate;                   /* server.auto_truncate: text over the limit cut */
 } proto_input;
 
 /* What a protocol's render is given besides its state. */
-struct openai_pooling;
 typedef struct proto_output {
     const char *model_name;
     const enc_hparams *hp;
@@ -56,6 +60,10 @@ typedef struct proto_server {
     const enc_hparams *hp;
     const struct enc_embedding_info *emb; /* the embedding module, or NULL */
     bool text;                            /* the model takes text */
+    const api_limits *limits;             /* the limits, model and tokenizer (loaded) */
+    const struct openai_pooling *pooling; /* how the served model pools */
+    const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16" */
+    bool auto_truncate;                   /* server.auto_truncate */
 } proto_server;
 
 /* get's answer beside 200: not ready (the HTTP layer answers 503 with the
@@ -83,8 +91,10 @@ typedef struct protocol {
     int (*get)(int route_id, const proto_server *sv, char **body);
     /* The error body (owned JSON text), or NULL when out of memory. */
     char *(*error_body)(api_error_kind kind, const char *message);
+    /* The error's HTTP status; NULL: the contract's (api_error_status). */
+    int (*error_status)(api_error_kind kind, const char *message);
 } protocol;
 
-extern const protocol v1_protocol, openai_protocol, v2_protocol, predict_protocol;
+extern const protocol v1_protocol, openai_protocol, v2_protocol, predict_protocol, tei_protocol;
 
 #endif

@@ -60,6 +60,7 @@ const ROUTES = {
   "tokenize": ["POST /v1/tokenize", "/v1/tokenize"],
   "embeddings": ["POST /v1/embeddings", "/v1/embeddings"],
   "predict": ["POST /v1/predict", "/v1/predict"],
+  "tei": ["TEI's routes", "/(?:embed|embed_all|embed_sparse|predict|rerank|similarity|tokenize|decode|info)?"],
   "health": ["GET /health", "/health"],
   "model": ["GET /v1/model", "/v1/model"],
   "metrics": ["GET /metrics", "/metrics"],

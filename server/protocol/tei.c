@@ -1,0 +1,922 @@
+/* tei.c - Hugging Face's text-embeddings-inference API (tei.h), written
+ * after TEI 1.9's router (router/src/http/server.rs, types.rs) and
+ * core/src/infer.rs: its routes' bodies, shapes, scores and errors.  The
+ * forwards are attnd's own: embeddings pooled as /v1/embeddings pools them
+ * (openai.h's pooling), a head's answers as /v1/predict gives them
+ * (predict.h).  Where TEI ignores a field it does not know, so do these
+ * routes. */
+#include "protocol/tei.h"
+
+#include "model/pooling.h"
+#include "protocol/answer.h"
+#include "protocol/openai.h"
+#include "protocol/predict.h"
+#include "protocol/protocol.h"
+#include "protocol/text.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* TEI's Validation (422) and, for a route the model's kind cannot answer,
+ * its Backend error (424). */
+#define INVALID(...)     api_error_set(err, API_BAD_REQUEST, __VA_ARGS__)
+#define WRONG_MODEL(...) api_error_set(err, API_NOT_IMPLEMENTED, "Backend error: " __VA_ARGS__)
+#define NOMEM()          api_error_set(err, API_UNAVAILABLE, "out of memory")
+
+/* What TEI calls an empty input (400, error_type Empty). */
+#define EMPTY_WORDS "cannot be empty"
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static const char *error_type(api_error_kind kind, const char *message)
+{
+    switch (kind) {
+    case API_BAD_REQUEST:
+        return strstr(message, EMPTY_WORDS) ? "Empty" : "Validation";
+    case API_NOT_IMPLEMENTED:
+    case API_INTERNAL:
+        return "Backend";
+    case API_QUEUE_FULL:
+        return "Overloaded";
+    case API_UNAVAILABLE:
+        return "Unhealthy";
+    case API_UNAUTHORIZED:
+        return "Unauthorized";
+    default:
+        return "Validation";
+    }
+}
+
+static int tei_error_status(api_error_kind kind, const char *message)
+{
+    switch (kind) {
+    case API_BAD_REQUEST:
+        return strstr(message, EMPTY_WORDS) ? 400 : 422;
+    case API_TOO_LARGE:
+        return 422;
+    case API_NOT_IMPLEMENTED:
+        return 424;
+    default:
+        return api_error_status(kind);
+    }
+}
+
+static char *tei_error_body(api_error_kind kind, const char *message)
+{
+    json_t *j = json_pack("{s:s,s:s}", "error", message, "error_type", error_type(kind, message));
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return s;
+}
+
+/* ---- the body's fields --------------------------------------------------------- */
+
+static json_t *load_body(const char *body, size_t len, api_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        char msg[JSON_ERROR_TEXT_LENGTH + 4];
+        INVALID("Failed to parse the request body as JSON: %s at line %d, column %d",
+                api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH), jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        INVALID("the request body must be a JSON object, not %s", api_json_kind(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int get_bool(const json_t *o, const char *key, bool def, bool *out, api_error *err)
+{
+    const json_t *v = api_json_field(o, key);
+    *out = v ? json_is_true(v) : def;
+    return !v || json_is_boolean(v)
+               ? 0
+               : INVALID("`%s` must be true or false, not %s", key, api_json_kind(v));
+}
+
+/* truncate (default server.auto_truncate), truncation_direction ("Right"
+ * or "right"), prompt_name: text_tokenize's flags.  Left truncation and
+ * prompts are refused naming the field. */
+static int text_flags(const json_t *o, const proto_input *in, unsigned *flags, api_error *err)
+{
+    bool truncate;
+    if (get_bool(o, "truncate", in->auto_truncate, &truncate, err) < 0)
+        return -1;
+    const json_t *dir = api_json_field(o, "truncation_direction");
+    const char *d = json_string_value(dir);
+    if (dir && (!d || (strcmp(d, "Right") != 0 && strcmp(d, "right") != 0)))
+        return INVALID("`truncation_direction` must be \"Right\" or \"right\"%s",
+                       d && strcasecmp(d, "left") == 0 ? ": left truncation is not supported" : "");
+    if (api_json_field(o, "prompt_name"))
+        return INVALID("`prompt_name`: the model has no prompts");
+    *flags = TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0);
+    return 0;
+}
+
+/* TEI's empty-input check on a string or a list of them: "" or []. */
+static int check_empty(const json_t *v, api_error *err)
+{
+    if (json_is_string(v) && json_string_length(v) == 0)
+        return INVALID("Input validation error: `inputs` " EMPTY_WORDS);
+    if (json_is_array(v) && json_array_size(v) == 0)
+        return INVALID("Input validation error: `inputs` " EMPTY_WORDS);
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        if (json_is_string(x) && json_string_length(x) == 0)
+            return INVALID("Input validation error: `inputs[%zu]` " EMPTY_WORDS, i);
+    }
+    return 0;
+}
+
+/* ---- the model's kind, as TEI's /info names it ------------------------------------ */
+
+typedef enum tei_kind {
+    KIND_EMBEDDING,
+    KIND_CLASSIFIER,
+    KIND_RERANKER,
+    KIND_TOKEN,
+    KIND_MASKED_LM
+} tei_kind;
+
+static tei_kind kind_of(const api_limits *lim)
+{
+    const enc_head_info *h = enc_model_head(lim ? lim->model : NULL);
+    if (!h)
+        return KIND_EMBEDDING;
+    return h->kind == ENC_HEAD_TOKEN       ? KIND_TOKEN
+           : h->kind == ENC_HEAD_MASKED_LM ? KIND_MASKED_LM
+           : h->n_outputs == 1             ? KIND_RERANKER
+                                           : KIND_CLASSIFIER;
+}
+
+/* ---- a request ---------------------------------------------------------------- */
+
+/* The routes a request may be answered by: the table's, and POST / on a
+ * head answering as transformers' pipeline for it (Inference Endpoints'
+ * shapes: @huggingface/inference's textClassification, tokenClassification,
+ * fillMask). */
+enum { ROUTE_PIPELINE = 100 };
+
+typedef struct tei_state {
+    predict_request p; /* the forward (p.enc) and a head's answer */
+    int route;         /* the route answering */
+    bool single;       /* one input, not a list: the answer itself */
+    bool normalize;    /* /embed */
+    int dimensions;    /* /embed: 0 all */
+    bool return_text;  /* /rerank */
+} tei_state;
+
+/* p.enc's lengths from its texts (encode_set_text leaves them). */
+static int text_lengths(encode_request *req, api_error *err)
+{
+    if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
+        return NOMEM();
+    req->batch.lengths = req->lengths;
+    for (int b = 0; b < req->batch.B; b++)
+        req->lengths[b] = (int)req->texts->enc[b].n;
+    return 0;
+}
+
+/* A string or a list of strings (TEI's token-id forms are /v1/embeddings'). */
+static int texts_only(const json_t *v, api_error *err)
+{
+    if (!v)
+        return INVALID("`inputs` is required");
+    if (json_is_string(v))
+        return 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        if (!json_is_string(x))
+            return INVALID("`inputs[%zu]` must be a string, not %s%s", i, api_json_kind(x),
+                           json_is_integer(x) || json_is_array(x)
+                               ? " (token ids are taken by /v1/embeddings)"
+                               : "");
+    }
+    return json_is_array(v) ? 0
+                            : INVALID("`inputs` must be a string or a list of strings, not %s",
+                                      api_json_kind(v));
+}
+
+/* /embed, /embed_all, /embed_sparse. */
+static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
+{
+    encode_request *req = &t->p.enc;
+    const tei_kind kind = kind_of(in->limits);
+    if (t->route == TEI_ROUTE_EMBED_SPARSE && kind != KIND_MASKED_LM)
+        return WRONG_MODEL("Model is not an embedding model with SPLADE pooling (a masked LM)");
+    if (t->route != TEI_ROUTE_EMBED_SPARSE && kind != KIND_EMBEDDING)
+        return WRONG_MODEL("Model is not an embedding model");
+    const json_t *inputs = api_json_field(root, "inputs");
+    unsigned flags;
+    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+        text_flags(root, in, &flags, err) < 0)
+        return -1;
+    if (t->route == TEI_ROUTE_EMBED) {
+        const json_t *dims = api_json_field(root, "dimensions");
+        if (get_bool(root, "normalize", true, &t->normalize, err) < 0)
+            return -1;
+        if (dims && (!json_is_integer(dims) || json_integer_value(dims) < 1))
+            return INVALID("Input validation error: `dimensions` should be positive");
+        if (dims && json_integer_value(dims) > in->hp->d_model)
+            return INVALID("Input validation error: `dimensions` should be smaller than the "
+                           "maximum embedding dimension (%d)",
+                           in->hp->d_model);
+        t->dimensions = dims ? (int)json_integer_value(dims) : 0;
+    }
+    t->single = json_is_string(inputs);
+    if (encode_set_text(req, inputs, "inputs", flags, in->hp, in->limits, err) < 0 ||
+        text_lengths(req, err) < 0)
+        return -1;
+    if (t->route != TEI_ROUTE_EMBED_SPARSE)
+        return 0;
+    const size_t V = (size_t)enc_model_head(in->limits->model)->n_outputs;
+    if ((size_t)req->batch.B * V * 4 > in->limits->max_logits_bytes)
+        return api_error_set(err, API_TOO_LARGE,
+                             "%d sparse vectors of %zu float32 are over limits.max_logits_bytes "
+                             "(%zu)",
+                             req->batch.B, V, in->limits->max_logits_bytes);
+    req->head = ENC_HEAD_OUT_SPLADE;
+    req->head_outputs = V;
+    req->head_per_token = false;
+    return 0;
+}
+
+/* TEI's PredictInput: "s" and ["s"] one text, ["a", "b"] one pair, [["a"],
+ * ["b", "c"], ...] a batch; into attnd's text form (predict.h), new
+ * reference, *single for the one-input forms. */
+static json_t *predict_inputs(const json_t *v, bool *single, api_error *err)
+{
+    static const char FORM[] = "a string, a pair of strings [string, string] or a batch of mixed "
+                               "strings and pairs [[string], [string, string], ...]";
+    *single = true;
+    if (json_is_string(v))
+        return json_string_length(v) ? json_incref((json_t *)(uintptr_t)v) : NULL;
+    const size_t n = json_array_size(v);
+    if (!json_is_array(v) || n == 0) {
+        INVALID("`inputs` must be %s", FORM);
+        return NULL;
+    }
+    if (json_is_string(json_array_get(v, 0))) {
+        if (n > 2 || !json_is_string(json_array_get(v, n - 1))) {
+            INVALID("`inputs` must be %s", FORM);
+            return NULL;
+        }
+        return n == 1 ? json_incref(json_array_get(v, 0)) : json_pack("[O]", v);
+    }
+    *single = false;
+    json_t *out = json_array();
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        const size_t k = json_array_size(x);
+        const bool ok = json_is_array(x) && k >= 1 && k <= 2 &&
+                        json_is_string(json_array_get(x, 0)) &&
+                        json_is_string(json_array_get(x, k - 1));
+        if (!ok) {
+            INVALID("`inputs[%zu]` must be [string] or [string, string]: `inputs` must be %s", i,
+                    FORM);
+            json_decref(out);
+            return NULL;
+        }
+        json_array_append(out, k == 1 ? json_array_get(x, 0) : (json_t *)(uintptr_t)x);
+    }
+    return out;
+}
+
+/* attnd's extension of /predict and /rerank: "explain" and "explain_from". */
+static int explain_option(tei_state *t, const json_t *root, api_error *err)
+{
+    bool explain;
+    const json_t *from = api_json_field(root, "explain_from");
+    if (get_bool(root, "explain", false, &explain, err) < 0)
+        return -1;
+    if (from && !json_is_integer(from))
+        return INVALID("`explain_from` must be an integer, not %s", api_json_kind(from));
+    return encode_want_explain(&t->p.enc, explain, from, err);
+}
+
+/* A head's scores as TEI gives them: softmax over more than one label,
+ * sigmoid of one (a reranker), the logits with raw_scores. */
+static int tei_scores(tei_state *t, const json_t *root, api_error *err)
+{
+    bool raw;
+    if (get_bool(root, "raw_scores", false, &raw, err) < 0)
+        return -1;
+    t->p.fn = raw                         ? ENC_HEAD_FN_NONE
+              : t->p.head->n_outputs == 1 ? ENC_HEAD_FN_SIGMOID
+                                          : ENC_HEAD_FN_SOFTMAX;
+    return 0;
+}
+
+static int parse_predict(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
+{
+    const tei_kind kind = kind_of(in->limits);
+    if (kind != KIND_CLASSIFIER && kind != KIND_RERANKER)
+        return WRONG_MODEL("Model is not a classifier model");
+    t->p.head = enc_model_head(in->limits->model);
+    unsigned flags;
+    if (text_flags(root, in, &flags, err) < 0 || tei_scores(t, root, err) < 0 ||
+        explain_option(t, root, err) < 0)
+        return -1;
+    const json_t *v = api_json_field(root, "inputs");
+    json_t *inputs = v ? predict_inputs(v, &t->single, err) : NULL;
+    if (!inputs)
+        return err->kind ? -1 : INVALID("Input validation error: `inputs` " EMPTY_WORDS);
+    const int rc = predict_prepare(&t->p, inputs, flags & ~TEXT_SPECIALS, in, err);
+    json_decref(inputs);
+    return rc;
+}
+
+static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
+{
+    const json_t *query = api_json_field(root, "query"), *texts = api_json_field(root, "texts");
+    if (!json_is_string(query))
+        return INVALID("`query` must be a string%s", query ? "" : " and is required");
+    if (!json_is_array(texts))
+        return INVALID("`texts` must be a list of strings%s", texts ? "" : " and is required");
+    if (json_array_size(texts) == 0)
+        return INVALID("`texts` " EMPTY_WORDS);
+    if (kind_of(in->limits) != KIND_RERANKER)
+        return WRONG_MODEL("model is not a re-ranker model");
+    t->p.head = enc_model_head(in->limits->model);
+    unsigned flags;
+    if (text_flags(root, in, &flags, err) < 0 || tei_scores(t, root, err) < 0 ||
+        explain_option(t, root, err) < 0 ||
+        get_bool(root, "return_text", false, &t->return_text, err) < 0)
+        return -1;
+    json_t *pairs = json_array();
+    size_t i;
+    const json_t *x;
+    json_array_foreach(texts, i, x)
+    {
+        if (!json_is_string(x)) {
+            json_decref(pairs);
+            return INVALID("`texts[%zu]` must be a string, not %s", i, api_json_kind(x));
+        }
+        json_array_append_new(pairs, json_pack("[O,O]", query, x));
+    }
+    t->single = false;
+    const int rc = predict_prepare(&t->p, pairs, flags & ~TEXT_SPECIALS, in, err);
+    json_decref(pairs);
+    return rc;
+}
+
+static int parse_similarity(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
+{
+    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *source = json_object_get(inputs, "source_sentence");
+    const json_t *sentences = json_object_get(inputs, "sentences");
+    const json_t *params = api_json_field(root, "parameters");
+    if (!json_is_object(inputs))
+        return INVALID("`inputs` must be {\"source_sentence\": string, \"sentences\": [string]}");
+    if (!json_is_string(source) || !json_is_array(sentences))
+        return INVALID("`inputs.%s` must be %s",
+                       json_is_string(source) ? "sentences" : "source_sentence",
+                       json_is_string(source) ? "a list of strings" : "a string");
+    if (json_array_size(sentences) == 0)
+        return INVALID("`inputs.sentences` " EMPTY_WORDS);
+    if (params && !json_is_object(params))
+        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
+    if (kind_of(in->limits) != KIND_EMBEDDING)
+        return WRONG_MODEL("Model is not an embedding model");
+    unsigned flags;
+    if (text_flags(params ? params : root, in, &flags, err) < 0)
+        return -1;
+    json_t *all = json_pack("[O]", source);
+    json_array_extend(all, (json_t *)(uintptr_t)sentences);
+    int rc = check_empty(all, err) < 0 || texts_only(all, err) < 0 ? -1 : 0;
+    encode_request *req = &t->p.enc;
+    if (rc == 0)
+        rc = encode_set_text(req, all, "inputs", flags, in->hp, in->limits, err) < 0 ||
+                     text_lengths(req, err) < 0
+                 ? -1
+                 : 0;
+    json_decref(all);
+    return rc;
+}
+
+/* POST / on a head: transformers' pipeline for it, its parameters as
+ * Inference Endpoints take them ({"inputs", "parameters": {"top_k",
+ * "function_to_apply", "aggregation_strategy"}}). */
+static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
+{
+    static const char *const FUNCTIONS[] = {"softmax", "sigmoid", "none"};
+    predict_request *p = &t->p;
+    p->head = enc_model_head(in->limits->model);
+    const json_t *params = api_json_field(root, "parameters");
+    const json_t *inputs = api_json_field(root, "inputs");
+    if (params && !json_is_object(params))
+        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
+    const json_t *top_k = json_object_get(params, "top_k");
+    const json_t *fn = json_object_get(params, "function_to_apply");
+    const json_t *agg = json_object_get(params, "aggregation_strategy");
+    if (top_k && (!json_is_integer(top_k) || json_integer_value(top_k) < 1))
+        return INVALID("`parameters.top_k` must be an integer of at least 1");
+    p->top_k = top_k ? (int)json_integer_value(top_k) : p->head->kind == ENC_HEAD_MASKED_LM ? 5 : 0;
+    int k = 0; /* FUNCTIONS in enc_head_function's order */
+    while (fn && k < 3 && !(json_is_string(fn) && strcmp(json_string_value(fn), FUNCTIONS[k]) == 0))
+        k++;
+    if (k == 3)
+        return INVALID("`parameters.function_to_apply` must be \"softmax\", \"sigmoid\" or "
+                       "\"none\"");
+    p->fn = fn ? (enc_head_function)k : p->head->function;
+    const char *a = json_string_value(agg);
+    if (agg && (!a || (strcmp(a, "simple") != 0 && strcmp(a, "none") != 0)))
+        return INVALID("`parameters.aggregation_strategy` must be \"simple\" or \"none\"");
+    p->aggregate = !a || strcmp(a, "simple") == 0;
+    unsigned flags;
+    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+        text_flags(params ? params : root, in, &flags, err) < 0)
+        return -1;
+    t->single = json_is_string(inputs);
+    return predict_prepare(p, (json_t *)(uintptr_t)inputs, flags & ~TEXT_SPECIALS, in, err);
+}
+
+/* POST /: the route of the model's kind and the body's form. */
+static int root_route(const json_t *root, const api_limits *lim)
+{
+    switch (kind_of(lim)) {
+    case KIND_EMBEDDING:
+        return json_is_object(api_json_field(root, "inputs")) ? TEI_ROUTE_SIMILARITY
+                                                              : TEI_ROUTE_EMBED;
+    case KIND_RERANKER:
+        return api_json_field(root, "query") ? TEI_ROUTE_RERANK : ROUTE_PIPELINE;
+    default:
+        return ROUTE_PIPELINE;
+    }
+}
+
+static encode_request *tei_parse(void *state, const proto_input *in, api_error *err)
+{
+    tei_state *t = state;
+    if (predict_init(&t->p, in, err) < 0)
+        return NULL;
+    json_t *root = load_body(in->body, in->len, err);
+    if (!root)
+        return NULL;
+    t->route = in->route == TEI_ROUTE_ROOT ? root_route(root, in->limits) : in->route;
+    int rc;
+    switch (t->route) {
+    case TEI_ROUTE_PREDICT:
+        rc = parse_predict(t, root, in, err);
+        break;
+    case TEI_ROUTE_RERANK:
+        rc = parse_rerank(t, root, in, err);
+        break;
+    case TEI_ROUTE_SIMILARITY:
+        rc = parse_similarity(t, root, in, err);
+        break;
+    case ROUTE_PIPELINE:
+        rc = parse_pipeline(t, root, in, err);
+        break;
+    default:
+        rc = parse_embed(t, root, in, err);
+        break;
+    }
+    json_decref(root);
+    return rc < 0 ? NULL : &t->p.enc;
+}
+
+/* ---- responses --------------------------------------------------------------- */
+
+/* The pooled embeddings (B, dims) of the batch, normalized or not (owned;
+ * NULL when out of memory). */
+static float *pooled(const tei_state *t, const proto_output *out, bool normalize, int dims)
+{
+    const encode_request *req = &t->p.enc;
+    const int B = req->batch.B, L = req->batch.L, D = out->hp->d_model;
+    float *x = malloc((size_t)B * (size_t)D * sizeof *x);
+    if (!x)
+        return NULL;
+    enc_pool(req->out, B, L, D, req->lengths, out->pooling->mode, normalize, x);
+    if (dims > 0 && dims < D)
+        enc_pool_truncate(x, B, D, dims, normalize);
+    return x;
+}
+
+static int render_embed(const tei_state *t, const proto_output *out, stream *st)
+{
+    const int B = t->p.enc.batch.B, D = out->hp->d_model;
+    const int dims = t->dimensions ? t->dimensions : D;
+    float *x = pooled(t, out, t->normalize, dims);
+    if (!x)
+        return -1;
+    stream_own(st, x);
+    stream_puts(st, "[");
+    for (int b = 0; b < B; b++) {
+        const stream_view v = {x + (size_t)b * dims, STREAM_FLOAT32, 1, {(size_t)dims}, {1}};
+        stream_puts(st, b ? "," : "");
+        stream_json(st, &v, 9);
+    }
+    stream_puts(st, "]");
+    return 0;
+}
+
+static int render_embed_all(const tei_state *t, const proto_output *out, stream *st)
+{
+    const encode_request *req = &t->p.enc;
+    const size_t L = (size_t)req->batch.L, D = (size_t)out->hp->d_model;
+    stream_puts(st, "[");
+    for (int b = 0; b < req->batch.B; b++) {
+        const size_t len = encode_seq_len(req, (size_t)b);
+        const stream_view v = {req->out + (size_t)b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
+        stream_puts(st, b ? "," : "");
+        stream_json(st, &v, 9);
+    }
+    stream_puts(st, "]");
+    return 0;
+}
+
+static int render_sparse(const tei_state *t, stream *st)
+{
+    const encode_request *req = &t->p.enc;
+    const size_t V = req->head_outputs;
+    stream_puts(st, "[");
+    for (int b = 0; b < req->batch.B; b++) {
+        const float *w = req->logits + (size_t)b * V;
+        stream_puts(st, b ? ",[" : "[");
+        for (size_t i = 0, n = 0; i < V; i++)
+            if (w[i] != 0.0f)
+                stream_printf(st, "%s{\"index\":%zu,\"value\":%.9g}", n++ ? "," : "", i,
+                              (double)w[i]);
+        stream_puts(st, "]");
+    }
+    stream_puts(st, "]");
+    return 0;
+}
+
+static int render_similarity(const tei_state *t, const proto_output *out, stream *st)
+{
+    const int B = t->p.enc.batch.B, D = out->hp->d_model;
+    float *x = pooled(t, out, false, 0);
+    if (!x)
+        return -1;
+    double ss = 0.0;
+    for (int j = 0; j < D; j++)
+        ss += (double)x[j] * x[j];
+    stream_puts(st, "[");
+    for (int b = 1; b < B; b++) {
+        const float *y = x + (size_t)b * D;
+        double dot = 0.0, yy = 0.0;
+        for (int j = 0; j < D; j++) {
+            dot += (double)x[j] * y[j];
+            yy += (double)y[j] * y[j];
+        }
+        const double den = sqrt(ss) * sqrt(yy);
+        char num[32]; /* a float as TEI's serde writes it: 1.0, not 1 */
+        const int n = snprintf(num, sizeof num, "%.9g", den > 0.0 ? dot / den : 0.0);
+        stream_printf(st, "%s%s%s", b > 1 ? "," : "", num,
+                      strpbrk(num, ".en") || n < 0 ? "" : ".0");
+    }
+    stream_puts(st, "]");
+    free(x);
+    return 0;
+}
+
+/* A JSON value into the stream (stolen); -1 for NULL. */
+static int put_json(stream *st, json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    if (!s)
+        return -1;
+    stream_text(st, s, strlen(s));
+    free(s);
+    return 0;
+}
+
+/* Each sequence's answer: the answer itself for one input, else a list;
+ * with explain, {"predictions", "explain"} (attnd's extension). */
+static json_t *answers(const tei_state *t, const proto_output *out, bool nest_single,
+                       api_error *err)
+{
+    const predict_request *p = &t->p;
+    const size_t B = (size_t)p->enc.batch.B;
+    json_t *list = json_array(), *expl = p->enc.explain ? json_array() : NULL;
+    double *rel = p->enc.explain ? malloc((size_t)p->enc.batch.L * sizeof *rel) : NULL;
+    int row = 0;
+    json_t *body = NULL;
+    for (size_t b = 0; b < B; b++) {
+        if (json_array_append_new(list, predict_answer(p, b, &row, err)) < 0)
+            goto done;
+        if (expl && (!rel || json_array_append_new(expl, predict_explain(p, out->hp, b, rel)) < 0))
+            goto done;
+    }
+    body = t->single && !nest_single ? json_incref(json_array_get(list, 0)) : json_incref(list);
+    if (expl)
+        body = json_pack("{s:o,s:O}", "predictions", body, "explain",
+                         t->single ? json_array_get(expl, 0) : expl);
+done:
+    json_decref(list);
+    json_decref(expl);
+    free(rel);
+    return body;
+}
+
+typedef struct ranked {
+    size_t index;
+    double score;
+} ranked;
+
+/* TEI's order: by score, highest first; of equal scores the later text
+ * first (a stable ascending sort, reversed). */
+static int by_rank(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return x->index < y->index ? 1 : -1;
+}
+
+static json_t *reranked(const tei_state *t, const proto_output *out, api_error *err)
+{
+    const predict_request *p = &t->p;
+    const size_t B = (size_t)p->enc.batch.B;
+    ranked *r = malloc(B * sizeof *r);
+    double *rel = p->enc.explain ? malloc((size_t)p->enc.batch.L * sizeof *rel) : NULL;
+    json_t *list = json_array();
+    for (size_t b = 0; r && b < B; b++) {
+        const float x = p->enc.logits[b];
+        r[b] = (ranked){b, p->fn == ENC_HEAD_FN_NONE ? (double)x : 1.0 / (1.0 + exp(-(double)x))};
+    }
+    if (!r || !list || (p->enc.explain && !rel)) {
+        NOMEM();
+        goto fail;
+    }
+    qsort(r, B, sizeof *r, by_rank);
+    for (size_t k = 0; k < B; k++) {
+        json_t *o = json_pack("{s:I}", "index", (json_int_t)r[k].index);
+        if (o && t->return_text)
+            json_object_set(o, "text", json_array_get(json_array_get(p->inputs, r[k].index), 1));
+        if (o)
+            json_object_set_new(o, "score", json_real(r[k].score));
+        if (o && rel)
+            json_object_set_new(o, "explain", predict_explain(p, out->hp, r[k].index, rel));
+        if (json_array_append_new(list, o) < 0)
+            goto fail;
+    }
+    free(r);
+    free(rel);
+    return list;
+fail:
+    free(r);
+    free(rel);
+    json_decref(list);
+    return NULL;
+}
+
+static int tei_render(const void *state, const proto_output *out, stream *st, size_t *header_len)
+{
+    const tei_state *t = state;
+    api_error e = {0}, *err = &e;
+    *header_len = 0;
+    int rc;
+    switch (t->route) {
+    case TEI_ROUTE_EMBED:
+        rc = render_embed(t, out, st);
+        break;
+    case TEI_ROUTE_EMBED_ALL:
+        rc = render_embed_all(t, out, st);
+        break;
+    case TEI_ROUTE_EMBED_SPARSE:
+        rc = render_sparse(t, st);
+        break;
+    case TEI_ROUTE_SIMILARITY:
+        rc = render_similarity(t, out, st);
+        break;
+    case TEI_ROUTE_RERANK:
+        rc = put_json(st, reranked(t, out, err));
+        break;
+    default: /* /predict; POST / on a head: text-classification nests one text's labels */
+        rc = put_json(
+            st, answers(t, out, t->route == ROUTE_PIPELINE && t->p.head->kind == ENC_HEAD_SEQUENCE,
+                        err));
+        break;
+    }
+    return rc < 0 || stream_failed(st) ? -1 : 0;
+}
+
+static void tei_free(void *state)
+{
+    predict_request_free(&((tei_state *)state)->p);
+}
+
+/* ---- /tokenize and /decode ------------------------------------------------------ */
+
+/* The byte offset of code point cp in s (len bytes). */
+static size_t byte_at(const char *s, size_t len, uint32_t cp)
+{
+    size_t i = 0;
+    for (uint32_t c = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == cp)
+            return i;
+    return len;
+}
+
+static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const json_t *text)
+{
+    const char *s = json_string_value(text);
+    const size_t len = json_string_length(text);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < e->n; i++) {
+        json_t *o;
+        if (e->special[i]) {
+            const char *vocab = tok_token_text(tok, e->ids[i]);
+            o = json_pack("{s:i,s:s,s:b,s:n,s:n}", "id", (int)e->ids[i], "text", vocab ? vocab : "",
+                          "special", 1, "start", "stop");
+        } else {
+            const size_t a = byte_at(s, len, e->start[i]), b = byte_at(s, len, e->stop[i]);
+            o = json_pack("{s:i,s:s%,s:b,s:I,s:I}", "id", (int)e->ids[i], "text", s + a,
+                          b > a ? b - a : 0, "special", 0, "start", (json_int_t)a, "stop",
+                          (json_int_t)b);
+        }
+        if (json_array_append_new(list, o) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api_error *err)
+{
+    json_t *root = load_body(body, len, err), *out = NULL;
+    if (!root)
+        return NULL;
+    const json_t *inputs = api_json_field(root, "inputs");
+    bool special;
+    text_batch tb = {0};
+    api_limits unbounded = *limits; /* no token limit: counting tokens is what it is for */
+    unbounded.max_seq_len = 0;
+    unbounded.embedding = NULL;
+    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+        get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
+        (api_json_field(root, "prompt_name") &&
+         INVALID("`prompt_name`: the model has no prompts")) ||
+        text_tokenize(inputs, "inputs", &unbounded,
+                      (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY, &tb, err) < 0)
+        goto done;
+    if (!(out = json_array()))
+        goto done;
+    for (size_t b = 0; b < tb.B; b++) {
+        const json_t *text = json_is_string(inputs) ? inputs : json_array_get(inputs, b);
+        if (json_array_append_new(out, tei_tokens(limits->tokenizer, &tb.enc[b], text)) < 0) {
+            json_decref(out);
+            out = NULL;
+            NOMEM();
+            break;
+        }
+    }
+done:
+    text_batch_free(&tb);
+    json_decref(root);
+    return out;
+}
+
+/* One list of ids of /decode (what names it), into ids (its length). */
+static int read_ids(const json_t *v, const char *what, int32_t *ids, api_error *err)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
+            return INVALID("`%s[%zu]` must be a token id (an integer from 0), not %s", what, i,
+                           api_json_kind(x));
+        ids[i] = (int32_t)json_integer_value(x);
+    }
+    return json_array_size(v) ? 0 : INVALID("Input validation error: `input_ids` " EMPTY_WORDS);
+}
+
+json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_error *err)
+{
+    json_t *root = load_body(body, len, err), *out = NULL;
+    if (!root)
+        return NULL;
+    const json_t *ids = api_json_field(root, "ids");
+    bool skip;
+    if (!limits->tokenizer) {
+        INVALID("the served model has no tokenizer");
+        goto done;
+    }
+    if (!json_is_array(ids)) {
+        INVALID("`ids` must be a list of token ids or a list of lists of them%s",
+                ids ? "" : ", and is required");
+        goto done;
+    }
+    if (get_bool(root, "skip_special_tokens", true, &skip, err) < 0)
+        goto done;
+    const bool nested = json_is_array(json_array_get(ids, 0));
+    const size_t n = nested ? json_array_size(ids) : 1;
+    if (limits->max_batch > 0 && n > (size_t)limits->max_batch) {
+        api_error_set(err, API_TOO_LARGE, "batch size %zu > maximum allowed batch size %d", n,
+                      limits->max_batch);
+        goto done;
+    }
+    out = json_array();
+    for (size_t b = 0; out && b < n; b++) {
+        const json_t *row = nested ? json_array_get(ids, b) : ids;
+        char what[32] = "ids";
+        if (nested)
+            snprintf(what, sizeof what, "ids[%zu]", b);
+        int32_t *v = malloc((json_array_size(row) + 1) * sizeof *v);
+        char *s = NULL;
+        size_t slen = 0;
+        enc_error e = {0};
+        int rc = !v                    ? NOMEM()
+                 : !json_is_array(row) ? INVALID("`%s` must be a list of token ids", what)
+                                       : read_ids(row, what, v, err);
+        if (rc == 0 &&
+            (rc = tok_decode(limits->tokenizer, v, json_array_size(row), skip, &s, &slen, &e)) < 0)
+            api_error_set(err, rc == ENC_ENOMEM ? API_UNAVAILABLE : API_BAD_REQUEST,
+                          "tokenizer error: %s: %s", what, e.message);
+        free(v);
+        if (rc < 0 || json_array_append_new(out, json_stringn(s, slen)) < 0) {
+            free(s);
+            json_decref(out);
+            out = NULL;
+            if (!err->kind)
+                NOMEM();
+            break;
+        }
+        free(s);
+    }
+done:
+    json_decref(root);
+    return out;
+}
+
+/* ---- GET /info ------------------------------------------------------------------ */
+
+/* {"id2label": {"0": ...}, "label2id": {...: 0}} of the head. */
+static json_t *labels_of(const enc_head_info *h)
+{
+    json_t *id2label = json_object(), *label2id = json_object();
+    for (int i = 0; h->labels && i < h->n_outputs; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", i);
+        json_object_set_new(id2label, k, json_string(h->labels[i]));
+        json_object_set_new(label2id, h->labels[i], json_integer(i));
+    }
+    return json_pack("{s:o,s:o}", "id2label", id2label, "label2id", label2id);
+}
+
+static json_t *model_type(const proto_server *sv)
+{
+    const api_limits *lim = sv->limits;
+    const enc_head_info *h = enc_model_head(lim->model);
+    switch (kind_of(lim)) {
+    case KIND_EMBEDDING:
+        return json_pack("{s:{s:s}}", "embedding", "pooling", enc_pooling_name(sv->pooling->mode));
+    case KIND_CLASSIFIER:
+        return json_pack("{s:o}", "classifier", labels_of(h));
+    case KIND_RERANKER:
+        return json_pack("{s:o}", "reranker", labels_of(h));
+    case KIND_TOKEN: /* attnd's: TEI serves neither */
+        return json_pack("{s:o}", "token_classification", labels_of(h));
+    case KIND_MASKED_LM:
+        return json_pack("{s:{s:s}}", "masked_lm", "pooling", "splade");
+    }
+    return NULL;
+}
+
+static int tei_get(int route, const proto_server *sv, char **body)
+{
+    if (route != TEI_ROUTE_INFO)
+        return -1;
+    if (!sv->loaded)
+        return PROTO_NOT_READY;
+    const api_limits *lim = sv->limits;
+    json_t *j = json_pack(
+        "{s:s,s:n,s:s,s:s,s:o,s:n,s:I,s:I,s:n,s:i,s:b,s:n,s:s,s:n,s:n}", "model_id", sv->model_name,
+        "model_sha", "model_dtype", sv->dtype, "served_model_name", sv->model_name, "model_type",
+        model_type(sv), "max_concurrent_requests", "max_input_length",
+        (json_int_t)(lim->tokenizer ? text_max_tokens(lim) : (size_t)lim->max_seq_len),
+        "max_batch_tokens", (json_int_t)lim->max_batch_tokens, "max_batch_requests",
+        "max_client_batch_size", lim->max_batch, "auto_truncate", sv->auto_truncate,
+        "tokenization_workers", "version", sv->version, "sha", "docker_label");
+    *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return *body ? 200 : -1;
+}
+
+const protocol tei_protocol = {.name = "tei",
+                               .state_size = sizeof(tei_state),
+                               .parse = tei_parse,
+                               .render = tei_render,
+                               .free = tei_free,
+                               .get = tei_get,
+                               .error_body = tei_error_body,
+                               .error_status = tei_error_status};

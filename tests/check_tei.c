@@ -1,0 +1,549 @@
+/* check_tei.c - Hugging Face text-embeddings-inference's API (server/
+ * protocol/tei.c) from a daemon: /embed and /embed_all against
+ * sentence-transformers' and PyTorch's outputs (tests/fixtures/hf/
+ * bert_text) and equal to /v1/embeddings; /similarity as the cosine of
+ * those; /predict and POST / against transformers' text-classification
+ * pipeline, /rerank ordered by a cross-encoder's scores (tests/fixtures/
+ * pipelines); /embed_sparse as SPLADE of the masked LM's logits from
+ * /v1/encode; POST / on token-classification and fill-mask heads in the
+ * pipelines' shapes; /tokenize's byte offsets, /decode against Hugging Face's
+ * tokenizers, /info; TEI's errors (status, error_type). */
+#include "daemon.h"
+#include "load/safetensors.h"
+#include "suites.h"
+#include "test_util.h"
+#include "timing.h"
+#include "torch_fixture.h"
+#include "v1_util.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXT_DIR  TESTS_DIR "/fixtures/hf/bert_text"
+#define PIPELINES TESTS_DIR "/fixtures/pipelines"
+
+/* POST path with body on the running daemon: the status, the parsed body. */
+static json_t *post(const char *path, const char *body, long *status)
+{
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, path, body, &r), 0);
+    *status = r.status;
+    json_t *j = json_loads(r.body, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(j != NULL, "%s: not JSON: %s", path, r.body);
+    http_resp_free(&r);
+    return j;
+}
+
+static json_t *post_ok(const char *path, const char *body)
+{
+    long status;
+    json_t *j = post(path, body, &status);
+    if (status != 200) {
+        char *s = json_dumps(j, JSON_ENCODE_ANY);
+        ck_abort_msg("%s %s: %ld %s", path, body, status, s);
+    }
+    return j;
+}
+
+/* A float32 tensor of a text fixture's text.safetensors ([B, D] or [B, L, D]). */
+static float *text_tensor(const char *name, size_t *n)
+{
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
+    float *v = torch_floats(&f, name, n);
+    ck_assert_ptr_nonnull(v);
+    st_close(&f);
+    return v;
+}
+
+static json_t *pipeline(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, PIPELINES "/%s/pipeline.json", name);
+    json_t *p = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static void start_pipeline(const char *name)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, PIPELINES "/%s", name);
+    start_or_fail((const char *const[]){"--model-dir", dir, NULL}, NULL);
+}
+
+/* The fixture's texts as a JSON list (new reference). */
+static json_t *fixture_texts(void)
+{
+    json_t *t = json_load_file(TEXT_DIR "/text.json", 0, NULL);
+    ck_assert_ptr_nonnull(t);
+    json_t *texts = json_incref(json_object_get(t, "texts"));
+    json_decref(t);
+    return texts;
+}
+
+/* /embed: sentence-transformers' normalized mean pooling of each text, the
+ * very numbers /v1/embeddings gives; dimensions and normalize false as
+ * the mean pooled cut; /embed_all: PyTorch's last hidden states;
+ * /similarity and POST / with source_sentence: the cosines. */
+START_TEST(test_tei_embed)
+{
+    start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, NULL}, NULL);
+    json_t *texts = fixture_texts();
+    const size_t B = json_array_size(texts);
+    size_t n;
+    float *want = text_tensor("mean_normalized", &n), *mean = text_tensor("mean_pooled", NULL);
+    const size_t D = n / B;
+    char *body = json_dumps(json_pack("{s:O}", "inputs", texts), JSON_COMPACT);
+    json_t *got = post_ok("/embed", body);
+    ck_assert_uint_eq(json_array_size(got), B);
+    char *obody = json_dumps(json_pack("{s:O}", "input", texts), JSON_COMPACT);
+    json_t *oai = post_ok("/v1/embeddings", obody);
+    for (size_t b = 0; b < B; b++) {
+        const json_t *row = json_array_get(got, b);
+        ck_assert_uint_eq(json_array_size(row), D);
+        const json_t *orow =
+            json_object_get(json_array_get(json_object_get(oai, "data"), b), "embedding");
+        for (size_t j = 0; j < D; j++) {
+            const double v = json_number_value(json_array_get(row, j));
+            EXPECT(fabs(v - want[b * D + j]) < 1e-5, "embed[%zu][%zu] = %g, want %g", b, j, v,
+                   (double)want[b * D + j]);
+            EXPECT(v == json_number_value(json_array_get(orow, j)),
+                   "embed[%zu][%zu] is not /v1/embeddings'", b, j);
+        }
+    }
+    json_decref(got);
+    /* one string: still a list of one; 4 dimensions of the mean, not normalized */
+    got = post_ok("/embed", "{\"inputs\": \"The quick brown fox jumps over the lazy dog.\", "
+                            "\"dimensions\": 4, \"normalize\": false}");
+    ck_assert_uint_eq(json_array_size(got), 1);
+    ck_assert_uint_eq(json_array_size(json_array_get(got, 0)), 4);
+    for (size_t j = 0; j < 4; j++)
+        ck_assert_msg(fabs(json_number_value(json_array_get(json_array_get(got, 0), j)) - mean[j]) <
+                          1e-5,
+                      "dimensions 4, normalize false: [%zu]", j);
+    json_decref(got);
+    /* /embed_all of the first text: PyTorch's last hidden state, row by row */
+    size_t nh;
+    float *h = text_tensor("last_hidden_state", &nh);
+    json_t *tok =
+        post_ok("/v1/tokenize", "{\"text\": \"The quick brown fox jumps over the lazy dog.\"}");
+    const size_t len = json_array_size(json_array_get(json_object_get(tok, "tokens"), 0));
+    got = post_ok("/embed_all", "{\"inputs\": \"The quick brown fox jumps over the lazy dog.\"}");
+    const json_t *rows = json_array_get(got, 0);
+    ck_assert_uint_eq(json_array_size(rows), len);
+    for (size_t i = 0; i < len; i++)
+        for (size_t j = 0; j < D; j++)
+            EXPECT(fabs(json_number_value(json_array_get(json_array_get(rows, i), j)) -
+                        h[i * D + j]) < 1e-4,
+                   "embed_all[0][%zu][%zu]", i, j);
+    json_decref(got);
+    json_decref(tok);
+    /* /similarity, and POST / with its body: the cosine of the mean-pooled
+     * vectors (normalized: their dot products) */
+    json_t *sim =
+        json_pack("{s:{s:O,s:[O,O]}}", "inputs", "source_sentence", json_array_get(texts, 0),
+                  "sentences", json_array_get(texts, 1), json_array_get(texts, 2));
+    char *sbody = json_dumps(sim, JSON_COMPACT);
+    for (int root = 0; root <= 1; root++) {
+        got = post_ok(root ? "/" : "/similarity", sbody);
+        ck_assert_uint_eq(json_array_size(got), 2);
+        for (size_t k = 1; k <= 2; k++) {
+            double dot = 0;
+            for (size_t j = 0; j < D; j++)
+                dot += (double)want[j] * want[k * D + j];
+            const double v = json_number_value(json_array_get(got, k - 1));
+            ck_assert_msg(fabs(v - dot) < 1e-5, "similarity[%zu] = %g, want %g", k - 1, v, dot);
+        }
+        json_decref(got);
+    }
+    /* POST / with inputs: /embed */
+    got = post_ok("/", "{\"inputs\": \"Hello\"}");
+    ck_assert_uint_eq(json_array_size(json_array_get(got, 0)), D);
+    json_decref(got);
+    free(sbody);
+    json_decref(sim);
+    free(h);
+    free(body);
+    free(obody);
+    json_decref(oai);
+    free(want);
+    free(mean);
+    json_decref(texts);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* /predict: a text, a pair and a batch of both, each as transformers'
+ * text-classification pipeline ranks it (softmax over three labels); POST
+ * / nests one text's labels as Inference Endpoints do. */
+START_TEST(test_tei_predict)
+{
+    json_t *p = pipeline("bert_text_cls");
+    start_pipeline("bert_text_cls");
+    const json_t *cases = json_object_get(p, "cases");
+    json_t *batch = json_array(), *want = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c)
+    {
+        const json_t *text = json_object_get(c, "text"), *pair = json_object_get(c, "text_pair");
+        json_t *in = pair ? json_pack("[O,O]", text, pair) : json_pack("O", text);
+        char *body = json_dumps(json_pack("{s:o}", "inputs", json_incref(in)), JSON_COMPACT);
+        json_t *got = post_ok("/predict", body);
+        char *at = json_near(got, json_object_get(c, "output"), "predict");
+        ck_assert_msg(at == NULL, "/predict %s: %s differs", body, at);
+        json_decref(got);
+        free(body);
+        json_array_append_new(batch, pair ? in : json_pack("[o]", in));
+        json_array_append(want, json_object_get(c, "output"));
+        if (!pair) { /* POST /: [[labels]] */
+            body = json_dumps(json_pack("{s:O}", "inputs", text), JSON_COMPACT);
+            got = post_ok("/", body);
+            ck_assert_uint_eq(json_array_size(got), 1);
+            at = json_near(json_array_get(got, 0), json_object_get(c, "output"), "root");
+            ck_assert_msg(at == NULL, "POST / %s: %s differs", body, at);
+            json_decref(got);
+            free(body);
+        }
+    }
+    char *body = json_dumps(json_pack("{s:O}", "inputs", batch), JSON_COMPACT);
+    json_t *got = post_ok("/predict", body);
+    char *at = json_near(got, want, "batch");
+    ck_assert_msg(at == NULL, "/predict batch: %s differs", at);
+    json_decref(got);
+    free(body);
+    /* raw_scores: the logits, whose softmax is the score */
+    got = post_ok("/predict", "{\"inputs\": \"Nothing to see here.\", \"raw_scores\": true}");
+    double sum = 0;
+    for (size_t k = 0; k < json_array_size(got); k++)
+        sum += exp(json_number_value(json_object_get(json_array_get(got, k), "score")));
+    const json_t *w0 = json_array_get(json_object_get(json_array_get(cases, 3), "output"), 0);
+    const json_t *g0 = NULL;
+    for (size_t k = 0; k < json_array_size(got); k++)
+        if (json_equal(json_object_get(json_array_get(got, k), "label"),
+                       json_object_get(w0, "label")))
+            g0 = json_array_get(got, k);
+    ck_assert_ptr_nonnull(g0);
+    ck_assert_msg(fabs(exp(json_number_value(json_object_get(g0, "score"))) / sum -
+                       json_number_value(json_object_get(w0, "score"))) < 1e-5,
+                  "raw_scores: softmax of the logits is not the score");
+    json_decref(got);
+    json_decref(batch);
+    json_decref(want);
+    json_decref(p);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* /rerank: one query against its passages, by the cross-encoder's sigmoid
+ * (the pipeline's score of each pair), highest first, with the text when
+ * asked; raw_scores its logit; POST / with query the same; explain. */
+START_TEST(test_tei_rerank)
+{
+    json_t *p = pipeline("bert_rerank");
+    start_pipeline("bert_rerank");
+    const json_t *cases = json_object_get(p, "cases");
+    const json_t *query = json_object_get(json_array_get(cases, 0), "text");
+    json_t *texts = json_array();
+    double score[8];
+    size_t n = 0, i;
+    json_t *c;
+    json_array_foreach(cases, i, c)
+    {
+        if (!json_equal(json_object_get(c, "text"), query))
+            continue;
+        json_array_append(texts, json_object_get(c, "text_pair"));
+        score[n++] = json_number_value(
+            json_object_get(json_array_get(json_object_get(c, "output"), 0), "score"));
+    }
+    ck_assert_uint_ge(n, 3);
+    for (int root = 0; root <= 1; root++) {
+        char *body =
+            json_dumps(json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "return_text", 1),
+                       JSON_COMPACT);
+        json_t *got = post_ok(root ? "/" : "/rerank", body);
+        ck_assert_uint_eq(json_array_size(got), n);
+        double last = 2;
+        for (size_t k = 0; k < n; k++) {
+            const json_t *o = json_array_get(got, k);
+            const size_t idx = (size_t)json_integer_value(json_object_get(o, "index"));
+            const double s = json_number_value(json_object_get(o, "score"));
+            ck_assert_uint_lt(idx, n);
+            ck_assert_msg(fabs(s - score[idx]) < 1e-5, "rerank: text %zu scored %g, want %g", idx,
+                          s, score[idx]);
+            ck_assert_msg(s <= last, "rerank: not by score, highest first");
+            ck_assert(json_equal(json_object_get(o, "text"), json_array_get(texts, idx)));
+            last = s;
+        }
+        json_decref(got);
+        free(body);
+    }
+    /* raw_scores: the logit, log(p / (1 - p)); no text unless asked */
+    char *body = json_dumps(
+        json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "raw_scores", 1), JSON_COMPACT);
+    json_t *got = post_ok("/rerank", body);
+    for (size_t k = 0; k < n; k++) {
+        const json_t *o = json_array_get(got, k);
+        const size_t idx = (size_t)json_integer_value(json_object_get(o, "index"));
+        const double want = log(score[idx] / (1 - score[idx]));
+        ck_assert_ptr_null(json_object_get(o, "text"));
+        ck_assert_msg(fabs(json_number_value(json_object_get(o, "score")) - want) < 1e-4,
+                      "raw score of text %zu", idx);
+    }
+    json_decref(got);
+    free(body);
+    /* explain: each pair's tokens with relevance summing to 1 */
+    body = json_dumps(json_pack("{s:O,s:[O],s:b}", "query", query, "texts",
+                                json_array_get(texts, 0), "explain", 1),
+                      JSON_COMPACT);
+    got = post_ok("/rerank", body);
+    const json_t *ex = json_object_get(json_array_get(got, 0), "explain");
+    double total = 0;
+    for (size_t k = 0; k < json_array_size(ex); k++)
+        total += json_number_value(json_object_get(json_array_get(ex, k), "relevance"));
+    ck_assert_msg(json_array_size(ex) > 4 && fabs(total - 1) < 1e-6,
+                  "rerank explain: %zu tokens, %g", json_array_size(ex), total);
+    json_decref(got);
+    free(body);
+    json_decref(texts);
+    json_decref(p);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* POST / on a token-classification and a fill-mask head: the pipelines'
+ * outputs, as @huggingface/inference's tokenClassification and fillMask
+ * take them (parameters.top_k, parameters.aggregation_strategy). */
+START_TEST(test_tei_root_pipelines)
+{
+    static const char *const cases[] = {"bert_ner", "roberta_fill_mask"};
+    const char *name = cases[_i];
+    json_t *p = pipeline(name);
+    start_pipeline(name);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(p, "cases"), i, c)
+    {
+        json_t *k = json_object_get(c, "top_k"), *agg = json_object_get(c, "aggregation_strategy");
+        json_t *params = json_object();
+        if (k)
+            json_object_set(params, "top_k", k);
+        if (agg)
+            json_object_set(params, "aggregation_strategy", agg);
+        char *body = json_dumps(
+            json_pack("{s:O,s:o}", "inputs", json_object_get(c, "text"), "parameters", params),
+            JSON_COMPACT);
+        json_t *got = post_ok("/", body);
+        char *at = json_near(got, json_object_get(c, "output"), "root");
+        ck_assert_msg(at == NULL, "%s POST / %s: %s differs", name, body, at);
+        json_decref(got);
+        free(body);
+    }
+    json_decref(p);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* /embed_sparse: per text, max over its tokens of log(1 + relu(logits)),
+ * the logits /v1/encode gives, only the non-zero entries, by index. */
+START_TEST(test_tei_sparse)
+{
+    start_pipeline("bert_fill_mask");
+    static const char text[] = "Paris is the capital of France.";
+    json_t *got = post_ok("/embed_sparse", "{\"inputs\": [\"Paris is the capital of France.\"]}");
+    json_t *enc = post_ok("/v1/encode", "{\"text\": \"Paris is the capital of France.\", "
+                                        "\"logits\": true, \"attention\": \"none\"}");
+    const json_t *logits = json_object_get(enc, "logits");
+    const size_t len = json_array_size(logits), V = json_array_size(json_array_get(logits, 0));
+    double *w = xcalloc(V, sizeof *w);
+    for (size_t t = 0; t < len; t++)
+        for (size_t v = 0; v < V; v++) {
+            const double x = json_number_value(json_array_get(json_array_get(logits, t), v));
+            w[v] = fmax(w[v], log1p(fmax(x, 0)));
+        }
+    const json_t *sparse = json_array_get(got, 0);
+    size_t k = 0, nonzero = 0;
+    for (size_t v = 0; v < V; v++) {
+        nonzero += w[v] != 0;
+        const json_t *e = json_array_get(sparse, k);
+        if (e && (size_t)json_integer_value(json_object_get(e, "index")) == v) {
+            EXPECT(fabs(json_number_value(json_object_get(e, "value")) - w[v]) < 1e-5,
+                   "%s: sparse[%zu]", text, v);
+            k++;
+        } else {
+            EXPECT(w[v] < 1e-6, "%s: index %zu (%g) missing", text, v, w[v]);
+        }
+    }
+    ck_assert_uint_eq(k, json_array_size(sparse));
+    ck_assert_uint_gt(nonzero, 0);
+    free(w);
+    json_decref(enc);
+    json_decref(got);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* /tokenize: TEI's form (byte offsets, the text the token covers, null
+ * offsets and the vocabulary's token on special tokens), the tokens of
+ * /v1/tokenize; /decode as Hugging Face's tokenizers decodes
+ * (tests/fixtures/tokenizers/bert-uncased/reference.json, the tokenizer of
+ * bert_text). */
+START_TEST(test_tei_tokenize_decode)
+{
+    start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, NULL}, NULL);
+    static const char text[] = "crème brûlée à la française";
+    json_t *got = post_ok("/tokenize", "{\"inputs\": \"crème brûlée à la française\"}");
+    json_t *own = post_ok("/v1/tokenize", "{\"text\": \"crème brûlée à la française\"}");
+    const json_t *a = json_array_get(got, 0),
+                 *b = json_array_get(json_object_get(own, "tokens"), 0);
+    ck_assert_uint_eq(json_array_size(a), json_array_size(b));
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
+        ck_assert(json_equal(json_object_get(x, "id"), json_object_get(y, "id")));
+        ck_assert(json_equal(json_object_get(x, "special"), json_object_get(y, "special")));
+        if (json_is_true(json_object_get(x, "special"))) {
+            ck_assert(json_is_null(json_object_get(x, "start")) &&
+                      json_is_null(json_object_get(x, "stop")));
+            ck_assert(json_equal(json_object_get(x, "text"), json_object_get(y, "text")));
+            continue;
+        }
+        /* characters [start, stop) of /v1/tokenize are these bytes */
+        size_t cs = (size_t)json_integer_value(json_object_get(y, "start")),
+               ce = (size_t)json_integer_value(json_object_get(y, "stop")), bs = 0, cp = 0;
+        for (; cp < cs; bs++)
+            cp += ((unsigned char)text[bs + 1] & 0xC0) != 0x80;
+        size_t be = bs;
+        for (; cp < ce; be++)
+            cp += ((unsigned char)text[be + 1] & 0xC0) != 0x80;
+        ck_assert_int_eq(json_integer_value(json_object_get(x, "start")), (json_int_t)bs);
+        ck_assert_int_eq(json_integer_value(json_object_get(x, "stop")), (json_int_t)be);
+        ck_assert_uint_eq(json_string_length(json_object_get(x, "text")), be - bs);
+        ck_assert(memcmp(json_string_value(json_object_get(x, "text")), text + bs, be - bs) == 0);
+    }
+    json_decref(got);
+    json_decref(own);
+    /* /decode of the reference's ids, with and without special tokens */
+    json_t *ref =
+        json_load_file(TESTS_DIR "/fixtures/tokenizers/bert-uncased/reference.json", 0, NULL);
+    const json_t *items = json_object_get(ref, "items");
+    int checked = 0;
+    for (size_t i = 0; i < json_array_size(items) && checked < 8; i += 7, checked++) {
+        const json_t *item = json_array_get(items, i);
+        const json_t *ids = json_object_get(json_object_get(item, "with_special"), "ids");
+        for (int skip = 0; skip <= 1; skip++) {
+            const json_t *want = json_object_get(item, skip ? "decoded_skip" : "decoded");
+            char *body = json_dumps(json_pack("{s:O,s:b}", "ids", ids, "skip_special_tokens", skip),
+                                    JSON_COMPACT);
+            got = post_ok("/decode", body);
+            ck_assert_msg(want && json_equal(json_array_get(got, 0), want), "/decode %s", body);
+            json_decref(got);
+            free(body);
+        }
+    }
+    json_decref(ref);
+    ck_assert_int_eq(checked, 8);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* GET /info: the model's kind as TEI names it, its labels, the limits. */
+START_TEST(test_tei_info)
+{
+    static const struct {
+        const char *dir, *kind;
+    } cases[] = {{TEXT_DIR, "embedding"},
+                 {PIPELINES "/bert_text_cls", "classifier"},
+                 {PIPELINES "/bert_rerank", "reranker"}};
+    const char *dir = cases[_i].dir, *kind = cases[_i].kind;
+    start_or_fail((const char *const[]){"--model-dir", dir, "--max-batch", "8", NULL}, NULL);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/info", NULL, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = json_loads(r.body, 0, NULL), *type = json_object_get(j, "model_type");
+    ck_assert_msg(json_object_get(type, kind), "%s: %s", dir, r.body);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "max_client_batch_size")), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "max_input_length")), 64);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "model_dtype")), "float32");
+    if (strcmp(kind, "embedding") == 0)
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(type, kind), "pooling")),
+                         "mean");
+    else
+        ck_assert_uint_ge(
+            json_object_size(json_object_get(json_object_get(type, kind), "id2label")), 1);
+    json_decref(j);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* TEI's errors: {"error", "error_type"}, 422 for input it refuses, 400 for
+ * empty input, 424 for a route the model's kind cannot answer; unknown
+ * fields ignored as TEI ignores them. */
+START_TEST(test_tei_errors)
+{
+    start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, NULL}, NULL);
+    static const struct {
+        const char *path, *body;
+        long status;
+        const char *type, *msg;
+    } bad[] = {
+        {"/embed", "{\"inputs\": \"\"}", 400, "Empty", "`inputs` cannot be empty"},
+        {"/embed", "{\"inputs\": []}", 400, "Empty", "`inputs` cannot be empty"},
+        {"/embed", "{\"inputs\": \"a\", \"normalize\": 1}", 422, "Validation",
+         "`normalize` must be"},
+        {"/embed", "{\"inputs\": \"a\", \"dimensions\": 0}", 422, "Validation",
+         "`dimensions` should be positive"},
+        {"/embed", "{\"inputs\": [1, 2]}", 422, "Validation",
+         "token ids are taken by /v1/embeddings"},
+        {"/embed", "{\"inputs\": \"a\", \"truncation_direction\": \"up\"}", 422, "Validation",
+         "`truncation_direction`"},
+        {"/embed", "{\"inputs\": ", 422, "Validation", "Failed to parse the request body as JSON"},
+        {"/predict", "{\"inputs\": \"a\"}", 424, "Backend",
+         "Backend error: Model is not a classifier model"},
+        {"/rerank", "{\"query\": \"a\", \"texts\": [\"b\"]}", 424, "Backend",
+         "model is not a re-ranker model"},
+        {"/rerank", "{\"query\": \"a\", \"texts\": []}", 400, "Empty", "`texts` cannot be empty"},
+        {"/embed_sparse", "{\"inputs\": \"a\"}", 424, "Backend", "SPLADE"},
+        {"/similarity", "{\"inputs\": {\"source_sentence\": \"a\", \"sentences\": []}}", 400,
+         "Empty", "`inputs.sentences` cannot be empty"},
+        {"/decode", "{\"ids\": []}", 400, "Empty", "`input_ids` cannot be empty"},
+        {"/decode", "{\"ids\": [1, -2]}", 422, "Validation", "`ids[1]` must be a token id"},
+    };
+    for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
+        long status;
+        json_t *j = post(bad[t].path, bad[t].body, &status);
+        const char *e = json_string_value(json_object_get(j, "error"));
+        const char *type = json_string_value(json_object_get(j, "error_type"));
+        ck_assert_msg(status == bad[t].status && e && strstr(e, bad[t].msg) && type &&
+                          strcmp(type, bad[t].type) == 0,
+                      "%s %s: %ld %s (%s), want %ld %s \"%s\"", bad[t].path, bad[t].body, status,
+                      e ? e : "?", type ? type : "?", bad[t].status, bad[t].type, bad[t].msg);
+        json_decref(j);
+    }
+    json_t *ok =
+        post_ok("/embed", "{\"inputs\": \"a\", \"encoding_format\": \"float\", \"user\": 7}");
+    json_decref(ok);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+Suite *tei_suite(void)
+{
+    Suite *s = timed_suite("tei");
+    TCase *tc = timed_case(s, "daemon", 60);
+    tcase_add_test(tc, test_tei_embed);
+    tcase_add_test(tc, test_tei_predict);
+    tcase_add_test(tc, test_tei_rerank);
+    tcase_add_loop_test(tc, test_tei_root_pipelines, 0, 2);
+    tcase_add_test(tc, test_tei_sparse);
+    tcase_add_test(tc, test_tei_tokenize_decode);
+    tcase_add_loop_test(tc, test_tei_info, 0, 3);
+    tcase_add_test(tc, test_tei_errors);
+    return s;
+}
