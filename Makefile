@@ -20,6 +20,8 @@
 #                        (make test runs it)
 #   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
 #                        the sentence-transformers fixtures (make test runs it)
+#   make hf-check        Hugging Face's @huggingface/inference client against POST /
+#                        (TEI's), every task it sends, on the fixtures (make test runs it)
 #   make builtin-check   the built-in model's tokenizer against Hugging Face's, text
 #                        in end to end (make test runs it)
 #   make k8s-check       deploy/kubernetes/ against the Kubernetes schemas and attnd
@@ -243,6 +245,7 @@ test: docs-check layers-check
 	@$(MAKE) --no-print-directory docs-examples
 	@$(MAKE) --no-print-directory docs-links
 	@$(MAKE) --no-print-directory openai-check
+	@$(MAKE) --no-print-directory hf-check
 	@$(MAKE) --no-print-directory builtin-check
 	@$(MAKE) --no-print-directory k8s-check
 
@@ -300,7 +303,7 @@ layers-check:
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check docs-examples docs-links openai-check builtin-check
+.PHONY: test-page deps-page deps-node openapi-check docs-examples docs-links openai-check hf-check builtin-check
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -371,6 +374,15 @@ openai-check:
 	@$(MAKE) --no-print-directory deps-node
 	@$(MAKE) --no-print-directory $(ATTND)
 	timeout 300 node tests/openai/embeddings_check.mjs $(ATTND)
+
+# Hugging Face's own client, @huggingface/inference (npm, package.json's pin),
+# pointed at attnd as an endpoint: featureExtraction, sentenceSimilarity,
+# textClassification, tokenClassification and fillMask through POST /, each
+# checked against attnd's own routes and the fixtures (tests/tei/hf_client_check.mjs).
+hf-check:
+	@$(MAKE) --no-print-directory deps-node
+	@$(MAKE) --no-print-directory $(ATTND)
+	timeout 300 node tests/tei/hf_client_check.mjs $(ATTND)
 
 # The built-in model takes text: its tokenizer.json (made at build time from
 # WORDLIST) loaded by Hugging Face's tokenizers (npm, package.json's pin)
