@@ -178,6 +178,9 @@ size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
 const route *http_route_find(request *r, const char *path);
 /* The protocol a decoded path belongs to by the protocols' own matching
  * (protocol.match), or NULL. */
+/* The route table's paths, in its order, into names (at most max): the
+ * routes /metrics counts by.  Returns how many. */
+int http_route_names(const char **names, int max);
 const protocol *http_protocol_of(const char *path, int *route_id);
 /* OPTIONS on r's route: its methods, and CORS's preflight answer. */
 enum MHD_Result http_serve_options(request *r);

@@ -354,6 +354,14 @@ const protocol *http_protocol_of(const char *path, int *route_id)
         if ((*route_id = path_protocols[i]->match(path)) != 0)
             return path_protocols[i];
     *route_id = 0;
+int http_route_names(const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0] && n < max; i++)
+        names[n++] = routes[i].path;
+    return n;
+}
+
     return NULL;
 }
 
