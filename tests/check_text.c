@@ -310,6 +310,20 @@ START_TEST(test_text_refusals)
     expect_error("/v1/tokenize", "{\"text\": \"ab\xff\"}", 400, "byte 12");
     /* a lone surrogate escape is not text */
     expect_error("/v1/tokenize", "{\"text\": \"\\ud800\"}", 400, "invalid JSON");
+    /* a key given twice: refused naming it, as /v1/encode does */
+    expect_error("/v1/tokenize", "{\"text\": \"a\", \"text\": \"b\"}", 400,
+                 "duplicate object key near '\"text\"'");
+    expect_error("/v1/tokenize", "{\"text\": \"a\", \"truncate\": true, \"truncate\": false}", 400,
+                 "duplicate object key near '\"truncate\"'");
+    expect_error("/v1/encode", "{\"text\": \"a\", \"text\": \"b\"}", 400,
+                 "duplicate object key near '\"text\"'");
+    /* U+0000 is text (the tokenizer's); elsewhere it is refused, named */
+    expect_error("/v1/encode", "{\"text\": \"a\", \"attention\": \"mean\\u0000\"}", 400,
+                 "attention must not contain U+0000 (\\u0000): only text may");
+    expect_error("/v2/models/encoder/infer",
+                 "{\"id\": \"a\\u0000\", \"inputs\": [{\"name\": \"text\", \"datatype\": "
+                 "\"BYTES\", \"shape\": [1], \"data\": [\"a\"]}]}",
+                 400, "id must not contain U+0000 (\\u0000)");
 }
 END_TEST
 

@@ -157,13 +157,9 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     req->pool = limits ? limits->pool : NULL;
     req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
-    json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        return BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
-                   jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
-    }
+    json_t *root = api_json_load(body, len, "input", err);
+    if (!root)
+        return -1;
     int rc = -1;
     json_t *v;
     if (!json_is_object(root)) {
