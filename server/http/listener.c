@@ -36,6 +36,7 @@ server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
     }
     s->cfg = cfg;
     s->spin = spin;
+    s->started = time(NULL);
     s->listen_fd = s->wake[0] = s->wake[1] = -1;
     return s;
 }
