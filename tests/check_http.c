@@ -163,8 +163,28 @@ START_TEST(test_metrics_count_requests)
     }
     http_do(dp.port, "GET", "/nope", NULL, 0, NULL, &r);
     http_resp_free(&r);
+    /* Every route is counted by its path (the route table's), whatever its
+     * answer: these refuse (no tokenizer, no head) or answer. */
+    static const char *const posts[] = {"/v1/tokenize", "/v1/embeddings", "/v1/predict"};
+    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++) {
+        ck_assert_int_eq(http_post_json(dp.port, posts[i], "{\"input\": 1}", &r), 0);
+        ck_assert_int_eq(r.status, 400);
+        http_resp_free(&r);
+    }
+    static const char *const gets[] = {"/", "/v1/models", "/v1/models/encoder"};
+    for (size_t i = 0; i < sizeof gets / sizeof *gets; i++) {
+        ck_assert_int_eq(http_do(dp.port, "GET", gets[i], NULL, 0, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+        http_resp_free(&r);
+    }
     const char *want[] = {"attnd_requests_total{route=\"/v1/encode\",status=\"200\"} 3\n",
                           "attnd_requests_total{route=\"other\",status=\"404\"} 1\n",
+                          "attnd_requests_total{route=\"/v1/tokenize\",status=\"400\"} 1\n",
+                          "attnd_requests_total{route=\"/v1/embeddings\",status=\"400\"} 1\n",
+                          "attnd_requests_total{route=\"/v1/predict\",status=\"400\"} 1\n",
+                          "attnd_requests_total{route=\"/\",status=\"200\"} 1\n",
+                          "attnd_requests_total{route=\"/v1/models\",status=\"200\"} 1\n",
+                          "attnd_requests_total{route=\"/v1/models/{model}\",status=\"200\"} 1\n",
                           "attnd_tokens_total 6\n",
                           "attnd_sequences_total 3\n",
                           "attnd_batch_sequences_count 3\n",
@@ -977,12 +997,14 @@ START_TEST(test_openapi_matches_daemon)
                 upper[k] = (char)(method[k] - 32 * (method[k] >= 'a' && method[k] <= 'z'));
             upper[k] = '\0';
             const char *body = "{\"embeddings\": [[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]]}";
-            /* /v2 paths: {name} and {version} filled in, a v2 request body. */
+            /* {name}, {model} and {version} filled in; /v2 paths, a v2 request body. */
             char url[256];
             size_t n = 0;
             for (const char *p = path; *p && n < sizeof url - 16;) {
                 if (strncmp(p, "{name}", 6) == 0)
                     n += (size_t)snprintf(url + n, sizeof url - n, "encoder"), p += 6;
+                else if (strncmp(p, "{model}", 7) == 0)
+                    n += (size_t)snprintf(url + n, sizeof url - n, "encoder"), p += 7;
                 else if (strncmp(p, "{version}", 9) == 0)
                     n += (size_t)snprintf(url + n, sizeof url - n, "1"), p += 9;
                 else

@@ -148,12 +148,14 @@ static double sample(const char *text, const char *name)
 
 START_TEST(test_metrics_counts)
 {
-    metrics *mx = metrics_new();
+    static const char *const routes[] = {"/v1/encode", "/health"};
+    metrics *mx = metrics_new(routes, 2);
     ck_assert_ptr_nonnull(mx);
     metrics_request(mx, "/v1/encode", 200, 0.010);
     metrics_request(mx, "/v1/encode", 200, 0.030);
     metrics_request(mx, "/v1/encode", 413, 0.001);
     metrics_request(mx, "/no/such", 404, 0.001);
+    metrics_request(mx, "/health", 200, 0.001);
     metrics_forward(mx, 3, 300, 2, 0.020);
     metrics_attention_scores(mx, 12345);
     metrics_queue(mx, 0.002);
@@ -167,6 +169,7 @@ START_TEST(test_metrics_counts)
     ck_assert(sample(text, "attnd_requests_total{route=\"/v1/encode\",status=\"200\"}") == 2);
     ck_assert(sample(text, "attnd_requests_total{route=\"/v1/encode\",status=\"413\"}") == 1);
     ck_assert(sample(text, "attnd_requests_total{route=\"other\",status=\"404\"}") == 1);
+    ck_assert(sample(text, "attnd_requests_total{route=\"/health\",status=\"200\"}") == 1);
     ck_assert(sample(text, "attnd_attention_scores_total") == 12345);
     ck_assert(sample(text, "attnd_requests_in_flight") == 1);
     ck_assert(sample(text, "attnd_queue_depth") == 7);

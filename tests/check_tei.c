@@ -503,7 +503,7 @@ START_TEST(test_tei_errors)
          "token ids are taken by /v1/embeddings"},
         {"/embed", "{\"inputs\": \"a\", \"truncation_direction\": \"up\"}", 422, "Validation",
          "`truncation_direction`"},
-        {"/embed", "{\"inputs\": ", 422, "Validation", "Failed to parse the request body as JSON"},
+        {"/embed", "{\"inputs\": ", 422, "Validation", "invalid JSON at line 1"},
         {"/predict", "{\"inputs\": \"a\"}", 424, "Backend",
          "Backend error: Model is not a classifier model"},
         {"/rerank", "{\"query\": \"a\", \"texts\": [\"b\"]}", 424, "Backend",

@@ -310,6 +310,20 @@ START_TEST(test_text_refusals)
     expect_error("/v1/tokenize", "{\"text\": \"ab\xff\"}", 400, "byte 12");
     /* a lone surrogate escape is not text */
     expect_error("/v1/tokenize", "{\"text\": \"\\ud800\"}", 400, "invalid JSON");
+    /* a key given twice: refused naming it, as /v1/encode does */
+    expect_error("/v1/tokenize", "{\"text\": \"a\", \"text\": \"b\"}", 400,
+                 "duplicate object key near '\"text\"'");
+    expect_error("/v1/tokenize", "{\"text\": \"a\", \"truncate\": true, \"truncate\": false}", 400,
+                 "duplicate object key near '\"truncate\"'");
+    expect_error("/v1/encode", "{\"text\": \"a\", \"text\": \"b\"}", 400,
+                 "duplicate object key near '\"text\"'");
+    /* U+0000 is text (the tokenizer's); elsewhere it is refused, named */
+    expect_error("/v1/encode", "{\"text\": \"a\", \"attention\": \"mean\\u0000\"}", 400,
+                 "attention must not contain U+0000 (\\u0000): only text may");
+    expect_error("/v2/models/encoder/infer",
+                 "{\"id\": \"a\\u0000\", \"inputs\": [{\"name\": \"text\", \"datatype\": "
+                 "\"BYTES\", \"shape\": [1], \"data\": [\"a\"]}]}",
+                 400, "id must not contain U+0000 (\\u0000)");
 }
 END_TEST
 
@@ -467,15 +481,200 @@ START_TEST(test_embeddings_refusals)
                  "unknown field 'inputs'");
     expect_error("/v1/embeddings", "{}", 400, "input is required");
     expect_error("/v1/embeddings", "{\"input\": []}", 400, "input is an empty list");
-    expect_error("/v1/embeddings", "{\"input\": [1, \"a\"]}", 400, "this list mixes them");
+    /* each entry named by its index, as a flat list or a list of lists has it */
     expect_error("/v1/embeddings", "{\"input\": [[2, 5000]]}", 400, "input[0][1] = 5000");
-    expect_error("/v1/embeddings", "{\"input\": [[]]}", 400, "input is empty");
+    expect_error("/v1/embeddings", "{\"input\": [2, 5000]}", 400, "input[1] = 5000 is outside");
+    expect_error("/v1/embeddings", "{\"input\": [2, 99999999999]}", 400,
+                 "input[1] = 99999999999 is outside the int32 range");
+    expect_error("/v1/embeddings", "{\"input\": [[2], [3, 99999999999]]}", 400,
+                 "input[1][1] = 99999999999 is outside the int32 range");
+    expect_error("/v1/embeddings", "{\"input\": [1, \"a\"]}", 400,
+                 "input[1] is a string, but input[0] is a token id");
+    expect_error("/v1/embeddings", "{\"input\": [\"a\", \"b\", [1]]}", 400,
+                 "input[2] is a list, but input[0] is a string");
+    expect_error("/v1/embeddings", "{\"input\": [[1], 2]}", 400,
+                 "input[1] is a token id, but input[0] is a list");
+    expect_error("/v1/embeddings", "{\"input\": [[1], [2, 2.5]]}", 400,
+                 "input[1][1] is a number that is not an integer");
+    expect_error("/v1/embeddings", "{\"input\": [null]}", 400, "input[0] is null; input must be");
+    expect_error("/v1/embeddings", "{\"input\": [[]]}", 400, "input[0] is empty");
+    expect_error("/v1/embeddings", "{\"input\": [[1], []]}", 400, "input[1] is empty");
     expect_error("/v1/embeddings", "{\"input\": {\"a\": 1}}", 400, "input must be a string");
+    /* a key given twice is refused, named, as on every route */
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"input\": \"b\"}", 400,
+                 "duplicate object key near '\"input\"'");
+    expect_error("/v1/embeddings", "{\"input\": \"a\", \"model\": \"x\\u0000\"}", 400,
+                 "model must not contain U+0000");
     char body[1024] = "{\"input\": \"";
     for (int i = 0; i < 100; i++)
         strcat(body, "hello ");
     strcat(body, "\"}");
     expect_error("/v1/embeddings", body, 413, "input has 102 tokens; the model takes at most 64");
+}
+END_TEST
+
+/* U+0000 in text is the tokenizer's to read, as Hugging Face's tokenizers
+ * and TEI take it: BERT's normalizer drops it (clean_text), so "hello\0
+ * world" is "hello world", the text after it kept, on every route that
+ * takes text. */
+START_TEST(test_text_nul)
+{
+    long status;
+    json_t *with =
+        post("/v1/tokenize", "{\"text\": [\"hello\\u0000 world\", \"\\u0000!\"]}", &status);
+    ck_assert_int_eq(status, 200);
+    json_t *without = post("/v1/tokenize", "{\"text\": [\"hello world\", \"!\"]}", &status);
+    ck_assert_int_eq(status, 200);
+    for (size_t b = 0; b < 2; b++) {
+        const json_t *a = json_array_get(json_object_get(with, "tokens"), b),
+                     *w = json_array_get(json_object_get(without, "tokens"), b);
+        ck_assert_uint_eq(json_array_size(a), json_array_size(w));
+        for (size_t i = 0; i < json_array_size(w); i++)
+            ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, i), "id")),
+                             json_integer_value(json_object_get(json_array_get(w, i), "id")));
+    }
+    /* offsets count the NUL: "world" starts at 7 */
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_array_get(json_array_get(json_object_get(with, "tokens"), 0), 2), "start")),
+        7);
+    json_decref(with);
+    json_decref(without);
+    static const char *const routes[][3] = {
+        {"/v1/embeddings", "{\"input\": \"hello\\u0000 world\"}", "{\"input\": \"hello world\"}"},
+        {"/v1/encode", "{\"text\": \"hello\\u0000 world\"}", "{\"text\": \"hello world\"}"}};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *a = post(routes[k][0], routes[k][1], &status);
+        ck_assert_msg(status == 200, "%s: %ld", routes[k][0], status);
+        json_t *w = post(routes[k][0], routes[k][2], &status);
+        ck_assert_int_eq(status, 200);
+        const char *field = k == 0 ? "data" : "outputs";
+        char *ja = json_dumps(json_object_get(a, field), JSON_COMPACT),
+             *jw = json_dumps(json_object_get(w, field), JSON_COMPACT);
+        ck_assert_msg(strcmp(ja, jw) == 0, "%s: the NUL changed the answer", routes[k][0]);
+        free(ja);
+        free(jw);
+        json_decref(a);
+        json_decref(w);
+    }
+}
+END_TEST
+
+/* A body of n texts, each the word "hello" words times. */
+static char *texts_body(size_t n, int words)
+{
+    const size_t one = 6 * (size_t)words + 4;
+    char *body = xcalloc(n * one + 64, 1), *p = body;
+    p += sprintf(p, "{\"input\": [");
+    for (size_t b = 0; b < n; b++) {
+        p += sprintf(p, "%s\"", b ? ", " : "");
+        for (int w = 0; w < words; w++)
+            p += sprintf(p, "%shello", w ? " " : "");
+        p += sprintf(p, "\"");
+    }
+    sprintf(p, "]}");
+    return body;
+}
+
+/* Up to 2,048 inputs in one /v1/embeddings request, as OpenAI takes them,
+ * past limits.max_batch (64 here), while B x L is within
+ * limits.max_batch_tokens; one more is a 413, and so is a batch over the
+ * token budget. */
+START_TEST(test_embeddings_2048)
+{
+    char *body = texts_body(2048, 1);
+    long status;
+    json_t *r = post("/v1/embeddings", body, &status);
+    ck_assert_int_eq(status, 200);
+    const json_t *data = json_object_get(r, "data");
+    ck_assert_uint_eq(json_array_size(data), 2048);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(data, 2047), "index")),
+                     2047);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(r, "usage"), "prompt_tokens")),
+        2048 * 3);
+    /* the same text, wherever it is in the batch (within BLAS's rounding,
+     * which follows a row's place: docs/model.md) */
+    float first[32], last[32];
+    embedding_of(data, 0, first, 32);
+    embedding_of(data, 2047, last, 32);
+    ck_assert(max_abs_diff(first, last, 32) < 1e-6);
+    json_decref(r);
+    free(body);
+    body = texts_body(2049, 1);
+    expect_error("/v1/embeddings", body, 413,
+                 "input has 2049 entries; /v1/embeddings takes at most 2048");
+    free(body);
+    /* 2,048 x 42 tokens: over limits.max_batch_tokens (65536) */
+    body = texts_body(2048, 40);
+    expect_error("/v1/embeddings", body, 413,
+                 "batch of 2048 sequences x 42 positions = 86016 tokens is over "
+                 "limits.max_batch_tokens (65536)");
+    free(body);
+    /* /v1/encode keeps limits.max_batch */
+    body = texts_body(65, 1);
+    memcpy(body, "{ \"text\": [", 11); /* in place of {"input": [ */
+    expect_error("/v1/encode", body, 413, "text has 65 texts; limits.max_batch is 64");
+    free(body);
+}
+END_TEST
+
+/* The error of a request to path as OpenAI's shape has it: status, type,
+ * param and code (NULL: JSON null), and a message that says want. */
+static void expect_openai_error(const char *path, const char *body, long want_status,
+                                const char *type, const char *param, const char *code,
+                                const char *want)
+{
+    long status;
+    json_t *j = post(path, body, &status);
+    const json_t *e = json_object_get(j, "error");
+    ck_assert_msg(json_is_object(e) && json_object_size(e) == 4, "%s %s: not OpenAI's shape", path,
+                  body);
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    ck_assert_msg(status == want_status, "%s %s: %ld, expected %ld (%s)", path, body, status,
+                  want_status, msg ? msg : "");
+    ck_assert_msg(msg && strstr(msg, want), "%s: \"%s\" does not say \"%s\"", body, msg ? msg : "",
+                  want);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), type);
+    const json_t *p = json_object_get(e, "param"), *c = json_object_get(e, "code");
+    ck_assert_msg(param ? json_is_string(p) && strcmp(json_string_value(p), param) == 0
+                        : json_is_null(p),
+                  "%s: param %s, expected %s", body, json_string_value(p), param ? param : "null");
+    ck_assert_msg(code ? json_is_string(c) && strcmp(json_string_value(c), code) == 0
+                       : json_is_null(c),
+                  "%s: code %s, expected %s", body, json_string_value(c), code ? code : "null");
+    json_decref(j);
+}
+
+/* /v1/embeddings' and /v1/models' errors in OpenAI's shape: {"error":
+ * {"message", "type", "param", "code"}}, param the field the message
+ * names; the other routes keep the daemon's. */
+START_TEST(test_embeddings_openai_errors)
+{
+    const char *E = "/v1/embeddings", *INVALID = "invalid_request_error";
+    expect_openai_error(E, "{\"input\": \"a\", \"model\": \"gpt-4\"}", 404, INVALID, "model",
+                        "model_not_found", "model 'gpt-4' does not exist");
+    expect_openai_error(E, "{\"input\": [[]]}", 400, INVALID, "input", NULL, "input[0] is empty");
+    expect_openai_error(E, "{\"input\": \"a\", \"dimensions\": 99}", 400, INVALID, "dimensions",
+                        NULL, "dimensions = 99");
+    expect_openai_error(E, "{\"input\": \"a\", \"encoding_format\": 1}", 400, INVALID,
+                        "encoding_format", NULL, "encoding_format must be");
+    expect_openai_error(E, "{\"input\": \"a\", \"user\": 1}", 400, INVALID, "user", NULL,
+                        "user must be a string");
+    expect_openai_error(E, "{\"input\": \"a\", \"inputs\": 1}", 400, INVALID, NULL, NULL,
+                        "unknown field 'inputs'");
+    expect_openai_error(E, "{\"input\": ", 400, INVALID, NULL, NULL, "invalid JSON");
+    char body[1024] = "{\"input\": \"";
+    for (int i = 0; i < 100; i++)
+        strcat(body, "hello ");
+    strcat(body, "\"}");
+    expect_openai_error(E, body, 413, INVALID, "input", NULL, "input has 102 tokens");
+    /* the daemon's own form elsewhere */
+    long status;
+    json_t *j = post("/v1/tokenize", "{}", &status);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+                     "invalid_request");
+    json_decref(j);
 }
 END_TEST
 
@@ -664,6 +863,9 @@ Suite *text_suite(void)
     tcase_add_test(tc, test_no_tokenizer);
     tcase_add_test(tc, test_embeddings);
     tcase_add_test(tc, test_embeddings_refusals);
+    tcase_add_test(tc, test_embeddings_openai_errors);
+    tcase_add_test(tc, test_embeddings_2048);
+    tcase_add_test(tc, test_text_nul);
     tcase_add_test(tc, test_embeddings_cls);
     tcase_add_test(tc, test_v2_text);
     tcase_add_test(tc, test_embeddings_dense_refused);

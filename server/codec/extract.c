@@ -626,7 +626,8 @@ json_t *jx_loadb(const char *text, size_t len, size_t flags, json_error_t *err)
 json_t *jx_load(const char *text, size_t len, const jx_cut *cuts, size_t n, json_error_t *jerr,
                 bool *oom)
 {
-    const size_t flags = JSON_REJECT_DUPLICATES;
+    /* U+0000 read; the caller refuses it where a string cannot take it */
+    const size_t flags = JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
     if (n == 0)
         return jx_loadb(text, len, flags, jerr);
     size_t cut = 0;

@@ -130,7 +130,8 @@ typedef struct jx_cut {
 /* text[0..len) as jansson values, the n cuts (in text order, not
  * overlapping) made empty.  NULL when it is not valid JSON, with *jerr's
  * line and column those of text itself (or *oom).  Integers of any size
- * are numbers (see jx_loadb). */
+ * are numbers (see jx_loadb); a key given twice is refused; U+0000 is read
+ * into strings, for the caller to refuse where a string cannot hold it. */
 json_t *jx_load(const char *text, size_t len, const jx_cut *cuts, size_t n, json_error_t *jerr,
                 bool *oom);
 

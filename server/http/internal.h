@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 struct server {
     const attnd_config *cfg;
@@ -48,6 +49,7 @@ struct server {
     bufpool *buffers; /* uploads, inputs and results, kept across requests */
     linger_set *lingering; /* connections answered before their body, closing gracefully */
     char *model_json; /* the /v1/model body, made once */
+    time_t started;   /* when server_new ran: /v1/models' created */
     atomic_int ready;
     atomic_int draining;      /* readiness down, still accepting (server_drain) */
     _Atomic double drain_end; /* pool_now() when the drain period ends */
@@ -142,7 +144,8 @@ struct request {
 enum MHD_Result http_respond(request *r, int status, const char *type, char *body, size_t len,
                              const char *const *extra);
 enum MHD_Result http_respond_json(request *r, int status, json_t *obj, const char *const *extra);
-/* The contract's error body, or under /v2 the protocol's {"error": "..."}. */
+/* The error body of the path's protocol (/v2's {"error": "..."}, OpenAI's
+ * {"error": {"message", "type", "param", "code"}}), else the contract's. */
 enum MHD_Result http_respond_error(request *r, api_error_kind kind, const char *message,
                                    const char *const *extra);
 /* Queues r->out (codec/stream.h), produced as the socket drains; a 200. */
@@ -176,6 +179,9 @@ size_t http_keep_escaped(void *cls, struct MHD_Connection *conn, char *s);
 
 /* The route of a decoded path, or NULL; sets r->proto. */
 const route *http_route_find(request *r, const char *path, const char *method);
+/* The route table's paths, in its order, each once, into names (at most
+ * max): the routes /metrics counts by.  Returns how many. */
+int http_route_names(const char **names, int max);
 /* The protocol a decoded path belongs to by the protocols' own matching
  * (protocol.match), or NULL. */
 const protocol *http_protocol_of(const char *path, int *route_id);

@@ -19,9 +19,11 @@
 server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
 {
     server *s = calloc(1, sizeof *s);
+    const char *routes[64];
+    const int n_routes = http_route_names(routes, 64);
     /* Each request in flight holds up to three blocks (its upload, its
      * input, its results); reading, computing and sending overlap. */
-    if (!s || !(s->mx = metrics_new()) ||
+    if (!s || !(s->mx = metrics_new(routes, n_routes)) ||
         !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2))) ||
         !(s->lingering = linger_new())) {
         if (s) {
@@ -34,6 +36,7 @@ server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
     }
     s->cfg = cfg;
     s->spin = spin;
+    s->started = time(NULL);
     s->listen_fd = s->wake[0] = s->wake[1] = -1;
     return s;
 }

@@ -1,6 +1,7 @@
 /* routes.c - the route table (path, methods, key, media type, handlers) and
  * each route's handler: health, model, metrics, the page, OpenAPI, the
- * /v2 routes, and the two that run a forward on the compute pool. */
+ * protocols' GET routes (/v2, /v1/models), and those that run a forward on
+ * the compute pool. */
 #include "http/internal.h"
 
 #include "page/page.h"
@@ -300,7 +301,8 @@ static enum MHD_Result serve_proto_get(request *r)
                              .text = s->tokenizer != NULL,
                              .limits = &limits,
                              .pooling = &s->pooling,
-                             .dtype = loaded ? enc_dtype_name(enc_model_dtype(s->model)) : ""};
+                             .dtype = loaded ? enc_dtype_name(enc_model_dtype(s->model)) : "",
+                             .started = (long long)s->started};
     char *body = NULL;
     const int status = r->rt->proto->get(r->rt->proto_route, &sv, &body);
     if (status == PROTO_NOT_READY)
@@ -336,12 +338,19 @@ static enum MHD_Result serve_proto_get(request *r)
  * (v2_route_parse's answer; {name} also stands for {name}/versions/{v}). */
 #define V2(r)        .proto = &v2_protocol, .proto_route = V2_ROUTE_##r
 #define V2_GET(p, r) GET_ROUTE(p, serve_proto_get), V2(r)
+/* A GET route of OpenAI's API (openai.h). */
+#define OPENAI_GET(p, r)                                                                           \
+    GET_ROUTE(p, serve_proto_get), .proto = &openai_protocol, .proto_route = OPENAI_ROUTE_##r
 
 /* Every route, one row each: adding a route is adding its row. */
 static const route routes[] = {
     {FORWARD_ROUTE("/v1/encode", v1_protocol, MEDIA_JSON)},
     {ANSWER_ROUTE("/v1/tokenize", text_tokenize_request)},
-    {FORWARD_ROUTE("/v1/embeddings", openai_protocol, MEDIA_JSON)},
+    /* OpenAI's API (openai.h): its routes are its own paths (openai_route_of). */
+    {FORWARD_ROUTE("/v1/embeddings", openai_protocol, MEDIA_JSON),
+     .proto_route = OPENAI_ROUTE_EMBEDDINGS},
+    {OPENAI_GET("/v1/models", MODELS)},
+    {OPENAI_GET("/v1/models/{model}", MODEL), .names_model = true},
     {FORWARD_ROUTE("/v1/predict", predict_protocol, MEDIA_JSON)},
     {GET_ROUTE("/health", serve_health), .open = true},
     {GET_ROUTE("/v1/model", serve_model)},
@@ -376,8 +385,21 @@ static const route routes[] = {
      .proto_route = V2_ROUTE_INFER},
 };
 
+int http_route_names(const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0] && n < max; i++) {
+        bool seen = false; /* a path of two rows (/: GET and POST) is one route */
+        for (int k = 0; k < n && !seen; k++)
+            seen = strcmp(names[k], routes[i].path) == 0;
+        if (!seen)
+            names[n++] = routes[i].path;
+    }
+    return n;
+}
+
 /* The protocols that match their own paths (protocol.match). */
-static const protocol *const path_protocols[] = {&v2_protocol};
+static const protocol *const path_protocols[] = {&v2_protocol, &openai_protocol};
 
 const protocol *http_protocol_of(const char *path, int *route_id)
 {

@@ -126,3 +126,86 @@ json_t *api_json_field(const json_t *obj, const char *key)
     json_t *v = json_object_get(obj, key);
     return json_is_null(v) ? NULL : v;
 }
+
+/* ---- request bodies ------------------------------------------------------------ */
+
+int api_json_invalid(api_error *err, int line, int column, int byte, const char *why)
+{
+    char msg[JSON_ERROR_TEXT_LENGTH + 4], at[32] = "";
+    if (byte >= 0)
+        snprintf(at, sizeof at, " (byte %d)", byte);
+    /* jansson's text may quote the offending bytes: keep it ASCII. */
+    return api_error_set(err, API_BAD_REQUEST, "invalid JSON at line %d, column %d%s: %s", line,
+                         column, at, api_safe_text_n(why, msg, JSON_ERROR_TEXT_LENGTH));
+}
+
+/* The first string under v (named name, len bytes of it used) that holds
+ * U+0000: its name in name, and 1; 0 when there is none. */
+static int nul_find(json_t *v, char *name, size_t len, size_t size)
+{
+    if (json_is_string(v))
+        return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+    size_t i;
+    const char *key;
+    json_t *item;
+    char q[API_SAFE_MAX + 4];
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, item)
+        {
+            snprintf(name + len, size - len, "[%zu]", i);
+            if (nul_find(item, name, strlen(name), size))
+                return 1;
+        }
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, item)
+        {
+            snprintf(name + len, size - len, "%s%s", len ? "." : "", api_safe_text(key, q));
+            if (nul_find(item, name, strlen(name), size))
+                return 1;
+        }
+    }
+    name[len] = '\0';
+    return 0;
+}
+
+int api_json_refuse_nul(json_t *root, const char *text, api_error *err)
+{
+    char name[256] = "";
+    const char *key;
+    json_t *item;
+    if (!json_is_object(root)) {
+        if (nul_find(root, name, 0, sizeof name))
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "the body's strings must not contain U+0000 (\\u0000)");
+        return 0;
+    }
+    json_object_foreach(root, key, item)
+    {
+        if (text && strcmp(key, text) == 0)
+            continue;
+        snprintf(name, sizeof name, "%s", key);
+        if (nul_find(item, name, strlen(name), sizeof name)) {
+            char q[2 * API_SAFE_MAX + 8];
+            return api_error_set(err, API_BAD_REQUEST, "%s must not contain U+0000 (\\u0000)%s%s%s",
+                                 api_safe_text_n(name, q, 2 * API_SAFE_MAX), text ? ": only " : "",
+                                 text ? text : "", text ? " may" : "");
+        }
+    }
+    return 0;
+}
+
+json_t *api_json_load(const char *body, size_t len, const char *text, api_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(body ? body : "", body ? len : 0,
+                              JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!root) {
+        api_json_invalid(err, jerr.line, jerr.column, jerr.position, jerr.text);
+        return NULL;
+    }
+    if (api_json_refuse_nul(root, text, err) < 0) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}

@@ -20,37 +20,60 @@
 static const char INPUT_FORM[] =
     "a string, a list of strings, a list of token ids, or a list of lists of token ids";
 
-/* What an input list holds. */
-typedef enum input_kind { IN_TEXTS, IN_IDS, IN_ID_ROWS, IN_MIXED } input_kind;
+/* What an input list holds: its first entry decides. */
+typedef enum input_kind { IN_TEXTS, IN_IDS, IN_ID_ROWS } input_kind;
 
-static bool all_ints(const json_t *a)
+/* An entry as messages name it: "a string", "a token id" (an integer), "a
+ * list", "a number that is not an integer", "an object", ... */
+static const char *entry_kind(const json_t *v)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(a, i, v)
-    {
-        if (!json_is_integer(v))
-            return false;
-    }
-    return true;
+    return json_is_integer(v) ? "a token id"
+           : json_is_array(v) ? "a list"
+           : json_is_real(v)  ? "a number that is not an integer"
+                              : api_json_kind(v);
 }
 
-static input_kind kind_of(const json_t *a)
+/* The kind of list a (not empty), from its first entry; every other entry
+ * must be of that kind, and a row of ids, integers alone.  0, or -1 with
+ * err naming the first entry that is not. */
+static int kind_of(const json_t *a, input_kind *kind, api_error *err)
 {
-    bool strings = true, ints = true, rows = true;
-    size_t i;
-    json_t *v;
+    const json_t *first = json_array_get(a, 0);
+    if (json_is_string(first))
+        *kind = IN_TEXTS;
+    else if (json_is_integer(first))
+        *kind = IN_IDS;
+    else if (json_is_array(first))
+        *kind = IN_ID_ROWS;
+    else
+        return BAD("input[0] is %s; input must be %s", entry_kind(first), INPUT_FORM);
+    static const char *const LIST[] = {"a list of texts holds strings alone",
+                                       "a list of token ids holds integers alone",
+                                       "a list of lists holds lists of token ids alone"};
+    size_t i, j;
+    json_t *v, *id;
     json_array_foreach(a, i, v)
     {
-        strings = strings && json_is_string(v);
-        ints = ints && json_is_integer(v);
-        rows = rows && json_is_array(v) && all_ints(v);
+        const bool fits = *kind == IN_TEXTS ? json_is_string(v)
+                          : *kind == IN_IDS ? json_is_integer(v)
+                                            : json_is_array(v);
+        if (!fits)
+            return BAD("input[%zu] is %s, but input[0] is %s: %s", i, entry_kind(v),
+                       entry_kind(first), LIST[*kind]);
+        if (*kind != IN_ID_ROWS)
+            continue;
+        json_array_foreach(v, j, id)
+        {
+            if (!json_is_integer(id))
+                return BAD("input[%zu][%zu] is %s; %s", i, j, entry_kind(id), LIST[IN_IDS]);
+        }
     }
-    return strings ? IN_TEXTS : ints ? IN_IDS : rows ? IN_ID_ROWS : IN_MIXED;
+    return 0;
 }
 
 /* B rows of ids (row b: rows[b], an int list, or for the text form enc[b])
- * into req's batch: B, L, input_ids, lengths when ragged. */
+ * into req's batch: B, L, input_ids, lengths when ragged.  req->batched
+ * says how a row is named: input[b] (a list of rows), else input. */
 static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
                      const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
                      long *tokens, api_error *err)
@@ -61,7 +84,7 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
     for (size_t b = 0; b < B; b++) {
         const size_t n = rows ? json_array_size(rows[b]) : enc[b].n;
         char at[48];
-        snprintf(at, sizeof at, rows && B > 1 ? "input[%zu]" : "input", b);
+        snprintf(at, sizeof at, req->batched ? "input[%zu]" : "input", b);
         if (n == 0)
             return BAD("%s is empty; a sequence needs at least one token", at);
         if (n > max)
@@ -85,8 +108,10 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
         const size_t n = rows ? json_array_size(rows[b]) : enc[b].n;
         for (size_t i = 0; i < n; i++) {
             long long id = rows ? json_integer_value(json_array_get(rows[b], i)) : enc[b].ids[i];
+            char at[48];
             if (id < INT32_MIN || id > INT32_MAX)
-                return BAD("input[%zu][%zu] = %lld is outside the int32 range", b, i, id);
+                return BAD("input%s = %lld is outside the int32 range",
+                           encode_index_text(req, b, i, at), id);
             req->input_ids[b * L + i] = (int32_t)id;
         }
         if (req->lengths)
@@ -104,33 +129,33 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
     if (json_is_array(v)) {
         if (json_array_size(v) == 0)
             return BAD("input is an empty list; expected %s", INPUT_FORM);
-        kind = kind_of(v);
+        if (kind_of(v, &kind, err) < 0)
+            return -1;
     } else if (!json_is_string(v)) {
         return BAD("input must be %s, not %s", INPUT_FORM, api_json_kind(v));
     }
-    if (kind == IN_MIXED)
-        return BAD("input must be %s; this list mixes them", INPUT_FORM);
+    const size_t B = kind == IN_IDS || !json_is_array(v) ? 1 : json_array_size(v);
+    if (B > (size_t)lim->max_batch)
+        return TOO_LARGE("input has %zu entries; /v1/embeddings takes at most %d", B,
+                         lim->max_batch);
     if (encode_ids_allowed(req, "input", err) < 0)
         return -1;
     if (kind == IN_IDS || kind == IN_ID_ROWS) {
-        const size_t B = kind == IN_IDS ? 1 : json_array_size(v);
-        if (lim->max_batch > 0 && B > (size_t)lim->max_batch)
-            return TOO_LARGE("input has %zu sequences; limits.max_batch is %d", B, lim->max_batch);
         const json_t **rows = encode_zalloc(B, sizeof *rows);
         if (!rows)
             return api_error_set(err, API_UNAVAILABLE, "out of memory");
         for (size_t b = 0; b < B; b++)
             rows[b] = kind == IN_IDS ? v : json_array_get(v, b);
+        req->batched = kind == IN_ID_ROWS;
         int rc = fill_rows(req, B, rows, NULL, hp, lim, tokens, err);
         free(rows);
-        req->batched = kind == IN_ID_ROWS;
         return rc;
     }
     text_batch tb;
     if (text_tokenize(v, "input", lim, TEXT_SPECIALS, &tb, err) < 0)
         return -1;
-    int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
     req->batched = tb.batched;
+    int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
     text_batch_free(&tb);
     return rc;
 }
@@ -157,13 +182,9 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     req->pool = limits ? limits->pool : NULL;
     req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
-    json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        return BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
-                   jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
-    }
+    json_t *root = api_json_load(body, len, "input", err);
+    if (!root)
+        return -1;
     int rc = -1;
     json_t *v;
     if (!json_is_object(root)) {
@@ -187,7 +208,13 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
         }
         o->dimensions = (int)json_integer_value(v);
     }
-    if (parse_input(req, api_json_field(root, "input"), hp, limits, &o->tokens, err) < 0 ||
+    /* Up to OPENAI_MAX_INPUTS inputs, or limits.max_batch when that is
+     * more: the forward's cost is bounded by its tokens (max_seq_len,
+     * max_batch_tokens), and OpenAI's clients send up to 2,048 at once. */
+    api_limits lim = *limits;
+    if (lim.max_batch < OPENAI_MAX_INPUTS)
+        lim.max_batch = OPENAI_MAX_INPUTS;
+    if (parse_input(req, api_json_field(root, "input"), hp, &lim, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)
         goto done;
     rc = 0;
@@ -231,6 +258,57 @@ int openai_render(const encode_request *req, const openai_request *o, const char
     return stream_failed(st) ? -1 : 0;
 }
 
+/* ---- GET /v1/models, /v1/models/{model} ------------------------------------------ */
+
+/* The model as OpenAI's model object (new reference). */
+static json_t *model_object(const char *name, long long created)
+{
+    return json_pack("{s:s, s:s, s:I, s:s}", "id", name, "object", "model", "created",
+                     (json_int_t)created, "owned_by", "attnd");
+}
+
+char *openai_models_json(const char *model_name, long long created, bool list)
+{
+    json_t *m = model_object(model_name, created);
+    json_t *body = list && m ? json_pack("{s:s, s:[o]}", "object", "list", "data", m) : m;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return text;
+}
+
+/* ---- errors in OpenAI's shape ------------------------------------------------------ */
+
+/* The body's fields an error's param names: the message's first word when
+ * it is one of them ("input[2] is empty" is input's), else none. */
+static const char *param_of(const char *message)
+{
+    size_t n = strspn(message, "abcdefghijklmnopqrstuvwxyz_");
+    for (size_t i = 0; i < sizeof BODY_FIELDS / sizeof *BODY_FIELDS; i++)
+        if (n > 0 && strlen(BODY_FIELDS[i].name) == n &&
+            strncmp(BODY_FIELDS[i].name, message, n) == 0)
+            return BODY_FIELDS[i].name;
+    return NULL;
+}
+
+char *openai_error_body(api_error_kind kind, const char *message)
+{
+    const int status = api_error_status(kind);
+    const char *type = "invalid_request_error", *code = NULL, *param = param_of(message);
+    if (kind == API_UNAUTHORIZED)
+        code = "invalid_api_key";
+    else if (kind == API_NOT_FOUND && param && strcmp(param, "model") == 0)
+        code = "model_not_found";
+    else if (kind == API_QUEUE_FULL)
+        type = "requests", code = "rate_limit_exceeded"; /* OpenAI's rate limit's own */
+    else if (status >= 500 && kind != API_NOT_IMPLEMENTED)
+        type = "server_error";
+    json_t *body = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message", message, "type",
+                             type, "param", param, "code", code);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return text;
+}
+
 /* ---- the protocol (protocol.h) ---------------------------------------------- */
 
 /* A /v1/embeddings request's state: its forward and its own options. */
@@ -261,9 +339,50 @@ static void openai_proto_free(void *state)
     encode_request_free(&((openai_state *)state)->enc);
 }
 
+#define MODELS_PATH "/v1/models"
+
+int openai_route_of(const char *path)
+{
+    const size_t n = strlen(MODELS_PATH);
+    if (strcmp(path, "/v1/embeddings") == 0)
+        return OPENAI_ROUTE_EMBEDDINGS;
+    if (strncmp(path, MODELS_PATH, n) != 0)
+        return OPENAI_ROUTE_NONE;
+    if (path[n] == '\0')
+        return OPENAI_ROUTE_MODELS;
+    /* /v1/models/{model}: the rest of the path is the id, slashes and all */
+    return path[n] == '/' && path[n + 1] ? OPENAI_ROUTE_MODEL : OPENAI_ROUTE_NONE;
+}
+
+static int openai_check_path(const char *path, const char *model_name, api_error *err)
+{
+    const char *id = path + strlen(MODELS_PATH "/");
+    if (strcmp(id, model_name) == 0)
+        return 0;
+    char s[API_SAFE_MAX + 4];
+    return api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
+                         api_safe_text(id, s), model_name);
+}
+
+/* GET /v1/models and /v1/models/{model} (check_model has matched the
+ * name): the served model, once loaded. */
+static int openai_get(int route_id, const proto_server *sv, char **body)
+{
+    *body = NULL;
+    if (route_id != OPENAI_ROUTE_MODELS && route_id != OPENAI_ROUTE_MODEL)
+        return -1;
+    if (!sv->loaded)
+        return PROTO_NOT_READY;
+    *body = openai_models_json(sv->model_name, sv->started, route_id == OPENAI_ROUTE_MODELS);
+    return *body ? 200 : -1;
+}
+
 const protocol openai_protocol = {.name = "openai",
+                                  .match = openai_route_of,
+                                  .check_model = openai_check_path,
                                   .state_size = sizeof(openai_state),
                                   .parse = openai_proto_parse,
                                   .render = openai_proto_render,
                                   .free = openai_proto_free,
-                                  .error_body = api_error_body};
+                                  .get = openai_get,
+                                  .error_body = openai_error_body};

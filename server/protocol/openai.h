@@ -1,7 +1,8 @@
-/* openai.h - POST /v1/embeddings in OpenAI's shape: its request parsed into
+/* openai.h - OpenAI's API: POST /v1/embeddings, its request parsed into
  * the neutral request (encode_request.h: token ids, no attention weights),
  * and, once the forward has run, the pooled sentence embeddings as OpenAI
- * returns them.
+ * returns them; GET /v1/models and /v1/models/{model}; errors in OpenAI's
+ * shape, {"error": {"message", "type", "param", "code"}}.
  *
  *     openai_request o;
  *     if (openai_parse(&req, &o, body, len, "encoder", hp, &limits, &err) < 0)
@@ -24,6 +25,32 @@ typedef struct openai_pooling {
     enc_pooling mode;
     bool normalize;
 } openai_pooling;
+
+/* The most inputs one /v1/embeddings request takes (OpenAI's own bound),
+ * or limits.max_batch when that is more. */
+#define OPENAI_MAX_INPUTS 2048
+
+/* The protocol's routes (protocol.match's ids). */
+enum { OPENAI_ROUTE_NONE, OPENAI_ROUTE_EMBEDDINGS, OPENAI_ROUTE_MODELS, OPENAI_ROUTE_MODEL };
+
+/* Which of the protocol's routes a decoded path is: /v1/embeddings,
+ * /v1/models, /v1/models/{model} (anything after the slash), else NONE. */
+int openai_route_of(const char *path);
+
+/* GET /v1/models' body (list: {"object": "list", "data": [model]}) or GET
+ * /v1/models/{model}'s (the model object: {"id", "object": "model",
+ * "created", "owned_by": "attnd"}), as owned JSON text; NULL when out of
+ * memory.  created: unix seconds. */
+char *openai_models_json(const char *model_name, long long created, bool list);
+
+/* An error as OpenAI sends it (owned JSON text, NULL when out of memory):
+ * {"error": {"message", "type", "param", "code"}}.  type is
+ * "invalid_request_error", "server_error" for 5xx, "requests" for 429 (code
+ * "rate_limit_exceeded", OpenAI's rate limit's); code "invalid_api_key" for
+ * 401, "model_not_found" for a 404 of a model, else null; param the body's
+ * field the message begins with (input, model, encoding_format,
+ * dimensions, user), else null. */
+char *openai_error_body(api_error_kind kind, const char *message);
 
 typedef struct openai_request {
     bool base64;    /* encoding_format "base64" */

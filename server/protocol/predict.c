@@ -223,15 +223,9 @@ static encode_request *predict_parse(void *state, const proto_input *in, api_err
     predict_request *p = state;
     if (predict_init(p, in, err) < 0)
         return NULL;
-    json_error_t jerr;
-    json_t *root =
-        json_loadb(in->body ? in->body : "", in->body ? in->len : 0, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
-            jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+    json_t *root = api_json_load(in->body, in->len, "inputs", err);
+    if (!root)
         return NULL;
-    }
     const int rc = parse_body(p, root, in, err);
     json_decref(root);
     return rc < 0 ? NULL : &p->enc;

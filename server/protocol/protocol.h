@@ -1,11 +1,10 @@
 /* protocol.h - an API protocol as the HTTP layer sees it: /v1/encode
- * (v1.c), /v1/predict (predict.c), OpenAI's /v1/embeddings (openai.c) and
- * the Open Inference Protocol under /v2 (v2.c).  The HTTP layer knows the protocols only
- * through this table: a row of its route table (http/routes.c) names the
- * protocol of its path, a request carries that protocol's state opaquely
- * (state_size bytes, zeroed), and the protocol turns the body into the
- * neutral request (encode_request.h) the compute pool runs, the forward's
- * results into its response, and an error into its error body.  Adding a
+ * (v1.c), /v1/predict (predict.c), OpenAI's /v1/embeddings and /v1/models
+ * (openai.c) and the Open Inference Protocol under /v2 (v2.c).  The HTTP
+ * layer knows the protocols only through this table: a row of its route table (http/routes.c) names
+ * the protocol of its path, a request carries that protocol's state opaquely (state_size bytes,
+ * zeroed), and the protocol turns the body into the neutral request (encode_request.h) the compute
+ * pool runs, the forward's results into its response, and an error into its error body.  Adding a
  * protocol is its file here and its rows in the route table.
  *
  *     const protocol *p = row->proto;
@@ -64,6 +63,7 @@ typedef struct proto_server {
     const struct openai_pooling *pooling; /* how the served model pools */
     const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16" */
     bool auto_truncate;                   /* server.auto_truncate */
+    long long started;                    /* unix seconds the server started */
 } proto_server;
 
 /* get's answer beside 200: not ready (the HTTP layer answers 503 with the

@@ -76,15 +76,8 @@ static char *tei_error_body(api_error_kind kind, const char *message)
 
 static json_t *load_body(const char *body, size_t len, api_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        INVALID("Failed to parse the request body as JSON: %s at line %d, column %d",
-                api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH), jerr.line, jerr.column);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
+    json_t *root = api_json_load(body, len, "inputs", err);
+    if (root && !json_is_object(root)) {
         INVALID("the request body must be a JSON object, not %s", api_json_kind(root));
         json_decref(root);
         return NULL;

@@ -142,14 +142,9 @@ static const field_table TOKENIZE = FIELD_TABLE("field", TOKENIZE_FIELDS);
 json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
                               api_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr), *out = NULL;
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        BAD("invalid JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
-            jerr.position, api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
+    json_t *root = api_json_load(body, len, "text", err), *out = NULL;
+    if (!root)
         return NULL;
-    }
     text_batch tb = {0};
     if (!json_is_object(root)) {
         BAD("the request body must be a JSON object, not %s", api_json_kind(root));

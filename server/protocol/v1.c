@@ -817,19 +817,18 @@ int v1_request_parse(encode_request *req, const char *body, size_t len, const en
     json_t *root = jx_load(text, n, cut, n_cuts, &jerr, &oom);
     if (oom)
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        /* jansson's text may quote the offending bytes: keep it ASCII. */
-        return BAD("invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                   api_safe_text_n(jerr.text, msg, JSON_ERROR_TEXT_LENGTH));
-    }
+    if (!root)
+        return api_json_invalid(err, jerr.line, jerr.column, -1, jerr.text);
     int rc;
     v1_rows rows = {0};
     if (syntax) { /* jansson took what the scan refused */
         char msg[160];
         rc = BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
     } else {
-        rc = parse_root(req, root, &t, &rows, hp, limits, err);
+        /* U+0000 in text alone: the tokenizer reads a string by its length */
+        rc = api_json_refuse_nul(root, "text", err);
+        if (rc == 0)
+            rc = parse_root(req, root, &t, &rows, hp, limits, err);
     }
     free(rows.len);
     json_decref(root);

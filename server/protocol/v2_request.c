@@ -1039,7 +1039,10 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
         json_decref(root);
         return BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
     }
-    int rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
+    /* U+0000 nowhere: the names and datatypes are compared as C strings */
+    int rc = api_json_refuse_nul(root, NULL, err);
+    if (rc == 0)
+        rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
                         header_len != NULL, json_len, model_name, hp, limits, err);
     json_decref(root);
     if (rc == 0)

@@ -7,20 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The routes counted by name; every other path is "other". */
-static const char *const routes[] = {"/v1/encode",
-                                     "/health",
-                                     "/v1/model",
-                                     "/metrics",
-                                     "/openapi.json",
-                                     "/v2",
-                                     "/v2/health/live",
-                                     "/v2/health/ready",
-                                     "/v2/models/{name}",
-                                     "/v2/models/{name}/ready",
-                                     "/v2/models/{name}/infer",
-                                     "other"};
-#define N_ROUTES (int)(sizeof routes / sizeof *routes)
+/* Requests are counted by route: the names metrics_new is given (the HTTP
+ * layer's route table), then "other" for a path with no route. */
+#define MAX_ROUTES 64
 #define MAX_STATUS 600
 
 /* Seconds: 1 ms to 30 s. */
@@ -40,7 +29,9 @@ typedef struct histogram {
 
 struct metrics {
     pthread_mutex_t lock;
-    unsigned long requests[N_ROUTES][MAX_STATUS];
+    const char *routes[MAX_ROUTES + 1]; /* borrowed; [n_routes] = "other" */
+    int n_routes;                       /* named ones, "other" aside */
+    unsigned long requests[MAX_ROUTES + 1][MAX_STATUS];
     histogram request_s, queue_s, compute_s, batch, batch_requests;
     unsigned long tokens, sequences, forwards;
     unsigned long long attention_scores;
@@ -64,11 +55,17 @@ static void hist_observe(histogram *h, double v)
     h->total++;
 }
 
-metrics *metrics_new(void)
+metrics *metrics_new(const char *const *routes, int n)
 {
+    if (n < 0 || n > MAX_ROUTES)
+        return NULL;
     metrics *mx = calloc(1, sizeof *mx);
     if (!mx)
         return NULL;
+    for (int i = 0; i < n; i++)
+        mx->routes[i] = routes[i];
+    mx->routes[n] = "other";
+    mx->n_routes = n;
     pthread_mutex_init(&mx->lock, NULL);
     hist_init(&mx->request_s, time_buckets, N_TIME);
     hist_init(&mx->queue_s, time_buckets, N_TIME);
@@ -86,12 +83,12 @@ void metrics_free(metrics *mx)
     free(mx);
 }
 
-static int route_index(const char *route)
+static int route_index(const metrics *mx, const char *route)
 {
-    for (int i = 0; i < N_ROUTES - 1; i++)
-        if (route && strcmp(route, routes[i]) == 0)
+    for (int i = 0; i < mx->n_routes; i++)
+        if (route && strcmp(route, mx->routes[i]) == 0)
             return i;
-    return N_ROUTES - 1;
+    return mx->n_routes;
 }
 
 void metrics_request(metrics *mx, const char *route, int status, double seconds)
@@ -99,7 +96,7 @@ void metrics_request(metrics *mx, const char *route, int status, double seconds)
     if (status < 0 || status >= MAX_STATUS)
         status = 0;
     pthread_mutex_lock(&mx->lock);
-    mx->requests[route_index(route)][status]++;
+    mx->requests[route_index(mx, route)][status]++;
     hist_observe(&mx->request_s, seconds);
     pthread_mutex_unlock(&mx->lock);
 }
@@ -155,11 +152,11 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
     pthread_mutex_lock(&mx->lock);
     strbuf_printf(&b, "# HELP attnd_requests_total HTTP requests served, by route and status.\n"
             "# TYPE attnd_requests_total counter\n");
-    for (int r = 0; r < N_ROUTES; r++)
+    for (int r = 0; r <= mx->n_routes; r++)
         for (int s = 0; s < MAX_STATUS; s++)
             if (mx->requests[r][s])
-                strbuf_printf(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %lu\n", routes[r], s,
-                    mx->requests[r][s]);
+                strbuf_printf(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %lu\n",
+                              mx->routes[r], s, mx->requests[r][s]);
     put_hist(&b, "attnd_request_duration_seconds",
              "Time from a request's first byte to its response.", &mx->request_s);
     put_hist(&b, "attnd_queue_duration_seconds", "Time a forward waited for a compute worker.",

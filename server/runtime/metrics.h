@@ -4,7 +4,8 @@
  * scores, in-flight requests and queue depth.
  * Thread-safe.
  *
- *     metrics *mx = metrics_new();
+ *     static const char *const routes[] = {"/v1/encode", "/health"};
+ *     metrics *mx = metrics_new(routes, 2);
  *     metrics_request(mx, "/v1/encode", 200, 0.012);
  *     char *text = metrics_render(mx, queue_depth, &len);   // owned
  */
@@ -15,11 +16,14 @@
 
 typedef struct metrics metrics;
 
-metrics *metrics_new(void);
+/* Counts requests by the n route names given (the array is copied, the
+ * strings borrowed: they must outlive mx; at most 64), and "other".  Owned; NULL when out of memory
+ * or n is over 64. */
+metrics *metrics_new(const char *const *routes, int n);
 void metrics_free(metrics *mx);
 
-/* A finished request: route is one of the daemon's route names (anything
- * else counts as "other"), status its HTTP status. */
+/* A finished request: route is one of the names metrics_new was given
+ * (anything else counts as "other"), status its HTTP status. */
 void metrics_request(metrics *mx, const char *route, int status, double seconds);
 /* A finished forward (one dynamic batch): its sequences, real tokens,
  * requests and compute time. */

@@ -59,6 +59,7 @@ const ROUTES = {
   "encode": ["POST /v1/encode", "/v1/encode"],
   "tokenize": ["POST /v1/tokenize", "/v1/tokenize"],
   "embeddings": ["POST /v1/embeddings", "/v1/embeddings"],
+  "models": ["GET /v1/models", `/v1/models(/${NAME})?`],
   "predict": ["POST /v1/predict", "/v1/predict"],
   "tei": ["TEI's routes", "/(?:embed|embed_all|embed_sparse|predict|rerank|similarity|tokenize|decode|info)?"],
   "health": ["GET /health", "/health"],

@@ -13,9 +13,14 @@
 // its attention_mask's length).  Each embedding is checked against
 // text.safetensors, the sentence-transformers math (tools/ made it):
 // bert_text's mean_normalized, roberta_text's cls_pooled, within TOL; and
-// usage against the sum of the attention masks.  Also: a model name other
-// than the served one is the client's NotFoundError (404) naming the served
-// model; dimensions above d_model, its BadRequestError (400).
+// usage against the sum of the attention masks; 2,048 inputs in one call.
+// Also: models.list and models.retrieve give the served model as OpenAI's
+// model object; errors come in OpenAI's shape, the APIError's status, type,
+// code and param checked: a model name other than the served one is the
+// client's NotFoundError (404, model_not_found, param model) naming the
+// served model; dimensions above d_model, its BadRequestError (400, param
+// dimensions); a missing or wrong key (a daemon with --api-key), its
+// AuthenticationError (401, invalid_api_key).
 // Prints one summary line; exits 1 on any failure.  Bounded: TIME_LIMIT_MS,
 // and the daemons are always stopped (each must exit 0 on SIGTERM).
 import { createRequire } from "module";
@@ -172,30 +177,90 @@ async function checkModel(dirName, expected, normalizes) {
   verify("token ids", await client.embeddings.create({ model: served, input: ids }), want, tokens);
   verify("token ids float", await client.embeddings.create({ model: served, input: ids, encoding_format: "float" }), want, tokens);
   verify("one id list", await client.embeddings.create({ model: served, input: ids[3] }), want.slice(3), lengths[3]);
+  // (e) 2,048 inputs, OpenAI's most, in one call: each the first text's embedding
+  verify("2048 inputs", await client.embeddings.create({ model: served, input: Array(2048).fill(texts[0]) }),
+         Array(2048).fill(want[0]), 2048 * lengths[0]);
+
+  // The model, as OpenAI's model list and model object.
+  const models = [];
+  for await (const m of client.models.list()) models.push(m);
+  calls++;
+  check(models.length === 1 && isModel(models[0], served), `${dirName}: models.list gave ${JSON.stringify(models)}`);
+  const one = await client.models.retrieve(served);
+  calls++;
+  check(isModel(one, served), `${dirName}: models.retrieve gave ${JSON.stringify(one)}`);
 
   // Errors, as the client raises them.
-  const fails = async (label, body, Class, status, text) => {
-    calls++;
-    try {
-      await client.embeddings.create(body);
-      check(false, `${dirName} ${label}: no error`);
-    } catch (e) {
-      check(e instanceof Class && e.status === status,
-            `${dirName} ${label}: ${e && e.constructor && e.constructor.name} ${e && e.status}, expected ${Class.name} ${status}: ${e && e.message}`);
-      check(!text || String(e.message).includes(text), `${dirName} ${label}: the message '${e && e.message}' does not name ${text}`);
-    }
-  };
-  await fails("another model", { model: "text-embedding-3-small", input: texts }, OpenAI.NotFoundError, 404, `'${served}'`);
-  await fails(`dimensions ${D + 1}`, { model: served, input: texts, dimensions: D + 1 }, OpenAI.BadRequestError, 400, String(D));
-  await fails("dimensions 0", { model: served, input: texts, dimensions: 0 }, OpenAI.BadRequestError, 400, "dimensions");
-  await fails("an empty list", { model: served, input: [] }, OpenAI.BadRequestError, 400, "input");
+  const fails = (label, body, Class, status, text, shape) =>
+    raises(`${dirName} ${label}`, () => client.embeddings.create(body), Class, status, text, shape);
+  await fails("another model", { model: "text-embedding-3-small", input: texts }, OpenAI.NotFoundError, 404, `'${served}'`,
+              { type: INVALID, code: "model_not_found", param: "model" });
+  await fails(`dimensions ${D + 1}`, { model: served, input: texts, dimensions: D + 1 }, OpenAI.BadRequestError, 400, String(D),
+              { type: INVALID, code: null, param: "dimensions" });
+  await fails("dimensions 0", { model: served, input: texts, dimensions: 0 }, OpenAI.BadRequestError, 400, "dimensions",
+              { type: INVALID, code: null, param: "dimensions" });
+  await fails("an empty list", { model: served, input: [] }, OpenAI.BadRequestError, 400, "input",
+              { type: INVALID, code: null, param: "input" });
+  await fails("2,049 inputs", { model: served, input: Array(2049).fill(texts[0]) }, OpenAI.APIError, 413, "2049",
+              { type: INVALID, code: null, param: "input" });
+  await raises(`${dirName} models.retrieve of another model`, () => client.models.retrieve("text-embedding-3-small"),
+               OpenAI.NotFoundError, 404, `'${served}'`, { type: INVALID, code: "model_not_found", param: "model" });
+}
+
+const INVALID = "invalid_request_error";
+
+// Whether m is OpenAI's model object for the served model.
+function isModel(m, served) {
+  return m && m.id === served && m.object === "model" && m.owned_by === "attnd" && Number.isInteger(m.created) &&
+         m.created > 0 && m.created <= Date.now() / 1000 + 1;
+}
+
+// Calls fn, which must throw Class with status, its message naming text,
+// and the error body's type, code and param as shape says (OpenAI's).
+async function raises(label, fn, Class, status, text, shape) {
+  calls++;
+  try {
+    await fn();
+    check(false, `${label}: no error`);
+  } catch (e) {
+    check(e instanceof Class && e.status === status,
+          `${label}: ${e && e.constructor && e.constructor.name} ${e && e.status}, expected ${Class.name} ${status}: ${e && e.message}`);
+    check(!text || String(e.message).includes(text), `${label}: the message '${e && e.message}' does not name ${text}`);
+    for (const [k, v] of Object.entries(shape || {}))
+      check(e && e[k] === v, `${label}: ${k} is ${JSON.stringify(e && e[k])}, expected ${JSON.stringify(v)}`);
+  }
+}
+
+// A daemon with an API key: the client's key is the Bearer key; a missing
+// or wrong one is its AuthenticationError in OpenAI's shape.
+async function checkKey() {
+  const dir = path.join(ROOT, "tests/fixtures/hf/bert_text");
+  const d = await startDaemon(attndBin, ["--model-dir", dir, "--api-key", "s3cret"], {}, daemons);
+  const client = (apiKey) => new OpenAI({ baseURL: d.base + "/v1", apiKey, maxRetries: 0, timeout: 30000 });
+  const shape = { type: INVALID, code: "invalid_api_key", param: null };
+  await raises("a wrong key: embeddings.create", () => client("wrong").embeddings.create({ input: "a" }),
+               OpenAI.AuthenticationError, 401, "API key", shape);
+  await raises("a wrong key: models.list", () => client("wrong").models.list(), OpenAI.AuthenticationError, 401,
+               "API key", shape);
+  // no key at all (the client always sends one): the same body
+  const none = await fetch(d.base + "/v1/models");
+  const body = await none.json();
+  check(none.status === 401 && body.error && Object.entries(shape).every(([k, v]) => body.error[k] === v),
+        `no key: ${none.status} ${JSON.stringify(body)}`);
+  const res = await client("s3cret").embeddings.create({ input: "a", encoding_format: "float" });
+  calls++;
+  check(res.data && res.data.length === 1, "the right key: no embedding");
+  const one = await client("s3cret").models.retrieve("encoder");
+  calls++;
+  check(isModel(one, "encoder"), `the right key: models.retrieve gave ${JSON.stringify(one)}`);
 }
 
 async function main() {
   await checkModel("bert_text", "mean_normalized", true);
   await checkModel("roberta_text", "cls_pooled", false);
+  await checkKey();
   for (const p of problems.slice(0, 40)) console.log(p);
-  console.log(`openai check: ${calls} embeddings.create calls with openai ${VERSION}, ` +
+  console.log(`openai check: ${calls} calls with openai ${VERSION}, ` +
               `${compared} embeddings compared with text.safetensors (tolerance ${TOL}); ${problems.length} problems`);
   return problems.length ? 1 : 0;
 }

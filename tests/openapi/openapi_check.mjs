@@ -65,9 +65,9 @@ async function send(base, method, target, { body, headers = {}, json = true } = 
 
 const bodyJson = (res) => JSON.parse(res.body.toString("utf8"));
 
-// Every path of the description, {name} and {version} filled in.
+// Every path of the description, {name}, {model} and {version} filled in.
 function concrete(template) {
-  return template.replace("{name}", "encoder").replace("{version}", "1");
+  return template.replace("{name}", "encoder").replace("{model}", "encoder").replace("{version}", "1");
 }
 
 // A body for each of TEI's routes (server/protocol/tei.h) and POST /.
@@ -151,6 +151,14 @@ async function tour(base, key, D) {
     [400, "POST", "/v2/models/encoder/infer", { body: {} }],
     [400, "POST", "/v2/models/encoder/infer", { body: { inputs: [{ ...v2input, shape: [1, 2, D] }] } }],
     [415, "POST", "/v2/models/encoder/infer", { body: { inputs: [v2input] }, headers: { "Content-Encoding": "br" } }],
+    // OpenAI's routes, in OpenAI's error shape
+    [404, "GET", "/v1/models/text-embedding-3-small", {}],
+    [404, "HEAD", "/v1/models/other", {}],
+    [405, "POST", "/v1/models", { body: {} }],
+    [414, "GET", "/v1/models/" + "a".repeat(300), {}],
+    [400, "POST", "/v1/embeddings", { body: "{not json" }],
+    [413, "POST", "/v1/embeddings", { body: { input: Array.from({ length: 2049 }, () => [1]) } }],
+    [415, "POST", "/v1/embeddings", { body: { input: "a" }, json: false, headers: { "Content-Type": "text/plain" } }],
   ];
   for (const [status, method, target, opts] of errorCases) {
     const res = await send(base, method, target, { ...opts, headers: { ...auth, ...(opts.headers || {}) } });
