@@ -603,6 +603,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_tokenizer_fixtures.py tests/fixtures/tokenizers
 	$(MAKE) --no-print-directory deps-node
 	node tests/tokenizer/reference.mjs tests/fixtures/tokenizers
+	node tests/tokenizer/truncation.mjs tests/fixtures/tokenizers
 	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
 	$(PYTHON) tools/make_pipeline_fixtures.py tests/fixtures/pipelines
 

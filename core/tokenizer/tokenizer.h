@@ -1,7 +1,7 @@
 /* tokenizer.h - a Hugging Face tokenizer.json, in C: text to token ids,
  * offsets and special tokens as Hugging Face's tokenizers library gives
  * them (normalizer, pre-tokenizer, WordPiece / BPE / Unigram, post-processor,
- * added tokens, pairs, right truncation).
+ * added tokens, pairs, right and left truncation).
  *
  *     enc_error err = {0};
  *     tok_tokenizer *t = tok_load("dir/tokenizer.json", &err);
@@ -60,6 +60,18 @@ long tok_utf8_invalid_at(const char *text, size_t len);
 int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
                bool add_special, size_t max_tokens, tok_encoding *out, size_t *untruncated,
                enc_error *err);
+
+/* Which end of each text a cut takes tokens from (tokenizers'
+ * TruncationDirection): right keeps the first tokens, left the last. */
+typedef enum tok_direction { TOK_TRUNCATE_RIGHT, TOK_TRUNCATE_LEFT } tok_direction;
+
+/* tok_encode, cutting from the end dir says: the same number of tokens of
+ * each text kept as right truncation keeps (longest_first for a pair,
+ * stride 0), and with TOK_TRUNCATE_LEFT they are the last ones of each
+ * text; the specials stay, offsets count in the whole text as uncut. */
+int tok_encode_dir(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                   bool add_special, size_t max_tokens, tok_direction dir, tok_encoding *out,
+                   size_t *untruncated, enc_error *err);
 
 /* The number of tokens the post-processor adds to one text (pair: true, to
  * a pair). */
