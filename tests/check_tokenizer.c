@@ -750,7 +750,8 @@ END_TEST
 /* tokenizer_config.json's roles over tokenizer.json's: the defaults (the
  * model's unk token, the specials spelled [PAD] / <mask>), the file's
  * strings and AddedToken objects, null, and the refusals naming the key
- * (which leave the roles as they were). */
+ * (which leave the roles as they were); its model_max_length, and the
+ * values that say none. */
 START_TEST(test_roles)
 {
     tok_tokenizer *t = load("bert-uncased");
@@ -761,10 +762,30 @@ START_TEST(test_roles)
     json_t *cfg = load_json("bert-uncased", "tokenizer_config.json");
     char *text = json_dumps(cfg, 0);
     enc_error err = {0};
+    ck_assert_uint_eq(tok_model_max_length(t), 0);
     ck_assert_int_eq(tok_read_config(t, text, strlen(text), &err), 0);
     ck_assert(tok_clean_up_spaces(t));
+    ck_assert_uint_eq(tok_model_max_length(t), 512);
     free(text);
     json_decref(cfg);
+    /* model_max_length: transformers' "none" (int(1e30), no int64) and null
+     * are no length; a file with them loads */
+    static const struct {
+        const char *cfg;
+        size_t want;
+    } lengths[] = {
+        {"{\"model_max_length\": 1000000000000000019884624838656}", 0},
+        {"{\"model_max_length\": 128}", 128},
+        {"{\"model_max_length\": 9223372036854775807, \"pad_token\": \"[PAD]\"}", 0},
+        {"{\"model_max_length\": 256.0}", 256},
+        {"{\"model_max_length\": null}", 256}, /* kept */
+    };
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        ck_assert_msg(tok_read_config(t, lengths[i].cfg, strlen(lengths[i].cfg), &err) == 0,
+                      "%s: %s", lengths[i].cfg, err.message);
+        ck_assert_msg(tok_model_max_length(t) == lengths[i].want, "%s: %zu", lengths[i].cfg,
+                      tok_model_max_length(t));
+    }
     static const struct {
         const char *cfg, *err;
     } cases[] = {
@@ -773,6 +794,9 @@ START_TEST(test_roles)
         {"{\"mask_token\": \"<mask>\"}", "mask_token '<mask>' is not a token of tokenizer.json"},
         {"{\"unk_token\": 3}", "unk_token must be a string or an AddedToken"},
         {"{\"clean_up_tokenization_spaces\": \"yes\"}", "clean_up_tokenization_spaces must be"},
+        {"{\"model_max_length\": 0}", "model_max_length must be a positive integer"},
+        {"{\"model_max_length\": 12.5}", "model_max_length must be a positive integer"},
+        {"{\"model_max_length\": \"512\"}", "model_max_length must be a positive integer"},
         {"[1]", "must hold an object"},
         {"{", "tokenizer_config.json:"},
     };
