@@ -1,5 +1,6 @@
 /* openai.c - POST /v1/embeddings, OpenAI's embeddings API: input (text or
- * token ids), model, encoding_format, dimensions, user; the sentence
+ * token ids), model, encoding_format, dimensions, user, and beside them
+ * truncate, truncation_direction and prompt_name (text.h); the sentence
  * embeddings pooled from the forward's outputs (core/model/pooling.c). */
 #include "protocol/openai.h"
 
@@ -55,7 +56,8 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
                      const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
                      long *tokens, api_error *err)
 {
-    const size_t max = text_max_tokens(lim);
+    const char *from;
+    const size_t max = text_max_tokens(lim, &from);
     size_t L = 0;
     bool ragged = false;
     for (size_t b = 0; b < B; b++) {
@@ -64,8 +66,9 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
         snprintf(at, sizeof at, rows && B > 1 ? "input[%zu]" : "input", b);
         if (n == 0)
             return BAD("%s is empty; a sequence needs at least one token", at);
-        if (n > max)
-            return TOO_LARGE("%s has %zu tokens; the model takes at most %zu", at, n, max);
+        if (n > max) /* token ids are taken as given: never cut */
+            return TOO_LARGE("%s has %zu tokens; the model takes at most %zu (%s)", at, n, max,
+                             from);
         ragged |= b > 0 && n != L;
         L = n > L ? n : L;
         *tokens += (long)n;
@@ -95,8 +98,12 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
     return 0;
 }
 
-static int parse_input(encode_request *req, const json_t *v, const enc_hparams *hp,
-                       const api_limits *lim, long *tokens, api_error *err)
+/* The fields that say how text is tokenized (text.h), refused with token
+ * ids. */
+static const char *const TEXT_ONLY[] = {"truncate", "truncation_direction", "prompt_name"};
+
+static int parse_input(encode_request *req, const json_t *v, const json_t *root,
+                       const enc_hparams *hp, const api_limits *lim, long *tokens, api_error *err)
 {
     if (!v)
         return BAD("input is required: %s", INPUT_FORM);
@@ -113,6 +120,10 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
     if (encode_ids_allowed(req, "input", err) < 0)
         return -1;
     if (kind == IN_IDS || kind == IN_ID_ROWS) {
+        for (size_t i = 0; i < sizeof TEXT_ONLY / sizeof *TEXT_ONLY; i++)
+            if (api_json_field(root, TEXT_ONLY[i]))
+                return BAD("%s is only used with text input; token ids are taken as given",
+                           TEXT_ONLY[i]);
         const size_t B = kind == IN_IDS ? 1 : json_array_size(v);
         if (lim->max_batch > 0 && B > (size_t)lim->max_batch)
             return TOO_LARGE("input has %zu sequences; limits.max_batch is %d", B, lim->max_batch);
@@ -126,8 +137,12 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
         req->batched = kind == IN_ID_ROWS;
         return rc;
     }
+    text_options o;
+    if (text_read_options(root, lim, TEXT_OPT_AUTO | TEXT_OPT_PROMPT, &o, err) < 0)
+        return -1;
+    o.flags |= TEXT_SPECIALS;
     text_batch tb;
-    if (text_tokenize(v, "input", lim, TEXT_SPECIALS, &tb, err) < 0)
+    if (text_tokenize(v, "input", lim, &o, &tb, err) < 0)
         return -1;
     int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
     req->batched = tb.batched;
@@ -144,6 +159,9 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "encoding_format", .type = FIELD_CHOICE, .choices = ENCODING_FORMATS},
     {.name = "dimensions", .type = FIELD_INT, .min = 1, .max = INT_MAX},
     {.name = "user", .type = FIELD_STRING},
+    TEXT_FIELD_TRUNCATE, /* attnd's, beside OpenAI's: text.h */
+    TEXT_FIELD_DIRECTION,
+    TEXT_FIELD_PROMPT_NAME,
 };
 static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
 
@@ -187,7 +205,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
         }
         o->dimensions = (int)json_integer_value(v);
     }
-    if (parse_input(req, api_json_field(root, "input"), hp, limits, &o->tokens, err) < 0 ||
+    if (parse_input(req, api_json_field(root, "input"), root, hp, limits, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)
         goto done;
     rc = 0;

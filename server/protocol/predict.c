@@ -39,7 +39,8 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "top_k", .type = FIELD_INT, .min = 1, .max = INT_MAX},
     {.name = "aggregation_strategy", .type = FIELD_CHOICE, .choices = STRATEGIES},
     {.name = "raw_scores", .type = FIELD_BOOL},
-    {.name = "truncate", .type = FIELD_BOOL},
+    TEXT_FIELD_TRUNCATE,
+    TEXT_FIELD_DIRECTION,
     {.name = "explain", .type = FIELD_BOOL},
     {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "model", .type = FIELD_STRING},
@@ -179,9 +180,11 @@ static int parse_body(predict_state *p, json_t *root, const proto_input *in, api
     json_t *inputs = api_json_field(root, "inputs");
     if (check_pairs(p, inputs, err) < 0)
         return -1;
-    const unsigned flags =
-        TEXT_SPECIALS | (fields_bool(root, "truncate", false) ? TEXT_TRUNCATE : 0);
-    if (encode_set_text(req, inputs, "inputs", flags, in->hp, lim, err) < 0)
+    text_options o;
+    if (text_read_options(root, lim, TEXT_OPT_AUTO, &o, err) < 0)
+        return -1;
+    o.flags |= TEXT_SPECIALS;
+    if (encode_set_text(req, inputs, "inputs", &o, in->hp, lim, err) < 0)
         return -1;
     if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
