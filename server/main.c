@@ -141,11 +141,22 @@ static int sentence_from_config(const attnd_config *cfg, enc_st_text *st, enc_er
     "attnd: (set model.pooling and model.normalize to serve the directory without its "            \
     "sentence-transformers modules)\n"
 
+/* Whether one of st's prompts puts text before an input. */
+static bool some_prompt(const enc_st_text *st)
+{
+    for (size_t i = 0; st && i < st->n_prompts; i++)
+        if (st->prompts[i].text[0])
+            return true;
+    return false;
+}
+
 /* How /v1/embeddings pools: model.pooling and model.normalize, or where
  * they say auto, model.dir's sentence-transformers modules, else mean and
- * normalized.  0, or -1 with err set (a module attnd does not run: the
- * caller adds how to do without them). */
-static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_error *err)
+ * normalized.  0, or -1 with err set (a module attnd does not run, or a
+ * Pooling module that leaves the prompts' tokens out: the caller adds how
+ * to do without them). */
+static int pooling_from_config(const attnd_config *cfg, const enc_st_text *sentence, server_text *t,
+                               enc_error *err)
 {
     enc_st_config st = {0};
     const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO,
@@ -153,6 +164,13 @@ static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_erro
     if (cfg->model.dir && (pool_auto || norm_auto) &&
         enc_st_config_read(cfg->model.dir, &st, err) < 0)
         return -1;
+    if (st.found && !st.include_prompt && some_prompt(sentence)) {
+        enc_error_set(err, ENC_EINVAL,
+                      "model.dir: the Pooling module's include_prompt false is not supported: "
+                      "sentence-transformers leaves a prompt's tokens out of the pooling, attnd "
+                      "pools them");
+        return -1;
+    }
     t->pooling = !pool_auto ? cfg->model.pooling : st.found ? st.pooling : ENC_POOL_MEAN;
     t->normalize = !norm_auto ? cfg->model.normalize != 0 : st.found ? st.normalize : true;
     t->pooling_from = !pool_auto ? "model.pooling" : st.found ? "modules.json" : "default";
@@ -374,7 +392,7 @@ int main(int argc, char **argv)
         if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
              err.status != ENC_OK) ||
             sentence_from_config(&cfg, &sentence, &err) < 0 ||
-            (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+            (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
             fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
             goto done;
         }
@@ -406,7 +424,7 @@ int main(int argc, char **argv)
     if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
          err.status != ENC_OK) ||
         sentence_from_config(&cfg, &sentence, &err) < 0 ||
-        (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+        (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
         fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
         goto done;
     }

@@ -109,18 +109,19 @@ START_TEST(test_st_files)
     enc_error err = {0};
     /* the newer form (pooling_mode "mean" or the eight keys) and Normalize */
     ck_assert_int_eq(enc_st_config_read(HF "/bert_text", &c, &err), 0);
-    ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize);
-    /* the older five keys, CLS, no Normalize */
+    ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize && c.include_prompt);
+    /* the older five keys, CLS, no Normalize; no include_prompt: true */
     ck_assert_int_eq(enc_st_config_read(HF "/roberta_text", &c, &err), 0);
-    ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize);
+    ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize && c.include_prompt);
     /* no modules.json: nothing found, no error */
     ck_assert_int_eq(enc_st_config_read(HF "/bert_mlm", &c, &err), 0);
     ck_assert(!c.found);
 }
 END_TEST
 
-/* A directory with modules.json and 1_Pooling/config.json as given. */
-static void st_refused(const char *modules, const char *pooling, const char *want)
+/* A directory with modules.json and 1_Pooling/config.json as given: read
+ * (want NULL; what was read returned), or refused with want. */
+static enc_st_config st_refused(const char *modules, const char *pooling, const char *want)
 {
     char dir[] = "/tmp/attnd-st-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -143,10 +144,11 @@ static void st_refused(const char *modules, const char *pooling, const char *wan
     ck_assert_int_eq(system(cmd), 0);
     if (!want) {
         ck_assert_msg(rc == 0, "%s", err.message);
-        return;
+        return c;
     }
     ck_assert_int_lt(rc, 0);
     ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+    return c;
 }
 
 #define MODULES(extra)                                                                             \
@@ -158,6 +160,9 @@ START_TEST(test_st_refusals)
 {
     st_refused(MODULES(""), "{\"pooling_mode\": \"lasttoken\"}", NULL);
     st_refused(MODULES(""), "{\"pooling_mode\": [\"max\"]}", NULL);
+    ck_assert(
+        !st_refused(MODULES(""), "{\"pooling_mode\": \"mean\", \"include_prompt\": false}", NULL)
+             .include_prompt);
     st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "
                        "\"sentence_transformers.models.Dense\"}"),
                "{\"pooling_mode\": \"mean\"}", "module 2 (sentence_transformers.models.Dense)");

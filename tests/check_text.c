@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TEXT_DIR TESTS_DIR "/fixtures/hf/bert_text"
 
@@ -1143,6 +1144,29 @@ START_TEST(test_prompts)
                     "config_sentence_transformers.json: default_prompt_name 'passage' is not one "
                     "of its prompts",
                     1);
+    scratch_free(&s);
+    /* a Pooling module that leaves the prompt's tokens out (include_prompt
+     * false) is refused while a prompt has text; set, the pooling serves */
+    static const char *const pooled[] = {"model.safetensors", "tokenizer.json", "modules.json",
+                                         "config_sentence_transformers.json", NULL};
+    scratch_make(&s, PROMPTS_DIR, NULL, NULL, pooled);
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/1_Pooling", s.dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    scratch_write(&s, "1_Pooling/config.json",
+                  "{\"word_embedding_dimension\": 32, \"pooling_mode_mean_tokens\": true, "
+                  "\"include_prompt\": false}");
+    char *out = NULL;
+    const char *const refused_args[] = {"--model-dir", s.dir, "--check-config", NULL};
+    ck_assert_int_eq(run_attnd(refused_args, NULL, &out), 1);
+    ck_assert_msg(strstr(out, "the Pooling module's include_prompt false is not supported"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "set model.pooling and model.normalize"), "%s", out);
+    free(out);
+    const char *const set_args[] = {"--model-dir", s.dir,  "--pooling",      "mean",
+                                    "--normalize", "true", "--check-config", NULL};
+    ck_assert_int_eq(run_attnd(set_args, NULL, &out), 0);
+    free(out);
     scratch_free(&s);
 }
 END_TEST
