@@ -615,7 +615,9 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_tokenizer_fixtures.py tests/fixtures/tokenizers
 	$(MAKE) --no-print-directory deps-node
 	node tests/tokenizer/reference.mjs tests/fixtures/tokenizers
+	node tests/tokenizer/truncation.mjs tests/fixtures/tokenizers
 	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
+	node tools/make_prompt_fixture.mjs tests/fixtures/hf
 	$(PYTHON) tools/make_pipeline_fixtures.py tests/fixtures/pipelines
 
 format:

@@ -84,6 +84,10 @@ typedef enum cfg_type {
       "on SIGTERM or SIGINT, keep serving this long with readiness down, then stop accepting")     \
     X("server.access_log", "--access-log", "ATTND_ACCESS_LOG", CFG_BOOL, server.access_log,        \
       "BOOL", "true", 0, 0, "log one line per request to stderr")                                  \
+    X("server.auto_truncate", "--auto-truncate", "ATTND_AUTO_TRUNCATE", CFG_BOOL,                  \
+      server.auto_truncate, "BOOL", "false", 0, 0,                                                 \
+      "cut a text over the model's token limit where a request does not say \"truncate\"; "       \
+      "false = refuse it (413)")                                                                   \
     X("compute.workers", "--workers", "ATTND_WORKERS", CFG_INT, compute.workers, "N",              \
       "1", 1, 64, "forward passes running at once")                                                \
     X("compute.forward_threads", "--forward-threads", "ATTND_FORWARD_THREADS", CFG_INT,           \

@@ -40,6 +40,8 @@ typedef struct attnd_config {
         int connection_timeout;  /* seconds a connection may stay idle, 30 */
         int drain_seconds;       /* after SIGTERM: serving with readiness down, 0 */
         bool access_log;         /* one line per request on stderr, true */
+        bool auto_truncate;      /* a text over the token limit cut where a request does not
+                                    say "truncate", false */
     } server;
     struct {
         int workers;             /* forwards running at once, 1 */

@@ -224,6 +224,9 @@ typedef struct enc_embedding_info {
     int vocab_size;       /* input_ids are 0 .. vocab_size - 1 */
     int type_vocab_size;  /* token_type_ids are 0 .. type_vocab_size - 1; 0: none taken */
     int max_positions;    /* L (and every position id) at most this; 0: no limit (RoPE) */
+    int max_position_embeddings; /* config.json's, as given (0: not given): with a table, its
+                                    rows; with RoPE (ModernBERT), bounding no table, the length
+                                    the model was trained to, which text input is held to */
     int padding_idx;      /* RoBERTa family: positions count from padding_idx + 1; else -1 */
     const char *position; /* how positions enter: "absolute" (a learned table, rows 0..L-1 or
                              the batch's positions), "roberta" (the same table, rows counted

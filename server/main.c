@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer.h"
 #include "runtime/pool.h"
 #include "http/server.h"
+#include "protocol/text.h"
 #include "runtime/spin.h"
 
 #include <errno.h>
@@ -122,15 +123,40 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
     return tok;
 }
 
+/* model.dir's sentence-transformers text settings (load/sentence.h:
+ * max_seq_length, prompts) into *st; none without model.dir.  0, or -1
+ * with err naming the file. */
+static int sentence_from_config(const attnd_config *cfg, enc_st_text *st, enc_error *err)
+{
+    memset(st, 0, sizeof *st);
+    if (!cfg->model.dir || enc_st_text_read(cfg->model.dir, st, err) == 0)
+        return 0;
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s", err->message);
+    enc_error_set(err, err->status, "model.dir: %s", msg);
+    return -1;
+}
+
 #define POOLING_HINT                                                                               \
     "attnd: (set model.pooling and model.normalize to serve the directory without its "            \
     "sentence-transformers modules)\n"
 
+/* Whether one of st's prompts puts text before an input. */
+static bool some_prompt(const enc_st_text *st)
+{
+    for (size_t i = 0; st && i < st->n_prompts; i++)
+        if (st->prompts[i].text[0])
+            return true;
+    return false;
+}
+
 /* How /v1/embeddings pools: model.pooling and model.normalize, or where
  * they say auto, model.dir's sentence-transformers modules, else mean and
- * normalized.  0, or -1 with err set (a module attnd does not run: the
- * caller adds how to do without them). */
-static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_error *err)
+ * normalized.  0, or -1 with err set (a module attnd does not run, or a
+ * Pooling module that leaves the prompts' tokens out: the caller adds how
+ * to do without them). */
+static int pooling_from_config(const attnd_config *cfg, const enc_st_text *sentence, server_text *t,
+                               enc_error *err)
 {
     enc_st_config st = {0};
     const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO,
@@ -138,6 +164,13 @@ static int pooling_from_config(const attnd_config *cfg, server_text *t, enc_erro
     if (cfg->model.dir && (pool_auto || norm_auto) &&
         enc_st_config_read(cfg->model.dir, &st, err) < 0)
         return -1;
+    if (st.found && !st.include_prompt && some_prompt(sentence)) {
+        enc_error_set(err, ENC_EINVAL,
+                      "model.dir: the Pooling module's include_prompt false is not supported: "
+                      "sentence-transformers leaves a prompt's tokens out of the pooling, attnd "
+                      "pools them");
+        return -1;
+    }
     t->pooling = !pool_auto ? cfg->model.pooling : st.found ? st.pooling : ENC_POOL_MEAN;
     t->normalize = !norm_auto ? cfg->model.normalize != 0 : st.found ? st.normalize : true;
     t->pooling_from = !pool_auto ? "model.pooling" : st.found ? "modules.json" : "default";
@@ -229,6 +262,28 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
     fputc('\n', stderr);
 }
 
+/* Text input's token limit and where it comes from, what is done over it,
+ * and the prompts (docs/model.md). */
+static void log_text(const attnd_config *cfg, const enc_model *m, const server_text *t)
+{
+    if (!t->tokenizer)
+        return;
+    const api_limits lim = {.max_seq_len = cfg->limits.max_seq_len,
+                            .embedding = enc_model_embedding(m),
+                            .tokenizer = t->tokenizer,
+                            .sentence = t->sentence};
+    const char *from;
+    const size_t max = text_max_tokens(&lim, &from);
+    char names[256];
+    text_prompt_names(&lim, names, sizeof names);
+    const char *def = t->sentence ? t->sentence->default_prompt_name : NULL;
+    fprintf(stderr,
+            "attnd: text: at most %zu tokens (%s); a text over it is %s (server.auto_truncate); "
+            "prompts: %s%s%s%s\n",
+            max, from, cfg->server.auto_truncate ? "cut" : "refused", names[0] ? names : "none",
+            def ? " (default " : "", def ? def : "", def ? ")" : "");
+}
+
 /* server.drain_seconds after the first SIGTERM or SIGINT (sig): readiness
  * down, still serving, until the period ends or a second signal comes. */
 static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
@@ -302,6 +357,7 @@ int main(int argc, char **argv)
     enc_model *model = NULL;
     tok_tokenizer *tokenizer = NULL;
     server_text text_in = {0};
+    enc_st_text sentence = {0};
     bool pooling_failed = false;
     pool *workers = NULL;
     server *srv = NULL;
@@ -335,7 +391,8 @@ int main(int argc, char **argv)
         log_model(&cfg, model);
         if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
              err.status != ENC_OK) ||
-            (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+            sentence_from_config(&cfg, &sentence, &err) < 0 ||
+            (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
             fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
             goto done;
         }
@@ -366,11 +423,14 @@ int main(int argc, char **argv)
     log_model(&cfg, model);
     if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
          err.status != ENC_OK) ||
-        (pooling_failed = pooling_from_config(&cfg, &text_in, &err) < 0)) {
+        sentence_from_config(&cfg, &sentence, &err) < 0 ||
+        (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
         fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
         goto done;
     }
     text_in.tokenizer = tokenizer;
+    text_in.sentence = &sentence;
+    log_text(&cfg, model, &text_in);
     pool_options popt = {.workers = cfg.compute.workers,
                          .queue_size = cfg.compute.queue_size,
                          .batch_tokens = cfg.compute.batch_tokens,
@@ -410,6 +470,7 @@ int main(int argc, char **argv)
     spinners_free(spin);
     enc_model_free(model);
     tok_free(tokenizer);
+    enc_st_text_free(&sentence);
     config_free(&cfg);
     fprintf(stderr, "attnd: stopped\n");
     return EXIT_SUCCESS;
@@ -419,6 +480,7 @@ done:
     spinners_free(spin);
     enc_model_free(model);
     tok_free(tokenizer);
+    enc_st_text_free(&sentence);
     config_free(&cfg);
     return status;
 }

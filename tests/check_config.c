@@ -78,6 +78,7 @@ static void assert_defaults(const attnd_config *c)
     ck_assert_int_eq(c->server.max_connections_per_ip, 0);
     ck_assert_int_eq(c->server.connection_timeout, 30);
     ck_assert(c->server.access_log);
+    ck_assert(!c->server.auto_truncate);
     ck_assert_int_eq(c->compute.workers, 1);
     ck_assert_int_eq(c->compute.forward_threads, 2);
     ck_assert_int_eq(c->compute.queue_size, 64);
@@ -118,6 +119,7 @@ static void assert_custom(const attnd_config *c)
     ck_assert_int_eq(c->server.max_connections_per_ip, 32);
     ck_assert_int_eq(c->server.connection_timeout, 3600);
     ck_assert(!c->server.access_log);
+    ck_assert(c->server.auto_truncate);
     ck_assert_int_eq(c->compute.workers, 64);
     ck_assert_int_eq(c->compute.forward_threads, 256);
     ck_assert_int_eq(c->compute.queue_size, 1000000);
@@ -185,14 +187,14 @@ START_TEST(test_flags_set_every_field)
             ARGS("--host", "127.0.0.1", "--port=9000", "--threads", "3", "--max-body-bytes",
                  "1099511627776", "--api-key", "s3cret", "--cors-origin=https://example.com",
                  "--max-connections", "100000", "--max-connections-per-ip", "32",
-                 "--connection-timeout", "3600", "--no-access-log",
-                 "--workers", "64", "--forward-threads", "256", "--queue-size", "1000000",
-                 "--batch-tokens", "1048576", "--batch-delay-ms", "10000", "--spin-us", "0",
-                 "--max-batch", "1048576", "--max-seq-len", "128", "--max-batch-tokens",
-                 "2147483647", "--max-attention-bytes", "0", "--model-name", "tiny-v1.0_x",
-                 "--d-model", "64", "--n-heads", "4", "--n-kv-heads", "2", "--d-ff", "96",
-                 "--n-layers", "3", "--activation", "gelu_tanh", "--norm-first", "--layer-norm-eps",
-                 "1e-6", "--bias=false", "--weights", "/models/m.safetensors", "--seed",
+                 "--connection-timeout", "3600", "--no-access-log", "--auto-truncate", "--workers",
+                 "64", "--forward-threads", "256", "--queue-size", "1000000", "--batch-tokens",
+                 "1048576", "--batch-delay-ms", "10000", "--spin-us", "0", "--max-batch", "1048576",
+                 "--max-seq-len", "128", "--max-batch-tokens", "2147483647",
+                 "--max-attention-bytes", "0", "--model-name", "tiny-v1.0_x", "--d-model", "64",
+                 "--n-heads", "4", "--n-kv-heads", "2", "--d-ff", "96", "--n-layers", "3",
+                 "--activation", "gelu_tanh", "--norm-first", "--layer-norm-eps", "1e-6",
+                 "--bias=false", "--weights", "/models/m.safetensors", "--seed",
                  "18446744073709551615"),
             NULL);
     assert_custom(&cfg);
@@ -207,12 +209,14 @@ START_TEST(test_variables_set_every_field)
             ENV("ATTND_HOST=127.0.0.1", "ATTND_PORT=9000", "ATTND_THREADS=3",
                 "ATTND_MAX_BODY_BYTES=1099511627776", "ATTND_API_KEY=s3cret",
                 "ATTND_CORS_ORIGIN=https://example.com", "ATTND_MAX_CONNECTIONS=100000",
-                "ATTND_MAX_CONNECTIONS_PER_IP=32", "ATTND_CONNECTION_TIMEOUT=3600", "ATTND_ACCESS_LOG=off", "ATTND_WORKERS=64",
-                "ATTND_FORWARD_THREADS=256", "ATTND_QUEUE_SIZE=1000000", "ATTND_BATCH_TOKENS=1048576",
-                "ATTND_BATCH_DELAY_MS=10000", "ATTND_SPIN_US=0", "ATTND_MAX_BATCH=1048576",
-                "ATTND_MAX_SEQ_LEN=128", "ATTND_MAX_BATCH_TOKENS=2147483647",
-                "ATTND_MAX_ATTENTION_BYTES=0", "ATTND_MODEL_NAME=tiny-v1.0_x", "ATTND_D_MODEL=64",
-                "ATTND_N_HEADS=4", "ATTND_N_KV_HEADS=2", "ATTND_D_FF=96", "ATTND_N_LAYERS=3",
+                "ATTND_MAX_CONNECTIONS_PER_IP=32", "ATTND_CONNECTION_TIMEOUT=3600",
+                "ATTND_ACCESS_LOG=off", "ATTND_AUTO_TRUNCATE=true", "ATTND_WORKERS=64",
+                "ATTND_FORWARD_THREADS=256", "ATTND_QUEUE_SIZE=1000000",
+                "ATTND_BATCH_TOKENS=1048576", "ATTND_BATCH_DELAY_MS=10000", "ATTND_SPIN_US=0",
+                "ATTND_MAX_BATCH=1048576", "ATTND_MAX_SEQ_LEN=128",
+                "ATTND_MAX_BATCH_TOKENS=2147483647", "ATTND_MAX_ATTENTION_BYTES=0",
+                "ATTND_MODEL_NAME=tiny-v1.0_x", "ATTND_D_MODEL=64", "ATTND_N_HEADS=4",
+                "ATTND_N_KV_HEADS=2", "ATTND_D_FF=96", "ATTND_N_LAYERS=3",
                 "ATTND_ACTIVATION=gelu_tanh", "ATTND_NORM_FIRST=yes", "ATTND_LAYER_NORM_EPS=1e-6",
                 "ATTND_BIAS=0", "ATTND_WEIGHTS=/models/m.safetensors",
                 "ATTND_SEED=18446744073709551615"));
@@ -227,7 +231,8 @@ START_TEST(test_file_sets_every_field)
                        "  \"max_body_bytes\": 1099511627776, \"api_key\": \"s3cret\",\n"
                        "  \"cors_origin\": \"https://example.com\", \"max_connections\": 100000,\n"
                        "  \"max_connections_per_ip\": 32,\n"
-                       "  \"connection_timeout\": 3600, \"access_log\": false},\n"
+                       "  \"connection_timeout\": 3600, \"access_log\": false,\n"
+                       "  \"auto_truncate\": true},\n"
                        " \"compute\": {\"workers\": 64, \"forward_threads\": 256,\n"
                        "  \"queue_size\": 1000000, \"batch_tokens\": 1048576,\n"
                        "  \"batch_delay_ms\": 10000, \"spin_us\": 0},\n"
@@ -765,6 +770,7 @@ START_TEST(test_help_lists_everything)
         "--max-connections-per-ip", "ATTND_MAX_CONNECTIONS_PER_IP", "server.max_connections_per_ip",
         "--connection-timeout", "ATTND_CONNECTION_TIMEOUT", "server.connection_timeout",
         "--access-log", "--no-access-log", "ATTND_ACCESS_LOG", "server.access_log",
+        "--auto-truncate", "--no-auto-truncate", "ATTND_AUTO_TRUNCATE", "server.auto_truncate",
         "--workers", "ATTND_WORKERS", "compute.workers",
         "--forward-threads", "ATTND_FORWARD_THREADS", "compute.forward_threads",
         "--queue-size", "ATTND_QUEUE_SIZE", "compute.queue_size",

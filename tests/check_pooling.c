@@ -3,10 +3,12 @@
  * computes them (float64, from PyTorch's last_hidden_state), worked
  * examples of each mode and of the Matryoshka cut, and the
  * sentence-transformers files of a directory: both forms of
- * 1_Pooling/config.json, Normalize, and the refusals. */
+ * 1_Pooling/config.json, Normalize, and the refusals; its text settings
+ * (load/sentence.c: max_seq_length, prompts). */
 #include "model/pooling.h"
 
 #include "hf_util.h"
+#include "load/sentence.h"
 #include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
@@ -107,18 +109,19 @@ START_TEST(test_st_files)
     enc_error err = {0};
     /* the newer form (pooling_mode "mean" or the eight keys) and Normalize */
     ck_assert_int_eq(enc_st_config_read(HF "/bert_text", &c, &err), 0);
-    ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize);
-    /* the older five keys, CLS, no Normalize */
+    ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize && c.include_prompt);
+    /* the older five keys, CLS, no Normalize; no include_prompt: true */
     ck_assert_int_eq(enc_st_config_read(HF "/roberta_text", &c, &err), 0);
-    ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize);
+    ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize && c.include_prompt);
     /* no modules.json: nothing found, no error */
     ck_assert_int_eq(enc_st_config_read(HF "/bert_mlm", &c, &err), 0);
     ck_assert(!c.found);
 }
 END_TEST
 
-/* A directory with modules.json and 1_Pooling/config.json as given. */
-static void st_refused(const char *modules, const char *pooling, const char *want)
+/* A directory with modules.json and 1_Pooling/config.json as given: read
+ * (want NULL; what was read returned), or refused with want. */
+static enc_st_config st_refused(const char *modules, const char *pooling, const char *want)
 {
     char dir[] = "/tmp/attnd-st-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -141,10 +144,11 @@ static void st_refused(const char *modules, const char *pooling, const char *wan
     ck_assert_int_eq(system(cmd), 0);
     if (!want) {
         ck_assert_msg(rc == 0, "%s", err.message);
-        return;
+        return c;
     }
     ck_assert_int_lt(rc, 0);
     ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+    return c;
 }
 
 #define MODULES(extra)                                                                             \
@@ -156,6 +160,9 @@ START_TEST(test_st_refusals)
 {
     st_refused(MODULES(""), "{\"pooling_mode\": \"lasttoken\"}", NULL);
     st_refused(MODULES(""), "{\"pooling_mode\": [\"max\"]}", NULL);
+    ck_assert(
+        !st_refused(MODULES(""), "{\"pooling_mode\": \"mean\", \"include_prompt\": false}", NULL)
+             .include_prompt);
     st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "
                        "\"sentence_transformers.models.Dense\"}"),
                "{\"pooling_mode\": \"mean\"}", "module 2 (sentence_transformers.models.Dense)");
@@ -171,6 +178,78 @@ START_TEST(test_st_refusals)
                "\"sentence_transformers.models.Transformer\"}]",
                "{}", "no Pooling module");
     st_refused("{", "{}", "modules.json");
+}
+END_TEST
+
+/* A directory holding sentence_bert_config.json st and
+ * config_sentence_transformers.json cst (each NULL: absent), read by
+ * enc_st_text_read: refused with want, or (want NULL) into *t. */
+static void st_text(const char *st, const char *cst, const char *want, enc_st_text *t)
+{
+    char dir[] = "/tmp/attnd-st-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *files[2][2] = {{"sentence_bert_config.json", st},
+                               {"config_sentence_transformers.json", cst}};
+    for (int i = 0; i < 2; i++) {
+        if (!files[i][1])
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+        FILE *f = fopen(path, "w");
+        fputs(files[i][1], f);
+        fclose(f);
+    }
+    enc_error err = {0};
+    const int rc = enc_st_text_read(dir, t, &err);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    if (!want) {
+        ck_assert_msg(rc == 0, "%s", err.message);
+        return;
+    }
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+    ck_assert(t->n_prompts == 0 && !t->prompts && !t->default_prompt_name);
+}
+
+/* load/sentence.c: max_seq_length, the prompts in the file's order, the
+ * default prompt; none without the files; the refusals, naming file and
+ * key. */
+START_TEST(test_st_text)
+{
+    enc_st_text t;
+    enc_error err = {0};
+    ck_assert_int_eq(enc_st_text_read(HF "/bert_text", &t, &err), 0);
+    ck_assert(t.max_seq_length == 64 && t.n_prompts == 0 && !t.default_prompt_name);
+    enc_st_text_free(&t);
+    ck_assert_int_eq(enc_st_text_read(HF "/bert_mlm", &t, &err), 0);
+    ck_assert(t.max_seq_length == 0 && t.n_prompts == 0);
+    enc_st_text_free(&t);
+    st_text("{\"max_seq_length\": null}",
+            "{\"prompts\": {\"query\": \"q: \", \"document\": \"\", \"a\": \"A\"}, "
+            "\"default_prompt_name\": \"document\", \"similarity_fn_name\": null}",
+            NULL, &t);
+    ck_assert_int_eq(t.max_seq_length, 0);
+    ck_assert_uint_eq(t.n_prompts, 3);
+    ck_assert_str_eq(t.prompts[0].name, "query");
+    ck_assert_str_eq(t.prompts[2].name, "a");
+    ck_assert_str_eq(enc_st_text_prompt(&t, "query"), "q: ");
+    ck_assert_str_eq(enc_st_text_prompt(&t, "document"), "");
+    ck_assert_ptr_null(enc_st_text_prompt(&t, "passage"));
+    ck_assert_str_eq(t.default_prompt_name, "document");
+    enc_st_text_free(&t);
+    ck_assert_ptr_null(enc_st_text_prompt(NULL, "query"));
+    st_text("{\"max_seq_length\": 0}", NULL, "sentence_bert_config.json: max_seq_length", &t);
+    st_text("{\"max_seq_length\": 12.5}", NULL, "max_seq_length must be a positive integer", &t);
+    st_text("[1]", NULL, "sentence_bert_config.json: the top level is not an object", &t);
+    st_text(NULL, "{", "config_sentence_transformers.json: line 1", &t);
+    st_text(NULL, "{\"prompts\": [\"q: \"]}", "prompts must be an object", &t);
+    st_text(NULL, "{\"prompts\": {\"q\": \"q: \", \"n\": 3}}", "prompts.n must be a string", &t);
+    st_text(NULL, "{\"prompts\": {\"q\": \"q: \"}, \"default_prompt_name\": \"p\"}",
+            "default_prompt_name 'p' is not one of its prompts", &t);
+    st_text(NULL, "{\"default_prompt_name\": 1}", "default_prompt_name must be a string or null",
+            &t);
 }
 END_TEST
 
@@ -195,6 +274,7 @@ Suite *pooling_suite(void)
     tcase_add_test(tc, test_truncate);
     tcase_add_test(tc, test_st_files);
     tcase_add_test(tc, test_st_refusals);
+    tcase_add_test(tc, test_st_text);
     tcase_add_test(tc, test_names);
     return s;
 }

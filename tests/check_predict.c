@@ -7,7 +7,7 @@
  * Face's tokenizers) served by a daemon, every answer the pipeline's within
  * 1e-4 of their size (scores) and exactly (labels, tokens, words, offsets, sequences);
  * a batch answering as its texts alone; "explain" as /v1/encode's rollout;
- * the refusals, naming the field. */
+ * truncation from either end; the refusals, naming the field. */
 #include "daemon.h"
 #include "suites.h"
 #include "test_util.h"
@@ -282,6 +282,48 @@ START_TEST(test_predict_refused)
 }
 END_TEST
 
+/* "truncate" and "truncation_direction": a text over the model's 64
+ * positions is refused, naming the limit; cut from the right it answers as
+ * its first 62 words alone, from the left as its last 62. */
+START_TEST(test_predict_truncate)
+{
+    start_or_fail((const char *const[]){"--model-dir", PIPELINES "/bert_text_cls", NULL}, NULL);
+    char text[1024] = "hello world", first[1024] = "hello world", last[1024] = "lazy dog";
+    for (int i = 0; i < 30; i++) /* 92 tokens, one a word */
+        strcat(text, " the lazy dog");
+    for (int i = 0; i < 20; i++) {
+        strcat(first, " the lazy dog");
+        strcat(last, " the lazy dog");
+    }
+    char body[2048];
+    snprintf(body, sizeof body, "{\"inputs\": \"%s\"}", text);
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/predict", body, &r), 0);
+    ck_assert_msg(r.status == 413 && strstr(r.body, "inputs has 94 tokens; the model takes at most "
+                                                    "64 (config.json's max_position_embeddings)"),
+                  "%ld %s", r.status, r.body);
+    http_resp_free(&r);
+    static const char *const dirs[] = {"right", "left"};
+    for (int d = 0; d < 2; d++) {
+        snprintf(body, sizeof body,
+                 "{\"inputs\": \"%s\", \"truncate\": true, \"truncation_direction\": \"%s\"}", text,
+                 dirs[d]);
+        json_t *cut = predict(dp.port, body, dirs[d]);
+        snprintf(body, sizeof body, "{\"inputs\": \"%s\"}", d ? last : first);
+        json_t *alone = predict(dp.port, body, dirs[d]);
+        const json_t *a = json_object_get(cut, "predictions"),
+                     *b = json_object_get(alone, "predictions");
+        ck_assert_msg(json_equal(a, b), "%s: %s, alone %s", dirs[d], json_dumps(a, 0),
+                      json_dumps(b, 0));
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(cut, "usage"), "tokens")), 64);
+        json_decref(cut);
+        json_decref(alone);
+    }
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 Suite *predict_suite(void)
 {
     Suite *s = timed_suite("predict");
@@ -290,5 +332,6 @@ Suite *predict_suite(void)
     tcase_add_loop_test(daemon, test_pipeline_batched, 0, 3);
     tcase_add_loop_test(daemon, test_pipeline_explain, 0, 3);
     tcase_add_test(daemon, test_predict_refused);
+    tcase_add_test(daemon, test_predict_truncate);
     return s;
 }

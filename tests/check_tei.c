@@ -452,6 +452,63 @@ START_TEST(test_tei_tokenize_decode)
 }
 END_TEST
 
+/* prompt_name and truncation_direction on TEI's routes: /embed of a
+ * prompt's model equals /v1/embeddings with the same prompt (the default
+ * prompt where none is named), /tokenize's offsets count the prompt's bytes,
+ * and a text cut from the left (or right) embeds as /v1/embeddings cuts it;
+ * an unknown prompt is a 422 naming the model's. */
+START_TEST(test_tei_prompts_truncation)
+{
+    start_or_fail((const char *const[]){"--model-dir", TESTS_DIR "/fixtures/hf/bert_prompts",
+                                        "--max-seq-len", "8", NULL},
+                  NULL);
+    static const struct {
+        const char *tei, *oai;
+    } same[] = {
+        {"{\"inputs\": \"Hello\"}", "{\"input\": \"Hello\"}"},
+        {"{\"inputs\": \"Hello\", \"prompt_name\": \"document\"}",
+         "{\"input\": \"Hello\", \"prompt_name\": \"document\"}"},
+        {"{\"inputs\": \"one two three four five six seven eight nine\", \"truncate\": true, "
+         "\"truncation_direction\": \"Left\", \"prompt_name\": \"document\"}",
+         "{\"input\": \"one two three four five six seven eight nine\", \"truncate\": true, "
+         "\"truncation_direction\": \"left\", \"prompt_name\": \"document\"}"},
+        {"{\"inputs\": \"one two three four five six seven eight nine\", \"truncate\": true, "
+         "\"prompt_name\": \"document\"}",
+         "{\"input\": \"one two three four five six seven eight nine\", \"truncate\": true, "
+         "\"prompt_name\": \"document\"}"},
+    };
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+        json_t *a = post_ok("/embed", same[k].tei), *b = post_ok("/v1/embeddings", same[k].oai);
+        const json_t *x = json_array_get(a, 0);
+        const json_t *y =
+            json_object_get(json_array_get(json_object_get(b, "data"), 0), "embedding");
+        ck_assert_uint_gt(json_array_size(x), 0);
+        ck_assert_msg(json_equal(x, y), "%s: /embed is not /v1/embeddings' %s", same[k].tei,
+                      same[k].oai);
+        json_decref(a);
+        json_decref(b);
+    }
+    /* left and right cuts differ: the test above compares different texts */
+    json_t *l = post_ok("/embed", same[2].tei), *r = post_ok("/embed", same[3].tei);
+    ck_assert(!json_equal(l, r));
+    json_decref(l);
+    json_decref(r);
+    /* /tokenize: the default prompt "query: " counted in the byte offsets */
+    json_t *t = post_ok("/tokenize", "{\"inputs\": \"Hello\", \"add_special_tokens\": false}");
+    const json_t *last =
+        json_array_get(json_array_get(t, 0), json_array_size(json_array_get(t, 0)) - 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(last, "stop")),
+                     (json_int_t)strlen("query: Hello"));
+    json_decref(t);
+    long status;
+    json_t *e = post("/embed", "{\"inputs\": \"Hello\", \"prompt_name\": \"passage\"}", &status);
+    ck_assert_msg(status == 422 && strstr(json_string_value(json_object_get(e, "error")), "query"),
+                  "unknown prompt: %ld", status);
+    json_decref(e);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* GET /info: the model's kind as TEI names it, its labels, the limits. */
 START_TEST(test_tei_info)
 {
@@ -545,5 +602,6 @@ Suite *tei_suite(void)
     tcase_add_test(tc, test_tei_tokenize_decode);
     tcase_add_loop_test(tc, test_tei_info, 0, 3);
     tcase_add_test(tc, test_tei_errors);
+    tcase_add_test(tc, test_tei_prompts_truncation);
     return s;
 }

@@ -4,9 +4,11 @@
  * tokenizer and text (tests/fixtures/tokenizers/<name>/reference.json, made
  * by tests/tokenizer/reference.mjs over tools/make_tokenizer_fixtures.py's
  * tokenizer.json files), offsets worked out by hand, truncation's
- * arithmetic, and the refusals; ids decoded back to text as Hugging Face
- * decodes them (every decoder); hostile sizes (a 1 MiB word), an encoding
- * reused over 100,000 texts, and threads sharing one tokenizer. */
+ * arithmetic, right and left truncation against Hugging Face's
+ * (truncation.json, tests/tokenizer/truncation.mjs), and the refusals; ids
+ * decoded back to text as Hugging Face decodes them (every decoder);
+ * hostile sizes (a 1 MiB word), an encoding reused over 100,000 texts, and
+ * threads sharing one tokenizer. */
 #include "tokenizer/tokenizer.h"
 
 #include "suites.h"
@@ -258,8 +260,8 @@ START_TEST(test_offsets_bounded)
 }
 END_TEST
 
-/* tokenizers' right truncation, longest_first: the longer text gives way
- * first, the specials stay. */
+/* tokenizers' right and left truncation, longest_first: the longer text
+ * gives way first, the specials stay. */
 START_TEST(test_truncation)
 {
     tok_tokenizer *t = load("bert-uncased");
@@ -294,11 +296,172 @@ START_TEST(test_truncation)
     ck_assert_uint_eq(whole, 12);
     ck_assert_str_eq(tok_token_text(t, e.ids[3]), "three");
     ck_assert_str_eq(tok_token_text(t, e.ids[4]), "[SEP]");
+    /* left: as many of each, the last ones; offsets in the text as uncut */
+    ck_assert_int_eq(
+        tok_encode_dir(t, a, strlen(a), NULL, 0, true, 5, TOK_TRUNCATE_LEFT, &e, &whole, &err), 0);
+    ck_assert_uint_eq(e.n, 5);
+    ck_assert_uint_eq(whole, 12);
+    ck_assert_str_eq(tok_token_text(t, e.ids[0]), "[CLS]");
+    ck_assert_str_eq(tok_token_text(t, e.ids[1]), "the");
+    ck_assert_str_eq(tok_token_text(t, e.ids[3]), "dog");
+    ck_assert_str_eq(tok_token_text(t, e.ids[4]), "[SEP]");
+    ck_assert_uint_eq(e.start[3], strlen(a) - 3);
+    ck_assert_int_eq(tok_encode_dir(t, a, strlen(a), b, strlen(b), true, 11, TOK_TRUNCATE_LEFT, &e,
+                                    &whole, &err),
+                     0);
+    ck_assert_uint_eq(e.n, 11);
+    ck_assert_str_eq(tok_token_text(t, e.ids[1]), "the"); /* a's last 5: the over the lazy dog */
+    ck_assert_str_eq(tok_token_text(t, e.ids[2]), "over");
+    ck_assert_str_eq(tok_token_text(t, e.ids[7]), "hello"); /* b whole */
     /* no room for the specials */
     enc_error_clear(&err);
     ck_assert_int_eq(tok_encode(t, a, strlen(a), NULL, 0, true, 1, &e, &whole, &err), ENC_ELIMIT);
+    ck_assert_int_eq(
+        tok_encode_dir(t, a, strlen(a), NULL, 0, true, 1, TOK_TRUNCATE_LEFT, &e, &whole, &err),
+        ENC_ELIMIT);
     tok_encoding_free(&e);
     tok_free(t);
+}
+END_TEST
+
+/* The tokenizer a case of truncation.json names: a fixture's, or one of
+ * its "edits" (a fixture's tokenizer.json with fields merged into its
+ * top-level objects). */
+static tok_tokenizer *load_edited(const json_t *edits, const char *name)
+{
+    const json_t *edit = json_object_get(edits, name);
+    if (!edit)
+        return load(name);
+    json_t *j = load_json(json_string_value(json_object_get(edit, "base")), "tokenizer.json");
+    const char *key;
+    json_t *fields;
+    json_object_foreach(json_object_get(edit, "merge"), key, fields)
+    {
+        ck_assert(json_object_update(json_object_get(j, key), fields) == 0);
+    }
+    char *text = json_dumps(j, JSON_COMPACT);
+    enc_error err = {0};
+    tok_tokenizer *t = tok_load_json(text, strlen(text), &err);
+    ck_assert_msg(t != NULL, "%s: %s", name, err.message);
+    free(text);
+    json_decref(j);
+    return t;
+}
+
+/* A pair case where tokenizers 0.23's early exit counted the texts short
+ * (truncation.mjs): each text keeps what truncate_encodings' longest_first
+ * gives for the whole lengths, its first (right) or last (left) tokens as
+ * the uncut encoding has them. */
+static void early_exit_case(const tok_tokenizer *t, const json_t *c, const tok_encoding *e,
+                            bool is_left, const char *what)
+{
+    const json_t *a = json_object_get(c, "text"), *b = json_object_get(c, "text_pair"),
+                 *lengths = json_object_get(c, "lengths");
+    const bool special = json_is_true(json_object_get(c, "add_special_tokens"));
+    size_t na = (size_t)json_integer_value(json_array_get(lengths, 0)),
+           nb = (size_t)json_integer_value(json_array_get(lengths, 1));
+    const size_t added = special ? tok_added_special(t, true) : 0,
+                 max = (size_t)json_integer_value(json_object_get(c, "max_length")) - added;
+    /* truncate_encodings, LongestFirst, stride 0 (utils/truncation.rs) */
+    size_t n1 = na < nb ? na : nb, n2 = na < nb ? nb : na;
+    n2 = n1 > max ? n1 : (n1 > max - n1 ? n1 : max - n1);
+    if (n1 + n2 > max) {
+        n1 = max / 2;
+        n2 = n1 + max % 2;
+    }
+    const size_t keep[2] = {na > nb ? n2 : n1, na > nb ? n1 : n2}, whole[2] = {na, nb};
+    tok_encoding w = {0};
+    enc_error err = {0};
+    ck_assert_int_eq(tok_encode(t, json_string_value(a), json_string_length(a),
+                                json_string_value(b), json_string_length(b), special, 0, &w, NULL,
+                                &err),
+                     0);
+    for (uint8_t s = 0; s < 2; s++) {
+        size_t i = 0, j = 0, n = 0;
+        const size_t skip = is_left ? whole[s] - keep[s] : 0;
+        for (size_t k = 0; k < w.n && j < skip; k++) /* the uncut encoding's first kept */
+            if (w.seq[k] == s && j++ == skip - 1)
+                i = k + 1;
+        for (size_t k = 0; k < e->n; k++) {
+            if (e->seq[k] != s)
+                continue;
+            while (i < w.n && w.seq[i] != s)
+                i++;
+            ck_assert_msg(i < w.n && e->ids[k] == w.ids[i] && e->stop[k] == w.stop[i],
+                          "%s: text %u's token %zu is not the uncut encoding's", what, s, k);
+            i++;
+            n++;
+        }
+        ck_assert_msg(n == keep[s], "%s: text %u keeps %zu tokens, truncate_encodings %zu", what, s,
+                      n, keep[s]);
+    }
+    tok_encoding_free(&w);
+}
+
+/* Every case of truncation.json (tests/tokenizer/truncation.mjs): Hugging
+ * Face's right and left truncation (longest_first, stride 0) of texts and
+ * pairs at several lengths, with and without the specials: ids, type ids,
+ * the special tokens' mask, offsets, sequence ids, and the count uncut.
+ * Right through tok_encode_dir is tok_encode's.  Where tokenizers 0.23's
+ * early exit changes a pair's kept lengths ("early_exit"), against
+ * truncate_encodings' rule on the whole lengths (early_exit_case). */
+START_TEST(test_truncation_reference)
+{
+    json_t *g = load_json(".", "truncation.json");
+    const json_t *edits = json_object_get(g, "edits");
+    const char *loaded = NULL;
+    tok_tokenizer *t = NULL;
+    tok_encoding e = {0}, r = {0};
+    size_t index, left = 0, early = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(g, "cases"), index, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "tokenizer"));
+        if (!loaded || strcmp(loaded, name) != 0) {
+            tok_free(t);
+            t = load_edited(edits, name);
+            loaded = name;
+        }
+        const json_t *a = json_object_get(c, "text"), *b = json_object_get(c, "text_pair");
+        const bool special = json_is_true(json_object_get(c, "add_special_tokens"));
+        const size_t max = (size_t)json_integer_value(json_object_get(c, "max_length"));
+        const bool is_left =
+            strcmp(json_string_value(json_object_get(c, "direction")), "left") == 0;
+        enc_error err = {0};
+        size_t whole = 0;
+        const int rc = tok_encode_dir(
+            t, json_string_value(a), json_string_length(a),
+            json_is_string(b) ? json_string_value(b) : NULL, json_string_length(b), special, max,
+            is_left ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT, &e, &whole, &err);
+        ck_assert_msg(rc == 0, "%s, case %zu: %s", name, index, err.message);
+        char what[64];
+        snprintf(what, sizeof what, "%s, max %zu%s%s", is_left ? "left" : "right", max,
+                 json_is_string(b) ? ", a pair" : "", special ? "" : ", no specials");
+        if (json_is_true(json_object_get(c, "early_exit"))) {
+            early_exit_case(t, c, &e, is_left, what);
+            early++;
+        } else {
+            expect(name, what, c, &e, json_object_get(c, "encoding"));
+        }
+        ck_assert_msg(whole == (size_t)json_integer_value(json_object_get(c, "untruncated")),
+                      "%s, %s, case %zu: %zu tokens uncut", name, what, index, whole);
+        if (!is_left) { /* tok_encode is right truncation */
+            ck_assert_int_eq(tok_encode(t, json_string_value(a), json_string_length(a),
+                                        json_is_string(b) ? json_string_value(b) : NULL,
+                                        json_string_length(b), special, max, &r, NULL, &err),
+                             0);
+            ck_assert_msg(r.n == e.n && memcmp(r.ids, e.ids, e.n * sizeof *e.ids) == 0 &&
+                              memcmp(r.start, e.start, e.n * sizeof *e.start) == 0,
+                          "%s, %s, case %zu: tok_encode differs", name, what, index);
+        }
+        left += is_left;
+    }
+    ck_assert_uint_gt(left, 100);
+    ck_assert_uint_lt(early, 20);
+    tok_encoding_free(&e);
+    tok_encoding_free(&r);
+    tok_free(t);
+    json_decref(g);
 }
 END_TEST
 
@@ -587,7 +750,8 @@ END_TEST
 /* tokenizer_config.json's roles over tokenizer.json's: the defaults (the
  * model's unk token, the specials spelled [PAD] / <mask>), the file's
  * strings and AddedToken objects, null, and the refusals naming the key
- * (which leave the roles as they were). */
+ * (which leave the roles as they were); its model_max_length, and the
+ * values that say none. */
 START_TEST(test_roles)
 {
     tok_tokenizer *t = load("bert-uncased");
@@ -598,10 +762,30 @@ START_TEST(test_roles)
     json_t *cfg = load_json("bert-uncased", "tokenizer_config.json");
     char *text = json_dumps(cfg, 0);
     enc_error err = {0};
+    ck_assert_uint_eq(tok_model_max_length(t), 0);
     ck_assert_int_eq(tok_read_config(t, text, strlen(text), &err), 0);
     ck_assert(tok_clean_up_spaces(t));
+    ck_assert_uint_eq(tok_model_max_length(t), 512);
     free(text);
     json_decref(cfg);
+    /* model_max_length: transformers' "none" (int(1e30), no int64) and null
+     * are no length; a file with them loads */
+    static const struct {
+        const char *cfg;
+        size_t want;
+    } lengths[] = {
+        {"{\"model_max_length\": 1000000000000000019884624838656}", 0},
+        {"{\"model_max_length\": 128}", 128},
+        {"{\"model_max_length\": 9223372036854775807, \"pad_token\": \"[PAD]\"}", 0},
+        {"{\"model_max_length\": 256.0}", 256},
+        {"{\"model_max_length\": null}", 256}, /* kept */
+    };
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        ck_assert_msg(tok_read_config(t, lengths[i].cfg, strlen(lengths[i].cfg), &err) == 0,
+                      "%s: %s", lengths[i].cfg, err.message);
+        ck_assert_msg(tok_model_max_length(t) == lengths[i].want, "%s: %zu", lengths[i].cfg,
+                      tok_model_max_length(t));
+    }
     static const struct {
         const char *cfg, *err;
     } cases[] = {
@@ -610,6 +794,9 @@ START_TEST(test_roles)
         {"{\"mask_token\": \"<mask>\"}", "mask_token '<mask>' is not a token of tokenizer.json"},
         {"{\"unk_token\": 3}", "unk_token must be a string or an AddedToken"},
         {"{\"clean_up_tokenization_spaces\": \"yes\"}", "clean_up_tokenization_spaces must be"},
+        {"{\"model_max_length\": 0}", "model_max_length must be a positive integer"},
+        {"{\"model_max_length\": 12.5}", "model_max_length must be a positive integer"},
+        {"{\"model_max_length\": \"512\"}", "model_max_length must be a positive integer"},
         {"[1]", "must hold an object"},
         {"{", "tokenizer_config.json:"},
     };
@@ -1070,6 +1257,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, test_offsets_metaspace);
     tcase_add_loop_test(tc, test_offsets_bounded, 0, N_NAMES);
     tcase_add_test(tc, test_truncation);
+    tcase_add_test(tc, test_truncation_reference);
     tcase_add_test(tc, test_invalid_utf8);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_display);

@@ -904,6 +904,7 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
     }
 #undef ENAME
     embed_finish(e, &m->hp);
+    e->info.max_position_embeddings = c->max_position_embeddings; /* as config.json gives it */
     return ENC_OK;
 }
 

@@ -57,13 +57,15 @@ static int mode_of(const char *name, enc_pooling *p)
     return -1;
 }
 
-/* The Pooling module's config.json: one mode, in either form. */
-static int read_pooling(const char *path, enc_pooling *p, enc_error *err)
+/* The Pooling module's config.json: one mode, in either form, and
+ * include_prompt. */
+static int read_pooling(const char *path, enc_pooling *p, bool *include_prompt, enc_error *err)
 {
     json_error_t jerr;
     json_t *j = json_load_file(path, 0, &jerr);
     if (!j)
         return enc_error_set(err, ENC_EFORMAT, "%s: %s", path, jerr.text);
+    *include_prompt = !json_is_false(json_object_get(j, "include_prompt"));
     int rc = 0, n = 0;
     const json_t *mode = json_object_get(j, "pooling_mode");
     const char *key;
@@ -108,6 +110,7 @@ static int read_pooling(const char *path, enc_pooling *p, enc_error *err)
 int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err)
 {
     memset(c, 0, sizeof *c);
+    c->include_prompt = true;
     char path[4096];
     snprintf(path, sizeof path, "%s/modules.json", dir);
     if (access(path, F_OK) != 0)
@@ -134,7 +137,7 @@ int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err)
         if (strcmp(cls, "Pooling") == 0 && !pooled && i == 1) {
             char cfg[4096 + 64];
             snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, sub);
-            rc = read_pooling(cfg, &c->pooling, err);
+            rc = read_pooling(cfg, &c->pooling, &c->include_prompt, err);
             pooled = true;
             continue;
         }

@@ -32,6 +32,8 @@ typedef struct enc_st_config {
     bool found;          /* the directory has modules.json */
     enc_pooling pooling; /* from its Pooling module's config.json */
     bool normalize;      /* a Normalize module follows */
+    bool include_prompt; /* the Pooling module pools a prompt's tokens too (its
+                            include_prompt; absent: true) */
 } enc_st_config;
 
 /* Reads dir/modules.json and its Pooling module's config.json.  No

@@ -2,7 +2,8 @@
  * tokenizer: added tokens, normalizer, pre-tokenizer, model, truncation,
  * post-processor, offsets in characters.  Written after huggingface/
  * tokenizers' tokenizer/mod.rs (encode_single_sequence, post_process),
- * tokenizer/added_vocabulary.rs (extract_and_normalize, find_matches) and
+ * tokenizer/added_vocabulary.rs (extract_and_normalize, find_matches),
+ * utils/truncation.rs (truncate_encodings), tokenizer/encoding.rs (truncate) and
  * processors/ (bert.rs, roberta.rs, template.rs, sequence.rs, and
  * pre_tokenizers/byte_level.rs's process_offsets).
  *
@@ -454,7 +455,8 @@ static int post_run(const post *p, seq_enc *encs, size_t *n, bool add_special)
     return 0;
 }
 
-/* truncate_encodings with LongestFirst, right, stride 0: the two lengths. */
+/* truncate_encodings with LongestFirst, stride 0: the two lengths kept
+ * (the same for either direction). */
 static void truncate_lengths(size_t *na, size_t *nb, bool pair, size_t max)
 {
     if (!pair) {
@@ -491,6 +493,24 @@ static void truncate_lengths(size_t *na, size_t *nb, bool pair, size_t max)
         *nb = n2;
 }
 
+/* Encoding::truncate to n tokens, stride 0: the first n kept (right), or
+ * the last n (left). */
+static void seq_keep(seq_enc *e, size_t n, tok_direction dir)
+{
+    if (n >= e->toks.n)
+        return;
+    const size_t drop = dir == TOK_TRUNCATE_LEFT ? e->toks.n - n : 0;
+    if (drop) {
+        memmove(e->toks.v, e->toks.v + drop, n * sizeof *e->toks.v);
+        memmove(e->special, e->special + drop, n * sizeof *e->special);
+        memmove(e->type_id, e->type_id + drop, n * sizeof *e->type_id);
+        memmove(e->seq, e->seq + drop, n * sizeof *e->seq);
+        memmove(e->lead, e->lead + drop, n * sizeof *e->lead);
+        memmove(e->trail, e->trail + drop, n * sizeof *e->trail);
+    }
+    e->toks.n = n;
+}
+
 static int grow_out(tok_encoding *o, size_t n)
 {
     if (n <= o->cap)
@@ -519,6 +539,14 @@ static int grow_out(tok_encoding *o, size_t n)
 int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
                bool add_special, size_t max_tokens, tok_encoding *out, size_t *untruncated,
                enc_error *err)
+{
+    return tok_encode_dir(t, a, alen, b, blen, add_special, max_tokens, TOK_TRUNCATE_RIGHT, out,
+                          untruncated, err);
+}
+
+int tok_encode_dir(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                   bool add_special, size_t max_tokens, tok_direction dir, tok_encoding *out,
+                   size_t *untruncated, enc_error *err)
 {
     const bool pair = b != NULL;
     long bad = tok_utf8_invalid_at(a, alen);
@@ -550,9 +578,9 @@ int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b
             goto done;
         }
         truncate_lengths(&na, &nb, pair, max_tokens - added);
-        encs[0].toks.n = na;
+        seq_keep(&encs[0], na, dir);
         if (pair)
-            encs[1].toks.n = nb;
+            seq_keep(&encs[1], nb, dir);
     }
     if (t->post) {
         rc = post_run(t->post, encs, &n, add_special);

@@ -1,9 +1,11 @@
 /* roles.c - what transformers adds to a tokenizer.json: the special tokens'
- * roles (unk_token, pad_token, mask_token) and decode's clean-up, read from
- * tokenizer_config.json, with defaults from tokenizer.json alone. */
+ * roles (unk_token, pad_token, mask_token), decode's clean-up and the
+ * model_max_length, read from tokenizer_config.json, with defaults from
+ * tokenizer.json alone. */
 #include "tokenizer/tokenizer_def.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 /* The first of names (NULL-ended) that is an added special token's content. */
@@ -32,6 +34,27 @@ void tok_roles_default(tok_tokenizer *t, const json_t *root)
         json_is_integer(pad) ? (int32_t)json_integer_value(pad) : special_named(t, PAD);
     t->role[TOK_ROLE_MASK] = special_named(t, MASK);
     t->clean_up = false;
+    t->model_max_length = 0;
+}
+
+/* transformers writes VERY_LARGE_INTEGER (int(1e30)) where a tokenizer has
+ * no length of its own; anything this large is that. */
+#define NO_MAX_LENGTH 1e18
+
+/* model_max_length: a positive integer, or one too large to be a length
+ * (none: 0).  0, or ENC_EFORMAT with err set. */
+static int read_max_length(const json_t *v, size_t *out, enc_error *err)
+{
+    const double x = json_number_value(v); /* read as a real: 1e30 is no int64 */
+    if (json_is_number(v) && x >= NO_MAX_LENGTH) {
+        *out = 0;
+        return ENC_OK;
+    }
+    if (!json_is_number(v) || x < 1 || x != floor(x))
+        return enc_error_set(err, ENC_EFORMAT,
+                             "tokenizer_config.json: model_max_length must be a positive integer");
+    *out = (size_t)x;
+    return ENC_OK;
 }
 
 /* A role's entry: a string, or an AddedToken object's "content". */
@@ -45,7 +68,9 @@ int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *e
 {
     static const char *const KEYS[TOK_ROLES] = {"unk_token", "pad_token", "mask_token"};
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
+    /* numbers as reals: model_max_length is often int(1e30), too large for
+     * jansson's integers; no other key read here is a number */
+    json_t *root = json_loadb(text, len, JSON_DECODE_INT_AS_REAL, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);
         return enc_error_set(err, ENC_EFORMAT, "tokenizer_config.json: %s",
@@ -80,8 +105,18 @@ int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *e
                            "false");
     if (rc == ENC_OK && c)
         t->clean_up = json_is_true(c);
+    const json_t *m = json_object_get(root, "model_max_length");
+    size_t max_length = 0;
+    if (rc == ENC_OK && m && !json_is_null(m) &&
+        (rc = read_max_length(m, &max_length, err)) == ENC_OK)
+        t->model_max_length = max_length;
     json_decref(root);
     return rc;
+}
+
+size_t tok_model_max_length(const tok_tokenizer *t)
+{
+    return t->model_max_length;
 }
 
 int32_t tok_role_id(const tok_tokenizer *t, tok_role r)

@@ -1,7 +1,7 @@
 /* tokenizer.h - a Hugging Face tokenizer.json, in C: text to token ids,
  * offsets and special tokens as Hugging Face's tokenizers library gives
  * them (normalizer, pre-tokenizer, WordPiece / BPE / Unigram, post-processor,
- * added tokens, pairs, right truncation).
+ * added tokens, pairs, right and left truncation).
  *
  *     enc_error err = {0};
  *     tok_tokenizer *t = tok_load("dir/tokenizer.json", &err);
@@ -61,6 +61,18 @@ int tok_encode(const tok_tokenizer *t, const char *a, size_t alen, const char *b
                bool add_special, size_t max_tokens, tok_encoding *out, size_t *untruncated,
                enc_error *err);
 
+/* Which end of each text a cut takes tokens from (tokenizers'
+ * TruncationDirection): right keeps the first tokens, left the last. */
+typedef enum tok_direction { TOK_TRUNCATE_RIGHT, TOK_TRUNCATE_LEFT } tok_direction;
+
+/* tok_encode, cutting from the end dir says: the same number of tokens of
+ * each text kept as right truncation keeps (longest_first for a pair,
+ * stride 0), and with TOK_TRUNCATE_LEFT they are the last ones of each
+ * text; the specials stay, offsets count in the whole text as uncut. */
+int tok_encode_dir(const tok_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                   bool add_special, size_t max_tokens, tok_direction dir, tok_encoding *out,
+                   size_t *untruncated, enc_error *err);
+
 /* The number of tokens the post-processor adds to one text (pair: true, to
  * a pair). */
 size_t tok_added_special(const tok_tokenizer *t, bool pair);
@@ -92,14 +104,19 @@ typedef enum tok_role { TOK_ROLE_UNK, TOK_ROLE_PAD, TOK_ROLE_MASK, TOK_ROLES } t
 
 /* Reads tokenizer_config.json's text (len bytes) into t's roles: unk_token,
  * pad_token, mask_token (a string or an AddedToken's content; null: none),
- * clean_up_tokenization_spaces.  A key it lacks keeps what tokenizer.json
- * gave (its model's unk token, padding's pad_id, special tokens spelled
- * [UNK] <unk>, [PAD] <pad>, [MASK] <mask>; no clean-up).  Call before t is
- * shared.  0, or ENC_EFORMAT / ENC_EINVAL (a token tokenizer.json lacks)
- * with err naming the key; t's roles are then as they were. */
+ * clean_up_tokenization_spaces, model_max_length (a positive integer;
+ * transformers' "no length" of 1e30, or anything from 1e18 up, or null:
+ * none).  A key it lacks keeps what tokenizer.json gave (its model's unk
+ * token, padding's pad_id, special tokens spelled [UNK] <unk>, [PAD] <pad>,
+ * [MASK] <mask>; no clean-up; no length).  Call before t is shared.  0, or
+ * ENC_EFORMAT / ENC_EINVAL (a token tokenizer.json lacks) with err naming
+ * the key; t's roles are then as they were. */
 int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *err);
 /* A role's id, -1 when the tokenizer has none. */
 int32_t tok_role_id(const tok_tokenizer *t, tok_role r);
+/* tokenizer_config.json's model_max_length: the most tokens the tokenizer
+ * was made for, specials included; 0: it says none. */
+size_t tok_model_max_length(const tok_tokenizer *t);
 /* transformers' decode cleans up spaces (clean_up_tokenization_spaces). */
 bool tok_clean_up_spaces(const tok_tokenizer *t);
 /* transformers' clean_up_tokenization on s (len bytes), in place: " ." ->

@@ -93,6 +93,7 @@ struct tok_tokenizer {
     size_t n_specials;
     int32_t role[TOK_ROLES]; /* the roles' ids, -1 none (roles.c) */
     bool clean_up;           /* transformers' decode cleans up spaces */
+    size_t model_max_length; /* tokenizer_config.json's, 0: none (roles.c) */
 };
 
 /* The roles tokenizer.json alone gives (roles.c): the model's unk_token or

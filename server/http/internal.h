@@ -43,6 +43,7 @@ struct server {
     metrics *mx;
     const enc_model *model; /* NULL until ready */
     const tok_tokenizer *tokenizer; /* text input's; NULL: none */
+    const enc_st_text *sentence;    /* model.dir's sentence-transformers text settings; NULL */
     openai_pooling pooling;         /* /v1/embeddings' */
     pool *pool;
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */

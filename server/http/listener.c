@@ -1,6 +1,7 @@
 /* listener.c - the listening socket and its acceptor thread, libmicrohttpd
  * started without a listener of its own, the model's arrival, shutdown. */
 #include "http/internal.h"
+#include "protocol/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -253,6 +254,35 @@ static json_t *embedding_json(const enc_model *m)
                      position, "dtype", e->dtype ? e->dtype : "F32", "tensors", tensors);
 }
 
+/* /v1/model's "tokenizer": text input (docs/api.md), or null: its file and
+ * vocabulary, the specials it adds, the token limit a text is held to and
+ * where it comes from, whether a request that does not say is cut, and
+ * the prompts. */
+static json_t *tokenizer_json(const server *s, const enc_model *m, const server_text *t)
+{
+    const tok_tokenizer *tok = t ? t->tokenizer : NULL;
+    if (!tok)
+        return json_null();
+    const api_limits lim = {.max_seq_len = s->cfg->limits.max_seq_len,
+                            .embedding = enc_model_embedding(m),
+                            .tokenizer = tok,
+                            .sentence = t->sentence};
+    const char *from;
+    const size_t max = text_max_tokens(&lim, &from);
+    json_t *prompts = json_object();
+    const enc_st_text *st = t->sentence;
+    for (size_t i = 0; prompts && st && i < st->n_prompts; i++)
+        json_object_set_new(prompts, st->prompts[i].name, json_string(st->prompts[i].text));
+    return json_pack(
+        "{s:s, s:I, s:I, s:I, s:o, s:s, s:b, s:o, s:o}", "source",
+        t->tokenizer_source ? t->tokenizer_source : "", "vocab_size", (json_int_t)tok_id_count(tok),
+        "specials_per_text", (json_int_t)tok_added_special(tok, false), "specials_per_pair",
+        (json_int_t)tok_added_special(tok, true), "max_input_length",
+        max < SIZE_MAX ? json_integer((json_int_t)max) : json_null(), "max_input_length_from", from,
+        "auto_truncate", s->cfg->server.auto_truncate, "prompts", prompts, "default_prompt_name",
+        st && st->default_prompt_name ? json_string(st->default_prompt_name) : json_null());
+}
+
 void server_set_model(server *s, const enc_model *m, const server_text *t, pool *p)
 {
     const tok_tokenizer *tok = t ? t->tokenizer : NULL;
@@ -334,16 +364,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(info, "embedding", embedding_json(m));
     if (info) /* the task head: logits out (docs/api.md), or null */
         json_object_set_new(info, "head", head_json(m));
-    if (info) /* text in: the tokenizer, or null */
-        json_object_set_new(info, "tokenizer",
-                            tok ? json_pack("{s:s, s:I, s:I, s:I}", "source",
-                                            t->tokenizer_source ? t->tokenizer_source : "",
-                                            "vocab_size", (json_int_t)tok_id_count(tok),
-                                            "specials_per_text",
-                                            (json_int_t)tok_added_special(tok, false),
-                                            "specials_per_pair",
-                                            (json_int_t)tok_added_special(tok, true))
-                                : json_null());
+    if (info) /* text in: the tokenizer, its limit and prompts, or null */
+        json_object_set_new(info, "tokenizer", tokenizer_json(s, m, t));
     if (info) /* /v1/embeddings' pooling */
         json_object_set_new(info, "pooling",
                             json_pack("{s:s, s:b, s:s}", "mode",
@@ -355,6 +377,7 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
     json_decref(info);
     s->model = m;
     s->tokenizer = tok;
+    s->sentence = t ? t->sentence : NULL;
     s->pooling = (openai_pooling){.mode = t ? t->pooling : ENC_POOL_MEAN,
                                   .normalize = t ? t->normalize : true};
     s->pool = p;

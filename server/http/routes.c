@@ -128,7 +128,9 @@ static api_limits request_limits(const server *s)
                          .model = s->model,
                          .pool = s->buffers,
                          .embedding = s->model ? enc_model_embedding(s->model) : NULL,
-                         .tokenizer = s->tokenizer};
+                         .tokenizer = s->tokenizer,
+                         .sentence = s->sentence,
+                         .auto_truncate = cfg->server.auto_truncate};
     return limits;
 }
 

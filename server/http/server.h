@@ -18,6 +18,7 @@
 #include "encoder.h"
 #include "runtime/pool.h"
 #include "runtime/spin.h"
+#include "load/sentence.h"
 #include "model/pooling.h"
 #include "tokenizer/tokenizer.h"
 
@@ -46,10 +47,12 @@ int server_port(const server *s);
 void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s);
 
 /* What the served model does with text: its tokenizer (borrowed; NULL: no
- * text input) and how /v1/embeddings pools its outputs. */
+ * text input), model.dir's sentence-transformers text settings, and how
+ * /v1/embeddings pools its outputs. */
 typedef struct server_text {
     const tok_tokenizer *tokenizer;
     const char *tokenizer_source; /* its file, or "built-in" (the built-in model's) */
+    const enc_st_text *sentence;  /* borrowed: max_seq_length, prompts; NULL: none */
     enc_pooling pooling;  /* not ENC_POOL_AUTO: start-up decided */
     bool normalize;
     const char *pooling_from; /* what decided: "model.pooling", "1_Pooling/config.json", ... */

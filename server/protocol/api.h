@@ -4,6 +4,7 @@
 #ifndef ATTND_API_H
 #define ATTND_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* X(name, http status, "type" string of the JSON error body) */
@@ -53,6 +54,7 @@ char *api_error_body(api_error_kind kind, const char *message);
  * which bounds token ids. */
 struct bufpool;
 struct enc_embedding_info;
+struct enc_st_text;
 struct enc_model;
 typedef struct api_limits {
     int max_batch;
@@ -71,6 +73,10 @@ typedef struct api_limits {
     /* borrowed: the model, for its task head (enc_model_head: "logits"), or
      * NULL: "logits" is refused */
     const struct enc_model *model;
+    /* borrowed: model.dir's sentence-transformers text settings
+     * (load/sentence.h: max_seq_length, prompts), or NULL: none */
+    const struct enc_st_text *sentence;
+    bool auto_truncate; /* server.auto_truncate: "truncate" where a request does not say */
 } api_limits;
 
 /* Wording the codecs share for their messages: */

@@ -448,7 +448,7 @@ int encode_check_ids(const encode_request *req, const char *ids_what, const char
     return 0;
 }
 
-int encode_set_text(encode_request *req, const json_t *v, const char *what, unsigned flags,
+int encode_set_text(encode_request *req, const json_t *v, const char *what, const text_options *o,
                     const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (encode_ids_allowed(req, what, err) < 0)
@@ -456,7 +456,7 @@ int encode_set_text(encode_request *req, const json_t *v, const char *what, unsi
     if (!(req->texts = calloc(1, sizeof *req->texts)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     text_batch *tb = req->texts;
-    if (text_tokenize(v, what, lim, flags, tb, err) < 0)
+    if (text_tokenize(v, what, lim, o, tb, err) < 0)
         return -1;
     req->tokenizer = lim->tokenizer;
     req->batched = tb->batched;

@@ -97,13 +97,15 @@ typedef struct encode_request {
  * limits.max_logits_bytes. */
 int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err);
 
-/* Text in: v, the request's field named what, tokenized as flags say
+/* Text in: v, the request's field named what, tokenized as o says
  * (text_tokenize, text.h; TEXT_SPECIALS) into req->texts, as the batch: B,
  * L the longest, input_ids and token_type_ids (sequence b's length is
  * req->texts->enc[b].n: the caller sets lengths).  Checked against the
  * limits (413) with req's attention as set.  0 or -1 with err set. */
-int encode_set_text(encode_request *req, const json_t *v, const char *what, unsigned flags,
-                    const enc_hparams *hp, const api_limits *limits, api_error *err);
+struct text_options;
+int encode_set_text(encode_request *req, const json_t *v, const char *what,
+                    const struct text_options *o, const enc_hparams *hp, const api_limits *limits,
+                    api_error *err);
 
 /* "explain" (with "explain_from", from: an integer checked by the codec,
  * or NULL): the rollout needs every layer's dense weights, computed (and

@@ -1,5 +1,6 @@
 /* openai.c - POST /v1/embeddings, OpenAI's embeddings API: input (text or
- * token ids), model, encoding_format, dimensions, user; the sentence
+ * token ids), model, encoding_format, dimensions, user, and beside them
+ * truncate, truncation_direction and prompt_name (text.h); the sentence
  * embeddings pooled from the forward's outputs (core/model/pooling.c). */
 #include "protocol/openai.h"
 
@@ -78,7 +79,8 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
                      const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
                      long *tokens, api_error *err)
 {
-    const size_t max = text_max_tokens(lim);
+    const char *from;
+    const size_t max = text_max_tokens(lim, &from);
     size_t L = 0;
     bool ragged = false;
     for (size_t b = 0; b < B; b++) {
@@ -87,8 +89,9 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
         snprintf(at, sizeof at, req->batched ? "input[%zu]" : "input", b);
         if (n == 0)
             return BAD("%s is empty; a sequence needs at least one token", at);
-        if (n > max)
-            return TOO_LARGE("%s has %zu tokens; the model takes at most %zu", at, n, max);
+        if (n > max) /* token ids are taken as given: never cut */
+            return TOO_LARGE("%s has %zu tokens; the model takes at most %zu (%s)", at, n, max,
+                             from);
         ragged |= b > 0 && n != L;
         L = n > L ? n : L;
         *tokens += (long)n;
@@ -120,8 +123,12 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
     return 0;
 }
 
-static int parse_input(encode_request *req, const json_t *v, const enc_hparams *hp,
-                       const api_limits *lim, long *tokens, api_error *err)
+/* The fields that say how text is tokenized (text.h), refused with token
+ * ids. */
+static const char *const TEXT_ONLY[] = {"truncate", "truncation_direction", "prompt_name"};
+
+static int parse_input(encode_request *req, const json_t *v, const json_t *root,
+                       const enc_hparams *hp, const api_limits *lim, long *tokens, api_error *err)
 {
     if (!v)
         return BAD("input is required: %s", INPUT_FORM);
@@ -141,6 +148,10 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
     if (encode_ids_allowed(req, "input", err) < 0)
         return -1;
     if (kind == IN_IDS || kind == IN_ID_ROWS) {
+        for (size_t i = 0; i < sizeof TEXT_ONLY / sizeof *TEXT_ONLY; i++)
+            if (api_json_field(root, TEXT_ONLY[i]))
+                return BAD("%s is only used with text input; token ids are taken as given",
+                           TEXT_ONLY[i]);
         const json_t **rows = encode_zalloc(B, sizeof *rows);
         if (!rows)
             return api_error_set(err, API_UNAVAILABLE, "out of memory");
@@ -151,8 +162,12 @@ static int parse_input(encode_request *req, const json_t *v, const enc_hparams *
         free(rows);
         return rc;
     }
+    text_options o;
+    if (text_read_options(root, lim, TEXT_OPT_AUTO | TEXT_OPT_PROMPT, &o, err) < 0)
+        return -1;
+    o.flags |= TEXT_SPECIALS;
     text_batch tb;
-    if (text_tokenize(v, "input", lim, TEXT_SPECIALS, &tb, err) < 0)
+    if (text_tokenize(v, "input", lim, &o, &tb, err) < 0)
         return -1;
     req->batched = tb.batched;
     int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
@@ -169,6 +184,9 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "encoding_format", .type = FIELD_CHOICE, .choices = ENCODING_FORMATS},
     {.name = "dimensions", .type = FIELD_INT, .min = 1, .max = INT_MAX},
     {.name = "user", .type = FIELD_STRING},
+    TEXT_FIELD_TRUNCATE, /* attnd's, beside OpenAI's: text.h */
+    TEXT_FIELD_DIRECTION,
+    TEXT_FIELD_PROMPT_NAME,
 };
 static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
 
@@ -214,7 +232,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     api_limits lim = *limits;
     if (lim.max_batch < OPENAI_MAX_INPUTS)
         lim.max_batch = OPENAI_MAX_INPUTS;
-    if (parse_input(req, api_json_field(root, "input"), hp, &lim, &o->tokens, err) < 0 ||
+    if (parse_input(req, api_json_field(root, "input"), root, hp, &lim, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)
         goto done;
     rc = 0;

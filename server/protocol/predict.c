@@ -42,7 +42,8 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "top_k", .type = FIELD_INT, .min = 1, .max = INT_MAX},
     {.name = "aggregation_strategy", .type = FIELD_CHOICE, .choices = STRATEGIES},
     {.name = "raw_scores", .type = FIELD_BOOL},
-    {.name = "truncate", .type = FIELD_BOOL},
+    TEXT_FIELD_TRUNCATE,
+    TEXT_FIELD_DIRECTION,
     {.name = "explain", .type = FIELD_BOOL},
     {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "model", .type = FIELD_STRING},
@@ -164,13 +165,13 @@ int predict_init(predict_request *p, const proto_input *in, api_error *err)
     return 0;
 }
 
-int predict_prepare(predict_request *p, json_t *inputs, unsigned text_flags, const proto_input *in,
-                    api_error *err)
+int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
+                    const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
     const api_limits *lim = in->limits;
     if (check_pairs(p, inputs, err) < 0 ||
-        encode_set_text(req, inputs, "inputs", TEXT_SPECIALS | text_flags, in->hp, lim, err) < 0)
+        encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0)
         return -1;
     if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
@@ -214,8 +215,11 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
     }
     if (!(p->head = predict_head(in->limits, err)) || parse_options(p, root, err) < 0)
         return -1;
-    return predict_prepare(p, api_json_field(root, "inputs"),
-                           fields_bool(root, "truncate", false) ? TEXT_TRUNCATE : 0, in, err);
+    text_options o;
+    if (text_read_options(root, in->limits, TEXT_OPT_AUTO, &o, err) < 0)
+        return -1;
+    o.flags |= TEXT_SPECIALS;
+    return predict_prepare(p, api_json_field(root, "inputs"), &o, in, err);
 }
 
 static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)

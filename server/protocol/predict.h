@@ -5,7 +5,7 @@
  *     predict_init(&p, in, &err);                  // the forward's defaults
  *     p.head = predict_head(in->limits, &err);     // NULL: no head (400)
  *     p.top_k = ...; p.fn = ...; p.aggregate = ...; encode_want_explain(&p.enc, ...);
- *     predict_prepare(&p, inputs, 0, in, &err);    // tokenized; the head's output asked for
+ *     predict_prepare(&p, inputs, &opts, in, &err); // tokenized; the head's output asked for
  *     ... the pool runs p.enc ...
  *     for (b ...) predict_answer(&p, b, &row, &err);
  *     predict_request_free(&p); */
@@ -13,6 +13,7 @@
 #define ATTND_PREDICT_H
 
 #include "protocol/protocol.h"
+#include "protocol/text.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -40,13 +41,13 @@ const enc_head_info *predict_head(const api_limits *limits, api_error *err);
 int predict_init(predict_request *p, const proto_input *in, api_error *err);
 
 /* inputs (a string, a list of strings, or of [text, text_pair] pairs: text
- * classification alone) tokenized (text.h's TEXT_SPECIALS | text_flags) as
+ * classification alone) tokenized as o says (text.h; TEXT_SPECIALS) as
  * p's batch, and the head's output asked for: text- and
  * token-classification's logits, fill-mask's rows at its mask tokens
  * (each text needs one).  p->head and the options set, and with explain,
  * p->enc's.  0 or -1 with err set (400 naming the input, 413). */
-int predict_prepare(predict_request *p, json_t *inputs, unsigned text_flags, const proto_input *in,
-                    api_error *err);
+int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
+                    const proto_input *in, api_error *err);
 
 /* Sequence b's answer once the forward has run (answer.h's shapes; *row:
  * fill-mask's next row, 0 for b = 0).  New reference, or NULL with err. */

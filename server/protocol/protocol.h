@@ -38,7 +38,6 @@ typedef struct proto_input {
     const api_limits *limits;
     int route;                            /* the route table's proto_route of the path */
     const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
-    bool auto_truncate;                   /* server.auto_truncate: text over the limit cut */
 } proto_input;
 
 /* What a protocol's render is given besides its state. */
@@ -62,7 +61,6 @@ typedef struct proto_server {
     const api_limits *limits;             /* the limits, model and tokenizer (loaded) */
     const struct openai_pooling *pooling; /* how the served model pools */
     const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16" */
-    bool auto_truncate;                   /* server.auto_truncate */
     long long started;                    /* unix seconds the server started */
 } proto_server;
 

@@ -94,22 +94,31 @@ static int get_bool(const json_t *o, const char *key, bool def, bool *out, api_e
                : INVALID("`%s` must be true or false, not %s", key, api_json_kind(v));
 }
 
-/* truncate (default server.auto_truncate), truncation_direction ("Right"
- * or "right"), prompt_name: text_tokenize's flags.  Left truncation and
- * prompts are refused naming the field. */
-static int text_flags(const json_t *o, const proto_input *in, unsigned *flags, api_error *err)
+/* truncate (default server.auto_truncate), truncation_direction (TEI's
+ * "Right", "right", "Left", "left") and, with prompts, prompt_name (default:
+ * the model's default prompt), their types checked here as TEI's framework
+ * does: the tokenizing options (text.h), with the special tokens. */
+static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_options *opts,
+                     api_error *err)
 {
     bool truncate;
-    if (get_bool(o, "truncate", in->auto_truncate, &truncate, err) < 0)
+    if (get_bool(o, "truncate", false, &truncate, err) < 0)
         return -1;
     const json_t *dir = api_json_field(o, "truncation_direction");
-    const char *d = json_string_value(dir);
-    if (dir && (!d || (strcmp(d, "Right") != 0 && strcmp(d, "right") != 0)))
-        return INVALID("`truncation_direction` must be \"Right\" or \"right\"%s",
-                       d && strcasecmp(d, "left") == 0 ? ": left truncation is not supported" : "");
-    if (api_json_field(o, "prompt_name"))
-        return INVALID("`prompt_name`: the model has no prompts");
-    *flags = TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0);
+    bool known = !dir;
+    for (size_t k = 0; dir && TEXT_DIRECTIONS[k]; k++)
+        known |= json_is_string(dir) && strcmp(json_string_value(dir), TEXT_DIRECTIONS[k]) == 0;
+    if (!known)
+        return INVALID("`truncation_direction` must be \"Right\" or \"Left\"");
+    const json_t *prompt = api_json_field(o, "prompt_name");
+    if (prompt && !json_is_string(prompt))
+        return INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt));
+    if (prompt && !prompts)
+        return INVALID("`prompt_name` is not taken by this route");
+    if (text_read_options(o, in->limits, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts,
+                          err) < 0)
+        return -1;
+    opts->flags |= TEXT_SPECIALS;
     return 0;
 }
 
@@ -211,9 +220,9 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
     if (t->route != TEI_ROUTE_EMBED_SPARSE && kind != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
     const json_t *inputs = api_json_field(root, "inputs");
-    unsigned flags;
+    text_options opts;
     if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
-        text_flags(root, in, &flags, err) < 0)
+        text_opts(root, in, true, &opts, err) < 0)
         return -1;
     if (t->route == TEI_ROUTE_EMBED) {
         const json_t *dims = api_json_field(root, "dimensions");
@@ -228,7 +237,7 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
         t->dimensions = dims ? (int)json_integer_value(dims) : 0;
     }
     t->single = json_is_string(inputs);
-    if (encode_set_text(req, inputs, "inputs", flags, in->hp, in->limits, err) < 0 ||
+    if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->limits, err) < 0 ||
         text_lengths(req, err) < 0)
         return -1;
     if (t->route != TEI_ROUTE_EMBED_SPARSE)
@@ -319,15 +328,15 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
     if (kind != KIND_CLASSIFIER && kind != KIND_RERANKER)
         return WRONG_MODEL("Model is not a classifier model");
     t->p.head = enc_model_head(in->limits->model);
-    unsigned flags;
-    if (text_flags(root, in, &flags, err) < 0 || tei_scores(t, root, err) < 0 ||
+    text_options opts;
+    if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0)
         return -1;
     const json_t *v = api_json_field(root, "inputs");
     json_t *inputs = v ? predict_inputs(v, &t->single, err) : NULL;
     if (!inputs)
         return err->kind ? -1 : INVALID("Input validation error: `inputs` " EMPTY_WORDS);
-    const int rc = predict_prepare(&t->p, inputs, flags & ~TEXT_SPECIALS, in, err);
+    const int rc = predict_prepare(&t->p, inputs, &opts, in, err);
     json_decref(inputs);
     return rc;
 }
@@ -344,8 +353,8 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
     if (kind_of(in->limits) != KIND_RERANKER)
         return WRONG_MODEL("model is not a re-ranker model");
     t->p.head = enc_model_head(in->limits->model);
-    unsigned flags;
-    if (text_flags(root, in, &flags, err) < 0 || tei_scores(t, root, err) < 0 ||
+    text_options opts;
+    if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0 ||
         get_bool(root, "return_text", false, &t->return_text, err) < 0)
         return -1;
@@ -361,7 +370,7 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
         json_array_append_new(pairs, json_pack("[O,O]", query, x));
     }
     t->single = false;
-    const int rc = predict_prepare(&t->p, pairs, flags & ~TEXT_SPECIALS, in, err);
+    const int rc = predict_prepare(&t->p, pairs, &opts, in, err);
     json_decref(pairs);
     return rc;
 }
@@ -384,15 +393,15 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
         return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
     if (kind_of(in->limits) != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
-    unsigned flags;
-    if (text_flags(params ? params : root, in, &flags, err) < 0)
+    text_options opts;
+    if (text_opts(params ? params : root, in, true, &opts, err) < 0)
         return -1;
     json_t *all = json_pack("[O]", source);
     json_array_extend(all, (json_t *)(uintptr_t)sentences);
     int rc = check_empty(all, err) < 0 || texts_only(all, err) < 0 ? -1 : 0;
     encode_request *req = &t->p.enc;
     if (rc == 0)
-        rc = encode_set_text(req, all, "inputs", flags, in->hp, in->limits, err) < 0 ||
+        rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->limits, err) < 0 ||
                      text_lengths(req, err) < 0
                  ? -1
                  : 0;
@@ -429,12 +438,12 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
     if (agg && (!a || (strcmp(a, "simple") != 0 && strcmp(a, "none") != 0)))
         return INVALID("`parameters.aggregation_strategy` must be \"simple\" or \"none\"");
     p->aggregate = !a || strcmp(a, "simple") == 0;
-    unsigned flags;
+    text_options opts;
     if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
-        text_flags(params ? params : root, in, &flags, err) < 0)
+        text_opts(params ? params : root, in, false, &opts, err) < 0)
         return -1;
     t->single = json_is_string(inputs);
-    return predict_prepare(p, (json_t *)(uintptr_t)inputs, flags & ~TEXT_SPECIALS, in, err);
+    return predict_prepare(p, (json_t *)(uintptr_t)inputs, &opts, in, err);
 }
 
 /* POST /: the route of the model's kind and the body's form. */
@@ -718,11 +727,19 @@ static size_t byte_at(const char *s, size_t len, uint32_t cp)
     return len;
 }
 
-static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const json_t *text)
+/* One text's tokens in TEI's form: byte offsets into the text as it was
+ * tokenized, the prompt (or NULL) before it. */
+static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const json_t *text,
+                          const char *prompt)
 {
-    const char *s = json_string_value(text);
-    const size_t len = json_string_length(text);
-    json_t *list = json_array();
+    const size_t pl = prompt ? strlen(prompt) : 0, tl = json_string_length(text), len = pl + tl;
+    char *s = malloc(len + 1);
+    json_t *list = s ? json_array() : NULL;
+    if (s) {
+        memcpy(s, prompt ? prompt : "", pl);
+        memcpy(s + pl, json_string_value(text), tl);
+        s[len] = '\0';
+    }
     for (size_t i = 0; list && i < e->n; i++) {
         json_t *o;
         if (e->special[i]) {
@@ -737,9 +754,10 @@ static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const
         }
         if (json_array_append_new(list, o) < 0) {
             json_decref(list);
-            return NULL;
+            list = NULL;
         }
     }
+    free(s);
     return list;
 }
 
@@ -748,24 +766,24 @@ json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *inputs = api_json_field(root, "inputs"),
+                 *prompt = api_json_field(root, "prompt_name");
     bool special;
     text_batch tb = {0};
-    api_limits unbounded = *limits; /* no token limit: counting tokens is what it is for */
-    unbounded.max_seq_len = 0;
-    unbounded.embedding = NULL;
+    text_options o; /* the prompt (default: the model's); no limit: counting is what it is for */
     if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
         get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
-        (api_json_field(root, "prompt_name") &&
-         INVALID("`prompt_name`: the model has no prompts")) ||
-        text_tokenize(inputs, "inputs", &unbounded,
-                      (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY, &tb, err) < 0)
+        (prompt && !json_is_string(prompt) &&
+         INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt))) ||
+        text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
-    if (!(out = json_array()))
+    o.flags = (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY | TEXT_NO_LIMIT;
+    if (text_tokenize(inputs, "inputs", limits, &o, &tb, err) < 0 || !(out = json_array()))
         goto done;
     for (size_t b = 0; b < tb.B; b++) {
         const json_t *text = json_is_string(inputs) ? inputs : json_array_get(inputs, b);
-        if (json_array_append_new(out, tei_tokens(limits->tokenizer, &tb.enc[b], text)) < 0) {
+        if (json_array_append_new(out, tei_tokens(limits->tokenizer, &tb.enc[b], text, o.prompt)) <
+            0) {
             json_decref(out);
             out = NULL;
             NOMEM();
@@ -896,9 +914,9 @@ static int tei_get(int route, const proto_server *sv, char **body)
         "{s:s,s:n,s:s,s:s,s:o,s:n,s:I,s:I,s:n,s:i,s:b,s:n,s:s,s:n,s:n}", "model_id", sv->model_name,
         "model_sha", "model_dtype", sv->dtype, "served_model_name", sv->model_name, "model_type",
         model_type(sv), "max_concurrent_requests", "max_input_length",
-        (json_int_t)(lim->tokenizer ? text_max_tokens(lim) : (size_t)lim->max_seq_len),
+        (json_int_t)(lim->tokenizer ? text_max_tokens(lim, NULL) : (size_t)lim->max_seq_len),
         "max_batch_tokens", (json_int_t)lim->max_batch_tokens, "max_batch_requests",
-        "max_client_batch_size", lim->max_batch, "auto_truncate", sv->auto_truncate,
+        "max_client_batch_size", lim->max_batch, "auto_truncate", lim->auto_truncate,
         "tokenization_workers", "version", sv->version, "sha", "docker_label");
     *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);

@@ -1,13 +1,16 @@
-/* text.c - text input: the "text" (or "input") field's forms tokenized by
- * the served tokenizer, the token limit, truncation, and the tokens as the
- * responses show them. */
+/* text.c - text input: the "text" (or "input", "inputs") field's forms
+ * tokenized by the served tokenizer, the model's token limit and where it
+ * comes from, truncation from either end, sentence-transformers' prompts,
+ * and the tokens as the responses show them. */
 #include "protocol/text.h"
 
 #include "encoder.h"
+#include "load/sentence.h"
 #include "protocol/fields.h"
 
 #include <jansson.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +20,106 @@
 
 static const char FORM[] = "a string, a list of strings, or a list of [text, text_pair] pairs";
 
-size_t text_max_tokens(const api_limits *limits)
+const char *const TEXT_DIRECTIONS[] = {"right", "left", "Right", "Left", NULL};
+
+/* ---- the token limit ------------------------------------------------------- */
+
+/* max = n and *from = why when n is a limit (> 0) below max. */
+static void take(size_t *max, const char **from, size_t n, const char *why)
 {
-    size_t max = limits->max_seq_len > 0 ? (size_t)limits->max_seq_len : SIZE_MAX;
-    const enc_embedding_info *e = limits->embedding;
-    if (e && e->max_positions > 0) {
-        size_t table = (size_t)e->max_positions;
-        if (strcmp(e->position, "roberta") == 0 && e->padding_idx >= 0)
-            table = table > (size_t)e->padding_idx + 1 ? table - (size_t)e->padding_idx - 1 : 0;
-        max = table < max ? table : max;
+    if (n > 0 && n < *max) {
+        *max = n;
+        *from = why;
     }
+}
+
+size_t text_max_tokens(const api_limits *limits, const char **from)
+{
+    size_t max = SIZE_MAX;
+    const char *why = "no limit";
+    /* the model's length: sentence-transformers' first, as its encode and
+     * TEI take it (it may be above the tokenizer's: it is what
+     * sentence-transformers passes the tokenizer as max_length) */
+    const enc_st_text *st = limits->sentence;
+    if (st && st->max_seq_length > 0)
+        take(&max, &why, (size_t)st->max_seq_length, "sentence_bert_config.json's max_seq_length");
+    else if (limits->tokenizer)
+        take(&max, &why, tok_model_max_length(limits->tokenizer),
+             "tokenizer_config.json's model_max_length");
+    const enc_embedding_info *e = limits->embedding;
+    if (e && e->max_positions > 0) { /* a position table */
+        const bool roberta = strcmp(e->position, "roberta") == 0 && e->padding_idx >= 0;
+        size_t table = (size_t)e->max_positions;
+        if (roberta) /* positions count from padding_idx + 1 */
+            table = table > (size_t)e->padding_idx + 1 ? table - (size_t)e->padding_idx - 1 : 0;
+        take(&max, &why, table > 0 ? table : 1,
+             roberta                          ? "config.json's max_position_embeddings, less "
+                                                "RoBERTa's padding offset"
+             : e->max_position_embeddings > 0 ? "config.json's max_position_embeddings"
+                                              : "the position embeddings' rows");
+    } else if (e && e->max_position_embeddings > 0) { /* RoPE: the length it was trained to */
+        take(&max, &why, (size_t)e->max_position_embeddings,
+             "config.json's max_position_embeddings");
+    }
+    if (limits->max_seq_len > 0)
+        take(&max, &why, (size_t)limits->max_seq_len, "limits.max_seq_len");
+    if (from)
+        *from = why;
     return max;
 }
+
+/* ---- a request's options ------------------------------------------------------ */
+
+const char *text_prompt(const api_limits *limits, const char *name)
+{
+    return enc_st_text_prompt(limits->sentence, name);
+}
+
+void text_prompt_names(const api_limits *limits, char *out, size_t cap)
+{
+    const enc_st_text *st = limits->sentence;
+    size_t k = 0;
+    out[0] = '\0';
+    for (size_t i = 0; st && i < st->n_prompts && k < cap; i++) {
+        const int n = snprintf(out + k, cap - k, "%s%s", i ? ", " : "", st->prompts[i].name);
+        if (n < 0)
+            break;
+        k += (size_t)n;
+    }
+}
+
+int text_read_options(const json_t *root, const api_limits *limits, unsigned what, text_options *o,
+                      api_error *err)
+{
+    memset(o, 0, sizeof *o);
+    const bool auto_truncate = (what & TEXT_OPT_AUTO) && limits->auto_truncate;
+    o->flags =
+        TEXT_SAY_TRUNCATE | (fields_bool(root, "truncate", auto_truncate) ? TEXT_TRUNCATE : 0);
+    const json_t *dir = api_json_field(root, "truncation_direction");
+    const char *d = json_string_value(dir); /* one of TEXT_DIRECTIONS: checked */
+    o->direction = d && (d[0] == 'l' || d[0] == 'L') ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT;
+    if (!(what & TEXT_OPT_PROMPT))
+        return 0;
+    const json_t *name = api_json_field(root, "prompt_name");
+    if (!name) { /* sentence-transformers' encode: the default prompt, where there is one */
+        const enc_st_text *st = limits->sentence;
+        o->prompt =
+            st && st->default_prompt_name ? text_prompt(limits, st->default_prompt_name) : NULL;
+        return 0;
+    }
+    o->prompt_given = true;
+    if ((o->prompt = text_prompt(limits, json_string_value(name))))
+        return 0;
+    char q[API_SAFE_MAX + 4], names[256];
+    text_prompt_names(limits, names, sizeof names);
+    return names[0] ? BAD("prompt_name '%s' is not one of the model's prompts: %s",
+                          api_safe_text(json_string_value(name), q), names)
+                    : BAD("prompt_name '%s': the model has no prompts (model.dir's "
+                          "config_sentence_transformers.json names none)",
+                          api_safe_text(json_string_value(name), q));
+}
+
+/* ---- tokenizing ---------------------------------------------------------------- */
 
 void text_batch_free(text_batch *tb)
 {
@@ -40,9 +131,34 @@ void text_batch_free(text_batch *tb)
     memset(tb, 0, sizeof *tb);
 }
 
+/* What one text is tokenized with: the prompt's room. */
+typedef struct scratch {
+    char *buf;
+    size_t cap;
+} scratch;
+
+/* The prompt and text a (len bytes) in sc's buffer; *len its length.
+ * NULL when out of memory. */
+static const char *prompted(scratch *sc, const char *prompt, const char *a, size_t *len)
+{
+    const size_t pl = strlen(prompt), n = pl + *len;
+    if (n + 1 > sc->cap) {
+        char *p = realloc(sc->buf, n + 1);
+        if (!p)
+            return NULL;
+        sc->buf = p;
+        sc->cap = n + 1;
+    }
+    memcpy(sc->buf, prompt, pl);
+    memcpy(sc->buf + pl, a, *len);
+    sc->buf[n] = '\0';
+    *len = n;
+    return sc->buf;
+}
+
 /* One item: a string, or [a, b]; at names it ("text", "text[3]"). */
-static int one(const tok_tokenizer *tok, const json_t *item, const char *at, unsigned flags,
-               size_t max, tok_encoding *e, api_error *err)
+static int one(const tok_tokenizer *tok, const json_t *item, const char *at, const text_options *o,
+               size_t max, const char *from, scratch *sc, tok_encoding *e, api_error *err)
 {
     const json_t *a = item, *b = NULL;
     if (json_is_array(item)) {
@@ -51,31 +167,39 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, uns
             return BAD("%s must be a string or a [text, text_pair] pair of strings", at);
         a = json_array_get(item, 0);
         b = json_array_get(item, 1);
+        if (o->prompt_given)
+            return BAD("%s is a [text, text_pair] pair; prompt_name is only used with single "
+                       "texts",
+                       at);
     } else if (!json_is_string(item)) {
         return BAD("%s must be a string or a [text, text_pair] pair, not %s", at,
                    api_json_kind(item));
     }
+    size_t alen = json_string_length(a);
+    const char *atext = json_string_value(a);
+    if (o->prompt && !b && !(atext = prompted(sc, o->prompt, atext, &alen)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
     enc_error ee = {0};
     size_t whole = 0;
-    int rc =
-        tok_encode(tok, json_string_value(a), json_string_length(a),
-                   b ? json_string_value(b) : NULL, b ? json_string_length(b) : 0,
-                   (flags & TEXT_SPECIALS) != 0, flags & TEXT_TRUNCATE ? max : 0, e, &whole, &ee);
+    const bool cut = (o->flags & TEXT_TRUNCATE) && !(o->flags & TEXT_NO_LIMIT);
+    int rc = tok_encode_dir(tok, atext, alen, b ? json_string_value(b) : NULL,
+                            b ? json_string_length(b) : 0, (o->flags & TEXT_SPECIALS) != 0,
+                            cut && max < SIZE_MAX ? max : 0, o->direction, e, &whole, &ee);
     if (rc < 0)
         return api_error_set(err, api_error_of_core(rc), "%s: %s", at,
                              rc == ENC_ENOMEM ? "out of memory" : ee.message);
-    if (e->n == 0 && !(flags & TEXT_ALLOW_EMPTY))
+    if (e->n == 0 && !(o->flags & TEXT_ALLOW_EMPTY))
         return BAD("%s has no tokens: the tokenizer makes none of it and adds no special tokens",
                    at);
-    if (e->n > max) /* /v1/encode's and /v1/tokenize's "text" can be cut; OpenAI's input not */
-        return TOO_LARGE("%s has %zu tokens; the model takes at most %zu%s", at, whole, max,
-                         strncmp(at, "text", 4) == 0 ? " (\"truncate\": true cuts it to that)"
-                                                     : "");
+    if (e->n > max && !(o->flags & TEXT_NO_LIMIT))
+        return TOO_LARGE(
+            "%s has %zu tokens; the model takes at most %zu (%s)%s", at, whole, max, from,
+            o->flags & TEXT_SAY_TRUNCATE ? "; \"truncate\": true cuts it to that" : "");
     return 0;
 }
 
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits, unsigned flags,
-                  text_batch *out, api_error *err)
+int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
+                  const text_options *o, text_batch *out, api_error *err)
 {
     memset(out, 0, sizeof *out);
     const tok_tokenizer *tok = limits->tokenizer;
@@ -95,22 +219,25 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits, 
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     out->B = B;
     out->batched = list;
-    const size_t max = text_max_tokens(limits);
-    for (size_t b = 0; b < B; b++) {
+    const char *from;
+    const size_t max = text_max_tokens(limits, &from);
+    scratch sc = {0};
+    int rc = 0;
+    for (size_t b = 0; b < B && rc == 0; b++) {
         char at[64];
         if (list)
             snprintf(at, sizeof at, "%s[%zu]", field, b);
         else
             snprintf(at, sizeof at, "%s", field);
-        if (one(tok, list ? json_array_get(v, b) : v, at, flags, max, &out->enc[b], err) < 0) {
-            text_batch_free(out);
-            return -1;
-        }
+        rc = one(tok, list ? json_array_get(v, b) : v, at, o, max, from, &sc, &out->enc[b], err);
         out->total += out->enc[b].n;
         if (out->enc[b].n > out->longest)
             out->longest = out->enc[b].n;
     }
-    return 0;
+    free(sc.buf);
+    if (rc < 0)
+        text_batch_free(out);
+    return rc;
 }
 
 json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e)
@@ -135,7 +262,9 @@ json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e)
 static const field_spec TOKENIZE_FIELDS[] = {
     {.name = "text", .type = FIELD_JSON, .required = true, .form = FORM},
     {.name = "add_special_tokens", .type = FIELD_BOOL},
-    {.name = "truncate", .type = FIELD_BOOL},
+    TEXT_FIELD_TRUNCATE,
+    TEXT_FIELD_DIRECTION,
+    TEXT_FIELD_PROMPT_NAME,
 };
 static const field_table TOKENIZE = FIELD_TABLE("field", TOKENIZE_FIELDS);
 
@@ -146,22 +275,22 @@ json_t *text_tokenize_request(const char *body, size_t len, const api_limits *li
     if (!root)
         return NULL;
     text_batch tb = {0};
+    text_options o;
     if (!json_is_object(root)) {
         BAD("the request body must be a JSON object, not %s", api_json_kind(root));
         goto done;
     }
-    if (fields_check(&TOKENIZE, root, "", err) < 0)
+    /* "truncate" false unless given, whatever server.auto_truncate says:
+     * counting tokens is what this route is for, and TEI's /tokenize never
+     * cuts */
+    if (fields_check(&TOKENIZE, root, "", err) < 0 ||
+        text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
-    const bool special = fields_bool(root, "add_special_tokens", true),
-               truncate = fields_bool(root, "truncate", false);
-    /* no limit without "truncate": counting tokens is what this route is for */
-    api_limits unbounded = *limits;
-    if (!truncate)
-        unbounded.max_seq_len = 0, unbounded.embedding = NULL;
-    const unsigned flags =
-        TEXT_ALLOW_EMPTY | (special ? TEXT_SPECIALS : 0) | (truncate ? TEXT_TRUNCATE : 0);
-    if (text_tokenize(api_json_field(root, "text"), "text", truncate ? limits : &unbounded, flags,
-                      &tb, err) < 0)
+    o.flags |=
+        TEXT_ALLOW_EMPTY | (fields_bool(root, "add_special_tokens", true) ? TEXT_SPECIALS : 0);
+    if (!(o.flags & TEXT_TRUNCATE))
+        o.flags |= TEXT_NO_LIMIT;
+    if (text_tokenize(api_json_field(root, "text"), "text", limits, &o, &tb, err) < 0)
         goto done;
     json_t *lists = json_array();
     out = json_pack("{s:o}", "tokens", lists);

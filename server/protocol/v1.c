@@ -97,7 +97,8 @@ static const field_spec TOP_FIELDS[] = {
     {.name = "attention_mask", .type = FIELD_JSON},
     {.name = "lengths", .type = FIELD_JSON},
     {.name = "text", .type = FIELD_JSON},
-    {.name = "truncate", .type = FIELD_BOOL},
+    TEXT_FIELD_TRUNCATE,
+    TEXT_FIELD_DIRECTION,
     {.name = "mask", .type = FIELD_JSON},
     {.name = "position_ids", .type = FIELD_JSON},
     ENCODE_FIELD_ATTENTION,
@@ -671,14 +672,15 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
 static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    const bool truncate = fields_bool(root, "truncate", false); /* checked against TOP */
-    if (encode_ids_allowed(req, "text", err) < 0)
+    text_options o;
+    if (encode_ids_allowed(req, "text", err) < 0 ||
+        text_read_options(root, lim, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
+    o.flags |= TEXT_SPECIALS;
     if (api_json_field(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
                    "(lengths and mask still apply)");
-    if (encode_set_text(req, api_json_field(root, "text"), "text",
-                        TEXT_SPECIALS | (truncate ? TEXT_TRUNCATE : 0), hp, lim, err) < 0)
+    if (encode_set_text(req, api_json_field(root, "text"), "text", &o, hp, lim, err) < 0)
         return -1;
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -718,6 +720,8 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
                    "module)");
     if (!text && api_json_field(root, "truncate"))
         return BAD("truncate is only used with text");
+    if (!text && api_json_field(root, "truncation_direction"))
+        return BAD("truncation_direction is only used with text");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
     if (!ids && api_json_field(root, "token_type_ids"))

@@ -645,7 +645,9 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
         }
     }
     text_batch tb = {0};
-    if (rc == 0 && text_tokenize(texts, what, lim, TEXT_SPECIALS, &tb, err) < 0)
+    /* no field says "truncate": server.auto_truncate does, cutting the end */
+    const text_options o = {.flags = TEXT_SPECIALS | (lim->auto_truncate ? TEXT_TRUNCATE : 0)};
+    if (rc == 0 && text_tokenize(texts, what, lim, &o, &tb, err) < 0)
         rc = -1;
     json_decref(texts);
     if (rc == 0)
