@@ -49,6 +49,14 @@ static json_t *post_ok(const char *path, const char *body)
     return j;
 }
 
+/* j as JSON text (owned), j released. */
+static char *dump(json_t *j, size_t flags)
+{
+    char *s = json_dumps(j, flags);
+    json_decref(j);
+    return s;
+}
+
 /* A float32 tensor of a text fixture's text.safetensors ([B, D] or [B, L, D]). */
 static float *text_tensor(const char *name, size_t *n)
 {
@@ -99,10 +107,10 @@ START_TEST(test_tei_embed)
     size_t n;
     float *want = text_tensor("mean_normalized", &n), *mean = text_tensor("mean_pooled", NULL);
     const size_t D = n / B;
-    char *body = json_dumps(json_pack("{s:O}", "inputs", texts), JSON_COMPACT);
+    char *body = dump(json_pack("{s:O}", "inputs", texts), JSON_COMPACT);
     json_t *got = post_ok("/embed", body);
     ck_assert_uint_eq(json_array_size(got), B);
-    char *obody = json_dumps(json_pack("{s:O}", "input", texts), JSON_COMPACT);
+    char *obody = dump(json_pack("{s:O}", "input", texts), JSON_COMPACT);
     json_t *oai = post_ok("/v1/embeddings", obody);
     for (size_t b = 0; b < B; b++) {
         const json_t *row = json_array_get(got, b);
@@ -194,7 +202,7 @@ START_TEST(test_tei_predict)
     {
         const json_t *text = json_object_get(c, "text"), *pair = json_object_get(c, "text_pair");
         json_t *in = pair ? json_pack("[O,O]", text, pair) : json_pack("O", text);
-        char *body = json_dumps(json_pack("{s:o}", "inputs", json_incref(in)), JSON_COMPACT);
+        char *body = dump(json_pack("{s:o}", "inputs", json_incref(in)), JSON_COMPACT);
         json_t *got = post_ok("/predict", body);
         char *at = json_near(got, json_object_get(c, "output"), "predict");
         ck_assert_msg(at == NULL, "/predict %s: %s differs", body, at);
@@ -203,7 +211,7 @@ START_TEST(test_tei_predict)
         json_array_append_new(batch, pair ? in : json_pack("[o]", in));
         json_array_append(want, json_object_get(c, "output"));
         if (!pair) { /* POST /: [[labels]] */
-            body = json_dumps(json_pack("{s:O}", "inputs", text), JSON_COMPACT);
+            body = dump(json_pack("{s:O}", "inputs", text), JSON_COMPACT);
             got = post_ok("/", body);
             ck_assert_uint_eq(json_array_size(got), 1);
             at = json_near(json_array_get(got, 0), json_object_get(c, "output"), "root");
@@ -212,7 +220,7 @@ START_TEST(test_tei_predict)
             free(body);
         }
     }
-    char *body = json_dumps(json_pack("{s:O}", "inputs", batch), JSON_COMPACT);
+    char *body = dump(json_pack("{s:O}", "inputs", batch), JSON_COMPACT);
     json_t *got = post_ok("/predict", body);
     char *at = json_near(got, want, "batch");
     ck_assert_msg(at == NULL, "/predict batch: %s differs", at);
@@ -265,8 +273,8 @@ START_TEST(test_tei_rerank)
     ck_assert_uint_ge(n, 3);
     for (int root = 0; root <= 1; root++) {
         char *body =
-            json_dumps(json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "return_text", 1),
-                       JSON_COMPACT);
+            dump(json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "return_text", 1),
+                 JSON_COMPACT);
         json_t *got = post_ok(root ? "/" : "/rerank", body);
         ck_assert_uint_eq(json_array_size(got), n);
         double last = 2;
@@ -285,8 +293,8 @@ START_TEST(test_tei_rerank)
         free(body);
     }
     /* raw_scores: the logit, log(p / (1 - p)); no text unless asked */
-    char *body = json_dumps(
-        json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "raw_scores", 1), JSON_COMPACT);
+    char *body = dump(json_pack("{s:O,s:O,s:b}", "query", query, "texts", texts, "raw_scores", 1),
+                      JSON_COMPACT);
     json_t *got = post_ok("/rerank", body);
     for (size_t k = 0; k < n; k++) {
         const json_t *o = json_array_get(got, k);
@@ -299,9 +307,9 @@ START_TEST(test_tei_rerank)
     json_decref(got);
     free(body);
     /* explain: each pair's tokens with relevance summing to 1 */
-    body = json_dumps(json_pack("{s:O,s:[O],s:b}", "query", query, "texts",
-                                json_array_get(texts, 0), "explain", 1),
-                      JSON_COMPACT);
+    body = dump(json_pack("{s:O,s:[O],s:b}", "query", query, "texts", json_array_get(texts, 0),
+                          "explain", 1),
+                JSON_COMPACT);
     got = post_ok("/rerank", body);
     const json_t *ex = json_object_get(json_array_get(got, 0), "explain");
     double total = 0;
@@ -336,9 +344,9 @@ START_TEST(test_tei_root_pipelines)
             json_object_set(params, "top_k", k);
         if (agg)
             json_object_set(params, "aggregation_strategy", agg);
-        char *body = json_dumps(
-            json_pack("{s:O,s:o}", "inputs", json_object_get(c, "text"), "parameters", params),
-            JSON_COMPACT);
+        char *body =
+            dump(json_pack("{s:O,s:o}", "inputs", json_object_get(c, "text"), "parameters", params),
+                 JSON_COMPACT);
         json_t *got = post_ok("/", body);
         char *at = json_near(got, json_object_get(c, "output"), "root");
         ck_assert_msg(at == NULL, "%s POST / %s: %s differs", name, body, at);
@@ -438,8 +446,8 @@ START_TEST(test_tei_tokenize_decode)
         const json_t *ids = json_object_get(json_object_get(item, "with_special"), "ids");
         for (int skip = 0; skip <= 1; skip++) {
             const json_t *want = json_object_get(item, skip ? "decoded_skip" : "decoded");
-            char *body = json_dumps(json_pack("{s:O,s:b}", "ids", ids, "skip_special_tokens", skip),
-                                    JSON_COMPACT);
+            char *body =
+                dump(json_pack("{s:O,s:b}", "ids", ids, "skip_special_tokens", skip), JSON_COMPACT);
             got = post_ok("/decode", body);
             ck_assert_msg(want && json_equal(json_array_get(got, 0), want), "/decode %s", body);
             json_decref(got);
