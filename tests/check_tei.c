@@ -9,6 +9,7 @@
  * pipelines' shapes; /tokenize's byte offsets, /decode against Hugging Face's
  * tokenizers, /info; TEI's errors (status, error_type). */
 #include "daemon.h"
+#include "hf_util.h"
 #include "load/safetensors.h"
 #include "suites.h"
 #include "test_util.h"
@@ -57,18 +58,6 @@ static char *dump(json_t *j, size_t flags)
     return s;
 }
 
-/* A float32 tensor of a text fixture's text.safetensors ([B, D] or [B, L, D]). */
-static float *text_tensor(const char *name, size_t *n)
-{
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
-    float *v = torch_floats(&f, name, n);
-    ck_assert_ptr_nonnull(v);
-    st_close(&f);
-    return v;
-}
-
 static json_t *pipeline(const char *name)
 {
     char path[512];
@@ -83,6 +72,15 @@ static void start_pipeline(const char *name)
     char dir[512];
     snprintf(dir, sizeof dir, PIPELINES "/%s", name);
     start_or_fail((const char *const[]){"--model-dir", dir, NULL}, NULL);
+}
+
+/* The code points of UTF-8 text s. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
 }
 
 /* The fixture's texts as a JSON list (new reference). */
@@ -104,9 +102,10 @@ START_TEST(test_tei_embed)
     start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, NULL}, NULL);
     json_t *texts = fixture_texts();
     const size_t B = json_array_size(texts);
-    size_t n;
-    float *want = text_tensor("mean_normalized", &n), *mean = text_tensor("mean_pooled", NULL);
-    const size_t D = n / B;
+    int dims[3];
+    float *want = hf_text_tensor(TEXT_DIR, "mean_normalized", dims),
+          *mean = hf_text_tensor(TEXT_DIR, "mean_pooled", dims);
+    const size_t D = (size_t)dims[1];
     char *body = dump(json_pack("{s:O}", "inputs", texts), JSON_COMPACT);
     json_t *got = post_ok("/embed", body);
     ck_assert_uint_eq(json_array_size(got), B);
@@ -137,8 +136,7 @@ START_TEST(test_tei_embed)
                       "dimensions 4, normalize false: [%zu]", j);
     json_decref(got);
     /* /embed_all of the first text: PyTorch's last hidden state, row by row */
-    size_t nh;
-    float *h = text_tensor("last_hidden_state", &nh);
+    float *h = hf_text_tensor(TEXT_DIR, "last_hidden_state", dims);
     json_t *tok =
         post_ok("/v1/tokenize", "{\"text\": \"The quick brown fox jumps over the lazy dog.\"}");
     const size_t len = json_array_size(json_array_get(json_object_get(tok, "tokens"), 0));
@@ -170,6 +168,31 @@ START_TEST(test_tei_embed)
         }
         json_decref(got);
     }
+    /* TEI's timing headers: the texts' characters (code points), the
+     * tokens Hugging Face's tokenizer gives them, integer milliseconds */
+    {
+        hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
+        long ntok = 0, chars = 0;
+        for (int b = 0; b < x.B; b++)
+            ntok += (long)x.lengths[b];
+        for (size_t b = 0; b < B; b++)
+            chars += (long)utf8_chars(json_string_value(json_array_get(texts, b)));
+        http_resp hr;
+        ck_assert_int_eq(http_post_json(dp.port, "/embed", body, &hr), 0);
+        char v[64];
+        ck_assert_str_eq(http_header(&hr, "x-compute-type", v, sizeof v), "cpu");
+        ck_assert_int_eq(atol(http_header(&hr, "x-compute-tokens", v, sizeof v)), ntok);
+        ck_assert_int_eq(atol(http_header(&hr, "x-compute-characters", v, sizeof v)), chars);
+        static const char *const ms[] = {"x-compute-time", "x-total-time", "x-tokenization-time",
+                                         "x-queue-time", "x-inference-time"};
+        for (size_t i = 0; i < 5; i++) {
+            const char *hv = http_header(&hr, ms[i], v, sizeof v);
+            ck_assert_msg(hv && *hv && strspn(hv, "0123456789") == strlen(hv), "%s: %s", ms[i],
+                          hv ? hv : "absent");
+        }
+        http_resp_free(&hr);
+        hf_ids_free(&x);
+    }
     /* POST / with inputs: /embed */
     got = post_ok("/", "{\"inputs\": \"Hello\"}");
     ck_assert_uint_eq(json_array_size(json_array_get(got, 0)), D);
@@ -183,6 +206,86 @@ START_TEST(test_tei_embed)
     free(want);
     free(mean);
     json_decref(texts);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* TEI's token-id inputs on /embed: Hugging Face's ids of the fixture's
+ * texts give sentence-transformers' embeddings, alone, as a batch and mixed
+ * with text; a long list is cut as truncate says, from either end, or
+ * refused; an id the vocabulary lacks is named. */
+START_TEST(test_tei_embed_ids)
+{
+    start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, NULL}, NULL);
+    hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
+    int dims[3];
+    float *want = hf_text_tensor(TEXT_DIR, "mean_normalized", dims);
+    const size_t D = (size_t)dims[1];
+    json_t *texts = fixture_texts(), *rows = json_array();
+    for (int b = 0; b < x.B; b++)
+        json_array_append_new(rows, hf_ids_row(&x, b));
+    /* one list of ids; all rows; rows and texts alternating */
+    json_t *mixed = json_array();
+    for (int b = 0; b < x.B; b++)
+        json_array_append(mixed, b % 2 ? json_array_get(rows, (size_t)b)
+                                       : json_array_get(texts, (size_t)b));
+    json_t *forms[] = {json_array_get(rows, 0), rows, mixed};
+    for (size_t k = 0; k < 3; k++) {
+        char *body = dump(json_pack("{s:O}", "inputs", forms[k]), JSON_COMPACT);
+        json_t *got = post_ok("/embed", body);
+        const size_t B = k == 0 ? 1 : (size_t)x.B;
+        ck_assert_uint_eq(json_array_size(got), B);
+        for (size_t b = 0; b < B; b++)
+            for (size_t j = 0; j < D; j++) {
+                const double v = json_number_value(json_array_get(json_array_get(got, b), j));
+                EXPECT(fabs(v - want[b * D + j]) < 1e-5, "form %zu: embed[%zu][%zu] = %g, want %g",
+                       k, b, j, v, (double)want[b * D + j]);
+            }
+        json_decref(got);
+        free(body);
+    }
+    /* the second text's ids (33 with [CLS] and [SEP]) against a limit of 8:
+     * truncate cuts them to the first or last 8, as sending those does */
+    daemon_stop(&dp);
+    start_or_fail((const char *const[]){"--model-dir", TEXT_DIR, "--max-seq-len", "8", NULL}, NULL);
+    const json_t *row = json_array_get(rows, 1);
+    const size_t n = json_array_size(row);
+    ck_assert_uint_gt(n, 8);
+    for (int left = 0; left <= 1; left++) {
+        json_t *cut = json_array();
+        for (size_t i = left ? n - 8 : 0; i < (left ? n : 8); i++)
+            json_array_append(cut, json_array_get(row, i));
+        char *a = dump(json_pack("{s:O,s:b,s:s}", "inputs", row, "truncate", 1,
+                                 "truncation_direction", left ? "Left" : "Right"),
+                       JSON_COMPACT);
+        char *b = dump(json_pack("{s:o}", "inputs", cut), JSON_COMPACT);
+        json_t *ga = post_ok("/embed", a), *gb = post_ok("/embed", b);
+        ck_assert_msg(json_equal(ga, gb), "%s: not the embedding of the %s 8 ids", a,
+                      left ? "last" : "first");
+        json_decref(ga);
+        json_decref(gb);
+        free(a);
+        free(b);
+    }
+    char *body = dump(json_pack("{s:O}", "inputs", row), JSON_COMPACT);
+    long status;
+    json_t *e = post("/embed", body, &status);
+    const char *msg = json_string_value(json_object_get(e, "error"));
+    ck_assert_msg(status == 422 && msg && strstr(msg, "inputs has 33 tokens") &&
+                      strstr(msg, "at most 8"),
+                  "ids over the limit: %ld %s", status, msg ? msg : "?");
+    json_decref(e);
+    free(body);
+    e = post("/embed", "{\"inputs\": [[2, 50], [2, 999999, 3]]}", &status);
+    msg = json_string_value(json_object_get(e, "error"));
+    ck_assert_msg(status == 422 && msg && strstr(msg, "inputs[1][1] = 999999"),
+                  "an id out of range: %ld %s", status, msg ? msg : "?");
+    json_decref(e);
+    json_decref(mixed);
+    json_decref(rows);
+    json_decref(texts);
+    free(want);
+    hf_ids_free(&x);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
 END_TEST
@@ -501,6 +604,23 @@ START_TEST(test_tei_prompts_truncation)
     ck_assert(!json_equal(l, r));
     json_decref(l);
     json_decref(r);
+    /* token ids with a prompt (here the default, "query: "), as TEI takes
+     * them: decoded without the special tokens, the text after the prompt */
+    json_t *ids = post_ok("/v1/tokenize", "{\"text\": \"Hello\", \"prompt_name\": \"document\"}");
+    json_t *row = json_array();
+    size_t i;
+    const json_t *tk;
+    json_array_foreach(json_array_get(json_object_get(ids, "tokens"), 0), i, tk)
+        json_array_append(row, json_object_get(tk, "id"));
+    ck_assert_uint_eq(json_array_size(row), 3); /* [CLS] hello [SEP] */
+    char *body = dump(json_pack("{s:o}", "inputs", row), JSON_COMPACT);
+    l = post_ok("/embed", body);
+    r = post_ok("/embed", "{\"inputs\": \"Hello\"}");
+    ck_assert_msg(json_equal(l, r), "ids with the default prompt are not the prompted text's");
+    json_decref(l);
+    json_decref(r);
+    json_decref(ids);
+    free(body);
     /* /tokenize: the default prompt "query: " counted in the byte offsets */
     json_t *t = post_ok("/tokenize", "{\"inputs\": \"Hello\", \"add_special_tokens\": false}");
     const json_t *last =
@@ -564,8 +684,12 @@ START_TEST(test_tei_errors)
          "`normalize` must be"},
         {"/embed", "{\"inputs\": \"a\", \"dimensions\": 0}", 422, "Validation",
          "`dimensions` should be positive"},
-        {"/embed", "{\"inputs\": [1, 2]}", 422, "Validation",
-         "token ids are taken by /v1/embeddings"},
+        {"/embed", "{\"inputs\": [1, \"a\"]}", 422, "Validation", "`inputs[1]` must be a token id"},
+        {"/embed", "{\"inputs\": [\"a\", [\"b\"]]}", 422, "Validation",
+         "`inputs[1]` is a list that is not of token ids"},
+        {"/embed", "{\"inputs\": [\"a\", []]}", 400, "Empty", "`inputs[1]` cannot be empty"},
+        {"/similarity", "{\"inputs\": {\"source_sentence\": \"a\", \"sentences\": [\"b\", 3]}}",
+         422, "Validation", "`inputs.sentences[1]` must be a string, not a number (token ids"},
         {"/embed", "{\"inputs\": \"a\", \"truncation_direction\": \"up\"}", 422, "Validation",
          "`truncation_direction`"},
         {"/embed", "{\"inputs\": ", 422, "Validation", "invalid JSON at line 1"},
@@ -603,6 +727,7 @@ Suite *tei_suite(void)
     Suite *s = timed_suite("tei");
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_tei_embed);
+    tcase_add_test(tc, test_tei_embed_ids);
     tcase_add_test(tc, test_tei_predict);
     tcase_add_test(tc, test_tei_rerank);
     tcase_add_loop_test(tc, test_tei_root_pipelines, 0, 2);

@@ -80,59 +80,6 @@ static json_t *fixture_json(void)
     return j;
 }
 
-/* Tensor name of dir's text.safetensors as floats (owned), its first
- * dimensions in dims (0 past its rank). */
-static float *fixture_tensor(const char *dir, const char *name, int dims[3])
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/text.safetensors", dir);
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, name);
-    ck_assert_msg(t && t->ndim <= 3, "%s: no tensor %s of rank 3 or less", path, name);
-    for (int d = 0; d < 3; d++)
-        dims[d] = d < (int)t->ndim ? (int)t->shape[d] : 0;
-    float *v = torch_floats(&f, name, NULL);
-    st_close(&f);
-    return v;
-}
-
-/* text.safetensors' token ids: ids (B, L) and each row's length (the
- * attention mask's ones), as floats; *B, *L. */
-typedef struct fixture_ids {
-    float *ids, *lengths;
-    int B, L;
-} fixture_ids;
-
-static fixture_ids read_ids(const char *ids_name, const char *mask_name)
-{
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, TEXT_DIR "/text.safetensors", &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, ids_name);
-    ck_assert(t && t->ndim == 2);
-    fixture_ids x = {.B = (int)t->shape[0], .L = (int)t->shape[1]};
-    x.ids = torch_floats(&f, ids_name, NULL);
-    x.lengths = xcalloc((size_t)x.B, sizeof *x.lengths);
-    float *mask = mask_name ? torch_floats(&f, mask_name, NULL) : NULL;
-    for (int b = 0; b < x.B; b++)
-        for (int i = 0; i < x.L; i++)
-            x.lengths[b] += mask ? mask[b * x.L + i] : 1.0f;
-    free(mask);
-    st_close(&f);
-    return x;
-}
-
-/* Row b of x as a JSON list of ints (owned). */
-static json_t *ids_row(const fixture_ids *x, int b)
-{
-    json_t *row = json_array();
-    for (int i = 0; i < (int)x->lengths[b]; i++)
-        json_array_append_new(row, json_integer((json_int_t)x->ids[b * x->L + i]));
-    return row;
-}
-
 /* The error message of a refusal with the status expected. */
 static void expect_error(const char *path, const char *body, long want_status, const char *want)
 {
@@ -153,10 +100,10 @@ START_TEST(test_tokenize_ids)
 {
     json_t *fx = fixture_json();
     const json_t *texts = json_object_get(fx, "texts");
-    fixture_ids x = read_ids("input_ids", "attention_mask");
+    hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
     json_t *ids = json_array();
     for (int b = 0; b < x.B; b++)
-        json_array_append_new(ids, ids_row(&x, b));
+        json_array_append_new(ids, hf_ids_row(&x, b));
     long status;
     json_t *r = post_json("/v1/tokenize", json_pack("{s:O}", "text", texts), &status);
     ck_assert_int_eq(status, 200);
@@ -205,8 +152,7 @@ START_TEST(test_tokenize_ids)
     ck_assert(json_is_array(json_array_get(lists, 1)) && json_array_size(json_array_get(lists, 1)) == 0);
     json_decref(r);
     json_decref(ids);
-    free(x.ids);
-    free(x.lengths);
+    hf_ids_free(&x);
     json_decref(fx);
 }
 END_TEST
@@ -217,9 +163,9 @@ START_TEST(test_encode_text)
 {
     json_t *fx = fixture_json();
     const json_t *texts = json_object_get(fx, "texts");
-    fixture_ids x = read_ids("input_ids", "attention_mask");
+    hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
     int dims[3];
-    float *want = fixture_tensor(TEXT_DIR, "last_hidden_state", dims);
+    float *want = hf_text_tensor(TEXT_DIR, "last_hidden_state", dims);
     const int B = dims[0], L = dims[1], D = dims[2];
     ck_assert_int_eq(B, (int)json_array_size(texts));
     long status;
@@ -228,7 +174,7 @@ START_TEST(test_encode_text)
     ck_assert_int_eq(status, 200);
     const json_t *out = json_object_get(r, "outputs");
     for (int b = 0; b < B; b++) {
-        json_t *row = ids_row(&x, b);
+        json_t *row = hf_ids_row(&x, b);
         ck_assert(json_equal(json_array_get(json_object_get(r, "input_ids"), (size_t)b), row));
         json_decref(row);
         ck_assert_uint_eq(json_array_size(json_array_get(out, (size_t)b)), (size_t)x.lengths[b]);
@@ -240,14 +186,14 @@ START_TEST(test_encode_text)
 
     /* the pair: token_type_ids 1 on the second text */
     const json_t *pair = json_object_get(fx, "pair");
-    fixture_ids px = read_ids("pair_input_ids", NULL);
-    float *pwant = fixture_tensor(TEXT_DIR, "pair_last_hidden_state", dims);
+    hf_ids px = hf_text_ids(TEXT_DIR, "pair_input_ids", NULL);
+    float *pwant = hf_text_tensor(TEXT_DIR, "pair_last_hidden_state", dims);
     r = post_json("/v1/encode",
                   json_pack("{s:[[O, O]], s:s}", "text", json_object_get(pair, "text"),
                             json_object_get(pair, "text_pair"), "attention", "none"),
                   &status);
     ck_assert_int_eq(status, 200);
-    json_t *prow = ids_row(&px, 0);
+    json_t *prow = hf_ids_row(&px, 0);
     ck_assert(json_equal(json_array_get(json_object_get(r, "input_ids"), 0), prow));
     json_decref(prow);
     const double pdiff = outputs_diff(json_object_get(r, "outputs"), pwant, 1, px.L, D, px.lengths);
@@ -255,10 +201,8 @@ START_TEST(test_encode_text)
     json_decref(r);
     free(pwant);
     free(want);
-    free(x.ids);
-    free(x.lengths);
-    free(px.ids);
-    free(px.lengths);
+    hf_ids_free(&x);
+    hf_ids_free(&px);
     json_decref(fx);
 }
 END_TEST
@@ -398,7 +342,7 @@ static void embedding_of(const json_t *data, size_t b, float *out, size_t n)
 static float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
 {
     int dims[3];
-    float *v = fixture_tensor(dir, name, dims);
+    float *v = hf_text_tensor(dir, name, dims);
     *B = dims[0];
     *D = dims[1];
     return v;
@@ -413,13 +357,13 @@ START_TEST(test_embeddings)
     const json_t *texts = json_object_get(fx, "texts");
     int B, D;
     float *want = pooled_fixture(TEXT_DIR, "mean_normalized", &B, &D);
-    fixture_ids x = read_ids("input_ids", "attention_mask");
+    hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
     long tokens = 0;
     for (int b = 0; b < B; b++)
         tokens += (long)x.lengths[b];
     json_t *rows = json_array();
     for (int b = 0; b < B; b++)
-        json_array_append_new(rows, ids_row(&x, b));
+        json_array_append_new(rows, hf_ids_row(&x, b));
     float *got = xcalloc((size_t)D, sizeof *got);
     for (int form = 0; form < 3; form++) {
         long status;
@@ -471,8 +415,7 @@ START_TEST(test_embeddings)
     json_decref(r);
     free(got);
     json_decref(rows);
-    free(x.ids);
-    free(x.lengths);
+    hf_ids_free(&x);
     free(want);
     json_decref(fx);
 }
@@ -738,9 +681,9 @@ START_TEST(test_v2_text)
 {
     json_t *fx = fixture_json();
     const json_t *texts = json_object_get(fx, "texts");
-    fixture_ids x = read_ids("input_ids", "attention_mask");
+    hf_ids x = hf_text_ids(TEXT_DIR, "input_ids", "attention_mask");
     int dims[3];
-    float *want = fixture_tensor(TEXT_DIR, "last_hidden_state", dims);
+    float *want = hf_text_tensor(TEXT_DIR, "last_hidden_state", dims);
     const int B = dims[0], L = dims[1], D = dims[2];
     for (int binary = 0; binary < 2; binary++) {
         http_resp r = {0};
@@ -827,8 +770,7 @@ START_TEST(test_v2_text)
                  "\"data\": [\"a\", \"b\"]}]}",
                  400, "expected [B] or [B, 1]");
     free(want);
-    free(x.ids);
-    free(x.lengths);
+    hf_ids_free(&x);
     json_decref(fx);
 }
 END_TEST

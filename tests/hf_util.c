@@ -303,3 +303,55 @@ int32_t *hf_ints(const st_file *f, const char *name, size_t want)
     free(v);
     return out;
 }
+
+float *hf_text_tensor(const char *dir, const char *name, int dims[3])
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, name);
+    ck_assert_msg(t && t->ndim <= 3, "%s: no tensor %s of rank 3 or less", path, name);
+    for (int d = 0; d < 3; d++)
+        dims[d] = d < (int)t->ndim ? (int)t->shape[d] : 0;
+    float *v = torch_floats(&f, name, NULL);
+    st_close(&f);
+    return v;
+}
+
+hf_ids hf_text_ids(const char *dir, const char *ids_name, const char *mask_name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, ids_name);
+    ck_assert(t && t->ndim == 2);
+    hf_ids x = {.B = (int)t->shape[0], .L = (int)t->shape[1]};
+    x.ids = torch_floats(&f, ids_name, NULL);
+    x.lengths = xcalloc((size_t)x.B, sizeof *x.lengths);
+    float *mask = mask_name ? torch_floats(&f, mask_name, NULL) : NULL;
+    for (int b = 0; b < x.B; b++)
+        for (int i = 0; i < x.L; i++)
+            x.lengths[b] += mask ? mask[b * x.L + i] : 1.0f;
+    free(mask);
+    st_close(&f);
+    return x;
+}
+
+json_t *hf_ids_row(const hf_ids *x, int b)
+{
+    json_t *row = json_array();
+    for (int i = 0; i < (int)x->lengths[b]; i++)
+        json_array_append_new(row, json_integer((json_int_t)x->ids[b * x->L + i]));
+    return row;
+}
+
+void hf_ids_free(hf_ids *x)
+{
+    free(x->ids);
+    free(x->lengths);
+    x->ids = x->lengths = NULL;
+}

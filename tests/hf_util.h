@@ -79,4 +79,19 @@ double outputs_diff(const json_t *outputs, const float *want, int B, int L, int 
  * lengths: the largest difference from its out. */
 double dir_outputs_diff(const char *dir, const char *case_dir, bool naive);
 
+/* Tensor name of dir's text.safetensors (tools/make_text_fixtures.py) as
+ * floats (owned), its first dimensions in dims (0 past its rank). */
+float *hf_text_tensor(const char *dir, const char *name, int dims[3]);
+
+/* Token ids of dir's text.safetensors: ids [B, L] and each row's length
+ * (the mask's ones; mask_name NULL: L), as floats (owned). */
+typedef struct hf_ids {
+    float *ids, *lengths;
+    int B, L;
+} hf_ids;
+hf_ids hf_text_ids(const char *dir, const char *ids_name, const char *mask_name);
+/* Row b of x, its first lengths[b] ids, as a JSON list of ints (owned). */
+json_t *hf_ids_row(const hf_ids *x, int b);
+void hf_ids_free(hf_ids *x);
+
 #endif

@@ -630,6 +630,20 @@ done:
     return rc;
 }
 
+int tok_encoding_set_ids(tok_encoding *out, const int32_t *ids, size_t n)
+{
+    if (grow_out(out, n) < 0)
+        return ENC_ENOMEM;
+    if (n) /* n == 0 with no arrays yet: nothing to copy into */
+        memcpy(out->ids, ids, n * sizeof *ids);
+    for (size_t i = 0; i < n; i++) {
+        out->type_ids[i] = out->special[i] = out->seq[i] = 0;
+        out->start[i] = out->stop[i] = 0;
+    }
+    out->n = n;
+    return 0;
+}
+
 void tok_encoding_free(tok_encoding *e)
 {
     if (!e)

@@ -77,6 +77,11 @@ int tok_encode_dir(const tok_tokenizer *t, const char *a, size_t alen, const cha
  * a pair). */
 size_t tok_added_special(const tok_tokenizer *t, bool pair);
 
+/* ids (n) as an encoding, as given: type 0, none special, all of the first
+ * text, no offsets ([0, 0)); *out's arrays reused and grown.  0, or
+ * ENC_ENOMEM. */
+int tok_encoding_set_ids(tok_encoding *out, const int32_t *ids, size_t n);
+
 void tok_encoding_free(tok_encoding *e);
 
 /* ids (n) as text, as tokenizers' Tokenizer.decode(ids, skip_special_tokens):

@@ -114,7 +114,8 @@ typedef enum stop_state { STOP_UNREAD, STOP_NONE, STOP_DRAINING, STOP_SHUTTING_D
 struct request {
     server *srv;
     struct MHD_Connection *conn;
-    double start;
+    double start;    /* pool_now() when its headers came in */
+    double parse_ms; /* its protocol's parse of the body (a forward's) */
     char id[129];
     char method[16];
     char path[256];  /* decoded, printable, cut: for the log and messages */

@@ -186,7 +186,9 @@ static enum MHD_Result serve_forward(request *r)
                             .limits = &limits,
                             .route = r->rt->proto_route,
                             .pooling = &s->pooling};
+    const double t0 = pool_now();
     encode_request *e = r->fwd = p->parse(r->pstate, &in, &err);
+    r->parse_ms = (pool_now() - t0) * 1e3;
     if (!e)
         return http_respond_error(r, err.kind, err.message, NULL);
     /* Token ids: the core's own checks (a sequence against the position
@@ -234,7 +236,9 @@ enum MHD_Result http_forward_finish(request *r)
     const proto_output out = {.model_name = s->cfg->model.name,
                               .hp = enc_model_hparams(s->model),
                               .usage = &usage,
-                              .pooling = &s->pooling};
+                              .pooling = &s->pooling,
+                              .parse_ms = r->parse_ms,
+                              .total_ms = (pool_now() - r->start) * 1e3};
     /* The route's protocol renders the body as pieces, produced as the
      * socket drains; header_len > 0: JSON then binary (the v2 protocol's
      * form). */
@@ -244,17 +248,30 @@ enum MHD_Result http_forward_finish(request *r)
     /* A large JSON body: half of its numbers formatted by a helper thread,
      * ahead of the socket (the forward's CPUs are free by now). */
     stream_parallel(r->out, PARALLEL_NUMBERS);
+    /* attnd's headers, then the protocol's */
     char qms[32], cms[32], hl[32];
     snprintf(qms, sizeof qms, "%.3f", job->queue_ms);
     snprintf(cms, sizeof cms, "%.3f", job->compute_ms);
     snprintf(hl, sizeof hl, "%zu", header_len);
-    if (!header_len)
-        return http_respond_stream(
-            r, "application/json",
-            (const char *const[]){"X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
-    return http_respond_stream(r, "application/octet-stream",
-                               (const char *const[]){"Inference-Header-Content-Length", hl,
-                                                     "X-Queue-Ms", qms, "X-Compute-Ms", cms, NULL});
+    proto_header ph[PROTO_HEADERS_MAX];
+    const char *extra[2 * (3 + PROTO_HEADERS_MAX) + 1];
+    int n = 0;
+    if (header_len) {
+        extra[n++] = "Inference-Header-Content-Length";
+        extra[n++] = hl;
+    }
+    extra[n++] = "X-Queue-Ms";
+    extra[n++] = qms;
+    extra[n++] = "X-Compute-Ms";
+    extra[n++] = cms;
+    const int k = r->rt->proto->headers ? r->rt->proto->headers(r->pstate, &out, ph) : 0;
+    for (int i = 0; i < k && i < PROTO_HEADERS_MAX; i++) {
+        extra[n++] = ph[i].name;
+        extra[n++] = ph[i].value;
+    }
+    extra[n] = NULL;
+    return http_respond_stream(r, header_len ? "application/octet-stream" : "application/json",
+                               extra);
 }
 
 /* ---- a POST answered from its body (route.answer) ------------------------- */

@@ -1,6 +1,8 @@
 /* answer.c - transformers' pipelines' postprocess in C (answer.h). */
 #include "protocol/answer.h"
 
+#include "protocol/text.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,16 +82,6 @@ json_t *answer_labels(const enc_head_info *h, const float *logits, int top_k, en
 }
 
 /* ---- token-classification ------------------------------------------------- */
-
-/* The byte offset of code point cp of s (len bytes; len past the end). */
-static size_t byte_of(const char *s, size_t len, uint32_t cp)
-{
-    size_t i = 0;
-    for (uint32_t c = 0; i < len; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == cp)
-            return i;
-    return len;
-}
 
 /* One token's entity (the pipeline's aggregate with NONE). */
 typedef struct entity {
@@ -211,7 +203,7 @@ json_t *answer_entities(const tok_tokenizer *t, const enc_head_info *h, const to
         x->start = e->start[i];
         x->end = e->stop[i];
         if (e->ids[i] == unk) { /* the text the unknown token stands for */
-            const size_t a = byte_of(text, len, x->start), b = byte_of(text, len, x->end);
+            const size_t a = text_byte_of(text, len, x->start), b = text_byte_of(text, len, x->end);
             x->word = strndup(text + a, b > a ? b - a : 0);
         } else {
             const char *tok = tok_token_text(t, e->ids[i]);

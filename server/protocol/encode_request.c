@@ -477,6 +477,16 @@ int encode_set_text(encode_request *req, const json_t *v, const char *what, cons
     return 0;
 }
 
+int encode_text_lengths(encode_request *req, api_error *err)
+{
+    if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    req->batch.lengths = req->lengths;
+    for (int b = 0; b < req->batch.B; b++)
+        req->lengths[b] = (int)req->texts->enc[b].n;
+    return 0;
+}
+
 int encode_want_explain(encode_request *req, bool explain, const json_t *from, api_error *err)
 {
     req->explain = explain;

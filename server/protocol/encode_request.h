@@ -106,6 +106,9 @@ struct text_options;
 int encode_set_text(encode_request *req, const json_t *v, const char *what,
                     const struct text_options *o, const enc_hparams *hp, const api_limits *limits,
                     api_error *err);
+/* After encode_set_text: each sequence's length its text's tokens (the
+ * batch ragged as the texts are).  0, or -1 out of memory. */
+int encode_text_lengths(encode_request *req, api_error *err);
 
 /* "explain" (with "explain_from", from: an integer checked by the codec,
  * or NULL): the rollout needs every layer's dense weights, computed (and

@@ -171,13 +171,9 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
     encode_request *req = &p->enc;
     const api_limits *lim = in->limits;
     if (check_pairs(p, inputs, err) < 0 ||
-        encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0)
+        encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0 ||
+        encode_text_lengths(req, err) < 0)
         return -1;
-    if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
-        return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    req->batch.lengths = req->lengths;
-    for (int b = 0; b < req->batch.B; b++)
-        req->lengths[b] = (int)req->texts->enc[b].n;
     p->tok = lim->tokenizer;
     p->inputs = json_incref(inputs);
     for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)

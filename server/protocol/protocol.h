@@ -46,7 +46,16 @@ typedef struct proto_output {
     const enc_hparams *hp;
     const encode_usage *usage;            /* the forward's counts and times */
     const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
+    double parse_ms;                      /* parse's time (the body read, text tokenized) */
+    double total_ms;                      /* since the request's headers came in */
 } proto_output;
+
+/* A response header a protocol adds to a forward's answer (headers). */
+#define PROTO_HEADERS_MAX 8
+typedef struct proto_header {
+    const char *name; /* static */
+    char value[32];
+} proto_header;
 
 /* What a protocol's own GET routes may say of the server. */
 struct enc_embedding_info;
@@ -91,6 +100,10 @@ typedef struct protocol {
     char *(*error_body)(api_error_kind kind, const char *message);
     /* The error's HTTP status; NULL: the contract's (api_error_status). */
     int (*error_status)(api_error_kind kind, const char *message);
+    /* A forward's answer's headers beyond attnd's own (X-Queue-Ms,
+     * X-Compute-Ms): at most PROTO_HEADERS_MAX into h, the count; NULL:
+     * none. */
+    int (*headers)(const void *state, const proto_output *out, proto_header *h);
 } protocol;
 
 extern const protocol v1_protocol, openai_protocol, v2_protocol, predict_protocol, tei_protocol;

@@ -122,19 +122,20 @@ static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_
     return 0;
 }
 
-/* TEI's empty-input check on a string or a list of them: "" or []. */
-static int check_empty(const json_t *v, api_error *err)
+/* TEI's empty-input check on field what (a string or a list): "" or [],
+ * and in a list an entry "" or []. */
+static int check_empty(const json_t *v, const char *what, api_error *err)
 {
-    if (json_is_string(v) && json_string_length(v) == 0)
-        return INVALID("Input validation error: `inputs` " EMPTY_WORDS);
-    if (json_is_array(v) && json_array_size(v) == 0)
-        return INVALID("Input validation error: `inputs` " EMPTY_WORDS);
+    if ((json_is_string(v) && json_string_length(v) == 0) ||
+        (json_is_array(v) && json_array_size(v) == 0))
+        return INVALID("Input validation error: `%s` " EMPTY_WORDS, what);
     size_t i;
     const json_t *x;
     json_array_foreach(v, i, x)
     {
-        if (json_is_string(x) && json_string_length(x) == 0)
-            return INVALID("Input validation error: `inputs[%zu]` " EMPTY_WORDS, i);
+        if ((json_is_string(x) && json_string_length(x) == 0) ||
+            (json_is_array(x) && json_array_size(x) == 0))
+            return INVALID("Input validation error: `%s[%zu]` " EMPTY_WORDS, what, i);
     }
     return 0;
 }
@@ -175,24 +176,14 @@ typedef struct tei_state {
     bool normalize;    /* /embed */
     int dimensions;    /* /embed: 0 all */
     bool return_text;  /* /rerank */
+    long chars;        /* the input's characters (a token id counts one): x-compute-characters */
 } tei_state;
 
-/* p.enc's lengths from its texts (encode_set_text leaves them). */
-static int text_lengths(encode_request *req, api_error *err)
-{
-    if (!(req->lengths = encode_zalloc((size_t)req->batch.B, sizeof *req->lengths)))
-        return NOMEM();
-    req->batch.lengths = req->lengths;
-    for (int b = 0; b < req->batch.B; b++)
-        req->lengths[b] = (int)req->texts->enc[b].n;
-    return 0;
-}
-
-/* A string or a list of strings (TEI's token-id forms are /v1/embeddings'). */
-static int texts_only(const json_t *v, api_error *err)
+/* Field what: a string or a list of strings (token ids are /embed's). */
+static int texts_only(const json_t *v, const char *what, api_error *err)
 {
     if (!v)
-        return INVALID("`inputs` is required");
+        return INVALID("`%s` is required", what);
     if (json_is_string(v))
         return 0;
     size_t i;
@@ -200,14 +191,47 @@ static int texts_only(const json_t *v, api_error *err)
     json_array_foreach(v, i, x)
     {
         if (!json_is_string(x))
-            return INVALID("`inputs[%zu]` must be a string, not %s%s", i, api_json_kind(x),
+            return INVALID("`%s[%zu]` must be a string, not %s%s", what, i, api_json_kind(x),
                            json_is_integer(x) || json_is_array(x)
-                               ? " (token ids are taken by /v1/embeddings)"
+                               ? " (token ids are taken by /embed and /v1/embeddings)"
                                : "");
     }
     return json_is_array(v) ? 0
-                            : INVALID("`inputs` must be a string or a list of strings, not %s",
+                            : INVALID("`%s` must be a string or a list of strings, not %s", what,
                                       api_json_kind(v));
+}
+
+/* TEI's Input: a string, a list of token ids, or a list of strings and
+ * lists of token ids (each id's range is text_tokenize's to check). */
+static int embed_form(const json_t *v, api_error *err)
+{
+    static const char FORM[] = "a string, a list of token ids, or a list of strings and lists "
+                               "of token ids";
+    if (!v)
+        return INVALID("`inputs` is required: %s", FORM);
+    if (json_is_string(v))
+        return 0;
+    if (!json_is_array(v))
+        return INVALID("`inputs` must be %s, not %s", FORM, api_json_kind(v));
+    const bool ids = json_is_integer(json_array_get(v, 0));
+    size_t i;
+    const json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        const bool fits = ids ? json_is_integer(x)
+                              : json_is_string(x) ||
+                                    (json_is_array(x) && (json_array_size(x) == 0 ||
+                                                          json_is_integer(json_array_get(x, 0))));
+        if (!fits && ids)
+            return INVALID("`inputs[%zu]` must be a token id (an integer), not %s: `inputs` "
+                           "must be %s",
+                           i, api_json_kind(x), FORM);
+        if (!fits)
+            return INVALID("`inputs[%zu]` is %s: `inputs` must be %s", i,
+                           json_is_array(x) ? "a list that is not of token ids" : api_json_kind(x),
+                           FORM);
+    }
+    return 0;
 }
 
 /* /embed, /embed_all, /embed_sparse. */
@@ -221,9 +245,10 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
         return WRONG_MODEL("Model is not an embedding model");
     const json_t *inputs = api_json_field(root, "inputs");
     text_options opts;
-    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+    if (embed_form(inputs, err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         text_opts(root, in, true, &opts, err) < 0)
         return -1;
+    opts.flags |= TEXT_IDS;
     if (t->route == TEI_ROUTE_EMBED) {
         const json_t *dims = api_json_field(root, "dimensions");
         if (get_bool(root, "normalize", true, &t->normalize, err) < 0)
@@ -236,9 +261,9 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
                            in->hp->d_model);
         t->dimensions = dims ? (int)json_integer_value(dims) : 0;
     }
-    t->single = json_is_string(inputs);
+    t->single = json_is_string(inputs) || json_is_integer(json_array_get(inputs, 0));
     if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->limits, err) < 0 ||
-        text_lengths(req, err) < 0)
+        encode_text_lengths(req, err) < 0 || encode_check_ids(req, "inputs", "inputs", err) < 0)
         return -1;
     if (t->route != TEI_ROUTE_EMBED_SPARSE)
         return 0;
@@ -398,11 +423,15 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
         return -1;
     json_t *all = json_pack("[O]", source);
     json_array_extend(all, (json_t *)(uintptr_t)sentences);
-    int rc = check_empty(all, err) < 0 || texts_only(all, err) < 0 ? -1 : 0;
+    int rc = texts_only(sentences, "inputs.sentences", err) < 0 ||
+                     check_empty(source, "inputs.source_sentence", err) < 0 ||
+                     check_empty(sentences, "inputs.sentences", err) < 0
+                 ? -1
+                 : 0;
     encode_request *req = &t->p.enc;
     if (rc == 0)
         rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->limits, err) < 0 ||
-                     text_lengths(req, err) < 0
+                     encode_text_lengths(req, err) < 0
                  ? -1
                  : 0;
     json_decref(all);
@@ -439,7 +468,7 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
         return INVALID("`parameters.aggregation_strategy` must be \"simple\" or \"none\"");
     p->aggregate = !a || strcmp(a, "simple") == 0;
     text_options opts;
-    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+    if (texts_only(inputs, "inputs", err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         text_opts(params ? params : root, in, false, &opts, err) < 0)
         return -1;
     t->single = json_is_string(inputs);
@@ -458,6 +487,24 @@ static int root_route(const json_t *root, const api_limits *lim)
     default:
         return ROUTE_PIPELINE;
     }
+}
+
+/* The characters (code points) of v's strings, a token id counting one, as
+ * TEI's x-compute-characters counts an input. */
+static long chars_of(const json_t *v)
+{
+    if (json_is_string(v))
+        return (long)text_chars(json_string_value(v), json_string_length(v));
+    if (json_is_integer(v))
+        return 1;
+    long n = 0;
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++)
+        n += chars_of(json_array_get(v, i));
+    const char *key;
+    const json_t *x;
+    if (json_is_object(v))
+        json_object_foreach((json_t *)(uintptr_t)v, key, x) n += chars_of(x);
+    return n;
 }
 
 static encode_request *tei_parse(void *state, const proto_input *in, api_error *err)
@@ -487,6 +534,12 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
         rc = parse_embed(t, root, in, err);
         break;
     }
+    if (rc == 0 && t->route == TEI_ROUTE_RERANK)
+        t->chars = chars_of(api_json_field(root, "texts")) +
+                   chars_of(api_json_field(root, "query")) *
+                       (long)json_array_size(api_json_field(root, "texts"));
+    else if (rc == 0)
+        t->chars = chars_of(api_json_field(root, "inputs"));
     json_decref(root);
     return rc < 0 ? NULL : &t->p.enc;
 }
@@ -717,16 +770,6 @@ static void tei_free(void *state)
 
 /* ---- /tokenize and /decode ------------------------------------------------------ */
 
-/* The byte offset of code point cp in s (len bytes). */
-static size_t byte_at(const char *s, size_t len, uint32_t cp)
-{
-    size_t i = 0;
-    for (uint32_t c = 0; i < len; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == cp)
-            return i;
-    return len;
-}
-
 /* One text's tokens in TEI's form: byte offsets into the text as it was
  * tokenized, the prompt (or NULL) before it. */
 static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const json_t *text,
@@ -747,7 +790,8 @@ static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const
             o = json_pack("{s:i,s:s,s:b,s:n,s:n}", "id", (int)e->ids[i], "text", vocab ? vocab : "",
                           "special", 1, "start", "stop");
         } else {
-            const size_t a = byte_at(s, len, e->start[i]), b = byte_at(s, len, e->stop[i]);
+            const size_t a = text_byte_of(s, len, e->start[i]),
+                         b = text_byte_of(s, len, e->stop[i]);
             o = json_pack("{s:i,s:s%,s:b,s:I,s:I}", "id", (int)e->ids[i], "text", s + a,
                           b > a ? b - a : 0, "special", 0, "start", (json_int_t)a, "stop",
                           (json_int_t)b);
@@ -771,7 +815,7 @@ json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api
     bool special;
     text_batch tb = {0};
     text_options o; /* the prompt (default: the model's); no limit: counting is what it is for */
-    if (texts_only(inputs, err) < 0 || check_empty(inputs, err) < 0 ||
+    if (texts_only(inputs, "inputs", err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
         (prompt && !json_is_string(prompt) &&
          INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt))) ||
@@ -923,6 +967,35 @@ static int tei_get(int route, const proto_server *sv, char **body)
     return *body ? 200 : -1;
 }
 
+/* TEI's timing headers of an answer (integer milliseconds, for the whole
+ * request): x-compute-time is the tokenization, the queue and the
+ * inference together. */
+static int tei_headers(const void *state, const proto_output *out, proto_header *h)
+{
+    const tei_state *t = state;
+    const encode_usage *u = out->usage;
+    const struct {
+        const char *name;
+        double v;
+    } ms[] = {{"x-compute-time", out->parse_ms + u->queue_ms + u->compute_ms},
+              {"x-total-time", out->total_ms},
+              {"x-tokenization-time", out->parse_ms},
+              {"x-queue-time", u->queue_ms},
+              {"x-inference-time", u->compute_ms}};
+    int n = 0;
+    h[n] = (proto_header){.name = "x-compute-type", .value = "cpu"};
+    n++;
+    h[n].name = "x-compute-characters";
+    snprintf(h[n++].value, sizeof h->value, "%ld", t->chars);
+    h[n].name = "x-compute-tokens";
+    snprintf(h[n++].value, sizeof h->value, "%ld", u->tokens);
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        h[n].name = ms[i].name;
+        snprintf(h[n++].value, sizeof h->value, "%lld", (long long)ms[i].v);
+    }
+    return n;
+}
+
 const protocol tei_protocol = {.name = "tei",
                                .state_size = sizeof(tei_state),
                                .parse = tei_parse,
@@ -930,4 +1003,5 @@ const protocol tei_protocol = {.name = "tei",
                                .free = tei_free,
                                .get = tei_get,
                                .error_body = tei_error_body,
-                               .error_status = tei_error_status};
+                               .error_status = tei_error_status,
+                               .headers = tei_headers};

@@ -121,6 +121,23 @@ int text_read_options(const json_t *root, const api_limits *limits, unsigned wha
 
 /* ---- tokenizing ---------------------------------------------------------------- */
 
+size_t text_byte_of(const char *s, size_t len, uint32_t cp)
+{
+    size_t i = 0;
+    for (uint32_t c = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && c++ == cp)
+            return i;
+    return len;
+}
+
+size_t text_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
 void text_batch_free(text_batch *tb)
 {
     if (!tb)
@@ -156,11 +173,79 @@ static const char *prompted(scratch *sc, const char *prompt, const char *a, size
     return sc->buf;
 }
 
-/* One item: a string, or [a, b]; at names it ("text", "text[3]"). */
+static int one(const tok_tokenizer *tok, const json_t *item, const char *at, const text_options *o,
+               size_t max, const char *from, scratch *sc, tok_encoding *e, api_error *err);
+
+/* A list of integers, the TEXT_IDS form (an empty list counts: it is then
+ * refused as a sequence without tokens). */
+static bool is_ids(const json_t *v)
+{
+    return json_is_array(v) && (json_array_size(v) == 0 || json_is_integer(json_array_get(v, 0)));
+}
+
+/* TEXT_IDS: one list of token ids, at naming it.  Without a prompt taken as
+ * given, cut to max from o->direction's end with TEXT_TRUNCATE; with one,
+ * as Text Embeddings Inference does: decoded with the special tokens
+ * skipped, and the text tokenized after the prompt. */
+static int ids_item(const tok_tokenizer *tok, const json_t *item, const char *at,
+                    const text_options *o, size_t max, const char *from, scratch *sc,
+                    tok_encoding *e, api_error *err)
+{
+    const size_t n = json_array_size(item);
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(item, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX) {
+            free(ids);
+            return BAD("%s[%zu] must be a token id (an integer from 0), not %s", at, i,
+                       json_is_integer(x) ? "a negative or too large integer" : api_json_kind(x));
+        }
+        ids[i] = (int32_t)json_integer_value(x);
+    }
+    int rc;
+    if (o->prompt && n > 0) {
+        char *text = NULL;
+        size_t len = 0;
+        enc_error ee = {0};
+        json_t *s = NULL;
+        rc = tok_decode(tok, ids, n, true, &text, &len, &ee);
+        if (rc < 0)
+            rc = api_error_set(err, api_error_of_core(rc), "%s: %s", at, ee.message);
+        else if (!(s = json_stringn(text, len)))
+            rc = BAD("%s: its tokens do not decode to UTF-8 text, which the prompt needs", at);
+        else
+            rc = one(tok, s, at, o, max, from, sc, e, err);
+        json_decref(s);
+        free(text);
+        free(ids);
+        return rc;
+    }
+    const bool cut = (o->flags & TEXT_TRUNCATE) && !(o->flags & TEXT_NO_LIMIT) && n > max;
+    const size_t keep = cut ? max : n;
+    const int32_t *from_ids = cut && o->direction == TOK_TRUNCATE_LEFT ? ids + (n - max) : ids;
+    rc = tok_encoding_set_ids(e, from_ids, keep);
+    free(ids);
+    if (rc < 0)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    if (n == 0 && !(o->flags & TEXT_ALLOW_EMPTY))
+        return BAD("%s is an empty list; a sequence needs at least one token", at);
+    if (keep > max && !(o->flags & TEXT_NO_LIMIT))
+        return TOO_LARGE("%s has %zu tokens; the model takes at most %zu (%s)%s", at, n, max, from,
+                         o->flags & TEXT_SAY_TRUNCATE ? "; \"truncate\": true cuts it to that"
+                                                      : "");
+    return 0;
+}
+
+/* One item: a string, or [a, b] (with TEXT_IDS, or a list of token ids); at
+ * names it ("text", "text[3]"). */
 static int one(const tok_tokenizer *tok, const json_t *item, const char *at, const text_options *o,
                size_t max, const char *from, scratch *sc, tok_encoding *e, api_error *err)
 {
     const json_t *a = item, *b = NULL;
+    if ((o->flags & TEXT_IDS) && is_ids(item))
+        return ids_item(tok, item, at, o, max, from, sc, e, err);
     if (json_is_array(item)) {
         if (json_array_size(item) != 2 || !json_is_string(json_array_get(item, 0)) ||
             !json_is_string(json_array_get(item, 1)))
@@ -207,8 +292,10 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
         return BAD("%s needs a tokenizer, and the served model has none (a model.dir with "
                    "tokenizer.json, or model.tokenizer); send input_ids or embeddings",
                    field);
-    const bool list = json_is_array(v); /* ["a", "b"]: two texts; a pair is [[a, b]] */
-    if (!json_is_string(v) && !list)
+    /* ["a", "b"]: two texts; a pair is [[a, b]]; with TEXT_IDS, [1, 2] one
+     * sequence of ids and [[1, 2], "a"] two sequences. */
+    const bool list = json_is_array(v) && !((o->flags & TEXT_IDS) && is_ids(v));
+    if (!json_is_string(v) && !list && !json_is_array(v))
         return BAD("%s must be %s, not %s", field, FORM, api_json_kind(v));
     const size_t B = list ? json_array_size(v) : 1;
     if (B == 0)

@@ -40,6 +40,12 @@ typedef struct text_batch {
     size_t total;      /* every sequence's tokens */
 } text_batch;
 
+/* The byte offset of code point cp of UTF-8 text s (len bytes; len past
+ * its end): a token's offsets (tok_encoding's, in code points) as bytes. */
+size_t text_byte_of(const char *s, size_t len, uint32_t cp);
+/* The code points of UTF-8 text s (len bytes). */
+size_t text_chars(const char *s, size_t len);
+
 /* The most tokens one text (or pair) may have, specials included: the
  * smallest of the model's length -- sentence_bert_config.json's
  * max_seq_length where the directory has one (sentence-transformers and
@@ -58,6 +64,9 @@ enum {
     TEXT_ALLOW_EMPTY = 4,   /* a sequence may have no tokens (/v1/tokenize; a forward needs one) */
     TEXT_NO_LIMIT = 8,      /* no limit at all (/v1/tokenize without "truncate": it counts) */
     TEXT_SAY_TRUNCATE = 16, /* the request has a "truncate" field: a 413 says it would cut */
+    TEXT_IDS = 32,          /* a list of integers is a sequence of token ids (TEI's Input):
+                               taken as given (cut as a text is), or with a prompt decoded,
+                               special tokens skipped, and tokenized as a text */
 };
 
 typedef struct text_options {
@@ -107,7 +116,8 @@ void text_prompt_names(const api_limits *limits, char *out, size_t cap);
 
 /* Tokenizes v, the request's field named field: a string, a list of
  * strings or a list of [a, b] pairs, as o says (o->prompt before each
- * single text).  A sequence over text_max_tokens is 413 naming its count,
+ * single text); with TEXT_IDS also a list of token ids, or a list mixing
+ * them with strings.  A sequence over text_max_tokens is 413 naming its count,
  * the limit and where the limit comes from, unless TEXT_TRUNCATE (cut) or
  * TEXT_NO_LIMIT.  limits->max_batch bounds the list.  0, or -1 with err set
  * (400 naming field and index, 413). */
