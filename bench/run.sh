@@ -42,6 +42,9 @@
 #   heads       bench/parts/heads.sh       task heads: a classifier's share of the
 #                                          forward, SPLADE's projection, an XLM-R
 #                                          masked LM's peak memory
+#   tei         bench/parts/tei.sh         TEI's routes: /rerank of 32 pairs
+#                                          against its compute, /embed against
+#                                          /v1/embeddings
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -59,7 +62,7 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 heads"
+#                               bf16 heads tei"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
@@ -70,6 +73,8 @@
 #   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
 #   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text
 #                               part (2 requests of each per round)
+#   BENCH_TEI_ROUNDS [5]        rounds of the tei part: one /rerank request each; 2
+#                               /embed and 2 /v1/embeddings requests each
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
@@ -91,7 +96,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16 heads; do
+    modernbert text bf16 heads tei; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done

@@ -46,7 +46,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text, bfloat16 and task heads in this run"
+section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text, bfloat16, task heads and TEI's routes in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -196,6 +196,12 @@ if [ -n "${R[hd_xlmr_rss_peak_mb]:-}" ]; then
     m="+$(fmt "$r" 1) MiB (${R[hd_xlmr_rss_peak_mb]} over ${R[hd_xlmr_weights_mb]} MiB)"
 fi
 row "XLM-R MLM SPLADE L=512 peak RSS <= weights + 64 MiB" "$m" "$r" "<=" 64 "${WHY[heads_rss]:-${WHY[heads]:-}}"
+r=${R[tei_rr_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x (${R[tei_rr_p50_ms]} / ${R[tei_rr_compute_ms]} ms)"
+row "TEI /rerank, 32 pairs: p50 <= 1.1x compute" "$m" "$r" "<=" 1.1 "${WHY[tei]:-}"
+r=${R[tei_embed_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x (${R[tei_embed_p50_ms]} / ${R[tei_v1_p50_ms]} ms)"
+row "TEI /embed B=8 p50 <= 1.02x /v1/embeddings p50" "$m" "$r" "<=" 1.02 "${WHY[tei]:-}"
 echo
 echo "not targets, for reference:"
 [ -n "${R[bf_blas_ratio]:-}" ] &&
@@ -250,5 +256,10 @@ done
 if [ -n "${R[txt_text_ids_ratio]:-}" ]; then
     echo "  /v1/encode B=8 L=128, attention none, base64: p50 with text / with input_ids = $(fmt "${R[txt_text_ids_ratio]}" 3)x (${R[txt_text_p50_ms]} / ${R[txt_ids_p50_ms]} ms; beyond the forward ${R[txt_text_over_ms]} / ${R[txt_ids_over_ms]} ms)"
 fi
+if [ -n "${R[tei_embed_ratio]:-}" ]; then
+    echo "  TEI /embed / /v1/embeddings, B=8 L=128: median of the rounds' ratios $(fmt "${R[tei_embed_paired]}" 3)x; beyond the forward (wall - X-Compute-Ms) ${R[tei_embed_over_ms]} / ${R[tei_v1_over_ms]} ms"
+fi
+[ -n "${R[tei_rr_over_ms]:-}" ] &&
+    echo "  TEI /rerank, 32 pairs of ${R[tei_rr_len]} tokens: beyond the forward (wall - X-Compute-Ms) ${R[tei_rr_over_ms]} ms"
 echo "every RESULT line: $BB/results.txt; whole run: $(($(date +%s) - T_START)) s"
 exit "$FAILED"
