@@ -888,6 +888,16 @@ async function main() {
     check(theirs.length === nP && theirs.every((v, k) => Math.abs(v - ex[k]) <= 1e-9), `rollout from ${from}: attnd's row is its explain`);
     check((await hashOf()).from === String(from) && (await page.inputValue("#rollout-from")) === String(from), `rollout from ${from}: in the fragment`);
   }
+  //     Keys: the tokens are buttons; right arrow then Enter picks token 5.
+  check(await page.$$eval("#rollout .rl-page .rel", (ds) => ds.every((d) => d.getAttribute("role") === "button" && d.tabIndex === 0 &&
+        /^token \d+ /.test(d.getAttribute("aria-label")))), "rollout: each token a focusable button with a name");
+  await page.focus('#rollout .rl-page .rel[data-k="4"]');
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Enter");
+  const ex5 = await explainOf(5), drawn5 = await relevance();
+  check((await page.inputValue("#rollout-from")) === "5" && drawn5.every((v, k) => Math.abs(v - ex5[k]) <= 1e-6) &&
+        (await page.evaluate(() => document.activeElement.dataset.k)) === "5", "rollout keys: token 5's rollout, the focus on it");
+  await page.selectOption("#rollout-from", "4");
   //     Reloaded, the fragment gives the same view and token.
   await page.reload();
   await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
