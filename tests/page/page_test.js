@@ -17,7 +17,13 @@
 // byte-level BPE fixtures) gets text input, sent as {"text"}, with the
 // model's tokens as readable labels that name on hover the characters they
 // came from, and saves screenshots (SCREENSHOT.png, SCREENSHOT-text.png for
-// text).  Bounded: it gives up
+// text).  The explorer, on bert_text: each view opened from a URL fragment,
+// the model view's thumbnails (layers x heads and means, named for assistive
+// technology, on viridis) from one request of every layer's heads, a click or
+// Enter opening that head with the API's weights, a text pair sent as one,
+// the rollout drawn equal to attnd's "explain" within 1e-6, the fragment
+// following the view; it prints the time from the response to the model
+// view drawn.  Bounded: it gives up
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
 
@@ -698,8 +704,8 @@ async function main() {
   check(st === "done", "text: ran: " + (await page.textContent("#error")));
   req = await lastRequest();
   check(req.text === TEXT && req.embeddings === undefined && req.input_ids === undefined, "text: sent as {\"text\"}");
-  check(req.attention === "heads" && req.attention_layers === "all" && req.attention_format === "csr" && req.encoding === undefined,
-        "text: every layer's heads as CSR: " + JSON.stringify(req));
+  check(req.attention === "heads" && req.attention_layers === "all" && req.attention_format === "csr" && req.encoding === "base64",
+        "text: every layer's heads as CSR in base64: " + JSON.stringify(req));
   grids = await gridSizes(page);
   check(grids.length === 5 && grids.every((g) => g.cells === 36 && g.pad === 0), "text: 4 heads + mean, 6 x 6: " + JSON.stringify(grids));
   const textLabels = async (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent));
@@ -733,7 +739,7 @@ async function main() {
     for (let i = 0; i < 6; i++) {
       const j = (i * 5 + layer) % 6;
       const v = await hoverValue(page, "grid-h" + (i % 4), i, j);
-      check(Number(v) === A[i % 4][i][j], `text layer ${layer} head ${i % 4} [${i}][${j}]: hover ${v}, API ${A[i % 4][i][j]}`);
+      check(Math.fround(Number(v)) === A[i % 4][i][j], `text layer ${layer} head ${i % 4} [${i}][${j}]: hover ${v}, API ${A[i % 4][i][j]}`);
     }
   }
   await page.selectOption("#layer", "1");
@@ -772,6 +778,155 @@ async function main() {
   check(Math.fround(Number(await hoverValue(page, "grid-h3", 40, 2))) === cut[3][40][2], "long text, cut: hover = API float32");
   await page.uncheck("#truncate");
   await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-text.png", fullPage: true });
+
+  // 13. The attention explorer on bert_text, each view opened from a URL
+  //     fragment (#text=…&pair=…&view=…&layer=…&head=…&from=…).
+  const frag = (o) => "#" + Object.entries(o).map(([k, v]) => k + "=" + encodeURIComponent(v)).join("&");
+  const openAt = async (o) => {
+    await page.goto("about:blank");
+    await page.goto(db.base + "/" + frag(o));
+    await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  };
+  const hashOf = async () => Object.fromEntries(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)));
+  const TA = "The cat sat on the mat.", TB = "A dog ran in the park!";
+  //     The model view: one request, a text pair, every layer's heads as
+  //     base64 CSR; a thumbnail per layer x head and each layer's mean.
+  await openAt({ text: TA, pair: TB, view: "model" });
+  req = await lastRequest();
+  check(JSON.stringify(req.text) === JSON.stringify([[TA, TB]]), "pair: both texts sent as one pair: " + JSON.stringify(req.text));
+  check(req.attention === "heads" && req.attention_layers === "all" && req.attention_format === "csr" && req.encoding === "base64",
+        "model view: every layer's heads, CSR in base64: " + JSON.stringify(req));
+  check((await page.inputValue("#view")) === "model" && (await page.isVisible("#model-view")) && !(await page.isVisible("#grids")),
+        "model view: shown from the fragment");
+  api = await fetchSame(db.base, JSON.stringify(req));
+  const pairToks = api.tokens[0];
+  const nP = pairToks.length;
+  check(pairToks.some((t) => t.sequence === 1) && pairToks.some((t) => t.sequence === 0), "pair: the API's tokens come from both texts");
+  const segs = await page.$$eval("#tokens .chip", (cs) => cs.map((c) => [c.dataset.seg === undefined ? null : Number(c.dataset.seg), c.classList.contains("seg1")]));
+  check(segs.length === nP && segs.every(([sg, cls], k) => sg === pairToks[k].sequence && cls === (pairToks[k].sequence === 1)),
+        "pair: each token chip carries its text (token type), the second's marked: " + JSON.stringify(segs));
+  const thumbs = await page.$$eval("#model-view canvas.thumb", (cs) => cs.map((c) => ({
+    layer: c.dataset.layer, head: c.dataset.head, tab: c.getAttribute("tabindex"), role: c.getAttribute("role"),
+    label: c.getAttribute("aria-label"), w: c.width })));
+  const wantThumbs = [];
+  for (const l of ["0", "1"]) for (const h of ["0", "1", "2", "3", "mean"]) wantThumbs.push(l + "/" + h);
+  check(thumbs.map((t) => t.layer + "/" + t.head).join(" ") === wantThumbs.join(" "),
+        "model view: 2 layers x (4 heads + mean): " + thumbs.map((t) => t.layer + "/" + t.head).join(" "));
+  check(thumbs.every((t) => t.role === "button" && (t.tab === "0" || t.tab === "-1") && t.w === nP &&
+                      t.label === "layer " + t.layer + (t.head === "mean" ? " mean over heads" : " head " + t.head)) &&
+        thumbs.filter((t) => t.tab === "0").length === 1,
+        "model view: focusable buttons named layer L head H, one in the tab order, a pixel per token: " + JSON.stringify(thumbs[0]));
+  //     Viridis: each thumbnail's largest weight is yellow, its smallest a dark
+  //     purple-blue; the pixels of a head are the API's weights on that scale.
+  const one = (a) => (Array.isArray(a) ? a[0] : a); // a batch of one pair
+  const pairLayers = (layer) => denseOf(one(api.attention_layers.find((x) => x.layer === layer).attention), 4);
+  const px = await page.$eval('#model-view canvas.thumb[data-layer="1"][data-head="3"]', (cv) => Array.from(cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data));
+  const A13 = pairLayers(1)[3];
+  let hiW = 0, hiAt = 0;
+  for (let p = 0; p < nP * nP; p++) if (A13[Math.floor(p / nP)][p % nP] > hiW) { hiW = A13[Math.floor(p / nP)][p % nP]; hiAt = p; }
+  check(px.slice(4 * hiAt, 4 * hiAt + 4).join(",") === "253,231,37,255", "model view: the largest weight of layer 1 head 3 is viridis yellow: " + px.slice(4 * hiAt, 4 * hiAt + 4));
+  check(await page.evaluate(() => typeof window.attnd.modelDrawMs === "number"), "model view: the page times its drawing");
+  check((await hashOf()).view === "model", "model view: in the fragment");
+  //     A click opens that head as the heatmap; its cells are the API's
+  //     weights of layer 0 head 2; the fragment follows.
+  await page.click('#model-view canvas.thumb[data-layer="0"][data-head="2"]');
+  check((await page.inputValue("#view")) === "head" && (await page.inputValue("#layer")) === "0" && (await page.inputValue("#head")) === "2",
+        "click: layer 0 head 2 opened");
+  check((await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id))).join(" ") === "grid-h2", "click: head 2's heatmap alone");
+  let hv = await hashOf();
+  check(hv.view === "head" && hv.layer === "0" && hv.head === "2" && hv.text === TA && hv.pair === TB, "click: the fragment follows: " + JSON.stringify(hv));
+  const A02 = pairLayers(0)[2];
+  const cellVals = await page.$$eval("#grid-h2 .cell", (cs) => cs.map((c) => [Number(c.dataset.i), Number(c.dataset.j), c.dataset.v]));
+  check(cellVals.length === nP * nP && cellVals.every(([i, j, v]) => Math.fround(Number(v)) === A02[i][j]),
+        `click: all ${nP * nP} cells of layer 0 head 2 are the API's weights`);
+  check(Math.fround(Number(await hoverValue(page, "grid-h2", 3, nP - 2))) === A02[3][nP - 2], "click: hover = API");
+  //     Keys: arrows move between thumbnails, Enter opens; the mean too.
+  await page.selectOption("#view", "model");
+  check((await hashOf()).view === "model", "view select: the fragment follows");
+  await page.focus('#model-view canvas.thumb[data-layer="0"][data-head="0"]');
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("ArrowDown");
+  const focused = await page.evaluate(() => [document.activeElement.dataset.layer, document.activeElement.dataset.head, document.activeElement.tabIndex]);
+  check(focused.join(" ") === "1 1 0", "keys: right then down reaches layer 1 head 1, in the tab order: " + focused);
+  await page.keyboard.press("Enter");
+  check((await page.inputValue("#view")) === "head" && (await page.inputValue("#layer")) === "1" && (await page.inputValue("#head")) === "1",
+        "Enter: layer 1 head 1 opened");
+  hv = await hashOf();
+  check(hv.layer === "1" && hv.head === "1" && hv.view === "head", "Enter: the fragment follows: " + JSON.stringify(hv));
+  await page.selectOption("#view", "model");
+  await page.click('#model-view canvas.thumb[data-layer="1"][data-head="mean"]');
+  check((await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id))).join(" ") === "grid-mean" && (await hashOf()).head === "mean",
+        "the mean thumbnail opens the mean's heatmap");
+  //     The head view from a fragment, one text (no pair).
+  await openAt({ text: TA, view: "head", layer: "0", head: "1" });
+  req = await lastRequest();
+  check(req.text === TA, "one text: sent as a string: " + JSON.stringify(req.text));
+  check((await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id))).join(" ") === "grid-h1" &&
+        (await page.inputValue("#layer")) === "0", "head view from the fragment: layer 0 head 1");
+  //     The rollout: the page's own product of the layers, drawn, equals
+  //     attnd's "explain" for the same input (asked here), token 0 and a
+  //     chosen token; the page shows attnd's numbers beside its own.
+  const relevance = async () => {
+    await page.waitForFunction(() => ["done", "error", "none"].includes(document.getElementById("rollout").dataset.attnd));
+    return page.$$eval("#rollout .rl-page .rel", (ds) => ds.map((d) => Number(d.dataset.v)));
+  };
+  const explainOf = async (from) => {
+    const r = await fetchSame(db.base, JSON.stringify({ text: [[TA, TB]], attention: "none", explain: true, explain_from: from }));
+    return r.explain[0];
+  };
+  await openAt({ text: TA, pair: TB, view: "rollout" });
+  check((await page.getAttribute("#rollout", "data-view")) === "rollout" && (await page.isVisible("#rollout")), "rollout: shown from the fragment");
+  for (const from of [0, 4]) {
+    if (from) await page.click(`#rollout .rl-page .rel[data-k="${from}"]`);
+    const drawn = await relevance(), ex = await explainOf(from);
+    check(drawn.length === nP && ex.length === nP, `rollout from ${from}: ${drawn.length} tokens drawn, attnd ${ex.length}`);
+    const diff = Math.max(...drawn.map((v, k) => Math.abs(v - ex[k])));
+    check(diff <= 1e-6, `rollout from ${from}: the page's relevance is attnd's explain within 1e-6 (largest difference ${diff})`);
+    check(Math.abs(drawn.reduce((a, b) => a + b, 0) - 1) < 1e-9, `rollout from ${from}: sums to 1`);
+    check((await page.getAttribute("#rollout", "data-attnd")) === "done", `rollout from ${from}: attnd's own numbers shown`);
+    const theirs = await page.$$eval("#rollout .rel-attnd", (ds) => ds.map((d) => Number(d.dataset.v)));
+    check(theirs.length === nP && theirs.every((v, k) => Math.abs(v - ex[k]) <= 1e-9), `rollout from ${from}: attnd's row is its explain`);
+    check((await hashOf()).from === String(from) && (await page.inputValue("#rollout-from")) === String(from), `rollout from ${from}: in the fragment`);
+  }
+  //     Keys: the tokens are buttons; right arrow then Enter picks token 5.
+  check(await page.$$eval("#rollout .rl-page .rel", (ds) => ds.every((d) => d.getAttribute("role") === "button" && d.tabIndex === 0 &&
+        /^token \d+ /.test(d.getAttribute("aria-label")))), "rollout: each token a focusable button with a name");
+  await page.focus('#rollout .rl-page .rel[data-k="4"]');
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("Enter");
+  const ex5 = await explainOf(5), drawn5 = await relevance();
+  check((await page.inputValue("#rollout-from")) === "5" && drawn5.every((v, k) => Math.abs(v - ex5[k]) <= 1e-6) &&
+        (await page.evaluate(() => document.activeElement.dataset.k)) === "5", "rollout keys: token 5's rollout, the focus on it");
+  await page.selectOption("#rollout-from", "4");
+  //     Reloaded, the fragment gives the same view and token.
+  await page.reload();
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  check((await page.inputValue("#view")) === "rollout" && (await page.inputValue("#rollout-from")) === "4" && (await page.inputValue("#text-pair")) === TB,
+        "reload: the rollout of token 4 on the pair again");
+  const again = await relevance(), ex4 = await explainOf(4);
+  check(again.every((v, k) => Math.abs(v - ex4[k]) <= 1e-6), "reload: the same relevance");
+  //     The time from the response to the model view drawn, on this model's
+  //     longest input (64 tokens, cut) and on a 512-token one below.
+  await page.selectOption("#view", "model");
+  await page.fill("#text-pair", "");
+  await page.check("#truncate");
+  st = await runAndWait(page, () => page.fill("#text", long));
+  check(st === "done" && (await page.$$("#model-view canvas.thumb")).length === 10, "model view, 64 tokens: drawn");
+  const msText = await page.evaluate(() => window.attnd.modelDrawMs);
+  console.log(`page test: model view drawn ${msText.toFixed(1)} ms after the response (bert_text, 64 tokens, 2 layers x 4 heads)`);
+  await page.uncheck("#truncate");
+  //     ... and on 512 random embeddings through the 2-layer stack.
+  await page.goto(d.base + "/#view=model");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  await page.selectOption("#source", "random");
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", "512");
+    await page.click("#run");
+  });
+  const nThumbs = (await page.$$("#model-view canvas.thumb")).length;
+  check(st === "done" && nThumbs === 10 && (await page.inputValue("#view")) === "model", "model view, 512 tokens: drawn: " + nThumbs);
+  const ms512 = await page.evaluate(() => window.attnd.modelDrawMs);
+  console.log(`page test: model view drawn ${ms512.toFixed(1)} ms after the response (random embeddings, 512 tokens, 2 layers x 4 heads)`);
 
   //     Byte-level BPE (tests/fixtures/hf/roberta_text): no raw "Ġ" (a space)
   //     nor "Ã" "©" (é's two bytes) in the labels.
