@@ -610,6 +610,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
 	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
 	$(PYTHON) tools/make_autocast_fixture.py tests/fixtures/autocast
+	$(PYTHON) tools/make_int8_fixture.py tests/fixtures/int8
 	$(PYTHON) tools/make_invalid_requests.py tests/fixtures/requests/invalid
 	$(PYTHON) tools/make_textbook_model.py config/textbook.safetensors
 	$(PYTHON) tools/make_tokenizer_fixtures.py tests/fixtures/tokenizers

@@ -23,24 +23,24 @@
 
 /* How a setting's value is written and checked. */
 typedef enum cfg_type {
-    CFG_INT,     /* int: decimal, in lo..hi */
-    CFG_SIZE,    /* size_t: decimal, in lo..hi */
-    CFG_LONG,    /* long: decimal, in lo..hi */
-    CFG_U64,     /* uint64_t: decimal, in lo..hi */
-    CFG_FLOAT,   /* float: a positive finite number */
-    CFG_BOOL,    /* bool: true/false, 1/0, yes/no, on/off */
-    CFG_STRING,  /* char *: owned, non-empty */
-    CFG_NSTRING, /* char *: owned, or NULL (JSON null or an empty string) */
-    CFG_NAME,    /* char *: owned, 1..64 of [A-Za-z0-9._-], not "." or ".." */
-    CFG_ACT,     /* enc_activation: relu | gelu | gelu_tanh */
-    CFG_DOUBLE,  /* double: a positive finite number */
-    CFG_POS,     /* enc_position: none | rope | alibi */
-    CFG_ROPE,    /* enc_rope_style: neox | gptj */
-    CFG_FFN,     /* enc_ffn: mlp | geglu | swiglu */
-    CFG_NORM,    /* enc_norm: layernorm | layernorm_nobias */
-    CFG_POOL,    /* enc_pooling: auto | cls | mean | max | last */
+    CFG_INT,      /* int: decimal, in lo..hi */
+    CFG_SIZE,     /* size_t: decimal, in lo..hi */
+    CFG_LONG,     /* long: decimal, in lo..hi */
+    CFG_U64,      /* uint64_t: decimal, in lo..hi */
+    CFG_FLOAT,    /* float: a positive finite number */
+    CFG_BOOL,     /* bool: true/false, 1/0, yes/no, on/off */
+    CFG_STRING,   /* char *: owned, non-empty */
+    CFG_NSTRING,  /* char *: owned, or NULL (JSON null or an empty string) */
+    CFG_NAME,     /* char *: owned, 1..64 of [A-Za-z0-9._-], not "." or ".." */
+    CFG_ACT,      /* enc_activation: relu | gelu | gelu_tanh */
+    CFG_DOUBLE,   /* double: a positive finite number */
+    CFG_POS,      /* enc_position: none | rope | alibi */
+    CFG_ROPE,     /* enc_rope_style: neox | gptj */
+    CFG_FFN,      /* enc_ffn: mlp | geglu | swiglu */
+    CFG_NORM,     /* enc_norm: layernorm | layernorm_nobias */
+    CFG_POOL,     /* enc_pooling: auto | cls | mean | max | last */
     CFG_AUTOBOOL, /* int: -1 auto, 0 false, 1 true (a boolean, or "auto") */
-    CFG_DTYPE,    /* enc_dtype: float32 | bfloat16 | auto */
+    CFG_DTYPE,    /* enc_dtype: float32 | bfloat16 | int8 | auto */
 } cfg_type;
 
 #define CFG_NAME_MAX 64
@@ -182,8 +182,10 @@ typedef enum cfg_type {
       "auto", 0, 0, "sentence embeddings to unit length; auto = whether model.dir's "              \
       "sentence-transformers modules end in Normalize, else true")                                 \
     X("model.dtype", "--dtype", "ATTND_DTYPE", CFG_DTYPE, model.dtype, "TYPE", "float32", 0, 0,    \
-      "the Linears' weights and products: float32 | bfloat16 (half the weights' memory, each "    \
-      "Linear's input rounded, as torch.autocast) | auto (model.dir's torch_dtype)")              \
+      "the Linears' weights and products: float32 | bfloat16 (half the weights' memory, each "     \
+      "Linear's input rounded, as torch.autocast) | int8 (a quarter of the weights' memory, "      \
+      "quantised per channel, inputs per token, as PyTorch's quantize_dynamic) | auto "            \
+      "(model.dir's torch_dtype)")                                                                 \
     X("model.seed", "--seed", "ATTND_SEED", CFG_U64, model.seed, "N",                              \
       "0", 0, UINT64_MAX, "seed of the built-in weights and embeddings when there is no weights "  \
       "file")
@@ -408,8 +410,8 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
         return ENC_OK;
     case CFG_DTYPE:
         if (enc_dtype_parse(v->s, (enc_dtype *)p) < 0)
-            return enc_error_set(err, ENC_EINVAL, "%s: %s is not one of float32, bfloat16, auto",
-                                 src, text);
+            return enc_error_set(err, ENC_EINVAL,
+                                 "%s: %s is not one of float32, bfloat16, int8, auto", src, text);
         return ENC_OK;
     case CFG_STRING:
         if (!v->s || v->s[0] == '\0')

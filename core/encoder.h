@@ -65,12 +65,16 @@ typedef enum enc_ffn {
 /* What the Linears compute in: float32 (exact as PyTorch in float32), or
  * bfloat16 -- the weights stored in bfloat16 (half the memory) and each
  * Linear's input rounded to bfloat16, the products summed in float32, as
- * torch.autocast(dtype=torch.bfloat16) runs a Linear on the CPU;
- * everything else stays float32.  auto is for the configuration only (the
- * checkpoint's torch_dtype); a model is built in one of the other two. */
+ * torch.autocast(dtype=torch.bfloat16) runs a Linear on the CPU; or
+ * int8 -- the weights quantised per output channel at load and each
+ * Linear's input per row, the products summed in int32, as PyTorch's
+ * quantize_dynamic (core/kernels/gemm.h); everything else stays float32.
+ * auto is for the configuration only (the checkpoint's torch_dtype); a
+ * model is built in one of the other three. */
 typedef enum enc_dtype {
     ENC_DTYPE_FLOAT32,
     ENC_DTYPE_BFLOAT16,
+    ENC_DTYPE_INT8,
     ENC_DTYPE_AUTO,
 } enc_dtype;
 
@@ -200,9 +204,9 @@ size_t enc_model_param_count(const enc_model *m);
 const char *enc_model_sha256(const enc_model *m);
 /* The weights file's path, the directory, or "seed:N" for a seeded model. */
 const char *enc_model_source(const enc_model *m);
-/* What the Linears run in: bfloat16 when hp.dtype asked for it and the CPU
- * has the kernels (AVX-512F: gemm.h), else float32 (a CPU without AVX-512,
- * or valgrind, runs bfloat16 models in float32 on OpenBLAS). */
+/* What the Linears run in: bfloat16 or int8 when hp.dtype asked for it
+ * (both pack on every CPU: gemm.h), else float32; float32 too when memory
+ * was short at packing. */
 enc_dtype enc_model_dtype(const enc_model *m);
 /* config.json's model_type ("bert", ...) for a directory, else "". */
 const char *enc_model_architecture(const enc_model *m);
@@ -584,6 +588,8 @@ typedef struct enc_platform {
                                 "avx512f" (bfloat16 widened to float32 in registers), or
                                 "openblas" (no AVX-512F: blocks of the panels widened,
                                 multiplied by cblas_sgemm) */
+    const char *int8_kernel; /* what int8 Linears run on: "avx512_vnni" (vpdpbusd), "avx2"
+                                (int16 vpmaddwd) or "portable" (C) */
 } enc_platform;
 
 /* Fills p (its strings are static). */

@@ -238,9 +238,12 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
                 hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
-    if (hp->dtype == ENC_DTYPE_BFLOAT16 && enc_model_dtype(m) != ENC_DTYPE_BFLOAT16)
-        fprintf(stderr, "attnd: warning: model.dtype bfloat16: no memory to pack the weights in "
-                        "bfloat16, so the Linears run in float32\n");
+    if ((hp->dtype == ENC_DTYPE_BFLOAT16 || hp->dtype == ENC_DTYPE_INT8) &&
+        enc_model_dtype(m) != hp->dtype)
+        fprintf(stderr,
+                "attnd: warning: model.dtype %s: no memory to pack the weights in %s, so the "
+                "Linears run in float32\n",
+                enc_dtype_name(hp->dtype), enc_dtype_name(hp->dtype));
     const size_t n = enc_model_ignored_count(m);
     if (!enc_model_architecture(m)[0])
         return;
@@ -454,6 +457,8 @@ int main(int argc, char **argv)
     char linears[64] = "float32";
     if (enc_model_dtype(model) == ENC_DTYPE_BFLOAT16)
         snprintf(linears, sizeof linears, "bfloat16 on %s", pf.bf16_kernel);
+    else if (enc_model_dtype(model) == ENC_DTYPE_INT8)
+        snprintf(linears, sizeof linears, "int8 on %s", pf.int8_kernel);
     fprintf(stderr,
             "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s; "
             "%s kernels, Linears in %s, CPU %s, OpenBLAS core %s)\n",

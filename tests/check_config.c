@@ -269,13 +269,20 @@ START_TEST(test_dtype)
     load_ok(&cfg, "{\"model\": {\"dtype\": \"bfloat16\"}}", NULL, NULL);
     ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_BFLOAT16);
     config_free(&cfg);
+    load_ok(&cfg, NULL, ARGS("--dtype", "int8"), NULL);
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_INT8);
+    config_free(&cfg);
+    load_ok(&cfg, "{\"model\": {\"dtype\": \"int8\"}}", NULL, ENV("ATTND_DTYPE=int8"));
+    ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_INT8);
+    config_free(&cfg);
     load_ok(&cfg, NULL, NULL, ENV("ATTND_DTYPE=auto"));
     ck_assert_int_eq(cfg.model.dtype, ENC_DTYPE_AUTO);
     ck_assert_int_eq(cfg.model.hp.dtype, ENC_DTYPE_FLOAT32); /* a seeded model: float32 */
     config_free(&cfg);
     enc_error err;
     ck_assert_int_lt(load(&cfg, &err, NULL, ARGS("--dtype", "half"), NULL), 0);
-    ck_assert_msg(strstr(err.message, "--dtype") && strstr(err.message, "float32, bfloat16, auto"),
+    ck_assert_msg(strstr(err.message, "--dtype") &&
+                      strstr(err.message, "float32, bfloat16, int8, auto"),
                   "%s", err.message);
     config_free(&cfg);
 

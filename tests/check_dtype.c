@@ -1,11 +1,10 @@
-/* check_dtype.c - model.dtype bfloat16 against float32 (docs/model.md,
- * "bfloat16"): the same model and inputs run both ways, each token's
- * outputs within cosine 0.999 of float32's, on a BERT-base-sized block of
- * seeded weights and on every Hugging Face fixture directory; the largest
- * errors are printed.  The kernels themselves are checked against a double
- * loop on bfloat16-rounded inputs in check_gemm.c.  Each test runs on
- * the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without
- * AVX-512F (valgrind) only the latter, and the test says so. */
+/* check_dtype.c - model.dtype bfloat16 and int8 against float32
+ * (docs/model.md, "bfloat16", "int8"); for bfloat16: the same model and inputs run both ways, each
+ * token's outputs within cosine 0.999 of float32's, on a BERT-base-sized block of seeded weights
+ * and on every Hugging Face fixture directory; the largest errors are printed.  The kernels
+ * themselves are checked against a double loop on bfloat16-rounded inputs in check_gemm.c.  Each
+ * test runs on the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without AVX-512F
+ * (valgrind) only the latter, and the test says so. */
 #include "kernels/gemm.h"
 #include "model/model.h"
 #include "load/safetensors.h"
@@ -373,6 +372,164 @@ START_TEST(test_against_torch_autocast)
 }
 END_TEST
 
+/* model.dtype int8 (docs/model.md, "int8"). */
+
+/* out (B, L, D) = m's forward of x, every key (owned). */
+static float *forward_out(const enc_model *m, const float *x, int B, int L, const int *lengths)
+{
+    const int D = enc_model_hparams(m)->d_model;
+    float *out = xcalloc((size_t)B * L * D, sizeof *out);
+    enc_batch in = {.x = x, .B = B, .L = L, .lengths = lengths};
+    in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
+    enc_result res = {.out = out};
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
+    ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+    enc_workspace_free(ws);
+    return out;
+}
+
+/* The smallest per-token cosine of u to v (B sequences of L tokens of D,
+ * lengths[b] of them real) and the mean per-token cosine distance. */
+static void token_cosines(const float *u, const float *v, int B, int L, int D, const int *lengths,
+                          double *min_cos, double *mean_dist)
+{
+    double sum = 0.0;
+    int n = 0;
+    *min_cos = 1.0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < lengths[b]; i++, n++) {
+            const float *a = u + ((size_t)b * L + i) * D, *c = v + ((size_t)b * L + i) * D;
+            double ac = 0, aa = 0, cc = 0;
+            for (int j = 0; j < D; j++) {
+                ac += (double)a[j] * c[j];
+                aa += (double)a[j] * a[j];
+                cc += (double)c[j] * c[j];
+            }
+            const double cos = ac / sqrt(aa * cc);
+            *min_cos = fmin(*min_cos, cos);
+            sum += 1.0 - cos;
+        }
+    *mean_dist = sum / n;
+}
+
+static const char *const int8_kernels[] = {"portable", "avx2", "avx512_vnni"};
+
+/* The yardstick: PyTorch's quantize_dynamic (qint8) against its float32 on
+ * the BERT-base-sized block of seeded weights (seed 7) and the same inputs
+ * (tools/make_int8_fixture.py).  attnd in float32 is PyTorch's float32;
+ * attnd's int8, on each kernel this CPU has (the same bits on each), has a
+ * mean per-token cosine distance to its float32 at most PyTorch's and
+ * every token's cosine at least 0.99. */
+START_TEST(test_int8_against_torch)
+{
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, TESTS_DIR "/fixtures/int8/bert_block.safetensors", &err) == 0, "%s",
+                  err.message);
+    enc_hparams hp;
+    bert_base_block(&hp);
+    const uint64_t seed = strtoull(st_metadata(&f, "seed"), NULL, 10);
+    enc_model *f32 = enc_model_random(&hp, seed, &err);
+    hp.dtype = ENC_DTYPE_INT8;
+    enc_model *i8 = enc_model_random(&hp, seed, &err);
+    ck_assert_msg(f32 && i8, "%s", err.message);
+    ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
+    const int B = 2, L = 24, D = 768, lengths[2] = {L, L};
+    const size_t n = (size_t)B * L * D;
+    float *x = fixture_floats(&f, "x", n), *y32 = fixture_floats(&f, "y_f32", n);
+    float *y8 = fixture_floats(&f, "y_int8", n);
+    float *out32 = forward_out(f32, x, B, L, lengths);
+    const double same = max_abs_diff(out32, y32, n);
+    ck_assert_msg(same <= 1e-4, "attnd float32 against PyTorch float32: %g", same);
+    double torch_min, torch_mean;
+    token_cosines(y8, y32, B, L, D, lengths, &torch_min, &torch_mean);
+    float *first = NULL;
+    for (size_t k = 0; k < sizeof int8_kernels / sizeof *int8_kernels; k++) {
+        if (!gemm_int8_limit(int8_kernels[k])) {
+            printf("dtype: int8: no %s on this CPU: not run\n", int8_kernels[k]);
+            continue;
+        }
+        float *out8 = forward_out(i8, x, B, L, lengths);
+        double min_cos, mean_dist;
+        token_cosines(out8, out32, B, L, D, lengths, &min_cos, &mean_dist);
+        printf("dtype: BERT-base block, int8 on %s against float32: per-token cosine min %.6f, "
+               "mean distance %.3g; PyTorch %s quantize_dynamic (%s): %.6f, %.3g\n",
+               int8_kernels[k], min_cos, mean_dist, st_metadata(&f, "torch"),
+               st_metadata(&f, "engine"), torch_min, torch_mean);
+        ck_assert_msg(min_cos >= 0.99, "%s: per-token cosine %.6f", int8_kernels[k], min_cos);
+        ck_assert_msg(mean_dist <= torch_mean, "%s: mean cosine distance %.3g, PyTorch's %.3g",
+                      int8_kernels[k], mean_dist, torch_mean);
+        if (first) {
+            ck_assert_msg(memcmp(out8, first, n * sizeof *out8) == 0,
+                          "%s and %s give different outputs", int8_kernels[k], int8_kernels[0]);
+            free(out8);
+        } else {
+            first = out8;
+        }
+    }
+    gemm_int8_limit("avx512_vnni");
+    free(first);
+    enc_model_free(f32);
+    enc_model_free(i8);
+    free(x);
+    free(y32);
+    free(y8);
+    free(out32);
+    st_close(&f);
+}
+END_TEST
+
+/* Every directory of tests/fixtures/hf and tests/fixtures/modernbert
+ * (GeGLU and RoPE: the gating and the rotation in passes of their own),
+ * loaded in float32 and in int8: every token's cosine at least 0.99. */
+START_TEST(test_int8_fixture_directories)
+{
+    static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/modernbert"};
+    int compared = 0;
+    for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
+        DIR *d = opendir(roots[r]);
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            char dir[1024], cfgpath[1100];
+            snprintf(dir, sizeof dir, "%s/%s", roots[r], e->d_name);
+            snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
+            if (e->d_name[0] == '.' || access(cfgpath, R_OK) != 0)
+                continue;
+            enc_hf_config c;
+            enc_error err = {0};
+            ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
+            enc_hparams hp = c.hp;
+            hp.dtype = ENC_DTYPE_FLOAT32;
+            enc_model *f32 = enc_model_load_dir(dir, &hp, &err);
+            hp.dtype = ENC_DTYPE_INT8;
+            enc_model *i8 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
+            ck_assert_msg(f32 && i8, "%s: %s", dir, err.message);
+            ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
+            const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
+            float *x = xcalloc((size_t)B * L * D, sizeof *x);
+            uint64_t st = 5 + (uint64_t)compared;
+            fill_random(x, (size_t)B * L * D, &st, 1.0f);
+            float *a = forward_out(f32, x, B, L, lengths), *b = forward_out(i8, x, B, L, lengths);
+            double min_cos, mean_dist;
+            token_cosines(b, a, B, L, D, lengths, &min_cos, &mean_dist);
+            printf("dtype: %s, int8 on %s against float32: per-token cosine min %.6f, mean "
+                   "distance %.3g\n",
+                   e->d_name, gemm_int8_kernel(), min_cos, mean_dist);
+            ck_assert_msg(min_cos >= 0.99, "%s: cosine %.6f", e->d_name, min_cos);
+            free(x);
+            free(a);
+            free(b);
+            compared++;
+            enc_model_free(f32);
+            enc_model_free(i8);
+        }
+        closedir(d);
+    }
+    ck_assert_int_ge(compared, 15);
+}
+END_TEST
+
 Suite *dtype_suite(void)
 {
     Suite *s = timed_suite("dtype");
@@ -381,5 +538,8 @@ Suite *dtype_suite(void)
     tcase_add_loop_test(tc, test_fixture_directories, 0, 2);
     tcase_add_loop_test(tc, test_against_torch_autocast, 0, 2);
     tcase_add_test(tc, test_attention_paths);
+    tc = timed_case(s, "int8", 120);
+    tcase_add_test(tc, test_int8_against_torch);
+    tcase_add_test(tc, test_int8_fixture_directories);
     return s;
 }

@@ -27,6 +27,7 @@
     X(blockmask, UNIT) \
     X(naive, UNIT) \
     X(gemm, UNIT) \
+    X(gemm_int8, UNIT) \
     X(dtype, UNIT) \
     X(torch, UNIT) \
     X(embed, UNIT) \

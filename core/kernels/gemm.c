@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 
 #include "base/mem.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 
@@ -50,6 +51,7 @@ struct gemm_packed {
     float *data;  /* (P, K, NR): panel p, row k, column j = w[p*NR + j][k]; NULL in bfloat16 */
     uint32_t *bf; /* bfloat16: (P, KP, NR) pairs, KP = ceil(K / 2): panel p, pair q, column j =
                      w[p*NR + j][2q] in the low half, w[p*NR + j][2q + 1] in the high; or NULL */
+    gemm_i8 *i8;  /* int8: the quantised weights (gemm_int8.h), data and bf NULL; or NULL */
     int N, K, P;
 };
 
@@ -64,18 +66,25 @@ void gemm_packed_free(gemm_packed *pw)
 {
     if (!pw)
         return;
-    mem_zfree(pw->bf ? (void *)pw->bf : (void *)pw->data, panel_bytes(pw));
+    gemm_i8_free(pw->i8);
+    if (!pw->i8)
+        mem_zfree(pw->bf ? (void *)pw->bf : (void *)pw->data, panel_bytes(pw));
     free(pw);
 }
 
 size_t gemm_packed_bytes(const gemm_packed *pw)
 {
-    return pw ? sizeof *pw + panel_bytes(pw) : 0;
+    return !pw ? 0 : pw->i8 ? sizeof *pw + gemm_i8_bytes(pw->i8) : sizeof *pw + panel_bytes(pw);
 }
 
 bool gemm_packed_bf16(const gemm_packed *pw)
 {
     return pw && pw->bf;
+}
+
+bool gemm_packed_int8(const gemm_packed *pw)
+{
+    return pw && pw->i8;
 }
 
 int gemm_panels(const gemm_packed *pw)
@@ -174,6 +183,36 @@ gemm_packed *gemm_pack_bf16(const float *w, int N, int K)
 gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K)
 {
     return pack_parts(w, rows, n, K, true);
+}
+
+/* gemm_pack_parts_int8: the quantised weights in a gemm_packed. */
+static gemm_packed *pack_parts_int8(const float *const *w, const int *rows, int n, int K)
+{
+    enum { MAX_PARTS = 4 };
+    int cut[MAX_PARTS], N = 0; /* block i ends before row cut[i] */
+    for (int i = 0; i < n && i < MAX_PARTS; i++)
+        cut[i] = N += rows[i];
+    if (n < 1 || n > MAX_PARTS || N < 1)
+        return NULL;
+    gemm_packed *pw = calloc(1, sizeof *pw);
+    if (!pw || !(pw->i8 = gemm_i8_pack(w, cut, n, N, K))) {
+        free(pw);
+        return NULL;
+    }
+    pw->N = N;
+    pw->K = K;
+    pw->P = (N + GEMM_NR - 1) / GEMM_NR;
+    return pw;
+}
+
+gemm_packed *gemm_pack_int8(const float *w, int N, int K)
+{
+    return pack_parts_int8(&w, &N, 1, K);
+}
+
+gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n, int K)
+{
+    return pack_parts_int8(w, rows, n, K);
 }
 
 size_t gemm_pairs_words(int N, int K)
@@ -688,12 +727,16 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch)
 {
+    if (pw->i8) {
+        gemm_i8_cols(out, ldc, in, lda, pw->i8, b, M, p0, p1, act, scratch);
+        return;
+    }
     packed_cols(out, ldc, in, lda, pw, b, M, p0, p1, act, NULL, scratch);
 }
 
 bool gemm_glu_ok(const gemm_packed *pw)
 {
-    return pw && pw->N % (2 * GEMM_NR) == 0;
+    return pw && !pw->i8 && pw->N % (2 * GEMM_NR) == 0;
 }
 
 void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
@@ -836,8 +879,8 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch)
 {
-    (void)out, (void)ldc, (void)in, (void)lda, (void)pw, (void)b, (void)M, (void)p0, (void)p1;
-    (void)act, (void)scratch;
+    if (pw->i8) /* int8 runs on any CPU */
+        gemm_i8_cols(out, ldc, in, lda, pw->i8, b, M, p0, p1, act, scratch);
 }
 
 bool gemm_glu_ok(const gemm_packed *pw)

@@ -75,6 +75,30 @@ void gemm_bf16_blas_cols(float *out, int ldc, const float *in, int lda, const ge
                          const float *b, int M, int p0, int p1, const enc_activation *act,
                          float *scratch);
 
+/* The same weights in int8 (model.dtype int8), PyTorch's and ONNX
+ * Runtime's dynamic quantisation: each output channel n quantised once,
+ * symmetric (scale_w[n] = max_k |w[n][k]| / 127, w / scale_w rounded to
+ * nearest even), and gemm_packed_cols on them quantises each row of the
+ * activations the same way on every call (scale_a[m] = max_k |x[m][k]| /
+ * 127; a zero row gives the bias), sums the int8 products in int32 and
+ * writes scale_a[m] * scale_w[n] * sum + b[n], then act.  The sums are
+ * exact, so every kernel writes the same bits: AVX512_VNNI's vpdpbusd
+ * (u8 x s8: the activations + 128, less 128 x each column's sum of w_q,
+ * kept at packing), AVX2 (widened to int16, vpmaddwd), or portable C.
+ * Packed on any CPU; NULL when memory is short or K > 65536.  No
+ * gemm_packed_glu or gemm_packed_rope on them (gemm_glu_ok is false): the
+ * forward runs the gating and RoPE in passes of their own. */
+gemm_packed *gemm_pack_int8(const float *w, int N, int K);
+gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n, int K);
+/* Whether pw holds int8 weights. */
+bool gemm_packed_int8(const gemm_packed *pw);
+/* Which kernel int8 weights run on now: "avx512_vnni" (AVX512_VNNI while
+ * simd_enabled()), "avx2" or "portable".  gemm_int8_limit(name) makes
+ * calls run no faster kernel than that one (tests run each); returns
+ * whether this CPU has it. */
+const char *gemm_int8_kernel(void);
+bool gemm_int8_limit(const char *kernel);
+
 /* Bytes of one packed weight (0 for NULL). */
 size_t gemm_packed_bytes(const gemm_packed *pw);
 
@@ -101,7 +125,8 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       float *scratch);
 
 /* Whether pw (a gated feed-forward's first Linear, 2F rows: input then
- * gate) can run gemm_packed_glu: F a whole number of panels. */
+ * gate) can run gemm_packed_glu: F a whole number of panels, and pw in
+ * float32 or bfloat16. */
 bool gemm_glu_ok(const gemm_packed *pw);
 
 /* A gated feed-forward's first Linear with its gating: for q in [q0, q1)
@@ -118,7 +143,8 @@ void gemm_packed_glu(float *out, int ldc, const float *in, int lda, const gemm_p
  * key heads at the start of the output), panels 2h and 2h + 1, then each
  * row r of them rotated while in cache: pair k (dims k and 32 + k) by
  * table[pos[r] * 64 + k] (cosine) and table[pos[r] * 64 + 32 + k] (sine),
- * (a, b) -> (a cos - b sin, b cos + a sin).  pos: M positions. */
+ * (a, b) -> (a cos - b sin, b cos + a sin).  pos: M positions.  Float32
+ * or bfloat16 weights only (not gemm_packed_int8). */
 void gemm_packed_rope(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
                       const float *b, int M, int h0, int h1, const float *table, const int32_t *pos,
                       float *scratch);

@@ -50,4 +50,5 @@ void enc_platform_get(enc_platform *p)
         (strcmp(p->cpu_simd, "avx2") == 0 || strcmp(p->cpu_simd, "avx512f") == 0) &&
         !avx2_core(p->blas_core);
     p->bf16_kernel = gemm_bf16_kernel();
+    p->int8_kernel = gemm_int8_kernel();
 }

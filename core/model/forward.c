@@ -519,7 +519,8 @@ static void plan_attention(enc_workspace *ws, attn_plan *pl, const enc_blockmask
 static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int ldi, const float *w,
                        const gemm_packed *pk, const float *b, int K, int N, bool act)
 {
-    c->lin_pk = pk && simd_enabled() ? pk : NULL; /* a pk means m->packed: ws->gemm is there */
+    /* a pk means m->packed: ws->gemm is there; int8 panels run on any CPU */
+    c->lin_pk = pk && (simd_enabled() || gemm_packed_int8(pk)) ? pk : NULL;
     c->lin_bf = pk && !simd_enabled() && gemm_packed_bf16(pk) ? pk : NULL;
     c->lin_out = out;
     c->lin_in = in;
@@ -586,6 +587,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                    .layer = l,
                    .T = T,
                    .kt = m->packed && simd_enabled() ? ws->kt : NULL};
+    /* int8 models run attention's products in float32 */
     c.prod = !c.kt ? ATTN_BLAS
              : enc_model_dtype(m) == ENC_DTYPE_BFLOAT16 && attention_bf16_ok(m->head_dim)
                  ? ATTN_BF16
@@ -604,7 +606,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
      * pass of its own */
     c.lin_rope = hp->position == ENC_POS_ROPE && hp->rope_style == ENC_ROPE_NEOX &&
                  m->head_dim == 2 * GEMM_NR && rope_dim_of(m) == m->head_dim && ly->pk_qkv &&
-                 simd_enabled();
+                 !gemm_packed_int8(ly->pk_qkv) && simd_enabled();
     run_linear_qkv(&c, ws->qkv, m->qkv_dim, a_in, D, ly);
     if (hp->position == ENC_POS_ROPE && !c.lin_rope)
         team_run(ws->team, phase_rope, &c);

@@ -32,6 +32,7 @@ static const char *const norm_names[] = {
 static const char *const dtype_names[] = {
     [ENC_DTYPE_FLOAT32] = "float32",
     [ENC_DTYPE_BFLOAT16] = "bfloat16",
+    [ENC_DTYPE_INT8] = "int8",
     [ENC_DTYPE_AUTO] = "auto",
 };
 
@@ -157,11 +158,12 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
         return enc_error_set(err, ENC_EINVAL,
                              "ffn geglu gates with the GELU of activation: activation must be "
                              "gelu or gelu_tanh, not relu");
-    if ((unsigned)hp->dtype > ENC_DTYPE_BFLOAT16)
-        return enc_error_set(err, ENC_EINVAL,
-                             "dtype (%d) must be float32 or bfloat16 (auto is resolved by the "
-                             "configuration)",
-                             (int)hp->dtype);
+    if ((unsigned)hp->dtype > ENC_DTYPE_INT8)
+        return enc_error_set(
+            err, ENC_EINVAL,
+            "dtype (%d) must be float32, bfloat16 or int8 (auto is resolved by the "
+            "configuration)",
+            (int)hp->dtype);
     if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_NOBIAS)
         return enc_error_set(err, ENC_EINVAL, "norm (%d) must be layernorm or layernorm_nobias",
                              (int)hp->norm);

@@ -165,8 +165,8 @@ void model_release_owned(enc_model *m, const void *p, size_t bytes)
 
 /* Layer ly's float32 Linear weights that are packed will not be read: a
  * file's pages given back (model_release; a float32 forward with AVX-512
- * off faults them back in), and in bfloat16 attnd's own too
- * (model_release_owned: every forward reads the bfloat16 panels). */
+ * off faults them back in), and in bfloat16 or int8 attnd's own too
+ * (model_release_owned: every forward reads the bfloat16 or int8 panels). */
 static void release_packed(enc_model *m, const enc_layer *ly)
 {
     const size_t D = (size_t)m->hp.d_model, KV = (size_t)m->kv_dim, f = sizeof(float);
@@ -184,7 +184,7 @@ static void release_packed(enc_model *m, const enc_layer *ly)
         if (!ws[i].pk)
             continue;
         model_release(m, ws[i].w, ws[i].bytes);
-        if (m->hp.dtype == ENC_DTYPE_BFLOAT16)
+        if (m->hp.dtype == ENC_DTYPE_BFLOAT16 || m->hp.dtype == ENC_DTYPE_INT8)
             model_release_owned(m, ws[i].w, ws[i].bytes);
     }
 }
@@ -208,6 +208,11 @@ void model_pack(enc_model *m)
             ly->pk_o = gemm_pack_bf16(ly->w_o, D, D);
             ly->pk_1 = gemm_pack_bf16(ly->w_1, F1, D);
             ly->pk_2 = gemm_pack_bf16(ly->w_2, D, F);
+        } else if (m->hp.dtype == ENC_DTYPE_INT8) { /* on any CPU, as bfloat16 */
+            ly->pk_qkv = gemm_pack_parts_int8(qkv, rows, 3, D);
+            ly->pk_o = gemm_pack_int8(ly->w_o, D, D);
+            ly->pk_1 = gemm_pack_int8(ly->w_1, F1, D);
+            ly->pk_2 = gemm_pack_int8(ly->w_2, D, F);
         } else {
             ly->pk_qkv = gemm_pack_parts(qkv, rows, 3, D);
             ly->pk_o = gemm_pack(ly->w_o, D, D);
@@ -309,9 +314,11 @@ const char *enc_model_source(const enc_model *m)
 
 enc_dtype enc_model_dtype(const enc_model *m)
 {
-    /* bfloat16 panels run on every CPU (gemm_bf16_kernel); none only when
-     * memory was short at packing */
-    return m->hp.dtype == ENC_DTYPE_BFLOAT16 && m->packed ? ENC_DTYPE_BFLOAT16 : ENC_DTYPE_FLOAT32;
+    /* bfloat16 and int8 panels run on every CPU (gemm_bf16_kernel,
+     * gemm_int8_kernel); none only when memory was short at packing */
+    return (m->hp.dtype == ENC_DTYPE_BFLOAT16 || m->hp.dtype == ENC_DTYPE_INT8) && m->packed
+               ? m->hp.dtype
+               : ENC_DTYPE_FLOAT32;
 }
 
 const char *enc_model_architecture(const enc_model *m)

@@ -311,13 +311,15 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
     if (limits)
         json_object_set_new(limits, "max_logits_bytes",
                             json_integer((json_int_t)cfg->limits.max_logits_bytes));
-    if (platform) /* the kernel bfloat16 Linears run on */
+    if (platform) { /* the kernels bfloat16 and int8 Linears run on */
         json_object_set_new(platform, "bf16_kernel", json_string(pf.bf16_kernel));
+        json_object_set_new(platform, "int8_kernel", json_string(pf.int8_kernel));
+    }
     json_t *hparams = info ? json_object_get(info, "hyperparameters") : NULL;
     if (hparams) { /* the feed-forward's kind, and positions inside attention */
         json_object_set_new(hparams, "ffn", json_string(enc_ffn_name(hp->ffn)));
         json_object_set_new(hparams, "position", json_string(enc_position_name(hp->position)));
-        /* what the Linears run in: bfloat16 only where asked and the CPU has the kernels */
+        /* what the Linears run in: bfloat16 or int8 where asked and packed */
         json_object_set_new(hparams, "dtype", json_string(enc_dtype_name(enc_model_dtype(m))));
         json_object_set_new(hparams, "rope",
                             hp->position != ENC_POS_ROPE

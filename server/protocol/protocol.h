@@ -69,7 +69,7 @@ typedef struct proto_server {
     bool text;                            /* the model takes text */
     const api_limits *limits;             /* the limits, model and tokenizer (loaded) */
     const struct openai_pooling *pooling; /* how the served model pools */
-    const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16" */
+    const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16", "int8" */
     long long started;                    /* unix seconds the server started */
 } proto_server;
 

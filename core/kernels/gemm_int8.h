@@ -1,0 +1,40 @@
+/* gemm_int8.h - the int8 Linears' weights and kernels, private to gemm.c
+ * (which wraps them in a gemm_packed: gemm_pack_int8, gemm_packed_cols).
+ *
+ *     gemm_i8 *q = gemm_i8_pack(w, cut, n, N, K);  // NULL: memory short, K too big
+ *     gemm_i8_cols(out, ldc, in, lda, q, b, M, p0, p1, act, scratch);
+ *     gemm_i8_free(q);
+ *
+ * The weights are quantised once, per output channel: scale_w[n] =
+ * max_k |w[n][k]| / 127, w_q = w / scale_w rounded to nearest even, in
+ * [-127, 127].  Each call quantises the activations per row the same way
+ * (scale_a[m] = max_k |x[m][k]| / 127), sums x_q . w_q in int32 (exact, so
+ * every kernel gives the same sums) and writes scale_a[m] * scale_w[n] *
+ * sum + b[n], then act: PyTorch's and ONNX Runtime's dynamic quantisation,
+ * with a scale per row of the activations rather than per tensor. */
+#ifndef ATTND_GEMM_INT8_H
+#define ATTND_GEMM_INT8_H
+
+#include "encoder.h"
+
+#include <stddef.h>
+
+/* int32 sums cannot overflow while K <= 2^31 / 127^2 (133,143); the
+ * scratch holds at least one row of activations up to here. */
+#define GEMM_I8_MAX_K 65536
+
+typedef struct gemm_i8 gemm_i8;
+
+/* Rows of w in n blocks as gemm_pack_parts takes them (block i ends before
+ * row cut[i]), N rows of K, into panels of GEMM_NR columns.  Returns an
+ * owned weight, or NULL when memory is short or K > GEMM_I8_MAX_K. */
+gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K);
+void gemm_i8_free(gemm_i8 *q);
+size_t gemm_i8_bytes(const gemm_i8 *q);
+
+/* gemm_packed_cols on int8 weights (gemm.h's contract): panels [p0, p1);
+ * scratch gemm_scratch_bytes(), 64-byte aligned. */
+void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
+                  int M, int p0, int p1, const enc_activation *act, void *scratch);
+
+#endif

@@ -1,0 +1,296 @@
+/* check_gemm_int8.c - the int8 Linears (gemm_pack_int8, gemm_packed_cols on
+ * int8 weights) against a reference written here from the rule, not from
+ * the code: the weights quantised per output channel and the rows per row
+ * (symmetric, max |x| / 127, rounded to nearest even), the products summed
+ * in int64, the sum scaled back in double.  On every kernel this CPU runs
+ * (gemm_int8_limit), with awkward shapes: N off the panel width, K off a
+ * quad, one row and 37, a zero row, bias or not, an activation, rows apart
+ * by strides, and enough rows for several of the scratch's chunks.  Every
+ * kernel must write the same bits. */
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "suites.h"
+#include "test_util.h"
+#include "timing.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kernels[] = {"portable", "avx2", "avx512_vnni"};
+#define N_KERNELS ((int)(sizeof kernels / sizeof *kernels))
+
+/* The symmetric int8 scale of n values: max |x| / 127. */
+static float ref_scale(const float *x, int n)
+{
+    float m = 0.0f;
+    for (int k = 0; k < n; k++)
+        if (fabsf(x[k]) > m)
+            m = fabsf(x[k]);
+    return m / 127.0f;
+}
+
+/* x / s to nearest even, in [-127, 127]; 0 when s is 0. */
+static int ref_q(float x, float s)
+{
+    if (s == 0.0f)
+        return 0;
+    const float v = nearbyintf(x / s);
+    return v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
+}
+
+/* want (M, N) = act(scale_a[m] scale_w[n] sum_k x_q w_q + b), and mag (M,
+ * N) the size of the terms before act (|scaled sum| + |b|), for the
+ * tolerance.  in (M rows lda apart, K), w (N, K). */
+static void reference(double *want, double *mag, const float *in, int lda, const float *w,
+                      const float *b, int M, int K, int N, const enc_activation *act)
+{
+    int *wq = xcalloc((size_t)N * K, sizeof *wq), *xq = xcalloc((size_t)K, sizeof *xq);
+    float *sw = xcalloc((size_t)N, sizeof *sw);
+    for (int n = 0; n < N; n++) {
+        sw[n] = ref_scale(w + (size_t)n * K, K);
+        for (int k = 0; k < K; k++)
+            wq[(size_t)n * K + k] = ref_q(w[(size_t)n * K + k], sw[n]);
+    }
+    for (int m = 0; m < M; m++) {
+        const float *x = in + (size_t)m * lda;
+        const float sa = ref_scale(x, K);
+        for (int k = 0; k < K; k++)
+            xq[k] = ref_q(x[k], sa);
+        for (int n = 0; n < N; n++) {
+            int64_t sum = 0;
+            for (int k = 0; k < K; k++)
+                sum += (int64_t)xq[k] * wq[(size_t)n * K + k];
+            const double scaled = (double)sa * (double)sw[n] * (double)sum;
+            const double v = scaled + (b ? b[n] : 0.0);
+            want[(size_t)m * N + n] = act ? ops_activation_value((float)v, *act) : v;
+            mag[(size_t)m * N + n] = fabs(scaled) + (b ? fabs(b[n]) : 0.0);
+        }
+    }
+    free(wq);
+    free(xq);
+    free(sw);
+}
+
+/* got (M rows ldc apart) = the packed product as two shares of the
+ * panels, every entry NaN first so each must be written. */
+static void two_shares(float *got, int ldc, const float *in, int lda, const gemm_packed *pw,
+                       const float *b, int M, int N, const enc_activation *act, float *scratch)
+{
+    for (size_t k = 0; k < (size_t)M * ldc; k++)
+        got[k] = NAN;
+    const int P = gemm_panels(pw), p = P / 2;
+    ck_assert_int_eq(P, (N + GEMM_NR - 1) / GEMM_NR);
+    gemm_packed_cols(got, ldc, in, lda, pw, b, M, 0, p, act, scratch);
+    gemm_packed_cols(got, ldc, in, lda, pw, b, M, p, P, act, scratch);
+}
+
+/* M, K, N, bias, activation (-1: none), zero row (-1: none) */
+static const int shapes[][6] = {
+    {1, 1, 1, 1, -1, -1},
+    {1, 768, 768, 1, -1, -1},
+    {37, 65, 33, 1, 0, 5},
+    {37, 3, 200, 0, 2, -1},
+    {1, 7, 31, 0, -1, 0},
+    {13, 769, 31, 1, -1, 12},
+    {37, 2305, 96, 1, 1, 36},
+    {200, 17, 15, 0, -1, 100},
+    {12, 32, 64, 1, -1, -1},
+    {9, 1026, 130, 0, 1, -1},
+    /* rows of 3072 as int16 are 6 KiB: ~97 a chunk of the scratch, so
+     * several chunks, the last one short */
+    {300, 3072, 40, 1, -1, 250},
+};
+#define N_SHAPES ((int)(sizeof shapes / sizeof *shapes))
+
+/* Runs shape s on kernel kern (when this CPU has it) into got (M, N + 3),
+ * the rows lda = K + 5 apart; returns false when the kernel is not here. */
+static bool run_shape(int s, const char *kern, float **got_out, float **in_out, float **w_out,
+                      float **b_out)
+{
+    const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2], lda = K + 5, ldc = N + 3;
+    const enc_activation act = (enc_activation)shapes[s][4];
+    if (!gemm_int8_limit(kern)) {
+        gemm_int8_limit("avx512_vnni");
+        return false;
+    }
+    ck_assert_str_eq(gemm_int8_kernel(), kern);
+    uint64_t st = 977 + (uint64_t)s;
+    float *in = xcalloc((size_t)M * lda, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+    float *b = xcalloc((size_t)N, sizeof *b), *got = xcalloc((size_t)M * ldc, sizeof *got);
+    fill_random(in, (size_t)M * lda, &st, 1.0f);
+    fill_random(w, (size_t)N * K, &st, 1.0f / sqrtf((float)K));
+    fill_random(b, (size_t)N, &st, 0.5f);
+    if (K > 8) { /* an outlier column, as LLM-style activations have */
+        for (int m = 0; m < M; m++)
+            in[(size_t)m * lda + 3] *= 20.0f;
+    }
+    if (shapes[s][5] >= 0)
+        memset(in + (size_t)shapes[s][5] * lda, 0, (size_t)K * sizeof *in);
+    gemm_packed *pw = gemm_pack_int8(w, N, K);
+    ck_assert(pw != NULL);
+    ck_assert(gemm_packed_int8(pw));
+    ck_assert(!gemm_packed_bf16(pw));
+    ck_assert(!gemm_glu_ok(pw));
+    float *scratch = aligned_alloc(64, gemm_scratch_bytes());
+    ck_assert(scratch);
+    two_shares(got, ldc, in, lda, pw, shapes[s][3] ? b : NULL, M, N,
+               shapes[s][4] >= 0 ? &act : NULL, scratch);
+    free(scratch);
+    gemm_packed_free(pw);
+    gemm_int8_limit("avx512_vnni");
+    *got_out = got;
+    *in_out = in;
+    *w_out = w;
+    *b_out = b;
+    return true;
+}
+
+START_TEST(test_int8_matches_reference)
+{
+    const int s = _i / N_KERNELS;
+    const char *kern = kernels[_i % N_KERNELS];
+    const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2], ldc = N + 3;
+    const enc_activation act = (enc_activation)shapes[s][4];
+    float *got, *in, *w, *b;
+    if (!run_shape(s, kern, &got, &in, &w, &b)) {
+        if (s == 0)
+            printf("gemm_int8: no %s on this CPU: not run\n", kern);
+        return;
+    }
+    double *want = xcalloc((size_t)M * N, sizeof *want), *mag = xcalloc((size_t)M * N, 8);
+    reference(want, mag, in, K + 5, w, shapes[s][3] ? b : NULL, M, K, N,
+              shapes[s][4] >= 0 ? &act : NULL);
+    double worst = 0.0;
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            const double g = got[(size_t)m * ldc + n], r = want[(size_t)m * N + n];
+            /* the float32 epilogue: a few roundings of the terms (relative
+             * 1e-6 of their size), and the activation's own */
+            const double tol = 1e-6 * mag[(size_t)m * N + n] + (shapes[s][4] >= 0 ? 1e-6 : 0.0);
+            ck_assert_msg(fabs(g - r) <= tol, "%s M %d K %d N %d: (%d, %d) %.9g, want %.9g", kern,
+                          M, K, N, m, n, g, r);
+            worst = fmax(worst, fabs(g - r) / (mag[(size_t)m * N + n] + 1e-30));
+        }
+        for (int n = N; n < ldc; n++) /* past N: never written */
+            ck_assert(isnan(got[(size_t)m * ldc + n]));
+    }
+    if (shapes[s][5] >= 0 && shapes[s][4] < 0) /* a zero row: the bias alone */
+        for (int n = 0; n < N; n++)
+            ck_assert(got[(size_t)shapes[s][5] * ldc + n] == (shapes[s][3] ? b[n] : 0.0f));
+    if (s == N_SHAPES - 1)
+        printf("gemm_int8 %s: M %d K %d N %d: worst relative difference %.3g\n", kern, M, K, N,
+               worst);
+    free(want);
+    free(mag);
+    free(got);
+    free(in);
+    free(w);
+    free(b);
+}
+END_TEST
+
+/* Each kernel this CPU has writes the portable kernel's bits. */
+START_TEST(test_int8_kernels_agree)
+{
+    const int M = shapes[_i][0], N = shapes[_i][2], ldc = N + 3;
+    float *ref, *in, *w, *b;
+    ck_assert(run_shape(_i, "portable", &ref, &in, &w, &b));
+    free(in);
+    free(w);
+    free(b);
+    for (int k = 1; k < N_KERNELS; k++) {
+        float *got;
+        if (!run_shape(_i, kernels[k], &got, &in, &w, &b))
+            continue;
+        for (size_t j = 0; j < (size_t)M * ldc; j++) /* NaN past N in both */
+            ck_assert_msg(memcmp(&got[j], &ref[j], sizeof *got) == 0,
+                          "%s and portable differ at %zu: %.9g, %.9g", kernels[k], j, got[j],
+                          ref[j]);
+        free(got);
+        free(in);
+        free(w);
+        free(b);
+    }
+    free(ref);
+}
+END_TEST
+
+/* A row's outputs do not depend on the other rows of the batch (each row
+ * has its own scale): row i alone gives the bits it gives among 37. */
+START_TEST(test_int8_rows_independent)
+{
+    const int M = 37, K = 300, N = 70;
+    uint64_t st = 4242;
+    float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+    float *b = xcalloc((size_t)N, sizeof *b), *all = xcalloc((size_t)M * N, sizeof *all);
+    float *one = xcalloc((size_t)N, sizeof *one);
+    fill_random(in, (size_t)M * K, &st, 1.0f);
+    for (int m = 0; m < M; m++) /* rows of very different sizes */
+        for (int k = 0; k < K; k++)
+            in[(size_t)m * K + k] *= (float)(1 + m * m);
+    fill_random(w, (size_t)N * K, &st, 0.05f);
+    fill_random(b, (size_t)N, &st, 0.5f);
+    gemm_packed *pw = gemm_pack_int8(w, N, K);
+    ck_assert(pw);
+    float *scratch = aligned_alloc(64, gemm_scratch_bytes());
+    ck_assert(scratch);
+    gemm_packed_cols(all, N, in, K, pw, b, M, 0, gemm_panels(pw), NULL, scratch);
+    for (int m = 0; m < M; m++) {
+        gemm_packed_cols(one, N, in + (size_t)m * K, K, pw, b, 1, 0, gemm_panels(pw), NULL,
+                         scratch);
+        ck_assert_msg(memcmp(one, all + (size_t)m * N, (size_t)N * sizeof *one) == 0,
+                      "row %d alone differs", m);
+    }
+    free(scratch);
+    gemm_packed_free(pw);
+    free(in);
+    free(w);
+    free(b);
+    free(all);
+    free(one);
+}
+END_TEST
+
+/* A weight packed from three row blocks apart (a file's q, k and v) is
+ * the weight packed whole, and a quarter of float32's bytes or so. */
+START_TEST(test_int8_parts)
+{
+    const int rows[3] = {40, 7, 30}, N = 77, K = 101;
+    uint64_t st = 99;
+    float *w = xcalloc((size_t)N * K, sizeof *w), *in = xcalloc((size_t)5 * K, sizeof *in);
+    float *a = xcalloc((size_t)5 * N, sizeof *a), *c = xcalloc((size_t)5 * N, sizeof *c);
+    fill_random(w, (size_t)N * K, &st, 0.1f);
+    fill_random(in, (size_t)5 * K, &st, 1.0f);
+    const float *parts[3] = {w, w + (size_t)rows[0] * K, w + (size_t)(rows[0] + rows[1]) * K};
+    gemm_packed *whole = gemm_pack_int8(w, N, K), *split = gemm_pack_parts_int8(parts, rows, 3, K);
+    ck_assert(whole && split);
+    const size_t panels = (size_t)gemm_panels(whole) * GEMM_NR;
+    ck_assert_uint_le(gemm_packed_bytes(whole), panels * ((K + 3) / 4 * 4 + 8) + 512);
+    float *scratch = aligned_alloc(64, gemm_scratch_bytes());
+    ck_assert(scratch);
+    gemm_packed_cols(a, N, in, K, whole, NULL, 5, 0, gemm_panels(whole), NULL, scratch);
+    gemm_packed_cols(c, N, in, K, split, NULL, 5, 0, gemm_panels(split), NULL, scratch);
+    ck_assert(memcmp(a, c, (size_t)5 * N * sizeof *a) == 0);
+    free(scratch);
+    gemm_packed_free(whole);
+    gemm_packed_free(split);
+    free(w);
+    free(in);
+    free(a);
+    free(c);
+}
+END_TEST
+
+Suite *gemm_int8_suite(void)
+{
+    Suite *s = timed_suite("gemm_int8");
+    TCase *tc = timed_case(s, "int8", 60);
+    tcase_add_loop_test(tc, test_int8_matches_reference, 0, N_SHAPES * N_KERNELS);
+    tcase_add_loop_test(tc, test_int8_kernels_agree, 0, N_SHAPES);
+    tcase_add_test(tc, test_int8_rows_independent);
+    tcase_add_test(tc, test_int8_parts);
+    return s;
+}
