@@ -17,7 +17,7 @@
 // byte-level BPE fixtures) gets text input, sent as {"text"}, with the
 // model's tokens as readable labels that name on hover the characters they
 // came from, and saves screenshots (SCREENSHOT.png, SCREENSHOT-text.png for
-// text).  The explorer, on bert_text: each view opened from a URL fragment,
+// text, SCREENSHOT-lines.png for the lines view).  The explorer, on bert_text: each view opened from a URL fragment,
 // the model view's thumbnails (layers x heads and means, named for assistive
 // technology, on viridis) from one request of every layer's heads, a click or
 // Enter opening that head with the API's weights, a text pair sent as one,
@@ -857,6 +857,53 @@ async function main() {
   await page.click('#model-view canvas.thumb[data-layer="1"][data-head="mean"]');
   check((await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id))).join(" ") === "grid-mean" && (await hashOf()).head === "mean",
         "the mean thumbnail opens the mean's heatmap");
+  //     The lines view (bertviz's head view) from a fragment, layer 1: one
+  //     group of lines a head, a line for each weight of at least 0.01 (the
+  //     page's drawing threshold, docs/api.md), its opacity the API's weight.
+  const LINE_MIN = 0.01;
+  await openAt({ text: TA, pair: TB, view: "lines", layer: "1" });
+  check((await page.inputValue("#view")) === "lines" && (await page.isVisible("#lines-svg")) && !(await page.isVisible("#grids")),
+        "lines view: shown from the fragment");
+  api = await fetchSame(db.base, await page.evaluate(() => window.attnd.lastRequest));
+  const linesOf = () => page.$$eval("#lines-svg g.head-lines", (gs) => gs.map((g) => ({
+    layer: g.dataset.layer, head: g.dataset.head, off: g.classList.contains("head-off"), colour: g.getAttribute("stroke"),
+    lines: Array.from(g.querySelectorAll("line")).map((l) => [Number(l.dataset.i), Number(l.dataset.j), l.getAttribute("stroke-opacity"),
+                                                              getComputedStyle(l).display !== "none" && getComputedStyle(g).display !== "none"]) })));
+  let lg = await linesOf();
+  const L1 = pairLayers(1);
+  check(lg.length === 4 && lg.every((g, h) => g.layer === "1" && g.head === String(h)), "lines view: a group per head of layer 1, with data-layer and data-head");
+  check(new Set(lg.map((g) => g.colour)).size === 4, "lines view: a colour a head");
+  for (let h = 0; h < 4; h++) {
+    let want = 0;
+    for (let i = 0; i < nP; i++) for (let j = 0; j < nP; j++) if (L1[h][i][j] >= LINE_MIN) want++;
+    check(lg[h].lines.length === want, `lines view: head ${h} draws ${lg[h].lines.length} lines, ${want} weights >= ${LINE_MIN}`);
+    check(lg[h].lines.every(([i, j, op]) => Math.fround(Number(op)) === L1[h][i][j]), `lines view: head ${h}: each line's opacity is its weight`);
+  }
+  await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-lines.png", fullPage: true });
+  //     Hovering left token 3: only its lines (query 3) stay; right token 5:
+  //     only the lines into key 5.
+  await page.hover('#lines-svg text.lt[data-side="left"][data-k="3"]');
+  lg = await linesOf();
+  let shownL = lg.flatMap((g) => g.lines.filter((l) => l[3]));
+  let want3 = 0;
+  for (let h = 0; h < 4; h++) for (let j = 0; j < nP; j++) if (L1[h][3][j] >= LINE_MIN) want3++;
+  check(shownL.length === want3 && shownL.every((l) => l[0] === 3), `lines hover left 3: ${shownL.length} lines shown, all from query 3 (want ${want3})`);
+  await page.hover('#lines-svg text.lt[data-side="right"][data-k="5"]');
+  shownL = (await linesOf()).flatMap((g) => g.lines.filter((l) => l[3]));
+  check(shownL.length > 0 && shownL.every((l) => l[1] === 5), "lines hover right 5: only the lines into key 5");
+  await page.mouse.move(1, 1);
+  shownL = (await linesOf()).flatMap((g) => g.lines.filter((l) => l[3]));
+  check(shownL.length === lg.reduce((a, g) => a + g.lines.length, 0), "lines: the pointer gone, every line again");
+  //     A swatch hides its head; the layer slider moves the layer.
+  await page.click('#lines-heads button.sw[data-head="1"]');
+  lg = await linesOf();
+  check(lg[1].off && !lg[0].off && lg[1].lines.every((l) => !l[3]) &&
+        (await page.getAttribute('#lines-heads button.sw[data-head="1"]', "aria-pressed")) === "false", "lines: head 1's swatch hides it");
+  await page.$eval("#lines-layer", (r) => { r.value = "0"; r.dispatchEvent(new Event("input", { bubbles: true })); });
+  lg = await linesOf();
+  check(lg.every((g) => g.layer === "0") && lg[1].off && (await hashOf()).layer === "0" && (await hashOf()).view === "lines",
+        "lines: the slider shows layer 0, head 1 still hidden, the fragment follows");
+  await page.click('#lines-heads button.sw[data-head="1"]');
   //     The head view from a fragment, one text (no pair).
   await openAt({ text: TA, view: "head", layer: "0", head: "1" });
   req = await lastRequest();
