@@ -22,7 +22,10 @@
 // technology, on viridis) from one request of every layer's heads, a click or
 // Enter opening that head with the API's weights, a text pair sent as one,
 // the rollout drawn equal to attnd's "explain" within 1e-6, the fragment
-// following the view; it prints the time from the response to the model
+// following the view; the lines view's lines against the API's weights and
+// its hover; on a ModernBERT fixture, a local layer's pairs beyond its
+// window drawn as not allowed (heatmap, pattern, thumbnails, lines) and the
+// allowed pairs counted layer by layer; it prints the time from the response to the model
 // view drawn.  Bounded: it gives up
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
@@ -999,6 +1002,56 @@ async function main() {
   await page.hover('#grid-h0 .ql[data-k="2"]');
   check((await page.textContent("#tip-source")).startsWith("«é» characters 1–2"), "roberta_text: a byte of é names é");
   check(await page.$eval("#grid-h0 .ql", (e) => e.classList.contains("special")), "roberta_text: <s> is special");
+
+  // 14. Global and local layers (tests/fixtures/modernbert/modernbert_base_bias:
+  //     4 layers, global every 2nd, the local ones a window of 8 each side;
+  //     no tokenizer, so random embeddings): 20 tokens, wider than the window.
+  //     A local layer's pairs beyond the window are drawn as not allowed in
+  //     the heatmaps, the pattern and the thumbnails, a global layer's are
+  //     not; the summary names each layer.
+  const dm = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/modernbert/modernbert_base_bias")]);
+  const mInfo = await (await fetch(dm.base + "/v1/model")).json();
+  check(mInfo.hyperparameters.layers.map((x) => x.attention + ":" + x.window).join(" ") === "global:null local:8 global:null local:8",
+        "modernbert_base_bias: layers global, local 8, global, local 8: " + JSON.stringify(mInfo.hyperparameters.layers));
+  await page.goto(dm.base + "/#view=head&layer=1&head=0");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  await page.selectOption("#source", "random");
+  const NM = 20, WM = 8;
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", String(NM));
+    await page.click("#run");
+  });
+  check(st === "done", "modernbert: ran: " + (await page.textContent("#error")));
+  api = await fetchSame(dm.base, await page.evaluate(() => window.attnd.lastRequest));
+  const mLayer = (l) => denseOf(api.attention_layers.find((x) => x.layer === l).attention, 4);
+  check(mLayer(1)[0][0][12] === 0 && mLayer(0)[0][0][12] > 0, "modernbert: attnd's weight (0, 12) is 0 in local layer 1, not in global layer 0");
+  const band = Array.from({ length: NM }, (_, i) => Array.from({ length: NM }, (_, j) => Math.abs(i - j) <= WM));
+  const full = allowedPairs({}, NM);
+  const isMasked = (i, j) => page.$eval(`#grid-h0 .cell[data-i="${i}"][data-j="${j}"]`, (c) => c.classList.contains("masked"));
+  check((await page.inputValue("#layer")) === "1" && (await isMasked(0, 12)) && (await isMasked(19, 2)) && !(await isMasked(0, 8)) && !(await isMasked(5, 13)),
+        "modernbert layer 1 (local): (0, 12) and (19, 2) not allowed, (0, 8) and (5, 13) allowed");
+  check((await hoverValue(page, "grid-h0", 0, 12)) === "0" && (await page.textContent("#tip")).includes("(masked)"), "modernbert layer 1: (0, 12)'s tooltip says masked");
+  await checkPatternGrid(page, band, NM, "modernbert layer 1 (local window 8)");
+  const wantSummary = [0, 1, 2, 3].map((l) => `layer ${l}: ` + (l % 2 ? `local window ${WM}, ${count(band)}` : `global, ${count(full)}`) +
+                                         ` of ${NM * NM} pairs`).join("; ");
+  check((await page.textContent("#stat-layers")) === wantSummary, "modernbert: the summary names each layer: " + (await page.textContent("#stat-layers")));
+  check((await page.textContent("#pattern-legend")).includes("layer 1 is local"), "modernbert layer 1: the legend says it is local");
+  await page.selectOption("#layer", "0");
+  check(!(await isMasked(0, 12)) && !(await isMasked(19, 2)), "modernbert layer 0 (global): (0, 12) and (19, 2) allowed");
+  await checkPatternGrid(page, full, NM, "modernbert layer 0 (global)");
+  //     The thumbnails: a local layer's pixels beyond the window are left
+  //     unpainted (the grey of "not allowed"), a global layer's all painted.
+  await page.selectOption("#view", "model");
+  for (const l of [0, 1, 2, 3])
+    await checkCanvas(page, `#model-view canvas.thumb[data-layer="${l}"][data-head="2"]`, l % 2 ? band : full, NM, `modernbert thumbnail layer ${l} head 2`);
+  await checkCanvas(page, '#model-view canvas.thumb[data-layer="3"][data-head="mean"]', band, NM, "modernbert thumbnail layer 3 mean");
+  check((await page.textContent("#model-view .mv-mask")).includes(wantSummary), "modernbert model view: the summary by layer");
+  //     The lines view draws no line beyond a local layer's window.
+  await page.selectOption("#layer", "3");
+  await page.selectOption("#view", "lines");
+  lg = await linesOf();
+  check(lg.length === 4 && lg.every((g) => g.layer === "3" && g.lines.every(([i, j]) => Math.abs(i - j) <= WM)) && lg[0].lines.length > 0,
+        "modernbert lines view, layer 3: no line beyond the window");
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
   const { Validator } = await import("../openapi/validate.mjs");
