@@ -25,7 +25,8 @@
 // following the view; the lines view's lines against the API's weights and
 // its hover; on a ModernBERT fixture, a local layer's pairs beyond its
 // window drawn as not allowed (heatmap, pattern, thumbnails, lines) and the
-// allowed pairs counted layer by layer; it prints the time from the response to the model
+// allowed pairs counted layer by layer; on the pipelines' classifier and
+// masked LM, the model's answer as POST /v1/predict gives it; it prints the time from the response to the model
 // view drawn.  Bounded: it gives up
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
@@ -1052,6 +1053,53 @@ async function main() {
   lg = await linesOf();
   check(lg.length === 4 && lg.every((g) => g.layer === "3" && g.lines.every(([i, j]) => Math.abs(i - j) <= WM)) && lg[0].lines.length > 0,
         "modernbert lines view, layer 3: no line beyond the window");
+
+  // 15. The model's answer beside the attention (tests/fixtures/pipelines):
+  //     a classifier's labels and scores, a masked LM's tokens at [MASK],
+  //     the same as POST /v1/predict gives for the same text.
+  const predictOf = async (base, body) => {
+    const r = await fetch(base + "/v1/predict", { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
+    check(r.status === 200, "/v1/predict answers 200, got " + r.status);
+    return r.json();
+  };
+  const answerShown = async () => {
+    await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("answer").dataset.state));
+    return page.$$eval("#answer .an-label", (ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.score), l.parentNode.parentNode.id]));
+  };
+  const dc = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/pipelines/bert_text_cls")]);
+  await page.goto(dc.base + "/" + frag({ text: TA, view: "model" }));
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  let shownA = await answerShown(), wantA = await predictOf(dc.base, { inputs: TA });
+  check(wantA.task === "text-classification" && wantA.predictions.length === 3, "bert_text_cls: /v1/predict gives three labels");
+  check(shownA.length === 3 && shownA.every(([l, sc], k) => l === wantA.predictions[k].label && sc === wantA.predictions[k].score),
+        "bert_text_cls: the page shows /v1/predict's labels and scores, in its order: " + JSON.stringify(shownA));
+  const scoresText = await page.$$eval("#answer .an-score", (ss) => ss.map((x) => x.textContent));
+  check(scoresText.join(" ") === wantA.predictions.map((x) => x.score.toFixed(4)).join(" "), "bert_text_cls: the scores written: " + scoresText);
+  check((await page.isVisible("#answer")) && (await page.isVisible("#model-view")) &&
+        (await page.$eval("#answer", (a) => a.compareDocumentPosition(document.getElementById("model-view")) & Node.DOCUMENT_POSITION_FOLLOWING)) !== 0,
+        "bert_text_cls: the answer above the model view");
+  //     A pair: the classifier's answer for the pair.
+  st = await runAndWait(page, () => page.fill("#text-pair", TB));
+  shownA = await answerShown();
+  wantA = await predictOf(dc.base, { inputs: [[TA, TB]] });
+  check(st === "done" && shownA.length === 3 && shownA.every(([l, sc], k) => l === wantA.predictions[0][k].label && sc === wantA.predictions[0][k].score),
+        "bert_text_cls, a pair: the page shows /v1/predict's answer for the pair");
+  const dfm = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/pipelines/bert_fill_mask")]);
+  const TM = "The cat sat on the [MASK].";
+  await page.goto(dfm.base + "/" + frag({ text: TM, view: "head" }));
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  shownA = await answerShown();
+  wantA = await predictOf(dfm.base, { inputs: TM });
+  check(wantA.task === "fill-mask" && wantA.predictions.length === 5, "bert_fill_mask: five tokens for the mask");
+  check(shownA.length === 5 && shownA.every(([t, sc], k) => t === wantA.predictions[k].token_str && sc === wantA.predictions[k].score),
+        "bert_fill_mask: the page shows /v1/predict's tokens and scores: " + JSON.stringify(shownA));
+  //     No mask in the text: said in words, the weights still drawn.
+  st = await runAndWait(page, () => page.fill("#text", "The cat sat on the mat."));
+  await answerShown();
+  check(st === "done" && (await page.getAttribute("#answer", "data-state")) === "error" &&
+        /mask token/.test(await page.textContent("#answer")) && (await page.$$("#grids figure")).length > 0,
+        "bert_fill_mask without [MASK]: the answer says so, the heatmaps are drawn");
+  await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-answer.png" });
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
   const { Validator } = await import("../openapi/validate.mjs");
