@@ -17,12 +17,16 @@
 // byte-level BPE fixtures) gets text input, sent as {"text"}, with the
 // model's tokens as readable labels that name on hover the characters they
 // came from, and saves screenshots (SCREENSHOT.png, SCREENSHOT-text.png for
-// text).  The explorer, on bert_text: each view opened from a URL fragment,
+// text, SCREENSHOT-lines.png for the lines view).  The explorer, on bert_text: each view opened from a URL fragment,
 // the model view's thumbnails (layers x heads and means, named for assistive
 // technology, on viridis) from one request of every layer's heads, a click or
 // Enter opening that head with the API's weights, a text pair sent as one,
 // the rollout drawn equal to attnd's "explain" within 1e-6, the fragment
-// following the view; it prints the time from the response to the model
+// following the view; the lines view's lines against the API's weights and
+// its hover; on a ModernBERT fixture, a local layer's pairs beyond its
+// window drawn as not allowed (heatmap, pattern, thumbnails, lines) and the
+// allowed pairs counted layer by layer; on the pipelines' classifier and
+// masked LM, the model's answer as POST /v1/predict gives it; it prints the time from the response to the model
 // view drawn.  Bounded: it gives up
 // after TIME_LIMIT_MS and always stops the daemons and the browser.
 "use strict";
@@ -857,6 +861,53 @@ async function main() {
   await page.click('#model-view canvas.thumb[data-layer="1"][data-head="mean"]');
   check((await page.$$eval("#grids figure", (fs) => fs.map((f) => f.id))).join(" ") === "grid-mean" && (await hashOf()).head === "mean",
         "the mean thumbnail opens the mean's heatmap");
+  //     The lines view (bertviz's head view) from a fragment, layer 1: one
+  //     group of lines a head, a line for each weight of at least 0.01 (the
+  //     page's drawing threshold, docs/api.md), its opacity the API's weight.
+  const LINE_MIN = 0.01;
+  await openAt({ text: TA, pair: TB, view: "lines", layer: "1" });
+  check((await page.inputValue("#view")) === "lines" && (await page.isVisible("#lines-svg")) && !(await page.isVisible("#grids")),
+        "lines view: shown from the fragment");
+  api = await fetchSame(db.base, await page.evaluate(() => window.attnd.lastRequest));
+  const linesOf = () => page.$$eval("#lines-svg g.head-lines", (gs) => gs.map((g) => ({
+    layer: g.dataset.layer, head: g.dataset.head, off: g.classList.contains("head-off"), colour: g.getAttribute("stroke"),
+    lines: Array.from(g.querySelectorAll("line")).map((l) => [Number(l.dataset.i), Number(l.dataset.j), l.getAttribute("stroke-opacity"),
+                                                              getComputedStyle(l).display !== "none" && getComputedStyle(g).display !== "none"]) })));
+  let lg = await linesOf();
+  const L1 = pairLayers(1);
+  check(lg.length === 4 && lg.every((g, h) => g.layer === "1" && g.head === String(h)), "lines view: a group per head of layer 1, with data-layer and data-head");
+  check(new Set(lg.map((g) => g.colour)).size === 4, "lines view: a colour a head");
+  for (let h = 0; h < 4; h++) {
+    let want = 0;
+    for (let i = 0; i < nP; i++) for (let j = 0; j < nP; j++) if (L1[h][i][j] >= LINE_MIN) want++;
+    check(lg[h].lines.length === want, `lines view: head ${h} draws ${lg[h].lines.length} lines, ${want} weights >= ${LINE_MIN}`);
+    check(lg[h].lines.every(([i, j, op]) => Math.fround(Number(op)) === L1[h][i][j]), `lines view: head ${h}: each line's opacity is its weight`);
+  }
+  await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-lines.png", fullPage: true });
+  //     Hovering left token 3: only its lines (query 3) stay; right token 5:
+  //     only the lines into key 5.
+  await page.hover('#lines-svg text.lt[data-side="left"][data-k="3"]');
+  lg = await linesOf();
+  let shownL = lg.flatMap((g) => g.lines.filter((l) => l[3]));
+  let want3 = 0;
+  for (let h = 0; h < 4; h++) for (let j = 0; j < nP; j++) if (L1[h][3][j] >= LINE_MIN) want3++;
+  check(shownL.length === want3 && shownL.every((l) => l[0] === 3), `lines hover left 3: ${shownL.length} lines shown, all from query 3 (want ${want3})`);
+  await page.hover('#lines-svg text.lt[data-side="right"][data-k="5"]');
+  shownL = (await linesOf()).flatMap((g) => g.lines.filter((l) => l[3]));
+  check(shownL.length > 0 && shownL.every((l) => l[1] === 5), "lines hover right 5: only the lines into key 5");
+  await page.mouse.move(1, 1);
+  shownL = (await linesOf()).flatMap((g) => g.lines.filter((l) => l[3]));
+  check(shownL.length === lg.reduce((a, g) => a + g.lines.length, 0), "lines: the pointer gone, every line again");
+  //     A swatch hides its head; the layer slider moves the layer.
+  await page.click('#lines-heads button.sw[data-head="1"]');
+  lg = await linesOf();
+  check(lg[1].off && !lg[0].off && lg[1].lines.every((l) => !l[3]) &&
+        (await page.getAttribute('#lines-heads button.sw[data-head="1"]', "aria-pressed")) === "false", "lines: head 1's swatch hides it");
+  await page.$eval("#lines-layer", (r) => { r.value = "0"; r.dispatchEvent(new Event("input", { bubbles: true })); });
+  lg = await linesOf();
+  check(lg.every((g) => g.layer === "0") && lg[1].off && (await hashOf()).layer === "0" && (await hashOf()).view === "lines",
+        "lines: the slider shows layer 0, head 1 still hidden, the fragment follows");
+  await page.click('#lines-heads button.sw[data-head="1"]');
   //     The head view from a fragment, one text (no pair).
   await openAt({ text: TA, view: "head", layer: "0", head: "1" });
   req = await lastRequest();
@@ -952,6 +1003,103 @@ async function main() {
   await page.hover('#grid-h0 .ql[data-k="2"]');
   check((await page.textContent("#tip-source")).startsWith("«é» characters 1–2"), "roberta_text: a byte of é names é");
   check(await page.$eval("#grid-h0 .ql", (e) => e.classList.contains("special")), "roberta_text: <s> is special");
+
+  // 14. Global and local layers (tests/fixtures/modernbert/modernbert_base_bias:
+  //     4 layers, global every 2nd, the local ones a window of 8 each side;
+  //     no tokenizer, so random embeddings): 20 tokens, wider than the window.
+  //     A local layer's pairs beyond the window are drawn as not allowed in
+  //     the heatmaps, the pattern and the thumbnails, a global layer's are
+  //     not; the summary names each layer.
+  const dm = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/modernbert/modernbert_base_bias")]);
+  const mInfo = await (await fetch(dm.base + "/v1/model")).json();
+  check(mInfo.hyperparameters.layers.map((x) => x.attention + ":" + x.window).join(" ") === "global:null local:8 global:null local:8",
+        "modernbert_base_bias: layers global, local 8, global, local 8: " + JSON.stringify(mInfo.hyperparameters.layers));
+  await page.goto(dm.base + "/#view=head&layer=1&head=0");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  await page.selectOption("#source", "random");
+  const NM = 20, WM = 8;
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", String(NM));
+    await page.click("#run");
+  });
+  check(st === "done", "modernbert: ran: " + (await page.textContent("#error")));
+  api = await fetchSame(dm.base, await page.evaluate(() => window.attnd.lastRequest));
+  const mLayer = (l) => denseOf(api.attention_layers.find((x) => x.layer === l).attention, 4);
+  check(mLayer(1)[0][0][12] === 0 && mLayer(0)[0][0][12] > 0, "modernbert: attnd's weight (0, 12) is 0 in local layer 1, not in global layer 0");
+  const band = Array.from({ length: NM }, (_, i) => Array.from({ length: NM }, (_, j) => Math.abs(i - j) <= WM));
+  const full = allowedPairs({}, NM);
+  const isMasked = (i, j) => page.$eval(`#grid-h0 .cell[data-i="${i}"][data-j="${j}"]`, (c) => c.classList.contains("masked"));
+  check((await page.inputValue("#layer")) === "1" && (await isMasked(0, 12)) && (await isMasked(19, 2)) && !(await isMasked(0, 8)) && !(await isMasked(5, 13)),
+        "modernbert layer 1 (local): (0, 12) and (19, 2) not allowed, (0, 8) and (5, 13) allowed");
+  check((await hoverValue(page, "grid-h0", 0, 12)) === "0" && (await page.textContent("#tip")).includes("(masked)"), "modernbert layer 1: (0, 12)'s tooltip says masked");
+  await checkPatternGrid(page, band, NM, "modernbert layer 1 (local window 8)");
+  const wantSummary = [0, 1, 2, 3].map((l) => `layer ${l}: ` + (l % 2 ? `local window ${WM}, ${count(band)}` : `global, ${count(full)}`) +
+                                         ` of ${NM * NM} pairs`).join("; ");
+  check((await page.textContent("#stat-layers")) === wantSummary, "modernbert: the summary names each layer: " + (await page.textContent("#stat-layers")));
+  check((await page.textContent("#pattern-legend")).includes("layer 1 is local"), "modernbert layer 1: the legend says it is local");
+  await page.selectOption("#layer", "0");
+  check(!(await isMasked(0, 12)) && !(await isMasked(19, 2)), "modernbert layer 0 (global): (0, 12) and (19, 2) allowed");
+  await checkPatternGrid(page, full, NM, "modernbert layer 0 (global)");
+  //     The thumbnails: a local layer's pixels beyond the window are left
+  //     unpainted (the grey of "not allowed"), a global layer's all painted.
+  await page.selectOption("#view", "model");
+  for (const l of [0, 1, 2, 3])
+    await checkCanvas(page, `#model-view canvas.thumb[data-layer="${l}"][data-head="2"]`, l % 2 ? band : full, NM, `modernbert thumbnail layer ${l} head 2`);
+  await checkCanvas(page, '#model-view canvas.thumb[data-layer="3"][data-head="mean"]', band, NM, "modernbert thumbnail layer 3 mean");
+  check((await page.textContent("#model-view .mv-mask")).includes(wantSummary), "modernbert model view: the summary by layer");
+  //     The lines view draws no line beyond a local layer's window.
+  await page.selectOption("#layer", "3");
+  await page.selectOption("#view", "lines");
+  lg = await linesOf();
+  check(lg.length === 4 && lg.every((g) => g.layer === "3" && g.lines.every(([i, j]) => Math.abs(i - j) <= WM)) && lg[0].lines.length > 0,
+        "modernbert lines view, layer 3: no line beyond the window");
+
+  // 15. The model's answer beside the attention (tests/fixtures/pipelines):
+  //     a classifier's labels and scores, a masked LM's tokens at [MASK],
+  //     the same as POST /v1/predict gives for the same text.
+  const predictOf = async (base, body) => {
+    const r = await fetch(base + "/v1/predict", { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
+    check(r.status === 200, "/v1/predict answers 200, got " + r.status);
+    return r.json();
+  };
+  const answerShown = async () => {
+    await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("answer").dataset.state));
+    return page.$$eval("#answer .an-label", (ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.score), l.parentNode.parentNode.id]));
+  };
+  const dc = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/pipelines/bert_text_cls")]);
+  await page.goto(dc.base + "/" + frag({ text: TA, view: "model" }));
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  let shownA = await answerShown(), wantA = await predictOf(dc.base, { inputs: TA });
+  check(wantA.task === "text-classification" && wantA.predictions.length === 3, "bert_text_cls: /v1/predict gives three labels");
+  check(shownA.length === 3 && shownA.every(([l, sc], k) => l === wantA.predictions[k].label && sc === wantA.predictions[k].score),
+        "bert_text_cls: the page shows /v1/predict's labels and scores, in its order: " + JSON.stringify(shownA));
+  const scoresText = await page.$$eval("#answer .an-score", (ss) => ss.map((x) => x.textContent));
+  check(scoresText.join(" ") === wantA.predictions.map((x) => x.score.toFixed(4)).join(" "), "bert_text_cls: the scores written: " + scoresText);
+  check((await page.isVisible("#answer")) && (await page.isVisible("#model-view")) &&
+        (await page.$eval("#answer", (a) => a.compareDocumentPosition(document.getElementById("model-view")) & Node.DOCUMENT_POSITION_FOLLOWING)) !== 0,
+        "bert_text_cls: the answer above the model view");
+  //     A pair: the classifier's answer for the pair.
+  st = await runAndWait(page, () => page.fill("#text-pair", TB));
+  shownA = await answerShown();
+  wantA = await predictOf(dc.base, { inputs: [[TA, TB]] });
+  check(st === "done" && shownA.length === 3 && shownA.every(([l, sc], k) => l === wantA.predictions[0][k].label && sc === wantA.predictions[0][k].score),
+        "bert_text_cls, a pair: the page shows /v1/predict's answer for the pair");
+  const dfm = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/pipelines/bert_fill_mask")]);
+  const TM = "The cat sat on the [MASK].";
+  await page.goto(dfm.base + "/" + frag({ text: TM, view: "head" }));
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  shownA = await answerShown();
+  wantA = await predictOf(dfm.base, { inputs: TM });
+  check(wantA.task === "fill-mask" && wantA.predictions.length === 5, "bert_fill_mask: five tokens for the mask");
+  check(shownA.length === 5 && shownA.every(([t, sc], k) => t === wantA.predictions[k].token_str && sc === wantA.predictions[k].score),
+        "bert_fill_mask: the page shows /v1/predict's tokens and scores: " + JSON.stringify(shownA));
+  //     No mask in the text: said in words, the weights still drawn.
+  st = await runAndWait(page, () => page.fill("#text", "The cat sat on the mat."));
+  await answerShown();
+  check(st === "done" && (await page.getAttribute("#answer", "data-state")) === "error" &&
+        /mask token/.test(await page.textContent("#answer")) && (await page.$$("#grids figure")).length > 0,
+        "bert_fill_mask without [MASK]: the answer says so, the heatmaps are drawn");
+  await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-answer.png" });
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
   const { Validator } = await import("../openapi/validate.mjs");
