@@ -22,6 +22,14 @@ no weights), its four Linears as nn.Linear modules, and
 
 The engine is PyTorch's default (metadata "engine": onednn for Debian's
 torch 1.13, which has no fbgemm; fbgemm computes the same scheme).
+OUTDIR/bert_block_outliers.safetensors holds the same for the same block
+with outlier dimensions as trained BERTs have (dimension 308 of bert-base;
+Dettmers et al. 2022, LLM.int8()): the input's channels OUTLIERS (metadata
+"outliers", "outlier_scales") multiplied by 40 and 60, and both LayerNorms'
+weights for those channels set to the same factors, so that the outliers
+persist into the feed-forward's input and the block's output.  The C test
+applies the same change to attnd's seeded model.
+
 Attention's matmuls, softmax, GELU and LayerNorm stay float32 in all three,
 as in attnd.  The metadata records PyTorch's per-token cosines to y_f32 of
 both.  tests/check_dtype.c runs attnd on x in float32 (against y_f32: the
@@ -46,6 +54,8 @@ SEED = 7
 HP = {"d_model": 768, "n_heads": 12, "n_kv_heads": 12, "d_ff": 3072, "n_layers": 1, "bias": True}
 B, L = 2, 24
 EPS = 1e-5
+OUTLIERS = (308, 581)
+OUTLIER_SCALES = (40.0, 60.0)
 
 
 class Block(nn.Module):
@@ -87,21 +97,13 @@ def cosines(y, ref):
     return F.cosine_similarity(y.double(), ref.double(), dim=-1).flatten()
 
 
-def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/int8"
-    os.makedirs(out_dir, exist_ok=True)
-    D, F_ = HP["d_model"], HP["d_ff"]
-    shapes = {"self_attn.in_proj_weight": (3 * D, D), "self_attn.out_proj.weight": (D, D),
-              "linear1.weight": (F_, D), "linear2.weight": (D, F_)}
-    sd = seeded_state_dict(HP, SEED)
-    p = {k: torch.from_numpy(np.asarray(v, np.float32).reshape(shapes.get(k, (-1,))))
-         for k, v in sd.items()}
+def write_case(path, p, x, extra):
+    """Runs the block of parameters p on x in float32 and as quantize_dynamic
+    (per-tensor and per-channel weights); writes the file and prints."""
     block = Block(p).eval()
     q = torch.ao.quantization.quantize_dynamic(block, {nn.Linear}, dtype=torch.qint8)
     qpc = torch.ao.quantization.quantize_dynamic(
         block, {nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}, dtype=torch.qint8)
-    torch.manual_seed(0)
-    x = torch.randn(B, L, D)
     with torch.no_grad():
         y32, y8, y8pc = block(x), q(x), qpc(x)
     c8, c8pc = cosines(y8, y32), cosines(y8pc, y32)
@@ -111,12 +113,35 @@ def main():
             "torch_int8_mean_cos_dist": repr(float((1 - c8).mean())),
             "torch_int8_pc_min_cos": repr(float(c8pc.min())),
             "torch_int8_pc_mean_cos_dist": repr(float((1 - c8pc).mean()))}
-    save_file({"x": x, "y_f32": y32, "y_int8": y8, "y_int8_pc": y8pc},
-              os.path.join(out_dir, "bert_block.safetensors"), meta)
+    meta.update(extra)
+    save_file({"x": x, "y_f32": y32, "y_int8": y8, "y_int8_pc": y8pc}, path, meta)
     for name, c in (("per tensor", c8), ("per channel", c8pc)):
-        print(f"PyTorch {torch.__version__} quantize_dynamic qint8 ({name} weights) against "
-              f"float32: per-token cosine min {float(c.min()):.6f}, mean distance "
-              f"{float((1 - c).mean()):.3g}")
+        print(f"{os.path.basename(path)}: PyTorch {torch.__version__} quantize_dynamic qint8 "
+              f"({name} weights) against float32: per-token cosine min {float(c.min()):.6f}, "
+              f"mean distance {float((1 - c).mean()):.3g}")
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/int8"
+    os.makedirs(out_dir, exist_ok=True)
+    D, F_ = HP["d_model"], HP["d_ff"]
+    shapes = {"self_attn.in_proj_weight": (3 * D, D), "self_attn.out_proj.weight": (D, D),
+              "linear1.weight": (F_, D), "linear2.weight": (D, F_)}
+    sd = seeded_state_dict(HP, SEED)
+    p = {k: torch.from_numpy(np.asarray(v, np.float32).reshape(shapes.get(k, (-1,))))
+         for k, v in sd.items()}
+    torch.manual_seed(0)
+    x = torch.randn(B, L, D)
+    write_case(os.path.join(out_dir, "bert_block.safetensors"), p, x, {})
+    po = {k: v.clone() for k, v in p.items()}
+    xo = x.clone()
+    for c, s in zip(OUTLIERS, OUTLIER_SCALES):
+        xo[:, :, c] *= s
+        po["norm1.weight"][c] = s
+        po["norm2.weight"][c] = s
+    write_case(os.path.join(out_dir, "bert_block_outliers.safetensors"), po, xo,
+               {"outliers": " ".join(str(c) for c in OUTLIERS),
+                "outlier_scales": " ".join(repr(s) for s in OUTLIER_SCALES)})
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@
  * the row's max needs every k) in the format its kernel reads, then each
  * tile of rows x NR columns is summed over all of K in int32 (exact:
  * |sum| <= 127^2 K < 2^31) and the tile goes through the same epilogue
- * whatever the kernel, so all kernels write the same bits. */
+ * whatever the kernel, so all kernels write the same bits.  A row's
+ * outlier columns (gemm_int8.h) are zero in its int8 row and added in that
+ * epilogue, in float32, against the quantised weights of the panel. */
 #include "kernels/gemm_int8.h"
 
 #include "base/mem.h"
@@ -28,6 +30,13 @@
 
 /* Rows per kernel call (the largest any kernel takes). */
 #define TILE_M 8
+
+/* A row's outlier columns (gemm_int8.h): kept out of its int8 product. */
+typedef struct {
+    int n;                         /* how many, <= GEMM_I8_MAX_OUTLIERS */
+    int k[GEMM_I8_MAX_OUTLIERS];   /* their columns, ascending */
+    float x[GEMM_I8_MAX_OUTLIERS]; /* their values */
+} row_outliers;
 
 struct gemm_i8 {
     int8_t *q;       /* (P, KQ / 4, NR, 4) the quantised weights, 0 past N and K */
@@ -117,13 +126,66 @@ size_t gemm_i8_bytes(const gemm_i8 *q)
     return q ? sizeof *q + q->bytes : 0;
 }
 
-/* Row x (K) quantised into dst (KQ values as fmt says, 0 past K; FMT_U8
- * holds x_q + 128); returns its scale_a (0 for a zero row, all x_q 0). */
-static float quantise_row(void *dst, a_format fmt, const float *x, int K, int KQ)
+/* Row x's outlier columns into o: |x[k]| > GEMM_I8_OUTLIER_RATIO x the
+ * row's mean |x|, the GEMM_I8_MAX_OUTLIERS largest of them (the lower k
+ * first among equals), listed by ascending k. */
+static void find_outliers(row_outliers *o, const float *x, int K)
 {
-    const float s = scale_of(x, K);
-    for (int k = 0; k < KQ; k++) {
-        const int v = k < K && s > 0.0f ? quantise(x[k], s) : 0;
+    double sum = 0.0;
+    for (int k = 0; k < K; k++)
+        sum += fabs((double)x[k]);
+    const double limit = GEMM_I8_OUTLIER_RATIO * (sum / K);
+    o->n = 0;
+    for (int k = 0; k < K; k++) {
+        const double a = fabs((double)x[k]);
+        if (!(a > limit))
+            continue;
+        /* o->k by descending |x| while collecting: the smallest goes when full */
+        int at = o->n < GEMM_I8_MAX_OUTLIERS ? o->n++ : GEMM_I8_MAX_OUTLIERS;
+        while (at > 0 && fabsf(o->x[at - 1]) < (float)a) {
+            if (at < GEMM_I8_MAX_OUTLIERS) {
+                o->k[at] = o->k[at - 1];
+                o->x[at] = o->x[at - 1];
+            }
+            at--;
+        }
+        if (at < GEMM_I8_MAX_OUTLIERS) {
+            o->k[at] = k;
+            o->x[at] = x[k];
+        }
+    }
+    for (int i = 1; i < o->n; i++) /* by ascending k */
+        for (int j = i; j > 0 && o->k[j - 1] > o->k[j]; j--) {
+            const int tk = o->k[j];
+            const float tx = o->x[j];
+            o->k[j] = o->k[j - 1];
+            o->x[j] = o->x[j - 1];
+            o->k[j - 1] = tk;
+            o->x[j - 1] = tx;
+        }
+}
+
+/* Row x (K) quantised into dst (KQ values as fmt says, 0 past K and at o's
+ * columns; FMT_U8 holds x_q + 128); returns its scale_a, of the columns
+ * but o's (0 when they are all zero: all x_q 0). */
+static float quantise_row(void *dst, a_format fmt, const float *x, int K, int KQ,
+                          const row_outliers *o)
+{
+    float max = 0.0f;
+    for (int k = 0, i = 0; k < K; k++) {
+        if (i < o->n && o->k[i] == k) {
+            i++;
+            continue;
+        }
+        max = fmaxf(max, fabsf(x[k]));
+    }
+    const float s = max / 127.0f;
+    for (int k = 0, i = 0; k < KQ; k++) {
+        int v = k < K && s > 0.0f ? quantise(x[k], s) : 0;
+        if (i < o->n && o->k[i] == k) {
+            v = 0;
+            i++;
+        }
         if (fmt == FMT_S8)
             ((int8_t *)dst)[k] = (int8_t)v;
         else if (fmt == FMT_S16)
@@ -264,18 +326,30 @@ bool gemm_int8_limit(const char *kernel)
     return false;
 }
 
-/* out rows (ldc apart), columns [n0, n0 + nn) = scale_a[r] * scale_w[j] *
- * acc[r][j] + b[j]: the one epilogue every kernel's sums go through. */
+/* out rows (ldc apart), columns [n0, n0 + nn) of panel = scale_a[r] *
+ * scale_w[j] * acc[r][j] + scale_w[j] * corr[r][j] + b[j], corr[r][j] the
+ * sum over row r's outliers (ascending k) of x[k] * w_q[j][k] in float32,
+ * and no corr term for a row without outliers: the one epilogue every
+ * kernel's sums go through. */
 static void epilogue(float *out, size_t ldc, const int32_t *acc, int mr, int nn,
-                     const float *scale_a, const float *scale_w, const float *b)
+                     const float *scale_a, const float *scale_w, const float *b,
+                     const row_outliers *o, const int8_t *panel)
 {
     for (int r = 0; r < mr; r++) {
-        float *o = out + (size_t)r * ldc;
+        float *c = out + (size_t)r * ldc;
         for (int j = 0; j < nn; j++) {
             float v = scale_a[r] * scale_w[j] * (float)acc[(size_t)r * GEMM_NR + j];
+            if (o[r].n) {
+                float corr = 0.0f;
+                for (int i = 0; i < o[r].n; i++) {
+                    const int k = o[r].k[i];
+                    corr += o[r].x[i] * (float)panel[(size_t)(k / 4) * 4 * GEMM_NR + 4 * j + k % 4];
+                }
+                v += scale_w[j] * corr;
+            }
             if (b)
                 v += b[j];
-            o[j] = v;
+            c[j] = v;
         }
     }
 }
@@ -286,21 +360,26 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
     const i8_kernel kern = current_kernel();
     const a_format fmt = kern == KERNEL_AVX2 ? FMT_S16 : kern == KERNEL_VNNI ? FMT_U8 : FMT_S8;
     const int tile = kern == KERNEL_AVX2 ? 4 : TILE_M;
-    /* scratch: the tile's sums, then the chunk's scales, then its rows */
+    /* scratch: the tile's sums, then the chunk's scales and outliers, then
+     * its rows */
     const size_t row_bytes = ((size_t)q->KQ * (fmt == FMT_S16 ? 2 : 1) + 63) / 64 * 64;
     const size_t head = TILE_M * GEMM_NR * sizeof(int32_t);
-    const size_t room = gemm_scratch_bytes() - head;
-    int chunk = (int)(room / (row_bytes + sizeof(float)));
+    const size_t room = gemm_scratch_bytes() - head - 128; /* 128: two roundings to 64 */
+    int chunk = (int)(room / (row_bytes + sizeof(float) + sizeof(row_outliers)));
     chunk = chunk > M ? M : chunk;
     int32_t *acc = scratch;
     float *scale_a = (float *)((char *)scratch + head);
-    char *rows = (char *)scratch + head + ((size_t)chunk * sizeof(float) + 63) / 64 * 64;
+    row_outliers *outl =
+        (row_outliers *)((char *)scale_a + ((size_t)chunk * sizeof(float) + 63) / 64 * 64);
+    char *rows = (char *)outl + ((size_t)chunk * sizeof(row_outliers) + 63) / 64 * 64;
     p1 = p1 < q->P ? p1 : q->P;
     for (int m0 = 0; m0 < M; m0 += chunk) {
         const int mc = M - m0 < chunk ? M - m0 : chunk;
-        for (int r = 0; r < mc; r++)
-            scale_a[r] = quantise_row(rows + (size_t)r * row_bytes, fmt,
-                                      in + (size_t)(m0 + r) * (size_t)lda, q->K, q->KQ);
+        for (int r = 0; r < mc; r++) {
+            const float *x = in + (size_t)(m0 + r) * (size_t)lda;
+            find_outliers(&outl[r], x, q->K);
+            scale_a[r] = quantise_row(rows + (size_t)r * row_bytes, fmt, x, q->K, q->KQ, &outl[r]);
+        }
         for (int p = p0; p < p1; p++) {
             const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
             const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
@@ -316,8 +395,8 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
 #endif
                     tile_portable(acc, mr, a, row_bytes, panel, q->KQ);
                 float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
-                epilogue(c, (size_t)ldc, acc, mr, nn, scale_a + i, q->scale + n0,
-                         b ? b + n0 : NULL);
+                epilogue(c, (size_t)ldc, acc, mr, nn, scale_a + i, q->scale + n0, b ? b + n0 : NULL,
+                         outl + i, panel);
                 if (act)
                     ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
             }

@@ -11,7 +11,16 @@
  * (scale_a[m] = max_k |x[m][k]| / 127), sums x_q . w_q in int32 (exact, so
  * every kernel gives the same sums) and writes scale_a[m] * scale_w[n] *
  * sum + b[n], then act: PyTorch's and ONNX Runtime's dynamic quantisation,
- * with a scale per row of the activations rather than per tensor. */
+ * with a scale per row of the activations rather than per tensor.
+ *
+ * Outliers (LLM.int8()'s decomposition, per row): the columns k of a row
+ * with |x[k]| > GEMM_I8_OUTLIER_RATIO x the row's mean |x| (the
+ * GEMM_I8_MAX_OUTLIERS largest of them) are left out of its int8 product
+ * (x_q 0 there, scale_a the max over the other columns) and added in
+ * float32: out = scale_a * scale_w[n] * sum + scale_w[n] * sum over the
+ * outliers of x[k] * w_q[n][k] + b[n].  Trained BERTs carry a few hidden
+ * dimensions tens of times the rest, and one of them alone would set the
+ * row's scale and leave every other column a few levels. */
 #ifndef ATTND_GEMM_INT8_H
 #define ATTND_GEMM_INT8_H
 
@@ -22,6 +31,11 @@
 /* int32 sums cannot overflow while K <= 2^31 / 127^2 (133,143); the
  * scratch holds at least one row of activations up to here. */
 #define GEMM_I8_MAX_K 65536
+
+/* A row's outlier columns: above this many times its mean |x| (6.4 sigma
+ * for a Gaussian row), at most this many. */
+#define GEMM_I8_OUTLIER_RATIO 8.0
+#define GEMM_I8_MAX_OUTLIERS  8
 
 typedef struct gemm_i8 gemm_i8;
 

@@ -178,15 +178,20 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L)
 
 /* ---- packing ---------------------------------------------------------------- */
 
+/* In int8 (model.dtype) the chunks are quantised as the blocks' Linears
+ * are (gemm_pack_int8), on any CPU; the float32 weights stay (a tied
+ * decoder is the embeddings' word table too). */
 static void linear_pack(enc_model *m, head_linear *l)
 {
     linear_unpack(l);
     l->chunks = (l->N + HEAD_CHUNK - 1) / HEAD_CHUNK;
-    if (!l->w || !simd_supported() || !(l->pk = calloc((size_t)l->chunks, sizeof *l->pk)))
+    const bool i8 = m->hp.dtype == ENC_DTYPE_INT8;
+    if (!l->w || !(i8 || simd_supported()) || !(l->pk = calloc((size_t)l->chunks, sizeof *l->pk)))
         return;
     for (int c = 0; c < l->chunks; c++) {
         const int n0 = c * HEAD_CHUNK, rows = l->N - n0 < HEAD_CHUNK ? l->N - n0 : HEAD_CHUNK;
-        if (!(l->pk[c] = gemm_pack(l->w + (size_t)n0 * l->K, rows, l->K))) {
+        const float *w = l->w + (size_t)n0 * l->K;
+        if (!(l->pk[c] = i8 ? gemm_pack_int8(w, rows, l->K) : gemm_pack(w, rows, l->K))) {
             linear_unpack(l);
             return;
         }
@@ -292,7 +297,7 @@ static void linear_chunk(const head_ctx *c, int k, float *out, int ldc, const fl
     const head_linear *l = c->lin;
     const int n0 = k * HEAD_CHUNK, cols = l->N - n0 < HEAD_CHUNK ? l->N - n0 : HEAD_CHUNK;
     const float *b = l->b ? l->b + n0 : NULL;
-    if (l->pk && c->m->packed && simd_enabled())
+    if (l->pk && c->m->packed && (simd_enabled() || gemm_packed_int8(l->pk[k])))
         gemm_packed_cols(out, ldc, in, c->lda, l->pk[k], b, M, 0, gemm_panels(l->pk[k]), NULL,
                          workspace_gemm_scratch(c->ws, tid));
     else
