@@ -12,7 +12,8 @@
  * checked values (fields_bool, fields_int, fields_choice), which cannot
  * fail.  FIELD_JSON fields (arrays, nested objects, unions such as
  * mask.window) are their own parsers' to check.  JSON null is taken as
- * absent throughout, as api_json_field does. */
+ * absent throughout, as api_json_field does.  Each table is listed in
+ * schemas.h beside the OpenAPI schema of the object it checks. */
 #ifndef ATTND_FIELDS_H
 #define ATTND_FIELDS_H
 

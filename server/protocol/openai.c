@@ -7,6 +7,7 @@
 #include "protocol/protocol.h"
 #include "protocol/text.h"
 #include "protocol/fields.h"
+#include "protocol/schemas.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -188,7 +189,7 @@ static const field_spec BODY_FIELDS[] = {
     TEXT_FIELD_DIRECTION,
     TEXT_FIELD_PROMPT_NAME,
 };
-static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
+const field_table openai_embeddings_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
                  const char *model_name, const enc_hparams *hp, const api_limits *limits,
@@ -209,7 +210,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
         BAD("the request body must be a JSON object, not %s", api_json_kind(root));
         goto done;
     }
-    if (fields_check(&BODY, root, "", err) < 0)
+    if (fields_check(&openai_embeddings_fields, root, "", err) < 0)
         goto done;
     if ((v = api_json_field(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
         char s[API_SAFE_MAX + 4];
@@ -217,7 +218,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
                       api_safe_text(json_string_value(v), s), model_name);
         goto done;
     }
-    o->base64 = fields_choice(&BODY, root, "encoding_format", 0) == 1;
+    o->base64 = fields_choice(&openai_embeddings_fields, root, "encoding_format", 0) == 1;
     if ((v = api_json_field(root, "dimensions"))) {
         if (json_integer_value(v) > hp->d_model) {
             BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),

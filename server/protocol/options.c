@@ -10,6 +10,7 @@
  * Messages name the option as /v1 spells it ("mask.window.left",
  * "mask.fixed.summary"); v2.c respells them as its parameters. */
 #include "protocol/options.h"
+#include "protocol/schemas.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -70,7 +71,7 @@ static const field_spec WINDOW_FIELDS[] = {
     {.name = "left", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
     {.name = "right", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-static const field_table WINDOW = FIELD_TABLE("option", WINDOW_FIELDS);
+const field_table encode_window_fields = FIELD_TABLE("option", WINDOW_FIELDS);
 
 static int parse_window(encode_request *req, json_t *v, api_error *err)
 {
@@ -86,7 +87,7 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
         return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
                    "not %s",
                    api_json_kind(v));
-    return fields_check(&WINDOW, v, "mask.window", err) < 0 ||
+    return fields_check(&encode_window_fields, v, "mask.window", err) < 0 ||
                    window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left,
                                err) < 0 ||
                    window_side(json_object_get(v, "right"), "mask.window.right", L,
@@ -265,15 +266,15 @@ static const field_spec BLOCKS_FIELDS[] = {
     {.name = "random", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "seed", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-static const field_table STRIDED = FIELD_TABLE("option", STRIDED_FIELDS),
-                         FIXED = FIELD_TABLE("option", FIXED_FIELDS),
-                         BLOCKS = FIELD_TABLE("option", BLOCKS_FIELDS);
+const field_table encode_strided_fields = FIELD_TABLE("option", STRIDED_FIELDS);
+const field_table encode_fixed_fields = FIELD_TABLE("option", FIXED_FIELDS);
+const field_table encode_blocks_fields = FIELD_TABLE("option", BLOCKS_FIELDS);
 
 static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
     if (!json_is_object(v))
         return BAD("%s must be an object {\"stride\": s}, not %s", name, api_json_kind(v));
-    if (fields_check(&STRIDED, v, name, err) < 0)
+    if (fields_check(&encode_strided_fields, v, name, err) < 0)
         return -1;
     mk->stride = (int)fields_int(v, "stride", 0);
     return 0;
@@ -284,7 +285,7 @@ static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err
     if (!json_is_object(v))
         return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
                    api_json_kind(v));
-    if (fields_check(&FIXED, v, name, err) < 0)
+    if (fields_check(&encode_fixed_fields, v, name, err) < 0)
         return -1;
     mk->fixed_block = (int)fields_int(v, "block", 0);
     mk->fixed_summary = (int)fields_int(v, "summary", 0);
@@ -301,7 +302,7 @@ static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *er
         return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
                    "\"random\": r, \"seed\": s}, not %s",
                    name, api_json_kind(v));
-    if (fields_check(&BLOCKS, v, name, err) < 0)
+    if (fields_check(&encode_blocks_fields, v, name, err) < 0)
         return -1;
     p->size = (int)fields_int(v, "size", 0);
     p->window = (int)fields_int(v, "window", 0);
@@ -331,13 +332,13 @@ static const field_spec MASK_FIELDS[] = {
     {.name = "attn", .type = FIELD_JSON},   {.name = "strided", .type = FIELD_JSON},
     {.name = "fixed", .type = FIELD_JSON},  {.name = "blocks", .type = FIELD_JSON},
 };
-static const field_table MASK = FIELD_TABLE("option", MASK_FIELDS);
+const field_table encode_mask_fields = FIELD_TABLE("option", MASK_FIELDS);
 
 int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
 {
     if (!json_is_object(mask))
         return BAD("mask must be an object, not %s", api_json_kind(mask));
-    if (fields_check(&MASK, mask, "mask", err) < 0)
+    if (fields_check(&encode_mask_fields, mask, "mask", err) < 0)
         return -1;
     json_t *v;
     static const char *const patterns[] = {"strided", "fixed", "blocks"};

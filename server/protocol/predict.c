@@ -10,6 +10,7 @@
 #include "protocol/answer.h"
 #include "protocol/fields.h"
 #include "protocol/protocol.h"
+#include "protocol/schemas.h"
 #include "protocol/text.h"
 
 #include <inttypes.h>
@@ -48,7 +49,7 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "model", .type = FIELD_STRING},
 };
-static const field_table BODY = FIELD_TABLE("field", BODY_FIELDS);
+const field_table predict_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 /* The model's head, or NULL with err naming what the model has. */
 const enc_head_info *predict_head(const api_limits *lim, api_error *err)
@@ -86,7 +87,7 @@ static int parse_options(predict_request *p, const json_t *root, api_error *err)
     if (kind != ENC_HEAD_SEQUENCE && api_json_field(root, "raw_scores"))
         return BAD("raw_scores is only used by text-classification; this model answers %s", task);
     p->top_k = (int)fields_int(root, "top_k", kind == ENC_HEAD_MASKED_LM ? FILL_TOP_K : 0);
-    p->aggregate = fields_choice(&BODY, root, "aggregation_strategy", 0) == 0;
+    p->aggregate = fields_choice(&predict_fields, root, "aggregation_strategy", 0) == 0;
     p->fn = fields_bool(root, "raw_scores", false) ? ENC_HEAD_FN_NONE : p->head->function;
     return encode_want_explain(&p->enc, fields_bool(root, "explain", false),
                                api_json_field(root, "explain_from"), err);
@@ -200,7 +201,7 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
-    if (fields_check(&BODY, root, "", err) < 0)
+    if (fields_check(&predict_fields, root, "", err) < 0)
         return -1;
     const json_t *model = api_json_field(root, "model");
     if (model && strcmp(json_string_value(model), in->model_name) != 0) {

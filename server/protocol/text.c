@@ -7,6 +7,7 @@
 #include "encoder.h"
 #include "load/sentence.h"
 #include "protocol/fields.h"
+#include "protocol/schemas.h"
 
 #include <jansson.h>
 
@@ -353,7 +354,7 @@ static const field_spec TOKENIZE_FIELDS[] = {
     TEXT_FIELD_DIRECTION,
     TEXT_FIELD_PROMPT_NAME,
 };
-static const field_table TOKENIZE = FIELD_TABLE("field", TOKENIZE_FIELDS);
+const field_table text_tokenize_fields = FIELD_TABLE("field", TOKENIZE_FIELDS);
 
 json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
                               api_error *err)
@@ -370,7 +371,7 @@ json_t *text_tokenize_request(const char *body, size_t len, const api_limits *li
     /* "truncate" false unless given, whatever server.auto_truncate says:
      * counting tokens is what this route is for, and TEI's /tokenize never
      * cuts */
-    if (fields_check(&TOKENIZE, root, "", err) < 0 ||
+    if (fields_check(&text_tokenize_fields, root, "", err) < 0 ||
         text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
     o.flags |=

@@ -60,6 +60,7 @@
 
 #include "protocol/options.h"
 #include "protocol/protocol.h"
+#include "protocol/schemas.h"
 #include "protocol/text.h"
 
 #include "runtime/bufpool.h"
@@ -110,7 +111,7 @@ static const field_spec TOP_FIELDS[] = {
     {.name = "explain", .type = FIELD_BOOL},
     {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
 };
-static const field_table TOP = FIELD_TABLE("field", TOP_FIELDS);
+const field_table v1_encode_fields = FIELD_TABLE("field", TOP_FIELDS);
 
 /* attention_layers: "last" | "all" | int[] of distinct indices 0..n-1. */
 static int parse_layers(encode_request *req, const json_t *v, api_error *err)
@@ -173,7 +174,7 @@ static int parse_explain(encode_request *req, const json_t *root, api_error *err
  * explain (checked against TOP). */
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
-    encode_apply_attention(req, &TOP, root);
+    encode_apply_attention(req, &v1_encode_fields, root);
     if (parse_layers(req, api_json_field(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
@@ -185,7 +186,7 @@ static int parse_options(encode_request *req, const json_t *root, api_error *err
             req->want_layer[req->layers[k]] = true;
     }
     req->precision = (int)fields_int(root, "precision", req->precision);
-    req->base64_out = fields_choice(&TOP, root, "encoding", 0) == 1;
+    req->base64_out = fields_choice(&v1_encode_fields, root, "encoding", 0) == 1;
     return parse_explain(req, root, err);
 }
 /* ---- parsing: embeddings --------------------------------------------------- */
@@ -742,7 +743,7 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
-    if (fields_check(&TOP, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
+    if (fields_check(&v1_encode_fields, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
         parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
         return -1;
 

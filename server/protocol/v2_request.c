@@ -6,6 +6,7 @@
 #include "protocol/v2.h"
 
 #include "protocol/options.h"
+#include "protocol/schemas.h"
 #include "protocol/text.h"
 
 #include "codec/extract.h"
@@ -54,7 +55,7 @@ static const field_spec PARAMS_FIELDS[] = {
     ENCODE_FIELD_ATTENTION_FORMAT,
     {.name = "binary_data_output", .type = FIELD_BOOL},
 };
-static const field_table PARAMS = FIELD_TABLE("parameter", PARAMS_FIELDS);
+const field_table v2_parameters_fields = FIELD_TABLE("parameter", PARAMS_FIELDS);
 
 /* A mask option as /v1's mask object takes it: the value itself, or, when it
  * is a string, the JSON it holds (the protocol's parameters are scalars).
@@ -86,9 +87,9 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
         return 0;
     if (!json_is_object(params))
         return BAD("parameters must be an object, not %s", api_json_kind(params));
-    if (fields_check(&PARAMS, params, "parameters", err) < 0)
+    if (fields_check(&v2_parameters_fields, params, "parameters", err) < 0)
         return -1;
-    encode_apply_attention(&req->enc, &PARAMS, params);
+    encode_apply_attention(&req->enc, &v2_parameters_fields, params);
     *binary_all = fields_bool(params, "binary_data_output", *binary_all);
     json_t *v;
     static const char *const mask_keys[] = {"causal", "window",  "global", "key_padding",
@@ -152,8 +153,8 @@ static int parse_mask(v2_request *req, json_t *mask, bool window_lr, api_error *
 static const field_spec OUTPUT_FIELDS[] = {{.name = "name", .type = FIELD_JSON},
                                            {.name = "parameters", .type = FIELD_JSON}};
 static const field_spec OUTPUT_PARAMS_FIELDS[] = {{.name = "binary_data", .type = FIELD_BOOL}};
-static const field_table OUTPUT = FIELD_TABLE("field", OUTPUT_FIELDS),
-                         OUTPUT_PARAMS = FIELD_TABLE("parameter", OUTPUT_PARAMS_FIELDS);
+const field_table v2_output_fields = FIELD_TABLE("field", OUTPUT_FIELDS);
+const field_table v2_output_parameters_fields = FIELD_TABLE("parameter", OUTPUT_PARAMS_FIELDS);
 
 static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_error *err)
 {
@@ -178,7 +179,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
         if (!json_is_object(o))
             return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
                        api_json_kind(o));
-        if (fields_check(&OUTPUT, o, what, err) < 0)
+        if (fields_check(&v2_output_fields, o, what, err) < 0)
             return -1;
         const char *name = json_string_value(json_object_get(o, "name"));
         if (!name)
@@ -203,7 +204,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
             if (!json_is_object(params))
                 return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
                            api_json_kind(params));
-            if (fields_check(&OUTPUT_PARAMS, params, pw, err) < 0)
+            if (fields_check(&v2_output_parameters_fields, params, pw, err) < 0)
                 return -1;
             binary = fields_bool(params, "binary_data", binary);
         }
@@ -255,8 +256,8 @@ static const field_spec INPUT_FIELDS[] = {{.name = "name", .type = FIELD_JSON},
                                           {.name = "data", .type = FIELD_JSON}};
 static const field_spec INPUT_PARAMS_FIELDS[] = {
     {.name = "binary_data_size", .type = FIELD_INT, .max = LLONG_MAX}};
-static const field_table INPUT = FIELD_TABLE("field", INPUT_FIELDS),
-                         INPUT_PARAMS = FIELD_TABLE("parameter", INPUT_PARAMS_FIELDS);
+const field_table v2_input_fields = FIELD_TABLE("field", INPUT_FIELDS);
+const field_table v2_input_parameters_fields = FIELD_TABLE("parameter", INPUT_PARAMS_FIELDS);
 
 /* One input's name, datatype, shape, parameters and data, checked for form. */
 static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error *err)
@@ -266,7 +267,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
     if (!json_is_object(o))
         return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
                    api_json_kind(o));
-    if (fields_check(&INPUT, o, what, err) < 0)
+    if (fields_check(&v2_input_fields, o, what, err) < 0)
         return -1;
     const json_t *v = json_object_get(o, "name");
     if (!json_is_string(v))
@@ -323,7 +324,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         if (!json_is_object(params))
             return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
                        api_json_kind(params));
-        if (fields_check(&INPUT_PARAMS, params, pw, err) < 0)
+        if (fields_check(&v2_input_parameters_fields, params, pw, err) < 0)
             return -1;
         const long long size = fields_int(params, "binary_data_size", -1);
         if (size >= 0) {
@@ -908,20 +909,22 @@ static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
     return rc;
 }
 
+/* The request's fields. */
+static const field_spec ROOT_FIELDS[] = {
+    {.name = "id", .type = FIELD_STRING},          {.name = "model_name", .type = FIELD_JSON},
+    {.name = "model_version", .type = FIELD_JSON}, {.name = "parameters", .type = FIELD_JSON},
+    {.name = "inputs", .type = FIELD_JSON},        {.name = "outputs", .type = FIELD_JSON}};
+const field_table v2_request_fields = FIELD_TABLE("field", ROOT_FIELDS);
+
 /* The request's own fields: id, and the model's name and version as the
  * URL gives them. */
 static int check_request_fields(v2_request *req, json_t *root, const char *model_name,
                                 api_error *err)
 {
-    static const field_spec ROOT_FIELDS[] = {
-        {.name = "id", .type = FIELD_STRING},          {.name = "model_name", .type = FIELD_JSON},
-        {.name = "model_version", .type = FIELD_JSON}, {.name = "parameters", .type = FIELD_JSON},
-        {.name = "inputs", .type = FIELD_JSON},        {.name = "outputs", .type = FIELD_JSON}};
-    static const field_table ROOT = FIELD_TABLE("field", ROOT_FIELDS);
     char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4];
     if (!json_is_object(root))
         return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
-    if (fields_check(&ROOT, root, "", err) < 0)
+    if (fields_check(&v2_request_fields, root, "", err) < 0)
         return -1;
     const json_t *v = api_json_field(root, "id");
     if (v && !(req->id = strdup(json_string_value(v))))
