@@ -259,6 +259,10 @@ static void compare_field(findings *fd, const listed *e, const field_spec *f, js
                                         [FIELD_CHOICE] = "string"};
     if (f->type == FIELD_JSON)
         return; /* its own parser's, in any form */
+    /* null is absent (api_json_field): an optional field takes it */
+    if (!f->required && !json_is_true(json_object_get(prop, "nullable")))
+        disagree(fd, "%s: field '%s' takes null (absent) in the table; not nullable in %s", e->name,
+                 f->name, e->pointer);
     const char *type = json_string_value(json_object_get(prop, "type"));
     if (!type || strcmp(type, types[f->type]) != 0) {
         disagree(fd, "%s: field '%s' is %s in the table, %s%s in %s", e->name, f->name,
@@ -521,6 +525,9 @@ START_TEST(test_openapi_disagreements_found)
          "REQUEST_BODIES_BY_HAND lists"},
         {"/components/schemas/TeiEmbedRequest", "additionalProperties", "false",
          "post /embed ignores unknown fields; its schema refuses them"},
+        {"/components/schemas/EncodeRequest/properties", "truncate", "{\"type\": \"boolean\"}",
+         "v1_encode_fields: field 'truncate' takes null (absent) in the table; not nullable in "
+         "/paths/~1v1~1encode/post/requestBody/content/application~1json/schema"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
         json_t *doc = openapi_description();
