@@ -55,6 +55,7 @@
 #include "encoder.h"
 
 #include "kernels/gemm.h"
+#include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "model/team.h"
 
@@ -76,7 +77,7 @@ typedef struct options {
     enc_attn_mode attn;
     const char *name; /* RESULT key prefix for "core", or NULL: core_BxL[_mode] */
     const char *mask; /* --mask SPEC, or NULL */
-    const char *dtype; /* linears: float32, bfloat16, or bfloat16-wide (the widening kernel) */
+    const char *dtype; /* float32, bfloat16, bfloat16-wide (the widening kernel) or int8 */
 } options;
 
 static void usage(void)
@@ -89,11 +90,11 @@ static void usage(void)
           " [--block bert|modernbert] [--n-layers N] [--local-window W] [--ffn K]"
           " [--seed S]\n"
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
-          "                       [--dtype float32|bfloat16] [--kernels avx512|openblas]\n"
+          "                       [--dtype float32|bfloat16|int8] [--kernels avx512|openblas]\n"
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
-          "                       [--dtype float32|bfloat16|bfloat16-wide]\n",
+          "                       [--dtype float32|bfloat16|bfloat16-wide|int8]\n",
           stderr);
     exit(2);
 }
@@ -195,12 +196,14 @@ static options parse_args(int argc, char **argv)
             }
         } else if (!strcmp(f, "--dtype")) {
             if (strcmp(v, "float32") != 0 && strcmp(v, "bfloat16") != 0 &&
-                strcmp(v, "bfloat16-wide") != 0) {
-                fprintf(stderr, "bench_core: --dtype float32, bfloat16 or bfloat16-wide\n");
+                strcmp(v, "bfloat16-wide") != 0 && strcmp(v, "int8") != 0) {
+                fprintf(stderr, "bench_core: --dtype float32, bfloat16, bfloat16-wide or int8\n");
                 exit(2);
             }
             o.dtype = v;
-            o.hp.dtype = strcmp(v, "float32") == 0 ? ENC_DTYPE_FLOAT32 : ENC_DTYPE_BFLOAT16;
+            o.hp.dtype = strcmp(v, "float32") == 0 ? ENC_DTYPE_FLOAT32
+                         : strcmp(v, "int8") == 0  ? ENC_DTYPE_INT8
+                                                   : ENC_DTYPE_BFLOAT16;
             gemm_bf16_use_dpbf16(strcmp(v, "bfloat16-wide") != 0);
         } else if (!strcmp(f, "--kernels")) {
             if (strcmp(v, "avx512") != 0 && strcmp(v, "openblas") != 0) {
@@ -426,15 +429,19 @@ static int run_core(const options *o)
         if (o->name)
             snprintf(key, sizeof key, "%s", o->name);
         const double rss = peak_rss_mib();
-        const bool bf16 = enc_model_dtype(m) == ENC_DTYPE_BFLOAT16;
+        const enc_dtype mdt = enc_model_dtype(m);
         printf("enc_forward B=%d L=%d (D=%d H=%d F=%d %s %s, %d layers, attention %s, Linears "
                "in %s on %s), %d threads, "
                "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP/forward, "
                "workspace %.1f MiB, peak resident %.0f MiB)\n",
                o->batch, o->len, o->hp.d_model, o->hp.n_heads, o->hp.d_ff,
                enc_activation_name(o->hp.activation), enc_ffn_name(o->hp.ffn), o->hp.n_layers, mode,
-               bf16 ? "bfloat16" : "float32",
-               bf16 ? gemm_bf16_kernel() : simd_enabled() ? "avx512f" : "openblas", o->threads,
+               enc_dtype_name(mdt),
+               mdt == ENC_DTYPE_BFLOAT16 ? gemm_bf16_kernel()
+               : mdt == ENC_DTYPE_INT8   ? gemm_int8_kernel()
+               : simd_enabled()          ? "avx512f"
+                                         : "openblas",
+               o->threads,
                o->repeat, best, median, gflops, flops / 1e9,
                (double)enc_workspace_bytes(ws) / (1 << 20), rss);
         if (o->mask)
@@ -593,10 +600,15 @@ static int run_peak(const options *o)
 
 /* ---- linears: the forward's ceiling -------------------------------------- */
 
-/* One Linear of the block on the packed kernel: out (M rows ldo apart, N) =
- * in (M rows ldi apart, K) . w^T + b. */
+/* One Linear of the block as the forward runs it: out (M rows ldo apart,
+ * N) = in (M rows ldi apart, K) . w^T + b - on the packed kernel (pk: float32
+ * or bfloat16 with AVX-512, int8 on any CPU), on OpenBLAS over widened
+ * panels (bf: bfloat16 without AVX-512), or on cblas_sgemm (w: float32
+ * without AVX-512, in slices of 16 columns). */
 typedef struct linear_run {
-    const gemm_packed *pk;
+    const gemm_packed *pk, *bf;
+    const float *w;
+    int N, K;
     const float *in, *b;
     float *out;
     int M, ldi, ldo;
@@ -606,11 +618,25 @@ typedef struct linear_run {
 static void linear_phase(void *arg, int tid, int n)
 {
     const linear_run *l = arg;
+    float *scratch = l->scratch + (size_t)tid * (gemm_scratch_bytes() / sizeof(float));
     int p0, p1;
-    team_split(gemm_panels(l->pk), tid, n, &p0, &p1);
+    if (l->pk || l->bf) {
+        team_split(gemm_panels(l->pk ? l->pk : l->bf), tid, n, &p0, &p1);
+        if (p1 <= p0)
+            return;
+        if (l->pk)
+            gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
+                             scratch);
+        else
+            gemm_bf16_blas_cols(l->out, l->ldo, l->in, l->ldi, l->bf, l->b, l->M, p0, p1, NULL,
+                                scratch);
+        return;
+    }
+    team_split((l->N + 15) / 16, tid, n, &p0, &p1);
+    p0 *= 16;
+    p1 = p1 * 16 < l->N ? p1 * 16 : l->N;
     if (p1 > p0)
-        gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
-                         l->scratch + (size_t)tid * (gemm_scratch_bytes() / sizeof(float)));
+        ops_linear_cols(l->out, l->ldo, l->in, l->ldi, l->w, l->b, l->M, l->K, p0, p1, NULL);
 }
 
 /* The in-projection (3D outputs), the out-projection, and the feed-forward
@@ -626,21 +652,32 @@ static int run_linears(const options *o)
     const int ldh = gemm_padded_ld(F1), ldq = gemm_padded_ld(Q), ldd = gemm_padded_ld(D);
     const int shape[4][2] = {{Q, D}, {D, D}, {F1, D}, {D, F}}; /* (N, K) */
     gemm_packed *pk[4] = {NULL};
+    float *wf[4] = {NULL}; /* float32 without AVX-512: the rows, for cblas_sgemm */
     bench_rng r = bench_rng_new(4);
-    const bool bf16 = strncmp(o->dtype, "bfloat16", 8) == 0;
+    const bool bf16 = strncmp(o->dtype, "bfloat16", 8) == 0, i8 = !strcmp(o->dtype, "int8");
+    const bool blas = !i8 && !simd_enabled(); /* as the forward runs it without AVX-512 */
     for (int i = 0; i < 4; i++) {
         float *w = alloc_floats((size_t)shape[i][0] * shape[i][1]);
         bench_fill_normal(&r, w, (size_t)shape[i][0] * shape[i][1]);
-        pk[i] = bf16 ? gemm_pack_bf16(w, shape[i][0], shape[i][1])
-                     : gemm_pack(w, shape[i][0], shape[i][1]);
+        if (blas && !bf16) {
+            wf[i] = w;
+            continue;
+        }
+        pk[i] = i8     ? gemm_pack_int8(w, shape[i][0], shape[i][1])
+                : bf16 ? gemm_pack_bf16(w, shape[i][0], shape[i][1])
+                       : gemm_pack(w, shape[i][0], shape[i][1]);
         free(w);
         if (!pk[i]) {
-            printf("SKIP: no packed kernel here (it needs AVX-512F)\n");
+            fprintf(stderr, "bench_core: cannot pack the weights (memory short)\n");
             for (int k = 0; k < i; k++)
                 gemm_packed_free(pk[k]);
-            return 3;
+            return 1;
         }
     }
+    const char *kernel = i8     ? gemm_int8_kernel()
+                         : bf16 ? gemm_bf16_kernel()
+                         : blas ? "openblas"
+                                : "avx512f";
     float *x = alloc_floats((size_t)M * ldd), *qkv = alloc_floats((size_t)M * ldq);
     float *o_ = alloc_floats((size_t)M * ldd), *h = alloc_floats((size_t)M * ldh);
     float *bias = alloc_floats((size_t)(F1 > Q ? F1 : Q));
@@ -654,11 +691,21 @@ static int run_linears(const options *o)
     bench_fill_normal(&r, h, (size_t)M * ldh); /* the hidden layer, as if after GELU */
     bench_fill_normal(&r, bias, (size_t)(F1 > Q ? F1 : Q));
     linear_run runs[4] = {
-        {pk[0], x, bias, qkv, M, ldd, ldq, scratch},
-        {pk[1], x, bias, o_, M, ldd, ldd, scratch}, /* reads x for z: same shape */
-        {pk[2], x, bias, h, M, ldd, ldh, scratch},
-        {pk[3], h, bias, o_, M, ldh, ldd, scratch},
+        {.in = x, .b = bias, .out = qkv, .M = M, .ldi = ldd, .ldo = ldq},
+        {.in = x, .b = bias, .out = o_, .M = M, .ldi = ldd, .ldo = ldd}, /* reads x for z */
+        {.in = x, .b = bias, .out = h, .M = M, .ldi = ldd, .ldo = ldh},
+        {.in = h, .b = bias, .out = o_, .M = M, .ldi = ldh, .ldo = ldd},
     };
+    for (int k = 0; k < 4; k++) {
+        runs[k].scratch = scratch;
+        runs[k].N = shape[k][0];
+        runs[k].K = shape[k][1];
+        runs[k].w = wf[k];
+        if (blas && bf16)
+            runs[k].bf = pk[k];
+        else
+            runs[k].pk = pk[k];
+    }
     double *ms = alloc_doubles((size_t)o->repeat);
     for (int i = -o->warmup; i < o->repeat; i++) {
         const double t0 = bench_now_ms();
@@ -673,8 +720,8 @@ static int run_linears(const options *o)
     const double gflops = flops / (best * 1e6);
     printf("the four Linears alone, %d tokens (D=%d F=%d %s), %s weights (kernel %s), %d threads, "
            "best of %d: %.3f ms, median %.3f ms, %.1f GFLOP/s (%.2f GFLOP)\n",
-           M, D, F, enc_ffn_name(o->hp.ffn), bf16 ? "bfloat16" : "float32",
-           bf16 ? gemm_bf16_kernel() : "avx512f", o->threads, o->repeat, best, median, gflops,
+           M, D, F, enc_ffn_name(o->hp.ffn), i8 ? "int8" : bf16 ? "bfloat16" : "float32", kernel,
+           o->threads, o->repeat, best, median, gflops,
            flops / 1e9);
     char key[48];
     snprintf(key, sizeof key, "linears_%dx%d", o->batch, o->len);
@@ -683,8 +730,10 @@ static int run_linears(const options *o)
     printf("RESULT %s_best_ms=%.3f %s_median_ms=%.3f %s_gflops=%.2f\n", key, best, key, median, key,
            gflops);
     team_free(t);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         gemm_packed_free(pk[k]);
+        free(wf[k]);
+    }
     free(ms);
     free(scratch);
     free(x);

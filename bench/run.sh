@@ -39,6 +39,9 @@
 #                                          Face's; text in over HTTP
 #                                                           [HF peer optional]
 #   bf16        bench/parts/bf16.sh        model.dtype bfloat16 against float32
+#   int8        bench/parts/int8.sh        model.dtype int8 against bfloat16 and
+#                                          float32: the Linears, the block, the
+#                                          peak memory at load
 #   heads       bench/parts/heads.sh       task heads: a classifier's share of the
 #                                          forward, SPLADE's projection, an XLM-R
 #                                          masked LM's peak memory
@@ -62,13 +65,14 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 heads tei"
+#                               bf16 int8 heads tei"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
 #   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
 #                               of each per round)
 #   BENCH_BF16_ROUNDS [3]       rounds of the bf16 part (each: float32, bfloat16)
+#   BENCH_INT8_ROUNDS [3]       rounds of the int8 part (each: int8, bfloat16, float32)
 #   BENCH_TEXT_SENTENCES [5000] sentences in the text part's corpus
 #   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
 #   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text
@@ -96,7 +100,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16 heads tei; do
+    modernbert text bf16 int8 heads tei; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done

@@ -46,7 +46,7 @@ row() {
     printf '%-50s %-34s %s\n' "$1" "$2" "$verdict"
 }
 
-section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text, bfloat16, task heads and TEI's routes in this run"
+section "summary: the targets for the core, HTTP, memory, long context, positions, start-up, ModernBERT, text, bfloat16, int8, task heads and TEI's routes in this run"
 echo "machine: nproc $(nproc), CPU $cpu, AVX-512 $avx512, OpenBLAS core ${R[openblas_corename]:-?}"
 echo "other load: ${BUSY_START}% of the CPUs just before the run, ${BUSY_RUN}% during it; sgemm ${ROOF_START:-?} GFLOP/s at the start, ${ROOF_END:-?} at the end"
 [ -z "$NOISY" ] || echo "WARNING: the machine was busy ($NOISY): these figures are not reliable; run again when it is idle"
@@ -181,6 +181,18 @@ row "bf16 forward B=8 L=128 heads >= 1.5x float32" "$m" "$r" ">=" 1.5 "${WHY[bf1
 r=${R[bf_rss_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x ($((${R[bf_rss_bfloat16_kb]:-0} / 1024)) / $((${R[bf_rss_float32_kb]:-0} / 1024)) MiB)"
 row "bf16 BERT-base dir peak RSS <= 0.6x float32" "$m" "$r" "<=" 0.6 "${WHY[bf16]:-}"
+r=${R[i8_lin_bfloat16_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (bfloat16 / int8 medians)"
+row "int8 Linears >= 1.8x bfloat16, B=8 L=128" "$m" "$r" ">=" 1.8 "${WHY[int8]:-}"
+r=${R[i8_core_bfloat16_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (bfloat16 / int8 medians)"
+row "int8 forward B=8 L=128 heads >= 1.4x bfloat16" "$m" "$r" ">=" 1.4 "${WHY[int8]:-}"
+r=${R[i8_http_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (quantize_dynamic / attnd int8)"
+row "int8 HTTP ids >= 2x PyTorch quantize_dynamic" "$m" "$r" ">=" 2 "${WHY[int8_http]:-${WHY[int8]:-}}"
+r=${R[i8_rss_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 3)x ($((${R[i8_rss_int8_kb]:-0} / 1024)) / $((${R[i8_rss_float32_kb]:-0} / 1024)) MiB)"
+row "int8 BERT-base dir peak RSS <= 0.3x float32" "$m" "$r" "<=" 0.3 "${WHY[int8]:-}"
 r=${R[hd_seq_logits_share]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$(calc "100 * $r")" 2)% (+${R[hd_seq_logits_extra_ms]} of ${R[hd_seq_none_median_ms]} ms)"
 row "classification head, B=8 L=128 <= 1% of forward" "$m" "$r" "<=" 0.01 "${WHY[heads]:-}"
@@ -206,6 +218,8 @@ echo
 echo "not targets, for reference:"
 [ -n "${R[bf_blas_ratio]:-}" ] &&
     echo "  bf16 forward B=8 L=128 heads without AVX-512 (--kernels openblas: widened panels on OpenBLAS): $(fmt "${R[bf_blas_ratio]}" 2)x float32 on OpenBLAS (medians)"
+[ -n "${R[i8_lin_float32_ratio]:-}" ] &&
+    echo "  int8 Linears B=8 L=128: $(fmt "${R[i8_lin_float32_ratio]}" 2)x float32 (medians)"
 [ -n "${R[bf_long_ratio]:-}" ] &&
     echo "  bf16 forward B=1 L=4096 without weights (attention's products in bfloat16 too): $(fmt "${R[bf_long_ratio]}" 2)x float32 (medians)"
 [ -n "${R[batch_ratio]:-}" ] &&

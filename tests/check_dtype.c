@@ -9,6 +9,8 @@
 #include "model/model.h"
 #include "load/safetensors.h"
 #include "kernels/simd.h"
+#include "model/pooling.h"
+#include "tokenizer/tokenizer.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -588,6 +590,147 @@ START_TEST(test_int8_fixture_directories)
 }
 END_TEST
 
+/* Retrieval (docs/model.md, "int8"): tests/fixtures/hf/bert_text, its
+ * tokenizer and its sentence-transformers pooling (mean, normalized),
+ * embeds a corpus of 48 sentences and 10 queries made here from a seed, in
+ * float32 and in int8; each query's 10 nearest sentences by cosine in int8
+ * hold at least 9 of float32's 10 (recall@10 >= 0.9), every query. */
+enum { RET_DOCS = 48, RET_QUERIES = 10, RET_K = 10 };
+
+static const char *const ret_subjects[] = {"the old man", "a young girl", "my brother",
+                                           "the teacher", "our neighbour", "the doctor",
+                                           "a small dog", "the farmer"};
+static const char *const ret_verbs[] = {"reads", "paints", "sells", "finds", "carries", "watches",
+                                        "builds", "cleans"};
+static const char *const ret_objects[] = {"a red book", "the wooden table", "some fresh bread",
+                                          "an old map", "the blue car", "a heavy box",
+                                          "the garden gate", "a letter"};
+static const char *const ret_places[] = {"in the morning", "near the river", "at the market",
+                                         "after dinner", "in the city", "on the hill",
+                                         "before the storm", "at school"};
+
+/* Sentence i of a set drawn from seed: one of each list. */
+static void ret_sentence(char *buf, size_t cap, uint64_t *st)
+{
+    int k[4];
+    for (int j = 0; j < 4; j++) {
+        *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+        k[j] = (int)((*st >> 33) % 8);
+    }
+    snprintf(buf, cap, "%s %s %s %s.", ret_subjects[k[0]], ret_verbs[k[1]], ret_objects[k[2]],
+             ret_places[k[3]]);
+}
+
+/* n texts through m with tokenizer t: mean-pooled, normalized (n, D). */
+static float *ret_embed(const enc_model *m, const tok_tokenizer *t, char texts[][128], int n)
+{
+    const int D = enc_model_hparams(m)->d_model;
+    tok_encoding e = {0};
+    enc_error err = {0};
+    int L = 0, *lengths = xcalloc((size_t)n, sizeof *lengths);
+    int32_t *ids = NULL;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(tok_encode(t, texts[i], strlen(texts[i]), NULL, 0, true, 64, &e, NULL,
+                                     &err) == 0,
+                          "%s", err.message);
+            if (pass == 0) {
+                lengths[i] = (int)e.n;
+                L = L > (int)e.n ? L : (int)e.n;
+                continue;
+            }
+            if (!ids)
+                ids = xcalloc((size_t)n * L, sizeof *ids);
+            memcpy(ids + (size_t)i * L, e.ids, e.n * sizeof *ids);
+        }
+    tok_encoding_free(&e);
+    const enc_ids in_ids = {.input_ids = ids};
+    const enc_batch in = {.ids = &in_ids, .B = n, .L = L, .lengths = lengths};
+    float *x = xcalloc((size_t)n * L * D, sizeof *x), *v = xcalloc((size_t)n * D, sizeof *v);
+    enc_workspace *ws = enc_workspace_new(m);
+    enc_result res = {.out = x, .attn_mode = ENC_ATTN_NONE};
+    ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
+    enc_workspace_free(ws);
+    enc_pool(x, n, L, D, lengths, ENC_POOL_MEAN, true, v);
+    free(x);
+    free(ids);
+    free(lengths);
+    return v;
+}
+
+/* The RET_K sentences nearest query q (by cosine: the vectors are unit). */
+static void ret_top(const float *docs, const float *q, int D, int top[RET_K])
+{
+    double sim[RET_DOCS];
+    bool taken[RET_DOCS] = {false};
+    for (int d = 0; d < RET_DOCS; d++) {
+        sim[d] = 0;
+        for (int j = 0; j < D; j++)
+            sim[d] += (double)docs[(size_t)d * D + j] * q[j];
+    }
+    for (int k = 0; k < RET_K; k++) {
+        int best = -1;
+        for (int d = 0; d < RET_DOCS; d++)
+            if (!taken[d] && (best < 0 || sim[d] > sim[best]))
+                best = d;
+        taken[best] = true;
+        top[k] = best;
+    }
+}
+
+START_TEST(test_int8_retrieval)
+{
+    const char *dir = TESTS_DIR "/fixtures/hf/bert_text";
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s", err.message);
+    enc_hparams hp = c.hp;
+    hp.dtype = ENC_DTYPE_FLOAT32;
+    enc_model *f32 = enc_model_load_dir(dir, &hp, &err);
+    hp.dtype = ENC_DTYPE_INT8;
+    enc_model *i8 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
+    ck_assert_msg(f32 && i8, "%s", err.message);
+    ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
+    tok_tokenizer *t = tok_load(TESTS_DIR "/fixtures/hf/bert_text/tokenizer.json", &err);
+    ck_assert_msg(t, "%s", err.message);
+    static char docs[RET_DOCS][128], queries[RET_QUERIES][128];
+    uint64_t st = 2024;
+    for (int i = 0; i < RET_DOCS; i++)
+        ret_sentence(docs[i], sizeof docs[i], &st);
+    for (int i = 0; i < RET_QUERIES; i++)
+        ret_sentence(queries[i], sizeof queries[i], &st);
+    const int D = hp.d_model;
+    float *dv[2] = {ret_embed(f32, t, docs, RET_DOCS), ret_embed(i8, t, docs, RET_DOCS)};
+    float *qv[2] = {ret_embed(f32, t, queries, RET_QUERIES),
+                    ret_embed(i8, t, queries, RET_QUERIES)};
+    double sum = 0, worst = 1;
+    for (int q = 0; q < RET_QUERIES; q++) {
+        int top[2][RET_K];
+        for (int k = 0; k < 2; k++)
+            ret_top(dv[k], qv[k] + (size_t)q * D, D, top[k]);
+        int hit = 0;
+        for (int a = 0; a < RET_K; a++)
+            for (int b = 0; b < RET_K; b++)
+                hit += top[1][a] == top[0][b];
+        const double recall = (double)hit / RET_K;
+        sum += recall;
+        worst = fmin(worst, recall);
+        ck_assert_msg(recall >= 0.9, "query %d \"%s\": recall@%d %.2f", q, queries[q], RET_K,
+                      recall);
+    }
+    printf("dtype: bert_text retrieval, %d sentences, %d queries, int8 on %s against float32: "
+           "recall@%d mean %.3f, min %.2f\n",
+           RET_DOCS, RET_QUERIES, gemm_int8_kernel(), RET_K, sum / RET_QUERIES, worst);
+    for (int k = 0; k < 2; k++) {
+        free(dv[k]);
+        free(qv[k]);
+    }
+    tok_free(t);
+    enc_model_free(f32);
+    enc_model_free(i8);
+}
+END_TEST
+
 Suite *dtype_suite(void)
 {
     Suite *s = timed_suite("dtype");
@@ -599,5 +742,6 @@ Suite *dtype_suite(void)
     tc = timed_case(s, "int8", 120);
     tcase_add_loop_test(tc, test_int8_against_torch, 0, 2);
     tcase_add_test(tc, test_int8_fixture_directories);
+    tcase_add_test(tc, test_int8_retrieval);
     return s;
 }

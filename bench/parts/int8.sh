@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/parts/int8.sh - model.dtype int8 against bfloat16 and float32,
+# interleaved rounds: bench_core linears (int8, bfloat16, float32) and core
+# (int8, bfloat16), medians' ratios; the BERT-base-sized directory's
+# --check-config peak resident memory int8 / float32.  Sourced by
+# bench/run.sh, or run alone: bash bench/parts/int8.sh.
+# shellcheck disable=SC2034 # R and WHY are read by bench/summary.sh
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    # shellcheck source=bench/lib.sh
+    . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+    bench_alone
+fi
+
+# model.dtype int8 in interleaved rounds: the four Linears alone (B=8
+# L=128) in int8, bfloat16 and float32, and the block (B=8 L=128, attention
+# per head) in int8 and bfloat16, each as the forward runs it on this CPU
+# (int8: AVX512_VNNI, else AVX2, else portable C; without AVX-512F
+# bfloat16 runs on OpenBLAS over widened panels and float32 on
+# cblas_sgemm); each round's median bfloat16 / int8 (and float32 / int8 for
+# the Linears); then the BERT-base-sized directory's peak resident memory
+# at load (--check-config, /usr/bin/time's maximum RSS), int8 / float32.
+# Not measured here: attnd int8 over HTTP against PyTorch's quantize_dynamic.
+section "int8: model.dtype int8 against bfloat16 and float32"
+if skipped int8; then
+    WHY[int8]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    echo "other processes use $(busy_pct)% of the CPUs now (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    for r in $(seq "$INT8_ROUNDS"); do
+        for dt in int8 bfloat16 float32; do
+            run_step 300 "$BB"/bench_core linears --batch 8 --len 128 --threads "$THREADS" \
+                --repeat "$REPEAT" --warmup "$WARMUP" --dtype "$dt" --name "i8_lin_${dt}_$r" ||
+                { FAILED=1; WHY[int8]="bench_core linears --dtype $dt failed: $(step_reason)"; }
+        done
+        for dt in int8 bfloat16; do
+            # shellcheck disable=SC2086 # flag lists split
+            run_step 300 "$BB"/bench_core core --batch 8 --len 128 --threads "$THREADS" \
+                --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS --dtype "$dt" \
+                --name "i8_core_${dt}_$r" ||
+                { FAILED=1; WHY[int8]="bench_core core --dtype $dt failed: $(step_reason)"; }
+        done
+        for k in lin:bfloat16 lin:float32 core:bfloat16; do
+            a=${R[i8_${k%:*}_${k#*:}_${r}_median_ms]:-} b=${R[i8_${k%:*}_int8_${r}_median_ms]:-}
+            [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_${k%:*}_${k#*:}"
+        done
+    done
+    for k in lin_bfloat16 lin_float32 core_bfloat16; do
+        if [ -s "$BB/i8_$k" ]; then
+            R[i8_${k}_ratio]=$(median "$BB/i8_$k")
+            for dt in int8 bfloat16 float32; do
+                [ -f "$BB/i8_${k%_*}_$dt.ms" ] && continue
+                for r in $(seq "$INT8_ROUNDS"); do
+                    v=${R[i8_${k%_*}_${dt}_${r}_median_ms]:-}
+                    [ -n "$v" ] && echo "$v" >>"$BB/i8_${k%_*}_$dt.ms"
+                done
+            done
+            echo "-> ${k%_*}: ${k#*_} / int8 (medians, $INT8_ROUNDS rounds) = $(fmt "${R[i8_${k}_ratio]}" 3) ($(tr '\n' ' ' <"$BB/i8_$k"))"
+        fi
+        rm -f "$BB/i8_$k"
+    done
+    for f in "$BB"/i8_*.ms; do
+        [ -f "$f" ] || continue
+        n=${f##*/} n=${n%.ms}
+        R[${n}_median_ms]=$(median "$f")
+        echo "   ${n#i8_}: median of the rounds' medians $(fmt "${R[${n}_median_ms]}" 1) ms"
+        rm -f "$f"
+    done
+    if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
+        run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
+            WHY[int8]="tools/make_bert_dir.py failed"
+    fi
+    if [ -f "$BB/bert_base_dir/model.safetensors" ]; then
+        for dt in float32 int8 float32 int8; do
+            run_step 120 /usr/bin/time -f "RESULT i8_rss_${dt}_kb=%M" build/attnd --check-config \
+                --model-dir "$BB/bert_base_dir" --dtype "$dt" || FAILED=1
+        done
+        if [ -n "${R[i8_rss_float32_kb]:-}" ] && [ -n "${R[i8_rss_int8_kb]:-}" ]; then
+            R[i8_rss_ratio]=$(calc "${R[i8_rss_int8_kb]} / ${R[i8_rss_float32_kb]}")
+            echo "-> BERT-base dir peak RSS at load: int8 $((R[i8_rss_int8_kb] / 1024)) MiB / float32 $((R[i8_rss_float32_kb] / 1024)) MiB = $(fmt "${R[i8_rss_ratio]}" 3)"
+        fi
+    fi
+    WHY[int8_http]="not measured: the HTTP comparison with PyTorch's quantize_dynamic is not in this part yet"
+    echo "after the part, other processes use $(busy_pct)% of the CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+fi
+
+bench_part_done
