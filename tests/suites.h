@@ -49,6 +49,7 @@
     X(v1_fixtures, CODEC) \
     X(v1_requests, CODEC) \
     X(v1_embeddings, CODEC) \
+    X(v2_codec, CODEC) \
     X(edges, CODEC) \
     X(fuzz, CODEC) \
     X(checkpoint, DAEMON) \
