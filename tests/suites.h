@@ -61,6 +61,7 @@
     X(csr, DAEMON) \
     X(text, DAEMON) \
     X(http, DAEMON) \
+    X(lifecycle, DAEMON) \
     X(page, DAEMON) \
     X(framing, DAEMON) \
     X(hostile, DAEMON)
