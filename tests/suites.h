@@ -60,6 +60,7 @@
     X(v2, DAEMON) \
     X(csr, DAEMON) \
     X(text, DAEMON) \
+    X(text_limits, DAEMON) \
     X(http, DAEMON) \
     X(lifecycle, DAEMON) \
     X(page, DAEMON) \
