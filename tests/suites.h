@@ -34,6 +34,7 @@
     X(pooling, UNIT) \
     X(rollout, UNIT) \
     X(tokenizer, UNIT) \
+    X(tokenizer_decode, UNIT) \
     X(config, UNIT) \
     X(jsontext, UNIT) \
     X(extract, UNIT) \
