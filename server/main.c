@@ -287,6 +287,32 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
             def ? " (default " : "", def ? def : "", def ? ")" : "");
 }
 
+/* The start-up steps that --check-config checks too: the model (logged),
+ * its tokenizer, model.dir's sentence-transformers settings and how
+ * /v1/embeddings pools, into *model, *tokenizer (NULL when there is none),
+ * *sentence and *t (pointing at the two).  0, or -1 with the error printed;
+ * what was loaded is the caller's to free either way. */
+static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer **tokenizer,
+                      enc_st_text *sentence, server_text *t, enc_error *err)
+{
+    if (!(*model = model_from_config(cfg, err))) {
+        fprintf(stderr, "attnd: %s%s\n", cfg->model.weights ? "model.weights: " : "", err->message);
+        return -1;
+    }
+    log_model(cfg, *model);
+    bool pooling_failed = false;
+    if ((!(*tokenizer = tokenizer_from_config(cfg, *model, &t->tokenizer_source, err)) &&
+         err->status != ENC_OK) ||
+        sentence_from_config(cfg, sentence, err) < 0 ||
+        (pooling_failed = pooling_from_config(cfg, sentence, t, err) < 0)) {
+        fprintf(stderr, "attnd: %s\n%s", err->message, pooling_failed ? POOLING_HINT : "");
+        return -1;
+    }
+    t->tokenizer = *tokenizer;
+    t->sentence = sentence;
+    return 0;
+}
+
 /* server.drain_seconds after the first SIGTERM or SIGINT (sig): readiness
  * down, still serving, until the period ends or a second signal comes. */
 static void drain(server *srv, const sigset_t *stop, int sig, int seconds)
@@ -361,7 +387,6 @@ int main(int argc, char **argv)
     tok_tokenizer *tokenizer = NULL;
     server_text text_in = {0};
     enc_st_text sentence = {0};
-    bool pooling_failed = false;
     pool *workers = NULL;
     server *srv = NULL;
     spinners *spin = NULL;
@@ -386,19 +411,8 @@ int main(int argc, char **argv)
     enc_set_threads(cfg.compute.forward_threads);
 
     if (cfg.check_config) {
-        if (!(model = model_from_config(&cfg, &err))) {
-            fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "",
-                    err.message);
+        if (load_model(&cfg, &model, &tokenizer, &sentence, &text_in, &err) < 0)
             goto done;
-        }
-        log_model(&cfg, model);
-        if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
-             err.status != ENC_OK) ||
-            sentence_from_config(&cfg, &sentence, &err) < 0 ||
-            (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
-            fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
-            goto done;
-        }
         if (pool_check(model, cfg.compute.workers, &err) < 0) {
             fprintf(stderr, "attnd: %s\n", err.message);
             goto done;
@@ -419,20 +433,8 @@ int main(int argc, char **argv)
     const bool v6 = strchr(cfg.server.host, ':') != NULL; /* an IPv6 address: [::1]:8080 */
     fprintf(stderr, "attnd %s: listening on http://%s%s%s:%d\n", ATTND_VERSION, v6 ? "[" : "",
             cfg.server.host, v6 ? "]" : "", server_port(srv));
-    if (!(model = model_from_config(&cfg, &err))) {
-        fprintf(stderr, "attnd: %s%s\n", cfg.model.weights ? "model.weights: " : "", err.message);
+    if (load_model(&cfg, &model, &tokenizer, &sentence, &text_in, &err) < 0)
         goto done;
-    }
-    log_model(&cfg, model);
-    if ((!(tokenizer = tokenizer_from_config(&cfg, model, &text_in.tokenizer_source, &err)) &&
-         err.status != ENC_OK) ||
-        sentence_from_config(&cfg, &sentence, &err) < 0 ||
-        (pooling_failed = pooling_from_config(&cfg, &sentence, &text_in, &err) < 0)) {
-        fprintf(stderr, "attnd: %s\n%s", err.message, pooling_failed ? POOLING_HINT : "");
-        goto done;
-    }
-    text_in.tokenizer = tokenizer;
-    text_in.sentence = &sentence;
     log_text(&cfg, model, &text_in);
     pool_options popt = {.workers = cfg.compute.workers,
                          .queue_size = cfg.compute.queue_size,

@@ -76,6 +76,17 @@ const char *http_header(const http_resp *r, const char *name, char *buf, size_t 
 
 void http_resp_free(http_resp *r);
 
+/* ---- a response's JSON, for the daemon suites (daemon_fixture.c) ---------- */
+
+struct json_t; /* jansson's */
+
+/* r's body parsed as JSON (owned), or the test fails. */
+struct json_t *http_json_body(const http_resp *r);
+
+/* The error body of the API's contract: r's status, its error's type, and a
+ * message containing want; else the test fails. */
+void http_assert_error(const http_resp *r, long status, const char *type, const char *want);
+
 /* ---- raw sockets: what libcurl would not send ---------------------------- */
 
 /* A TCP connection to 127.0.0.1:port from source address from (another

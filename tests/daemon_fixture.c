@@ -1,8 +1,11 @@
-/* daemon_fixture.c - the daemon suites' one fixture (daemon.h): kept out
- * of daemon.c, which the load client (tests/load) links without Check. */
+/* daemon_fixture.c - the daemon suites' one fixture and their checks of a
+ * response's JSON (daemon.h): kept out of daemon.c, which the load client
+ * (tests/load) links without Check. */
 #include "daemon.h"
 
 #include <check.h>
+#include <jansson.h>
+#include <string.h>
 
 daemon_proc dp;
 
@@ -15,4 +18,24 @@ void start_or_fail(const char *const *args, const char *const *env)
         char *log = daemon_log(&dp);
         ck_abort_msg("attnd did not start: %s", log);
     }
+}
+
+json_t *http_json_body(const http_resp *r)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->body, 0, &e);
+    ck_assert_msg(j != NULL, "response is not JSON (%s): %.300s", e.text, r->body);
+    return j;
+}
+
+void http_assert_error(const http_resp *r, long status, const char *type, const char *want)
+{
+    ck_assert_msg(r->status == status, "status %ld, want %ld: %.300s", r->status, status, r->body);
+    json_t *j = http_json_body(r);
+    json_t *e = json_object_get(j, "error");
+    ck_assert_msg(json_is_object(e), "no error object: %.500s", r->body);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), type);
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    ck_assert_msg(msg && strstr(msg, want), "message '%s' lacks '%s'", msg ? msg : "", want);
+    json_decref(j);
 }

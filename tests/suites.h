@@ -34,6 +34,7 @@
     X(pooling, UNIT) \
     X(rollout, UNIT) \
     X(tokenizer, UNIT) \
+    X(tokenizer_decode, UNIT) \
     X(config, UNIT) \
     X(jsontext, UNIT) \
     X(extract, UNIT) \
@@ -49,6 +50,7 @@
     X(v1_fixtures, CODEC) \
     X(v1_requests, CODEC) \
     X(v1_embeddings, CODEC) \
+    X(v2_codec, CODEC) \
     X(edges, CODEC) \
     X(fuzz, CODEC) \
     X(checkpoint, DAEMON) \
@@ -59,7 +61,9 @@
     X(v2, DAEMON) \
     X(csr, DAEMON) \
     X(text, DAEMON) \
+    X(text_limits, DAEMON) \
     X(http, DAEMON) \
+    X(lifecycle, DAEMON) \
     X(page, DAEMON) \
     X(framing, DAEMON) \
     X(hostile, DAEMON)

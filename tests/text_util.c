@@ -1,0 +1,126 @@
+/* text_util.c - the text suites' daemon and requests (text_util.h). */
+#include "text_util.h"
+
+#include "hf_util.h"
+#include "codec/base64.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+daemon_proc text_daemon;
+bool text_up;
+
+void text_start(void)
+{
+    static const char *const args[] = {"--model-dir", TEXT_DIR, "--workers", "1", NULL};
+    text_up = daemon_start(&text_daemon, args, NULL) == 0;
+}
+
+void text_stop(void)
+{
+    if (text_up)
+        daemon_stop(&text_daemon);
+    text_up = false;
+}
+
+/* POSTs body (a JSON text) to path on port; the response parsed (owned),
+ * its status in *status. */
+json_t *post_at(int port, const char *path, const char *body, long *status)
+{
+    http_resp r = {0};
+    ck_assert_int_eq(http_post_json(port, path, body, &r), 0);
+    *status = r.status;
+    json_error_t jerr;
+    json_t *j = json_loads(r.body, 0, &jerr);
+    ck_assert_msg(j != NULL, "%s: %s", path, r.body);
+    http_resp_free(&r);
+    return j;
+}
+
+/* The same to the suite's daemon (bert_text). */
+json_t *post(const char *path, const char *body, long *status)
+{
+    ck_assert_msg(text_up, "attnd did not start on %s", TEXT_DIR);
+    return post_at(text_daemon.port, path, body, status);
+}
+
+json_t *post_json(const char *path, json_t *body, long *status)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *j = post(path, text, status);
+    free(text);
+    return j;
+}
+
+/* The error message of a refusal with the status expected. */
+void expect_error(const char *path, const char *body, long want_status, const char *want)
+{
+    long status;
+    json_t *j = post(path, body, &status);
+    const json_t *e = json_object_get(j, "error"); /* /v2: {"error": "..."} */
+    const char *msg =
+        json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+    ck_assert_msg(status == want_status, "%s %s: %ld, expected %ld (%s)", path, body, status,
+                  want_status, msg ? msg : "");
+    ck_assert_msg(msg && strstr(msg, want), "%s %s: \"%s\" does not say \"%s\"", path, body,
+                  msg ? msg : "", want);
+    json_decref(j);
+}
+
+/* /v1/tokenize's one list of tokens for body on port (owned), its status 200. */
+json_t *tokens_of(int port, json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    long status;
+    json_t *r = post_at(port, "/v1/tokenize", text, &status);
+    ck_assert_msg(status == 200, "%s: %ld", text, status);
+    free(text);
+    json_t *toks = json_incref(json_array_get(json_object_get(r, "tokens"), 0));
+    json_decref(r);
+    return toks;
+}
+
+/* GET /v1/model's tokenizer on port (owned). */
+json_t *model_tokenizer(int port)
+{
+    http_resp m = {0};
+    ck_assert_int_eq(http_do(port, "GET", "/v1/model", NULL, 0, NULL, &m), 0);
+    ck_assert_int_eq(m.status, 200);
+    json_t *j = json_loads(m.body, 0, NULL);
+    http_resp_free(&m);
+    json_t *tok = json_incref(json_object_get(j, "tokenizer"));
+    json_decref(j);
+    return tok;
+}
+
+/* The embedding of row b of data (float list or base64 of float32) into out (n). */
+void embedding_of(const json_t *data, size_t b, float *out, size_t n)
+{
+    const json_t *e = json_object_get(json_array_get(data, b), "embedding");
+    if (json_is_string(e)) {
+        size_t len = 0;
+        unsigned char *raw = base64_decode(json_string_value(e), json_string_length(e), &len);
+        ck_assert_ptr_nonnull(raw);
+        ck_assert_uint_eq(len, n * sizeof *out);
+        memcpy(out, raw, len);
+        free(raw);
+        return;
+    }
+    ck_assert_uint_eq(json_array_size(e), n);
+    for (size_t k = 0; k < n; k++)
+        out[k] = (float)json_number_value(json_array_get(e, k));
+}
+
+/* The pooled tensor name of dir's text.safetensors, as B rows of D floats. */
+float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
+{
+    int dims[3];
+    float *v = hf_text_tensor(dir, name, dims);
+    *B = dims[0];
+    *D = dims[1];
+    return v;
+}

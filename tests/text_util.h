@@ -1,0 +1,54 @@
+/* text_util.h - what the text suites share (text_util.c): the daemon on
+ * tests/fixtures/hf/bert_text that a suite's case starts and stops
+ * (text_start, text_stop), requests to it or to another daemon, the
+ * refusals' messages, an embedding read from a response, and a fixture's
+ * pooled tensor. */
+#ifndef ATTND_TESTS_TEXT_UTIL_H
+#define ATTND_TESTS_TEXT_UTIL_H
+
+#include "daemon.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TEXT_DIR TESTS_DIR "/fixtures/hf/bert_text"
+
+/* The daemon on TEXT_DIR, one worker; text_up when it started. */
+extern daemon_proc text_daemon;
+extern bool text_up;
+
+/* A Check unchecked fixture's setup and teardown: text_daemon started and
+ * stopped. */
+void text_start(void);
+void text_stop(void);
+
+/* POSTs body (a JSON text) to path on port; the response parsed (owned),
+ * its status in *status. */
+json_t *post_at(int port, const char *path, const char *body, long *status);
+
+/* The same to text_daemon. */
+json_t *post(const char *path, const char *body, long *status);
+
+/* post with body as a JSON value (its reference taken). */
+json_t *post_json(const char *path, json_t *body, long *status);
+
+/* The error message of a refusal with the status expected (either error
+ * shape: /v2's {"error": "..."} or {"error": {"message": ...}}). */
+void expect_error(const char *path, const char *body, long want_status, const char *want);
+
+/* /v1/tokenize's one list of tokens for body on port (owned; body's
+ * reference taken), its status 200. */
+json_t *tokens_of(int port, json_t *body);
+
+/* GET /v1/model's tokenizer on port (owned). */
+json_t *model_tokenizer(int port);
+
+/* The embedding of row b of data (float list or base64 of float32) into out (n). */
+void embedding_of(const json_t *data, size_t b, float *out, size_t n);
+
+/* The pooled tensor name of dir's text.safetensors, as B rows of D floats
+ * (owned). */
+float *pooled_fixture(const char *dir, const char *name, int *B, int *D);
+
+#endif
