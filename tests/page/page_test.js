@@ -519,6 +519,32 @@ async function main() {
   await page.selectOption("#head", "1");
   const kOne = await checkCanvas(page, "#grid-h1 canvas", wantLong, LL, "L = 2048 head 1 alone");
   check(kOne <= 2, "L = 2048 head 1 alone: at most 2 x 2 cells per pixel, got " + kOne);
+  //     No L x L array: the maps hold a pixel per k x k cells and read the
+  //     CSR's entries once each (the pattern's bitmap and head 1's map).
+  const stats = await page.evaluate(() => window.attnd.mapStats);
+  check(stats.entries === 2 * csrLong.indices.length && stats.cells <= 2 * 1024 * 1024 && stats.cells < LL * LL,
+        `L = 2048: ${stats.entries} CSR entries read for 2 x ${csrLong.indices.length}, ${stats.cells} pixels, no L x L array`);
+  //     Zoom: three times in (x 8 around the middle: 256 x 256 cells, a
+  //     pixel each), the hover still the API's weight; the wheel zooms in
+  //     around the pointer; "whole" goes back.
+  for (let z = 0; z < 3; z++) await page.click("#zoom-in");
+  check((await page.textContent("#zoom-at")).includes("× 8 from query 896, key 896"), "L = 2048 zoom: x 8 from the middle: " + (await page.textContent("#zoom-at")));
+  check((await page.$eval("#grid-h1 canvas", (cv) => cv.width + " " + cv.dataset.k)) === "256 1", "L = 2048 zoom: 256 cells across, a pixel each");
+  for (const [fx, fy] of [[0.5, 0.5], [0.53, 0.5], [0.49, 0.52], [0.1, 0.9]]) {
+    const t = await hoverCanvas("grid-h1", fx, fy);
+    check(Math.abs(t.i - (896 + fy * 256)) <= 2 && Math.abs(t.j - (896 + fx * 256)) <= 2, `L = 2048 zoomed hover: cell (${t.i}, ${t.j}) at ${fx}, ${fy}`);
+    const v = valueAt(csrLong, 1, t.i, t.j);
+    check(v === null ? t.v === "0" : Math.fround(Number(t.v)) === v, `L = 2048 zoomed hover (${t.i}, ${t.j}): ${t.v}, API ${v}`);
+  }
+  await hoverCanvas("grid-h1", 0.75, 0.25);
+  await page.mouse.wheel(0, -100);
+  await page.waitForFunction(() => document.getElementById("zoom-at").textContent.includes("× 16"));
+  const zAt = (await page.textContent("#zoom-at")).match(/query (\d+), key (\d+)/);
+  check(zAt && Math.abs(Number(zAt[1]) - 896) <= 1 && Math.abs(Number(zAt[2]) - 1024) <= 1,
+        "L = 2048 wheel: x 16 around the pointer (960, 1088): " + (await page.textContent("#zoom-at")));
+  await page.click("#zoom-all");
+  check((await page.textContent("#zoom-at")) === "the whole sequence" && (await page.$eval("#grid-h1 canvas", (cv) => cv.width)) === 1024,
+        "L = 2048 zoom: whole again");
   await page.selectOption("#head", "all");
   for (const id of ["#win-left", "#win-right"]) await page.fill(id, "");
   await page.fill("#rand-len", String(L));
@@ -830,6 +856,42 @@ async function main() {
   for (let p = 0; p < nP * nP; p++) if (A13[Math.floor(p / nP)][p % nP] > hiW) { hiW = A13[Math.floor(p / nP)][p % nP]; hiAt = p; }
   check(px.slice(4 * hiAt, 4 * hiAt + 4).join(",") === "253,231,37,255", "model view: the largest weight of layer 1 head 3 is viridis yellow: " + px.slice(4 * hiAt, 4 * hiAt + 4));
   check(await page.evaluate(() => typeof window.attnd.modelDrawMs === "number"), "model view: the page times its drawing");
+  //     Saving: a PNG of the view, attnd's answer as JSON (equal to the
+  //     API's), and one HTML file that opens offline and draws the same view.
+  async function saveOf(id) {
+    const [dl] = await Promise.all([page.waitForEvent("download"), page.click(id)]);
+    const file = await dl.path();
+    return { name: dl.suggestedFilename(), bytes: fs.readFileSync(file) };
+  }
+  const png = await saveOf("#save-png");
+  check(png.name === "attnd-model-layer1.png" && png.bytes.slice(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])),
+        "save: a PNG of the model view: " + png.name);
+  const pngW = png.bytes.readUInt32BE(16), pngH = png.bytes.readUInt32BE(20);
+  check(pngW > 100 && pngH > 100 && png.bytes.length > 2000, `save: the PNG is ${pngW} x ${pngH}, ${png.bytes.length} bytes`);
+  const js = await saveOf("#save-json");
+  const saved = JSON.parse(js.bytes.toString("utf8"));
+  const noUsage = (o) => { const c = { ...o }; delete c.usage; return JSON.stringify(c); };
+  check(js.name === "attnd-answer.json" && JSON.stringify(saved) === JSON.stringify(await page.evaluate(() => window.attnd.lastResponse)),
+        "save: the JSON is the page's answer");
+  check(noUsage(saved) === noUsage(api), "save: the JSON equals the API's answer to the same request (but for usage's times)");
+  const hs = await saveOf("#save-html");
+  check(hs.name === "attnd-model-layer1.html" && hs.bytes.includes("attnd-saved"), "save: an HTML file: " + hs.name);
+  const htmlPath = path.join(userDataDir, "saved-view.html");
+  fs.writeFileSync(htmlPath, hs.bytes);
+  const off = await browser.newPage();
+  const asked = [];
+  off.on("request", (r) => { if (!/^(file|blob|data):/.test(r.url())) asked.push(r.url()); });
+  await off.goto("file://" + htmlPath);
+  await off.waitForFunction(() => ["done", "error"].includes(document.getElementById("results").dataset.state));
+  check((await off.getAttribute("#results", "data-state")) === "done", "saved HTML: drawn: " + (await off.textContent("#error")));
+  check(asked.length === 0, "saved HTML: opened offline, no request: " + asked.join(" "));
+  check((await off.inputValue("#view")) === "model" && (await off.$$("#model-view canvas.thumb")).length === 10,
+        "saved HTML: the model view with its 10 thumbnails");
+  const offPx = await off.$eval('#model-view canvas.thumb[data-layer="1"][data-head="3"]', (cv) => Array.from(cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data));
+  check(offPx.join(",") === px.join(","), "saved HTML: layer 1 head 3 drawn as on the daemon");
+  await off.click('#model-view canvas.thumb[data-layer="0"][data-head="2"]');
+  check((await off.inputValue("#view")) === "head" && (await off.$$("#grids figure")).length > 0, "saved HTML: a thumbnail opens its heatmap offline");
+  await off.close();
   check((await hashOf()).view === "model", "model view: in the fragment");
   //     A click opens that head as the heatmap; its cells are the API's
   //     weights of layer 0 head 2; the fragment follows.
@@ -978,6 +1040,21 @@ async function main() {
   check(st === "done" && nThumbs === 10 && (await page.inputValue("#view")) === "model", "model view, 512 tokens: drawn: " + nThumbs);
   const ms512 = await page.evaluate(() => window.attnd.modelDrawMs);
   console.log(`page test: model view drawn ${ms512.toFixed(1)} ms after the response (random embeddings, 512 tokens, 2 layers x 4 heads)`);
+  //     ... and a 12-layer x 12-head stack (random weights) on 128 random
+  //     embeddings: 12 x 13 thumbnails, drawn within 1 s of the response.
+  const d12 = await startDaemon(["--d-model", "192", "--n-heads", "12", "--d-ff", "384", "--n-layers", "12", "--seed", "3"]);
+  await page.goto(d12.base + "/#view=model");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  await page.selectOption("#source", "random");
+  st = await runAndWait(page, async () => {
+    await page.fill("#rand-len", "128");
+    await page.click("#run");
+  });
+  const n12 = (await page.$$("#model-view canvas.thumb")).length;
+  check(st === "done" && n12 === 12 * 13, "model view, 12 x 12 at 128 tokens: drawn: " + n12 + " " + (await page.textContent("#error")));
+  const ms12 = await page.evaluate(() => window.attnd.modelDrawMs);
+  console.log(`page test: model view drawn ${ms12.toFixed(1)} ms after the response (random embeddings, 128 tokens, 12 layers x 12 heads)`);
+  check(ms12 < 1000, `model view, 12 x 12 at 128 tokens: drawn within 1 s of the response, took ${ms12.toFixed(1)} ms`);
 
   //     Byte-level BPE (tests/fixtures/hf/roberta_text): no raw "Ġ" (a space)
   //     nor "Ã" "©" (é's two bytes) in the labels.
