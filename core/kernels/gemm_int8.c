@@ -30,6 +30,8 @@
 
 /* Rows per kernel call (the largest any kernel takes). */
 #define TILE_M 8
+/* Rows per AVX2 kernel call: 12 accumulators. */
+#define AVX2_MR 6
 
 /* A row's outlier columns (gemm_int8.h): kept out of its int8 product. */
 typedef struct {
@@ -58,10 +60,14 @@ static atomic_int kernel_cap = KERNEL_VNNI;
 
 /* x / scale rounded to nearest even, in [-127, 127] (scale > 0).  Clamped
  * as a float first: no float-to-int conversion out of range, NaN included
- * (fmaxf drops it). */
+ * (fmaxf drops it).  Rounded by adding and taking away 1.5 x 2^23, which
+ * leaves no fraction bits for |v| <= 2^22 (in the default rounding mode,
+ * nearbyintf's: the same integer), inline where nearbyintf is a call into
+ * libm that saves and restores the floating-point environment. */
 static int quantise(float x, float scale)
 {
-    return (int)nearbyintf(fminf(fmaxf(x / scale, -127.0f), 127.0f));
+    const float v = fminf(fmaxf(x / scale, -127.0f), 127.0f), magic = 12582912.0f;
+    return (int)((v + magic) - magic); /* no -ffast-math: not folded to v */
 }
 
 /* max_k |x[k]| / 127: the symmetric int8 scale of n values. */
@@ -226,38 +232,52 @@ static i8_kernel cpu_kernel(void)
     return __builtin_cpu_supports("avx2") ? KERNEL_AVX2 : KERNEL_PORTABLE;
 }
 
-/* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= 4 rows: each
- * quad of a row broadcast to every 64 bits, 8 columns at a time (two
- * registers of 4 columns' quads widened to int16); vpmaddwd sums pairs of k
- * exactly (no saturation: |x w| <= 127^2), so each column ends as two int32
- * halves that vphaddd joins. */
+/* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= AVX2_MR rows:
+ * per group of 8 columns, each quad of a row broadcast to every 64 bits
+ * straight from memory against two registers of 4 columns' quads widened
+ * to int16, so 12 accumulators share each widened weight (rows past mr
+ * read row 0 again and are not stored; named variables, not an array:
+ * GCC 12 spills an array of them); vpmaddwd sums pairs of k exactly (no
+ * saturation: |x w| <= 127^2), so each column ends as two int32 halves
+ * that vphaddd joins. */
 __attribute__((target("avx2"))) static void tile_avx2(int32_t *acc, int mr, const void *a,
                                                       size_t lda, const int8_t *panel, int KQ)
 {
-    const char *rows = a;
+    const char *x[AVX2_MR];
+    for (int r = 0; r < AVX2_MR; r++)
+        x[r] = (const char *)a + (r < mr ? (size_t)r * lda : 0);
     for (int g = 0; g < GEMM_NR / 8; g++) {
-        __m256i s[4][2];
-        for (int r = 0; r < 4; r++)
-            s[r][0] = s[r][1] = _mm256_setzero_si256();
+        __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
+                s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
         const int8_t *w = panel + 32 * g;
+        const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
         for (int t = 0; t < KQ / 4; t++, w += 4 * GEMM_NR) {
             const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
             const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
-            for (int r = 0; r < 4; r++)
-                if (r < mr) {
-                    long long quad;
-                    memcpy(&quad, rows + (size_t)r * lda + (size_t)t * 8, sizeof quad);
-                    const __m256i x = _mm256_set1_epi64x(quad);
-                    s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(x, w0));
-                    s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(x, w1));
-                }
+            long long q;
+            __m256i b;
+#define AVX2_ROW(r)                                                                                \
+    memcpy(&q, x##r + (size_t)t * 8, sizeof q);                                                    \
+    b = _mm256_set1_epi64x(q);                                                                     \
+    s##r##0 = _mm256_add_epi32(s##r##0, _mm256_madd_epi16(b, w0));                                 \
+    s##r##1 = _mm256_add_epi32(s##r##1, _mm256_madd_epi16(b, w1));                                 \
+    __asm__("" : "+x"(s##r##0), "+x"(s##r##1))
+            AVX2_ROW(0);
+            AVX2_ROW(1);
+            AVX2_ROW(2);
+            AVX2_ROW(3);
+            AVX2_ROW(4);
+            AVX2_ROW(5);
+#undef AVX2_ROW
         }
-        /* s[r][0]: columns 0-1 | 2-3 as halves; s[r][1]: 4-5 | 6-7; the
-         * pairs added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
+        /* s[r]0: columns 0-1 | 2-3 as halves; s[r]1: 4-5 | 6-7; the pairs
+         * added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
+        const __m256i sum[AVX2_MR] = {_mm256_hadd_epi32(s00, s01), _mm256_hadd_epi32(s10, s11),
+                                      _mm256_hadd_epi32(s20, s21), _mm256_hadd_epi32(s30, s31),
+                                      _mm256_hadd_epi32(s40, s41), _mm256_hadd_epi32(s50, s51)};
         for (int r = 0; r < mr; r++)
-            _mm256_storeu_si256(
-                (__m256i *)(acc + (size_t)r * GEMM_NR + 8 * g),
-                _mm256_permute4x64_epi64(_mm256_hadd_epi32(s[r][0], s[r][1]), 0xD8));
+            _mm256_storeu_si256((__m256i *)(acc + (size_t)r * GEMM_NR + 8 * g),
+                                _mm256_permute4x64_epi64(sum[r], 0xD8));
     }
 }
 
@@ -359,7 +379,7 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
 {
     const i8_kernel kern = current_kernel();
     const a_format fmt = kern == KERNEL_AVX2 ? FMT_S16 : kern == KERNEL_VNNI ? FMT_U8 : FMT_S8;
-    const int tile = kern == KERNEL_AVX2 ? 4 : TILE_M;
+    const int tile = kern == KERNEL_AVX2 ? AVX2_MR : TILE_M;
     /* scratch: the tile's sums, then the chunk's scales and outliers, then
      * its rows */
     const size_t row_bytes = ((size_t)q->KQ * (fmt == FMT_S16 ? 2 : 1) + 63) / 64 * 64;
