@@ -172,12 +172,22 @@ START_TEST(test_bert_base_block)
 }
 END_TEST
 
-/* Every directory of tests/fixtures/hf and tests/fixtures/modernbert with a
- * config.json, loaded in float32 and in bfloat16. */
-START_TEST(test_fixture_directories)
+/* One directory's model in float32 and in another dtype, with a random
+ * batch over both: what a fixture_dirs check compares. */
+typedef struct dir_pair {
+    const char *name; /* the directory's, under its root */
+    enc_model *f32, *other;
+    const float *x; /* B x L x D */
+    int B, L, D;
+    const int *lengths;
+} dir_pair;
+
+/* Each directory of tests/fixtures/hf and tests/fixtures/modernbert with a
+ * config.json, loaded in float32 and in dtype, and check run on the two
+ * with a random batch (B 2, L 24, lengths 24 and 9; its seed the
+ * directory's place in the walk).  The number of directories checked. */
+static int fixture_dirs(enc_dtype dtype, void (*check)(const dir_pair *))
 {
-    if (!kernel_for(_i, "fixture directories"))
-        return;
     static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/modernbert"};
     int compared = 0;
     for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
@@ -195,26 +205,42 @@ START_TEST(test_fixture_directories)
             enc_hparams hp = c.hp;
             hp.dtype = ENC_DTYPE_FLOAT32;
             enc_model *f32 = enc_model_load_dir(dir, &hp, &err);
-            hp.dtype = ENC_DTYPE_BFLOAT16;
-            enc_model *bf16 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
-            ck_assert_msg(f32 && bf16, "%s: %s", dir, err.message);
-            assert_bf16(bf16, e->d_name);
-            const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
+            hp.dtype = dtype;
+            enc_model *other = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
+            ck_assert_msg(f32 && other, "%s: %s", dir, err.message);
+            static const int lengths[2] = {24, 9};
+            const int B = 2, L = 24, D = hp.d_model;
             float *x = xcalloc((size_t)B * L * D, sizeof *x);
             uint64_t st = 5 + (uint64_t)compared;
             fill_random(x, (size_t)B * L * D, &st, 1.0f);
-            const accuracy a = compare(f32, bf16, x, B, L, lengths);
-            printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
-                   "attention max abs %.3g\n",
-                   e->d_name, gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
-            ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", e->d_name, a.min_cos);
+            check(&(dir_pair){e->d_name, f32, other, x, B, L, D, lengths});
             free(x);
             compared++;
             enc_model_free(f32);
-            enc_model_free(bf16);
+            enc_model_free(other);
         }
         closedir(d);
     }
+    return compared;
+}
+
+static void check_bf16_dir(const dir_pair *p)
+{
+    assert_bf16(p->other, p->name);
+    const accuracy a = compare(p->f32, p->other, p->x, p->B, p->L, p->lengths);
+    printf("dtype: %s, %s: bfloat16 against float32: min cosine %.6f, max abs %.3g, "
+           "attention max abs %.3g\n",
+           p->name, gemm_bf16_kernel(), a.min_cos, a.max_abs, a.attn_abs);
+    ck_assert_msg(a.min_cos >= 0.999, "%s: cosine %.6f", p->name, a.min_cos);
+}
+
+/* Every directory of tests/fixtures/hf and tests/fixtures/modernbert with a
+ * config.json, loaded in float32 and in bfloat16. */
+START_TEST(test_fixture_directories)
+{
+    if (!kernel_for(_i, "fixture directories"))
+        return;
+    const int compared = fixture_dirs(ENC_DTYPE_BFLOAT16, check_bf16_dir);
     ck_assert_int_ge(compared, 15);
 
     /* a weights file of the stack alone (docs/contract.md section 2) */
@@ -540,52 +566,27 @@ START_TEST(test_int8_against_torch)
 }
 END_TEST
 
+static void check_int8_dir(const dir_pair *p)
+{
+    ck_assert_int_eq(enc_model_dtype(p->other), ENC_DTYPE_INT8);
+    float *a = forward_out(p->f32, p->x, p->B, p->L, p->lengths),
+          *b = forward_out(p->other, p->x, p->B, p->L, p->lengths);
+    double min_cos, mean_dist;
+    token_cosines(b, a, p->B, p->L, p->D, p->lengths, NULL, &min_cos, &mean_dist);
+    printf("dtype: %s, int8 on %s against float32: per-token cosine min %.6f, mean "
+           "distance %.3g\n",
+           p->name, gemm_int8_kernel(), min_cos, mean_dist);
+    ck_assert_msg(min_cos >= 0.99, "%s: cosine %.6f", p->name, min_cos);
+    free(a);
+    free(b);
+}
+
 /* Every directory of tests/fixtures/hf and tests/fixtures/modernbert
  * (GeGLU and RoPE: the gating and the rotation in passes of their own),
  * loaded in float32 and in int8: every token's cosine at least 0.99. */
 START_TEST(test_int8_fixture_directories)
 {
-    static const char *const roots[] = {TESTS_DIR "/fixtures/hf", TESTS_DIR "/fixtures/modernbert"};
-    int compared = 0;
-    for (size_t r = 0; r < sizeof roots / sizeof *roots; r++) {
-        DIR *d = opendir(roots[r]);
-        ck_assert_ptr_nonnull(d);
-        for (struct dirent *e; (e = readdir(d));) {
-            char dir[1024], cfgpath[1100];
-            snprintf(dir, sizeof dir, "%s/%s", roots[r], e->d_name);
-            snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
-            if (e->d_name[0] == '.' || access(cfgpath, R_OK) != 0)
-                continue;
-            enc_hf_config c;
-            enc_error err = {0};
-            ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
-            enc_hparams hp = c.hp;
-            hp.dtype = ENC_DTYPE_FLOAT32;
-            enc_model *f32 = enc_model_load_dir(dir, &hp, &err);
-            hp.dtype = ENC_DTYPE_INT8;
-            enc_model *i8 = f32 ? enc_model_load_dir(dir, &hp, &err) : NULL;
-            ck_assert_msg(f32 && i8, "%s: %s", dir, err.message);
-            ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
-            const int B = 2, L = 24, lengths[2] = {24, 9}, D = hp.d_model;
-            float *x = xcalloc((size_t)B * L * D, sizeof *x);
-            uint64_t st = 5 + (uint64_t)compared;
-            fill_random(x, (size_t)B * L * D, &st, 1.0f);
-            float *a = forward_out(f32, x, B, L, lengths), *b = forward_out(i8, x, B, L, lengths);
-            double min_cos, mean_dist;
-            token_cosines(b, a, B, L, D, lengths, NULL, &min_cos, &mean_dist);
-            printf("dtype: %s, int8 on %s against float32: per-token cosine min %.6f, mean "
-                   "distance %.3g\n",
-                   e->d_name, gemm_int8_kernel(), min_cos, mean_dist);
-            ck_assert_msg(min_cos >= 0.99, "%s: cosine %.6f", e->d_name, min_cos);
-            free(x);
-            free(a);
-            free(b);
-            compared++;
-            enc_model_free(f32);
-            enc_model_free(i8);
-        }
-        closedir(d);
-    }
+    const int compared = fixture_dirs(ENC_DTYPE_INT8, check_int8_dir);
     ck_assert_int_ge(compared, 15);
 }
 END_TEST

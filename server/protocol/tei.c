@@ -218,10 +218,7 @@ static int embed_form(const json_t *v, api_error *err)
     const json_t *x;
     json_array_foreach(v, i, x)
     {
-        const bool fits = ids ? json_is_integer(x)
-                              : json_is_string(x) ||
-                                    (json_is_array(x) && (json_array_size(x) == 0 ||
-                                                          json_is_integer(json_array_get(x, 0))));
+        const bool fits = ids ? json_is_integer(x) : json_is_string(x) || text_is_ids(x);
         if (!fits && ids)
             return INVALID("`inputs[%zu]` must be a token id (an integer), not %s: `inputs` "
                            "must be %s",

@@ -177,9 +177,7 @@ static const char *prompted(scratch *sc, const char *prompt, const char *a, size
 static int one(const tok_tokenizer *tok, const json_t *item, const char *at, const text_options *o,
                size_t max, const char *from, scratch *sc, tok_encoding *e, api_error *err);
 
-/* A list of integers, the TEXT_IDS form (an empty list counts: it is then
- * refused as a sequence without tokens). */
-static bool is_ids(const json_t *v)
+bool text_is_ids(const json_t *v)
 {
     return json_is_array(v) && (json_array_size(v) == 0 || json_is_integer(json_array_get(v, 0)));
 }
@@ -245,7 +243,7 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
                size_t max, const char *from, scratch *sc, tok_encoding *e, api_error *err)
 {
     const json_t *a = item, *b = NULL;
-    if ((o->flags & TEXT_IDS) && is_ids(item))
+    if ((o->flags & TEXT_IDS) && text_is_ids(item))
         return ids_item(tok, item, at, o, max, from, sc, e, err);
     if (json_is_array(item)) {
         if (json_array_size(item) != 2 || !json_is_string(json_array_get(item, 0)) ||
@@ -295,7 +293,7 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
                    field);
     /* ["a", "b"]: two texts; a pair is [[a, b]]; with TEXT_IDS, [1, 2] one
      * sequence of ids and [[1, 2], "a"] two sequences. */
-    const bool list = json_is_array(v) && !((o->flags & TEXT_IDS) && is_ids(v));
+    const bool list = json_is_array(v) && !((o->flags & TEXT_IDS) && text_is_ids(v));
     if (!json_is_string(v) && !list && !json_is_array(v))
         return BAD("%s must be %s, not %s", field, FORM, api_json_kind(v));
     const size_t B = list ? json_array_size(v) : 1;

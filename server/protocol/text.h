@@ -57,6 +57,11 @@ size_t text_chars(const char *s, size_t len);
  * of them in that order on a tie), a static string. */
 size_t text_max_tokens(const api_limits *limits, const char **from);
 
+/* Whether v is a list of token ids, TEXT_IDS's form: a list whose first
+ * entry is an integer, or an empty list (then refused as a sequence without
+ * tokens). */
+bool text_is_ids(const json_t *v);
+
 /* How text_tokenize tokenizes (flags, or-ed). */
 enum {
     TEXT_SPECIALS = 1,      /* the tokenizer's special tokens added (a forward's input) */
