@@ -10,7 +10,7 @@
 #
 # podman builds it too, with --format docker: an OCI-format image has no
 # HEALTHCHECK, and podman drops it.  make container-check
-# (tools/container_check.sh, the recipe step by step) builds this file from a
+# (tools/ci/container_check.sh, the recipe step by step) builds this file from a
 # fresh clone with podman and checks the container: every library ldd wants
 # is there and each package below holds one; it runs --read-only
 # --cap-drop=ALL as the image's user; the HEALTHCHECK passes; /, /v1/encode

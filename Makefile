@@ -45,10 +45,10 @@
 #                        and its container checked: ldd, --read-only as its user,
 #                        HEALTHCHECK, /, /v1/encode, /v2, mounted weights, drain
 #                        on podman stop, the Kubernetes Deployment under podman
-#                        kube play (root; tools/container_check.sh)
+#                        kube play (root; tools/ci/container_check.sh)
 #   make fresh-check     the README's two commands (make run, make test) in a clean
 #                        debian:bookworm container, from a clone of HEAD (root;
-#                        tools/fresh_check.sh)
+#                        tools/ci/fresh_check.sh)
 #   make compose-check   deploy/compose.yaml under podman-compose: 3 replicas behind
 #                        nginx, one drained under load (root; after container-check)
 
@@ -357,7 +357,7 @@ docs-examples:
 # heading the page has; no page's prose names an issue, a session, a commit
 # or a count the code can print: tests/docs/links.mjs.
 DOCS_POINTERS := $(wildcard core/*.[ch] core/*/*.[ch] config/*.[ch] server/*.c \
-  server/*/*.[ch] tests/*.[ch] tests/*/*.mjs tests/*/*.js tools/*.py tools/*.sh bench/*.sh \
+  server/*/*.[ch] tests/*.[ch] tests/*/*.mjs tests/*/*.js tools/*/*.py tools/*/*.sh bench/*.sh \
   bench/*.py bench/*.c bench/parts/*.sh) Makefile
 docs-links:
 	@$(MAKE) --no-print-directory deps-node
@@ -497,13 +497,13 @@ test-deploy:
 	$(PYTHON) tests/deploy/deploy_test.py --attnd $(ATTND) $(DEPLOY_ARGS)
 
 # The image built with a real engine and its container checked
-# (tools/container_check.sh; root).  The images stay for the next run.
+# (tools/ci/container_check.sh; root).  The images stay for the next run.
 container-check:
 	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
 	@command -v kubectl >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_BUILD=kubernetes-client
-	bash tools/container_check.sh
+	bash tools/ci/container_check.sh
 
-# The README's set-up on a fresh Debian 12 (tools/fresh_check.sh; root): in a
+# The README's set-up on a fresh Debian 12 (tools/ci/fresh_check.sh; root): in a
 # clean debian:bookworm container (container-check's debootstrap base, with
 # nothing added) a clone of HEAD, then the README's two commands in order:
 # make run until /health answers 200 and the README's quick start prints what
@@ -511,7 +511,7 @@ container-check:
 .PHONY: fresh-check
 fresh-check:
 	@$(MAKE) --no-print-directory deps DEB_BUILD="$(DEB_CONTAINER)"
-	bash tools/fresh_check.sh $(FRESH_ARGS)
+	bash tools/ci/fresh_check.sh $(FRESH_ARGS)
 
 # deploy/compose.yaml under podman-compose: three replicas behind nginx
 # (deploy/nginx), /v1 and /v2 through it, one replica drained under load
@@ -602,24 +602,24 @@ deps-page: deps-node
 
 # Regenerates the numeric fixtures from PyTorch (needs python3-torch).
 fixtures: deps-fixtures
-	$(PYTHON) tools/make_fixtures.py tests/fixtures/torch
-	$(PYTHON) tools/make_hf_fixtures.py tests/fixtures/hf
-	$(PYTHON) tools/make_modernbert_fixtures.py tests/fixtures/modernbert
-	$(PYTHON) tools/make_hf5_fixtures.py tests/fixtures
-	$(PYTHON) tools/make_head_fixtures.py tests/fixtures/heads
-	$(PYTHON) tools/make_bad_safetensors.py tests/fixtures/safetensors
-	$(PYTHON) tools/make_seed_fixture.py tests/fixtures/seed
-	$(PYTHON) tools/make_autocast_fixture.py tests/fixtures/autocast
-	$(PYTHON) tools/make_int8_fixture.py tests/fixtures/int8
-	$(PYTHON) tools/make_invalid_requests.py tests/fixtures/requests/invalid
-	$(PYTHON) tools/make_textbook_model.py config/textbook.safetensors
-	$(PYTHON) tools/make_tokenizer_fixtures.py tests/fixtures/tokenizers
+	$(PYTHON) tools/fixtures/make_fixtures.py tests/fixtures/torch
+	$(PYTHON) tools/fixtures/make_hf_fixtures.py tests/fixtures/hf
+	$(PYTHON) tools/fixtures/make_modernbert_fixtures.py tests/fixtures/modernbert
+	$(PYTHON) tools/fixtures/make_hf5_fixtures.py tests/fixtures
+	$(PYTHON) tools/fixtures/make_head_fixtures.py tests/fixtures/heads
+	$(PYTHON) tools/fixtures/make_bad_safetensors.py tests/fixtures/safetensors
+	$(PYTHON) tools/fixtures/make_seed_fixture.py tests/fixtures/seed
+	$(PYTHON) tools/fixtures/make_autocast_fixture.py tests/fixtures/autocast
+	$(PYTHON) tools/fixtures/make_int8_fixture.py tests/fixtures/int8
+	$(PYTHON) tools/fixtures/make_invalid_requests.py tests/fixtures/requests/invalid
+	$(PYTHON) tools/fixtures/make_textbook_model.py config/textbook.safetensors
+	$(PYTHON) tools/fixtures/make_tokenizer_fixtures.py tests/fixtures/tokenizers
 	$(MAKE) --no-print-directory deps-node
 	node tests/tokenizer/reference.mjs tests/fixtures/tokenizers
 	node tests/tokenizer/truncation.mjs tests/fixtures/tokenizers
-	$(PYTHON) tools/make_text_fixtures.py tests/fixtures/hf
-	node tools/make_prompt_fixture.mjs tests/fixtures/hf
-	$(PYTHON) tools/make_pipeline_fixtures.py tests/fixtures/pipelines
+	$(PYTHON) tools/fixtures/make_text_fixtures.py tests/fixtures/hf
+	node tools/fixtures/make_prompt_fixture.mjs tests/fixtures/hf
+	$(PYTHON) tools/fixtures/make_pipeline_fixtures.py tests/fixtures/pipelines
 
 format:
 	clang-format -i core/*.[ch] core/*/*.[ch] config/*.[ch] server/*.[ch] server/*/*.[ch] tests/*.[ch] tests/fuzz/*.[ch] tests/load/*.c

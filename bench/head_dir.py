@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/head_dir.py [--reranker | --base] [--tokenizer TOK_DIR] MLM_DIR OUTDIR
 
-MLM_DIR is tools/make_bert_dir.py's BERT-base-sized BertForMaskedLM
+MLM_DIR is tools/fixtures/make_bert_dir.py's BERT-base-sized BertForMaskedLM
 directory.  OUTDIR gets its config.json with "architectures"
 ["BertForSequenceClassification"] and two labels, and the weights as a
 sharded directory: model-00001-of-00002.safetensors, a symbolic link to
@@ -24,7 +24,7 @@ config.json is kept.  With --tokenizer, OUTDIR also gets
 symbolic links to TOK_DIR's tokenizer files (tokenizer.json, and
 tokenizer_config.json, special_tokens_map.json, vocab.txt where it has
 them), made each time.  numpy only (the safetensors writer is
-tools/safetensors_io.py's).
+tools/fixtures/safetensors_io.py's).
 """
 import argparse
 import json
@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "fixtures"))
 from safetensors_io import save_file  # noqa: E402
 
 

@@ -7,7 +7,7 @@ lent machine: Debian has no transformers).
                                  [--dtype float32|bfloat16] [--attn sdpa|eager]
 
 Builds ModernBertModel from ModernBERT-base's config.json
-(tools/make_modernbert_fixtures.py's MODERNBERT_BASE_CONFIG; random weights,
+(tools/fixtures/make_modernbert_fixtures.py's MODERNBERT_BASE_CONFIG; random weights,
 seed 0: the values do not change the work), casts it to --dtype (bfloat16:
 what `ModernBertModel.from_pretrained(..., dtype=torch.bfloat16)` runs), and
 times model(input_ids) on one sequence (B = 1) of --seq-len random token ids
@@ -39,7 +39,7 @@ except Exception as e:  # ImportError, or a broken install
     fail(f"{sys.executable} cannot import torch and transformers' ModernBertModel "
          f"({type(e).__name__}: {e})")
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "fixtures"))
 from make_modernbert_fixtures import MODERNBERT_BASE_CONFIG  # noqa: E402
 
 

@@ -10,7 +10,7 @@ intermediate 1152, 22 layers, global attention every 3rd layer, local
 attention 128 (64 each side), RoPE thetas 160000 global / 10000 local, exact
 gelu GeGLU, no biases) on one sequence (B = 1) of --seq-len tokens, from the
 embeddings' output to final_norm, float32, under torch.no_grad().  The
-forward is tools/make_modernbert_fixtures.py's modernbert_layers, the
+forward is tools/fixtures/make_modernbert_fixtures.py's modernbert_layers, the
 functional copy of transformers' ModernBertModel.forward with
 attn_implementation "eager" (the one CPU path that computes what attnd does
 without flash-attn): ModernBertModel._update_attention_mask builds the
@@ -60,7 +60,7 @@ try:
 except Exception as e:  # ImportError, or a broken install
     fail(f"{sys.executable} cannot import torch ({type(e).__name__}: {e})")
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "fixtures"))
 from make_modernbert_fixtures import (  # noqa: E402
     MODERNBERT_BASE_CONFIG, modernbert_layers, random_tensors)
 

@@ -1,11 +1,11 @@
 /* check_checkpoint.c - Hugging Face encoder directories (model.dir,
  * core/load/checkpoint.c): the directories of tests/fixtures/hf (written by
- * tools/make_hf_fixtures.py in every architecture's naming, with their
+ * tools/fixtures/make_hf_fixtures.py in every architecture's naming, with their
  * embedding, pooler and head tensors) against PyTorch's outputs, against
  * the same weights under PyTorch's names bit for bit, the files and
  * ignored tensors they report, every refusal with the name it must give,
  * the settings that disagree with config.json, and the daemon's /v1/model.
- * tests/fixtures/hf5 (tools/make_hf5_fixtures.py) holds the same
+ * tests/fixtures/hf5 (tools/fixtures/make_hf5_fixtures.py) holds the same
  * directories with config.json in transformers 5's form: they go through
  * the same comparisons.  Each config.json field that changes what
  * transformers computes is either honoured (the outputs stay PyTorch's) or

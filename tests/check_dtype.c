@@ -349,7 +349,7 @@ static float *fixture_floats(const st_file *f, const char *name, size_t n)
 
 /* The yardstick: PyTorch's own bfloat16 autocast against its float32 on a
  * BERT-base-sized block of attnd's seeded weights (seed 7) and the same
- * inputs (tools/make_autocast_fixture.py).  attnd in float32 is PyTorch's
+ * inputs (tools/fixtures/make_autocast_fixture.py).  attnd in float32 is PyTorch's
  * float32 (the same model); attnd's bfloat16 error, largest and per-token
  * cosine, is at most 1.5x PyTorch's. */
 START_TEST(test_against_torch_autocast)
@@ -446,7 +446,7 @@ static void token_cosines(const float *u, const float *v, int B, int L, int D, c
 
 static const char *const int8_kernels[] = {"portable", "avx2", "avx512_vnni"};
 
-/* The two blocks of tools/make_int8_fixture.py: as seeded, and with
+/* The two blocks of tools/fixtures/make_int8_fixture.py: as seeded, and with
  * outlier dimensions (the input's and both LayerNorms' weights' channels of
  * metadata "outliers" times "outlier_scales"). */
 static const char *const int8_fixtures[] = {"bert_block", "bert_block_outliers"};
@@ -481,7 +481,7 @@ static int apply_outliers(enc_model *m, st_file *f, char *skip)
 
 /* The yardstick: PyTorch's quantize_dynamic (qint8) against its float32 on
  * the BERT-base-sized block of seeded weights (seed 7) and the same inputs
- * (tools/make_int8_fixture.py), without and with outlier dimensions.  attnd
+ * (tools/fixtures/make_int8_fixture.py), without and with outlier dimensions.  attnd
  * in float32 is PyTorch's float32; attnd's int8, on each kernel this CPU
  * has (the same bits on each), has a mean per-token cosine distance to its
  * float32 at most PyTorch's and every token's cosine at least 0.99: over

@@ -1,6 +1,6 @@
 /* check_embed.c - the embedding module (core/model/embed.c): token ids to the
  * stack's input.  The fixture directories' ids.safetensors
- * (tools/make_hf_fixtures.py, tools/make_modernbert_fixtures.py:
+ * (tools/fixtures/make_hf_fixtures.py, tools/fixtures/make_modernbert_fixtures.py:
  * transformers' embedding modules written out in torch) from input_ids
  * through the fast forward and the naive reference; the fast module against
  * the naive one on random ids, tables and shapes; the batch checks and their
@@ -410,7 +410,7 @@ END_TEST
 /* ---- the fixture directories -------------------------------------------- */
 
 /* Every case directory with an ids.safetensors: the 4.x config files, and
- * the same directories with transformers 5's (tools/make_hf5_fixtures.py,
+ * the same directories with transformers 5's (tools/fixtures/make_hf5_fixtures.py,
  * which copies ids.safetensors as it is). */
 #define FIX TESTS_DIR "/fixtures/"
 static const char *const CASES[] = {"hf/bert_mlm",

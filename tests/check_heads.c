@@ -1,5 +1,5 @@
 /* check_heads.c - the checkpoint's own answer: each task-head directory of
- * tests/fixtures/heads (tools/make_head_fixtures.py: transformers'
+ * tests/fixtures/heads (tools/fixtures/make_head_fixtures.py: transformers'
  * *ForSequenceClassification, *ForTokenClassification and *ForMaskedLM
  * written out in torch after its modeling code, 4.x- and 5.x-saved, tied
  * and untied) loaded as the daemon loads it, its head described as

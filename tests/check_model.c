@@ -137,7 +137,7 @@ static double json_num(const json_t *v)
 
 /* The embedding module a seeded model is given (enc_model_seed_embedding:
  * the built-in model's, which takes text) against the independent Python
- * implementation of tools/make_seed_fixture.py: its word rows bit for bit,
+ * implementation of tools/fixtures/make_seed_fixture.py: its word rows bit for bit,
  * the module's output (LayerNorm of word + token type + sinusoidal
  * position) within float32 rounding, and a forward on the ids equal to one
  * on those outputs given as embeddings. */

@@ -1,12 +1,12 @@
 /* check_modernbert.c - ModernBERT-class blocks: the directories of
- * tests/fixtures/modernbert (tools/make_modernbert_fixtures.py, written
+ * tests/fixtures/modernbert (tools/fixtures/make_modernbert_fixtures.py, written
  * after transformers' modeling_modernbert.py) against their expected outputs
  * and weights, with padding and batching, and the naive reference on them;
  * the block options' tensors in PyTorch files; every refusal of a bad
  * config.json field, tensor or setting with the name it must give; and the
  * daemon serving a directory: /v1/model's layers, /v1/encode's outputs and
  * usage.attention_scores.  tests/fixtures/modernbert5
- * (tools/make_hf5_fixtures.py) holds the same directories with config.json
+ * (tools/fixtures/make_hf5_fixtures.py) holds the same directories with config.json
  * in transformers 5's form (layer_types, rope_parameters): they go through
  * the same comparisons, and the fields of both forms are honoured (the
  * outputs stay the reference's) or refused naming them. */

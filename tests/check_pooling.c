@@ -1,5 +1,5 @@
 /* check_pooling.c - core/model/pooling.c: sentence embeddings against
- * sentence-transformers' Pooling and Normalize as tools/make_text_fixtures.py
+ * sentence-transformers' Pooling and Normalize as tools/fixtures/make_text_fixtures.py
  * computes them (float64, from PyTorch's last_hidden_state), worked
  * examples of each mode and of the Matryoshka cut, and the
  * sentence-transformers files of a directory: both forms of

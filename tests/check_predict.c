@@ -1,6 +1,6 @@
 /* check_predict.c - POST /v1/predict, the checkpoint's own answer in the
  * shapes of transformers' pipelines: each directory of
- * tests/fixtures/pipelines (tools/make_pipeline_fixtures.py: a task-head
+ * tests/fixtures/pipelines (tools/fixtures/make_pipeline_fixtures.py: a task-head
  * model with a real tokenizer, and the fill-mask, token-classification and
  * text-classification pipelines' outputs for its texts, their postprocess
  * transcribed from transformers and run on torch's logits and Hugging

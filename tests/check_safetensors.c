@@ -1,5 +1,5 @@
 /* check_safetensors.c - the safetensors reader against the fixtures of
- * tools/make_bad_safetensors.py: every good file read back and compared with
+ * tools/fixtures/make_bad_safetensors.py: every good file read back and compared with
  * good/expected.json, every bad file refused with the message in
  * bad/expected.json, plus the in-memory parser and the half-float widening. */
 #include "load/safetensors.h"
@@ -35,8 +35,8 @@ static json_t *load_expected(const char *dir)
     json_error_t jerr;
     fixture_path(path, sizeof path, dir, "expected.json");
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    ck_assert_msg(j != NULL, "cannot load %s: %s (run tools/make_bad_safetensors.py)", path,
-                  jerr.text);
+    ck_assert_msg(j != NULL, "cannot load %s: %s (run tools/fixtures/make_bad_safetensors.py)",
+                  path, jerr.text);
     ck_assert_msg(json_is_object(j) && json_object_size(j) > 0, "%s: not a non-empty object", path);
     return j;
 }

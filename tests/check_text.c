@@ -1,11 +1,11 @@
 /* check_text.c - text in, through the daemon: /v1/tokenize against Hugging
  * Face's ids, /v1/encode with text against PyTorch's last_hidden_state of
- * those ids (tests/fixtures/hf/bert_text: tools/make_text_fixtures.py, the
+ * those ids (tests/fixtures/hf/bert_text: tools/fixtures/make_text_fixtures.py, the
  * ids from the tokenizer's golden file, not from this code), /v1/embeddings
  * against sentence-transformers, /v2 with text, and the refusals: no
  * tokenizer, over the limit, truncation, bad forms; and sentence-
  * transformers' prompts (tests/fixtures/hf/bert_prompts:
- * tools/make_prompt_fixture.mjs).  Truncation from either end,
+ * tools/fixtures/make_prompt_fixture.mjs).  Truncation from either end,
  * server.auto_truncate and the model's token limit: check_text_limits.c. */
 #include "daemon.h"
 #include "hf_util.h"
@@ -714,7 +714,7 @@ START_TEST(test_embeddings_dense_refused)
 }
 END_TEST
 
-/* The prompts fixture (tools/make_prompt_fixture.mjs): bert_text with
+/* The prompts fixture (tools/fixtures/make_prompt_fixture.mjs): bert_text with
  * config_sentence_transformers.json's prompts {"query": "query: ",
  * "document": ""} and default_prompt_name "query". */
 #define PROMPTS_DIR TESTS_DIR "/fixtures/hf/bert_prompts"

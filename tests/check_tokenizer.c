@@ -2,7 +2,7 @@
  * the ids, type ids, special tokens' mask, offsets and sequence ids that
  * Hugging Face's Rust tokenizers (its Node binding) gives for every test
  * tokenizer and text (tests/fixtures/tokenizers/<name>/reference.json, made
- * by tests/tokenizer/reference.mjs over tools/make_tokenizer_fixtures.py's
+ * by tests/tokenizer/reference.mjs over tools/fixtures/make_tokenizer_fixtures.py's
  * tokenizer.json files), offsets worked out by hand, truncation's
  * arithmetic, right and left truncation against Hugging Face's
  * (truncation.json, tests/tokenizer/truncation.mjs), and the refusals;

@@ -1,5 +1,5 @@
 /* check_torch.c - the core against PyTorch: every case under
- * tests/fixtures/torch/ (made by tools/make_fixtures.py from
+ * tests/fixtures/torch/ (made by tools/fixtures/make_fixtures.py from
  * nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.MultiheadAttention or
  * torch's functional ops) through the fast path and the naive reference. */
 #include "encoder.h"

@@ -1,6 +1,6 @@
 /* check_v1_requests.c - what a /v1/encode request may say and what it
  * gets: every body of tests/fixtures/requests/invalid/
- * (tools/make_invalid_requests.py) with the status and message it must get;
+ * (tools/fixtures/make_invalid_requests.py) with the status and message it must get;
  * defaults and nulls, the mask's forms, attention_layers and the limits,
  * the response's details; and every truncation and many byte changes of
  * valid bodies (a clear error, never a crash). */

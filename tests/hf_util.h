@@ -79,7 +79,7 @@ double outputs_diff(const json_t *outputs, const float *want, int B, int L, int 
  * lengths: the largest difference from its out. */
 double dir_outputs_diff(const char *dir, const char *case_dir, bool naive);
 
-/* Tensor name of dir's text.safetensors (tools/make_text_fixtures.py) as
+/* Tensor name of dir's text.safetensors (tools/fixtures/make_text_fixtures.py) as
  * floats (owned), its first dimensions in dims (0 past its rank). */
 float *hf_text_tensor(const char *dir, const char *name, int dims[3]);
 

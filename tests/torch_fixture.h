@@ -1,5 +1,5 @@
 /* torch_fixture.h - reading the PyTorch fixtures under tests/fixtures/torch/
- * (made by tools/make_fixtures.py; its README there describes the format),
+ * (made by tools/fixtures/make_fixtures.py; its README there describes the format),
  * shared by the core, codec and HTTP suites. */
 #ifndef ATTND_TESTS_TORCH_FIXTURE_H
 #define ATTND_TESTS_TORCH_FIXTURE_H

@@ -57,8 +57,8 @@ else
         --repeat "$REPEAT" --warmup "$WARMUP" --dtype bfloat16-wide --name bf_lin_wide ||
         FAILED=1
     if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
-        run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
-            WHY[bf16]="tools/make_bert_dir.py failed"
+        run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
+            WHY[bf16]="tools/fixtures/make_bert_dir.py failed"
     fi
     if [ -f "$BB/bert_base_dir/model.safetensors" ]; then
         for dt in float32 bfloat16 float32 bfloat16; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/parts/heads.sh - what a task head costs (bench/head_bench.c): a
 # BERT-base-sized BertForSequenceClassification directory (bench/head_dir.py
-# over tools/make_bert_dir.py's) at B=8 L=128, its head against the forward;
+# over tools/fixtures/make_bert_dir.py's) at B=8 L=128, its head against the forward;
 # the BERT-base-sized BertForMaskedLM directory's SPLADE vector at B=8 L=128,
 # its projection's GFLOP/s against the forward's (the Linears are 97% of its
 # floating-point work at L=128), in the same interleaved runs;
@@ -23,7 +23,7 @@ if skipped heads; then
     WHY[heads]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 elif { [ -f "$BB/bert_base_dir/config.json" ] ||
-    run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; } &&
+    run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; } &&
     run_step 120 "$PYTHON" bench/head_dir.py "$BB/bert_base_dir" "$BB/bert_seq_dir"; then
     # shellcheck disable=SC2015 # the || catches any step
     run_step 600 "$BB"/head_bench --dir "$BB/bert_seq_dir" --batch 8 --len 128 \
@@ -34,16 +34,16 @@ elif { [ -f "$BB/bert_base_dir/config.json" ] ||
             --modes none,splade ||
         { FAILED=1; WHY[heads]="bench/head_bench.c failed: $(step_reason)"; }
     if [ -f "$BB/xlmr_base_dir/config.json" ] ||
-        run_step 600 "$PYTHON" tools/make_bert_dir.py --xlmr "$BB/xlmr_base_dir"; then
+        run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py --xlmr "$BB/xlmr_base_dir"; then
         run_step 600 "$BB"/head_bench --dir "$BB/xlmr_base_dir" --batch 1 --len 512 \
             --threads "$THREADS" --repeat 3 --warmup 1 --name hd_xlmr --modes none,splade ||
             { FAILED=1; WHY[heads_rss]="bench/head_bench.c failed: $(step_reason)"; }
     else
-        WHY[heads_rss]="tools/make_bert_dir.py --xlmr failed"
+        WHY[heads_rss]="tools/fixtures/make_bert_dir.py --xlmr failed"
         FAILED=1
     fi
 else
-    WHY[heads]="tools/make_bert_dir.py or bench/head_dir.py failed"
+    WHY[heads]="tools/fixtures/make_bert_dir.py or bench/head_dir.py failed"
     FAILED=1
 fi
 

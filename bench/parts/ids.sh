@@ -19,8 +19,8 @@ if skipped ids; then
     WHY[ids]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 elif [ ! -f "$BB/bert_base_dir/config.json" ] &&
-    ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
-    WHY[ids]="tools/make_bert_dir.py failed"
+    ! run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+    WHY[ids]="tools/fixtures/make_bert_dir.py failed"
     FAILED=1
 else
     start_daemon --model-dir "$BB/bert_base_dir"

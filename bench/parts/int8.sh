@@ -66,8 +66,8 @@ else
         rm -f "$f"
     done
     if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
-        run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
-            WHY[int8]="tools/make_bert_dir.py failed"
+        run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
+            WHY[int8]="tools/fixtures/make_bert_dir.py failed"
     fi
     if [ -f "$BB/bert_base_dir/model.safetensors" ]; then
         for dt in float32 int8 float32 int8; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/parts/startup.sh - start-up from a Hugging Face directory
-# (bench/startup.py): a BERT-base-sized one (tools/make_bert_dir.py), attnd
+# (bench/startup.py): a BERT-base-sized one (tools/fixtures/make_bert_dir.py), attnd
 # --model-dir --check-config against reading it once, and against the same
 # stack from a PyTorch-named file; the daemon's ready time and peak resident
 # memory after one request; the same for an XLM-R-base-sized directory
@@ -14,7 +14,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 fi
 
 # A BERT-base-sized directory (bert-base-uncased's tensors, F32, random
-# values, made once under build/bench by tools/make_bert_dir.py): attnd
+# values, made once under build/bench by tools/fixtures/make_bert_dir.py): attnd
 # --check-config's wall time and peak resident memory against reading the
 # files once (cat, the page cache warm for both), and against the same
 # encoder stack from a PyTorch-named file; the daemon's time to ready and
@@ -27,16 +27,16 @@ if skipped startup; then
     WHY[xlmr]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 else
-    if ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
-        WHY[startup]="tools/make_bert_dir.py failed"
+    if ! run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+        WHY[startup]="tools/fixtures/make_bert_dir.py failed"
         FAILED=1
     else
         run_step 300 "$PYTHON" bench/startup.py --dir "$BB/bert_base_dir" \
             --weights "$BB/bert_base.safetensors" --runs 5 ||
             { FAILED=1; WHY[startup]="bench/startup.py failed"; }
     fi
-    if ! run_step 600 "$PYTHON" tools/make_bert_dir.py --xlmr "$BB/xlmr_base_dir"; then
-        WHY[xlmr]="tools/make_bert_dir.py --xlmr failed"
+    if ! run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py --xlmr "$BB/xlmr_base_dir"; then
+        WHY[xlmr]="tools/fixtures/make_bert_dir.py --xlmr failed"
         FAILED=1
     else
         run_step 300 "$PYTHON" bench/startup.py --dir "$BB/xlmr_base_dir" --name xlmr --runs 3 ||

@@ -38,14 +38,14 @@ else
         ! run_step 60 "$PYTHON" bench/text_corpus.py "$BB/text_corpus.txt" --sentences "$TEXT_SENTENCES"; then
         tei_fail "bench/text_corpus.py failed"
     elif [ ! -f "$BB/bert_base_dir/config.json" ] &&
-        ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
-        tei_fail "tools/make_bert_dir.py failed"
+        ! run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+        tei_fail "tools/fixtures/make_bert_dir.py failed"
     elif [ ! -f "$TD/tokenizer.json" ] &&
         ! { mkdir -p "$TD" &&
             ln -sfn ../bert_base_dir/config.json "$TD/config.json" &&
             ln -sfn ../bert_base_dir/model.safetensors "$TD/model.safetensors" &&
-            run_step 120 "$PYTHON" tools/make_bert_dir.py --tokenizer "$TD"; }; then
-        tei_fail "tools/make_bert_dir.py --tokenizer failed"
+            run_step 120 "$PYTHON" tools/fixtures/make_bert_dir.py --tokenizer "$TD"; }; then
+        tei_fail "tools/fixtures/make_bert_dir.py --tokenizer failed"
     elif ! run_step 120 "$BB"/tok_bench batch --tokenizer "$TD/tokenizer.json" \
         --corpus "$BB/text_corpus.txt" --out "$BB/text_b8.txt" --batch 8 --tokens 126 \
         --repeat 20 --warmup 2 --name tei_tokb; then

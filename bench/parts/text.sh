@@ -43,14 +43,14 @@ else
     fi
     TD=$BB/bert_text_dir
     if [ ! -f "$BB/bert_base_dir/config.json" ] &&
-        ! run_step 600 "$PYTHON" tools/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
-        text_fail "tools/make_bert_dir.py failed"
+        ! run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors"; then
+        text_fail "tools/fixtures/make_bert_dir.py failed"
     else
         mkdir -p "$TD"
         ln -sfn ../bert_base_dir/config.json "$TD/config.json"
         ln -sfn ../bert_base_dir/model.safetensors "$TD/model.safetensors"
-        run_step 120 "$PYTHON" tools/make_bert_dir.py --tokenizer "$TD" ||
-            text_fail "tools/make_bert_dir.py --tokenizer failed"
+        run_step 120 "$PYTHON" tools/fixtures/make_bert_dir.py --tokenizer "$TD" ||
+            text_fail "tools/fixtures/make_bert_dir.py --tokenizer failed"
     fi
     if [ -z "${WHY[text]:-}" ]; then
         # key:tokenizer.json pairs (keys are RESULT names)

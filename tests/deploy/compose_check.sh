@@ -12,7 +12,7 @@
 # Steps:
 #   1. the images: debian:bookworm-slim (made by make container-check), attnd
 #      (reused, or built from a fresh clone of HEAD), attnd-nginx built from
-#      deploy/nginx/ as tools/container_check.sh builds attnd's;
+#      deploy/nginx/ as tools/ci/container_check.sh builds attnd's;
 #   2. podman-compose -p attnd-compose-check up -d, nginx published on a free
 #      127.0.0.1 port (ATTND_COMPOSE_PORT); every container running;
 #   3. the replicas' health checks (compose's, run by `podman healthcheck
@@ -32,10 +32,10 @@
 #      the project's network (podman-compose 1.0.3 leaves it) removed.
 #
 # The podman settings this host needs go in a containers.conf made here
-# (CONTAINERS_CONF): tools/containers.conf's [containers] lines plus [engine]
+# (CONTAINERS_CONF): tools/ci/containers.conf's [containers] lines plus [engine]
 # runtime = "runc" and cgroup_manager = "cgroupfs", since podman-compose
 # passes --podman-args after the subcommand and `--cgroup-manager` is a
-# global flag; DISABLE_HC_SYSTEMD=true as tools/container_check.sh says.
+# global flag; DISABLE_HC_SYSTEMD=true as tools/ci/container_check.sh says.
 #
 # Needs root (rootful podman) and Debian's podman-compose aardvark-dns podman
 # buildah runc netavark iptables git curl python3.
@@ -80,7 +80,7 @@ DRAINED=attnd-2                       # the one podman stop drains in step 7
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnd-compose-check.XXXXXX")
 
 # podman's settings for this host, for podman-compose's podman commands and ours.
-{ cat "$repo/tools/containers.conf"
+{ cat "$repo/tools/ci/containers.conf"
   printf '\n[engine]\n# no crun (it fails on these hosts'"'"' cgroups v1), no systemd to ask\n'
   printf 'runtime = "runc"\ncgroup_manager = "cgroupfs"\n'; } >"$tmp/containers.conf"
 export CONTAINERS_CONF=$tmp/containers.conf
@@ -144,9 +144,9 @@ trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 # ---- helpers -------------------------------------------------------------------
 
 # pm, http, j, expect, free_port, embeddings, wait_healthy:
-# tools/check_lib.sh, shared with tools/container_check.sh.
-# shellcheck source=tools/check_lib.sh
-. "$repo/tools/check_lib.sh"
+# tools/ci/check_lib.sh, shared with tools/ci/container_check.sh.
+# shellcheck source=tools/ci/check_lib.sh
+. "$repo/tools/ci/check_lib.sh"
 
 # ctr SERVICE: the project's container of that compose service.
 ctr() {
@@ -160,7 +160,7 @@ ctr() {
 # ---- 1. the images -------------------------------------------------------------
 pm 30 image exists "$BASE" ||
   cannot "no image $BASE: make container-check makes it (debootstrap; there is no registry here)"
-build_flags=(--isolation=chroot --network host --pull=never --format docker)   # tools/container_check.sh says why
+build_flags=(--isolation=chroot --network host --pull=never --format docker)   # tools/ci/container_check.sh says why
 
 if [ $build_attnd = 1 ] || ! pm 30 image exists attnd; then
   git clone --quiet "$repo" "$tmp/src" || fail "git clone $repo failed"

@@ -11,7 +11,7 @@
 // "float", dimensions 8 (a Matryoshka cut: renormalized where the model
 // normalizes), and token ids (text.safetensors' input_ids rows, each up to
 // its attention_mask's length).  Each embedding is checked against
-// text.safetensors, the sentence-transformers math (tools/ made it):
+// text.safetensors, the sentence-transformers math (tools/fixtures/make_text_fixtures.py made it):
 // bert_text's mean_normalized, roberta_text's cls_pooled, within TOL; and
 // usage against the sum of the attention masks; 2,048 inputs in one call.
 // Also: models.list and models.retrieve give the served model as OpenAI's

@@ -3,7 +3,7 @@
 # clean debian:bookworm container, a clone of the repository and the
 # README's two commands, in order (make fresh-check; .ci/run runs it).
 #
-#   bash tools/fresh_check.sh [--new-base] [--mirror URL] [--keep]
+#   bash tools/ci/fresh_check.sh [--new-base] [--mirror URL] [--keep]
 #
 #   --new-base   make the base image again even if it exists
 #   --mirror URL the Debian mirror for debootstrap and the image's apt sources
@@ -26,7 +26,7 @@
 #   4. `make test`, which must exit 0.
 # Each step's time is printed.  The image is debian:bookworm-slim as
 # `make container-check` makes it (debootstrap's minbase, slimmed; shared in
-# tools/check_lib.sh) with nothing added; the container gets its own network
+# tools/ci/check_lib.sh) with nothing added; the container gets its own network
 # namespace (its port 8080 is not the host's) with outbound access to the
 # package registries, 1 GiB of /dev/shm (Chromium's; podman's default is
 # 64 MiB, a real machine's is half its memory) and, when the host's node or
@@ -45,7 +45,7 @@ fail() { say "FAILED: $*" >&2; exit 1; }
 cannot() { say "cannot run: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(git -C "$here/.." rev-parse --show-toplevel 2>/dev/null) || cannot "$here/.. is not a git work tree"
+repo=$(git -C "$here" rev-parse --show-toplevel 2>/dev/null) || cannot "$here is not in a git work tree"
 
 new_base=0 mirror="" keep=0
 while [ $# -gt 0 ]; do
@@ -87,8 +87,8 @@ trap cleanup EXIT
 trap 'say "interrupted (SIGINT)"; exit 130' INT
 trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 
-# pm, ensure_base: tools/check_lib.sh.
-# shellcheck source=tools/check_lib.sh
+# pm, ensure_base: tools/ci/check_lib.sh.
+# shellcheck source=tools/ci/check_lib.sh
 . "$here/check_lib.sh"
 
 ensure_base "$new_base"

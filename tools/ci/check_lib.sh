@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# check_lib.sh - the helpers tools/container_check.sh,
-# tests/deploy/compose_check.sh and tools/fresh_check.sh share: podman
+# check_lib.sh - the helpers tools/ci/container_check.sh,
+# tests/deploy/compose_check.sh and tools/ci/fresh_check.sh share: podman
 # bounded in time, HTTP requests and what their answers hold, request bodies,
 # health checks, the debootstrap base image.  Sourced, not run; the caller
 # defines say and fail, $tmp (its temporary directory) and $PY (Debian's

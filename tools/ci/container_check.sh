@@ -4,7 +4,7 @@
 # follows, written out so that anyone with Docker or podman can see how the
 # image is built and what it must do.
 #
-#   bash tools/container_check.sh [--worktree] [--new-base] [--mirror URL]
+#   bash tools/ci/container_check.sh [--worktree] [--new-base] [--mirror URL]
 #
 #   --worktree   build from the work tree as it is (uncommitted changes too)
 #                instead of a fresh clone of HEAD (the default, what CI checks)
@@ -45,7 +45,7 @@ fail() { say "FAILED: $*" >&2; exit 1; }
 cannot() { say "cannot run: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(git -C "$here/.." rev-parse --show-toplevel 2>/dev/null) || cannot "$here/.. is not a git work tree"
+repo=$(git -C "$here" rev-parse --show-toplevel 2>/dev/null) || cannot "$here is not in a git work tree"
 
 worktree=0 new_base=0 mirror=""
 while [ $# -gt 0 ]; do
@@ -71,7 +71,7 @@ IMAGE=attnd                                   # what the build is tagged
 BASE=docker.io/library/debian:bookworm-slim   # the Dockerfile's FROM, by its full name
 SUITE=bookworm
 
-# podman's settings for this host (tools/containers.conf says why each).
+# podman's settings for this host (tools/ci/containers.conf says why each).
 export CONTAINERS_CONF=$here/containers.conf
 # podman runs an image's HEALTHCHECK every --interval from a systemd timer;
 # with no systemd (containers, CI sandboxes) it logs an error for each
@@ -110,14 +110,14 @@ trap 'say "interrupted (SIGTERM)"; exit 143' TERM
 # ---- helpers -------------------------------------------------------------------
 
 # pm (every podman command), http, j, expect, free_port, embeddings,
-# wait_healthy, wait_log: tools/check_lib.sh, shared with
+# wait_healthy, wait_log: tools/ci/check_lib.sh, shared with
 # tests/deploy/compose_check.sh.
-# shellcheck source=tools/check_lib.sh
+# shellcheck source=tools/ci/check_lib.sh
 . "$here/check_lib.sh"
 
 # ---- 1. the base image ---------------------------------------------------------
 # debian:bookworm-slim, made here from debootstrap when podman lacks it
-# (ensure_base, tools/check_lib.sh; make fresh-check runs in the same image).
+# (ensure_base, tools/ci/check_lib.sh; make fresh-check runs in the same image).
 ensure_base "$new_base"
 
 # ---- 2. build ------------------------------------------------------------------
@@ -257,7 +257,7 @@ grep -E 'SIGTERM|drain|no longer accepting|stopped' "$tmp/log" | sed 's/^/    /'
 # The README's way: the file at /models/model.safetensors, read-only, named
 # by ATTND_WEIGHTS, with its hyperparameters in ATTND_* variables.  The
 # fixture is the safetensors reader's tiny model (d_model 4, 2 heads, d_ff 8,
-# relu, one layer: tools/make_bad_safetensors.py).
+# relu, one layer: tools/fixtures/make_bad_safetensors.py).
 weights=$ctx/tests/fixtures/safetensors/model/valid.safetensors
 [ -f "$weights" ] || fail "no $weights"
 port=$(free_port)
