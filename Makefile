@@ -18,6 +18,8 @@
 #                        (make test runs it)
 #   make docs-links      every relative link of the docs reaches a file and a heading
 #                        (make test runs it)
+#   make docs-words      the docs (README.md, DEVELOPERS.md, docs/*.md) within their
+#                        word budget, DOCS_WORDS_MAX by wc -w (make test runs it)
 #   make openai-check    POST /v1/embeddings through OpenAI's own npm client, against
 #                        the sentence-transformers fixtures (make test runs it)
 #   make hf-check        Hugging Face's @huggingface/inference client against POST /
@@ -234,7 +236,7 @@ $(TEST_BIN): $(TEST_OBJ) $(APP_LIB) $(CORE_LIB) | $(ATTND)
 
 # The test runner prints Check's summary line ("100%: Checks: N, Failures: 0,
 # Errors: 0") and exits non-zero on any failure.
-test: docs-check layers-check
+test: docs-check layers-check docs-words
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	@rm -rf $(RECORD_DIR) && mkdir -p $(RECORD_DIR)
@@ -363,6 +365,17 @@ docs-links:
 	@$(MAKE) --no-print-directory deps-node
 	@echo "node tests/docs/links.mjs $(DOCS_MD) --code (the sources)"
 	@node tests/docs/links.mjs $(DOCS_MD) --code $(DOCS_POINTERS)
+
+# The docs' word budget: wc -w over README.md, DEVELOPERS.md and docs/*.md.
+# A fact goes in the one page a reader looks for it, the others link there.
+DOCS_WORDS_MAX := 24825
+.PHONY: docs-words
+docs-words:
+	@n=$$(wc -w $(DOCS_MD) | awk 'END {print $$1}'); \
+	if [ "$$n" -gt $(DOCS_WORDS_MAX) ]; then \
+	  wc -w $(DOCS_MD); \
+	  echo "docs-words: $$n words, over the budget of $(DOCS_WORDS_MAX): cut repetition, link to the page that holds the fact"; exit 1; \
+	else echo "docs-words: $$n words of $(DOCS_WORDS_MAX)"; fi
 
 # POST /v1/embeddings through the official `openai` npm client (package.json's
 # pin): embeddings.create on tests/fixtures/hf/bert_text (mean, Normalize) and
