@@ -1,5 +1,6 @@
 /* model.h - struct enc_model behind encoder.h's handle: the stack's
- * layers and their parameters, the files they came from (model.c).
+ * layers and their parameters, the files they came from (model.c), and
+ * what is built on them (build.c).
  * Private to core/. */
 #ifndef ATTND_MODEL_MODEL_H
 #define ATTND_MODEL_MODEL_H
@@ -97,7 +98,7 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err);
 enc_model *model_new(const enc_hparams *hp, enc_error *err);
 int model_carve(enc_model *m, bool linear, enc_error *err);
 /* Keeps a file's read-only mapping and the file, open, for m's lifetime
- * (munmap'ed and closed by enc_model_free); -1 when out of memory (they are
+ * (munmap'ed and closed with the model); -1 when out of memory (they are
  * then the caller's). */
 int model_add_map(enc_model *m, void *addr, size_t size, int fd);
 /* The writable storage of p, a pointer into m's own params (a seeded
@@ -123,6 +124,12 @@ int model_add_file(enc_model *m, const char *name, const char *sha256);
 int model_add_ignored(enc_model *m, const char *name);
 /* Sorts the files by name. */
 void model_sort_files(enc_model *m);
+/* Frees what model.c allocated (the parameters, mappings, layers' array,
+ * files' names) and m itself; the parts built on it (packed panels,
+ * embeddings, head) are enc_model_free's (build.c).  NULL is fine. */
+void model_storage_free(enc_model *m);
+
+/* ---- build.c ---- */
 
 /* Packs every layer's Linear weights for the packed GEMM (gemm.h), when the
  * CPU can run it, replacing any earlier packing: the constructors call it

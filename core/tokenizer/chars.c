@@ -107,6 +107,17 @@ uint32_t tok_char_byte_level(uint8_t b)
     return 0x100u + 67; /* 0xAD */
 }
 
+int tok_char_byte_of(uint32_t c)
+{
+    if ((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
+        return (int)c;
+    /* the other bytes, in order, stand for 256, 257, ...: 0..32, 127..160, 173 */
+    if (c < 256 || c > 256 + 67)
+        return -1;
+    const uint32_t k = c - 256;
+    return k <= 32 ? (int)k : k <= 66 ? (int)(k + 94) : 173;
+}
+
 /* The regex crate's Unicode \w (UTS #18: Alphabetic, M, Nd, Pc,
  * Join_Control). */
 bool tok_char_is_word(uint32_t c)

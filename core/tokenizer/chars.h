@@ -18,5 +18,7 @@ bool tok_char_is_word(uint32_t c); /* Rust regex's \w: alphabetic, marks, Nd, Pc
 
 /* GPT-2's bytes_to_unicode: the char ByteLevel shows byte b as. */
 uint32_t tok_char_byte_level(uint8_t b);
+/* Its inverse: the byte a byte-level char stands for, or -1. */
+int tok_char_byte_of(uint32_t c);
 
 #endif

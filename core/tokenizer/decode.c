@@ -10,6 +10,8 @@
  * read as the crate's serde reads them (decoders/mod.rs). */
 #include "tokenizer/decode.h"
 
+#include "tokenizer/chars.h"
+
 #include "tokenizer/json.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tokenizer_def.h"
@@ -550,13 +552,13 @@ static int run_byte_level(dec_run *r)
         const char *p = list_at(r->in, i, &n);
         bool all = true;
         for (size_t k = 0, l; k < n && all; k += l)
-            all = tok_decode_byte(tok_utf8_get((const unsigned char *)p + k, &l)) >= 0;
+            all = tok_char_byte_of(tok_utf8_get((const unsigned char *)p + k, &l)) >= 0;
         if (!all) {
             rc = list_put(bytes, p, n);
             continue;
         }
         for (size_t k = 0, l; k < n && rc == 0; k += l) {
-            const char c = (char)tok_decode_byte(tok_utf8_get((const unsigned char *)p + k, &l));
+            const char c = (char)tok_char_byte_of(tok_utf8_get((const unsigned char *)p + k, &l));
             rc = list_put(bytes, &c, 1);
         }
     }
@@ -771,17 +773,6 @@ static int run(const tok_decoder *d, dec_run *r)
 }
 
 /* ---- tok_decode ------------------------------------------------------------------ */
-
-int tok_decode_byte(uint32_t c)
-{
-    if ((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))
-        return (int)c;
-    /* the other bytes, in order, stand for 256, 257, ...: 0..32, 127..160, 173 */
-    if (c < 256 || c > 256 + 67)
-        return -1;
-    const uint32_t k = c - 256;
-    return k <= 32 ? (int)k : k <= 66 ? (int)(k + 94) : 173;
-}
 
 /* The token an id decodes from: an added token's normalized form
  * (its pattern), or the vocabulary's. */

@@ -19,8 +19,4 @@ typedef struct tok_decoder tok_decoder;
 int tok_decode_setup(tok_tokenizer *t, const json_t *j, enc_error *err);
 void tok_decoder_free(tok_decoder *d);
 
-/* GPT-2's bytes_to_unicode inverted: the byte a byte-level character stands
- * for, or -1. */
-int tok_decode_byte(uint32_t c);
-
 #endif

@@ -1,6 +1,7 @@
-/* tokenizer_def.h - a loaded tokenizer's parts, for tokenizer.c, which reads
- * them from tokenizer.json, encode.c, which runs the pipeline with them, and
- * decode.c.  Not for outside core/tokenizer/. */
+/* tokenizer_def.h - a loaded tokenizer's parts, for load.c, which reads
+ * them from tokenizer.json, tokenizer.c (the vocabulary), encode.c, which
+ * runs the pipeline with them, and decode.c.  Not for outside
+ * core/tokenizer/. */
 #ifndef ATTND_TOK_TOKENIZER_DEF_H
 #define ATTND_TOK_TOKENIZER_DEF_H
 
@@ -100,5 +101,8 @@ struct tok_tokenizer {
  * unk_id, padding's pad_id, and special tokens spelled [UNK] / <unk>,
  * [PAD] / <pad>, [MASK] / <mask>; no clean-up. */
 void tok_roles_default(tok_tokenizer *t, const json_t *root);
+
+/* The added token already parsed with that content, or NULL (tokenizer.c). */
+const added_token *tok_added_named(const tok_tokenizer *t, const char *content);
 
 #endif
