@@ -432,22 +432,31 @@ static void check_v2_csr(const json_t *j, const json_t *ref, const pattern *p)
     ck_assert_uint_eq(json_array_size(ix), (size_t)json_integer_value(json_array_get(ip, 2 * L)));
 }
 
-START_TEST(test_v2_csr_tensors)
+/* One request both ways, p's mask (mask as /v1 takes it, param and value
+ * as /v2 does): /v2's CSR against /v1's dense weights (check_v2_csr).
+ * Returns /v2's attention_scores. */
+static json_int_t v2_matches_v1(const char *emb, int d_model, const char *mask, const char *param,
+                                const char *value, const pattern *p)
 {
-    start_or_fail(model_args, NULL);
-    /* one request both ways: v1 dense gives the reference */
-    char *emb = embeddings_json();
-    char *v1 = request(emb, "{\"strided\": {\"stride\": 6}}", ", \"attention\": \"mean\"");
-    json_t *ref = post("/v1/encode", v1, 200);
-    json_t *j = v2_csr(emb, D, "strided", "{\"stride\": 6}");
-    const pattern p = {.wl = -1, .wr = -1, .stride = 6};
-    check_v2_csr(j, ref, &p);
-    ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(j, "parameters"),
-                                                        "attention_scores")),
-                     0);
+    char *v1 = request(emb, mask, ", \"attention\": \"mean\"");
+    json_t *ref = post("/v1/encode", v1, 200), *j = v2_csr(emb, d_model, param, value);
+    check_v2_csr(j, ref, p);
+    const json_int_t scores =
+        json_integer_value(json_object_get(json_object_get(j, "parameters"), "attention_scores"));
     json_decref(j);
     json_decref(ref);
     free(v1);
+    return scores;
+}
+
+START_TEST(test_v2_csr_tensors)
+{
+    start_or_fail(model_args, NULL);
+    char *emb = embeddings_json();
+    const pattern p = {.wl = -1, .wr = -1, .stride = 6};
+    ck_assert_int_gt(
+        v2_matches_v1(emb, D, "{\"strided\": {\"stride\": 6}}", "strided", "{\"stride\": 6}", &p),
+        0);
     free(emb);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
@@ -576,13 +585,8 @@ START_TEST(test_csr_local_layers)
         free(csr_req);
     }
     /* /v2: the last layer (5, local), its mean */
-    char *v1 = request(emb, "{}", ", \"attention\": \"mean\"");
-    json_t *ref = post("/v1/encode", v1, 200), *j = v2_csr(emb, 32, NULL, NULL);
     const pattern p = {.wl = -1, .wr = -1, .band = 16};
-    check_v2_csr(j, ref, &p);
-    json_decref(j);
-    json_decref(ref);
-    free(v1);
+    v2_matches_v1(emb, 32, "{}", NULL, NULL, &p);
     free(emb);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
