@@ -856,6 +856,18 @@ async function main() {
   let hiW = 0, hiAt = 0;
   for (let p = 0; p < nP * nP; p++) if (A13[Math.floor(p / nP)][p % nP] > hiW) { hiW = A13[Math.floor(p / nP)][p % nP]; hiAt = p; }
   check(px.slice(4 * hiAt, 4 * hiAt + 4).join(",") === "253,231,37,255", "model view: the largest weight of layer 1 head 3 is viridis yellow: " + px.slice(4 * hiAt, 4 * hiAt + 4));
+  //     Every pixel: viridis at w / largest, the colour map sampled at
+  //     t = 0, 1/9, ..., 1 (matplotlib's values) and interpolated linearly;
+  //     within 2 of 255 (the page reads it from a table of 256).
+  const VIR = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+               [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+  const virAt = (t) => { const x = t * 9, k = Math.min(8, Math.floor(x)), f = x - k; return VIR[k].map((a, c) => a + (VIR[k + 1][c] - a) * f); };
+  let worst = 0;
+  for (let p = 0; p < nP * nP; p++) {
+    const want = virAt(A13[Math.floor(p / nP)][p % nP] / hiW);
+    for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(px[4 * p + c] - want[c]));
+  }
+  check(worst <= 2, `model view: layer 1 head 3's pixels are the API's weights on viridis (off by ${worst.toFixed(2)} at most)`);
   check(await page.evaluate(() => typeof window.attnd.modelDrawMs === "number"), "model view: the page times its drawing");
   //     Saving: a PNG of the view, attnd's answer as JSON (equal to the
   //     API's), and one HTML file that opens offline and draws the same view.
