@@ -8,6 +8,7 @@
 #   make test-busy       the Check suites with two busy loops beside them (the
 #                        timeouts hold on a shared host; .ci/run runs it)
 #   make test-page       the page at / in headless Chromium (make test runs it)
+#   make page-screenshots docs/img's pictures of the page, from headless Chromium
 #   make openapi-check   the OpenAPI description: lint, a typed client compiled and
 #                        run, live responses validated (make test runs it)
 #   make docs-examples   every example of docs/api.md (curl, Python, TypeScript) and
@@ -305,7 +306,7 @@ layers-check:
 NODE_MODULES := node_modules
 NODE_BIN     := $(NODE_MODULES)/.bin
 NODE_STAMP   := $(NODE_MODULES)/.installed
-.PHONY: test-page deps-page deps-node openapi-check docs-examples docs-links openai-check hf-check builtin-check
+.PHONY: test-page page-screenshots deps-page deps-node openapi-check docs-examples docs-links openai-check hf-check builtin-check
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
@@ -316,6 +317,13 @@ test-page:
 	@$(MAKE) --no-print-directory deps-node
 	@$(MAKE) --no-print-directory $(ATTND)
 	timeout 300 node tests/page/page_test.js $(ATTND) $(NODE_MODULES) $(BUILD)/page.png
+
+# docs/img's pictures of the page (docs/api.md): the model view, the lines
+# view and the rollout on tests/fixtures/hf/bert_text (tests/page/screenshots.js).
+page-screenshots:
+	@$(MAKE) --no-print-directory deps-node
+	@$(MAKE) --no-print-directory $(ATTND)
+	timeout 120 node tests/page/screenshots.js $(ATTND) $(NODE_MODULES) docs/img
 
 # The OpenAPI description (docs/api.md, "GET /openapi.json"): lint
 # (Redocly, every warning an error) of the source and of the served text; a

@@ -48,6 +48,8 @@
 #   tei         bench/parts/tei.sh         TEI's routes: /rerank of 32 pairs
 #                                          against its compute, /embed against
 #                                          /v1/embeddings
+#   page        bench/parts/page.sh        the page's model view, 12 x 12 at L=128:
+#                                          the response to drawn (Chromium)
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -65,7 +67,7 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 int8 heads tei"
+#                               bf16 int8 heads tei page"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
@@ -77,6 +79,7 @@
 #   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
 #   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text
 #                               part (2 requests of each per round)
+#   BENCH_PAGE_ROUNDS [5]       times the page part draws the model view (median)
 #   BENCH_TEI_ROUNDS [5]        rounds of the tei part: one /rerank request each; 2
 #                               /embed and 2 /v1/embeddings requests each
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
@@ -100,7 +103,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16 int8 heads tei; do
+    modernbert text bf16 int8 heads tei page; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done

@@ -208,6 +208,9 @@ if [ -n "${R[hd_xlmr_rss_peak_mb]:-}" ]; then
     m="+$(fmt "$r" 1) MiB (${R[hd_xlmr_rss_peak_mb]} over ${R[hd_xlmr_weights_mb]} MiB)"
 fi
 row "XLM-R MLM SPLADE L=512 peak RSS <= weights + 64 MiB" "$m" "$r" "<=" 64 "${WHY[heads_rss]:-${WHY[heads]:-}}"
+r=${R[page_model_ms]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 1) ms"
+row "page model view 12x12 L=128 drawn <= 1 s" "$m" "$r" "<=" 1000 "${WHY[page]:-}"
 r=${R[tei_rr_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x (${R[tei_rr_p50_ms]} / ${R[tei_rr_compute_ms]} ms)"
 row "TEI /rerank, 32 pairs: p50 <= 1.1x compute" "$m" "$r" "<=" 1.1 "${WHY[tei]:-}"

@@ -513,6 +513,16 @@ uint64_t enc_blockmask_scores(const enc_blockmask *bm, int b);
 size_t enc_blockmask_nnz(const enc_blockmask *bm, int b);
 const int32_t *enc_blockmask_indptr(const enc_blockmask *bm, int b);
 const int32_t *enc_blockmask_indices(const enc_blockmask *bm, int b);
+/* With csr: sequence b's pairs at a layer that also refuses every pair
+ * further apart than band (a local layer, band enc_hparams.local_window;
+ * band < 0: none refused), in the block mask's order: their count, and when
+ * indptr is set, its indptr (len + 1 entries) and indices (the count) written.
+ * With dst, the values of those pairs picked out of src, the layer's (heads,
+ * nnz) weights of sequence b in the block mask's CSR order (enc_result's),
+ * head h's to dst + h * dst_stride (dst_stride 0: the count). */
+size_t enc_blockmask_band(const enc_blockmask *bm, int b, int band, int32_t *indptr,
+                          int32_t *indices, int heads, const float *src, float *dst,
+                          size_t dst_stride);
 
 /* A forward's scratch memory.  Sized for a batch shape on first use and grown
  * (never shrunk) when a larger one comes; one workspace per concurrent forward. */

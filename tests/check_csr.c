@@ -47,6 +47,7 @@ typedef struct pattern {
     unsigned long long seed;
     int global[2], n_global;
     bool causal;
+    int band; /* a local layer's: |i - j| > band refused besides; 0 = none */
 } pattern;
 
 /* BigBird's random blocks of query block qb, drawn as core/kernels/mask.c's
@@ -76,6 +77,8 @@ static bool random_block(const pattern *p, int n_blocks, int qb, int kb)
 static bool allowed(const pattern *p, int len, int i, int j)
 {
     if (p->causal && j > i)
+        return false;
+    if (p->band && abs(i - j) > p->band)
         return false;
     const bool any = p->wl >= 0 || p->stride || p->fl || p->bs;
     if (!any)
@@ -118,9 +121,9 @@ static const pattern patterns[] = {
 #define L 45
 static const int lens[2] = {45, 29};
 
-static char *embeddings_json(void)
+static char *embeddings_json_d(int d_model)
 {
-    size_t cap = 2 * L * D * 24 + 64, n = 0;
+    size_t cap = 2 * L * (size_t)d_model * 24 + 64, n = 0;
     char *s = xcalloc(cap, 1);
     uint64_t st = 17;
     n += (size_t)snprintf(s + n, cap - n, "[");
@@ -128,7 +131,7 @@ static char *embeddings_json(void)
         n += (size_t)snprintf(s + n, cap - n, b ? ",[" : "[");
         for (int i = 0; i < L; i++) {
             n += (size_t)snprintf(s + n, cap - n, i ? ",[" : "[");
-            for (int d = 0; d < D; d++) {
+            for (int d = 0; d < d_model; d++) {
                 float v;
                 fill_random(&v, 1, &st, 1.0f);
                 n += (size_t)snprintf(s + n, cap - n, d ? ",%.6g" : "%.6g", (double)v);
@@ -139,6 +142,11 @@ static char *embeddings_json(void)
     }
     snprintf(s + n, cap - n, "]");
     return s;
+}
+
+static char *embeddings_json(void)
+{
+    return embeddings_json_d(D);
 }
 
 static char *request(const char *emb, const char *mask, const char *extra)
@@ -361,26 +369,35 @@ START_TEST(test_limits_count_allowed_pairs)
 }
 END_TEST
 
-START_TEST(test_v2_csr_tensors)
+/* /v2's CSR weights of the last layer (the mean) for the two sequences of
+ * emb (d_model wide) under the mask parameter param (NULL: none). */
+static json_t *v2_csr(const char *emb, int d_model, const char *param, const char *value)
 {
-    start_or_fail(model_args, NULL);
-    /* one request both ways: v1 dense gives the reference */
-    char *emb = embeddings_json();
-    char *v1 = request(emb, "{\"strided\": {\"stride\": 6}}", ", \"attention\": \"mean\"");
-    json_t *ref = post("/v1/encode", v1, 200);
     /* the same embeddings flat, padding rows included */
     json_t *nested = json_loads(emb, 0, NULL);
     json_t *flat = json_array();
     for (size_t b = 0; b < 2; b++)
         for (size_t i = 0; i < L; i++)
             json_array_extend(flat, json_array_get(json_array_get(nested, b), i));
-    json_t *body = json_pack(
-        "{s:[{s:s, s:s, s:[i,i,i], s:o}, {s:s, s:s, s:[i], s:[i,i]}], s:{s:s, s:s, s:s}}",
-        "inputs", "name", "embeddings", "datatype", "FP32", "shape", 2, L, D, "data", flat, "name",
-        "lengths", "datatype", "INT32", "shape", 2, "data", 45, 29, "parameters", "strided",
-        "{\"stride\": 6}", "attention", "mean", "attention_format", "csr");
+    json_t *body =
+        json_pack("{s:[{s:s, s:s, s:[i,i,i], s:o}, {s:s, s:s, s:[i], s:[i,i]}], s:{s:s, s:s}}",
+                  "inputs", "name", "embeddings", "datatype", "FP32", "shape", 2, L, d_model,
+                  "data", flat, "name", "lengths", "datatype", "INT32", "shape", 2, "data", 45, 29,
+                  "parameters", "attention", "mean", "attention_format", "csr");
+    if (param)
+        json_object_set_new(json_object_get(body, "parameters"), param, json_string(value));
     char *text = json_dumps(body, 0);
     json_t *j = post("/v2/models/encoder/infer", text, 200);
+    free(text);
+    json_decref(body);
+    json_decref(nested);
+    return j;
+}
+
+/* /v2's CSR tensors (j) against the pairs p allows and the dense weights of
+ * /v1 (ref). */
+static void check_v2_csr(const json_t *j, const json_t *ref, const pattern *p)
+{
     const json_t *outs = json_object_get(j, "outputs");
     ck_assert_uint_eq(json_array_size(outs), 4);
     const json_t *ip = json_object_get(json_array_get(outs, 1), "data");
@@ -390,7 +407,6 @@ START_TEST(test_v2_csr_tensors)
                      "attention_indptr");
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(outs, 1), "datatype")), "INT32");
     ck_assert_uint_eq(json_array_size(ip), 2 * L + 1);
-    const pattern p = {.wl = -1, .wr = -1, .stride = 6};
     for (int b = 0; b < 2; b++) {
         const json_t *da = json_array_get(json_object_get(ref, "attention"), (size_t)b);
         for (int i = 0; i < L; i++) {
@@ -402,7 +418,7 @@ START_TEST(test_v2_csr_tensors)
             }
             json_int_t k = r0;
             for (int jj = 0; jj < lens[b]; jj++) {
-                if (!allowed(&p, lens[b], i, jj))
+                if (!allowed(p, lens[b], i, jj))
                     continue;
                 ck_assert_int_eq(json_integer_value(json_array_get(ix, (size_t)k)), jj);
                 const double want = json_number_value(
@@ -413,15 +429,34 @@ START_TEST(test_v2_csr_tensors)
             ck_assert_int_eq(k, r1);
         }
     }
-    ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(j, "parameters"),
-                                                        "attention_scores")),
-                     0);
+    ck_assert_uint_eq(json_array_size(ix), (size_t)json_integer_value(json_array_get(ip, 2 * L)));
+}
+
+/* One request both ways, p's mask (mask as /v1 takes it, param and value
+ * as /v2 does): /v2's CSR against /v1's dense weights (check_v2_csr).
+ * Returns /v2's attention_scores. */
+static json_int_t v2_matches_v1(const char *emb, int d_model, const char *mask, const char *param,
+                                const char *value, const pattern *p)
+{
+    char *v1 = request(emb, mask, ", \"attention\": \"mean\"");
+    json_t *ref = post("/v1/encode", v1, 200), *j = v2_csr(emb, d_model, param, value);
+    check_v2_csr(j, ref, p);
+    const json_int_t scores =
+        json_integer_value(json_object_get(json_object_get(j, "parameters"), "attention_scores"));
     json_decref(j);
-    free(text);
-    json_decref(body);
-    json_decref(nested);
     json_decref(ref);
     free(v1);
+    return scores;
+}
+
+START_TEST(test_v2_csr_tensors)
+{
+    start_or_fail(model_args, NULL);
+    char *emb = embeddings_json();
+    const pattern p = {.wl = -1, .wr = -1, .stride = 6};
+    ck_assert_int_gt(
+        v2_matches_v1(emb, D, "{\"strided\": {\"stride\": 6}}", "strided", "{\"stride\": 6}", &p),
+        0);
     free(emb);
     ck_assert_int_eq(daemon_stop(&dp), 0);
 }
@@ -507,6 +542,56 @@ START_TEST(test_bad_options_named)
 }
 END_TEST
 
+/* A ModernBERT directory (6 layers, 4 heads, D 32; layers 0 and 3 global,
+ * the others local: config.json's local_attention 32, so |i - j| <= 16):
+ * each layer's CSR lists the pairs its mask allows, the local layers' within
+ * the window alone, with the dense weights' values; /v2's last layer (local)
+ * too. */
+START_TEST(test_csr_local_layers)
+{
+    static const char *const args[] = {"--model-dir",
+                                       TESTS_DIR "/fixtures/modernbert/modernbert_mlm", NULL};
+    start_or_fail(args, NULL);
+    char *emb = embeddings_json_d(32);
+    static const pattern masks[] = {
+        {.json = "{}", .wl = -1, .wr = -1},
+        {.json = "{\"window\": {\"left\": 30, \"right\": 2}, \"global\": [2, 40]}",
+         .wl = 30,
+         .wr = 2,
+         .global = {2, 40},
+         .n_global = 2},
+    };
+    for (int pi = 0; pi < 2; pi++) {
+        const char *extra = ", \"attention\": \"heads\", \"attention_layers\": \"all\"";
+        char *dense_req = request(emb, masks[pi].json, extra);
+        char csr_extra[200];
+        snprintf(csr_extra, sizeof csr_extra, "%s, \"attention_format\": \"csr\"", extra);
+        char *csr_req = request(emb, masks[pi].json, csr_extra);
+        json_t *dj = post("/v1/encode", dense_req, 200), *cj = post("/v1/encode", csr_req, 200);
+        for (int l = 0; l < 6; l++) {
+            pattern p = masks[pi];
+            p.band = l % 3 ? 16 : 0; /* global every 3rd layer */
+            const json_t *da = json_object_get(
+                json_array_get(json_object_get(dj, "attention_layers"), (size_t)l), "attention");
+            const json_t *ca = json_object_get(
+                json_array_get(json_object_get(cj, "attention_layers"), (size_t)l), "attention");
+            for (int b = 0; b < 2; b++)
+                check_csr_seq(&p, lens[b], json_array_get(ca, (size_t)b),
+                              json_array_get(da, (size_t)b), true);
+        }
+        json_decref(dj);
+        json_decref(cj);
+        free(dense_req);
+        free(csr_req);
+    }
+    /* /v2: the last layer (5, local), its mean */
+    const pattern p = {.wl = -1, .wr = -1, .band = 16};
+    v2_matches_v1(emb, 32, "{}", NULL, NULL, &p);
+    free(emb);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 Suite *csr_suite(void)
 {
     Suite *s = timed_suite("csr");
@@ -517,5 +602,6 @@ Suite *csr_suite(void)
     tcase_add_test(tc, test_limits_count_allowed_pairs);
     tcase_add_test(tc, test_v2_csr_tensors);
     tcase_add_test(tc, test_bad_options_named);
+    tcase_add_test(tc, test_csr_local_layers);
     return s;
 }

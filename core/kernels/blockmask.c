@@ -461,6 +461,44 @@ const int32_t *enc_blockmask_indices(const enc_blockmask *bm, int b)
     return bm->seqs[b].indices;
 }
 
+/* Whether keys i and j are at most band apart (band < 0: always). */
+static bool in_band(int band, int i, int j)
+{
+    return band < 0 || (i - j <= band && j - i <= band);
+}
+
+size_t enc_blockmask_band(const enc_blockmask *bm, int b, int band, int32_t *indptr,
+                          int32_t *indices, int heads, const float *src, float *dst,
+                          size_t dst_stride)
+{
+    const bm_seq *sq = &bm->seqs[b];
+    size_t n = 0;
+    for (int i = 0; i < sq->len; i++) {
+        if (indptr)
+            indptr[i] = (int32_t)n;
+        for (int32_t p = sq->indptr[i]; p < sq->indptr[i + 1]; p++)
+            if (in_band(band, i, sq->indices[p])) {
+                if (indices)
+                    indices[n] = sq->indices[p];
+                n++;
+            }
+    }
+    if (indptr)
+        indptr[sq->len] = (int32_t)n;
+    if (!dst)
+        return n;
+    const size_t stride = dst_stride ? dst_stride : n;
+    for (int h = 0; h < heads; h++) {
+        const float *s = src + (size_t)h * sq->nnz;
+        float *d = dst + (size_t)h * stride;
+        for (int i = 0; i < sq->len; i++)
+            for (int32_t p = sq->indptr[i]; p < sq->indptr[i + 1]; p++)
+                if (in_band(band, i, sq->indices[p]))
+                    *d++ = s[p];
+    }
+    return n;
+}
+
 seq_mask blockmask_seq_mask(const enc_batch *in, const enc_blockmask *bm, int b)
 {
     const enc_mask *mk = &in->mask;

@@ -116,6 +116,11 @@ void stream_free(stream *st)
     free(st);
 }
 
+void stream_fail(stream *st)
+{
+    st->failed = true;
+}
+
 void stream_own(stream *st, void *p)
 {
     if (!p)

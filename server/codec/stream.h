@@ -60,6 +60,9 @@ void stream_raw(stream *st, const stream_view *v);
  * made for the body alone. */
 void stream_own(stream *st, void *p);
 
+/* Marks the stream failed: its producer ran out of memory. */
+void stream_fail(stream *st);
+
 /* True when an append ran out of memory (the stream is then unusable). */
 bool stream_failed(const stream *st);
 

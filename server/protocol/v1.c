@@ -911,21 +911,52 @@ static void write_b64_words(stream *st, const void *p, stream_word word, size_t 
     stream_text(st, "\"", 1);
 }
 
+/* Sequence b's pairs at a local layer (band >= 0: the batch's pairs at
+ * most band apart) and their values picked out of values (nh, the batch's
+ * nnz), in arrays the stream owns; false (the stream failed) when out of
+ * memory. */
+static bool band_csr(stream *st, const encode_request *req, int b, int band, size_t nh,
+                     const float *values, const int32_t **indptr, const int32_t **indices,
+                     const float **vals, size_t *nnz)
+{
+    const size_t len = encode_seq_len(req, (size_t)b);
+    *nnz = enc_blockmask_band(req->blockmask, b, band, NULL, NULL, 0, NULL, NULL, 0);
+    int32_t *ip = malloc((len + 1 + *nnz + nh * *nnz) * 4);
+    if (!ip) {
+        stream_fail(st);
+        return false;
+    }
+    stream_own(st, ip);
+    enc_blockmask_band(req->blockmask, b, band, ip, ip + len + 1, (int)nh, values,
+                       (float *)(ip + len + 1 + *nnz), 0);
+    *indptr = ip;
+    *indices = ip + len + 1;
+    *vals = (const float *)(ip + len + 1 + *nnz);
+    return true;
+}
+
 /* A layer's attention as CSR (docs/api.md): per sequence {"indptr",
  * "indices", "values"} (base64: strings and their shapes); an array of them
- * for batched input. */
+ * for batched input.  A local layer lists the pairs its window allows. */
 static void write_csr(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
     const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
     const size_t nh = heads ? heads : 1;
-    const float *values = req->attn[layer];
+    const int band = enc_layer_local(hp, layer) ? hp->local_window : -1;
+    const float *layer_values = req->attn[layer];
     if (req->batched)
         stream_text(st, "[", 1);
     for (size_t b = 0; b < B; b++) {
-        const size_t len = encode_seq_len(req, b), nnz = enc_blockmask_nnz(req->blockmask, (int)b);
+        const size_t len = encode_seq_len(req, b);
+        size_t nnz = enc_blockmask_nnz(req->blockmask, (int)b);
         const int32_t *indptr = enc_blockmask_indptr(req->blockmask, (int)b);
         const int32_t *indices = enc_blockmask_indices(req->blockmask, (int)b);
+        const float *values = layer_values;
+        layer_values += nh * nnz;
+        if (band >= 0 &&
+            !band_csr(st, req, (int)b, band, nh, values, &indptr, &indices, &values, &nnz))
+            return;
         stream_puts(st, b ? ",{\"indptr\":" : "{\"indptr\":");
         if (req->base64_out) {
             write_b64_words(st, indptr, STREAM_INT32, len + 1);
@@ -954,7 +985,6 @@ static void write_csr(stream *st, const encode_request *req, const enc_hparams *
             }
             stream_puts(st, "}");
         }
-        values += nh * nnz;
     }
     if (req->batched)
         stream_text(st, "]", 1);

@@ -228,9 +228,10 @@ static bool csr_tensors(const v2_request *req, const enc_hparams *hp, bool binar
     const encode_request *e = &req->enc;
     const size_t B = (size_t)e->batch.B, L = (size_t)e->batch.L;
     const size_t heads = (size_t)enc_attn_heads(e->attn_mode, hp->n_heads);
+    const int last = e->n_layers - 1, band = enc_layer_local(hp, last) ? hp->local_window : -1;
     size_t nnz = 0;
     for (size_t b = 0; b < B; b++)
-        nnz += enc_blockmask_nnz(e->blockmask, (int)b);
+        nnz += enc_blockmask_band(e->blockmask, (int)b, band, NULL, NULL, 0, NULL, NULL, 0);
     if (nnz > INT32_MAX)
         return false;
     int32_t *indptr = malloc((B * L + 1 + nnz + heads * nnz + 1) * 4);
@@ -238,18 +239,18 @@ static bool csr_tensors(const v2_request *req, const enc_hparams *hp, bool binar
         return false;
     int32_t *indices = indptr + B * L + 1;
     float *values = (float *)(indices + nnz);
-    const float *src = e->attn[e->n_layers - 1];
+    const float *src = e->attn[last];
     size_t base = 0;
     for (size_t b = 0; b < B; b++) {
-        const size_t n = enc_blockmask_nnz(e->blockmask, (int)b);
         const size_t len = e->lengths ? (size_t)e->lengths[b] : L;
-        const int32_t *ip = enc_blockmask_indptr(e->blockmask, (int)b);
-        for (size_t i = 0; i < L; i++)
-            indptr[b * L + i] = (int32_t)(base + (size_t)ip[i < len ? i : len]);
-        memcpy(indices + base, enc_blockmask_indices(e->blockmask, (int)b), n * 4);
-        for (size_t h = 0; h < heads; h++) /* (heads, n) of the sequence to [h][base ..] */
-            memcpy(values + h * nnz + base, src + h * n, n * sizeof *values);
-        src += heads * n;
+        /* the sequence's indptr (its entry len is the next row's, written
+         * over after) offset by base; (heads, n) of it to [h][base ..] */
+        int32_t *ip = indptr + b * L;
+        const size_t n = enc_blockmask_band(e->blockmask, (int)b, band, ip, indices + base,
+                                            (int)heads, src, values + base, nnz);
+        for (size_t i = 0; i < L; i++) /* padding rows empty */
+            ip[i] = (int32_t)(base + (i < len ? (size_t)ip[i] : n));
+        src += heads * enc_blockmask_nnz(e->blockmask, (int)b);
         base += n;
     }
     indptr[B * L] = (int32_t)nnz;

@@ -32,6 +32,7 @@
 "use strict";
 
 const { startDaemon: startDaemonOf, stopDaemons, daemonProblems } = require("../node/daemon.js");
+const { timeModelView, STACK_12 } = require("./model_view.js");
 const fs = require("fs");
 const os = require("os");
 const path = require("path");
@@ -855,6 +856,18 @@ async function main() {
   let hiW = 0, hiAt = 0;
   for (let p = 0; p < nP * nP; p++) if (A13[Math.floor(p / nP)][p % nP] > hiW) { hiW = A13[Math.floor(p / nP)][p % nP]; hiAt = p; }
   check(px.slice(4 * hiAt, 4 * hiAt + 4).join(",") === "253,231,37,255", "model view: the largest weight of layer 1 head 3 is viridis yellow: " + px.slice(4 * hiAt, 4 * hiAt + 4));
+  //     Every pixel: viridis at w / largest, the colour map sampled at
+  //     t = 0, 1/9, ..., 1 (matplotlib's values) and interpolated linearly;
+  //     within 2 of 255 (the page reads it from a table of 256).
+  const VIR = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+               [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+  const virAt = (t) => { const x = t * 9, k = Math.min(8, Math.floor(x)), f = x - k; return VIR[k].map((a, c) => a + (VIR[k + 1][c] - a) * f); };
+  let worst = 0;
+  for (let p = 0; p < nP * nP; p++) {
+    const want = virAt(A13[Math.floor(p / nP)][p % nP] / hiW);
+    for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(px[4 * p + c] - want[c]));
+  }
+  check(worst <= 2, `model view: layer 1 head 3's pixels are the API's weights on viridis (off by ${worst.toFixed(2)} at most)`);
   check(await page.evaluate(() => typeof window.attnd.modelDrawMs === "number"), "model view: the page times its drawing");
   //     Saving: a PNG of the view, attnd's answer as JSON (equal to the
   //     API's), and one HTML file that opens offline and draws the same view.
@@ -938,7 +951,9 @@ async function main() {
   let lg = await linesOf();
   const L1 = pairLayers(1);
   check(lg.length === 4 && lg.every((g, h) => g.layer === "1" && g.head === String(h)), "lines view: a group per head of layer 1, with data-layer and data-head");
-  check(new Set(lg.map((g) => g.colour)).size === 4, "lines view: a colour a head");
+  // Okabe & Ito's palette (Okabe and Ito 2008, "Color Universal Design"), in the page's order.
+  const OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
+  check(lg.every((g, h) => g.colour === OKABE_ITO[h]), "lines view: head h in Okabe & Ito's colour h: " + lg.map((g) => g.colour));
   for (let h = 0; h < 4; h++) {
     let want = 0;
     for (let i = 0; i < nP; i++) for (let j = 0; j < nP; j++) if (L1[h][i][j] >= LINE_MIN) want++;
@@ -946,6 +961,21 @@ async function main() {
     check(lg[h].lines.every(([i, j, op]) => Math.fround(Number(op)) === L1[h][i][j]), `lines view: head ${h}: each line's opacity is its weight`);
   }
   await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-lines.png", fullPage: true });
+  //     The mean over heads: off, then its swatch draws it (dashed), a line a
+  //     pair whose mean of the API's four heads is at least LINE_MIN.
+  const meanG = () => page.$eval("#lines-svg g.mean-lines", (g) => ({ head: g.dataset.head, off: g.classList.contains("head-off"),
+    lines: Array.from(g.querySelectorAll("line")).map((l) => [Number(l.dataset.i), Number(l.dataset.j), Number(l.getAttribute("stroke-opacity"))]) }));
+  check((await meanG()).off, "lines view: the mean starts hidden");
+  await page.click('#lines-heads button.sw[data-head="mean"]');
+  const mg = await meanG();
+  let wantMean = 0, meanOk = true;
+  for (let i = 0; i < nP; i++) for (let j = 0; j < nP; j++) if ((L1[0][i][j] + L1[1][i][j] + L1[2][i][j] + L1[3][i][j]) / 4 >= LINE_MIN) wantMean++;
+  for (const [i, j, op] of mg.lines) meanOk = meanOk && Math.abs(op - (L1[0][i][j] + L1[1][i][j] + L1[2][i][j] + L1[3][i][j]) / 4) < 1e-6;
+  check(!mg.off && mg.head === "mean" && mg.lines.length === wantMean && meanOk &&
+        (await page.getAttribute('#lines-heads button.sw[data-head="mean"]', "aria-pressed")) === "true",
+        `lines view: the mean's swatch draws ${mg.lines.length} lines (want ${wantMean}), each the heads' mean weight`);
+  await page.click('#lines-heads button.sw[data-head="mean"]');
+  check((await meanG()).off, "lines view: the mean's swatch hides it again");
   //     Hovering left token 3: only its lines (query 3) stay; right token 5:
   //     only the lines into key 5.
   await page.hover('#lines-svg text.lt[data-side="left"][data-k="3"]');
@@ -1018,6 +1048,34 @@ async function main() {
         "reload: the rollout of token 4 on the pair again");
   const again = await relevance(), ex4 = await explainOf(4);
   check(again.every((v, k) => Math.abs(v - ex4[k]) <= 1e-6), "reload: the same relevance");
+  //     The mask's options are in the fragment too: set, reloaded from it,
+  //     the same request again; cleared, they leave it.
+  const maskIds = ["#win-left", "#win-right", "#global"];
+  st = await runAndWait(page, async () => {
+    await page.fill("#win-left", "3");
+    await page.fill("#win-right", "1");
+    await page.fill("#global", "0");
+    await page.check("#causal");
+    await page.click("#run");
+  });
+  const sentMask = await lastRequest(), fm = await hashOf();
+  check(st === "done" && fm["win-left"] === "3" && fm["win-right"] === "1" && fm.global === "0" && fm.causal === "1",
+        "mask options in the fragment: " + JSON.stringify(fm));
+  await page.reload();
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  const reqBack = await lastRequest();
+  check(JSON.stringify(sentMask.mask) === JSON.stringify({ causal: true, window: { left: 3, right: 1 }, global: [0] }) &&
+        JSON.stringify(reqBack.mask) === JSON.stringify(sentMask.mask) &&
+        JSON.stringify(reqBack.text) === JSON.stringify(sentMask.text) && (await page.isChecked("#causal")),
+        "mask options reloaded from the fragment: sent " + JSON.stringify(reqBack.mask) + ", first " + JSON.stringify(sentMask.mask));
+  st = await runAndWait(page, async () => {
+    for (const id of maskIds) await page.fill(id, "");
+    await page.uncheck("#causal");
+    await page.click("#run");
+  });
+  const fc = await hashOf();
+  check(st === "done" && maskIds.every((id) => fc[id.slice(1)] === undefined) && fc.causal === undefined && (await lastRequest()).mask === undefined,
+        "mask options cleared: out of the fragment and the request: " + JSON.stringify(fc));
   //     The time from the response to the model view drawn, on this model's
   //     longest input (64 tokens, cut) and on a 512-token one below.
   await page.selectOption("#view", "model");
@@ -1042,17 +1100,11 @@ async function main() {
   console.log(`page test: model view drawn ${ms512.toFixed(1)} ms after the response (random embeddings, 512 tokens, 2 layers x 4 heads)`);
   //     ... and a 12-layer x 12-head stack (random weights) on 128 random
   //     embeddings: 12 x 13 thumbnails, the time from the response printed.
-  const d12 = await startDaemon(["--d-model", "192", "--n-heads", "12", "--d-ff", "384", "--n-layers", "12", "--seed", "3"]);
-  await page.goto(d12.base + "/#view=model");
-  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
-  await page.selectOption("#source", "random");
-  st = await runAndWait(page, async () => {
-    await page.fill("#rand-len", "128");
-    await page.click("#run");
-  });
-  const n12 = (await page.$$("#model-view canvas.thumb")).length;
-  check(st === "done" && n12 === 12 * 13, "model view, 12 x 12 at 128 tokens: drawn: " + n12 + " " + (await page.textContent("#error")));
-  const ms12 = await page.evaluate(() => window.attnd.modelDrawMs);
+  //     (tests/page/model_view.js: the bench part measures it the same way).
+  const d12 = await startDaemon(STACK_12);
+  const t12 = await timeModelView(page, d12.base, 128);
+  const n12 = t12.thumbs, ms12 = t12.ms;
+  check(t12.state === "done" && n12 === 12 * 13, "model view, 12 x 12 at 128 tokens: drawn: " + n12 + " " + t12.error);
   console.log(`page test: model view drawn ${ms12.toFixed(1)} ms after the response (random embeddings, 128 tokens, 12 layers x 12 heads)`);
   // The time is printed, not asserted: speed belongs to benchmarks (the
   // target, within 1 s of the response, is read from this line).
@@ -1107,6 +1159,9 @@ async function main() {
   check(mLayer(1)[0][0][12] === 0 && mLayer(0)[0][0][12] > 0, "modernbert: attnd's weight (0, 12) is 0 in local layer 1, not in global layer 0");
   const band = Array.from({ length: NM }, (_, i) => Array.from({ length: NM }, (_, j) => Math.abs(i - j) <= WM));
   const full = allowedPairs({}, NM);
+  const layerPairs = (l) => JSON.stringify(pairsOf(api.attention_layers.find((x) => x.layer === l).attention));
+  check(layerPairs(1) === JSON.stringify(band) && layerPairs(3) === JSON.stringify(band) && layerPairs(0) === JSON.stringify(full),
+        "modernbert: attnd's CSR lists a local layer's pairs within the window alone, a global layer's every pair");
   const isMasked = (i, j) => page.$eval(`#grid-h0 .cell[data-i="${i}"][data-j="${j}"]`, (c) => c.classList.contains("masked"));
   check((await page.inputValue("#layer")) === "1" && (await isMasked(0, 12)) && (await isMasked(19, 2)) && !(await isMasked(0, 8)) && !(await isMasked(5, 13)),
         "modernbert layer 1 (local): (0, 12) and (19, 2) not allowed, (0, 8) and (5, 13) allowed");
@@ -1179,6 +1234,23 @@ async function main() {
         /mask token/.test(await page.textContent("#answer")) && (await page.$$("#grids figure")).length > 0,
         "bert_fill_mask without [MASK]: the answer says so, the heatmaps are drawn");
   await page.screenshot({ path: shotPath.replace(/\.png$/, "") + "-answer.png" });
+  //     A token classifier (tests/fixtures/pipelines/bert_ner): its entity
+  //     groups beside the attention, as /v1/predict gives them and, label
+  //     and word, as transformers' pipeline gave them (pipeline.json).
+  const nerDir = path.join(repoDir, "tests/fixtures/pipelines/bert_ner");
+  const nerCase = JSON.parse(fs.readFileSync(path.join(nerDir, "pipeline.json"), "utf8")).cases
+    .find((c) => c.aggregation_strategy === "simple");
+  const dn = await startDaemon(["--model-dir", nerDir]);
+  await page.goto(dn.base + "/" + frag({ text: nerCase.text, view: "model" }));
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  shownA = await answerShown();
+  wantA = await predictOf(dn.base, { inputs: nerCase.text });
+  const nerRef = nerCase.output.map((e) => e.entity_group + " «" + e.word + "»");
+  check(wantA.task === "token-classification" && shownA.length === nerRef.length && shownA.length > 0 &&
+        shownA.every(([l, sc], k) => l === nerRef[k] && sc === wantA.predictions[k].score &&
+                     Math.abs(sc - nerCase.output[k].score) < 1e-5),
+        "bert_ner: the page shows the entity groups (pipeline's labels and words, /v1/predict's scores): " + JSON.stringify(shownA.slice(0, 3)));
+  check((await page.isVisible("#answer")) && (await page.$$("#model-view canvas.thumb")).length > 0, "bert_ner: the entities beside the model view");
 
   check(outside.length === 0, "the page requested nothing but the daemon: " + outside.join(", "));
   const { Validator } = await import("../openapi/validate.mjs");
