@@ -860,9 +860,9 @@ static stream_view view_of(const encode_request *req, const enc_hparams *hp, int
         return (stream_view){req->logits + b * C, STREAM_FLOAT32, 1, {C}, {1}};
     if (layer < 0)
         return (stream_view){req->out + b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    const float *base = req->attn[layer] + b * (heads ? heads : 1) * L * L;
-    if (!heads)
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
+    const float *base = req->attn[layer] + b * heads * L * L;
+    if (req->attn_mode != ENC_ATTN_HEADS)
         return (stream_view){base, STREAM_FLOAT32, 2, {len, len}, {L, 1}};
     return (stream_view){base, STREAM_FLOAT32, 3, {heads, len, len}, {L * L, L, 1}};
 }
@@ -917,8 +917,8 @@ static void write_b64_words(stream *st, const void *p, stream_word word, size_t 
 static void write_csr(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    const size_t nh = heads ? heads : 1;
+    const size_t nh = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? nh : 0; /* 0: no heads axis */
     const float *values = req->attn[layer];
     if (req->batched)
         stream_text(st, "[", 1);
