@@ -259,7 +259,7 @@ static void compare_field(findings *fd, const listed *e, const field_spec *f, js
                                         [FIELD_CHOICE] = "string"};
     if (f->type == FIELD_JSON)
         return; /* its own parser's, in any form */
-    /* null is absent (api_json_field): an optional field takes it */
+    /* null is absent (fields_get): an optional field takes it */
     if (!f->required && !json_is_true(json_object_get(prop, "nullable")))
         disagree(fd, "%s: field '%s' takes null (absent) in the table; not nullable in %s", e->name,
                  f->name, e->pointer);

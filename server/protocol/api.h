@@ -87,28 +87,6 @@ typedef struct api_limits {
 #define API_SAFE_MAX 40
 const char *api_safe_text_n(const char *s, char *out, size_t max);
 const char *api_safe_text(const char *s, char out[API_SAFE_MAX + 4]);
-/* "an object", "an array", "a string", "a number", "a boolean", "null". */
-struct json_t;
-const char *api_json_kind(const struct json_t *v);
-/* obj[key], JSON null taken as absent; borrowed. */
-struct json_t *api_json_field(const struct json_t *obj, const char *key);
-/* A request body (len bytes; body NULL: empty) read as JSON: a new
- * reference, or NULL with err set, a 400 "invalid JSON at line L, column C:
- * (byte N): ..." (a duplicate key named: "duplicate object key near
- * '"input"'").
- * U+0000 ("\u0000") is taken in the strings of the top-level member text,
- * which the tokenizer reads by their length, and refused anywhere else
- * (api_json_refuse_nul); text NULL: refused everywhere. */
-struct json_t *api_json_load(const char *body, size_t len, const char *text, api_error *err);
-/* Refuses a string that holds U+0000 anywhere in root but under its
- * top-level member text (NULL: none): 400 naming where ("model",
- * "options.mask[2]").  0, or -1 with err set. */
-int api_json_refuse_nul(struct json_t *root, const char *text, api_error *err);
-/* jansson's error at line, column and byte (-1: not said; its text: why)
- * as the request's 400, in one wording: "invalid JSON at line L, column C
- * (byte N): why".  Returns -1. */
-int api_json_invalid(api_error *err, int line, int column, int byte, const char *why);
-
 /* "s" unless n is 1 ("row%s"); "entry" or "entries". */
 static inline const char *api_plural(size_t n)
 {

@@ -32,7 +32,7 @@ static const char *entry_kind(const json_t *v)
     return json_is_integer(v) ? "a token id"
            : json_is_array(v) ? "a list"
            : json_is_real(v)  ? "a number that is not an integer"
-                              : api_json_kind(v);
+                              : fields_kind(v);
 }
 
 /* The kind of list a (not empty), from its first entry; every other entry
@@ -140,7 +140,7 @@ static int parse_input(encode_request *req, const json_t *v, const json_t *root,
         if (kind_of(v, &kind, err) < 0)
             return -1;
     } else if (!json_is_string(v)) {
-        return BAD("input must be %s, not %s", INPUT_FORM, api_json_kind(v));
+        return BAD("input must be %s, not %s", INPUT_FORM, fields_kind(v));
     }
     const size_t B = kind == IN_IDS || !json_is_array(v) ? 1 : json_array_size(v);
     if (B > (size_t)lim->max_batch)
@@ -150,7 +150,7 @@ static int parse_input(encode_request *req, const json_t *v, const json_t *root,
         return -1;
     if (kind == IN_IDS || kind == IN_ID_ROWS) {
         for (size_t i = 0; i < sizeof TEXT_ONLY / sizeof *TEXT_ONLY; i++)
-            if (api_json_field(root, TEXT_ONLY[i]))
+            if (fields_get(root, TEXT_ONLY[i]))
                 return BAD("%s is only used with text input; token ids are taken as given",
                            TEXT_ONLY[i]);
         const json_t **rows = encode_zalloc(B, sizeof *rows);
@@ -201,25 +201,25 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     req->pool = limits ? limits->pool : NULL;
     req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
-    json_t *root = api_json_load(body, len, "input", err);
+    json_t *root = fields_load(body, len, "input", err);
     if (!root)
         return -1;
     int rc = -1;
     json_t *v;
     if (!json_is_object(root)) {
-        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        BAD("the request body must be a JSON object, not %s", fields_kind(root));
         goto done;
     }
     if (fields_check(&openai_embeddings_fields, root, "", err) < 0)
         goto done;
-    if ((v = api_json_field(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
+    if ((v = fields_get(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
         char s[API_SAFE_MAX + 4];
         api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
                       api_safe_text(json_string_value(v), s), model_name);
         goto done;
     }
     o->base64 = fields_choice(&openai_embeddings_fields, root, "encoding_format", 0) == 1;
-    if ((v = api_json_field(root, "dimensions"))) {
+    if ((v = fields_get(root, "dimensions"))) {
         if (json_integer_value(v) > hp->d_model) {
             BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),
                 hp->d_model);
@@ -233,7 +233,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     api_limits lim = *limits;
     if (lim.max_batch < OPENAI_MAX_INPUTS)
         lim.max_batch = OPENAI_MAX_INPUTS;
-    if (parse_input(req, api_json_field(root, "input"), root, hp, &lim, &o->tokens, err) < 0 ||
+    if (parse_input(req, fields_get(root, "input"), root, hp, &lim, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)
         goto done;
     rc = 0;

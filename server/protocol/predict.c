@@ -78,19 +78,19 @@ static int parse_options(predict_request *p, const json_t *root, api_error *err)
 {
     const enc_head_kind kind = p->head->kind;
     const char *task = predict_task(kind);
-    if (kind == ENC_HEAD_TOKEN && api_json_field(root, "top_k"))
+    if (kind == ENC_HEAD_TOKEN && fields_get(root, "top_k"))
         return BAD("top_k is not used by %s: every token's entity is returned", task);
-    if (kind != ENC_HEAD_TOKEN && api_json_field(root, "aggregation_strategy"))
+    if (kind != ENC_HEAD_TOKEN && fields_get(root, "aggregation_strategy"))
         return BAD("aggregation_strategy is only used by token-classification; this model "
                    "answers %s",
                    task);
-    if (kind != ENC_HEAD_SEQUENCE && api_json_field(root, "raw_scores"))
+    if (kind != ENC_HEAD_SEQUENCE && fields_get(root, "raw_scores"))
         return BAD("raw_scores is only used by text-classification; this model answers %s", task);
     p->top_k = (int)fields_int(root, "top_k", kind == ENC_HEAD_MASKED_LM ? FILL_TOP_K : 0);
     p->aggregate = fields_choice(&predict_fields, root, "aggregation_strategy", 0) == 0;
     p->fn = fields_bool(root, "raw_scores", false) ? ENC_HEAD_FN_NONE : p->head->function;
     return encode_want_explain(&p->enc, fields_bool(root, "explain", false),
-                               api_json_field(root, "explain_from"), err);
+                               fields_get(root, "explain_from"), err);
 }
 
 /* A pair is text-classification's alone (the pipelines' {"text", "text_pair"}). */
@@ -200,10 +200,10 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
 static int parse_body(predict_request *p, json_t *root, const proto_input *in, api_error *err)
 {
     if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the request body must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&predict_fields, root, "", err) < 0)
         return -1;
-    const json_t *model = api_json_field(root, "model");
+    const json_t *model = fields_get(root, "model");
     if (model && strcmp(json_string_value(model), in->model_name) != 0) {
         char s[API_SAFE_MAX + 4];
         return api_error_set(err, API_NOT_FOUND,
@@ -216,7 +216,7 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
     if (text_read_options(root, in->limits, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
-    return predict_prepare(p, api_json_field(root, "inputs"), &o, in, err);
+    return predict_prepare(p, fields_get(root, "inputs"), &o, in, err);
 }
 
 static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)
@@ -224,7 +224,7 @@ static encode_request *predict_parse(void *state, const proto_input *in, api_err
     predict_request *p = state;
     if (predict_init(p, in, err) < 0)
         return NULL;
-    json_t *root = api_json_load(in->body, in->len, "inputs", err);
+    json_t *root = fields_load(in->body, in->len, "inputs", err);
     if (!root)
         return NULL;
     const int rc = parse_body(p, root, in, err);

@@ -9,6 +9,7 @@
 
 #include "model/pooling.h"
 #include "protocol/answer.h"
+#include "protocol/fields.h"
 #include "protocol/openai.h"
 #include "protocol/predict.h"
 #include "protocol/protocol.h"
@@ -76,9 +77,9 @@ static char *tei_error_body(api_error_kind kind, const char *message)
 
 static json_t *load_body(const char *body, size_t len, api_error *err)
 {
-    json_t *root = api_json_load(body, len, "inputs", err);
+    json_t *root = fields_load(body, len, "inputs", err);
     if (root && !json_is_object(root)) {
-        INVALID("the request body must be a JSON object, not %s", api_json_kind(root));
+        INVALID("the request body must be a JSON object, not %s", fields_kind(root));
         json_decref(root);
         return NULL;
     }
@@ -87,11 +88,11 @@ static json_t *load_body(const char *body, size_t len, api_error *err)
 
 static int get_bool(const json_t *o, const char *key, bool def, bool *out, api_error *err)
 {
-    const json_t *v = api_json_field(o, key);
+    const json_t *v = fields_get(o, key);
     *out = v ? json_is_true(v) : def;
     return !v || json_is_boolean(v)
                ? 0
-               : INVALID("`%s` must be true or false, not %s", key, api_json_kind(v));
+               : INVALID("`%s` must be true or false, not %s", key, fields_kind(v));
 }
 
 /* truncate (default server.auto_truncate), truncation_direction (TEI's
@@ -104,15 +105,15 @@ static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_
     bool truncate;
     if (get_bool(o, "truncate", false, &truncate, err) < 0)
         return -1;
-    const json_t *dir = api_json_field(o, "truncation_direction");
+    const json_t *dir = fields_get(o, "truncation_direction");
     bool known = !dir;
     for (size_t k = 0; dir && TEXT_DIRECTIONS[k]; k++)
         known |= json_is_string(dir) && strcmp(json_string_value(dir), TEXT_DIRECTIONS[k]) == 0;
     if (!known)
         return INVALID("`truncation_direction` must be \"Right\" or \"Left\"");
-    const json_t *prompt = api_json_field(o, "prompt_name");
+    const json_t *prompt = fields_get(o, "prompt_name");
     if (prompt && !json_is_string(prompt))
-        return INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt));
+        return INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt));
     if (prompt && !prompts)
         return INVALID("`prompt_name` is not taken by this route");
     if (text_read_options(o, in->limits, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts,
@@ -191,14 +192,14 @@ static int texts_only(const json_t *v, const char *what, api_error *err)
     json_array_foreach(v, i, x)
     {
         if (!json_is_string(x))
-            return INVALID("`%s[%zu]` must be a string, not %s%s", what, i, api_json_kind(x),
+            return INVALID("`%s[%zu]` must be a string, not %s%s", what, i, fields_kind(x),
                            json_is_integer(x) || json_is_array(x)
                                ? " (token ids are taken by /embed and /v1/embeddings)"
                                : "");
     }
     return json_is_array(v) ? 0
                             : INVALID("`%s` must be a string or a list of strings, not %s", what,
-                                      api_json_kind(v));
+                                      fields_kind(v));
 }
 
 /* TEI's Input: a string, a list of token ids, or a list of strings and
@@ -212,7 +213,7 @@ static int embed_form(const json_t *v, api_error *err)
     if (json_is_string(v))
         return 0;
     if (!json_is_array(v))
-        return INVALID("`inputs` must be %s, not %s", FORM, api_json_kind(v));
+        return INVALID("`inputs` must be %s, not %s", FORM, fields_kind(v));
     const bool ids = json_is_integer(json_array_get(v, 0));
     size_t i;
     const json_t *x;
@@ -222,10 +223,10 @@ static int embed_form(const json_t *v, api_error *err)
         if (!fits && ids)
             return INVALID("`inputs[%zu]` must be a token id (an integer), not %s: `inputs` "
                            "must be %s",
-                           i, api_json_kind(x), FORM);
+                           i, fields_kind(x), FORM);
         if (!fits)
             return INVALID("`inputs[%zu]` is %s: `inputs` must be %s", i,
-                           json_is_array(x) ? "a list that is not of token ids" : api_json_kind(x),
+                           json_is_array(x) ? "a list that is not of token ids" : fields_kind(x),
                            FORM);
     }
     return 0;
@@ -240,14 +241,14 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
         return WRONG_MODEL("Model is not an embedding model with SPLADE pooling (a masked LM)");
     if (t->route != TEI_ROUTE_EMBED_SPARSE && kind != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *inputs = fields_get(root, "inputs");
     text_options opts;
     if (embed_form(inputs, err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         text_opts(root, in, true, &opts, err) < 0)
         return -1;
     opts.flags |= TEXT_IDS;
     if (t->route == TEI_ROUTE_EMBED) {
-        const json_t *dims = api_json_field(root, "dimensions");
+        const json_t *dims = fields_get(root, "dimensions");
         if (get_bool(root, "normalize", true, &t->normalize, err) < 0)
             return -1;
         if (dims && (!json_is_integer(dims) || json_integer_value(dims) < 1))
@@ -323,11 +324,11 @@ static json_t *predict_inputs(const json_t *v, bool *single, api_error *err)
 static int explain_option(tei_state *t, const json_t *root, api_error *err)
 {
     bool explain;
-    const json_t *from = api_json_field(root, "explain_from");
+    const json_t *from = fields_get(root, "explain_from");
     if (get_bool(root, "explain", false, &explain, err) < 0)
         return -1;
     if (from && !json_is_integer(from))
-        return INVALID("`explain_from` must be an integer, not %s", api_json_kind(from));
+        return INVALID("`explain_from` must be an integer, not %s", fields_kind(from));
     return encode_want_explain(&t->p.enc, explain, from, err);
 }
 
@@ -354,7 +355,7 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
     if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0)
         return -1;
-    const json_t *v = api_json_field(root, "inputs");
+    const json_t *v = fields_get(root, "inputs");
     json_t *inputs = v ? predict_inputs(v, &t->single, err) : NULL;
     if (!inputs)
         return err->kind ? -1 : INVALID("Input validation error: `inputs` " EMPTY_WORDS);
@@ -365,7 +366,7 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
 
 static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const json_t *query = api_json_field(root, "query"), *texts = api_json_field(root, "texts");
+    const json_t *query = fields_get(root, "query"), *texts = fields_get(root, "texts");
     if (!json_is_string(query))
         return INVALID("`query` must be a string%s", query ? "" : " and is required");
     if (!json_is_array(texts))
@@ -387,7 +388,7 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
     {
         if (!json_is_string(x)) {
             json_decref(pairs);
-            return INVALID("`texts[%zu]` must be a string, not %s", i, api_json_kind(x));
+            return INVALID("`texts[%zu]` must be a string, not %s", i, fields_kind(x));
         }
         json_array_append_new(pairs, json_pack("[O,O]", query, x));
     }
@@ -399,10 +400,10 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
 
 static int parse_similarity(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *inputs = fields_get(root, "inputs");
     const json_t *source = json_object_get(inputs, "source_sentence");
     const json_t *sentences = json_object_get(inputs, "sentences");
-    const json_t *params = api_json_field(root, "parameters");
+    const json_t *params = fields_get(root, "parameters");
     if (!json_is_object(inputs))
         return INVALID("`inputs` must be {\"source_sentence\": string, \"sentences\": [string]}");
     if (!json_is_string(source) || !json_is_array(sentences))
@@ -412,7 +413,7 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
     if (json_array_size(sentences) == 0)
         return INVALID("`inputs.sentences` " EMPTY_WORDS);
     if (params && !json_is_object(params))
-        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
+        return INVALID("`parameters` must be an object, not %s", fields_kind(params));
     if (kind_of(in->limits) != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
     text_options opts;
@@ -443,10 +444,10 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
     static const char *const FUNCTIONS[] = {"softmax", "sigmoid", "none"};
     predict_request *p = &t->p;
     p->head = enc_model_head(in->limits->model);
-    const json_t *params = api_json_field(root, "parameters");
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *params = fields_get(root, "parameters");
+    const json_t *inputs = fields_get(root, "inputs");
     if (params && !json_is_object(params))
-        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
+        return INVALID("`parameters` must be an object, not %s", fields_kind(params));
     const json_t *top_k = json_object_get(params, "top_k");
     const json_t *fn = json_object_get(params, "function_to_apply");
     const json_t *agg = json_object_get(params, "aggregation_strategy");
@@ -477,10 +478,9 @@ static int root_route(const json_t *root, const api_limits *lim)
 {
     switch (kind_of(lim)) {
     case KIND_EMBEDDING:
-        return json_is_object(api_json_field(root, "inputs")) ? TEI_ROUTE_SIMILARITY
-                                                              : TEI_ROUTE_EMBED;
+        return json_is_object(fields_get(root, "inputs")) ? TEI_ROUTE_SIMILARITY : TEI_ROUTE_EMBED;
     case KIND_RERANKER:
-        return api_json_field(root, "query") ? TEI_ROUTE_RERANK : ROUTE_PIPELINE;
+        return fields_get(root, "query") ? TEI_ROUTE_RERANK : ROUTE_PIPELINE;
     default:
         return ROUTE_PIPELINE;
     }
@@ -532,11 +532,11 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
         break;
     }
     if (rc == 0 && t->route == TEI_ROUTE_RERANK)
-        t->chars = chars_of(api_json_field(root, "texts")) +
-                   chars_of(api_json_field(root, "query")) *
-                       (long)json_array_size(api_json_field(root, "texts"));
+        t->chars =
+            chars_of(fields_get(root, "texts")) +
+            chars_of(fields_get(root, "query")) * (long)json_array_size(fields_get(root, "texts"));
     else if (rc == 0)
-        t->chars = chars_of(api_json_field(root, "inputs"));
+        t->chars = chars_of(fields_get(root, "inputs"));
     json_decref(root);
     return rc < 0 ? NULL : &t->p.enc;
 }
@@ -807,15 +807,14 @@ json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
-    const json_t *inputs = api_json_field(root, "inputs"),
-                 *prompt = api_json_field(root, "prompt_name");
+    const json_t *inputs = fields_get(root, "inputs"), *prompt = fields_get(root, "prompt_name");
     bool special;
     text_batch tb = {0};
     text_options o; /* the prompt (default: the model's); no limit: counting is what it is for */
     if (texts_only(inputs, "inputs", err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
         (prompt && !json_is_string(prompt) &&
-         INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt))) ||
+         INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt))) ||
         text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
     o.flags = (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY | TEXT_NO_LIMIT;
@@ -846,7 +845,7 @@ static int read_ids(const json_t *v, const char *what, int32_t *ids, api_error *
     {
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
             return INVALID("`%s[%zu]` must be a token id (an integer from 0), not %s", what, i,
-                           api_json_kind(x));
+                           fields_kind(x));
         ids[i] = (int32_t)json_integer_value(x);
     }
     return json_array_size(v) ? 0 : INVALID("Input validation error: `input_ids` " EMPTY_WORDS);
@@ -857,7 +856,7 @@ json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_e
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
-    const json_t *ids = api_json_field(root, "ids");
+    const json_t *ids = fields_get(root, "ids");
     bool skip;
     if (!limits->tokenizer) {
         INVALID("the served model has no tokenizer");

@@ -96,12 +96,12 @@ int text_read_options(const json_t *root, const api_limits *limits, unsigned wha
     const bool auto_truncate = (what & TEXT_OPT_AUTO) && limits->auto_truncate;
     o->flags =
         TEXT_SAY_TRUNCATE | (fields_bool(root, "truncate", auto_truncate) ? TEXT_TRUNCATE : 0);
-    const json_t *dir = api_json_field(root, "truncation_direction");
+    const json_t *dir = fields_get(root, "truncation_direction");
     const char *d = json_string_value(dir); /* one of TEXT_DIRECTIONS: checked */
     o->direction = d && (d[0] == 'l' || d[0] == 'L') ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT;
     if (!(what & TEXT_OPT_PROMPT))
         return 0;
-    const json_t *name = api_json_field(root, "prompt_name");
+    const json_t *name = fields_get(root, "prompt_name");
     if (!name) { /* sentence-transformers' encode: the default prompt, where there is one */
         const enc_st_text *st = limits->sentence;
         o->prompt =
@@ -199,7 +199,7 @@ static int ids_item(const tok_tokenizer *tok, const json_t *item, const char *at
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX) {
             free(ids);
             return BAD("%s[%zu] must be a token id (an integer from 0), not %s", at, i,
-                       json_is_integer(x) ? "a negative or too large integer" : api_json_kind(x));
+                       json_is_integer(x) ? "a negative or too large integer" : fields_kind(x));
         }
         ids[i] = (int32_t)json_integer_value(x);
     }
@@ -257,7 +257,7 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
                        at);
     } else if (!json_is_string(item)) {
         return BAD("%s must be a string or a [text, text_pair] pair, not %s", at,
-                   api_json_kind(item));
+                   fields_kind(item));
     }
     size_t alen = json_string_length(a);
     const char *atext = json_string_value(a);
@@ -295,7 +295,7 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
      * sequence of ids and [[1, 2], "a"] two sequences. */
     const bool list = json_is_array(v) && !((o->flags & TEXT_IDS) && text_is_ids(v));
     if (!json_is_string(v) && !list && !json_is_array(v))
-        return BAD("%s must be %s, not %s", field, FORM, api_json_kind(v));
+        return BAD("%s must be %s, not %s", field, FORM, fields_kind(v));
     const size_t B = list ? json_array_size(v) : 1;
     if (B == 0)
         return BAD("%s is an empty list; expected %s", field, FORM);
@@ -357,13 +357,13 @@ const field_table text_tokenize_fields = FIELD_TABLE("field", TOKENIZE_FIELDS);
 json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
                               api_error *err)
 {
-    json_t *root = api_json_load(body, len, "text", err), *out = NULL;
+    json_t *root = fields_load(body, len, "text", err), *out = NULL;
     if (!root)
         return NULL;
     text_batch tb = {0};
     text_options o;
     if (!json_is_object(root)) {
-        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        BAD("the request body must be a JSON object, not %s", fields_kind(root));
         goto done;
     }
     /* "truncate" false unless given, whatever server.auto_truncate says:
@@ -376,7 +376,7 @@ json_t *text_tokenize_request(const char *body, size_t len, const api_limits *li
         TEXT_ALLOW_EMPTY | (fields_bool(root, "add_special_tokens", true) ? TEXT_SPECIALS : 0);
     if (!(o.flags & TEXT_TRUNCATE))
         o.flags |= TEXT_NO_LIMIT;
-    if (text_tokenize(api_json_field(root, "text"), "text", limits, &o, &tb, err) < 0)
+    if (text_tokenize(fields_get(root, "text"), "text", limits, &o, &tb, err) < 0)
         goto done;
     json_t *lists = json_array();
     out = json_pack("{s:o}", "tokens", lists);

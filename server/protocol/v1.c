@@ -66,6 +66,7 @@
 #include "runtime/bufpool.h"
 #include "codec/stream.h"
 #include "codec/base64.h"
+#include "codec/body.h"
 #include "codec/extract.h"
 #include "codec/jsontext.h"
 #include "codec/strbuf.h"
@@ -134,7 +135,7 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     if (!json_is_array(v))
         return BAD("attention_layers must be \"last\", \"all\" or an array of layer indices "
                    "0..%d, not %s",
-                   n - 1, api_json_kind(v));
+                   n - 1, fields_kind(v));
     if (json_array_size(v) == 0)
         return BAD("attention_layers is empty; give layer indices 0..%d, \"all\" or \"last\"",
                    n - 1);
@@ -145,8 +146,8 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     for (size_t k = 0; k < json_array_size(v) && rc == 0; k++) {
         json_t *e = json_array_get(v, k);
         if (!json_is_integer(e)) {
-            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k,
-                     api_json_kind(e), n - 1);
+            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k, fields_kind(e),
+                     n - 1);
             break;
         }
         long long l = json_integer_value(e);
@@ -167,7 +168,7 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
 static int parse_explain(encode_request *req, const json_t *root, api_error *err)
 {
     return encode_want_explain(req, fields_bool(root, "explain", false),
-                               api_json_field(root, "explain_from"), err);
+                               fields_get(root, "explain_from"), err);
 }
 
 /* attention, attention_layers, precision, attention_format, encoding,
@@ -175,7 +176,7 @@ static int parse_explain(encode_request *req, const json_t *root, api_error *err
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
     encode_apply_attention(req, &v1_encode_fields, root);
-    if (parse_layers(req, api_json_field(root, "attention_layers"), err) < 0)
+    if (parse_layers(req, fields_get(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
         req->layers_listed = false; /* validated, but nothing to return */
@@ -279,7 +280,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
     if (!t->found) {
         if (json_is_array(emb)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
-        return BAD("embeddings must be %s, not %s", EMB_FORM, api_json_kind(emb));
+        return BAD("embeddings must be %s, not %s", EMB_FORM, fields_kind(emb));
     }
     const jx_array *a = &t->emb;
     const size_t D = (size_t)hp->d_model;
@@ -324,13 +325,13 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
                      const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (!json_is_string(text))
-        return BAD("embeddings_b64 must be a base64 string, not %s", api_json_kind(text));
+        return BAD("embeddings_b64 must be a base64 string, not %s", fields_kind(text));
     if (!shape)
         return BAD("embeddings_b64 needs shape: [B, L, d_model] or [L, d_model]");
     size_t nd = json_array_size(shape);
     if (!json_is_array(shape) || nd < 2 || nd > 3)
         return BAD("shape must be [B, L, d_model] or [L, d_model], not %s%s",
-                   json_is_array(shape) ? "an array of " : api_json_kind(shape),
+                   json_is_array(shape) ? "an array of " : fields_kind(shape),
                    json_is_array(shape) ? (nd < 2 ? "fewer than 2 entries" : "more than 3 entries")
                                         : "");
     size_t dims[3];
@@ -480,7 +481,7 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
     if (!t->int_found[i]) {
         if (json_is_array(v)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: %s not scanned", field);
-        return BAD("%s must be %s (%s), not %s", field, form, like, api_json_kind(v));
+        return BAD("%s must be %s (%s), not %s", field, form, like, fields_kind(v));
     }
     const jx_array *a = &t->ints[i];
     const int rank = req->batched ? 2 : 1;
@@ -521,13 +522,13 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
 static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, v1_rows *rows,
                      const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    const json_t *v = api_json_field(root, "input_ids");
+    const json_t *v = fields_get(root, "input_ids");
     if (encode_ids_allowed(req, "input_ids", err) < 0)
         return -1;
     if (!t->int_found[INT_IDS]) {
         if (json_is_array(v)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: input_ids not scanned");
-        return BAD("input_ids must be %s, not %s", IDS_FORM, api_json_kind(v));
+        return BAD("input_ids must be %s, not %s", IDS_FORM, fields_kind(v));
     }
     const jx_array *a = &t->ints[INT_IDS];
     if (a->dims[0] == 0)
@@ -544,7 +545,7 @@ static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, 
         return ints_fault("input_ids", a, err);
     req->batch.B = (int)B;
     req->batch.L = (int)L;
-    const json_t *types = api_json_field(root, "token_type_ids");
+    const json_t *types = fields_get(root, "token_type_ids");
     if (encode_alloc_ids(req, types != NULL, "input_ids", err) < 0)
         return -1;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -588,7 +589,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
     const int B = req->batch.B, L = req->batch.L;
     if (!json_is_array(v))
         return BAD("lengths must be an array of integers (one per sequence), not %s",
-                   api_json_kind(v));
+                   fields_kind(v));
     if (json_array_size(v) != (size_t)B)
         return BAD("lengths has %zu %s; the batch has %d sequence%s", json_array_size(v),
                    api_entries(json_array_size(v)), B, api_plural((size_t)B));
@@ -597,7 +598,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
     for (int b = 0; b < B; b++) {
         json_t *e = json_array_get(v, (size_t)b);
         if (!json_is_integer(e))
-            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, api_json_kind(e), L);
+            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, fields_kind(e), L);
         long long n = json_integer_value(e);
         const int top = rows->len ? (int)rows->len[b] : L;
         if ((n < 1 || n > top) && top < L)
@@ -621,7 +622,7 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!json_is_array(v) || json_array_size(v) == 0)
         return BAD("position_ids must be int[L] or int[B][L] (non-negative integers), not %s",
-                   json_is_array(v) ? "an empty array" : api_json_kind(v));
+                   json_is_array(v) ? "an empty array" : fields_kind(v));
     const bool rows = json_is_array(json_array_get(v, 0));
     if (rows && json_array_size(v) != B)
         return BAD("position_ids has %zu row%s; the batch has %zu sequence%s", json_array_size(v),
@@ -641,7 +642,7 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
             if (n < L)
                 snprintf(as, sizeof as, ", as input_ids[%zu]", r);
             rc = BAD("position_ids[%zu] is %s; expected %zu integers%s", r,
-                     json_is_array(row) ? "of another length" : api_json_kind(row), n, as);
+                     json_is_array(row) ? "of another length" : fields_kind(row), n, as);
             break;
         }
         for (size_t i = 0; i < n; i++) {
@@ -653,7 +654,7 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
                 else
                     snprintf(at, sizeof at, "position_ids[%zu]", i);
                 rc = json_is_real(e) ? BAD("%s = %g is not an integer", at, json_real_value(e))
-                                     : BAD("%s is %s; expected an integer", at, api_json_kind(e));
+                                     : BAD("%s is %s; expected an integer", at, fields_kind(e));
                 break;
             }
             vals[r * L + i] = json_integer_value(e);
@@ -678,10 +679,10 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
         text_read_options(root, lim, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
-    if (api_json_field(root, "attention_mask"))
+    if (fields_get(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
                    "(lengths and mask still apply)");
-    if (encode_set_text(req, api_json_field(root, "text"), "text", &o, hp, lim, err) < 0)
+    if (encode_set_text(req, fields_get(root, "text"), "text", &o, hp, lim, err) < 0)
         return -1;
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -698,9 +699,9 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
 static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
                               const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
-    json_t *emb = api_json_field(root, "embeddings"), *b64 = api_json_field(root, "embeddings_b64"),
-           *ids = api_json_field(root, "input_ids"), *shape = api_json_field(root, "shape"),
-           *text = api_json_field(root, "text");
+    json_t *emb = fields_get(root, "embeddings"), *b64 = fields_get(root, "embeddings_b64"),
+           *ids = fields_get(root, "input_ids"), *shape = fields_get(root, "shape"),
+           *text = fields_get(root, "text");
     const char *given[4];
     int n = 0;
     if (text)
@@ -719,13 +720,13 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
         return BAD("embeddings is required: number[B][L][d_model] or number[L][d_model] (or "
                    "embeddings_b64 with shape, or input_ids or text for a model with an embedding "
                    "module)");
-    if (!text && api_json_field(root, "truncate"))
+    if (!text && fields_get(root, "truncate"))
         return BAD("truncate is only used with text");
-    if (!text && api_json_field(root, "truncation_direction"))
+    if (!text && fields_get(root, "truncation_direction"))
         return BAD("truncation_direction is only used with text");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
-    if (!ids && api_json_field(root, "token_type_ids"))
+    if (!ids && fields_get(root, "token_type_ids"))
         return BAD("token_type_ids is only used with input_ids");
     if (text)
         return parse_text(req, root, rows, hp, lim, err);
@@ -742,17 +743,17 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
                       const enc_hparams *hp, const api_limits *lim, api_error *err)
 {
     if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the request body must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&v1_encode_fields, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
         parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
         return -1;
 
-    json_t *v, *lengths = api_json_field(root, "lengths");
+    json_t *v, *lengths = fields_get(root, "lengths");
     if (lengths && parse_lengths(req, lengths, rows, err) < 0)
         return -1;
-    if ((v = api_json_field(root, "mask")) && encode_parse_mask(req, v, err) < 0)
+    if ((v = fields_get(root, "mask")) && encode_parse_mask(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(root, "attention_mask")) &&
+    if ((v = fields_get(root, "attention_mask")) &&
         parse_attention_mask(req, v, t, rows, lengths != NULL, err) < 0)
         return -1;
     if (!req->lengths && rows->ragged) { /* each ragged row its own length */
@@ -763,7 +764,7 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
             req->lengths[b] = (int)rows->len[b];
         req->batch.lengths = req->lengths;
     }
-    if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
+    if ((v = fields_get(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
         return -1;
     if (fields_bool(root, "logits", false) && encode_want_logits(req, lim, err) < 0)
         return -1;
@@ -791,50 +792,18 @@ int v1_request_parse(encode_request *req, const char *body, size_t len, const en
     const jx_array *scanned[1 + N_INTS] = {t.found ? &t.emb : NULL};
     for (int i = 0; i < N_INTS; i++)
         scanned[1 + i] = t.int_found[i] ? &t.ints[i] : NULL;
-    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
-    jx_cut cut[2 + N_INTS];
-    size_t n_cuts = 0;
-    for (int i = 0; i < 1 + N_INTS; i++) {
-        if (!scanned[i])
-            continue;
-        if (scanned[i]->fault == JX_OOM)
-            return api_error_set(err, API_UNAVAILABLE, "out of memory");
-        if (scanned[i]->fault == JX_SYNTAX && !syntax)
-            syntax = scanned[i];
-        cut[n_cuts++] = (jx_cut){scanned[i]->start, scanned[i]->end};
-    }
-    if (t.b64 && !t.found)
-        cut[n_cuts++] = (jx_cut){t.b64 - 1, t.b64_end + 1};
-    else
+    if (t.found) /* "embeddings" is read; a plain "embeddings_b64" is left to jansson */
         t.b64 = NULL;
-    if (syntax) {
-        n_cuts = 0;
-        t.b64 = NULL;
-    }
-    for (size_t i = 1; i < n_cuts; i++) /* in text order */
-        for (size_t j = i; j > 0 && cut[j].start < cut[j - 1].start; j--) {
-            const jx_cut c = cut[j];
-            cut[j] = cut[j - 1];
-            cut[j - 1] = c;
-        }
-    json_error_t jerr;
-    bool oom = false;
-    json_t *root = jx_load(text, n, cut, n_cuts, &jerr, &oom);
-    if (oom)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    if (!root)
-        return api_json_invalid(err, jerr.line, jerr.column, -1, jerr.text);
-    int rc;
+    const jx_cut b64_cut = {t.b64 ? t.b64 - 1 : NULL, t.b64 ? t.b64_end + 1 : NULL};
+    body_json bj;
+    if (body_load(text, n, scanned, 1 + N_INTS, &b64_cut, t.b64 ? 1 : 0, false, &bj) < 0)
+        return fields_body_error(&bj, false, err);
+    json_t *root = bj.root;
     v1_rows rows = {0};
-    if (syntax) { /* jansson took what the scan refused */
-        char msg[160];
-        rc = BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
-    } else {
-        /* U+0000 in text alone: the tokenizer reads a string by its length */
-        rc = api_json_refuse_nul(root, "text", err);
-        if (rc == 0)
-            rc = parse_root(req, root, &t, &rows, hp, limits, err);
-    }
+    /* U+0000 in text alone: the tokenizer reads a string by its length */
+    int rc = fields_refuse_nul(root, "text", err);
+    if (rc == 0)
+        rc = parse_root(req, root, &t, &rows, hp, limits, err);
     free(rows.len);
     json_decref(root);
     if (rc == 0)

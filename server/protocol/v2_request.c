@@ -9,6 +9,7 @@
 #include "protocol/schemas.h"
 #include "protocol/text.h"
 
+#include "codec/body.h"
 #include "codec/extract.h"
 #include "codec/jsontext.h"
 
@@ -86,7 +87,7 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
     if (!params)
         return 0;
     if (!json_is_object(params))
-        return BAD("parameters must be an object, not %s", api_json_kind(params));
+        return BAD("parameters must be an object, not %s", fields_kind(params));
     if (fields_check(&v2_parameters_fields, params, "parameters", err) < 0)
         return -1;
     encode_apply_attention(&req->enc, &v2_parameters_fields, params);
@@ -161,7 +162,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
     const bool attn_allowed = req->enc.attn_mode != ENC_ATTN_NONE;
     if (outs && !json_is_array(outs))
         return BAD("outputs must be an array of {\"name\": ...} objects, not %s",
-                   api_json_kind(outs));
+                   fields_kind(outs));
     if (!outs || json_array_size(outs) == 0) {
         req->out[req->n_out++] = V2_OUT_OUTPUTS;
         req->binary[V2_OUT_OUTPUTS] = binary_all;
@@ -178,7 +179,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
         snprintf(what, sizeof what, "outputs[%zu]", k);
         if (!json_is_object(o))
             return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
-                       api_json_kind(o));
+                       fields_kind(o));
         if (fields_check(&v2_output_fields, o, what, err) < 0)
             return -1;
         const char *name = json_string_value(json_object_get(o, "name"));
@@ -203,7 +204,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
             snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters", k, name);
             if (!json_is_object(params))
                 return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                           api_json_kind(params));
+                           fields_kind(params));
             if (fields_check(&v2_output_parameters_fields, params, pw, err) < 0)
                 return -1;
             binary = fields_bool(params, "binary_data", binary);
@@ -266,7 +267,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
     snprintf(what, sizeof what, "inputs[%zu]", k);
     if (!json_is_object(o))
         return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
-                   api_json_kind(o));
+                   fields_kind(o));
     if (fields_check(&v2_input_fields, o, what, err) < 0)
         return -1;
     const json_t *v = json_object_get(o, "name");
@@ -313,7 +314,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         const json_t *e = json_array_get(v, (size_t)d);
         if (!json_is_integer(e) || json_integer_value(e) < 0)
             return BAD("inputs[%zu] (%s): shape[%d] is %s; expected a non-negative integer", k,
-                       name, d, json_is_integer(e) ? "negative" : api_json_kind(e));
+                       name, d, json_is_integer(e) ? "negative" : fields_kind(e));
         in->shape[d] = json_integer_value(e);
     }
 
@@ -323,7 +324,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters", k, name);
         if (!json_is_object(params))
             return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                       api_json_kind(params));
+                       fields_kind(params));
         if (fields_check(&v2_input_parameters_fields, params, pw, err) < 0)
             return -1;
         const long long size = fields_int(params, "binary_data_size", -1);
@@ -537,7 +538,7 @@ static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_er
         return api_error_set(err, API_INTERNAL, "v2: inputs[%d].data not scanned", in->index);
     return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
                "as the shape), not %s",
-               in->index, in->name, api_json_kind(in->data));
+               in->index, in->name, fields_kind(in->data));
 }
 
 /* Inference-Header-Content-Length: a decimal byte count within the body. */
@@ -639,7 +640,7 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
             if (json_is_array(s) && json_array_size(s) == 1 && in->rank == 2)
                 s = json_array_get(s, 0);
             if (!json_is_string(s))
-                rc = BAD("%s: data[%zu] is %s, not a string", what, b, api_json_kind(s));
+                rc = BAD("%s: data[%zu] is %s, not a string", what, b, fields_kind(s));
             else if (json_array_append_new(
                          texts, json_stringn(json_string_value(s), json_string_length(s))) < 0)
                 rc = OOM();
@@ -693,7 +694,7 @@ static int collect_inputs(const json_t *inputs, const v2_text *tx, v2_inputs *in
 {
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
         return BAD("inputs must be a non-empty array of tensors (" INPUTS_TEXT "), not %s",
-                   inputs ? api_json_kind(inputs) : "absent");
+                   inputs ? fields_kind(inputs) : "absent");
     for (size_t k = 0; k < json_array_size(inputs); k++) {
         v2_input cur = {0};
         int which = -1;
@@ -923,19 +924,19 @@ static int check_request_fields(v2_request *req, json_t *root, const char *model
 {
     char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4];
     if (!json_is_object(root))
-        return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the inference request must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&v2_request_fields, root, "", err) < 0)
         return -1;
-    const json_t *v = api_json_field(root, "id");
+    const json_t *v = fields_get(root, "id");
     if (v && !(req->id = strdup(json_string_value(v))))
         return OOM();
-    v = api_json_field(root, "model_name");
+    v = fields_get(root, "model_name");
     if (v && (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
         return BAD("model_name is %s%s%s but the URL names model '%s'",
                    json_is_string(v) ? "'" : "",
-                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : api_json_kind(v),
+                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : fields_kind(v),
                    json_is_string(v) ? "'" : "", api_safe_text(model_name, m));
-    v = api_json_field(root, "model_version");
+    v = fields_get(root, "model_version");
     if (v && (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
         return BAD("model_version must be \"" V2_MODEL_VERSION "\" (the model's only version)");
     return 0;
@@ -949,9 +950,8 @@ static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const
                          const api_limits *lim, json_t **mask, api_error *err)
 {
     bool binary_all = false, window_lr = false;
-    if (parse_params(req, api_json_field(root, "parameters"), &binary_all, mask, &window_lr, err) <
-            0 ||
-        parse_outputs(req, api_json_field(root, "outputs"), binary_all, err) < 0)
+    if (parse_params(req, fields_get(root, "parameters"), &binary_all, mask, &window_lr, err) < 0 ||
+        parse_outputs(req, fields_get(root, "outputs"), binary_all, err) < 0)
         return -1;
     encode_request *e = &req->enc;
     if (e->attn_mode != ENC_ATTN_NONE)
@@ -1004,48 +1004,26 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     v2_text t;
     memset(&t, 0, sizeof t);
     jx_object(jt_skip_ws(text, text + json_len), text + json_len, root_member, &t);
-    jx_cut cuts[TEXT_INPUTS];
-    size_t n_cuts = 0;
-    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
-    for (int k = 0; k < TEXT_INPUTS; k++) {
-        if (!t.found[k])
-            continue;
-        if (t.data[k].fault == JX_OOM)
-            return OOM();
-        if (t.data[k].fault == JX_SYNTAX && !syntax)
-            syntax = &t.data[k];
+    const jx_array *scanned[TEXT_INPUTS] = {NULL};
+    for (int k = 0; k < TEXT_INPUTS; k++)
         /* a BYTES tensor's strings: jansson reads them */
-        if (t.data[k].fault == JX_KIND && t.data[k].is && strcmp(t.data[k].is, "a string") == 0)
-            continue;
-        cuts[n_cuts++] = (jx_cut){t.data[k].start, t.data[k].end};
-    }
-    if (syntax)
-        n_cuts = 0;
-    json_error_t jerr;
-    bool oom = false;
-    json_t *root = jx_load(text, json_len, cuts, n_cuts, &jerr, &oom);
-    if (oom)
-        return OOM();
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        snprintf(msg, sizeof msg, "%s", jerr.text);
-        for (char *c = msg; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-                *c = '?';
+        if (t.found[k] &&
+            !(t.data[k].fault == JX_KIND && t.data[k].is && strcmp(t.data[k].is, "a string") == 0))
+            scanned[k] = &t.data[k];
+    body_json bj;
+    if (body_load(text, json_len, scanned, TEXT_INPUTS, NULL, 0, false, &bj) < 0) {
+        if (bj.fault != BODY_JSON)
+            return fields_body_error(&bj, false, err);
         return BAD("invalid JSON %sat line %d, column %d: %s%s",
                    header_len ? "header (the first Inference-Header-Content-Length bytes) " : "",
-                   jerr.line, jerr.column, msg,
+                   bj.line, bj.column, bj.why,
                    header_len ? ""
                               : " (a body with binary tensors needs an "
                                 "Inference-Header-Content-Length header)");
     }
-    if (syntax) { /* jansson took what the scan refused */
-        char msg[160];
-        json_decref(root);
-        return BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
-    }
+    json_t *root = bj.root;
     /* U+0000 nowhere: the names and datatypes are compared as C strings */
-    int rc = api_json_refuse_nul(root, NULL, err);
+    int rc = fields_refuse_nul(root, NULL, err);
     if (rc == 0)
         rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
                         header_len != NULL, json_len, model_name, hp, limits, err);
