@@ -494,10 +494,10 @@ START_TEST(test_openapi_disagreements_found)
         const char *pointer, *key, *value, *expect;
     } edits[] = {
         {"/components/schemas/Blocks/properties", "colour", "{\"type\": \"string\"}",
-         "encode_blocks_fields: property 'colour' of /components/schemas/Mask/properties/blocks "
+         "options_blocks_fields: property 'colour' of /components/schemas/Mask/properties/blocks "
          "is not a field of the table"},
         {"/components/schemas/Blocks/properties", "size", "{\"type\": \"string\"}",
-         "encode_blocks_fields: field 'size' is integer in the table, string in "
+         "options_blocks_fields: field 'size' is integer in the table, string in "
          "/components/schemas/Mask/properties/blocks"},
         {"/components/schemas/EncodeRequest/properties", "encoding",
          "{\"type\": \"string\", \"enum\": [\"json\", \"base85\"]}",

@@ -35,10 +35,10 @@ static int to_float(const json_t *v, float *out)
     return 0;
 }
 
-const char *const encode_attention_modes[] = {"heads", "mean", "none", NULL};
-const char *const encode_attention_formats[] = {"dense", "csr", NULL};
+const char *const options_attention_modes[] = {"heads", "mean", "none", NULL};
+const char *const options_attention_formats[] = {"dense", "csr", NULL};
 
-void encode_apply_attention(encode_request *req, const field_table *t, const json_t *obj)
+void options_apply_attention(encode_request *req, const field_table *t, const json_t *obj)
 {
     static const enc_attn_mode modes[] = {ENC_ATTN_HEADS, ENC_ATTN_MEAN, ENC_ATTN_NONE};
     const int m = fields_choice(t, obj, "attention", -1);
@@ -71,7 +71,7 @@ static const field_spec WINDOW_FIELDS[] = {
     {.name = "left", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
     {.name = "right", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-const field_table encode_window_fields = FIELD_TABLE("option", WINDOW_FIELDS);
+const field_table options_window_fields = FIELD_TABLE("option", WINDOW_FIELDS);
 
 static int parse_window(encode_request *req, json_t *v, api_error *err)
 {
@@ -87,7 +87,7 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
         return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
                    "not %s",
                    fields_kind(v));
-    return fields_check(&encode_window_fields, v, "mask.window", err) < 0 ||
+    return fields_check(&options_window_fields, v, "mask.window", err) < 0 ||
                    window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left,
                                err) < 0 ||
                    window_side(json_object_get(v, "right"), "mask.window.right", L,
@@ -266,15 +266,15 @@ static const field_spec BLOCKS_FIELDS[] = {
     {.name = "random", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "seed", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-const field_table encode_strided_fields = FIELD_TABLE("option", STRIDED_FIELDS);
-const field_table encode_fixed_fields = FIELD_TABLE("option", FIXED_FIELDS);
-const field_table encode_blocks_fields = FIELD_TABLE("option", BLOCKS_FIELDS);
+const field_table options_strided_fields = FIELD_TABLE("option", STRIDED_FIELDS);
+const field_table options_fixed_fields = FIELD_TABLE("option", FIXED_FIELDS);
+const field_table options_blocks_fields = FIELD_TABLE("option", BLOCKS_FIELDS);
 
 static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
     if (!json_is_object(v))
         return BAD("%s must be an object {\"stride\": s}, not %s", name, fields_kind(v));
-    if (fields_check(&encode_strided_fields, v, name, err) < 0)
+    if (fields_check(&options_strided_fields, v, name, err) < 0)
         return -1;
     mk->stride = (int)fields_int(v, "stride", 0);
     return 0;
@@ -285,7 +285,7 @@ static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err
     if (!json_is_object(v))
         return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
                    fields_kind(v));
-    if (fields_check(&encode_fixed_fields, v, name, err) < 0)
+    if (fields_check(&options_fixed_fields, v, name, err) < 0)
         return -1;
     mk->fixed_block = (int)fields_int(v, "block", 0);
     mk->fixed_summary = (int)fields_int(v, "summary", 0);
@@ -302,7 +302,7 @@ static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *er
         return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
                    "\"random\": r, \"seed\": s}, not %s",
                    name, fields_kind(v));
-    if (fields_check(&encode_blocks_fields, v, name, err) < 0)
+    if (fields_check(&options_blocks_fields, v, name, err) < 0)
         return -1;
     p->size = (int)fields_int(v, "size", 0);
     p->window = (int)fields_int(v, "window", 0);
@@ -332,13 +332,13 @@ static const field_spec MASK_FIELDS[] = {
     {.name = "attn", .type = FIELD_JSON},   {.name = "strided", .type = FIELD_JSON},
     {.name = "fixed", .type = FIELD_JSON},  {.name = "blocks", .type = FIELD_JSON},
 };
-const field_table encode_mask_fields = FIELD_TABLE("option", MASK_FIELDS);
+const field_table options_mask_fields = FIELD_TABLE("option", MASK_FIELDS);
 
-int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
+int options_parse_mask(encode_request *req, json_t *mask, api_error *err)
 {
     if (!json_is_object(mask))
         return BAD("mask must be an object, not %s", fields_kind(mask));
-    if (fields_check(&encode_mask_fields, mask, "mask", err) < 0)
+    if (fields_check(&options_mask_fields, mask, "mask", err) < 0)
         return -1;
     json_t *v;
     static const char *const patterns[] = {"strided", "fixed", "blocks"};

@@ -103,9 +103,9 @@ static const field_spec TOP_FIELDS[] = {
     TEXT_FIELD_DIRECTION,
     {.name = "mask", .type = FIELD_JSON},
     {.name = "position_ids", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION,
+    OPTIONS_FIELD_ATTENTION,
     {.name = "attention_layers", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION_FORMAT,
+    OPTIONS_FIELD_ATTENTION_FORMAT,
     {.name = "precision", .type = FIELD_INT, .min = 1, .max = 9},
     {.name = "encoding", .type = FIELD_CHOICE, .choices = ENCODINGS},
     {.name = "logits", .type = FIELD_BOOL},
@@ -175,7 +175,7 @@ static int parse_explain(encode_request *req, const json_t *root, api_error *err
  * explain (checked against TOP). */
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
-    encode_apply_attention(req, &v1_encode_fields, root);
+    options_apply_attention(req, &v1_encode_fields, root);
     if (parse_layers(req, fields_get(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
@@ -751,7 +751,7 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
     json_t *v, *lengths = fields_get(root, "lengths");
     if (lengths && parse_lengths(req, lengths, rows, err) < 0)
         return -1;
-    if ((v = fields_get(root, "mask")) && encode_parse_mask(req, v, err) < 0)
+    if ((v = fields_get(root, "mask")) && options_parse_mask(req, v, err) < 0)
         return -1;
     if ((v = fields_get(root, "attention_mask")) &&
         parse_attention_mask(req, v, t, rows, lengths != NULL, err) < 0)

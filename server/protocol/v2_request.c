@@ -42,7 +42,7 @@ static const char *shape_text(const long long *dims, int rank, char *buf, size_t
 /* ---- parsing: request parameters ---------------------------------------------- */
 
 static const field_spec PARAMS_FIELDS[] = {
-    ENCODE_FIELD_ATTENTION,
+    OPTIONS_FIELD_ATTENTION,
     {.name = "causal", .type = FIELD_BOOL},
     {.name = "window", .type = FIELD_JSON},
     {.name = "window_left", .type = FIELD_JSON},
@@ -53,7 +53,7 @@ static const field_spec PARAMS_FIELDS[] = {
     {.name = "strided", .type = FIELD_JSON},
     {.name = "fixed", .type = FIELD_JSON},
     {.name = "blocks", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION_FORMAT,
+    OPTIONS_FIELD_ATTENTION_FORMAT,
     {.name = "binary_data_output", .type = FIELD_BOOL},
 };
 const field_table v2_parameters_fields = FIELD_TABLE("parameter", PARAMS_FIELDS);
@@ -90,7 +90,7 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
         return BAD("parameters must be an object, not %s", fields_kind(params));
     if (fields_check(&v2_parameters_fields, params, "parameters", err) < 0)
         return -1;
-    encode_apply_attention(&req->enc, &v2_parameters_fields, params);
+    options_apply_attention(&req->enc, &v2_parameters_fields, params);
     *binary_all = fields_bool(params, "binary_data_output", *binary_all);
     json_t *v;
     static const char *const mask_keys[] = {"causal", "window",  "global", "key_padding",
@@ -120,7 +120,7 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
 static int parse_mask(v2_request *req, json_t *mask, bool window_lr, api_error *err)
 {
     api_error e = {0};
-    if (encode_parse_mask(&req->enc, mask, &e) == 0)
+    if (options_parse_mask(&req->enc, mask, &e) == 0)
         return 0;
     char msg[sizeof e.message];
     size_t n = 0;
