@@ -1,7 +1,7 @@
 /* encode_request.c - the neutral request both protocols parse into
  * (encode_request.h): its defaults, the limits it is held to as soon as B and L are known, the
  * plan of a CSR request, and the buffers of its input and results (from the
- * limits' pool, kept across requests).
+ * context's buffer pool, bufs, kept across requests).
  *
  * Limits are checked as soon as B and L are known, before anything sized
  * by them is allocated: B > max_batch, L > max_seq_len, B*L >
@@ -67,7 +67,7 @@ static const char *bytes_text(bool over, size_t bytes, char buf[48])
 /* B and L against the limits and size_t, before anything sized by them is
  * allocated.  413 naming the limit. */
 int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
-                        const api_limits *lim, api_error *err)
+                        const api_ctx *lim, api_error *err)
 {
     if (lim && B > (size_t)(lim->max_batch > 0 ? lim->max_batch : 0))
         return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B, lim->max_batch);
@@ -125,7 +125,7 @@ int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *e
     return 0;
 }
 
-int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *lim,
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_ctx *lim,
                         api_error *err)
 {
     if (req->attn_mode == ENC_ATTN_NONE)
@@ -174,7 +174,7 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
 
 float *encode_alloc_input(encode_request *req, size_t n)
 {
-    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->pool, n * sizeof(float));
+    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->bufs, n * sizeof(float));
 }
 
 /* Floats rounded up to a cache line's worth, so each array of the outputs'
@@ -197,7 +197,7 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
         layers += req->want_layer[l];
     /* One block for the outputs and every wanted layer's weights, taken
-     * from the pool: the forward writes into memory the last request left
+     * from bufs: the forward writes into memory the last request left
      * mapped.  Not zeroed: the forward writes every entry, padding included
      * (valgrind's memcheck would report an entry left unwritten when the
      * response reads it).  The sizes were held to the limits already. */
@@ -206,7 +206,7 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
                                                             : B;
     const size_t n_logits = line_floats(req->head ? head_rows * req->head_outputs : 0);
     req->attn = encode_zalloc((size_t)req->n_layers, sizeof *req->attn);
-    req->out = bufpool_take(req->pool, (n_out + n_logits + layers * per_layer) * sizeof(float));
+    req->out = bufpool_take(req->bufs, (n_out + n_logits + layers * per_layer) * sizeof(float));
     if (!req->out || !req->attn)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
     req->logits = req->head ? req->out + n_out : NULL;
@@ -232,7 +232,7 @@ enc_result encode_request_result(encode_request *req)
     return r;
 }
 
-int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err)
+int encode_want_logits(encode_request *req, const api_ctx *limits, api_error *err)
 {
     const enc_model *m = limits ? limits->model : NULL;
     const enc_head_info *h = enc_model_head(m);
@@ -277,7 +277,7 @@ static long long position_table_rows(const encode_request *req)
 }
 
 int encode_set_positions(encode_request *req, const long long *vals, bool rows,
-                         const api_limits *limits, const char *what, api_error *err)
+                         const api_ctx *limits, const char *what, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     const long long table = position_table_rows(req);
@@ -449,7 +449,7 @@ int encode_check_ids(const encode_request *req, const char *ids_what, const char
 }
 
 int encode_set_text(encode_request *req, const json_t *v, const char *what, const text_options *o,
-                    const enc_hparams *hp, const api_limits *lim, api_error *err)
+                    const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     if (encode_ids_allowed(req, what, err) < 0)
         return -1;
@@ -532,7 +532,7 @@ void encode_request_free(encode_request *req)
 {
     if (!req)
         return;
-    bufpool_give(req->pool, req->x);
+    bufpool_give(req->bufs, req->x);
     free(req->lengths);
     free(req->global);
     free(req->key_padding);
@@ -547,7 +547,7 @@ void encode_request_free(encode_request *req)
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);
-    bufpool_give(req->pool, req->out);
+    bufpool_give(req->bufs, req->out);
     free(req->attn);
     memset(req, 0, sizeof *req);
 }

@@ -77,7 +77,7 @@ static int kind_of(const json_t *a, input_kind *kind, api_error *err)
  * into req's batch: B, L, input_ids, lengths when ragged.  req->batched
  * says how a row is named: input[b] (a list of rows), else input. */
 static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
-                     const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
+                     const tok_encoding *enc, const enc_hparams *hp, const api_ctx *lim,
                      long *tokens, api_error *err)
 {
     const char *from;
@@ -129,7 +129,7 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
 static const char *const TEXT_ONLY[] = {"truncate", "truncation_direction", "prompt_name"};
 
 static int parse_input(encode_request *req, const json_t *v, const json_t *root,
-                       const enc_hparams *hp, const api_limits *lim, long *tokens, api_error *err)
+                       const enc_hparams *hp, const api_ctx *lim, long *tokens, api_error *err)
 {
     if (!v)
         return BAD("input is required: %s", INPUT_FORM);
@@ -192,13 +192,13 @@ static const field_spec BODY_FIELDS[] = {
 const field_table openai_embeddings_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
-                 const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                 const char *model_name, const enc_hparams *hp, const api_ctx *limits,
                  api_error *err)
 {
     memset(o, 0, sizeof *o);
     if (encode_request_init(req, hp, err) < 0)
         return -1;
-    req->pool = limits ? limits->pool : NULL;
+    req->bufs = limits ? limits->bufs : NULL;
     req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
     json_t *root = fields_load(body, len, "input", err);
@@ -230,7 +230,7 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     /* Up to OPENAI_MAX_INPUTS inputs, or limits.max_batch when that is
      * more: the forward's cost is bounded by its tokens (max_seq_len,
      * max_batch_tokens), and OpenAI's clients send up to 2,048 at once. */
-    api_limits lim = *limits;
+    api_ctx lim = *limits;
     if (lim.max_batch < OPENAI_MAX_INPUTS)
         lim.max_batch = OPENAI_MAX_INPUTS;
     if (parse_input(req, fields_get(root, "input"), root, hp, &lim, &o->tokens, err) < 0 ||
@@ -339,8 +339,7 @@ typedef struct openai_state {
 static encode_request *openai_proto_parse(void *state, const proto_input *in, api_error *err)
 {
     openai_state *st = state;
-    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->limits, err) <
-        0)
+    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->ctx, err) < 0)
         return NULL;
     return &st->enc;
 }

@@ -52,7 +52,7 @@ static const field_spec BODY_FIELDS[] = {
 const field_table predict_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 /* The model's head, or NULL with err naming what the model has. */
-const enc_head_info *predict_head(const api_limits *lim, api_error *err)
+const enc_head_info *predict_head(const api_ctx *lim, api_error *err)
 {
     const enc_model *m = lim ? lim->model : NULL;
     const enc_head_info *h = enc_model_head(m);
@@ -159,8 +159,8 @@ int predict_init(predict_request *p, const proto_input *in, api_error *err)
     encode_request *req = &p->enc;
     if (encode_request_init(req, in->hp, err) < 0)
         return -1;
-    const api_limits *lim = in->limits;
-    req->pool = lim ? lim->pool : NULL;
+    const api_ctx *lim = in->ctx;
+    req->bufs = lim ? lim->bufs : NULL;
     req->embedding = lim ? lim->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE;
     return 0;
@@ -170,7 +170,7 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
                     const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
-    const api_limits *lim = in->limits;
+    const api_ctx *lim = in->ctx;
     if (check_pairs(p, inputs, err) < 0 ||
         encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0 ||
         encode_text_lengths(req, err) < 0)
@@ -210,10 +210,10 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
                              "model '%s' does not exist: this server serves '%s'",
                              api_safe_text(json_string_value(model), s), in->model_name);
     }
-    if (!(p->head = predict_head(in->limits, err)) || parse_options(p, root, err) < 0)
+    if (!(p->head = predict_head(in->ctx, err)) || parse_options(p, root, err) < 0)
         return -1;
     text_options o;
-    if (text_read_options(root, in->limits, TEXT_OPT_AUTO, &o, err) < 0)
+    if (text_read_options(root, in->ctx, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
     return predict_prepare(p, fields_get(root, "inputs"), &o, in, err);

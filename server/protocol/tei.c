@@ -116,8 +116,8 @@ static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_
         return INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt));
     if (prompt && !prompts)
         return INVALID("`prompt_name` is not taken by this route");
-    if (text_read_options(o, in->limits, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts,
-                          err) < 0)
+    if (text_read_options(o, in->ctx, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts, err) <
+        0)
         return -1;
     opts->flags |= TEXT_SPECIALS;
     return 0;
@@ -151,7 +151,7 @@ typedef enum tei_kind {
     KIND_MASKED_LM
 } tei_kind;
 
-static tei_kind kind_of(const api_limits *lim)
+static tei_kind kind_of(const api_ctx *lim)
 {
     const enc_head_info *h = enc_model_head(lim ? lim->model : NULL);
     if (!h)
@@ -236,7 +236,7 @@ static int embed_form(const json_t *v, api_error *err)
 static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
     encode_request *req = &t->p.enc;
-    const tei_kind kind = kind_of(in->limits);
+    const tei_kind kind = kind_of(in->ctx);
     if (t->route == TEI_ROUTE_EMBED_SPARSE && kind != KIND_MASKED_LM)
         return WRONG_MODEL("Model is not an embedding model with SPLADE pooling (a masked LM)");
     if (t->route != TEI_ROUTE_EMBED_SPARSE && kind != KIND_EMBEDDING)
@@ -260,17 +260,17 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
         t->dimensions = dims ? (int)json_integer_value(dims) : 0;
     }
     t->single = json_is_string(inputs) || json_is_integer(json_array_get(inputs, 0));
-    if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->limits, err) < 0 ||
+    if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->ctx, err) < 0 ||
         encode_text_lengths(req, err) < 0 || encode_check_ids(req, "inputs", "inputs", err) < 0)
         return -1;
     if (t->route != TEI_ROUTE_EMBED_SPARSE)
         return 0;
-    const size_t V = (size_t)enc_model_head(in->limits->model)->n_outputs;
-    if ((size_t)req->batch.B * V * 4 > in->limits->max_logits_bytes)
+    const size_t V = (size_t)enc_model_head(in->ctx->model)->n_outputs;
+    if ((size_t)req->batch.B * V * 4 > in->ctx->max_logits_bytes)
         return api_error_set(err, API_TOO_LARGE,
                              "%d sparse vectors of %zu float32 are over limits.max_logits_bytes "
                              "(%zu)",
-                             req->batch.B, V, in->limits->max_logits_bytes);
+                             req->batch.B, V, in->ctx->max_logits_bytes);
     req->head = ENC_HEAD_OUT_SPLADE;
     req->head_outputs = V;
     req->head_per_token = false;
@@ -347,10 +347,10 @@ static int tei_scores(tei_state *t, const json_t *root, api_error *err)
 
 static int parse_predict(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const tei_kind kind = kind_of(in->limits);
+    const tei_kind kind = kind_of(in->ctx);
     if (kind != KIND_CLASSIFIER && kind != KIND_RERANKER)
         return WRONG_MODEL("Model is not a classifier model");
-    t->p.head = enc_model_head(in->limits->model);
+    t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
     if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0)
@@ -373,9 +373,9 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
         return INVALID("`texts` must be a list of strings%s", texts ? "" : " and is required");
     if (json_array_size(texts) == 0)
         return INVALID("`texts` " EMPTY_WORDS);
-    if (kind_of(in->limits) != KIND_RERANKER)
+    if (kind_of(in->ctx) != KIND_RERANKER)
         return WRONG_MODEL("model is not a re-ranker model");
-    t->p.head = enc_model_head(in->limits->model);
+    t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
     if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0 ||
@@ -414,7 +414,7 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
         return INVALID("`inputs.sentences` " EMPTY_WORDS);
     if (params && !json_is_object(params))
         return INVALID("`parameters` must be an object, not %s", fields_kind(params));
-    if (kind_of(in->limits) != KIND_EMBEDDING)
+    if (kind_of(in->ctx) != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
     text_options opts;
     if (text_opts(params ? params : root, in, true, &opts, err) < 0)
@@ -428,7 +428,7 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
                  : 0;
     encode_request *req = &t->p.enc;
     if (rc == 0)
-        rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->limits, err) < 0 ||
+        rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->ctx, err) < 0 ||
                      encode_text_lengths(req, err) < 0
                  ? -1
                  : 0;
@@ -443,7 +443,7 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
 {
     static const char *const FUNCTIONS[] = {"softmax", "sigmoid", "none"};
     predict_request *p = &t->p;
-    p->head = enc_model_head(in->limits->model);
+    p->head = enc_model_head(in->ctx->model);
     const json_t *params = fields_get(root, "parameters");
     const json_t *inputs = fields_get(root, "inputs");
     if (params && !json_is_object(params))
@@ -474,7 +474,7 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
 }
 
 /* POST /: the route of the model's kind and the body's form. */
-static int root_route(const json_t *root, const api_limits *lim)
+static int root_route(const json_t *root, const api_ctx *lim)
 {
     switch (kind_of(lim)) {
     case KIND_EMBEDDING:
@@ -512,7 +512,7 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
     json_t *root = load_body(in->body, in->len, err);
     if (!root)
         return NULL;
-    t->route = in->route == TEI_ROUTE_ROOT ? root_route(root, in->limits) : in->route;
+    t->route = in->route == TEI_ROUTE_ROOT ? root_route(root, in->ctx) : in->route;
     int rc;
     switch (t->route) {
     case TEI_ROUTE_PREDICT:
@@ -802,7 +802,7 @@ static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const
     return list;
 }
 
-json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api_error *err)
+json_t *tei_tokenize(const char *body, size_t len, const api_ctx *limits, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
@@ -851,7 +851,7 @@ static int read_ids(const json_t *v, const char *what, int32_t *ids, api_error *
     return json_array_size(v) ? 0 : INVALID("Input validation error: `input_ids` " EMPTY_WORDS);
 }
 
-json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_error *err)
+json_t *tei_decode(const char *body, size_t len, const api_ctx *limits, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
@@ -926,7 +926,7 @@ static json_t *labels_of(const enc_head_info *h)
 
 static json_t *model_type(const proto_server *sv)
 {
-    const api_limits *lim = sv->limits;
+    const api_ctx *lim = sv->ctx;
     const enc_head_info *h = enc_model_head(lim->model);
     switch (kind_of(lim)) {
     case KIND_EMBEDDING:
@@ -949,7 +949,7 @@ static int tei_get(int route, const proto_server *sv, char **body)
         return -1;
     if (!sv->loaded)
         return PROTO_NOT_READY;
-    const api_limits *lim = sv->limits;
+    const api_ctx *lim = sv->ctx;
     json_t *j = json_pack(
         "{s:s,s:n,s:s,s:s,s:o,s:n,s:I,s:I,s:n,s:i,s:b,s:n,s:s,s:n,s:n}", "model_id", sv->model_name,
         "model_sha", "model_dtype", sv->dtype, "served_model_name", sv->model_name, "model_type",

@@ -34,7 +34,7 @@ static void take(size_t *max, const char **from, size_t n, const char *why)
     }
 }
 
-size_t text_max_tokens(const api_limits *limits, const char **from)
+size_t text_max_tokens(const api_ctx *limits, const char **from)
 {
     size_t max = SIZE_MAX;
     const char *why = "no limit";
@@ -71,12 +71,12 @@ size_t text_max_tokens(const api_limits *limits, const char **from)
 
 /* ---- a request's options ------------------------------------------------------ */
 
-const char *text_prompt(const api_limits *limits, const char *name)
+const char *text_prompt(const api_ctx *limits, const char *name)
 {
     return enc_st_text_prompt(limits->sentence, name);
 }
 
-void text_prompt_names(const api_limits *limits, char *out, size_t cap)
+void text_prompt_names(const api_ctx *limits, char *out, size_t cap)
 {
     const enc_st_text *st = limits->sentence;
     size_t k = 0;
@@ -89,7 +89,7 @@ void text_prompt_names(const api_limits *limits, char *out, size_t cap)
     }
 }
 
-int text_read_options(const json_t *root, const api_limits *limits, unsigned what, text_options *o,
+int text_read_options(const json_t *root, const api_ctx *limits, unsigned what, text_options *o,
                       api_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -282,8 +282,8 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
     return 0;
 }
 
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
-                  const text_options *o, text_batch *out, api_error *err)
+int text_tokenize(const json_t *v, const char *field, const api_ctx *limits, const text_options *o,
+                  text_batch *out, api_error *err)
 {
     memset(out, 0, sizeof *out);
     const tok_tokenizer *tok = limits->tokenizer;
@@ -354,8 +354,7 @@ static const field_spec TOKENIZE_FIELDS[] = {
 };
 const field_table text_tokenize_fields = FIELD_TABLE("field", TOKENIZE_FIELDS);
 
-json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
-                              api_error *err)
+json_t *text_tokenize_request(const char *body, size_t len, const api_ctx *limits, api_error *err)
 {
     json_t *root = fields_load(body, len, "text", err), *out = NULL;
     if (!root)

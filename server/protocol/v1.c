@@ -275,7 +275,7 @@ static int emb_fault(const jx_array *a, int nd, size_t D, api_error *err)
 }
 
 static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t,
-                        const enc_hparams *hp, const api_limits *lim, api_error *err)
+                        const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     if (!t->found) {
         if (json_is_array(emb)) /* top_member missed it: cannot happen */
@@ -322,7 +322,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
 /* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
  * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape, const v1_text *t,
-                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     if (!json_is_string(text))
         return BAD("embeddings_b64 must be a base64 string, not %s", fields_kind(text));
@@ -520,7 +520,7 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
 
 /* input_ids, and token_type_ids with them: B, L, the rows and the ids. */
 static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, v1_rows *rows,
-                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     const json_t *v = fields_get(root, "input_ids");
     if (encode_ids_allowed(req, "input_ids", err) < 0)
@@ -617,7 +617,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
 /* position_ids: int[L] (every sequence) or int[B][L] (with ragged
  * input_ids rows, row b as long as input_ids[b]). */
 static int parse_positions(encode_request *req, const json_t *v, const v1_rows *ids_rows,
-                           const api_limits *lim, api_error *err)
+                           const api_ctx *lim, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -671,8 +671,8 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
 /* text: tokenized by the served tokenizer (text.h) into input_ids and
  * token_type_ids, each sequence its own length; req->texts keeps the tokens
  * for the response. */
-static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+static int parse_text(encode_request *req, const json_t *root, v1_rows *rows, const enc_hparams *hp,
+                      const api_ctx *lim, api_error *err)
 {
     text_options o;
     if (encode_ids_allowed(req, "text", err) < 0 ||
@@ -697,7 +697,7 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
 /* ---- parsing: the request ------------------------------------------------ */
 
 static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                              const enc_hparams *hp, const api_limits *lim, api_error *err)
+                              const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     json_t *emb = fields_get(root, "embeddings"), *b64 = fields_get(root, "embeddings_b64"),
            *ids = fields_get(root, "input_ids"), *shape = fields_get(root, "shape"),
@@ -740,7 +740,7 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
 }
 
 static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", fields_kind(root));
@@ -776,11 +776,11 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 }
 
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                     const api_limits *limits, api_error *err)
+                     const api_ctx *limits, api_error *err)
 {
     if (encode_request_init(req, hp, err) < 0)
         return -1;
-    req->pool = limits ? limits->pool : NULL;
+    req->bufs = limits ? limits->bufs : NULL;
     req->embedding = limits ? limits->embedding : NULL;
 
     const char *text = body ? body : "";
@@ -1121,7 +1121,7 @@ char *v1_response(const encode_request *req, const char *model_name, const enc_h
 static encode_request *v1_parse(void *state, const proto_input *in, api_error *err)
 {
     encode_request *req = state;
-    if (v1_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->limits, err) < 0)
+    if (v1_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->ctx, err) < 0)
         return NULL;
     return req;
 }

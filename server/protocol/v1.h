@@ -30,7 +30,7 @@
  * to encode_request_free.  docs/api.md lists the choices the contract leaves
  * open (null = absent, the unbatched form's masks, clamped windows, ...). */
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                     const api_limits *limits, api_error *err);
+                     const api_ctx *limits, api_error *err);
 
 /* The response body for a completed forward (docs/contract.md section 4): model, shape,
  * outputs (with the input's nesting; with lengths, sequence b has lengths[b]

@@ -576,9 +576,9 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
  * served tokenizer (text.h) into the batch's token ids, each sequence its
  * own length.  Only the mask options go with it. */
 static int parse_text_input(v2_request *req, const v2_input *in, const bool *have,
-                            const unsigned char *bin, size_t bin_len, bool has_header,
-                            json_t *mask, bool window_lr, const enc_hparams *hp,
-                            const api_limits *lim, api_error *err)
+                            const unsigned char *bin, size_t bin_len, bool has_header, json_t *mask,
+                            bool window_lr, const enc_hparams *hp, const api_ctx *lim,
+                            api_error *err)
 {
     char what[48], dims[160];
     snprintf(what, sizeof what, "inputs[%d] (text)", in->index);
@@ -736,7 +736,7 @@ static int check_input_set(encode_request *e, const v2_inputs *ins, const enc_hp
 /* B and L, from embeddings [B, L, D] or input_ids [B, L], against the
  * limits; then every other input's shape against them. */
 static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparams *hp,
-                       const api_limits *lim, size_t *B_out, size_t *L_out, api_error *err)
+                       const api_ctx *lim, size_t *B_out, size_t *L_out, api_error *err)
 {
     const v2_input *in = ins->in;
     const bool *have = ins->have;
@@ -836,7 +836,7 @@ static int claim_binary(v2_inputs *ins, const size_t *numel, const unsigned char
 /* The batch read from the inputs into req->enc (B x L, numel[k] elements
  * of input k), and the mask object of the parameters applied to it. */
 static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
-                      const size_t *numel, json_t *mask, bool window_lr, const api_limits *lim,
+                      const size_t *numel, json_t *mask, bool window_lr, const api_ctx *lim,
                       api_error *err)
 {
     encode_request *e = &req->enc;
@@ -947,7 +947,7 @@ static int check_request_fields(v2_request *req, json_t *root, const char *model
  * which go together, B and L and the shapes, the binary data, the batch. */
 static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                          size_t bin_len, bool has_header, size_t json_len, const enc_hparams *hp,
-                         const api_limits *lim, json_t **mask, api_error *err)
+                         const api_ctx *lim, json_t **mask, api_error *err)
 {
     bool binary_all = false, window_lr = false;
     if (parse_params(req, fields_get(root, "parameters"), &binary_all, mask, &window_lr, err) < 0 ||
@@ -975,7 +975,7 @@ static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const
 
 static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *lim, api_error *err)
 {
     if (check_request_fields(req, root, model_name, err) < 0)
         return -1;
@@ -987,13 +987,13 @@ static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const un
 }
 
 int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_len,
-                     const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                     const char *model_name, const enc_hparams *hp, const api_ctx *limits,
                      api_error *err)
 {
     memset(req, 0, sizeof *req);
     if (encode_request_init(&req->enc, hp, err) < 0)
         return -1;
-    req->enc.pool = limits ? limits->pool : NULL;
+    req->enc.bufs = limits ? limits->bufs : NULL;
     req->enc.embedding = limits ? limits->embedding : NULL;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
