@@ -106,9 +106,12 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
 
 /* ---- the request's life ---------------------------------------------------- */
 
-int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err)
+int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
+                        api_error *err)
 {
     memset(req, 0, sizeof *req);
+    req->bufs = ctx ? ctx->bufs : NULL;
+    req->embedding = ctx ? ctx->embedding : NULL;
     req->batch.mask.window_left = ENC_WINDOW_NONE;
     req->batch.mask.window_right = ENC_WINDOW_NONE;
     req->attn_mode = ENC_ATTN_HEADS;

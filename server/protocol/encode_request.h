@@ -123,11 +123,13 @@ int encode_want_explain(encode_request *req, bool explain, const json_t *from, a
  * out of memory. */
 int encode_explain(const encode_request *req, const enc_hparams *hp, size_t b, double *rel);
 
-/* Zeroes req and sets the defaults of an empty request for hp: no mask
+/* Zeroes req and sets the defaults of an empty request for hp, its
+ * buffers and embedding module those of ctx (NULL: malloc, none): no mask
  * (windows unbounded), attention "heads", precision 9, want_layer and layers
  * allocated (all false).  Returns 0, or -1 (API_INTERNAL for bad hp,
  * API_UNAVAILABLE when out of memory); req is then safe to free. */
-int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err);
+int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
+                        api_error *err);
 
 /* The limits check v1_request_parse runs as soon as B and L are known
  * (413 naming the limit; needs req->attn_mode and req->want_layer set). */

@@ -196,10 +196,8 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
                  api_error *err)
 {
     memset(o, 0, sizeof *o);
-    if (encode_request_init(req, hp, err) < 0)
+    if (encode_request_init(req, hp, limits, err) < 0)
         return -1;
-    req->bufs = limits ? limits->bufs : NULL;
-    req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
     json_t *root = fields_load(body, len, "input", err);
     if (!root)

@@ -157,11 +157,8 @@ static int check_decoder(const predict_request *p, api_error *err)
 int predict_init(predict_request *p, const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
-    if (encode_request_init(req, in->hp, err) < 0)
+    if (encode_request_init(req, in->hp, in->ctx, err) < 0)
         return -1;
-    const api_ctx *lim = in->ctx;
-    req->bufs = lim ? lim->bufs : NULL;
-    req->embedding = lim ? lim->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE;
     return 0;
 }

@@ -778,10 +778,8 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
                      const api_ctx *limits, api_error *err)
 {
-    if (encode_request_init(req, hp, err) < 0)
+    if (encode_request_init(req, hp, limits, err) < 0)
         return -1;
-    req->bufs = limits ? limits->bufs : NULL;
-    req->embedding = limits ? limits->embedding : NULL;
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;

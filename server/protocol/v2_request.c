@@ -991,10 +991,8 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
                      api_error *err)
 {
     memset(req, 0, sizeof *req);
-    if (encode_request_init(&req->enc, hp, err) < 0)
+    if (encode_request_init(&req->enc, hp, limits, err) < 0)
         return -1;
-    req->enc.bufs = limits ? limits->bufs : NULL;
-    req->enc.embedding = limits ? limits->embedding : NULL;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
     size_t json_len = n;
