@@ -91,11 +91,11 @@ typedef struct encode_request {
                       NULL without head */
 } encode_request;
 
-/* "logits": true (the batch's B and L known): the model's head (limits'
+/* "logits": true (the batch's B and L known): the model's head (ctx's
  * model) computes its raw output into req->logits.  400 naming what the
  * model has when it has no head attnd computes; 413 over
  * limits.max_logits_bytes. */
-int encode_want_logits(encode_request *req, const api_ctx *limits, api_error *err);
+int encode_want_logits(encode_request *req, const api_ctx *ctx, api_error *err);
 
 /* Text in: v, the request's field named what, tokenized as o says
  * (text_tokenize, text.h; TEXT_SPECIALS) into req->texts, as the batch: B,
@@ -104,7 +104,7 @@ int encode_want_logits(encode_request *req, const api_ctx *limits, api_error *er
  * limits (413) with req's attention as set.  0 or -1 with err set. */
 struct text_options;
 int encode_set_text(encode_request *req, const json_t *v, const char *what,
-                    const struct text_options *o, const enc_hparams *hp, const api_ctx *limits,
+                    const struct text_options *o, const enc_hparams *hp, const api_ctx *ctx,
                     api_error *err);
 /* After encode_set_text: each sequence's length its text's tokens (the
  * batch ragged as the texts are).  0, or -1 out of memory. */
@@ -134,7 +134,7 @@ int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ct
 /* The limits check v1_request_parse runs as soon as B and L are known
  * (413 naming the limit; needs req->attn_mode and req->want_layer set). */
 int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
-                        const api_ctx *limits, api_error *err);
+                        const api_ctx *ctx, api_error *err);
 
 /* For a CSR request (req->csr): compiles the batch's block mask with its
  * allowed pairs into req->blockmask and holds the attention size, by
@@ -142,7 +142,7 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
  * csr is left alone.  Call once the mask is parsed, before
  * encode_request_alloc_outputs.  Returns 0 or -1 with err set (400 for a
  * mask the core refuses, 413 over a limit, 503 out of memory). */
-int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_ctx *limits,
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
                         api_error *err);
 
 /* Floats of one layer's attention weights: (B, heads, L, L), or with csr
@@ -157,8 +157,8 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
  * messages ("position_ids", "inputs[2] (position_ids)").  400 for a model
  * without positions inside attention (and, with ids, without a position
  * table) or a value out of range; 503 out of memory. */
-int encode_set_positions(encode_request *req, const long long *vals, bool rows,
-                         const api_ctx *limits, const char *what, api_error *err);
+int encode_set_positions(encode_request *req, const long long *vals, bool rows, const api_ctx *ctx,
+                         const char *what, api_error *err);
 
 /* 0 when the model takes token ids (req->embedding set), else 400 naming
  * what: a model without an embedding module takes embeddings only. */

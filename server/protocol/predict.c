@@ -52,9 +52,9 @@ static const field_spec BODY_FIELDS[] = {
 const field_table predict_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 /* The model's head, or NULL with err naming what the model has. */
-const enc_head_info *predict_head(const api_ctx *lim, api_error *err)
+const enc_head_info *predict_head(const api_ctx *ctx, api_error *err)
 {
-    const enc_model *m = lim ? lim->model : NULL;
+    const enc_model *m = ctx ? ctx->model : NULL;
     const enc_head_info *h = enc_model_head(m);
     if (h)
         return h;
@@ -167,12 +167,12 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
                     const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
-    const api_ctx *lim = in->ctx;
+    const api_ctx *ctx = in->ctx;
     if (check_pairs(p, inputs, err) < 0 ||
-        encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0 ||
+        encode_set_text(req, inputs, "inputs", o, in->hp, ctx, err) < 0 ||
         encode_text_lengths(req, err) < 0)
         return -1;
-    p->tok = lim->tokenizer;
+    p->tok = ctx->tokenizer;
     p->inputs = json_incref(inputs);
     for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
         if ((size_t)req->explain_from >= encode_seq_len(req, b))
@@ -184,14 +184,14 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
         if (mask_rows(p, err) < 0)
             return -1;
         const size_t bytes = (size_t)req->n_head_rows * req->head_outputs * 4;
-        if (bytes > lim->max_logits_bytes)
+        if (bytes > ctx->max_logits_bytes)
             return api_error_set(err, API_TOO_LARGE,
                                  "inputs: %d mask tokens x %zu logits (float32) is over "
                                  "limits.max_logits_bytes (%zu)",
-                                 req->n_head_rows, req->head_outputs, lim->max_logits_bytes);
+                                 req->n_head_rows, req->head_outputs, ctx->max_logits_bytes);
         return 0;
     }
-    return encode_want_logits(req, lim, err);
+    return encode_want_logits(req, ctx, err);
 }
 
 static int parse_body(predict_request *p, json_t *root, const proto_input *in, api_error *err)

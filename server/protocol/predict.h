@@ -34,7 +34,7 @@ typedef struct predict_request {
 const char *predict_task(enc_head_kind kind);
 
 /* The served model's head, or NULL with a 400 naming what the model has. */
-const enc_head_info *predict_head(const api_ctx *limits, api_error *err);
+const enc_head_info *predict_head(const api_ctx *ctx, api_error *err);
 
 /* p's forward with its defaults (no attention, the limits' buffers).  0 or
  * -1 with err set; p is then safe to free. */

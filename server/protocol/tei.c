@@ -151,9 +151,9 @@ typedef enum tei_kind {
     KIND_MASKED_LM
 } tei_kind;
 
-static tei_kind kind_of(const api_ctx *lim)
+static tei_kind kind_of(const api_ctx *ctx)
 {
-    const enc_head_info *h = enc_model_head(lim ? lim->model : NULL);
+    const enc_head_info *h = enc_model_head(ctx ? ctx->model : NULL);
     if (!h)
         return KIND_EMBEDDING;
     return h->kind == ENC_HEAD_TOKEN       ? KIND_TOKEN
@@ -474,9 +474,9 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
 }
 
 /* POST /: the route of the model's kind and the body's form. */
-static int root_route(const json_t *root, const api_ctx *lim)
+static int root_route(const json_t *root, const api_ctx *ctx)
 {
-    switch (kind_of(lim)) {
+    switch (kind_of(ctx)) {
     case KIND_EMBEDDING:
         return json_is_object(fields_get(root, "inputs")) ? TEI_ROUTE_SIMILARITY : TEI_ROUTE_EMBED;
     case KIND_RERANKER:
@@ -802,7 +802,7 @@ static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const
     return list;
 }
 
-json_t *tei_tokenize(const char *body, size_t len, const api_ctx *limits, api_error *err)
+json_t *tei_tokenize(const char *body, size_t len, const api_ctx *ctx, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
@@ -815,14 +815,14 @@ json_t *tei_tokenize(const char *body, size_t len, const api_ctx *limits, api_er
         get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
         (prompt && !json_is_string(prompt) &&
          INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt))) ||
-        text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
+        text_read_options(root, ctx, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
     o.flags = (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY | TEXT_NO_LIMIT;
-    if (text_tokenize(inputs, "inputs", limits, &o, &tb, err) < 0 || !(out = json_array()))
+    if (text_tokenize(inputs, "inputs", ctx, &o, &tb, err) < 0 || !(out = json_array()))
         goto done;
     for (size_t b = 0; b < tb.B; b++) {
         const json_t *text = json_is_string(inputs) ? inputs : json_array_get(inputs, b);
-        if (json_array_append_new(out, tei_tokens(limits->tokenizer, &tb.enc[b], text, o.prompt)) <
+        if (json_array_append_new(out, tei_tokens(ctx->tokenizer, &tb.enc[b], text, o.prompt)) <
             0) {
             json_decref(out);
             out = NULL;
@@ -851,14 +851,14 @@ static int read_ids(const json_t *v, const char *what, int32_t *ids, api_error *
     return json_array_size(v) ? 0 : INVALID("Input validation error: `input_ids` " EMPTY_WORDS);
 }
 
-json_t *tei_decode(const char *body, size_t len, const api_ctx *limits, api_error *err)
+json_t *tei_decode(const char *body, size_t len, const api_ctx *ctx, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
     const json_t *ids = fields_get(root, "ids");
     bool skip;
-    if (!limits->tokenizer) {
+    if (!ctx->tokenizer) {
         INVALID("the served model has no tokenizer");
         goto done;
     }
@@ -871,9 +871,9 @@ json_t *tei_decode(const char *body, size_t len, const api_ctx *limits, api_erro
         goto done;
     const bool nested = json_is_array(json_array_get(ids, 0));
     const size_t n = nested ? json_array_size(ids) : 1;
-    if (limits->max_batch > 0 && n > (size_t)limits->max_batch) {
+    if (ctx->max_batch > 0 && n > (size_t)ctx->max_batch) {
         api_error_set(err, API_TOO_LARGE, "batch size %zu > maximum allowed batch size %d", n,
-                      limits->max_batch);
+                      ctx->max_batch);
         goto done;
     }
     out = json_array();
@@ -890,7 +890,7 @@ json_t *tei_decode(const char *body, size_t len, const api_ctx *limits, api_erro
                  : !json_is_array(row) ? INVALID("`%s` must be a list of token ids", what)
                                        : read_ids(row, what, v, err);
         if (rc == 0 &&
-            (rc = tok_decode(limits->tokenizer, v, json_array_size(row), skip, &s, &slen, &e)) < 0)
+            (rc = tok_decode(ctx->tokenizer, v, json_array_size(row), skip, &s, &slen, &e)) < 0)
             api_error_set(err, rc == ENC_ENOMEM ? API_UNAVAILABLE : API_BAD_REQUEST,
                           "tokenizer error: %s: %s", what, e.message);
         free(v);
@@ -926,9 +926,9 @@ static json_t *labels_of(const enc_head_info *h)
 
 static json_t *model_type(const proto_server *sv)
 {
-    const api_ctx *lim = sv->ctx;
-    const enc_head_info *h = enc_model_head(lim->model);
-    switch (kind_of(lim)) {
+    const api_ctx *ctx = sv->ctx;
+    const enc_head_info *h = enc_model_head(ctx->model);
+    switch (kind_of(ctx)) {
     case KIND_EMBEDDING:
         return json_pack("{s:{s:s}}", "embedding", "pooling", enc_pooling_name(sv->pooling->mode));
     case KIND_CLASSIFIER:
@@ -949,14 +949,14 @@ static int tei_get(int route, const proto_server *sv, char **body)
         return -1;
     if (!sv->loaded)
         return PROTO_NOT_READY;
-    const api_ctx *lim = sv->ctx;
+    const api_ctx *ctx = sv->ctx;
     json_t *j = json_pack(
         "{s:s,s:n,s:s,s:s,s:o,s:n,s:I,s:I,s:n,s:i,s:b,s:n,s:s,s:n,s:n}", "model_id", sv->model_name,
         "model_sha", "model_dtype", sv->dtype, "served_model_name", sv->model_name, "model_type",
         model_type(sv), "max_concurrent_requests", "max_input_length",
-        (json_int_t)(lim->tokenizer ? text_max_tokens(lim, NULL) : (size_t)lim->max_seq_len),
-        "max_batch_tokens", (json_int_t)lim->max_batch_tokens, "max_batch_requests",
-        "max_client_batch_size", lim->max_batch, "auto_truncate", lim->auto_truncate,
+        (json_int_t)(ctx->tokenizer ? text_max_tokens(ctx, NULL) : (size_t)ctx->max_seq_len),
+        "max_batch_tokens", (json_int_t)ctx->max_batch_tokens, "max_batch_requests",
+        "max_client_batch_size", ctx->max_batch, "auto_truncate", ctx->auto_truncate,
         "tokenization_workers", "version", sv->version, "sha", "docker_label");
     *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);

@@ -275,7 +275,7 @@ static int emb_fault(const jx_array *a, int nd, size_t D, api_error *err)
 }
 
 static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t,
-                        const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                        const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!t->found) {
         if (json_is_array(emb)) /* top_member missed it: cannot happen */
@@ -296,7 +296,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
     req->batched = a->rank >= 3;
     const int nd = req->batched ? 3 : 2;
     const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->dims[1] : a->dims[0];
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     /* In document order: the first row's length, a number there, then the
      * rest of the array. */
@@ -322,7 +322,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
 /* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
  * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape, const v1_text *t,
-                     const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!json_is_string(text))
         return BAD("embeddings_b64 must be a base64 string, not %s", fields_kind(text));
@@ -346,7 +346,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
         return BAD("shape[%zu] = %zu but d_model is %d", nd - 1, dims[nd - 1], hp->d_model);
     req->batched = nd == 3;
     const size_t B = req->batched ? dims[0] : 1, L = dims[nd - 2], D = (size_t)hp->d_model;
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
 
     const char *s = t->b64 ? t->b64 : json_string_value(text);
@@ -520,7 +520,7 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
 
 /* input_ids, and token_type_ids with them: B, L, the rows and the ids. */
 static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, v1_rows *rows,
-                     const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     const json_t *v = fields_get(root, "input_ids");
     if (encode_ids_allowed(req, "input_ids", err) < 0)
@@ -539,7 +539,7 @@ static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, 
     const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->longest : a->dims[0];
     if (L == 0)
         return BAD("input_ids[0] is empty; a sequence needs at least one token");
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     if (a->fault != JX_OK)
         return ints_fault("input_ids", a, err);
@@ -617,7 +617,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
 /* position_ids: int[L] (every sequence) or int[B][L] (with ragged
  * input_ids rows, row b as long as input_ids[b]). */
 static int parse_positions(encode_request *req, const json_t *v, const v1_rows *ids_rows,
-                           const api_ctx *lim, api_error *err)
+                           const api_ctx *ctx, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!json_is_array(v) || json_array_size(v) == 0)
@@ -661,7 +661,7 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
         }
     }
     if (rc == 0)
-        rc = encode_set_positions(req, vals, rows, lim, "position_ids", err);
+        rc = encode_set_positions(req, vals, rows, ctx, "position_ids", err);
     free(vals);
     return rc;
 }
@@ -672,17 +672,17 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
  * token_type_ids, each sequence its own length; req->texts keeps the tokens
  * for the response. */
 static int parse_text(encode_request *req, const json_t *root, v1_rows *rows, const enc_hparams *hp,
-                      const api_ctx *lim, api_error *err)
+                      const api_ctx *ctx, api_error *err)
 {
     text_options o;
     if (encode_ids_allowed(req, "text", err) < 0 ||
-        text_read_options(root, lim, TEXT_OPT_AUTO, &o, err) < 0)
+        text_read_options(root, ctx, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
     if (fields_get(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
                    "(lengths and mask still apply)");
-    if (encode_set_text(req, fields_get(root, "text"), "text", &o, hp, lim, err) < 0)
+    if (encode_set_text(req, fields_get(root, "text"), "text", &o, hp, ctx, err) < 0)
         return -1;
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -697,7 +697,7 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows, co
 /* ---- parsing: the request ------------------------------------------------ */
 
 static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                              const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                              const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     json_t *emb = fields_get(root, "embeddings"), *b64 = fields_get(root, "embeddings_b64"),
            *ids = fields_get(root, "input_ids"), *shape = fields_get(root, "shape"),
@@ -729,23 +729,23 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
     if (!ids && fields_get(root, "token_type_ids"))
         return BAD("token_type_ids is only used with input_ids");
     if (text)
-        return parse_text(req, root, rows, hp, lim, err);
+        return parse_text(req, root, rows, hp, ctx, err);
     if (ids)
-        return parse_ids(req, root, t, rows, hp, lim, err);
-    if ((emb ? parse_nested(req, emb, t, hp, lim, err)
-             : parse_b64(req, b64, shape, t, hp, lim, err)) < 0)
+        return parse_ids(req, root, t, rows, hp, ctx, err);
+    if ((emb ? parse_nested(req, emb, t, hp, ctx, err)
+             : parse_b64(req, b64, shape, t, hp, ctx, err)) < 0)
         return -1;
     req->batch.x = req->x;
     return 0;
 }
 
 static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                      const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!json_is_object(root))
         return BAD("the request body must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&v1_encode_fields, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
-        parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
+        parse_input_fields(req, root, t, rows, hp, ctx, err) < 0)
         return -1;
 
     json_t *v, *lengths = fields_get(root, "lengths");
@@ -764,9 +764,9 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
             req->lengths[b] = (int)rows->len[b];
         req->batch.lengths = req->lengths;
     }
-    if ((v = fields_get(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
+    if ((v = fields_get(root, "position_ids")) && parse_positions(req, v, rows, ctx, err) < 0)
         return -1;
-    if (fields_bool(root, "logits", false) && encode_want_logits(req, lim, err) < 0)
+    if (fields_bool(root, "logits", false) && encode_want_logits(req, ctx, err) < 0)
         return -1;
     for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
         if ((size_t)req->explain_from >= encode_seq_len(req, b))
@@ -776,9 +776,9 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 }
 
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                     const api_ctx *limits, api_error *err)
+                     const api_ctx *ctx, api_error *err)
 {
-    if (encode_request_init(req, hp, limits, err) < 0)
+    if (encode_request_init(req, hp, ctx, err) < 0)
         return -1;
 
     const char *text = body ? body : "";
@@ -801,11 +801,11 @@ int v1_request_parse(encode_request *req, const char *body, size_t len, const en
     /* U+0000 in text alone: the tokenizer reads a string by its length */
     int rc = fields_refuse_nul(root, "text", err);
     if (rc == 0)
-        rc = parse_root(req, root, &t, &rows, hp, limits, err);
+        rc = parse_root(req, root, &t, &rows, hp, ctx, err);
     free(rows.len);
     json_decref(root);
     if (rc == 0)
-        rc = encode_request_plan(req, hp, limits, err);
+        rc = encode_request_plan(req, hp, ctx, err);
     return rc;
 }
 

@@ -577,7 +577,7 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
  * own length.  Only the mask options go with it. */
 static int parse_text_input(v2_request *req, const v2_input *in, const bool *have,
                             const unsigned char *bin, size_t bin_len, bool has_header, json_t *mask,
-                            bool window_lr, const enc_hparams *hp, const api_ctx *lim,
+                            bool window_lr, const enc_hparams *hp, const api_ctx *ctx,
                             api_error *err)
 {
     char what[48], dims[160];
@@ -648,14 +648,14 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
     }
     text_batch tb = {0};
     /* no field says "truncate": server.auto_truncate does, cutting the end */
-    const text_options o = {.flags = TEXT_SPECIALS | (lim->auto_truncate ? TEXT_TRUNCATE : 0)};
-    if (rc == 0 && text_tokenize(texts, what, lim, &o, &tb, err) < 0)
+    const text_options o = {.flags = TEXT_SPECIALS | (ctx->auto_truncate ? TEXT_TRUNCATE : 0)};
+    if (rc == 0 && text_tokenize(texts, what, ctx, &o, &tb, err) < 0)
         rc = -1;
     json_decref(texts);
     if (rc == 0)
         rc = encode_ids_allowed(e, what, err);
     if (rc == 0)
-        rc = encode_check_limits(e, B, tb.longest, hp, lim, err);
+        rc = encode_check_limits(e, B, tb.longest, hp, ctx, err);
     const size_t L = tb.longest;
     if (rc == 0) {
         e->batched = true;
@@ -736,7 +736,7 @@ static int check_input_set(encode_request *e, const v2_inputs *ins, const enc_hp
 /* B and L, from embeddings [B, L, D] or input_ids [B, L], against the
  * limits; then every other input's shape against them. */
 static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparams *hp,
-                       const api_ctx *lim, size_t *B_out, size_t *L_out, api_error *err)
+                       const api_ctx *ctx, size_t *B_out, size_t *L_out, api_error *err)
 {
     const v2_input *in = ins->in;
     const bool *have = ins->have;
@@ -756,7 +756,7 @@ static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparam
     if (!have[IN_IDS] && x->shape[2] != hp->d_model)
         return BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
                    x->shape[2], hp->d_model);
-    if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
+    if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, ctx, err) < 0)
         return -1;
     const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
     const v2_input *pi = &in[IN_POS];
@@ -836,7 +836,7 @@ static int claim_binary(v2_inputs *ins, const size_t *numel, const unsigned char
 /* The batch read from the inputs into req->enc (B x L, numel[k] elements
  * of input k), and the mask object of the parameters applied to it. */
 static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
-                      const size_t *numel, json_t *mask, bool window_lr, const api_ctx *lim,
+                      const size_t *numel, json_t *mask, bool window_lr, const api_ctx *ctx,
                       api_error *err)
 {
     encode_request *e = &req->enc;
@@ -895,7 +895,7 @@ static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
         else if ((rc = read_input(pi, numel[IN_POS], NULL, ids, err)) == 0) {
             for (size_t k = 0; k < numel[IN_POS]; k++)
                 vals[k] = ids[k];
-            rc = encode_set_positions(e, vals, pi->rank == 2, lim, what, err);
+            rc = encode_set_positions(e, vals, pi->rank == 2, ctx, what, err);
         }
         free(ids);
         free(vals);
@@ -947,7 +947,7 @@ static int check_request_fields(v2_request *req, json_t *root, const char *model
  * which go together, B and L and the shapes, the binary data, the batch. */
 static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                          size_t bin_len, bool has_header, size_t json_len, const enc_hparams *hp,
-                         const api_ctx *lim, json_t **mask, api_error *err)
+                         const api_ctx *ctx, json_t **mask, api_error *err)
 {
     bool binary_all = false, window_lr = false;
     if (parse_params(req, fields_get(root, "parameters"), &binary_all, mask, &window_lr, err) < 0 ||
@@ -961,37 +961,37 @@ static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const
         return -1;
     if (ins.have[IN_TEXT])
         return parse_text_input(req, &ins.in[IN_TEXT], ins.have, bin, bin_len, has_header, *mask,
-                                window_lr, hp, lim, err);
+                                window_lr, hp, ctx, err);
     size_t B = 0, L = 0;
-    if (check_input_set(e, &ins, hp, err) < 0 || batch_shape(e, &ins, hp, lim, &B, &L, err) < 0)
+    if (check_input_set(e, &ins, hp, err) < 0 || batch_shape(e, &ins, hp, ctx, &B, &L, err) < 0)
         return -1;
     const bool pos_rows = ins.have[IN_POS] && ins.in[IN_POS].rank == 2;
     const size_t numel[IN_N] = {
         B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L, B * L, B * L, B * L};
     if (claim_binary(&ins, numel, bin, bin_len, has_header, json_len, err) < 0)
         return -1;
-    return read_batch(req, &ins, B, L, numel, *mask, window_lr, lim, err);
+    return read_batch(req, &ins, B, L, numel, *mask, window_lr, ctx, err);
 }
 
 static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
-                      const enc_hparams *hp, const api_ctx *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (check_request_fields(req, root, model_name, err) < 0)
         return -1;
     json_t *mask = NULL;
     const int rc =
-        parse_request(req, root, tx, bin, bin_len, has_header, json_len, hp, lim, &mask, err);
+        parse_request(req, root, tx, bin, bin_len, has_header, json_len, hp, ctx, &mask, err);
     json_decref(mask);
     return rc;
 }
 
 int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_len,
-                     const char *model_name, const enc_hparams *hp, const api_ctx *limits,
+                     const char *model_name, const enc_hparams *hp, const api_ctx *ctx,
                      api_error *err)
 {
     memset(req, 0, sizeof *req);
-    if (encode_request_init(&req->enc, hp, limits, err) < 0)
+    if (encode_request_init(&req->enc, hp, ctx, err) < 0)
         return -1;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
@@ -1024,10 +1024,10 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     int rc = fields_refuse_nul(root, NULL, err);
     if (rc == 0)
         rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
-                        header_len != NULL, json_len, model_name, hp, limits, err);
+                        header_len != NULL, json_len, model_name, hp, ctx, err);
     json_decref(root);
     if (rc == 0)
-        rc = encode_request_plan(&req->enc, hp, limits, err);
+        rc = encode_request_plan(&req->enc, hp, ctx, err);
     return rc;
 }
 
