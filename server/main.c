@@ -271,10 +271,10 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
 {
     if (!t->tokenizer)
         return;
-    const api_limits lim = {.max_seq_len = cfg->limits.max_seq_len,
-                            .embedding = enc_model_embedding(m),
-                            .tokenizer = t->tokenizer,
-                            .sentence = t->sentence};
+    const api_ctx lim = {.max_seq_len = cfg->limits.max_seq_len,
+                         .embedding = enc_model_embedding(m),
+                         .tokenizer = t->tokenizer,
+                         .sentence = t->sentence};
     const char *from;
     const size_t max = text_max_tokens(&lim, &from);
     char names[256];

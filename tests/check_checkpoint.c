@@ -1012,10 +1012,19 @@ Suite *checkpoint_suite(void)
     tcase_add_test(tc, test_gamma_beta_names);
     tcase_add_test(tc, test_positions_from_config_json);
     tcase_add_test(tc, test_settings_against_config_json);
-    tcase_add_test(tc, test_startup_refusals);
-    tcase_add_test(tc, test_daemon_serves_directory);
     /* a 30 MB file written, read, checked (valgrind: slow) */
     TCase *mem = timed_case(s, "memory", 120);
     tcase_add_test(mem, test_weights_resident_once);
+    return s;
+}
+
+/* The cases that start build/attnd: its start-up refusals and its serving
+ * of a directory. */
+Suite *checkpoint_daemon_suite(void)
+{
+    Suite *s = timed_suite("checkpoint_daemon");
+    TCase *tc = timed_case(s, "daemon", 60);
+    tcase_add_test(tc, test_startup_refusals);
+    tcase_add_test(tc, test_daemon_serves_directory);
     return s;
 }

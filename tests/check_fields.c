@@ -259,7 +259,7 @@ static void compare_field(findings *fd, const listed *e, const field_spec *f, js
                                         [FIELD_CHOICE] = "string"};
     if (f->type == FIELD_JSON)
         return; /* its own parser's, in any form */
-    /* null is absent (api_json_field): an optional field takes it */
+    /* null is absent (fields_get): an optional field takes it */
     if (!f->required && !json_is_true(json_object_get(prop, "nullable")))
         disagree(fd, "%s: field '%s' takes null (absent) in the table; not nullable in %s", e->name,
                  f->name, e->pointer);
@@ -494,10 +494,10 @@ START_TEST(test_openapi_disagreements_found)
         const char *pointer, *key, *value, *expect;
     } edits[] = {
         {"/components/schemas/Blocks/properties", "colour", "{\"type\": \"string\"}",
-         "encode_blocks_fields: property 'colour' of /components/schemas/Mask/properties/blocks "
+         "options_blocks_fields: property 'colour' of /components/schemas/Mask/properties/blocks "
          "is not a field of the table"},
         {"/components/schemas/Blocks/properties", "size", "{\"type\": \"string\"}",
-         "encode_blocks_fields: field 'size' is integer in the table, string in "
+         "options_blocks_fields: field 'size' is integer in the table, string in "
          "/components/schemas/Mask/properties/blocks"},
         {"/components/schemas/EncodeRequest/properties", "encoding",
          "{\"type\": \"string\", \"enum\": [\"json\", \"base85\"]}",

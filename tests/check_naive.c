@@ -164,8 +164,7 @@ static void compare_fast_naive(const enc_model *m, enc_workspace *ws, const enc_
 {
     const enc_hparams *hp = &m->hp;
     const size_t n_out = (size_t)in->B * in->L * hp->d_model;
-    const size_t n_attn =
-        (size_t)in->B * (mode == ENC_ATTN_HEADS ? hp->n_heads : 1) * in->L * in->L;
+    const size_t n_attn = (size_t)in->B * enc_attn_heads(mode, hp->n_heads) * in->L * in->L;
     float *out_f = xcalloc(n_out, sizeof(float)), *out_n = xcalloc(n_out, sizeof(float));
     for (size_t k = 0; k < n_out; k++)
         out_f[k] = 99.0f; /* every entry must be written, padding rows too */
@@ -338,7 +337,7 @@ START_TEST(test_forward_many)
         ck_assert_int_eq(enc_forward_naive(m, &rb[j].in, &r1, NULL), 0);
         double d = max_abs_diff(out1, outs[j], B * L * D);
         ck_assert_msg(d < TOL_OUT, "job %d outputs differ from alone by %g", j, d);
-        const size_t n_attn = B * (res[j].attn_mode == ENC_ATTN_HEADS ? H : 1) * L * L;
+        const size_t n_attn = B * enc_attn_heads(res[j].attn_mode, H) * L * L;
         for (int l = 0; l < hp->n_layers && res[j].attn_mode != ENC_ATTN_NONE; l++) {
             d = max_abs_diff(attn1[l], attn[j][l], n_attn);
             ck_assert_msg(d < TOL_ATTN, "job %d layer %d attention differs by %g", j, l, d);

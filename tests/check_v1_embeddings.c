@@ -194,10 +194,10 @@ START_TEST(test_large_body_split)
     ck_assert_uint_gt(strlen(body), 1u << 20);
     encode_request req;
     api_error err = {0};
-    const api_limits lim = {.max_batch = 64,
-                            .max_seq_len = 4096,
-                            .max_batch_tokens = 65536,
-                            .max_attention_bytes = (size_t)1 << 30};
+    const api_ctx lim = {.max_batch = 64,
+                         .max_seq_len = 4096,
+                         .max_batch_tokens = 65536,
+                         .max_attention_bytes = (size_t)1 << 30};
     ck_assert_msg(v1_request_parse(&req, body, strlen(body), &hp, &lim, &err) == 0, "%s",
                   err.message);
     for (size_t k = 0; k < (size_t)B * L * D; k++)
@@ -333,7 +333,7 @@ START_TEST(test_ids_text)
 {
     small s;
     small_load(&s); /* max_batch 4, max_seq_len 8, max_batch_tokens 16 */
-    api_limits lim = s.lim;
+    api_ctx lim = s.lim;
     lim.embedding = &ID_MODULE;
     static const want_msg cases[] = {
         {"{\"input\\u005fids\": [[1, 2], [3, 4]], \"token_type\\u005fids\": [[0, 1], [1, 0]]}", 0,
@@ -385,7 +385,7 @@ START_TEST(test_ids_text)
     /* 64 ragged rows of up to 512 ids, types and a mask: every entry lands
      * where it belongs, padding after each row's own length. */
     enum { B = 64, L = 512 };
-    const api_limits big = {
+    const api_ctx big = {
         .max_batch = B, .max_seq_len = L, .max_batch_tokens = (long)B * L, .embedding = &ID_MODULE};
     char *body = NULL;
     size_t size = 0;

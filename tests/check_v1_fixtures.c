@@ -239,10 +239,10 @@ START_TEST(test_base64_body_paths)
     hp.d_model = 4;
     hp.n_heads = hp.n_kv_heads = 1;
     hp.d_ff = 8;
-    const api_limits lim = {.max_batch = 64,
-                            .max_seq_len = 4096,
-                            .max_batch_tokens = 65536,
-                            .max_attention_bytes = (size_t)1 << 20};
+    const api_ctx lim = {.max_batch = 64,
+                         .max_seq_len = 4096,
+                         .max_batch_tokens = 65536,
+                         .max_attention_bytes = (size_t)1 << 20};
     /* 8 floats; 0x3fffffff (1.99999988) encodes as "////" */
     static const uint32_t bits[8] = {0x3fffffffu, 0x3f800000u, 0xc0490fdbu, 0x00000001u,
                                      0x7f7fffffu, 0x80000000u, 0x3eaaaaabu, 0x42280000u};

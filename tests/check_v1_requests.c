@@ -23,7 +23,7 @@ START_TEST(test_invalid_requests)
     json_t *expect = json_load_file(INVALID_DIR "/expected.json", 0, &je);
     ck_assert_msg(expect != NULL, "expected.json: %s", je.text);
     enc_hparams hp;
-    api_limits lim = {0};
+    api_ctx lim = {0};
     invalid_config(json_object_get(expect, "_config"), &hp, &lim);
 
     DIR *d = opendir(INVALID_DIR);
@@ -454,7 +454,7 @@ static const enc_embedding_info FAKE_DISTIL = {.vocab_size = 50,
 static int parse_ids(const small *s, const enc_embedding_info *e, const char *body,
                      encode_request *req, api_error *err)
 {
-    api_limits lim = s->lim;
+    api_ctx lim = s->lim;
     lim.embedding = e;
     memset(err, 0, sizeof *err);
     return v1_request_parse(req, body, strlen(body), &s->hp, &lim, err);

@@ -193,7 +193,7 @@ START_TEST(test_parse_position_ids)
 {
     enc_hparams hp = tiny_hp();
     hp.position = ENC_POS_ROPE;
-    const api_limits lim = {
+    const api_ctx lim = {
         .max_batch = 4, .max_seq_len = 8, .max_batch_tokens = 64, .max_attention_bytes = 1 << 20};
     v2_request req;
     api_error err = {0};
@@ -279,11 +279,11 @@ static void put_le64(bytes *b, uint64_t u)
 START_TEST(test_parse_ids)
 {
     enc_hparams hp = tiny_hp();
-    const api_limits lim = {.max_batch = 4,
-                            .max_seq_len = 8,
-                            .max_batch_tokens = 64,
-                            .max_attention_bytes = 1 << 20,
-                            .embedding = &FAKE_BERT};
+    const api_ctx lim = {.max_batch = 4,
+                         .max_seq_len = 8,
+                         .max_batch_tokens = 64,
+                         .max_attention_bytes = 1 << 20,
+                         .embedding = &FAKE_BERT};
     v2_request req;
     api_error err = {0};
     bytes b = {0};
@@ -402,7 +402,7 @@ START_TEST(test_parse_ids)
         put_str(&b, "{\"inputs\":[");
         put_str(&b, bad[i].inputs);
         put_str(&b, "]}");
-        api_limits l = lim;
+        api_ctx l = lim;
         if (bad[i].no_embedding)
             l.embedding = NULL;
         memset(&err, 0, sizeof err);
@@ -767,10 +767,10 @@ END_TEST
 START_TEST(test_parse_limits)
 {
     enc_hparams hp = tiny_hp();
-    api_limits lim = {.max_batch = 2,
-                      .max_seq_len = 8,
-                      .max_batch_tokens = 12,
-                      .max_attention_bytes = 2 * 2 * 4 * 4 * 4};
+    api_ctx lim = {.max_batch = 2,
+                   .max_seq_len = 8,
+                   .max_batch_tokens = 12,
+                   .max_attention_bytes = 2 * 2 * 4 * 4 * 4};
     static const struct {
         const char *shape;
         const char *extra;

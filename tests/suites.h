@@ -46,6 +46,7 @@
     X(spin, UNIT) \
     X(runtime, UNIT) \
     X(fields, UNIT) \
+    X(checkpoint, UNIT) \
     X(timing, UNIT) \
     X(v1_fixtures, CODEC) \
     X(v1_requests, CODEC) \
@@ -53,7 +54,7 @@
     X(v2_codec, CODEC) \
     X(edges, CODEC) \
     X(fuzz, CODEC) \
-    X(checkpoint, DAEMON) \
+    X(checkpoint_daemon, DAEMON) \
     X(modernbert, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \

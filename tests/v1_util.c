@@ -531,11 +531,11 @@ char *fx_body(const fx *c, int seq, bool b64, const char *extra)
 
 /* ---- one request, end to end -------------------------------------------------- */
 
-const api_limits ROOMY = {.max_batch = 64,
-                          .max_seq_len = 4096,
-                          .max_batch_tokens = 65536,
-                          .max_attention_bytes = (size_t)1 << 28,
-                          .max_logits_bytes = (size_t)1 << 28};
+const api_ctx ROOMY = {.max_batch = 64,
+                       .max_seq_len = 4096,
+                       .max_batch_tokens = 65536,
+                       .max_attention_bytes = (size_t)1 << 28,
+                       .max_logits_bytes = (size_t)1 << 28};
 
 const char *const FAKE_TENSORS[] = {"embeddings.word_embeddings.weight"};
 const enc_embedding_info FAKE_BERT = {.vocab_size = 50,
@@ -552,7 +552,7 @@ void run_body(run *r, const enc_model *m, const enc_hparams *hp, const char *bod
 {
     memset(r, 0, sizeof *r);
     api_error err = {0};
-    api_limits lim = ROOMY;
+    api_ctx lim = ROOMY;
     lim.embedding = enc_model_embedding(m); /* token ids for a Hugging Face directory */
     ck_assert_msg(v1_request_parse(&r->req, body, strlen(body), hp, &lim, &err) == 0, "%s: %s",
                   what, err.message);
@@ -830,7 +830,7 @@ char *read_file(const char *path, size_t *size)
 }
 
 /* The model and limits of expected.json's "_config". */
-void invalid_config(const json_t *cfg, enc_hparams *hp, api_limits *lim)
+void invalid_config(const json_t *cfg, enc_hparams *hp, api_ctx *lim)
 {
     ck_assert_msg(json_is_object(cfg), "expected.json lacks _config");
     enc_hparams_default(hp);
@@ -841,7 +841,7 @@ void invalid_config(const json_t *cfg, enc_hparams *hp, api_limits *lim)
     hp->d_ff = meta_int(cfg, "d_ff");
     enc_error e = {0};
     ck_assert_msg(enc_hparams_validate(hp, &e) == 0, "_config: %s", e.message);
-    *lim = (api_limits){.pool = NULL}; /* malloc'd buffers */
+    *lim = (api_ctx){.bufs = NULL}; /* malloc'd buffers */
     lim->max_batch = meta_int(cfg, "max_batch");
     lim->max_seq_len = meta_int(cfg, "max_seq_len");
     lim->max_batch_tokens = meta_int(cfg, "max_batch_tokens");

@@ -71,13 +71,13 @@ typedef struct run {
 /* The small model of the invalid directory, built from a seed. */
 typedef struct small {
     enc_hparams hp;
-    api_limits lim;
+    api_ctx lim;
     enc_model *model;
 } small;
 
 extern const tol TORCH_TOL;
 extern const tol EXACT;
-extern const api_limits ROOMY;
+extern const api_ctx ROOMY;
 /* An embedding module as the core describes one (BERT's: vocab 50, 2 types,
  * 24 positions), for the codecs' parsers alone: the seeded models have none. */
 extern const char *const FAKE_TENSORS[];
@@ -205,7 +205,7 @@ char *ids_body(const ids_fx *c, ids_form form, int seq, const char *extra);
 char *read_file(const char *path, size_t *size);
 
 /* The model and limits of expected.json's "_config". */
-void invalid_config(const json_t *cfg, enc_hparams *hp, api_limits *lim);
+void invalid_config(const json_t *cfg, enc_hparams *hp, api_ctx *lim);
 
 bool printable(const char *s);
 

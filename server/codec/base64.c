@@ -11,23 +11,6 @@
 static const char B64_ALPHABET[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Encodes n bytes (n a multiple of 3, or the final piece) to dst: 4 chars
- * per 3 bytes, '=' padding on a short final group.  Returns chars written. */
 /* The two characters of every 12 bits (built from B64_ALPHABET on first use):
  * one table read per two output characters. */
 static char b64_pairs[4096][2];
@@ -139,6 +122,8 @@ static size_t b64_decode_vbmi(const unsigned char *s, size_t len, unsigned char 
 }
 #endif
 
+/* Encodes n bytes (n a multiple of 3, or the final piece) to dst: 4 chars
+ * per 3 bytes, '=' padding on a short final group.  Returns chars written. */
 size_t base64_encode_block(const unsigned char *src, size_t n, char *dst)
 {
     pthread_once(&b64_pairs_once, b64_pairs_init);
@@ -174,12 +159,8 @@ size_t base64_decoded_size(const char *s, size_t len)
     return n;
 }
 
-/* Decodes len characters (a multiple of 4) into out, which has room for
- * b64_decoded_size bytes.  Returns 0, or -1 with *bad the offset of the
- * first character that is not valid there (a non-alphabet character, or '='
- * other than one or two at the very end). */
-/* Each character's 6 bits, or B64_BAD: the table the decoder's fast loop
- * reads (built from B64_ALPHABET on first use). */
+/* Each character's 6 bits, or B64_BAD: the table both decoding loops
+ * read (built from B64_ALPHABET on first use). */
 #define B64_BAD 0x100u
 static uint16_t b64_table[256];
 static pthread_once_t b64_table_once = PTHREAD_ONCE_INIT;
@@ -192,6 +173,10 @@ static void b64_table_init(void)
         b64_table[(unsigned char)B64_ALPHABET[v]] = (uint16_t)v;
 }
 
+/* Decodes len characters (a multiple of 4) into out, which has room for
+ * base64_decoded_size bytes.  Returns 0, or -1 with *bad the offset of the
+ * first character that is not valid there (a non-alphabet character, or '='
+ * other than one or two at the very end). */
 int base64_decode_into(const char *s, size_t len, unsigned char *out, size_t *bad)
 {
     pthread_once(&b64_table_once, b64_table_init);
@@ -220,7 +205,7 @@ int base64_decode_into(const char *s, size_t len, unsigned char *out, size_t *ba
                     return -1;
                 }
                 v[k] = -2;
-            } else if ((v[k] = b64_value(c)) < 0) {
+            } else if ((v[k] = b64_table[c]) & B64_BAD) {
                 *bad = i + (size_t)k;
                 return -1;
             }

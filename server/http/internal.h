@@ -87,7 +87,7 @@ typedef struct route {
     /* A POST answered on the HTTP thread from its body alone, no forward
      * (serve_answer): the response JSON (new reference), or NULL with err
      * set.  The function lives with its protocol (/v1/tokenize: text.h). */
-    json_t *(*answer)(const char *body, size_t len, const api_limits *limits, api_error *err);
+    json_t *(*answer)(const char *body, size_t len, const api_ctx *limits, api_error *err);
     /* The whole body is in: answer, or hand a forward to the pool
      * (routes.c's serve_forward runs the proto's codec). */
     enum MHD_Result (*serve)(request *r);

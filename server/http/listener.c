@@ -263,10 +263,10 @@ static json_t *tokenizer_json(const server *s, const enc_model *m, const server_
     const tok_tokenizer *tok = t ? t->tokenizer : NULL;
     if (!tok)
         return json_null();
-    const api_limits lim = {.max_seq_len = s->cfg->limits.max_seq_len,
-                            .embedding = enc_model_embedding(m),
-                            .tokenizer = tok,
-                            .sentence = t->sentence};
+    const api_ctx lim = {.max_seq_len = s->cfg->limits.max_seq_len,
+                         .embedding = enc_model_embedding(m),
+                         .tokenizer = tok,
+                         .sentence = t->sentence};
     const char *from;
     const size_t max = text_max_tokens(&lim, &from);
     json_t *prompts = json_object();

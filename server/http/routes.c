@@ -117,20 +117,20 @@ static void job_done(pool_job *job, void *arg)
     MHD_resume_connection(r->conn);
 }
 
-static api_limits request_limits(const server *s)
+static api_ctx request_limits(const server *s)
 {
     const attnd_config *cfg = s->cfg;
-    api_limits limits = {.max_batch = cfg->limits.max_batch,
-                         .max_seq_len = cfg->limits.max_seq_len,
-                         .max_batch_tokens = cfg->limits.max_batch_tokens,
-                         .max_attention_bytes = cfg->limits.max_attention_bytes,
-                         .max_logits_bytes = cfg->limits.max_logits_bytes,
-                         .model = s->model,
-                         .pool = s->buffers,
-                         .embedding = s->model ? enc_model_embedding(s->model) : NULL,
-                         .tokenizer = s->tokenizer,
-                         .sentence = s->sentence,
-                         .auto_truncate = cfg->server.auto_truncate};
+    api_ctx limits = {.max_batch = cfg->limits.max_batch,
+                      .max_seq_len = cfg->limits.max_seq_len,
+                      .max_batch_tokens = cfg->limits.max_batch_tokens,
+                      .max_attention_bytes = cfg->limits.max_attention_bytes,
+                      .max_logits_bytes = cfg->limits.max_logits_bytes,
+                      .model = s->model,
+                      .bufs = s->buffers,
+                      .embedding = s->model ? enc_model_embedding(s->model) : NULL,
+                      .tokenizer = s->tokenizer,
+                      .sentence = s->sentence,
+                      .auto_truncate = cfg->server.auto_truncate};
     return limits;
 }
 
@@ -173,7 +173,7 @@ static enum MHD_Result serve_forward(request *r)
     if (!atomic_load(&s->ready))
         return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
                                   (const char *const[]){"Retry-After", "1", NULL});
-    const api_limits limits = request_limits(s);
+    const api_ctx limits = request_limits(s);
     const enc_hparams *hp = enc_model_hparams(s->model);
     if (!(r->pstate = calloc(1, p->state_size)))
         return http_respond_error(r, API_UNAVAILABLE, "out of memory", NULL);
@@ -183,7 +183,7 @@ static enum MHD_Result serve_forward(request *r)
                             .cls = r,
                             .model_name = s->cfg->model.name,
                             .hp = hp,
-                            .limits = &limits,
+                            .ctx = &limits,
                             .route = r->rt->proto_route,
                             .pooling = &s->pooling};
     const double t0 = pool_now();
@@ -285,7 +285,7 @@ static enum MHD_Result serve_answer(request *r)
         return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
                                   (const char *const[]){"Retry-After", "1", NULL});
     api_error err = {0};
-    const api_limits limits = request_limits(s);
+    const api_ctx limits = request_limits(s);
     json_t *out = r->rt->answer(r->body, r->len, &limits, &err);
     if (!out)
         return http_respond_error(r, err.kind, err.message, NULL);
@@ -310,7 +310,7 @@ static enum MHD_Result serve_proto_get(request *r)
 {
     const server *s = r->srv;
     const bool loaded = atomic_load(&s->ready) && s->model;
-    const api_limits limits = request_limits(s);
+    const api_ctx limits = request_limits(s);
     const proto_server sv = {.loaded = loaded,
                              .serving = loaded && readiness_of(r) == READY,
                              .version = ATTND_VERSION,
@@ -318,7 +318,7 @@ static enum MHD_Result serve_proto_get(request *r)
                              .hp = loaded ? enc_model_hparams(s->model) : NULL,
                              .emb = loaded ? enc_model_embedding(s->model) : NULL,
                              .text = s->tokenizer != NULL,
-                             .limits = &limits,
+                             .ctx = &limits,
                              .pooling = &s->pooling,
                              .dtype = loaded ? enc_dtype_name(enc_model_dtype(s->model)) : "",
                              .started = (long long)s->started};

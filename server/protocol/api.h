@@ -1,6 +1,6 @@
 /* api.h - what the HTTP layer and the request codecs share: the contract's
- * error kinds (docs/contract.md section 7, "Errors and limits") and request
- * limits. */
+ * error kinds (docs/contract.md section 7, "Errors and limits") and the
+ * request context (api_ctx). */
 #ifndef ATTND_API_H
 #define ATTND_API_H
 
@@ -49,20 +49,23 @@ api_error_kind api_error_of_core(int status);
  * owned JSON text, or NULL when out of memory. */
 char *api_error_body(api_error_kind kind, const char *message);
 
-/* The limits a request is checked against before anything is allocated,
- * where its large buffers come from, and the model's embedding module,
- * which bounds token ids. */
+/* api_ctx: the request context, what every request is read against
+ * besides its own text: the server's limits and settings, the buffer pool
+ * its large buffers come from, and the served model's parts (embedding
+ * module, tokenizer, head, sentence-transformers settings).  One per
+ * request, filled by the HTTP layer (http/routes.c); limits are only part
+ * of it, hence not "limits". */
 struct bufpool;
 struct enc_embedding_info;
 struct enc_st_text;
 struct enc_model;
-typedef struct api_limits {
+typedef struct api_ctx {
     int max_batch;
     int max_seq_len;
     long max_batch_tokens;      /* B * L */
     size_t max_attention_bytes; /* float32 bytes of the attention output */
     size_t max_logits_bytes;    /* float32 bytes of a head's logits */
-    struct bufpool *pool;       /* the input and outputs' buffers (bufpool.h); NULL: malloc */
+    struct bufpool *bufs;       /* the input and outputs' buffers (bufpool.h); NULL: malloc */
     /* borrowed: enc_model_embedding of the model (vocab_size, type_vocab_size,
      * the position table), or NULL: a model that takes embeddings only, and
      * input_ids are refused */
@@ -77,7 +80,7 @@ typedef struct api_limits {
      * (load/sentence.h: max_seq_length, prompts), or NULL: none */
     const struct enc_st_text *sentence;
     bool auto_truncate; /* server.auto_truncate: "truncate" where a request does not say */
-} api_limits;
+} api_ctx;
 
 /* Wording the codecs share for their messages: */
 
@@ -87,28 +90,6 @@ typedef struct api_limits {
 #define API_SAFE_MAX 40
 const char *api_safe_text_n(const char *s, char *out, size_t max);
 const char *api_safe_text(const char *s, char out[API_SAFE_MAX + 4]);
-/* "an object", "an array", "a string", "a number", "a boolean", "null". */
-struct json_t;
-const char *api_json_kind(const struct json_t *v);
-/* obj[key], JSON null taken as absent; borrowed. */
-struct json_t *api_json_field(const struct json_t *obj, const char *key);
-/* A request body (len bytes; body NULL: empty) read as JSON: a new
- * reference, or NULL with err set, a 400 "invalid JSON at line L, column C:
- * (byte N): ..." (a duplicate key named: "duplicate object key near
- * '"input"'").
- * U+0000 ("\u0000") is taken in the strings of the top-level member text,
- * which the tokenizer reads by their length, and refused anywhere else
- * (api_json_refuse_nul); text NULL: refused everywhere. */
-struct json_t *api_json_load(const char *body, size_t len, const char *text, api_error *err);
-/* Refuses a string that holds U+0000 anywhere in root but under its
- * top-level member text (NULL: none): 400 naming where ("model",
- * "options.mask[2]").  0, or -1 with err set. */
-int api_json_refuse_nul(struct json_t *root, const char *text, api_error *err);
-/* jansson's error at line, column and byte (-1: not said; its text: why)
- * as the request's 400, in one wording: "invalid JSON at line L, column C
- * (byte N): why".  Returns -1. */
-int api_json_invalid(api_error *err, int line, int column, int byte, const char *why);
-
 /* "s" unless n is 1 ("row%s"); "entry" or "entries". */
 static inline const char *api_plural(size_t n)
 {

@@ -1,7 +1,7 @@
 /* encode_request.c - the neutral request both protocols parse into
  * (encode_request.h): its defaults, the limits it is held to as soon as B and L are known, the
  * plan of a CSR request, and the buffers of its input and results (from the
- * limits' pool, kept across requests).
+ * context's buffer pool, bufs, kept across requests).
  *
  * Limits are checked as soon as B and L are known, before anything sized
  * by them is allocated: B > max_batch, L > max_seq_len, B*L >
@@ -67,21 +67,21 @@ static const char *bytes_text(bool over, size_t bytes, char buf[48])
 /* B and L against the limits and size_t, before anything sized by them is
  * allocated.  413 naming the limit. */
 int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
-                        const api_limits *lim, api_error *err)
+                        const api_ctx *ctx, api_error *err)
 {
-    if (lim && B > (size_t)(lim->max_batch > 0 ? lim->max_batch : 0))
-        return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B, lim->max_batch);
-    if (lim && L > (size_t)(lim->max_seq_len > 0 ? lim->max_seq_len : 0))
+    if (ctx && B > (size_t)(ctx->max_batch > 0 ? ctx->max_batch : 0))
+        return TOO_LARGE("batch of %zu sequences is over limits.max_batch (%d)", B, ctx->max_batch);
+    if (ctx && L > (size_t)(ctx->max_seq_len > 0 ? ctx->max_seq_len : 0))
         return TOO_LARGE("sequence length %zu is over limits.max_seq_len (%d)", L,
-                         lim->max_seq_len);
+                         ctx->max_seq_len);
     size_t BL = 0, x_bytes;
     if (B > INT_MAX || L > INT_MAX || mul_over(B, L, &BL) ||
         mul_over(BL, (size_t)hp->d_model * sizeof(float), &x_bytes))
         return TOO_LARGE("batch of %zu sequences of %zu positions is too large", B, L);
-    if (lim && BL > (size_t)(lim->max_batch_tokens > 0 ? lim->max_batch_tokens : 0))
+    if (ctx && BL > (size_t)(ctx->max_batch_tokens > 0 ? ctx->max_batch_tokens : 0))
         return TOO_LARGE("batch of %zu sequences x %zu positions = %zu tokens is over "
                          "limits.max_batch_tokens (%ld)",
-                         B, L, BL, lim->max_batch_tokens);
+                         B, L, BL, ctx->max_batch_tokens);
     if (req->attn_mode == ENC_ATTN_NONE || req->csr)
         return 0; /* CSR: held to the limit by allowed pairs (encode_request_plan) */
 
@@ -91,13 +91,13 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
     bool over = mul_over(B, heads, &bytes) || mul_over(bytes, L, &bytes) ||
                 mul_over(bytes, L, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
                 mul_over(bytes, layers, &bytes);
-    if (over || (lim && bytes > lim->max_attention_bytes)) {
+    if (over || (ctx && bytes > ctx->max_attention_bytes)) {
         char amount[48];
         return TOO_LARGE("attention output of %s bytes (%zu sequences x %zu head%s x %zu x %zu "
                          "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
                          "for %s, or fewer attention_layers",
                          bytes_text(over, bytes, amount), B, heads, heads == 1 ? "" : "s", L, L,
-                         layers, layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
+                         layers, layers == 1 ? "" : "s", ctx ? ctx->max_attention_bytes : SIZE_MAX,
                          req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
                                                           : "\"attention\": \"none\"");
     }
@@ -106,9 +106,12 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
 
 /* ---- the request's life ---------------------------------------------------- */
 
-int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err)
+int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
+                        api_error *err)
 {
     memset(req, 0, sizeof *req);
+    req->bufs = ctx ? ctx->bufs : NULL;
+    req->embedding = ctx ? ctx->embedding : NULL;
     req->batch.mask.window_left = ENC_WINDOW_NONE;
     req->batch.mask.window_right = ENC_WINDOW_NONE;
     req->attn_mode = ENC_ATTN_HEADS;
@@ -125,7 +128,7 @@ int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *e
     return 0;
 }
 
-int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *lim,
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
                         api_error *err)
 {
     if (req->attn_mode == ENC_ATTN_NONE)
@@ -145,13 +148,13 @@ int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_li
         nnz += enc_blockmask_nnz(req->blockmask, b); /* each at most INT32_MAX */
     const bool over = mul_over(nnz, heads, &bytes) || mul_over(bytes, sizeof(float), &bytes) ||
                       mul_over(bytes, layers, &bytes);
-    if (over || (lim && bytes > lim->max_attention_bytes)) {
+    if (over || (ctx && bytes > ctx->max_attention_bytes)) {
         char amount[48];
         return TOO_LARGE("attention output of %s bytes (csr: %zu allowed pairs x %zu head%s x "
                          "float32 x %zu layer%s) is over limits.max_attention_bytes (%zu); ask "
                          "for %s, a sparser mask, or fewer attention_layers",
                          bytes_text(over, bytes, amount), nnz, heads, heads == 1 ? "" : "s", layers,
-                         layers == 1 ? "" : "s", lim ? lim->max_attention_bytes : SIZE_MAX,
+                         layers == 1 ? "" : "s", ctx ? ctx->max_attention_bytes : SIZE_MAX,
                          req->attn_mode == ENC_ATTN_HEADS ? "\"attention\": \"mean\" or \"none\""
                                                           : "\"attention\": \"none\"");
     }
@@ -174,7 +177,7 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
 
 float *encode_alloc_input(encode_request *req, size_t n)
 {
-    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->pool, n * sizeof(float));
+    return n > SIZE_MAX / sizeof(float) ? NULL : bufpool_take(req->bufs, n * sizeof(float));
 }
 
 /* Floats rounded up to a cache line's worth, so each array of the outputs'
@@ -197,7 +200,7 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
     for (int l = 0; l < req->n_layers && req->attn_mode != ENC_ATTN_NONE; l++)
         layers += req->want_layer[l];
     /* One block for the outputs and every wanted layer's weights, taken
-     * from the pool: the forward writes into memory the last request left
+     * from bufs: the forward writes into memory the last request left
      * mapped.  Not zeroed: the forward writes every entry, padding included
      * (valgrind's memcheck would report an entry left unwritten when the
      * response reads it).  The sizes were held to the limits already. */
@@ -206,7 +209,7 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
                                                             : B;
     const size_t n_logits = line_floats(req->head ? head_rows * req->head_outputs : 0);
     req->attn = encode_zalloc((size_t)req->n_layers, sizeof *req->attn);
-    req->out = bufpool_take(req->pool, (n_out + n_logits + layers * per_layer) * sizeof(float));
+    req->out = bufpool_take(req->bufs, (n_out + n_logits + layers * per_layer) * sizeof(float));
     if (!req->out || !req->attn)
         return api_error_set(err, API_UNAVAILABLE, "out of memory for the outputs");
     req->logits = req->head ? req->out + n_out : NULL;
@@ -232,9 +235,9 @@ enc_result encode_request_result(encode_request *req)
     return r;
 }
 
-int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err)
+int encode_want_logits(encode_request *req, const api_ctx *ctx, api_error *err)
 {
-    const enc_model *m = limits ? limits->model : NULL;
+    const enc_model *m = ctx ? ctx->model : NULL;
     const enc_head_info *h = enc_model_head(m);
     if (!h) {
         const char *unsupported = enc_model_head_unsupported(m);
@@ -253,7 +256,7 @@ int encode_want_logits(encode_request *req, const api_limits *limits, api_error 
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     const bool per_token = h->kind != ENC_HEAD_SEQUENCE;
     const size_t C = (size_t)h->n_outputs, rows = B * (per_token ? L : 1);
-    const size_t lim = limits->max_logits_bytes;
+    const size_t lim = ctx->max_logits_bytes;
     if (rows > SIZE_MAX / 4 / C || rows * C * 4 > lim)
         return api_error_set(err, API_TOO_LARGE,
                              "logits: %zu x %zu float32 (%s) is over limits.max_logits_bytes "
@@ -276,14 +279,14 @@ static long long position_table_rows(const encode_request *req)
     return e->max_positions;
 }
 
-int encode_set_positions(encode_request *req, const long long *vals, bool rows,
-                         const api_limits *limits, const char *what, api_error *err)
+int encode_set_positions(encode_request *req, const long long *vals, bool rows, const api_ctx *ctx,
+                         const char *what, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     const long long table = position_table_rows(req);
-    const long long top = table > 0                           ? table
-                          : limits && limits->max_seq_len > 0 ? (long long)limits->max_seq_len
-                                                              : (long long)L;
+    const long long top = table > 0                     ? table
+                          : ctx && ctx->max_seq_len > 0 ? (long long)ctx->max_seq_len
+                                                        : (long long)L;
     const char *bound = table > 0 ? "the model's position table" : "below limits.max_seq_len";
     if (!req->has_positions && table == 0)
         return api_error_set(err, API_BAD_REQUEST,
@@ -449,19 +452,19 @@ int encode_check_ids(const encode_request *req, const char *ids_what, const char
 }
 
 int encode_set_text(encode_request *req, const json_t *v, const char *what, const text_options *o,
-                    const enc_hparams *hp, const api_limits *lim, api_error *err)
+                    const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (encode_ids_allowed(req, what, err) < 0)
         return -1;
     if (!(req->texts = calloc(1, sizeof *req->texts)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     text_batch *tb = req->texts;
-    if (text_tokenize(v, what, lim, o, tb, err) < 0)
+    if (text_tokenize(v, what, ctx, o, tb, err) < 0)
         return -1;
-    req->tokenizer = lim->tokenizer;
+    req->tokenizer = ctx->tokenizer;
     req->batched = tb->batched;
     const size_t B = tb->B, L = tb->longest;
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     req->batch.B = (int)B;
     req->batch.L = (int)L;
@@ -532,7 +535,7 @@ void encode_request_free(encode_request *req)
 {
     if (!req)
         return;
-    bufpool_give(req->pool, req->x);
+    bufpool_give(req->bufs, req->x);
     free(req->lengths);
     free(req->global);
     free(req->key_padding);
@@ -547,7 +550,7 @@ void encode_request_free(encode_request *req)
     enc_blockmask_free(req->blockmask);
     free(req->want_layer);
     free(req->layers);
-    bufpool_give(req->pool, req->out);
+    bufpool_give(req->bufs, req->out);
     free(req->attn);
     memset(req, 0, sizeof *req);
 }

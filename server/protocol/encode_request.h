@@ -29,12 +29,12 @@ typedef struct encode_usage {
 } encode_usage;
 
 typedef struct encode_request {
-    /* Where x and the outputs come from and go back to: the limits' pool
+    /* Where x and the outputs come from and go back to: the context's bufs
      * (borrowed; NULL: malloc). */
-    struct bufpool *pool;
+    struct bufpool *bufs;
     enc_batch batch;      /* x, B, L, lengths and mask point into the arrays below */
     bool batched;         /* input nesting [B][L][D] (true) or [L][D] (false) */
-    float *x;             /* owned (B, L, D), from pool */
+    float *x;             /* owned (B, L, D), from bufs */
     int *lengths;         /* owned (B) or NULL */
     int *global;          /* owned or NULL */
     uint8_t *key_padding; /* owned (B, L) or NULL */
@@ -44,12 +44,12 @@ typedef struct encode_request {
     bool has_positions;   /* the model uses positions (RoPE, ALiBi): position_ids allowed */
 
     /* Token ids in, instead of x: batch.ids points to ids, ids to these. */
-    const enc_embedding_info *embedding; /* borrowed: api_limits.embedding, or NULL */
+    const enc_embedding_info *embedding; /* borrowed: api_ctx.embedding, or NULL */
     int32_t *input_ids;                  /* owned (B, L), or NULL: x is the input */
     int32_t *token_type_ids;             /* owned (B, L), or NULL: every type 0 */
     enc_ids ids;
     /* Text in: its tokens, the ids above made from them (text.h). */
-    const struct tok_tokenizer *tokenizer; /* borrowed: api_limits.tokenizer */
+    const struct tok_tokenizer *tokenizer; /* borrowed: api_ctx.tokenizer */
     struct text_batch *texts;              /* owned, or NULL: no text */
 
     enc_attn_mode attn_mode;  /* from "attention": heads (default) | mean | none */
@@ -83,7 +83,7 @@ typedef struct encode_request {
     int n_head_rows;
 
     /* Outputs, allocated by encode_request_alloc_outputs in one block from
-     * pool: */
+     * bufs: */
     float *out;   /* owned (B, L, D): the block */
     float **attn; /* owned (n_layers) pointers; attn[l], in out's block, set when
                      want_layer[l] */
@@ -91,11 +91,11 @@ typedef struct encode_request {
                       NULL without head */
 } encode_request;
 
-/* "logits": true (the batch's B and L known): the model's head (limits'
+/* "logits": true (the batch's B and L known): the model's head (ctx's
  * model) computes its raw output into req->logits.  400 naming what the
  * model has when it has no head attnd computes; 413 over
  * limits.max_logits_bytes. */
-int encode_want_logits(encode_request *req, const api_limits *limits, api_error *err);
+int encode_want_logits(encode_request *req, const api_ctx *ctx, api_error *err);
 
 /* Text in: v, the request's field named what, tokenized as o says
  * (text_tokenize, text.h; TEXT_SPECIALS) into req->texts, as the batch: B,
@@ -104,7 +104,7 @@ int encode_want_logits(encode_request *req, const api_limits *limits, api_error 
  * limits (413) with req's attention as set.  0 or -1 with err set. */
 struct text_options;
 int encode_set_text(encode_request *req, const json_t *v, const char *what,
-                    const struct text_options *o, const enc_hparams *hp, const api_limits *limits,
+                    const struct text_options *o, const enc_hparams *hp, const api_ctx *ctx,
                     api_error *err);
 /* After encode_set_text: each sequence's length its text's tokens (the
  * batch ragged as the texts are).  0, or -1 out of memory. */
@@ -123,16 +123,18 @@ int encode_want_explain(encode_request *req, bool explain, const json_t *from, a
  * out of memory. */
 int encode_explain(const encode_request *req, const enc_hparams *hp, size_t b, double *rel);
 
-/* Zeroes req and sets the defaults of an empty request for hp: no mask
+/* Zeroes req and sets the defaults of an empty request for hp, its
+ * buffers and embedding module those of ctx (NULL: malloc, none): no mask
  * (windows unbounded), attention "heads", precision 9, want_layer and layers
  * allocated (all false).  Returns 0, or -1 (API_INTERNAL for bad hp,
  * API_UNAVAILABLE when out of memory); req is then safe to free. */
-int encode_request_init(encode_request *req, const enc_hparams *hp, api_error *err);
+int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
+                        api_error *err);
 
 /* The limits check v1_request_parse runs as soon as B and L are known
  * (413 naming the limit; needs req->attn_mode and req->want_layer set). */
 int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc_hparams *hp,
-                        const api_limits *limits, api_error *err);
+                        const api_ctx *ctx, api_error *err);
 
 /* For a CSR request (req->csr): compiles the batch's block mask with its
  * allowed pairs into req->blockmask and holds the attention size, by
@@ -140,7 +142,7 @@ int encode_check_limits(const encode_request *req, size_t B, size_t L, const enc
  * csr is left alone.  Call once the mask is parsed, before
  * encode_request_alloc_outputs.  Returns 0 or -1 with err set (400 for a
  * mask the core refuses, 413 over a limit, 503 out of memory). */
-int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_limits *limits,
+int encode_request_plan(encode_request *req, const enc_hparams *hp, const api_ctx *ctx,
                         api_error *err);
 
 /* Floats of one layer's attention weights: (B, heads, L, L), or with csr
@@ -155,8 +157,8 @@ size_t encode_attention_floats(const encode_request *req, const enc_hparams *hp)
  * messages ("position_ids", "inputs[2] (position_ids)").  400 for a model
  * without positions inside attention (and, with ids, without a position
  * table) or a value out of range; 503 out of memory. */
-int encode_set_positions(encode_request *req, const long long *vals, bool rows,
-                         const api_limits *limits, const char *what, api_error *err);
+int encode_set_positions(encode_request *req, const long long *vals, bool rows, const api_ctx *ctx,
+                         const char *what, api_error *err);
 
 /* 0 when the model takes token ids (req->embedding set), else 400 naming
  * what: a model without an embedding module takes embeddings only. */
@@ -191,7 +193,7 @@ int encode_set_attention_mask(encode_request *req, const int32_t *mask, const si
 int encode_check_ids(const encode_request *req, const char *ids_what, const char *types_what,
                      api_error *err);
 
-/* The floats a request's input x holds, from req->pool (NULL when out of
+/* The floats a request's input x holds, from req->bufs (NULL when out of
  * memory); for codecs that fill x themselves. */
 float *encode_alloc_input(encode_request *req, size_t n);
 

@@ -1,6 +1,7 @@
 /* fields.c - checking a request's JSON object against its field table
- * (fields.h).  The messages are the codecs' wording: api.h's quoting and
- * JSON kinds. */
+ * (fields.h), and the JSON accessors the parsers share: a value's kind, a
+ * member, a body loaded with U+0000 refused.  The messages are the codecs'
+ * wording: api.h's quoting. */
 #include "protocol/fields.h"
 
 #include <jansson.h>
@@ -55,17 +56,17 @@ static int check_value(const field_spec *f, const json_t *v, const char *name, a
         return 0;
     case FIELD_BOOL:
         if (!json_is_boolean(v))
-            return BAD("%s must be true or false, not %s", name, api_json_kind(v));
+            return BAD("%s must be true or false, not %s", name, fields_kind(v));
         return 0;
     case FIELD_STRING:
         if (!json_is_string(v))
-            return BAD("%s must be a string, not %s", name, api_json_kind(v));
+            return BAD("%s must be a string, not %s", name, fields_kind(v));
         return 0;
     case FIELD_CHOICE: {
         const char *s = json_string_value(v);
         list_text(list, sizeof list, f->choices, SIZE_MAX, "\"");
         if (!s)
-            return BAD("%s must be %s, not %s", name, list, api_json_kind(v));
+            return BAD("%s must be %s, not %s", name, list, fields_kind(v));
         for (const char *const *c = f->choices; *c; c++)
             if (strcmp(*c, s) == 0)
                 return 0;
@@ -78,9 +79,9 @@ static int check_value(const field_spec *f, const json_t *v, const char *name, a
         const long long x = json_integer_value(v);
         if (!json_is_integer(v) && range)
             return BAD("%s must be an integer %lld..%lld, not %s", name, f->min, f->max,
-                       api_json_kind(v));
+                       fields_kind(v));
         if (!json_is_integer(v))
-            return BAD("%s must be an integer, not %s", name, api_json_kind(v));
+            return BAD("%s must be an integer, not %s", name, fields_kind(v));
         if (range && (x < f->min || x > f->max))
             return BAD("%s = %lld is outside %lld..%lld", name, x, f->min, f->max);
         if (x < f->min && f->min == 0)
@@ -109,7 +110,7 @@ int fields_check(const field_table *t, json_t *obj, const char *where, api_error
     for (size_t i = 0; i < t->n; i++) {
         const field_spec *f = &t->fields[i];
         snprintf(name, sizeof name, "%s%s%s", where, *where ? "." : "", f->name);
-        v = api_json_field(obj, f->name);
+        v = fields_get(obj, f->name);
         if (!v && f->required)
             return BAD("%s is required%s%s", name, f->form ? ": " : "", f->form ? f->form : "");
         if (v && check_value(f, v, name, err) < 0)
@@ -120,24 +121,139 @@ int fields_check(const field_table *t, json_t *obj, const char *where, api_error
 
 bool fields_bool(const json_t *obj, const char *name, bool def)
 {
-    const json_t *v = api_json_field(obj, name);
+    const json_t *v = fields_get(obj, name);
     return v ? json_is_true(v) : def;
 }
 
 long long fields_int(const json_t *obj, const char *name, long long def)
 {
-    const json_t *v = api_json_field(obj, name);
+    const json_t *v = fields_get(obj, name);
     return v ? json_integer_value(v) : def;
 }
 
 int fields_choice(const field_table *t, const json_t *obj, const char *name, int def)
 {
     const field_spec *f = find(t, name);
-    const char *s = json_string_value(api_json_field(obj, name));
+    const char *s = json_string_value(fields_get(obj, name));
     if (!f || !s)
         return def;
     for (int i = 0; f->choices[i]; i++)
         if (strcmp(f->choices[i], s) == 0)
             return i;
     return def;
+}
+
+/* ---- the JSON accessors ------------------------------------------------------ */
+
+/* "a string", "an array", ... for messages. */
+const char *fields_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "unknown";
+}
+
+/* obj[key], with JSON null taken as absent.  Borrowed. */
+json_t *fields_get(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+/* ---- request bodies ------------------------------------------------------------ */
+
+int fields_body_error(const body_json *b, bool with_byte, api_error *err)
+{
+    if (b->fault == BODY_OOM)
+        return api_error_set(err, API_UNAVAILABLE, "out of memory");
+    if (b->fault == BODY_SCAN)
+        return api_error_set(err, API_BAD_REQUEST, "%s", b->why);
+    char at[32] = "";
+    if (with_byte && b->byte >= 0)
+        snprintf(at, sizeof at, " (byte %d)", b->byte);
+    return api_error_set(err, API_BAD_REQUEST, "invalid JSON at line %d, column %d%s: %s", b->line,
+                         b->column, at, b->why);
+}
+
+/* The first string under v (named name, len bytes of it used) that holds
+ * U+0000: its name in name, and 1; 0 when there is none. */
+static int nul_find(json_t *v, char *name, size_t len, size_t size)
+{
+    if (json_is_string(v))
+        return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+    size_t i;
+    const char *key;
+    json_t *item;
+    char q[API_SAFE_MAX + 4];
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, item)
+        {
+            snprintf(name + len, size - len, "[%zu]", i);
+            if (nul_find(item, name, strlen(name), size))
+                return 1;
+        }
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, item)
+        {
+            snprintf(name + len, size - len, "%s%s", len ? "." : "", api_safe_text(key, q));
+            if (nul_find(item, name, strlen(name), size))
+                return 1;
+        }
+    }
+    name[len] = '\0';
+    return 0;
+}
+
+int fields_refuse_nul(json_t *root, const char *text, api_error *err)
+{
+    char name[256] = "";
+    const char *key;
+    json_t *item;
+    if (!json_is_object(root)) {
+        if (nul_find(root, name, 0, sizeof name))
+            return api_error_set(err, API_BAD_REQUEST,
+                                 "the body's strings must not contain U+0000 (\\u0000)");
+        return 0;
+    }
+    json_object_foreach(root, key, item)
+    {
+        if (text && strcmp(key, text) == 0)
+            continue;
+        snprintf(name, sizeof name, "%s", key);
+        if (nul_find(item, name, strlen(name), sizeof name)) {
+            char q[2 * API_SAFE_MAX + 8];
+            return api_error_set(err, API_BAD_REQUEST, "%s must not contain U+0000 (\\u0000)%s%s%s",
+                                 api_safe_text_n(name, q, 2 * API_SAFE_MAX), text ? ": only " : "",
+                                 text ? text : "", text ? " may" : "");
+        }
+    }
+    return 0;
+}
+
+json_t *fields_load(const char *body, size_t len, const char *text, api_error *err)
+{
+    body_json b;
+    if (body_load(body, len, NULL, 0, NULL, 0, true, &b) < 0) {
+        fields_body_error(&b, true, err);
+        return NULL;
+    }
+    if (fields_refuse_nul(b.root, text, err) < 0) {
+        json_decref(b.root);
+        return NULL;
+    }
+    return b.root;
 }

@@ -12,11 +12,14 @@
  * checked values (fields_bool, fields_int, fields_choice), which cannot
  * fail.  FIELD_JSON fields (arrays, nested objects, unions such as
  * mask.window) are their own parsers' to check.  JSON null is taken as
- * absent throughout, as api_json_field does.  Each table is listed in
- * schemas.h beside the OpenAPI schema of the object it checks. */
+ * absent throughout, as fields_get does.  Each table is listed in
+ * schemas.h beside the OpenAPI schema of the object it checks.  Below the
+ * tables: the JSON accessors every parser shares (a value's kind, a member,
+ * the body loaded, U+0000 refused). */
 #ifndef ATTND_FIELDS_H
 #define ATTND_FIELDS_H
 
+#include "codec/body.h"
 #include "protocol/api.h"
 
 #include <stdbool.h>
@@ -66,5 +69,29 @@ bool fields_bool(const struct json_t *obj, const char *name, bool def);
 long long fields_int(const struct json_t *obj, const char *name, long long def);
 /* The index of the value in its table's choices (by name), or def. */
 int fields_choice(const field_table *t, const struct json_t *obj, const char *name, int def);
+
+/* ---- the JSON accessors every parser reads its body with ---- */
+
+/* "an object", "an array", "a string", "a number", "a boolean", "null". */
+const char *fields_kind(const struct json_t *v);
+/* obj[key], JSON null taken as absent; borrowed. */
+struct json_t *fields_get(const struct json_t *obj, const char *key);
+/* A request body with no arrays scanned (len bytes; body NULL: empty)
+ * read as JSON (body_load, integers beyond int64 refused): a new reference, or NULL with err set, a
+ * 400 "invalid JSON at line L, column C: (byte N): ..." (a duplicate key named: "duplicate object
+ * key near
+ * '"input"'").
+ * U+0000 ("\u0000") is taken in the strings of the top-level member text,
+ * which the tokenizer reads by their length, and refused anywhere else
+ * (fields_refuse_nul); text NULL: refused everywhere. */
+struct json_t *fields_load(const char *body, size_t len, const char *text, api_error *err);
+/* Refuses a string that holds U+0000 anywhere in root but under its
+ * top-level member text (NULL: none): 400 naming where ("model",
+ * "options.mask[2]").  0, or -1 with err set. */
+int fields_refuse_nul(struct json_t *root, const char *text, api_error *err);
+/* A body's fault (codec/body.h) as the request's error: 503 out of
+ * memory, 400 "invalid JSON at line L, column C (byte N): why" (the byte
+ * when with_byte and known), or the scan's own 400.  Returns -1. */
+int fields_body_error(const body_json *b, bool with_byte, api_error *err);
 
 #endif

@@ -32,7 +32,7 @@ static const char *entry_kind(const json_t *v)
     return json_is_integer(v) ? "a token id"
            : json_is_array(v) ? "a list"
            : json_is_real(v)  ? "a number that is not an integer"
-                              : api_json_kind(v);
+                              : fields_kind(v);
 }
 
 /* The kind of list a (not empty), from its first entry; every other entry
@@ -77,11 +77,11 @@ static int kind_of(const json_t *a, input_kind *kind, api_error *err)
  * into req's batch: B, L, input_ids, lengths when ragged.  req->batched
  * says how a row is named: input[b] (a list of rows), else input. */
 static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
-                     const tok_encoding *enc, const enc_hparams *hp, const api_limits *lim,
+                     const tok_encoding *enc, const enc_hparams *hp, const api_ctx *ctx,
                      long *tokens, api_error *err)
 {
     const char *from;
-    const size_t max = text_max_tokens(lim, &from);
+    const size_t max = text_max_tokens(ctx, &from);
     size_t L = 0;
     bool ragged = false;
     for (size_t b = 0; b < B; b++) {
@@ -97,7 +97,7 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
         L = n > L ? n : L;
         *tokens += (long)n;
     }
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     req->batch.B = (int)B;
     req->batch.L = (int)L;
@@ -129,7 +129,7 @@ static int fill_rows(encode_request *req, size_t B, const json_t *const *rows,
 static const char *const TEXT_ONLY[] = {"truncate", "truncation_direction", "prompt_name"};
 
 static int parse_input(encode_request *req, const json_t *v, const json_t *root,
-                       const enc_hparams *hp, const api_limits *lim, long *tokens, api_error *err)
+                       const enc_hparams *hp, const api_ctx *ctx, long *tokens, api_error *err)
 {
     if (!v)
         return BAD("input is required: %s", INPUT_FORM);
@@ -140,17 +140,17 @@ static int parse_input(encode_request *req, const json_t *v, const json_t *root,
         if (kind_of(v, &kind, err) < 0)
             return -1;
     } else if (!json_is_string(v)) {
-        return BAD("input must be %s, not %s", INPUT_FORM, api_json_kind(v));
+        return BAD("input must be %s, not %s", INPUT_FORM, fields_kind(v));
     }
     const size_t B = kind == IN_IDS || !json_is_array(v) ? 1 : json_array_size(v);
-    if (B > (size_t)lim->max_batch)
+    if (B > (size_t)ctx->max_batch)
         return TOO_LARGE("input has %zu entries; /v1/embeddings takes at most %d", B,
-                         lim->max_batch);
+                         ctx->max_batch);
     if (encode_ids_allowed(req, "input", err) < 0)
         return -1;
     if (kind == IN_IDS || kind == IN_ID_ROWS) {
         for (size_t i = 0; i < sizeof TEXT_ONLY / sizeof *TEXT_ONLY; i++)
-            if (api_json_field(root, TEXT_ONLY[i]))
+            if (fields_get(root, TEXT_ONLY[i]))
                 return BAD("%s is only used with text input; token ids are taken as given",
                            TEXT_ONLY[i]);
         const json_t **rows = encode_zalloc(B, sizeof *rows);
@@ -159,19 +159,19 @@ static int parse_input(encode_request *req, const json_t *v, const json_t *root,
         for (size_t b = 0; b < B; b++)
             rows[b] = kind == IN_IDS ? v : json_array_get(v, b);
         req->batched = kind == IN_ID_ROWS;
-        int rc = fill_rows(req, B, rows, NULL, hp, lim, tokens, err);
+        int rc = fill_rows(req, B, rows, NULL, hp, ctx, tokens, err);
         free(rows);
         return rc;
     }
     text_options o;
-    if (text_read_options(root, lim, TEXT_OPT_AUTO | TEXT_OPT_PROMPT, &o, err) < 0)
+    if (text_read_options(root, ctx, TEXT_OPT_AUTO | TEXT_OPT_PROMPT, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
     text_batch tb;
-    if (text_tokenize(v, "input", lim, &o, &tb, err) < 0)
+    if (text_tokenize(v, "input", ctx, &o, &tb, err) < 0)
         return -1;
     req->batched = tb.batched;
-    int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, lim, tokens, err);
+    int rc = fill_rows(req, tb.B, NULL, tb.enc, hp, ctx, tokens, err);
     text_batch_free(&tb);
     return rc;
 }
@@ -192,34 +192,31 @@ static const field_spec BODY_FIELDS[] = {
 const field_table openai_embeddings_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
-                 const char *model_name, const enc_hparams *hp, const api_limits *limits,
-                 api_error *err)
+                 const char *model_name, const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     memset(o, 0, sizeof *o);
-    if (encode_request_init(req, hp, err) < 0)
+    if (encode_request_init(req, hp, ctx, err) < 0)
         return -1;
-    req->pool = limits ? limits->pool : NULL;
-    req->embedding = limits ? limits->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE; /* the outputs alone: no attention weights */
-    json_t *root = api_json_load(body, len, "input", err);
+    json_t *root = fields_load(body, len, "input", err);
     if (!root)
         return -1;
     int rc = -1;
     json_t *v;
     if (!json_is_object(root)) {
-        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        BAD("the request body must be a JSON object, not %s", fields_kind(root));
         goto done;
     }
     if (fields_check(&openai_embeddings_fields, root, "", err) < 0)
         goto done;
-    if ((v = api_json_field(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
+    if ((v = fields_get(root, "model")) && strcmp(json_string_value(v), model_name) != 0) {
         char s[API_SAFE_MAX + 4];
         api_error_set(err, API_NOT_FOUND, "model '%s' does not exist: this server serves '%s'",
                       api_safe_text(json_string_value(v), s), model_name);
         goto done;
     }
     o->base64 = fields_choice(&openai_embeddings_fields, root, "encoding_format", 0) == 1;
-    if ((v = api_json_field(root, "dimensions"))) {
+    if ((v = fields_get(root, "dimensions"))) {
         if (json_integer_value(v) > hp->d_model) {
             BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),
                 hp->d_model);
@@ -230,10 +227,10 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     /* Up to OPENAI_MAX_INPUTS inputs, or limits.max_batch when that is
      * more: the forward's cost is bounded by its tokens (max_seq_len,
      * max_batch_tokens), and OpenAI's clients send up to 2,048 at once. */
-    api_limits lim = *limits;
-    if (lim.max_batch < OPENAI_MAX_INPUTS)
-        lim.max_batch = OPENAI_MAX_INPUTS;
-    if (parse_input(req, api_json_field(root, "input"), root, hp, &lim, &o->tokens, err) < 0 ||
+    api_ctx wide = *ctx;
+    if (wide.max_batch < OPENAI_MAX_INPUTS)
+        wide.max_batch = OPENAI_MAX_INPUTS;
+    if (parse_input(req, fields_get(root, "input"), root, hp, &wide, &o->tokens, err) < 0 ||
         encode_check_ids(req, "input", "input", err) < 0)
         goto done;
     rc = 0;
@@ -339,8 +336,7 @@ typedef struct openai_state {
 static encode_request *openai_proto_parse(void *state, const proto_input *in, api_error *err)
 {
     openai_state *st = state;
-    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->limits, err) <
-        0)
+    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->ctx, err) < 0)
         return NULL;
     return &st->enc;
 }

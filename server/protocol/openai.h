@@ -62,8 +62,7 @@ typedef struct openai_request {
  * with encode_request_free) and o.  model_name is the served model's name
  * (a "model" that names another is a 404).  0, or -1 with err set. */
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
-                 const char *model_name, const enc_hparams *hp, const api_limits *limits,
-                 api_error *err);
+                 const char *model_name, const enc_hparams *hp, const api_ctx *ctx, api_error *err);
 
 /* The response of a forward that ran: each sequence's embedding pooled from
  * req->out, cut to o->dimensions, as floats or base64 of little-endian

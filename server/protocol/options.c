@@ -35,10 +35,10 @@ static int to_float(const json_t *v, float *out)
     return 0;
 }
 
-const char *const encode_attention_modes[] = {"heads", "mean", "none", NULL};
-const char *const encode_attention_formats[] = {"dense", "csr", NULL};
+const char *const options_attention_modes[] = {"heads", "mean", "none", NULL};
+const char *const options_attention_formats[] = {"dense", "csr", NULL};
 
-void encode_apply_attention(encode_request *req, const field_table *t, const json_t *obj)
+void options_apply_attention(encode_request *req, const field_table *t, const json_t *obj)
 {
     static const enc_attn_mode modes[] = {ENC_ATTN_HEADS, ENC_ATTN_MEAN, ENC_ATTN_NONE};
     const int m = fields_choice(t, obj, "attention", -1);
@@ -59,7 +59,7 @@ static int window_side(const json_t *v, const char *name, int L, int *out, api_e
         return 0;
     }
     if (!json_is_integer(v))
-        return BAD("%s must be a non-negative integer, not %s", name, api_json_kind(v));
+        return BAD("%s must be a non-negative integer, not %s", name, fields_kind(v));
     long long w = json_integer_value(v);
     if (w < 0)
         return BAD("%s = %lld must not be negative", name, w);
@@ -71,7 +71,7 @@ static const field_spec WINDOW_FIELDS[] = {
     {.name = "left", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
     {.name = "right", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-const field_table encode_window_fields = FIELD_TABLE("option", WINDOW_FIELDS);
+const field_table options_window_fields = FIELD_TABLE("option", WINDOW_FIELDS);
 
 static int parse_window(encode_request *req, json_t *v, api_error *err)
 {
@@ -86,8 +86,8 @@ static int parse_window(encode_request *req, json_t *v, api_error *err)
     if (!json_is_object(v))
         return BAD("mask.window must be a non-negative integer or {\"left\": int, \"right\": int}, "
                    "not %s",
-                   api_json_kind(v));
-    return fields_check(&encode_window_fields, v, "mask.window", err) < 0 ||
+                   fields_kind(v));
+    return fields_check(&options_window_fields, v, "mask.window", err) < 0 ||
                    window_side(json_object_get(v, "left"), "mask.window.left", L, &mk->window_left,
                                err) < 0 ||
                    window_side(json_object_get(v, "right"), "mask.window.right", L,
@@ -101,14 +101,14 @@ static int parse_global(encode_request *req, const json_t *v, api_error *err)
     const int L = req->batch.L;
     if (!json_is_array(v))
         return BAD("mask.global must be an array of positions 0..%d, not %s", L - 1,
-                   api_json_kind(v));
+                   fields_kind(v));
     const size_t n = json_array_size(v);
     if (!(req->global = encode_zalloc(n, sizeof *req->global)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     for (size_t k = 0; k < n; k++) {
         json_t *e = json_array_get(v, k);
         if (!json_is_integer(e))
-            return BAD("mask.global[%zu] is %s; expected a position 0..%d", k, api_json_kind(e),
+            return BAD("mask.global[%zu] is %s; expected a position 0..%d", k, fields_kind(e),
                        L - 1);
         long long p = json_integer_value(e);
         if (p < 0 || p >= L)
@@ -140,14 +140,14 @@ static int parse_key_padding(encode_request *req, const json_t *v, api_error *er
                 snprintf(name, sizeof name, "mask.key_padding[%zu]", b);
             if (!json_is_array(row))
                 return BAD("%s is %s; expected an array of L (%zu) booleans", name,
-                           api_json_kind(row), L);
+                           fields_kind(row), L);
             if (json_array_size(row) != L)
                 return BAD("%s has %zu %s; L is %zu", name, json_array_size(row),
                            api_entries(json_array_size(row)), L);
             for (size_t j = 0; j < L; j++) {
                 const json_t *e = json_array_get(row, j);
                 if (!json_is_boolean(e))
-                    return BAD("%s[%zu] is not a boolean (it is %s)", name, j, api_json_kind(e));
+                    return BAD("%s[%zu] is not a boolean (it is %s)", name, j, fields_kind(e));
                 if (pass)
                     req->key_padding[b * L + j] = json_is_true(e);
             }
@@ -187,7 +187,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
             else
                 snprintf(mname, sizeof mname, "mask.attn");
             if (!json_is_array(mat))
-                return BAD("%s is %s; expected [L][L]", mname, api_json_kind(mat));
+                return BAD("%s is %s; expected [L][L]", mname, fields_kind(mat));
             if (json_array_size(mat) != L)
                 return BAD("%s has %zu row%s; L is %zu", mname, json_array_size(mat),
                            api_plural(json_array_size(mat)), L);
@@ -195,7 +195,7 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                 const json_t *row = json_array_get(mat, i);
                 if (!json_is_array(row))
                     return BAD("%s[%zu] is %s; expected an array of L (%zu) entries", mname, i,
-                               api_json_kind(row), L);
+                               fields_kind(row), L);
                 if (json_array_size(row) != L)
                     return BAD("%s[%zu] has %zu %s; L is %zu", mname, i, json_array_size(row),
                                api_entries(json_array_size(row)), L);
@@ -217,14 +217,14 @@ static int parse_attn_mask(encode_request *req, const json_t *v, api_error *err)
                         snprintf(name, sizeof name, "%s[%zu][%zu]", mname, i, j);
                     if (k == ENC_MASK_NONE)
                         return BAD("%s is %s; expected a boolean or a number", name,
-                                   api_json_kind(e));
+                                   fields_kind(e));
                     if (kind == ENC_MASK_NONE) {
                         kind = k;
                         snprintf(first, sizeof first, "%s", name);
                     } else if (k != kind) {
                         return BAD("mask.attn mixes booleans and numbers: %s is %s but %s is "
                                    "%s; use one type",
-                                   name, api_json_kind(e), first,
+                                   name, fields_kind(e), first,
                                    kind == ENC_MASK_BOOL ? "a boolean" : "a number");
                     }
                     if (k == ENC_MASK_ADD && json_number_value(e) > FLT_MAX)
@@ -266,15 +266,15 @@ static const field_spec BLOCKS_FIELDS[] = {
     {.name = "random", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "seed", .type = FIELD_INT, .min = 0, .max = LLONG_MAX},
 };
-const field_table encode_strided_fields = FIELD_TABLE("option", STRIDED_FIELDS);
-const field_table encode_fixed_fields = FIELD_TABLE("option", FIXED_FIELDS);
-const field_table encode_blocks_fields = FIELD_TABLE("option", BLOCKS_FIELDS);
+const field_table options_strided_fields = FIELD_TABLE("option", STRIDED_FIELDS);
+const field_table options_fixed_fields = FIELD_TABLE("option", FIXED_FIELDS);
+const field_table options_blocks_fields = FIELD_TABLE("option", BLOCKS_FIELDS);
 
 static int parse_strided(enc_mask *mk, json_t *v, const char *name, api_error *err)
 {
     if (!json_is_object(v))
-        return BAD("%s must be an object {\"stride\": s}, not %s", name, api_json_kind(v));
-    if (fields_check(&encode_strided_fields, v, name, err) < 0)
+        return BAD("%s must be an object {\"stride\": s}, not %s", name, fields_kind(v));
+    if (fields_check(&options_strided_fields, v, name, err) < 0)
         return -1;
     mk->stride = (int)fields_int(v, "stride", 0);
     return 0;
@@ -284,8 +284,8 @@ static int parse_fixed(enc_mask *mk, json_t *v, const char *name, api_error *err
 {
     if (!json_is_object(v))
         return BAD("%s must be an object {\"block\": l, \"summary\": c}, not %s", name,
-                   api_json_kind(v));
-    if (fields_check(&encode_fixed_fields, v, name, err) < 0)
+                   fields_kind(v));
+    if (fields_check(&options_fixed_fields, v, name, err) < 0)
         return -1;
     mk->fixed_block = (int)fields_int(v, "block", 0);
     mk->fixed_summary = (int)fields_int(v, "summary", 0);
@@ -301,8 +301,8 @@ static int parse_blocks(enc_mask *mk, json_t *v, const char *name, api_error *er
     if (!json_is_object(v))
         return BAD("%s must be an object {\"size\": b, \"window\": w, \"global\": g, "
                    "\"random\": r, \"seed\": s}, not %s",
-                   name, api_json_kind(v));
-    if (fields_check(&encode_blocks_fields, v, name, err) < 0)
+                   name, fields_kind(v));
+    if (fields_check(&options_blocks_fields, v, name, err) < 0)
         return -1;
     p->size = (int)fields_int(v, "size", 0);
     p->window = (int)fields_int(v, "window", 0);
@@ -332,31 +332,31 @@ static const field_spec MASK_FIELDS[] = {
     {.name = "attn", .type = FIELD_JSON},   {.name = "strided", .type = FIELD_JSON},
     {.name = "fixed", .type = FIELD_JSON},  {.name = "blocks", .type = FIELD_JSON},
 };
-const field_table encode_mask_fields = FIELD_TABLE("option", MASK_FIELDS);
+const field_table options_mask_fields = FIELD_TABLE("option", MASK_FIELDS);
 
-int encode_parse_mask(encode_request *req, json_t *mask, api_error *err)
+int options_parse_mask(encode_request *req, json_t *mask, api_error *err)
 {
     if (!json_is_object(mask))
-        return BAD("mask must be an object, not %s", api_json_kind(mask));
-    if (fields_check(&encode_mask_fields, mask, "mask", err) < 0)
+        return BAD("mask must be an object, not %s", fields_kind(mask));
+    if (fields_check(&options_mask_fields, mask, "mask", err) < 0)
         return -1;
     json_t *v;
     static const char *const patterns[] = {"strided", "fixed", "blocks"};
     for (size_t k = 0; k < 3; k++) {
         char name[32];
         snprintf(name, sizeof name, "mask.%s", patterns[k]);
-        if ((v = api_json_field(mask, patterns[k])) &&
+        if ((v = fields_get(mask, patterns[k])) &&
             parse_pattern(req, patterns[k], v, name, err) < 0)
             return -1;
     }
     req->batch.mask.causal = fields_bool(mask, "causal", req->batch.mask.causal);
-    if ((v = api_json_field(mask, "window")) && parse_window(req, v, err) < 0)
+    if ((v = fields_get(mask, "window")) && parse_window(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(mask, "global")) && parse_global(req, v, err) < 0)
+    if ((v = fields_get(mask, "global")) && parse_global(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(mask, "key_padding")) && parse_key_padding(req, v, err) < 0)
+    if ((v = fields_get(mask, "key_padding")) && parse_key_padding(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(mask, "attn")) && parse_attn_mask(req, v, err) < 0)
+    if ((v = fields_get(mask, "attn")) && parse_attn_mask(req, v, err) < 0)
         return -1;
     return 0;
 }

@@ -12,25 +12,25 @@ struct json_t;
 
 /* The choices of "attention" (in enc_attn_mode's order: heads, mean, none)
  * and of "attention_format" (dense, csr); NULL-terminated. */
-extern const char *const encode_attention_modes[];
-extern const char *const encode_attention_formats[];
-#define ENCODE_FIELD_ATTENTION                                                                     \
+extern const char *const options_attention_modes[];
+extern const char *const options_attention_formats[];
+#define OPTIONS_FIELD_ATTENTION                                                                    \
     {                                                                                              \
-        .name = "attention", .type = FIELD_CHOICE, .choices = encode_attention_modes               \
+        .name = "attention", .type = FIELD_CHOICE, .choices = options_attention_modes              \
     }
-#define ENCODE_FIELD_ATTENTION_FORMAT                                                              \
+#define OPTIONS_FIELD_ATTENTION_FORMAT                                                             \
     {                                                                                              \
-        .name = "attention_format", .type = FIELD_CHOICE, .choices = encode_attention_formats      \
+        .name = "attention_format", .type = FIELD_CHOICE, .choices = options_attention_formats     \
     }
 
 /* attention and attention_format of obj, checked against t (which holds
  * both fields above), into req->attn_mode and req->csr; absent: left as
  * they are. */
-void encode_apply_attention(encode_request *req, const field_table *t, const struct json_t *obj);
+void options_apply_attention(encode_request *req, const field_table *t, const struct json_t *obj);
 
 /* Parses a /v1 "mask" object (causal, window, global, key_padding, attn
  * and the sparse patterns) into req->batch.mask; req->batch.B, .L and
  * req->batched must be set.  Messages name the option as "mask.<option>". */
-int encode_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
+int options_parse_mask(encode_request *req, struct json_t *mask, api_error *err);
 
 #endif

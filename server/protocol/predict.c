@@ -52,9 +52,9 @@ static const field_spec BODY_FIELDS[] = {
 const field_table predict_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 /* The model's head, or NULL with err naming what the model has. */
-const enc_head_info *predict_head(const api_limits *lim, api_error *err)
+const enc_head_info *predict_head(const api_ctx *ctx, api_error *err)
 {
-    const enc_model *m = lim ? lim->model : NULL;
+    const enc_model *m = ctx ? ctx->model : NULL;
     const enc_head_info *h = enc_model_head(m);
     if (h)
         return h;
@@ -78,19 +78,19 @@ static int parse_options(predict_request *p, const json_t *root, api_error *err)
 {
     const enc_head_kind kind = p->head->kind;
     const char *task = predict_task(kind);
-    if (kind == ENC_HEAD_TOKEN && api_json_field(root, "top_k"))
+    if (kind == ENC_HEAD_TOKEN && fields_get(root, "top_k"))
         return BAD("top_k is not used by %s: every token's entity is returned", task);
-    if (kind != ENC_HEAD_TOKEN && api_json_field(root, "aggregation_strategy"))
+    if (kind != ENC_HEAD_TOKEN && fields_get(root, "aggregation_strategy"))
         return BAD("aggregation_strategy is only used by token-classification; this model "
                    "answers %s",
                    task);
-    if (kind != ENC_HEAD_SEQUENCE && api_json_field(root, "raw_scores"))
+    if (kind != ENC_HEAD_SEQUENCE && fields_get(root, "raw_scores"))
         return BAD("raw_scores is only used by text-classification; this model answers %s", task);
     p->top_k = (int)fields_int(root, "top_k", kind == ENC_HEAD_MASKED_LM ? FILL_TOP_K : 0);
     p->aggregate = fields_choice(&predict_fields, root, "aggregation_strategy", 0) == 0;
     p->fn = fields_bool(root, "raw_scores", false) ? ENC_HEAD_FN_NONE : p->head->function;
     return encode_want_explain(&p->enc, fields_bool(root, "explain", false),
-                               api_json_field(root, "explain_from"), err);
+                               fields_get(root, "explain_from"), err);
 }
 
 /* A pair is text-classification's alone (the pipelines' {"text", "text_pair"}). */
@@ -157,11 +157,8 @@ static int check_decoder(const predict_request *p, api_error *err)
 int predict_init(predict_request *p, const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
-    if (encode_request_init(req, in->hp, err) < 0)
+    if (encode_request_init(req, in->hp, in->ctx, err) < 0)
         return -1;
-    const api_limits *lim = in->limits;
-    req->pool = lim ? lim->pool : NULL;
-    req->embedding = lim ? lim->embedding : NULL;
     req->attn_mode = ENC_ATTN_NONE;
     return 0;
 }
@@ -170,12 +167,12 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
                     const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
-    const api_limits *lim = in->limits;
+    const api_ctx *ctx = in->ctx;
     if (check_pairs(p, inputs, err) < 0 ||
-        encode_set_text(req, inputs, "inputs", o, in->hp, lim, err) < 0 ||
+        encode_set_text(req, inputs, "inputs", o, in->hp, ctx, err) < 0 ||
         encode_text_lengths(req, err) < 0)
         return -1;
-    p->tok = lim->tokenizer;
+    p->tok = ctx->tokenizer;
     p->inputs = json_incref(inputs);
     for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
         if ((size_t)req->explain_from >= encode_seq_len(req, b))
@@ -187,36 +184,36 @@ int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
         if (mask_rows(p, err) < 0)
             return -1;
         const size_t bytes = (size_t)req->n_head_rows * req->head_outputs * 4;
-        if (bytes > lim->max_logits_bytes)
+        if (bytes > ctx->max_logits_bytes)
             return api_error_set(err, API_TOO_LARGE,
                                  "inputs: %d mask tokens x %zu logits (float32) is over "
                                  "limits.max_logits_bytes (%zu)",
-                                 req->n_head_rows, req->head_outputs, lim->max_logits_bytes);
+                                 req->n_head_rows, req->head_outputs, ctx->max_logits_bytes);
         return 0;
     }
-    return encode_want_logits(req, lim, err);
+    return encode_want_logits(req, ctx, err);
 }
 
 static int parse_body(predict_request *p, json_t *root, const proto_input *in, api_error *err)
 {
     if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the request body must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&predict_fields, root, "", err) < 0)
         return -1;
-    const json_t *model = api_json_field(root, "model");
+    const json_t *model = fields_get(root, "model");
     if (model && strcmp(json_string_value(model), in->model_name) != 0) {
         char s[API_SAFE_MAX + 4];
         return api_error_set(err, API_NOT_FOUND,
                              "model '%s' does not exist: this server serves '%s'",
                              api_safe_text(json_string_value(model), s), in->model_name);
     }
-    if (!(p->head = predict_head(in->limits, err)) || parse_options(p, root, err) < 0)
+    if (!(p->head = predict_head(in->ctx, err)) || parse_options(p, root, err) < 0)
         return -1;
     text_options o;
-    if (text_read_options(root, in->limits, TEXT_OPT_AUTO, &o, err) < 0)
+    if (text_read_options(root, in->ctx, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
-    return predict_prepare(p, api_json_field(root, "inputs"), &o, in, err);
+    return predict_prepare(p, fields_get(root, "inputs"), &o, in, err);
 }
 
 static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)
@@ -224,7 +221,7 @@ static encode_request *predict_parse(void *state, const proto_input *in, api_err
     predict_request *p = state;
     if (predict_init(p, in, err) < 0)
         return NULL;
-    json_t *root = api_json_load(in->body, in->len, "inputs", err);
+    json_t *root = fields_load(in->body, in->len, "inputs", err);
     if (!root)
         return NULL;
     const int rc = parse_body(p, root, in, err);

@@ -3,7 +3,7 @@
  *
  *     predict_request p = {0};
  *     predict_init(&p, in, &err);                  // the forward's defaults
- *     p.head = predict_head(in->limits, &err);     // NULL: no head (400)
+ *     p.head = predict_head(in->ctx, &err);     // NULL: no head (400)
  *     p.top_k = ...; p.fn = ...; p.aggregate = ...; encode_want_explain(&p.enc, ...);
  *     predict_prepare(&p, inputs, &opts, in, &err); // tokenized; the head's output asked for
  *     ... the pool runs p.enc ...
@@ -34,7 +34,7 @@ typedef struct predict_request {
 const char *predict_task(enc_head_kind kind);
 
 /* The served model's head, or NULL with a 400 naming what the model has. */
-const enc_head_info *predict_head(const api_limits *limits, api_error *err);
+const enc_head_info *predict_head(const api_ctx *ctx, api_error *err);
 
 /* p's forward with its defaults (no attention, the limits' buffers).  0 or
  * -1 with err set; p is then safe to free. */

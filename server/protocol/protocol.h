@@ -26,7 +26,8 @@
 struct openai_pooling;
 
 /* What a protocol's parse is given: the body, the request's headers, the
- * served model and the limits. */
+ * served model and the request context (api.h: limits, buffers, model
+ * parts). */
 typedef struct proto_input {
     const char *body; /* len bytes, NUL-terminated, or NULL when empty */
     size_t len;
@@ -35,7 +36,7 @@ typedef struct proto_input {
     void *cls;
     const char *model_name;
     const enc_hparams *hp;
-    const api_limits *limits;
+    const api_ctx *ctx;
     int route;                            /* the route table's proto_route of the path */
     const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
 } proto_input;
@@ -67,7 +68,7 @@ typedef struct proto_server {
     const enc_hparams *hp;
     const struct enc_embedding_info *emb; /* the embedding module, or NULL */
     bool text;                            /* the model takes text */
-    const api_limits *limits;             /* the limits, model and tokenizer (loaded) */
+    const api_ctx *ctx;                   /* the limits, model and tokenizer (loaded) */
     const struct openai_pooling *pooling; /* how the served model pools */
     const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16", "int8" */
     long long started;                    /* unix seconds the server started */

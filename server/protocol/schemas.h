@@ -37,21 +37,21 @@
 /* clang-format off */
 #define REQUEST_SCHEMAS(X) \
     X(v1_encode_fields, SCHEMA_BODY("~1v1~1encode")) \
-    X(encode_mask_fields, SCHEMA_COMPONENT("EncodeRequest/properties/mask")) \
-    X(encode_window_fields, SCHEMA_COMPONENT("Mask/properties/window")) \
-    X(encode_strided_fields, SCHEMA_COMPONENT("Mask/properties/strided")) \
-    X(encode_fixed_fields, SCHEMA_COMPONENT("Mask/properties/fixed")) \
-    X(encode_blocks_fields, SCHEMA_COMPONENT("Mask/properties/blocks")) \
+    X(options_mask_fields, SCHEMA_COMPONENT("EncodeRequest/properties/mask")) \
+    X(options_window_fields, SCHEMA_COMPONENT("Mask/properties/window")) \
+    X(options_strided_fields, SCHEMA_COMPONENT("Mask/properties/strided")) \
+    X(options_fixed_fields, SCHEMA_COMPONENT("Mask/properties/fixed")) \
+    X(options_blocks_fields, SCHEMA_COMPONENT("Mask/properties/blocks")) \
     X(text_tokenize_fields, SCHEMA_BODY("~1v1~1tokenize")) \
     X(openai_embeddings_fields, SCHEMA_BODY("~1v1~1embeddings")) \
     X(predict_fields, SCHEMA_BODY("~1v1~1predict")) \
     X(v2_request_fields, SCHEMA_BODY("~1v2~1models~1{name}~1infer")) \
     X(v2_request_fields, SCHEMA_BODY("~1v2~1models~1{name}~1versions~1{version}~1infer")) \
     X(v2_parameters_fields, SCHEMA_COMPONENT("V2InferRequest/properties/parameters")) \
-    X(encode_window_fields, SCHEMA_COMPONENT("V2Parameters/properties/window")) \
-    X(encode_strided_fields, SCHEMA_COMPONENT("V2Parameters/properties/strided")) \
-    X(encode_fixed_fields, SCHEMA_COMPONENT("V2Parameters/properties/fixed")) \
-    X(encode_blocks_fields, SCHEMA_COMPONENT("V2Parameters/properties/blocks")) \
+    X(options_window_fields, SCHEMA_COMPONENT("V2Parameters/properties/window")) \
+    X(options_strided_fields, SCHEMA_COMPONENT("V2Parameters/properties/strided")) \
+    X(options_fixed_fields, SCHEMA_COMPONENT("V2Parameters/properties/fixed")) \
+    X(options_blocks_fields, SCHEMA_COMPONENT("V2Parameters/properties/blocks")) \
     X(v2_input_fields, SCHEMA_COMPONENT("V2InferRequest/properties/inputs/items")) \
     X(v2_input_parameters_fields, SCHEMA_COMPONENT("V2InferInput/properties/parameters")) \
     X(v2_output_fields, SCHEMA_COMPONENT("V2InferRequest/properties/outputs/items")) \

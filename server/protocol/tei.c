@@ -9,6 +9,7 @@
 
 #include "model/pooling.h"
 #include "protocol/answer.h"
+#include "protocol/fields.h"
 #include "protocol/openai.h"
 #include "protocol/predict.h"
 #include "protocol/protocol.h"
@@ -76,9 +77,9 @@ static char *tei_error_body(api_error_kind kind, const char *message)
 
 static json_t *load_body(const char *body, size_t len, api_error *err)
 {
-    json_t *root = api_json_load(body, len, "inputs", err);
+    json_t *root = fields_load(body, len, "inputs", err);
     if (root && !json_is_object(root)) {
-        INVALID("the request body must be a JSON object, not %s", api_json_kind(root));
+        INVALID("the request body must be a JSON object, not %s", fields_kind(root));
         json_decref(root);
         return NULL;
     }
@@ -87,11 +88,11 @@ static json_t *load_body(const char *body, size_t len, api_error *err)
 
 static int get_bool(const json_t *o, const char *key, bool def, bool *out, api_error *err)
 {
-    const json_t *v = api_json_field(o, key);
+    const json_t *v = fields_get(o, key);
     *out = v ? json_is_true(v) : def;
     return !v || json_is_boolean(v)
                ? 0
-               : INVALID("`%s` must be true or false, not %s", key, api_json_kind(v));
+               : INVALID("`%s` must be true or false, not %s", key, fields_kind(v));
 }
 
 /* truncate (default server.auto_truncate), truncation_direction (TEI's
@@ -104,19 +105,19 @@ static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_
     bool truncate;
     if (get_bool(o, "truncate", false, &truncate, err) < 0)
         return -1;
-    const json_t *dir = api_json_field(o, "truncation_direction");
+    const json_t *dir = fields_get(o, "truncation_direction");
     bool known = !dir;
     for (size_t k = 0; dir && TEXT_DIRECTIONS[k]; k++)
         known |= json_is_string(dir) && strcmp(json_string_value(dir), TEXT_DIRECTIONS[k]) == 0;
     if (!known)
         return INVALID("`truncation_direction` must be \"Right\" or \"Left\"");
-    const json_t *prompt = api_json_field(o, "prompt_name");
+    const json_t *prompt = fields_get(o, "prompt_name");
     if (prompt && !json_is_string(prompt))
-        return INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt));
+        return INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt));
     if (prompt && !prompts)
         return INVALID("`prompt_name` is not taken by this route");
-    if (text_read_options(o, in->limits, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts,
-                          err) < 0)
+    if (text_read_options(o, in->ctx, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts, err) <
+        0)
         return -1;
     opts->flags |= TEXT_SPECIALS;
     return 0;
@@ -150,9 +151,9 @@ typedef enum tei_kind {
     KIND_MASKED_LM
 } tei_kind;
 
-static tei_kind kind_of(const api_limits *lim)
+static tei_kind kind_of(const api_ctx *ctx)
 {
-    const enc_head_info *h = enc_model_head(lim ? lim->model : NULL);
+    const enc_head_info *h = enc_model_head(ctx ? ctx->model : NULL);
     if (!h)
         return KIND_EMBEDDING;
     return h->kind == ENC_HEAD_TOKEN       ? KIND_TOKEN
@@ -191,14 +192,14 @@ static int texts_only(const json_t *v, const char *what, api_error *err)
     json_array_foreach(v, i, x)
     {
         if (!json_is_string(x))
-            return INVALID("`%s[%zu]` must be a string, not %s%s", what, i, api_json_kind(x),
+            return INVALID("`%s[%zu]` must be a string, not %s%s", what, i, fields_kind(x),
                            json_is_integer(x) || json_is_array(x)
                                ? " (token ids are taken by /embed and /v1/embeddings)"
                                : "");
     }
     return json_is_array(v) ? 0
                             : INVALID("`%s` must be a string or a list of strings, not %s", what,
-                                      api_json_kind(v));
+                                      fields_kind(v));
 }
 
 /* TEI's Input: a string, a list of token ids, or a list of strings and
@@ -212,7 +213,7 @@ static int embed_form(const json_t *v, api_error *err)
     if (json_is_string(v))
         return 0;
     if (!json_is_array(v))
-        return INVALID("`inputs` must be %s, not %s", FORM, api_json_kind(v));
+        return INVALID("`inputs` must be %s, not %s", FORM, fields_kind(v));
     const bool ids = json_is_integer(json_array_get(v, 0));
     size_t i;
     const json_t *x;
@@ -222,10 +223,10 @@ static int embed_form(const json_t *v, api_error *err)
         if (!fits && ids)
             return INVALID("`inputs[%zu]` must be a token id (an integer), not %s: `inputs` "
                            "must be %s",
-                           i, api_json_kind(x), FORM);
+                           i, fields_kind(x), FORM);
         if (!fits)
             return INVALID("`inputs[%zu]` is %s: `inputs` must be %s", i,
-                           json_is_array(x) ? "a list that is not of token ids" : api_json_kind(x),
+                           json_is_array(x) ? "a list that is not of token ids" : fields_kind(x),
                            FORM);
     }
     return 0;
@@ -235,19 +236,19 @@ static int embed_form(const json_t *v, api_error *err)
 static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
     encode_request *req = &t->p.enc;
-    const tei_kind kind = kind_of(in->limits);
+    const tei_kind kind = kind_of(in->ctx);
     if (t->route == TEI_ROUTE_EMBED_SPARSE && kind != KIND_MASKED_LM)
         return WRONG_MODEL("Model is not an embedding model with SPLADE pooling (a masked LM)");
     if (t->route != TEI_ROUTE_EMBED_SPARSE && kind != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *inputs = fields_get(root, "inputs");
     text_options opts;
     if (embed_form(inputs, err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         text_opts(root, in, true, &opts, err) < 0)
         return -1;
     opts.flags |= TEXT_IDS;
     if (t->route == TEI_ROUTE_EMBED) {
-        const json_t *dims = api_json_field(root, "dimensions");
+        const json_t *dims = fields_get(root, "dimensions");
         if (get_bool(root, "normalize", true, &t->normalize, err) < 0)
             return -1;
         if (dims && (!json_is_integer(dims) || json_integer_value(dims) < 1))
@@ -259,17 +260,17 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
         t->dimensions = dims ? (int)json_integer_value(dims) : 0;
     }
     t->single = json_is_string(inputs) || json_is_integer(json_array_get(inputs, 0));
-    if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->limits, err) < 0 ||
+    if (encode_set_text(req, inputs, "inputs", &opts, in->hp, in->ctx, err) < 0 ||
         encode_text_lengths(req, err) < 0 || encode_check_ids(req, "inputs", "inputs", err) < 0)
         return -1;
     if (t->route != TEI_ROUTE_EMBED_SPARSE)
         return 0;
-    const size_t V = (size_t)enc_model_head(in->limits->model)->n_outputs;
-    if ((size_t)req->batch.B * V * 4 > in->limits->max_logits_bytes)
+    const size_t V = (size_t)enc_model_head(in->ctx->model)->n_outputs;
+    if ((size_t)req->batch.B * V * 4 > in->ctx->max_logits_bytes)
         return api_error_set(err, API_TOO_LARGE,
                              "%d sparse vectors of %zu float32 are over limits.max_logits_bytes "
                              "(%zu)",
-                             req->batch.B, V, in->limits->max_logits_bytes);
+                             req->batch.B, V, in->ctx->max_logits_bytes);
     req->head = ENC_HEAD_OUT_SPLADE;
     req->head_outputs = V;
     req->head_per_token = false;
@@ -323,11 +324,11 @@ static json_t *predict_inputs(const json_t *v, bool *single, api_error *err)
 static int explain_option(tei_state *t, const json_t *root, api_error *err)
 {
     bool explain;
-    const json_t *from = api_json_field(root, "explain_from");
+    const json_t *from = fields_get(root, "explain_from");
     if (get_bool(root, "explain", false, &explain, err) < 0)
         return -1;
     if (from && !json_is_integer(from))
-        return INVALID("`explain_from` must be an integer, not %s", api_json_kind(from));
+        return INVALID("`explain_from` must be an integer, not %s", fields_kind(from));
     return encode_want_explain(&t->p.enc, explain, from, err);
 }
 
@@ -346,15 +347,15 @@ static int tei_scores(tei_state *t, const json_t *root, api_error *err)
 
 static int parse_predict(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const tei_kind kind = kind_of(in->limits);
+    const tei_kind kind = kind_of(in->ctx);
     if (kind != KIND_CLASSIFIER && kind != KIND_RERANKER)
         return WRONG_MODEL("Model is not a classifier model");
-    t->p.head = enc_model_head(in->limits->model);
+    t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
     if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0)
         return -1;
-    const json_t *v = api_json_field(root, "inputs");
+    const json_t *v = fields_get(root, "inputs");
     json_t *inputs = v ? predict_inputs(v, &t->single, err) : NULL;
     if (!inputs)
         return err->kind ? -1 : INVALID("Input validation error: `inputs` " EMPTY_WORDS);
@@ -365,16 +366,16 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
 
 static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const json_t *query = api_json_field(root, "query"), *texts = api_json_field(root, "texts");
+    const json_t *query = fields_get(root, "query"), *texts = fields_get(root, "texts");
     if (!json_is_string(query))
         return INVALID("`query` must be a string%s", query ? "" : " and is required");
     if (!json_is_array(texts))
         return INVALID("`texts` must be a list of strings%s", texts ? "" : " and is required");
     if (json_array_size(texts) == 0)
         return INVALID("`texts` " EMPTY_WORDS);
-    if (kind_of(in->limits) != KIND_RERANKER)
+    if (kind_of(in->ctx) != KIND_RERANKER)
         return WRONG_MODEL("model is not a re-ranker model");
-    t->p.head = enc_model_head(in->limits->model);
+    t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
     if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0 ||
@@ -387,7 +388,7 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
     {
         if (!json_is_string(x)) {
             json_decref(pairs);
-            return INVALID("`texts[%zu]` must be a string, not %s", i, api_json_kind(x));
+            return INVALID("`texts[%zu]` must be a string, not %s", i, fields_kind(x));
         }
         json_array_append_new(pairs, json_pack("[O,O]", query, x));
     }
@@ -399,10 +400,10 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
 
 static int parse_similarity(tei_state *t, const json_t *root, const proto_input *in, api_error *err)
 {
-    const json_t *inputs = api_json_field(root, "inputs");
+    const json_t *inputs = fields_get(root, "inputs");
     const json_t *source = json_object_get(inputs, "source_sentence");
     const json_t *sentences = json_object_get(inputs, "sentences");
-    const json_t *params = api_json_field(root, "parameters");
+    const json_t *params = fields_get(root, "parameters");
     if (!json_is_object(inputs))
         return INVALID("`inputs` must be {\"source_sentence\": string, \"sentences\": [string]}");
     if (!json_is_string(source) || !json_is_array(sentences))
@@ -412,8 +413,8 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
     if (json_array_size(sentences) == 0)
         return INVALID("`inputs.sentences` " EMPTY_WORDS);
     if (params && !json_is_object(params))
-        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
-    if (kind_of(in->limits) != KIND_EMBEDDING)
+        return INVALID("`parameters` must be an object, not %s", fields_kind(params));
+    if (kind_of(in->ctx) != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
     text_options opts;
     if (text_opts(params ? params : root, in, true, &opts, err) < 0)
@@ -427,7 +428,7 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
                  : 0;
     encode_request *req = &t->p.enc;
     if (rc == 0)
-        rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->limits, err) < 0 ||
+        rc = encode_set_text(req, all, "inputs", &opts, in->hp, in->ctx, err) < 0 ||
                      encode_text_lengths(req, err) < 0
                  ? -1
                  : 0;
@@ -442,11 +443,11 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
 {
     static const char *const FUNCTIONS[] = {"softmax", "sigmoid", "none"};
     predict_request *p = &t->p;
-    p->head = enc_model_head(in->limits->model);
-    const json_t *params = api_json_field(root, "parameters");
-    const json_t *inputs = api_json_field(root, "inputs");
+    p->head = enc_model_head(in->ctx->model);
+    const json_t *params = fields_get(root, "parameters");
+    const json_t *inputs = fields_get(root, "inputs");
     if (params && !json_is_object(params))
-        return INVALID("`parameters` must be an object, not %s", api_json_kind(params));
+        return INVALID("`parameters` must be an object, not %s", fields_kind(params));
     const json_t *top_k = json_object_get(params, "top_k");
     const json_t *fn = json_object_get(params, "function_to_apply");
     const json_t *agg = json_object_get(params, "aggregation_strategy");
@@ -473,14 +474,13 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
 }
 
 /* POST /: the route of the model's kind and the body's form. */
-static int root_route(const json_t *root, const api_limits *lim)
+static int root_route(const json_t *root, const api_ctx *ctx)
 {
-    switch (kind_of(lim)) {
+    switch (kind_of(ctx)) {
     case KIND_EMBEDDING:
-        return json_is_object(api_json_field(root, "inputs")) ? TEI_ROUTE_SIMILARITY
-                                                              : TEI_ROUTE_EMBED;
+        return json_is_object(fields_get(root, "inputs")) ? TEI_ROUTE_SIMILARITY : TEI_ROUTE_EMBED;
     case KIND_RERANKER:
-        return api_json_field(root, "query") ? TEI_ROUTE_RERANK : ROUTE_PIPELINE;
+        return fields_get(root, "query") ? TEI_ROUTE_RERANK : ROUTE_PIPELINE;
     default:
         return ROUTE_PIPELINE;
     }
@@ -512,7 +512,7 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
     json_t *root = load_body(in->body, in->len, err);
     if (!root)
         return NULL;
-    t->route = in->route == TEI_ROUTE_ROOT ? root_route(root, in->limits) : in->route;
+    t->route = in->route == TEI_ROUTE_ROOT ? root_route(root, in->ctx) : in->route;
     int rc;
     switch (t->route) {
     case TEI_ROUTE_PREDICT:
@@ -532,11 +532,11 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
         break;
     }
     if (rc == 0 && t->route == TEI_ROUTE_RERANK)
-        t->chars = chars_of(api_json_field(root, "texts")) +
-                   chars_of(api_json_field(root, "query")) *
-                       (long)json_array_size(api_json_field(root, "texts"));
+        t->chars =
+            chars_of(fields_get(root, "texts")) +
+            chars_of(fields_get(root, "query")) * (long)json_array_size(fields_get(root, "texts"));
     else if (rc == 0)
-        t->chars = chars_of(api_json_field(root, "inputs"));
+        t->chars = chars_of(fields_get(root, "inputs"));
     json_decref(root);
     return rc < 0 ? NULL : &t->p.enc;
 }
@@ -802,28 +802,27 @@ static json_t *tei_tokens(const tok_tokenizer *tok, const tok_encoding *e, const
     return list;
 }
 
-json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api_error *err)
+json_t *tei_tokenize(const char *body, size_t len, const api_ctx *ctx, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
-    const json_t *inputs = api_json_field(root, "inputs"),
-                 *prompt = api_json_field(root, "prompt_name");
+    const json_t *inputs = fields_get(root, "inputs"), *prompt = fields_get(root, "prompt_name");
     bool special;
     text_batch tb = {0};
     text_options o; /* the prompt (default: the model's); no limit: counting is what it is for */
     if (texts_only(inputs, "inputs", err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
         get_bool(root, "add_special_tokens", true, &special, err) < 0 ||
         (prompt && !json_is_string(prompt) &&
-         INVALID("`prompt_name` must be a string, not %s", api_json_kind(prompt))) ||
-        text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
+         INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt))) ||
+        text_read_options(root, ctx, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
     o.flags = (special ? TEXT_SPECIALS : 0) | TEXT_ALLOW_EMPTY | TEXT_NO_LIMIT;
-    if (text_tokenize(inputs, "inputs", limits, &o, &tb, err) < 0 || !(out = json_array()))
+    if (text_tokenize(inputs, "inputs", ctx, &o, &tb, err) < 0 || !(out = json_array()))
         goto done;
     for (size_t b = 0; b < tb.B; b++) {
         const json_t *text = json_is_string(inputs) ? inputs : json_array_get(inputs, b);
-        if (json_array_append_new(out, tei_tokens(limits->tokenizer, &tb.enc[b], text, o.prompt)) <
+        if (json_array_append_new(out, tei_tokens(ctx->tokenizer, &tb.enc[b], text, o.prompt)) <
             0) {
             json_decref(out);
             out = NULL;
@@ -846,20 +845,20 @@ static int read_ids(const json_t *v, const char *what, int32_t *ids, api_error *
     {
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
             return INVALID("`%s[%zu]` must be a token id (an integer from 0), not %s", what, i,
-                           api_json_kind(x));
+                           fields_kind(x));
         ids[i] = (int32_t)json_integer_value(x);
     }
     return json_array_size(v) ? 0 : INVALID("Input validation error: `input_ids` " EMPTY_WORDS);
 }
 
-json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_error *err)
+json_t *tei_decode(const char *body, size_t len, const api_ctx *ctx, api_error *err)
 {
     json_t *root = load_body(body, len, err), *out = NULL;
     if (!root)
         return NULL;
-    const json_t *ids = api_json_field(root, "ids");
+    const json_t *ids = fields_get(root, "ids");
     bool skip;
-    if (!limits->tokenizer) {
+    if (!ctx->tokenizer) {
         INVALID("the served model has no tokenizer");
         goto done;
     }
@@ -872,9 +871,9 @@ json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_e
         goto done;
     const bool nested = json_is_array(json_array_get(ids, 0));
     const size_t n = nested ? json_array_size(ids) : 1;
-    if (limits->max_batch > 0 && n > (size_t)limits->max_batch) {
+    if (ctx->max_batch > 0 && n > (size_t)ctx->max_batch) {
         api_error_set(err, API_TOO_LARGE, "batch size %zu > maximum allowed batch size %d", n,
-                      limits->max_batch);
+                      ctx->max_batch);
         goto done;
     }
     out = json_array();
@@ -891,7 +890,7 @@ json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_e
                  : !json_is_array(row) ? INVALID("`%s` must be a list of token ids", what)
                                        : read_ids(row, what, v, err);
         if (rc == 0 &&
-            (rc = tok_decode(limits->tokenizer, v, json_array_size(row), skip, &s, &slen, &e)) < 0)
+            (rc = tok_decode(ctx->tokenizer, v, json_array_size(row), skip, &s, &slen, &e)) < 0)
             api_error_set(err, rc == ENC_ENOMEM ? API_UNAVAILABLE : API_BAD_REQUEST,
                           "tokenizer error: %s: %s", what, e.message);
         free(v);
@@ -927,9 +926,9 @@ static json_t *labels_of(const enc_head_info *h)
 
 static json_t *model_type(const proto_server *sv)
 {
-    const api_limits *lim = sv->limits;
-    const enc_head_info *h = enc_model_head(lim->model);
-    switch (kind_of(lim)) {
+    const api_ctx *ctx = sv->ctx;
+    const enc_head_info *h = enc_model_head(ctx->model);
+    switch (kind_of(ctx)) {
     case KIND_EMBEDDING:
         return json_pack("{s:{s:s}}", "embedding", "pooling", enc_pooling_name(sv->pooling->mode));
     case KIND_CLASSIFIER:
@@ -950,14 +949,14 @@ static int tei_get(int route, const proto_server *sv, char **body)
         return -1;
     if (!sv->loaded)
         return PROTO_NOT_READY;
-    const api_limits *lim = sv->limits;
+    const api_ctx *ctx = sv->ctx;
     json_t *j = json_pack(
         "{s:s,s:n,s:s,s:s,s:o,s:n,s:I,s:I,s:n,s:i,s:b,s:n,s:s,s:n,s:n}", "model_id", sv->model_name,
         "model_sha", "model_dtype", sv->dtype, "served_model_name", sv->model_name, "model_type",
         model_type(sv), "max_concurrent_requests", "max_input_length",
-        (json_int_t)(lim->tokenizer ? text_max_tokens(lim, NULL) : (size_t)lim->max_seq_len),
-        "max_batch_tokens", (json_int_t)lim->max_batch_tokens, "max_batch_requests",
-        "max_client_batch_size", lim->max_batch, "auto_truncate", lim->auto_truncate,
+        (json_int_t)(ctx->tokenizer ? text_max_tokens(ctx, NULL) : (size_t)ctx->max_seq_len),
+        "max_batch_tokens", (json_int_t)ctx->max_batch_tokens, "max_batch_requests",
+        "max_client_batch_size", ctx->max_batch, "auto_truncate", ctx->auto_truncate,
         "tokenization_workers", "version", sv->version, "sha", "docker_label");
     *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);

@@ -30,10 +30,10 @@ enum tei_route {
 /* POST /tokenize: {"inputs": str | [str], "add_special_tokens"} into
  * [[{"id", "text", "special", "start", "stop"}, ...], ...], byte offsets,
  * null on the special tokens.  NULL with err set. */
-json_t *tei_tokenize(const char *body, size_t len, const api_limits *limits, api_error *err);
+json_t *tei_tokenize(const char *body, size_t len, const api_ctx *ctx, api_error *err);
 
 /* POST /decode: {"ids": [id] | [[id]], "skip_special_tokens"} into [str].
  * NULL with err set. */
-json_t *tei_decode(const char *body, size_t len, const api_limits *limits, api_error *err);
+json_t *tei_decode(const char *body, size_t len, const api_ctx *ctx, api_error *err);
 
 #endif

@@ -34,20 +34,20 @@ static void take(size_t *max, const char **from, size_t n, const char *why)
     }
 }
 
-size_t text_max_tokens(const api_limits *limits, const char **from)
+size_t text_max_tokens(const api_ctx *ctx, const char **from)
 {
     size_t max = SIZE_MAX;
     const char *why = "no limit";
     /* the model's length: sentence-transformers' first, as its encode and
      * TEI take it (it may be above the tokenizer's: it is what
      * sentence-transformers passes the tokenizer as max_length) */
-    const enc_st_text *st = limits->sentence;
+    const enc_st_text *st = ctx->sentence;
     if (st && st->max_seq_length > 0)
         take(&max, &why, (size_t)st->max_seq_length, "sentence_bert_config.json's max_seq_length");
-    else if (limits->tokenizer)
-        take(&max, &why, tok_model_max_length(limits->tokenizer),
+    else if (ctx->tokenizer)
+        take(&max, &why, tok_model_max_length(ctx->tokenizer),
              "tokenizer_config.json's model_max_length");
-    const enc_embedding_info *e = limits->embedding;
+    const enc_embedding_info *e = ctx->embedding;
     if (e && e->max_positions > 0) { /* a position table */
         const bool roberta = strcmp(e->position, "roberta") == 0 && e->padding_idx >= 0;
         size_t table = (size_t)e->max_positions;
@@ -62,8 +62,8 @@ size_t text_max_tokens(const api_limits *limits, const char **from)
         take(&max, &why, (size_t)e->max_position_embeddings,
              "config.json's max_position_embeddings");
     }
-    if (limits->max_seq_len > 0)
-        take(&max, &why, (size_t)limits->max_seq_len, "limits.max_seq_len");
+    if (ctx->max_seq_len > 0)
+        take(&max, &why, (size_t)ctx->max_seq_len, "limits.max_seq_len");
     if (from)
         *from = why;
     return max;
@@ -71,14 +71,14 @@ size_t text_max_tokens(const api_limits *limits, const char **from)
 
 /* ---- a request's options ------------------------------------------------------ */
 
-const char *text_prompt(const api_limits *limits, const char *name)
+const char *text_prompt(const api_ctx *ctx, const char *name)
 {
-    return enc_st_text_prompt(limits->sentence, name);
+    return enc_st_text_prompt(ctx->sentence, name);
 }
 
-void text_prompt_names(const api_limits *limits, char *out, size_t cap)
+void text_prompt_names(const api_ctx *ctx, char *out, size_t cap)
 {
-    const enc_st_text *st = limits->sentence;
+    const enc_st_text *st = ctx->sentence;
     size_t k = 0;
     out[0] = '\0';
     for (size_t i = 0; st && i < st->n_prompts && k < cap; i++) {
@@ -89,30 +89,30 @@ void text_prompt_names(const api_limits *limits, char *out, size_t cap)
     }
 }
 
-int text_read_options(const json_t *root, const api_limits *limits, unsigned what, text_options *o,
+int text_read_options(const json_t *root, const api_ctx *ctx, unsigned what, text_options *o,
                       api_error *err)
 {
     memset(o, 0, sizeof *o);
-    const bool auto_truncate = (what & TEXT_OPT_AUTO) && limits->auto_truncate;
+    const bool auto_truncate = (what & TEXT_OPT_AUTO) && ctx->auto_truncate;
     o->flags =
         TEXT_SAY_TRUNCATE | (fields_bool(root, "truncate", auto_truncate) ? TEXT_TRUNCATE : 0);
-    const json_t *dir = api_json_field(root, "truncation_direction");
+    const json_t *dir = fields_get(root, "truncation_direction");
     const char *d = json_string_value(dir); /* one of TEXT_DIRECTIONS: checked */
     o->direction = d && (d[0] == 'l' || d[0] == 'L') ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT;
     if (!(what & TEXT_OPT_PROMPT))
         return 0;
-    const json_t *name = api_json_field(root, "prompt_name");
+    const json_t *name = fields_get(root, "prompt_name");
     if (!name) { /* sentence-transformers' encode: the default prompt, where there is one */
-        const enc_st_text *st = limits->sentence;
+        const enc_st_text *st = ctx->sentence;
         o->prompt =
-            st && st->default_prompt_name ? text_prompt(limits, st->default_prompt_name) : NULL;
+            st && st->default_prompt_name ? text_prompt(ctx, st->default_prompt_name) : NULL;
         return 0;
     }
     o->prompt_given = true;
-    if ((o->prompt = text_prompt(limits, json_string_value(name))))
+    if ((o->prompt = text_prompt(ctx, json_string_value(name))))
         return 0;
     char q[API_SAFE_MAX + 4], names[256];
-    text_prompt_names(limits, names, sizeof names);
+    text_prompt_names(ctx, names, sizeof names);
     return names[0] ? BAD("prompt_name '%s' is not one of the model's prompts: %s",
                           api_safe_text(json_string_value(name), q), names)
                     : BAD("prompt_name '%s': the model has no prompts (model.dir's "
@@ -199,7 +199,7 @@ static int ids_item(const tok_tokenizer *tok, const json_t *item, const char *at
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX) {
             free(ids);
             return BAD("%s[%zu] must be a token id (an integer from 0), not %s", at, i,
-                       json_is_integer(x) ? "a negative or too large integer" : api_json_kind(x));
+                       json_is_integer(x) ? "a negative or too large integer" : fields_kind(x));
         }
         ids[i] = (int32_t)json_integer_value(x);
     }
@@ -257,7 +257,7 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
                        at);
     } else if (!json_is_string(item)) {
         return BAD("%s must be a string or a [text, text_pair] pair, not %s", at,
-                   api_json_kind(item));
+                   fields_kind(item));
     }
     size_t alen = json_string_length(a);
     const char *atext = json_string_value(a);
@@ -282,11 +282,11 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
     return 0;
 }
 
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
-                  const text_options *o, text_batch *out, api_error *err)
+int text_tokenize(const json_t *v, const char *field, const api_ctx *ctx, const text_options *o,
+                  text_batch *out, api_error *err)
 {
     memset(out, 0, sizeof *out);
-    const tok_tokenizer *tok = limits->tokenizer;
+    const tok_tokenizer *tok = ctx->tokenizer;
     if (!tok)
         return BAD("%s needs a tokenizer, and the served model has none (a model.dir with "
                    "tokenizer.json, or model.tokenizer); send input_ids or embeddings",
@@ -295,18 +295,18 @@ int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
      * sequence of ids and [[1, 2], "a"] two sequences. */
     const bool list = json_is_array(v) && !((o->flags & TEXT_IDS) && text_is_ids(v));
     if (!json_is_string(v) && !list && !json_is_array(v))
-        return BAD("%s must be %s, not %s", field, FORM, api_json_kind(v));
+        return BAD("%s must be %s, not %s", field, FORM, fields_kind(v));
     const size_t B = list ? json_array_size(v) : 1;
     if (B == 0)
         return BAD("%s is an empty list; expected %s", field, FORM);
-    if (limits->max_batch > 0 && B > (size_t)limits->max_batch)
-        return TOO_LARGE("%s has %zu texts; limits.max_batch is %d", field, B, limits->max_batch);
+    if (ctx->max_batch > 0 && B > (size_t)ctx->max_batch)
+        return TOO_LARGE("%s has %zu texts; limits.max_batch is %d", field, B, ctx->max_batch);
     if (!(out->enc = calloc(B, sizeof *out->enc)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     out->B = B;
     out->batched = list;
     const char *from;
-    const size_t max = text_max_tokens(limits, &from);
+    const size_t max = text_max_tokens(ctx, &from);
     scratch sc = {0};
     int rc = 0;
     for (size_t b = 0; b < B && rc == 0; b++) {
@@ -354,34 +354,33 @@ static const field_spec TOKENIZE_FIELDS[] = {
 };
 const field_table text_tokenize_fields = FIELD_TABLE("field", TOKENIZE_FIELDS);
 
-json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
-                              api_error *err)
+json_t *text_tokenize_request(const char *body, size_t len, const api_ctx *ctx, api_error *err)
 {
-    json_t *root = api_json_load(body, len, "text", err), *out = NULL;
+    json_t *root = fields_load(body, len, "text", err), *out = NULL;
     if (!root)
         return NULL;
     text_batch tb = {0};
     text_options o;
     if (!json_is_object(root)) {
-        BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        BAD("the request body must be a JSON object, not %s", fields_kind(root));
         goto done;
     }
     /* "truncate" false unless given, whatever server.auto_truncate says:
      * counting tokens is what this route is for, and TEI's /tokenize never
      * cuts */
     if (fields_check(&text_tokenize_fields, root, "", err) < 0 ||
-        text_read_options(root, limits, TEXT_OPT_PROMPT, &o, err) < 0)
+        text_read_options(root, ctx, TEXT_OPT_PROMPT, &o, err) < 0)
         goto done;
     o.flags |=
         TEXT_ALLOW_EMPTY | (fields_bool(root, "add_special_tokens", true) ? TEXT_SPECIALS : 0);
     if (!(o.flags & TEXT_TRUNCATE))
         o.flags |= TEXT_NO_LIMIT;
-    if (text_tokenize(api_json_field(root, "text"), "text", limits, &o, &tb, err) < 0)
+    if (text_tokenize(fields_get(root, "text"), "text", ctx, &o, &tb, err) < 0)
         goto done;
     json_t *lists = json_array();
     out = json_pack("{s:o}", "tokens", lists);
     for (size_t b = 0; out && lists && b < tb.B; b++)
-        if (json_array_append_new(lists, text_tokens_json(limits->tokenizer, &tb.enc[b])) < 0) {
+        if (json_array_append_new(lists, text_tokens_json(ctx->tokenizer, &tb.enc[b])) < 0) {
             json_decref(out);
             out = NULL;
         }

@@ -55,7 +55,7 @@ size_t text_chars(const char *s, size_t len);
  * and limits.max_seq_len; SIZE_MAX when none says.  *from (when not NULL):
  * which one ("sentence_bert_config.json's max_seq_length", ...; the first
  * of them in that order on a tie), a static string. */
-size_t text_max_tokens(const api_limits *limits, const char **from);
+size_t text_max_tokens(const api_ctx *ctx, const char **from);
 
 /* Whether v is a list of token ids, TEXT_IDS's form: a list whose first
  * entry is an integer, or an empty list (then refused as a sequence without
@@ -100,7 +100,7 @@ extern const char *const TEXT_DIRECTIONS[]; /* "right", "left", "Right", "Left" 
 
 /* What text_read_options reads (or-ed). */
 enum {
-    TEXT_OPT_AUTO = 1,   /* "truncate" absent: limits->auto_truncate (else false) */
+    TEXT_OPT_AUTO = 1,   /* "truncate" absent: ctx->auto_truncate (else false) */
     TEXT_OPT_PROMPT = 2, /* "prompt_name"; absent: the model's default prompt, if any */
 };
 
@@ -109,25 +109,25 @@ enum {
  * first; flags TEXT_TRUNCATE and TEXT_SAY_TRUNCATE).  0, or -1 with err
  * set: 400 for a prompt_name the model does not have, naming the ones it
  * has. */
-int text_read_options(const json_t *root, const api_limits *limits, unsigned what, text_options *o,
+int text_read_options(const json_t *root, const api_ctx *ctx, unsigned what, text_options *o,
                       api_error *err);
 
 /* The text of the served model's prompt named name (borrowed), or NULL
  * when it has none of that name. */
-const char *text_prompt(const api_limits *limits, const char *name);
+const char *text_prompt(const api_ctx *ctx, const char *name);
 /* The model's prompts' names as "a, b, c" (at most cap bytes, NUL-ended);
  * "" when it has none. */
-void text_prompt_names(const api_limits *limits, char *out, size_t cap);
+void text_prompt_names(const api_ctx *ctx, char *out, size_t cap);
 
 /* Tokenizes v, the request's field named field: a string, a list of
  * strings or a list of [a, b] pairs, as o says (o->prompt before each
  * single text); with TEXT_IDS also a list of token ids, or a list mixing
  * them with strings.  A sequence over text_max_tokens is 413 naming its count,
  * the limit and where the limit comes from, unless TEXT_TRUNCATE (cut) or
- * TEXT_NO_LIMIT.  limits->max_batch bounds the list.  0, or -1 with err set
+ * TEXT_NO_LIMIT.  ctx->max_batch bounds the list.  0, or -1 with err set
  * (400 naming field and index, 413). */
-int text_tokenize(const json_t *v, const char *field, const api_limits *limits,
-                  const text_options *o, text_batch *out, api_error *err);
+int text_tokenize(const json_t *v, const char *field, const api_ctx *ctx, const text_options *o,
+                  text_batch *out, api_error *err);
 void text_batch_free(text_batch *tb);
 
 /* Sequence e's tokens as [{"id", "text", "start", "stop", "special",
@@ -139,11 +139,10 @@ json_t *text_tokens_json(const tok_tokenizer *tok, const tok_encoding *e);
 
 /* POST /v1/tokenize: the body {"text": str | [str] | [[a, b]],
  * "add_special_tokens", "truncate", "truncation_direction", "prompt_name"}
- * tokenized by limits->tokenizer into {"tokens": [[token, ...], ...]}, one
+ * tokenized by ctx->tokenizer into {"tokens": [[token, ...], ...]}, one
  * list per sequence (new reference), or NULL with err set.  Without
  * "truncate" (its default is false here, whatever server.auto_truncate
  * says) no token limit applies: counting tokens is what the route is for. */
-json_t *text_tokenize_request(const char *body, size_t len, const api_limits *limits,
-                              api_error *err);
+json_t *text_tokenize_request(const char *body, size_t len, const api_ctx *ctx, api_error *err);
 
 #endif

@@ -66,6 +66,7 @@
 #include "runtime/bufpool.h"
 #include "codec/stream.h"
 #include "codec/base64.h"
+#include "codec/body.h"
 #include "codec/extract.h"
 #include "codec/jsontext.h"
 #include "codec/strbuf.h"
@@ -102,9 +103,9 @@ static const field_spec TOP_FIELDS[] = {
     TEXT_FIELD_DIRECTION,
     {.name = "mask", .type = FIELD_JSON},
     {.name = "position_ids", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION,
+    OPTIONS_FIELD_ATTENTION,
     {.name = "attention_layers", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION_FORMAT,
+    OPTIONS_FIELD_ATTENTION_FORMAT,
     {.name = "precision", .type = FIELD_INT, .min = 1, .max = 9},
     {.name = "encoding", .type = FIELD_CHOICE, .choices = ENCODINGS},
     {.name = "logits", .type = FIELD_BOOL},
@@ -134,7 +135,7 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     if (!json_is_array(v))
         return BAD("attention_layers must be \"last\", \"all\" or an array of layer indices "
                    "0..%d, not %s",
-                   n - 1, api_json_kind(v));
+                   n - 1, fields_kind(v));
     if (json_array_size(v) == 0)
         return BAD("attention_layers is empty; give layer indices 0..%d, \"all\" or \"last\"",
                    n - 1);
@@ -145,8 +146,8 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
     for (size_t k = 0; k < json_array_size(v) && rc == 0; k++) {
         json_t *e = json_array_get(v, k);
         if (!json_is_integer(e)) {
-            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k,
-                     api_json_kind(e), n - 1);
+            rc = BAD("attention_layers[%zu] is %s; expected a layer index 0..%d", k, fields_kind(e),
+                     n - 1);
             break;
         }
         long long l = json_integer_value(e);
@@ -167,15 +168,15 @@ static int parse_layers(encode_request *req, const json_t *v, api_error *err)
 static int parse_explain(encode_request *req, const json_t *root, api_error *err)
 {
     return encode_want_explain(req, fields_bool(root, "explain", false),
-                               api_json_field(root, "explain_from"), err);
+                               fields_get(root, "explain_from"), err);
 }
 
 /* attention, attention_layers, precision, attention_format, encoding,
  * explain (checked against TOP). */
 static int parse_options(encode_request *req, const json_t *root, api_error *err)
 {
-    encode_apply_attention(req, &v1_encode_fields, root);
-    if (parse_layers(req, api_json_field(root, "attention_layers"), err) < 0)
+    options_apply_attention(req, &v1_encode_fields, root);
+    if (parse_layers(req, fields_get(root, "attention_layers"), err) < 0)
         return -1;
     if (req->attn_mode == ENC_ATTN_NONE) {
         req->layers_listed = false; /* validated, but nothing to return */
@@ -274,12 +275,12 @@ static int emb_fault(const jx_array *a, int nd, size_t D, api_error *err)
 }
 
 static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t,
-                        const enc_hparams *hp, const api_limits *lim, api_error *err)
+                        const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!t->found) {
         if (json_is_array(emb)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: embeddings not scanned");
-        return BAD("embeddings must be %s, not %s", EMB_FORM, api_json_kind(emb));
+        return BAD("embeddings must be %s, not %s", EMB_FORM, fields_kind(emb));
     }
     const jx_array *a = &t->emb;
     const size_t D = (size_t)hp->d_model;
@@ -295,7 +296,7 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
     req->batched = a->rank >= 3;
     const int nd = req->batched ? 3 : 2;
     const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->dims[1] : a->dims[0];
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     /* In document order: the first row's length, a number there, then the
      * rest of the array. */
@@ -321,16 +322,16 @@ static int parse_nested(encode_request *req, const json_t *emb, const v1_text *t
 /* embeddings_b64 + shape; its characters are body[b64_start, b64_end) when
  * the scanner found them (text is then ""), else text's. */
 static int parse_b64(encode_request *req, const json_t *text, const json_t *shape, const v1_text *t,
-                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!json_is_string(text))
-        return BAD("embeddings_b64 must be a base64 string, not %s", api_json_kind(text));
+        return BAD("embeddings_b64 must be a base64 string, not %s", fields_kind(text));
     if (!shape)
         return BAD("embeddings_b64 needs shape: [B, L, d_model] or [L, d_model]");
     size_t nd = json_array_size(shape);
     if (!json_is_array(shape) || nd < 2 || nd > 3)
         return BAD("shape must be [B, L, d_model] or [L, d_model], not %s%s",
-                   json_is_array(shape) ? "an array of " : api_json_kind(shape),
+                   json_is_array(shape) ? "an array of " : fields_kind(shape),
                    json_is_array(shape) ? (nd < 2 ? "fewer than 2 entries" : "more than 3 entries")
                                         : "");
     size_t dims[3];
@@ -345,7 +346,7 @@ static int parse_b64(encode_request *req, const json_t *text, const json_t *shap
         return BAD("shape[%zu] = %zu but d_model is %d", nd - 1, dims[nd - 1], hp->d_model);
     req->batched = nd == 3;
     const size_t B = req->batched ? dims[0] : 1, L = dims[nd - 2], D = (size_t)hp->d_model;
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
 
     const char *s = t->b64 ? t->b64 : json_string_value(text);
@@ -480,7 +481,7 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
     if (!t->int_found[i]) {
         if (json_is_array(v)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: %s not scanned", field);
-        return BAD("%s must be %s (%s), not %s", field, form, like, api_json_kind(v));
+        return BAD("%s must be %s (%s), not %s", field, form, like, fields_kind(v));
     }
     const jx_array *a = &t->ints[i];
     const int rank = req->batched ? 2 : 1;
@@ -519,15 +520,15 @@ static int read_ints(encode_request *req, int i, const json_t *v, const v1_text 
 
 /* input_ids, and token_type_ids with them: B, L, the rows and the ids. */
 static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, v1_rows *rows,
-                     const enc_hparams *hp, const api_limits *lim, api_error *err)
+                     const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
-    const json_t *v = api_json_field(root, "input_ids");
+    const json_t *v = fields_get(root, "input_ids");
     if (encode_ids_allowed(req, "input_ids", err) < 0)
         return -1;
     if (!t->int_found[INT_IDS]) {
         if (json_is_array(v)) /* top_member missed it: cannot happen */
             return api_error_set(err, API_INTERNAL, "encode: input_ids not scanned");
-        return BAD("input_ids must be %s, not %s", IDS_FORM, api_json_kind(v));
+        return BAD("input_ids must be %s, not %s", IDS_FORM, fields_kind(v));
     }
     const jx_array *a = &t->ints[INT_IDS];
     if (a->dims[0] == 0)
@@ -538,13 +539,13 @@ static int parse_ids(encode_request *req, const json_t *root, const v1_text *t, 
     const size_t B = req->batched ? a->dims[0] : 1, L = req->batched ? a->longest : a->dims[0];
     if (L == 0)
         return BAD("input_ids[0] is empty; a sequence needs at least one token");
-    if (encode_check_limits(req, B, L, hp, lim, err) < 0)
+    if (encode_check_limits(req, B, L, hp, ctx, err) < 0)
         return -1;
     if (a->fault != JX_OK)
         return ints_fault("input_ids", a, err);
     req->batch.B = (int)B;
     req->batch.L = (int)L;
-    const json_t *types = api_json_field(root, "token_type_ids");
+    const json_t *types = fields_get(root, "token_type_ids");
     if (encode_alloc_ids(req, types != NULL, "input_ids", err) < 0)
         return -1;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -588,7 +589,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
     const int B = req->batch.B, L = req->batch.L;
     if (!json_is_array(v))
         return BAD("lengths must be an array of integers (one per sequence), not %s",
-                   api_json_kind(v));
+                   fields_kind(v));
     if (json_array_size(v) != (size_t)B)
         return BAD("lengths has %zu %s; the batch has %d sequence%s", json_array_size(v),
                    api_entries(json_array_size(v)), B, api_plural((size_t)B));
@@ -597,7 +598,7 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
     for (int b = 0; b < B; b++) {
         json_t *e = json_array_get(v, (size_t)b);
         if (!json_is_integer(e))
-            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, api_json_kind(e), L);
+            return BAD("lengths[%d] is %s; expected an integer 1..%d", b, fields_kind(e), L);
         long long n = json_integer_value(e);
         const int top = rows->len ? (int)rows->len[b] : L;
         if ((n < 1 || n > top) && top < L)
@@ -616,12 +617,12 @@ static int parse_lengths(encode_request *req, const json_t *v, const v1_rows *ro
 /* position_ids: int[L] (every sequence) or int[B][L] (with ragged
  * input_ids rows, row b as long as input_ids[b]). */
 static int parse_positions(encode_request *req, const json_t *v, const v1_rows *ids_rows,
-                           const api_limits *lim, api_error *err)
+                           const api_ctx *ctx, api_error *err)
 {
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!json_is_array(v) || json_array_size(v) == 0)
         return BAD("position_ids must be int[L] or int[B][L] (non-negative integers), not %s",
-                   json_is_array(v) ? "an empty array" : api_json_kind(v));
+                   json_is_array(v) ? "an empty array" : fields_kind(v));
     const bool rows = json_is_array(json_array_get(v, 0));
     if (rows && json_array_size(v) != B)
         return BAD("position_ids has %zu row%s; the batch has %zu sequence%s", json_array_size(v),
@@ -641,7 +642,7 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
             if (n < L)
                 snprintf(as, sizeof as, ", as input_ids[%zu]", r);
             rc = BAD("position_ids[%zu] is %s; expected %zu integers%s", r,
-                     json_is_array(row) ? "of another length" : api_json_kind(row), n, as);
+                     json_is_array(row) ? "of another length" : fields_kind(row), n, as);
             break;
         }
         for (size_t i = 0; i < n; i++) {
@@ -653,14 +654,14 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
                 else
                     snprintf(at, sizeof at, "position_ids[%zu]", i);
                 rc = json_is_real(e) ? BAD("%s = %g is not an integer", at, json_real_value(e))
-                                     : BAD("%s is %s; expected an integer", at, api_json_kind(e));
+                                     : BAD("%s is %s; expected an integer", at, fields_kind(e));
                 break;
             }
             vals[r * L + i] = json_integer_value(e);
         }
     }
     if (rc == 0)
-        rc = encode_set_positions(req, vals, rows, lim, "position_ids", err);
+        rc = encode_set_positions(req, vals, rows, ctx, "position_ids", err);
     free(vals);
     return rc;
 }
@@ -670,18 +671,18 @@ static int parse_positions(encode_request *req, const json_t *v, const v1_rows *
 /* text: tokenized by the served tokenizer (text.h) into input_ids and
  * token_type_ids, each sequence its own length; req->texts keeps the tokens
  * for the response. */
-static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+static int parse_text(encode_request *req, const json_t *root, v1_rows *rows, const enc_hparams *hp,
+                      const api_ctx *ctx, api_error *err)
 {
     text_options o;
     if (encode_ids_allowed(req, "text", err) < 0 ||
-        text_read_options(root, lim, TEXT_OPT_AUTO, &o, err) < 0)
+        text_read_options(root, ctx, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
-    if (api_json_field(root, "attention_mask"))
+    if (fields_get(root, "attention_mask"))
         return BAD("attention_mask is not used with text: each text's tokens are its sequence "
                    "(lengths and mask still apply)");
-    if (encode_set_text(req, api_json_field(root, "text"), "text", &o, hp, lim, err) < 0)
+    if (encode_set_text(req, fields_get(root, "text"), "text", &o, hp, ctx, err) < 0)
         return -1;
     const size_t B = (size_t)req->batch.B, L = (size_t)req->batch.L;
     if (!(rows->len = encode_zalloc(B, sizeof *rows->len)))
@@ -696,11 +697,11 @@ static int parse_text(encode_request *req, const json_t *root, v1_rows *rows,
 /* ---- parsing: the request ------------------------------------------------ */
 
 static int parse_input_fields(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                              const enc_hparams *hp, const api_limits *lim, api_error *err)
+                              const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
-    json_t *emb = api_json_field(root, "embeddings"), *b64 = api_json_field(root, "embeddings_b64"),
-           *ids = api_json_field(root, "input_ids"), *shape = api_json_field(root, "shape"),
-           *text = api_json_field(root, "text");
+    json_t *emb = fields_get(root, "embeddings"), *b64 = fields_get(root, "embeddings_b64"),
+           *ids = fields_get(root, "input_ids"), *shape = fields_get(root, "shape"),
+           *text = fields_get(root, "text");
     const char *given[4];
     int n = 0;
     if (text)
@@ -719,40 +720,40 @@ static int parse_input_fields(encode_request *req, json_t *root, const v1_text *
         return BAD("embeddings is required: number[B][L][d_model] or number[L][d_model] (or "
                    "embeddings_b64 with shape, or input_ids or text for a model with an embedding "
                    "module)");
-    if (!text && api_json_field(root, "truncate"))
+    if (!text && fields_get(root, "truncate"))
         return BAD("truncate is only used with text");
-    if (!text && api_json_field(root, "truncation_direction"))
+    if (!text && fields_get(root, "truncation_direction"))
         return BAD("truncation_direction is only used with text");
     if (shape && !b64)
         return BAD("shape is only used with embeddings_b64");
-    if (!ids && api_json_field(root, "token_type_ids"))
+    if (!ids && fields_get(root, "token_type_ids"))
         return BAD("token_type_ids is only used with input_ids");
     if (text)
-        return parse_text(req, root, rows, hp, lim, err);
+        return parse_text(req, root, rows, hp, ctx, err);
     if (ids)
-        return parse_ids(req, root, t, rows, hp, lim, err);
-    if ((emb ? parse_nested(req, emb, t, hp, lim, err)
-             : parse_b64(req, b64, shape, t, hp, lim, err)) < 0)
+        return parse_ids(req, root, t, rows, hp, ctx, err);
+    if ((emb ? parse_nested(req, emb, t, hp, ctx, err)
+             : parse_b64(req, b64, shape, t, hp, ctx, err)) < 0)
         return -1;
     req->batch.x = req->x;
     return 0;
 }
 
 static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_rows *rows,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (!json_is_object(root))
-        return BAD("the request body must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the request body must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&v1_encode_fields, root, "", err) < 0 || parse_options(req, root, err) < 0 ||
-        parse_input_fields(req, root, t, rows, hp, lim, err) < 0)
+        parse_input_fields(req, root, t, rows, hp, ctx, err) < 0)
         return -1;
 
-    json_t *v, *lengths = api_json_field(root, "lengths");
+    json_t *v, *lengths = fields_get(root, "lengths");
     if (lengths && parse_lengths(req, lengths, rows, err) < 0)
         return -1;
-    if ((v = api_json_field(root, "mask")) && encode_parse_mask(req, v, err) < 0)
+    if ((v = fields_get(root, "mask")) && options_parse_mask(req, v, err) < 0)
         return -1;
-    if ((v = api_json_field(root, "attention_mask")) &&
+    if ((v = fields_get(root, "attention_mask")) &&
         parse_attention_mask(req, v, t, rows, lengths != NULL, err) < 0)
         return -1;
     if (!req->lengths && rows->ragged) { /* each ragged row its own length */
@@ -763,9 +764,9 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
             req->lengths[b] = (int)rows->len[b];
         req->batch.lengths = req->lengths;
     }
-    if ((v = api_json_field(root, "position_ids")) && parse_positions(req, v, rows, lim, err) < 0)
+    if ((v = fields_get(root, "position_ids")) && parse_positions(req, v, rows, ctx, err) < 0)
         return -1;
-    if (fields_bool(root, "logits", false) && encode_want_logits(req, lim, err) < 0)
+    if (fields_bool(root, "logits", false) && encode_want_logits(req, ctx, err) < 0)
         return -1;
     for (size_t b = 0; req->explain && b < (size_t)req->batch.B; b++)
         if ((size_t)req->explain_from >= encode_seq_len(req, b))
@@ -775,12 +776,10 @@ static int parse_root(encode_request *req, json_t *root, const v1_text *t, v1_ro
 }
 
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                     const api_limits *limits, api_error *err)
+                     const api_ctx *ctx, api_error *err)
 {
-    if (encode_request_init(req, hp, err) < 0)
+    if (encode_request_init(req, hp, ctx, err) < 0)
         return -1;
-    req->pool = limits ? limits->pool : NULL;
-    req->embedding = limits ? limits->embedding : NULL;
 
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
@@ -791,54 +790,22 @@ int v1_request_parse(encode_request *req, const char *body, size_t len, const en
     const jx_array *scanned[1 + N_INTS] = {t.found ? &t.emb : NULL};
     for (int i = 0; i < N_INTS; i++)
         scanned[1 + i] = t.int_found[i] ? &t.ints[i] : NULL;
-    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
-    jx_cut cut[2 + N_INTS];
-    size_t n_cuts = 0;
-    for (int i = 0; i < 1 + N_INTS; i++) {
-        if (!scanned[i])
-            continue;
-        if (scanned[i]->fault == JX_OOM)
-            return api_error_set(err, API_UNAVAILABLE, "out of memory");
-        if (scanned[i]->fault == JX_SYNTAX && !syntax)
-            syntax = scanned[i];
-        cut[n_cuts++] = (jx_cut){scanned[i]->start, scanned[i]->end};
-    }
-    if (t.b64 && !t.found)
-        cut[n_cuts++] = (jx_cut){t.b64 - 1, t.b64_end + 1};
-    else
+    if (t.found) /* "embeddings" is read; a plain "embeddings_b64" is left to jansson */
         t.b64 = NULL;
-    if (syntax) {
-        n_cuts = 0;
-        t.b64 = NULL;
-    }
-    for (size_t i = 1; i < n_cuts; i++) /* in text order */
-        for (size_t j = i; j > 0 && cut[j].start < cut[j - 1].start; j--) {
-            const jx_cut c = cut[j];
-            cut[j] = cut[j - 1];
-            cut[j - 1] = c;
-        }
-    json_error_t jerr;
-    bool oom = false;
-    json_t *root = jx_load(text, n, cut, n_cuts, &jerr, &oom);
-    if (oom)
-        return api_error_set(err, API_UNAVAILABLE, "out of memory");
-    if (!root)
-        return api_json_invalid(err, jerr.line, jerr.column, -1, jerr.text);
-    int rc;
+    const jx_cut b64_cut = {t.b64 ? t.b64 - 1 : NULL, t.b64 ? t.b64_end + 1 : NULL};
+    body_json bj;
+    if (body_load(text, n, scanned, 1 + N_INTS, &b64_cut, t.b64 ? 1 : 0, false, &bj) < 0)
+        return fields_body_error(&bj, false, err);
+    json_t *root = bj.root;
     v1_rows rows = {0};
-    if (syntax) { /* jansson took what the scan refused */
-        char msg[160];
-        rc = BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
-    } else {
-        /* U+0000 in text alone: the tokenizer reads a string by its length */
-        rc = api_json_refuse_nul(root, "text", err);
-        if (rc == 0)
-            rc = parse_root(req, root, &t, &rows, hp, limits, err);
-    }
+    /* U+0000 in text alone: the tokenizer reads a string by its length */
+    int rc = fields_refuse_nul(root, "text", err);
+    if (rc == 0)
+        rc = parse_root(req, root, &t, &rows, hp, ctx, err);
     free(rows.len);
     json_decref(root);
     if (rc == 0)
-        rc = encode_request_plan(req, hp, limits, err);
+        rc = encode_request_plan(req, hp, ctx, err);
     return rc;
 }
 
@@ -860,9 +827,9 @@ static stream_view view_of(const encode_request *req, const enc_hparams *hp, int
         return (stream_view){req->logits + b * C, STREAM_FLOAT32, 1, {C}, {1}};
     if (layer < 0)
         return (stream_view){req->out + b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    const float *base = req->attn[layer] + b * (heads ? heads : 1) * L * L;
-    if (!heads)
+    const size_t heads = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
+    const float *base = req->attn[layer] + b * heads * L * L;
+    if (req->attn_mode != ENC_ATTN_HEADS)
         return (stream_view){base, STREAM_FLOAT32, 2, {len, len}, {L, 1}};
     return (stream_view){base, STREAM_FLOAT32, 3, {heads, len, len}, {L * L, L, 1}};
 }
@@ -941,8 +908,8 @@ static bool band_csr(stream *st, const encode_request *req, int b, int band, siz
 static void write_csr(stream *st, const encode_request *req, const enc_hparams *hp, int layer)
 {
     const size_t B = (size_t)req->batch.B;
-    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? (size_t)hp->n_heads : 0;
-    const size_t nh = heads ? heads : 1;
+    const size_t nh = (size_t)enc_attn_heads(req->attn_mode, hp->n_heads);
+    const size_t heads = req->attn_mode == ENC_ATTN_HEADS ? nh : 0; /* 0: no heads axis */
     const int band = enc_layer_local(hp, layer) ? hp->local_window : -1;
     const float *layer_values = req->attn[layer];
     if (req->batched)
@@ -1182,7 +1149,7 @@ char *v1_response(const encode_request *req, const char *model_name, const enc_h
 static encode_request *v1_parse(void *state, const proto_input *in, api_error *err)
 {
     encode_request *req = state;
-    if (v1_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->limits, err) < 0)
+    if (v1_request_parse(req, in->body ? in->body : "", in->len, in->hp, in->ctx, err) < 0)
         return NULL;
     return req;
 }

@@ -23,14 +23,14 @@
  * options (unknown ones refused), attention mode, attention_layers indices,
  * precision, encoding; and batch / sequence / token counts and the attention
  * output size against limits BEFORE allocating anything sized by them
- * (limits NULL: none, sizes are still checked for overflow).
+ * (ctx NULL: none, sizes are still checked for overflow).
  * Returns 0, or -1 with err set: API_BAD_REQUEST (400) or API_TOO_LARGE (413),
  * the message naming the field and index ("embeddings[1][3] has 511 numbers;
  * d_model is 512"; API_UNAVAILABLE when out of memory).  req is always safe
  * to encode_request_free.  docs/api.md lists the choices the contract leaves
  * open (null = absent, the unbatched form's masks, clamped windows, ...). */
 int v1_request_parse(encode_request *req, const char *body, size_t len, const enc_hparams *hp,
-                     const api_limits *limits, api_error *err);
+                     const api_ctx *ctx, api_error *err);
 
 /* The response body for a completed forward (docs/contract.md section 4): model, shape,
  * outputs (with the input's nesting; with lengths, sequence b has lengths[b]

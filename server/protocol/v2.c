@@ -399,7 +399,7 @@ static encode_request *v2_parse(void *state, const proto_input *in, api_error *e
 {
     v2_request *req = state;
     const char *ihcl = in->header ? in->header(in->cls, "Inference-Header-Content-Length") : NULL;
-    if (v2_request_parse(req, in->body, in->len, ihcl, in->model_name, in->hp, in->limits, err) < 0)
+    if (v2_request_parse(req, in->body, in->len, ihcl, in->model_name, in->hp, in->ctx, err) < 0)
         return NULL;
     return &req->enc;
 }

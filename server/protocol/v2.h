@@ -97,7 +97,7 @@ typedef struct v2_request {
  * req is always safe to v2_request_free.  docs/api.md ("POST
  * /v2/models/{name}/infer") lists the rules. */
 int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_length,
-                     const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                     const char *model_name, const enc_hparams *hp, const api_ctx *ctx,
                      api_error *err);
 
 /* The response body for a completed forward: the JSON object (model_name,

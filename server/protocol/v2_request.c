@@ -9,6 +9,7 @@
 #include "protocol/schemas.h"
 #include "protocol/text.h"
 
+#include "codec/body.h"
 #include "codec/extract.h"
 #include "codec/jsontext.h"
 
@@ -41,7 +42,7 @@ static const char *shape_text(const long long *dims, int rank, char *buf, size_t
 /* ---- parsing: request parameters ---------------------------------------------- */
 
 static const field_spec PARAMS_FIELDS[] = {
-    ENCODE_FIELD_ATTENTION,
+    OPTIONS_FIELD_ATTENTION,
     {.name = "causal", .type = FIELD_BOOL},
     {.name = "window", .type = FIELD_JSON},
     {.name = "window_left", .type = FIELD_JSON},
@@ -52,7 +53,7 @@ static const field_spec PARAMS_FIELDS[] = {
     {.name = "strided", .type = FIELD_JSON},
     {.name = "fixed", .type = FIELD_JSON},
     {.name = "blocks", .type = FIELD_JSON},
-    ENCODE_FIELD_ATTENTION_FORMAT,
+    OPTIONS_FIELD_ATTENTION_FORMAT,
     {.name = "binary_data_output", .type = FIELD_BOOL},
 };
 const field_table v2_parameters_fields = FIELD_TABLE("parameter", PARAMS_FIELDS);
@@ -86,10 +87,10 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
     if (!params)
         return 0;
     if (!json_is_object(params))
-        return BAD("parameters must be an object, not %s", api_json_kind(params));
+        return BAD("parameters must be an object, not %s", fields_kind(params));
     if (fields_check(&v2_parameters_fields, params, "parameters", err) < 0)
         return -1;
-    encode_apply_attention(&req->enc, &v2_parameters_fields, params);
+    options_apply_attention(&req->enc, &v2_parameters_fields, params);
     *binary_all = fields_bool(params, "binary_data_output", *binary_all);
     json_t *v;
     static const char *const mask_keys[] = {"causal", "window",  "global", "key_padding",
@@ -119,7 +120,7 @@ static int parse_params(v2_request *req, json_t *params, bool *binary_all, json_
 static int parse_mask(v2_request *req, json_t *mask, bool window_lr, api_error *err)
 {
     api_error e = {0};
-    if (encode_parse_mask(&req->enc, mask, &e) == 0)
+    if (options_parse_mask(&req->enc, mask, &e) == 0)
         return 0;
     char msg[sizeof e.message];
     size_t n = 0;
@@ -161,7 +162,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
     const bool attn_allowed = req->enc.attn_mode != ENC_ATTN_NONE;
     if (outs && !json_is_array(outs))
         return BAD("outputs must be an array of {\"name\": ...} objects, not %s",
-                   api_json_kind(outs));
+                   fields_kind(outs));
     if (!outs || json_array_size(outs) == 0) {
         req->out[req->n_out++] = V2_OUT_OUTPUTS;
         req->binary[V2_OUT_OUTPUTS] = binary_all;
@@ -178,7 +179,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
         snprintf(what, sizeof what, "outputs[%zu]", k);
         if (!json_is_object(o))
             return BAD("outputs[%zu] is %s; expected {\"name\": \"outputs\" or \"attention\"}", k,
-                       api_json_kind(o));
+                       fields_kind(o));
         if (fields_check(&v2_output_fields, o, what, err) < 0)
             return -1;
         const char *name = json_string_value(json_object_get(o, "name"));
@@ -203,7 +204,7 @@ static int parse_outputs(v2_request *req, json_t *outs, bool binary_all, api_err
             snprintf(pw, sizeof pw, "outputs[%zu] (%s): parameters", k, name);
             if (!json_is_object(params))
                 return BAD("outputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                           api_json_kind(params));
+                           fields_kind(params));
             if (fields_check(&v2_output_parameters_fields, params, pw, err) < 0)
                 return -1;
             binary = fields_bool(params, "binary_data", binary);
@@ -266,7 +267,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
     snprintf(what, sizeof what, "inputs[%zu]", k);
     if (!json_is_object(o))
         return BAD("inputs[%zu] is %s; expected an object with name, shape, datatype and data", k,
-                   api_json_kind(o));
+                   fields_kind(o));
     if (fields_check(&v2_input_fields, o, what, err) < 0)
         return -1;
     const json_t *v = json_object_get(o, "name");
@@ -313,7 +314,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         const json_t *e = json_array_get(v, (size_t)d);
         if (!json_is_integer(e) || json_integer_value(e) < 0)
             return BAD("inputs[%zu] (%s): shape[%d] is %s; expected a non-negative integer", k,
-                       name, d, json_is_integer(e) ? "negative" : api_json_kind(e));
+                       name, d, json_is_integer(e) ? "negative" : fields_kind(e));
         in->shape[d] = json_integer_value(e);
     }
 
@@ -323,7 +324,7 @@ static int parse_input(json_t *o, size_t k, v2_input *in, int *which, api_error 
         snprintf(pw, sizeof pw, "inputs[%zu] (%s): parameters", k, name);
         if (!json_is_object(params))
             return BAD("inputs[%zu] (%s): parameters must be an object, not %s", k, name,
-                       api_json_kind(params));
+                       fields_kind(params));
         if (fields_check(&v2_input_parameters_fields, params, pw, err) < 0)
             return -1;
         const long long size = fields_int(params, "binary_data_size", -1);
@@ -537,7 +538,7 @@ static int read_input(const v2_input *in, size_t numel, float *f, int *i, api_er
         return api_error_set(err, API_INTERNAL, "v2: inputs[%d].data not scanned", in->index);
     return BAD("inputs[%d] (%s): data must be an array (flat in row-major order, or nested "
                "as the shape), not %s",
-               in->index, in->name, api_json_kind(in->data));
+               in->index, in->name, fields_kind(in->data));
 }
 
 /* Inference-Header-Content-Length: a decimal byte count within the body. */
@@ -575,9 +576,9 @@ static int header_length(const char *text, size_t len, size_t *out, api_error *e
  * served tokenizer (text.h) into the batch's token ids, each sequence its
  * own length.  Only the mask options go with it. */
 static int parse_text_input(v2_request *req, const v2_input *in, const bool *have,
-                            const unsigned char *bin, size_t bin_len, bool has_header,
-                            json_t *mask, bool window_lr, const enc_hparams *hp,
-                            const api_limits *lim, api_error *err)
+                            const unsigned char *bin, size_t bin_len, bool has_header, json_t *mask,
+                            bool window_lr, const enc_hparams *hp, const api_ctx *ctx,
+                            api_error *err)
 {
     char what[48], dims[160];
     snprintf(what, sizeof what, "inputs[%d] (text)", in->index);
@@ -639,7 +640,7 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
             if (json_is_array(s) && json_array_size(s) == 1 && in->rank == 2)
                 s = json_array_get(s, 0);
             if (!json_is_string(s))
-                rc = BAD("%s: data[%zu] is %s, not a string", what, b, api_json_kind(s));
+                rc = BAD("%s: data[%zu] is %s, not a string", what, b, fields_kind(s));
             else if (json_array_append_new(
                          texts, json_stringn(json_string_value(s), json_string_length(s))) < 0)
                 rc = OOM();
@@ -647,14 +648,14 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
     }
     text_batch tb = {0};
     /* no field says "truncate": server.auto_truncate does, cutting the end */
-    const text_options o = {.flags = TEXT_SPECIALS | (lim->auto_truncate ? TEXT_TRUNCATE : 0)};
-    if (rc == 0 && text_tokenize(texts, what, lim, &o, &tb, err) < 0)
+    const text_options o = {.flags = TEXT_SPECIALS | (ctx->auto_truncate ? TEXT_TRUNCATE : 0)};
+    if (rc == 0 && text_tokenize(texts, what, ctx, &o, &tb, err) < 0)
         rc = -1;
     json_decref(texts);
     if (rc == 0)
         rc = encode_ids_allowed(e, what, err);
     if (rc == 0)
-        rc = encode_check_limits(e, B, tb.longest, hp, lim, err);
+        rc = encode_check_limits(e, B, tb.longest, hp, ctx, err);
     const size_t L = tb.longest;
     if (rc == 0) {
         e->batched = true;
@@ -693,7 +694,7 @@ static int collect_inputs(const json_t *inputs, const v2_text *tx, v2_inputs *in
 {
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
         return BAD("inputs must be a non-empty array of tensors (" INPUTS_TEXT "), not %s",
-                   inputs ? api_json_kind(inputs) : "absent");
+                   inputs ? fields_kind(inputs) : "absent");
     for (size_t k = 0; k < json_array_size(inputs); k++) {
         v2_input cur = {0};
         int which = -1;
@@ -735,7 +736,7 @@ static int check_input_set(encode_request *e, const v2_inputs *ins, const enc_hp
 /* B and L, from embeddings [B, L, D] or input_ids [B, L], against the
  * limits; then every other input's shape against them. */
 static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparams *hp,
-                       const api_limits *lim, size_t *B_out, size_t *L_out, api_error *err)
+                       const api_ctx *ctx, size_t *B_out, size_t *L_out, api_error *err)
 {
     const v2_input *in = ins->in;
     const bool *have = ins->have;
@@ -755,7 +756,7 @@ static int batch_shape(encode_request *e, const v2_inputs *ins, const enc_hparam
     if (!have[IN_IDS] && x->shape[2] != hp->d_model)
         return BAD("inputs[%d] (embeddings): shape[2] = %lld but d_model is %d", x->index,
                    x->shape[2], hp->d_model);
-    if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, lim, err) < 0)
+    if (encode_check_limits(e, (size_t)x->shape[0], (size_t)x->shape[1], hp, ctx, err) < 0)
         return -1;
     const size_t B = (size_t)x->shape[0], L = (size_t)x->shape[1];
     const v2_input *pi = &in[IN_POS];
@@ -835,7 +836,7 @@ static int claim_binary(v2_inputs *ins, const size_t *numel, const unsigned char
 /* The batch read from the inputs into req->enc (B x L, numel[k] elements
  * of input k), and the mask object of the parameters applied to it. */
 static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
-                      const size_t *numel, json_t *mask, bool window_lr, const api_limits *lim,
+                      const size_t *numel, json_t *mask, bool window_lr, const api_ctx *ctx,
                       api_error *err)
 {
     encode_request *e = &req->enc;
@@ -894,7 +895,7 @@ static int read_batch(v2_request *req, const v2_inputs *ins, size_t B, size_t L,
         else if ((rc = read_input(pi, numel[IN_POS], NULL, ids, err)) == 0) {
             for (size_t k = 0; k < numel[IN_POS]; k++)
                 vals[k] = ids[k];
-            rc = encode_set_positions(e, vals, pi->rank == 2, lim, what, err);
+            rc = encode_set_positions(e, vals, pi->rank == 2, ctx, what, err);
         }
         free(ids);
         free(vals);
@@ -923,19 +924,19 @@ static int check_request_fields(v2_request *req, json_t *root, const char *model
 {
     char q[API_SAFE_MAX + 4], m[API_SAFE_MAX + 4];
     if (!json_is_object(root))
-        return BAD("the inference request must be a JSON object, not %s", api_json_kind(root));
+        return BAD("the inference request must be a JSON object, not %s", fields_kind(root));
     if (fields_check(&v2_request_fields, root, "", err) < 0)
         return -1;
-    const json_t *v = api_json_field(root, "id");
+    const json_t *v = fields_get(root, "id");
     if (v && !(req->id = strdup(json_string_value(v))))
         return OOM();
-    v = api_json_field(root, "model_name");
+    v = fields_get(root, "model_name");
     if (v && (!json_is_string(v) || strcmp(json_string_value(v), model_name) != 0))
         return BAD("model_name is %s%s%s but the URL names model '%s'",
                    json_is_string(v) ? "'" : "",
-                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : api_json_kind(v),
+                   json_is_string(v) ? api_safe_text(json_string_value(v), q) : fields_kind(v),
                    json_is_string(v) ? "'" : "", api_safe_text(model_name, m));
-    v = api_json_field(root, "model_version");
+    v = fields_get(root, "model_version");
     if (v && (!json_is_string(v) || strcmp(json_string_value(v), V2_MODEL_VERSION) != 0))
         return BAD("model_version must be \"" V2_MODEL_VERSION "\" (the model's only version)");
     return 0;
@@ -946,12 +947,11 @@ static int check_request_fields(v2_request *req, json_t *root, const char *model
  * which go together, B and L and the shapes, the binary data, the batch. */
 static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                          size_t bin_len, bool has_header, size_t json_len, const enc_hparams *hp,
-                         const api_limits *lim, json_t **mask, api_error *err)
+                         const api_ctx *ctx, json_t **mask, api_error *err)
 {
     bool binary_all = false, window_lr = false;
-    if (parse_params(req, api_json_field(root, "parameters"), &binary_all, mask, &window_lr, err) <
-            0 ||
-        parse_outputs(req, api_json_field(root, "outputs"), binary_all, err) < 0)
+    if (parse_params(req, fields_get(root, "parameters"), &binary_all, mask, &window_lr, err) < 0 ||
+        parse_outputs(req, fields_get(root, "outputs"), binary_all, err) < 0)
         return -1;
     encode_request *e = &req->enc;
     if (e->attn_mode != ENC_ATTN_NONE)
@@ -961,40 +961,38 @@ static int parse_request(v2_request *req, json_t *root, const v2_text *tx, const
         return -1;
     if (ins.have[IN_TEXT])
         return parse_text_input(req, &ins.in[IN_TEXT], ins.have, bin, bin_len, has_header, *mask,
-                                window_lr, hp, lim, err);
+                                window_lr, hp, ctx, err);
     size_t B = 0, L = 0;
-    if (check_input_set(e, &ins, hp, err) < 0 || batch_shape(e, &ins, hp, lim, &B, &L, err) < 0)
+    if (check_input_set(e, &ins, hp, err) < 0 || batch_shape(e, &ins, hp, ctx, &B, &L, err) < 0)
         return -1;
     const bool pos_rows = ins.have[IN_POS] && ins.in[IN_POS].rank == 2;
     const size_t numel[IN_N] = {
         B * L * (size_t)hp->d_model, B, pos_rows ? B * L : L, B * L, B * L, B * L};
     if (claim_binary(&ins, numel, bin, bin_len, has_header, json_len, err) < 0)
         return -1;
-    return read_batch(req, &ins, B, L, numel, *mask, window_lr, lim, err);
+    return read_batch(req, &ins, B, L, numel, *mask, window_lr, ctx, err);
 }
 
 static int parse_root(v2_request *req, json_t *root, const v2_text *tx, const unsigned char *bin,
                       size_t bin_len, bool has_header, size_t json_len, const char *model_name,
-                      const enc_hparams *hp, const api_limits *lim, api_error *err)
+                      const enc_hparams *hp, const api_ctx *ctx, api_error *err)
 {
     if (check_request_fields(req, root, model_name, err) < 0)
         return -1;
     json_t *mask = NULL;
     const int rc =
-        parse_request(req, root, tx, bin, bin_len, has_header, json_len, hp, lim, &mask, err);
+        parse_request(req, root, tx, bin, bin_len, has_header, json_len, hp, ctx, &mask, err);
     json_decref(mask);
     return rc;
 }
 
 int v2_request_parse(v2_request *req, const char *body, size_t len, const char *header_len,
-                     const char *model_name, const enc_hparams *hp, const api_limits *limits,
+                     const char *model_name, const enc_hparams *hp, const api_ctx *ctx,
                      api_error *err)
 {
     memset(req, 0, sizeof *req);
-    if (encode_request_init(&req->enc, hp, err) < 0)
+    if (encode_request_init(&req->enc, hp, ctx, err) < 0)
         return -1;
-    req->enc.pool = limits ? limits->pool : NULL;
-    req->enc.embedding = limits ? limits->embedding : NULL;
     const char *text = body ? body : "";
     const size_t n = body ? len : 0;
     size_t json_len = n;
@@ -1004,54 +1002,32 @@ int v2_request_parse(v2_request *req, const char *body, size_t len, const char *
     v2_text t;
     memset(&t, 0, sizeof t);
     jx_object(jt_skip_ws(text, text + json_len), text + json_len, root_member, &t);
-    jx_cut cuts[TEXT_INPUTS];
-    size_t n_cuts = 0;
-    const jx_array *syntax = NULL; /* a scan found invalid JSON: jansson reads it all */
-    for (int k = 0; k < TEXT_INPUTS; k++) {
-        if (!t.found[k])
-            continue;
-        if (t.data[k].fault == JX_OOM)
-            return OOM();
-        if (t.data[k].fault == JX_SYNTAX && !syntax)
-            syntax = &t.data[k];
+    const jx_array *scanned[TEXT_INPUTS] = {NULL};
+    for (int k = 0; k < TEXT_INPUTS; k++)
         /* a BYTES tensor's strings: jansson reads them */
-        if (t.data[k].fault == JX_KIND && t.data[k].is && strcmp(t.data[k].is, "a string") == 0)
-            continue;
-        cuts[n_cuts++] = (jx_cut){t.data[k].start, t.data[k].end};
-    }
-    if (syntax)
-        n_cuts = 0;
-    json_error_t jerr;
-    bool oom = false;
-    json_t *root = jx_load(text, json_len, cuts, n_cuts, &jerr, &oom);
-    if (oom)
-        return OOM();
-    if (!root) {
-        char msg[JSON_ERROR_TEXT_LENGTH + 4];
-        snprintf(msg, sizeof msg, "%s", jerr.text);
-        for (char *c = msg; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-                *c = '?';
+        if (t.found[k] &&
+            !(t.data[k].fault == JX_KIND && t.data[k].is && strcmp(t.data[k].is, "a string") == 0))
+            scanned[k] = &t.data[k];
+    body_json bj;
+    if (body_load(text, json_len, scanned, TEXT_INPUTS, NULL, 0, false, &bj) < 0) {
+        if (bj.fault != BODY_JSON)
+            return fields_body_error(&bj, false, err);
         return BAD("invalid JSON %sat line %d, column %d: %s%s",
                    header_len ? "header (the first Inference-Header-Content-Length bytes) " : "",
-                   jerr.line, jerr.column, msg,
+                   bj.line, bj.column, bj.why,
                    header_len ? ""
                               : " (a body with binary tensors needs an "
                                 "Inference-Header-Content-Length header)");
     }
-    if (syntax) { /* jansson took what the scan refused */
-        char msg[160];
-        json_decref(root);
-        return BAD("%s", jx_syntax_text(syntax, text, msg, sizeof msg));
-    }
+    json_t *root = bj.root;
     /* U+0000 nowhere: the names and datatypes are compared as C strings */
-    int rc = api_json_refuse_nul(root, NULL, err);
+    int rc = fields_refuse_nul(root, NULL, err);
     if (rc == 0)
         rc = parse_root(req, root, &t, (const unsigned char *)text + json_len, n - json_len,
-                        header_len != NULL, json_len, model_name, hp, limits, err);
+                        header_len != NULL, json_len, model_name, hp, ctx, err);
     json_decref(root);
     if (rc == 0)
-        rc = encode_request_plan(&req->enc, hp, limits, err);
+        rc = encode_request_plan(&req->enc, hp, ctx, err);
     return rc;
 }
 

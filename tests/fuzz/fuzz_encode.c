@@ -104,11 +104,11 @@ int fuzz_encode(const uint8_t *data, size_t size)
     const int which = memmem(data, size, "input_ids", 9) ? 2 : (int)(size % 2);
     const enc_model *m = models[which];
     const enc_hparams *hp = enc_model_hparams(m);
-    const api_limits limits = {.max_batch = 4,
-                               .max_seq_len = 8,
-                               .max_batch_tokens = 16,
-                               .max_attention_bytes = 1024,
-                               .embedding = enc_model_embedding(m)};
+    const api_ctx limits = {.max_batch = 4,
+                            .max_seq_len = 8,
+                            .max_batch_tokens = 16,
+                            .max_attention_bytes = 1024,
+                            .embedding = enc_model_embedding(m)};
     encode_request req;
     api_error err = {0};
     if (v1_request_parse(&req, (const char *)data, size, hp, &limits, &err) < 0) {

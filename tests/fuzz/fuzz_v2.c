@@ -73,11 +73,11 @@ int fuzz_v2(const uint8_t *data, size_t size)
     FUZZ_ASSERT(copy != NULL, "out of memory");
     memcpy(copy, body, len);
 
-    const api_limits limits = {.max_batch = 4,
-                               .max_seq_len = 8,
-                               .max_batch_tokens = 16,
-                               .max_attention_bytes = 1024,
-                               .embedding = enc_model_embedding(model)};
+    const api_ctx limits = {.max_batch = 4,
+                            .max_seq_len = 8,
+                            .max_batch_tokens = 16,
+                            .max_attention_bytes = 1024,
+                            .embedding = enc_model_embedding(model)};
     v2_request req;
     api_error err = {0};
     if (v2_request_parse(&req, copy, len, header_length, "encoder", hp, &limits, &err) < 0) {
