@@ -48,6 +48,8 @@
 #   tei         bench/parts/tei.sh         TEI's routes: /rerank of 32 pairs
 #                                          against its compute, /embed against
 #                                          /v1/embeddings
+#   bigtext     bench/parts/bigtext.sh     small /v1/embeddings requests alone
+#                                          and beside four clients of 1 MB texts
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -65,7 +67,7 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 int8 heads tei"
+#                               bf16 int8 heads tei bigtext"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
@@ -79,6 +81,7 @@
 #                               part (2 requests of each per round)
 #   BENCH_TEI_ROUNDS [5]        rounds of the tei part: one /rerank request each; 2
 #                               /embed and 2 /v1/embeddings requests each
+#   BENCH_BIGTEXT_REQUESTS [300] small requests per phase of the bigtext part
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
@@ -100,7 +103,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16 int8 heads tei; do
+    modernbert text bf16 int8 heads tei bigtext; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done
