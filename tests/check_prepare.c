@@ -63,7 +63,6 @@ START_TEST(test_pool_order_and_stop)
     for (int i = 0; i < N; i++)
         EXPECT(log[i] == i, "job %d ran in place %d", log[i], i);
     ck_assert_int_eq(prepare_submit(p, &jobs[N].job), -1);
-    ck_assert_int_eq(prepare_queue_depth(p), 0);
     prepare_stop(p); /* again: nothing to join */
     prepare_free(p);
     ck_assert_int_eq(n, N);
@@ -243,6 +242,45 @@ START_TEST(test_small_beside_big)
 }
 END_TEST
 
+/* A POST /v1/tokenize of {"text": SENTENCE repeated to bytes bytes (one
+ * copy when 0), "truncate": true}: its answer (owned body). */
+static char *tokenize_answer(size_t bytes)
+{
+    size_t len;
+    char *req = embeddings_request(bytes, &len);
+    /* the same body, another route and field: {"text": ..., "truncate": true} */
+    char *body = strstr(req, "\r\n\r\n") + 4;
+    const size_t body_len = len - (size_t)(body - req);
+    char *tb = malloc(body_len + 32);
+    ck_assert_ptr_nonnull(tb);
+    sprintf(tb, "{\"truncate\": true, \"text\"%.*s", (int)(body_len - 8),
+            body + 8); /* what follows {"input" */
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/tokenize", tb, &r), 0);
+    ck_assert_msg(r.status == 200, "status %ld: %s", r.status, r.body);
+    char *answer = strdup(r.body);
+    http_resp_free(&r);
+    free(tb);
+    free(req);
+    return answer;
+}
+
+/* /v1/tokenize answers from the body too: a 1 MB text's (on the prepare
+ * worker) cut to 16 tokens is the one sentence's (on the HTTP thread). */
+START_TEST(test_tokenize_big)
+{
+    start_or_fail(ARGS, NULL);
+    char *small = tokenize_answer(0), *big = tokenize_answer(BIG_BYTES);
+    ck_assert_str_eq(big, small);
+    json_t *j = json_loads(small, 0, NULL);
+    ck_assert_uint_eq(json_array_size(json_array_get(json_object_get(j, "tokens"), 0)), 16);
+    json_decref(j);
+    free(small);
+    free(big);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* Clients that close their connection while their text waits for, or is
  * on, the prepare worker: the daemon goes on answering and exits cleanly. */
 START_TEST(test_disconnect_mid_prepare)
@@ -313,6 +351,7 @@ Suite *prepare_suite(void)
     tcase_add_test(unit, test_pool_workers_run_all);
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_small_beside_big);
+    tcase_add_test(tc, test_tokenize_big);
     tcase_add_test(tc, test_disconnect_mid_prepare);
     tcase_add_test(tc, test_shutdown_with_prepares_queued);
     return s;

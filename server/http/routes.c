@@ -170,8 +170,8 @@ static const char *header_of(void *cls, const char *name)
  * serves, waits behind a long text.  Smaller ones, a few milliseconds at
  * most, are parsed here, where a hand-off would cost more than it saves
  * and where they queue behind no long text.  The workers are few (one by
- * default): on a small host, long texts take turns on one core and leave
- * the others to the HTTP threads and the forwards. */
+ * default) and yield to the forwards (PREPARE_NICE, prepare.c): on a small
+ * host, long texts take turns on one core, not the compute's. */
 #define PREPARE_MIN_BYTES (16u << 10)
 
 /* r's body parsed: a forward's into r->fwd by its protocol, an answer

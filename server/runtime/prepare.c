@@ -22,7 +22,6 @@ struct prepare {
     pthread_mutex_t lock;
     pthread_cond_t wake;      /* a job arrived, or stopping */
     prepare_job *head, *tail; /* the queue */
-    int depth;
     bool stopping;
     int n_threads; /* started, joined by prepare_stop */
     pthread_t threads[];
@@ -43,7 +42,6 @@ static void *worker_main(void *arg)
         p->head = job->next;
         if (!p->head)
             p->tail = NULL;
-        p->depth--;
         pthread_mutex_unlock(&p->lock);
         job->run(job, job->arg); /* job may be gone once run returns */
         pthread_mutex_lock(&p->lock);
@@ -84,22 +82,11 @@ int prepare_submit(prepare *p, prepare_job *job)
         else
             p->head = job;
         p->tail = job;
-        p->depth++;
         pthread_cond_signal(&p->wake);
         rc = 0;
     }
     pthread_mutex_unlock(&p->lock);
     return rc;
-}
-
-int prepare_queue_depth(prepare *p)
-{
-    if (!p)
-        return 0;
-    pthread_mutex_lock(&p->lock);
-    const int d = p->depth;
-    pthread_mutex_unlock(&p->lock);
-    return d;
 }
 
 void prepare_stop(prepare *p)

@@ -29,9 +29,6 @@ prepare *prepare_new(int workers);
  * never called). */
 int prepare_submit(prepare *p, prepare_job *job);
 
-/* Jobs queued and not yet started. */
-int prepare_queue_depth(prepare *p);
-
 /* Refuses further jobs, runs every job already queued, joins the workers.
  * Idempotent; NULL is a no-op. */
 void prepare_stop(prepare *p);
