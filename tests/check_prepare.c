@@ -3,9 +3,10 @@
  * (order, a stop that runs what is queued, refusal after it), then
  * build/attnd with one HTTP thread and one prepare worker: a small
  * /v1/embeddings request answered while 1 MB texts are still queued on
- * other connections, a 1 MB text cut to the token limit answering what
- * its first words answer on the HTTP thread, clients that close their
- * connection mid-prepare, and SIGTERM with prepares queued. */
+ * other connections; a 1 MB text cut to the token limit answering what its
+ * first words answer on the HTTP thread (/v1/embeddings, /v1/tokenize), and
+ * refused uncut with the contract's 413; clients that close their
+ * connection mid-prepare; SIGTERM with prepares queued. */
 #include "daemon.h"
 #include "suites.h"
 #include "test_util.h"
@@ -281,6 +282,27 @@ START_TEST(test_tokenize_big)
 }
 END_TEST
 
+/* A 1 MB text a request does not let be cut: the contract's 413, naming
+ * the field, from the prepare worker's parse. */
+START_TEST(test_big_refused)
+{
+    start_or_fail(ARGS, NULL);
+    const size_t one = strlen(SENTENCE), copies = BIG_BYTES / one + 1;
+    char *body = malloc(copies * one + 64);
+    ck_assert_ptr_nonnull(body);
+    size_t n = (size_t)sprintf(body, "{\"truncate\": false, \"text\": \"");
+    for (size_t i = 0; i < copies; i++, n += one)
+        memcpy(body + n, SENTENCE, one);
+    strcpy(body + n, "\"}");
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
+    http_assert_error(&r, 413, "too_large", "text has");
+    http_resp_free(&r);
+    free(body);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
 /* Clients that close their connection while their text waits for, or is
  * on, the prepare worker: the daemon goes on answering and exits cleanly. */
 START_TEST(test_disconnect_mid_prepare)
@@ -352,6 +374,7 @@ Suite *prepare_suite(void)
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_small_beside_big);
     tcase_add_test(tc, test_tokenize_big);
+    tcase_add_test(tc, test_big_refused);
     tcase_add_test(tc, test_disconnect_mid_prepare);
     tcase_add_test(tc, test_shutdown_with_prepares_queued);
     return s;
