@@ -50,6 +50,8 @@
 #                                          /v1/embeddings
 #   page        bench/parts/page.sh        the page's model view, 12 x 12 at L=128:
 #                                          the response to drawn (Chromium)
+#   bigtext     bench/parts/bigtext.sh     small /v1/embeddings requests alone
+#                                          and beside four clients of 1 MB texts
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):
@@ -67,7 +69,7 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 int8 heads tei page"
+#                               bf16 int8 heads tei page bigtext"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer)
@@ -82,6 +84,7 @@
 #   BENCH_PAGE_ROUNDS [5]       times the page part draws the model view (median)
 #   BENCH_TEI_ROUNDS [5]        rounds of the tei part: one /rerank request each; 2
 #                               /embed and 2 /v1/embeddings requests each
+#   BENCH_BIGTEXT_REQUESTS [300] small requests per phase of the bigtext part
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
@@ -103,7 +106,7 @@ bench_machine
 # The parts, in the order of the list above (roofline first: the core's
 # lines can then quote it).
 for part in roofline ceiling core torch onnx http memory long positions startup ids \
-    modernbert text bf16 int8 heads tei page; do
+    modernbert text bf16 int8 heads tei page bigtext; do
     # shellcheck source=/dev/null
     . "bench/parts/$part.sh"
 done

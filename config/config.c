@@ -61,6 +61,10 @@ typedef enum cfg_type {
       "8080", 0, 65535, "TCP port to listen on; 0 = any free port")                                \
     X("server.threads", "--threads", "ATTND_THREADS", CFG_INT, server.threads, "N",                \
       "2", 1, 64, "HTTP threads")                                                                  \
+    X("server.tokenize_threads", "--tokenize-threads", "ATTND_TOKENIZE_THREADS", CFG_INT,          \
+      server.tokenize_threads, "N", "1", 0, 64,                                                    \
+      "threads that parse and tokenize request bodies of 16 KiB and more, off the HTTP "           \
+      "threads; 0 = on the HTTP threads")                                                          \
     X("server.max_body_bytes", "--max-body-bytes", "ATTND_MAX_BODY_BYTES", CFG_SIZE,               \
       server.max_body_bytes, "BYTES", "67108864", 1024, 1099511627776ull,                          \
       "largest request body; a larger one gets 413")                                               \

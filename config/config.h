@@ -32,6 +32,7 @@ typedef struct attnd_config {
         char *host;              /* "0.0.0.0" */
         int port;                /* 8080; 0 = an ephemeral port */
         int threads;             /* HTTP threads, 2 */
+        int tokenize_threads;    /* threads parsing large bodies, 1; 0: the HTTP threads */
         size_t max_body_bytes;   /* 67108864 */
         char *api_key;           /* NULL = no authentication */
         char *cors_origin;       /* NULL = no CORS headers */

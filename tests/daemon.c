@@ -610,6 +610,12 @@ int raw_request(int port, const char *text, size_t len, http_resp *out)
     return rc < 0 ? -2 : 0;
 }
 
+int raw_response(int fd, int timeout_ms, http_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    return raw_read_response(fd, timeout_ms, out) < 0 ? -1 : 0;
+}
+
 int raw_exchange(int fd, const char *text, size_t len, http_resp *out)
 {
     memset(out, 0, sizeof *out);

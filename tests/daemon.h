@@ -116,6 +116,10 @@ int raw_request(int port, const char *text, size_t len, http_resp *out);
 /* The same on an open connection fd (for keep-alive). */
 int raw_exchange(int fd, const char *text, size_t len, http_resp *out);
 
+/* Reads one response on fd within timeout_ms into out (free with
+ * http_resp_free).  Returns 0, or -1 when none came. */
+int raw_response(int fd, int timeout_ms, http_resp *out);
+
 /* A field of /proc/PID/status in kB ("VmRSS:", "VmSize:"), or 0. */
 unsigned long proc_status_kb(pid_t pid, const char *field);
 

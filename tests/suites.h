@@ -63,6 +63,7 @@
     X(csr, DAEMON) \
     X(text, DAEMON) \
     X(text_limits, DAEMON) \
+    X(prepare, DAEMON) \
     X(http, DAEMON) \
     X(lifecycle, DAEMON) \
     X(page, DAEMON) \

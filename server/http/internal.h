@@ -22,6 +22,7 @@
 #include "protocol/protocol.h"
 #include "runtime/bufpool.h"
 #include "runtime/metrics.h"
+#include "runtime/prepare.h"
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
@@ -46,6 +47,7 @@ struct server {
     const enc_st_text *sentence;    /* model.dir's sentence-transformers text settings; NULL */
     openai_pooling pooling;         /* /v1/embeddings' */
     pool *pool;
+    prepare *prep;    /* large bodies' parse and tokenization (routes.c); NULL: in place */
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */
     bufpool *buffers; /* uploads, inputs and results, kept across requests */
     linger_set *lingering; /* connections answered before their body, closing gracefully */
@@ -61,7 +63,17 @@ struct server {
     atomic_ulong next_id;
 };
 
-typedef enum req_state { REQ_READING, REQ_QUEUED, REQ_DONE, REQ_REJECTED } req_state;
+/* Where a POST is: its body being read (or parsed on the HTTP thread);
+ * its body with a prepare worker, then parsed (or refused a worker); its
+ * forward with the compute pool, then run (or refused a place). */
+typedef enum req_state {
+    REQ_READING,
+    REQ_PREPARING,
+    REQ_PREPARED,
+    REQ_QUEUED,
+    REQ_DONE,
+    REQ_REJECTED
+} req_state;
 
 typedef struct request request;
 
@@ -84,10 +96,11 @@ typedef struct route {
     int proto_route;  /* with a proto that matches its own paths: the route's id */
     bool names_model; /* the path names the model: proto->check_model */
     route_media media;
-    /* A POST answered on the HTTP thread from its body alone, no forward
-     * (serve_answer): the response JSON (new reference), or NULL with err
-     * set.  The function lives with its protocol (/v1/tokenize: text.h). */
-    json_t *(*answer)(const char *body, size_t len, const api_ctx *limits, api_error *err);
+    /* A POST answered from its body alone, no forward (serve_answer; a
+     * large body's on a prepare worker, so it must be thread-safe): the
+     * response JSON (new reference), or NULL with err set.  The function
+     * lives with its protocol (/v1/tokenize: text.h). */
+    json_t *(*answer)(const char *body, size_t len, const api_ctx *ctx, api_error *err);
     /* The whole body is in: answer, or hand a forward to the pool
      * (routes.c's serve_forward runs the proto's codec). */
     enum MHD_Result (*serve)(request *r);
@@ -130,6 +143,10 @@ struct request {
                               route belongs to): the error body; NULL: the contract's */
     void *pstate;          /* a forward's: its protocol's state (proto->state_size), owned */
     encode_request *fwd;   /* the neutral request inside pstate the pool runs */
+    api_ctx ctx;           /* the request context its parse is held to */
+    prepare_job prep;      /* its parse on a prepare worker */
+    api_error prep_err;    /* its parse's error, when fwd (or answer) is NULL */
+    json_t *answer;        /* an answer route's response, made by a prepare worker; owned */
     pool_job job;
     stream *out;     /* a streamed response body (codec/stream.h), or NULL */
     atomic_int refs; /* libmicrohttpd's request, and a streamed body */
@@ -191,5 +208,8 @@ const protocol *http_protocol_of(const char *path, int *route_id);
 enum MHD_Result http_serve_options(request *r);
 /* The pool ran r's forward (or refused it a place): answer. */
 enum MHD_Result http_forward_finish(request *r);
+/* A prepare worker parsed r's body (or was refused it): answer, or hand
+ * the forward to the pool. */
+enum MHD_Result http_prepared(request *r);
 
 #endif

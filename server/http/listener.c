@@ -26,10 +26,13 @@ server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
      * input, its results); reading, computing and sending overlap. */
     if (!s || !(s->mx = metrics_new(routes, n_routes)) ||
         !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2))) ||
-        !(s->lingering = linger_new())) {
+        !(s->lingering = linger_new()) ||
+        (cfg->server.tokenize_threads > 0 &&
+         !(s->prep = prepare_new(cfg->server.tokenize_threads)))) {
         if (s) {
             metrics_free(s->mx);
             bufpool_free(s->buffers);
+            linger_free(s->lingering);
         }
         free(s);
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the server");
@@ -418,6 +421,10 @@ void server_shutdown(server *s)
             nanosleep(&ts, NULL);
         }
     }
+    /* A body still with the prepare workers (past the grace period) is
+     * parsed and its connection woken before the connections close: its
+     * forward is refused (closing), no worker touches a freed request. */
+    prepare_stop(s->prep);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
 }
@@ -427,8 +434,10 @@ void server_free(server *s)
     if (!s)
         return;
     stop_accepting(s);
+    prepare_stop(s->prep);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    prepare_free(s->prep);
     linger_free(s->lingering);
     metrics_free(s->mx);
     bufpool_free(s->buffers);

@@ -312,7 +312,9 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
     const req_state st = atomic_load(&r->state);
     if (st == REQ_DONE || st == REQ_REJECTED)
         return http_forward_finish(r);
-    if (st == REQ_QUEUED)
+    if (st == REQ_PREPARED)
+        return http_prepared(r);
+    if (st == REQ_QUEUED || st == REQ_PREPARING)
         return MHD_YES; /* woken early: the worker has not finished */
     if (r->early.err.kind != API_OK)
         return answer_early(r, false);
@@ -332,6 +334,7 @@ void http_request_unref(request *r)
         r->rt->proto->free(r->pstate);
         free(r->pstate);
     }
+    json_decref(r->answer); /* a prepared answer its connection closed before sending */
     bufpool_give(r->srv->buffers, r->body);
     free(r);
 }

@@ -1,7 +1,8 @@
 /* routes.c - the route table (path, methods, key, media type, handlers) and
  * each route's handler: health, model, metrics, the page, OpenAPI, the
- * protocols' GET routes (/v2, /v1/models), and those that run a forward on
- * the compute pool. */
+ * protocols' GET routes (/v2, /v1/models), and those that parse a body
+ * (a large one on the prepare workers) and run a forward on the compute
+ * pool or answer from it. */
 #include "http/internal.h"
 
 #include "page/page.h"
@@ -117,21 +118,21 @@ static void job_done(pool_job *job, void *arg)
     MHD_resume_connection(r->conn);
 }
 
-static api_ctx request_limits(const server *s)
+static api_ctx request_ctx(const server *s)
 {
     const attnd_config *cfg = s->cfg;
-    api_ctx limits = {.max_batch = cfg->limits.max_batch,
-                      .max_seq_len = cfg->limits.max_seq_len,
-                      .max_batch_tokens = cfg->limits.max_batch_tokens,
-                      .max_attention_bytes = cfg->limits.max_attention_bytes,
-                      .max_logits_bytes = cfg->limits.max_logits_bytes,
-                      .model = s->model,
-                      .bufs = s->buffers,
-                      .embedding = s->model ? enc_model_embedding(s->model) : NULL,
-                      .tokenizer = s->tokenizer,
-                      .sentence = s->sentence,
-                      .auto_truncate = cfg->server.auto_truncate};
-    return limits;
+    api_ctx ctx = {.max_batch = cfg->limits.max_batch,
+                   .max_seq_len = cfg->limits.max_seq_len,
+                   .max_batch_tokens = cfg->limits.max_batch_tokens,
+                   .max_attention_bytes = cfg->limits.max_attention_bytes,
+                   .max_logits_bytes = cfg->limits.max_logits_bytes,
+                   .model = s->model,
+                   .bufs = s->buffers,
+                   .embedding = s->model ? enc_model_embedding(s->model) : NULL,
+                   .tokenizer = s->tokenizer,
+                   .sentence = s->sentence,
+                   .auto_truncate = cfg->server.auto_truncate};
+    return ctx;
 }
 
 /* Hands a decoded request's batch to the pool; the connection sleeps until
@@ -160,37 +161,108 @@ static const char *header_of(void *cls, const char *name)
     return http_header(cls, name);
 }
 
-/* A forward's route once its body is in: its protocol parses the body into
- * the neutral request (protocol/encode_request.h), the outputs are
- * allocated, and the pool gets the forward. */
-static enum MHD_Result serve_forward(request *r)
+/* ---- a body's parse, on the HTTP thread or a prepare worker ---------------- */
+
+/* Bodies of this many bytes and more are parsed (their JSON read, their
+ * texts tokenized: about 0.3 s for 1 MB of text) on the prepare workers
+ * (server.tokenize_threads, runtime/prepare.h) while their connection is
+ * suspended, so that no HTTP thread, and none of the connections it
+ * serves, waits behind a long text.  Smaller ones, a few milliseconds at
+ * most, are parsed here, where a hand-off would cost more than it saves
+ * and where they queue behind no long text.  The workers are few (one by
+ * default) and yield to the forwards (PREPARE_NICE, prepare.c): on a small
+ * host, long texts take turns on one core, not the compute's. */
+#define PREPARE_MIN_BYTES (16u << 10)
+
+/* r's body parsed: a forward's into r->fwd by its protocol, an answer
+ * route's answer into r->answer; NULL with r->prep_err set.  The header
+ * callback reads the connection's headers, which libmicrohttpd leaves
+ * alone while the connection is suspended. */
+static void parse_body(request *r)
 {
     server *s = r->srv;
-    const protocol *p = r->rt->proto;
-    api_error err = {0};
-    /* Shutting down is no reason to refuse: a request that got this far was
-     * accepted before the listener closed, and accepted requests finish. */
-    if (!atomic_load(&s->ready))
-        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
-                                  (const char *const[]){"Retry-After", "1", NULL});
-    const api_ctx limits = request_limits(s);
-    const enc_hparams *hp = enc_model_hparams(s->model);
-    if (!(r->pstate = calloc(1, p->state_size)))
-        return http_respond_error(r, API_UNAVAILABLE, "out of memory", NULL);
+    if (r->rt->answer) {
+        r->answer = r->rt->answer(r->body, r->len, &r->ctx, &r->prep_err);
+        return;
+    }
     const proto_input in = {.body = r->body,
                             .len = r->len,
                             .header = header_of,
                             .cls = r,
                             .model_name = s->cfg->model.name,
-                            .hp = hp,
-                            .ctx = &limits,
+                            .hp = enc_model_hparams(s->model),
+                            .ctx = &r->ctx,
                             .route = r->rt->proto_route,
                             .pooling = &s->pooling};
     const double t0 = pool_now();
-    encode_request *e = r->fwd = p->parse(r->pstate, &in, &err);
+    r->fwd = r->rt->proto->parse(r->pstate, &in, &r->prep_err);
     r->parse_ms = (pool_now() - t0) * 1e3;
+}
+
+/* Runs on a prepare worker: the parse, then the connection woken. */
+static void prepare_run(prepare_job *job, void *arg)
+{
+    (void)job;
+    request *r = arg;
+    parse_body(r);
+    atomic_store(&r->state, REQ_PREPARED);
+    MHD_resume_connection(r->conn);
+}
+
+/* r's body parsed here, or (a large one, with prepare workers) on one of
+ * them: http_prepared follows on this thread either way. */
+static enum MHD_Result parse_and_go_on(request *r)
+{
+    server *s = r->srv;
+    r->ctx = request_ctx(s);
+    if (!s->prep || r->len < PREPARE_MIN_BYTES) {
+        parse_body(r);
+        return http_prepared(r);
+    }
+    r->prep = (prepare_job){.run = prepare_run, .arg = r};
+    atomic_store(&r->state, REQ_PREPARING);
+    /* Suspend first: the worker may finish and resume before we return. */
+    MHD_suspend_connection(r->conn);
+    if (prepare_submit(s->prep, &r->prep) < 0) { /* stopped: server_shutdown's end */
+        api_error_set(&r->prep_err, API_UNAVAILABLE, "the server is shutting down");
+        atomic_store(&r->state, REQ_PREPARED);
+        MHD_resume_connection(r->conn);
+    }
+    return MHD_YES;
+}
+
+/* A forward's route once its body is in: its protocol parses the body into
+ * the neutral request (protocol/encode_request.h); then http_prepared. */
+static enum MHD_Result serve_forward(request *r)
+{
+    server *s = r->srv;
+    const protocol *p = r->rt->proto;
+    /* Shutting down is no reason to refuse: a request that got this far was
+     * accepted before the listener closed, and accepted requests finish. */
+    if (!atomic_load(&s->ready))
+        return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
+                                  (const char *const[]){"Retry-After", "1", NULL});
+    if (!(r->pstate = calloc(1, p->state_size)))
+        return http_respond_error(r, API_UNAVAILABLE, "out of memory", NULL);
+    return parse_and_go_on(r);
+}
+
+/* The body is parsed: an answer route's answer is sent; a forward's
+ * outputs are allocated and the pool gets the forward. */
+enum MHD_Result http_prepared(request *r)
+{
+    server *s = r->srv;
+    if (r->rt->answer) {
+        json_t *out = r->answer;
+        r->answer = NULL;
+        if (!out)
+            return http_respond_error(r, r->prep_err.kind, r->prep_err.message, NULL);
+        return http_respond_json(r, 200, out, NULL);
+    }
+    encode_request *e = r->fwd;
+    api_error err = {0};
     if (!e)
-        return http_respond_error(r, err.kind, err.message, NULL);
+        return http_respond_error(r, r->prep_err.kind, r->prep_err.message, NULL);
     /* Token ids: the core's own checks (a sequence against the position
      * table, RoBERTa's offset) before the request takes a place in the
      * queue; the forward would refuse the same batch with the same words. */
@@ -198,7 +270,7 @@ static enum MHD_Result serve_forward(request *r)
     int rc;
     if (e->batch.ids && (rc = enc_batch_validate(s->model, &e->batch, &ee)) < 0)
         return http_respond_error(r, api_error_of_core(rc), ee.message, NULL);
-    if (encode_request_alloc_outputs(e, hp, &err) < 0)
+    if (encode_request_alloc_outputs(e, enc_model_hparams(s->model), &err) < 0)
         return http_respond_error(r, err.kind, err.message, NULL);
     return submit_job(r, e);
 }
@@ -276,20 +348,14 @@ enum MHD_Result http_forward_finish(request *r)
 
 /* ---- a POST answered from its body (route.answer) ------------------------- */
 
-/* Answered here, on the HTTP thread: the route's answer (tokenizing text,
- * say) is cheap beside a forward. */
+/* The route's answer (tokenizing text, say) is made from the body as a
+ * forward's parse is: a large body's on a prepare worker (parse_and_go_on). */
 static enum MHD_Result serve_answer(request *r)
 {
-    server *s = r->srv;
-    if (!atomic_load(&s->ready))
+    if (!atomic_load(&r->srv->ready))
         return http_respond_error(r, API_UNAVAILABLE, "the model is still loading",
                                   (const char *const[]){"Retry-After", "1", NULL});
-    api_error err = {0};
-    const api_ctx limits = request_limits(s);
-    json_t *out = r->rt->answer(r->body, r->len, &limits, &err);
-    if (!out)
-        return http_respond_error(r, err.kind, err.message, NULL);
-    return http_respond_json(r, 200, out, NULL);
+    return parse_and_go_on(r);
 }
 
 /* ---- a protocol's own GET routes (protocol.get) ---------------------------- */
@@ -310,7 +376,7 @@ static enum MHD_Result serve_proto_get(request *r)
 {
     const server *s = r->srv;
     const bool loaded = atomic_load(&s->ready) && s->model;
-    const api_ctx limits = request_limits(s);
+    const api_ctx ctx = request_ctx(s);
     const proto_server sv = {.loaded = loaded,
                              .serving = loaded && readiness_of(r) == READY,
                              .version = ATTND_VERSION,
@@ -318,7 +384,7 @@ static enum MHD_Result serve_proto_get(request *r)
                              .hp = loaded ? enc_model_hparams(s->model) : NULL,
                              .emb = loaded ? enc_model_embedding(s->model) : NULL,
                              .text = s->tokenizer != NULL,
-                             .ctx = &limits,
+                             .ctx = &ctx,
                              .pooling = &s->pooling,
                              .dtype = loaded ? enc_dtype_name(enc_model_dtype(s->model)) : "",
                              .started = (long long)s->started};
@@ -342,7 +408,7 @@ static enum MHD_Result serve_proto_get(request *r)
 #define ALLOW_ROOT "GET, HEAD, POST, OPTIONS"
 
 #define GET_ROUTE(p, fn) .path = p, .allow = ALLOW_GET, .serve = fn
-/* A POST route answered on the HTTP thread from its body (no forward). */
+/* A POST route answered from its body (no forward). */
 #define ANSWER_ROUTE(p, fn)                                                                        \
     .path = p, .allow = ALLOW_POST, .post = true, .media = MEDIA_JSON, .answer = fn,               \
     .serve = serve_answer

@@ -1,7 +1,8 @@
 /* server.h - the HTTP daemon on libmicrohttpd: routes of docs/contract.md
  * sections 4, 5 (v2.h), 6 and 7, authentication, CORS, limits, access log, request ids, metrics and
- * graceful shutdown.  HTTP threads read and decode requests; forwards run on
- * the compute pool (pool.h) while the connection is suspended.
+ * graceful shutdown.  HTTP threads read and decode requests (a large body is
+ * decoded on the prepare workers, prepare.h); forwards run on the compute
+ * pool (pool.h); meanwhile the connection is suspended.
  *
  *     server *s = server_new(&cfg, spin, &err);  // spin: spin.h, or NULL
  *     server_start(s, &err);                 // listening; /health says 503

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""prepare_bench.py - small /v1/embeddings requests alone, then beside clients posting 1 MB texts.
+
+    /usr/bin/python3 bench/prepare_bench.py --port P [--requests 300] [--big-clients 4]
+                                            [--big-bytes 1000000]
+
+attnd on 127.0.0.1:P serves a model with a tokenizer and cuts long texts
+(--auto-truncate), so a 1 MB text is tokenized whole, cut to the token
+limit and embedded.  One client sends --requests small POST /v1/embeddings
+requests (one sentence) one after the other on a keep-alive connection,
+after 10 untimed ones: first alone, then while --big-clients clients each
+post --big-bytes texts back to back on their own connections.  Every
+answer must be a 200 with one embedding.  Prints p50 and p99 of the small
+requests' wall times in both phases, the p99s of their time in the
+daemon's queue and forward (X-Queue-Ms, X-Compute-Ms), the ratio of the wall
+times' p99s, and how many big requests were answered meanwhile.
+  RESULT prep_alone_p50_ms prep_alone_p99_ms prep_busy_p50_ms prep_busy_p99_ms
+         prep_p99_ratio prep_big_done
+
+Python's standard library only.
+"""
+import argparse
+import http.client
+import json
+import threading
+import time
+
+SMALL = "The river runs through the capital of the northern province."
+WORDS = ("the committee will review every proposal before the end of the "
+         "month and publish its findings in a short report ").split()
+
+
+def post(conn, body, server_ms=None):
+    """Wall ms of one POST /v1/embeddings; raises unless a 200 with one embedding.
+    server_ms: a list the daemon's (X-Queue-Ms, X-Compute-Ms) is appended to."""
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/embeddings", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    ms = (time.perf_counter() - t0) * 1e3
+    if server_ms is not None:
+        server_ms.append((float(resp.getheader("X-Queue-Ms", "0")),
+                          float(resp.getheader("X-Compute-Ms", "0"))))
+    if resp.status != 200:
+        raise RuntimeError("status %d: %s" % (resp.status, data[:200]))
+    if len(json.loads(data)["data"]) != 1:
+        raise RuntimeError("not one embedding")
+    return ms
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def small_run(port, n, server_ms):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    body = json.dumps({"input": SMALL})
+    for _ in range(10):
+        post(conn, body)
+    ms = [post(conn, body, server_ms) for _ in range(n)]
+    conn.close()
+    return ms
+
+
+def big_text(nbytes, seed):
+    out, i = [], seed
+    size = 0
+    while size < nbytes:
+        w = WORDS[i % len(WORDS)]
+        out.append(w)
+        size += len(w) + 1
+        i += 7
+    return " ".join(out)[:nbytes]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--big-clients", type=int, default=4)
+    ap.add_argument("--big-bytes", type=int, default=1000000)
+    a = ap.parse_args()
+
+    alone_srv, busy_srv = [], []
+    alone = small_run(a.port, a.requests, alone_srv)
+    stop = threading.Event()
+    done = [0] * a.big_clients
+    errors = []
+
+    def big(k):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=120)
+            body = json.dumps({"input": big_text(a.big_bytes, k)})
+            while not stop.is_set():
+                post(conn, body)
+                done[k] += 1
+            conn.close()
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=big, args=(k,)) for k in range(a.big_clients)]
+    for t in threads:
+        t.start()
+    while sum(done) < a.big_clients and not errors:  # every big client has had an answer
+        time.sleep(0.05)
+    busy = small_run(a.port, a.requests, busy_srv)
+    big_during = sum(done)
+    stop.set()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit("big client failed: " + errors[0])
+    r = {"prep_alone_p50_ms": percentile(alone, 0.5), "prep_alone_p99_ms": percentile(alone, 0.99),
+         "prep_busy_p50_ms": percentile(busy, 0.5), "prep_busy_p99_ms": percentile(busy, 0.99)}
+    r["prep_p99_ratio"] = r["prep_busy_p99_ms"] / r["prep_alone_p99_ms"]
+    print("small /v1/embeddings, %d requests each phase:" % a.requests)
+    print("  alone:                       p50 %.2f ms  p99 %.2f ms"
+          % (r["prep_alone_p50_ms"], r["prep_alone_p99_ms"]))
+    print("  beside %d clients of %d-byte texts: p50 %.2f ms  p99 %.2f ms (%d big answered)"
+          % (a.big_clients, a.big_bytes, r["prep_busy_p50_ms"], r["prep_busy_p99_ms"], big_during))
+    for what, k in (("queue (X-Queue-Ms)", 0), ("forward (X-Compute-Ms)", 1)):
+        print("  %s p99: alone %.2f ms, beside %.2f ms"
+              % (what, percentile([x[k] for x in alone_srv], 0.99),
+                 percentile([x[k] for x in busy_srv], 0.99)))
+    print("  p99 beside / p99 alone = %.2fx" % r["prep_p99_ratio"])
+    print("RESULT " + " ".join("%s=%.4f" % kv for kv in r.items()) + " prep_big_done=%d" % big_during)
+
+
+if __name__ == "__main__":
+    main()
