@@ -6,7 +6,8 @@
  *     request.c   one request's lifecycle: what its headers decide, its
  *                 body, its completion
  *     routes.c    the route table and each route's handler
- *     respond.c   responses: whole bodies, errors, streamed bodies
+ *     respond.c   below both: a request's headers read, its responses
+ *                 (whole bodies, errors, streamed bodies), its release
  *     framing.c   RFC 9112's rules (framing.h)
  *     linger.c    the graceful close of a connection answered before its
  *                 body was read (linger.h) */
@@ -176,14 +177,13 @@ enum MHD_Result http_respond_stream(request *r, const char *type, const char *co
  * only when it is sent. */
 stop_state http_stopping(request *r);
 
-/* ---- request.c ------------------------------------------------------------- */
-
 /* A request header's value, or NULL. */
 const char *http_header(request *r, const char *name);
-/* src into dst (size bytes) as printable ASCII, other bytes as '?'. */
-void http_printable(char *dst, size_t size, const char *src);
 /* Frees r when neither libmicrohttpd's request nor a streamed body needs it. */
 void http_request_unref(request *r);
+
+/* ---- request.c ------------------------------------------------------------- */
+
 /* libmicrohttpd's callbacks (listener.c registers them). */
 enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                 const char *method, const char *version, const char *upload_data,

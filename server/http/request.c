@@ -17,14 +17,9 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-const char *http_header(request *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
 /* Copies src into dst (size bytes) as printable ASCII, other bytes as '?', so
  * a URL cannot break a log line or the JSON of an error message. */
-void http_printable(char *dst, size_t size, const char *src)
+static void http_printable(char *dst, size_t size, const char *src)
 {
     size_t i = 0;
     for (; src[i] && i + 1 < size; i++)
@@ -321,22 +316,6 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
     if (strcmp(method, "OPTIONS") == 0)
         return http_serve_options(r);
     return r->rt->serve(r);
-}
-
-/* Frees r when neither libmicrohttpd's request nor a streamed body needs
- * it any more. */
-void http_request_unref(request *r)
-{
-    if (atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    stream_free(r->out);
-    if (r->pstate) {
-        r->rt->proto->free(r->pstate);
-        free(r->pstate);
-    }
-    json_decref(r->answer); /* a prepared answer its connection closed before sending */
-    bufpool_give(r->srv->buffers, r->body);
-    free(r);
 }
 
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -1,10 +1,35 @@
-/* respond.c - responses: whole bodies, the contract's errors, and bodies
- * streamed from a request's tensors as the socket drains. */
+/* respond.c - what the layer's files do to a request below its lifecycle
+ * (request.c) and its routes (routes.c): its headers read, its responses
+ * (whole bodies, the contract's errors, bodies streamed from its tensors
+ * as the socket drains), and its release once nothing holds it. */
 #include "http/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+
+/* ---- the request ------------------------------------------------------- */
+
+const char *http_header(request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Frees r when neither libmicrohttpd's request nor a streamed body needs
+ * it any more. */
+void http_request_unref(request *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    stream_free(r->out);
+    if (r->pstate) {
+        r->rt->proto->free(r->pstate);
+        free(r->pstate);
+    }
+    json_decref(r->answer); /* a prepared answer its connection closed before sending */
+    bufpool_give(r->srv->buffers, r->body);
+    free(r);
+}
 
 /* ---- responses ----------------------------------------------------------- */
 
