@@ -196,6 +196,8 @@ static void parse_body(request *r)
                             .pooling = &s->pooling};
     const double t0 = pool_now();
     r->fwd = r->rt->proto->parse(r->pstate, &in, &r->prep_err);
+    if (r->fwd && encode_request_ready(r->fwd, &r->ctx, &r->prep_err) < 0)
+        r->fwd = NULL; /* the protocol's state still owns it (proto->free) */
     r->parse_ms = (pool_now() - t0) * 1e3;
 }
 
@@ -247,11 +249,10 @@ static enum MHD_Result serve_forward(request *r)
     return parse_and_go_on(r);
 }
 
-/* The body is parsed: an answer route's answer is sent; a forward's
- * outputs are allocated and the pool gets the forward. */
+/* The body is parsed: an answer route's answer is sent; a forward, its
+ * outputs allocated (encode_request_ready), goes to the pool. */
 enum MHD_Result http_prepared(request *r)
 {
-    server *s = r->srv;
     if (r->rt->answer) {
         json_t *out = r->answer;
         r->answer = NULL;
@@ -259,20 +260,9 @@ enum MHD_Result http_prepared(request *r)
             return http_respond_error(r, r->prep_err.kind, r->prep_err.message, NULL);
         return http_respond_json(r, 200, out, NULL);
     }
-    encode_request *e = r->fwd;
-    api_error err = {0};
-    if (!e)
+    if (!r->fwd)
         return http_respond_error(r, r->prep_err.kind, r->prep_err.message, NULL);
-    /* Token ids: the core's own checks (a sequence against the position
-     * table, RoBERTa's offset) before the request takes a place in the
-     * queue; the forward would refuse the same batch with the same words. */
-    enc_error ee = {0};
-    int rc;
-    if (e->batch.ids && (rc = enc_batch_validate(s->model, &e->batch, &ee)) < 0)
-        return http_respond_error(r, api_error_of_core(rc), ee.message, NULL);
-    if (encode_request_alloc_outputs(e, enc_model_hparams(s->model), &err) < 0)
-        return http_respond_error(r, err.kind, err.message, NULL);
-    return submit_job(r, e);
+    return submit_job(r, r->fwd);
 }
 
 /* Bodies with at least this many JSON numbers (about 3 MB of text) are

@@ -222,6 +222,15 @@ int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api
     return 0;
 }
 
+int encode_request_ready(encode_request *req, const api_ctx *ctx, api_error *err)
+{
+    enc_error ee = {0};
+    int rc;
+    if (req->batch.ids && (rc = enc_batch_validate(ctx->model, &req->batch, &ee)) < 0)
+        return api_error_set(err, api_error_of_core(rc), "%s", ee.message);
+    return encode_request_alloc_outputs(req, enc_model_hparams(ctx->model), err);
+}
+
 enc_result encode_request_result(encode_request *req)
 {
     enc_result r = {.out = req->out,

@@ -202,6 +202,15 @@ float *encode_alloc_input(encode_request *req, size_t n);
  * nnz_b.  Returns 0 or -1 (out of memory: err API_UNAVAILABLE). */
 int encode_request_alloc_outputs(encode_request *req, const enc_hparams *hp, api_error *err);
 
+/* The last steps of every protocol's parse, before the request takes a
+ * place in the compute queue: with token ids in, the core's own checks of
+ * the batch against ctx->model (a sequence against the position table,
+ * RoBERTa's offset: the forward would refuse the same batch with the same
+ * words), then the outputs allocated (encode_request_alloc_outputs).
+ * Returns 0 or -1 with err set (the core's status as its error kind; 503
+ * out of memory). */
+int encode_request_ready(encode_request *req, const api_ctx *ctx, api_error *err);
+
 /* The enc_result that writes into req's outputs. */
 enc_result encode_request_result(encode_request *req);
 

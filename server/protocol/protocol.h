@@ -88,7 +88,9 @@ typedef struct protocol {
     /* For a route that names the model in its path: 0 when path names
      * model_name, else -1 with err (404). */
     int (*check_model)(const char *path, const char *model_name, api_error *err);
-    /* A forward's request and response; NULL for a protocol without one. */
+    /* A forward's request and response; NULL for a protocol without one.
+     * parse's request, owned by state, is then made ready for the queue
+     * (encode_request_ready: the ids checked, the outputs allocated). */
     size_t state_size;
     encode_request *(*parse)(void *state, const proto_input *in, api_error *err);
     int (*render)(const void *state, const proto_output *out, stream *st, size_t *header_len);
