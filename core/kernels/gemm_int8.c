@@ -34,8 +34,12 @@
 
 /* Rows per kernel call (the largest any kernel takes). */
 #define TILE_M 8
-/* Rows per AVX2 kernel call: 12 accumulators. */
-#define AVX2_MR 6
+/* Rows per AVX2 kernel call: 12 accumulators; quads of k per block. */
+#define AVX2_MR  6
+#define AVX2_KCQ 64
+/* Bytes of rows' records the panels run over before the next rows (each
+ * panel's pass over them finds them in L2). */
+#define ROWS_BLOCK_BYTES (256 * 1024)
 
 /* A row's outlier columns (gemm_int8.h): kept out of its int8 product. */
 typedef struct {
@@ -337,46 +341,60 @@ static i8_kernel cpu_kernel(void)
  * read row 0 again and are not stored; named variables, not an array:
  * GCC 12 spills an array of them); vpmaddwd sums pairs of k exactly (no
  * saturation: |x w| <= 127^2), so each column ends as two int32 halves
- * that vphaddd joins. */
+ * that vphaddd joins.  K in blocks of AVX2_KCQ quads, the 4 groups inside
+ * each: a block's rows (3 KiB) stay in L1 for the 4 groups, and the sums
+ * wait in memory between blocks (exact in any order). */
 __attribute__((target("avx2"))) static void tile_avx2(int32_t *acc, int mr, const void *a,
                                                       size_t lda, const int8_t *panel, int KQ)
 {
     const char *x[AVX2_MR];
     for (int r = 0; r < AVX2_MR; r++)
         x[r] = (const char *)a + (r < mr ? (size_t)r * lda : 0);
-    for (int g = 0; g < GEMM_NR / 8; g++) {
-        __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
-                s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
-        const int8_t *w = panel + 32 * g;
-        const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
-        for (int t = 0; t < KQ / 4; t++, w += 4 * GEMM_NR) {
-            const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
-            const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
-            long long q;
-            __m256i b;
+    __m256i raw[GEMM_NR / 8][2 * AVX2_MR]; /* each group's sums between blocks */
+    const int T = KQ / 4;
+    for (int t0 = 0; t0 < T; t0 += AVX2_KCQ) { /* T >= 1 */
+        const int t1 = T - t0 < AVX2_KCQ ? T : t0 + AVX2_KCQ;
+        for (int g = 0; g < GEMM_NR / 8; g++) {
+            __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00,
+                    s21 = s00, s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+            if (t0) {
+                const __m256i *v = raw[g];
+                s00 = v[0], s01 = v[1], s10 = v[2], s11 = v[3], s20 = v[4], s21 = v[5];
+                s30 = v[6], s31 = v[7], s40 = v[8], s41 = v[9], s50 = v[10], s51 = v[11];
+            }
+            const int8_t *w = panel + 32 * g + (size_t)t0 * 4 * GEMM_NR;
+            const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
+            for (int t = t0; t < t1; t++, w += 4 * GEMM_NR) {
+                const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
+                const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
+                long long q;
+                __m256i b;
 #define AVX2_ROW(r)                                                                                \
     memcpy(&q, x##r + (size_t)t * 8, sizeof q);                                                    \
     b = _mm256_set1_epi64x(q);                                                                     \
     s##r##0 = _mm256_add_epi32(s##r##0, _mm256_madd_epi16(b, w0));                                 \
     s##r##1 = _mm256_add_epi32(s##r##1, _mm256_madd_epi16(b, w1));                                 \
     __asm__("" : "+x"(s##r##0), "+x"(s##r##1))
-            AVX2_ROW(0);
-            AVX2_ROW(1);
-            AVX2_ROW(2);
-            AVX2_ROW(3);
-            AVX2_ROW(4);
-            AVX2_ROW(5);
+                AVX2_ROW(0);
+                AVX2_ROW(1);
+                AVX2_ROW(2);
+                AVX2_ROW(3);
+                AVX2_ROW(4);
+                AVX2_ROW(5);
 #undef AVX2_ROW
+            }
+            __m256i *v = raw[g];
+            v[0] = s00, v[1] = s01, v[2] = s10, v[3] = s11, v[4] = s20, v[5] = s21;
+            v[6] = s30, v[7] = s31, v[8] = s40, v[9] = s41, v[10] = s50, v[11] = s51;
         }
-        /* s[r]0: columns 0-1 | 2-3 as halves; s[r]1: 4-5 | 6-7; the pairs
-         * added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
-        const __m256i sum[AVX2_MR] = {_mm256_hadd_epi32(s00, s01), _mm256_hadd_epi32(s10, s11),
-                                      _mm256_hadd_epi32(s20, s21), _mm256_hadd_epi32(s30, s31),
-                                      _mm256_hadd_epi32(s40, s41), _mm256_hadd_epi32(s50, s51)};
+    }
+    /* raw[g][2r]: columns 0-1 | 2-3 of group g as halves; [2r + 1]: 4-5 |
+     * 6-7; the pairs added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
+    for (int g = 0; g < GEMM_NR / 8; g++)
         for (int r = 0; r < mr; r++)
             _mm256_storeu_si256((__m256i *)(acc + (size_t)r * GEMM_NR + 8 * g),
-                                _mm256_permute4x64_epi64(sum[r], 0xD8));
-    }
+                                _mm256_permute4x64_epi64(
+                                    _mm256_hadd_epi32(raw[g][2 * r], raw[g][2 * r + 1]), 0xD8));
 }
 
 /* tile_portable on AVX512_VNNI, a in u8 (x_q + 128), mr <= 8 rows: vpdpbusd
@@ -634,33 +652,39 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
     const i8_kernel kern = kernel_of(((const row_head *)recs)->fmt);
     const int tile = kern == KERNEL_AVX2 ? AVX2_MR : TILE_M;
     p1 = p1 < q->P ? p1 : q->P;
-    for (int p = p0; p < p1; p++) {
-        const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
-        const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
-        for (int i = 0; i < M; i += tile) {
-            const int mr = M - i < tile ? M - i : tile;
-            const char *r = recs + (size_t)i * stride, *a = r + HEAD_BYTES;
-            float *c = out + (size_t)i * (size_t)ldc + n0;
+    /* rows in blocks of about ROWS_BLOCK_BYTES, every panel over a block
+     * before the next: the block stays in L2 while the panels go by */
+    int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
+    block = block < tile ? tile : block;
+    for (int m0 = 0; m0 < M; m0 += block)
+        for (int p = p0; p < p1; p++) {
+            const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
+            const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
+            const int m1 = M - m0 < block ? M : m0 + block;
+            for (int i = m0; i < m1; i += tile) {
+                const int mr = m1 - i < tile ? m1 - i : tile;
+                const char *r = recs + (size_t)i * stride, *a = r + HEAD_BYTES;
+                float *c = out + (size_t)i * (size_t)ldc + n0;
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (kern == KERNEL_VNNI)
-                tile_vnni(acc, mr, a, stride, panel, q->KQ, q->colsum + n0);
-            else if (kern == KERNEL_AVX2)
-                tile_avx2(acc, mr, a, stride, panel, q->KQ);
-            else
+                if (kern == KERNEL_VNNI)
+                    tile_vnni(acc, mr, a, stride, panel, q->KQ, q->colsum + n0);
+                else if (kern == KERNEL_AVX2)
+                    tile_avx2(acc, mr, a, stride, panel, q->KQ);
+                else
 #endif
-                tile_portable(acc, mr, a, stride, panel, q->KQ);
+                    tile_portable(acc, mr, a, stride, panel, q->KQ);
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (row_vector(kern))
-                epilogue_avx2(c, (size_t)ldc, acc, mr, nn, r, stride, q->scale + n0,
-                              b ? b + n0 : NULL, panel);
-            else
+                if (row_vector(kern))
+                    epilogue_avx2(c, (size_t)ldc, acc, mr, nn, r, stride, q->scale + n0,
+                                  b ? b + n0 : NULL, panel);
+                else
 #endif
-                epilogue_scalar(c, (size_t)ldc, acc, mr, 0, nn, r, stride, q->scale + n0,
-                                b ? b + n0 : NULL, panel);
-            if (act)
-                ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
+                    epilogue_scalar(c, (size_t)ldc, acc, mr, 0, nn, r, stride, q->scale + n0,
+                                    b ? b + n0 : NULL, panel);
+                if (act)
+                    ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
+            }
         }
-    }
 }
 
 void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
