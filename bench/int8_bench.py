@@ -27,7 +27,8 @@ token cosine): attnd int8's and quantize_dynamic's, so that both are the
 same model.  Then --rounds interleaved rounds (the order alternates each
 round), --per-round of each per round: attnd's wall time per request (the
 client's: request written to response read, the ids' JSON parsed and the
-base64 outputs sent included) against PyTorch's forward (the ids already a
+base64 outputs sent included; a new connection, made before the timing,
+for each round's turn) against PyTorch's forward (the ids already a
 tensor).  Prints the medians, their ratio PyTorch / attnd (above 1: attnd
 faster) and the median of the rounds' ratios of medians.
   RESULT i8_http_ms i8_torch_ms i8_http_ratio i8_http_paired i8_http_cos_min
@@ -203,6 +204,9 @@ def http_vs_torch(a, cfg):
         order = ("attnd", "torch") if r % 2 == 0 else ("torch", "attnd")
         this = {"attnd": [], "torch": []}
         for kind in order:
+            if kind == "attnd":  # a fresh connection: PyTorch's turn may outlast the idle timeout
+                conn.close()
+                conn.connect()
             for _ in range(a.per_round):
                 if kind == "attnd":
                     this[kind].append(post(conn, body)[0])
