@@ -9,7 +9,7 @@ Both send B x L random token ids (seed 0, ids 1000 .. vocab - 1: no special
 tokens) in POST /v1/encode {"input_ids", "attention": "none", "encoding":
 "base64"} to attnd on 127.0.0.1:P serving DIR (a BERT directory, F32
 weights: bench/parts/int8.sh's BERT-base-sized one), one request at a time
-on one keep-alive connection.
+on a keep-alive connection.
 
 warm: two such requests, so that every weight has been used by a forward
 (bench/parts/int8.sh reads the daemon's resident memory before and after).
