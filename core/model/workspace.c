@@ -169,12 +169,15 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
         align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
         sizeof(float);
     size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[13];
+    /* the packed keys: only the AVX-512 attention reads them (an int8 or
+     * bfloat16 model is packed on any CPU) */
+    const bool keys = m->packed && simd_supported();
     /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
      * per sequence */
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
               mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
-              S < SIZE_MAX / 32 && (!m->packed || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
+              S < SIZE_MAX / 32 && (!keys || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
               n_kt < SIZE_MAX / 8;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");

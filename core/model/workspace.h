@@ -70,7 +70,7 @@ struct enc_workspace {
     float *emb;    /* (T, E) the embedding module's rows before its projection (ELECTRA's
                       embeddings_project), or none */
     float *kt;     /* every sequence's keys packed for the scores (attention_pack_keys),
-                      or none (!m->packed) */
+                      or none (!m->packed, or no AVX-512 on this CPU) */
     float *scores; /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
     seq_info *seqs;   /* (S) the packed sequences */
