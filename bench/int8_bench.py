@@ -2,7 +2,7 @@
 """int8_bench.py - attnd's model.dtype int8 over HTTP against PyTorch's quantize_dynamic.
 
     /usr/bin/python3 bench/int8_bench.py warm --port P --dir DIR [--batch 8] [--len 128]
-    OPENBLAS_NUM_THREADS=T /usr/bin/python3 bench/int8_bench.py http --port P --dir DIR
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/int8_bench.py http --port P --dir DIR
         --threads T [--batch 8] [--len 128] [--rounds 3] [--per-round 3]
 
 Both send B x L random token ids (seed 0, ids 1000 .. vocab - 1: no special
@@ -19,9 +19,12 @@ http: the same BERT in PyTorch (Debian's python3-torch): DIR's
 model.safetensors read with numpy, the embeddings and the encoder stack as
 transformers' BertModel computes them (erf GELU, LayerNorm eps from
 config.json, no attention mask: every token real), eval, torch.no_grad(),
-its last hidden state; torch.set_num_threads(T) (and OPENBLAS_NUM_THREADS=T
-for the attention's float32 matmuls), then
+its last hidden state; torch.set_num_threads(T), then
 torch.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8).
+Run it with OPENBLAS_NUM_THREADS=1: Debian's torch does the attention's
+float32 matmuls in the system OpenBLAS, whose own threads would come on top
+of ATen's T (and were measured slower on a 2-CPU host), so PyTorch runs on
+T threads as attnd's forward does.
 First the three outputs are compared once against PyTorch's float32 (per
 token cosine): attnd int8's and quantize_dynamic's, so that both are the
 same model.  Then --rounds interleaved rounds (the order alternates each

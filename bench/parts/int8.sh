@@ -25,7 +25,8 @@ fi
 # token ids (every weight used by a forward; bench/int8_bench.py warm),
 # int8 / float32 both ways.  While int8 is up: bench/int8_bench.py http,
 # INT8_ROUNDS interleaved rounds of 3 requests against 3 forwards of
-# PyTorch's quantize_dynamic (torch.set_num_threads and OPENBLAS_NUM_THREADS
+# PyTorch's quantize_dynamic (torch.set_num_threads BENCH_THREADS,
+# OPENBLAS_NUM_THREADS 1: its faster setting, and no threads beyond
 # BENCH_THREADS), the medians' ratio PyTorch / attnd.
 section "int8: model.dtype int8 against bfloat16 and float32"
 if skipped int8; then
@@ -100,7 +101,7 @@ else
                 if skipped int8_http; then
                     WHY[int8_http]="BENCH_SKIP"
                 else
-                    OPENBLAS_NUM_THREADS=$THREADS run_step 1800 "$PYTHON" bench/int8_bench.py http \
+                    OPENBLAS_NUM_THREADS=1 run_step 1800 "$PYTHON" bench/int8_bench.py http \
                         --port "$PORT" --dir "$BB/bert_base_dir" --threads "$THREADS" \
                         --rounds "$INT8_ROUNDS" --per-round 3
                     case $? in
