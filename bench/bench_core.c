@@ -613,7 +613,19 @@ typedef struct linear_run {
     float *out;
     int M, ldi, ldo;
     float *scratch; /* (threads) gemm_scratch_bytes() each */
+    void *rows;     /* int8: the input quantised once (gemm_int8_quantise), or NULL */
 } linear_run;
+
+/* int8: the input's rows quantised once for the team, split by rows, as
+ * the forward's phase_quantise does before the Linear. */
+static void quantise_phase(void *arg, int tid, int n)
+{
+    const linear_run *l = arg;
+    int r0, r1;
+    team_split(l->M, tid, n, &r0, &r1);
+    if (r1 > r0)
+        gemm_int8_quantise(l->rows, l->in, l->ldi, l->K, r0, r1);
+}
 
 static void linear_phase(void *arg, int tid, int n)
 {
@@ -624,7 +636,9 @@ static void linear_phase(void *arg, int tid, int n)
         team_split(gemm_panels(l->pk ? l->pk : l->bf), tid, n, &p0, &p1);
         if (p1 <= p0)
             return;
-        if (l->pk)
+        if (l->rows)
+            gemm_int8_cols(l->out, l->ldo, l->rows, l->pk, l->b, l->M, p0, p1, NULL, scratch);
+        else if (l->pk)
             gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
                              scratch);
         else
@@ -683,7 +697,8 @@ static int run_linears(const options *o)
     float *bias = alloc_floats((size_t)(F1 > Q ? F1 : Q));
     float *scratch = aligned_alloc(64, (size_t)o->threads * gemm_scratch_bytes());
     team *t = team_new(o->threads);
-    if (!scratch || !t) {
+    void *rows = i8 ? aligned_alloc(64, gemm_int8_rows_bytes(M, F > D ? F : D)) : NULL;
+    if (!scratch || !t || (i8 && !rows)) {
         fprintf(stderr, "bench_core: out of memory for the team\n");
         return 1;
     }
@@ -701,6 +716,7 @@ static int run_linears(const options *o)
         runs[k].N = shape[k][0];
         runs[k].K = shape[k][1];
         runs[k].w = wf[k];
+        runs[k].rows = rows;
         if (blas && bf16)
             runs[k].bf = pk[k];
         else
@@ -709,8 +725,11 @@ static int run_linears(const options *o)
     double *ms = alloc_doubles((size_t)o->repeat);
     for (int i = -o->warmup; i < o->repeat; i++) {
         const double t0 = bench_now_ms();
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 4; k++) {
+            if (rows)
+                team_run(t, quantise_phase, &runs[k]);
             team_run(t, linear_phase, &runs[k]);
+        }
         if (i >= 0)
             ms[i] = bench_now_ms() - t0;
     }
@@ -736,6 +755,7 @@ static int run_linears(const options *o)
     }
     free(ms);
     free(scratch);
+    free(rows);
     free(x);
     free(qkv);
     free(o_);

@@ -41,7 +41,9 @@
 #   bf16        bench/parts/bf16.sh        model.dtype bfloat16 against float32
 #   int8        bench/parts/int8.sh        model.dtype int8 against bfloat16 and
 #                                          float32: the Linears, the block, the
-#                                          peak memory at load
+#                                          daemon's memory at load and after a
+#                                          forward; over HTTP against PyTorch's
+#                                          quantize_dynamic      [peer optional]
 #   heads       bench/parts/heads.sh       task heads: a classifier's share of the
 #                                          forward, SPLADE's projection, an XLM-R
 #                                          masked LM's peak memory
@@ -69,14 +71,16 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 int8 heads tei page bigtext"
+#                               bf16 int8 int8_http heads tei page bigtext"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
-#                               minutes; texthf: the text part's Hugging Face peer)
+#                               minutes; texthf: the text part's Hugging Face peer;
+#                               int8_http: the int8 part's PyTorch peer)
 #   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
 #                               of each per round)
 #   BENCH_BF16_ROUNDS [3]       rounds of the bf16 part (each: float32, bfloat16)
-#   BENCH_INT8_ROUNDS [3]       rounds of the int8 part (each: int8, bfloat16, float32)
+#   BENCH_INT8_ROUNDS [3]       rounds of the int8 part (each: int8, bfloat16, float32;
+#                               over HTTP: 3 requests and 3 PyTorch forwards)
 #   BENCH_TEXT_SENTENCES [5000] sentences in the text part's corpus
 #   BENCH_TEXT_PASSES [5]       timed passes over it per tokenizer (each side)
 #   BENCH_TEXT_ROUNDS [5]       rounds of text / ids / embeddings requests in the text

@@ -10,6 +10,7 @@
  * by strides, and enough rows for several of the scratch's chunks.  Every
  * kernel must write the same bits. */
 #include "kernels/gemm.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
 #include "suites.h"
 #include "test_util.h"
@@ -179,6 +180,26 @@ static bool run_shape(int s, const char *kern, float **got_out, float **in_out, 
     ck_assert(scratch);
     two_shares(got, ldc, in, lda, pw, shapes[s][3] ? b : NULL, M, N,
                shapes[s][4] >= 0 ? &act : NULL, scratch);
+    /* the same in two steps, as a team runs it: the rows quantised in two
+     * shares, then the panels in two */
+    void *rows = aligned_alloc(64, gemm_int8_rows_bytes(M, K));
+    float *two = xcalloc((size_t)M * ldc, sizeof *two);
+    ck_assert(rows);
+    for (size_t k = 0; k < (size_t)M * ldc; k++)
+        two[k] = NAN;
+    gemm_int8_quantise(rows, in, lda, K, M / 2, M);
+    gemm_int8_quantise(rows, in, lda, K, 0, M / 2);
+    const int P = gemm_panels(pw);
+    gemm_int8_cols(two, ldc, rows, pw, shapes[s][3] ? b : NULL, M, P / 2, P,
+                   shapes[s][4] >= 0 ? &act : NULL, scratch);
+    gemm_int8_cols(two, ldc, rows, pw, shapes[s][3] ? b : NULL, M, 0, P / 2,
+                   shapes[s][4] >= 0 ? &act : NULL, scratch);
+    ck_assert_msg(memcmp(two, got, (size_t)M * ldc * sizeof *got) == 0,
+                  "%s M %d K %d N %d: gemm_int8_quantise + gemm_int8_cols differ from "
+                  "gemm_packed_cols",
+                  kern, M, K, N);
+    free(two);
+    free(rows);
     free(scratch);
     gemm_packed_free(pw);
     gemm_int8_limit("avx512_vnni");
@@ -367,6 +388,120 @@ START_TEST(test_int8_outliers)
 }
 END_TEST
 
+/* Rows for the quantisation test: n of them, K each, in rows (n, K). */
+static const int q_lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 768, 3071};
+#define N_Q_LENGTHS ((int)(sizeof q_lengths / sizeof *q_lengths))
+#define Q_ROWS      9
+
+/* Row kind r of length K: 0 Gaussian, 1 one outlier, 2 more outliers than
+ * the cap (some equal, some tied in |x| with opposite signs), 3 all zero,
+ * 4 zero but the outliers, 5 values on the rounding's halves (x_q .5 away),
+ * 6 a huge range (1e30 and tiny), 7 NaN and inf among them (both forms
+ * alone), 8 all equal. */
+static void q_row(float *x, int r, int K, uint64_t *st)
+{
+    fill_random(x, (size_t)K, st, 1.0f);
+    switch (r) {
+    case 1:
+        x[K / 2] = 40.0f;
+        break;
+    case 2:
+        for (int k = 0; k < K; k += 2)
+            x[k] = (k % 4 ? 30.0f : -30.0f) + (float)(k % 3);
+        for (int k = 1; k < K; k += 2)
+            x[k] *= 0.01f;
+        break;
+    case 3:
+        memset(x, 0, (size_t)K * sizeof *x);
+        break;
+    case 4:
+        memset(x, 0, (size_t)K * sizeof *x);
+        x[K - 1] = 5.0f;
+        break;
+    case 5:
+        for (int k = 0; k < K; k++)
+            x[k] = ((float)(k % 255) - 127.0f + 0.5f) / 127.0f;
+        if (K > 1)
+            x[0] = 1.0f;
+        break;
+    case 6:
+        for (int k = 0; k < K; k += 3)
+            x[k] *= 1e30f;
+        for (int k = 1; k < K; k += 3)
+            x[k] *= 1e-30f;
+        break;
+    case 7:
+        x[0] = NAN;
+        if (K > 5)
+            x[5] = INFINITY;
+        if (K > 9)
+            x[K - 2] = -NAN;
+        break;
+    case 8:
+        for (int k = 0; k < K; k++)
+            x[k] = -0.75f;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The rows' quantisation (outliers, scale, values) in AVX2 and in scalar
+ * code give the same bits, in each kernel's format, whatever the row
+ * length (the vector loops' tails); and both are the rule (the reference
+ * above) on every row without NaN or inf. */
+START_TEST(test_int8_quantise_rows)
+{
+    const int K = q_lengths[_i];
+    const int KQ = (K + 3) / 4 * 4;
+    int *xq = xcalloc((size_t)KQ, sizeof *xq), *vq = xcalloc((size_t)KQ, sizeof *vq);
+    int *want = xcalloc((size_t)K, sizeof *want);
+    float *x = xcalloc((size_t)K, sizeof *x), *inl = xcalloc((size_t)K, sizeof *inl);
+    char *outl = xcalloc((size_t)K, 1);
+    uint64_t st = 5150 + (uint64_t)K;
+    for (int r = 0; r < Q_ROWS; r++) {
+        q_row(x, r, K, &st);
+        for (int f = 0; f < N_KERNELS; f++) {
+            int ko[GEMM_I8_MAX_OUTLIERS], vo[GEMM_I8_MAX_OUTLIERS], kn, vn;
+            const float ks = gemm_i8_quantise_test(kernels[f], false, x, K, xq, ko, &kn);
+            const float vs = gemm_i8_quantise_test(kernels[f], true, x, K, vq, vo, &vn);
+            ck_assert_msg(memcmp(&ks, &vs, sizeof ks) == 0, "K %d row %d %s: scale %.9g, %.9g", K,
+                          r, kernels[f], ks, vs);
+            ck_assert_int_eq(kn, vn);
+            ck_assert(memcmp(ko, vo, (size_t)kn * sizeof *ko) == 0);
+            ck_assert_msg(memcmp(xq, vq, (size_t)KQ * sizeof *xq) == 0, "K %d row %d %s", K, r,
+                          kernels[f]);
+            for (int k = K; k < KQ; k++)
+                ck_assert_int_eq(xq[k], 0);
+            if (r == 7)
+                continue;
+            /* the rule */
+            ref_outliers(outl, x, K);
+            int n = 0;
+            for (int k = 0; k < K; k++)
+                if (outl[k]) {
+                    ck_assert_int_lt(n, kn);
+                    ck_assert_int_eq(ko[n++], k);
+                }
+            ck_assert_int_eq(n, kn);
+            for (int k = 0; k < K; k++)
+                inl[k] = outl[k] ? 0.0f : x[k];
+            const float sa = ref_scale(inl, K);
+            ck_assert_msg(ks == sa, "K %d row %d: scale %.9g, want %.9g", K, r, ks, sa);
+            for (int k = 0; k < K; k++)
+                ck_assert_msg(xq[k] == ref_q(inl[k], sa), "K %d row %d k %d: %d, want %d", K, r, k,
+                              xq[k], ref_q(inl[k], sa));
+        }
+    }
+    free(xq);
+    free(vq);
+    free(want);
+    free(x);
+    free(inl);
+    free(outl);
+}
+END_TEST
+
 Suite *gemm_int8_suite(void)
 {
     Suite *s = timed_suite("gemm_int8");
@@ -376,5 +511,6 @@ Suite *gemm_int8_suite(void)
     tcase_add_test(tc, test_int8_rows_independent);
     tcase_add_test(tc, test_int8_parts);
     tcase_add_test(tc, test_int8_outliers);
+    tcase_add_loop_test(tc, test_int8_quantise_rows, 0, N_Q_LENGTHS);
     return s;
 }

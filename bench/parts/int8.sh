@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/parts/int8.sh - model.dtype int8 against bfloat16 and float32,
 # interleaved rounds: bench_core linears (int8, bfloat16, float32) and core
-# (int8, bfloat16), medians' ratios; the BERT-base-sized directory's
-# --check-config peak resident memory int8 / float32.  Sourced by
-# bench/run.sh, or run alone: bash bench/parts/int8.sh.
+# (int8, bfloat16), medians' ratios; the BERT-base-sized directory served by
+# attnd in float32 and in int8, its resident memory at load and after a
+# forward; attnd int8 over HTTP (token ids in) against PyTorch's
+# quantize_dynamic on the same weights and threads (bench/int8_bench.py).
+# Sourced by bench/run.sh, or run alone: bash bench/parts/int8.sh.
 # shellcheck disable=SC2034 # R and WHY are read by bench/summary.sh
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     # shellcheck source=bench/lib.sh
@@ -17,9 +19,15 @@ fi
 # (int8: AVX512_VNNI, else AVX2, else portable C; without AVX-512F
 # bfloat16 runs on OpenBLAS over widened panels and float32 on
 # cblas_sgemm); each round's median bfloat16 / int8 (and float32 / int8 for
-# the Linears); then the BERT-base-sized directory's peak resident memory
-# at load (--check-config, /usr/bin/time's maximum RSS), int8 / float32.
-# Not measured here: attnd int8 over HTTP against PyTorch's quantize_dynamic.
+# the Linears).  Then the BERT-base-sized directory (12 layers, a masked
+# LM) served by build/attnd in float32, then in int8 (--forward-threads
+# BENCH_THREADS): VmRSS once ready, and after two B=8 L=128 requests of
+# token ids (every weight used by a forward; bench/int8_bench.py warm),
+# int8 / float32 both ways.  While int8 is up: bench/int8_bench.py http,
+# INT8_ROUNDS interleaved rounds of 3 requests against 3 forwards of
+# PyTorch's quantize_dynamic (torch.set_num_threads BENCH_THREADS,
+# OPENBLAS_NUM_THREADS 1: its faster setting, and no threads beyond
+# BENCH_THREADS), the medians' ratio PyTorch / attnd.
 section "int8: model.dtype int8 against bfloat16 and float32"
 if skipped int8; then
     WHY[int8]="BENCH_SKIP"
@@ -70,16 +78,49 @@ else
             WHY[int8]="tools/fixtures/make_bert_dir.py failed"
     fi
     if [ -f "$BB/bert_base_dir/model.safetensors" ]; then
-        for dt in float32 int8 float32 int8; do
-            run_step 120 /usr/bin/time -f "RESULT i8_rss_${dt}_kb=%M" build/attnd --check-config \
-                --model-dir "$BB/bert_base_dir" --dtype "$dt" || FAILED=1
+        for dt in float32 int8; do
+            start_daemon --model-dir "$BB/bert_base_dir" --dtype "$dt" --forward-threads "$THREADS"
+            if [ "$ready" != 1 ]; then
+                FAILED=1 WHY[int8]="attnd --dtype $dt did not become ready within 30 s (log: $BB/attnd.log)"
+                stop_daemon
+                continue
+            fi
+            load_kb=$(vm_kib "$DAEMON_PID" VmRSS)
+            R[i8_rss_${dt}_load_kb]=$load_kb
+            if run_step 600 "$PYTHON" bench/int8_bench.py warm --port "$PORT" \
+                --dir "$BB/bert_base_dir"; then
+                after_kb=$(vm_kib "$DAEMON_PID" VmRSS) peak_kb=$(vm_kib "$DAEMON_PID" VmHWM)
+                R[i8_rss_${dt}_kb]=$after_kb
+                parts=$(awk '$1 == "RssAnon:" || $1 == "RssFile:" { printf " %s %d MiB", $1, $2 / 1024 }' \
+                    "/proc/$DAEMON_PID/status")
+                echo "   $dt: VmRSS $((load_kb / 1024)) MiB once ready, $((after_kb / 1024)) MiB after a forward (of it$parts), peak $((peak_kb / 1024)) MiB"
+            else
+                FAILED=1 WHY[int8]="bench/int8_bench.py warm ($dt) failed: $(step_reason)"
+            fi
+            if [ "$dt" = int8 ]; then
+                if skipped int8_http; then
+                    WHY[int8_http]="BENCH_SKIP"
+                else
+                    OPENBLAS_NUM_THREADS=1 run_step 1800 "$PYTHON" bench/int8_bench.py http \
+                        --port "$PORT" --dir "$BB/bert_base_dir" --threads "$THREADS" \
+                        --rounds "$INT8_ROUNDS" --per-round 3
+                    case $? in
+                    0) ;;
+                    3) WHY[int8_http]=$(step_reason) ;;
+                    *) FAILED=1 WHY[int8_http]="bench/int8_bench.py http failed: $(step_reason)" ;;
+                    esac
+                fi
+            fi
+            stop_daemon
         done
         if [ -n "${R[i8_rss_float32_kb]:-}" ] && [ -n "${R[i8_rss_int8_kb]:-}" ]; then
+            R[i8_rss_load_ratio]=$(calc "${R[i8_rss_int8_load_kb]} / ${R[i8_rss_float32_load_kb]}")
             R[i8_rss_ratio]=$(calc "${R[i8_rss_int8_kb]} / ${R[i8_rss_float32_kb]}")
-            echo "-> BERT-base dir peak RSS at load: int8 $((R[i8_rss_int8_kb] / 1024)) MiB / float32 $((R[i8_rss_float32_kb] / 1024)) MiB = $(fmt "${R[i8_rss_ratio]}" 3)"
+            echo "-> BERT-base dir VmRSS once ready: int8 $((R[i8_rss_int8_load_kb] / 1024)) MiB / float32 $((R[i8_rss_float32_load_kb] / 1024)) MiB = $(fmt "${R[i8_rss_load_ratio]}" 3); after a forward: int8 $((R[i8_rss_int8_kb] / 1024)) MiB / float32 $((R[i8_rss_float32_kb] / 1024)) MiB = $(fmt "${R[i8_rss_ratio]}" 3)"
         fi
+        [ -n "${R[i8_http_ratio]:-}" ] &&
+            echo "-> B=8 L=128 token ids, $THREADS threads: PyTorch quantize_dynamic ${R[i8_torch_ms]} ms / attnd int8 over HTTP ${R[i8_http_ms]} ms = $(fmt "${R[i8_http_ratio]}" 3) (median of the rounds' ratios ${R[i8_http_paired]})"
     fi
-    WHY[int8_http]="not measured: the HTTP comparison with PyTorch's quantize_dynamic is not in this part yet"
     echo "after the part, other processes use $(busy_pct)% of the CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
 

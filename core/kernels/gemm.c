@@ -205,6 +205,22 @@ static gemm_packed *pack_parts_int8(const float *const *w, const int *rows, int 
     return pw;
 }
 
+size_t gemm_int8_rows_bytes(int M, int K)
+{
+    return gemm_i8_rows_bytes(M, K);
+}
+
+void gemm_int8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1)
+{
+    gemm_i8_quantise(rows, in, lda, K, r0, r1);
+}
+
+void gemm_int8_cols(float *out, int ldc, const void *rows, const gemm_packed *pw, const float *b,
+                    int M, int p0, int p1, const enc_activation *act, float *scratch)
+{
+    gemm_i8_cols_rows(out, ldc, rows, pw->i8, b, M, p0, p1, act, scratch);
+}
+
 gemm_packed *gemm_pack_int8(const float *w, int N, int K)
 {
     return pack_parts_int8(&w, &N, 1, K);

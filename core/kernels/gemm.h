@@ -92,6 +92,16 @@ gemm_packed *gemm_pack_int8(const float *w, int N, int K);
 gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n, int K);
 /* Whether pw holds int8 weights. */
 bool gemm_packed_int8(const gemm_packed *pw);
+/* gemm_packed_cols on int8 weights in two steps, so that a team quantises
+ * the activations once between them rather than once a thread: rows [r0,
+ * r1) of in (M rows lda apart, K) quantised into rows (gemm_int8_rows_bytes(M,
+ * K), 64-byte aligned; each thread a share of the rows), then, once every
+ * row is done, gemm_int8_cols on panels [p0, p1) of pw (K columns) reads
+ * them: the same bits as gemm_packed_cols. */
+size_t gemm_int8_rows_bytes(int M, int K);
+void gemm_int8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1);
+void gemm_int8_cols(float *out, int ldc, const void *rows, const gemm_packed *pw, const float *b,
+                    int M, int p0, int p1, const enc_activation *act, float *scratch);
 /* Which kernel int8 weights run on now: "avx512_vnni" (AVX512_VNNI while
  * simd_enabled()), "avx2" or "portable".  gemm_int8_limit(name) makes
  * calls run no faster kernel than that one (tests run each); returns

@@ -8,13 +8,17 @@
  * vpdpbusd reads (4 u8 x 4 s8 into each int32 lane); AVX2 widens 16 bytes
  * (4 columns of a quad) to int16 and sums pairs with vpmaddwd.
  *
- * A call quantises a chunk of rows (as many as the scratch holds, whole K:
- * the row's max needs every k) in the format its kernel reads, then each
+ * Each row of activations is quantised (whole K: the row's max needs
+ * every k) into a record in the format its kernel reads: once per call
+ * into a buffer the team shares (gemm_i8_quantise, then gemm_i8_cols_rows),
+ * or a chunk at a time into the thread's scratch (gemm_i8_cols).  Then each
  * tile of rows x NR columns is summed over all of K in int32 (exact:
  * |sum| <= 127^2 K < 2^31) and the tile goes through the same epilogue
  * whatever the kernel, so all kernels write the same bits.  A row's
  * outlier columns (gemm_int8.h) are zero in its int8 row and added in that
- * epilogue, in float32, against the quantised weights of the panel. */
+ * epilogue, in float32, against the quantised weights of the panel.  The
+ * row's steps and the epilogue run in AVX2 beside the AVX2 and VNNI
+ * kernels, in scalar code beside the portable one: the same bits. */
 #include "kernels/gemm_int8.h"
 
 #include "base/mem.h"
@@ -30,8 +34,12 @@
 
 /* Rows per kernel call (the largest any kernel takes). */
 #define TILE_M 8
-/* Rows per AVX2 kernel call: 12 accumulators. */
-#define AVX2_MR 6
+/* Rows per AVX2 kernel call: 12 accumulators; quads of k per block. */
+#define AVX2_MR  6
+#define AVX2_KCQ 64
+/* Bytes of rows' records the panels run over before the next rows (each
+ * panel's pass over them finds them in L2). */
+#define ROWS_BLOCK_BYTES (256 * 1024)
 
 /* A row's outlier columns (gemm_int8.h): kept out of its int8 product. */
 typedef struct {
@@ -48,8 +56,20 @@ struct gemm_i8 {
     int N, K, KQ, P; /* KQ: K rounded up to a quad */
 };
 
-/* How the activations of a chunk lie in the scratch for a kernel. */
+/* How a row's quantised activations lie for a kernel. */
 typedef enum { FMT_S8, FMT_S16, FMT_U8 } a_format;
+
+/* A quantised row is a record: this head, then from HEAD_BYTES its KQ
+ * values in fmt (0 past K and at its outlier columns; FMT_U8 holds x_q +
+ * 128), padded to 64 bytes. */
+typedef struct {
+    float scale;    /* scale_a: max |x| over the columns but the outliers / 127 */
+    a_format fmt;   /* the values' format: the kernel that reads them */
+    row_outliers o; /* its outlier columns */
+} row_head;
+
+#define HEAD_BYTES 128
+_Static_assert(sizeof(row_head) <= HEAD_BYTES, "a row's head fits its place");
 
 typedef enum { KERNEL_PORTABLE, KERNEL_AVX2, KERNEL_VNNI } i8_kernel;
 
@@ -58,15 +78,27 @@ static const char *const kernel_names[] = {"portable", "avx2", "avx512_vnni"};
 /* The fastest kernel tests allow (gemm_int8_limit). */
 static atomic_int kernel_cap = KERNEL_VNNI;
 
+/* max(m, |x|) for m >= 0, not NaN: m when x is NaN, as fmaxf(m, fabsf(x))
+ * (which is a call into libm without -ffast-math). */
+static float max_abs(float m, float x)
+{
+    const float a = fabsf(x);
+    return a > m ? a : m;
+}
+
 /* x / scale rounded to nearest even, in [-127, 127] (scale > 0).  Clamped
  * as a float first: no float-to-int conversion out of range, NaN included
- * (fmaxf drops it).  Rounded by adding and taking away 1.5 x 2^23, which
- * leaves no fraction bits for |v| <= 2^22 (in the default rounding mode,
- * nearbyintf's: the same integer), inline where nearbyintf is a call into
- * libm that saves and restores the floating-point environment. */
+ * (-127, as fmaxf(NaN, -127) and vmaxps give).  Rounded by adding and
+ * taking away 1.5 x 2^23, which leaves no fraction bits for |v| <= 2^22
+ * (in the default rounding mode, nearbyintf's: the same integer), inline
+ * where nearbyintf is a call into libm that saves and restores the
+ * floating-point environment. */
 static int quantise(float x, float scale)
 {
-    const float v = fminf(fmaxf(x / scale, -127.0f), 127.0f), magic = 12582912.0f;
+    float v = x / scale;
+    v = v > -127.0f ? v : -127.0f; /* NaN: -127 */
+    v = v < 127.0f ? v : 127.0f;
+    const float magic = 12582912.0f;
     return (int)((v + magic) - magic); /* no -ffast-math: not folded to v */
 }
 
@@ -75,7 +107,7 @@ static float scale_of(const float *x, int n)
 {
     float max = 0.0f;
     for (int k = 0; k < n; k++)
-        max = fmaxf(max, fabsf(x[k]));
+        max = max_abs(max, x[k]);
     return max / 127.0f;
 }
 
@@ -132,35 +164,37 @@ size_t gemm_i8_bytes(const gemm_i8 *q)
     return q ? sizeof *q + q->bytes : 0;
 }
 
-/* Row x's outlier columns into o: |x[k]| > GEMM_I8_OUTLIER_RATIO x the
- * row's mean |x|, the GEMM_I8_MAX_OUTLIERS largest of them (the lower k
- * first among equals), listed by ascending k. */
-static void find_outliers(row_outliers *o, const float *x, int K)
+/* ---- a row of activations: outliers, scale, quantised values ------------
+ *
+ * Each step has a scalar form and an AVX2 one that compute the same bits:
+ * the same operations on each element in the same order (the sum of |x|
+ * in 8 lanes by k mod 8 in both, joined in one fixed order; max is exact
+ * in any order), chosen with the kernel (row_vector). */
+
+/* Adds column k (|x| above the limit) to o: the GEMM_I8_MAX_OUTLIERS
+ * largest, by descending |x| while collecting (the smallest goes when o is
+ * full; the lower k first among equals). */
+static void outlier_add(row_outliers *o, int k, float x)
 {
-    double sum = 0.0;
-    for (int k = 0; k < K; k++)
-        sum += fabs((double)x[k]);
-    const double limit = GEMM_I8_OUTLIER_RATIO * (sum / K);
-    o->n = 0;
-    for (int k = 0; k < K; k++) {
-        const double a = fabs((double)x[k]);
-        if (!(a > limit))
-            continue;
-        /* o->k by descending |x| while collecting: the smallest goes when full */
-        int at = o->n < GEMM_I8_MAX_OUTLIERS ? o->n++ : GEMM_I8_MAX_OUTLIERS;
-        while (at > 0 && fabsf(o->x[at - 1]) < (float)a) {
-            if (at < GEMM_I8_MAX_OUTLIERS) {
-                o->k[at] = o->k[at - 1];
-                o->x[at] = o->x[at - 1];
-            }
-            at--;
-        }
+    const float a = fabsf(x);
+    int at = o->n < GEMM_I8_MAX_OUTLIERS ? o->n++ : GEMM_I8_MAX_OUTLIERS;
+    while (at > 0 && fabsf(o->x[at - 1]) < a) {
         if (at < GEMM_I8_MAX_OUTLIERS) {
-            o->k[at] = k;
-            o->x[at] = x[k];
+            o->k[at] = o->k[at - 1];
+            o->x[at] = o->x[at - 1];
         }
+        at--;
     }
-    for (int i = 1; i < o->n; i++) /* by ascending k */
+    if (at < GEMM_I8_MAX_OUTLIERS) {
+        o->k[at] = k;
+        o->x[at] = x;
+    }
+}
+
+/* o's columns by ascending k. */
+static void outliers_sort(row_outliers *o)
+{
+    for (int i = 1; i < o->n; i++)
         for (int j = i; j > 0 && o->k[j - 1] > o->k[j]; j--) {
             const int tk = o->k[j];
             const float tx = o->x[j];
@@ -171,35 +205,103 @@ static void find_outliers(row_outliers *o, const float *x, int K)
         }
 }
 
-/* Row x (K) quantised into dst (KQ values as fmt says, 0 past K and at o's
- * columns; FMT_U8 holds x_q + 128); returns its scale_a, of the columns
- * but o's (0 when they are all zero: all x_q 0). */
-static float quantise_row(void *dst, a_format fmt, const float *x, int K, int KQ,
-                          const row_outliers *o)
+/* The outlier limit from the 8 lanes of sum |x| (lane j: k = j mod 8, in
+ * order of k): GEMM_I8_OUTLIER_RATIO x the mean. */
+static double outlier_limit(const double *lane, int K)
 {
-    float max = 0.0f;
-    for (int k = 0, i = 0; k < K; k++) {
-        if (i < o->n && o->k[i] == k) {
-            i++;
-            continue;
+    const double sum =
+        ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return GEMM_I8_OUTLIER_RATIO * (sum / K);
+}
+
+/* Value k of a row's values at dst, v (x_q) in fmt. */
+static void store_value(void *dst, a_format fmt, int k, int v)
+{
+    if (fmt == FMT_S8)
+        ((int8_t *)dst)[k] = (int8_t)v;
+    else if (fmt == FMT_S16)
+        ((int16_t *)dst)[k] = (int16_t)v;
+    else
+        ((uint8_t *)dst)[k] = (uint8_t)(v + 128);
+}
+
+/* Row x (K) into the record at rec in fmt (row_head), in scalar code: its
+ * outlier columns (|x[k]| > GEMM_I8_OUTLIER_RATIO x the row's mean |x|,
+ * the GEMM_I8_MAX_OUTLIERS largest, listed by ascending k), its scale over
+ * the other columns (0 when they are all zero: every x_q 0) and its
+ * values. */
+static void quantise_row_scalar(char *rec, a_format fmt, const float *x, int K, int KQ)
+{
+    row_head *h = (row_head *)rec;
+    row_outliers *o = &h->o;
+    double lane[8] = {0};
+    float all = 0.0f;
+    for (int k = 0; k < K; k++) {
+        lane[k % 8] += fabs((double)x[k]);
+        all = max_abs(all, x[k]);
+    }
+    const double limit = outlier_limit(lane, K);
+    o->n = 0;
+    for (int k = 0; k < K; k++)
+        if (fabs((double)x[k]) > limit)
+            outlier_add(o, k, x[k]);
+    outliers_sort(o);
+    float max = all;
+    if (o->n) {
+        max = 0.0f;
+        for (int k = 0, i = 0; k < K; k++) {
+            if (i < o->n && o->k[i] == k) {
+                i++;
+                continue;
+            }
+            max = max_abs(max, x[k]);
         }
-        max = fmaxf(max, fabsf(x[k]));
     }
     const float s = max / 127.0f;
+    char *dst = rec + HEAD_BYTES;
     for (int k = 0, i = 0; k < KQ; k++) {
         int v = k < K && s > 0.0f ? quantise(x[k], s) : 0;
         if (i < o->n && o->k[i] == k) {
             v = 0;
             i++;
         }
-        if (fmt == FMT_S8)
-            ((int8_t *)dst)[k] = (int8_t)v;
-        else if (fmt == FMT_S16)
-            ((int16_t *)dst)[k] = (int16_t)v;
-        else
-            ((uint8_t *)dst)[k] = (uint8_t)(v + 128);
+        store_value(dst, fmt, k, v);
     }
-    return s;
+    h->scale = s;
+    h->fmt = fmt;
+}
+
+/* Column j of panel's quantised weight at k. */
+static int panel_weight(const int8_t *panel, int j, int k)
+{
+    return panel[(size_t)(k / 4) * 4 * GEMM_NR + 4 * j + k % 4];
+}
+
+/* out row r (ldc apart), columns [j0, nn) of panel = scale_a[r] *
+ * scale_w[j] * acc[r][j] + scale_w[j] * corr[r][j] + b[j], corr[r][j] the
+ * sum over row r's outliers (ascending k) of x[k] * w_q[j][k] in float32,
+ * and no corr term for a row without outliers: the one epilogue every
+ * kernel's sums go through (epilogue_avx2: the same, 8 columns at a time). */
+static void epilogue_scalar(float *out, size_t ldc, const int32_t *acc, int mr, int j0, int nn,
+                            const char *recs, size_t stride, const float *scale_w, const float *b,
+                            const int8_t *panel)
+{
+    for (int r = 0; r < mr; r++) {
+        const row_head *h = (const row_head *)(recs + (size_t)r * stride);
+        float *c = out + (size_t)r * ldc;
+        for (int j = j0; j < nn; j++) {
+            float v = h->scale * scale_w[j] * (float)acc[(size_t)r * GEMM_NR + j];
+            if (h->o.n) {
+                float corr = 0.0f;
+                for (int i = 0; i < h->o.n; i++)
+                    corr += h->o.x[i] * (float)panel_weight(panel, j, h->o.k[i]);
+                v += scale_w[j] * corr;
+            }
+            if (b)
+                v += b[j];
+            c[j] = v;
+        }
+    }
 }
 
 /* acc (mr, NR) = a (mr rows lda bytes apart, KQ int8) . panel, in int32. */
@@ -239,46 +341,60 @@ static i8_kernel cpu_kernel(void)
  * read row 0 again and are not stored; named variables, not an array:
  * GCC 12 spills an array of them); vpmaddwd sums pairs of k exactly (no
  * saturation: |x w| <= 127^2), so each column ends as two int32 halves
- * that vphaddd joins. */
+ * that vphaddd joins.  K in blocks of AVX2_KCQ quads, the 4 groups inside
+ * each: a block's rows (3 KiB) stay in L1 for the 4 groups, and the sums
+ * wait in memory between blocks (exact in any order). */
 __attribute__((target("avx2"))) static void tile_avx2(int32_t *acc, int mr, const void *a,
                                                       size_t lda, const int8_t *panel, int KQ)
 {
     const char *x[AVX2_MR];
     for (int r = 0; r < AVX2_MR; r++)
         x[r] = (const char *)a + (r < mr ? (size_t)r * lda : 0);
-    for (int g = 0; g < GEMM_NR / 8; g++) {
-        __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00,
-                s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
-        const int8_t *w = panel + 32 * g;
-        const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
-        for (int t = 0; t < KQ / 4; t++, w += 4 * GEMM_NR) {
-            const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
-            const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
-            long long q;
-            __m256i b;
+    __m256i raw[GEMM_NR / 8][2 * AVX2_MR]; /* each group's sums between blocks */
+    const int T = KQ / 4;
+    for (int t0 = 0; t0 < T; t0 += AVX2_KCQ) { /* T >= 1 */
+        const int t1 = T - t0 < AVX2_KCQ ? T : t0 + AVX2_KCQ;
+        for (int g = 0; g < GEMM_NR / 8; g++) {
+            __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00,
+                    s21 = s00, s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+            if (t0) {
+                const __m256i *v = raw[g];
+                s00 = v[0], s01 = v[1], s10 = v[2], s11 = v[3], s20 = v[4], s21 = v[5];
+                s30 = v[6], s31 = v[7], s40 = v[8], s41 = v[9], s50 = v[10], s51 = v[11];
+            }
+            const int8_t *w = panel + 32 * g + (size_t)t0 * 4 * GEMM_NR;
+            const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
+            for (int t = t0; t < t1; t++, w += 4 * GEMM_NR) {
+                const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
+                const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
+                long long q;
+                __m256i b;
 #define AVX2_ROW(r)                                                                                \
     memcpy(&q, x##r + (size_t)t * 8, sizeof q);                                                    \
     b = _mm256_set1_epi64x(q);                                                                     \
     s##r##0 = _mm256_add_epi32(s##r##0, _mm256_madd_epi16(b, w0));                                 \
     s##r##1 = _mm256_add_epi32(s##r##1, _mm256_madd_epi16(b, w1));                                 \
     __asm__("" : "+x"(s##r##0), "+x"(s##r##1))
-            AVX2_ROW(0);
-            AVX2_ROW(1);
-            AVX2_ROW(2);
-            AVX2_ROW(3);
-            AVX2_ROW(4);
-            AVX2_ROW(5);
+                AVX2_ROW(0);
+                AVX2_ROW(1);
+                AVX2_ROW(2);
+                AVX2_ROW(3);
+                AVX2_ROW(4);
+                AVX2_ROW(5);
 #undef AVX2_ROW
+            }
+            __m256i *v = raw[g];
+            v[0] = s00, v[1] = s01, v[2] = s10, v[3] = s11, v[4] = s20, v[5] = s21;
+            v[6] = s30, v[7] = s31, v[8] = s40, v[9] = s41, v[10] = s50, v[11] = s51;
         }
-        /* s[r]0: columns 0-1 | 2-3 as halves; s[r]1: 4-5 | 6-7; the pairs
-         * added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
-        const __m256i sum[AVX2_MR] = {_mm256_hadd_epi32(s00, s01), _mm256_hadd_epi32(s10, s11),
-                                      _mm256_hadd_epi32(s20, s21), _mm256_hadd_epi32(s30, s31),
-                                      _mm256_hadd_epi32(s40, s41), _mm256_hadd_epi32(s50, s51)};
+    }
+    /* raw[g][2r]: columns 0-1 | 2-3 of group g as halves; [2r + 1]: 4-5 |
+     * 6-7; the pairs added give (0 1 4 5 | 2 3 6 7), reordered by 64 bits */
+    for (int g = 0; g < GEMM_NR / 8; g++)
         for (int r = 0; r < mr; r++)
             _mm256_storeu_si256((__m256i *)(acc + (size_t)r * GEMM_NR + 8 * g),
-                                _mm256_permute4x64_epi64(sum[r], 0xD8));
-    }
+                                _mm256_permute4x64_epi64(
+                                    _mm256_hadd_epi32(raw[g][2 * r], raw[g][2 * r + 1]), 0xD8));
 }
 
 /* tile_portable on AVX512_VNNI, a in u8 (x_q + 128), mr <= 8 rows: vpdpbusd
@@ -315,6 +431,147 @@ __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc
     }
 }
 
+/* quantise_row_scalar in AVX2: the same bits. */
+__attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_format fmt,
+                                                              const float *x, int K, int KQ)
+{
+    row_head *h = (row_head *)rec;
+    row_outliers *o = &h->o;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    /* sum |x| in 8 lanes by k mod 8 (in double), max |x| of every column */
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+    __m256 mx = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+        const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), absmask);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+        mx = _mm256_max_ps(a, mx); /* a NaN: mx */
+    }
+    double lane[8];
+    float m8[8];
+    _mm256_storeu_pd(lane, s0);
+    _mm256_storeu_pd(lane + 4, s1);
+    _mm256_storeu_ps(m8, mx);
+    float all = 0.0f;
+    for (int j = 0; j < 8; j++)
+        all = max_abs(all, m8[j]);
+    const int K8 = k;
+    for (; k < K; k++) {
+        lane[k % 8] += fabs((double)x[k]);
+        all = max_abs(all, x[k]);
+    }
+    const double limit = outlier_limit(lane, K);
+    /* the columns above the limit, in order of k */
+    o->n = 0;
+    const __m256d lim = _mm256_set1_pd(limit);
+    for (k = 0; k < K8; k += 8) {
+        const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), absmask);
+        const int lo = _mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), lim, _CMP_GT_OQ));
+        const int hi = _mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), lim, _CMP_GT_OQ));
+        for (unsigned bits = (unsigned)(lo | hi << 4); bits; bits &= bits - 1) {
+            const int kk = k + __builtin_ctz(bits);
+            outlier_add(o, kk, x[kk]);
+        }
+    }
+    for (; k < K; k++)
+        if (fabs((double)x[k]) > limit)
+            outlier_add(o, k, x[k]);
+    outliers_sort(o);
+    float max = all;
+    if (o->n) { /* the max again, over the stretches between the outliers */
+        max = 0.0f;
+        for (int i = 0, a = 0; i <= o->n; i++) {
+            const int e = i < o->n ? o->k[i] : K;
+            __m256 m = _mm256_setzero_ps();
+            for (k = a; k + 8 <= e; k += 8)
+                m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), absmask), m);
+            _mm256_storeu_ps(m8, m);
+            for (int j = 0; j < 8; j++)
+                max = max_abs(max, m8[j]);
+            for (; k < e; k++)
+                max = max_abs(max, x[k]);
+            a = e + 1;
+        }
+    }
+    const float s = max / 127.0f;
+    char *dst = rec + HEAD_BYTES;
+    k = 0;
+    if (s > 0.0f) { /* 16 values at a time as quantise() computes each */
+        const __m256 vs = _mm256_set1_ps(s), lo = _mm256_set1_ps(-127.0f);
+        const __m256 hi = _mm256_set1_ps(127.0f), magic = _mm256_set1_ps(12582912.0f);
+        for (; k + 16 <= K; k += 16) {
+            __m256 a = _mm256_div_ps(_mm256_loadu_ps(x + k), vs);
+            __m256 b = _mm256_div_ps(_mm256_loadu_ps(x + k + 8), vs);
+            a = _mm256_min_ps(_mm256_max_ps(a, lo), hi); /* a NaN: -127 */
+            b = _mm256_min_ps(_mm256_max_ps(b, lo), hi);
+            a = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
+            b = _mm256_sub_ps(_mm256_add_ps(b, magic), magic);
+            /* 16 int16 in order of k (packs interleaves the 128-bit halves) */
+            const __m256i w = _mm256_permute4x64_epi64(
+                _mm256_packs_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b)), 0xD8);
+            if (fmt == FMT_S16) {
+                _mm256_storeu_si256((__m256i *)(dst + 2 * (size_t)k), w);
+                continue;
+            }
+            const __m256i v = fmt == FMT_S8
+                                  ? _mm256_packs_epi16(w, w)
+                                  : _mm256_packus_epi16(_mm256_add_epi16(w, _mm256_set1_epi16(128)),
+                                                        _mm256_setzero_si256());
+            _mm_storeu_si128((__m128i *)(dst + k),
+                             _mm256_castsi256_si128(_mm256_permute4x64_epi64(v, 0x08)));
+        }
+    }
+    for (; k < KQ; k++)
+        store_value(dst, fmt, k, k < K && s > 0.0f ? quantise(x[k], s) : 0);
+    for (int i = 0; i < o->n; i++)
+        store_value(dst, fmt, o->k[i], 0);
+    h->scale = s;
+    h->fmt = fmt;
+}
+
+/* epilogue_scalar in AVX2, 8 columns at a time (the rest in scalar code):
+ * the same operations in the same order on each column, so the same bits.
+ * A column's weight at an outlier k is byte k % 4 of its 4 at quad k / 4. */
+__attribute__((target("avx2"))) static void
+epilogue_avx2(float *out, size_t ldc, const int32_t *acc, int mr, int nn, const char *recs,
+              size_t stride, const float *scale_w, const float *b, const int8_t *panel)
+{
+    const int n8 = nn / 8 * 8;
+    for (int r = 0; r < mr; r++) {
+        const row_head *h = (const row_head *)(recs + (size_t)r * stride);
+        const __m256 sa = _mm256_set1_ps(h->scale);
+        float *c = out + (size_t)r * ldc;
+        for (int j = 0; j < n8; j += 8) {
+            const __m256 sw = _mm256_loadu_ps(scale_w + j);
+            const __m256 sum = _mm256_cvtepi32_ps(
+                _mm256_loadu_si256((const __m256i *)(acc + (size_t)r * GEMM_NR + j)));
+            __m256 v = _mm256_mul_ps(_mm256_mul_ps(sa, sw), sum);
+            if (h->o.n) {
+                __m256 corr = _mm256_setzero_ps();
+                for (int i = 0; i < h->o.n; i++) {
+                    const int k = h->o.k[i];
+                    const __m256i quads = _mm256_loadu_si256(
+                        (const __m256i *)(panel + (size_t)(k / 4) * 4 * GEMM_NR + 4 * j));
+                    const __m256i w = _mm256_sra_epi32(
+                        _mm256_sll_epi32(quads, _mm_cvtsi32_si128(24 - 8 * (k % 4))),
+                        _mm_cvtsi32_si128(24));
+                    corr = _mm256_add_ps(
+                        corr, _mm256_mul_ps(_mm256_set1_ps(h->o.x[i]), _mm256_cvtepi32_ps(w)));
+                }
+                v = _mm256_add_ps(v, _mm256_mul_ps(sw, corr));
+            }
+            if (b)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(b + j));
+            _mm256_storeu_ps(c + j, v);
+        }
+    }
+    if (n8 < nn)
+        epilogue_scalar(out, ldc, acc, mr, n8, nn, recs, stride, scale_w, b, panel);
+}
+
 #else /* the portable kernel only */
 
 static i8_kernel cpu_kernel(void)
@@ -346,80 +603,162 @@ bool gemm_int8_limit(const char *kernel)
     return false;
 }
 
-/* out rows (ldc apart), columns [n0, n0 + nn) of panel = scale_a[r] *
- * scale_w[j] * acc[r][j] + scale_w[j] * corr[r][j] + b[j], corr[r][j] the
- * sum over row r's outliers (ascending k) of x[k] * w_q[j][k] in float32,
- * and no corr term for a row without outliers: the one epilogue every
- * kernel's sums go through. */
-static void epilogue(float *out, size_t ldc, const int32_t *acc, int mr, int nn,
-                     const float *scale_a, const float *scale_w, const float *b,
-                     const row_outliers *o, const int8_t *panel)
+static a_format format_of(i8_kernel k)
 {
-    for (int r = 0; r < mr; r++) {
-        float *c = out + (size_t)r * ldc;
-        for (int j = 0; j < nn; j++) {
-            float v = scale_a[r] * scale_w[j] * (float)acc[(size_t)r * GEMM_NR + j];
-            if (o[r].n) {
-                float corr = 0.0f;
-                for (int i = 0; i < o[r].n; i++) {
-                    const int k = o[r].k[i];
-                    corr += o[r].x[i] * (float)panel[(size_t)(k / 4) * 4 * GEMM_NR + 4 * j + k % 4];
-                }
-                v += scale_w[j] * corr;
-            }
-            if (b)
-                v += b[j];
-            c[j] = v;
-        }
+    return k == KERNEL_AVX2 ? FMT_S16 : k == KERNEL_VNNI ? FMT_U8 : FMT_S8;
+}
+
+static i8_kernel kernel_of(a_format fmt)
+{
+    return fmt == FMT_S16 ? KERNEL_AVX2 : fmt == FMT_U8 ? KERNEL_VNNI : KERNEL_PORTABLE;
+}
+
+/* Whether the rows' steps run in AVX2 (every CPU with the AVX2 or the
+ * AVX512_VNNI kernel has AVX2): with the portable kernel they run in
+ * scalar code, so the tests that hold every kernel to the same bits hold
+ * the two forms to them too. */
+static bool row_vector(i8_kernel k)
+{
+    return k >= KERNEL_AVX2;
+}
+
+/* Bytes of one row's record in fmt. */
+static size_t record_bytes(a_format fmt, int KQ)
+{
+    return HEAD_BYTES + ((size_t)KQ * (fmt == FMT_S16 ? 2 : 1) + 63) / 64 * 64;
+}
+
+/* Row x into the record at rec, in fmt, in AVX2 (vec) or scalar code. */
+static void quantise_row(char *rec, a_format fmt, bool vec, const float *x, int K)
+{
+    const int KQ = (K + 3) / 4 * 4;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (vec) {
+        quantise_row_avx2(rec, fmt, x, K, KQ);
+        return;
     }
+#endif
+    (void)vec;
+    quantise_row_scalar(rec, fmt, x, K, KQ);
+}
+
+/* out (M rows ldc apart), panels [p0, p1) = the rows' records (stride
+ * bytes apart, every one in the format of kernel kern) . the panels, then
+ * act.  acc: TILE_M x NR int32. */
+static void run_panels(float *out, int ldc, const char *recs, size_t stride, const gemm_i8 *q,
+                       const float *b, int M, int p0, int p1, const enc_activation *act,
+                       int32_t *acc)
+{
+    const i8_kernel kern = kernel_of(((const row_head *)recs)->fmt);
+    const int tile = kern == KERNEL_AVX2 ? AVX2_MR : TILE_M;
+    p1 = p1 < q->P ? p1 : q->P;
+    /* rows in blocks of about ROWS_BLOCK_BYTES, every panel over a block
+     * before the next: the block stays in L2 while the panels go by */
+    int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
+    block = block < tile ? tile : block;
+    for (int m0 = 0; m0 < M; m0 += block)
+        for (int p = p0; p < p1; p++) {
+            const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
+            const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
+            const int m1 = M - m0 < block ? M : m0 + block;
+            for (int i = m0; i < m1; i += tile) {
+                const int mr = m1 - i < tile ? m1 - i : tile;
+                const char *r = recs + (size_t)i * stride, *a = r + HEAD_BYTES;
+                float *c = out + (size_t)i * (size_t)ldc + n0;
+#if defined(__x86_64__) && defined(__GNUC__)
+                if (kern == KERNEL_VNNI)
+                    tile_vnni(acc, mr, a, stride, panel, q->KQ, q->colsum + n0);
+                else if (kern == KERNEL_AVX2)
+                    tile_avx2(acc, mr, a, stride, panel, q->KQ);
+                else
+#endif
+                    tile_portable(acc, mr, a, stride, panel, q->KQ);
+#if defined(__x86_64__) && defined(__GNUC__)
+                if (row_vector(kern))
+                    epilogue_avx2(c, (size_t)ldc, acc, mr, nn, r, stride, q->scale + n0,
+                                  b ? b + n0 : NULL, panel);
+                else
+#endif
+                    epilogue_scalar(c, (size_t)ldc, acc, mr, 0, nn, r, stride, q->scale + n0,
+                                    b ? b + n0 : NULL, panel);
+                if (act)
+                    ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
+            }
+        }
 }
 
 void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
                   int M, int p0, int p1, const enc_activation *act, void *scratch)
 {
     const i8_kernel kern = current_kernel();
-    const a_format fmt = kern == KERNEL_AVX2 ? FMT_S16 : kern == KERNEL_VNNI ? FMT_U8 : FMT_S8;
-    const int tile = kern == KERNEL_AVX2 ? AVX2_MR : TILE_M;
-    /* scratch: the tile's sums, then the chunk's scales and outliers, then
-     * its rows */
-    const size_t row_bytes = ((size_t)q->KQ * (fmt == FMT_S16 ? 2 : 1) + 63) / 64 * 64;
-    const size_t head = TILE_M * GEMM_NR * sizeof(int32_t);
-    const size_t room = gemm_scratch_bytes() - head - 128; /* 128: two roundings to 64 */
-    int chunk = (int)(room / (row_bytes + sizeof(float) + sizeof(row_outliers)));
+    const a_format fmt = format_of(kern);
+    /* scratch: the tile's sums, then a chunk of rows' records */
+    const size_t stride = record_bytes(fmt, q->KQ), head = TILE_M * GEMM_NR * sizeof(int32_t);
+    int chunk = (int)((gemm_scratch_bytes() - head) / stride);
     chunk = chunk > M ? M : chunk;
-    int32_t *acc = scratch;
-    float *scale_a = (float *)((char *)scratch + head);
-    row_outliers *outl =
-        (row_outliers *)((char *)scale_a + ((size_t)chunk * sizeof(float) + 63) / 64 * 64);
-    char *rows = (char *)outl + ((size_t)chunk * sizeof(row_outliers) + 63) / 64 * 64;
-    p1 = p1 < q->P ? p1 : q->P;
+    char *recs = (char *)scratch + head;
     for (int m0 = 0; m0 < M; m0 += chunk) {
         const int mc = M - m0 < chunk ? M - m0 : chunk;
-        for (int r = 0; r < mc; r++) {
-            const float *x = in + (size_t)(m0 + r) * (size_t)lda;
-            find_outliers(&outl[r], x, q->K);
-            scale_a[r] = quantise_row(rows + (size_t)r * row_bytes, fmt, x, q->K, q->KQ, &outl[r]);
-        }
-        for (int p = p0; p < p1; p++) {
-            const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
-            const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
-            for (int i = 0; i < mc; i += tile) {
-                const int mr = mc - i < tile ? mc - i : tile;
-                const char *a = rows + (size_t)i * row_bytes;
-#if defined(__x86_64__) && defined(__GNUC__)
-                if (kern == KERNEL_VNNI)
-                    tile_vnni(acc, mr, a, row_bytes, panel, q->KQ, q->colsum + n0);
-                else if (kern == KERNEL_AVX2)
-                    tile_avx2(acc, mr, a, row_bytes, panel, q->KQ);
-                else
-#endif
-                    tile_portable(acc, mr, a, row_bytes, panel, q->KQ);
-                float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
-                epilogue(c, (size_t)ldc, acc, mr, nn, scale_a + i, q->scale + n0, b ? b + n0 : NULL,
-                         outl + i, panel);
-                if (act)
-                    ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
-            }
-        }
+        for (int r = 0; r < mc; r++)
+            quantise_row(recs + (size_t)r * stride, fmt, row_vector(kern),
+                         in + (size_t)(m0 + r) * (size_t)lda, q->K);
+        run_panels(out + (size_t)m0 * (size_t)ldc, ldc, recs, stride, q, b, mc, p0, p1, act,
+                   scratch);
     }
+}
+
+size_t gemm_i8_rows_bytes(int M, int K)
+{
+    return (size_t)M * record_bytes(FMT_S16, (K + 3) / 4 * 4);
+}
+
+void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1)
+{
+    const i8_kernel kern = current_kernel();
+    const a_format fmt = format_of(kern);
+    const size_t stride = record_bytes(fmt, (K + 3) / 4 * 4);
+    for (int r = r0; r < r1; r++)
+        quantise_row((char *)rows + (size_t)r * stride, fmt, row_vector(kern),
+                     in + (size_t)r * (size_t)lda, K);
+}
+
+void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, const float *b,
+                       int M, int p0, int p1, const enc_activation *act, void *scratch)
+{
+    if (M < 1)
+        return;
+    const a_format fmt = ((const row_head *)rows)->fmt;
+    run_panels(out, ldc, rows, record_bytes(fmt, q->KQ), q, b, M, p0, p1, act, scratch);
+}
+
+float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K, int *xq,
+                            int *outliers, int *n_outliers)
+{
+    a_format fmt = FMT_S8;
+    for (int k = 0; k < (int)(sizeof kernel_names / sizeof *kernel_names); k++)
+        if (!strcmp(kernel, kernel_names[k]))
+            fmt = format_of((i8_kernel)k);
+#if !(defined(__x86_64__) && defined(__GNUC__))
+    vec = false;
+#else
+    __builtin_cpu_init();
+    vec = vec && __builtin_cpu_supports("avx2");
+#endif
+    const int KQ = (K + 3) / 4 * 4;
+    char *rec = aligned_alloc(64, record_bytes(fmt, KQ));
+    if (!rec)
+        return NAN;
+    quantise_row(rec, fmt, vec, x, K);
+    const row_head *h = (const row_head *)rec;
+    const char *d = rec + HEAD_BYTES;
+    for (int k = 0; k < KQ; k++)
+        xq[k] = fmt == FMT_S8    ? ((const int8_t *)d)[k]
+                : fmt == FMT_S16 ? ((const int16_t *)d)[k]
+                                 : ((const uint8_t *)d)[k] - 128;
+    *n_outliers = h->o.n;
+    for (int i = 0; i < h->o.n; i++)
+        outliers[i] = h->o.k[i];
+    const float s = h->scale;
+    free(rec);
+    return s;
 }

@@ -26,6 +26,7 @@
 
 #include "encoder.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* int32 sums cannot overflow while K <= 2^31 / 127^2 (133,143); the
@@ -47,8 +48,27 @@ void gemm_i8_free(gemm_i8 *q);
 size_t gemm_i8_bytes(const gemm_i8 *q);
 
 /* gemm_packed_cols on int8 weights (gemm.h's contract): panels [p0, p1);
- * scratch gemm_scratch_bytes(), 64-byte aligned. */
+ * scratch gemm_scratch_bytes(), 64-byte aligned.  Quantises the rows
+ * itself, a chunk at a time into the scratch. */
 void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
                   int M, int p0, int p1, const enc_activation *act, void *scratch);
+
+/* The same split in two (gemm.h's gemm_int8_quantise, gemm_int8_cols):
+ * rows [r0, r1) of in (K each) quantised into rows (gemm_i8_rows_bytes(M,
+ * K), 64-byte aligned), in the format of the kernel that runs now; then
+ * panels [p0, p1) of the product on the kernel that format is for. */
+size_t gemm_i8_rows_bytes(int M, int K);
+void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1);
+void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, const float *b,
+                       int M, int p0, int p1, const enc_activation *act, void *scratch);
+
+/* For tests: row x (K) quantised as a call on kernel ("portable", "avx2",
+ * "avx512_vnni") does it, in AVX2 (vec, where this CPU has it) or scalar
+ * code: its x_q into xq ((K + 3) / 4 * 4 values, 0 past K and at the
+ * outliers), its outlier columns ascending into outliers (n_outliers of
+ * them, at most GEMM_I8_MAX_OUTLIERS); returns its scale_a (NaN when memory
+ * is short). */
+float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K, int *xq,
+                            int *outliers, int *n_outliers);
 
 #endif

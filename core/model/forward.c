@@ -121,7 +121,10 @@ static void phase_linear(void *arg, int tid, int n)
             return;
         }
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
-        if (n1 > n0)
+        if (n1 > n0 && gemm_packed_int8(c->lin_pk)) /* on the rows phase_quantise did */
+            gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b, c->T, n0, n1,
+                           act, scratch);
+        else if (n1 > n0)
             gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
                              c->T, n0, n1, act, scratch);
         return;
@@ -146,6 +149,17 @@ static void phase_linear(void *arg, int tid, int n)
             ops_linear_cols(c->lin_out + lo, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w[s],
                             c->lin_b ? c->lin_b + lo : NULL, c->T, c->lin_K, a - lo, b - lo, act);
     }
+}
+
+/* An int8 Linear's input quantised once for the team (gemm_int8_quantise),
+ * split by rows, before phase_linear reads it. */
+static void phase_quantise(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    int r0, r1;
+    team_split(c->T, tid, n, &r0, &r1);
+    if (r1 > r0)
+        gemm_int8_quantise(c->ws->i8rows, c->lin_in, c->lin_ldi, c->lin_K, r0, r1);
 }
 
 /* Residual add and LayerNorm, split by rows: x += o (if add_o), then
@@ -534,6 +548,8 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->lin_ldo = ldo;
     c->lin_ldi = ldi;
     c->lin_act = act;
+    if (c->lin_pk && gemm_packed_int8(c->lin_pk))
+        team_run(c->ws->team, phase_quantise, c);
     team_run(c->ws->team, phase_linear, c);
     c->lin_w[0] = NULL;
 }

@@ -168,13 +168,16 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
     const size_t attn_floats =
         align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
         sizeof(float);
-    size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[12];
+    size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[13];
+    /* the packed keys: only the AVX-512 attention reads them (an int8 or
+     * bfloat16 model is packed on any CPU) */
+    const bool keys = m->packed && simd_supported();
     /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
      * per sequence */
     bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
               mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
-              S < SIZE_MAX / 32 && (!m->packed || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
+              S < SIZE_MAX / 32 && (!keys || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
               n_kt < SIZE_MAX / 8;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
@@ -189,8 +192,16 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
     sizes[9] = align64(2 * (3 * T + 3 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     sizes[11] = align64(n_kt * sizeof(float));
+    /* int8: the Linears' inputs quantised once, D or F wide (a row's
+     * record is the same size in every row, gemm_int8_rows_bytes(1, K)) */
+    const int KI = m->hp.d_model > m->hp.d_ff ? m->hp.d_model : m->hp.d_ff;
+    size_t n_i8 = 0;
+    if (m->packed && m->hp.dtype == ENC_DTYPE_INT8 &&
+        (!mul_ok(T, gemm_int8_rows_bytes(1, KI), &n_i8) || n_i8 > SIZE_MAX / 2))
+        return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
+    sizes[12] = align64(n_i8);
     size_t total = 0;
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 13; i++) {
         if (sizes[i] > SIZE_MAX - total)
             return enc_error_set(err, ENC_ENOMEM,
                                  "batch too large for this machine's address "
@@ -211,11 +222,12 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
     ws->ldh = ldh;
     ws->attn_floats = attn_floats;
     char *p = mem;
-    void **bufs[12] = {(void **)&ws->x,      (void **)&ws->y,    (void **)&ws->qkv,
+    void **bufs[13] = {(void **)&ws->x,      (void **)&ws->y,    (void **)&ws->qkv,
                        (void **)&ws->z,      (void **)&ws->o,    (void **)&ws->h,
                        (void **)&ws->scores, (void **)&ws->emb,  (void **)&ws->seqs,
-                       (void **)&ws->items,  (void **)&ws->gemm, (void **)&ws->kt};
-    for (int i = 0; i < 12; i++) {
+                       (void **)&ws->items,  (void **)&ws->gemm, (void **)&ws->kt,
+                       &ws->i8rows};
+    for (int i = 0; i < 13; i++) {
         if (bufs[i])
             *bufs[i] = p;
         p += sizes[i];

@@ -70,7 +70,7 @@ struct enc_workspace {
     float *emb;    /* (T, E) the embedding module's rows before its projection (ELECTRA's
                       embeddings_project), or none */
     float *kt;     /* every sequence's keys packed for the scores (attention_pack_keys),
-                      or none (!m->packed) */
+                      or none (!m->packed, or no AVX-512 on this CPU) */
     float *scores; /* (threads, attn_floats) each thread's attention scratch */
     size_t attn_floats;
     seq_info *seqs;   /* (S) the packed sequences */
@@ -79,6 +79,8 @@ struct enc_workspace {
                          2 len + 1 a sequence), then the tiles (at most a tile per 16
                          rows, plus one), then the global rows' (64 rows each) */
     float *gemm;      /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
+    void *i8rows;     /* an int8 model's: a Linear's input rows quantised once
+                         (gemm_int8_rows_bytes(T, max(D, F))), or none */
     float *gather;    /* every sequence's gathered columns (attention_gather), its own
                          allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
