@@ -55,6 +55,7 @@
 #include "encoder.h"
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 #include "model/team.h"

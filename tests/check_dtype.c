@@ -6,6 +6,7 @@
  * test runs on the AVX-512 kernels and on OpenBLAS's form (kernel_for); on a CPU without AVX-512F
  * (valgrind) only the latter, and the test says so. */
 #include "kernels/gemm.h"
+#include "kernels/gemm_int8.h"
 #include "model/model.h"
 #include "load/safetensors.h"
 #include "kernels/simd.h"

@@ -92,9 +92,12 @@ int gemm_panels(const gemm_packed *pw)
     return pw ? pw->P : 0;
 }
 
+_Static_assert((size_t)MC * SCRATCH_LD * sizeof(float) <= GEMM_SCRATCH_BYTES,
+               "a block of MC rows fits the scratch (kernels/panel.h)");
+
 size_t gemm_scratch_bytes(void)
 {
-    return (size_t)MC * SCRATCH_LD * sizeof(float);
+    return GEMM_SCRATCH_BYTES;
 }
 
 bool gemm_stride_ok(int ld)

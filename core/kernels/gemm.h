@@ -23,12 +23,12 @@
 
 #include "encoder.h"
 
+#include "kernels/panel.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
-/* Output columns per packed panel: two AVX-512 vectors. */
-#define GEMM_NR 32
 
 typedef struct gemm_packed gemm_packed;
 
@@ -102,12 +102,6 @@ size_t gemm_int8_rows_bytes(int M, int K);
 void gemm_int8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1);
 void gemm_int8_cols(float *out, int ldc, const void *rows, const gemm_packed *pw, const float *b,
                     int M, int p0, int p1, const enc_activation *act, float *scratch);
-/* Which kernel int8 weights run on now: "avx512_vnni" (AVX512_VNNI while
- * simd_enabled()), "avx2" or "portable".  gemm_int8_limit(name) makes
- * calls run no faster kernel than that one (tests run each); returns
- * whether this CPU has it. */
-const char *gemm_int8_kernel(void);
-bool gemm_int8_limit(const char *kernel);
 
 /* Bytes of one packed weight (0 for NULL). */
 size_t gemm_packed_bytes(const gemm_packed *pw);

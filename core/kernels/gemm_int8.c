@@ -22,7 +22,7 @@
 #include "kernels/gemm_int8.h"
 
 #include "base/mem.h"
-#include "kernels/gemm.h"
+#include "kernels/panel.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
 
@@ -694,7 +694,7 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
     const a_format fmt = format_of(kern);
     /* scratch: the tile's sums, then a chunk of rows' records */
     const size_t stride = record_bytes(fmt, q->KQ), head = TILE_M * GEMM_NR * sizeof(int32_t);
-    int chunk = (int)((gemm_scratch_bytes() - head) / stride);
+    int chunk = (int)((GEMM_SCRATCH_BYTES - head) / stride);
     chunk = chunk > M ? M : chunk;
     char *recs = (char *)scratch + head;
     for (int m0 = 0; m0 < M; m0 += chunk) {

@@ -71,4 +71,11 @@ void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, 
 float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K, int *xq,
                             int *outliers, int *n_outliers);
 
+/* Which kernel int8 weights run on now: "avx512_vnni" (AVX512_VNNI while
+ * simd_enabled()), "avx2" or "portable".  gemm_int8_limit(name) makes
+ * calls run no faster kernel than that one (tests run each); returns
+ * whether this CPU has it. */
+const char *gemm_int8_kernel(void);
+bool gemm_int8_limit(const char *kernel);
+
 #endif

@@ -2,6 +2,7 @@
  * (simd.h, gemm.h), the CPU's vector extensions, OpenBLAS's core. */
 #include "encoder.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/simd.h"
 
 #include <cblas.h>
