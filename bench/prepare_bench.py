@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """prepare_bench.py - small /v1/embeddings requests alone, then beside clients posting 1 MB texts.
 
-    /usr/bin/python3 bench/prepare_bench.py --port P [--requests 300] [--big-clients 4]
-                                            [--big-bytes 1000000]
+    /usr/bin/python3 bench/prepare_bench.py --port P [--requests 1000] [--big-clients 4]
+                                            [--big-bytes 1000000] [--min-big 10]
 
 attnd on 127.0.0.1:P serves a model with a tokenizer and cuts long texts
 (--auto-truncate), so a 1 MB text is tokenized whole, cut to the token
 limit and embedded.  One client sends --requests small POST /v1/embeddings
 requests (one sentence) one after the other on a keep-alive connection,
 after 10 untimed ones: first alone, then while --big-clients clients each
-post --big-bytes texts back to back on their own connections.  Every
+post --big-bytes texts back to back on their own connections, until at
+least --min-big of those were answered during the phase (so that the
+small requests meet the long texts' forwards, not only their
+tokenization).  Every
 answer must be a 200 with one embedding.  Prints p50 and p99 of the small
 requests' wall times in both phases, the p99s of their time in the
 daemon's queue and forward (X-Queue-Ms, X-Compute-Ms), the ratio of the wall
@@ -53,12 +56,15 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def small_run(port, n, server_ms):
+def small_run(port, n, server_ms, more=lambda: False):
+    """n timed small requests, and more while more() says so."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     body = json.dumps({"input": SMALL})
     for _ in range(10):
         post(conn, body)
-    ms = [post(conn, body, server_ms) for _ in range(n)]
+    ms = []
+    while len(ms) < n or more():
+        ms.append(post(conn, body, server_ms))
     conn.close()
     return ms
 
@@ -77,9 +83,10 @@ def big_text(nbytes, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--big-clients", type=int, default=4)
     ap.add_argument("--big-bytes", type=int, default=1000000)
+    ap.add_argument("--min-big", type=int, default=10)
     a = ap.parse_args()
 
     alone_srv, busy_srv = [], []
@@ -104,8 +111,10 @@ def main():
         t.start()
     while sum(done) < a.big_clients and not errors:  # every big client has had an answer
         time.sleep(0.05)
-    busy = small_run(a.port, a.requests, busy_srv)
-    big_during = sum(done)
+    before = sum(done)
+    busy = small_run(a.port, a.requests, busy_srv,
+                     lambda: sum(done) - before < a.min_big and not errors)
+    big_during = sum(done) - before
     stop.set()
     for t in threads:
         t.join()

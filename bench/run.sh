@@ -88,7 +88,7 @@
 #   BENCH_PAGE_ROUNDS [5]       times the page part draws the model view (median)
 #   BENCH_TEI_ROUNDS [5]        rounds of the tei part: one /rerank request each; 2
 #                               /embed and 2 /v1/embeddings requests each
-#   BENCH_BIGTEXT_REQUESTS [300] small requests per phase of the bigtext part
+#   BENCH_BIGTEXT_REQUESTS [1000] small requests per phase of the bigtext part (at least)
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
 #   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part

@@ -105,6 +105,10 @@ typedef enum cfg_type {
     X("compute.batch_delay_ms", "--batch-delay-ms", "ATTND_BATCH_DELAY_MS", CFG_INT,               \
       compute.batch_delay_ms, "MS", "0", 0, 10000,                                                 \
       "dynamic batching: how long a forward may wait for more requests to join it")                \
+    X("compute.short_tokens", "--short-tokens", "ATTND_SHORT_TOKENS", CFG_INT,                     \
+      compute.short_tokens, "N", "64", 0, 1048576,                                                 \
+      "a request of at most this many tokens runs ahead of longer ones, between the phases of "    \
+      "a forward under way; 0 = arrival order")                                                    \
     X("compute.spin_us", "--spin-us", "ATTND_SPIN_US", CFG_INT, compute.spin_us, "US", "2000", 0,  \
       1000000,                                                                                     \
       "keep idle CPUs spinning (SCHED_IDLE) this long after each hand-off of a request; 0 = off")  \

@@ -50,6 +50,7 @@ typedef struct attnd_config {
         int queue_size;          /* requests waiting for a worker before 429, 64 */
         int batch_tokens;        /* dynamic batching: tokens one forward takes at most, 8192 */
         int batch_delay_ms;      /* dynamic batching: wait for more requests, 0 */
+        int short_tokens;        /* requests of at most this many tokens run first, 64; 0 = off */
         int spin_us;             /* idle-priority spinning after each hand-off, 2000; 0 = off */
     } compute;
     struct {

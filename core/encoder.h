@@ -529,7 +529,17 @@ size_t enc_blockmask_band(const enc_blockmask *bm, int b, int band, int32_t *ind
 typedef struct enc_workspace enc_workspace;
 
 enc_workspace *enc_workspace_new(const enc_model *m);
+/* A second workspace for m on ws's threads, for forwards that run while ws
+ * runs none: between the phases of one of ws's (enc_workspace_on_pause) or
+ * while ws is idle.  Freed before ws.  Returns NULL when out of memory. */
+enc_workspace *enc_workspace_new_beside(const enc_model *m, enc_workspace *ws);
 void enc_workspace_free(enc_workspace *ws);
+/* fn(arg) is called on the forward's thread after each phase of every
+ * forward ws runs (a few per layer, a few milliseconds apart at most on
+ * batches of a few hundred tokens), while no thread of its team works: there
+ * a caller may run a forward on a workspace made beside ws, a short request
+ * ahead of the long one under way.  NULL fn: none. */
+void enc_workspace_on_pause(enc_workspace *ws, void (*fn)(void *arg), void *arg);
 /* Bytes the workspace holds now. */
 size_t enc_workspace_bytes(const enc_workspace *ws);
 

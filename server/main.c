@@ -440,6 +440,7 @@ int main(int argc, char **argv)
                          .queue_size = cfg.compute.queue_size,
                          .batch_tokens = cfg.compute.batch_tokens,
                          .batch_delay_ms = cfg.compute.batch_delay_ms,
+                         .short_tokens = cfg.compute.short_tokens,
                          .on_forward = server_on_forward,
                          .on_forward_arg = srv};
     if (!(workers = pool_new(model, &popt, &err))) {

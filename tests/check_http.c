@@ -166,7 +166,8 @@ START_TEST(test_metrics_count_requests)
                           "attnd_compute_duration_seconds_count 3\n",
                           "attnd_queue_duration_seconds_bucket{le=\"+Inf\"} 3\n",
                           "# TYPE attnd_request_duration_seconds histogram\n",
-                          "attnd_requests_in_flight 1\n", /* this request */
+                          "attnd_forwards_ahead_total 0\n", /* one at a time */
+                          "attnd_requests_in_flight 1\n",   /* this request */
                           "attnd_queue_depth 0\n"};
     const size_t n_want = sizeof want / sizeof *want;
     /* A request is counted when libmicrohttpd reports it completed, just

@@ -463,6 +463,87 @@ static int hold_blas_buffers(enc_model *m)
     return code;
 }
 
+/* What the pause hook of test_forward_pauses does at each pause: runs a
+ * short batch on the workspace beside and checks its outputs. */
+typedef struct pause_probe {
+    const enc_model *m;
+    enc_workspace *beside;
+    const enc_batch *in;
+    const float *want;
+    float *out;
+    int calls;
+    double worst; /* the short forwards' largest difference from want */
+} pause_probe;
+
+static void pause_forward(void *arg)
+{
+    pause_probe *pp = arg;
+    enc_error err = {0};
+    enc_result r = {.out = pp->out, .attn_mode = ENC_ATTN_NONE};
+    ck_assert_int_eq(enc_forward(pp->m, pp->beside, pp->in, &r, &err), 0);
+    const double d = max_abs_diff(pp->out, pp->want, (size_t)pp->in->L * pp->m->hp.d_model);
+    pp->worst = d > pp->worst ? d : pp->worst;
+    pp->calls++;
+}
+
+/* A forward with a pause hook (enc_workspace_on_pause) runs its Linears in
+ * blocks of rows, a phase each, and the hook runs another forward on a
+ * workspace beside it (enc_workspace_new_beside) at every pause: both
+ * forwards' outputs stay those of the same batches run on their own, in
+ * float32, bfloat16 and int8, and with RoPE (whose angles follow the rows). */
+START_TEST(test_forward_pauses)
+{
+    static const enc_dtype dtypes[] = {ENC_DTYPE_FLOAT32, ENC_DTYPE_BFLOAT16, ENC_DTYPE_INT8};
+    enum { B = 2, L = 300, DM = 256 };
+    const int lengths[B] = {300, 211};
+    float *x = malloc(sizeof(float) * B * L * DM), *want = malloc(sizeof(float) * B * L * DM),
+          *got = malloc(sizeof(float) * B * L * DM);
+    static float xs[7 * DM], want_s[7 * DM], out_s[7 * DM];
+    ck_assert(x && want && got);
+    uint64_t st = 17;
+    fill_random(x, (size_t)B * L * DM, &st, 1.0f);
+    fill_random(xs, 7 * DM, &st, 1.0f);
+    for (int rope = 0; rope < 2; rope++)
+        for (int d = 0; d < 3; d++) {
+            enc_hparams hp = {HP_BASE(DM, 4, 4, 256, 1, ENC_ACT_GELU, false, 1e-5f, true)};
+            hp.dtype = dtypes[d];
+            if (rope) {
+                hp.position = ENC_POS_ROPE;
+                hp.rope_style = ENC_ROPE_NEOX;
+                hp.rope_theta = 10000.0;
+            }
+            enc_error err = {0};
+            enc_model *m = enc_model_random(&hp, 5, &err);
+            ck_assert_msg(m != NULL, "%s", err.message);
+            const enc_batch in = batch_plain(x, B, L, lengths), small = batch_plain(xs, 1, 7, NULL);
+            enc_workspace *ws = enc_workspace_new(m);
+            enc_result r = {.out = want, .attn_mode = ENC_ATTN_NONE};
+            ck_assert_int_eq(enc_forward(m, ws, &in, &r, &err), 0);
+            r.out = want_s;
+            ck_assert_int_eq(enc_forward(m, ws, &small, &r, &err), 0);
+            pause_probe pp = {m, enc_workspace_new_beside(m, ws), &small, want_s, out_s, 0, 0};
+            ck_assert_ptr_nonnull(pp.beside);
+            enc_workspace_on_pause(ws, pause_forward, &pp);
+            r.out = got;
+            ck_assert_int_eq(enc_forward(m, ws, &in, &r, &err), 0);
+            const double diff = max_abs_diff(got, want, (size_t)B * L * DM);
+            printf("model: forward pauses, %s%s: %d pauses, long batch off by %g, short by %g\n",
+                   enc_dtype_name(hp.dtype), rope ? ", RoPE" : "", pp.calls, diff, pp.worst);
+            /* 511 rows: each of the four Linears in 2 blocks, besides
+             * its other phases */
+            ck_assert_int_ge(pp.calls, 4 * 2);
+            ck_assert_msg(diff <= 1e-5 && pp.worst <= 1e-5, "%s rope %d: off by %g and %g",
+                          enc_dtype_name(hp.dtype), rope, diff, pp.worst);
+            enc_workspace_free(pp.beside);
+            enc_workspace_free(ws);
+            enc_model_free(m);
+        }
+    free(x);
+    free(want);
+    free(got);
+}
+END_TEST
+
 /* Workspaces map OpenBLAS's buffers for all their threads' BLAS calls, and
  * for OpenBLAS's own threads, when they are made (forward.c): with the
  * address space then used up, that many buffers at once are still there.
@@ -592,6 +673,7 @@ Suite *model_suite(void)
     tcase_add_test(tl, test_wrong_hparams_for_file);
     TCase *tw = timed_case(s, "workspace", 60);
     tcase_add_test(tw, test_workspace_maps_blas_buffers);
+    tcase_add_test(tw, test_forward_pauses);
     tcase_add_test(tw, test_pool_ready_before_limit);
     tcase_add_test(tw, test_pool_threads_over_blas_buffers);
     return s;

@@ -5,6 +5,8 @@
  *   get their own results, equal to the same batch's forward run alone;
  *   the queue holds at most queue_size and a
  *   refused job is never called back; pool_free finishes what was queued;
+ *   a short job submitted during a long job's forward finishes first, run
+ *   between its phases (short_tokens), and after it without;
  * - metrics (server/runtime/metrics.c): the Prometheus text after known
  *   events holds exactly their counts;
  * - strbuf (server/codec/strbuf.c): growth, printf, detach, and the
@@ -17,6 +19,8 @@
 #include "timing.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +137,126 @@ START_TEST(test_pool_queue_bound)
 }
 END_TEST
 
+/* Jobs' completion order, and the pool's forwards run ahead. */
+typedef struct order_log {
+    atomic_int next;
+    atomic_int ahead;
+} order_log;
+
+typedef struct ordered {
+    waiter *w;
+    order_log *log;
+    int order; /* 1 for the first job done */
+} ordered;
+
+static void ordered_done(pool_job *job, void *arg)
+{
+    ordered *o = arg;
+    o->order = atomic_fetch_add(&o->log->next, 1) + 1;
+    job_done(job, o->w);
+}
+
+static void count_ahead(void *arg, const pool_forward *f)
+{
+    order_log *log = arg;
+    if (f->ahead)
+        atomic_fetch_add(&log->ahead, 1);
+}
+
+/* A long job (B sequences of LL tokens) is taken by the pool's one worker,
+ * then a short one (5 tokens) is submitted.  Returns 0 when the short one
+ * was submitted while the long one ran (the outcome in *short_first), -1
+ * when the long one had finished first (too fast to tell: try bigger).
+ * Both jobs' outputs are checked against their batches run alone. */
+static int long_then_short(const enc_model *m, int short_tokens, int B, int LL, bool *short_first,
+                           int *ahead)
+{
+    enum { DM = 64 };
+    order_log log = {0};
+    enc_error err = {0};
+    pool_options o = {.workers = 1,
+                      .queue_size = 4,
+                      .batch_tokens = 1 << 20,
+                      .short_tokens = short_tokens,
+                      .on_forward = count_ahead,
+                      .on_forward_arg = &log};
+    pool *p = pool_new(m, &o, &err);
+    ck_assert_msg(p != NULL, "%s", err.message);
+    const size_t nl = (size_t)B * LL * DM;
+    float *xl = malloc(nl * sizeof *xl), *outl = malloc(nl * sizeof *outl),
+          *want = malloc(nl * sizeof *want);
+    static float xs[5 * DM], outs[5 * DM];
+    ck_assert(xl && outl && want);
+    uint64_t seed = 21;
+    fill_random(xl, nl, &seed, 1.0f);
+    fill_random(xs, 5 * DM, &seed, 1.0f);
+    enc_batch bl = batch_plain(xl, B, LL, NULL), bs = batch_plain(xs, 1, 5, NULL);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    ordered ol = {&w, &log, 0}, os = {&w, &log, 0};
+    pool_job jl = {.batch = &bl, .done = ordered_done, .arg = &ol};
+    pool_job js = {.batch = &bs, .done = ordered_done, .arg = &os};
+    jl.result = (enc_result){.out = outl, .attn_mode = ENC_ATTN_NONE};
+    js.result = (enc_result){.out = outs, .attn_mode = ENC_ATTN_NONE};
+    ck_assert_int_eq(pool_submit(p, &jl), 0);
+    while (pool_queue_depth(p) > 0) /* until the worker has taken it */
+        sched_yield();
+    ck_assert_int_eq(pool_submit(p, &js), 0);
+    const bool in_time = atomic_load(&log.next) == 0; /* the long one still running */
+    wait_for(&w, 2);
+    *short_first = os.order < ol.order;
+    *ahead = atomic_load(&log.ahead);
+    pool_free(p);
+    enc_workspace *ws = enc_workspace_new(m);
+    ck_assert_msg(jl.rc == 0 && js.rc == 0, "%s %s", jl.err.message, js.err.message);
+    enc_result r = {.out = want, .attn_mode = ENC_ATTN_NONE};
+    ck_assert_int_eq(enc_forward(m, ws, &bl, &r, &err), 0);
+    ck_assert_msg(max_abs_diff(outl, want, nl) < 1e-5, "long job differs by %g",
+                  max_abs_diff(outl, want, nl));
+    ck_assert_int_eq(enc_forward(m, ws, &bs, &r, &err), 0);
+    ck_assert_msg(max_abs_diff(outs, want, 5 * DM) < 1e-5, "short job differs by %g",
+                  max_abs_diff(outs, want, 5 * DM));
+    enc_workspace_free(ws);
+    free(xl);
+    free(outl);
+    free(want);
+    return in_time ? 0 : -1;
+}
+
+/* With short_tokens, a short job submitted while a long one runs on the
+ * only worker finishes first, in a forward of its own run ahead (between
+ * the long one's phases); without, it waits its turn.  Either way both get
+ * the outputs of their batches run alone.  The long batch doubles until it
+ * outlasts the short one's submission (valgrind or not). */
+START_TEST(test_pool_short_jobs_run_ahead)
+{
+    enc_hparams hp;
+    enc_hparams_default(&hp);
+    hp.d_model = 64;
+    hp.n_heads = hp.n_kv_heads = 4;
+    hp.d_ff = 128;
+    hp.n_layers = 4;
+    enc_error err = {0};
+    enc_model *m = enc_model_random(&hp, 13, &err);
+    ck_assert_msg(m != NULL, "%s", err.message);
+    for (int short_tokens = 64; short_tokens >= 0; short_tokens -= 64) {
+        bool short_first = false;
+        int ahead = 0, B = 2;
+        while (long_then_short(m, short_tokens, B, 256, &short_first, &ahead) < 0) {
+            ck_assert_msg(B < 64, "the long job ended before the short one was submitted");
+            B *= 2;
+        }
+        if (short_tokens) {
+            ck_assert_msg(short_first, "the short job waited for the long one");
+            ck_assert_int_eq(ahead, 1);
+        } else {
+            ck_assert_msg(!short_first, "without short_tokens, the short job went first");
+            ck_assert_int_eq(ahead, 0);
+        }
+    }
+    enc_model_free(m);
+}
+END_TEST
+
 /* ---- metrics ----------------------------------------------------------------- */
 
 /* The value of the sample line starting with name (labels included). */
@@ -156,7 +280,8 @@ START_TEST(test_metrics_counts)
     metrics_request(mx, "/v1/encode", 413, 0.001);
     metrics_request(mx, "/no/such", 404, 0.001);
     metrics_request(mx, "/health", 200, 0.001);
-    metrics_forward(mx, 3, 300, 2, 0.020);
+    metrics_forward(mx, 3, 300, 2, 0.020, false);
+    metrics_forward(mx, 1, 12, 1, 0.002, true);
     metrics_attention_scores(mx, 12345);
     metrics_queue(mx, 0.002);
     metrics_in_flight(mx, 1);
@@ -173,6 +298,8 @@ START_TEST(test_metrics_counts)
     ck_assert(sample(text, "attnd_attention_scores_total") == 12345);
     ck_assert(sample(text, "attnd_requests_in_flight") == 1);
     ck_assert(sample(text, "attnd_queue_depth") == 7);
+    ck_assert(sample(text, "attnd_forwards_total") == 2);
+    ck_assert(sample(text, "attnd_forwards_ahead_total") == 1);
     free(text);
     metrics_free(mx);
 }
@@ -213,6 +340,7 @@ Suite *runtime_suite(void)
     TCase *tc = timed_case(s, "units", 60);
     tcase_add_test(tc, test_pool_jobs_get_their_own_results);
     tcase_add_test(tc, test_pool_queue_bound);
+    tcase_add_test(tc, test_pool_short_jobs_run_ahead);
     tcase_add_test(tc, test_metrics_counts);
     tcase_add_test(tc, test_strbuf);
     return s;

@@ -57,6 +57,11 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
 /* ---- the block, as team phases ---------------------------------------- */
 
 /* What every phase of one block needs. */
+/* Rows per linear phase while a pause hook is set (enc_workspace_on_pause):
+ * a BERT-base Linear over 256 rows is a few milliseconds on a few cores,
+ * and its weights are still read once per 256 rows. */
+#define PAUSE_ROWS 256
+
 typedef struct block_ctx {
     const enc_model *m;
     const enc_layer *ly;
@@ -85,6 +90,8 @@ typedef struct block_ctx {
     bool lin_act;
     bool lin_glu;  /* a gated first Linear whose gating the packed GEMM does (gemm_packed_glu) */
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
+    int lin_rows;  /* the rows of lin_in a linear phase multiplies */
+    const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
@@ -106,27 +113,27 @@ static void phase_linear(void *arg, int tid, int n)
             team_split(heads, tid, n, &n0, &n1);
             if (n1 > n0)
                 gemm_packed_rope(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                                 c->T, n0, n1, c->rope->t, c->ws->tokpos, scratch);
+                                 c->lin_rows, n0, n1, c->rope->t, c->lin_pos, scratch);
             team_split(gemm_panels(c->lin_pk) - v0, tid, n, &n0, &n1);
             if (n1 > n0)
                 gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                                 c->T, v0 + n0, v0 + n1, NULL, scratch);
+                                 c->lin_rows, v0 + n0, v0 + n1, NULL, scratch);
             return;
         }
         if (c->lin_glu) { /* a share of the input's panels, each with its gate's */
             team_split(gemm_panels(c->lin_pk) / 2, tid, n, &n0, &n1);
             if (n1 > n0)
                 gemm_packed_glu(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                                c->T, n0, n1, c->m->hp.ffn, c->m->hp.activation, scratch);
+                                c->lin_rows, n0, n1, c->m->hp.ffn, c->m->hp.activation, scratch);
             return;
         }
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
         if (n1 > n0 && gemm_packed_int8(c->lin_pk)) /* on the rows phase_quantise did */
-            gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b, c->T, n0, n1,
-                           act, scratch);
+            gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b, c->lin_rows,
+                           n0, n1, act, scratch);
         else if (n1 > n0)
             gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                             c->T, n0, n1, act, scratch);
+                             c->lin_rows, n0, n1, act, scratch);
         return;
     }
     if (c->lin_bf) { /* bfloat16 without AVX-512: a share of the panels, widened */
@@ -134,7 +141,7 @@ static void phase_linear(void *arg, int tid, int n)
         team_split(gemm_panels(c->lin_bf), tid, n, &n0, &n1);
         if (n1 > n0)
             gemm_bf16_blas_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_bf, c->lin_b,
-                                c->T, n0, n1, act, scratch);
+                                c->lin_rows, n0, n1, act, scratch);
         return;
     }
     /* Slices in multiples of 16 columns keep BLAS on its full-width kernels. */
@@ -147,7 +154,8 @@ static void phase_linear(void *arg, int tid, int n)
         const int a = n0 > lo ? n0 : lo, b = n1 < hi ? n1 : hi;
         if (a < b)
             ops_linear_cols(c->lin_out + lo, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_w[s],
-                            c->lin_b ? c->lin_b + lo : NULL, c->T, c->lin_K, a - lo, b - lo, act);
+                            c->lin_b ? c->lin_b + lo : NULL, c->lin_rows, c->lin_K, a - lo, b - lo,
+                            act);
     }
 }
 
@@ -157,7 +165,7 @@ static void phase_quantise(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
     int r0, r1;
-    team_split(c->T, tid, n, &r0, &r1);
+    team_split(c->lin_rows, tid, n, &r0, &r1);
     if (r1 > r0)
         gemm_int8_quantise(c->ws->i8rows, c->lin_in, c->lin_ldi, c->lin_K, r0, r1);
 }
@@ -548,9 +556,18 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->lin_ldo = ldo;
     c->lin_ldi = ldi;
     c->lin_act = act;
-    if (c->lin_pk && gemm_packed_int8(c->lin_pk))
-        team_run(c->ws->team, phase_quantise, c);
-    team_run(c->ws->team, phase_linear, c);
+    /* With a pause hook, in blocks of rows: a phase each, so that what runs
+     * at the pauses never waits for a whole Linear of a large batch. */
+    const int rows = c->ws->pause ? PAUSE_ROWS : c->T;
+    for (int r0 = 0; r0 < c->T; r0 += rows) {
+        c->lin_rows = c->T - r0 < rows ? c->T - r0 : rows;
+        c->lin_in = in + (size_t)r0 * ldi;
+        c->lin_out = out + (size_t)r0 * ldo;
+        c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
+        if (c->lin_pk && gemm_packed_int8(c->lin_pk))
+            workspace_run(c->ws, phase_quantise, c);
+        workspace_run(c->ws, phase_linear, c);
+    }
     c->lin_w[0] = NULL;
 }
 
@@ -575,7 +592,7 @@ static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, co
     c->ln_out = ln_out;
     c->ln_w = w;
     c->ln_b = b;
-    team_run(c->ws->team, phase_norm, c);
+    workspace_run(c->ws, phase_norm, c);
 }
 
 /* Block l over the T packed tokens in ws->x, in place, writing each job's
@@ -625,17 +642,17 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                  !gemm_packed_int8(ly->pk_qkv) && simd_enabled();
     run_linear_qkv(&c, ws->qkv, m->qkv_dim, a_in, D, ly);
     if (hp->position == ENC_POS_ROPE && !c.lin_rope)
-        team_run(ws->team, phase_rope, &c);
+        workspace_run(ws, phase_rope, &c);
     c.lin_rope = false;
     if (c.kt)
-        team_run(ws->team, phase_keys, &c);
+        workspace_run(ws, phase_keys, &c);
     if (ws->gathering)
-        team_run(ws->team, phase_gather, &c);
+        workspace_run(ws, phase_gather, &c);
     if (pl->n_res)
-        team_run(ws->team, phase_attention_residue, &c);
-    team_run(ws->team, phase_attention, &c);
+        workspace_run(ws, phase_attention_residue, &c);
+    workspace_run(ws, phase_attention, &c);
     if (pl->n_items > pl->n_tiles)
-        team_run(ws->team, phase_attention_globals, &c);
+        workspace_run(ws, phase_attention_globals, &c);
     run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
@@ -656,7 +673,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         c.lin_glu = ly->pk_1 && simd_enabled() && gemm_glu_ok(ly->pk_1);
         run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, 2 * F, false);
         if (!c.lin_glu)
-            team_run(ws->team, phase_glu, &c);
+            workspace_run(ws, phase_glu, &c);
         c.lin_glu = false;
     }
     run_linear(&c, ws->o, D, ws->h, ws->ldh, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
@@ -896,7 +913,7 @@ static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *job
     }
     if (ids) { /* the ids batches' rows of x, from the embedding module */
         block_ctx c = {.m = m, .ws = ws, .jobs = jobs, .T = (int)p->T};
-        team_run(ws->team, phase_embed, &c);
+        workspace_run(ws, phase_embed, &c);
     }
     plan_attention(ws, &ws->plans[0], p->bms);
     if (p->local)

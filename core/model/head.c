@@ -387,9 +387,9 @@ static void run_linear(head_ctx *c, const head_linear *lin, float *out, int ldc,
     c->lda = lda;
     c->M = M;
     c->splade = splade;
-    team_run(c->ws->team, phase_linear, c);
+    workspace_run(c->ws, phase_linear, c);
     if (lin == &c->m->head->dense && !splade)
-        team_run(c->ws->team, phase_act_norm, c);
+        workspace_run(c->ws, phase_act_norm, c);
 }
 
 /* The buffers: floats for the head's rows and, for SPLADE, every thread's

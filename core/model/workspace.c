@@ -116,12 +116,40 @@ enc_workspace *enc_workspace_new(const enc_model *m)
     return ws;
 }
 
+enc_workspace *enc_workspace_new_beside(const enc_model *m, enc_workspace *ws)
+{
+    if (!ws)
+        return NULL;
+    enc_workspace *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->m = m;
+    b->team = ws->team; /* the same threads: no more BLAS buffers either */
+    b->team_borrowed = true;
+    return b;
+}
+
+void enc_workspace_on_pause(enc_workspace *ws, void (*fn)(void *arg), void *arg)
+{
+    ws->pause = fn;
+    ws->pause_arg = arg;
+}
+
+void workspace_run(enc_workspace *ws, team_fn fn, void *arg)
+{
+    team_run(ws->team, fn, arg);
+    if (ws->pause)
+        ws->pause(ws->pause_arg);
+}
+
 void enc_workspace_free(enc_workspace *ws)
 {
     if (!ws)
         return;
-    blas_threads_add(-team_size(ws->team));
-    team_free(ws->team);
+    if (!ws->team_borrowed) {
+        blas_threads_add(-team_size(ws->team));
+        team_free(ws->team);
+    }
     free(ws->gather);
     free(ws->resid);
     free(ws->head);

@@ -58,6 +58,9 @@ typedef struct rope_table {
 struct enc_workspace {
     const enc_model *m;
     team *team;                 /* the threads this workspace's forwards use */
+    bool team_borrowed;         /* team is another workspace's (enc_workspace_new_beside) */
+    void (*pause)(void *arg);   /* enc_workspace_on_pause's, or NULL */
+    void *pause_arg;
     size_t cap_T, cap_L, cap_S; /* tokens, longest L, sequences */
     void *mem;                  /* one allocation the buffers are carved from */
     size_t bytes;
@@ -122,6 +125,9 @@ size_t workspace_seq_gather_floats(const bm_seq *bs, int E);
 size_t workspace_job_gather_floats(const enc_model *m, const enc_blockmask *const *bms,
                                    const enc_blockmask *const *lbms, int j, int b);
 
+/* Runs fn on ws's team (team_run), then ws's pause hook: every phase of a
+ * forward runs through here. */
+void workspace_run(enc_workspace *ws, team_fn fn, void *arg);
 /* Thread tid's packed-GEMM scratch (gemm_scratch_bytes, 64-byte aligned). */
 float *workspace_gemm_scratch(enc_workspace *ws, int tid);
 

@@ -201,11 +201,11 @@ static double shortest(float f)
     return strtod(buf, NULL);
 }
 
-void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s)
+void server_on_forward(void *arg, const pool_forward *f)
 {
     server *s = arg;
     spinners_kick(s->spin); /* the HTTP threads are about to be woken */
-    metrics_forward(s->mx, sequences, tokens, requests, compute_s);
+    metrics_forward(s->mx, f->sequences, f->tokens, f->jobs, f->compute_s, f->ahead);
 }
 
 /* /v1/model's "head": the checkpoint's task head (docs/api.md), a head

@@ -45,7 +45,7 @@ int server_port(const server *s);
 
 /* The pool's on_forward callback (arg: the server): counts a forward in
  * /metrics and kicks the spinners. */
-void server_on_forward(void *arg, int sequences, long tokens, int requests, double compute_s);
+void server_on_forward(void *arg, const pool_forward *f);
 
 /* What the served model does with text: its tokenizer (borrowed; NULL: no
  * text input), model.dir's sentence-transformers text settings, and how

@@ -33,7 +33,7 @@ struct metrics {
     int n_routes;                       /* named ones, "other" aside */
     unsigned long requests[MAX_ROUTES + 1][MAX_STATUS];
     histogram request_s, queue_s, compute_s, batch, batch_requests;
-    unsigned long tokens, sequences, forwards;
+    unsigned long tokens, sequences, forwards, forwards_ahead;
     unsigned long long attention_scores;
     long in_flight;
 };
@@ -101,10 +101,12 @@ void metrics_request(metrics *mx, const char *route, int status, double seconds)
     pthread_mutex_unlock(&mx->lock);
 }
 
-void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s)
+void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s,
+                     bool ahead)
 {
     pthread_mutex_lock(&mx->lock);
     mx->forwards++;
+    mx->forwards_ahead += ahead;
     mx->sequences += (unsigned long)sequences;
     mx->tokens += (unsigned long)tokens;
     hist_observe(&mx->batch, sequences);
@@ -166,13 +168,17 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
     put_hist(&b, "attnd_batch_sequences", "Sequences per forward.", &mx->batch);
     put_hist(&b, "attnd_batch_requests", "Requests per forward (dynamic batching).",
              &mx->batch_requests);
-    strbuf_printf(&b,
+    strbuf_printf(
+        &b,
         "# HELP attnd_tokens_total Real tokens encoded (sum of lengths).\n"
         "# TYPE attnd_tokens_total counter\nattnd_tokens_total %lu\n"
         "# HELP attnd_sequences_total Sequences encoded.\n"
         "# TYPE attnd_sequences_total counter\nattnd_sequences_total %lu\n"
         "# HELP attnd_forwards_total Forwards run.\n"
         "# TYPE attnd_forwards_total counter\nattnd_forwards_total %lu\n"
+        "# HELP attnd_forwards_ahead_total Forwards of short requests run between two phases "
+        "of a longer forward (compute.short_tokens).\n"
+        "# TYPE attnd_forwards_ahead_total counter\nattnd_forwards_ahead_total %lu\n"
         "# HELP attnd_attention_scores_total Query-key attention scores computed (every head "
         "and layer; usage.attention_scores summed).\n"
         "# TYPE attnd_attention_scores_total counter\nattnd_attention_scores_total %llu\n"
@@ -180,7 +186,8 @@ char *metrics_render(metrics *mx, int queue_depth, size_t *len)
         "# TYPE attnd_requests_in_flight gauge\nattnd_requests_in_flight %ld\n"
         "# HELP attnd_queue_depth Forwards waiting for a compute worker.\n"
         "# TYPE attnd_queue_depth gauge\nattnd_queue_depth %d\n",
-        mx->tokens, mx->sequences, mx->forwards, mx->attention_scores, mx->in_flight, queue_depth);
+        mx->tokens, mx->sequences, mx->forwards, mx->forwards_ahead, mx->attention_scores,
+        mx->in_flight, queue_depth);
     pthread_mutex_unlock(&mx->lock);
     return strbuf_detach(&b, len);
 }

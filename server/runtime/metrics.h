@@ -12,6 +12,7 @@
 #ifndef ATTND_METRICS_H
 #define ATTND_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct metrics metrics;
@@ -26,8 +27,10 @@ void metrics_free(metrics *mx);
  * (anything else counts as "other"), status its HTTP status. */
 void metrics_request(metrics *mx, const char *route, int status, double seconds);
 /* A finished forward (one dynamic batch): its sequences, real tokens,
- * requests and compute time. */
-void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s);
+ * requests and compute time; ahead: it ran between two phases of a longer
+ * one (compute.short_tokens). */
+void metrics_forward(metrics *mx, int sequences, long tokens, int requests, double compute_s,
+                     bool ahead);
 /* A request's forward computed this many query-key scores
  * (usage.attention_scores). */
 void metrics_attention_scores(metrics *mx, unsigned long long scores);

@@ -2,6 +2,8 @@
 #include "runtime/pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -16,16 +18,23 @@ struct pool {
     pthread_cond_t more;        /* a job arrived: for a worker gathering a batch */
     pool_job *head, *tail;      /* the queue */
     int depth, capacity;
+    atomic_int shorts; /* queued jobs of at most opt.short_tokens tokens */
     int stopping;
     int n_workers;
     pthread_t *threads;
-    struct worker_arg *args;    /* (workers) what each worker thread is given */
+    struct worker *workers;
 };
 
-typedef struct worker_arg {
+/* A worker thread's: its workspace, the one beside it that short jobs run
+ * on between the phases of a long batch, and that batch's arrays. */
+typedef struct worker {
     pool *p;
-    enc_workspace *ws; /* the worker's, made by pool_new */
-} worker_arg;
+    enc_workspace *ws;       /* made by pool_new */
+    enc_workspace *ahead_ws; /* on ws's threads; NULL when opt.short_tokens is 0 */
+    bool long_batch;         /* the batch under way on ws may be paused for short jobs */
+    pool_job *ahead[MAX_BATCH_JOBS];
+    enc_job ahead_ej[MAX_BATCH_JOBS];
+} worker;
 
 double pool_now(void)
 {
@@ -34,19 +43,44 @@ double pool_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static bool job_short(const pool *p, const pool_job *job)
+{
+    return job->tokens <= p->opt.short_tokens;
+}
+
+/* Takes job, whose predecessor in the queue is prev (NULL: the head), off
+ * the queue (under p->lock). */
+static void unlink_job(pool *p, pool_job *prev, pool_job *job)
+{
+    if (prev)
+        prev->next = job->next;
+    else
+        p->head = job->next;
+    if (p->tail == job)
+        p->tail = prev;
+    p->depth--;
+    if (job_short(p, job))
+        atomic_fetch_sub(&p->shorts, 1);
+}
+
 /* Takes the next batch off the queue into jobs (under p->lock): the first
- * job, then those behind it while they fit in batch_tokens.  Returns how many. */
-static int take_batch(pool *p, pool_job **jobs, long *tokens)
+ * job, then those behind it while they fit in batch_tokens; with shorts,
+ * only the short jobs, the long ones left in their places.  Returns how
+ * many. */
+static int take_batch(pool *p, pool_job **jobs, long *tokens, bool shorts)
 {
     int n = 0;
     *tokens = 0;
-    while (p->head && n < MAX_BATCH_JOBS &&
-           (n == 0 || *tokens + p->head->tokens <= p->opt.batch_tokens)) {
-        pool_job *job = p->head;
-        p->head = job->next;
-        if (!p->head)
-            p->tail = NULL;
-        p->depth--;
+    pool_job *prev = NULL;
+    for (pool_job *job = p->head, *next; job && n < MAX_BATCH_JOBS; job = next) {
+        next = job->next;
+        if (shorts && !job_short(p, job)) {
+            prev = job;
+            continue;
+        }
+        if (n > 0 && *tokens + job->tokens > p->opt.batch_tokens)
+            break;
+        unlink_job(p, prev, job);
         jobs[n++] = job;
         *tokens += job->tokens;
     }
@@ -65,11 +99,64 @@ static void deadline_in(struct timespec *ts, int ms)
     }
 }
 
+/* Runs the n jobs of batch (tokens real tokens) as one forward on ws and
+ * hands each its results; ahead: between the phases of a longer forward. */
+static void run_batch(pool *p, enc_workspace *ws, pool_job **batch, enc_job *ej, int n, long tokens,
+                      bool ahead)
+{
+    const double start = pool_now();
+    int sequences = 0;
+    for (int k = 0; k < n; k++) {
+        batch[k]->queue_ms = (start - batch[k]->submitted) * 1e3;
+        ej[k] = (enc_job){.in = batch[k]->batch, .res = &batch[k]->result};
+        sequences += batch[k]->batch->B;
+    }
+    enc_forward_many(p->model, ws, ej, n);
+    const double compute_s = pool_now() - start;
+    if (p->opt.on_forward)
+        p->opt.on_forward(p->opt.on_forward_arg, &(pool_forward){.sequences = sequences,
+                                                                 .tokens = tokens,
+                                                                 .jobs = n,
+                                                                 .compute_s = compute_s,
+                                                                 .ahead = ahead});
+    for (int k = 0; k < n; k++) {
+        batch[k]->rc = ej[k].rc;
+        batch[k]->err = ej[k].err;
+        batch[k]->compute_ms = compute_s * 1e3;
+        batch[k]->done(batch[k], batch[k]->arg);
+    }
+}
+
+/* The pause hook of a worker's workspace (enc_workspace_on_pause), between
+ * two phases of its forward: while that forward's batch is long, the short
+ * jobs waiting run now, one batch of them, on the workspace beside. */
+static void run_ahead(void *arg)
+{
+    worker *w = arg;
+    pool *p = w->p;
+    if (!w->long_batch || atomic_load_explicit(&p->shorts, memory_order_relaxed) == 0)
+        return;
+    long tokens = 0;
+    pthread_mutex_lock(&p->lock);
+    const int n = take_batch(p, w->ahead, &tokens, true);
+    pthread_mutex_unlock(&p->lock);
+    if (n > 0)
+        run_batch(p, w->ahead_ws, w->ahead, w->ahead_ej, n, tokens, true);
+}
+
+/* Tokens of the queued jobs (under p->lock). */
+static long queued_tokens(const pool *p)
+{
+    long queued = 0;
+    for (const pool_job *j = p->head; j; j = j->next)
+        queued += j->tokens;
+    return queued;
+}
+
 static void *worker_main(void *arg)
 {
-    const worker_arg *wa = arg;
-    pool *p = wa->p;
-    enc_workspace *ws = wa->ws;
+    worker *w = arg;
+    pool *p = w->p;
     pool_job *batch[MAX_BATCH_JOBS];
     enc_job ej[MAX_BATCH_JOBS]; /* about 70 KB of the thread's stack */
     for (;;) {
@@ -84,38 +171,18 @@ static void *worker_main(void *arg)
         if (p->opt.batch_delay_ms > 0 && !p->stopping) {
             struct timespec until;
             deadline_in(&until, p->opt.batch_delay_ms);
-            long queued = 0;
-            for (pool_job *j = p->head; j; j = j->next)
-                queued += j->tokens;
-            while (queued < p->opt.batch_tokens && p->depth < MAX_BATCH_JOBS && !p->stopping) {
+            while (queued_tokens(p) < p->opt.batch_tokens && p->depth < MAX_BATCH_JOBS &&
+                   !p->stopping)
                 if (pthread_cond_timedwait(&p->more, &p->lock, &until) != 0)
                     break;
-                queued = 0;
-                for (pool_job *j = p->head; j; j = j->next)
-                    queued += j->tokens;
-            }
         }
+        /* Short jobs first; a batch of long ones may be paused for them. */
+        const bool shorts = atomic_load(&p->shorts) > 0;
         long tokens = 0;
-        const int n = take_batch(p, batch, &tokens);
+        const int n = take_batch(p, batch, &tokens, shorts);
+        w->long_batch = w->ahead_ws && !shorts;
         pthread_mutex_unlock(&p->lock);
-
-        const double start = pool_now();
-        int sequences = 0;
-        for (int k = 0; k < n; k++) {
-            batch[k]->queue_ms = (start - batch[k]->submitted) * 1e3;
-            ej[k] = (enc_job){.in = batch[k]->batch, .res = &batch[k]->result};
-            sequences += batch[k]->batch->B;
-        }
-        enc_forward_many(p->model, ws, ej, n);
-        const double compute_s = pool_now() - start;
-        if (p->opt.on_forward)
-            p->opt.on_forward(p->opt.on_forward_arg, sequences, tokens, n, compute_s);
-        for (int k = 0; k < n; k++) {
-            batch[k]->rc = ej[k].rc;
-            batch[k]->err = ej[k].err;
-            batch[k]->compute_ms = compute_s * 1e3;
-            batch[k]->done(batch[k], batch[k]->arg);
-        }
+        run_batch(p, w->ws, batch, ej, n, tokens, false);
     }
     return NULL;
 }
@@ -156,8 +223,8 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
     pthread_cond_init(&p->more, &ca);
     pthread_condattr_destroy(&ca);
     p->threads = calloc((size_t)workers, sizeof *p->threads);
-    p->args = calloc((size_t)workers, sizeof *p->args);
-    if (!p->threads || !p->args) {
+    p->workers = calloc((size_t)workers, sizeof *p->workers);
+    if (!p->threads || !p->workers) {
         enc_error_set(err, ENC_ENOMEM, "out of memory starting the compute pool");
         pool_free(p);
         return NULL;
@@ -167,15 +234,19 @@ pool *pool_new(const enc_model *m, const pool_options *o, enc_error *err)
      * a limit on memory set once the daemon is up could find them
      * half-made. */
     for (int i = 0; i < workers; i++) {
-        p->args[i].p = p;
-        if (!(p->args[i].ws = enc_workspace_new(m))) {
+        worker *w = &p->workers[i];
+        w->p = p;
+        if (!(w->ws = enc_workspace_new(m)) ||
+            (o->short_tokens > 0 && !(w->ahead_ws = enc_workspace_new_beside(m, w->ws)))) {
             enc_error_set(err, ENC_ENOMEM, "out of memory for compute worker %d's workspace", i);
             pool_free(p);
             return NULL;
         }
+        if (w->ahead_ws)
+            enc_workspace_on_pause(w->ws, run_ahead, w);
     }
     for (int i = 0; i < workers; i++) {
-        if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
+        if (pthread_create(&p->threads[i], NULL, worker_main, &p->workers[i]) != 0) {
             enc_error_set(err, ENC_ENOMEM, "cannot start compute worker %d", i);
             pool_free(p);
             return NULL;
@@ -197,6 +268,8 @@ int pool_submit(pool *p, pool_job *job)
             job->tokens += job->batch->lengths ? job->batch->lengths[b] : job->batch->L;
         job->rc = 0;
         enc_error_clear(&job->err);
+        if (job_short(p, job))
+            atomic_fetch_add(&p->shorts, 1);
         if (p->tail)
             p->tail->next = job;
         else
@@ -230,9 +303,11 @@ void pool_free(pool *p)
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->threads[i], NULL);
-    for (int i = 0; p->args && i < p->opt.workers; i++)
-        enc_workspace_free(p->args[i].ws);
-    free(p->args);
+    for (int i = 0; p->workers && i < p->opt.workers; i++) {
+        enc_workspace_free(p->workers[i].ahead_ws); /* before the workspace it borrows from */
+        enc_workspace_free(p->workers[i].ws);
+    }
+    free(p->workers);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);

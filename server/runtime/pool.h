@@ -8,6 +8,12 @@
  * waiting batch_delay_ms for more to arrive, and runs them as one forward
  * (enc_forward_many); each job still gets exactly its own results.
  *
+ * Short jobs (short_tokens) go first: a worker takes the short jobs waiting
+ * before any long one, and a worker running a batch of long jobs runs the
+ * short ones that arrive meanwhile between two phases of its forward, on a
+ * second workspace on the same threads (enc_workspace_on_pause).  A short
+ * request then waits for one phase of a long forward, not all of it.
+ *
  *     pool_options o = {.workers = 1, .queue_size = 64, .batch_tokens = 8192};
  *     pool *p = pool_new(model, &o, &err);
  *     job.batch = &req.batch; job.result = res; job.done = wake; job.arg = conn;
@@ -19,6 +25,8 @@
 #define ATTND_POOL_H
 
 #include "encoder.h"
+
+#include <stdbool.h>
 
 typedef struct pool pool;
 
@@ -37,14 +45,23 @@ typedef struct pool_job {
     long tokens;                /* real tokens of the batch, counted at submit */
 } pool_job;
 
+/* One forward, as on_forward reports it. */
+typedef struct pool_forward {
+    int sequences;
+    long tokens; /* real tokens */
+    int jobs;
+    double compute_s;
+    bool ahead; /* short jobs run between two phases of a longer forward */
+} pool_forward;
+
 typedef struct pool_options {
     int workers;                /* forwards running at once */
     int queue_size;             /* jobs waiting at most */
     int batch_tokens;           /* tokens one forward takes at most (a bigger job runs alone) */
     int batch_delay_ms;         /* how long a forward may wait for more jobs; 0 = none */
-    /* Called once per forward from the worker (may be NULL): its sequences,
-     * real tokens, jobs, and compute seconds. */
-    void (*on_forward)(void *arg, int sequences, long tokens, int jobs, double compute_s);
+    int short_tokens;           /* a job of at most this many tokens is short; 0 = none is */
+    /* Called once per forward from the worker (may be NULL). */
+    void (*on_forward)(void *arg, const pool_forward *f);
     void *on_forward_arg;
 } pool_options;
 
