@@ -63,9 +63,9 @@ static void unlink_job(pool *p, pool_job *prev, pool_job *job)
         atomic_fetch_sub(&p->shorts, 1);
 }
 
-/* Takes the next batch off the queue into jobs (under p->lock): the first
- * job, then those behind it while they fit in batch_tokens; with shorts,
- * only the short jobs, the long ones left in their places.  Returns how
+/* Takes a batch off the queue into jobs (under p->lock): the first job of
+ * the kind asked for (short or not), then those of that kind behind it while
+ * they fit in batch_tokens, the others left in their places.  Returns how
  * many. */
 static int take_batch(pool *p, pool_job **jobs, long *tokens, bool shorts)
 {
@@ -74,7 +74,7 @@ static int take_batch(pool *p, pool_job **jobs, long *tokens, bool shorts)
     pool_job *prev = NULL;
     for (pool_job *job = p->head, *next; job && n < MAX_BATCH_JOBS; job = next) {
         next = job->next;
-        if (shorts && !job_short(p, job)) {
+        if (job_short(p, job) != shorts) {
             prev = job;
             continue;
         }
@@ -176,8 +176,10 @@ static void *worker_main(void *arg)
                 if (pthread_cond_timedwait(&p->more, &p->lock, &until) != 0)
                     break;
         }
-        /* Short jobs first; a batch of long ones may be paused for them. */
-        const bool shorts = atomic_load(&p->shorts) > 0;
+        /* The oldest job and others of its kind, so that none waits for
+         * ever; short ones never join a long batch: they run at its
+         * pauses. */
+        const bool shorts = job_short(p, p->head);
         long tokens = 0;
         const int n = take_batch(p, batch, &tokens, shorts);
         w->long_batch = w->ahead_ws && !shorts;

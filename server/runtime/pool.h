@@ -8,11 +8,13 @@
  * waiting batch_delay_ms for more to arrive, and runs them as one forward
  * (enc_forward_many); each job still gets exactly its own results.
  *
- * Short jobs (short_tokens) go first: a worker takes the short jobs waiting
- * before any long one, and a worker running a batch of long jobs runs the
- * short ones that arrive meanwhile between two phases of its forward, on a
- * second workspace on the same threads (enc_workspace_on_pause).  A short
- * request then waits for one phase of a long forward, not all of it.
+ * Short jobs (short_tokens) are never batched with long ones: a worker takes
+ * the oldest job and those of its kind behind it, and a worker running a
+ * batch of long jobs runs the short ones waiting between two phases of its
+ * forward, on a second workspace on the same threads
+ * (enc_workspace_on_pause).  A short request then waits for one phase of a
+ * long forward, not all of it, and a long one still goes when it is the
+ * oldest.
  *
  *     pool_options o = {.workers = 1, .queue_size = 64, .batch_tokens = 8192};
  *     pool *p = pool_new(model, &o, &err);
