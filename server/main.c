@@ -463,10 +463,12 @@ int main(int argc, char **argv)
     else if (enc_model_dtype(model) == ENC_DTYPE_INT8)
         snprintf(linears, sizeof linears, "int8 on %s", pf.int8_kernel);
     fprintf(stderr,
-            "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %s; "
-            "%s kernels, Linears in %s, CPU %s, OpenBLAS core %s)\n",
+            "attnd: ready (%d compute worker%s x %d forward threads, %d HTTP threads, %d "
+            "tokenize thread%s, %s; %s kernels, Linears in %s, CPU %s, OpenBLAS core %s)\n",
             cfg.compute.workers, cfg.compute.workers == 1 ? "" : "s", cfg.compute.forward_threads,
-            cfg.server.threads, spin_note, pf.kernels, linears, pf.cpu_simd, pf.blas_core);
+            cfg.server.threads, cfg.server.tokenize_threads,
+            cfg.server.tokenize_threads == 1 ? "" : "s", spin_note, pf.kernels, linears,
+            pf.cpu_simd, pf.blas_core);
 
     int sig = 0;
     sigwait(&stop, &sig);
