@@ -535,8 +535,9 @@ enc_workspace *enc_workspace_new(const enc_model *m);
 enc_workspace *enc_workspace_new_beside(const enc_model *m, enc_workspace *ws);
 void enc_workspace_free(enc_workspace *ws);
 /* fn(arg) is called on the forward's thread after each phase of every
- * forward ws runs (a few per layer, a few milliseconds apart at most on
- * batches of a few hundred tokens), while no thread of its team works: there
+ * forward ws runs, while no thread of its team works (with a hook set, a
+ * forward's Linears run 256 rows a phase and its attention 256 x 512 scores
+ * per head, so that phases stay milliseconds long): there
  * a caller may run a forward on a workspace made beside ws, a short request
  * ahead of the long one under way.  NULL fn: none. */
 void enc_workspace_on_pause(enc_workspace *ws, void (*fn)(void *arg), void *arg);

@@ -61,6 +61,9 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
  * a BERT-base Linear over 256 rows is a few milliseconds on a few cores,
  * and its weights are still read once per 256 rows. */
 #define PAUSE_ROWS 256
+/* Scores per head an attention phase computes at most while a pause hook is
+ * set (256 query rows against 512 keys), an item at least. */
+#define PAUSE_SCORES (256 * 512)
 
 typedef struct block_ctx {
     const enc_model *m;
@@ -90,6 +93,7 @@ typedef struct block_ctx {
     bool lin_act;
     bool lin_glu;  /* a gated first Linear whose gating the packed GEMM does (gemm_packed_glu) */
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
+    int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
@@ -339,7 +343,26 @@ static void phase_attention_residue(void *arg, int tid, int n)
 static void phase_attention(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
-    run_items(c, c->plan->n_res, c->plan->n_tiles - c->plan->n_res, tid, n);
+    run_items(c, c->items_first, c->items_count, tid, n);
+}
+
+/* The plan's tiles: one phase, or with a pause hook phases of at most
+ * PAUSE_SCORES scores per head (an item at least). */
+static void run_attention(block_ctx *c)
+{
+    const attn_plan *pl = c->plan;
+    for (int k = pl->n_res, end; k < pl->n_tiles; k = end) {
+        end = pl->n_tiles;
+        if (c->ws->pause) {
+            uint64_t cost = pl->items[k].cost;
+            for (end = k + 1; end < pl->n_tiles && cost + pl->items[end].cost <= PAUSE_SCORES;
+                 end++)
+                cost += pl->items[end].cost;
+        }
+        c->items_first = k;
+        c->items_count = end - k;
+        workspace_run(c->ws, phase_attention, c);
+    }
 }
 
 /* The global positions' rows, after the tiles (which computed them too, over
@@ -650,7 +673,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         workspace_run(ws, phase_gather, &c);
     if (pl->n_res)
         workspace_run(ws, phase_attention_residue, &c);
-    workspace_run(ws, phase_attention, &c);
+    run_attention(&c);
     if (pl->n_items > pl->n_tiles)
         workspace_run(ws, phase_attention_globals, &c);
     run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
