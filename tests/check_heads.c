@@ -371,17 +371,24 @@ START_TEST(test_head_embeddings_in)
 }
 END_TEST
 
+/* The head directory dir loaded as the daemon loads it, in dtype. */
+static enc_model *load_dtype(const char *dir, enc_dtype dtype)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_int_eq(enc_hf_config_read(dir, &c, &err), 0);
+    c.hp.dtype = dtype;
+    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s: %s", dir, err.message);
+    return m;
+}
+
 /* model.dtype bfloat16: the stack's Linears round their inputs to
  * bfloat16 and the head stays float32, so the logits are the fixture's
  * within bfloat16's rounding (8 bits of mantissa, through two layers). */
 START_TEST(test_head_bfloat16)
 {
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_int_eq(enc_hf_config_read(HEADS "/bert_mlm", &c, &err), 0);
-    c.hp.dtype = ENC_DTYPE_BFLOAT16;
-    enc_model *m = enc_model_load_dir(HEADS "/bert_mlm", &c.hp, &err);
-    ck_assert_msg(m != NULL, "%s", err.message);
+    enc_model *m = load_dtype(HEADS "/bert_mlm", ENC_DTYPE_BFLOAT16);
     head_case k;
     case_open(&k, HEADS "/bert_mlm");
     float *got = run_head(m, &k, ENC_HEAD_OUT_LOGITS, "bert_mlm bfloat16");
@@ -413,14 +420,7 @@ START_TEST(test_head_int8)
     const char *name = CASES[_i];
     char dir[512];
     snprintf(dir, sizeof dir, HEADS "/%s", name);
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_int_eq(enc_hf_config_read(dir, &c, &err), 0);
-    c.hp.dtype = ENC_DTYPE_FLOAT32;
-    enc_model *f32 = enc_model_load_dir(dir, &c.hp, &err);
-    c.hp.dtype = ENC_DTYPE_INT8;
-    enc_model *i8 = f32 ? enc_model_load_dir(dir, &c.hp, &err) : NULL;
-    ck_assert_msg(f32 && i8, "%s: %s", name, err.message);
+    enc_model *f32 = load_dtype(dir, ENC_DTYPE_FLOAT32), *i8 = load_dtype(dir, ENC_DTYPE_INT8);
     ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
     const head_linear *out = &i8->head->out;
     head_case k;
@@ -501,12 +501,7 @@ static void *head_thread_run(void *arg)
  * fixture's logits. */
 START_TEST(test_head_int8_concurrent)
 {
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_int_eq(enc_hf_config_read(HEADS "/bert_mlm", &c, &err), 0);
-    c.hp.dtype = ENC_DTYPE_INT8;
-    enc_model *m = enc_model_load_dir(HEADS "/bert_mlm", &c.hp, &err);
-    ck_assert_msg(m != NULL, "%s", err.message);
+    enc_model *m = load_dtype(HEADS "/bert_mlm", ENC_DTYPE_INT8);
     ck_assert(!head_ready(m->head));
     head_case k;
     case_open(&k, HEADS "/bert_mlm");

@@ -45,15 +45,22 @@ bool simd_supported(void)
     return __builtin_cpu_supports("avx512f");
 }
 
-bool simd_enabled(void)
+/* probe()'s answer, asked once into *supported (-1: not yet), and the
+ * switch. */
+static bool supported_and_enabled(atomic_int *supported, bool (*probe)(void))
 {
-    static atomic_int supported = -1; /* not asked yet */
-    int s = atomic_load_explicit(&supported, memory_order_relaxed);
+    int s = atomic_load_explicit(supported, memory_order_relaxed);
     if (s < 0) {
-        s = simd_supported();
-        atomic_store_explicit(&supported, s, memory_order_relaxed);
+        s = probe();
+        atomic_store_explicit(supported, s, memory_order_relaxed);
     }
     return s && atomic_load_explicit(&enabled, memory_order_relaxed);
+}
+
+bool simd_enabled(void)
+{
+    static atomic_int supported = -1;
+    return supported_and_enabled(&supported, simd_supported);
 }
 
 bool simd_avx2_supported(void)
@@ -64,13 +71,8 @@ bool simd_avx2_supported(void)
 
 bool simd_avx2_enabled(void)
 {
-    static atomic_int supported = -1; /* not asked yet */
-    int s = atomic_load_explicit(&supported, memory_order_relaxed);
-    if (s < 0) {
-        s = simd_avx2_supported();
-        atomic_store_explicit(&supported, s, memory_order_relaxed);
-    }
-    return s && atomic_load_explicit(&enabled, memory_order_relaxed);
+    static atomic_int supported = -1;
+    return supported_and_enabled(&supported, simd_avx2_supported);
 }
 
 /* Lanes [0, n) of a 16-lane mask, n in 0..16. */
