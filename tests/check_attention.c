@@ -170,16 +170,16 @@ START_TEST(test_mask_bool_and_additive)
 }
 END_TEST
 
-/* Loop tests over _i: 0 the AVX-512 forms (where the CPU has them), 1 the
- * portable ones. */
+/* Loop tests over _i: 0 the AVX-512 softmax (where the CPU has it), 1 the
+ * portable one. */
 static void use_simd(int i)
 {
     static bool said;
     simd_set_enabled(i == 0);
     if (i == 0 && !simd_enabled() && !said) {
         said = true;
-        printf("attention: no AVX-512F here: the AVX-512 softmax and activations are not run "
-               "here (the portable forms are, twice)\n");
+        printf("attention: no AVX-512F here: the AVX-512 softmax is not run here (the portable "
+               "form is, twice)\n");
         fflush(stdout);
     }
 }
@@ -282,18 +282,50 @@ START_TEST(test_softmax_against_double)
 }
 END_TEST
 
+/* The activation forms, the loop index of test_activations_against_double:
+ * 0 AVX-512, 1 AVX2 with FMA, 2 portable.  Returns false, saying so once,
+ * where the CPU cannot run the form. */
+static const char *const act_form[] = {"AVX-512", "AVX2", "portable"};
+
+static bool act_form_runs(int form)
+{
+    static bool said[3];
+    const bool runs = form == 0 ? simd_supported() : form == 1 ? simd_avx2_supported() : true;
+    if (!runs && !said[form]) {
+        said[form] = true;
+        printf("attention: no %s here: its activations are not run here\n", act_form[form]);
+        fflush(stdout);
+    }
+    return runs;
+}
+
+static void act_form_apply(int form, float *x, size_t n, enc_activation act)
+{
+    if (form == 0)
+        simd_activation(x, n, act);
+    else if (form == 1)
+        simd_activation_avx2(x, n, act);
+    else {
+        simd_set_enabled(false);
+        ops_activation(x, n, act);
+        simd_set_enabled(true);
+    }
+}
+
 /* Every activation over a whole range against its definition in double, in
- * arrays of lengths either side of a vector: within vecmath.h's bounds. */
+ * arrays of lengths either side of a vector, in each form the CPU runs:
+ * within vecmath.h's bounds. */
 START_TEST(test_activations_against_double)
 {
-    use_simd(_i);
+    if (!act_form_runs(_i))
+        return;
     const int n = 180001; /* x from -9 to 9 in steps of 1e-4 */
     float *x = xcalloc((size_t)n, sizeof *x);
     for (int a = ENC_ACT_RELU; a <= ENC_ACT_GELU_TANH; a++) {
         for (int i = 0; i < n; i++)
             x[i] = -9.0f + 1e-4f * (float)i;
-        ops_activation(x, (size_t)n, (enc_activation)a);
-        ops_activation(x, 0, (enc_activation)a); /* nothing to do */
+        act_form_apply(_i, x, (size_t)n, (enc_activation)a);
+        act_form_apply(_i, x, 0, (enc_activation)a); /* nothing to do */
         double worst = 0.0;
         for (int i = 0; i < n; i++) {
             const double v = -9.0f + 1e-4f * (float)i;
@@ -305,11 +337,22 @@ START_TEST(test_activations_against_double)
             const double err = fabs(x[i] - want) / (fabs(v) > 1.0 ? fabs(v) : 1.0);
             worst = err > worst ? err : worst;
         }
-        ck_assert_msg(worst < 4e-7, "activation %d: error %g (relative to max(|x|, 1))", a,
-                      worst);
+        printf("attention: %s activation %d: worst error %.3g\n", act_form[_i], a, worst);
+        ck_assert_msg(worst < 4e-7, "%s activation %d: error %g (relative to max(|x|, 1))",
+                      act_form[_i], a, worst);
+    }
+    /* A tail of each length 1..7 past whole vectors: the floats past n are
+     * left as they were. */
+    for (size_t len = 1; len <= 23; len++) {
+        float y[24];
+        for (size_t i = 0; i < 24; i++)
+            y[i] = -1.0f;
+        act_form_apply(_i, y, len, ENC_ACT_RELU);
+        for (size_t i = 0; i < 24; i++)
+            ck_assert_msg(y[i] == (i < len ? 0.0f : -1.0f), "%s len %zu [%zu] %g", act_form[_i],
+                          len, i, y[i]);
     }
     free(x);
-    simd_set_enabled(true);
 }
 END_TEST
 
@@ -339,6 +382,41 @@ START_TEST(test_activations_worked)
     ck_assert_float_eq(ops_activation_value(2.5f, ENC_ACT_RELU), 2.5f);
 }
 END_TEST
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "kernels/vec256.h"
+
+/* v256_erf_abs, the erf of the AVX2 GELU, on |x| (the sign put back as
+ * the GELU does), 8 floats from x. */
+__attribute__((target("avx2,fma"))) static void erf_avx2(const float *x, float *out)
+{
+    const __m256 v = _mm256_loadu_ps(x);
+    const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
+    const __m256 e = v256_erf_abs(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v));
+    _mm256_storeu_ps(out, _mm256_or_ps(e, sign));
+}
+
+/* The AVX2 form's erf against double erf: vecmath.h's bound. */
+START_TEST(test_vec256_erf_accuracy)
+{
+    if (!act_form_runs(1))
+        return;
+    double worst = 0;
+    float x[8], e[8];
+    for (float x0 = -9.0f; x0 <= 9.0f; x0 += 8e-4f) {
+        for (int k = 0; k < 8; k++)
+            x[k] = x0 + 1e-4f * (float)k;
+        erf_avx2(x, e);
+        for (int k = 0; k < 8; k++) {
+            const double err = fabs((double)e[k] - erf((double)x[k]));
+            worst = err > worst ? err : worst;
+        }
+    }
+    printf("attention: AVX2 erf: worst absolute error %.3g\n", worst);
+    ck_assert_msg(worst < 4e-7, "AVX2 erf absolute error %g", worst);
+}
+END_TEST
+#endif
 
 /* The vectorizable exp and erf against double-precision libm, over their
  * whole useful range: the bounds vecmath.h promises. */
@@ -374,9 +452,12 @@ Suite *attention_suite(void)
     tcase_add_test(tc, test_mask_bool_and_additive);
     tcase_add_loop_test(tc, test_softmax_rows, 0, 2);
     tcase_add_loop_test(tc, test_softmax_against_double, 0, 2);
-    tcase_add_loop_test(tc, test_activations_against_double, 0, 2);
+    tcase_add_loop_test(tc, test_activations_against_double, 0, 3);
     tcase_add_test(tc, test_layernorm_extremes);
     tcase_add_test(tc, test_activations_worked);
     tcase_add_test(tc, test_vecmath_accuracy);
+#if defined(__x86_64__) && defined(__GNUC__)
+    tcase_add_test(tc, test_vec256_erf_accuracy);
+#endif
     return s;
 }

@@ -25,6 +25,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,17 +371,24 @@ START_TEST(test_head_embeddings_in)
 }
 END_TEST
 
+/* The head directory dir loaded as the daemon loads it, in dtype. */
+static enc_model *load_dtype(const char *dir, enc_dtype dtype)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_int_eq(enc_hf_config_read(dir, &c, &err), 0);
+    c.hp.dtype = dtype;
+    enc_model *m = enc_model_load_dir(dir, &c.hp, &err);
+    ck_assert_msg(m != NULL, "%s: %s", dir, err.message);
+    return m;
+}
+
 /* model.dtype bfloat16: the stack's Linears round their inputs to
  * bfloat16 and the head stays float32, so the logits are the fixture's
  * within bfloat16's rounding (8 bits of mantissa, through two layers). */
 START_TEST(test_head_bfloat16)
 {
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_int_eq(enc_hf_config_read(HEADS "/bert_mlm", &c, &err), 0);
-    c.hp.dtype = ENC_DTYPE_BFLOAT16;
-    enc_model *m = enc_model_load_dir(HEADS "/bert_mlm", &c.hp, &err);
-    ck_assert_msg(m != NULL, "%s", err.message);
+    enc_model *m = load_dtype(HEADS "/bert_mlm", ENC_DTYPE_BFLOAT16);
     head_case k;
     case_open(&k, HEADS "/bert_mlm");
     float *got = run_head(m, &k, ENC_HEAD_OUT_LOGITS, "bert_mlm bfloat16");
@@ -398,7 +406,9 @@ START_TEST(test_head_bfloat16)
 END_TEST
 
 /* model.dtype int8: the head's Linears (a classifier's, a masked LM's
- * decoder over the vocabulary) run on the int8 GEMM as the stack's do.  On
+ * decoder over the vocabulary) run on the int8 GEMM as the stack's do,
+ * quantised by the first forward that computes the head, not at load nor
+ * by a forward without it.  On
  * every head directory the logits stay within 5% of the largest float32
  * logit of the batch (int8's rounding, about 1/254 of a row's largest
  * value per Linear, through the stack's layers and the head's one or two
@@ -410,21 +420,18 @@ START_TEST(test_head_int8)
     const char *name = CASES[_i];
     char dir[512];
     snprintf(dir, sizeof dir, HEADS "/%s", name);
-    enc_hf_config c;
-    enc_error err = {0};
-    ck_assert_int_eq(enc_hf_config_read(dir, &c, &err), 0);
-    c.hp.dtype = ENC_DTYPE_FLOAT32;
-    enc_model *f32 = enc_model_load_dir(dir, &c.hp, &err);
-    c.hp.dtype = ENC_DTYPE_INT8;
-    enc_model *i8 = f32 ? enc_model_load_dir(dir, &c.hp, &err) : NULL;
-    ck_assert_msg(f32 && i8, "%s: %s", name, err.message);
+    enc_model *f32 = load_dtype(dir, ENC_DTYPE_FLOAT32), *i8 = load_dtype(dir, ENC_DTYPE_INT8);
     ck_assert_int_eq(enc_model_dtype(i8), ENC_DTYPE_INT8);
     const head_linear *out = &i8->head->out;
-    ck_assert_msg(out->pk && gemm_packed_int8(out->pk[0]), "%s: head not in int8", name);
     head_case k;
     case_open(&k, dir);
+    free(run_head(i8, &k, ENC_HEAD_OUT_NONE, name));
+    ck_assert_msg(!head_ready(i8->head) && !out->pk, "%s: head quantised before its first use",
+                  name);
     float *a = run_head(f32, &k, ENC_HEAD_OUT_LOGITS, name);
     float *b = run_head(i8, &k, ENC_HEAD_OUT_LOGITS, name);
+    ck_assert_msg(head_ready(i8->head) && out->pk && gemm_packed_int8(out->pk[0]),
+                  "%s: head not in int8", name);
     const enc_head_info *h = enc_model_head(f32);
     const int C = h->n_outputs;
     double worst = 0, top = 0;
@@ -460,6 +467,71 @@ START_TEST(test_head_int8)
     case_close(&k);
     enc_model_free(f32);
     enc_model_free(i8);
+}
+END_TEST
+
+/* One forward of a head case on its own workspace, started with others at
+ * a barrier. */
+typedef struct head_thread {
+    const enc_model *m;
+    const head_case *k;
+    pthread_barrier_t *start;
+    float *logits;
+    int rc;
+} head_thread;
+
+static void *head_thread_run(void *arg)
+{
+    head_thread *t = arg;
+    const int D = enc_model_hparams(t->m)->d_model;
+    float *out = xcalloc((size_t)t->k->B * t->k->L * D, sizeof *out);
+    enc_result res = {.out = out, .head = ENC_HEAD_OUT_LOGITS, .logits = t->logits};
+    enc_workspace *ws = enc_workspace_new(t->m);
+    enc_error err = {0};
+    pthread_barrier_wait(t->start);
+    t->rc = ws ? enc_forward(t->m, ws, &t->k->in, &res, &err) : -1;
+    enc_workspace_free(ws);
+    free(out);
+    return NULL;
+}
+
+/* Two forwards asking for an int8 masked LM's head at once, its decoder
+ * not yet quantised: one quantises it, both read the same panels (the
+ * same logits, bit for bit), within test_head_int8's bound of the float32
+ * fixture's logits. */
+START_TEST(test_head_int8_concurrent)
+{
+    enc_model *m = load_dtype(HEADS "/bert_mlm", ENC_DTYPE_INT8);
+    ck_assert(!head_ready(m->head));
+    head_case k;
+    case_open(&k, HEADS "/bert_mlm");
+    enc_set_threads(1);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    head_thread t[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = (head_thread){
+            .m = m, .k = &k, .start = &start, .logits = xcalloc(k.n_logits, sizeof(float))};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, head_thread_run, &t[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    ck_assert_msg(t[0].rc == 0 && t[1].rc == 0, "forwards failed: %d %d", t[0].rc, t[1].rc);
+    ck_assert(head_ready(m->head) && gemm_packed_int8(m->head->out.pk[0]));
+    double worst = 0, top = 0;
+    for (size_t i = 0; i < k.n_logits; i++) {
+        ck_assert_msg(memcmp(&t[0].logits[i], &t[1].logits[i], sizeof(float)) == 0,
+                      "logit %zu: %g and %g", i, t[0].logits[i], t[1].logits[i]);
+        worst = fmax(worst, fabs(t[0].logits[i] - k.logits[i]));
+        top = fmax(top, fabs(k.logits[i]));
+    }
+    ck_assert_msg(worst <= 0.05 * top, "int8 logits differ by %g (largest %g)", worst, top);
+    for (int i = 0; i < 2; i++)
+        free(t[i].logits);
+    case_close(&k);
+    enc_model_free(m);
 }
 END_TEST
 
@@ -933,6 +1005,7 @@ Suite *heads_suite(void)
     tcase_add_loop_test(core, test_head_embeddings_in, 0, 4);
     tcase_add_test(core, test_head_bfloat16);
     tcase_add_loop_test(core, test_head_int8, 0, N_CASES);
+    tcase_add_test(core, test_head_int8_concurrent);
     tcase_add_test(core, test_head_refused_forward);
     tcase_add_test(core, test_head_unsupported);
     tcase_add_loop_test(core, test_head_refused_load, 0, (int)(sizeof REFUSALS / sizeof *REFUSALS));

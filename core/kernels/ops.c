@@ -148,6 +148,10 @@ void ops_activation(float *x, size_t n, enc_activation act)
         simd_activation(x, n, act);
         return;
     }
+    if (simd_avx2_enabled()) {
+        simd_activation_avx2(x, n, act);
+        return;
+    }
     switch (act) {
     case ENC_ACT_RELU:
         for (size_t i = 0; i < n; i++)

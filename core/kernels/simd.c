@@ -1,6 +1,6 @@
-/* simd.c - the AVX-512 forms of the softmax and the activations (simd.h),
- * the switch every AVX-512 path checks, and the scalar special cases both
- * softmax forms share. */
+/* simd.c - the AVX-512 forms of the softmax and the activations and the
+ * AVX2 form of the activations (simd.h), the switch every vector path
+ * checks, and the scalar special cases both softmax forms share. */
 #include "kernels/simd.h"
 
 #include "kernels/vecmath.h"
@@ -36,6 +36,7 @@ bool simd_softmax_special(float *s, int n, bool nan, float m, float *max, float 
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include "kernels/vec256.h"
 #include "kernels/vec512.h"
 
 bool simd_supported(void)
@@ -44,15 +45,34 @@ bool simd_supported(void)
     return __builtin_cpu_supports("avx512f");
 }
 
-bool simd_enabled(void)
+/* probe()'s answer, asked once into *supported (-1: not yet), and the
+ * switch. */
+static bool supported_and_enabled(atomic_int *supported, bool (*probe)(void))
 {
-    static atomic_int supported = -1; /* not asked yet */
-    int s = atomic_load_explicit(&supported, memory_order_relaxed);
+    int s = atomic_load_explicit(supported, memory_order_relaxed);
     if (s < 0) {
-        s = simd_supported();
-        atomic_store_explicit(&supported, s, memory_order_relaxed);
+        s = probe();
+        atomic_store_explicit(supported, s, memory_order_relaxed);
     }
     return s && atomic_load_explicit(&enabled, memory_order_relaxed);
+}
+
+bool simd_enabled(void)
+{
+    static atomic_int supported = -1;
+    return supported_and_enabled(&supported, simd_supported);
+}
+
+bool simd_avx2_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+bool simd_avx2_enabled(void)
+{
+    static atomic_int supported = -1;
+    return supported_and_enabled(&supported, simd_avx2_supported);
 }
 
 /* Lanes [0, n) of a 16-lane mask, n in 0..16. */
@@ -102,6 +122,19 @@ __attribute__((target("avx512f"))) void simd_activation(float *x, size_t n, enc_
     }
 }
 
+__attribute__((target("avx2,fma"))) void simd_activation_avx2(float *x, size_t n,
+                                                              enc_activation act)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(x + j, v256_act(_mm256_loadu_ps(x + j), act));
+    if (j < n) { /* the last 1..7 floats, through a masked load and store */
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), lane);
+        _mm256_maskstore_ps(x + j, k, v256_act(_mm256_maskload_ps(x + j, k), act));
+    }
+}
+
 __attribute__((target("avx512f"))) void simd_rope_neox(float *x, int n, int E, const float *cs,
                                                        const float *sn, int half)
 {
@@ -136,7 +169,22 @@ float simd_softmax_block(float *s, int n, float *max, float *sum)
     return NAN;
 }
 
+bool simd_avx2_supported(void)
+{
+    return false;
+}
+
+bool simd_avx2_enabled(void)
+{
+    return false;
+}
+
 void simd_activation(float *x, size_t n, enc_activation act)
+{
+    (void)x, (void)n, (void)act;
+}
+
+void simd_activation_avx2(float *x, size_t n, enc_activation act)
 {
     (void)x, (void)n, (void)act;
 }

@@ -64,6 +64,7 @@ model_head *head_new(enc_head_kind kind, const char *architecture)
     h->info.kind = kind;
     h->info.function = ENC_HEAD_FN_SOFTMAX;
     h->eps = 1e-12f;
+    pthread_mutex_init(&h->pack_lock, NULL);
     snprintf(h->architecture, sizeof h->architecture, "%s", architecture);
     return h;
 }
@@ -88,6 +89,7 @@ void head_free(model_head *h)
     free(h->tensors);
     linear_unpack(&h->dense);
     linear_unpack(&h->out);
+    pthread_mutex_destroy(&h->pack_lock);
     free(h->mem);
     free(h);
 }
@@ -180,8 +182,8 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L)
 
 /* In int8 (model.dtype) the chunks are quantised as the blocks' Linears
  * are (gemm_pack_int8), on any CPU; the float32 weights stay (a tied
- * decoder is the embeddings' word table too). */
-static void linear_pack(enc_model *m, head_linear *l)
+ * decoder is the embeddings' word table too), a file's pages given back. */
+static void linear_pack(const enc_model *m, head_linear *l)
 {
     linear_unpack(l);
     l->chunks = (l->N + HEAD_CHUNK - 1) / HEAD_CHUNK;
@@ -200,13 +202,46 @@ static void linear_pack(enc_model *m, head_linear *l)
     model_release(m, l->w, (size_t)l->N * l->K * sizeof *l->w);
 }
 
+static void pack_all(const enc_model *m, model_head *h)
+{
+    if (h->dense.N)
+        linear_pack(m, &h->dense);
+    linear_pack(m, &h->out);
+}
+
 void head_pack(enc_model *m)
 {
-    if (!m->head)
+    model_head *h = m->head;
+    if (!h)
         return;
-    if (m->head->dense.N)
-        linear_pack(m, &m->head->dense);
-    linear_pack(m, &m->head->out);
+    if (m->hp.dtype == ENC_DTYPE_INT8) { /* quantised on first use: pack_once */
+        linear_unpack(&h->dense);
+        linear_unpack(&h->out);
+        atomic_store_explicit(&h->ready, false, memory_order_release);
+        return;
+    }
+    pack_all(m, h);
+    atomic_store_explicit(&h->ready, true, memory_order_release);
+}
+
+bool head_ready(const model_head *h)
+{
+    return atomic_load_explicit(&h->ready, memory_order_acquire);
+}
+
+/* The int8 head's Linears quantised by the first run that needs them;
+ * runs at once wait for it (pack_lock), then read the panels ready
+ * published. */
+static void pack_once(const enc_model *m, model_head *h)
+{
+    if (head_ready(h))
+        return;
+    pthread_mutex_lock(&h->pack_lock);
+    if (!atomic_load_explicit(&h->ready, memory_order_relaxed)) {
+        pack_all(m, h);
+        atomic_store_explicit(&h->ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&h->pack_lock);
 }
 
 /* ---- checks ------------------------------------------------------------------ */
@@ -510,7 +545,7 @@ static void run_tokens(head_ctx *c, enc_job *jobs, float *t, float *g)
 
 int head_run(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
 {
-    const model_head *h = m->head;
+    model_head *h = m->head;
     int S = 0, Lmax = 0, failed = 0;
     for (int q = 0; h && q < ws->n_seqs; q++)
         if (wants(&jobs[ws->seqs[q].job])) {
@@ -519,6 +554,7 @@ int head_run(const enc_model *m, enc_workspace *ws, enc_job *jobs, int n)
         }
     if (S == 0)
         return 0;
+    pack_once(m, h);
     const size_t D = (size_t)m->hp.d_model, C = (size_t)h->out.N;
     const size_t Nt = h->dense.N ? (size_t)h->dense.N : D;
     const size_t threads = (size_t)team_size(ws->team);

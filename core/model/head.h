@@ -18,6 +18,8 @@
 #include "encoder.h"
 #include "kernels/gemm.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -66,6 +68,11 @@ typedef struct model_head {
     head_linear out;
     float *mem; /* the head's own floats (one allocation) */
     size_t n_mem;
+    /* In int8 the Linears are quantised on the first run that needs the
+     * head (head_run), not at load: ready says they are, pack_lock makes
+     * one thread do it while the others wait. */
+    atomic_bool ready;
+    pthread_mutex_t pack_lock;
 } model_head;
 
 /* A head of kind for architecture (copied), no parameters yet: labels
@@ -81,8 +88,17 @@ int head_alloc(model_head *h, size_t n);
 void head_finish(model_head *h);
 
 /* Packs every Linear of the head into chunks, when the CPU can run the
- * packed GEMM; a mapped decoder's pages then go back (model_release). */
+ * packed GEMM; a mapped decoder's pages then go back (model_release).  In
+ * int8 (model.dtype) it only drops any earlier packing: the Linears are
+ * quantised by the first head_run that needs them (head_ready), so a model
+ * whose requests never ask for its head never holds the quantised decoder
+ * (BERT-base's: 22 MiB). */
 void head_pack(enc_model *m);
+
+/* Whether the head's Linears are packed (or, failing memory for that, run
+ * from their float32 weights) for head_run: always after head_pack but in
+ * int8, there after the first head_run that computes the head. */
+bool head_ready(const model_head *h);
 
 /* Checks what a job asks of the head: ENC_EINVAL naming what the model has
  * when it asks for a head it lacks, SPLADE of a head that is not a masked
