@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/prepare_bench.py --port P [--requests 1000] [--big-clients 4]
                                             [--big-bytes 1000000] [--min-big 10]
+                                            [--big-batch N] [--tag T]
 
 attnd on 127.0.0.1:P serves a model with a tokenizer and cuts long texts
 (--auto-truncate), so a 1 MB text is tokenized whole, cut to the token
@@ -12,13 +13,17 @@ after 10 untimed ones: first alone, then while --big-clients clients each
 post --big-bytes texts back to back on their own connections, until at
 least --min-big of those were answered during the phase (so that the
 small requests meet the long texts' forwards, not only their
-tokenization).  Every
+tokenization).  With --big-batch N, the big clients post N texts of 120
+words each instead (a long forward's worth of tokens, little to
+tokenize).  Every
 answer must be a 200 with one embedding.  Prints p50 and p99 of the small
 requests' wall times in both phases, the p99s of their time in the
 daemon's queue and forward (X-Queue-Ms, X-Compute-Ms), the ratio of the wall
 times' p99s, and how many big requests were answered meanwhile.
+and the big requests answered per second meanwhile.  --tag T names the
+figures T_alone_p50_ms ... (default prep):
   RESULT prep_alone_p50_ms prep_alone_p99_ms prep_busy_p50_ms prep_busy_p99_ms
-         prep_p99_ratio prep_big_done
+         prep_p99_ratio prep_big_per_s prep_big_done
 
 Python's standard library only.
 """
@@ -33,8 +38,8 @@ WORDS = ("the committee will review every proposal before the end of the "
          "month and publish its findings in a short report ").split()
 
 
-def post(conn, body, server_ms=None):
-    """Wall ms of one POST /v1/embeddings; raises unless a 200 with one embedding.
+def post(conn, body, server_ms=None, want=1):
+    """Wall ms of one POST /v1/embeddings; raises unless a 200 with want embeddings.
     server_ms: a list the daemon's (X-Queue-Ms, X-Compute-Ms) is appended to."""
     t0 = time.perf_counter()
     conn.request("POST", "/v1/embeddings", body, {"Content-Type": "application/json"})
@@ -46,8 +51,8 @@ def post(conn, body, server_ms=None):
                           float(resp.getheader("X-Compute-Ms", "0"))))
     if resp.status != 200:
         raise RuntimeError("status %d: %s" % (resp.status, data[:200]))
-    if len(json.loads(data)["data"]) != 1:
-        raise RuntimeError("not one embedding")
+    if len(json.loads(data)["data"]) != want:
+        raise RuntimeError("not %d embeddings" % want)
     return ms
 
 
@@ -87,6 +92,8 @@ def main():
     ap.add_argument("--big-clients", type=int, default=4)
     ap.add_argument("--big-bytes", type=int, default=1000000)
     ap.add_argument("--min-big", type=int, default=10)
+    ap.add_argument("--big-batch", type=int, default=0)
+    ap.add_argument("--tag", default="prep")
     a = ap.parse_args()
 
     alone_srv, busy_srv = [], []
@@ -98,9 +105,10 @@ def main():
     def big(k):
         try:
             conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=120)
-            body = json.dumps({"input": big_text(a.big_bytes, k)})
+            body = json.dumps({"input": [big_text(720, k + 11 * i) for i in range(a.big_batch)]}
+                              if a.big_batch else {"input": big_text(a.big_bytes, k)})
             while not stop.is_set():
-                post(conn, body)
+                post(conn, body, want=max(1, a.big_batch))
                 done[k] += 1
             conn.close()
         except Exception as e:  # reported below
@@ -111,29 +119,34 @@ def main():
         t.start()
     while sum(done) < a.big_clients and not errors:  # every big client has had an answer
         time.sleep(0.05)
-    before = sum(done)
+    before, t0 = sum(done), time.perf_counter()
     busy = small_run(a.port, a.requests, busy_srv,
                      lambda: sum(done) - before < a.min_big and not errors)
-    big_during = sum(done) - before
+    big_during, busy_s = sum(done) - before, time.perf_counter() - t0
     stop.set()
     for t in threads:
         t.join()
     if errors:
         raise SystemExit("big client failed: " + errors[0])
-    r = {"prep_alone_p50_ms": percentile(alone, 0.5), "prep_alone_p99_ms": percentile(alone, 0.99),
-         "prep_busy_p50_ms": percentile(busy, 0.5), "prep_busy_p99_ms": percentile(busy, 0.99)}
-    r["prep_p99_ratio"] = r["prep_busy_p99_ms"] / r["prep_alone_p99_ms"]
-    print("small /v1/embeddings, %d requests each phase:" % a.requests)
+    t = a.tag
+    r = {t + "_alone_p50_ms": percentile(alone, 0.5), t + "_alone_p99_ms": percentile(alone, 0.99),
+         t + "_busy_p50_ms": percentile(busy, 0.5), t + "_busy_p99_ms": percentile(busy, 0.99)}
+    r[t + "_p99_ratio"] = r[t + "_busy_p99_ms"] / r[t + "_alone_p99_ms"]
+    r[t + "_big_per_s"] = big_during / busy_s
+    big = ("batches of %d 120-word texts" % a.big_batch if a.big_batch
+           else "%d-byte texts" % a.big_bytes)
+    print("small /v1/embeddings, %d requests alone, %d beside:" % (len(alone), len(busy)))
     print("  alone:                       p50 %.2f ms  p99 %.2f ms"
-          % (r["prep_alone_p50_ms"], r["prep_alone_p99_ms"]))
-    print("  beside %d clients of %d-byte texts: p50 %.2f ms  p99 %.2f ms (%d big answered)"
-          % (a.big_clients, a.big_bytes, r["prep_busy_p50_ms"], r["prep_busy_p99_ms"], big_during))
+          % (r[t + "_alone_p50_ms"], r[t + "_alone_p99_ms"]))
+    print("  beside %d clients of %s: p50 %.2f ms  p99 %.2f ms (%d big answered in %.1f s)"
+          % (a.big_clients, big, r[t + "_busy_p50_ms"], r[t + "_busy_p99_ms"], big_during, busy_s))
     for what, k in (("queue (X-Queue-Ms)", 0), ("forward (X-Compute-Ms)", 1)):
         print("  %s p99: alone %.2f ms, beside %.2f ms"
               % (what, percentile([x[k] for x in alone_srv], 0.99),
                  percentile([x[k] for x in busy_srv], 0.99)))
-    print("  p99 beside / p99 alone = %.2fx" % r["prep_p99_ratio"])
-    print("RESULT " + " ".join("%s=%.4f" % kv for kv in r.items()) + " prep_big_done=%d" % big_during)
+    print("  p99 beside / p99 alone = %.2fx" % r[t + "_p99_ratio"])
+    print("RESULT " + " ".join("%s=%.4f" % kv for kv in r.items())
+          + " %s_big_done=%d" % (t, big_during))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@
 #   page        bench/parts/page.sh        the page's model view, 12 x 12 at L=128:
 #                                          the response to drawn (Chromium)
 #   bigtext     bench/parts/bigtext.sh     small /v1/embeddings requests alone
-#                                          and beside four clients of 1 MB texts
+#                                          and beside four clients of 1 MB texts,
+#                                          or of batches of 16 texts
 #   summary     bench/summary.sh           each target: met or not in this run
 #
 # Environment (defaults in brackets):

@@ -217,8 +217,13 @@ row "TEI /rerank, 32 pairs: p50 <= 1.1x compute" "$m" "$r" "<=" 1.1 "${WHY[tei]:
 r=${R[tei_embed_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 3)x (${R[tei_embed_p50_ms]} / ${R[tei_v1_p50_ms]} ms)"
 row "TEI /embed B=8 p50 <= 1.02x /v1/embeddings p50" "$m" "$r" "<=" 1.02 "${WHY[tei]:-}"
+r=${R[prep_p99_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (${R[prep_busy_p99_ms]} / ${R[prep_alone_p99_ms]} ms)"
+row "small requests' p99 beside 1 MB texts <= 1.5x alone" "$m" "$r" "<=" 1.5 "${WHY[bigtext]:-}"
 echo
 echo "not targets, for reference:"
+[ -n "${R[lane_p99_ratio]:-}" ] && [ -n "${R[lane_off_p99_ratio]:-}" ] &&
+    echo "  small requests' p99 beside batches of 16 texts: $(fmt "${R[lane_p99_ratio]}" 2)x alone run between their phases (compute.short_tokens), $(fmt "${R[lane_off_p99_ratio]}" 2)x in arrival order (${R[lane_busy_p99_ms]} / ${R[lane_off_busy_p99_ms]} ms)"
 [ -n "${R[bf_blas_ratio]:-}" ] &&
     echo "  bf16 forward B=8 L=128 heads without AVX-512 (--kernels openblas: widened panels on OpenBLAS): $(fmt "${R[bf_blas_ratio]}" 2)x float32 on OpenBLAS (medians)"
 [ -n "${R[i8_lin_float32_ratio]:-}" ] &&

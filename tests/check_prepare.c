@@ -1,6 +1,7 @@
 /* check_prepare.c - large bodies parsed and tokenized on the prepare
  * workers (server/runtime/prepare.h), off the HTTP threads: the pool itself
- * (order, a stop that runs what is queued, refusal after it), then
+ * (order, a stop that runs what is queued, refusal after it, idle
+ * priority), then
  * build/attnd with one HTTP thread and one prepare worker: a small
  * /v1/embeddings request answered while 1 MB texts are still queued on
  * other connections; a 1 MB text cut to the token limit answering what its
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,28 @@ START_TEST(test_pool_order_and_stop)
     ck_assert_ptr_null(prepare_new(0));
     ck_assert_int_eq(prepare_submit(NULL, &jobs[0].job), -1);
     prepare_free(NULL);
+}
+END_TEST
+
+static void record_policy(prepare_job *job, void *arg)
+{
+    (void)job;
+    *(int *)arg = sched_getscheduler(0);
+}
+
+/* A worker runs its jobs at SCHED_IDLE, so that a tokenization never
+ * holds a CPU a forward's thread wants. */
+START_TEST(test_pool_idle_priority)
+{
+    int policy = -2;
+    prepare_job job = {.run = record_policy, .arg = &policy};
+    prepare *p = prepare_new(1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(prepare_submit(p, &job), 0);
+    prepare_stop(p);
+    prepare_free(p);
+    ck_assert_msg(policy == SCHED_IDLE, "the worker's policy is %d, want SCHED_IDLE (%d)", policy,
+                  SCHED_IDLE);
 }
 END_TEST
 
@@ -371,6 +395,7 @@ Suite *prepare_suite(void)
     TCase *unit = timed_case(s, "pool", 10);
     tcase_add_test(unit, test_pool_order_and_stop);
     tcase_add_test(unit, test_pool_workers_run_all);
+    tcase_add_test(unit, test_pool_idle_priority);
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_small_beside_big);
     tcase_add_test(tc, test_tokenize_big);

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# bench/parts/bigtext.sh - small /v1/embeddings requests beside 1 MB texts
-# (bench/prepare_bench.py): on the built-in model (which has a tokenizer),
-# cut to 128 tokens (--max-seq-len 128 --auto-truncate, so that a 1 MB
-# text is tokenized whole and its forward stays small), one client's
-# one-sentence requests' p50 and p99 alone, then while four clients post
-# 1 MB texts back to back; the ratio of the p99s.  The bodies fit
-# server.max_body_bytes' default (64 MiB).  Sourced by bench/run.sh, or run
-# alone: bash bench/parts/bigtext.sh.
+# bench/parts/bigtext.sh - small /v1/embeddings requests beside long work
+# (bench/prepare_bench.py), on the built-in model (which has a tokenizer)
+# cut to 128 tokens (--max-seq-len 128 --auto-truncate, so that a 1 MB text
+# is tokenized whole and its forward stays small): one client's
+# one-sentence requests' p50 and p99 alone, then
+#   prep: while four clients post 1 MB texts back to back (tokenization);
+#   lane: while four clients post batches of 16 texts of 120 words (long
+#         forwards; the short requests run between their phases,
+#         compute.short_tokens);
+#   lane_off: the same with --short-tokens 0 (arrival order), 100 small
+#         requests (each waits for a whole long forward).
+# The ratio of the p99s each time.  The bodies fit server.max_body_bytes'
+# default (64 MiB).  Sourced by bench/run.sh, or run alone:
+# bash bench/parts/bigtext.sh.
 # shellcheck disable=SC2034 # R and WHY are read by bench/summary.sh
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     # shellcheck source=bench/lib.sh
@@ -14,22 +20,32 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     bench_alone
 fi
 
-section "bigtext: small /v1/embeddings requests alone and beside four clients of 1 MB texts"
-if skipped bigtext; then
-    WHY[bigtext]="BENCH_SKIP"
-    echo "skipped (BENCH_SKIP)"
-else
-    start_daemon --max-seq-len 128 --auto-truncate
+# bigtext_run FLAGS -- BENCH_ARGS...: attnd with FLAGS, then prepare_bench.py.
+bigtext_run() {
+    local flags=()
+    while [ "$1" != -- ]; do flags+=("$1"); shift; done
+    shift
+    start_daemon --max-seq-len 128 --auto-truncate "${flags[@]}"
     if [ "$ready" != 1 ]; then
         WHY[bigtext]="attnd did not become ready within 30 s (log: $BB/attnd.log)"
         echo "bench: ${WHY[bigtext]}"
         FAILED=1
     else
         echo "(attnd pid $DAEMON_PID, port $PORT)"
-        run_step 600 "$PYTHON" bench/prepare_bench.py --port "$PORT" --requests "$BIGTEXT_REQUESTS" ||
-            { WHY[bigtext]="bench/prepare_bench.py failed"; FAILED=1; }
+        run_step 900 "$PYTHON" bench/prepare_bench.py --port "$PORT" "$@" ||
+            { WHY[bigtext]="bench/prepare_bench.py $* failed"; FAILED=1; }
     fi
     stop_daemon
+}
+
+section "bigtext: small /v1/embeddings requests alone and beside four clients of 1 MB texts or long batches"
+if skipped bigtext; then
+    WHY[bigtext]="BENCH_SKIP"
+    echo "skipped (BENCH_SKIP)"
+else
+    bigtext_run -- --requests "$BIGTEXT_REQUESTS"
+    bigtext_run -- --requests "$BIGTEXT_REQUESTS" --big-batch 16 --tag lane
+    bigtext_run --short-tokens 0 -- --requests 100 --min-big 0 --big-batch 16 --tag lane_off
 fi
 
 bench_part_done

@@ -3,19 +3,22 @@
 #include "runtime/prepare.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The workers' nice value.  A long text's tokenization yields the CPU to
- * the forwards and the HTTP threads (nice 0) when they wake: on a host
- * with fewer cores than threads, a forward's team (model/team.c) would
- * otherwise wait at each barrier for a member the scheduler gave to a
- * tokenizer.  10, not 19: while the CPUs are full, a worker still gets
- * about a tenth of a core against each busy thread, so long texts are
- * slowed, not starved. */
+/* The workers run at SCHED_IDLE: a long text's tokenization takes only CPU
+ * time no other thread of the host wants, and gives a CPU up at once when a
+ * forward's thread or an HTTP thread wakes.  On a host with fewer cores than
+ * threads a forward's team (model/team.c) would otherwise wait at its
+ * barriers for a member the scheduler gave to a tokenizer: at nice 10 small
+ * requests' p99 beside 1 MB texts was 3.4-4x theirs alone on 2 CPUs, at
+ * SCHED_IDLE 0.7-1.4x (docs/performance.md, bigtext).  The price: while the
+ * forwards keep every CPU busy, long texts wait for a lull (SCHED_IDLE still
+ * gets a sliver).  Where SCHED_IDLE is refused, nice PREPARE_NICE. */
 #define PREPARE_NICE 10
 
 struct prepare {
@@ -30,8 +33,11 @@ struct prepare {
 static void *worker_main(void *arg)
 {
     prepare *p = arg;
-    /* Linux's nice is per thread; failing, the worker runs at the default. */
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PREPARE_NICE);
+    /* Linux's policies and nice are per thread; failing both, the worker
+     * runs at the default. */
+    const struct sched_param idle = {0};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) != 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PREPARE_NICE);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->head && !p->stopping)
