@@ -1,7 +1,7 @@
 /* check_prepare.c - large bodies parsed and tokenized on the prepare
  * workers (server/runtime/prepare.h), off the HTTP threads: the pool itself
- * (order, a stop that runs what is queued, refusal after it, idle
- * priority), then
+ * (order, a stop that runs what is queued, refusal after it, priority),
+ * then
  * build/attnd with one HTTP thread and one prepare worker: a small
  * /v1/embeddings request answered while 1 MB texts are still queued on
  * other connections; a 1 MB text cut to the token limit answering what its
@@ -18,8 +18,11 @@
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +54,7 @@ START_TEST(test_pool_order_and_stop)
     static order_job jobs[N + 1];
     int log[N + 1], n = 0;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    prepare *p = prepare_new(1);
+    prepare *p = prepare_new(1, false);
     ck_assert_ptr_nonnull(p);
     for (int i = 0; i <= N; i++)
         jobs[i] = (order_job){.job = {.run = log_index, .arg = &jobs[i]},
@@ -70,31 +73,39 @@ START_TEST(test_pool_order_and_stop)
     prepare_free(p);
     ck_assert_int_eq(n, N);
     /* no workers: no pool, and nothing can be queued */
-    ck_assert_ptr_null(prepare_new(0));
+    ck_assert_ptr_null(prepare_new(0, false));
     ck_assert_int_eq(prepare_submit(NULL, &jobs[0].job), -1);
     prepare_free(NULL);
 }
 END_TEST
 
-static void record_policy(prepare_job *job, void *arg)
+static void record_priority(prepare_job *job, void *arg)
 {
     (void)job;
-    *(int *)arg = sched_getscheduler(0);
+    int *got = arg;
+    got[0] = sched_getscheduler(0);
+    errno = 0;
+    got[1] = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }
 
-/* A worker runs its jobs at SCHED_IDLE, so that a tokenization never
- * holds a CPU a forward's thread wants. */
-START_TEST(test_pool_idle_priority)
+/* A worker runs its jobs at nice 19, or at SCHED_IDLE when asked
+ * (server.tokenize_idle). */
+START_TEST(test_pool_priority)
 {
-    int policy = -2;
-    prepare_job job = {.run = record_policy, .arg = &policy};
-    prepare *p = prepare_new(1);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(prepare_submit(p, &job), 0);
-    prepare_stop(p);
-    prepare_free(p);
-    ck_assert_msg(policy == SCHED_IDLE, "the worker's policy is %d, want SCHED_IDLE (%d)", policy,
-                  SCHED_IDLE);
+    for (int idle = 0; idle < 2; idle++) {
+        int got[2] = {-2, -2};
+        prepare_job job = {.run = record_priority, .arg = got};
+        prepare *p = prepare_new(1, idle);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(prepare_submit(p, &job), 0);
+        prepare_stop(p);
+        prepare_free(p);
+        if (idle)
+            ck_assert_msg(got[0] == SCHED_IDLE, "policy %d, want SCHED_IDLE", got[0]);
+        else
+            ck_assert_msg(got[0] == SCHED_OTHER && got[1] == 19, "policy %d nice %d, want nice 19",
+                          got[0], got[1]);
+    }
 }
 END_TEST
 
@@ -106,7 +117,7 @@ START_TEST(test_pool_workers_run_all)
     static int log[N];
     int n = 0;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    prepare *p = prepare_new(3);
+    prepare *p = prepare_new(3, false);
     ck_assert_ptr_nonnull(p);
     for (int i = 0; i < N; i++) {
         jobs[i] = (order_job){.job = {.run = log_index, .arg = &jobs[i]},
@@ -395,7 +406,7 @@ Suite *prepare_suite(void)
     TCase *unit = timed_case(s, "pool", 10);
     tcase_add_test(unit, test_pool_order_and_stop);
     tcase_add_test(unit, test_pool_workers_run_all);
-    tcase_add_test(unit, test_pool_idle_priority);
+    tcase_add_test(unit, test_pool_priority);
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_small_beside_big);
     tcase_add_test(tc, test_tokenize_big);

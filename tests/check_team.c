@@ -1,10 +1,12 @@
 /* check_team.c - the fork-join team (core/model/team.h): every thread takes its
  * share of every run, also after team_rest has put the helpers to sleep,
- * and team_split covers the rows exactly once. */
+ * the caller takes the shares of helpers that have not started, and
+ * team_split covers the rows exactly once. */
 #include "model/team.h"
 #include "suites.h"
 #include "timing.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -70,6 +72,44 @@ START_TEST(test_rest_then_run)
 }
 END_TEST
 
+typedef struct takers {
+    pthread_t caller;
+    atomic_int stolen; /* helpers' shares the caller ran */
+    atomic_int runs[3];
+} takers;
+
+static void note_taker(void *arg, int tid, int n)
+{
+    (void)n;
+    takers *k = arg;
+    atomic_fetch_add(&k->runs[tid], 1);
+    if (tid > 0 && pthread_equal(pthread_self(), k->caller))
+        atomic_fetch_add(&k->stolen, 1);
+}
+
+/* A helper's share that the helper has not started when the caller is done
+ * with its own runs on the caller (a helper asleep, or without a CPU), and
+ * still exactly once: with the helpers put to sleep before each run, the
+ * caller, whose share is a few instructions, takes theirs. */
+START_TEST(test_caller_takes_late_shares)
+{
+    const int n = 3;
+    team *t = team_new(n);
+    ck_assert_ptr_nonnull(t);
+    takers k = {.caller = pthread_self()};
+    for (int r = 0; r < 50; r++) {
+        team_rest(t);
+        for (int w = 0; w < 2000 && team_sleepers(t) < n - 1; w++)
+            pause_us(500);
+        team_run(t, note_taker, &k);
+    }
+    for (int tid = 0; tid < n; tid++)
+        ck_assert_int_eq(atomic_load(&k.runs[tid]), 50);
+    ck_assert_msg(atomic_load(&k.stolen) > 0, "the caller never took a sleeping helper's share");
+    team_free(t);
+}
+END_TEST
+
 START_TEST(test_split_covers_rows)
 {
     for (int rows = 0; rows < 40; rows++)
@@ -93,6 +133,7 @@ Suite *team_suite(void)
     TCase *tc = timed_case(s, "runs", 60);
     tcase_add_test(tc, test_every_thread_runs);
     tcase_add_test(tc, test_rest_then_run);
+    tcase_add_test(tc, test_caller_takes_late_shares);
     tcase_add_test(tc, test_split_covers_rows);
     return s;
 }

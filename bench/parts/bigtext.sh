@@ -5,6 +5,7 @@
 # is tokenized whole and its forward stays small): one client's
 # one-sentence requests' p50 and p99 alone, then
 #   prep: while four clients post 1 MB texts back to back (tokenization);
+#   prep_idle: the same with --tokenize-idle (the tokenizer at SCHED_IDLE);
 #   lane: while four clients post batches of 16 texts of 120 words (long
 #         forwards; the short requests run between their phases,
 #         compute.short_tokens);
@@ -44,6 +45,7 @@ if skipped bigtext; then
     echo "skipped (BENCH_SKIP)"
 else
     bigtext_run -- --requests "$BIGTEXT_REQUESTS"
+    bigtext_run --tokenize-idle -- --requests "$BIGTEXT_REQUESTS" --tag prep_idle
     bigtext_run -- --requests "$BIGTEXT_REQUESTS" --big-batch 16 --tag lane
     bigtext_run --short-tokens 0 -- --requests 100 --min-big 0 --big-batch 16 --tag lane_off
 fi

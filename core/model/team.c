@@ -26,6 +26,7 @@ struct team {
     atomic_int pending;     /* helpers still working on this run */
     atomic_int stopping;
     atomic_int resting;   /* no run follows soon: helpers sleep without spinning */
+    atomic_uint *claimed; /* (n) the last run whose share tid someone has taken */
     pthread_mutex_t lock; /* for sleeping helpers */
     pthread_cond_t wake;
     int sleepers; /* helpers waiting on wake (under lock) */
@@ -35,6 +36,20 @@ typedef struct helper_arg {
     team *t;
     int tid;
 } helper_arg;
+
+/* Runs share tid of run gen unless someone has taken it already: the
+ * helper whose share it is, or the caller, when it is done with its own
+ * before the helper has started (a helper the scheduler has not given a
+ * CPU: more threads than free cores).  A run's fn and arg stay put until
+ * every share taken is done. */
+static void run_share(team *t, int tid, unsigned gen)
+{
+    unsigned before = gen - 1;
+    if (!atomic_compare_exchange_strong(&t->claimed[tid], &before, gen))
+        return;
+    t->fn(t->arg, tid, t->n);
+    atomic_fetch_sub_explicit(&t->pending, 1, memory_order_release);
+}
 
 static void *helper_main(void *p)
 {
@@ -63,8 +78,7 @@ static void *helper_main(void *p)
         if (atomic_load(&t->stopping))
             break;
         seen = gen;
-        t->fn(t->arg, ha.tid, t->n);
-        atomic_fetch_sub_explicit(&t->pending, 1, memory_order_release);
+        run_share(t, ha.tid, gen);
     }
     return NULL;
 }
@@ -79,7 +93,8 @@ team *team_new(int n)
     pthread_cond_init(&t->wake, NULL);
     if (t->n > 1) {
         t->threads = calloc((size_t)t->n - 1, sizeof *t->threads);
-        if (!t->threads)
+        t->claimed = calloc((size_t)t->n, sizeof *t->claimed);
+        if (!t->threads || !t->claimed)
             goto fail;
         for (int i = 1; i < t->n; i++) {
             helper_arg *ha = malloc(sizeof *ha);
@@ -109,12 +124,15 @@ void team_run(team *t, team_fn fn, void *arg)
     t->arg = arg;
     atomic_store(&t->resting, 0);
     atomic_store(&t->pending, t->n - 1);
-    atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
+    const unsigned gen = atomic_fetch_add_explicit(&t->generation, 1, memory_order_release) + 1;
     pthread_mutex_lock(&t->lock);
     if (t->sleepers)
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
     fn(arg, 0, t->n);
+    /* The shares no helper has started yet are the caller's. */
+    for (int tid = 1; tid < t->n; tid++)
+        run_share(t, tid, gen);
     /* Spin while the helpers finish their shares, then yield the CPU, so
      * that a helper waiting for one (more threads than free cores, or
      * valgrind, which runs one thread at a time) gets it sooner. */
@@ -158,6 +176,7 @@ void team_free(team *t)
         if (t->threads[i])
             pthread_join(t->threads[i], NULL);
     free(t->threads);
+    free(t->claimed);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->wake);
     free(t);

@@ -21,8 +21,12 @@ typedef void (*team_fn)(void *arg, int tid, int n);
  * Returns an owned team, or NULL when threads cannot be started. */
 team *team_new(int n);
 
-/* Runs fn(arg, tid, n) on every thread of the team, tid 0 on the caller, and
- * waits for all.  Not reentrant: one run at a time per team. */
+/* Runs fn(arg, tid, n) for every tid in 0..n-1, and waits for all: tid 0 on
+ * the caller, tid k on helper k, or on the caller too when helper k has not
+ * begun it by the time the caller is done with its own (a helper without a
+ * CPU does not hold the run up).  Each tid runs exactly once, never two at
+ * once, so a share may use tid's scratch.  Not reentrant: one run at a time
+ * per team. */
 void team_run(team *t, team_fn fn, void *arg);
 
 /* No run follows soon (a forward has ended): the helpers go to sleep at

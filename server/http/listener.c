@@ -28,7 +28,7 @@ server *server_new(const attnd_config *cfg, spinners *spin, enc_error *err)
         !(s->buffers = bufpool_new(3 * ((size_t)cfg->compute.workers + 2))) ||
         !(s->lingering = linger_new()) ||
         (cfg->server.tokenize_threads > 0 &&
-         !(s->prep = prepare_new(cfg->server.tokenize_threads)))) {
+         !(s->prep = prepare_new(cfg->server.tokenize_threads, cfg->server.tokenize_idle)))) {
         if (s) {
             metrics_free(s->mx);
             bufpool_free(s->buffers);

@@ -10,18 +10,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The workers run at SCHED_IDLE: a long text's tokenization takes only CPU
- * time no other thread of the host wants, and gives a CPU up at once when a
- * forward's thread or an HTTP thread wakes.  On a host with fewer cores than
- * threads a forward's team (model/team.c) would otherwise wait at its
- * barriers for a member the scheduler gave to a tokenizer: at nice 10 small
- * requests' p99 beside 1 MB texts was 3.4-4x theirs alone on 2 CPUs, at
- * SCHED_IDLE 0.7-1.4x (docs/performance.md, bigtext).  The price: while the
- * forwards keep every CPU busy, long texts wait for a lull (SCHED_IDLE still
- * gets a sliver).  Where SCHED_IDLE is refused, nice PREPARE_NICE. */
-#define PREPARE_NICE 10
+/* The workers' nice value: a long text's tokenization leaves the CPU to
+ * the forwards and the HTTP threads (nice 0) when they wake, and is slowed,
+ * not starved, on a host whose CPUs are full (it gets about 1.5% of a core
+ * beside each busy thread).  With fewer cores than threads, a forward's
+ * team (model/team.c) may still wait for a member a tokenizer holds: small
+ * requests' p99 beside 1 MB texts was 1.4-1.7x theirs alone at nice 19 on
+ * 2 CPUs, 2.3-2.4x at nice 10 (docs/performance.md, bigtext).  At
+ * SCHED_IDLE (prepare_new's idle) 0.7-1.6x: a tokenizer gives a CPU up at
+ * once to any other thread, but then also to any busy process of the host,
+ * for as long as it is busy. */
+#define PREPARE_NICE 19
 
 struct prepare {
+    bool idle; /* prepare_new's */
     pthread_mutex_t lock;
     pthread_cond_t wake;      /* a job arrived, or stopping */
     prepare_job *head, *tail; /* the queue */
@@ -33,10 +35,10 @@ struct prepare {
 static void *worker_main(void *arg)
 {
     prepare *p = arg;
-    /* Linux's policies and nice are per thread; failing both, the worker
-     * runs at the default. */
-    const struct sched_param idle = {0};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) != 0)
+    /* Linux's policies and nice are per thread; failing, the worker runs at
+     * nice PREPARE_NICE, or the default. */
+    const struct sched_param none = {0};
+    if (!p->idle || pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
         (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PREPARE_NICE);
     pthread_mutex_lock(&p->lock);
     for (;;) {
@@ -56,13 +58,14 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-prepare *prepare_new(int workers)
+prepare *prepare_new(int workers, bool idle)
 {
     if (workers < 1 || workers > 64)
         return NULL;
     prepare *p = calloc(1, sizeof *p + (size_t)workers * sizeof(pthread_t));
     if (!p)
         return NULL;
+    p->idle = idle;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     for (int i = 0; i < workers; i++) {

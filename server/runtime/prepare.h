@@ -4,7 +4,7 @@
  * does not hold every connection its HTTP thread serves.  Jobs run in the
  * order they come; the caller keeps each job alive until its run returns.
  *
- *     prepare *p = prepare_new(1);        // 0 workers: NULL, run in place
+ *     prepare *p = prepare_new(1, false); // 0 workers: NULL, run in place
  *     job.run = parse_it; job.arg = req;  // run() is called on a worker
  *     if (prepare_submit(p, &job) < 0) -> stopping: run() is never called
  *     prepare_stop(p);                    // runs every queued job, joins
@@ -12,6 +12,8 @@
  */
 #ifndef ATTND_PREPARE_H
 #define ATTND_PREPARE_H
+
+#include <stdbool.h>
 
 typedef struct prepare prepare;
 
@@ -21,9 +23,10 @@ typedef struct prepare_job {
     struct prepare_job *next; /* the queue's link */
 } prepare_job;
 
-/* Starts workers (1..64) threads.  Returns an owned pool, or NULL (workers
- * < 1, or out of memory / threads: fewer started are joined again). */
-prepare *prepare_new(int workers);
+/* Starts workers (1..64) threads at nice 19, or with idle at SCHED_IDLE.
+ * Returns an owned pool, or NULL (workers < 1, or out of memory / threads:
+ * fewer started are joined again). */
+prepare *prepare_new(int workers, bool idle);
 
 /* Queues job.  Returns 0, or -1 when p is NULL or stopping (run is then
  * never called). */
