@@ -68,7 +68,7 @@ typedef enum cfg_type {
     X("server.tokenize_idle", "--tokenize-idle", "ATTND_TOKENIZE_IDLE", CFG_BOOL,                  \
       server.tokenize_idle, "BOOL", "false", 0, 0,                                                 \
       "run the tokenize threads at SCHED_IDLE: a small request never waits for a long text, "      \
-      "but any busy process of the host holds long texts back; false = nice 19")                   \
+      "but any busy process of the host holds long texts back; false = nice 10")                   \
     X("server.max_body_bytes", "--max-body-bytes", "ATTND_MAX_BODY_BYTES", CFG_SIZE,               \
       server.max_body_bytes, "BYTES", "67108864", 1024, 1099511627776ull,                          \
       "largest request body; a larger one gets 413")                                               \

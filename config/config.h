@@ -33,7 +33,7 @@ typedef struct attnd_config {
         int port;                /* 8080; 0 = an ephemeral port */
         int threads;             /* HTTP threads, 2 */
         int tokenize_threads;    /* threads parsing large bodies, 1; 0: the HTTP threads */
-        bool tokenize_idle;      /* those threads at SCHED_IDLE, false (nice 19) */
+        bool tokenize_idle;      /* those threads at SCHED_IDLE, false (nice 10) */
         size_t max_body_bytes;   /* 67108864 */
         char *api_key;           /* NULL = no authentication */
         char *cors_origin;       /* NULL = no CORS headers */

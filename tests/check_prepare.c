@@ -88,7 +88,7 @@ static void record_priority(prepare_job *job, void *arg)
     got[1] = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }
 
-/* A worker runs its jobs at nice 19, or at SCHED_IDLE when asked
+/* A worker runs its jobs at nice 10, or at SCHED_IDLE when asked
  * (server.tokenize_idle). */
 START_TEST(test_pool_priority)
 {
@@ -103,7 +103,7 @@ START_TEST(test_pool_priority)
         if (idle)
             ck_assert_msg(got[0] == SCHED_IDLE, "policy %d, want SCHED_IDLE", got[0]);
         else
-            ck_assert_msg(got[0] == SCHED_OTHER && got[1] == 19, "policy %d nice %d, want nice 19",
+            ck_assert_msg(got[0] == SCHED_OTHER && got[1] == 10, "policy %d nice %d, want nice 10",
                           got[0], got[1]);
     }
 }

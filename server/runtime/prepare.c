@@ -12,15 +12,16 @@
 
 /* The workers' nice value: a long text's tokenization leaves the CPU to
  * the forwards and the HTTP threads (nice 0) when they wake, and is slowed,
- * not starved, on a host whose CPUs are full (it gets about 1.5% of a core
- * beside each busy thread).  With fewer cores than threads, a forward's
- * team (model/team.c) may still wait for a member a tokenizer holds: small
- * requests' p99 beside 1 MB texts was 1.4-1.7x theirs alone at nice 19 on
- * 2 CPUs, 2.3-2.4x at nice 10 (docs/performance.md, bigtext).  At
- * SCHED_IDLE (prepare_new's idle) 0.7-1.6x: a tokenizer gives a CPU up at
- * once to any other thread, but then also to any busy process of the host,
- * for as long as it is busy. */
-#define PREPARE_NICE 19
+ * not starved, on a host whose CPUs are full: it gets about a tenth of a
+ * core beside each busy thread (at nice 19, a fiftieth: beside two busy
+ * processes on 2 CPUs a 1 MB text then took over 40 s).  With fewer cores
+ * than threads, a forward still loses time to a tokenizer: small requests'
+ * p99 beside 1 MB texts was 2.3-2.4x theirs alone at nice 10 on 2 CPUs,
+ * 1.3-1.9x at nice 19 (docs/performance.md, bigtext).  At SCHED_IDLE
+ * (prepare_new's idle) 0.7-1.6x: a tokenizer gives a CPU up at once to any
+ * other thread, but then also to any busy process beside attnd, for as long
+ * as it is busy. */
+#define PREPARE_NICE 10
 
 struct prepare {
     bool idle; /* prepare_new's */

@@ -23,7 +23,7 @@ typedef struct prepare_job {
     struct prepare_job *next; /* the queue's link */
 } prepare_job;
 
-/* Starts workers (1..64) threads at nice 19, or with idle at SCHED_IDLE.
+/* Starts workers (1..64) threads at nice 10, or with idle at SCHED_IDLE.
  * Returns an owned pool, or NULL (workers < 1, or out of memory / threads:
  * fewer started are joined again). */
 prepare *prepare_new(int workers, bool idle);
