@@ -7,6 +7,7 @@
 #include "timing.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -47,27 +48,57 @@ START_TEST(test_every_thread_runs)
 }
 END_TEST
 
+typedef struct wakes {
+    atomic_int runs[3];
+    int round;          /* the run under way, from 1 */
+    atomic_int missing; /* runs whose helpers did not come within 10 s */
+} wakes;
+
+/* The caller's share waits until every helper has run its own, so none is
+ * taken over: the helpers themselves must have woken. */
+static void helpers_come(void *arg, int tid, int n)
+{
+    wakes *k = arg;
+    atomic_fetch_add(&k->runs[tid], 1);
+    if (tid > 0)
+        return;
+    for (int w = 0; w < 20000; w++) {
+        bool all = true;
+        for (int h = 1; h < n; h++)
+            all = all && atomic_load(&k->runs[h]) >= k->round;
+        if (all)
+            return;
+        pause_us(500);
+    }
+    atomic_fetch_add(&k->missing, 1);
+}
+
 /* A rest between runs (the end of a forward) loses no wake-up: the helpers
  * go to sleep, and the next run wakes every one of them. */
 START_TEST(test_rest_then_run)
 {
-    const int n = 3;
+    enum { n = 3 };
     team *t = team_new(n);
     ck_assert_ptr_nonnull(t);
-    tally c = {.want_n = n};
+    wakes k = {0};
     for (int r = 0; r < 300; r++) {
-        team_run(t, count, &c);
+        k.round = r + 1;
+        team_run(t, helpers_come, &k);
         if (r % 2) {
             team_rest(t);
             if (r % 10 == 1) { /* let them fall asleep: observed, not timed */
-                for (int w = 0; w < 2000 && team_sleepers(t) < n - 1; w++)
+                int asleep = team_sleepers(t);
+                for (int w = 0; w < 2000 && asleep < n - 1; w++) {
                     pause_us(500);
-                ck_assert_int_eq(team_sleepers(t), n - 1);
+                    asleep = team_sleepers(t);
+                }
+                ck_assert_int_eq(asleep, n - 1);
             }
         }
     }
     for (int tid = 0; tid < n; tid++)
-        ck_assert_int_eq(atomic_load(&c.runs[tid]), 300);
+        ck_assert_int_eq(atomic_load(&k.runs[tid]), 300);
+    ck_assert_int_eq(atomic_load(&k.missing), 0);
     team_free(t);
 }
 END_TEST
