@@ -44,6 +44,8 @@
  *          with the AVX-512 forms off (simd_set_enabled(false)), as a CPU
  *          without AVX-512F runs: float32 Linears on OpenBLAS, bfloat16
  *          ones on OpenBLAS over widened panels
+ *          --int8-kernel NAME: int8 on that kernel or a slower one (the
+ *          fastest this CPU has by default: gemm_int8_kernel())
  *
  * Each mode prints one human-readable line, then one "RESULT key=value ..."
  * line for bench/run.sh.  Timings are wall-clock (CLOCK_MONOTONIC) around each
@@ -95,7 +97,9 @@ static void usage(void)
           "       bench_core peak [--threads T] [--repeat R]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
-          "                       [--dtype float32|bfloat16|bfloat16-wide|int8]\n",
+          "                       [--dtype float32|bfloat16|bfloat16-wide|int8]\n"
+          "       (core, linears: [--int8-kernel "
+          "portable|avx2|avx_vnni|avx512_vnni|amx_int8])\n",
           stderr);
     exit(2);
 }
@@ -206,6 +210,11 @@ static options parse_args(int argc, char **argv)
                          : strcmp(v, "int8") == 0  ? ENC_DTYPE_INT8
                                                    : ENC_DTYPE_BFLOAT16;
             gemm_bf16_use_dpbf16(strcmp(v, "bfloat16-wide") != 0);
+        } else if (!strcmp(f, "--int8-kernel")) {
+            if (!gemm_int8_limit(v)) {
+                fprintf(stderr, "bench_core: --int8-kernel '%s': not on this CPU\n", v);
+                exit(2);
+            }
         } else if (!strcmp(f, "--kernels")) {
             if (strcmp(v, "avx512") != 0 && strcmp(v, "openblas") != 0) {
                 fprintf(stderr, "bench_core: --kernels avx512 or openblas\n");

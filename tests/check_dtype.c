@@ -445,7 +445,8 @@ static void token_cosines(const float *u, const float *v, int B, int L, int D, c
     *mean_dist = sum / n;
 }
 
-static const char *const int8_kernels[] = {"portable", "avx2", "avx512_vnni"};
+static const char *const int8_kernels[] = {"portable", "avx2", "avx_vnni", "avx512_vnni",
+                                           "amx_int8"};
 
 /* The two blocks of tools/fixtures/make_int8_fixture.py: as seeded, and with
  * outlier dimensions (the input's and both LayerNorms' weights' channels of
@@ -555,7 +556,7 @@ START_TEST(test_int8_against_torch)
             first = out8;
         }
     }
-    gemm_int8_limit("avx512_vnni");
+    gemm_int8_limit("amx_int8");
     free(first);
     enc_model_free(f32);
     enc_model_free(i8);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kernels[] = {"portable", "avx2", "avx512_vnni"};
+static const char *const kernels[] = {"portable", "avx2", "avx_vnni", "avx512_vnni", "amx_int8"};
 #define N_KERNELS ((int)(sizeof kernels / sizeof *kernels))
 
 /* The symmetric int8 scale of n values: max |x| / 127. */
@@ -140,6 +140,8 @@ static const int shapes[][6] = {
     /* rows of 3072 as int16 are 6 KiB: ~97 a chunk of the scratch, so
      * several chunks, the last one short */
     {300, 3072, 40, 1, -1, 250},
+    /* AMX: a block of 32 rows, then one of 16 and 2 rows on AVX512_VNNI */
+    {50, 200, 64, 1, 1, 20},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof *shapes))
 
@@ -151,7 +153,7 @@ static bool run_shape(int s, const char *kern, float **got_out, float **in_out, 
     const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2], lda = K + 5, ldc = N + 3;
     const enc_activation act = (enc_activation)shapes[s][4];
     if (!gemm_int8_limit(kern)) {
-        gemm_int8_limit("avx512_vnni");
+        gemm_int8_limit("amx_int8");
         return false;
     }
     ck_assert_str_eq(gemm_int8_kernel(), kern);
@@ -202,7 +204,7 @@ static bool run_shape(int s, const char *kern, float **got_out, float **in_out, 
     free(rows);
     free(scratch);
     gemm_packed_free(pw);
-    gemm_int8_limit("avx512_vnni");
+    gemm_int8_limit("amx_int8");
     *got_out = got;
     *in_out = in;
     *w_out = w;
@@ -317,7 +319,8 @@ START_TEST(test_int8_rows_independent)
 END_TEST
 
 /* A weight packed from three row blocks apart (a file's q, k and v) is
- * the weight packed whole, and a quarter of float32's bytes or so. */
+ * the weight packed whole, and a byte a weight or so (K padded to 64, the
+ * step AMX reads) with a scale and a sum per column. */
 START_TEST(test_int8_parts)
 {
     const int rows[3] = {40, 7, 30}, N = 77, K = 101;
@@ -330,7 +333,7 @@ START_TEST(test_int8_parts)
     gemm_packed *whole = gemm_pack_int8(w, N, K), *split = gemm_pack_parts_int8(parts, rows, 3, K);
     ck_assert(whole && split);
     const size_t panels = (size_t)gemm_panels(whole) * GEMM_NR;
-    ck_assert_uint_le(gemm_packed_bytes(whole), panels * ((K + 3) / 4 * 4 + 8) + 512);
+    ck_assert_uint_le(gemm_packed_bytes(whole), panels * ((K + 63) / 64 * 64 + 8) + 512);
     float *scratch = aligned_alloc(64, gemm_scratch_bytes());
     ck_assert(scratch);
     gemm_packed_cols(a, N, in, K, whole, NULL, 5, 0, gemm_panels(whole), NULL, scratch);

@@ -1,12 +1,15 @@
 /* gemm_int8.c - the Linears in int8 (gemm_int8.h): weights quantised at
- * load, activations per row on each call, int32 sums on one of three
+ * load, activations per row on each call, int32 sums on one of five
  * kernels, one float32 epilogue.
  *
  * Panels as the float32 weights' (GEMM_NR output columns each, zero past
  * N), in quads of k: panel p, quad t, column j holds w_q[p*NR + j][4t ..
- * 4t + 3] in 4 bytes, zero past K.  That is the layout AVX512_VNNI's
- * vpdpbusd reads (4 u8 x 4 s8 into each int32 lane); AVX2 widens 16 bytes
- * (4 columns of a quad) to int16 and sums pairs with vpmaddwd.
+ * 4t + 3] in 4 bytes, zero past K (k_padded).  That is the layout
+ * vpdpbusd reads (4 u8 x 4 s8 into each int32 lane: AVX512_VNNI 16
+ * columns a register, AVX-VNNI 8), and 16 quads of 16 columns are one
+ * tile of AMX's tdpbusd (16 rows of 64 bytes, 128 bytes apart); AVX2
+ * widens 16 bytes (4 columns of a quad) to int16 and sums pairs with
+ * vpmaddwd.
  *
  * Each row of activations is quantised (whole K: the row's max needs
  * every k) into a record in the format its kernel reads: once per call
@@ -17,7 +20,7 @@
  * whatever the kernel, so all kernels write the same bits.  A row's
  * outlier columns (gemm_int8.h) are zero in its int8 row and added in that
  * epilogue, in float32, against the quantised weights of the panel.  The
- * row's steps and the epilogue run in AVX2 beside the AVX2 and VNNI
+ * row's steps and the epilogue run in AVX2 beside the AVX2, VNNI and AMX
  * kernels, in scalar code beside the portable one: the same bits. */
 #include "kernels/gemm_int8.h"
 
@@ -32,8 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows per kernel call (the largest any kernel takes). */
-#define TILE_M 8
+/* Rows per kernel call (the largest any kernel takes: AMX's two tiles of
+ * 16); AVX512_VNNI's. */
+#define TILE_M  32
+#define VNNI_MR 8
 /* Rows per AVX2 kernel call: 12 accumulators; quads of k per block. */
 #define AVX2_MR  6
 #define AVX2_KCQ 64
@@ -53,30 +58,40 @@ struct gemm_i8 {
     float *scale;    /* (P * NR) scale_w, 0 past N */
     int32_t *colsum; /* (P * NR) sum over k of w_q[n][k]: VNNI's correction for its + 128 */
     size_t bytes;    /* of the one allocation q, scale and colsum share */
-    int N, K, KQ, P; /* KQ: K rounded up to a quad */
+    int N, K, KQ, P; /* KQ: k_padded(K) */
 };
 
-/* How a row's quantised activations lie for a kernel. */
+/* K rounded up to 64, the k a panel and a row hold (zero past K): AMX
+ * reads 64 of a row at a time (16 quads of a panel), and the others
+ * whole quads. */
+static int k_padded(int K)
+{
+    return (K + 63) / 64 * 64;
+}
+
+/* The kernels, slowest first. */
+typedef enum { KERNEL_PORTABLE, KERNEL_AVX2, KERNEL_AVX_VNNI, KERNEL_VNNI, KERNEL_AMX } i8_kernel;
+
+static const char *const kernel_names[] = {"portable", "avx2", "avx_vnni", "avx512_vnni",
+                                           "amx_int8"};
+
+/* How a row's quantised activations lie for a kernel (format_of). */
 typedef enum { FMT_S8, FMT_S16, FMT_U8 } a_format;
 
-/* A quantised row is a record: this head, then from HEAD_BYTES its KQ
- * values in fmt (0 past K and at its outlier columns; FMT_U8 holds x_q +
- * 128), padded to 64 bytes. */
+/* A quantised row is a record: this head, then from HEAD_BYTES its
+ * k_padded(K) values in its kernel's format (0 past K and at its outlier
+ * columns; FMT_U8 holds x_q + 128), padded to 64 bytes. */
 typedef struct {
     float scale;    /* scale_a: max |x| over the columns but the outliers / 127 */
-    a_format fmt;   /* the values' format: the kernel that reads them */
+    i8_kernel kern; /* the kernel that reads them: their format */
     row_outliers o; /* its outlier columns */
 } row_head;
 
 #define HEAD_BYTES 128
 _Static_assert(sizeof(row_head) <= HEAD_BYTES, "a row's head fits its place");
 
-typedef enum { KERNEL_PORTABLE, KERNEL_AVX2, KERNEL_VNNI } i8_kernel;
-
-static const char *const kernel_names[] = {"portable", "avx2", "avx512_vnni"};
-
 /* The fastest kernel tests allow (gemm_int8_limit). */
-static atomic_int kernel_cap = KERNEL_VNNI;
+static atomic_int kernel_cap = KERNEL_AMX;
 
 /* max(m, |x|) for m >= 0, not NaN: m when x is NaN, as fmaxf(m, fabsf(x))
  * (which is a call into libm without -ffast-math). */
@@ -120,7 +135,7 @@ gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K
         return NULL;
     q->N = N;
     q->K = K;
-    q->KQ = (K + 3) / 4 * 4;
+    q->KQ = k_padded(K);
     q->P = (N + GEMM_NR - 1) / GEMM_NR;
     const size_t cols = (size_t)q->P * GEMM_NR, qbytes = cols * (size_t)q->KQ;
     q->bytes = qbytes + cols * (sizeof *q->scale + sizeof *q->colsum);
@@ -268,7 +283,6 @@ static void quantise_row_scalar(char *rec, a_format fmt, const float *x, int K, 
         store_value(dst, fmt, k, v);
     }
     h->scale = s;
-    h->fmt = fmt;
 }
 
 /* Column j of panel's quantised weight at k. */
@@ -326,12 +340,44 @@ static void tile_portable(int32_t *acc, int mr, const void *a, size_t lda, const
 
 #include <immintrin.h>
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Whether this thread may run AMX-INT8: the CPU has AMX-TILE and
+ * AMX-INT8 (CPUID 7.0 EDX bits 24, 25), the OS saves the tiles (XCR0 bits
+ * 17, 18) and grants the process their state (Linux's
+ * ARCH_REQ_XCOMP_PERM for XTILEDATA, once; a process-wide grant).  Asked
+ * once. */
+static bool amx_usable(void)
+{
+    static atomic_int usable = -1;
+    int u = atomic_load_explicit(&usable, memory_order_relaxed);
+    if (u >= 0)
+        return u;
+    unsigned a, b, c, d;
+    u = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 3) == 3 &&
+        __get_cpuid_count(1, 0, &a, &b, &c, &d) && (c >> 27 & 1)) { /* OSXSAVE */
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+        u = (lo >> 17 & 3) == 3 &&
+            syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    }
+    atomic_store_explicit(&usable, u, memory_order_relaxed);
+    return u;
+}
+
+/* The CPU's fastest kernel: the AVX-512 ones while simd_enabled(). */
 static i8_kernel cpu_kernel(void)
 {
     __builtin_cpu_init();
     if (simd_enabled() && __builtin_cpu_supports("avx512vnni"))
-        return KERNEL_VNNI;
-    return __builtin_cpu_supports("avx2") ? KERNEL_AVX2 : KERNEL_PORTABLE;
+        return amx_usable() ? KERNEL_AMX : KERNEL_VNNI;
+    if (!__builtin_cpu_supports("avx2"))
+        return KERNEL_PORTABLE;
+    return __builtin_cpu_supports("avxvnni") ? KERNEL_AVX_VNNI : KERNEL_AVX2;
 }
 
 /* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= AVX2_MR rows:
@@ -397,24 +443,23 @@ __attribute__((target("avx2"))) static void tile_avx2(int32_t *acc, int mr, cons
                                     _mm256_hadd_epi32(raw[g][2 * r], raw[g][2 * r + 1]), 0xD8));
 }
 
-/* tile_portable on AVX512_VNNI, a in u8 (x_q + 128), mr <= 8 rows: vpdpbusd
- * sums 4 u8 x s8 products into each int32 lane (no saturation), and
- * subtracting 128 x the column's sum of w_q leaves sum x_q w_q exactly.
- * Not run on the machine this was written on (no AVX512_VNNI there): only
- * compiled; the tests run it where the CPU has it. */
+/* tile_portable on AVX512_VNNI, a in u8 (x_q + 128), mr <= VNNI_MR rows:
+ * vpdpbusd sums 4 u8 x s8 products into each int32 lane (no saturation),
+ * and subtracting 128 x the column's sum of w_q leaves sum x_q w_q
+ * exactly. */
 __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc, int mr,
                                                                     const void *a, size_t lda,
                                                                     const int8_t *panel, int KQ,
                                                                     const int32_t *colsum)
 {
     const char *rows = a;
-    __m512i s[TILE_M][2];
-    for (int r = 0; r < TILE_M; r++)
+    __m512i s[VNNI_MR][2];
+    for (int r = 0; r < VNNI_MR; r++)
         s[r][0] = s[r][1] = _mm512_setzero_si512();
     const int8_t *w = panel;
     for (int t = 0; t < KQ / 4; t++, w += 4 * GEMM_NR) {
         const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
-        for (int r = 0; r < TILE_M; r++)
+        for (int r = 0; r < VNNI_MR; r++)
             if (r < mr) {
                 int quad;
                 memcpy(&quad, rows + (size_t)r * lda + (size_t)t * 4, sizeof quad);
@@ -429,6 +474,151 @@ __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc
         _mm512_storeu_si512(acc + (size_t)r * GEMM_NR, _mm512_sub_epi32(s[r][0], c0));
         _mm512_storeu_si512(acc + (size_t)r * GEMM_NR + 16, _mm512_sub_epi32(s[r][1], c1));
     }
+}
+
+/* tile_vnni on AVX-VNNI (256 bits: no AVX-512 needed), mr <= AVX2_MR rows:
+ * per half of the panel (16 columns, two registers of 8 columns' quads),
+ * each row's quad broadcast against both, 12 accumulators; K in blocks of
+ * AVX2_KCQ quads with the sums in memory between them, as tile_avx2. */
+__attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, int mr,
+                                                                  const void *a, size_t lda,
+                                                                  const int8_t *panel, int KQ,
+                                                                  const int32_t *colsum)
+{
+    const char *x[AVX2_MR];
+    for (int r = 0; r < AVX2_MR; r++)
+        x[r] = (const char *)a + (r < mr ? (size_t)r * lda : 0);
+    __m256i raw[2][2 * AVX2_MR]; /* each half's sums between blocks */
+    const int T = KQ / 4;
+    for (int t0 = 0; t0 < T; t0 += AVX2_KCQ) {
+        const int t1 = T - t0 < AVX2_KCQ ? T : t0 + AVX2_KCQ;
+        for (int g = 0; g < 2; g++) {
+            __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00,
+                    s21 = s00, s30 = s00, s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+            if (t0) {
+                const __m256i *v = raw[g];
+                s00 = v[0], s01 = v[1], s10 = v[2], s11 = v[3], s20 = v[4], s21 = v[5];
+                s30 = v[6], s31 = v[7], s40 = v[8], s41 = v[9], s50 = v[10], s51 = v[11];
+            }
+            const int8_t *w = panel + 64 * g + (size_t)t0 * 4 * GEMM_NR;
+            const char *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];
+            for (int t = t0; t < t1; t++, w += 4 * GEMM_NR) {
+                const __m256i w0 = _mm256_loadu_si256((const __m256i *)w);
+                const __m256i w1 = _mm256_loadu_si256((const __m256i *)(w + 32));
+                int q;
+                __m256i b;
+#define AVX_VNNI_ROW(r)                                                                            \
+    memcpy(&q, x##r + (size_t)t * 4, sizeof q);                                                    \
+    b = _mm256_set1_epi32(q);                                                                      \
+    s##r##0 = _mm256_dpbusd_avx_epi32(s##r##0, b, w0);                                             \
+    s##r##1 = _mm256_dpbusd_avx_epi32(s##r##1, b, w1)
+                AVX_VNNI_ROW(0);
+                AVX_VNNI_ROW(1);
+                AVX_VNNI_ROW(2);
+                AVX_VNNI_ROW(3);
+                AVX_VNNI_ROW(4);
+                AVX_VNNI_ROW(5);
+#undef AVX_VNNI_ROW
+            }
+            __m256i *v = raw[g];
+            v[0] = s00, v[1] = s01, v[2] = s10, v[3] = s11, v[4] = s20, v[5] = s21;
+            v[6] = s30, v[7] = s31, v[8] = s40, v[9] = s41, v[10] = s50, v[11] = s51;
+        }
+    }
+    for (int g = 0; g < 2; g++)
+        for (int h = 0; h < 2; h++) {
+            const int j = 16 * g + 8 * h;
+            const __m256i c =
+                _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(colsum + j)), 7);
+            for (int r = 0; r < mr; r++)
+                _mm256_storeu_si256((__m256i *)(acc + (size_t)r * GEMM_NR + j),
+                                    _mm256_sub_epi32(raw[g][2 * r + h], c));
+        }
+}
+
+/* The tiles' shapes (amx_configure): 0-3 the sums (16 rows x 16 int32),
+ * 4-5 two blocks of 16 rows x 64 u8 of a, 6-7 two of 16 quads x 16
+ * columns of the panel. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+__attribute__((target("amx-tile"))) static void amx_configure(void)
+{
+    amx_config c = {.palette = 1};
+    for (int i = 0; i < 8; i++) {
+        c.colsb[i] = 64;
+        c.rows[i] = 16;
+    }
+    /* not _tile_loadconfig: GCC 12's names 8 bytes of c as its operand, so
+     * the stores to the rest may go */
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+/* tile_vnni on AMX-INT8, mr <= TILE_M rows, the tiles configured
+ * (amx_configure): each 16 rows of a against the panel's two halves by
+ * tdpbusd (16 x 16 sums of 64 u8 x s8 products a step, KQ a multiple of
+ * 64), two blocks of rows at once so each panel tile loaded serves both;
+ * the last rows short of 16 on tile_vnni.  The sums corrected for the
+ * + 128 as tile_vnni's. */
+__attribute__((target("avx512f,avx512vnni,amx-tile,amx-int8"))) static void
+tile_amx(int32_t *acc, int mr, const void *a, size_t lda, const int8_t *panel, int KQ,
+         const int32_t *colsum)
+{
+    const char *x = a;
+    const size_t ldw = 4 * GEMM_NR, step = 16 * ldw; /* bytes: a panel's quad, 16 of them */
+    const int full = mr / 16;
+    if (full == 2) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int k = 0; k < KQ; k += 64) {
+            const int8_t *w = panel + (size_t)(k / 64) * step;
+            _tile_loadd(4, x + k, (long)lda);
+            _tile_loadd(5, x + 16 * lda + k, (long)lda);
+            _tile_loadd(6, w, (long)ldw);
+            _tile_loadd(7, w + 64, (long)ldw);
+            _tile_dpbusd(0, 4, 6);
+            _tile_dpbusd(1, 4, 7);
+            _tile_dpbusd(2, 5, 6);
+            _tile_dpbusd(3, 5, 7);
+        }
+        _tile_stored(0, acc, (long)(GEMM_NR * sizeof *acc));
+        _tile_stored(1, acc + 16, (long)(GEMM_NR * sizeof *acc));
+        _tile_stored(2, acc + 16 * GEMM_NR, (long)(GEMM_NR * sizeof *acc));
+        _tile_stored(3, acc + 16 * GEMM_NR + 16, (long)(GEMM_NR * sizeof *acc));
+    } else if (full == 1) {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int k = 0; k < KQ; k += 64) {
+            const int8_t *w = panel + (size_t)(k / 64) * step;
+            _tile_loadd(4, x + k, (long)lda);
+            _tile_loadd(6, w, (long)ldw);
+            _tile_loadd(7, w + 64, (long)ldw);
+            _tile_dpbusd(0, 4, 6);
+            _tile_dpbusd(1, 4, 7);
+        }
+        _tile_stored(0, acc, (long)(GEMM_NR * sizeof *acc));
+        _tile_stored(1, acc + 16, (long)(GEMM_NR * sizeof *acc));
+    }
+    const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7);
+    const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
+    for (int r = 0; r < 16 * full; r++) {
+        int32_t *o = acc + (size_t)r * GEMM_NR;
+        _mm512_storeu_si512(o, _mm512_sub_epi32(_mm512_loadu_si512(o), c0));
+        _mm512_storeu_si512(o + 16, _mm512_sub_epi32(_mm512_loadu_si512(o + 16), c1));
+    }
+    for (int r = 16 * full; r < mr; r += VNNI_MR)
+        tile_vnni(acc + (size_t)r * GEMM_NR, mr - r < VNNI_MR ? mr - r : VNNI_MR,
+                  x + (size_t)r * lda, lda, panel, KQ, colsum);
+}
+
+__attribute__((target("amx-tile"))) static void amx_release(void)
+{
+    _tile_release();
 }
 
 /* quantise_row_scalar in AVX2: the same bits. */
@@ -529,7 +719,6 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
     for (int i = 0; i < o->n; i++)
         store_value(dst, fmt, o->k[i], 0);
     h->scale = s;
-    h->fmt = fmt;
 }
 
 /* epilogue_scalar in AVX2, 8 columns at a time (the rest in scalar code):
@@ -605,12 +794,7 @@ bool gemm_int8_limit(const char *kernel)
 
 static a_format format_of(i8_kernel k)
 {
-    return k == KERNEL_AVX2 ? FMT_S16 : k == KERNEL_VNNI ? FMT_U8 : FMT_S8;
-}
-
-static i8_kernel kernel_of(a_format fmt)
-{
-    return fmt == FMT_S16 ? KERNEL_AVX2 : fmt == FMT_U8 ? KERNEL_VNNI : KERNEL_PORTABLE;
+    return k == KERNEL_AVX2 ? FMT_S16 : k >= KERNEL_AVX_VNNI ? FMT_U8 : FMT_S8;
 }
 
 /* Whether the rows' steps run in AVX2 (every CPU with the AVX2 or the
@@ -628,30 +812,71 @@ static size_t record_bytes(a_format fmt, int KQ)
     return HEAD_BYTES + ((size_t)KQ * (fmt == FMT_S16 ? 2 : 1) + 63) / 64 * 64;
 }
 
-/* Row x into the record at rec, in fmt, in AVX2 (vec) or scalar code. */
-static void quantise_row(char *rec, a_format fmt, bool vec, const float *x, int K)
+/* Row x into the record at rec for kernel kern, in AVX2 (vec) or scalar
+ * code. */
+static void quantise_row(char *rec, i8_kernel kern, bool vec, const float *x, int K)
 {
-    const int KQ = (K + 3) / 4 * 4;
+    const a_format fmt = format_of(kern);
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (vec) {
-        quantise_row_avx2(rec, fmt, x, K, KQ);
+    if (vec)
+        quantise_row_avx2(rec, fmt, x, K, k_padded(K));
+    else
+#endif
+        quantise_row_scalar(rec, fmt, x, K, k_padded(K));
+    ((row_head *)rec)->kern = kern;
+}
+
+/* Rows a kernel takes a call. */
+static int tile_rows(i8_kernel kern)
+{
+    return kern == KERNEL_AVX2 || kern == KERNEL_AVX_VNNI ? AVX2_MR
+           : kern == KERNEL_VNNI                          ? VNNI_MR
+                                                          : TILE_M;
+}
+
+/* acc (mr, NR) = the mr rows' values at a (lda bytes apart) . panel p of
+ * q, in int32 on kernel kern. */
+static void run_tile(i8_kernel kern, int32_t *acc, int mr, const char *a, size_t lda,
+                     const gemm_i8 *q, int p)
+{
+    const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
+#if defined(__x86_64__) && defined(__GNUC__)
+    const int32_t *colsum = q->colsum + (size_t)p * GEMM_NR;
+    switch (kern) {
+    case KERNEL_AMX:
+        tile_amx(acc, mr, a, lda, panel, q->KQ, colsum);
         return;
+    case KERNEL_VNNI:
+        tile_vnni(acc, mr, a, lda, panel, q->KQ, colsum);
+        return;
+    case KERNEL_AVX_VNNI:
+        tile_avx_vnni(acc, mr, a, lda, panel, q->KQ, colsum);
+        return;
+    case KERNEL_AVX2:
+        tile_avx2(acc, mr, a, lda, panel, q->KQ);
+        return;
+    case KERNEL_PORTABLE:
+        break;
     }
 #endif
-    (void)vec;
-    quantise_row_scalar(rec, fmt, x, K, KQ);
+    (void)kern;
+    tile_portable(acc, mr, a, lda, panel, q->KQ);
 }
 
 /* out (M rows ldc apart), panels [p0, p1) = the rows' records (stride
- * bytes apart, every one in the format of kernel kern) . the panels, then
- * act.  acc: TILE_M x NR int32. */
+ * bytes apart, every one for the same kernel) . the panels, then act.
+ * acc: TILE_M x NR int32. */
 static void run_panels(float *out, int ldc, const char *recs, size_t stride, const gemm_i8 *q,
                        const float *b, int M, int p0, int p1, const enc_activation *act,
                        int32_t *acc)
 {
-    const i8_kernel kern = kernel_of(((const row_head *)recs)->fmt);
-    const int tile = kern == KERNEL_AVX2 ? AVX2_MR : TILE_M;
+    const i8_kernel kern = ((const row_head *)recs)->kern;
+    const int tile = tile_rows(kern);
     p1 = p1 < q->P ? p1 : q->P;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (kern == KERNEL_AMX)
+        amx_configure(); /* the tiles are this thread's: shaped for each call */
+#endif
     /* rows in blocks of about ROWS_BLOCK_BYTES, every panel over a block
      * before the next: the block stays in L2 while the panels go by */
     int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
@@ -663,16 +888,9 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
             const int m1 = M - m0 < block ? M : m0 + block;
             for (int i = m0; i < m1; i += tile) {
                 const int mr = m1 - i < tile ? m1 - i : tile;
-                const char *r = recs + (size_t)i * stride, *a = r + HEAD_BYTES;
+                const char *r = recs + (size_t)i * stride;
                 float *c = out + (size_t)i * (size_t)ldc + n0;
-#if defined(__x86_64__) && defined(__GNUC__)
-                if (kern == KERNEL_VNNI)
-                    tile_vnni(acc, mr, a, stride, panel, q->KQ, q->colsum + n0);
-                else if (kern == KERNEL_AVX2)
-                    tile_avx2(acc, mr, a, stride, panel, q->KQ);
-                else
-#endif
-                    tile_portable(acc, mr, a, stride, panel, q->KQ);
+                run_tile(kern, acc, mr, r + HEAD_BYTES, stride, q, p);
 #if defined(__x86_64__) && defined(__GNUC__)
                 if (row_vector(kern))
                     epilogue_avx2(c, (size_t)ldc, acc, mr, nn, r, stride, q->scale + n0,
@@ -685,22 +903,26 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
                     ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
             }
         }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (kern == KERNEL_AMX)
+        amx_release();
+#endif
 }
 
 void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
                   int M, int p0, int p1, const enc_activation *act, void *scratch)
 {
     const i8_kernel kern = current_kernel();
-    const a_format fmt = format_of(kern);
     /* scratch: the tile's sums, then a chunk of rows' records */
-    const size_t stride = record_bytes(fmt, q->KQ), head = TILE_M * GEMM_NR * sizeof(int32_t);
+    const size_t stride = record_bytes(format_of(kern), q->KQ);
+    const size_t head = TILE_M * GEMM_NR * sizeof(int32_t);
     int chunk = (int)((GEMM_SCRATCH_BYTES - head) / stride);
     chunk = chunk > M ? M : chunk;
     char *recs = (char *)scratch + head;
     for (int m0 = 0; m0 < M; m0 += chunk) {
         const int mc = M - m0 < chunk ? M - m0 : chunk;
         for (int r = 0; r < mc; r++)
-            quantise_row(recs + (size_t)r * stride, fmt, row_vector(kern),
+            quantise_row(recs + (size_t)r * stride, kern, row_vector(kern),
                          in + (size_t)(m0 + r) * (size_t)lda, q->K);
         run_panels(out + (size_t)m0 * (size_t)ldc, ldc, recs, stride, q, b, mc, p0, p1, act,
                    scratch);
@@ -709,16 +931,15 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
 
 size_t gemm_i8_rows_bytes(int M, int K)
 {
-    return (size_t)M * record_bytes(FMT_S16, (K + 3) / 4 * 4);
+    return (size_t)M * record_bytes(FMT_S16, k_padded(K));
 }
 
 void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1)
 {
     const i8_kernel kern = current_kernel();
-    const a_format fmt = format_of(kern);
-    const size_t stride = record_bytes(fmt, (K + 3) / 4 * 4);
+    const size_t stride = record_bytes(format_of(kern), k_padded(K));
     for (int r = r0; r < r1; r++)
-        quantise_row((char *)rows + (size_t)r * stride, fmt, row_vector(kern),
+        quantise_row((char *)rows + (size_t)r * stride, kern, row_vector(kern),
                      in + (size_t)r * (size_t)lda, K);
 }
 
@@ -727,17 +948,18 @@ void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, 
 {
     if (M < 1)
         return;
-    const a_format fmt = ((const row_head *)rows)->fmt;
+    const a_format fmt = format_of(((const row_head *)rows)->kern);
     run_panels(out, ldc, rows, record_bytes(fmt, q->KQ), q, b, M, p0, p1, act, scratch);
 }
 
 float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K, int *xq,
                             int *outliers, int *n_outliers)
 {
-    a_format fmt = FMT_S8;
+    i8_kernel kern = KERNEL_PORTABLE;
     for (int k = 0; k < (int)(sizeof kernel_names / sizeof *kernel_names); k++)
         if (!strcmp(kernel, kernel_names[k]))
-            fmt = format_of((i8_kernel)k);
+            kern = (i8_kernel)k;
+    const a_format fmt = format_of(kern);
 #if !(defined(__x86_64__) && defined(__GNUC__))
     vec = false;
 #else
@@ -745,10 +967,10 @@ float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K,
     vec = vec && __builtin_cpu_supports("avx2");
 #endif
     const int KQ = (K + 3) / 4 * 4;
-    char *rec = aligned_alloc(64, record_bytes(fmt, KQ));
+    char *rec = aligned_alloc(64, record_bytes(fmt, k_padded(K)));
     if (!rec)
         return NAN;
-    quantise_row(rec, fmt, vec, x, K);
+    quantise_row(rec, kern, vec, x, K);
     const row_head *h = (const row_head *)rec;
     const char *d = rec + HEAD_BYTES;
     for (int k = 0; k < KQ; k++)

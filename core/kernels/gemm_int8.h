@@ -62,8 +62,8 @@ void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r
 void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, const float *b,
                        int M, int p0, int p1, const enc_activation *act, void *scratch);
 
-/* For tests: row x (K) quantised as a call on kernel ("portable", "avx2",
- * "avx512_vnni") does it, in AVX2 (vec, where this CPU has it) or scalar
+/* For tests: row x (K) quantised as a call on kernel (gemm_int8_kernel's
+ * names) does it, in AVX2 (vec, where this CPU has it) or scalar
  * code: its x_q into xq ((K + 3) / 4 * 4 values, 0 past K and at the
  * outliers), its outlier columns ascending into outliers (n_outliers of
  * them, at most GEMM_I8_MAX_OUTLIERS); returns its scale_a (NaN when memory
@@ -71,10 +71,11 @@ void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, 
 float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K, int *xq,
                             int *outliers, int *n_outliers);
 
-/* Which kernel int8 weights run on now: "avx512_vnni" (AVX512_VNNI while
- * simd_enabled()), "avx2" or "portable".  gemm_int8_limit(name) makes
- * calls run no faster kernel than that one (tests run each); returns
- * whether this CPU has it. */
+/* Which kernel int8 weights run on now, fastest first: "amx_int8"
+ * (AMX-INT8, the tiles granted by the OS) or "avx512_vnni" (AVX512_VNNI),
+ * both while simd_enabled(); "avx_vnni" (256-bit AVX-VNNI), "avx2" or
+ * "portable".  gemm_int8_limit(name) makes calls run no faster kernel than
+ * that one (tests run each); returns whether this CPU has it. */
 const char *gemm_int8_kernel(void);
 bool gemm_int8_limit(const char *kernel);
 
