@@ -81,6 +81,9 @@ static const int shapes[][5] = {
     {14, 2048, 40, 1, 1},
     {3, 512, 33, 0, -1},
     {25, 3072, 64, 1, 2},
+    /* AMX-BF16: two calls of 32 rows and 6 rows on vdpbf16ps, the columns
+     * past 50 masked */
+    {70, 96, 50, 1, 0},
 };
 
 START_TEST(test_packed_matches_reference)
@@ -505,7 +508,8 @@ static bool use_bf16_kernel(bool dp, bool first, const char *what)
         return false;
     }
     gemm_bf16_use_dpbf16(dp);
-    if (dp && strcmp(gemm_bf16_kernel(), "avx512_bf16") != 0) {
+    const char *k = gemm_bf16_kernel();
+    if (dp && strcmp(k, "avx512_bf16") != 0 && strcmp(k, "amx_bf16") != 0) {
         if (first)
             printf("%s: this CPU has no AVX512_BF16: the vdpbf16ps kernel is not run here (the "
                    "widening kernel is)\n",
@@ -517,17 +521,19 @@ static bool use_bf16_kernel(bool dp, bool first, const char *what)
 }
 
 /* bfloat16 weights (gemm_pack_bf16) on every shape of test_packed_matches_
- * reference, on each kernel: vdpbf16ps where the CPU has AVX512_BF16 (said
- * when it has not), the widening one where it has AVX-512F (said when it has
- * not), and gemm_bf16_blas_cols (OpenBLAS) everywhere.  Against the double
+ * reference, on each kernel: AMX-BF16's tdpbf16ps where the CPU and the OS
+ * allow it, vdpbf16ps where the CPU has AVX512_BF16 (each said when not),
+ * the widening one where it has AVX-512F (said when it has not), and
+ * gemm_bf16_blas_cols (OpenBLAS) everywhere.  Against the double
  * loop on the inputs rounded to bfloat16 (the products are exact in
  * float32, so only float32 summing differs), and not the float32 result
  * (the rounding happened). */
 START_TEST(test_bf16_matches_reference)
 {
-    enum { DPBF16, WIDENED, BLAS };
-    const int shape = _i / 3, kernel = _i % 3;
-    const bool dp = kernel == DPBF16;
+    enum { AMX, DPBF16, WIDENED, BLAS };
+    const int shape = _i / 4, kernel = _i % 4;
+    const bool dp = kernel == DPBF16 || kernel == AMX;
+    gemm_bf16_use_amx(kernel == AMX);
     const int M = shapes[shape][0], K = shapes[shape][1], N = shapes[shape][2];
     const bool has_bias = shapes[shape][3];
     const enc_activation act = (enc_activation)shapes[shape][4];
@@ -536,8 +542,17 @@ START_TEST(test_bf16_matches_reference)
         gemm_bf16_use_dpbf16(false);
     else if (!use_bf16_kernel(dp, shape == 0, "gemm bf16"))
         return;
+    if (kernel == AMX && strcmp(gemm_bf16_kernel(), "amx_bf16") != 0) {
+        if (shape == 0)
+            printf("gemm bf16: no AMX-BF16 here (or the OS grants no tiles): the AMX kernel is "
+                   "not run here\n");
+        gemm_bf16_use_amx(true);
+        return;
+    }
     if (kernel != BLAS)
-        ck_assert_str_eq(gemm_bf16_kernel(), dp ? "avx512_bf16" : "avx512f");
+        ck_assert_str_eq(gemm_bf16_kernel(), kernel == AMX ? "amx_bf16"
+                                             : dp          ? "avx512_bf16"
+                                                           : "avx512f");
     uint64_t st = 4321 + (uint64_t)shape;
     float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
     float *inr = xcalloc((size_t)M * K, sizeof *in), *wr = xcalloc((size_t)N * K, sizeof *w);
@@ -573,6 +588,7 @@ START_TEST(test_bf16_matches_reference)
     free(scratch);
     gemm_packed_free(pw);
     gemm_bf16_use_dpbf16(true);
+    gemm_bf16_use_amx(true);
     free(in);
     free(w);
     free(inr);
@@ -681,7 +697,7 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_packed_matches_reference, 0,
                         (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, test_bf16_matches_reference, 0,
-                        3 * (int)(sizeof shapes / sizeof shapes[0]));
+                        4 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
     tcase_add_loop_test(tc, test_packed_parts, 0,
                         (int)(sizeof parts_shapes / sizeof parts_shapes[0]));

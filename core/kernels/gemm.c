@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 
 #include "base/mem.h"
+#include "kernels/amx.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
@@ -306,16 +307,31 @@ static bool cpu_dpbf16(void)
     return simd_supported() && __builtin_cpu_supports("avx512bf16");
 }
 
+/* Whether the bfloat16 kernels may use AMX-BF16 (gemm_bf16_use_amx). */
+static _Atomic bool amx_allowed = true;
+
+/* Whether a call with vdpbf16ps allowed runs on AMX-BF16 too. */
+static bool bf16_amx(void)
+{
+    return amx_allowed && amx_usable(AMX_BF16);
+}
+
 const char *gemm_bf16_kernel(void)
 {
-    return !simd_enabled()                   ? "openblas"
-           : cpu_dpbf16() && dpbf16_allowed ? "avx512_bf16"
-                                             : "avx512f";
+    return !simd_enabled()                                ? "openblas"
+           : cpu_dpbf16() && dpbf16_allowed && bf16_amx() ? "amx_bf16"
+           : cpu_dpbf16() && dpbf16_allowed               ? "avx512_bf16"
+                                                          : "avx512f";
 }
 
 void gemm_bf16_use_dpbf16(bool on)
 {
     dpbf16_allowed = on;
+}
+
+void gemm_bf16_use_amx(bool on)
+{
+    amx_allowed = on;
 }
 
 /* 16 vectors transposed in place: r[i] lane j <- r[j] lane i. */
@@ -599,6 +615,69 @@ BF16_ROWS(kernel_rows_dp, kernel_dp, "avx512f,avx512bf16")
 #undef BF16_ROWS
 /* clang-format on */
 
+/* The bfloat16 kernel on AMX-BF16's tdpbf16ps for mr <= 32 rows, kq a
+ * multiple of 16, the tiles configured (amx_configure: tiles 0-3 the sums,
+ * 4-5 two blocks of 16 rows of 16 pairs, 6-7 the panel's halves, 16 pairs
+ * of 16 columns each, 128 bytes apart): 32 rows x 32 columns a step of 32
+ * k, each panel tile loaded serving both blocks of rows; the tile then
+ * through store_tile as kernel_dp's, and the rows short of 16 on
+ * kernel_rows_dp.  Each sum runs down k in the order kernel_dp's does, a
+ * pair at a time; tdpbf16ps adds a pair's even product first where
+ * vdpbf16ps adds its odd one first, so the two may differ in the last
+ * bit. */
+__attribute__((target("avx512f,avx512bf16,amx-tile,amx-bf16"))) static void
+kernel_rows_amx(int mr, const uint32_t *a, size_t lda, const uint32_t *b, int kq, float *c,
+                size_t ldc, unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
+{
+    const int full = mr / 16;
+    const long sa = (long)(lda * sizeof *a), sb = GEMM_NR * sizeof *b;
+    float sums[32 * GEMM_NR] __attribute__((aligned(64)));
+    if (full == 2) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int q = 0; q < kq; q += 16) {
+            _tile_loadd(4, a + q, sa);
+            _tile_loadd(5, a + 16 * lda + q, sa);
+            _tile_loadd(6, b + (size_t)q * GEMM_NR, sb);
+            _tile_loadd(7, b + (size_t)q * GEMM_NR + 16, sb);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, sums, (long)(GEMM_NR * sizeof *sums));
+        _tile_stored(1, sums + 16, (long)(GEMM_NR * sizeof *sums));
+        _tile_stored(2, sums + 16 * GEMM_NR, (long)(GEMM_NR * sizeof *sums));
+        _tile_stored(3, sums + 16 * GEMM_NR + 16, (long)(GEMM_NR * sizeof *sums));
+    } else if (full == 1) {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int q = 0; q < kq; q += 16) {
+            _tile_loadd(4, a + q, sa);
+            _tile_loadd(6, b + (size_t)q * GEMM_NR, sb);
+            _tile_loadd(7, b + (size_t)q * GEMM_NR + 16, sb);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+        }
+        _tile_stored(0, sums, (long)(GEMM_NR * sizeof *sums));
+        _tile_stored(1, sums + 16, (long)(GEMM_NR * sizeof *sums));
+    }
+    const bool edge = m1 != 0xFFFF;
+    for (int r0 = 0; r0 < 16 * full; r0 += 8) { /* store_tile 8 rows at a time */
+        __m512 acc[GEMM_MR][2];
+        for (int r = 0; r < 8; r++) {
+            acc[r][0] = _mm512_load_ps(sums + (size_t)(r0 + r) * GEMM_NR);
+            acc[r][1] = _mm512_load_ps(sums + (size_t)(r0 + r) * GEMM_NR + 16);
+        }
+        store_tile(8, edge, acc, c + (size_t)r0 * ldc, ldc, mode, bias, m0, m1);
+    }
+    for (int r = 16 * full; r < mr; r += GEMM_MR)
+        kernel_rows_dp(mr - r < GEMM_MR ? mr - r : GEMM_MR, a + (size_t)r * lda, lda, b, kq,
+                       c + (size_t)r * ldc, ldc, mode, bias, m0, m1);
+}
+
 /* rows (lda floats apart) of kc floats into bfloat16 pairs (ldd words
  * apart; an odd kc's last pair 0 on top), each rounded to nearest even. */
 __attribute__((target("avx512f"))) static void to_bf16_pairs(uint32_t *dst, size_t ldd,
@@ -682,7 +761,10 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
     const int N = pw->N, K = pw->K, KP = (K + 1) / 2;
     const bool copies = !gemm_stride_ok(lda);
     const bool dp = pw->bf && cpu_dpbf16() && dpbf16_allowed;
+    const bool amx = dp && bf16_amx();
     p1 = p1 < pw->P ? p1 : pw->P;
+    if (amx)
+        amx_configure(); /* the tiles are this thread's: shaped for each call */
     for (int m0 = 0; m0 < M; m0 += MC) {
         const int mc = M - m0 < MC ? M - m0 : MC;
         for (int k0 = 0; k0 < K; k0 += KC) {
@@ -711,11 +793,17 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
                         pw->bf ? NULL : pw->data + ((size_t)p * K + (size_t)k0) * GEMM_NR;
                     const uint32_t *panel_bf =
                         pw->bf ? pw->bf + ((size_t)p * KP + (size_t)k0 / 2) * GEMM_NR : NULL;
-                    for (int i = 0; i < mc; i += GEMM_MR) {
-                        const int mr = mc - i < GEMM_MR ? mc - i : GEMM_MR;
+                    /* AMX: 32 rows a call, the block's pairs a multiple of 16 */
+                    const bool tiles = amx && kc % 32 == 0;
+                    const int rows = tiles ? 32 : GEMM_MR;
+                    for (int i = 0; i < mc; i += rows) {
+                        const int mr = mc - i < rows ? mc - i : rows;
                         float *c = out + (size_t)(m0 + i) * (size_t)ldc + n0;
                         const float *bias = b ? b + n0 : NULL;
-                        if (pw->bf)
+                        if (tiles)
+                            kernel_rows_amx(mr, abf + (size_t)i * SCRATCH_LD_BF, SCRATCH_LD_BF,
+                                            panel_bf, kc / 2, c, (size_t)ldc, mode, bias, lo, hi);
+                        else if (pw->bf)
                             (dp ? kernel_rows_dp : kernel_rows_wide)(
                                 mr, abf + (size_t)i * SCRATCH_LD_BF, SCRATCH_LD_BF, panel_bf,
                                 (kc + 1) / 2, c, (size_t)ldc, mode, bias, lo, hi);
@@ -740,6 +828,8 @@ static void packed_cols(float *out, int ldc, const float *in, int lda, const gem
             }
         }
     }
+    if (amx)
+        amx_release();
 }
 
 void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
@@ -878,6 +968,11 @@ const char *gemm_bf16_kernel(void)
 }
 
 void gemm_bf16_use_dpbf16(bool on)
+{
+    (void)on;
+}
+
+void gemm_bf16_use_amx(bool on)
 {
     (void)on;
 }

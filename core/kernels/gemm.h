@@ -57,13 +57,16 @@ gemm_packed *gemm_pack_bf16(const float *w, int N, int K);
 gemm_packed *gemm_pack_parts_bf16(const float *const *w, const int *rows, int n, int K);
 /* Whether pw holds bfloat16 weights. */
 bool gemm_packed_bf16(const gemm_packed *pw);
-/* Which kernel bfloat16 weights run on now: "avx512_bf16" (vdpbf16ps),
- * "avx512f" (widened in registers), or "openblas" (no AVX-512F, or the
- * AVX-512 forms turned off: gemm_bf16_blas_cols).
- * gemm_bf16_use_dpbf16(false) makes a CPU with AVX512_BF16 run the widened
- * kernel (tests run both). */
+/* Which kernel bfloat16 weights run on now: "amx_bf16" (AMX's tdpbf16ps
+ * where a block's k is a multiple of 32, vdpbf16ps for the rest),
+ * "avx512_bf16" (vdpbf16ps), "avx512f" (widened in registers), or
+ * "openblas" (no AVX-512F, or the AVX-512 forms turned off:
+ * gemm_bf16_blas_cols).  gemm_bf16_use_dpbf16(false) makes a CPU with
+ * AVX512_BF16 run the widened kernel, gemm_bf16_use_amx(false) one with
+ * AMX-BF16 run vdpbf16ps (tests run each). */
 const char *gemm_bf16_kernel(void);
 void gemm_bf16_use_dpbf16(bool on);
+void gemm_bf16_use_amx(bool on);
 
 /* gemm_packed_cols on bfloat16 weights (gemm_packed_bf16(pw)) for any
  * CPU: blocks of the panels widened to float32 (a shift: exact), blocks of

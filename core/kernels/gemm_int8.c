@@ -25,6 +25,7 @@
 #include "kernels/gemm_int8.h"
 
 #include "base/mem.h"
+#include "kernels/amx.h"
 #include "kernels/panel.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
@@ -340,41 +341,12 @@ static void tile_portable(int32_t *acc, int mr, const void *a, size_t lda, const
 
 #include <immintrin.h>
 
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-/* Whether this thread may run AMX-INT8: the CPU has AMX-TILE and
- * AMX-INT8 (CPUID 7.0 EDX bits 24, 25), the OS saves the tiles (XCR0 bits
- * 17, 18) and grants the process their state (Linux's
- * ARCH_REQ_XCOMP_PERM for XTILEDATA, once; a process-wide grant).  Asked
- * once. */
-static bool amx_usable(void)
-{
-    static atomic_int usable = -1;
-    int u = atomic_load_explicit(&usable, memory_order_relaxed);
-    if (u >= 0)
-        return u;
-    unsigned a, b, c, d;
-    u = 0;
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 3) == 3 &&
-        __get_cpuid_count(1, 0, &a, &b, &c, &d) && (c >> 27 & 1)) { /* OSXSAVE */
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-        u = (lo >> 17 & 3) == 3 &&
-            syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
-    }
-    atomic_store_explicit(&usable, u, memory_order_relaxed);
-    return u;
-}
-
 /* The CPU's fastest kernel: the AVX-512 ones while simd_enabled(). */
 static i8_kernel cpu_kernel(void)
 {
     __builtin_cpu_init();
     if (simd_enabled() && __builtin_cpu_supports("avx512vnni"))
-        return amx_usable() ? KERNEL_AMX : KERNEL_VNNI;
+        return amx_usable(AMX_INT8) ? KERNEL_AMX : KERNEL_VNNI;
     if (!__builtin_cpu_supports("avx2"))
         return KERNEL_PORTABLE;
     return __builtin_cpu_supports("avxvnni") ? KERNEL_AVX_VNNI : KERNEL_AVX2;
@@ -536,29 +508,9 @@ __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, 
         }
 }
 
-/* The tiles' shapes (amx_configure): 0-3 the sums (16 rows x 16 int32),
- * 4-5 two blocks of 16 rows x 64 u8 of a, 6-7 two of 16 quads x 16
- * columns of the panel. */
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_config;
-
-__attribute__((target("amx-tile"))) static void amx_configure(void)
-{
-    amx_config c = {.palette = 1};
-    for (int i = 0; i < 8; i++) {
-        c.colsb[i] = 64;
-        c.rows[i] = 16;
-    }
-    /* not _tile_loadconfig: GCC 12's names 8 bytes of c as its operand, so
-     * the stores to the rest may go */
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
-}
-
 /* tile_vnni on AMX-INT8, mr <= TILE_M rows, the tiles configured
- * (amx_configure): each 16 rows of a against the panel's two halves by
+ * (amx_configure: tiles 0-3 the sums, 4-5 the rows, 6-7 the panel's
+ * halves): each 16 rows of a against the panel's two halves by
  * tdpbusd (16 x 16 sums of 64 u8 x s8 products a step, KQ a multiple of
  * 64), two blocks of rows at once so each panel tile loaded serves both;
  * the last rows short of 16 on tile_vnni.  The sums corrected for the
@@ -614,11 +566,6 @@ tile_amx(int32_t *acc, int mr, const void *a, size_t lda, const int8_t *panel, i
     for (int r = 16 * full; r < mr; r += VNNI_MR)
         tile_vnni(acc + (size_t)r * GEMM_NR, mr - r < VNNI_MR ? mr - r : VNNI_MR,
                   x + (size_t)r * lda, lda, panel, KQ, colsum);
-}
-
-__attribute__((target("amx-tile"))) static void amx_release(void)
-{
-    _tile_release();
 }
 
 /* quantise_row_scalar in AVX2: the same bits. */
@@ -873,10 +820,8 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
     const i8_kernel kern = ((const row_head *)recs)->kern;
     const int tile = tile_rows(kern);
     p1 = p1 < q->P ? p1 : q->P;
-#if defined(__x86_64__) && defined(__GNUC__)
     if (kern == KERNEL_AMX)
         amx_configure(); /* the tiles are this thread's: shaped for each call */
-#endif
     /* rows in blocks of about ROWS_BLOCK_BYTES, every panel over a block
      * before the next: the block stays in L2 while the panels go by */
     int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
@@ -903,10 +848,8 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
                     ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
             }
         }
-#if defined(__x86_64__) && defined(__GNUC__)
     if (kern == KERNEL_AMX)
         amx_release();
-#endif
 }
 
 void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *q, const float *b,
