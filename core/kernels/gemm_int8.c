@@ -339,6 +339,7 @@ static void tile_portable(int32_t *acc, int mr, const void *a, size_t lda, const
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 /* The CPU's fastest kernel: the AVX-512 ones while simd_enabled(). */
@@ -349,7 +350,8 @@ static i8_kernel cpu_kernel(void)
         return amx_usable(AMX_INT8) ? KERNEL_AMX : KERNEL_VNNI;
     if (!__builtin_cpu_supports("avx2"))
         return KERNEL_PORTABLE;
-    return __builtin_cpu_supports("avxvnni") ? KERNEL_AVX_VNNI : KERNEL_AVX2;
+    unsigned a, b, c, d; /* AVX-VNNI: CPUID 7.1 EAX bit 4 (clang 14 has no name for it) */
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) ? KERNEL_AVX_VNNI : KERNEL_AVX2;
 }
 
 /* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= AVX2_MR rows:
