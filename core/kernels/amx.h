@@ -3,7 +3,7 @@
  *
  *     if (amx_usable(AMX_INT8)) {
  *         amx_configure();   // this thread's 8 tiles: 16 rows of 64 bytes
- *         ... _tile_loadd, _tile_dpbusd, _tile_stored ...
+ *         AMX_PANEL_STEPS(_tile_dpbusd, ...);   // 32 rows x 32 columns
  *         amx_release();
  *     }
  *
@@ -28,5 +28,40 @@ bool amx_usable(amx_kind kind);
  * amx_release() lets them go.  Only where amx_usable(). */
 void amx_configure(void);
 void amx_release(void);
+
+/* The step both GEMMs run on the configured tiles: tiles 0-3 zeroed, then
+ * steps times DP (_tile_dpbusd or _tile_dpbf16ps) of 16 rows of a (tile 4;
+ * and the next 16, tile 5, when two; lda bytes apart) against a panel's
+ * two halves of 16 columns (tiles 6, 7: 64 bytes apart, rows ldb bytes
+ * apart), a and b moving on astep and bstep bytes a step; then the sums
+ * into out (tiles 0, 1 side by side, 2, 3 under them; rows ldo bytes
+ * apart).  In a function compiled for AMX. */
+#define AMX_PANEL_STEPS(DP, two, a, lda, astep, b, ldb, bstep, steps, out, ldo)                    \
+    do {                                                                                           \
+        const char *a_ = (const char *)(a), *b_ = (const char *)(b);                               \
+        char *o_ = (char *)(out);                                                                  \
+        _tile_zero(0);                                                                             \
+        _tile_zero(1);                                                                             \
+        _tile_zero(2);                                                                             \
+        _tile_zero(3);                                                                             \
+        for (int s_ = 0; s_ < (steps); s_++, a_ += (astep), b_ += (bstep)) {                       \
+            _tile_loadd(4, a_, (long)(lda));                                                       \
+            _tile_loadd(6, b_, (long)(ldb));                                                       \
+            _tile_loadd(7, b_ + 64, (long)(ldb));                                                  \
+            DP(0, 4, 6);                                                                           \
+            DP(1, 4, 7);                                                                           \
+            if (two) {                                                                             \
+                _tile_loadd(5, a_ + 16 * (size_t)(lda), (long)(lda));                              \
+                DP(2, 5, 6);                                                                       \
+                DP(3, 5, 7);                                                                       \
+            }                                                                                      \
+        }                                                                                          \
+        _tile_stored(0, o_, (long)(ldo));                                                          \
+        _tile_stored(1, o_ + 64, (long)(ldo));                                                     \
+        if (two) {                                                                                 \
+            _tile_stored(2, o_ + 16 * (size_t)(ldo), (long)(ldo));                                 \
+            _tile_stored(3, o_ + 16 * (size_t)(ldo) + 64, (long)(ldo));                            \
+        }                                                                                          \
+    } while (0)
 
 #endif

@@ -630,40 +630,11 @@ kernel_rows_amx(int mr, const uint32_t *a, size_t lda, const uint32_t *b, int kq
                 size_t ldc, unsigned mode, const float *bias, __mmask16 m0, __mmask16 m1)
 {
     const int full = mr / 16;
-    const long sa = (long)(lda * sizeof *a), sb = GEMM_NR * sizeof *b;
+    const size_t sa = lda * sizeof *a, sb = GEMM_NR * sizeof *b;
     float sums[32 * GEMM_NR] __attribute__((aligned(64)));
-    if (full == 2) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int q = 0; q < kq; q += 16) {
-            _tile_loadd(4, a + q, sa);
-            _tile_loadd(5, a + 16 * lda + q, sa);
-            _tile_loadd(6, b + (size_t)q * GEMM_NR, sb);
-            _tile_loadd(7, b + (size_t)q * GEMM_NR + 16, sb);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, sums, (long)(GEMM_NR * sizeof *sums));
-        _tile_stored(1, sums + 16, (long)(GEMM_NR * sizeof *sums));
-        _tile_stored(2, sums + 16 * GEMM_NR, (long)(GEMM_NR * sizeof *sums));
-        _tile_stored(3, sums + 16 * GEMM_NR + 16, (long)(GEMM_NR * sizeof *sums));
-    } else if (full == 1) {
-        _tile_zero(0);
-        _tile_zero(1);
-        for (int q = 0; q < kq; q += 16) {
-            _tile_loadd(4, a + q, sa);
-            _tile_loadd(6, b + (size_t)q * GEMM_NR, sb);
-            _tile_loadd(7, b + (size_t)q * GEMM_NR + 16, sb);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-        }
-        _tile_stored(0, sums, (long)(GEMM_NR * sizeof *sums));
-        _tile_stored(1, sums + 16, (long)(GEMM_NR * sizeof *sums));
-    }
+    if (full)
+        AMX_PANEL_STEPS(_tile_dpbf16ps, full == 2, a, sa, 16 * sizeof *a, b, sb, 16 * sb, kq / 16,
+                        sums, GEMM_NR * sizeof *sums);
     const bool edge = m1 != 0xFFFF;
     for (int r0 = 0; r0 < 16 * full; r0 += 8) { /* store_tile 8 rows at a time */
         __m512 acc[GEMM_MR][2];

@@ -342,6 +342,21 @@ static void tile_portable(int32_t *acc, int mr, const void *a, size_t lda, const
 #include <cpuid.h>
 #include <immintrin.h>
 
+/* Whether the CPU has AVX-VNNI: CPUID 7.1 EAX bit 4 (clang 14's
+ * __builtin_cpu_supports has no name for it), asked once (CPUID traps to
+ * the hypervisor in a VM, and cpu_kernel runs on every call). */
+static bool cpu_avx_vnni(void)
+{
+    static atomic_int has = -1;
+    int h = atomic_load_explicit(&has, memory_order_relaxed);
+    if (h < 0) {
+        unsigned a, b, c, d;
+        h = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+        atomic_store_explicit(&has, h, memory_order_relaxed);
+    }
+    return h;
+}
+
 /* The CPU's fastest kernel: the AVX-512 ones while simd_enabled(). */
 static i8_kernel cpu_kernel(void)
 {
@@ -350,8 +365,7 @@ static i8_kernel cpu_kernel(void)
         return amx_usable(AMX_INT8) ? KERNEL_AMX : KERNEL_VNNI;
     if (!__builtin_cpu_supports("avx2"))
         return KERNEL_PORTABLE;
-    unsigned a, b, c, d; /* AVX-VNNI: CPUID 7.1 EAX bit 4 (clang 14 has no name for it) */
-    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) ? KERNEL_AVX_VNNI : KERNEL_AVX2;
+    return cpu_avx_vnni() ? KERNEL_AVX_VNNI : KERNEL_AVX2;
 }
 
 /* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= AVX2_MR rows:
@@ -522,42 +536,11 @@ tile_amx(int32_t *acc, int mr, const void *a, size_t lda, const int8_t *panel, i
          const int32_t *colsum)
 {
     const char *x = a;
-    const size_t ldw = 4 * GEMM_NR, step = 16 * ldw; /* bytes: a panel's quad, 16 of them */
+    const size_t ldw = 4 * GEMM_NR; /* bytes: a panel's quad */
     const int full = mr / 16;
-    if (full == 2) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int k = 0; k < KQ; k += 64) {
-            const int8_t *w = panel + (size_t)(k / 64) * step;
-            _tile_loadd(4, x + k, (long)lda);
-            _tile_loadd(5, x + 16 * lda + k, (long)lda);
-            _tile_loadd(6, w, (long)ldw);
-            _tile_loadd(7, w + 64, (long)ldw);
-            _tile_dpbusd(0, 4, 6);
-            _tile_dpbusd(1, 4, 7);
-            _tile_dpbusd(2, 5, 6);
-            _tile_dpbusd(3, 5, 7);
-        }
-        _tile_stored(0, acc, (long)(GEMM_NR * sizeof *acc));
-        _tile_stored(1, acc + 16, (long)(GEMM_NR * sizeof *acc));
-        _tile_stored(2, acc + 16 * GEMM_NR, (long)(GEMM_NR * sizeof *acc));
-        _tile_stored(3, acc + 16 * GEMM_NR + 16, (long)(GEMM_NR * sizeof *acc));
-    } else if (full == 1) {
-        _tile_zero(0);
-        _tile_zero(1);
-        for (int k = 0; k < KQ; k += 64) {
-            const int8_t *w = panel + (size_t)(k / 64) * step;
-            _tile_loadd(4, x + k, (long)lda);
-            _tile_loadd(6, w, (long)ldw);
-            _tile_loadd(7, w + 64, (long)ldw);
-            _tile_dpbusd(0, 4, 6);
-            _tile_dpbusd(1, 4, 7);
-        }
-        _tile_stored(0, acc, (long)(GEMM_NR * sizeof *acc));
-        _tile_stored(1, acc + 16, (long)(GEMM_NR * sizeof *acc));
-    }
+    if (full)
+        AMX_PANEL_STEPS(_tile_dpbusd, full == 2, x, lda, 64, panel, ldw, 16 * ldw, KQ / 64, acc,
+                        GEMM_NR * sizeof *acc);
     const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7);
     const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
     for (int r = 0; r < 16 * full; r++) {
