@@ -29,21 +29,31 @@ bool amx_usable(amx_kind kind);
 void amx_configure(void);
 void amx_release(void);
 
-/* The step both GEMMs run on the configured tiles: tiles 0-3 zeroed, then
+/* The step both GEMMs run on the configured tiles: tiles 0-3 zeroed (or,
+ * where init is not NULL, each row of tiles 0 and 2 the 16 int32 or float
+ * at init and of tiles 1 and 3 the 16 after them), then
  * steps times DP (_tile_dpbusd or _tile_dpbf16ps) of 16 rows of a (tile 4;
  * and the next 16, tile 5, when two; lda bytes apart) against a panel's
  * two halves of 16 columns (tiles 6, 7: 64 bytes apart, rows ldb bytes
  * apart), a and b moving on astep and bstep bytes a step; then the sums
  * into out (tiles 0, 1 side by side, 2, 3 under them; rows ldo bytes
  * apart).  In a function compiled for AMX. */
-#define AMX_PANEL_STEPS(DP, two, a, lda, astep, b, ldb, bstep, steps, out, ldo)                    \
+#define AMX_PANEL_STEPS(DP, init, two, a, lda, astep, b, ldb, bstep, steps, out, ldo)              \
     do {                                                                                           \
         const char *a_ = (const char *)(a), *b_ = (const char *)(b);                               \
         char *o_ = (char *)(out);                                                                  \
-        _tile_zero(0);                                                                             \
-        _tile_zero(1);                                                                             \
-        _tile_zero(2);                                                                             \
-        _tile_zero(3);                                                                             \
+        const char *i_ = (const char *)(init);                                                     \
+        if (i_) { /* stride 0: the same 64 bytes in every row */                                   \
+            _tile_loadd(0, i_, 0);                                                                 \
+            _tile_loadd(1, i_ + 64, 0);                                                            \
+            _tile_loadd(2, i_, 0);                                                                 \
+            _tile_loadd(3, i_ + 64, 0);                                                            \
+        } else {                                                                                   \
+            _tile_zero(0);                                                                         \
+            _tile_zero(1);                                                                         \
+            _tile_zero(2);                                                                         \
+            _tile_zero(3);                                                                         \
+        }                                                                                          \
         for (int s_ = 0; s_ < (steps); s_++, a_ += (astep), b_ += (bstep)) {                       \
             _tile_loadd(4, a_, (long)(lda));                                                       \
             _tile_loadd(6, b_, (long)(ldb));                                                       \

@@ -57,8 +57,9 @@ typedef struct {
 struct gemm_i8 {
     int8_t *q;       /* (P, KQ / 4, NR, 4) the quantised weights, 0 past N and K */
     float *scale;    /* (P * NR) scale_w, 0 past N */
-    int32_t *colsum; /* (P * NR) sum over k of w_q[n][k]: VNNI's correction for its + 128 */
-    size_t bytes;    /* of the one allocation q, scale and colsum share */
+    int32_t *offset; /* (P * NR) -128 x the sum over k of w_q[n][k]: the u8 kernels' correction
+                        for their x_q + 128 */
+    size_t bytes;    /* of the one allocation q, scale and offset share */
     int N, K, KQ, P; /* KQ: k_padded(K) */
 };
 
@@ -139,7 +140,7 @@ gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K
     q->KQ = k_padded(K);
     q->P = (N + GEMM_NR - 1) / GEMM_NR;
     const size_t cols = (size_t)q->P * GEMM_NR, qbytes = cols * (size_t)q->KQ;
-    q->bytes = qbytes + cols * (sizeof *q->scale + sizeof *q->colsum);
+    q->bytes = qbytes + cols * (sizeof *q->scale + sizeof *q->offset);
     char *mem = mem_zalloc(q->bytes); /* 64-byte aligned, so the floats after qbytes are too */
     if (!mem) {
         free(q);
@@ -147,7 +148,7 @@ gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K
     }
     q->q = (int8_t *)mem;
     q->scale = (float *)(mem + qbytes);
-    q->colsum = (int32_t *)(mem + qbytes + cols * sizeof *q->scale);
+    q->offset = (int32_t *)(mem + qbytes + cols * sizeof *q->scale);
     int part = 0;
     for (int row = 0; row < N; row++) {
         while (part < n - 1 && row >= cut[part])
@@ -162,7 +163,7 @@ gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K
             sum += v;
         }
         q->scale[row] = s;
-        q->colsum[row] = sum;
+        q->offset[row] = -128 * sum;
     }
     return q;
 }
@@ -258,7 +259,7 @@ static void quantise_row_scalar(char *rec, a_format fmt, const float *x, int K, 
     }
     const double limit = outlier_limit(lane, K);
     o->n = 0;
-    for (int k = 0; k < K; k++)
+    for (int k = 0; k < K && (double)all > limit; k++) /* none above: no pass */
         if (fabs((double)x[k]) > limit)
             outlier_add(o, k, x[k]);
     outliers_sort(o);
@@ -433,12 +434,12 @@ __attribute__((target("avx2"))) static void tile_avx2(int32_t *acc, int mr, cons
 
 /* tile_portable on AVX512_VNNI, a in u8 (x_q + 128), mr <= VNNI_MR rows:
  * vpdpbusd sums 4 u8 x s8 products into each int32 lane (no saturation),
- * and subtracting 128 x the column's sum of w_q leaves sum x_q w_q
+ * and adding the column's offset (-128 x its sum of w_q) leaves sum x_q w_q
  * exactly. */
 __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc, int mr,
                                                                     const void *a, size_t lda,
                                                                     const int8_t *panel, int KQ,
-                                                                    const int32_t *colsum)
+                                                                    const int32_t *offset)
 {
     const char *rows = a;
     __m512i s[VNNI_MR][2];
@@ -456,11 +457,10 @@ __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc
                 s[r][1] = _mm512_dpbusd_epi32(s[r][1], x, w1);
             }
     }
-    const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7);
-    const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
+    const __m512i c0 = _mm512_loadu_si512(offset), c1 = _mm512_loadu_si512(offset + 16);
     for (int r = 0; r < mr; r++) {
-        _mm512_storeu_si512(acc + (size_t)r * GEMM_NR, _mm512_sub_epi32(s[r][0], c0));
-        _mm512_storeu_si512(acc + (size_t)r * GEMM_NR + 16, _mm512_sub_epi32(s[r][1], c1));
+        _mm512_storeu_si512(acc + (size_t)r * GEMM_NR, _mm512_add_epi32(s[r][0], c0));
+        _mm512_storeu_si512(acc + (size_t)r * GEMM_NR + 16, _mm512_add_epi32(s[r][1], c1));
     }
 }
 
@@ -471,7 +471,7 @@ __attribute__((target("avx512f,avx512vnni"))) static void tile_vnni(int32_t *acc
 __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, int mr,
                                                                   const void *a, size_t lda,
                                                                   const int8_t *panel, int KQ,
-                                                                  const int32_t *colsum)
+                                                                  const int32_t *offset)
 {
     const char *x[AVX2_MR];
     for (int r = 0; r < AVX2_MR; r++)
@@ -516,11 +516,10 @@ __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, 
     for (int g = 0; g < 2; g++)
         for (int h = 0; h < 2; h++) {
             const int j = 16 * g + 8 * h;
-            const __m256i c =
-                _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(colsum + j)), 7);
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(offset + j));
             for (int r = 0; r < mr; r++)
                 _mm256_storeu_si256((__m256i *)(acc + (size_t)r * GEMM_NR + j),
-                                    _mm256_sub_epi32(raw[g][2 * r + h], c));
+                                    _mm256_add_epi32(raw[g][2 * r + h], c));
         }
 }
 
@@ -529,28 +528,21 @@ __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, 
  * halves): each 16 rows of a against the panel's two halves by
  * tdpbusd (16 x 16 sums of 64 u8 x s8 products a step, KQ a multiple of
  * 64), two blocks of rows at once so each panel tile loaded serves both;
- * the last rows short of 16 on tile_vnni.  The sums corrected for the
- * + 128 as tile_vnni's. */
+ * the last rows short of 16 on tile_vnni.  The sums start from the
+ * columns' offsets, which correct them for the + 128 as tile_vnni's. */
 __attribute__((target("avx512f,avx512vnni,amx-tile,amx-int8"))) static void
 tile_amx(int32_t *acc, int mr, const void *a, size_t lda, const int8_t *panel, int KQ,
-         const int32_t *colsum)
+         const int32_t *offset)
 {
     const char *x = a;
     const size_t ldw = 4 * GEMM_NR; /* bytes: a panel's quad */
     const int full = mr / 16;
     if (full)
-        AMX_PANEL_STEPS(_tile_dpbusd, full == 2, x, lda, 64, panel, ldw, 16 * ldw, KQ / 64, acc,
-                        GEMM_NR * sizeof *acc);
-    const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7);
-    const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
-    for (int r = 0; r < 16 * full; r++) {
-        int32_t *o = acc + (size_t)r * GEMM_NR;
-        _mm512_storeu_si512(o, _mm512_sub_epi32(_mm512_loadu_si512(o), c0));
-        _mm512_storeu_si512(o + 16, _mm512_sub_epi32(_mm512_loadu_si512(o + 16), c1));
-    }
+        AMX_PANEL_STEPS(_tile_dpbusd, offset, full == 2, x, lda, 64, panel, ldw, 16 * ldw, KQ / 64,
+                        acc, GEMM_NR * sizeof *acc);
     for (int r = 16 * full; r < mr; r += VNNI_MR)
         tile_vnni(acc + (size_t)r * GEMM_NR, mr - r < VNNI_MR ? mr - r : VNNI_MR,
-                  x + (size_t)r * lda, lda, panel, KQ, colsum);
+                  x + (size_t)r * lda, lda, panel, KQ, offset);
 }
 
 /* quantise_row_scalar in AVX2: the same bits. */
@@ -584,10 +576,13 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
         all = max_abs(all, x[k]);
     }
     const double limit = outlier_limit(lane, K);
-    /* the columns above the limit, in order of k */
+    /* the columns above the limit, in order of k (none when the row's
+     * largest is not: most rows, and then no pass) */
     o->n = 0;
     const __m256d lim = _mm256_set1_pd(limit);
-    for (k = 0; k < K8; k += 8) {
+    const bool any = (double)all > limit;
+    const int K8o = any ? K8 : 0, Ko = any ? K : 0;
+    for (k = 0; k < K8o; k += 8) {
         const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), absmask);
         const int lo = _mm256_movemask_pd(
             _mm256_cmp_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), lim, _CMP_GT_OQ));
@@ -598,7 +593,7 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
             outlier_add(o, kk, x[kk]);
         }
     }
-    for (; k < K; k++)
+    for (; k < Ko; k++)
         if (fabs((double)x[k]) > limit)
             outlier_add(o, k, x[k]);
     outliers_sort(o);
@@ -773,16 +768,16 @@ static void run_tile(i8_kernel kern, int32_t *acc, int mr, const char *a, size_t
 {
     const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
 #if defined(__x86_64__) && defined(__GNUC__)
-    const int32_t *colsum = q->colsum + (size_t)p * GEMM_NR;
+    const int32_t *offset = q->offset + (size_t)p * GEMM_NR;
     switch (kern) {
     case KERNEL_AMX:
-        tile_amx(acc, mr, a, lda, panel, q->KQ, colsum);
+        tile_amx(acc, mr, a, lda, panel, q->KQ, offset);
         return;
     case KERNEL_VNNI:
-        tile_vnni(acc, mr, a, lda, panel, q->KQ, colsum);
+        tile_vnni(acc, mr, a, lda, panel, q->KQ, offset);
         return;
     case KERNEL_AVX_VNNI:
-        tile_avx_vnni(acc, mr, a, lda, panel, q->KQ, colsum);
+        tile_avx_vnni(acc, mr, a, lda, panel, q->KQ, offset);
         return;
     case KERNEL_AVX2:
         tile_avx2(acc, mr, a, lda, panel, q->KQ);
