@@ -35,12 +35,13 @@ static float ref_scale(const float *x, int n)
     return m / 127.0f;
 }
 
-/* x / s to nearest even, in [-127, 127]; 0 when s is 0. */
+/* x times 1 / s (in float32, as fbgemm quantises for PyTorch) to nearest
+ * even, in [-127, 127]; 0 when s is 0. */
 static int ref_q(float x, float s)
 {
     if (s == 0.0f)
         return 0;
-    const float v = nearbyintf(x / s);
+    const float v = nearbyintf(x * (1.0f / s));
     return v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v;
 }
 

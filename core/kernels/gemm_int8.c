@@ -103,16 +103,18 @@ static float max_abs(float m, float x)
     return a > m ? a : m;
 }
 
-/* x / scale rounded to nearest even, in [-127, 127] (scale > 0).  Clamped
+/* x times inv (1 / scale, in float32) rounded to nearest even, in
+ * [-127, 127]: a multiply, as fbgemm's quantisation (PyTorch's) computes
+ * it, where a divide costs ten times as much in the rows' pass.  Clamped
  * as a float first: no float-to-int conversion out of range, NaN included
  * (-127, as fmaxf(NaN, -127) and vmaxps give).  Rounded by adding and
  * taking away 1.5 x 2^23, which leaves no fraction bits for |v| <= 2^22
  * (in the default rounding mode, nearbyintf's: the same integer), inline
  * where nearbyintf is a call into libm that saves and restores the
  * floating-point environment. */
-static int quantise(float x, float scale)
+static int quantise(float x, float inv)
 {
-    float v = x / scale;
+    float v = x * inv;
     v = v > -127.0f ? v : -127.0f; /* NaN: -127 */
     v = v < 127.0f ? v : 127.0f;
     const float magic = 12582912.0f;
@@ -157,8 +159,9 @@ gemm_i8 *gemm_i8_pack(const float *const *w, const int *cut, int n, int N, int K
         const float s = scale_of(wr, K);
         int8_t *d = q->q + (size_t)(row / GEMM_NR) * (size_t)q->KQ * GEMM_NR + 4 * (row % GEMM_NR);
         int32_t sum = 0;
+        const float inv = s > 0.0f ? 1.0f / s : 0.0f;
         for (int k = 0; s > 0.0f && k < K; k++) {
-            const int v = quantise(wr[k], s);
+            const int v = quantise(wr[k], inv);
             d[(size_t)(k / 4) * 4 * GEMM_NR + k % 4] = (int8_t)v;
             sum += v;
         }
@@ -185,7 +188,7 @@ size_t gemm_i8_bytes(const gemm_i8 *q)
  *
  * Each step has a scalar form and an AVX2 one that compute the same bits:
  * the same operations on each element in the same order (the sum of |x|
- * in 8 lanes by k mod 8 in both, joined in one fixed order; max is exact
+ * in 16 lanes by k mod 16 in both, joined in one fixed order; max is exact
  * in any order), chosen with the kernel (row_vector). */
 
 /* Adds column k (|x| above the limit) to o: the GEMM_I8_MAX_OUTLIERS
@@ -222,12 +225,14 @@ static void outliers_sort(row_outliers *o)
         }
 }
 
-/* The outlier limit from the 8 lanes of sum |x| (lane j: k = j mod 8, in
+/* The outlier limit from the 16 lanes of sum |x| (lane j: k = j mod 16, in
  * order of k): GEMM_I8_OUTLIER_RATIO x the mean. */
 static double outlier_limit(const double *lane, int K)
 {
-    const double sum =
-        ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    double l[8];
+    for (int j = 0; j < 8; j++)
+        l[j] = lane[j] + lane[j + 8];
+    const double sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
     return GEMM_I8_OUTLIER_RATIO * (sum / K);
 }
 
@@ -251,10 +256,10 @@ static void quantise_row_scalar(char *rec, a_format fmt, const float *x, int K, 
 {
     row_head *h = (row_head *)rec;
     row_outliers *o = &h->o;
-    double lane[8] = {0};
+    double lane[16] = {0};
     float all = 0.0f;
     for (int k = 0; k < K; k++) {
-        lane[k % 8] += fabs((double)x[k]);
+        lane[k % 16] += fabs((double)x[k]);
         all = max_abs(all, x[k]);
     }
     const double limit = outlier_limit(lane, K);
@@ -274,10 +279,10 @@ static void quantise_row_scalar(char *rec, a_format fmt, const float *x, int K, 
             max = max_abs(max, x[k]);
         }
     }
-    const float s = max / 127.0f;
+    const float s = max / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
     char *dst = rec + HEAD_BYTES;
     for (int k = 0, i = 0; k < KQ; k++) {
-        int v = k < K && s > 0.0f ? quantise(x[k], s) : 0;
+        int v = k < K && s > 0.0f ? quantise(x[k], inv) : 0;
         if (i < o->n && o->k[i] == k) {
             v = 0;
             i++;
@@ -552,29 +557,36 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
     row_head *h = (row_head *)rec;
     row_outliers *o = &h->o;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    /* sum |x| in 8 lanes by k mod 8 (in double), max |x| of every column */
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
-    __m256 mx = _mm256_setzero_ps();
+    /* sum |x| in 16 lanes by k mod 16 (in double: four chains of adds),
+     * max |x| of every column */
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 mx = _mm256_setzero_ps(), my = mx;
     int k = 0;
-    for (; k + 8 <= K; k += 8) {
+    for (; k + 16 <= K; k += 16) {
         const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), absmask);
+        const __m256 b = _mm256_and_ps(_mm256_loadu_ps(x + k + 8), absmask);
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+        s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(b)));
+        s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)));
         mx = _mm256_max_ps(a, mx); /* a NaN: mx */
+        my = _mm256_max_ps(b, my);
     }
-    double lane[8];
+    double lane[16];
     float m8[8];
     _mm256_storeu_pd(lane, s0);
     _mm256_storeu_pd(lane + 4, s1);
-    _mm256_storeu_ps(m8, mx);
+    _mm256_storeu_pd(lane + 8, s2);
+    _mm256_storeu_pd(lane + 12, s3);
+    _mm256_storeu_ps(m8, _mm256_max_ps(mx, my));
     float all = 0.0f;
     for (int j = 0; j < 8; j++)
         all = max_abs(all, m8[j]);
-    const int K8 = k;
     for (; k < K; k++) {
-        lane[k % 8] += fabs((double)x[k]);
+        lane[k % 16] += fabs((double)x[k]);
         all = max_abs(all, x[k]);
     }
+    const int K8 = K / 8 * 8;
     const double limit = outlier_limit(lane, K);
     /* the columns above the limit, in order of k (none when the row's
      * largest is not: most rows, and then no pass) */
@@ -613,15 +625,15 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
             a = e + 1;
         }
     }
-    const float s = max / 127.0f;
+    const float s = max / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
     char *dst = rec + HEAD_BYTES;
     k = 0;
     if (s > 0.0f) { /* 16 values at a time as quantise() computes each */
-        const __m256 vs = _mm256_set1_ps(s), lo = _mm256_set1_ps(-127.0f);
+        const __m256 vs = _mm256_set1_ps(inv), lo = _mm256_set1_ps(-127.0f);
         const __m256 hi = _mm256_set1_ps(127.0f), magic = _mm256_set1_ps(12582912.0f);
         for (; k + 16 <= K; k += 16) {
-            __m256 a = _mm256_div_ps(_mm256_loadu_ps(x + k), vs);
-            __m256 b = _mm256_div_ps(_mm256_loadu_ps(x + k + 8), vs);
+            __m256 a = _mm256_mul_ps(_mm256_loadu_ps(x + k), vs);
+            __m256 b = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8), vs);
             a = _mm256_min_ps(_mm256_max_ps(a, lo), hi); /* a NaN: -127 */
             b = _mm256_min_ps(_mm256_max_ps(b, lo), hi);
             a = _mm256_sub_ps(_mm256_add_ps(a, magic), magic);
@@ -642,7 +654,7 @@ __attribute__((target("avx2"))) static void quantise_row_avx2(char *rec, a_forma
         }
     }
     for (; k < KQ; k++)
-        store_value(dst, fmt, k, k < K && s > 0.0f ? quantise(x[k], s) : 0);
+        store_value(dst, fmt, k, k < K && s > 0.0f ? quantise(x[k], inv) : 0);
     for (int i = 0; i < o->n; i++)
         store_value(dst, fmt, o->k[i], 0);
     h->scale = s;

@@ -6,9 +6,10 @@
  *     gemm_i8_free(q);
  *
  * The weights are quantised once, per output channel: scale_w[n] =
- * max_k |w[n][k]| / 127, w_q = w / scale_w rounded to nearest even, in
- * [-127, 127].  Each call quantises the activations per row the same way
- * (scale_a[m] = max_k |x[m][k]| / 127), sums x_q . w_q in int32 (exact, so
+ * max_k |w[n][k]| / 127, w_q = w x (1 / scale_w) rounded to nearest even
+ * (fbgemm's multiply, not a divide), in [-127, 127].  Each call quantises
+ * the activations per row the same way (scale_a[m] = max_k |x[m][k]| /
+ * 127), sums x_q . w_q in int32 (exact, so
  * every kernel gives the same sums) and writes scale_a[m] * scale_w[n] *
  * sum + b[n], then act: PyTorch's and ONNX Runtime's dynamic quantisation,
  * with a scale per row of the activations rather than per tensor.
