@@ -20,7 +20,9 @@
 #      core --block modernbert in bfloat16 against transformers' ModernBertModel
 #      in bfloat16 (bench/modernbert_hf.py; target: attnd faster);
 #   5. model.dtype int8: steps 2 and 3's bench_core runs in int8 (its kernel on
-#      this CPU: amx_int8 where AMX is), and CARRY_DIR/bin/attnd --dtype int8
+#      this CPU: amx_int8 where AMX is); the four Linears in PyTorch, bfloat16
+#      autocast and quantize_dynamic (oneDNN's kernels: bench/torch_bench.py
+#      linears; target: attnd's own kernels faster); CARRY_DIR/bin/attnd --dtype int8
 #      serving a BERT-base-sized directory (tools/fixtures/make_bert_dir.py)
 #      over HTTP, token ids in, against PyTorch's quantize_dynamic of the
 #      same weights on THREADS threads (bench/int8_bench.py; target: attnd
@@ -64,6 +66,8 @@ step env OPENBLAS_NUM_THREADS=1 "$PY" bench/torch_bench.py time --threads "$THRE
     --shapes 8x128 --repeat 20 --warmup 3
 step env OPENBLAS_NUM_THREADS=1 "$PY" bench/torch_bench.py time --threads "$THREADS" \
     --shapes 8x128 --repeat 20 --warmup 3 --autocast
+step env OPENBLAS_NUM_THREADS=1 "$PY" bench/torch_bench.py linears --threads "$THREADS" \
+    --repeat 20 --warmup 3
 step "$BC" core --block modernbert --batch 1 --len 8192 --attention none --threads "$THREADS" \
     --repeat 2 --warmup 1 --dtype bfloat16 --name mb_bf16
 step "$PY" bench/modernbert_hf.py --seq-len 8192 --runs 2 --threads "$THREADS" --dtype bfloat16
@@ -115,6 +119,11 @@ c=${R[core_bfloat16_median_ms]:-}
 m=${R[mb_bf16_median_ms]:-} h=${R[mb_hf_bfloat16_median_s]:-}
 [ -n "$m" ] && [ -n "$h" ] &&
     echo "  ModernBERT L=8192: transformers bf16 / attnd bf16 = $(calc "1000 * $h / $m")x ($h s / $(calc "$m / 1000") s; target > 1)"
+for dt in bf16:bfloat16 i8:int8; do
+    a=${R[torch_lin_${dt%:*}_median_ms]:-} b=${R[lin_${dt#*:}_median_ms]:-}
+    [ -n "$a" ] && [ -n "$b" ] &&
+        echo "  Linears ${dt#*:}: PyTorch (oneDNN) / attnd = $(calc "$a / $b")x ($a / $b ms; target > 1)"
+done
 for k in lin core; do
     a=${R[${k}_bfloat16_median_ms]:-} b=${R[${k}_int8_median_ms]:-}
     [ -n "$a" ] && [ -n "$b" ] &&

@@ -3,6 +3,7 @@
 
   OPENBLAS_NUM_THREADS=O torch_bench.py time --threads T [--shapes 1x128,8x128,1x512]
                                              [--repeat N] [--warmup W] [--autocast]
+  OPENBLAS_NUM_THREADS=1 torch_bench.py linears --threads T [--repeat N] [--warmup W]
   torch_bench.py export OUT.onnx [--check-dir DIR]
 
 time: the same computation as attnd's enc_forward with ENC_ATTN_HEADS -- one
@@ -21,6 +22,14 @@ Debian's torch does its GEMMs in the system OpenBLAS (pthreads), whose thread
 count torch.set_num_threads does not change: it comes from
 OPENBLAS_NUM_THREADS (default: every core), so bench/run.sh runs one process
 per (torch threads, OpenBLAS threads) pair and keeps the best.
+
+linears: the four Linears of the block alone at B=8 L=128 (1024 tokens:
+768 -> 2304, 768 -> 768, 768 -> 3072, 3072 -> 768, with bias), as
+bench_core linears times attnd's: under bfloat16 autocast (oneDNN's
+bfloat16 matmul, AMX where the CPU has it), then each Linear through
+torch.ao.quantization.quantize_dynamic (qint8, the quantized engine
+PyTorch picks: onednn or fbgemm).  RESULT keys torch_lin_bf16_* and
+torch_lin_i8_*; a step PyTorch cannot run is said and skipped.
 
 export: writes Block to ONNX (opset 14; dynamic B and L; outputs "out" (B, L,
 768) and "attn" (B, 12, L, L)), and with --check-dir one B=1 L=128 input and
@@ -125,6 +134,47 @@ def cmd_time(args):
         print(f"RESULT {key}_best_ms={best:.3f} {key}_median_ms={median:.3f}")
 
 
+def time_linears(linears, inputs, args, cast):
+    """Best and median ms of the four Linears in turn, under cast."""
+    ms = []
+    with torch.no_grad(), cast:
+        for i in range(args.warmup + args.repeat):
+            t0 = time.perf_counter()
+            for lin, x in zip(linears, inputs):
+                lin(x)
+            if i >= args.warmup:
+                ms.append((time.perf_counter() - t0) * 1e3)
+    ms.sort()
+    return ms[0], ms[len(ms) // 2]
+
+
+def cmd_linears(args):
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    shapes = [(3 * D_MODEL, D_MODEL), (D_MODEL, D_MODEL), (D_FF, D_MODEL), (D_MODEL, D_FF)]
+    linears = [nn.Linear(k, n).eval() for n, k in shapes]
+    inputs = [torch.randn(8 * 128, k) for _, k in shapes]
+    runs = [("bf16", "bfloat16 autocast", lambda: (
+        linears, torch.autocast(device_type="cpu", dtype=torch.bfloat16)))]
+    def quantised():
+        q = [torch.ao.quantization.quantize_dynamic(nn.Sequential(l), {nn.Linear},
+                                                    dtype=torch.qint8) for l in linears]
+        return q, contextlib.nullcontext()
+    runs.append(("i8", "quantize_dynamic qint8 (engine "
+                 f"{torch.backends.quantized.engine})", quantised))
+    for key, name, make in runs:
+        try:
+            mods, cast = make()
+            best, median = time_linears(mods, inputs, args, cast)
+        except Exception as e:
+            print(f"PyTorch four Linears {name}: cannot run ({type(e).__name__}: {e})")
+            continue
+        print(f"PyTorch {torch.__version__} four Linears B=8 L=128, {name}, "
+              f"torch.set_num_threads({args.threads}), best of {args.repeat}: {best:.3f} ms, "
+              f"median {median:.3f} ms")
+        print(f"RESULT torch_lin_{key}_best_ms={best:.3f} torch_lin_{key}_median_ms={median:.3f}")
+
+
 def cmd_export(args):
     block = make_block()
     x = torch.randn(1, 128, D_MODEL)
@@ -156,12 +206,18 @@ def main():
     t.add_argument("--repeat", type=int, default=20)
     t.add_argument("--warmup", type=int, default=3)
     t.add_argument("--autocast", action="store_true")
+    lp = sub.add_parser("linears")
+    lp.add_argument("--threads", type=int, required=True)
+    lp.add_argument("--repeat", type=int, default=20)
+    lp.add_argument("--warmup", type=int, default=3)
     e = sub.add_parser("export")
     e.add_argument("out")
     e.add_argument("--check-dir")
     args = p.parse_args()
     if args.cmd == "time":
         cmd_time(args)
+    elif args.cmd == "linears":
+        cmd_linears(args)
     else:
         cmd_export(args)
 
