@@ -269,11 +269,7 @@ START_TEST(test_graceful_shutdown)
      * in flight. */
     long in_flight = 0;
     for (int i = 0; i < 1000 && in_flight < 5; i++) {
-        http_resp r;
-        ck_assert_int_eq(http_do(dp.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
-        const char *at = strstr(r.body, "\nattnd_requests_in_flight ");
-        in_flight = at ? strtol(at + strlen("\nattnd_requests_in_flight "), NULL, 10) : 0;
-        http_resp_free(&r);
+        in_flight = http_metric(dp.port, "attnd_requests_in_flight");
         if (in_flight < 5)
             usleep(10000);
     }
@@ -514,18 +510,6 @@ START_TEST(test_platform_reported)
 }
 END_TEST
 
-/* attnd_queue_depth from /metrics, or -1. */
-static long queue_depth(int port)
-{
-    http_resp r;
-    if (http_do(port, "GET", "/metrics", NULL, 0, NULL, &r) != 0)
-        return -1;
-    const char *at = strstr(r.body, "\nattnd_queue_depth ");
-    const long d = at ? strtol(at + strlen("\nattnd_queue_depth "), NULL, 10) : -1;
-    http_resp_free(&r);
-    return d;
-}
-
 START_TEST(test_queue_full_429)
 {
     /* A queue of one, held full: the batch delay keeps the first request
@@ -543,7 +527,7 @@ START_TEST(test_queue_full_429)
     pthread_create(&tid, NULL, send_slow, &first);
     long depth = 0;
     for (int i = 0; i < 1000 && depth != 1; i++) {
-        depth = queue_depth(dp.port);
+        depth = http_metric(dp.port, "attnd_queue_depth");
         if (depth != 1)
             usleep(2000);
     }
@@ -558,7 +542,7 @@ START_TEST(test_queue_full_429)
     pthread_join(tid, NULL);
     ck_assert_int_eq(first.status, 200);
     /* Room again once the first has run. */
-    ck_assert_int_eq(queue_depth(dp.port), 0);
+    ck_assert_int_eq(http_metric(dp.port, "attnd_queue_depth"), 0);
     ck_assert_int_eq(http_post_json(dp.port, "/v1/encode", body, &r), 0);
     ck_assert_int_eq(r.status, 200);
     http_resp_free(&r);

@@ -83,6 +83,11 @@ struct json_t; /* jansson's */
 /* r's body parsed as JSON (owned), or the test fails. */
 struct json_t *http_json_body(const http_resp *r);
 
+/* The value of metric name (an attnd_* sample without labels) in GET
+ * /metrics on port; the test fails when there is no answer or no such
+ * sample. */
+long http_metric(int port, const char *name);
+
 /* The error body of the API's contract: r's status, its error's type, and a
  * message containing want; else the test fails. */
 void http_assert_error(const http_resp *r, long status, const char *type, const char *want);

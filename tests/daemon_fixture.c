@@ -1,10 +1,12 @@
 /* daemon_fixture.c - the daemon suites' one fixture and their checks of a
- * response's JSON (daemon.h): kept out of daemon.c, which the load client
+ * response (its JSON, a metric; daemon.h): kept out of daemon.c, which the load client
  * (tests/load) links without Check. */
 #include "daemon.h"
 
 #include <check.h>
 #include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 daemon_proc dp;
@@ -26,6 +28,19 @@ json_t *http_json_body(const http_resp *r)
     json_t *j = json_loads(r->body, 0, &e);
     ck_assert_msg(j != NULL, "response is not JSON (%s): %.300s", e.text, r->body);
     return j;
+}
+
+long http_metric(int port, const char *name)
+{
+    http_resp r;
+    ck_assert_int_eq(http_do(port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *at = strstr(r.body, key);
+    ck_assert_msg(at != NULL, "/metrics has no %s", name);
+    const long v = strtol(at + strlen(key), NULL, 10);
+    http_resp_free(&r);
+    return v;
 }
 
 void http_assert_error(const http_resp *r, long status, const char *type, const char *want)
