@@ -46,6 +46,9 @@
  *          ones on OpenBLAS over widened panels
  *          --int8-kernel NAME: int8 on that kernel or a slower one (the
  *          fastest this CPU has by default: gemm_int8_kernel())
+ *          --amx on|off (on): off runs what a CPU with AVX512_VNNI and
+ *          AVX512_BF16 but without AMX runs (int8 on avx512_vnni, bfloat16
+ *          on avx512_bf16)
  *
  * Each mode prints one human-readable line, then one "RESULT key=value ..."
  * line for bench/run.sh.  Timings are wall-clock (CLOCK_MONOTONIC) around each
@@ -99,7 +102,7 @@ static void usage(void)
           "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
           "                       [--dtype float32|bfloat16|bfloat16-wide|int8]\n"
           "       (core, linears: [--int8-kernel "
-          "portable|avx2|avx_vnni|avx512_vnni|amx_int8])\n",
+          "portable|avx2|avx_vnni|avx512_vnni|amx_int8] [--amx on|off])\n",
           stderr);
     exit(2);
 }
@@ -214,6 +217,15 @@ static options parse_args(int argc, char **argv)
             if (!gemm_int8_limit(v)) {
                 fprintf(stderr, "bench_core: --int8-kernel '%s': not on this CPU\n", v);
                 exit(2);
+            }
+        } else if (!strcmp(f, "--amx")) {
+            if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+                fprintf(stderr, "bench_core: --amx on or off\n");
+                exit(2);
+            }
+            if (!strcmp(v, "off")) {
+                gemm_bf16_use_amx(false);
+                (void)gemm_int8_limit("avx512_vnni"); /* false: slower already */
             }
         } else if (!strcmp(f, "--kernels")) {
             if (strcmp(v, "avx512") != 0 && strcmp(v, "openblas") != 0) {

@@ -187,6 +187,13 @@ row "int8 Linears >= 1.8x bfloat16, B=8 L=128" "$m" "$r" ">=" 1.8 "${WHY[int8]:-
 r=${R[i8_core_bfloat16_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (bfloat16 / int8 medians)"
 row "int8 forward B=8 L=128 heads >= 1.4x bfloat16" "$m" "$r" ">=" 1.4 "${WHY[int8]:-}"
+# on a CPU with AMX, also the kernels of the AVX512_VNNI hosts without it
+for k in linnoamx:1.8:"int8 Linears" corenoamx:1.4:"int8 forward"; do
+    IFS=: read -r key min what <<<"$k"
+    r=${R[i8_${key}_bfloat16_ratio]:-}
+    [ -n "$r" ] && row "$what >= ${min}x bfloat16, without AMX" \
+        "$(fmt "$r" 2)x (avx512_bf16 / avx512_vnni)" "$r" ">=" "$min" ""
+done
 r=${R[i8_http_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (quantize_dynamic / attnd int8)"
 row "int8 HTTP ids >= 2x PyTorch quantize_dynamic" "$m" "$r" ">=" 2 "${WHY[int8_http]:-${WHY[int8]:-}}"

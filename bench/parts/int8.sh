@@ -27,32 +27,43 @@ fi
 # INT8_ROUNDS interleaved rounds of 3 requests against 3 forwards of
 # PyTorch's quantize_dynamic (torch.set_num_threads BENCH_THREADS,
 # OPENBLAS_NUM_THREADS 1: its faster setting, and no threads beyond
-# BENCH_THREADS), the medians' ratio PyTorch / attnd.
+# BENCH_THREADS), the medians' ratio PyTorch / attnd.  On a CPU with AMX
+# each round also runs the Linears and the block with --amx off (int8 on
+# avx512_vnni, bfloat16 on avx512_bf16): the kernels of an AVX512_VNNI host
+# without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.
 section "int8: model.dtype int8 against bfloat16 and float32"
 if skipped int8; then
     WHY[int8]="BENCH_SKIP"
     echo "skipped (BENCH_SKIP)"
 else
     echo "other processes use $(busy_pct)% of the CPUs now (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    # the parts a round runs: "lin core", and on AMX also "linnoamx corenoamx"
+    parts="lin core" ratios="lin:bfloat16 lin:float32 core:bfloat16"
+    if grep -qw amx_int8 /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo &&
+        grep -qw avx512_bf16 /proc/cpuinfo; then
+        parts="$parts linnoamx corenoamx"
+        ratios="$ratios linnoamx:bfloat16 corenoamx:bfloat16"
+    fi
     for r in $(seq "$INT8_ROUNDS"); do
-        for dt in int8 bfloat16 float32; do
-            run_step 300 "$BB"/bench_core linears --batch 8 --len 128 --threads "$THREADS" \
-                --repeat "$REPEAT" --warmup "$WARMUP" --dtype "$dt" --name "i8_lin_${dt}_$r" ||
-                { FAILED=1; WHY[int8]="bench_core linears --dtype $dt failed: $(step_reason)"; }
+        for part in $parts; do
+            mode=linears dts="int8 bfloat16 float32" flags=()
+            case $part in
+            core*) mode=core dts="int8 bfloat16" && read -ra flags <<<"$MODEL_FLAGS" ;;&
+            *noamx) dts="int8 bfloat16" flags+=(--amx off) ;;
+            esac
+            for dt in $dts; do
+                run_step 300 "$BB"/bench_core "$mode" --batch 8 --len 128 --threads "$THREADS" \
+                    --repeat "$REPEAT" --warmup "$WARMUP" "${flags[@]}" --dtype "$dt" \
+                    --name "i8_${part}_${dt}_$r" ||
+                    { FAILED=1; WHY[int8]="bench_core $mode --dtype $dt ${flags[*]} failed: $(step_reason)"; }
+            done
         done
-        for dt in int8 bfloat16; do
-            # shellcheck disable=SC2086 # flag lists split
-            run_step 300 "$BB"/bench_core core --batch 8 --len 128 --threads "$THREADS" \
-                --repeat "$REPEAT" --warmup "$WARMUP" $MODEL_FLAGS --dtype "$dt" \
-                --name "i8_core_${dt}_$r" ||
-                { FAILED=1; WHY[int8]="bench_core core --dtype $dt failed: $(step_reason)"; }
-        done
-        for k in lin:bfloat16 lin:float32 core:bfloat16; do
+        for k in $ratios; do
             a=${R[i8_${k%:*}_${k#*:}_${r}_median_ms]:-} b=${R[i8_${k%:*}_int8_${r}_median_ms]:-}
             [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_${k%:*}_${k#*:}"
         done
     done
-    for k in lin_bfloat16 lin_float32 core_bfloat16; do
+    for k in ${ratios//:/_}; do
         if [ -s "$BB/i8_$k" ]; then
             R[i8_${k}_ratio]=$(median "$BB/i8_$k")
             for dt in int8 bfloat16 float32; do
