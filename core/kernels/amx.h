@@ -35,10 +35,12 @@ void amx_release(void);
  * steps times DP (_tile_dpbusd or _tile_dpbf16ps) of 16 rows of a (tile 4;
  * and the next 16, tile 5, when two; lda bytes apart) against a panel's
  * two halves of 16 columns (tiles 6, 7: 64 bytes apart, rows ldb bytes
- * apart), a and b moving on astep and bstep bytes a step; then the sums
- * into out (tiles 0, 1 side by side, 2, 3 under them; rows ldo bytes
- * apart).  In a function compiled for AMX. */
-#define AMX_PANEL_STEPS(DP, init, two, a, lda, astep, b, ldb, bstep, steps, out, ldo)              \
+ * apart), a and b moving on astep and bstep bytes a step, each(s) after
+ * step s's products (AMX_EACH_NONE: nothing; other work there runs while
+ * the tiles compute); then the sums into out (tiles 0, 1 side by side, 2,
+ * 3 under them; rows ldo bytes apart).  In a function compiled for AMX. */
+#define AMX_EACH_NONE(s) ((void)(s))
+#define AMX_PANEL_STEPS(DP, init, two, a, lda, astep, b, ldb, bstep, steps, each, out, ldo)        \
     do {                                                                                           \
         const char *a_ = (const char *)(a), *b_ = (const char *)(b);                               \
         char *o_ = (char *)(out);                                                                  \
@@ -65,6 +67,7 @@ void amx_release(void);
                 DP(2, 5, 6);                                                                       \
                 DP(3, 5, 7);                                                                       \
             }                                                                                      \
+            each(s_);                                                                              \
         }                                                                                          \
         _tile_stored(0, o_, (long)(ldo));                                                          \
         _tile_stored(1, o_ + 64, (long)(ldo));                                                     \

@@ -634,7 +634,7 @@ kernel_rows_amx(int mr, const uint32_t *a, size_t lda, const uint32_t *b, int kq
     float sums[32 * GEMM_NR] __attribute__((aligned(64)));
     if (full)
         AMX_PANEL_STEPS(_tile_dpbf16ps, NULL, full == 2, a, sa, 16 * sizeof *a, b, sb, 16 * sb,
-                        kq / 16, sums, GEMM_NR * sizeof *sums);
+                        kq / 16, AMX_EACH_NONE, sums, GEMM_NR * sizeof *sums);
     const bool edge = m1 != 0xFFFF;
     for (int r0 = 0; r0 < 16 * full; r0 += 8) { /* store_tile 8 rows at a time */
         __m512 acc[GEMM_MR][2];

@@ -528,23 +528,45 @@ __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, 
         }
 }
 
+/* A tile's sums waiting for their epilogue (finish_rows): rows [done, mr)
+ * of c are still to be written from acc. */
+typedef struct {
+    float *c; /* the tile's first row and column of out, rows ldc apart */
+    size_t ldc;
+    const int32_t *acc; /* (mr, NR) */
+    int mr, nn, done;
+    const char *recs; /* the tile's first row's record, rows stride apart */
+    size_t stride;
+    const float *scale_w, *b; /* at the tile's first column; b may be NULL */
+    const int8_t *panel;
+    const enc_activation *act; /* NULL: none */
+    bool vec;                  /* the epilogue in AVX2 (row_vector) */
+} pending_tile;
+
+static void finish_rows(pending_tile *t, int upto);
+
 /* tile_vnni on AMX-INT8, mr <= TILE_M rows, the tiles configured
  * (amx_configure: tiles 0-3 the sums, 4-5 the rows, 6-7 the panel's
  * halves): each 16 rows of a against the panel's two halves by
  * tdpbusd (16 x 16 sums of 64 u8 x s8 products a step, KQ a multiple of
  * 64), two blocks of rows at once so each panel tile loaded serves both;
  * the last rows short of 16 on tile_vnni.  The sums start from the
- * columns' offsets, which correct them for the + 128 as tile_vnni's. */
+ * columns' offsets, which correct them for the + 128 as tile_vnni's.
+ * prev (or NULL), the tile before, is finished a slice of rows after each
+ * step: its epilogue runs on the vector units while the tiles compute. */
 __attribute__((target("avx512f,avx512vnni,amx-tile,amx-int8"))) static void
 tile_amx(int32_t *acc, int mr, const void *a, size_t lda, const int8_t *panel, int KQ,
-         const int32_t *offset)
+         const int32_t *offset, pending_tile *prev)
 {
     const char *x = a;
     const size_t ldw = 4 * GEMM_NR; /* bytes: a panel's quad */
-    const int full = mr / 16;
+    const int full = mr / 16, steps = KQ / 64, rows = prev ? prev->mr : 0;
+#define FINISH_SLICE(s) finish_rows(prev, ((s) + 1) * rows / steps)
     if (full)
-        AMX_PANEL_STEPS(_tile_dpbusd, offset, full == 2, x, lda, 64, panel, ldw, 16 * ldw, KQ / 64,
-                        acc, GEMM_NR * sizeof *acc);
+        AMX_PANEL_STEPS(_tile_dpbusd, offset, full == 2, x, lda, 64, panel, ldw, 16 * ldw, steps,
+                        FINISH_SLICE, acc, GEMM_NR * sizeof *acc);
+#undef FINISH_SLICE
+    finish_rows(prev, rows);
     for (int r = 16 * full; r < mr; r += VNNI_MR)
         tile_vnni(acc + (size_t)r * GEMM_NR, mr - r < VNNI_MR ? mr - r : VNNI_MR,
                   x + (size_t)r * lda, lda, panel, KQ, offset);
@@ -774,16 +796,17 @@ static int tile_rows(i8_kernel kern)
 }
 
 /* acc (mr, NR) = the mr rows' values at a (lda bytes apart) . panel p of
- * q, in int32 on kernel kern. */
+ * q, in int32 on kernel kern; prev, the tile before, may be finished
+ * meanwhile (AMX's) or not. */
 static void run_tile(i8_kernel kern, int32_t *acc, int mr, const char *a, size_t lda,
-                     const gemm_i8 *q, int p)
+                     const gemm_i8 *q, int p, pending_tile *prev)
 {
     const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
 #if defined(__x86_64__) && defined(__GNUC__)
     const int32_t *offset = q->offset + (size_t)p * GEMM_NR;
     switch (kern) {
     case KERNEL_AMX:
-        tile_amx(acc, mr, a, lda, panel, q->KQ, offset);
+        tile_amx(acc, mr, a, lda, panel, q->KQ, offset, prev);
         return;
     case KERNEL_VNNI:
         tile_vnni(acc, mr, a, lda, panel, q->KQ, offset);
@@ -799,12 +822,35 @@ static void run_tile(i8_kernel kern, int32_t *acc, int mr, const char *a, size_t
     }
 #endif
     (void)kern;
+    (void)prev;
     tile_portable(acc, mr, a, lda, panel, q->KQ);
+}
+
+/* Rows [t->done, upto) of tile t through the epilogue, then act; NULL t:
+ * nothing. */
+static void finish_rows(pending_tile *t, int upto)
+{
+    if (!t || upto <= t->done)
+        return;
+    const int lo = t->done, n = upto - lo;
+    float *c = t->c + (size_t)lo * t->ldc;
+    const int32_t *acc = t->acc + (size_t)lo * GEMM_NR;
+    const char *r = t->recs + (size_t)lo * t->stride;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t->vec)
+        epilogue_avx2(c, t->ldc, acc, n, t->nn, r, t->stride, t->scale_w, t->b, t->panel);
+    else
+#endif
+        epilogue_scalar(c, t->ldc, acc, n, 0, t->nn, r, t->stride, t->scale_w, t->b, t->panel);
+    if (t->act)
+        ops_bias_act_cols(c, (int)t->ldc, NULL, n, 0, t->nn, t->act);
+    t->done = upto;
 }
 
 /* out (M rows ldc apart), panels [p0, p1) = the rows' records (stride
  * bytes apart, every one for the same kernel) . the panels, then act.
- * acc: TILE_M x NR int32. */
+ * acc: 2 x TILE_M x NR int32, the sums of a tile and of the one before,
+ * whose epilogue waits until the next tile's products (run_tile). */
 static void run_panels(float *out, int ldc, const char *recs, size_t stride, const gemm_i8 *q,
                        const float *b, int M, int p0, int p1, const enc_activation *act,
                        int32_t *acc)
@@ -818,28 +864,32 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
      * before the next: the block stays in L2 while the panels go by */
     int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
     block = block < tile ? tile : block;
-    for (int m0 = 0; m0 < M; m0 += block)
+    pending_tile prev = {0};
+    for (int m0 = 0, k = 0; m0 < M; m0 += block)
         for (int p = p0; p < p1; p++) {
             const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
-            const int8_t *panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR;
             const int m1 = M - m0 < block ? M : m0 + block;
-            for (int i = m0; i < m1; i += tile) {
+            for (int i = m0; i < m1; i += tile, k ^= 1) {
                 const int mr = m1 - i < tile ? m1 - i : tile;
                 const char *r = recs + (size_t)i * stride;
-                float *c = out + (size_t)i * (size_t)ldc + n0;
-                run_tile(kern, acc, mr, r + HEAD_BYTES, stride, q, p);
-#if defined(__x86_64__) && defined(__GNUC__)
-                if (row_vector(kern))
-                    epilogue_avx2(c, (size_t)ldc, acc, mr, nn, r, stride, q->scale + n0,
-                                  b ? b + n0 : NULL, panel);
-                else
-#endif
-                    epilogue_scalar(c, (size_t)ldc, acc, mr, 0, nn, r, stride, q->scale + n0,
-                                    b ? b + n0 : NULL, panel);
-                if (act)
-                    ops_bias_act_cols(c, ldc, NULL, mr, 0, nn, act);
+                int32_t *sums = acc + (size_t)k * TILE_M * GEMM_NR;
+                run_tile(kern, sums, mr, r + HEAD_BYTES, stride, q, p, &prev);
+                finish_rows(&prev, prev.mr);
+                prev = (pending_tile){.c = out + (size_t)i * (size_t)ldc + n0,
+                                      .ldc = (size_t)ldc,
+                                      .acc = sums,
+                                      .mr = mr,
+                                      .nn = nn,
+                                      .recs = r,
+                                      .stride = stride,
+                                      .scale_w = q->scale + n0,
+                                      .b = b ? b + n0 : NULL,
+                                      .panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR,
+                                      .act = act,
+                                      .vec = row_vector(kern)};
             }
         }
+    finish_rows(&prev, prev.mr);
     if (kern == KERNEL_AMX)
         amx_release();
 }
@@ -848,9 +898,9 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
                   int M, int p0, int p1, const enc_activation *act, void *scratch)
 {
     const i8_kernel kern = current_kernel();
-    /* scratch: the tile's sums, then a chunk of rows' records */
+    /* scratch: two tiles' sums, then a chunk of rows' records */
     const size_t stride = record_bytes(format_of(kern), q->KQ);
-    const size_t head = TILE_M * GEMM_NR * sizeof(int32_t);
+    const size_t head = 2 * TILE_M * GEMM_NR * sizeof(int32_t);
     int chunk = (int)((GEMM_SCRATCH_BYTES - head) / stride);
     chunk = chunk > M ? M : chunk;
     char *recs = (char *)scratch + head;
