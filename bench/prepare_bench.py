@@ -4,6 +4,7 @@
     /usr/bin/python3 bench/prepare_bench.py --port P [--requests 1000] [--big-clients 4]
                                             [--big-bytes 1000000] [--min-big 10]
                                             [--big-batch N] [--tag T]
+    /usr/bin/python3 bench/prepare_bench.py --port P --beside-busy N [--big-bytes B] [--tag T]
 
 attnd on 127.0.0.1:P serves a model with a tokenizer and cuts long texts
 (--auto-truncate), so a 1 MB text is tokenized whole, cut to the token
@@ -15,7 +16,10 @@ least --min-big of those were answered during the phase (so that the
 small requests meet the long texts' forwards, not only their
 tokenization).  With --big-batch N, the big clients post N texts of 120
 words each instead (a long forward's worth of tokens, little to
-tokenize).  Every
+tokenize).  With --beside-busy N, instead: three --big-bytes texts posted
+one at a time alone, then beside N busy processes (a tokenizer's share of
+a full host; RESULT T_big_alone_s T_big_busy_s, the middle of the three).
+Every
 answer must be a 200 with one embedding.  Prints p50 and p99 of the small
 requests' wall times in both phases, the p99s of their time in the
 daemon's queue and forward (X-Queue-Ms, X-Compute-Ms), the ratio of the wall
@@ -30,6 +34,8 @@ Python's standard library only.
 import argparse
 import http.client
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -85,6 +91,30 @@ def big_text(nbytes, seed):
     return " ".join(out)[:nbytes]
 
 
+def beside_busy(a):
+    """--beside-busy N: three --big-bytes texts posted one after another,
+    alone, then beside N busy processes (each a Python loop at nice 0)."""
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=600)
+    body = json.dumps({"input": big_text(a.big_bytes, 0)})
+    quiet = [post(conn, body) / 1e3 for _ in range(3)]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(a.beside_busy)]
+    try:
+        time.sleep(0.5)
+        busy = [post(conn, body) / 1e3 for _ in range(3)]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    conn.close()
+    t = a.tag
+    print("one %d-byte text at a time: %s s alone, %s s beside %d busy processes"
+          % (a.big_bytes, " ".join("%.2f" % x for x in quiet), " ".join("%.2f" % x for x in busy),
+             a.beside_busy))
+    print("RESULT %s_big_alone_s=%.3f %s_big_busy_s=%.3f"
+          % (t, sorted(quiet)[1], t, sorted(busy)[1]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -94,7 +124,11 @@ def main():
     ap.add_argument("--min-big", type=int, default=10)
     ap.add_argument("--big-batch", type=int, default=0)
     ap.add_argument("--tag", default="prep")
+    ap.add_argument("--beside-busy", type=int, default=0)
     a = ap.parse_args()
+    if a.beside_busy:
+        beside_busy(a)
+        return
 
     alone_srv, busy_srv = [], []
     alone = small_run(a.port, a.requests, alone_srv)

@@ -231,6 +231,8 @@ echo
 echo "not targets, for reference:"
 [ -n "${R[prep_idle_p99_ratio]:-}" ] &&
     echo "  small requests' p99 beside 1 MB texts with --tokenize-idle: $(fmt "${R[prep_idle_p99_ratio]}" 2)x alone (${R[prep_idle_busy_p99_ms]} / ${R[prep_idle_alone_p99_ms]} ms)"
+[ -n "${R[starve_big_busy_s]:-}" ] &&
+    echo "  a 1 MB text beside $(nproc) busy processes: ${R[starve_big_busy_s]} s (alone ${R[starve_big_alone_s]} s)"
 [ -n "${R[lane_p99_ratio]:-}" ] && [ -n "${R[lane_off_p99_ratio]:-}" ] &&
     echo "  small requests' p99 beside batches of 16 texts: $(fmt "${R[lane_p99_ratio]}" 2)x alone run between their phases (compute.short_tokens), $(fmt "${R[lane_off_p99_ratio]}" 2)x in arrival order (${R[lane_busy_p99_ms]} / ${R[lane_off_busy_p99_ms]} ms)"
 [ -n "${R[bf_blas_ratio]:-}" ] &&

@@ -137,6 +137,47 @@ START_TEST(test_pool_workers_run_all)
 }
 END_TEST
 
+/* Runs on a worker until it has had 100 ms of CPU. */
+static void spin_100ms(prepare_job *job, void *arg)
+{
+    (void)job;
+    (void)arg;
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + 0.1;
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    while ((double)t.tv_sec + t.tv_nsec * 1e-9 < until);
+}
+
+/* A worker at nice 10 gives its CPU up during a job (a timer's signal
+ * every 100 us); at SCHED_IDLE it has no need to. */
+START_TEST(test_pool_yields)
+{
+    for (int idle = 0; idle < 2; idle++) {
+        prepare_job job = {.run = spin_100ms};
+        prepare *p = prepare_new(1, idle);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(prepare_submit(p, &job), 0);
+        prepare_stop(p);
+        const long yields = prepare_yields(p);
+        prepare_free(p);
+        EXPECT((yields > 0) == !idle, "idle %d: %ld yields", idle, yields);
+    }
+}
+END_TEST
+
+/* A worker that had under 5% of a CPU in its last window gives nothing
+ * up in the next (worked examples). */
+START_TEST(test_pool_starved)
+{
+    ck_assert(prepare_starved(4000000, 100000000));  /* 4 ms of 100 */
+    ck_assert(!prepare_starved(6000000, 100000000)); /* 6 ms of 100 */
+    ck_assert(!prepare_starved(20000000, 20000000)); /* the whole window */
+    ck_assert(prepare_starved(0, 20000000));
+}
+END_TEST
+
 /* ---- the daemon ---------------------------------------------------------- */
 
 /* One HTTP thread, one prepare worker, texts cut to 16 tokens. */
@@ -422,6 +463,8 @@ Suite *prepare_suite(void)
     tcase_add_test(unit, test_pool_order_and_stop);
     tcase_add_test(unit, test_pool_workers_run_all);
     tcase_add_test(unit, test_pool_priority);
+    tcase_add_test(unit, test_pool_yields);
+    tcase_add_test(unit, test_pool_starved);
     TCase *tc = timed_case(s, "daemon", 60);
     tcase_add_test(tc, test_small_beside_big);
     tcase_add_test(tc, test_tokenize_big);

@@ -11,7 +11,9 @@
 #         compute.short_tokens);
 #   lane_off: the same with --short-tokens 0 (arrival order), 100 small
 #         requests (each waits for a whole long forward).
-# The ratio of the p99s each time.  The bodies fit server.max_body_bytes'
+# The ratio of the p99s each time.  Then starve: a 1 MB text's time alone
+# and beside as many busy processes as CPUs (the tokenizer gives way to
+# them, but keeps a share).  The bodies fit server.max_body_bytes'
 # default (64 MiB).  Sourced by bench/run.sh, or run alone:
 # bash bench/parts/bigtext.sh.
 # shellcheck disable=SC2034 # R and WHY are read by bench/summary.sh
@@ -48,6 +50,7 @@ else
     bigtext_run --tokenize-idle -- --requests "$BIGTEXT_REQUESTS" --tag prep_idle
     bigtext_run -- --requests "$BIGTEXT_REQUESTS" --big-batch 16 --tag lane
     bigtext_run --short-tokens 0 -- --requests 100 --min-big 0 --big-batch 16 --tag lane_off
+    bigtext_run -- --beside-busy "$(nproc)" --tag starve
 fi
 
 bench_part_done

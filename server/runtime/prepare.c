@@ -2,29 +2,46 @@
  * lock, drained by a fixed set of threads. */
 #include "runtime/prepare.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The workers' nice value: a long text's tokenization leaves the CPU to
  * the forwards and the HTTP threads (nice 0) when they wake, and is slowed,
  * not starved, on a host whose CPUs are full: it gets about a tenth of a
  * core beside each busy thread (at nice 19, a fiftieth: beside two busy
- * processes on 2 CPUs a 1 MB text then took over 40 s).  With fewer cores
- * than threads, a forward still loses time to a tokenizer: small requests'
- * p99 beside 1 MB texts was 2.3-2.4x theirs alone at nice 10 on 2 CPUs,
- * 1.3-1.9x at nice 19 (docs/performance.md, bigtext).  At SCHED_IDLE
- * (prepare_new's idle) 0.7-1.6x: a tokenizer gives a CPU up at once to any
- * other thread, but then also to any busy process beside attnd, for as long
- * as it is busy. */
+ * processes on 2 CPUs a 1 MB text then took over 40 s).  At SCHED_IDLE
+ * (prepare_new's idle) a tokenizer gives a CPU up at once to any other
+ * thread, but then also to any busy process beside attnd, for as long as
+ * it is busy. */
 #define PREPARE_NICE 10
 
+/* With fewer cores than threads a woken thread can wait for a tick (4 ms
+ * at HZ 250) behind a tokenizer at nice 10 before the scheduler takes the
+ * CPU back.  So a worker at nice 10 gives its CPU up every
+ * PREPARE_YIELD_US of a job (sched_yield, from a timer's signal): a woken
+ * HTTP or forward thread waits that long at most (docs/performance.md,
+ * bigtext), and with no thread waiting the yield returns at once.  Each
+ * yield moves the worker behind every thread waiting, busy processes
+ * beside attnd too: a worker that had under PREPARE_STARVED of a CPU over
+ * the last PREPARE_WINDOW_NS gives nothing up in the next one, so it keeps
+ * about its share at nice 10. */
+#define PREPARE_YIELD_US  100
+#define PREPARE_WINDOW_NS 20000000LL
+#define PREPARE_STARVED   0.05
+#define PREPARE_SIGNAL    (SIGRTMIN + 1)
+
 struct prepare {
-    bool idle; /* prepare_new's */
+    bool idle;          /* prepare_new's */
+    atomic_long yields; /* prepare_yields */
     pthread_mutex_t lock;
     pthread_cond_t wake;      /* a job arrived, or stopping */
     prepare_job *head, *tail; /* the queue */
@@ -33,14 +50,87 @@ struct prepare {
     pthread_t threads[];
 };
 
+bool prepare_starved(long long cpu_ns, long long wall_ns)
+{
+    return (double)cpu_ns < PREPARE_STARVED * (double)wall_ns;
+}
+
+/* A worker's own state for its timer's signal (yield_tick). */
+typedef struct {
+    prepare *p;                        /* NULL: no job running, nothing to give up */
+    long long window_wall, window_cpu; /* where the window began */
+    bool starved;                      /* in the last window: give nothing up in this one */
+} yield_state;
+
+static _Thread_local yield_state ys;
+
+static long long now_ns(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The timer's signal, on the worker running a job: sched_yield unless the
+ * worker was starved in the last window.  Atomics and clock_gettime only:
+ * async-signal-safe. */
+static void yield_tick(int sig)
+{
+    (void)sig;
+    const int saved = errno;
+    prepare *p = ys.p;
+    if (p) {
+        const long long wall = now_ns(CLOCK_MONOTONIC);
+        if (wall - ys.window_wall >= PREPARE_WINDOW_NS) {
+            const long long cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            ys.starved = prepare_starved(cpu - ys.window_cpu, wall - ys.window_wall);
+            ys.window_wall = wall;
+            ys.window_cpu = cpu;
+        }
+        if (!ys.starved) {
+            atomic_fetch_add_explicit(&p->yields, 1, memory_order_relaxed);
+            sched_yield();
+        }
+    }
+    errno = saved;
+}
+
+/* This worker's timer, PREPARE_SIGNAL to this thread; false when none can
+ * be made (the worker then never gives way). */
+static bool yield_timer(timer_t *timer)
+{
+    struct sigevent ev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = PREPARE_SIGNAL};
+    ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    return timer_create(CLOCK_MONOTONIC, &ev, timer) == 0;
+}
+
+/* Arms (on) or stops the timer around a job. */
+static void yield_arm(prepare *p, timer_t timer, bool on)
+{
+    const long ns = on ? PREPARE_YIELD_US * 1000L : 0;
+    const struct itimerspec t = {{0, ns}, {0, ns}};
+    if (on) {
+        ys.window_wall = now_ns(CLOCK_MONOTONIC);
+        ys.window_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        ys.starved = false;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    ys.p = on ? p : NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+    timer_settime(timer, 0, &t, NULL);
+}
+
 static void *worker_main(void *arg)
 {
     prepare *p = arg;
     /* Linux's policies and nice are per thread; failing, the worker runs at
      * nice PREPARE_NICE, or the default. */
     const struct sched_param none = {0};
-    if (!p->idle || pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) != 0)
+    const bool idle = p->idle && pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0;
+    if (!idle)
         (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PREPARE_NICE);
+    timer_t timer;
+    const bool yields = !idle && yield_timer(&timer);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->head && !p->stopping)
@@ -52,10 +142,16 @@ static void *worker_main(void *arg)
         if (!p->head)
             p->tail = NULL;
         pthread_mutex_unlock(&p->lock);
+        if (yields)
+            yield_arm(p, timer, true);
         job->run(job, job->arg); /* job may be gone once run returns */
+        if (yields)
+            yield_arm(p, timer, false);
         pthread_mutex_lock(&p->lock);
     }
     pthread_mutex_unlock(&p->lock);
+    if (yields)
+        timer_delete(timer);
     return NULL;
 }
 
@@ -67,6 +163,10 @@ prepare *prepare_new(int workers, bool idle)
     if (!p)
         return NULL;
     p->idle = idle;
+    /* the handler is the process's; only the workers' timers raise it */
+    struct sigaction sa = {.sa_handler = yield_tick, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(PREPARE_SIGNAL, &sa, NULL);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     for (int i = 0; i < workers; i++) {
@@ -121,4 +221,9 @@ void prepare_free(prepare *p)
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
     free(p);
+}
+
+long prepare_yields(prepare *p)
+{
+    return p ? atomic_load(&p->yields) : 0;
 }

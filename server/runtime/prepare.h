@@ -24,8 +24,10 @@ typedef struct prepare_job {
 } prepare_job;
 
 /* Starts workers (1..64) threads at nice 10, or with idle at SCHED_IDLE.
- * Returns an owned pool, or NULL (workers < 1, or out of memory / threads:
- * fewer started are joined again). */
+ * At nice 10 a worker gives its CPU up to any thread waiting for it every
+ * PREPARE_YIELD_US of a job, unless it was starved of CPU just before
+ * (prepare.c).  Returns an owned pool, or NULL (workers < 1, or out of
+ * memory / threads: fewer started are joined again). */
 prepare *prepare_new(int workers, bool idle);
 
 /* Queues job.  Returns 0, or -1 when p is NULL or stopping (run is then
@@ -38,5 +40,13 @@ void prepare_stop(prepare *p);
 
 /* prepare_stop, then frees p.  NULL is a no-op. */
 void prepare_free(prepare *p);
+
+/* Times a worker gave its CPU up (for tests). */
+long prepare_yields(prepare *p);
+
+/* Whether a worker that had cpu_ns of CPU in the wall_ns of its last
+ * window was starved (under PREPARE_STARVED of a CPU): it then gives
+ * nothing up in the next window. */
+bool prepare_starved(long long cpu_ns, long long wall_ns);
 
 #endif
