@@ -137,25 +137,27 @@ START_TEST(test_pool_workers_run_all)
 }
 END_TEST
 
-/* Runs on a worker until it has had 100 ms of CPU. */
-static void spin_100ms(prepare_job *job, void *arg)
+/* Runs on a worker until it has had *arg seconds of CPU. */
+static void spin_cpu(prepare_job *job, void *arg)
 {
     (void)job;
-    (void)arg;
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + 0.1;
+    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + *(const double *)arg;
     do
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     while ((double)t.tv_sec + t.tv_nsec * 1e-9 < until);
 }
 
 /* A worker at nice 10 gives its CPU up during a job (a timer's signal
- * every 100 us); at SCHED_IDLE it has no need to. */
+ * every 100 us, 200 in 20 ms of CPU); at SCHED_IDLE it has no need to (2 ms
+ * of CPU: a SCHED_IDLE thread beside busy processes, as in make test-busy,
+ * gets little). */
 START_TEST(test_pool_yields)
 {
     for (int idle = 0; idle < 2; idle++) {
-        prepare_job job = {.run = spin_100ms};
+        double seconds = idle ? 0.002 : 0.02;
+        prepare_job job = {.run = spin_cpu, .arg = &seconds};
         prepare *p = prepare_new(1, idle);
         ck_assert_ptr_nonnull(p);
         ck_assert_int_eq(prepare_submit(p, &job), 0);
@@ -167,8 +169,8 @@ START_TEST(test_pool_yields)
 }
 END_TEST
 
-/* A worker that had under 5% of a CPU in its last window gives nothing
- * up in the next (worked examples). */
+/* A worker that had under 5% of a CPU in a window gives nothing up in
+ * the next four (worked examples). */
 START_TEST(test_pool_starved)
 {
     ck_assert(prepare_starved(4000000, 100000000));  /* 4 ms of 100 */

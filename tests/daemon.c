@@ -603,7 +603,7 @@ int raw_request(int port, const char *text, size_t len, http_resp *out)
         close(fd);
         return -1;
     }
-    rc = raw_read_response(fd, 30000, out);
+    rc = raw_read_response(fd, 60000, out);
     close(fd);
     if (rc == 0)
         record_raw(text, len, out);

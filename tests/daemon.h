@@ -115,7 +115,8 @@ int raw_status(int fd, int timeout_ms);
  * the body, in two writes as http.client makes them), then reads one response
  * into out (free with http_resp_free).  Returns 0; -1 when sending failed
  * (the daemon closed the connection first: a broken pipe); -2 when no
- * response came within 30 s. */
+ * response came within 60 s (a daemon test's own timeout: a 1 MB text
+ * behind four on a prepare worker beside busy processes takes 25-30). */
 int raw_request(int port, const char *text, size_t len, http_resp *out);
 
 /* The same on an open connection fd (for keep-alive). */

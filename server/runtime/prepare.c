@@ -32,11 +32,12 @@
  * bigtext), and with no thread waiting the yield returns at once.  Each
  * yield moves the worker behind every thread waiting, busy processes
  * beside attnd too: a worker that had under PREPARE_STARVED of a CPU over
- * the last PREPARE_WINDOW_NS gives nothing up in the next one, so it keeps
- * about its share at nice 10. */
+ * a window of PREPARE_WINDOW_NS gives nothing up in the next PREPARE_HOLD
+ * windows, so it keeps most of its share at nice 10. */
 #define PREPARE_YIELD_US  100
 #define PREPARE_WINDOW_NS 20000000LL
 #define PREPARE_STARVED   0.05
+#define PREPARE_HOLD      4
 #define PREPARE_SIGNAL    (SIGRTMIN + 1)
 
 struct prepare {
@@ -59,7 +60,7 @@ bool prepare_starved(long long cpu_ns, long long wall_ns)
 typedef struct {
     prepare *p;                        /* NULL: no job running, nothing to give up */
     long long window_wall, window_cpu; /* where the window began */
-    bool starved;                      /* in the last window: give nothing up in this one */
+    int hold;                          /* windows left that give nothing up */
 } yield_state;
 
 static _Thread_local yield_state ys;
@@ -72,8 +73,8 @@ static long long now_ns(clockid_t clock)
 }
 
 /* The timer's signal, on the worker running a job: sched_yield unless the
- * worker was starved in the last window.  Atomics and clock_gettime only:
- * async-signal-safe. */
+ * worker was starved in one of the last PREPARE_HOLD windows.  Atomics and
+ * clock_gettime only: async-signal-safe. */
 static void yield_tick(int sig)
 {
     (void)sig;
@@ -83,11 +84,14 @@ static void yield_tick(int sig)
         const long long wall = now_ns(CLOCK_MONOTONIC);
         if (wall - ys.window_wall >= PREPARE_WINDOW_NS) {
             const long long cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-            ys.starved = prepare_starved(cpu - ys.window_cpu, wall - ys.window_wall);
+            if (prepare_starved(cpu - ys.window_cpu, wall - ys.window_wall))
+                ys.hold = PREPARE_HOLD;
+            else if (ys.hold > 0)
+                ys.hold--;
             ys.window_wall = wall;
             ys.window_cpu = cpu;
         }
-        if (!ys.starved) {
+        if (ys.hold == 0) {
             atomic_fetch_add_explicit(&p->yields, 1, memory_order_relaxed);
             sched_yield();
         }
@@ -112,7 +116,7 @@ static void yield_arm(prepare *p, timer_t timer, bool on)
     if (on) {
         ys.window_wall = now_ns(CLOCK_MONOTONIC);
         ys.window_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-        ys.starved = false;
+        ys.hold = 0;
     }
     atomic_signal_fence(memory_order_seq_cst);
     ys.p = on ? p : NULL;

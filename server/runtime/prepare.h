@@ -44,9 +44,9 @@ void prepare_free(prepare *p);
 /* Times a worker gave its CPU up (for tests). */
 long prepare_yields(prepare *p);
 
-/* Whether a worker that had cpu_ns of CPU in the wall_ns of its last
- * window was starved (under PREPARE_STARVED of a CPU): it then gives
- * nothing up in the next window. */
+/* Whether a worker that had cpu_ns of CPU in the wall_ns of a window was
+ * starved (under PREPARE_STARVED of a CPU): it then gives nothing up in
+ * the next PREPARE_HOLD windows. */
 bool prepare_starved(long long cpu_ns, long long wall_ns);
 
 #endif
