@@ -137,29 +137,37 @@ START_TEST(test_pool_workers_run_all)
 }
 END_TEST
 
-/* Runs on a worker until it has had *arg seconds of CPU. */
+typedef struct spin_arg {
+    double seconds;   /* of CPU at most */
+    prepare *stop_at; /* or NULL: stop as soon as its worker has given way once */
+} spin_arg;
+
+/* Runs on a worker until it has had arg's seconds of CPU, or its pool has
+ * counted a yield. */
 static void spin_cpu(prepare_job *job, void *arg)
 {
     (void)job;
+    const spin_arg *a = arg;
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + *(const double *)arg;
+    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + a->seconds;
     do
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    while ((double)t.tv_sec + t.tv_nsec * 1e-9 < until);
+    while ((double)t.tv_sec + t.tv_nsec * 1e-9 < until &&
+           !(a->stop_at && prepare_yields(a->stop_at) > 0));
 }
 
 /* A worker at nice 10 gives its CPU up during a job (a timer's signal
- * every 100 us, 200 in 20 ms of CPU); at SCHED_IDLE it has no need to (2 ms
- * of CPU: a SCHED_IDLE thread beside busy processes, as in make test-busy,
- * gets little). */
+ * every 100 us: one within 2 s of CPU, however slow the signal, as under
+ * valgrind); at SCHED_IDLE it has no need to (2 ms of CPU: a SCHED_IDLE
+ * thread beside busy processes, as in make test-busy, gets little). */
 START_TEST(test_pool_yields)
 {
     for (int idle = 0; idle < 2; idle++) {
-        double seconds = idle ? 0.002 : 0.02;
-        prepare_job job = {.run = spin_cpu, .arg = &seconds};
         prepare *p = prepare_new(1, idle);
         ck_assert_ptr_nonnull(p);
+        spin_arg a = {idle ? 0.002 : 2.0, idle ? NULL : p};
+        prepare_job job = {.run = spin_cpu, .arg = &a};
         ck_assert_int_eq(prepare_submit(p, &job), 0);
         prepare_stop(p);
         const long yields = prepare_yields(p);
