@@ -636,6 +636,7 @@ typedef struct linear_run {
     int M, ldi, ldo;
     float *scratch; /* (threads) gemm_scratch_bytes() each */
     void *rows;     /* int8: the input quantised once (gemm_int8_quantise), or NULL */
+    team_deal deal; /* int8: the panels, dealt as the forward deals them */
 } linear_run;
 
 /* int8: the input's rows quantised once for the team, split by rows, as
@@ -651,16 +652,19 @@ static void quantise_phase(void *arg, int tid, int n)
 
 static void linear_phase(void *arg, int tid, int n)
 {
-    const linear_run *l = arg;
+    linear_run *l = arg;
     float *scratch = l->scratch + (size_t)tid * (gemm_scratch_bytes() / sizeof(float));
     int p0, p1;
     if (l->pk || l->bf) {
+        if (l->rows) {
+            while (team_deal_take(&l->deal, &p0, &p1))
+                gemm_int8_cols(l->out, l->ldo, l->rows, l->pk, l->b, l->M, p0, p1, NULL, scratch);
+            return;
+        }
         team_split(gemm_panels(l->pk ? l->pk : l->bf), tid, n, &p0, &p1);
         if (p1 <= p0)
             return;
-        if (l->rows)
-            gemm_int8_cols(l->out, l->ldo, l->rows, l->pk, l->b, l->M, p0, p1, NULL, scratch);
-        else if (l->pk)
+        if (l->pk)
             gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
                              scratch);
         else
@@ -748,8 +752,10 @@ static int run_linears(const options *o)
     for (int i = -o->warmup; i < o->repeat; i++) {
         const double t0 = bench_now_ms();
         for (int k = 0; k < 4; k++) {
-            if (rows)
+            if (rows) {
                 team_run(t, quantise_phase, &runs[k]);
+                team_deal_init(&runs[k].deal, gemm_panels(runs[k].pk), team_size(t));
+            }
             team_run(t, linear_phase, &runs[k]);
         }
         if (i >= 0)

@@ -1,7 +1,8 @@
 /* check_team.c - the fork-join team (core/model/team.h): every thread takes its
  * share of every run, also after team_rest has put the helpers to sleep,
- * the caller takes the shares of helpers that have not started, and
- * team_split covers the rows exactly once. */
+ * the caller takes the shares of helpers that have not started,
+ * team_split covers the rows exactly once, and team_deal deals every item
+ * exactly once, in guided takes, more of them to a thread that is faster. */
 #include "model/team.h"
 #include "suites.h"
 #include "timing.h"
@@ -9,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct tally {
@@ -158,6 +160,92 @@ START_TEST(test_split_covers_rows)
 }
 END_TEST
 
+/* A deal run by a team: every take recorded, each item counted. */
+typedef struct dealing {
+    team_deal d;
+    atomic_int taken[1000]; /* times each item was dealt */
+    atomic_int per_tid[8];  /* items each tid took */
+    atomic_int bad_take;    /* takes that were empty or not as guided */
+    int slow_tid;           /* this tid sleeps 5 ms an item; -1: none */
+} dealing;
+
+static void take_all(void *arg, int tid, int n)
+{
+    dealing *g = arg;
+    int lo, hi;
+    while (team_deal_take(&g->d, &lo, &hi)) {
+        /* guided: a 2n-th of what was left when taken, at least 1 */
+        const int want = (g->d.n - lo) / (2 * n) > 1 ? (g->d.n - lo) / (2 * n) : 1;
+        if (hi - lo != want || hi > g->d.n)
+            atomic_fetch_add(&g->bad_take, 1);
+        for (int i = lo; i < hi && i < g->d.n; i++)
+            atomic_fetch_add(&g->taken[i], 1);
+        atomic_fetch_add(&g->per_tid[tid], hi - lo);
+        if (tid == g->slow_tid)
+            pause_us(5000L * (hi - lo));
+    }
+}
+
+START_TEST(test_deal_each_once)
+{
+    static dealing g; /* 4 KiB of counters: not on the stack */
+    const int sizes[] = {0, 1, 7, 96, 1000};
+    for (int nth = 1; nth <= 4; nth++) {
+        team *t = team_new(nth);
+        ck_assert_ptr_nonnull(t);
+        for (int s = 0; s < 5; s++)
+            for (int r = 0; r < 20; r++) {
+                memset(&g, 0, sizeof g);
+                g.slow_tid = -1;
+                team_deal_init(&g.d, sizes[s], nth);
+                team_run(t, take_all, &g);
+                const int bad = atomic_load(&g.bad_take);
+                ck_assert_msg(bad == 0, "n %d, %d threads: %d takes not as guided", sizes[s], nth,
+                              bad);
+                for (int i = 0; i < sizes[s]; i++)
+                    ck_assert_msg(atomic_load(&g.taken[i]) == 1,
+                                  "n %d, %d threads: item %d dealt %d times", sizes[s], nth, i,
+                                  atomic_load(&g.taken[i]));
+                int lo, hi; /* nothing left once dealt */
+                ck_assert(!team_deal_take(&g.d, &lo, &hi));
+            }
+        team_free(t);
+    }
+    /* the guided takes of 96 items for 2 threads, as a worked example:
+     * a quarter of what is left each time, at least one */
+    team_deal d;
+    team_deal_init(&d, 96, 2);
+    const int want[] = {24, 18, 13, 10, 7, 6, 4, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+    int lo, hi, next = 0;
+    for (int i = 0; i < (int)(sizeof want / sizeof *want); i++) {
+        ck_assert(team_deal_take(&d, &lo, &hi));
+        ck_assert_int_eq(lo, next);
+        ck_assert_int_eq(hi - lo, want[i]);
+        next = hi;
+    }
+    ck_assert_int_eq(next, 96);
+    ck_assert(!team_deal_take(&d, &lo, &hi));
+}
+END_TEST
+
+/* A thread that is slower takes fewer items: with one helper sleeping 5 ms
+ * an item, the caller takes most of 64 (team_split would give each 32). */
+START_TEST(test_deal_evens_out)
+{
+    static dealing g;
+    team *t = team_new(2);
+    ck_assert_ptr_nonnull(t);
+    memset(&g, 0, sizeof g);
+    g.slow_tid = 1;
+    team_deal_init(&g.d, 64, 2);
+    team_run(t, take_all, &g);
+    ck_assert_int_eq(atomic_load(&g.per_tid[0]) + atomic_load(&g.per_tid[1]), 64);
+    ck_assert_msg(atomic_load(&g.per_tid[1]) <= 24, "the slow thread took %d of 64",
+                  atomic_load(&g.per_tid[1]));
+    team_free(t);
+}
+END_TEST
+
 Suite *team_suite(void)
 {
     Suite *s = timed_suite("team");
@@ -166,5 +254,7 @@ Suite *team_suite(void)
     tcase_add_test(tc, test_rest_then_run);
     tcase_add_test(tc, test_caller_takes_late_shares);
     tcase_add_test(tc, test_split_covers_rows);
+    tcase_add_test(tc, test_deal_each_once);
+    tcase_add_test(tc, test_deal_evens_out);
     return s;
 }

@@ -95,6 +95,7 @@ typedef struct block_ctx {
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
     int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
+    team_deal lin_deal;     /* an int8 Linear's panels, dealt as threads come for them */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
@@ -104,7 +105,10 @@ typedef struct block_ctx {
 
 /* A Linear, split by output columns (weight rows): each thread multiplies
  * only its share of the weights (prepacked panels, or rows cblas_sgemm
- * packs), and applies the bias and activation to its columns. */
+ * packs), and applies the bias and activation to its columns.  int8's
+ * panels are dealt (team_deal) rather than split: its rows are quantised
+ * once for the team, so a thread's next panels cost no more than its
+ * first, where the other kernels prepare their rows on each call. */
 static void phase_linear(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
@@ -131,11 +135,14 @@ static void phase_linear(void *arg, int tid, int n)
                                 c->lin_rows, n0, n1, c->m->hp.ffn, c->m->hp.activation, scratch);
             return;
         }
+        if (gemm_packed_int8(c->lin_pk)) { /* on the rows phase_quantise did, shared */
+            while (team_deal_take(&c->lin_deal, &n0, &n1))
+                gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b,
+                               c->lin_rows, n0, n1, act, scratch);
+            return;
+        }
         team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
-        if (n1 > n0 && gemm_packed_int8(c->lin_pk)) /* on the rows phase_quantise did */
-            gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b, c->lin_rows,
-                           n0, n1, act, scratch);
-        else if (n1 > n0)
+        if (n1 > n0)
             gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
                              c->lin_rows, n0, n1, act, scratch);
         return;
@@ -587,8 +594,10 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         c->lin_in = in + (size_t)r0 * ldi;
         c->lin_out = out + (size_t)r0 * ldo;
         c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
-        if (c->lin_pk && gemm_packed_int8(c->lin_pk))
+        if (c->lin_pk && gemm_packed_int8(c->lin_pk)) {
             workspace_run(c->ws, phase_quantise, c);
+            team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), team_size(c->ws->team));
+        }
         workspace_run(c->ws, phase_linear, c);
     }
     c->lin_w[0] = NULL;

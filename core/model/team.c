@@ -187,3 +187,25 @@ void team_split(int n, int tid, int nth, int *lo, int *hi)
     *lo = (int)((long long)n * tid / nth);
     *hi = (int)((long long)n * (tid + 1) / nth);
 }
+
+void team_deal_init(team_deal *d, int n, int nth)
+{
+    atomic_init(&d->next, 0);
+    d->n = n;
+    d->nth = nth < 1 ? 1 : nth;
+}
+
+bool team_deal_take(team_deal *d, int *lo, int *hi)
+{
+    int at = atomic_load_explicit(&d->next, memory_order_relaxed), size;
+    do {
+        if (at >= d->n)
+            return false;
+        size = (d->n - at) / (2 * d->nth);
+        size = size < 1 ? 1 : size;
+    } while (!atomic_compare_exchange_weak_explicit(&d->next, &at, at + size, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *lo = at;
+    *hi = at + size;
+    return true;
+}

@@ -13,6 +13,9 @@
 #ifndef ATTND_TEAM_H
 #define ATTND_TEAM_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 typedef struct team team;
 
 typedef void (*team_fn)(void *arg, int tid, int n);
@@ -44,5 +47,26 @@ void team_free(team *t);
 
 /* The rows [*lo, *hi) of n rows that thread tid of nth takes. */
 void team_split(int n, int tid, int nth, int *lo, int *hi);
+
+/* n items dealt to nth threads as each comes for more (team_deal_take),
+ * where team_split's fixed shares make a run wait for its slowest thread
+ * (a core that runs slower, or one the scheduler lends elsewhere for a
+ * while).  Guided: each take is a 2nth-th of what is left, at least one
+ * item, so the first takes are large and the last ones even the threads
+ * out.  Which thread takes an item never changes what it computes.
+ *
+ *     team_deal d;                      // in the run's arg, set by the caller
+ *     team_deal_init(&d, panels, team_size(t));
+ *     ... in fn: while (team_deal_take(&d, &lo, &hi)) work(lo, hi);
+ */
+typedef struct {
+    atomic_int next; /* the first item not yet taken */
+    int n, nth;
+} team_deal;
+
+void team_deal_init(team_deal *d, int n, int nth);
+
+/* The next items [*lo, *hi), or false when every item is taken. */
+bool team_deal_take(team_deal *d, int *lo, int *hi);
 
 #endif
