@@ -636,17 +636,17 @@ typedef struct linear_run {
     int M, ldi, ldo;
     float *scratch; /* (threads) gemm_scratch_bytes() each */
     void *rows;     /* int8: the input quantised once (gemm_int8_quantise), or NULL */
-    team_deal deal; /* int8: the panels, dealt as the forward deals them */
+    team_deal deal; /* int8: the rows, then the panels, dealt as the forward deals them */
 } linear_run;
 
-/* int8: the input's rows quantised once for the team, split by rows, as
+/* int8: the input's rows quantised once for the team, dealt by rows, as
  * the forward's phase_quantise does before the Linear. */
 static void quantise_phase(void *arg, int tid, int n)
 {
-    const linear_run *l = arg;
+    linear_run *l = arg;
     int r0, r1;
-    team_split(l->M, tid, n, &r0, &r1);
-    if (r1 > r0)
+    (void)tid, (void)n;
+    while (team_deal_take(&l->deal, &r0, &r1))
         gemm_int8_quantise(l->rows, l->in, l->ldi, l->K, r0, r1);
 }
 
@@ -753,6 +753,7 @@ static int run_linears(const options *o)
         const double t0 = bench_now_ms();
         for (int k = 0; k < 4; k++) {
             if (rows) {
+                team_deal_init(&runs[k].deal, M, team_size(t));
                 team_run(t, quantise_phase, &runs[k]);
                 team_deal_init(&runs[k].deal, gemm_panels(runs[k].pk), team_size(t));
             }

@@ -171,13 +171,13 @@ static void phase_linear(void *arg, int tid, int n)
 }
 
 /* An int8 Linear's input quantised once for the team (gemm_int8_quantise),
- * split by rows, before phase_linear reads it. */
+ * its rows dealt (lin_deal), before phase_linear reads it. */
 static void phase_quantise(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
     int r0, r1;
-    team_split(c->lin_rows, tid, n, &r0, &r1);
-    if (r1 > r0)
+    (void)tid, (void)n;
+    while (team_deal_take(&c->lin_deal, &r0, &r1))
         gemm_int8_quantise(c->ws->i8rows, c->lin_in, c->lin_ldi, c->lin_K, r0, r1);
 }
 
@@ -594,7 +594,8 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         c->lin_in = in + (size_t)r0 * ldi;
         c->lin_out = out + (size_t)r0 * ldo;
         c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
-        if (c->lin_pk && gemm_packed_int8(c->lin_pk)) {
+        if (c->lin_pk && gemm_packed_int8(c->lin_pk)) { /* its rows, then its panels dealt */
+            team_deal_init(&c->lin_deal, c->lin_rows, team_size(c->ws->team));
             workspace_run(c->ws, phase_quantise, c);
             team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), team_size(c->ws->team));
         }
