@@ -3,6 +3,7 @@
  * has passed; and the CPU-quota check that turns them off, on made-up
  * cgroup v1, v2 and hybrid trees. */
 #include "runtime/spin.h"
+#include "base/clock.h"
 #include "suites.h"
 #include "timing.h"
 
@@ -250,19 +251,12 @@ static bool proc_asleep(spinners *sp, void *arg)
     return i.n == *(int *)arg && i.sleeping == i.n;
 }
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Spun in the window (spins went past *arg), or the window is over. */
 static bool spun_or_window_over(spinners *sp, void *arg)
 {
     spinners_status st;
     spinners_state(sp, &st);
-    return st.spins > *(unsigned long *)arg || now_ns() > st.until_ns;
+    return st.spins > *(unsigned long *)arg || clock_ns(CLOCK_MONOTONIC) > st.until_ns;
 }
 
 START_TEST(test_spinners_idle_priority_and_asleep_after_the_window)
@@ -285,7 +279,7 @@ START_TEST(test_spinners_idle_priority_and_asleep_after_the_window)
     for (int round = 0; round < 2; round++) {
         spinners_state(sp, &st);
         unsigned long spins = st.spins;
-        const long long t0 = now_ns();
+        const long long t0 = clock_ns(CLOCK_MONOTONIC);
         spinners_kick(sp);
         spinners_state(sp, &st);
         ck_assert_msg(st.until_ns >= t0 + 50000000LL, "the window ends %lld ns after the kick",

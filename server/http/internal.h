@@ -56,7 +56,7 @@ struct server {
     time_t started;   /* when server_new ran: /v1/models' created */
     atomic_int ready;
     atomic_int draining;      /* readiness down, still accepting (server_drain) */
-    _Atomic double drain_end; /* pool_now() when the drain period ends */
+    _Atomic double drain_end; /* clock_now() when the drain period ends */
     atomic_int shutting_down; /* no longer accepting (server_shutdown) */
     atomic_int closing; /* server_shutdown's last phase: no job may reach the pool, whose
                            jobs would outlive the connections libmicrohttpd closes */
@@ -128,7 +128,7 @@ typedef enum stop_state { STOP_UNREAD, STOP_NONE, STOP_DRAINING, STOP_SHUTTING_D
 struct request {
     server *srv;
     struct MHD_Connection *conn;
-    double start;    /* pool_now() when its headers came in */
+    double start;    /* clock_now() when its headers came in */
     double parse_ms; /* its protocol's parse of the body (a forward's) */
     char id[129];
     char method[16];

@@ -16,6 +16,8 @@
  * past that a socket is closed at once. */
 #include "http/linger.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,13 +40,6 @@ struct linger_set {
     int n_added;
     int n_active; /* added + polled (under mu): the bound */
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Reads and discards what fd holds; false when it is done (EOF, error). */
 static bool drain(int fd)
@@ -82,7 +77,7 @@ static void *linger_main(void *arg)
             lg->n_added = 0;
             pthread_mutex_unlock(&lg->mu);
         }
-        const double t = now_s();
+        const double t = clock_now();
         int kept = 0, closed = 0;
         for (int i = 0; i < n; i++) {
             lingerer *l = &live[i];
@@ -136,7 +131,7 @@ bool linger_add(linger_set *lg, int fd)
     if (lg) {
         pthread_mutex_lock(&lg->mu);
         if (lg->n_active < LINGER_MAX) {
-            const double t = now_s();
+            const double t = clock_now();
             lg->added[lg->n_added++] = (lingerer){fd, t, t};
             lg->n_active++;
             taken = true;

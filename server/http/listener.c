@@ -1,6 +1,7 @@
 /* listener.c - the listening socket and its acceptor thread, libmicrohttpd
  * started without a listener of its own, the model's arrival, shutdown. */
 #include "http/internal.h"
+#include "base/clock.h"
 #include "protocol/text.h"
 
 #include <arpa/inet.h>
@@ -391,7 +392,7 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
 
 void server_drain(server *s, int seconds)
 {
-    atomic_store(&s->drain_end, pool_now() + seconds);
+    atomic_store(&s->drain_end, clock_now() + seconds);
     atomic_store(&s->draining, 1);
 }
 
@@ -405,7 +406,7 @@ void server_shutdown(server *s)
     /* Requests already accepted finish; idle keep-alive connections are
      * closed by MHD_stop_daemon below.  A client that trickles its body
      * forever is not waited for past the grace period. */
-    const double grace = s->cfg->server.connection_timeout + 30.0, until = pool_now() + grace;
+    const double grace = s->cfg->server.connection_timeout + 30.0, until = clock_now() + grace;
     /* Then closing: a request that begins on a kept-alive connection from
      * now on is answered 503 at once instead of going to the pool, and the
      * wait runs again, so that no job is queued or running when
@@ -416,7 +417,7 @@ void server_shutdown(server *s)
     for (int phase = 0; phase < 2; phase++) {
         if (phase == 1)
             atomic_store(&s->closing, 1);
-        while (atomic_load(&s->in_flight) > 0 && pool_now() < until) {
+        while (atomic_load(&s->in_flight) > 0 && clock_now() < until) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }

@@ -4,6 +4,8 @@
  * and its completion. */
 #include "http/internal.h"
 
+#include "base/clock.h"
+
 #include <fcntl.h>
 
 #include "http/framing.h"
@@ -229,7 +231,7 @@ static enum MHD_Result request_begin(server *s, struct MHD_Connection *conn, con
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     r->cs = ci ? ci->socket_context : NULL;
     atomic_init(&r->refs, 1);
-    r->start = pool_now();
+    r->start = clock_now();
     spinners_kick(s->spin); /* the first hand-off: the client's bytes woke us */
     http_printable(r->method, sizeof r->method, method);
     request_id_init(r);
@@ -271,7 +273,7 @@ static enum MHD_Result request_piece(request *r, const char *data, size_t n)
         r->body = NULL;
         r->len = r->cap = 0;
         r->drained += n;
-        if (r->drained > drain_budget(s) || pool_now() - r->start > DRAIN_SECONDS)
+        if (r->drained > drain_budget(s) || clock_now() - r->start > DRAIN_SECONDS)
             return answer_early(r, true);
         return MHD_YES;
     }
@@ -326,7 +328,7 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     request *r = *con_cls;
     if (!r)
         return;
-    double secs = pool_now() - r->start;
+    double secs = clock_now() - r->start;
     spinners_kick(s->spin); /* the client is reading; its next request may follow */
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? r->status : 499;
     metrics_request(s->mx, r->rt ? r->rt->path : "other", status, secs);

@@ -5,6 +5,8 @@
  * pool or answer from it. */
 #include "http/internal.h"
 
+#include "base/clock.h"
+
 #include "page/page.h"
 #include "protocol/openapi.h"
 #include "protocol/tei.h"
@@ -38,7 +40,7 @@ static readiness readiness_of(request *r)
 /* A not-ready answer's Retry-After: what is left of the drain, else 1. */
 static const char *retry_after(const server *s, readiness rd, char buf[24])
 {
-    const double left = atomic_load(&s->drain_end) - pool_now();
+    const double left = atomic_load(&s->drain_end) - clock_now();
     snprintf(buf, 24, "%ld", rd == DRAINING && left > 1 ? (long)ceil(left) : 1L);
     return buf;
 }
@@ -194,11 +196,11 @@ static void parse_body(request *r)
                             .ctx = &r->ctx,
                             .route = r->rt->proto_route,
                             .pooling = &s->pooling};
-    const double t0 = pool_now();
+    const double t0 = clock_now();
     r->fwd = r->rt->proto->parse(r->pstate, &in, &r->prep_err);
     if (r->fwd && encode_request_ready(r->fwd, &r->ctx, &r->prep_err) < 0)
         r->fwd = NULL; /* the protocol's state still owns it (proto->free) */
-    r->parse_ms = (pool_now() - t0) * 1e3;
+    r->parse_ms = (clock_now() - t0) * 1e3;
 }
 
 /* Runs on a prepare worker: the parse, then the connection woken. */
@@ -300,7 +302,7 @@ enum MHD_Result http_forward_finish(request *r)
                               .usage = &usage,
                               .pooling = &s->pooling,
                               .parse_ms = r->parse_ms,
-                              .total_ms = (pool_now() - r->start) * 1e3};
+                              .total_ms = (clock_now() - r->start) * 1e3};
     /* The route's protocol renders the body as pieces, produced as the
      * socket drains; header_len > 0: JSON then binary (the v2 protocol's
      * form). */

@@ -1,6 +1,8 @@
 /* pool.c - the bounded compute pool (see pool.h). */
 #include "runtime/pool.h"
 
+#include "base/clock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,13 +37,6 @@ typedef struct worker {
     pool_job *ahead[MAX_BATCH_JOBS];
     enc_job ahead_ej[MAX_BATCH_JOBS];
 } worker;
-
-double pool_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static bool job_short(const pool *p, const pool_job *job)
 {
@@ -104,7 +99,7 @@ static void deadline_in(struct timespec *ts, int ms)
 static void run_batch(pool *p, enc_workspace *ws, pool_job **batch, enc_job *ej, int n, long tokens,
                       bool ahead)
 {
-    const double start = pool_now();
+    const double start = clock_now();
     int sequences = 0;
     for (int k = 0; k < n; k++) {
         batch[k]->queue_ms = (start - batch[k]->submitted) * 1e3;
@@ -112,7 +107,7 @@ static void run_batch(pool *p, enc_workspace *ws, pool_job **batch, enc_job *ej,
         sequences += batch[k]->batch->B;
     }
     enc_forward_many(p->model, ws, ej, n);
-    const double compute_s = pool_now() - start;
+    const double compute_s = clock_now() - start;
     if (p->opt.on_forward)
         p->opt.on_forward(p->opt.on_forward_arg, &(pool_forward){.sequences = sequences,
                                                                  .tokens = tokens,
@@ -264,7 +259,7 @@ int pool_submit(pool *p, pool_job *job)
     pthread_mutex_lock(&p->lock);
     if (!p->stopping && p->depth < p->capacity) {
         job->next = NULL;
-        job->submitted = pool_now();
+        job->submitted = clock_now();
         job->tokens = 0;
         for (int b = 0; b < job->batch->B; b++)
             job->tokens += job->batch->lengths ? job->batch->lengths[b] : job->batch->L;

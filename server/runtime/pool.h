@@ -88,7 +88,4 @@ int pool_queue_depth(pool *p);
  * NULL is a no-op. */
 void pool_free(pool *p);
 
-/* Monotonic clock in seconds. */
-double pool_now(void);
-
 #endif

@@ -2,6 +2,8 @@
  * lock, drained by a fixed set of threads. */
 #include "runtime/prepare.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -65,13 +67,6 @@ typedef struct {
 
 static _Thread_local yield_state ys;
 
-static long long now_ns(clockid_t clock)
-{
-    struct timespec t;
-    clock_gettime(clock, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* The timer's signal, on the worker running a job: sched_yield unless the
  * worker was starved in one of the last PREPARE_HOLD windows.  Atomics and
  * clock_gettime only: async-signal-safe. */
@@ -81,9 +76,9 @@ static void yield_tick(int sig)
     const int saved = errno;
     prepare *p = ys.p;
     if (p) {
-        const long long wall = now_ns(CLOCK_MONOTONIC);
+        const long long wall = clock_ns(CLOCK_MONOTONIC);
         if (wall - ys.window_wall >= PREPARE_WINDOW_NS) {
-            const long long cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            const long long cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
             if (prepare_starved(cpu - ys.window_cpu, wall - ys.window_wall))
                 ys.hold = PREPARE_HOLD;
             else if (ys.hold > 0)
@@ -114,8 +109,8 @@ static void yield_arm(prepare *p, timer_t timer, bool on)
     const long ns = on ? PREPARE_YIELD_US * 1000L : 0;
     const struct itimerspec t = {{0, ns}, {0, ns}};
     if (on) {
-        ys.window_wall = now_ns(CLOCK_MONOTONIC);
-        ys.window_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        ys.window_wall = clock_ns(CLOCK_MONOTONIC);
+        ys.window_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         ys.hold = 0;
     }
     atomic_signal_fence(memory_order_seq_cst);

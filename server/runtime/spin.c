@@ -1,6 +1,8 @@
 /* spin.c - idle-priority spinners that keep CPUs out of halt (see spin.h). */
 #include "runtime/spin.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -37,16 +39,9 @@ typedef struct spinner_arg {
     int cpu; /* to pin to, or -1 */
 } spinner_arg;
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static bool spinning(spinners *s)
 {
-    return now_ns() < atomic_load(&s->until) && !atomic_load(&s->stopping);
+    return clock_ns(CLOCK_MONOTONIC) < atomic_load(&s->until) && !atomic_load(&s->stopping);
 }
 
 static void *spinner_main(void *p)
@@ -158,7 +153,7 @@ void spinners_kick(spinners *s)
 {
     if (!s)
         return;
-    const long long until = now_ns() + s->window_ns;
+    const long long until = clock_ns(CLOCK_MONOTONIC) + s->window_ns;
     if (until > atomic_load_explicit(&s->until, memory_order_relaxed))
         atomic_store(&s->until, until);
     if (atomic_load(&s->sleeping) > 0) {
