@@ -528,19 +528,24 @@ __attribute__((target("avx2,avxvnni"))) static void tile_avx_vnni(int32_t *acc, 
         }
 }
 
+/* What every tile of a call's epilogue shares (run_panels). */
+typedef struct {
+    size_t ldc;                /* out's rows apart */
+    size_t stride;             /* the rows' records' bytes apart */
+    const enc_activation *act; /* NULL: none */
+    bool vec;                  /* the epilogue in AVX2 (row_vector) */
+} tile_call;
+
 /* A tile's sums waiting for their epilogue (finish_rows): rows [done, mr)
  * of c are still to be written from acc. */
 typedef struct {
-    float *c; /* the tile's first row and column of out, rows ldc apart */
-    size_t ldc;
+    const tile_call *call;
+    float *c;           /* the tile's first row and column of out */
     const int32_t *acc; /* (mr, NR) */
     int mr, nn, done;
-    const char *recs; /* the tile's first row's record, rows stride apart */
-    size_t stride;
+    const char *recs;         /* the tile's first row's record */
     const float *scale_w, *b; /* at the tile's first column; b may be NULL */
     const int8_t *panel;
-    const enc_activation *act; /* NULL: none */
-    bool vec;                  /* the epilogue in AVX2 (row_vector) */
 } pending_tile;
 
 static void finish_rows(pending_tile *t, int upto);
@@ -832,18 +837,19 @@ static void finish_rows(pending_tile *t, int upto)
 {
     if (!t || upto <= t->done)
         return;
+    const tile_call *k = t->call;
     const int lo = t->done, n = upto - lo;
-    float *c = t->c + (size_t)lo * t->ldc;
+    float *c = t->c + (size_t)lo * k->ldc;
     const int32_t *acc = t->acc + (size_t)lo * GEMM_NR;
-    const char *r = t->recs + (size_t)lo * t->stride;
+    const char *r = t->recs + (size_t)lo * k->stride;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (t->vec)
-        epilogue_avx2(c, t->ldc, acc, n, t->nn, r, t->stride, t->scale_w, t->b, t->panel);
+    if (k->vec)
+        epilogue_avx2(c, k->ldc, acc, n, t->nn, r, k->stride, t->scale_w, t->b, t->panel);
     else
 #endif
-        epilogue_scalar(c, t->ldc, acc, n, 0, t->nn, r, t->stride, t->scale_w, t->b, t->panel);
-    if (t->act)
-        ops_bias_act_cols(c, (int)t->ldc, NULL, n, 0, t->nn, t->act);
+        epilogue_scalar(c, k->ldc, acc, n, 0, t->nn, r, k->stride, t->scale_w, t->b, t->panel);
+    if (k->act)
+        ops_bias_act_cols(c, (int)k->ldc, NULL, n, 0, t->nn, k->act);
     t->done = upto;
 }
 
@@ -864,6 +870,8 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
      * before the next: the block stays in L2 while the panels go by */
     int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
     block = block < tile ? tile : block;
+    const tile_call call = {
+        .ldc = (size_t)ldc, .stride = stride, .act = act, .vec = row_vector(kern)};
     pending_tile prev = {0};
     for (int m0 = 0, k = 0; m0 < M; m0 += block)
         for (int p = p0; p < p1; p++) {
@@ -875,18 +883,15 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
                 int32_t *sums = acc + (size_t)k * TILE_M * GEMM_NR;
                 run_tile(kern, sums, mr, r + HEAD_BYTES, stride, q, p, &prev);
                 finish_rows(&prev, prev.mr);
-                prev = (pending_tile){.c = out + (size_t)i * (size_t)ldc + n0,
-                                      .ldc = (size_t)ldc,
+                prev = (pending_tile){.call = &call,
+                                      .c = out + (size_t)i * (size_t)ldc + n0,
                                       .acc = sums,
                                       .mr = mr,
                                       .nn = nn,
                                       .recs = r,
-                                      .stride = stride,
                                       .scale_w = q->scale + n0,
                                       .b = b ? b + n0 : NULL,
-                                      .panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR,
-                                      .act = act,
-                                      .vec = row_vector(kern)};
+                                      .panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR};
             }
         }
     finish_rows(&prev, prev.mr);
