@@ -903,17 +903,14 @@ static void finish_rows(pending_tile *t, int upto)
     const int32_t *acc = t->acc + (size_t)lo * GEMM_NR;
     const char *r = t->recs + (size_t)lo * k->stride;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (k->form == EPI_AVX512) {
+    if (k->form == EPI_AVX512) /* the activation too */
         epilogue_avx512(c, k->ldc, acc, n, t->nn, r, k->stride, t->scale_w, t->b, t->panel, k->act);
-        t->done = upto;
-        return;
-    }
-    if (k->form == EPI_AVX2)
+    else if (k->form == EPI_AVX2)
         epilogue_avx2(c, k->ldc, acc, n, t->nn, r, k->stride, t->scale_w, t->b, t->panel);
     else
 #endif
         epilogue_scalar(c, k->ldc, acc, n, 0, t->nn, r, k->stride, t->scale_w, t->b, t->panel);
-    if (k->act)
+    if (k->act && k->form != EPI_AVX512)
         ops_bias_act_cols(c, (int)k->ldc, NULL, n, 0, t->nn, k->act);
     t->done = upto;
 }

@@ -95,7 +95,7 @@ typedef struct block_ctx {
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
     int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
-    team_deal lin_deal;     /* an int8 Linear's panels, dealt as threads come for them */
+    team_deal lin_deal;     /* an int8 Linear's rows to quantise, then its panels: dealt */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;

@@ -53,7 +53,8 @@ void team_split(int n, int tid, int nth, int *lo, int *hi);
  * (a core that runs slower, or one the scheduler lends elsewhere for a
  * while).  Guided: each take is a 2nth-th of what is left, at least one
  * item, so the first takes are large and the last ones even the threads
- * out.  Which thread takes an item never changes what it computes.
+ * out.  For work whose result does not depend on the thread that takes
+ * an item.
  *
  *     team_deal d;                      // in the run's arg, set by the caller
  *     team_deal_init(&d, panels, team_size(t));
