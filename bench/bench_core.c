@@ -636,7 +636,9 @@ typedef struct linear_run {
     int M, ldi, ldo;
     float *scratch; /* (threads) gemm_scratch_bytes() each */
     void *rows;     /* int8: the input quantised once (gemm_int8_quantise), or NULL */
-    team_deal deal; /* int8: the rows, then the panels, dealt as the forward deals them */
+    team_deal deal; /* int8: the rows, then the panels; packed: the grid's items; dealt as
+                       the forward deals them */
+    gemm_grid grid; /* packed float32 or bfloat16: the items */
 } linear_run;
 
 /* int8: the input's rows quantised once for the team, dealt by rows, as
@@ -661,13 +663,14 @@ static void linear_phase(void *arg, int tid, int n)
                 gemm_int8_cols(l->out, l->ldo, l->rows, l->pk, l->b, l->M, p0, p1, NULL, scratch);
             return;
         }
-        team_split(gemm_panels(l->pk ? l->pk : l->bf), tid, n, &p0, &p1);
-        if (p1 <= p0)
+        if (l->pk) {
+            while (team_deal_take(&l->deal, &p0, &p1))
+                gemm_packed_items(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->grid, p0, p1, NULL,
+                                  scratch);
             return;
-        if (l->pk)
-            gemm_packed_cols(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->M, p0, p1, NULL,
-                             scratch);
-        else
+        }
+        team_split(gemm_panels(l->bf), tid, n, &p0, &p1);
+        if (p1 > p0)
             gemm_bf16_blas_cols(l->out, l->ldo, l->in, l->ldi, l->bf, l->b, l->M, p0, p1, NULL,
                                 scratch);
         return;
@@ -756,6 +759,9 @@ static int run_linears(const options *o)
                 team_deal_init(&runs[k].deal, M, team_size(t));
                 team_run(t, quantise_phase, &runs[k]);
                 team_deal_init(&runs[k].deal, gemm_panels(runs[k].pk), team_size(t));
+            } else if (runs[k].pk) {
+                runs[k].grid = gemm_grid_of(runs[k].pk, M, team_size(t));
+                team_deal_init(&runs[k].deal, gemm_grid_items(runs[k].grid), team_size(t));
             }
             team_run(t, linear_phase, &runs[k]);
         }

@@ -2,8 +2,8 @@
  * double-precision loop: odd sizes on every edge of its blocking (rows not a
  * multiple of 12, columns not a multiple of 32, K over one 768 block, K
  * with and without the copy into strips), bias
- * and activation, thread shares of panels, and rows that do not depend on
- * the rest of the batch. */
+ * and activation, thread shares of panels, the items a team deals, and
+ * rows that do not depend on the rest of the batch. */
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/simd.h"
@@ -205,6 +205,61 @@ START_TEST(test_rows_independent)
     free(w);
     free(all);
     free(one);
+}
+END_TEST
+
+/* A Linear run as a team deals gemm_grid_of's items (team_deal, one
+ * thread taking every take here) writes every output once and the same
+ * bits as one gemm_packed_cols call, float32 and bfloat16; the grid has
+ * GEMM_ITEMS_PER_THREAD items a thread where the panels allow. */
+START_TEST(test_grid_items)
+{
+    if (!simd_supported())
+        return;
+    /* M, N, threads */
+    static const int cases[][3] = {{1, 33, 2},   {7, 200, 16},  {192, 64, 2},
+                                   {193, 96, 4}, {1024, 40, 2}, {450, 300, 3}};
+    const int K = 70;
+    for (int c = 0; c < (int)(sizeof cases / sizeof *cases); c++)
+        for (int bf = 0; bf < 2; bf++) {
+            const int M = cases[c][0], N = cases[c][1], nth = cases[c][2];
+            uint64_t st = 300 + (uint64_t)c;
+            float *in = xcalloc((size_t)M * K, sizeof *in), *w = xcalloc((size_t)N * K, sizeof *w);
+            float *b = xcalloc((size_t)N, sizeof *b), *one = xcalloc((size_t)M * N, sizeof *one);
+            float *got = xcalloc((size_t)M * N, sizeof *got);
+            fill_random(in, (size_t)M * K, &st, 1.0f);
+            fill_random(w, (size_t)N * K, &st, 0.1f);
+            fill_random(b, (size_t)N, &st, 0.5f);
+            gemm_packed *pw = bf ? gemm_pack_bf16(w, N, K) : gemm_pack(w, N, K);
+            float *scratch = scratch_new();
+            const enc_activation act = ENC_ACT_GELU;
+            const int P = gemm_panels(pw);
+            gemm_packed_cols(one, N, in, K, pw, b, M, 0, P, &act, scratch);
+            const gemm_grid g = gemm_grid_of(pw, M, nth);
+            const int items = gemm_grid_items(g), blocks = (M + GEMM_MC - 1) / GEMM_MC;
+            ck_assert_int_eq(g.blocks, blocks);
+            ck_assert_int_le(g.groups, P);
+            const int want =
+                GEMM_ITEMS_PER_THREAD * nth < blocks * P ? GEMM_ITEMS_PER_THREAD * nth : blocks * P;
+            ck_assert_msg(items >= want, "M %d N %d, %d threads: %d items", M, N, nth, items);
+            for (size_t k = 0; k < (size_t)M * N; k++)
+                got[k] = NAN;
+            team_deal d;
+            team_deal_init(&d, items, nth);
+            int lo, hi;
+            while (team_deal_take(&d, &lo, &hi))
+                gemm_packed_items(got, N, in, K, pw, b, g, lo, hi, &act, scratch);
+            ck_assert_msg(memcmp(got, one, (size_t)M * N * sizeof *got) == 0,
+                          "M %d N %d, %d threads, %s: items differ from one call", M, N, nth,
+                          bf ? "bfloat16" : "float32");
+            free(scratch);
+            gemm_packed_free(pw);
+            free(in);
+            free(w);
+            free(b);
+            free(one);
+            free(got);
+        }
 }
 END_TEST
 
@@ -699,6 +754,7 @@ Suite *gemm_suite(void)
     tcase_add_loop_test(tc, test_bf16_matches_reference, 0,
                         4 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, test_rows_independent);
+    tcase_add_test(tc, test_grid_items);
     tcase_add_loop_test(tc, test_packed_parts, 0,
                         (int)(sizeof parts_shapes / sizeof parts_shapes[0]));
     tcase_add_loop_test(tc, test_attention_products, 0,

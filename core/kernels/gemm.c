@@ -32,7 +32,7 @@
 
 #define GEMM_MR 12
 #define KC      768
-#define MC      192
+#define MC      GEMM_MC
 /* Row stride of the scratch copy: KC + 16 floats, 3136 bytes, so 12 rows
  * fall in different L1 sets. */
 #define SCRATCH_LD (KC + 16)
@@ -233,6 +233,36 @@ gemm_packed *gemm_pack_int8(const float *w, int N, int K)
 gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n, int K)
 {
     return pack_parts_int8(w, rows, n, K);
+}
+
+gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth)
+{
+    const int blocks = (M + GEMM_MC - 1) / GEMM_MC, want = GEMM_ITEMS_PER_THREAD * nth;
+    int groups = (want + blocks - 1) / blocks;
+    groups = groups > pw->P ? pw->P : groups < 1 ? 1 : groups;
+    return (gemm_grid){.M = M, .P = pw->P, .blocks = blocks, .groups = groups};
+}
+
+int gemm_grid_items(gemm_grid g)
+{
+    return g.blocks * g.groups;
+}
+
+void gemm_packed_items(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                       const float *b, gemm_grid g, int i0, int i1, const enc_activation *act,
+                       float *scratch)
+{
+    for (int i = i0; i < i1;) {
+        const int block = i / g.groups, g0 = i % g.groups;
+        const int g1 = g0 + (i1 - i) < g.groups ? g0 + (i1 - i) : g.groups;
+        const int r0 = block * GEMM_MC, r1 = r0 + GEMM_MC < g.M ? r0 + GEMM_MC : g.M;
+        const int p0 = (int)((long long)g.P * g0 / g.groups);
+        const int p1 = (int)((long long)g.P * g1 / g.groups);
+        if (p1 > p0)
+            gemm_packed_cols(out + (size_t)r0 * (size_t)ldc, ldc, in + (size_t)r0 * (size_t)lda,
+                             lda, pw, b, r1 - r0, p0, p1, act, scratch);
+        i += g1 - g0;
+    }
 }
 
 size_t gemm_pairs_words(int N, int K)

@@ -131,6 +131,26 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch);
 
+/* A packed Linear of M rows as items for a team to deal (team_deal):
+ * blocks of GEMM_MC rows by groups of panels, numbered row block first.
+ * Groups are as few as give GEMM_ITEMS_PER_THREAD items a thread (at most
+ * one a panel): each call prepares its rows again (bfloat16's rounding),
+ * so a block's rows are prepared once a group. */
+#define GEMM_ITEMS_PER_THREAD 4
+typedef struct {
+    int M, P;           /* rows, panels */
+    int blocks, groups; /* row blocks, panel groups */
+} gemm_grid;
+
+gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth);
+int gemm_grid_items(gemm_grid g);
+
+/* gemm_packed_cols on items [i0, i1) of g, those of one row block in one
+ * call: the same outputs, whichever thread runs which items. */
+void gemm_packed_items(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
+                       const float *b, gemm_grid g, int i0, int i1, const enc_activation *act,
+                       float *scratch);
+
 /* Whether pw (a gated feed-forward's first Linear, 2F rows: input then
  * gate) can run gemm_packed_glu: F a whole number of panels, and pw in
  * float32 or bfloat16. */

@@ -11,8 +11,12 @@
 /* Output columns per packed panel: two AVX-512 vectors. */
 #define GEMM_NR 32
 
-/* A thread's scratch, bytes: 192 rows of 784 floats (gemm.c's MC rows of
- * a KC-deep block, padded), 588 KiB. */
-#define GEMM_SCRATCH_BYTES ((size_t)192 * 784 * sizeof(float))
+/* Rows of activations gemm.c prepares at once (bfloat16's rounding, a
+ * copy where the stride crowds L1): its MC. */
+#define GEMM_MC 192
+
+/* A thread's scratch, bytes: GEMM_MC rows of 784 floats (a KC-deep block,
+ * padded), 588 KiB. */
+#define GEMM_SCRATCH_BYTES ((size_t)GEMM_MC * 784 * sizeof(float))
 
 #endif

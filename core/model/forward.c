@@ -95,7 +95,9 @@ typedef struct block_ctx {
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
     int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
-    team_deal lin_deal;     /* an int8 Linear's rows to quantise, then its panels: dealt */
+    team_deal lin_deal;     /* an int8 Linear's rows to quantise, then its panels; the
+                               items of lin_grid: dealt */
+    gemm_grid lin_grid;     /* a float32 or bfloat16 packed Linear's items */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
@@ -105,10 +107,12 @@ typedef struct block_ctx {
 
 /* A Linear, split by output columns (weight rows): each thread multiplies
  * only its share of the weights (prepacked panels, or rows cblas_sgemm
- * packs), and applies the bias and activation to its columns.  int8's
- * panels are dealt (team_deal) rather than split: its rows are quantised
- * once for the team, so a thread's next panels cost no more than its
- * first, where the other kernels prepare their rows on each call. */
+ * packs), and applies the bias and activation to its columns.  Packed
+ * weights' work is dealt (team_deal) rather than split, so a slower core
+ * does not hold the Linear up: int8's panels (its rows are quantised once
+ * for the team, so a thread's next panels cost no more than its first),
+ * float32's and bfloat16's items of rows by panels (gemm_grid_of: their
+ * rows are prepared on each call). */
 static void phase_linear(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
@@ -141,10 +145,9 @@ static void phase_linear(void *arg, int tid, int n)
                                c->lin_rows, n0, n1, act, scratch);
             return;
         }
-        team_split(gemm_panels(c->lin_pk), tid, n, &n0, &n1);
-        if (n1 > n0)
-            gemm_packed_cols(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
-                             c->lin_rows, n0, n1, act, scratch);
+        while (team_deal_take(&c->lin_deal, &n0, &n1)) /* items of lin_grid */
+            gemm_packed_items(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
+                              c->lin_grid, n0, n1, act, scratch);
         return;
     }
     if (c->lin_bf) { /* bfloat16 without AVX-512: a share of the panels, widened */
@@ -594,10 +597,14 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         c->lin_in = in + (size_t)r0 * ldi;
         c->lin_out = out + (size_t)r0 * ldo;
         c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
+        const int nth = team_size(c->ws->team);
         if (c->lin_pk && gemm_packed_int8(c->lin_pk)) { /* its rows, then its panels dealt */
-            team_deal_init(&c->lin_deal, c->lin_rows, team_size(c->ws->team));
+            team_deal_init(&c->lin_deal, c->lin_rows, nth);
             workspace_run(c->ws, phase_quantise, c);
-            team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), team_size(c->ws->team));
+            team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), nth);
+        } else if (c->lin_pk && !c->lin_glu && !c->lin_rope) {
+            c->lin_grid = gemm_grid_of(c->lin_pk, c->lin_rows, nth);
+            team_deal_init(&c->lin_deal, gemm_grid_items(c->lin_grid), nth);
         }
         workspace_run(c->ws, phase_linear, c);
     }
