@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "timing.h"
 
+#include "base/clock.h"
 #include "runtime/prepare.h"
 
 #include <jansson.h>
@@ -148,13 +149,10 @@ static void spin_cpu(prepare_job *job, void *arg)
 {
     (void)job;
     const spin_arg *a = arg;
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    const double until = (double)t.tv_sec + t.tv_nsec * 1e-9 + a->seconds;
-    do
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    while ((double)t.tv_sec + t.tv_nsec * 1e-9 < until &&
-           !(a->stop_at && prepare_yields(a->stop_at) > 0));
+    const long long until = clock_ns(CLOCK_THREAD_CPUTIME_ID) + (long long)(a->seconds * 1e9);
+    while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < until &&
+           !(a->stop_at && prepare_yields(a->stop_at) > 0))
+        ;
 }
 
 /* A worker at nice 10 gives its CPU up during a job (a timer's signal

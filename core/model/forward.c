@@ -95,8 +95,8 @@ typedef struct block_ctx {
     bool lin_rope; /* the in-projection with RoPE in the packed GEMM (gemm_packed_rope) */
     int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
-    team_deal lin_deal;     /* an int8 Linear's rows to quantise, then its panels; the
-                               items of lin_grid: dealt */
+    team_deal lin_quant;    /* an int8 Linear's rows to quantise, dealt */
+    team_deal lin_deal;     /* its panels, or the items of lin_grid, dealt */
     gemm_grid lin_grid;     /* a float32 or bfloat16 packed Linear's items */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
@@ -174,13 +174,13 @@ static void phase_linear(void *arg, int tid, int n)
 }
 
 /* An int8 Linear's input quantised once for the team (gemm_int8_quantise),
- * its rows dealt (lin_deal), before phase_linear reads it. */
+ * its rows dealt (lin_quant), before phase_linear reads it. */
 static void phase_quantise(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
     int r0, r1;
     (void)tid, (void)n;
-    while (team_deal_take(&c->lin_deal, &r0, &r1))
+    while (team_deal_take(&c->lin_quant, &r0, &r1))
         gemm_int8_quantise(c->ws->i8rows, c->lin_in, c->lin_ldi, c->lin_K, r0, r1);
 }
 
@@ -599,7 +599,7 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
         const int nth = team_size(c->ws->team);
         if (c->lin_pk && gemm_packed_int8(c->lin_pk)) { /* its rows, then its panels dealt */
-            team_deal_init(&c->lin_deal, c->lin_rows, nth);
+            team_deal_init(&c->lin_quant, c->lin_rows, nth);
             workspace_run(c->ws, phase_quantise, c);
             team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), nth);
         } else if (c->lin_pk && !c->lin_glu && !c->lin_rope) {
