@@ -26,7 +26,11 @@
 #      serving a BERT-base-sized directory (tools/fixtures/make_bert_dir.py)
 #      over HTTP, token ids in, against PyTorch's quantize_dynamic of the
 #      same weights on THREADS threads (bench/int8_bench.py; target: attnd
-#      faster).
+#      faster); Debian's oneDNN matmul on the same Linears, int8 and
+#      bfloat16, where CARRY_DIR/bin/dnnl_bench is (bench/dnnl_bench.c;
+#      libdnnl's 40 MB and attnd's libraries pass the 64 MiB the lent
+#      machine's carry holds, and there PyTorch's linears step stands for
+#      oneDNN).
 # Each step prints its command first.  Ends with a summary of the ratios.
 set -u
 CARRY=${1:?usage: bench/big_host.sh CARRY_DIR [THREADS]}
@@ -68,6 +72,15 @@ step env OPENBLAS_NUM_THREADS=1 "$PY" bench/torch_bench.py time --threads "$THRE
     --shapes 8x128 --repeat 20 --warmup 3 --autocast
 step env OPENBLAS_NUM_THREADS=1 "$PY" bench/torch_bench.py linears --threads "$THREADS" \
     --repeat 20 --warmup 3
+# Debian's oneDNN matmul (bench/dnnl_bench.c), where the carry holds it and libdnnl
+if [ -x "$CARRY/bin/dnnl_bench" ]; then
+    for dt in int8 bfloat16; do
+        step "$CARRY/bin/dnnl_bench" --dtype "$dt" --batch 8 --len 128 --threads "$THREADS" \
+            --repeat 20 --warmup 3 --name "dnnl_$dt"
+    done
+else
+    echo "big_host: no $CARRY/bin/dnnl_bench: oneDNN's matmul skipped"
+fi
 step "$BC" core --block modernbert --batch 1 --len 8192 --attention none --threads "$THREADS" \
     --repeat 2 --warmup 1 --dtype bfloat16 --name mb_bf16
 step "$PY" bench/modernbert_hf.py --seq-len 8192 --runs 2 --threads "$THREADS" --dtype bfloat16
@@ -123,6 +136,11 @@ for dt in bf16:bfloat16 i8:int8; do
     a=${R[torch_lin_${dt%:*}_median_ms]:-} b=${R[lin_${dt#*:}_median_ms]:-}
     [ -n "$a" ] && [ -n "$b" ] &&
         echo "  Linears ${dt#*:}: PyTorch (oneDNN) / attnd = $(calc "$a / $b")x ($a / $b ms; target > 1)"
+done
+for dt in int8 bfloat16; do
+    a=${R[dnnl_${dt}_median_ms]:-} b=${R[lin_${dt}_median_ms]:-}
+    [ -n "$a" ] && [ -n "$b" ] &&
+        echo "  Linears $dt: oneDNN's matmul / attnd = $(calc "$a / $b")x ($a / $b ms; keep what wins)"
 done
 for k in lin core; do
     a=${R[${k}_bfloat16_median_ms]:-} b=${R[${k}_int8_median_ms]:-}

@@ -263,6 +263,16 @@ bench_build() {
     else
         WHY[text]="pkg-config cannot find libutf8proc or oniguruma (make deps installs them)"
     fi
+    # oneDNN's matmul, the int8 part's library peer: only where Debian's
+    # libdnnl-dev is installed (apt-get install libdnnl-dev).
+    rm -f "$BB/dnnl_bench"
+    if [ -f /usr/include/oneapi/dnnl/dnnl.h ]; then
+        # shellcheck disable=SC2086
+        run_step 120 $CC -std=c11 -D_GNU_SOURCE -O2 $WARN -fopenmp -Ibench bench/dnnl_bench.c \
+            bench/bench_util.c -o $BB/dnnl_bench -ldnnl -lm || { echo "bench: cannot compile bench/dnnl_bench.c"; exit 1; }
+    else
+        WHY[int8_dnnl]="libdnnl-dev is not installed (apt-get install libdnnl-dev)"
+    fi
 }
 
 # bench_machine: what the figures ran on (cpu, avx512), the CPUs' other load

@@ -194,6 +194,15 @@ for k in linnoamx:1.8:"int8 Linears" corenoamx:1.4:"int8 forward"; do
     [ -n "$r" ] && row "$what >= ${min}x bfloat16, without AMX" \
         "$(fmt "$r" 2)x (avx512_bf16 / avx512_vnni)" "$r" ">=" "$min" ""
 done
+# attnd's kernels against oneDNN's matmul (the library road), and without AMX
+for k in lin: linnoamx:", without AMX"; do
+    for dt in int8 bfloat16; do
+        r=${R[i8_dnnl${k%%:*}_${dt}_ratio]:-} m="n/a"
+        [ -n "$r" ] && m="$(fmt "$r" 2)x (oneDNN's matmul / attnd medians)"
+        [ "${k%%:*}" = lin ] || [ -n "$r" ] &&
+            row "$dt Linears >= 1x oneDNN's matmul${k#*:}" "$m" "$r" ">=" 1 "${WHY[int8_dnnl]:-${WHY[int8]:-}}"
+    done
+done
 r=${R[i8_http_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (quantize_dynamic / attnd int8)"
 row "int8 HTTP ids >= 2x PyTorch quantize_dynamic" "$m" "$r" ">=" 2 "${WHY[int8_http]:-${WHY[int8]:-}}"

@@ -30,7 +30,10 @@ fi
 # BENCH_THREADS), the medians' ratio PyTorch / attnd.  On a CPU with AMX
 # each round also runs the Linears and the block with --amx off (int8 on
 # avx512_vnni, bfloat16 on avx512_bf16): the kernels of an AVX512_VNNI host
-# without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.
+# without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.  Where
+# libdnnl-dev is installed each round also times oneDNN's matmul on the same
+# Linears in int8 and bfloat16 (bench/dnnl_bench.c), the medians' ratios
+# oneDNN / attnd per dtype: the library road to AMX and VNNI.
 section "int8: model.dtype int8 against bfloat16 and float32"
 if skipped int8; then
     WHY[int8]="BENCH_SKIP"
@@ -62,6 +65,29 @@ else
             a=${R[i8_${k%:*}_${k#*:}_${r}_median_ms]:-} b=${R[i8_${k%:*}_int8_${r}_median_ms]:-}
             [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_${k%:*}_${k#*:}"
         done
+        # the library road: oneDNN's matmul on the same Linears, each dtype
+        # against attnd's of this round (bench/dnnl_bench.c); on AMX also
+        # both without it (oneDNN's ISA capped by ONEDNN_MAX_CPU_ISA)
+        lins=lin && [[ $parts == *linnoamx* ]] && lins="lin linnoamx"
+        for lin in $lins; do
+            isa=() && [ "$lin" = linnoamx ] && isa=(env ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)
+            for dt in int8 bfloat16; do
+                [ -x "$BB/dnnl_bench" ] || break 2
+                run_step 300 "${isa[@]}" "$BB"/dnnl_bench --dtype "$dt" --batch 8 --len 128 \
+                    --threads "$THREADS" --repeat "$REPEAT" --warmup "$WARMUP" --name "i8_dnnl${lin}_${dt}_$r" ||
+                    { FAILED=1; WHY[int8_dnnl]="bench/dnnl_bench.c --dtype $dt failed: $(step_reason)"; continue; }
+                a=${R[i8_dnnl${lin}_${dt}_${r}_median_ms]:-} b=${R[i8_${lin}_${dt}_${r}_median_ms]:-}
+                [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_dnnl${lin}_$dt"
+            done
+        done
+    done
+    for f in "$BB"/i8_dnnllin*_int8 "$BB"/i8_dnnllin*_bfloat16; do
+        [ -s "$f" ] || continue
+        k=${f##*/i8_} how=""
+        [[ $k == *noamx* ]] && how=" without AMX"
+        R[i8_${k}_ratio]=$(median "$f")
+        echo "-> Linears ${k#*_}$how: oneDNN's matmul / attnd (medians, $INT8_ROUNDS rounds) = $(fmt "${R[i8_${k}_ratio]}" 3) ($(tr '\n' ' ' <"$f"))"
+        rm -f "$f"
     done
     for k in ${ratios//:/_}; do
         if [ -s "$BB/i8_$k" ]; then
