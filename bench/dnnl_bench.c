@@ -160,8 +160,9 @@ static void linear_init(linear *l, int M, bool i8, bench_rng *r, const char **im
             for (int k = 0; k < K; k++)
                 mx = fmaxf(mx, fabsf(w[(size_t)n * K + k]));
             l->col_scale[n] = mx / 127.0f;
+            const float inv = mx > 0.0f ? 127.0f / mx : 0.0f; /* a zero row: zeros */
             for (int k = 0; k < K; k++)
-                l->wq[(size_t)n * K + k] = (int8_t)lrintf(w[(size_t)n * K + k] * 127.0f / mx);
+                l->wq[(size_t)n * K + k] = (int8_t)lrintf(w[(size_t)n * K + k] * inv);
         }
     } else {
         l->wb = data_of(wm);
@@ -185,12 +186,12 @@ static void linear_init(linear *l, int M, bool i8, bench_rng *r, const char **im
             exit(1);
         for (int n = 0; n < N; n++) {
             s[n] = INPUT_RANGE / 127.0f * l->col_scale[n];
-            l->bias_q[n] = l->b[n] / s[n];
+            l->bias_q[n] = l->b[n] / s[n]; /* normal weights: no column all zero */
         }
         CHECK(dnnl_primitive_attr_set_output_scales(attr, N, 1 << 1, s));
         free(s);
     }
-    dnnl_primitive_desc_t pd;
+    dnnl_primitive_desc_t pd; /* kept for the process: impl points into it */
     CHECK(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL));
     *impl = impl_of(pd);
     CHECK(dnnl_primitive_create(&l->matmul, pd));
