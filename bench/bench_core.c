@@ -636,9 +636,9 @@ typedef struct linear_run {
     int M, ldi, ldo;
     float *scratch; /* (threads) gemm_scratch_bytes() each */
     void *rows;     /* int8: the input quantised once (gemm_int8_quantise), or NULL */
-    team_deal deal; /* int8: the rows, then the panels; packed: the grid's items; dealt as
+    team_deal deal; /* int8: the rows, then the grid's items; packed: the items; dealt as
                        the forward deals them */
-    gemm_grid grid; /* packed float32 or bfloat16: the items */
+    gemm_grid grid; /* packed: the items (gemm_grid_of) */
 } linear_run;
 
 /* int8: the input's rows quantised once for the team, dealt by rows, as
@@ -658,11 +658,6 @@ static void linear_phase(void *arg, int tid, int n)
     float *scratch = l->scratch + (size_t)tid * (gemm_scratch_bytes() / sizeof(float));
     int p0, p1;
     if (l->pk || l->bf) {
-        if (l->rows) {
-            while (team_deal_take(&l->deal, &p0, &p1))
-                gemm_int8_cols(l->out, l->ldo, l->rows, l->pk, l->b, l->M, p0, p1, NULL, scratch);
-            return;
-        }
         if (l->pk) {
             while (team_deal_take(&l->deal, &p0, &p1))
                 gemm_packed_items(l->out, l->ldo, l->in, l->ldi, l->pk, l->b, l->grid, p0, p1, NULL,
@@ -755,12 +750,12 @@ static int run_linears(const options *o)
     for (int i = -o->warmup; i < o->repeat; i++) {
         const double t0 = bench_now_ms();
         for (int k = 0; k < 4; k++) {
-            if (rows) {
+            if (rows) { /* int8: the rows first, for every item */
                 team_deal_init(&runs[k].deal, M, team_size(t));
                 team_run(t, quantise_phase, &runs[k]);
-                team_deal_init(&runs[k].deal, gemm_panels(runs[k].pk), team_size(t));
-            } else if (runs[k].pk) {
-                runs[k].grid = gemm_grid_of(runs[k].pk, M, team_size(t));
+            }
+            if (runs[k].pk) {
+                runs[k].grid = gemm_grid_of(runs[k].pk, M, team_size(t), rows);
                 team_deal_init(&runs[k].deal, gemm_grid_items(runs[k].grid), team_size(t));
             }
             team_run(t, linear_phase, &runs[k]);

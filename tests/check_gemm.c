@@ -235,7 +235,7 @@ START_TEST(test_grid_items)
             const enc_activation act = ENC_ACT_GELU;
             const int P = gemm_panels(pw);
             gemm_packed_cols(one, N, in, K, pw, b, M, 0, P, &act, scratch);
-            const gemm_grid g = gemm_grid_of(pw, M, nth);
+            const gemm_grid g = gemm_grid_of(pw, M, nth, NULL);
             const int items = gemm_grid_items(g), blocks = (M + GEMM_MC - 1) / GEMM_MC;
             ck_assert_int_eq(g.blocks, blocks);
             ck_assert_int_le(g.groups, P);

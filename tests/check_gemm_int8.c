@@ -12,6 +12,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
+#include "model/team.h"
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
@@ -201,6 +202,20 @@ static bool run_shape(int s, const char *kern, float **got_out, float **in_out, 
                   "%s M %d K %d N %d: gemm_int8_quantise + gemm_int8_cols differ from "
                   "gemm_packed_cols",
                   kern, M, K, N);
+    /* and as the forward deals it: gemm_grid_of's items, every panel one */
+    const gemm_grid g = gemm_grid_of(pw, M, 3, rows);
+    ck_assert_int_eq(gemm_grid_items(g), P);
+    for (size_t k = 0; k < (size_t)M * ldc; k++)
+        two[k] = NAN;
+    team_deal d;
+    team_deal_init(&d, gemm_grid_items(g), 3);
+    int lo, hi;
+    while (team_deal_take(&d, &lo, &hi))
+        gemm_packed_items(two, ldc, NULL, 0, pw, shapes[s][3] ? b : NULL, g, lo, hi,
+                          shapes[s][4] >= 0 ? &act : NULL, scratch);
+    ck_assert_msg(memcmp(two, got, (size_t)M * ldc * sizeof *got) == 0,
+                  "%s M %d K %d N %d: gemm_packed_items differ from gemm_packed_cols", kern, M, K,
+                  N);
     free(two);
     free(rows);
     free(scratch);

@@ -235,8 +235,10 @@ gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n,
     return pack_parts_int8(w, rows, n, K);
 }
 
-gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth)
+gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth, const void *rows)
 {
+    if (pw->i8) /* every panel an item */
+        return (gemm_grid){.M = M, .P = pw->P, .blocks = 1, .groups = pw->P, .rows = rows};
     const int blocks = (M + GEMM_MC - 1) / GEMM_MC, want = GEMM_ITEMS_PER_THREAD * nth;
     int groups = (want + blocks - 1) / blocks;
     groups = groups > pw->P ? pw->P : groups < 1 ? 1 : groups;
@@ -252,6 +254,10 @@ void gemm_packed_items(float *out, int ldc, const float *in, int lda, const gemm
                        const float *b, gemm_grid g, int i0, int i1, const enc_activation *act,
                        float *scratch)
 {
+    if (pw->i8) {
+        gemm_int8_cols(out, ldc, g.rows, pw, b, g.M, i0, i1, act, scratch);
+        return;
+    }
     for (int i = i0; i < i1;) {
         const int block = i / g.groups, g0 = i % g.groups;
         const int g1 = g0 + (i1 - i) < g.groups ? g0 + (i1 - i) : g.groups;

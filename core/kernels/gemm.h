@@ -131,22 +131,28 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch);
 
-/* A packed Linear of M rows as items for a team to deal (team_deal):
- * blocks of GEMM_MC rows by groups of panels, numbered row block first.
- * Groups are as few as give GEMM_ITEMS_PER_THREAD items a thread (at most
- * one a panel): each call prepares its rows again (bfloat16's rounding),
- * so a block's rows are prepared once a group. */
+/* A packed Linear of M rows as items for a team to deal (team_deal).
+ * Float32 and bfloat16: blocks of GEMM_MC rows by groups of panels,
+ * numbered row block first.  Groups are as few as give
+ * GEMM_ITEMS_PER_THREAD items a thread (at most one a panel): each call
+ * prepares its rows again (bfloat16's rounding), so a block's rows are
+ * prepared once a group.  int8: every panel an item (one block), on rows,
+ * the input quantised once for the team (gemm_int8_quantise, every row
+ * done before the first item), so a thread's next panels cost no more
+ * than its first; rows is NULL for the others. */
 #define GEMM_ITEMS_PER_THREAD 4
 typedef struct {
     int M, P;           /* rows, panels */
     int blocks, groups; /* row blocks, panel groups */
+    const void *rows;   /* int8: the quantised input */
 } gemm_grid;
 
-gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth);
+gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth, const void *rows);
 int gemm_grid_items(gemm_grid g);
 
-/* gemm_packed_cols on items [i0, i1) of g, those of one row block in one
- * call: the same outputs, whichever thread runs which items. */
+/* gemm_packed_cols (int8: gemm_int8_cols on g.rows) on items [i0, i1) of
+ * g, those of one row block in one call: the same outputs, whichever
+ * thread runs which items.  in is not read for int8. */
 void gemm_packed_items(float *out, int ldc, const float *in, int lda, const gemm_packed *pw,
                        const float *b, gemm_grid g, int i0, int i1, const enc_activation *act,
                        float *scratch);

@@ -96,8 +96,8 @@ typedef struct block_ctx {
     int items_first, items_count; /* the plan's tiles an attention phase runs */
     int lin_rows;  /* the rows of lin_in a linear phase multiplies */
     team_deal lin_quant;    /* an int8 Linear's rows to quantise, dealt */
-    team_deal lin_deal;     /* its panels, or the items of lin_grid, dealt */
-    gemm_grid lin_grid;     /* a float32 or bfloat16 packed Linear's items */
+    team_deal lin_deal;     /* the items of lin_grid, dealt */
+    gemm_grid lin_grid;     /* a packed Linear's items (gemm_grid_of) */
     const int32_t *lin_pos; /* their positions (ws->tokpos from their first row), for lin_rope */
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
@@ -109,10 +109,9 @@ typedef struct block_ctx {
  * only its share of the weights (prepacked panels, or rows cblas_sgemm
  * packs), and applies the bias and activation to its columns.  Packed
  * weights' work is dealt (team_deal) rather than split, so a slower core
- * does not hold the Linear up: int8's panels (its rows are quantised once
- * for the team, so a thread's next panels cost no more than its first),
- * float32's and bfloat16's items of rows by panels (gemm_grid_of: their
- * rows are prepared on each call). */
+ * does not hold the Linear up (gemm_grid_of's items: int8's panels, on its
+ * rows phase_quantise did for the team; float32's and bfloat16's rows by
+ * panels). */
 static void phase_linear(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
@@ -137,12 +136,6 @@ static void phase_linear(void *arg, int tid, int n)
             if (n1 > n0)
                 gemm_packed_glu(c->lin_out, c->lin_ldo, c->lin_in, c->lin_ldi, c->lin_pk, c->lin_b,
                                 c->lin_rows, n0, n1, c->m->hp.ffn, c->m->hp.activation, scratch);
-            return;
-        }
-        if (gemm_packed_int8(c->lin_pk)) { /* on the rows phase_quantise did, shared */
-            while (team_deal_take(&c->lin_deal, &n0, &n1))
-                gemm_int8_cols(c->lin_out, c->lin_ldo, c->ws->i8rows, c->lin_pk, c->lin_b,
-                               c->lin_rows, n0, n1, act, scratch);
             return;
         }
         while (team_deal_take(&c->lin_deal, &n0, &n1)) /* items of lin_grid */
@@ -598,12 +591,13 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         c->lin_out = out + (size_t)r0 * ldo;
         c->lin_pos = c->ws->tokpos ? c->ws->tokpos + r0 : NULL;
         const int nth = team_size(c->ws->team);
-        if (c->lin_pk && gemm_packed_int8(c->lin_pk)) { /* its rows, then its panels dealt */
-            team_deal_init(&c->lin_quant, c->lin_rows, nth);
-            workspace_run(c->ws, phase_quantise, c);
-            team_deal_init(&c->lin_deal, gemm_panels(c->lin_pk), nth);
-        } else if (c->lin_pk && !c->lin_glu && !c->lin_rope) {
-            c->lin_grid = gemm_grid_of(c->lin_pk, c->lin_rows, nth);
+        if (c->lin_pk && !c->lin_glu && !c->lin_rope) {
+            const bool i8 = gemm_packed_int8(c->lin_pk);
+            if (i8) { /* its rows quantised first, for every item */
+                team_deal_init(&c->lin_quant, c->lin_rows, nth);
+                workspace_run(c->ws, phase_quantise, c);
+            }
+            c->lin_grid = gemm_grid_of(c->lin_pk, c->lin_rows, nth, i8 ? c->ws->i8rows : NULL);
             team_deal_init(&c->lin_deal, gemm_grid_items(c->lin_grid), nth);
         }
         workspace_run(c->ws, phase_linear, c);
