@@ -144,6 +144,9 @@ static const int shapes[][6] = {
     {300, 3072, 40, 1, -1, 250},
     /* AMX: a block of 32 rows, then one of 16 and 2 rows on AVX512_VNNI */
     {50, 200, 64, 1, 1, 20},
+    /* 22 panels of 3072 (96 KiB each): each half's 11 more than a 1 MiB
+     * group's 10 (gemm_int8.c's PANELS_BLOCK_BYTES) */
+    {40, 3072, 700, 1, 1, -1},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof *shapes))
 

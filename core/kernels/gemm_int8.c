@@ -46,9 +46,10 @@
 /* Rows per AVX2 kernel call: 12 accumulators; quads of k per block. */
 #define AVX2_MR  6
 #define AVX2_KCQ 64
-/* Bytes of rows' records the panels run over before the next rows (each
- * panel's pass over them finds them in L2). */
-#define ROWS_BLOCK_BYTES (256 * 1024)
+/* Bytes of panels every tile of rows runs over before the next panels
+ * (each tile's pass over them finds them in L2: half of a Sapphire
+ * Rapids core's). */
+#define PANELS_BLOCK_BYTES (1024 * 1024)
 
 /* A row's outlier columns (gemm_int8.h): kept out of its int8 product. */
 typedef struct {
@@ -964,20 +965,23 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
     p1 = p1 < q->P ? p1 : q->P;
     if (kern == KERNEL_AMX)
         amx_configure(); /* the tiles are this thread's: shaped for each call */
-    /* rows in blocks of about ROWS_BLOCK_BYTES, every panel over a block
-     * before the next: the block stays in L2 while the panels go by */
-    int block = (int)(ROWS_BLOCK_BYTES / stride) / tile * tile;
-    block = block < tile ? tile : block;
+    /* panels in groups of about PANELS_BLOCK_BYTES, every tile of rows
+     * over a group before the next: the group stays in L2, the tile's rows
+     * in L1 while the group's panels go by, and each row of out is written
+     * in one stretch of the group's columns */
+    const size_t panel_bytes = (size_t)q->KQ * GEMM_NR;
+    int group = (int)(PANELS_BLOCK_BYTES / panel_bytes);
+    group = group < 1 ? 1 : group;
     const tile_call call = {
         .ldc = (size_t)ldc, .stride = stride, .act = act, .form = epilogue_form_of(kern)};
     pending_tile prev = {0};
-    for (int m0 = 0, k = 0; m0 < M; m0 += block)
-        for (int p = p0; p < p1; p++) {
-            const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
-            const int m1 = M - m0 < block ? M : m0 + block;
-            for (int i = m0; i < m1; i += tile, k ^= 1) {
-                const int mr = m1 - i < tile ? m1 - i : tile;
-                const char *r = recs + (size_t)i * stride;
+    for (int g0 = p0, k = 0; g0 < p1; g0 += group) {
+        const int g1 = p1 - g0 < group ? p1 : g0 + group;
+        for (int i = 0; i < M; i += tile) {
+            const int mr = M - i < tile ? M - i : tile;
+            const char *r = recs + (size_t)i * stride;
+            for (int p = g0; p < g1; p++, k ^= 1) {
+                const int n0 = p * GEMM_NR, nn = q->N - n0 < GEMM_NR ? q->N - n0 : GEMM_NR;
                 int32_t *sums = acc + (size_t)k * TILE_M * GEMM_NR;
                 run_tile(kern, sums, mr, r + HEAD_BYTES, stride, q, p, &prev);
                 finish_rows(&prev, prev.mr);
@@ -989,9 +993,10 @@ static void run_panels(float *out, int ldc, const char *recs, size_t stride, con
                                       .recs = r,
                                       .scale_w = q->scale + n0,
                                       .b = b ? b + n0 : NULL,
-                                      .panel = q->q + (size_t)p * (size_t)q->KQ * GEMM_NR};
+                                      .panel = q->q + (size_t)p * panel_bytes};
             }
         }
+    }
     finish_rows(&prev, prev.mr);
     if (kern == KERNEL_AMX)
         amx_release();
