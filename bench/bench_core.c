@@ -107,18 +107,6 @@ static void usage(void)
     exit(2);
 }
 
-/* An integer min..2^24 from argv; exits with a message otherwise. */
-static int parse_int(const char *flag, const char *s, long min)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < min || v > (1L << 24)) {
-        fprintf(stderr, "bench_core: %s '%s' must be an integer >= %ld\n", flag, s, min);
-        exit(2);
-    }
-    return (int)v;
-}
-
 static options parse_args(int argc, char **argv)
 {
     options o = {.threads = 2,
@@ -140,25 +128,25 @@ static options parse_args(int argc, char **argv)
         if (!v)
             usage();
         if (!strcmp(f, "--batch"))
-            o.batch = parse_int(f, v, 1);
+            o.batch = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--len"))
-            o.len = parse_int(f, v, 1);
+            o.len = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--threads"))
-            o.threads = parse_int(f, v, 1);
+            o.threads = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--repeat"))
-            o.repeat = parse_int(f, v, 1);
+            o.repeat = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--warmup"))
-            o.warmup = parse_int(f, v, 0);
+            o.warmup = bench_parse_int("bench_core", f, v, 0);
         else if (!strcmp(f, "--n"))
-            o.n = parse_int(f, v, 1);
+            o.n = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--d-model"))
-            o.hp.d_model = parse_int(f, v, 1);
+            o.hp.d_model = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--n-heads"))
-            o.hp.n_heads = o.hp.n_kv_heads = parse_int(f, v, 1);
+            o.hp.n_heads = o.hp.n_kv_heads = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--d-ff"))
-            o.hp.d_ff = parse_int(f, v, 1);
+            o.hp.d_ff = bench_parse_int("bench_core", f, v, 1);
         else if (!strcmp(f, "--seed"))
-            o.seed = (unsigned long)parse_int(f, v, 0);
+            o.seed = (unsigned long)bench_parse_int("bench_core", f, v, 0);
         else if (!strcmp(f, "--attention")) {
             if (!strcmp(v, "heads") || !strcmp(v, "mean") || !strcmp(v, "none"))
                 o.attn = v[0] == 'h' ? ENC_ATTN_HEADS : v[0] == 'm' ? ENC_ATTN_MEAN : ENC_ATTN_NONE;
@@ -194,9 +182,9 @@ static options parse_args(int argc, char **argv)
                 usage();
             }
         } else if (!strcmp(f, "--n-layers")) {
-            o.hp.n_layers = parse_int(f, v, 1);
+            o.hp.n_layers = bench_parse_int("bench_core", f, v, 1);
         } else if (!strcmp(f, "--local-window")) {
-            o.hp.local_window = parse_int(f, v, 0);
+            o.hp.local_window = bench_parse_int("bench_core", f, v, 0);
         } else if (!strcmp(f, "--ffn")) {
             if (enc_ffn_parse(v, &o.hp.ffn) < 0) {
                 fprintf(stderr, "bench_core: unknown ffn '%s' (mlp, geglu, swiglu)\n", v);

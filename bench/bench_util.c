@@ -3,6 +3,7 @@
 #include "bench_util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -62,4 +63,16 @@ double bench_percentile(const double *sorted, size_t n, double p)
     if (rank > n)
         rank = n;
     return sorted[rank - 1];
+}
+
+int bench_parse_int(const char *prog, const char *flag, const char *s, long min)
+{
+    char *end;
+    const long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *s == '\0' || *end != '\0' || v < min || v > (1L << 24)) {
+        fprintf(stderr, "%s: %s '%s' must be an integer >= %ld\n", prog, flag, s ? s : "",
+                min);
+        exit(2);
+    }
+    return (int)v;
 }

@@ -33,4 +33,8 @@ void bench_sort(double *v, size_t n);
  * smallest sample with at least p% of the samples at or below it. */
 double bench_percentile(const double *sorted, size_t n, double p);
 
+/* Flag flag's value s (NULL: missing) as an integer min..2^24; otherwise
+ * prints "prog: flag 's' must be an integer >= min" and exits 2. */
+int bench_parse_int(const char *prog, const char *flag, const char *s, long min);
+
 #endif

@@ -255,17 +255,6 @@ static int linear_check(const linear *l, int M, bool i8, bench_rng *r)
     return off;
 }
 
-static int parse_int(const char *flag, const char *v, int lo)
-{
-    char *end;
-    const long n = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || n < lo || n > 1 << 20) {
-        fprintf(stderr, "dnnl_bench: %s needs an integer >= %d\n", flag, lo);
-        exit(2);
-    }
-    return (int)n;
-}
-
 int main(int argc, char **argv)
 {
     const char *dtype = NULL, *name = "dnnl";
@@ -277,15 +266,15 @@ int main(int argc, char **argv)
         else if (!strcmp(f, "--name") && v)
             name = v;
         else if (!strcmp(f, "--batch"))
-            batch = parse_int(f, v, 1);
+            batch = bench_parse_int("dnnl_bench", f, v, 1);
         else if (!strcmp(f, "--len"))
-            len = parse_int(f, v, 1);
+            len = bench_parse_int("dnnl_bench", f, v, 1);
         else if (!strcmp(f, "--threads"))
-            threads = parse_int(f, v, 1);
+            threads = bench_parse_int("dnnl_bench", f, v, 1);
         else if (!strcmp(f, "--repeat"))
-            repeat = parse_int(f, v, 1);
+            repeat = bench_parse_int("dnnl_bench", f, v, 1);
         else if (!strcmp(f, "--warmup"))
-            warmup = parse_int(f, v, 0);
+            warmup = bench_parse_int("dnnl_bench", f, v, 0);
         else
             dtype = NULL, i = argc;
     }
