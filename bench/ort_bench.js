@@ -3,14 +3,20 @@
 //
 //   NODE_PATH=build/bench/node_modules node bench/ort_bench.js MODEL.onnx
 //       [--threads 2] [--shapes 1x128,8x128,1x512] [--repeat N] [--warmup W] [--check-dir DIR]
+//       [--int8]
 //
 // The session runs on the CPU execution provider with intra_op threads = --threads,
 // inter_op 1, sequential execution and every graph optimisation.  Each run
 // returns both outputs ("out" (B, L, 768) and "attn" (B, 12, L, L)).  With
 // --check-dir, PyTorch's outputs for one B=1 L=128 input (x.f32, out.f32,
 // attn.f32) are compared first, so the timed graph is known to compute the same
-// thing.  Prints a readable line and a "RESULT key=value" line per shape; exit
-// status 3 means "cannot do this here" (reason on stdout).
+// thing.  --int8: MODEL is the block in ONNX Runtime's dynamic int8
+// (bench/ort_quant.py); the check then allows int8's error (outputs within
+// 0.05 of PyTorch's float32 ones, attention within 0.01; ONNX Runtime's own
+// int8 of the block: 0.014 and 0.0009; one weight left untransposed: 0.24),
+// and the RESULT keys begin ort_i8_.  Prints a readable line
+// and a "RESULT key=value" line per shape; exit status 3 means "cannot do
+// this here" (reason on stdout).
 'use strict';
 
 const fs = require('fs');
@@ -30,7 +36,7 @@ try {
 
 function parseArgs(argv) {
   const o = { model: null, threads: 2, shapes: '1x128,8x128,1x512', repeat: 20, warmup: 3,
-              checkDir: null };
+              checkDir: null, int8: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--threads') o.threads = parseInt(argv[++i], 10);
@@ -38,12 +44,13 @@ function parseArgs(argv) {
     else if (a === '--repeat') o.repeat = parseInt(argv[++i], 10);
     else if (a === '--warmup') o.warmup = parseInt(argv[++i], 10);
     else if (a === '--check-dir') o.checkDir = argv[++i];
+    else if (a === '--int8') o.int8 = true;
     else if (!o.model) o.model = a;
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model || !(o.threads > 0) || !(o.repeat > 0) || !(o.warmup >= 0))
     throw new Error('usage: ort_bench.js MODEL.onnx [--threads T] [--shapes BxL,...] ' +
-                    '[--repeat N] [--warmup W] [--check-dir DIR]');
+                    '[--repeat N] [--warmup W] [--check-dir DIR] [--int8]');
   return o;
 }
 
@@ -51,6 +58,22 @@ function parseArgs(argv) {
 function readF32(file) {
   const b = fs.readFileSync(file);
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+}
+
+// The least cosine between rows of n values of a and b (each token's output).
+function minRowCosine(a, b, n) {
+  if (a.length !== b.length) return -Infinity;
+  let m = Infinity;
+  for (let r = 0; r < a.length; r += n) {
+    let ab = 0, aa = 0, bb = 0;
+    for (let k = r; k < r + n; k++) {
+      ab += a[k] * b[k];
+      aa += a[k] * a[k];
+      bb += b[k] * b[k];
+    }
+    m = Math.min(m, ab / Math.sqrt(aa * bb));
+  }
+  return m;
 }
 
 function maxAbsDiff(a, b) {
@@ -89,9 +112,12 @@ async function main() {
     const r = await session.run({ x: new ort.Tensor('float32', x, [1, 128, 768]) });
     const dOut = maxAbsDiff(r.out.data, readF32(path.join(o.checkDir, 'out.f32')));
     const dAttn = maxAbsDiff(r.attn.data, readF32(path.join(o.checkDir, 'attn.f32')));
-    line += `; vs PyTorch at B=1 L=128: outputs within ${dOut.toExponential(1)}, ` +
-            `attention within ${dAttn.toExponential(1)}`;
-    if (!(dOut < 1e-3 && dAttn < 1e-4)) {
+    const cos = minRowCosine(r.out.data, readF32(path.join(o.checkDir, 'out.f32')), 768);
+    line += `; vs PyTorch (float32) at B=1 L=128: outputs within ${dOut.toExponential(1)}, ` +
+            `attention within ${dAttn.toExponential(1)}, least per-token cosine ` +
+            `${cos.toFixed(6)}`;
+    const [outTol, attnTol] = o.int8 ? [0.05, 0.01] : [1e-3, 1e-4];
+    if (!(dOut < outTol && dAttn < attnTol)) {
       console.log(line);
       console.error('ort_bench: ONNX Runtime and PyTorch disagree');
       process.exit(1);
@@ -112,10 +138,10 @@ async function main() {
     }
     ms.sort((a, b) => a - b);
     const best = ms[0], median = ms[Math.floor(ms.length / 2)];
-    console.log(`ONNX Runtime B=${B} L=${L}, ${o.threads} intra_op threads, best of ${o.repeat}: ` +
-                `${best.toFixed(3)} ms, median ${median.toFixed(3)} ms`);
-    console.log(`RESULT ort_${B}x${L}_best_ms=${best.toFixed(3)} ` +
-                `ort_${B}x${L}_median_ms=${median.toFixed(3)}`);
+    const key = `${o.int8 ? 'ort_i8' : 'ort'}_${B}x${L}`;
+    console.log(`ONNX Runtime${o.int8 ? ' int8' : ''} B=${B} L=${L}, ${o.threads} intra_op ` +
+                `threads, best of ${o.repeat}: ${best.toFixed(3)} ms, median ${median.toFixed(3)} ms`);
+    console.log(`RESULT ${key}_best_ms=${best.toFixed(3)} ${key}_median_ms=${median.toFixed(3)}`);
   }
 }
 

@@ -72,11 +72,12 @@
 #   BENCH_CLIENTS [32]          concurrent clients in the throughput test
 #   BENCH_SKIP [""]             parts to leave out: any of "torch onnx http memory long
 #                               positions startup ids modernbert mbtorch text texthf
-#                               bf16 int8 int8_http heads tei page bigtext"
+#                               bf16 int8 int8_http int8_ort heads tei page bigtext"
 #                               (mbtorch: the ModernBERT part's PyTorch peer, about 6
 #                               minutes; ids: token ids against embeddings, about 2
 #                               minutes; texthf: the text part's Hugging Face peer;
-#                               int8_http: the int8 part's PyTorch peer)
+#                               int8_http: the int8 part's PyTorch peer; int8_ort:
+#                               its ONNX Runtime peer)
 #   BENCH_IDS_ROUNDS [5]        rounds of ids / embeddings in the ids part (3 requests
 #                               of each per round)
 #   BENCH_BF16_ROUNDS [3]       rounds of the bf16 part (each: float32, bfloat16)

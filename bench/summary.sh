@@ -203,6 +203,9 @@ for k in lin: linnoamx:", without AMX"; do
             row "$dt Linears >= 1x oneDNN's matmul${k#*:}" "$m" "$r" ">=" 1 "${WHY[int8_dnnl]:-${WHY[int8]:-}}"
     done
 done
+r=${R[i8_ort_ratio]:-} m="n/a"
+[ -n "$r" ] && m="$(fmt "$r" 2)x (ONNX Runtime / attnd medians)"
+row "int8 forward B=8 L=128 >= 1x ONNX Runtime's int8" "$m" "$r" ">=" 1 "${WHY[int8_ort]:-${WHY[int8]:-}}"
 r=${R[i8_http_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (quantize_dynamic / attnd int8)"
 row "int8 HTTP ids >= 2x PyTorch quantize_dynamic" "$m" "$r" ">=" 2 "${WHY[int8_http]:-${WHY[int8]:-}}"

@@ -33,7 +33,13 @@ fi
 # without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.  Where
 # libdnnl-dev is installed each round also times oneDNN's matmul on the same
 # Linears in int8 and bfloat16 (bench/dnnl_bench.c), the medians' ratios
-# oneDNN / attnd per dtype: the library road to AMX and VNNI.
+# oneDNN / attnd per dtype: the library road to AMX and VNNI.  Where the
+# onnx part's export and onnxruntime-node are there and Debian's python3-onnx
+# is installed, each round also times ONNX Runtime's own int8 of that block
+# (bench/ort_quant.py: the graph onnxruntime.quantization.quantize_dynamic
+# writes, per-tensor scales; its kernels are MLAS's, AMX where the CPU has
+# it) at B=8 L=128 (bench/ort_bench.js --int8), the medians' ratio ONNX
+# Runtime / attnd's int8 block.
 section "int8: model.dtype int8 against bfloat16 and float32"
 if skipped int8; then
     WHY[int8]="BENCH_SKIP"
@@ -46,6 +52,22 @@ else
         grep -qw avx512_bf16 /proc/cpuinfo; then
         parts="$parts linnoamx corenoamx"
         ratios="$ratios linnoamx:bfloat16 corenoamx:bfloat16"
+    fi
+    # ONNX Runtime's int8 of the onnx part's block (its check against
+    # PyTorch's float32 outputs in the first round)
+    ort_i8=0 ort_check=(--check-dir "$BB/onnx_check")
+    rm -f "$BB/i8_ort" "$BB/i8_ort.ms"
+    if skipped int8_ort; then
+        WHY[int8_ort]="BENCH_SKIP"
+    elif [ ! -f "$BB/block.onnx" ] || [ ! -f "$BB/node_modules/onnxruntime-node/package.json" ]; then
+        WHY[int8_ort]="the onnx part's block.onnx and onnxruntime-node are not in $BB (${WHY[onnx]:-the onnx part makes them})"
+    else
+        run_step 300 "$PYTHON" bench/ort_quant.py "$BB/block.onnx" "$BB/block_int8.onnx"
+        case $? in
+        0) ort_i8=1 ;;
+        3) WHY[int8_ort]=$(step_reason) ;;
+        *) FAILED=1 WHY[int8_ort]="bench/ort_quant.py failed: $(step_reason)" ;;
+        esac
     fi
     for r in $(seq "$INT8_ROUNDS"); do
         for part in $parts; do
@@ -61,6 +83,18 @@ else
                     { FAILED=1; WHY[int8]="bench_core $mode --dtype $dt ${flags[*]} failed: $(step_reason)"; }
             done
         done
+        if [ "$ort_i8" = 1 ]; then
+            if run_step 300 env NODE_PATH="$BB/node_modules" node bench/ort_bench.js \
+                "$BB/block_int8.onnx" --int8 --threads "$THREADS" --shapes 8x128 \
+                --repeat "$REPEAT" --warmup "$WARMUP" "${ort_check[@]}"; then
+                a=${R[ort_i8_8x128_median_ms]:-} b=${R[i8_core_int8_${r}_median_ms]:-}
+                [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_ort"
+                [ -n "$a" ] && echo "$a" >>"$BB/i8_ort.ms"
+            else
+                ort_i8=0 FAILED=1 WHY[int8_ort]="bench/ort_bench.js --int8 failed: $(step_reason)"
+            fi
+            ort_check=()
+        fi
         for k in $ratios; do
             a=${R[i8_${k%:*}_${k#*:}_${r}_median_ms]:-} b=${R[i8_${k%:*}_int8_${r}_median_ms]:-}
             [ -n "$a" ] && [ -n "$b" ] && printf '%s\n' "$(calc "$a / $b")" >>"$BB/i8_${k%:*}_${k#*:}"
@@ -89,6 +123,11 @@ else
         echo "-> Linears ${k#*_}$how: oneDNN's matmul / attnd (medians, $INT8_ROUNDS rounds) = $(fmt "${R[i8_${k}_ratio]}" 3) ($(tr '\n' ' ' <"$f"))"
         rm -f "$f"
     done
+    if [ -s "$BB/i8_ort" ]; then
+        R[i8_ort_ratio]=$(median "$BB/i8_ort") R[i8_ort_median_ms]=$(median "$BB/i8_ort.ms")
+        echo "-> block B=8 L=128: ONNX Runtime's int8 / attnd int8 (medians, $INT8_ROUNDS rounds) = $(fmt "${R[i8_ort_ratio]}" 3) ($(tr '\n' ' ' <"$BB/i8_ort")); ONNX Runtime's median of medians $(fmt "${R[i8_ort_median_ms]}" 1) ms"
+    fi
+    rm -f "$BB/i8_ort" "$BB/i8_ort.ms"
     for k in ${ratios//:/_}; do
         if [ -s "$BB/i8_$k" ]; then
             R[i8_${k}_ratio]=$(median "$BB/i8_$k")

@@ -25,10 +25,12 @@ else
     if [ ! -f "$BB/node_modules/onnxruntime-node/package.json" ]; then
         # The package bundles its CPU binaries; its install script only fetches
         # CUDA ones (from api.nuget.org), which ONNXRUNTIME_NODE_INSTALL=skip
-        # turns off.  npm's own chatter goes to build/bench/npm.log.
-        printf '$ (cd %s && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save --no-audit --no-fund --no-package-lock onnxruntime-node@%s)\n' "$BB" "$ORT_VERSION"
-        if ! (cd "$BB" && ONNXRUNTIME_NODE_INSTALL=skip timeout "$NPM_TIMEOUT" npm install \
-            --no-save --no-audit --no-fund --no-package-lock "onnxruntime-node@$ORT_VERSION") \
+        # turns off.  --prefix: into build/bench/node_modules, not the
+        # checkout's (npm would take the nearest package.json's directory).
+        # npm's own chatter goes to build/bench/npm.log.
+        printf '$ ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix %s --no-save --no-audit --no-fund --no-package-lock onnxruntime-node@%s\n' "$BB" "$ORT_VERSION"
+        if ! ONNXRUNTIME_NODE_INSTALL=skip timeout "$NPM_TIMEOUT" npm install --prefix "$BB" \
+            --no-save --no-audit --no-fund --no-package-lock "onnxruntime-node@$ORT_VERSION" \
             >"$BB/npm.log" 2>&1; then
             ok=0
             onnx_skip "npm install onnxruntime-node@$ORT_VERSION failed: $(grep -m1 -E 'npm (error|ERR!) (code|[A-Z])' "$BB/npm.log" || tail -n 1 "$BB/npm.log") (full log: $BB/npm.log)"
