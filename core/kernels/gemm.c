@@ -219,6 +219,11 @@ void gemm_int8_quantise(void *rows, const float *in, int lda, int K, int r0, int
     gemm_i8_quantise(rows, in, lda, K, r0, r1);
 }
 
+const void *gemm_int8_rows_at(const void *rows, int K, int r)
+{
+    return gemm_i8_rows_at(rows, K, r);
+}
+
 void gemm_int8_cols(float *out, int ldc, const void *rows, const gemm_packed *pw, const float *b,
                     int M, int p0, int p1, const enc_activation *act, float *scratch)
 {

@@ -103,6 +103,9 @@ bool gemm_packed_int8(const gemm_packed *pw);
  * them: the same bits as gemm_packed_cols. */
 size_t gemm_int8_rows_bytes(int M, int K);
 void gemm_int8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1);
+/* Row r of rows (quantised by gemm_int8_quantise, K each): the rows from r
+ * on, for gemm_int8_cols on a block of them. */
+const void *gemm_int8_rows_at(const void *rows, int K, int r);
 void gemm_int8_cols(float *out, int ldc, const void *rows, const gemm_packed *pw, const float *b,
                     int M, int p0, int p1, const enc_activation *act, float *scratch);
 

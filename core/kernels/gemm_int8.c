@@ -1036,6 +1036,11 @@ void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r
                      in + (size_t)r * (size_t)lda, K);
 }
 
+const void *gemm_i8_rows_at(const void *rows, int K, int r)
+{
+    return (const char *)rows + (size_t)r * record_bytes(format_of(current_kernel()), k_padded(K));
+}
+
 void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, const float *b,
                        int M, int p0, int p1, const enc_activation *act, void *scratch)
 {

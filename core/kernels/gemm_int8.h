@@ -60,6 +60,7 @@ void gemm_i8_cols(float *out, int ldc, const float *in, int lda, const gemm_i8 *
  * panels [p0, p1) of the product on the kernel that format is for. */
 size_t gemm_i8_rows_bytes(int M, int K);
 void gemm_i8_quantise(void *rows, const float *in, int lda, int K, int r0, int r1);
+const void *gemm_i8_rows_at(const void *rows, int K, int r);
 void gemm_i8_cols_rows(float *out, int ldc, const void *rows, const gemm_i8 *q, const float *b,
                        int M, int p0, int p1, const enc_activation *act, void *scratch);
 

@@ -61,6 +61,9 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
  * a BERT-base Linear over 256 rows is a few milliseconds on a few cores,
  * and its weights are still read once per 256 rows. */
 #define PAUSE_ROWS 256
+/* Rows a norm phase takes at a time: 8 rows of 768 floats are 24 KiB, in L1
+ * for the int8 quantisation after (phase_norm). */
+#define NORM_ROWS 8
 /* Scores per head an attention phase computes at most while a pause hook is
  * set (256 query rows against 512 keys), an item at least. */
 #define PAUSE_SCORES (256 * 512)
@@ -103,6 +106,8 @@ typedef struct block_ctx {
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
     float *ln_out; /* NULL: no LayerNorm */
+    bool ln_quant; /* ln_out's rows also quantised into ws->i8rows, for the int8 Linear
+                      that reads it next (run_norm) */
 } block_ctx;
 
 /* A Linear, split by output columns (weight rows): each thread multiplies
@@ -178,21 +183,27 @@ static void phase_quantise(void *arg, int tid, int n)
 }
 
 /* Residual add and LayerNorm, split by rows: x += o (if add_o), then
- * ln_out = LN(x) (if ln_out). */
+ * ln_out = LN(x) (if ln_out), and with ln_quant ln_out's rows quantised for
+ * the int8 Linear after (as its phase_quantise would), a few rows at a time
+ * while they are in L1: no pass over them from another core's cache. */
 static void phase_norm(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
     const int D = c->m->hp.d_model;
     int r0, r1;
     team_split(c->T, tid, n, &r0, &r1);
-    if (r1 <= r0)
-        return;
-    float *x = c->ws->x + (size_t)r0 * D;
-    if (c->add_o)
-        ops_residual(x, c->ws->o + (size_t)r0 * D, (size_t)(r1 - r0) * D);
-    if (c->ln_out)
-        ops_layernorm(c->ln_out + (size_t)r0 * D, x, c->ln_w, c->ln_b, r1 - r0, D,
+    for (int a = r0; a < r1; a += NORM_ROWS) {
+        const int b = r1 - a < NORM_ROWS ? r1 : a + NORM_ROWS;
+        float *x = c->ws->x + (size_t)a * D;
+        if (c->add_o)
+            ops_residual(x, c->ws->o + (size_t)a * D, (size_t)(b - a) * D);
+        if (!c->ln_out)
+            continue;
+        ops_layernorm(c->ln_out + (size_t)a * D, x, c->ln_w, c->ln_b, b - a, D,
                       c->m->hp.layer_norm_eps);
+        if (c->ln_quant)
+            gemm_int8_quantise(c->ws->i8rows, c->ln_out, D, D, a, b);
+    }
 }
 
 /* The embedding module on the rows of the ids batches, split by rows: each
@@ -593,16 +604,21 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
         const int nth = team_size(c->ws->team);
         if (c->lin_pk && !c->lin_glu && !c->lin_rope) {
             const bool i8 = gemm_packed_int8(c->lin_pk);
-            if (i8) { /* its rows quantised first, for every item */
+            const void *recs = NULL;
+            if (i8 && c->ws->i8rows_of == in) { /* every row quantised by the norm before */
+                recs = gemm_int8_rows_at(c->ws->i8rows, K, r0);
+            } else if (i8) { /* its rows quantised first, for every item */
                 team_deal_init(&c->lin_quant, c->lin_rows, nth);
                 workspace_run(c->ws, phase_quantise, c);
+                recs = c->ws->i8rows;
             }
-            c->lin_grid = gemm_grid_of(c->lin_pk, c->lin_rows, nth, i8 ? c->ws->i8rows : NULL);
+            c->lin_grid = gemm_grid_of(c->lin_pk, c->lin_rows, nth, recs);
             team_deal_init(&c->lin_deal, gemm_grid_items(c->lin_grid), nth);
         }
         workspace_run(c->ws, phase_linear, c);
     }
     c->lin_w[0] = NULL;
+    c->ws->i8rows_of = NULL; /* read, or overwritten by phase_quantise */
 }
 
 /* The in-projection of layer ly: run_linear on its q, k and v rows, one
@@ -620,13 +636,20 @@ static void run_linear_qkv(block_ctx *c, float *out, int ldo, const float *in, i
     run_linear(c, out, ldo, in, ldi, ly->w_q, ly->pk_qkv, ly->b_qkv, D, Q, false);
 }
 
-static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, const float *b)
+/* phase_norm on the team; next: the packed weights of the Linear that
+ * reads ln_out next, or NULL.  When they are int8 the norm also quantises
+ * ln_out's rows, and that Linear (run_linear) finds them in ws->i8rows. */
+static void run_norm(block_ctx *c, bool add_o, float *ln_out, const float *w, const float *b,
+                     const gemm_packed *next)
 {
     c->add_o = add_o;
     c->ln_out = ln_out;
     c->ln_w = w;
     c->ln_b = b;
+    c->ln_quant = ln_out && next && gemm_packed_int8(next);
     workspace_run(c->ws, phase_norm, c);
+    c->ws->i8rows_of = c->ln_quant ? ln_out : NULL;
+    c->ln_quant = false;
 }
 
 /* Block l over the T packed tokens in ws->x, in place, writing each job's
@@ -665,7 +688,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     const float *a_in = ws->x;
     if (hp->norm_first && ly->ln1_w) {
         if (!y_ready)
-            run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b);
+            run_norm(&c, false, ws->y, ly->ln1_w, ly->ln1_b, ly->pk_qkv);
         a_in = ws->y;
     }
     /* RoPE inside the in-projection's GEMM, on each block of rows while in
@@ -692,10 +715,10 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
     const float *f_in = ws->x;
     if (hp->norm_first) {
-        run_norm(&c, true, ws->y, ly->ln2_w, ly->ln2_b);
+        run_norm(&c, true, ws->y, ly->ln2_w, ly->ln2_b, ly->pk_1);
         f_in = ws->y;
     } else {
-        run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b);
+        run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b, ly->pk_1);
     }
     if (hp->ffn == ENC_FFN_MLP) {
         run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);
@@ -711,17 +734,17 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         c.lin_glu = false;
     }
     run_linear(&c, ws->o, D, ws->h, ws->ldh, ly->w_2, ly->pk_2, ly->b_2, F, D, false);
+    const enc_layer *next = l + 1 < hp->n_layers ? &m->layers[l + 1] : NULL;
     if (!hp->norm_first) {
-        run_norm(&c, true, ws->x, ly->ln2_w, ly->ln2_b);
+        run_norm(&c, true, ws->x, ly->ln2_w, ly->ln2_b, next ? next->pk_qkv : NULL);
         return false;
     }
     /* x += o, and the next block's first norm into y, or the final norm */
-    const enc_layer *next = l + 1 < hp->n_layers ? &m->layers[l + 1] : NULL;
     if (next && next->ln1_w) {
-        run_norm(&c, true, ws->y, next->ln1_w, next->ln1_b);
+        run_norm(&c, true, ws->y, next->ln1_w, next->ln1_b, next->pk_qkv);
         return true;
     }
-    run_norm(&c, true, next ? NULL : m->final_w ? ws->x : NULL, m->final_w, m->final_b);
+    run_norm(&c, true, next ? NULL : m->final_w ? ws->x : NULL, m->final_w, m->final_b, NULL);
     return false;
 }
 
@@ -959,12 +982,13 @@ static void run_layers(const enc_model *m, enc_workspace *ws, const enc_job *job
                        const forward_plan *p)
 {
     bool y_ready = false;
+    ws->i8rows_of = NULL; /* none from a forward that stopped part way */
     for (int l = 0; l < m->hp.n_layers; l++)
         y_ready = block_forward(m, l, ws, jobs, p->bms, p->scores, (int)p->T, y_ready);
     if (m->final_w && !m->hp.norm_first) { /* post-norm's final norm, in place (pre-norm's
                                               came with the last residual add) */
         block_ctx c = {.m = m, .ws = ws, .T = (int)p->T};
-        run_norm(&c, false, ws->x, m->final_w, m->final_b);
+        run_norm(&c, false, ws->x, m->final_w, m->final_b, NULL);
     }
 }
 

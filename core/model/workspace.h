@@ -84,6 +84,8 @@ struct enc_workspace {
     float *gemm;      /* (threads, gemm_scratch_bytes) the packed GEMM's scratch, or none */
     void *i8rows;     /* an int8 model's: a Linear's input rows quantised once
                          (gemm_int8_rows_bytes(T, max(D, F))), or none */
+    const float *i8rows_of; /* the input whose every row i8rows holds, quantised
+                               by a norm phase for the int8 Linear after it; or NULL */
     float *gather;    /* every sequence's gathered columns (attention_gather), its own
                          allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
