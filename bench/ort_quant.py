@@ -114,10 +114,7 @@ def main():
     if len(done) != 4:
         fail(f"expected the block's four Linears as MatMuls by weights, found {len(done)}")
     used = {i for n in out for i in n.input}
-    inits = [t for t in g.initializer if t.name in used]
-    inits += [numpy_helper.from_array(weights[n], n) for n in weights
-              if n.endswith("_t") and n in used]
-    inits += new_inits
+    inits = [t for t in g.initializer if t.name in used] + new_inits
     del g.node[:]
     g.node.extend(out)
     del g.initializer[:]

@@ -192,8 +192,9 @@ static void phase_norm(void *arg, int tid, int n)
     const int D = c->m->hp.d_model;
     int r0, r1;
     team_split(c->T, tid, n, &r0, &r1);
-    for (int a = r0; a < r1; a += NORM_ROWS) {
-        const int b = r1 - a < NORM_ROWS ? r1 : a + NORM_ROWS;
+    const int step = c->ln_quant ? NORM_ROWS : r1 - r0; /* without it: one call */
+    for (int a = r0; a < r1; a += step) {
+        const int b = r1 - a < step ? r1 : a + step;
         float *x = c->ws->x + (size_t)a * D;
         if (c->add_o)
             ops_residual(x, c->ws->o + (size_t)a * D, (size_t)(b - a) * D);
