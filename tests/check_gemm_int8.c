@@ -205,20 +205,31 @@ static bool run_shape(int s, const char *kern, float **got_out, float **in_out, 
                   "%s M %d K %d N %d: gemm_int8_quantise + gemm_int8_cols differ from "
                   "gemm_packed_cols",
                   kern, M, K, N);
-    /* and as the forward deals it: gemm_grid_of's items, every panel one */
-    const gemm_grid g = gemm_grid_of(pw, M, 3, rows);
-    ck_assert_int_eq(gemm_grid_items(g), P);
-    for (size_t k = 0; k < (size_t)M * ldc; k++)
-        two[k] = NAN;
-    team_deal d;
-    team_deal_init(&d, gemm_grid_items(g), 3);
-    int lo, hi;
-    while (team_deal_take(&d, &lo, &hi))
-        gemm_packed_items(two, ldc, NULL, 0, pw, shapes[s][3] ? b : NULL, g, lo, hi,
-                          shapes[s][4] >= 0 ? &act : NULL, scratch);
-    ck_assert_msg(memcmp(two, got, (size_t)M * ldc * sizeof *got) == 0,
-                  "%s M %d K %d N %d: gemm_packed_items differ from gemm_packed_cols", kern, M, K,
-                  N);
+    /* and as the forward deals it, on 3 threads and on 16: gemm_grid_of's
+     * items, every panel one, the rows in blocks of whole AMX tiles when
+     * the panels are fewer than GEMM_ITEMS_PER_THREAD a thread */
+    for (int nth = 3; nth <= 16; nth += 13) {
+        const gemm_grid g = gemm_grid_of(pw, M, nth, rows);
+        ck_assert_int_eq(g.groups, P);
+        if (P >= GEMM_ITEMS_PER_THREAD * nth || M <= GEMM_I8_MR)
+            ck_assert_int_eq(g.blocks, 1);
+        else
+            ck_assert_msg(g.blocks > 1 && g.mb % GEMM_I8_MR == 0 && (g.blocks - 1) * g.mb < M,
+                          "M %d, %d panels on %d threads: %d blocks of %d rows", M, P, nth,
+                          g.blocks, g.mb);
+        for (size_t k = 0; k < (size_t)M * ldc; k++)
+            two[k] = NAN;
+        team_deal d;
+        team_deal_init(&d, gemm_grid_items(g), nth);
+        int lo, hi;
+        while (team_deal_take(&d, &lo, &hi))
+            gemm_packed_items(two, ldc, NULL, 0, pw, shapes[s][3] ? b : NULL, g, lo, hi,
+                              shapes[s][4] >= 0 ? &act : NULL, scratch);
+        ck_assert_msg(memcmp(two, got, (size_t)M * ldc * sizeof *got) == 0,
+                      "%s M %d K %d N %d: gemm_packed_items on %d threads' items differ from "
+                      "gemm_packed_cols",
+                      kern, M, K, N, nth);
+    }
     free(two);
     free(rows);
     free(scratch);

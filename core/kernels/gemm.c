@@ -242,12 +242,23 @@ gemm_packed *gemm_pack_parts_int8(const float *const *w, const int *rows, int n,
 
 gemm_grid gemm_grid_of(const gemm_packed *pw, int M, int nth, const void *rows)
 {
-    if (pw->i8) /* every panel an item */
-        return (gemm_grid){.M = M, .P = pw->P, .blocks = 1, .groups = pw->P, .rows = rows};
-    const int blocks = (M + GEMM_MC - 1) / GEMM_MC, want = GEMM_ITEMS_PER_THREAD * nth;
+    const int want = GEMM_ITEMS_PER_THREAD * nth;
+    if (pw->i8) { /* every panel an item; rows in blocks only when short of items */
+        const int split = (want + pw->P - 1) / pw->P;
+        int mb = (M + split - 1) / split;
+        mb = (mb + GEMM_I8_MR - 1) / GEMM_I8_MR * GEMM_I8_MR;
+        mb = mb < M ? mb : M > 0 ? M : 1;
+        return (gemm_grid){.M = M,
+                           .P = pw->P,
+                           .blocks = (M + mb - 1) / mb,
+                           .groups = pw->P,
+                           .mb = mb,
+                           .rows = rows};
+    }
+    const int blocks = (M + GEMM_MC - 1) / GEMM_MC;
     int groups = (want + blocks - 1) / blocks;
     groups = groups > pw->P ? pw->P : groups < 1 ? 1 : groups;
-    return (gemm_grid){.M = M, .P = pw->P, .blocks = blocks, .groups = groups};
+    return (gemm_grid){.M = M, .P = pw->P, .blocks = blocks, .groups = groups, .mb = GEMM_MC};
 }
 
 int gemm_grid_items(gemm_grid g)
@@ -259,19 +270,19 @@ void gemm_packed_items(float *out, int ldc, const float *in, int lda, const gemm
                        const float *b, gemm_grid g, int i0, int i1, const enc_activation *act,
                        float *scratch)
 {
-    if (pw->i8) {
-        gemm_int8_cols(out, ldc, g.rows, pw, b, g.M, i0, i1, act, scratch);
-        return;
-    }
     for (int i = i0; i < i1;) {
         const int block = i / g.groups, g0 = i % g.groups;
         const int g1 = g0 + (i1 - i) < g.groups ? g0 + (i1 - i) : g.groups;
-        const int r0 = block * GEMM_MC, r1 = r0 + GEMM_MC < g.M ? r0 + GEMM_MC : g.M;
+        const int r0 = block * g.mb, r1 = r0 + g.mb < g.M ? r0 + g.mb : g.M;
         const int p0 = (int)((long long)g.P * g0 / g.groups);
         const int p1 = (int)((long long)g.P * g1 / g.groups);
-        if (p1 > p0)
-            gemm_packed_cols(out + (size_t)r0 * (size_t)ldc, ldc, in + (size_t)r0 * (size_t)lda,
-                             lda, pw, b, r1 - r0, p0, p1, act, scratch);
+        float *o = out + (size_t)r0 * (size_t)ldc;
+        if (p1 > p0 && pw->i8)
+            gemm_int8_cols(o, ldc, gemm_int8_rows_at(g.rows, pw->K, r0), pw, b, r1 - r0, p0, p1,
+                           act, scratch);
+        else if (p1 > p0)
+            gemm_packed_cols(o, ldc, in + (size_t)r0 * (size_t)lda, lda, pw, b, r1 - r0, p0, p1,
+                             act, scratch);
         i += g1 - g0;
     }
 }

@@ -134,19 +134,24 @@ void gemm_packed_cols(float *out, int ldc, const float *in, int lda, const gemm_
                       const float *b, int M, int p0, int p1, const enc_activation *act,
                       float *scratch);
 
-/* A packed Linear of M rows as items for a team to deal (team_deal).
- * Float32 and bfloat16: blocks of GEMM_MC rows by groups of panels,
- * numbered row block first.  Groups are as few as give
+/* A packed Linear of M rows as items for a team to deal (team_deal):
+ * blocks of rows by groups of panels, numbered row block first.
+ * Float32 and bfloat16: blocks of GEMM_MC rows, groups as few as give
  * GEMM_ITEMS_PER_THREAD items a thread (at most one a panel): each call
  * prepares its rows again (bfloat16's rounding), so a block's rows are
- * prepared once a group.  int8: every panel an item (one block), on rows,
- * the input quantised once for the team (gemm_int8_quantise, every row
- * done before the first item), so a thread's next panels cost no more
- * than its first; rows is NULL for the others. */
+ * prepared once a group.  int8: every panel an item, on rows, the input
+ * quantised once for the team (gemm_int8_quantise, every row done before
+ * the first item), so a thread's next panels cost no more than its first;
+ * its rows are one block, or, when the panels are fewer than
+ * GEMM_ITEMS_PER_THREAD a thread (many threads, a narrow Linear), as few
+ * blocks of GEMM_I8_MR rows apiece as give that many items: each block
+ * streams the weights again.  rows is NULL for the others. */
 #define GEMM_ITEMS_PER_THREAD 4
+#define GEMM_I8_MR            32 /* int8's row blocks: whole AMX tiles */
 typedef struct {
     int M, P;           /* rows, panels */
     int blocks, groups; /* row blocks, panel groups */
+    int mb;             /* rows a block (the last one's may be fewer) */
     const void *rows;   /* int8: the quantised input */
 } gemm_grid;
 
