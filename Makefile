@@ -551,7 +551,7 @@ compose-check:
 # that corpus without libFuzzer, tests/check_fuzz.c).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := encode safetensors config v2 tokenizer
+FUZZ_TARGETS := encode safetensors config v2 tokenizer text
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 DEB_FUZZ     := clang libclang-rt-14-dev

@@ -33,6 +33,7 @@ static const struct {
     {"config", fuzz_config, {NULL}, 5},
     {"v2", fuzz_v2, {NULL}, 5},
     {"tokenizer", fuzz_tokenizer, {NULL}, 30},
+    {"text", fuzz_text, {NULL}, 17},
 };
 
 #define N_TARGETS ((int)(sizeof targets / sizeof *targets))

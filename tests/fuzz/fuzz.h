@@ -15,6 +15,8 @@
 #ifndef ATTND_TESTS_FUZZ_H
 #define ATTND_TESTS_FUZZ_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +33,15 @@
             abort();                                                                               \
         }                                                                                          \
     } while (0)
+
+/* Whether x's n floats are all finite (a 200's outputs must be). */
+static inline bool fuzz_all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return false;
+    return true;
+}
 
 /* POST /v1/encode bodies: v1_request_parse, then (when it accepts) a
  * forward on a tiny seeded model and v1_response; also the codec's own
@@ -56,6 +67,16 @@ int fuzz_v2(const uint8_t *data, size_t size);
  * refused naming its byte, valid text must give ids in the vocabulary and
  * spans within the text. */
 int fuzz_tokenizer(const uint8_t *data, size_t size);
+
+/* Text routes as the HTTP layer runs them (protocol.h): OpenAI's
+ * /v1/embeddings, /v1/encode and /v1/predict with text, TEI's forwards
+ * (/, /embed, /embed_all, /embed_sparse, /predict, /rerank, /similarity)
+ * on Hugging Face fixture directories with their tokenizers and heads,
+ * and /v1/tokenize, TEI's /tokenize and /decode; the first byte picks the
+ * route (fuzz_text.c), the rest is the body.  A refusal is one of the
+ * contract's kinds with a message and a JSON error body; a 200's numbers
+ * are finite and its body is JSON. */
+int fuzz_text(const uint8_t *data, size_t size);
 
 /* A new target: fuzz_<name>.c defining int fuzz_<name>(const uint8_t *,
  * size_t) and, under FUZZ_LIBFUZZER, LLVMFuzzerTestOneInput; its

@@ -87,14 +87,6 @@ static void check_float(const uint8_t *data, size_t size)
                 (double)f, precision, got, want);
 }
 
-static bool all_finite(const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return false;
-    return true;
-}
-
 int fuzz_encode(const uint8_t *data, size_t size)
 {
     models_init();
@@ -138,10 +130,10 @@ int fuzz_encode(const uint8_t *data, size_t size)
     }
     /* A 200: every output and every attention weight finite. */
     const size_t BL = (size_t)req.batch.B * (size_t)req.batch.L;
-    FUZZ_ASSERT(all_finite(req.out, BL * (size_t)hp->d_model), "a non-finite output");
+    FUZZ_ASSERT(fuzz_all_finite(req.out, BL * (size_t)hp->d_model), "a non-finite output");
     for (int l = 0; l < hp->n_layers; l++) {
         if (req.attn_mode != ENC_ATTN_NONE && req.attn[l])
-            FUZZ_ASSERT(all_finite(req.attn[l], encode_attention_floats(&req, hp)),
+            FUZZ_ASSERT(fuzz_all_finite(req.attn[l], encode_attention_floats(&req, hp)),
                         "a non-finite attention weight in layer %d", l);
     }
     encode_usage usage = {.sequences = req.batch.B, .tokens = (long)BL};

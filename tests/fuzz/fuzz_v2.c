@@ -17,14 +17,6 @@
 static enc_model *models[2];
 static enc_workspace *workspaces[2];
 
-static bool all_finite(const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return false;
-    return true;
-}
-
 int fuzz_v2(const uint8_t *data, size_t size)
 {
     if (!models[0]) {
@@ -103,10 +95,10 @@ int fuzz_v2(const uint8_t *data, size_t size)
                     ferr.message);
     } else {
         const size_t BL = (size_t)e->batch.B * (size_t)e->batch.L;
-        FUZZ_ASSERT(all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
+        FUZZ_ASSERT(fuzz_all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
         for (int l = 0; l < hp->n_layers; l++) {
             if (e->attn_mode != ENC_ATTN_NONE && e->attn[l])
-                FUZZ_ASSERT(all_finite(e->attn[l], encode_attention_floats(e, hp)),
+                FUZZ_ASSERT(fuzz_all_finite(e->attn[l], encode_attention_floats(e, hp)),
                             "a non-finite attention weight in layer %d", l);
         }
         size_t out_len = 0, header_len = 0;
