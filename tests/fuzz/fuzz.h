@@ -34,6 +34,19 @@
         }                                                                                          \
     } while (0)
 
+/* The libFuzzer entry of a target whose entry point is fn (make fuzz's
+ * builds, -DFUZZ_LIBFUZZER); nothing in the Check runner's build. */
+#ifdef FUZZ_LIBFUZZER
+#define FUZZ_LIBFUZZER_ENTRY(fn)                                                                   \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                                  \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                                   \
+    {                                                                                              \
+        return fn(data, size);                                                                     \
+    }
+#else
+#define FUZZ_LIBFUZZER_ENTRY(fn)
+#endif
+
 /* Whether x's n floats are all finite (a 200's outputs must be). */
 static inline bool fuzz_all_finite(const float *x, size_t n)
 {
@@ -79,7 +92,7 @@ int fuzz_tokenizer(const uint8_t *data, size_t size);
 int fuzz_text(const uint8_t *data, size_t size);
 
 /* A new target: fuzz_<name>.c defining int fuzz_<name>(const uint8_t *,
- * size_t) and, under FUZZ_LIBFUZZER, LLVMFuzzerTestOneInput; its
+ * size_t) and FUZZ_LIBFUZZER_ENTRY(fuzz_<name>) after it; its
  * declaration here, a row in check_fuzz.c's table, <name> in the Makefile's
  * FUZZ_TARGETS, seeds in tests/fuzz/seeds/<name>/ and an empty regression
  * corpus tests/fuzz/regress/<name>/ (docs/reliability.md). */

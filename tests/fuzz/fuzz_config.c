@@ -85,10 +85,4 @@ int fuzz_config(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef FUZZ_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fuzz_config(data, size);
-}
-#endif
+FUZZ_LIBFUZZER_ENTRY(fuzz_config)

@@ -79,10 +79,4 @@ int fuzz_safetensors(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef FUZZ_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fuzz_safetensors(data, size);
-}
-#endif
+FUZZ_LIBFUZZER_ENTRY(fuzz_safetensors)

@@ -39,7 +39,9 @@ typedef struct served {
 } served;
 static served models[N_MODELS];
 
-/* A route: a forward's (proto) or one answered from the body (answer). */
+/* A route: a forward's (proto's parse and render) or one answered from
+ * the body (answer; proto, or NULL for attnd's own, gives its errors'
+ * shape). */
 typedef struct text_route {
     int model;
     const protocol *proto;
@@ -63,8 +65,8 @@ static const text_route ROUTES[] = {
     {NER, &predict_protocol, 0, NULL},
     {NER, &tei_protocol, TEI_ROUTE_PREDICT, NULL},
     {EMBEDDER, NULL, 0, text_tokenize_request},
-    {EMBEDDER, NULL, 0, tei_tokenize},
-    {FILL_MASK, NULL, 0, tei_decode},
+    {EMBEDDER, &tei_protocol, 0, tei_tokenize},
+    {FILL_MASK, &tei_protocol, 0, tei_decode},
 };
 #define N_ROUTES ((int)(sizeof ROUTES / sizeof *ROUTES))
 
@@ -170,18 +172,9 @@ static void run_forward(const text_route *rt, const served *s, const api_ctx *ct
             size_t header_len = 0;
             FUZZ_ASSERT(p->render(state, &out, st, &header_len) == 0 && !stream_failed(st),
                         "render failed");
-            size_t cap = 1 << 16, n = 0, got;
-            char *text = malloc(cap);
+            size_t n = 0;
+            char *text = stream_collect(st, &n);
             FUZZ_ASSERT(text != NULL, "out of memory");
-            while ((got = stream_read(st, text + n, cap - n - 1)) > 0) {
-                n += got;
-                if (cap - n < 4096) {
-                    char *more = realloc(text, cap *= 2);
-                    FUZZ_ASSERT(more != NULL, "out of memory");
-                    text = more;
-                }
-            }
-            text[n] = '\0';
             json_error_t jerr;
             json_t *j = json_loadb(text, n, 0, &jerr);
             FUZZ_ASSERT(j != NULL, "response is not JSON: %s: %.200s", jerr.text, text);
@@ -225,9 +218,7 @@ int fuzz_text(const uint8_t *data, size_t size)
         api_error err = {0};
         json_t *j = rt->answer(body, size - 1, &ctx, &err);
         if (!j) {
-            check_refusal(
-                rt->model == EMBEDDER && rt->answer == text_tokenize_request ? NULL : &tei_protocol,
-                &err);
+            check_refusal(rt->proto, &err);
         } else {
             char *text = json_dumps(j, JSON_COMPACT);
             FUZZ_ASSERT(text != NULL, "the answer does not dump");
@@ -241,10 +232,4 @@ int fuzz_text(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef FUZZ_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fuzz_text(data, size);
-}
-#endif
+FUZZ_LIBFUZZER_ENTRY(fuzz_text)

@@ -116,10 +116,4 @@ int fuzz_v2(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef FUZZ_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fuzz_v2(data, size);
-}
-#endif
+FUZZ_LIBFUZZER_ENTRY(fuzz_v2)
