@@ -626,6 +626,7 @@ fixtures: deps-fixtures
 	$(PYTHON) tools/fixtures/make_fixtures.py tests/fixtures/torch
 	$(PYTHON) tools/fixtures/make_hf_fixtures.py tests/fixtures/hf
 	$(PYTHON) tools/fixtures/make_modernbert_fixtures.py tests/fixtures/modernbert
+	$(PYTHON) tools/fixtures/make_mpnet_fixtures.py tests/fixtures/mpnet
 	$(PYTHON) tools/fixtures/make_hf5_fixtures.py tests/fixtures
 	$(PYTHON) tools/fixtures/make_head_fixtures.py tests/fixtures/heads
 	$(PYTHON) tools/fixtures/make_bad_safetensors.py tests/fixtures/safetensors

@@ -112,7 +112,25 @@ typedef struct enc_hparams {
     int local_window;        /* W >= 0 */
     double rope_theta_local; /* RoPE's base on local layers; 0: rope_theta */
     enc_dtype dtype;         /* the Linears' (not auto); zero: float32 */
+    /* MPNet's relative position bias (docs/model.md): every layer's scores
+     * get a learned (rel_buckets, H) table's entry for the bucket of the
+     * key's index minus the query's (enc_rel_bucket), the table shared by
+     * the layers.  rel_buckets is the table's rows, at least
+     * ENC_REL_BUCKETS (transformers buckets into that many whatever the
+     * table's size); 0: no bias. */
+    int rel_buckets;
 } enc_hparams;
+
+/* MPNet's relative position buckets: T5's bidirectional scheme with 32
+ * buckets and a maximum distance of 128, as transformers' MPNetEncoder
+ * computes them. */
+#define ENC_REL_BUCKETS      32
+#define ENC_REL_MAX_DISTANCE 128
+/* The bucket of relative position d = j - i (key minus query): keys before
+ * the query in 0..15, after it in 16..31; distances below 8 exactly, then
+ * logarithmically up to 128 (float32 arithmetic, as torch's); every
+ * distance from 128 on is the last bucket of its side. */
+int enc_rel_bucket(int d);
 
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
 #define ENC_MAX_POSITION (1 << 20)
@@ -323,7 +341,7 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
  * with the key config.json keeps each under (for messages). */
 typedef struct enc_hf_config {
     char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert |
-                            modernbert */
+                            modernbert | mpnet */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
     const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
@@ -340,7 +358,7 @@ typedef struct enc_hf_config {
      * the encoder stack does not use them.  0 (pad_token_id -1) where the
      * file does not say. */
     int vocab_size;              /* rows of the word embeddings */
-    int type_vocab_size;         /* BERT family's token types; 0 for DistilBERT, ModernBERT */
+    int type_vocab_size; /* BERT family's token types; 0 for DistilBERT, ModernBERT, MPNet */
     int max_position_embeddings; /* rows of the absolute position embeddings */
     int pad_token_id;            /* the padding id (RoBERTa's positions count from it + 1) */
     int embedding_size;          /* the word embeddings' width: ELECTRA's embedding_size (128 when

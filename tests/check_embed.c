@@ -1,6 +1,6 @@
 /* check_embed.c - the embedding module (core/model/embed.c): token ids to the
  * stack's input.  The fixture directories' ids.safetensors
- * (tools/fixtures/make_hf_fixtures.py, tools/fixtures/make_modernbert_fixtures.py:
+ * (tools/fixtures/make_hf_fixtures.py, make_modernbert_fixtures.py, make_mpnet_fixtures.py:
  * transformers' embedding modules written out in torch) from input_ids
  * through the fast forward and the naive reference; the fast module against
  * the naive one on random ids, tables and shapes; the batch checks and their
@@ -440,7 +440,9 @@ static const char *const CASES[] = {"hf/bert_mlm",
                                     "hf5/distilbert_sinusoidal",
                                     "modernbert5/modernbert_mlm",
                                     "modernbert5/modernbert_base_bias",
-                                    "modernbert5/modernbert_swiglu"};
+                                    "modernbert5/modernbert_swiglu",
+                                    "mpnet/mpnet_base",
+                                    "mpnet/mpnet_pad_in_text"};
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
 /* An ids.safetensors: its batch as the core takes it, and what is expected. */

@@ -48,6 +48,8 @@ static const char *const CASES[] = {
     "bert_mlm_5",         "roberta_mlm",
     "xlm_roberta_mlm",    "distilbert_mlm",
     "modernbert_mlm",     "modernbert_mlm_5",
+    "mpnet_seq",          "mpnet_token",
+    "mpnet_mlm",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
@@ -633,9 +635,6 @@ END_TEST
 static const struct {
     const char *base, *edit, *want;
 } REFUSALS[] = {
-    /* a masked LM's transform is not in a classifier's file */
-    {"bert_seq", "{\"architectures\": [\"BertForMaskedLM\"]}",
-     "missing tensor 'cls.predictions.transform.dense.weight'"},
     /* two labels for a classifier of three rows */
     {"bert_seq", "{\"id2label\": {\"0\": \"a\", \"1\": \"b\"}}",
      "tensor 'classifier.bias' has shape [3], expected [2]"},
@@ -668,6 +667,31 @@ START_TEST(test_head_refused_load)
         ck_assert_str_eq(enc_model_ignored(m, 0), "decoder.bias");
         enc_model_free(m);
     }
+    scratch_free(&s);
+}
+END_TEST
+
+/* A task class whose head's own tensors are not in the files at all (a
+ * base model saved under a task class's name: sentence-transformers'
+ * all-mpnet-base-v2 says MPNetForMaskedLM) serves the encoder, the head
+ * left out saying why, as transformers' AutoModel loads it; the outputs
+ * are the encoder's. */
+START_TEST(test_head_absent_served)
+{
+    static const char *const links[] = {"model.safetensors", NULL};
+    scratch s;
+    scratch_make(&s, HEADS "/bert_seq", "{\"architectures\": [\"BertForMaskedLM\"]}", NULL, links);
+    enc_model *m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_str_eq(enc_model_head_unsupported(m), "BertForMaskedLM");
+    ck_assert_str_eq(enc_model_head_note(m),
+                     "its tensors (cls.predictions.transform.dense.weight, ...) are not in the "
+                     "files");
+    bool classifier = false; /* the classifier's tensors: ignored */
+    for (size_t i = 0; i < enc_model_ignored_count(m); i++)
+        classifier = classifier || strcmp(enc_model_ignored(m, i), "classifier.weight") == 0;
+    ck_assert(classifier);
+    enc_model_free(m);
     scratch_free(&s);
 }
 END_TEST
@@ -1005,6 +1029,7 @@ Suite *heads_suite(void)
     tcase_add_loop_test(core, test_head_embeddings_in, 0, 4);
     tcase_add_test(core, test_head_bfloat16);
     tcase_add_loop_test(core, test_head_int8, 0, N_CASES);
+    tcase_add_test(core, test_head_absent_served);
     tcase_add_test(core, test_head_int8_concurrent);
     tcase_add_test(core, test_head_refused_forward);
     tcase_add_test(core, test_head_unsupported);

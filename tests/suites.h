@@ -56,6 +56,7 @@
     X(fuzz, CODEC) \
     X(checkpoint_daemon, DAEMON) \
     X(modernbert, DAEMON) \
+    X(mpnet, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

@@ -160,7 +160,8 @@ void check_usage(const json_t *resp, const layout *y, int seq);
 /* ---- token ids: the Hugging Face fixtures' ids.safetensors ---------------- */
 
 /* A Hugging Face fixture directory run from token ids (ids.safetensors,
- * written by tools/fixtures/make_hf_fixtures.py / make_modernbert_fixtures.py):
+ * written by tools/fixtures/make_hf_fixtures.py / make_modernbert_fixtures.py /
+ * make_mpnet_fixtures.py):
  * input_ids (B, L) padded with pad_token_id past lengths, lengths, and
  * optionally token_type_ids and position_ids; out (B, L, D) and attn.{l}
  * (B, H, L, L), zero where a query or key is padding. */
@@ -178,8 +179,8 @@ typedef struct ids_fx {
 } ids_fx;
 
 /* The fixture directories that hold ids.safetensors, under
- * tests/fixtures/hf/, hf5/ (transformers 5.x's config.json), modernbert/
- * and modernbert5/, sorted. */
+ * tests/fixtures/hf/, hf5/ (transformers 5.x's config.json), modernbert/,
+ * modernbert5/ and mpnet/, sorted. */
 int ids_fx_count(void);
 const char *ids_fx_dir(int i);
 

@@ -186,7 +186,7 @@ static void attention_rows_online(float *z, int z_stride, const float *qkv, int 
             for (int r = 0; r < rows; r++) {
                 float *row = scores + (size_t)r * ATTN_KEY_BLOCK;
                 mask_apply_keys(sm, i0 + r, j0, j0 + n, row);
-                mask_alibi(sm, h, i0 + r, j0, 1, NULL, n, row);
+                mask_position_bias(sm, h, i0 + r, j0, 1, NULL, n, row);
                 const float alpha = ops_softmax_block(row, n, &row_max[r], &row_sum[r]);
                 if (j0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
@@ -249,7 +249,7 @@ void attention_rows(float *z, int z_stride, const float *qkv, int qkv_stride, in
         for (int r = 0; r < rows; r++) {
             float *row = scores + (size_t)r * lds;
             mask_apply_row(sm, i0 + r, row);
-            mask_alibi(sm, h, i0 + r, 0, 1, NULL, len, row);
+            mask_position_bias(sm, h, i0 + r, 0, 1, NULL, len, row);
             ops_softmax_row(row, len, heads ? heads + (size_t)r * L : NULL);
         }
 
@@ -366,7 +366,7 @@ uint64_t attention_residue(const attn_seq *s, const bm_seq *bs, int r, int k0, i
                 const float *mk = mask + (size_t)rr * m + c0;
                 for (int c = 0; c < n; c++)
                     row[c] += mk[c];
-                mask_alibi(sm, h, i0 + rr * st, r + c0 * st, st, NULL, n, row);
+                mask_position_bias(sm, h, i0 + rr * st, r + c0 * st, st, NULL, n, row);
                 const float alpha = ops_softmax_block(row, n, &row_max[rr], &row_sum[rr]);
                 if (c0 > 0 && alpha != 1.0f)
                     for (int e = 0; e < E; e++)
@@ -689,8 +689,9 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
             moff = moff0;
             chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff, t->scores + (size_t)r * lds);
         }
-        for (int r = 0; s->sm->alibi && r < t->n_rows; r++)
-            mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n, t->scores + (size_t)r * lds);
+        for (int r = 0; mask_has_position_bias(s->sm) && r < t->n_rows; r++)
+            mask_position_bias(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n,
+                               t->scores + (size_t)r * lds);
         online_step(t, t->scores, lds, c.n, zh, z_stride, first);
         values_mul(zh, z_stride, t->scores, lds, v_base + (size_t)c.j0 * qs, qs, t->n_rows, c.j0,
                    c.n, E, !first, &op.pk);
@@ -702,8 +703,8 @@ static void head_online(const tile_item *t, int h, const float *q, int q_stride,
                    scale, &op.gpk);
         for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, c0, n, t->scores + (size_t)r * lds);
-            mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols + c0, n,
-                       t->scores + (size_t)r * lds);
+            mask_position_bias(s->sm, h, item_row(t, r), 0, 1, t->gc.cols + c0, n,
+                               t->scores + (size_t)r * lds);
         }
         online_step(t, t->scores, lds, n, zh, z_stride, first);
         values_mul(zh, z_stride, t->scores, lds, op.gv + (size_t)c0 * E, E, t->n_rows, c0, n, E,
@@ -739,17 +740,17 @@ static void head_weights(const tile_item *t, int h, const float *q, int q_stride
             moff = moff0;
             chunk_mask(&c, t->imask + (size_t)r * t->mw, &moff, t->scores + (size_t)r * lds + off);
         }
-        for (int r = 0; s->sm->alibi && r < t->n_rows; r++)
-            mask_alibi(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n,
-                       t->scores + (size_t)r * lds + off);
+        for (int r = 0; mask_has_position_bias(s->sm) && r < t->n_rows; r++)
+            mask_position_bias(s->sm, h, item_row(t, r), c.j0, 1, NULL, c.n,
+                               t->scores + (size_t)r * lds + off);
     }
     if (n_gc) {
         scores_mul(t->scores + t->goff, lds, q, q_stride, op.gk, E, t->n_rows, 0, n_gc, E, scale,
                    &op.gpk);
         for (int r = 0; r < t->n_rows; r++) {
             add_gathered_mask(t, r, 0, n_gc, t->scores + (size_t)r * lds + t->goff);
-            mask_alibi(s->sm, h, item_row(t, r), 0, 1, t->gc.cols, n_gc,
-                       t->scores + (size_t)r * lds + t->goff);
+            mask_position_bias(s->sm, h, item_row(t, r), 0, 1, t->gc.cols, n_gc,
+                               t->scores + (size_t)r * lds + t->goff);
         }
     }
     for (int r = 0; r < t->n_rows; r++) {

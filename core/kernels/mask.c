@@ -2,7 +2,7 @@
  * batch's mask options checked, one sequence's view of them, whether query
  * i may see key j and what its score gets added (the restrictions, the
  * union of the patterns, BigBird's random blocks, the additive mask,
- * ALiBi's bias).  blockmask.c compiles the rule into tiles; attention.c
+ * ALiBi's and MPNet's biases by position).  blockmask.c compiles the rule into tiles; attention.c
  * applies it to scores. */
 #include "kernels/mask.h"
 
@@ -200,9 +200,29 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
     }
 }
 
-void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
-                float *s)
+bool mask_has_position_bias(const seq_mask *sm)
 {
+    return sm->alibi || sm->rel_bias;
+}
+
+/* MPNet's relative position bias on n scores of query i (mask_position_bias). */
+static void relative_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols,
+                          int n, float *s)
+{
+    const float *tab = sm->rel_bias + h;
+    const int stride = sm->rel_heads, far = ENC_REL_MAX_DISTANCE;
+    const uint8_t *bucket = sm->rel_bucket + far; /* bucket[d] for -far <= d <= far */
+    for (int k = 0; k < n; k++) {
+        const int d = (cols ? cols[k] : j0 + k * step) - i;
+        s[k] += tab[(size_t)bucket[d < -far ? -far : d > far ? far : d] * (size_t)stride];
+    }
+}
+
+void mask_position_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
+                        float *s)
+{
+    if (sm->rel_bias)
+        relative_bias(sm, h, i, j0, step, cols, n, s);
     if (!sm->alibi)
         return;
     const float m = -sm->alibi[h];

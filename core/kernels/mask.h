@@ -30,6 +30,12 @@ typedef struct seq_mask {
     int band;
     const float *alibi; /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
     const int32_t *pos; /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
+    /* MPNet's relative position bias (enc_model.rel_bias): the table
+     * (rows, rel_heads), and rel_bucket[d + ENC_REL_MAX_DISTANCE] the bucket
+     * of d = j - i (indices in the sequence, not pos), d clamped; NULL: none */
+    const float *rel_bias;
+    const uint8_t *rel_bucket;
+    int rel_heads;
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,
@@ -40,11 +46,14 @@ bool mask_allowed(const seq_mask *sm, int i, int j);
  * masked key by key. */
 bool mask_restricted(const seq_mask *sm);
 
-/* ALiBi: adds -slope_h * |p_i - p_j| to n scores of query i, s[k] being
- * key cols[k]'s (cols NULL: key j0 + k * step's).  Nothing when sm has no
- * slopes. */
-void mask_alibi(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
-                float *s);
+/* Whether sm adds a bias by position to the scores (ALiBi's, MPNet's). */
+bool mask_has_position_bias(const seq_mask *sm);
+/* Adds head h's bias by position to n scores of query i, s[k] being key
+ * cols[k]'s (cols NULL: key j0 + k * step's): ALiBi's -slope_h * |p_i - p_j|,
+ * MPNet's table entry for the bucket of j - i.  Nothing when sm has
+ * neither. */
+void mask_position_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
+                        float *s);
 
 /* Adds the mask to query row i's scaled scores s (len): disallowed keys
  * become -inf, the additive mask is added to the rest. */

@@ -53,6 +53,7 @@ typedef struct naming {
     const char *layer;
     const char *name[N_SLOTS];
     const char *final; /* the norm after the last layer: its weight's and bias's prefix */
+    const char *rel_bias; /* the relative position bias's table (hp.rel_buckets), or NULL */
 } naming;
 
 /* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
@@ -72,7 +73,8 @@ static const naming TORCH = {"layers.",
                               [S_LN1_B] = "norm1.bias",
                               [S_LN2_W] = "norm2.weight",
                               [S_LN2_B] = "norm2.bias"},
-                             "norm."};
+                             "norm.",
+                             NULL};
 
 /* transformers' BertLayer (BertSelfAttention, BertSelfOutput,
  * BertIntermediate, BertOutput), also RoBERTa's, XLM-R's, CamemBERT's and
@@ -94,6 +96,7 @@ static const naming BERT = {"encoder.layer.",
                              [S_LN1_B] = "attention.output.LayerNorm.bias",
                              [S_LN2_W] = "output.LayerNorm.weight",
                              [S_LN2_B] = "output.LayerNorm.bias"},
+                            NULL,
                             NULL};
 
 /* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
@@ -114,6 +117,7 @@ static const naming DISTILBERT = {"transformer.layer.",
                                    [S_LN1_B] = "sa_layer_norm.bias",
                                    [S_LN2_W] = "output_layer_norm.weight",
                                    [S_LN2_B] = "output_layer_norm.bias"},
+                                  NULL,
                                   NULL};
 
 /* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
@@ -132,7 +136,31 @@ static const naming MODERNBERT = {"layers.",
                                    [S_LN1_B] = "attn_norm.bias",
                                    [S_LN2_W] = "mlp_norm.weight",
                                    [S_LN2_B] = "mlp_norm.bias"},
-                                  "final_norm."};
+                                  "final_norm.",
+                                  NULL};
+
+/* transformers' MPNetLayer (MPNetAttention with its MPNetSelfAttention,
+ * MPNetIntermediate, MPNetOutput) and MPNetEncoder's relative position
+ * bias, shared by the layers. */
+static const naming MPNET = {"encoder.layer.",
+                             {[S_Q_W] = "attention.attn.q.weight",
+                              [S_Q_B] = "attention.attn.q.bias",
+                              [S_K_W] = "attention.attn.k.weight",
+                              [S_K_B] = "attention.attn.k.bias",
+                              [S_V_W] = "attention.attn.v.weight",
+                              [S_V_B] = "attention.attn.v.bias",
+                              [S_O_W] = "attention.attn.o.weight",
+                              [S_O_B] = "attention.attn.o.bias",
+                              [S_1_W] = "intermediate.dense.weight",
+                              [S_1_B] = "intermediate.dense.bias",
+                              [S_2_W] = "output.dense.weight",
+                              [S_2_B] = "output.dense.bias",
+                              [S_LN1_W] = "attention.LayerNorm.weight",
+                              [S_LN1_B] = "attention.LayerNorm.bias",
+                              [S_LN2_W] = "output.LayerNorm.weight",
+                              [S_LN2_B] = "output.LayerNorm.bias"},
+                             NULL,
+                             "encoder.relative_attention_bias.weight"};
 
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
@@ -152,6 +180,7 @@ static const scheme SCHEMES[] = {
     {"distilbert", &DISTILBERT, "distilbert."},
     /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
     {"modernbert", &MODERNBERT, "model."},
+    {"mpnet", &MPNET, "mpnet."},
 };
 
 /* model_type's scheme, or NULL. */
@@ -447,6 +476,14 @@ static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const
         if (bind(ld, name, m->final_b, D, 0) < 0)
             return ld->err->status;
     }
+    if (m->rel_bias) {
+        snprintf(name, sizeof name, "%s%s", model_prefix, nm->rel_bias ? nm->rel_bias : "");
+        if (!nm->rel_bias || bind(ld, name, m->rel_bias, m->hp.rel_buckets, m->hp.n_heads) < 0)
+            return nm->rel_bias ? ld->err->status
+                                : enc_error_set(ld->err, ENC_EINVAL,
+                                                "this checkpoint's architecture has no relative "
+                                                "position bias");
+    }
     return ENC_OK;
 }
 
@@ -741,16 +778,18 @@ typedef struct embed_naming {
 static const embed_naming BERT_EMBED = {
     "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
     "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.", "embeddings_project."};
-static const embed_naming DISTILBERT_EMBED = {"embeddings.word_embeddings.weight",
-                                              "embeddings.position_embeddings.weight", NULL,
-                                              "embeddings.LayerNorm.", NULL};
+/* DistilBERT's and MPNet's: BERT's without token types */
+static const embed_naming NO_TYPES_EMBED = {"embeddings.word_embeddings.weight",
+                                            "embeddings.position_embeddings.weight", NULL,
+                                            "embeddings.LayerNorm.", NULL};
 static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
                                               "embeddings.norm.", NULL};
 
 /* model_type's embedding module's names. */
 static const embed_naming *embed_naming_of(const char *model_type)
 {
-    return strcmp(model_type, "distilbert") == 0   ? &DISTILBERT_EMBED
+    return strcmp(model_type, "distilbert") == 0 || strcmp(model_type, "mpnet") == 0
+               ? &NO_TYPES_EMBED
            : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
                                                    : &BERT_EMBED;
 }
@@ -778,9 +817,10 @@ static int bind_embed(loader *ld, embed_module *e, const char *name, float *dst,
  * which the module keeps; the rest is copied. */
 static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, const char *prefix)
 {
+    const bool mpnet = strcmp(c->model_type, "mpnet") == 0;
     const bool roberta = strcmp(c->model_type, "roberta") == 0 ||
                          strcmp(c->model_type, "xlm-roberta") == 0 ||
-                         strcmp(c->model_type, "camembert") == 0;
+                         strcmp(c->model_type, "camembert") == 0 || mpnet;
     const bool distilbert = strcmp(c->model_type, "distilbert") == 0;
     const embed_naming *nm = embed_naming_of(c->model_type);
     const int D = m->hp.d_model;
@@ -815,8 +855,8 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                           : c->type_vocab_size > 0 ? c->type_vocab_size
                           : tt && tt->ndim == 2    ? (int)tt->shape[0]
                                                    : 2; /* BertConfig's */
-    if (roberta && cfg.pad_token_id < 0)
-        cfg.pad_token_id = 1; /* RobertaConfig's */
+    if ((roberta && cfg.pad_token_id < 0) || mpnet)
+        cfg.pad_token_id = 1; /* RobertaConfig's; MPNetEmbeddings' padding_idx, whatever the file */
     if (cfg.pos == EMBED_POS_ROBERTA && cfg.pad_token_id >= cfg.max_positions)
         return enc_error_set(ld->err, ENC_EINVAL,
                              "config.json: pad_token_id (%d) is not below "
@@ -974,6 +1014,25 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
     snprintf(word, sizeof word, "%s%s", prefix, embed_naming_of(c->model_type)->word);
     const bool saved = find(ld, nm.out_w, NULL) != NULL;
     const char *dec = nm.tied ? word : nm.out_w;
+    /* the head's own first tensor: a masked LM's transform (its decoder
+     * may be the word table), else the output layer */
+    char own[300];
+    if (lm && nm.dense[0])
+        snprintf(own, sizeof own, "%sweight", nm.dense);
+    else
+        snprintf(own, sizeof own, "%s", nm.out_w);
+    if (!find(ld, own, NULL)) {
+        /* none of it: a base model saved under a task class's name
+         * (sentence-transformers' all-mpnet-base-v2 says MPNetForMaskedLM),
+         * which transformers' AutoModel and sentence-transformers load as
+         * the encoder: so is it served, the head left out */
+        snprintf(m->head_note, sizeof m->head_note,
+                 "its tensors (%.100s, ...) are not in the files", own);
+        m->head_unsupported = true;
+        head_free(h);
+        m->head = NULL;
+        return ENC_OK;
+    }
     if (lm && ((nm.tied && !m->embed) || (!nm.tied && !saved))) {
         /* no decoder in the files (transformers would draw one at random):
          * the encoder is served, the head left out and its tensors listed

@@ -17,6 +17,7 @@ typedef int (*read_extras)(const json_t *root, enc_hf_config *c, enc_error *err)
 static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
@@ -45,6 +46,8 @@ static const family FAMILIES[] = {
      false},
     {"modernbert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_activation", "norm_eps", read_modernbert, true},
+    {"mpnet", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_mpnet, false},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -345,6 +348,28 @@ static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err)
     return read_positions(root, c, err);
 }
 
+/* MPNet (MPNetConfig, modeling_mpnet.py): BERT's post-norm layer with a
+ * relative position bias on every layer's scores, its table
+ * relative_attention_num_buckets rows (MPNetConfig's default 32).
+ * MPNetEncoder buckets into ENC_REL_BUCKETS whatever the field says, so a
+ * smaller table is refused (transformers would index past it); a larger
+ * one is read, its extra rows unused.  No token types; no positions inside
+ * attention (the embeddings carry them, RoBERTa's way). */
+static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    int rows = ENC_REL_BUCKETS, rc;
+    if ((rc = opt_int_field(root, "relative_attention_num_buckets", 1, &rows, err)) < 0)
+        return rc;
+    if (rows < ENC_REL_BUCKETS)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: relative_attention_num_buckets (%d) is below %d: "
+                             "MPNet buckets relative positions into %d whatever it says, and "
+                             "would read past the table",
+                             rows, ENC_REL_BUCKETS, ENC_REL_BUCKETS);
+    c->hp.rel_buckets = rows;
+    return ENC_OK;
+}
+
 /* transformers 5's layer_types (ModernBertConfig: "full_attention" or
  * "sliding_attention" per layer) as attnd's global_every: layer l global
  * when l mod every = 0.  Another pattern is refused naming the first layer
@@ -596,7 +621,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         printable(shown, sizeof shown, json_string_value(mt));
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
-                           "xlm-roberta, camembert, electra, distilbert, modernbert)",
+                           "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet)",
                            shown);
         goto done;
     }

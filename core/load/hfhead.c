@@ -75,7 +75,8 @@ static int modernbert_head(const json_t *root, const enc_hf_config *c, model_hea
 }
 
 /* The head's tensors and math for family fam ("bert", "roberta" for the
- * RoBERTa family, "electra", "distilbert", "modernbert") and h's kind. */
+ * RoBERTa family and MPNet, "electra", "distilbert", "modernbert") and h's
+ * kind. */
 static int layout(const json_t *root, const enc_hf_config *c, const char *fam, const char *prefix,
                   model_head *h, hf_head_names *names, bool *unsupported, enc_error *err)
 {
@@ -230,11 +231,12 @@ static int read_function(const json_t *root, model_head *h, enc_error *err)
     return ENC_OK;
 }
 
-/* model_type's family of heads. */
+/* model_type's family of heads (MPNet's are RoBERTa's: MPNetClassificationHead
+ * and MPNetLMHead compute and name theirs the same way). */
 static const char *family_of(const char *model_type)
 {
     if (strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0 ||
-        strcmp(model_type, "camembert") == 0)
+        strcmp(model_type, "camembert") == 0 || strcmp(model_type, "mpnet") == 0)
         return "roberta";
     return model_type;
 }

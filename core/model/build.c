@@ -110,7 +110,7 @@ static void fill_value(float *dst, size_t n, float v)
 }
 
 /* Stream numbers of enc_model_random, one per tensor of a layer. */
-enum { RNG_Q, RNG_K, RNG_V, RNG_OUT_W, RNG_FF1_W, RNG_FF1_B, RNG_FF2_W, RNG_FF2_B };
+enum { RNG_Q, RNG_K, RNG_V, RNG_OUT_W, RNG_FF1_W, RNG_FF1_B, RNG_FF2_W, RNG_FF2_B, RNG_REL };
 
 enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err)
 {
@@ -148,6 +148,9 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     }
     if (m->final_w)
         fill_value(m->final_w, D, 1.0f);
+    if (m->rel_bias) /* nn.Embedding: variance 1 (uniform in +-sqrt(3)), on layer 0's streams */
+        fill_uniform(m->rel_bias, (size_t)hp->rel_buckets * (size_t)hp->n_heads, seed, 0, RNG_REL,
+                     sqrt(3.0));
     snprintf(m->source, sizeof m->source, "seed:%llu", (unsigned long long)seed);
     model_pack(m);
     return m;

@@ -121,6 +121,23 @@ void enc_alibi_slopes(int n, float *slopes)
                                   : pow(2.0, -8.0 * (2 * (h - m) + 1) / (2 * m)));
 }
 
+int enc_rel_bucket(int d)
+{
+    const int half = ENC_REL_BUCKETS / 2, exact = half / 2; /* 16 a side, 8 of them exact */
+    const int side = d > 0 ? half : 0;                      /* transformers' n = -d < 0 */
+    const int n = d < 0 ? -d : d;
+    if (n < exact)
+        return side + n;
+    /* exact + log(n / exact) / log(max_distance / exact) * (half - exact), in
+     * float32 and truncated, as torch computes it; n is capped first, which
+     * changes nothing (the last bucket from there on) and keeps it finite */
+    const float r = (float)(n < ENC_REL_MAX_DISTANCE ? n : ENC_REL_MAX_DISTANCE) / (float)exact;
+    const float t =
+        logf(r) / (float)log((double)ENC_REL_MAX_DISTANCE / exact) * (float)(half - exact);
+    const int v = exact + (int)t;
+    return side + (v < half - 1 ? v : half - 1);
+}
+
 /* Checks one integer setting is in [lo, hi]. */
 static int check_range(const char *name, int v, int lo, int hi, enc_error *err)
 {
@@ -179,6 +196,9 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
         (!(hp->rope_theta_local > 0.0) || !isfinite(hp->rope_theta_local)))
         return enc_error_set(err, ENC_EINVAL, "rope_theta_local (%g) must be a positive number",
                              hp->rope_theta_local);
+    if (hp->rel_buckets != 0 &&
+        (rc = check_range("rel_buckets", hp->rel_buckets, ENC_REL_BUCKETS, ENC_MAX_DIM, err)) < 0)
+        return rc;
     if ((unsigned)hp->position > ENC_POS_ALIBI)
         return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
                              (int)hp->position);

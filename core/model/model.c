@@ -79,7 +79,15 @@ enc_model *model_new(const enc_hparams *hp, enc_error *err)
             goto nomem;
         enc_alibi_slopes(hp->n_heads, m->alibi);
     }
-    m->n_params = layer_floats(m, -1, NULL, NULL, true);
+    if (hp->rel_buckets > 0) {
+        if (!(m->rel_bias =
+                  calloc((size_t)hp->rel_buckets * (size_t)hp->n_heads, sizeof *m->rel_bias)))
+            goto nomem;
+        for (int d = -ENC_REL_MAX_DISTANCE; d <= ENC_REL_MAX_DISTANCE; d++)
+            m->rel_bucket[d + ENC_REL_MAX_DISTANCE] = (uint8_t)enc_rel_bucket(d);
+    }
+    m->n_params =
+        layer_floats(m, -1, NULL, NULL, true) + (size_t)hp->rel_buckets * (size_t)hp->n_heads;
     for (int l = 0; l < hp->n_layers; l++)
         m->n_params += layer_floats(m, l, NULL, NULL, true);
     if (!(m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers)))
@@ -171,6 +179,7 @@ void model_storage_free(enc_model *m)
     free(m->files);
     free(m->ignored);
     free(m->alibi);
+    free(m->rel_bias);
     mem_zfree(m->params, m->n_owned * sizeof *m->params);
     for (size_t i = 0; i < m->n_maps; i++) {
         munmap(m->maps[i].addr, m->maps[i].size);

@@ -71,6 +71,12 @@ struct enc_model {
     char sha256[65];       /* hex, or "" */
     char source[4096];     /* path or "seed:N" */
     float *alibi;          /* (H) ALiBi's slopes when hp.position is alibi, else NULL */
+    /* MPNet's relative position bias (hp.rel_buckets): the table
+     * (rel_buckets, H), else NULL; and each relative position's bucket,
+     * rel_bucket[d + ENC_REL_MAX_DISTANCE] for d = j - i clamped to
+     * +-ENC_REL_MAX_DISTANCE (enc_rel_bucket). */
+    float *rel_bias;
+    uint8_t rel_bucket[2 * ENC_REL_MAX_DISTANCE + 1];
     char architecture[32]; /* config.json's model_type, or "" */
     struct model_file {
         char *name;      /* as in the directory */

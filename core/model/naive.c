@@ -306,6 +306,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                             const int pi = pos ? pos[i] : i, pj = pos ? pos[j] : j;
                             p[j] -= (double)m->alibi[h] * abs(pi - pj);
                         }
+                        if (hp->rel_buckets) /* MPNet: table[bucket(j - i)][h], indices */
+                            p[j] += m->rel_bias[(size_t)enc_rel_bucket(j - i) * H + h];
                         if (p[j] > max)
                             max = p[j];
                     }

@@ -331,6 +331,13 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
                                 : json_pack("{s:f, s:i, s:s}", "theta", hp->rope_theta, "dim",
                                             hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads,
                                             "style", enc_rope_style_name(hp->rope_style)));
+        /* MPNet's relative position bias: its buckets and table rows */
+        json_object_set_new(hparams, "relative_bias",
+                            hp->rel_buckets
+                                ? json_pack("{s:i, s:i, s:i}", "buckets", ENC_REL_BUCKETS,
+                                            "max_distance", ENC_REL_MAX_DISTANCE, "rows",
+                                            hp->rel_buckets)
+                                : json_null());
         /* the block's norms, and each layer's attention (docs/api.md) */
         json_object_set_new(hparams, "norm", json_string(enc_norm_name(hp->norm)));
         json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
