@@ -2,8 +2,8 @@
  * batch's mask options checked, one sequence's view of them, whether query
  * i may see key j and what its score gets added (the restrictions, the
  * union of the patterns, BigBird's random blocks, the additive mask,
- * ALiBi's and MPNet's biases by position).  blockmask.c compiles the rule into tiles; attention.c
- * applies it to scores. */
+ * ALiBi's and MPNet's biases by position).  blockmask.c compiles the rule
+ * into tiles; attention.c applies it to scores. */
 #include "kernels/mask.h"
 
 #include <math.h>
