@@ -14,7 +14,7 @@
 #include "suites.h"
 #include "test_util.h"
 #include "timing.h"
-#include "torch_fixture.h"
+#include "v1_util.h"
 
 #include <check.h>
 #include <jansson.h>
@@ -82,36 +82,26 @@ START_TEST(test_config_read)
 }
 END_TEST
 
-/* One forward of mpnet_base's ids: the largest difference from its out. */
+/* One forward of dir's ids.safetensors on m: the largest difference from
+ * its out. */
 static double ids_diff(const char *dir, const enc_model *m)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/ids.safetensors", dir);
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, "input_ids");
-    const int B = (int)t->shape[0], L = (int)t->shape[1], D = m->hp.d_model;
-    int32_t *ids = hf_ints(&f, "input_ids", (size_t)B * L),
-            *len = hf_ints(&f, "lengths", (size_t)B);
-    int lengths[8];
-    ck_assert_int_le(B, 8);
-    for (int b = 0; b < B; b++)
-        lengths[b] = len[b];
-    enc_ids in_ids = {.input_ids = ids};
-    enc_batch in = batch_plain(NULL, B, L, lengths);
-    in.ids = &in_ids;
-    float *out = xcalloc((size_t)B * L * D, sizeof *out), *want = torch_floats(&f, "out", NULL);
+    ids_fx c;
+    ids_fx_load(&c, dir);
+    enc_ids ids = {.input_ids = c.input_ids};
+    enc_batch in = batch_plain(NULL, c.B, c.L, c.lengths);
+    in.ids = &ids;
+    const size_t n = (size_t)c.B * c.L * c.D;
+    float *out = xcalloc(n, sizeof *out), *want = ids_fx_want(&c, -1);
     enc_result res = {.out = out};
     enc_workspace *ws = enc_workspace_new(m);
+    enc_error err = {0};
     ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
-    const double d = max_abs_diff(out, want, (size_t)B * L * D);
+    const double d = max_abs_diff(out, want, n);
     enc_workspace_free(ws);
     free(out);
     free(want);
-    free(ids);
-    free(len);
-    st_close(&f);
+    ids_fx_free(&c);
     return d;
 }
 
@@ -224,41 +214,23 @@ START_TEST(test_daemon_serves_mpnet)
     ck_assert_int_eq(json_integer_value(json_object_get(rb, "rows")), 32);
     json_decref(info);
 
-    st_file f;
-    enc_error err = {0};
-    ck_assert_int_eq(st_open(&f, MP_BASE "/ids.safetensors", &err), 0);
-    const st_tensor *t = st_find(&f, "input_ids");
-    const int B = (int)t->shape[0], L = (int)t->shape[1];
-    int32_t *ids = hf_ints(&f, "input_ids", (size_t)B * L),
-            *len = hf_ints(&f, "lengths", (size_t)B);
-    float *want = torch_floats(&f, "out", NULL), *lf = xcalloc((size_t)B, sizeof *lf);
-    const int D = (int)st_find(&f, "out")->shape[2];
-    json_t *rows = json_array(), *lens = json_array();
-    for (int b = 0; b < B; b++) {
-        json_t *row = json_array();
-        for (int i = 0; i < L; i++)
-            json_array_append_new(row, json_integer(ids[(size_t)b * L + i]));
-        json_array_append_new(rows, row);
-        json_array_append_new(lens, json_integer(len[b]));
-        lf[b] = (float)len[b];
-    }
-    json_t *req =
-        json_pack("{s:o, s:o, s:s}", "input_ids", rows, "lengths", lens, "attention", "none");
-    char *body = json_dumps(req, JSON_COMPACT);
+    ids_fx c;
+    ids_fx_load(&c, MP_BASE);
+    char *body = ids_body(&c, IDS_PADDED, 0, NULL);
     ck_assert_int_eq(http_post_json(d.port, "/v1/encode", body, &r), 0);
     ck_assert_msg(r.status == 200, "%ld %.300s", (long)r.status, r.body);
     json_t *resp = json_loads(r.body, 0, NULL);
-    const double worst = outputs_diff(json_object_get(resp, "outputs"), want, B, L, D, lf);
+    float *want = ids_fx_want(&c, -1), *lf = xcalloc((size_t)c.B, sizeof *lf);
+    for (int b = 0; b < c.B; b++)
+        lf[b] = (float)c.lengths[b];
+    const double worst = outputs_diff(json_object_get(resp, "outputs"), want, c.B, c.L, c.D, lf);
     ck_assert_msg(worst <= TOL, "outputs differ from the reference by %g", worst);
     json_decref(resp);
     http_resp_free(&r);
     free(body);
-    json_decref(req);
-    free(ids);
-    free(len);
     free(want);
     free(lf);
-    st_close(&f);
+    ids_fx_free(&c);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST

@@ -2,6 +2,7 @@
  * codec's own number scanner, base64, token ids), a forward on a tiny model
  * and the response writer.  See fuzz.h. */
 #include "fuzz.h"
+#include "fuzz_forward.h"
 #include "codec/jsonnum.h"
 
 #include "protocol/v1.h"
@@ -112,31 +113,13 @@ int fuzz_encode(const uint8_t *data, size_t size)
         encode_request_free(&req);
         return 0;
     }
-    FUZZ_ASSERT(req.batch.B >= 1 && req.batch.B <= limits.max_batch && req.batch.L >= 1 &&
-                    req.batch.L <= limits.max_seq_len &&
-                    (long)req.batch.B * req.batch.L <= limits.max_batch_tokens,
-                "accepted shape [%d, %d] is outside the limits", req.batch.B, req.batch.L);
     FUZZ_ASSERT(encode_request_alloc_outputs(&req, hp, &err) == 0, "%s", err.message);
-
-    enc_result res = encode_request_result(&req);
-    enc_error ferr = {0};
-    int rc = enc_forward(m, workspaces[which], &req.batch, &res, &ferr);
-    if (rc < 0) {
-        /* The daemon answers these 400; anything else would be a 5xx. */
-        FUZZ_ASSERT(rc == ENC_ENUMERIC || rc == ENC_EINVAL, "forward failed: %d %s", rc,
-                    ferr.message);
+    enc_result res;
+    if (!fuzz_forward(m, workspaces[which], &req, &limits, &res)) { /* the daemon's 400 */
         encode_request_free(&req);
         return 0;
     }
-    /* A 200: every output and every attention weight finite. */
-    const size_t BL = (size_t)req.batch.B * (size_t)req.batch.L;
-    FUZZ_ASSERT(fuzz_all_finite(req.out, BL * (size_t)hp->d_model), "a non-finite output");
-    for (int l = 0; l < hp->n_layers; l++) {
-        if (req.attn_mode != ENC_ATTN_NONE && req.attn[l])
-            FUZZ_ASSERT(fuzz_all_finite(req.attn[l], encode_attention_floats(&req, hp)),
-                        "a non-finite attention weight in layer %d", l);
-    }
-    encode_usage usage = {.sequences = req.batch.B, .tokens = (long)BL};
+    encode_usage usage = {.sequences = req.batch.B, .tokens = (long)req.batch.B * req.batch.L};
     size_t len = 0;
     char *body = v1_response(&req, "encoder", hp, &usage, &len);
     FUZZ_ASSERT(body != NULL && strlen(body) == len, "no response body");

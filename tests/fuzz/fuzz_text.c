@@ -10,6 +10,7 @@
  * count; the rest is the body ("d{\"inputs\": \"hi\"}": TEI's /embed).
  * See fuzz.h. */
 #include "fuzz.h"
+#include "fuzz_forward.h"
 
 #include "base/file.h"
 #include "load/sentence.h"
@@ -147,24 +148,10 @@ static void run_forward(const text_route *rt, const served *s, const api_ctx *ct
     if (!e) {
         check_refusal(p, &err);
     } else {
-        FUZZ_ASSERT(e->batch.B >= 1 && e->batch.B <= ctx->max_batch && e->batch.L >= 1 &&
-                        e->batch.L <= ctx->max_seq_len &&
-                        (long)e->batch.B * e->batch.L <= ctx->max_batch_tokens,
-                    "accepted shape [%d, %d] is outside the limits", e->batch.B, e->batch.L);
-        enc_result res = encode_request_result(e);
-        enc_error ferr = {0};
-        const int rc = enc_forward(s->model, s->ws, &e->batch, &res, &ferr);
-        if (rc < 0) {
-            FUZZ_ASSERT(rc == ENC_ENUMERIC || rc == ENC_EINVAL, "forward failed: %d %s", rc,
-                        ferr.message);
-        } else {
-            const size_t BL = (size_t)e->batch.B * (size_t)e->batch.L;
-            FUZZ_ASSERT(fuzz_all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
-            if (res.head == ENC_HEAD_OUT_LOGITS || res.head == ENC_HEAD_OUT_SPLADE)
-                FUZZ_ASSERT(fuzz_all_finite(res.logits, enc_head_floats(s->model, res.head,
-                                                                        e->batch.B, e->batch.L)),
-                            "a non-finite logit");
-            const encode_usage usage = {.sequences = e->batch.B, .tokens = (long)BL};
+        enc_result res;
+        if (fuzz_forward(s->model, s->ws, e, ctx, &res)) {
+            const encode_usage usage = {.sequences = e->batch.B,
+                                        .tokens = (long)e->batch.B * e->batch.L};
             const proto_output out = {
                 .model_name = "encoder", .hp = hp, .usage = &usage, .pooling = &pooling};
             stream *st = stream_new();

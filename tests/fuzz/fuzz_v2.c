@@ -4,6 +4,7 @@
  * Inference-Header-Content-Length value up to its first newline ("#32\n"),
  * and the body after it; any other input is the body alone.  See fuzz.h. */
 #include "fuzz.h"
+#include "fuzz_forward.h"
 
 #include "protocol/v2.h"
 
@@ -82,25 +83,9 @@ int fuzz_v2(const uint8_t *data, size_t size)
         return 0;
     }
     encode_request *e = &req.enc;
-    FUZZ_ASSERT(e->batch.B >= 1 && e->batch.B <= limits.max_batch && e->batch.L >= 1 &&
-                    e->batch.L <= limits.max_seq_len &&
-                    (long)e->batch.B * e->batch.L <= limits.max_batch_tokens,
-                "accepted shape [%d, %d] is outside the limits", e->batch.B, e->batch.L);
     FUZZ_ASSERT(encode_request_alloc_outputs(e, hp, &err) == 0, "%s", err.message);
-    enc_result res = encode_request_result(e);
-    enc_error ferr = {0};
-    int rc = enc_forward(model, workspace, &e->batch, &res, &ferr);
-    if (rc < 0) {
-        FUZZ_ASSERT(rc == ENC_ENUMERIC || rc == ENC_EINVAL, "forward failed: %d %s", rc,
-                    ferr.message);
-    } else {
-        const size_t BL = (size_t)e->batch.B * (size_t)e->batch.L;
-        FUZZ_ASSERT(fuzz_all_finite(e->out, BL * (size_t)hp->d_model), "a non-finite output");
-        for (int l = 0; l < hp->n_layers; l++) {
-            if (e->attn_mode != ENC_ATTN_NONE && e->attn[l])
-                FUZZ_ASSERT(fuzz_all_finite(e->attn[l], encode_attention_floats(e, hp)),
-                            "a non-finite attention weight in layer %d", l);
-        }
+    enc_result res;
+    if (fuzz_forward(model, workspace, e, &limits, &res)) {
         size_t out_len = 0, header_len = 0;
         char *out = v2_response(&req, "encoder", hp, &out_len, &header_len, res.scores);
         FUZZ_ASSERT(out != NULL, "no response body");
