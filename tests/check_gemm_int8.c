@@ -12,6 +12,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_int8.h"
 #include "kernels/ops.h"
+#include "kernels/simd.h"
 #include "model/team.h"
 #include "suites.h"
 #include "test_util.h"
@@ -22,6 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 static const char *const kernels[] = {"portable", "avx2", "avx_vnni", "avx512_vnni", "amx_int8"};
 #define N_KERNELS ((int)(sizeof kernels / sizeof *kernels))
@@ -535,6 +540,44 @@ START_TEST(test_int8_quantise_rows)
 }
 END_TEST
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* CPUID leaf 7's subleaf sub, register reg (0 EAX ... 3 EDX), bit. */
+static bool cpuid7_bit(unsigned sub, int reg, int bit)
+{
+    unsigned r[4];
+    return __get_cpuid_count(7, sub, &r[0], &r[1], &r[2], &r[3]) && (r[reg] >> bit & 1);
+}
+
+/* gemm_int8_limit says a kernel is here exactly when the CPU has its
+ * instructions, each asked on its own: AVX512_VNNI (leaf 7 ECX bit 11) does
+ * not imply AVX-VNNI (leaf 7.1 EAX bit 4), Zen 4 and Ice Lake have the one
+ * only; and a limit to a kernel this CPU lacks runs the fastest it has
+ * below it, never the missing one (which would be SIGILL). */
+START_TEST(test_int8_kernels_here)
+{
+    const bool avx2 = cpuid7_bit(0, 1, 5), vnni512 = cpuid7_bit(0, 2, 11),
+               avx_vnni = cpuid7_bit(1, 0, 4);
+    const bool want[N_KERNELS] = {true, avx2, avx2 && avx_vnni, simd_enabled() && vnni512, false};
+    for (int k = 0; k < N_KERNELS; k++) {
+        const bool here = gemm_int8_limit(kernels[k]);
+        if (k == N_KERNELS - 1) /* AMX-INT8 also needs the OS's grant */
+            ck_assert(!here || want[k - 1]);
+        else
+            ck_assert_msg(here == want[k], "%s: gemm_int8_limit says %d, CPUID %d", kernels[k],
+                          here, want[k]);
+        int ran = -1;
+        for (int j = 0; j < N_KERNELS; j++)
+            if (!strcmp(gemm_int8_kernel(), kernels[j]))
+                ran = j;
+        ck_assert_msg(here ? ran == k : ran < k, "limited to %s, runs %s", kernels[k],
+                      gemm_int8_kernel());
+        ck_assert(ran >= 0 && (ran == N_KERNELS - 1 || want[ran]));
+    }
+    gemm_int8_limit("amx_int8");
+}
+END_TEST
+#endif
+
 Suite *gemm_int8_suite(void)
 {
     Suite *s = timed_suite("gemm_int8");
@@ -545,5 +588,8 @@ Suite *gemm_int8_suite(void)
     tcase_add_test(tc, test_int8_parts);
     tcase_add_test(tc, test_int8_outliers);
     tcase_add_loop_test(tc, test_int8_quantise_rows, 0, N_Q_LENGTHS);
+#if defined(__x86_64__) && defined(__GNUC__)
+    tcase_add_test(tc, test_int8_kernels_here);
+#endif
     return s;
 }

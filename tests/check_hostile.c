@@ -367,14 +367,15 @@ static const char *const seed_requests[] = {
     "2b\r\n8,9,10,11,12,13,14,15,16]], \"lengths\": [1]}\r\n0\r\n\r\n",
     "POST /v1/encode HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
     "Content-Length: 128\r\n\r\n"
-    "{\"embeddings_b64\": \"AACAPwAAAEAAAEBAAACAQAAAoEAAAMBAAADgQAAAAEEAABBBAAAgQQAAMEEAAEBBAABQQQAA"
+    "{\"embeddings_b64\": "
+    "\"AACAPwAAAEAAAEBAAACAQAAAoEAAAMBAAADgQAAAAEEAABBBAAAgQQAAMEEAAEBBAABQQQAA"
     "YEEAAHBBAACAQQ==\", \"shape\": [1, 16]}",
     "POST /v2/models/encoder/infer HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
     "Content-Length: 127\r\n\r\n"
     "{\"inputs\": [{\"name\": \"embeddings\", \"datatype\": \"FP32\", \"shape\": [1, 1, 16], "
     "\"data\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}",
-    "OPTIONS /v1/encode HTTP/1.1\r\nHost: a\r\nOrigin: http://x\r\n"
-    "Access-Control-Request-Method: POST\r\n\r\n",
+    ("OPTIONS /v1/encode HTTP/1.1\r\nHost: a\r\nOrigin: http://x\r\n"
+     "Access-Control-Request-Method: POST\r\n\r\n"),
 };
 
 /* Fragments the mutations insert: HTTP's and JSON's own syntax. */

@@ -356,7 +356,7 @@ static void tile_portable(int32_t *acc, int mr, const void *a, size_t lda, const
 
 /* Whether the CPU has AVX-VNNI: CPUID 7.1 EAX bit 4 (clang 14's
  * __builtin_cpu_supports has no name for it), asked once (CPUID traps to
- * the hypervisor in a VM, and cpu_kernel runs on every call). */
+ * the hypervisor in a VM, and kernel_here runs on every call). */
 static bool cpu_avx_vnni(void)
 {
     static atomic_int has = -1;
@@ -369,15 +369,24 @@ static bool cpu_avx_vnni(void)
     return h;
 }
 
-/* The CPU's fastest kernel: the AVX-512 ones while simd_enabled(). */
-static i8_kernel cpu_kernel(void)
+/* Whether this CPU runs kernel k: the AVX-512 ones while simd_enabled().
+ * Not an order: AVX512_VNNI does not imply AVX-VNNI (Ice Lake, Zen 4 have
+ * the one without the other). */
+static bool kernel_here(i8_kernel k)
 {
     __builtin_cpu_init();
-    if (simd_enabled() && __builtin_cpu_supports("avx512vnni"))
-        return amx_usable(AMX_INT8) ? KERNEL_AMX : KERNEL_VNNI;
-    if (!__builtin_cpu_supports("avx2"))
-        return KERNEL_PORTABLE;
-    return cpu_avx_vnni() ? KERNEL_AVX_VNNI : KERNEL_AVX2;
+    switch (k) {
+    case KERNEL_AMX:
+        return kernel_here(KERNEL_VNNI) && amx_usable(AMX_INT8);
+    case KERNEL_VNNI:
+        return simd_enabled() && __builtin_cpu_supports("avx512vnni");
+    case KERNEL_AVX_VNNI:
+        return __builtin_cpu_supports("avx2") && cpu_avx_vnni();
+    case KERNEL_AVX2:
+        return __builtin_cpu_supports("avx2");
+    default:
+        return true;
+    }
 }
 
 /* tile_portable on AVX2, a in int16 (lda bytes apart), mr <= AVX2_MR rows:
@@ -818,9 +827,9 @@ epilogue_avx512(float *out, size_t ldc, const int32_t *acc, int mr, int nn, cons
 
 #else /* the portable kernel only */
 
-static i8_kernel cpu_kernel(void)
+static bool kernel_here(i8_kernel k)
 {
-    return KERNEL_PORTABLE;
+    return k == KERNEL_PORTABLE;
 }
 
 #endif
@@ -828,8 +837,10 @@ static i8_kernel cpu_kernel(void)
 /* The kernel a call runs now: the CPU's best, no faster than the cap. */
 static i8_kernel current_kernel(void)
 {
-    const i8_kernel k = cpu_kernel(), cap = (i8_kernel)atomic_load(&kernel_cap);
-    return k < cap ? k : cap;
+    i8_kernel k = (i8_kernel)atomic_load(&kernel_cap);
+    while (k > KERNEL_PORTABLE && !kernel_here(k))
+        k--;
+    return k;
 }
 
 const char *gemm_int8_kernel(void)
@@ -842,7 +853,7 @@ bool gemm_int8_limit(const char *kernel)
     for (int k = 0; k < (int)(sizeof kernel_names / sizeof *kernel_names); k++)
         if (!strcmp(kernel, kernel_names[k])) {
             atomic_store(&kernel_cap, k);
-            return cpu_kernel() >= (i8_kernel)k;
+            return kernel_here((i8_kernel)k);
         }
     return false;
 }

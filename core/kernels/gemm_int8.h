@@ -77,7 +77,8 @@ float gemm_i8_quantise_test(const char *kernel, bool vec, const float *x, int K,
  * (AMX-INT8, the tiles granted by the OS) or "avx512_vnni" (AVX512_VNNI),
  * both while simd_enabled(); "avx_vnni" (256-bit AVX-VNNI), "avx2" or
  * "portable".  gemm_int8_limit(name) makes calls run no faster kernel than
- * that one (tests run each); returns whether this CPU has it. */
+ * that one: the fastest this CPU has at or below it (tests run each);
+ * returns whether this CPU has that one itself. */
 const char *gemm_int8_kernel(void);
 bool gemm_int8_limit(const char *kernel);
 
