@@ -7,9 +7,12 @@
  *                                        weights unless --attention says
  *                                        otherwise: best and median ms,
  *                                        GFLOP/s, peak resident memory
- *   bench_core peak [--threads T]        the CPU's float32 FMA peak: T
+ *   bench_core peak [--threads T] [--dtype D]
+ *                                        the CPU's float32 FMA peak: T
  *                                        threads of independent 512-bit
- *                                        (or 256-bit) vfmadd231ps, GFLOP/s
+ *                                        (or 256-bit) vfmadd231ps, GFLOP/s;
+ *                                        --dtype int8: vpdpbusd's,
+ *                                        bfloat16: vdpbf16ps's (AVX-512)
  *   bench_core linears --batch B --len L [options]
  *                                        the block's four Linears alone, on
  *                                        the core's packed kernel and team
@@ -97,7 +100,7 @@ static void usage(void)
           " [--seed S]\n"
           "                       [--attention heads|mean|none] [--mask SPEC] [--name KEY]\n"
           "                       [--dtype float32|bfloat16|int8] [--kernels avx512|openblas]\n"
-          "       bench_core peak [--threads T] [--repeat R]\n"
+          "       bench_core peak [--threads T] [--repeat R] [--dtype float32|bfloat16|int8]\n"
           "       bench_core linears --batch B --len L [--threads T] [--repeat R] [--warmup W]\n"
           "                       [--d-model D] [--d-ff F] [--ffn K] [--block B]\n"
           "                       [--dtype float32|bfloat16|bfloat16-wide|int8]\n"
@@ -483,6 +486,7 @@ static int run_core(const options *o)
 
 typedef struct peak_arg {
     pthread_barrier_t *start;
+    const char *dtype;
     double gflops; /* this thread's rate */
     float live;    /* the chains' sum, so that they are computed */
 } peak_arg;
@@ -528,21 +532,71 @@ __attribute__((target("avx2,fma"))) static double fma_loop_256(float *live)
     return 12.0 * 8 * 2 * PEAK_STEPS;
 }
 
-/* The widest FMA this CPU has, or NULL. */
-static double (*fma_loop(const char **name))(float *)
+/* The int8 and bfloat16 dot products' peaks, as FMA12 runs: vpdpbusd (64
+ * u8 x s8 multiply-adds into 16 int32, as the int8 kernel's) and vdpbf16ps
+ * (32 bfloat16 multiply-adds into 16 float32). Each multiply-add counts 2
+ * operations, as the Linears' GFLOP/s count them. */
+#define DP_A(T, set1)                                                                              \
+    T a0 = set1(1), a1 = set1(2), a2 = set1(3), a3 = set1(4), a4 = set1(5), a5 = set1(6);          \
+    T a6 = set1(7), a7 = set1(8), a8 = set1(9), a9 = set1(10), a10 = set1(11), a11 = set1(12);
+#define DP12(dp, b, c)                                                                             \
+    for (long k = 0; k < PEAK_STEPS; k++) {                                                        \
+        a0 = dp(a0, b, c), a1 = dp(a1, b, c), a2 = dp(a2, b, c), a3 = dp(a3, b, c);                \
+        a4 = dp(a4, b, c), a5 = dp(a5, b, c), a6 = dp(a6, b, c), a7 = dp(a7, b, c);                \
+        a8 = dp(a8, b, c), a9 = dp(a9, b, c), a10 = dp(a10, b, c), a11 = dp(a11, b, c);            \
+    }
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double vnni_loop_512(float *live)
+{
+    DP_A(__m512i, _mm512_set1_epi32)
+    const __m512i b = _mm512_set1_epi8(1), c = _mm512_set1_epi8(-1);
+    DP12(_mm512_dpbusd_epi32, b, c)
+    const __m512i s = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                         _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7))),
+        _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
+    *live = (float)_mm512_reduce_add_epi32(s);
+    return 12.0 * 64 * 2 * PEAK_STEPS;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static double bf16_loop_512(float *live)
+{
+    DP_A(__m512, _mm512_set1_ps)
+    const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
+    DP12(_mm512_dpbf16_ps, b, c)
+    *live = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                    _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
+                      _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+    return 12.0 * 32 * 2 * PEAK_STEPS;
+}
+
+/* The widest loop for dtype this CPU has (float32: FMA; int8: vpdpbusd;
+ * bfloat16: vdpbf16ps), or NULL. */
+static double (*fma_loop(const char *dtype, const char **name))(float *)
 {
     __builtin_cpu_init();
-    *name = "512-bit";
-    if (__builtin_cpu_supports("avx512f"))
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    if (!strcmp(dtype, "int8")) {
+        *name = "512-bit vpdpbusd";
+        return avx512 && __builtin_cpu_supports("avx512vnni") ? vnni_loop_512 : NULL;
+    }
+    if (!strncmp(dtype, "bfloat16", 8)) {
+        *name = "512-bit vdpbf16ps";
+        return avx512 && __builtin_cpu_supports("avx512bf16") ? bf16_loop_512 : NULL;
+    }
+    *name = "512-bit vfmadd231ps";
+    if (avx512)
         return fma_loop_512;
-    *name = "256-bit";
+    *name = "256-bit vfmadd231ps";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return fma_loop_256;
     return NULL;
 }
 #else
-static double (*fma_loop(const char **name))(float *)
+static double (*fma_loop(const char *dtype, const char **name))(float *)
 {
+    (void)dtype;
     *name = "none";
     return NULL;
 }
@@ -552,7 +606,7 @@ static void *peak_thread(void *p)
 {
     peak_arg *a = p;
     const char *name;
-    double (*loop)(float *) = fma_loop(&name);
+    double (*loop)(float *) = fma_loop(a->dtype, &name);
     pthread_barrier_wait(a->start);
     const double t0 = bench_now_ms();
     const double flops = loop(&a->live);
@@ -565,8 +619,11 @@ static void *peak_thread(void *p)
 static int run_peak(const options *o)
 {
     const char *name;
-    if (!fma_loop(&name)) {
-        printf("SKIP: no AVX2/FMA or AVX-512 on this CPU\n");
+    if (!fma_loop(o->dtype, &name)) {
+        printf("SKIP: no %s on this CPU\n", !strcmp(o->dtype, "int8") ? "AVX512_VNNI"
+                                            : !strncmp(o->dtype, "bfloat16", 8)
+                                                ? "AVX512_BF16"
+                                                : "AVX2/FMA or AVX-512");
         return 3;
     }
     const int n = o->threads;
@@ -580,7 +637,7 @@ static int run_peak(const options *o)
     double best = 0, worst_thread = 0;
     for (int r = 0; r < o->repeat; r++) {
         for (int i = 0; i < n; i++) {
-            args[i] = (peak_arg){.start = &start};
+            args[i] = (peak_arg){.start = &start, .dtype = o->dtype};
             if (pthread_create(&th[i], NULL, peak_thread, &args[i]) != 0) {
                 /* the threads started wait at the barrier for ever: leave */
                 fprintf(stderr, "bench_core: cannot start %d threads\n", n);
@@ -599,10 +656,16 @@ static int run_peak(const options *o)
         }
     }
     pthread_barrier_destroy(&start);
-    printf("float32 FMA peak, %d threads of independent %s vfmadd231ps, best of %d: %.1f GFLOP/s "
+    const bool f32 = !strcmp(o->dtype, "float32");
+    printf("%s peak, %d threads of independent %s, best of %d: %.1f %s/s "
            "(slowest thread %.1f)\n",
-           n, name, o->repeat, best, worst_thread);
-    printf("RESULT peak_gflops=%.2f\n", best);
+           f32 ? "float32 FMA" : o->dtype, n, name, o->repeat, best,
+           strcmp(o->dtype, "int8") ? "GFLOP" : "GOP", worst_thread);
+    if (f32)
+        printf("RESULT peak_gflops=%.2f\n", best);
+    else
+        printf("RESULT peak_%s_gflops=%.2f\n", strncmp(o->dtype, "bfloat16", 8) ? "int8" : "bf16",
+               best);
     free(th);
     free(args);
     return 0;

@@ -251,6 +251,8 @@ echo "not targets, for reference:"
     echo "  bf16 forward B=8 L=128 heads without AVX-512 (--kernels openblas: widened panels on OpenBLAS): $(fmt "${R[bf_blas_ratio]}" 2)x float32 on OpenBLAS (medians)"
 [ -n "${R[i8_lin_float32_ratio]:-}" ] &&
     echo "  int8 Linears B=8 L=128: $(fmt "${R[i8_lin_float32_ratio]}" 2)x float32 (medians)"
+[ -n "${R[i8_http_ceiling]:-}" ] &&
+    echo "  int8 HTTP ids: PyTorch quantize_dynamic / attnd can be at most $(fmt "${R[i8_http_ceiling]}" 2)x on this CPU (the 12 layers' Linears alone at the vpdpbusd peak: $(fmt "${R[i8_http_floor_ms]}" 1) ms, PyTorch ${R[i8_torch_ms]} ms)"
 [ -n "${R[i8_rss_load_ratio]:-}" ] &&
     echo "  int8 BERT-base dir VmRSS once ready: $(fmt "${R[i8_rss_load_ratio]}" 3)x float32 ($((${R[i8_rss_int8_load_kb]:-0} / 1024)) / $((${R[i8_rss_float32_load_kb]:-0} / 1024)) MiB; float32 maps its weights untouched)"
 [ -n "${R[bf_long_ratio]:-}" ] &&

@@ -30,7 +30,11 @@ fi
 # BENCH_THREADS), the medians' ratio PyTorch / attnd.  On a CPU with AMX
 # each round also runs the Linears and the block with --amx off (int8 on
 # avx512_vnni, bfloat16 on avx512_bf16): the kernels of an AVX512_VNNI host
-# without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.  Where
+# without AMX (Zen 4 and 5, Ice Lake), the targets' own hosts.  bench_core
+# peak times the int8 and bfloat16 dot products' peaks (vpdpbusd,
+# vdpbf16ps, AVX-512): the Linears' share of each, and the HTTP ratio's
+# ceiling on this CPU (PyTorch's time against the 12 layers' Linears alone
+# at the vpdpbusd peak).  Where
 # libdnnl-dev is installed each round also times oneDNN's matmul on the same
 # Linears in int8 and bfloat16 (bench/dnnl_bench.c), the medians' ratios
 # oneDNN / attnd per dtype: the library road to AMX and VNNI.  Where the
@@ -69,6 +73,11 @@ else
         *) FAILED=1 WHY[int8_ort]="bench/ort_quant.py failed: $(step_reason)" ;;
         esac
     fi
+    # the dot products' peaks (vpdpbusd, vdpbf16ps) the Linears run under
+    for dt in int8 bfloat16; do
+        run_step 60 "$BB"/bench_core peak --threads "$THREADS" --repeat 3 --dtype "$dt" ||
+            [ $? = 3 ] || { FAILED=1; WHY[int8]="bench_core peak --dtype $dt failed"; }
+    done
     for r in $(seq "$INT8_ROUNDS"); do
         for part in $parts; do
             mode=linears dts="int8 bfloat16 float32" flags=()
@@ -149,6 +158,14 @@ else
         echo "   ${n#i8_}: median of the rounds' medians $(fmt "${R[${n}_median_ms]}" 1) ms"
         rm -f "$f"
     done
+    # the four Linears' operations at B=8 L=128 (D 768, F 3072), each
+    # multiply-add 2, and their share of the dot product's peak
+    lin_gop=$(calc "2 * 1024 * (4 * 768 * 768 + 2 * 768 * 3072) / 1e9")
+    for k in int8:int8 bfloat16:bf16; do
+        p=${R[peak_${k#*:}_gflops]:-} ms=${R[i8_lin_${k%:*}_median_ms]:-}
+        [ -n "$p" ] && [ -n "$ms" ] &&
+            echo "-> Linears ${k%:*}: $(fmt "$(calc "$lin_gop / $ms * 1000")" 0) GOP/s, $(fmt "$(calc "100 * $lin_gop / $ms * 1000 / $p")" 0)% of the ${k%:*} dot product's peak ($(fmt "$p" 0) GOP/s)"
+    done
     if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
         run_step 600 "$PYTHON" tools/fixtures/make_bert_dir.py "$BB/bert_base_dir" "$BB/bert_base.safetensors" ||
             WHY[int8]="tools/fixtures/make_bert_dir.py failed"
@@ -196,6 +213,13 @@ else
         fi
         [ -n "${R[i8_http_ratio]:-}" ] &&
             echo "-> B=8 L=128 token ids, $THREADS threads: PyTorch quantize_dynamic ${R[i8_torch_ms]} ms / attnd int8 over HTTP ${R[i8_http_ms]} ms = $(fmt "${R[i8_http_ratio]}" 3) (median of the rounds' ratios ${R[i8_http_paired]})"
+        # the ratio's ceiling on this CPU: the 12 layers' Linears alone at
+        # the vpdpbusd peak, nothing else, against PyTorch's time
+        if [ -n "${R[i8_http_ratio]:-}" ] && [ -n "${R[peak_int8_gflops]:-}" ]; then
+            R[i8_http_floor_ms]=$(calc "12 * $lin_gop / ${R[peak_int8_gflops]} * 1000")
+            R[i8_http_ceiling]=$(calc "${R[i8_torch_ms]} / ${R[i8_http_floor_ms]}")
+            echo "   its ceiling here: the 12 layers' Linears alone at the vpdpbusd peak take $(fmt "${R[i8_http_floor_ms]}" 1) ms, so PyTorch / attnd <= $(fmt "${R[i8_http_ceiling]}" 2)"
+        fi
     fi
     echo "after the part, other processes use $(busy_pct)% of the CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
