@@ -494,25 +494,27 @@ typedef struct peak_arg {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-/* 12 independent chains (more than the FMA latency times the pipes), so the
- * loop runs at the FMA units' throughput; distinct starting values keep the
- * compiler from merging them, and the sum returned keeps them live. */
-#define FMA12(T, fma, set1, add, sum)                                                              \
-    T a0 = set1(0.01f), a1 = set1(0.02f), a2 = set1(0.03f), a3 = set1(0.04f), a4 = set1(0.05f);    \
-    T a5 = set1(0.06f), a6 = set1(0.07f), a7 = set1(0.08f), a8 = set1(0.09f), a9 = set1(0.10f);    \
-    T a10 = set1(0.11f), a11 = set1(0.12f);                                                        \
-    const T b = set1(0.999999f), c = set1(1e-6f);                                                  \
+/* 12 independent chains (more than the latency times the pipes), so the
+ * loop runs at the units' throughput: a_i = op(a_i, b, c); distinct
+ * starting values keep the compiler from merging them, and SUM12's sum
+ * (kept by the caller) keeps them live. */
+#define CHAINS12(T, set1, op, b, c)                                                                \
+    T a0 = set1(1), a1 = set1(2), a2 = set1(3), a3 = set1(4), a4 = set1(5), a5 = set1(6);          \
+    T a6 = set1(7), a7 = set1(8), a8 = set1(9), a9 = set1(10), a10 = set1(11), a11 = set1(12);     \
     for (long k = 0; k < PEAK_STEPS; k++) {                                                        \
-        a0 = fma(a0, b, c), a1 = fma(a1, b, c), a2 = fma(a2, b, c), a3 = fma(a3, b, c);            \
-        a4 = fma(a4, b, c), a5 = fma(a5, b, c), a6 = fma(a6, b, c), a7 = fma(a7, b, c);            \
-        a8 = fma(a8, b, c), a9 = fma(a9, b, c), a10 = fma(a10, b, c), a11 = fma(a11, b, c);        \
-    }                                                                                              \
-    *live = sum(add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))),             \
-                    add(add(a8, a9), add(a10, a11))));
+        a0 = op(a0, b, c), a1 = op(a1, b, c), a2 = op(a2, b, c), a3 = op(a3, b, c);                \
+        a4 = op(a4, b, c), a5 = op(a5, b, c), a6 = op(a6, b, c), a7 = op(a7, b, c);                \
+        a8 = op(a8, b, c), a9 = op(a9, b, c), a10 = op(a10, b, c), a11 = op(a11, b, c);            \
+    }
+#define SUM12(add)                                                                                 \
+    add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))),                         \
+        add(add(a8, a9), add(a10, a11)))
 
 __attribute__((target("avx512f"))) static double fma_loop_512(float *live)
 {
-    FMA12(__m512, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_add_ps, _mm512_reduce_add_ps)
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    CHAINS12(__m512, _mm512_set1_ps, _mm512_fmadd_ps, b, c)
+    *live = _mm512_reduce_add_ps(SUM12(_mm512_add_ps));
     return 12.0 * 16 * 2 * PEAK_STEPS;
 }
 
@@ -528,52 +530,35 @@ __attribute__((target("avx2,fma"))) static float sum256(__m256 v)
 
 __attribute__((target("avx2,fma"))) static double fma_loop_256(float *live)
 {
-    FMA12(__m256, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_add_ps, sum256)
+    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    CHAINS12(__m256, _mm256_set1_ps, _mm256_fmadd_ps, b, c)
+    *live = sum256(SUM12(_mm256_add_ps));
     return 12.0 * 8 * 2 * PEAK_STEPS;
 }
 
-/* The int8 and bfloat16 dot products' peaks, as FMA12 runs: vpdpbusd (64
- * u8 x s8 multiply-adds into 16 int32, as the int8 kernel's) and vdpbf16ps
- * (32 bfloat16 multiply-adds into 16 float32). Each multiply-add counts 2
+/* The int8 and bfloat16 dot products' peaks: vpdpbusd (64 u8 x s8
+ * multiply-adds into 16 int32, as the int8 kernel's) and vdpbf16ps (32
+ * bfloat16 multiply-adds into 16 float32). Each multiply-add counts 2
  * operations, as the Linears' GFLOP/s count them. */
-#define DP_A(T, set1)                                                                              \
-    T a0 = set1(1), a1 = set1(2), a2 = set1(3), a3 = set1(4), a4 = set1(5), a5 = set1(6);          \
-    T a6 = set1(7), a7 = set1(8), a8 = set1(9), a9 = set1(10), a10 = set1(11), a11 = set1(12);
-#define DP12(dp, b, c)                                                                             \
-    for (long k = 0; k < PEAK_STEPS; k++) {                                                        \
-        a0 = dp(a0, b, c), a1 = dp(a1, b, c), a2 = dp(a2, b, c), a3 = dp(a3, b, c);                \
-        a4 = dp(a4, b, c), a5 = dp(a5, b, c), a6 = dp(a6, b, c), a7 = dp(a7, b, c);                \
-        a8 = dp(a8, b, c), a9 = dp(a9, b, c), a10 = dp(a10, b, c), a11 = dp(a11, b, c);            \
-    }
-
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static double vnni_loop_512(float *live)
 {
-    DP_A(__m512i, _mm512_set1_epi32)
     const __m512i b = _mm512_set1_epi8(1), c = _mm512_set1_epi8(-1);
-    DP12(_mm512_dpbusd_epi32, b, c)
-    const __m512i s = _mm512_add_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                         _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7))),
-        _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
-    *live = (float)_mm512_reduce_add_epi32(s);
+    CHAINS12(__m512i, _mm512_set1_epi32, _mm512_dpbusd_epi32, b, c)
+    *live = (float)_mm512_reduce_add_epi32(SUM12(_mm512_add_epi32));
     return 12.0 * 64 * 2 * PEAK_STEPS;
 }
 
 __attribute__((target("avx512f,avx512bf16"))) static double bf16_loop_512(float *live)
 {
-    DP_A(__m512, _mm512_set1_ps)
     const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3380);
-    DP12(_mm512_dpbf16_ps, b, c)
-    *live = _mm512_reduce_add_ps(
-        _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                                    _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
-                      _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+    CHAINS12(__m512, _mm512_set1_ps, _mm512_dpbf16_ps, b, c)
+    *live = _mm512_reduce_add_ps(SUM12(_mm512_add_ps));
     return 12.0 * 32 * 2 * PEAK_STEPS;
 }
 
 /* The widest loop for dtype this CPU has (float32: FMA; int8: vpdpbusd;
  * bfloat16: vdpbf16ps), or NULL. */
-static double (*fma_loop(const char *dtype, const char **name))(float *)
+static double (*peak_loop(const char *dtype, const char **name))(float *)
 {
     __builtin_cpu_init();
     const bool avx512 = __builtin_cpu_supports("avx512f");
@@ -594,7 +579,7 @@ static double (*fma_loop(const char *dtype, const char **name))(float *)
     return NULL;
 }
 #else
-static double (*fma_loop(const char *dtype, const char **name))(float *)
+static double (*peak_loop(const char *dtype, const char **name))(float *)
 {
     (void)dtype;
     *name = "none";
@@ -606,7 +591,7 @@ static void *peak_thread(void *p)
 {
     peak_arg *a = p;
     const char *name;
-    double (*loop)(float *) = fma_loop(a->dtype, &name);
+    double (*loop)(float *) = peak_loop(a->dtype, &name);
     pthread_barrier_wait(a->start);
     const double t0 = bench_now_ms();
     const double flops = loop(&a->live);
@@ -619,7 +604,7 @@ static void *peak_thread(void *p)
 static int run_peak(const options *o)
 {
     const char *name;
-    if (!fma_loop(o->dtype, &name)) {
+    if (!peak_loop(o->dtype, &name)) {
         printf("SKIP: no %s on this CPU\n", !strcmp(o->dtype, "int8") ? "AVX512_VNNI"
                                             : !strncmp(o->dtype, "bfloat16", 8)
                                                 ? "AVX512_BF16"

@@ -158,12 +158,13 @@ else
         echo "   ${n#i8_}: median of the rounds' medians $(fmt "${R[${n}_median_ms]}" 1) ms"
         rm -f "$f"
     done
-    # the four Linears' operations at B=8 L=128 (D 768, F 3072), each
-    # multiply-add 2, and their share of the dot product's peak
-    lin_gop=$(calc "2 * 1024 * (4 * 768 * 768 + 2 * 768 * 3072) / 1e9")
+    # the four Linears' operations (bench_core's GFLOP/s times its best ms),
+    # and their share of the dot product's peak
+    g=${R[i8_lin_int8_1_gflops]:-} b=${R[i8_lin_int8_1_best_ms]:-} lin_gop=""
+    [ -n "$g" ] && [ -n "$b" ] && lin_gop=$(calc "$g * $b / 1000")
     for k in int8:int8 bfloat16:bf16; do
         p=${R[peak_${k#*:}_gflops]:-} ms=${R[i8_lin_${k%:*}_median_ms]:-}
-        [ -n "$p" ] && [ -n "$ms" ] &&
+        [ -n "$lin_gop" ] && [ -n "$p" ] && [ -n "$ms" ] &&
             echo "-> Linears ${k%:*}: $(fmt "$(calc "$lin_gop / $ms * 1000")" 0) GOP/s, $(fmt "$(calc "100 * $lin_gop / $ms * 1000 / $p")" 0)% of the ${k%:*} dot product's peak ($(fmt "$p" 0) GOP/s)"
     done
     if [ ! -f "$BB/bert_base_dir/model.safetensors" ]; then
@@ -215,7 +216,7 @@ else
             echo "-> B=8 L=128 token ids, $THREADS threads: PyTorch quantize_dynamic ${R[i8_torch_ms]} ms / attnd int8 over HTTP ${R[i8_http_ms]} ms = $(fmt "${R[i8_http_ratio]}" 3) (median of the rounds' ratios ${R[i8_http_paired]})"
         # the ratio's ceiling on this CPU: the 12 layers' Linears alone at
         # the vpdpbusd peak, nothing else, against PyTorch's time
-        if [ -n "${R[i8_http_ratio]:-}" ] && [ -n "${R[peak_int8_gflops]:-}" ]; then
+        if [ -n "${R[i8_http_ratio]:-}" ] && [ -n "${R[peak_int8_gflops]:-}" ] && [ -n "$lin_gop" ]; then
             R[i8_http_floor_ms]=$(calc "12 * $lin_gop / ${R[peak_int8_gflops]} * 1000")
             R[i8_http_ceiling]=$(calc "${R[i8_torch_ms]} / ${R[i8_http_floor_ms]}")
             echo "   its ceiling here: the 12 layers' Linears alone at the vpdpbusd peak take $(fmt "${R[i8_http_floor_ms]}" 1) ms, so PyTorch / attnd <= $(fmt "${R[i8_http_ceiling]}" 2)"
