@@ -368,12 +368,17 @@ static bool bf16_amx(void)
     return amx_allowed && amx_usable(AMX_BF16);
 }
 
+bool gemm_bf16_native(void)
+{
+    return simd_enabled() && cpu_dpbf16() && dpbf16_allowed;
+}
+
 const char *gemm_bf16_kernel(void)
 {
-    return !simd_enabled()                                ? "openblas"
-           : cpu_dpbf16() && dpbf16_allowed && bf16_amx() ? "amx_bf16"
-           : cpu_dpbf16() && dpbf16_allowed               ? "avx512_bf16"
-                                                          : "avx512f";
+    return !simd_enabled()                    ? "openblas"
+           : gemm_bf16_native() && bf16_amx() ? "amx_bf16"
+           : gemm_bf16_native()               ? "avx512_bf16"
+                                              : "avx512f";
 }
 
 void gemm_bf16_use_dpbf16(bool on)
@@ -983,6 +988,11 @@ static void pack_rows(float *dst, uint32_t *bf, const float *const *src, const i
 {
     (void)dst, (void)bf, (void)src, (void)cut, (void)n_src, (void)lds, (void)N, (void)K;
     (void)scale;
+}
+
+bool gemm_bf16_native(void)
+{
+    return false;
 }
 
 const char *gemm_bf16_kernel(void)

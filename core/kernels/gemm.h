@@ -65,6 +65,9 @@ bool gemm_packed_bf16(const gemm_packed *pw);
  * AVX512_BF16 run the widened kernel, gemm_bf16_use_amx(false) one with
  * AMX-BF16 run vdpbf16ps (tests run each). */
 const char *gemm_bf16_kernel(void);
+/* Whether that kernel multiplies bfloat16 in the CPU's own instructions
+ * ("amx_bf16" or "avx512_bf16"), not widened to float32. */
+bool gemm_bf16_native(void);
 void gemm_bf16_use_dpbf16(bool on);
 void gemm_bf16_use_amx(bool on);
 

@@ -681,9 +681,13 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
                    .layer = l,
                    .T = T,
                    .kt = m->packed && simd_enabled() ? ws->kt : NULL};
-    /* int8 models run attention's products in float32 */
+    /* bfloat16 models run attention's products in bfloat16; int8 models
+     * too where the CPU multiplies bfloat16 itself (widened, they would be
+     * slower than float32's) */
+    const enc_dtype dt = enc_model_dtype(m);
     c.prod = !c.kt ? ATTN_BLAS
-             : enc_model_dtype(m) == ENC_DTYPE_BFLOAT16 && attention_bf16_ok(m->head_dim)
+             : attention_bf16_ok(m->head_dim) &&
+                     (dt == ENC_DTYPE_BFLOAT16 || (dt == ENC_DTYPE_INT8 && gemm_bf16_native()))
                  ? ATTN_BF16
                  : ATTN_F32;
 
