@@ -2,7 +2,10 @@
  * sentence-transformers saves for all-mpnet-base-v2, and transformers'
  * MPNet* classes): the relative position buckets against torch's, the
  * fields read and refused, the relative position bias's tensor and what it
- * changes, and the daemon serving a directory.  The directories' outputs
+ * changes, the daemon serving a directory, and text end to end
+ * (tests/fixtures/hf/mpnet_text: tools/fixtures/make_text_fixtures.py, its
+ * ids from Hugging Face's tokenizers on the mpnet tokenizer fixture, not
+ * from this code).  The directories' outputs
  * and weights from token ids are check_embed's, check_v1_fixtures' and
  * check_v2's (tests/fixtures/mpnet, tools/fixtures/make_mpnet_fixtures.py);
  * their heads check_heads'; the bias on random shapes and masks against
@@ -13,6 +16,7 @@
 #include "model/model.h"
 #include "suites.h"
 #include "test_util.h"
+#include "text_util.h"
 #include "timing.h"
 #include "v1_util.h"
 
@@ -24,6 +28,7 @@
 
 #define MP_DIR  TESTS_DIR "/fixtures/mpnet"
 #define MP_BASE MP_DIR "/mpnet_base"
+#define MP_TEXT TESTS_DIR "/fixtures/hf/mpnet_text"
 #define TOL     1e-4
 
 /* enc_rel_bucket gives torch's bucket for every relative position the
@@ -235,6 +240,73 @@ START_TEST(test_daemon_serves_mpnet)
 }
 END_TEST
 
+/* all-mpnet-base-v2's path, text in: /v1/encode gives Hugging Face's ids
+ * (<s> ... </s>; a pair <s> A </s> </s> B </s>) and PyTorch's
+ * last_hidden_state of them; /v1/embeddings sentence-transformers' mean
+ * pooled, normalized embeddings, as the directory's modules.json says. */
+START_TEST(test_text_end_to_end)
+{
+    daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", MP_TEXT, NULL}, NULL),
+                     0);
+    json_t *tfx = json_load_file(MP_TEXT "/text.json", 0, NULL);
+    ck_assert_ptr_nonnull(tfx);
+    json_t *texts = json_object_get(tfx, "texts"), *pair = json_object_get(tfx, "pair");
+    hf_ids x = hf_text_ids(MP_TEXT, "input_ids", "attention_mask");
+    hf_ids px = hf_text_ids(MP_TEXT, "pair_input_ids", NULL);
+    int dims[3];
+    float *want = hf_text_tensor(MP_TEXT, "last_hidden_state", dims);
+    const int B = dims[0], L = dims[1], D = dims[2];
+    float *pwant = hf_text_tensor(MP_TEXT, "pair_last_hidden_state", dims);
+    long status;
+    for (int k = 0; k < 2; k++) {
+        json_t *text = k ? json_pack("[[O, O]]", json_object_get(pair, "text"),
+                                     json_object_get(pair, "text_pair"))
+                         : json_incref(texts);
+        char *body = json_dumps(json_pack("{s:o, s:s}", "text", text, "attention", "none"), 0);
+        json_t *r = post_at(d.port, "/v1/encode", body, &status);
+        free(body);
+        ck_assert_msg(status == 200, "%ld: %s", status,
+                      json_dumps(r, 0) ? "see the daemon's message" : "");
+        const hf_ids *ids = k ? &px : &x;
+        for (int b = 0; b < ids->B; b++) {
+            json_t *row = hf_ids_row(ids, b);
+            ck_assert_msg(
+                json_equal(json_array_get(json_object_get(r, "input_ids"), (size_t)b), row),
+                "%s %d: not Hugging Face's ids", k ? "pair" : "text", b);
+            json_decref(row);
+        }
+        const double diff = outputs_diff(json_object_get(r, "outputs"), k ? pwant : want, ids->B,
+                                         k ? px.L : L, D, ids->lengths);
+        ck_assert_msg(diff < TOL, "%s outputs differ from PyTorch's by %g", k ? "pair" : "text",
+                      diff);
+        json_decref(r);
+    }
+    int pb, pd;
+    float *pooled = pooled_fixture(MP_TEXT, "mean_normalized", &pb, &pd);
+    ck_assert_int_eq(pb, B);
+    char *body = json_dumps(json_pack("{s:O}", "input", texts), 0);
+    json_t *r = post_at(d.port, "/v1/embeddings", body, &status);
+    free(body);
+    ck_assert_int_eq(status, 200);
+    float *got = xcalloc((size_t)D, sizeof *got);
+    for (int b = 0; b < B; b++) {
+        embedding_of(json_object_get(r, "data"), (size_t)b, got, (size_t)D);
+        const double diff = max_abs_diff(got, pooled + (size_t)b * D, (size_t)D);
+        ck_assert_msg(diff < TOL, "text %d: differs from sentence-transformers' by %g", b, diff);
+    }
+    json_decref(r);
+    free(got);
+    free(pooled);
+    free(want);
+    free(pwant);
+    hf_ids_free(&x);
+    hf_ids_free(&px);
+    json_decref(tfx);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 Suite *mpnet_suite(void)
 {
     Suite *s = timed_suite("mpnet");
@@ -245,5 +317,6 @@ Suite *mpnet_suite(void)
     tcase_add_test(tc, test_base_model_under_task_class);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_daemon_serves_mpnet);
+    tcase_add_test(tc, test_text_end_to_end);
     return s;
 }

@@ -14,6 +14,7 @@
 static const char *const NAMES[] = {
     "bert-uncased",
     "bert-cased",
+    "mpnet",
     "roberta",
     "roberta-merges-str",
     "modernbert",

@@ -479,14 +479,19 @@ int encode_set_text(encode_request *req, const json_t *v, const char *what, cons
     req->batch.L = (int)L;
     if (encode_alloc_ids(req, true, what, err) < 0)
         return -1;
-    for (size_t b = 0; b < B; b++) {
-        const tok_encoding *e = &tb->enc[b];
-        for (size_t i = 0; i < e->n; i++) {
-            req->input_ids[b * L + i] = e->ids[i];
-            req->token_type_ids[b * L + i] = e->type_ids[i];
-        }
-    }
+    for (size_t b = 0; b < B; b++)
+        encode_put_tokens(req, b, &tb->enc[b]);
     return 0;
+}
+
+void encode_put_tokens(encode_request *req, size_t b, const tok_encoding *e)
+{
+    const size_t L = (size_t)req->batch.L;
+    const bool types = req->embedding && req->embedding->type_vocab_size > 0;
+    for (size_t i = 0; i < e->n; i++) {
+        req->input_ids[b * L + i] = e->ids[i];
+        req->token_type_ids[b * L + i] = types ? e->type_ids[i] : 0;
+    }
 }
 
 int encode_text_lengths(encode_request *req, api_error *err)

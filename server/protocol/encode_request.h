@@ -103,6 +103,12 @@ int encode_want_logits(encode_request *req, const api_ctx *ctx, api_error *err);
  * req->texts->enc[b].n: the caller sets lengths).  Checked against the
  * limits (413) with req's attention as set.  0 or -1 with err set. */
 struct text_options;
+struct tok_encoding;
+/* Sequence b's tokens from e into req's input_ids and token_type_ids (rows
+ * of req->batch.L): the tokenizer's type ids where the model has token
+ * type embeddings, else 0 (MPNet's: transformers' tokenizer for it returns
+ * none, and its pair's second text is type 1 in the file's template). */
+void encode_put_tokens(encode_request *req, size_t b, const struct tok_encoding *e);
 int encode_set_text(encode_request *req, const json_t *v, const char *what,
                     const struct text_options *o, const enc_hparams *hp, const api_ctx *ctx,
                     api_error *err);

@@ -667,10 +667,7 @@ static int parse_text_input(v2_request *req, const v2_input *in, const bool *hav
             rc = OOM();
     }
     for (size_t b = 0; rc == 0 && b < B; b++) {
-        for (size_t i = 0; i < tb.enc[b].n; i++) {
-            e->input_ids[b * L + i] = tb.enc[b].ids[i];
-            e->token_type_ids[b * L + i] = tb.enc[b].type_ids[i];
-        }
+        encode_put_tokens(e, b, &tb.enc[b]);
         e->lengths[b] = (int)tb.enc[b].n;
     }
     e->batch.lengths = e->lengths;
