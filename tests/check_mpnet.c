@@ -263,11 +263,9 @@ START_TEST(test_text_end_to_end)
         json_t *text = k ? json_pack("[[O, O]]", json_object_get(pair, "text"),
                                      json_object_get(pair, "text_pair"))
                          : json_incref(texts);
-        json_t *req = json_pack("{s:o, s:s}", "text", text, "attention", "none");
-        char *body = json_dumps(req, 0);
-        json_decref(req);
-        json_t *r = post_at(d.port, "/v1/encode", body, &status);
-        free(body);
+        json_t *r =
+            post_json_at(d.port, "/v1/encode",
+                         json_pack("{s:o, s:s}", "text", text, "attention", "none"), &status);
         ck_assert_int_eq(status, 200);
         const hf_ids *ids = k ? &px : &x;
         for (int b = 0; b < ids->B; b++) {
@@ -286,11 +284,7 @@ START_TEST(test_text_end_to_end)
     int pb, pd;
     float *pooled = pooled_fixture(MP_TEXT, "mean_normalized", &pb, &pd);
     ck_assert_int_eq(pb, B);
-    json_t *req = json_pack("{s:O}", "input", texts);
-    char *body = json_dumps(req, 0);
-    json_decref(req);
-    json_t *r = post_at(d.port, "/v1/embeddings", body, &status);
-    free(body);
+    json_t *r = post_json_at(d.port, "/v1/embeddings", json_pack("{s:O}", "input", texts), &status);
     ck_assert_int_eq(status, 200);
     float *got = xcalloc((size_t)D, sizeof *got);
     for (int b = 0; b < B; b++) {

@@ -46,13 +46,19 @@ json_t *post(const char *path, const char *body, long *status)
     return post_at(text_daemon.port, path, body, status);
 }
 
-json_t *post_json(const char *path, json_t *body, long *status)
+json_t *post_json_at(int port, const char *path, json_t *body, long *status)
 {
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    json_t *j = post(path, text, status);
+    json_t *j = post_at(port, path, text, status);
     free(text);
     return j;
+}
+
+json_t *post_json(const char *path, json_t *body, long *status)
+{
+    ck_assert_msg(text_up, "attnd did not start on %s", TEXT_DIR);
+    return post_json_at(text_daemon.port, path, body, status);
 }
 
 /* The error message of a refusal with the status expected. */
@@ -73,12 +79,9 @@ void expect_error(const char *path, const char *body, long want_status, const ch
 /* /v1/tokenize's one list of tokens for body on port (owned), its status 200. */
 json_t *tokens_of(int port, json_t *body)
 {
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
     long status;
-    json_t *r = post_at(port, "/v1/tokenize", text, &status);
-    ck_assert_msg(status == 200, "%s: %ld", text, status);
-    free(text);
+    json_t *r = post_json_at(port, "/v1/tokenize", body, &status);
+    ck_assert_int_eq(status, 200);
     json_t *toks = json_incref(json_array_get(json_object_get(r, "tokens"), 0));
     json_decref(r);
     return toks;

@@ -33,6 +33,9 @@ json_t *post(const char *path, const char *body, long *status);
 /* post with body as a JSON value (its reference taken). */
 json_t *post_json(const char *path, json_t *body, long *status);
 
+/* post_at with body as a JSON value (its reference taken). */
+json_t *post_json_at(int port, const char *path, json_t *body, long *status);
+
 /* The error message of a refusal with the status expected (either error
  * shape: /v2's {"error": "..."} or {"error": {"message": ...}}). */
 void expect_error(const char *path, const char *body, long want_status, const char *want);
