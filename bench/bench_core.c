@@ -24,8 +24,9 @@
  * N (2048)
  *          --d-model D (768)  --n-heads H (12)  --d-ff F (3072)
  *          --activation A (gelu)  --seed S (0)
- *          --position none|rope|alibi (none): RoPE (neox, theta 10000, every
- *          dimension) or ALiBi inside attention
+ *          --position none|rope|alibi|relative (none): RoPE (neox, theta
+ *          10000, every dimension), ALiBi or MPNet's relative position bias
+ *          (32 buckets) inside attention
  *          --block bert|modernbert (bert): the block's kind.  modernbert:
  *          ModernBERT-base (D 768, H 12, F 1152 exact-GELU GeGLU, 22
  *          layers, pre-norm, layer 0's attention norm the identity, norms
@@ -160,8 +161,10 @@ static options parse_args(int argc, char **argv)
         } else if (!strcmp(f, "--mask")) {
             o.mask = v;
         } else if (!strcmp(f, "--position")) {
-            if (enc_position_parse(v, &o.hp.position) < 0) {
-                fprintf(stderr, "bench_core: unknown position '%s' (none, rope, alibi)\n", v);
+            o.hp.rel_buckets = !strcmp(v, "relative") ? ENC_REL_BUCKETS : 0;
+            if (!o.hp.rel_buckets && enc_position_parse(v, &o.hp.position) < 0) {
+                fprintf(stderr, "bench_core: unknown position '%s' (none, rope, alibi, relative)\n",
+                        v);
                 exit(2);
             }
         } else if (!strcmp(f, "--block")) {

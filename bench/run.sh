@@ -93,7 +93,7 @@
 #   BENCH_BIGTEXT_REQUESTS [1000] small requests per phase of the bigtext part (at least)
 #   BENCH_MB_LEN [8192]         the ModernBERT part's sequence length
 #   BENCH_MB_ROUNDS [5]         rounds of ModernBERT / BERT at B=8 L=128
-#   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi in the positions part
+#   BENCH_POS_ROUNDS [3]        rounds of none / rope / alibi / relative (positions)
 #   BENCH_LONG_LEN [16384]      sequence length of the long-context patterns
 #   BENCH_MEMORY_LEN [16384]    sequence length of the memory test
 #   BENCH_ORT_VERSION [1.30.0]  onnxruntime-node version npm installs

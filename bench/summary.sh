@@ -116,15 +116,15 @@ r=${R[long_docs_ratio]:-} m="n/a"
 [ -n "$r" ] && m="$(fmt "$r" 2)x (${R[long_docs_4k_best_ms]} / 4 x ${R[long_doc_1k_best_ms]} ms)"
 row "4-document attn mask <= 1.15x the documents alone" "$m" "$r" "<=" 1.15 "$w"
 for s in 1x512 8x128; do
-    for pos in rope alibi; do
+    for pos in rope alibi relative; do
         lim=1.03
-        [ "$pos" = alibi ] && lim=1.05
+        [ "$pos" != rope ] && lim=1.05
         r=${R[pos_${s}_${pos}_ratio]:-} m="n/a"
         [ -n "$r" ] && m="$(fmt "$(calc "100 * ($r - 1)")" 1)% of the forward ($(fmt "$r" 3)x)"
         row "$pos <= $(fmt "$(calc "100 * ($lim - 1)")" 0)% of a forward, B=${s%x*} L=${s#*x}" "$m" "$r" "<=" "$lim" "${WHY[positions]:-}"
     done
 done
-for pos in rope alibi; do
+for pos in rope alibi relative; do
     a=${R[pos_window_${pos}_scores]:-} b=${R[pos_window_none_scores]:-} r="" m="n/a"
     [ -n "$a" ] && [ -n "$b" ] && r=$(calc "$a / $b") && m="$a / $b scores"
     row "$pos keeps window-64 tile skipping, L=512" "$m" "$r" "<=" 1 "${WHY[positions]:-}"

@@ -202,26 +202,39 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
 
 bool mask_has_position_bias(const seq_mask *sm)
 {
-    return sm->alibi || sm->rel_bias;
+    return sm->alibi || sm->rel_dist;
 }
 
-/* MPNet's relative position bias on n scores of query i (mask_position_bias). */
+/* MPNet's relative position bias on n scores of query i (mask_position_bias):
+ * head h's row by distance.  Consecutive keys (the tiles' rows) add a
+ * stretch of it, its ends past the clamp; other keys look each up. */
 static void relative_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols,
-                          int n, float *s)
+                          int n, float *restrict s)
 {
-    const float *tab = sm->rel_bias + h;
-    const int stride = sm->rel_heads, far = ENC_REL_MAX_DISTANCE;
-    const uint8_t *bucket = sm->rel_bucket + far; /* bucket[d] for -far <= d <= far */
+    const int far = ENC_REL_MAX_DISTANCE;
+    const float *restrict row = sm->rel_dist + (size_t)h * ENC_REL_ROW + far; /* row[d] */
+    if (!cols && step == 1) {                                                 /* d = j0 - i + k */
+        const int d0 = j0 - i, below = -far - d0, above = far - d0 + 1;
+        const int lo = below < 0 ? 0 : below < n ? below : n, hi = above < n ? above : n;
+        int k = 0;
+        for (; k < lo; k++)
+            s[k] += row[-far];
+        for (; k < hi; k++)
+            s[k] += row[d0 + k];
+        for (; k < n; k++)
+            s[k] += row[far];
+        return;
+    }
     for (int k = 0; k < n; k++) {
         const int d = (cols ? cols[k] : j0 + k * step) - i;
-        s[k] += tab[(size_t)bucket[d < -far ? -far : d > far ? far : d] * (size_t)stride];
+        s[k] += row[d < -far ? -far : d > far ? far : d];
     }
 }
 
 void mask_position_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
                         float *s)
 {
-    if (sm->rel_bias)
+    if (sm->rel_dist)
         relative_bias(sm, h, i, j0, step, cols, n, s);
     if (!sm->alibi)
         return;

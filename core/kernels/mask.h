@@ -30,12 +30,11 @@ typedef struct seq_mask {
     int band;
     const float *alibi; /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
     const int32_t *pos; /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
-    /* MPNet's relative position bias (enc_model.rel_bias): the table
-     * (rows, rel_heads), and rel_bucket[d + ENC_REL_MAX_DISTANCE] the bucket
-     * of d = j - i (indices in the sequence, not pos), d clamped; NULL: none */
-    const float *rel_bias;
-    const uint8_t *rel_bucket;
-    int rel_heads;
+    /* MPNet's relative position bias by distance (enc_model.rel_dist):
+     * head h's entry for d = j - i (indices in the sequence, not pos; d
+     * clamped to +-ENC_REL_MAX_DISTANCE) at rel_dist[h * ENC_REL_ROW +
+     * ENC_REL_MAX_DISTANCE + d]; NULL: none */
+    const float *rel_dist;
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,

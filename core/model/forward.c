@@ -288,9 +288,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         const int L = in->L;
         seq_mask sm = blockmask_seq_mask(in, bm, sq->b);
         sm.alibi = m->alibi;
-        sm.rel_bias = m->rel_bias;
-        sm.rel_bucket = m->rel_bucket;
-        sm.rel_heads = H;
+        sm.rel_dist = m->rel_dist;
         sm.pos = in->positions ? in->positions + (size_t)sq->b * L : NULL;
         const bool csr = res->attn_format == ENC_FORMAT_CSR;
         const int heads = enc_attn_heads(res->attn_mode, H);

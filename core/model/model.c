@@ -81,10 +81,9 @@ enc_model *model_new(const enc_hparams *hp, enc_error *err)
     }
     if (hp->rel_buckets > 0) {
         if (!(m->rel_bias =
-                  calloc((size_t)hp->rel_buckets * (size_t)hp->n_heads, sizeof *m->rel_bias)))
+                  calloc((size_t)hp->rel_buckets * (size_t)hp->n_heads, sizeof *m->rel_bias)) ||
+            !(m->rel_dist = calloc((size_t)hp->n_heads * ENC_REL_ROW, sizeof *m->rel_dist)))
             goto nomem;
-        for (int d = -ENC_REL_MAX_DISTANCE; d <= ENC_REL_MAX_DISTANCE; d++)
-            m->rel_bucket[d + ENC_REL_MAX_DISTANCE] = (uint8_t)enc_rel_bucket(d);
     }
     m->n_params =
         layer_floats(m, -1, NULL, NULL, true) + (size_t)hp->rel_buckets * (size_t)hp->n_heads;
@@ -180,6 +179,7 @@ void model_storage_free(enc_model *m)
     free(m->ignored);
     free(m->alibi);
     free(m->rel_bias);
+    free(m->rel_dist);
     mem_zfree(m->params, m->n_owned * sizeof *m->params);
     for (size_t i = 0; i < m->n_maps; i++) {
         munmap(m->maps[i].addr, m->maps[i].size);

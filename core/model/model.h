@@ -72,11 +72,12 @@ struct enc_model {
     char source[4096];     /* path or "seed:N" */
     float *alibi;          /* (H) ALiBi's slopes when hp.position is alibi, else NULL */
     /* MPNet's relative position bias (hp.rel_buckets): the table
-     * (rel_buckets, H), else NULL; and each relative position's bucket,
-     * rel_bucket[d + ENC_REL_MAX_DISTANCE] for d = j - i clamped to
-     * +-ENC_REL_MAX_DISTANCE (enc_rel_bucket). */
+     * (rel_buckets, H), else NULL; and the same by distance, head h's
+     * entry for d = j - i (clamped to +-ENC_REL_MAX_DISTANCE) at
+     * rel_dist[h * ENC_REL_ROW + ENC_REL_MAX_DISTANCE + d], so a row of
+     * scores adds a stretch of it (filled from the table by model_pack). */
     float *rel_bias;
-    uint8_t rel_bucket[2 * ENC_REL_MAX_DISTANCE + 1];
+    float *rel_dist;
     char architecture[32]; /* config.json's model_type, or "" */
     struct model_file {
         char *name;      /* as in the directory */
@@ -142,7 +143,8 @@ void model_storage_free(enc_model *m);
  * once the weights are final, and whoever changes params afterwards (tests)
  * calls it again.  Best effort: a weight left unpacked runs on cblas_sgemm.
  * In bfloat16 it gives back the owned float32 weights it packed
- * (model_release_owned), after which it does nothing: pack once. */
+ * (model_release_owned), after which it packs nothing: pack once.  It also
+ * fills MPNet's bias by distance (rel_dist) from the table, every time. */
 void model_pack(enc_model *m);
 
 #endif
