@@ -162,7 +162,7 @@ static options parse_args(int argc, char **argv)
             o.mask = v;
         } else if (!strcmp(f, "--position")) {
             o.hp.rel_buckets = !strcmp(v, "relative") ? ENC_REL_BUCKETS : 0;
-            if (!o.hp.rel_buckets && enc_position_parse(v, &o.hp.position) < 0) {
+            if (enc_position_parse(o.hp.rel_buckets ? "none" : v, &o.hp.position) < 0) {
                 fprintf(stderr, "bench_core: unknown position '%s' (none, rope, alibi, relative)\n",
                         v);
                 exit(2);

@@ -126,9 +126,6 @@ typedef struct enc_hparams {
  * computes them. */
 #define ENC_REL_BUCKETS      32
 #define ENC_REL_MAX_DISTANCE 128
-/* Distances -ENC_REL_MAX_DISTANCE .. ENC_REL_MAX_DISTANCE: a head's row of
- * the bias by distance. */
-#define ENC_REL_ROW (2 * ENC_REL_MAX_DISTANCE + 1)
 /* The bucket of relative position d = j - i (key minus query): keys before
  * the query in 0..15, after it in 16..31; distances below 8 exactly, then
  * logarithmically up to 128 (float32 arithmetic, as torch's); every

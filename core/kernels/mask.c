@@ -205,6 +205,16 @@ bool mask_has_position_bias(const seq_mask *sm)
     return sm->alibi || sm->rel_dist;
 }
 
+void mask_rel_dist(float *rel_dist, const float *table, int H)
+{
+    const int far = ENC_REL_MAX_DISTANCE;
+    for (int d = -far; d <= far; d++) {
+        const float *e = table + (size_t)enc_rel_bucket(d) * (size_t)H;
+        for (int h = 0; h < H; h++)
+            rel_dist[(size_t)h * MASK_REL_ROW + far + d] = e[h];
+    }
+}
+
 /* MPNet's relative position bias on n scores of query i (mask_position_bias):
  * head h's row by distance.  Consecutive keys (the tiles' rows) add a
  * stretch of it, its ends past the clamp; other keys look each up. */
@@ -212,8 +222,9 @@ static void relative_bias(const seq_mask *sm, int h, int i, int j0, int step, co
                           int n, float *restrict s)
 {
     const int far = ENC_REL_MAX_DISTANCE;
-    const float *restrict row = sm->rel_dist + (size_t)h * ENC_REL_ROW + far; /* row[d] */
-    if (!cols && step == 1) {                                                 /* d = j0 - i + k */
+    const float *restrict row = sm->rel_dist + (size_t)h * MASK_REL_ROW + far; /* row[d] */
+    if (!cols && step == 1) {
+        /* d = d0 + k: below the clamp for k < lo, past it from hi */
         const int d0 = j0 - i, below = -far - d0, above = far - d0 + 1;
         const int lo = below < 0 ? 0 : below < n ? below : n, hi = above < n ? above : n;
         int k = 0;

@@ -30,10 +30,8 @@ typedef struct seq_mask {
     int band;
     const float *alibi; /* (H) ALiBi's slopes (enc_model.alibi), or NULL */
     const int32_t *pos; /* (len) the tokens' positions, or NULL: 0 .. len - 1 */
-    /* MPNet's relative position bias by distance (enc_model.rel_dist):
-     * head h's entry for d = j - i (indices in the sequence, not pos; d
-     * clamped to +-ENC_REL_MAX_DISTANCE) at rel_dist[h * ENC_REL_ROW +
-     * ENC_REL_MAX_DISTANCE + d]; NULL: none */
+    /* MPNet's relative position bias by distance (mask_rel_dist;
+     * enc_model.rel_dist), d = j - i in indices, not pos; NULL: none */
     const float *rel_dist;
 } seq_mask;
 
@@ -44,6 +42,14 @@ bool mask_allowed(const seq_mask *sm, int i, int j);
  * a pair the pattern holds: gathered columns and global rows must then be
  * masked key by key. */
 bool mask_restricted(const seq_mask *sm);
+
+/* Floats a head's row of MPNet's bias by distance holds: one for each d
+ * in -ENC_REL_MAX_DISTANCE .. ENC_REL_MAX_DISTANCE (d clamped to them). */
+#define MASK_REL_ROW (2 * ENC_REL_MAX_DISTANCE + 1)
+/* Fills rel_dist (H rows of MASK_REL_ROW) from MPNet's table (rows, H):
+ * head h's entry for d is table[enc_rel_bucket(d)][h].  A row of scores
+ * then adds a stretch of its head's row (mask_position_bias). */
+void mask_rel_dist(float *rel_dist, const float *table, int H);
 
 /* Whether sm adds a bias by position to the scores (ALiBi's, MPNet's). */
 bool mask_has_position_bias(const seq_mask *sm);

@@ -7,6 +7,7 @@
 
 #include "base/rng.h"
 #include "kernels/gemm.h"
+#include "kernels/mask.h"
 #include "model/embed.h"
 #include "model/head.h"
 
@@ -41,21 +42,10 @@ static void release_packed(enc_model *m, const enc_layer *ly)
     }
 }
 
-/* MPNet's bias by distance from its table (enc_model.rel_dist). */
-static void rel_dist_fill(enc_model *m)
-{
-    const int H = m->hp.n_heads;
-    for (int d = -ENC_REL_MAX_DISTANCE; d <= ENC_REL_MAX_DISTANCE; d++) {
-        const float *e = m->rel_bias + (size_t)enc_rel_bucket(d) * (size_t)H;
-        for (int h = 0; h < H; h++)
-            m->rel_dist[(size_t)h * ENC_REL_ROW + ENC_REL_MAX_DISTANCE + d] = e[h];
-    }
-}
-
 void model_pack(enc_model *m)
 {
     if (m->rel_bias)
-        rel_dist_fill(m);
+        mask_rel_dist(m->rel_dist, m->rel_bias, m->hp.n_heads);
     if (m->owned_released) /* the float32 weights are gone: the panels stay */
         return;
     const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;

@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "kernels/gemm.h"
+#include "kernels/mask.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ enc_model *model_new(const enc_hparams *hp, enc_error *err)
     if (hp->rel_buckets > 0) {
         if (!(m->rel_bias =
                   calloc((size_t)hp->rel_buckets * (size_t)hp->n_heads, sizeof *m->rel_bias)) ||
-            !(m->rel_dist = calloc((size_t)hp->n_heads * ENC_REL_ROW, sizeof *m->rel_dist)))
+            !(m->rel_dist = calloc((size_t)hp->n_heads * MASK_REL_ROW, sizeof *m->rel_dist)))
             goto nomem;
     }
     m->n_params =

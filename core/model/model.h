@@ -72,10 +72,8 @@ struct enc_model {
     char source[4096];     /* path or "seed:N" */
     float *alibi;          /* (H) ALiBi's slopes when hp.position is alibi, else NULL */
     /* MPNet's relative position bias (hp.rel_buckets): the table
-     * (rel_buckets, H), else NULL; and the same by distance, head h's
-     * entry for d = j - i (clamped to +-ENC_REL_MAX_DISTANCE) at
-     * rel_dist[h * ENC_REL_ROW + ENC_REL_MAX_DISTANCE + d], so a row of
-     * scores adds a stretch of it (filled from the table by model_pack). */
+     * (rel_buckets, H), else NULL; and the same by distance (H rows of
+     * MASK_REL_ROW: mask_rel_dist, which model_pack runs). */
     float *rel_bias;
     float *rel_dist;
     char architecture[32]; /* config.json's model_type, or "" */
