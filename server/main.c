@@ -151,29 +151,37 @@ static bool some_prompt(const enc_st_text *st)
 }
 
 /* How /v1/embeddings pools: model.pooling and model.normalize, or where
- * they say auto, model.dir's sentence-transformers modules, else mean and
- * normalized.  0, or -1 with err set (a module attnd does not run, or a
- * Pooling module that leaves the prompts' tokens out: the caller adds how
- * to do without them). */
-static int pooling_from_config(const attnd_config *cfg, const enc_st_text *sentence, server_text *t,
-                               enc_error *err)
+ * they say auto, model.dir's sentence-transformers modules (read into *st,
+ * whose Dense modules t borrows, the first taking d_model features), else
+ * mean and normalized.  0, or -1 with err set (a module attnd does not run,
+ * or a Pooling module that leaves the prompts' tokens out: the caller adds
+ * how to do without them). */
+static int pooling_from_config(const attnd_config *cfg, int d_model, const enc_st_text *sentence,
+                               enc_st_config *st, server_text *t, enc_error *err)
 {
-    enc_st_config st = {0};
     const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO,
                norm_auto = cfg->model.normalize < 0;
     if (cfg->model.dir && (pool_auto || norm_auto) &&
-        enc_st_config_read(cfg->model.dir, &st, err) < 0)
+        enc_st_config_read(cfg->model.dir, d_model, st, err) < 0)
         return -1;
-    if (st.found && !st.include_prompt && some_prompt(sentence)) {
+    if (st->found && !st->include_prompt && some_prompt(sentence)) {
         enc_error_set(err, ENC_EINVAL,
                       "model.dir: the Pooling module's include_prompt false is not supported: "
                       "sentence-transformers leaves a prompt's tokens out of the pooling, attnd "
                       "pools them");
         return -1;
     }
-    t->pooling = !pool_auto ? cfg->model.pooling : st.found ? st.pooling : ENC_POOL_MEAN;
-    t->normalize = !norm_auto ? cfg->model.normalize != 0 : st.found ? st.normalize : true;
-    t->pooling_from = !pool_auto ? "model.pooling" : st.found ? "modules.json" : "default";
+    /* the settings over the directory's modules over the default */
+    enc_embedder *e = &t->pooling;
+    *e = (enc_embedder){
+        .mode = ENC_POOL_MEAN, .normalize = true, .dense = st->dense, .n_dense = st->n_dense};
+    if (st->found)
+        e->mode = st->pooling, e->normalize = st->normalize;
+    if (!pool_auto)
+        e->mode = cfg->model.pooling;
+    if (!norm_auto)
+        e->normalize = cfg->model.normalize != 0;
+    t->pooling_from = !pool_auto ? "model.pooling" : st->found ? "modules.json" : "default";
     return 0;
 }
 
@@ -290,10 +298,10 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
 /* The start-up steps that --check-config checks too: the model (logged),
  * its tokenizer, model.dir's sentence-transformers settings and how
  * /v1/embeddings pools, into *model, *tokenizer (NULL when there is none),
- * *sentence and *t (pointing at the two).  0, or -1 with the error printed;
- * what was loaded is the caller's to free either way. */
+ * *sentence, *modules and *t (pointing at the three).  0, or -1 with the
+ * error printed; what was loaded is the caller's to free either way. */
 static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer **tokenizer,
-                      enc_st_text *sentence, server_text *t, enc_error *err)
+                      enc_st_text *sentence, enc_st_config *modules, server_text *t, enc_error *err)
 {
     if (!(*model = model_from_config(cfg, err))) {
         fprintf(stderr, "attnd: %s%s\n", cfg->model.weights ? "model.weights: " : "", err->message);
@@ -304,7 +312,8 @@ static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer 
     if ((!(*tokenizer = tokenizer_from_config(cfg, *model, &t->tokenizer_source, err)) &&
          err->status != ENC_OK) ||
         sentence_from_config(cfg, sentence, err) < 0 ||
-        (pooling_failed = pooling_from_config(cfg, sentence, t, err) < 0)) {
+        (pooling_failed = pooling_from_config(cfg, enc_model_hparams(*model)->d_model, sentence,
+                                              modules, t, err) < 0)) {
         fprintf(stderr, "attnd: %s\n%s", err->message, pooling_failed ? POOLING_HINT : "");
         return -1;
     }
@@ -387,6 +396,7 @@ int main(int argc, char **argv)
     tok_tokenizer *tokenizer = NULL;
     server_text text_in = {0};
     enc_st_text sentence = {0};
+    enc_st_config modules = {0}; /* model.dir's sentence-transformers modules */
     pool *workers = NULL;
     server *srv = NULL;
     spinners *spin = NULL;
@@ -411,7 +421,7 @@ int main(int argc, char **argv)
     enc_set_threads(cfg.compute.forward_threads);
 
     if (cfg.check_config) {
-        if (load_model(&cfg, &model, &tokenizer, &sentence, &text_in, &err) < 0)
+        if (load_model(&cfg, &model, &tokenizer, &sentence, &modules, &text_in, &err) < 0)
             goto done;
         if (pool_check(model, cfg.compute.workers, &err) < 0) {
             fprintf(stderr, "attnd: %s\n", err.message);
@@ -433,7 +443,7 @@ int main(int argc, char **argv)
     const bool v6 = strchr(cfg.server.host, ':') != NULL; /* an IPv6 address: [::1]:8080 */
     fprintf(stderr, "attnd %s: listening on http://%s%s%s:%d\n", ATTND_VERSION, v6 ? "[" : "",
             cfg.server.host, v6 ? "]" : "", server_port(srv));
-    if (load_model(&cfg, &model, &tokenizer, &sentence, &text_in, &err) < 0)
+    if (load_model(&cfg, &model, &tokenizer, &sentence, &modules, &text_in, &err) < 0)
         goto done;
     log_text(&cfg, model, &text_in);
     pool_options popt = {.workers = cfg.compute.workers,
@@ -481,6 +491,7 @@ int main(int argc, char **argv)
     enc_model_free(model);
     tok_free(tokenizer);
     enc_st_text_free(&sentence);
+    enc_st_config_free(&modules);
     config_free(&cfg);
     fprintf(stderr, "attnd: stopped\n");
     return EXIT_SUCCESS;
@@ -491,6 +502,7 @@ done:
     enc_model_free(model);
     tok_free(tokenizer);
     enc_st_text_free(&sentence);
+    enc_st_config_free(&modules);
     config_free(&cfg);
     return status;
 }

@@ -1,10 +1,11 @@
 /* check_pooling.c - core/model/pooling.c: sentence embeddings against
- * sentence-transformers' Pooling and Normalize as tools/fixtures/make_text_fixtures.py
- * computes them (float64, from PyTorch's last_hidden_state), worked
+ * sentence-transformers' Pooling, Dense and Normalize as
+ * tools/fixtures/make_text_fixtures.py computes them (float64, from
+ * PyTorch's last_hidden_state, torch's nn.Linear and nn.Tanh), worked
  * examples of each mode and of the Matryoshka cut, and the
  * sentence-transformers files of a directory: both forms of
- * 1_Pooling/config.json, Normalize, and the refusals; its text settings
- * (load/sentence.c: max_seq_length, prompts). */
+ * 1_Pooling/config.json, Dense modules, Normalize, and the refusals; its
+ * text settings (load/sentence.c: max_seq_length, prompts). */
 #include "model/pooling.h"
 
 #include "hf_util.h"
@@ -15,11 +16,13 @@
 #include "timing.h"
 #include "torch_fixture.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define HF TESTS_DIR "/fixtures/hf"
 
@@ -61,6 +64,59 @@ START_TEST(test_against_sentence_transformers)
     pooled_matches(HF "/bert_text", ENC_POOL_CLS, false, "cls_pooled");
     pooled_matches(HF "/roberta_text", ENC_POOL_CLS, false, "cls_pooled");
     pooled_matches(HF "/roberta_text", ENC_POOL_MEAN, false, "mean_pooled");
+}
+END_TEST
+
+/* dense_text's last_hidden_state through its modules (CLS, Dense 32 -> 48
+ * with bias and Tanh, Dense 48 -> 16 without bias, Identity, Normalize) as
+ * its modules.json says, against torch's: with Normalize, without it (TEI's
+ * normalize false), and cut to 8 dimensions (the fixture's first 8,
+ * renormalized). */
+START_TEST(test_dense_against_sentence_transformers)
+{
+    enc_st_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_st_config_read(HF "/dense_text", 32, &c, &err) == 0, "%s", err.message);
+    st_file f;
+    ck_assert_msg(st_open(&f, HF "/dense_text/text.safetensors", &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&f, "last_hidden_state");
+    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
+    float *x = torch_floats(&f, "last_hidden_state", NULL);
+    float *mask = torch_floats(&f, "attention_mask", NULL);
+    int *lengths = xcalloc((size_t)B, sizeof *lengths);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            lengths[b] += mask[b * L + i] != 0;
+    enc_embedder e = {c.pooling, c.normalize, c.dense, c.n_dense};
+    ck_assert_int_eq(enc_embed_width(&e, D), 16);
+    static const char *const names[] = {"sentence_embedding", "dense_embedding"};
+    for (int k = 0; k < 2; k++) {
+        e.normalize = k == 0;
+        float *want = torch_floats(&f, names[k], NULL);
+        float *got = enc_embed(&e, x, B, L, D, lengths, 0);
+        const double d = max_abs_diff(got, want, (size_t)B * 16);
+        ck_assert_msg(d < 1e-5, "%s differs from sentence-transformers' by %g", names[k], d);
+        free(got);
+        free(want);
+    }
+    e.normalize = true;
+    float *want = torch_floats(&f, "sentence_embedding", NULL);
+    float *got = enc_embed(&e, x, B, L, D, lengths, 8);
+    for (int b = 0; b < B; b++) {
+        double norm = 0;
+        for (int k = 0; k < 8; k++)
+            norm += (double)want[b * 16 + k] * want[b * 16 + k];
+        for (int k = 0; k < 8; k++)
+            ck_assert_msg(fabs(got[b * 8 + k] - want[b * 16 + k] / sqrt(norm)) < 1e-5,
+                          "dimensions 8, row %d", b);
+    }
+    free(got);
+    free(want);
+    free(lengths);
+    free(mask);
+    free(x);
+    st_close(&f);
+    enc_st_config_free(&c);
 }
 END_TEST
 
@@ -108,16 +164,65 @@ START_TEST(test_st_files)
     enc_st_config c;
     enc_error err = {0};
     /* the newer form (pooling_mode "mean" or the eight keys) and Normalize */
-    ck_assert_int_eq(enc_st_config_read(HF "/bert_text", &c, &err), 0);
+    ck_assert_int_eq(enc_st_config_read(HF "/bert_text", 32, &c, &err), 0);
     ck_assert(c.found && c.pooling == ENC_POOL_MEAN && c.normalize && c.include_prompt);
+    ck_assert(c.n_dense == 0 && !c.dense);
     /* the older five keys, CLS, no Normalize; no include_prompt: true */
-    ck_assert_int_eq(enc_st_config_read(HF "/roberta_text", &c, &err), 0);
+    ck_assert_int_eq(enc_st_config_read(HF "/roberta_text", 32, &c, &err), 0);
     ck_assert(c.found && c.pooling == ENC_POOL_CLS && !c.normalize && c.include_prompt);
     /* no modules.json: nothing found, no error */
-    ck_assert_int_eq(enc_st_config_read(HF "/bert_mlm", &c, &err), 0);
+    ck_assert_int_eq(enc_st_config_read(HF "/bert_mlm", 16, &c, &err), 0);
     ck_assert(!c.found);
+    /* two Dense modules between the Pooling and the Normalize, as their
+     * config.json files say; their weights as their model.safetensors */
+    ck_assert_msg(enc_st_config_read(HF "/dense_text", 32, &c, &err) == 0, "%s", err.message);
+    ck_assert(c.found && c.pooling == ENC_POOL_CLS && c.normalize && c.n_dense == 2);
+    ck_assert(c.dense[0].in == 32 && c.dense[0].out == 48 && c.dense[0].bias && c.dense[0].tanh);
+    ck_assert(c.dense[1].in == 48 && c.dense[1].out == 16 && !c.dense[1].bias && !c.dense[1].tanh);
+    st_file f;
+    ck_assert_int_eq(st_open(&f, HF "/dense_text/3_Dense/model.safetensors", &err), 0);
+    float *w = torch_floats(&f, "linear.weight", NULL);
+    ck_assert(max_abs_diff(c.dense[1].weight, w, 16 * 48) == 0);
+    free(w);
+    st_close(&f);
+    enc_st_config_free(&c);
+    ck_assert(c.n_dense == 0 && !c.dense);
 }
 END_TEST
+
+/* Writes dir/name with text, making the folder before name's slash first
+ * when there is one. */
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    const char *slash = strchr(name, '/');
+    if (slash) {
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)(slash - name), name);
+        ck_assert(mkdir(path, 0700) == 0 || errno == EEXIST);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* enc_st_config_read of dir (d_model 32) into *c, then dir removed: read
+ * (want NULL) or refused with a message holding want. */
+static void read_removing(const char *dir, enc_st_config *c, const char *want)
+{
+    enc_error err = {0};
+    const int rc = enc_st_config_read(dir, 32, c, &err);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    if (!want) {
+        ck_assert_msg(rc == 0, "%s", err.message);
+        return;
+    }
+    ck_assert_int_lt(rc, 0);
+    ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+}
 
 /* A directory with modules.json and 1_Pooling/config.json as given: read
  * (want NULL; what was read returned), or refused with want. */
@@ -125,29 +230,10 @@ static enc_st_config st_refused(const char *modules, const char *pooling, const 
 {
     char dir[] = "/tmp/attnd-st-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[256];
-    snprintf(path, sizeof path, "%s/modules.json", dir);
-    FILE *f = fopen(path, "w");
-    fputs(modules, f);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/1_Pooling", dir);
-    ck_assert_int_eq(mkdir(path, 0700), 0);
-    snprintf(path, sizeof path, "%s/1_Pooling/config.json", dir);
-    f = fopen(path, "w");
-    fputs(pooling, f);
-    fclose(f);
+    put_file(dir, "modules.json", modules);
+    put_file(dir, "1_Pooling/config.json", pooling);
     enc_st_config c;
-    enc_error err = {0};
-    const int rc = enc_st_config_read(dir, &c, &err);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-    if (!want) {
-        ck_assert_msg(rc == 0, "%s", err.message);
-        return c;
-    }
-    ck_assert_int_lt(rc, 0);
-    ck_assert_msg(strstr(err.message, want), "\"%s\" does not say \"%s\"", err.message, want);
+    read_removing(dir, &c, want);
     return c;
 }
 
@@ -163,9 +249,10 @@ START_TEST(test_st_refusals)
     ck_assert(
         !st_refused(MODULES(""), "{\"pooling_mode\": \"mean\", \"include_prompt\": false}", NULL)
              .include_prompt);
-    st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "
-                       "\"sentence_transformers.models.Dense\"}"),
-               "{\"pooling_mode\": \"mean\"}", "module 2 (sentence_transformers.models.Dense)");
+    st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_LayerNorm\", \"type\": "
+                       "\"sentence_transformers.models.LayerNorm\"}"),
+               "{\"pooling_mode\": \"mean\"}",
+               "module 2 (sentence_transformers.models.LayerNorm) is not supported");
     st_refused(MODULES(""), "{\"pooling_mode\": \"weightedmean\"}",
                "pooling_mode \"weightedmean\" is not supported");
     st_refused(MODULES(""), "{\"pooling_mode\": [\"cls\", \"mean\"]}", "one mode");
@@ -178,6 +265,72 @@ START_TEST(test_st_refusals)
                "\"sentence_transformers.models.Transformer\"}]",
                "{}", "no Pooling module");
     st_refused("{", "{}", "modules.json");
+}
+END_TEST
+
+#define DENSE_MODULES                                                                              \
+    MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": "                    \
+            "\"sentence_transformers.models.Dense\"}, {\"idx\": 3, \"name\": \"3\", \"path\": "    \
+            "\"3_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}")
+
+/* A directory whose modules are DENSE_MODULES: 1_Pooling/config.json mean,
+ * 2_Dense/config.json config, and in 2_Dense a file called name (NULL:
+ * none): a link to dense_text's file from, or empty (from NULL).  Read with
+ * d_model 32, it is refused with want, and nothing is left in the config. */
+static void dense_refused(const char *config, const char *name, const char *from, const char *want)
+{
+    char dir[] = "/tmp/attnd-st-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    put_file(dir, "modules.json", DENSE_MODULES);
+    put_file(dir, "1_Pooling/config.json", "{\"pooling_mode\": \"mean\"}");
+    put_file(dir, "2_Dense/config.json", config);
+    char path[512];
+    snprintf(path, sizeof path, "%s/2_Dense/%s", dir, name ? name : "");
+    if (name && from)
+        ck_assert_int_eq(symlink(from, path), 0);
+    else if (name)
+        put_file(dir, path + strlen(dir) + 1, "");
+    enc_st_config c;
+    read_removing(dir, &c, want);
+    ck_assert(!c.found && c.n_dense == 0 && !c.dense);
+}
+
+#define DENSE_CONFIG(in, out, bias, act)                                                           \
+    "{\"in_features\": " in ", \"out_features\": " out ", \"bias\": " bias                         \
+    ", \"activation_function\": \"torch.nn.modules." act "\"}"
+#define DENSE_2 HF "/dense_text/2_Dense/model.safetensors" /* [48, 32] and [48] */
+#define DENSE_3 HF "/dense_text/3_Dense/model.safetensors" /* [16, 48], no bias */
+
+/* A Dense module attnd cannot run as sentence-transformers would, named
+ * with its file and field. */
+START_TEST(test_dense_refusals)
+{
+#define W               "model.safetensors"
+#define TANH(out, bias) DENSE_CONFIG("32", out, bias, "activation.Tanh")
+    static const struct {
+        const char *config, *name, *from, *want;
+    } cases[] = {
+        {DENSE_CONFIG("32", "48", "true", "activation.ReLU"), W, DENSE_2,
+         "activation_function \"torch.nn.modules.activation.ReLU\" is not supported (Tanh or "
+         "Identity)"},
+        {DENSE_CONFIG("48", "16", "false", "linear.Identity"), W, DENSE_3,
+         "in_features 48, but the module before it gives 32 features"},
+        {TANH("0", "true"), W, DENSE_2, "out_features in 1 .. 1048576"},
+        {TANH("48", "\"yes\""), W, DENSE_2, "bias must be true or false"},
+        {"{\"in_features\": 32, \"out_features\": 48}", W, DENSE_2,
+         "activation_function must be a string"},
+        {TANH("40", "true"), W, DENSE_2, "linear.weight must be [40, 32], as config.json says"},
+        {TANH("48", "false"), W, DENSE_2, "holds 2 tensors; the module has linear.weight"},
+        {TANH("48", "true"), NULL, NULL, "2_Dense/model.safetensors is missing"},
+        {TANH("48", "true"), "pytorch_model.bin", NULL,
+         "has pytorch_model.bin only, and attnd reads safetensors"},
+        {TANH("48", "true"), W, HF "/dense_text/config.json", "2_Dense/model.safetensors"},
+        {"[", W, DENSE_2, "2_Dense/config.json"},
+    };
+#undef TANH
+#undef W
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        dense_refused(cases[i].config, cases[i].name, cases[i].from, cases[i].want);
 }
 END_TEST
 
@@ -274,6 +427,8 @@ Suite *pooling_suite(void)
     tcase_add_test(tc, test_truncate);
     tcase_add_test(tc, test_st_files);
     tcase_add_test(tc, test_st_refusals);
+    tcase_add_test(tc, test_dense_refusals);
+    tcase_add_test(tc, test_dense_against_sentence_transformers);
     tcase_add_test(tc, test_st_text);
     tcase_add_test(tc, test_names);
     return s;

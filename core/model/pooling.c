@@ -1,14 +1,19 @@
 /* pooling.c - sentence embeddings: sentence-transformers' Pooling (cls,
- * mean, max, lasttoken, over each sequence's own tokens) and Normalize
- * modules, Matryoshka truncation, and the modules a directory's
+ * mean, max, lasttoken, over each sequence's own tokens), Dense and
+ * Normalize modules, Matryoshka truncation, and the modules a directory's
  * sentence-transformers files name (modules.json, 1_Pooling/config.json in
- * the older pooling_mode_* form and the newer pooling_mode form). */
+ * the older pooling_mode_* form and the newer pooling_mode form, N_Dense/'s
+ * config.json and model.safetensors). */
 #include "model/pooling.h"
+
+#include "kernels/ops.h"
+#include "load/safetensors.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -107,7 +112,134 @@ static int read_pooling(const char *path, enc_pooling *p, bool *include_prompt, 
     return rc;
 }
 
-int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err)
+/* Dense's activation_function: the fullname of a torch.nn module class
+ * ("torch.nn.modules.activation.Tanh"), by its last part. */
+static int dense_activation(const char *path, const json_t *v, bool *tanh, enc_error *err)
+{
+    const char *name = json_string_value(v);
+    if (!name)
+        return enc_error_set(err, ENC_EFORMAT, "%s: activation_function must be a string", path);
+    const char *cls = class_of(name);
+    if (strcmp(cls, "Tanh") != 0 && strcmp(cls, "Identity") != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "%s: activation_function \"%s\" is not supported (Tanh or Identity)",
+                             path, name);
+    *tanh = strcmp(cls, "Tanh") == 0;
+    return 0;
+}
+
+/* One of a Dense module's tensors, shape (rows) or (rows, cols) (cols 0),
+ * read into an owned float array *dst. */
+static int dense_tensor(const st_file *f, const char *path, const char *name, int rows, int cols,
+                        float **dst, enc_error *err)
+{
+    const st_tensor *t = st_find(f, name);
+    if (!t)
+        return enc_error_set(err, ENC_EFORMAT, "%s has no tensor %s", path, name);
+    if (t->ndim != (cols ? 2 : 1) || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char shape[32];
+        if (cols)
+            snprintf(shape, sizeof shape, "[%d, %d]", rows, cols);
+        else
+            snprintf(shape, sizeof shape, "[%d]", rows);
+        return enc_error_set(err, ENC_EFORMAT, "%s: %s must be %s, as config.json says", path, name,
+                             shape);
+    }
+    if (!(*dst = malloc(t->numel * sizeof **dst)))
+        return enc_error_set(err, ENC_ENOMEM, "%s: out of memory", path);
+    enc_error why = {0};
+    if (st_tensor_read_f32(t, *dst, &why) < 0)
+        return enc_error_set(err, why.status, "%s: %s", path, why.message);
+    return 0;
+}
+
+/* The Dense module in dir/sub: its config.json (in_features must be in) and
+ * model.safetensors, into *d (its arrays owned; freed by the caller on error
+ * too). */
+static int read_dense(const char *dir, const char *sub, int in, enc_dense *d, enc_error *err)
+{
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/%s/config.json", dir, sub);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    if (!j)
+        return enc_error_set(err, ENC_EFORMAT, "%s: %s", path, jerr.text);
+    const json_t *nin = json_object_get(j, "in_features"),
+                 *nout = json_object_get(j, "out_features");
+    const json_t *bias = json_object_get(j, "bias");
+    int rc = 0;
+    if (!json_is_integer(nin) || !json_is_integer(nout) || json_integer_value(nout) < 1 ||
+        json_integer_value(nout) > (1 << 20))
+        rc = enc_error_set(err, ENC_EFORMAT,
+                           "%s: in_features and out_features must be integers, out_features in "
+                           "1 .. 1048576",
+                           path);
+    else if (json_integer_value(nin) != in)
+        rc = enc_error_set(err, ENC_EINVAL,
+                           "%s: in_features %lld, but the module before it gives %d features", path,
+                           (long long)json_integer_value(nin), in);
+    else if (bias && !json_is_boolean(bias))
+        rc = enc_error_set(err, ENC_EFORMAT, "%s: bias must be true or false", path);
+    else
+        rc = dense_activation(path, json_object_get(j, "activation_function"), &d->tanh, err);
+    d->in = in;
+    d->out = rc == 0 ? (int)json_integer_value(nout) : 0;
+    const bool has_bias = !json_is_false(bias); /* Dense's default: true */
+    json_decref(j);
+    if (rc < 0)
+        return rc;
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, sub);
+    if (access(path, F_OK) != 0) {
+        char bin[4096 + 64];
+        snprintf(bin, sizeof bin, "%s/%s/pytorch_model.bin", dir, sub);
+        return enc_error_set(err, ENC_EINVAL, "%s is missing%s", path,
+                             access(bin, F_OK) == 0
+                                 ? ": the module has pytorch_model.bin only, and attnd reads "
+                                   "safetensors (save the model again with sentence-transformers "
+                                   "3 or later)"
+                                 : "");
+    }
+    st_file f;
+    enc_error why = {0};
+    if ((rc = st_open(&f, path, &why)) < 0)
+        return enc_error_set(err, why.status, "%s: %s", path, why.message);
+    if (f.n_tensors != (has_bias ? 2u : 1u))
+        rc = enc_error_set(err, ENC_EFORMAT, "%s holds %zu tensors; the module has %s", path,
+                           f.n_tensors,
+                           has_bias ? "linear.weight and linear.bias" : "linear.weight");
+    if (rc == 0)
+        rc = dense_tensor(&f, path, "linear.weight", d->out, in, &d->weight, err);
+    if (rc == 0 && has_bias)
+        rc = dense_tensor(&f, path, "linear.bias", d->out, 0, &d->bias, err);
+    st_close(&f);
+    return rc;
+}
+
+/* Appends the Dense module in dir/sub to c, after what c's modules give. */
+static int add_dense(const char *dir, const char *sub, int d_model, enc_st_config *c,
+                     enc_error *err)
+{
+    enc_dense *more = realloc(c->dense, ((size_t)c->n_dense + 1) * sizeof *more);
+    if (!more)
+        return enc_error_set(err, ENC_ENOMEM, "%s/%s: out of memory", dir, sub);
+    c->dense = more;
+    const int in = c->n_dense > 0 ? c->dense[c->n_dense - 1].out : d_model;
+    enc_dense *d = &c->dense[c->n_dense++];
+    memset(d, 0, sizeof *d);
+    return read_dense(dir, sub, in, d, err);
+}
+
+void enc_st_config_free(enc_st_config *c)
+{
+    for (int i = 0; i < c->n_dense; i++) {
+        free(c->dense[i].weight);
+        free(c->dense[i].bias);
+    }
+    free(c->dense);
+    memset(c, 0, sizeof *c);
+}
+
+int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error *err)
 {
     memset(c, 0, sizeof *c);
     c->include_prompt = true;
@@ -141,6 +273,10 @@ int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err)
             pooled = true;
             continue;
         }
+        if (strcmp(cls, "Dense") == 0 && pooled) {
+            rc = add_dense(dir, sub, d_model, c, err);
+            continue;
+        }
         if (strcmp(cls, "Normalize") == 0 && pooled && !c->normalize &&
             i + 1 == json_array_size(mods)) {
             c->normalize = true;
@@ -148,12 +284,14 @@ int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err)
         }
         rc = enc_error_set(err, ENC_EINVAL,
                            "%s: module %zu (%s) is not supported: attnd runs Transformer, "
-                           "Pooling, then Normalize",
+                           "Pooling, Dense modules, then Normalize",
                            path, i, type);
     }
     if (rc == 0 && !pooled)
         rc = enc_error_set(err, ENC_EINVAL, "%s has no Pooling module after its Transformer", path);
     json_decref(mods);
+    if (rc < 0)
+        enc_st_config_free(c);
     c->found = rc == 0;
     return rc;
 }
@@ -215,4 +353,37 @@ void enc_pool_truncate(float *x, int B, int D, int dims, bool normalize)
         if (normalize)
             normalize_row(x + (size_t)b * dims, dims);
     }
+}
+
+int enc_embed_width(const enc_embedder *e, int D)
+{
+    return e->n_dense > 0 ? e->dense[e->n_dense - 1].out : D;
+}
+
+float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, const int *lengths,
+                 int dims)
+{
+    float *v = malloc((size_t)B * (size_t)D * sizeof *v);
+    if (!v)
+        return NULL;
+    enc_pool(x, B, L, D, lengths, e->mode, e->normalize && e->n_dense == 0, v);
+    for (int i = 0; i < e->n_dense; i++) {
+        const enc_dense *d = &e->dense[i];
+        float *y = malloc((size_t)B * (size_t)d->out * sizeof *y);
+        if (!y) {
+            free(v);
+            return NULL;
+        }
+        ops_linear_cols(y, d->out, v, d->in, d->weight, d->bias, B, d->in, 0, d->out, NULL);
+        for (size_t k = 0; d->tanh && k < (size_t)B * (size_t)d->out; k++)
+            y[k] = tanhf(y[k]);
+        free(v);
+        v = y;
+    }
+    const int width = enc_embed_width(e, D);
+    for (int b = 0; e->n_dense > 0 && e->normalize && b < B; b++)
+        normalize_row(v + (size_t)b * width, width);
+    if (dims > 0 && dims < width)
+        enc_pool_truncate(v, B, width, dims, e->normalize);
+    return v;
 }

@@ -1,11 +1,16 @@
 /* pooling.h - sentence embeddings from the encoder's outputs, as
- * sentence-transformers' Pooling and Normalize modules compute them, and
- * those modules read from a directory's sentence-transformers files
- * (modules.json, 1_Pooling/config.json in its older and newer forms).
+ * sentence-transformers' modules after its Transformer compute them (Pooling,
+ * Dense, Normalize), and those modules read from a directory's
+ * sentence-transformers files (modules.json, 1_Pooling/config.json in its
+ * older and newer forms, each Dense module's config.json and weights).
  *
  *     enc_st_config st;
- *     if (enc_st_config_read(dir, &st, &err) < 0) ... a module attnd lacks, named
- *     enc_pool(out, B, L, D, lengths, st.found ? st.pooling : ENC_POOL_MEAN, true, pooled);
+ *     if (enc_st_config_read(dir, d_model, &st, &err) < 0) ... a module attnd lacks, named
+ *     const enc_embedder e = {st.pooling, st.normalize, st.dense, st.n_dense};
+ *     float *emb = enc_embed(&e, out, B, L, D, lengths, 0); // (B, enc_embed_width(&e, D))
+ *     ...
+ *     free(emb);
+ *     enc_st_config_free(&st);
  */
 #ifndef ATTND_POOLING_H
 #define ATTND_POOLING_H
@@ -27,6 +32,17 @@ const char *enc_pooling_name(enc_pooling p);
 /* 0, or -1 for a name that is none of them. */
 int enc_pooling_parse(const char *s, enc_pooling *p);
 
+/* A Dense module: y = act(weight . x + bias), sentence-transformers'
+ * Dense.forward on each pooled row (LaBSE's 768 -> 768 with Tanh;
+ * EmbeddingGemma's 768 -> 3072 -> 768, no bias, Identity).  Float32 whatever
+ * the model's dtype. */
+typedef struct enc_dense {
+    int in, out;   /* in_features, out_features */
+    float *weight; /* owned: (out, in), nn.Linear's layout */
+    float *bias;   /* owned: (out), or NULL (bias false) */
+    bool tanh;     /* activation_function Tanh; else Identity */
+} enc_dense;
+
 /* Sentence-transformers' modules of a directory. */
 typedef struct enc_st_config {
     bool found;          /* the directory has modules.json */
@@ -34,14 +50,43 @@ typedef struct enc_st_config {
     bool normalize;      /* a Normalize module follows */
     bool include_prompt; /* the Pooling module pools a prompt's tokens too (its
                             include_prompt; absent: true) */
+    enc_dense *dense;    /* owned: the Dense modules after the Pooling, in order */
+    int n_dense;
 } enc_st_config;
 
-/* Reads dir/modules.json and its Pooling module's config.json.  No
- * modules.json: 0 with c->found false.  0, or a negative enc_status with
- * err naming the file and field: a module attnd does not implement (Dense,
- * a second Transformer, ...), a pooling mode it lacks (weightedmean,
- * mean_sqrt_len_tokens, several modes at once). */
-int enc_st_config_read(const char *dir, enc_st_config *c, enc_error *err);
+/* Reads dir/modules.json, its Pooling module's config.json and each Dense
+ * module's config.json and model.safetensors (linear.weight, linear.bias),
+ * the first taking d_model features.  No modules.json: 0 with c->found
+ * false.  0, or a negative enc_status with err naming the file and field
+ * (c then empty): a module attnd does not implement (a second Transformer,
+ * LayerNorm, ...), a pooling mode it lacks (weightedmean,
+ * mean_sqrt_len_tokens, several modes at once), a Dense activation other
+ * than Tanh and Identity, features that do not chain, weights missing or of
+ * the wrong shape (a Dense saved as pytorch_model.bin only among them). */
+int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error *err);
+
+/* Frees c's Dense modules and zeroes it; a zeroed c is fine. */
+void enc_st_config_free(enc_st_config *c);
+
+/* How sentence embeddings are made of the encoder's outputs: the pooling,
+ * the Dense modules, and the division by the L2 norm. */
+typedef struct enc_embedder {
+    enc_pooling mode; /* not ENC_POOL_AUTO */
+    bool normalize;
+    const enc_dense *dense; /* borrowed: n_dense modules, the first taking D features */
+    int n_dense;
+} enc_embedder;
+
+/* The embeddings' width: the last Dense module's out_features, else D. */
+int enc_embed_width(const enc_embedder *e, int D);
+
+/* The embeddings (B, dims) of x (B, L, D; lengths as enc_pool's): each
+ * sequence pooled as e->mode, through the Dense modules, divided by its L2
+ * norm when e->normalize, then cut to its first dims values, unit length
+ * again when e->normalize (dims 0: all enc_embed_width).  Owned; NULL when
+ * out of memory. */
+float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, const int *lengths,
+                 int dims);
 
 /* out (B, D) = the pooling of each sequence b of x (B, L, D: row-major, the
  * sequence's first lengths[b] rows its tokens; lengths NULL: L), then, when

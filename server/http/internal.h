@@ -46,7 +46,7 @@ struct server {
     const enc_model *model; /* NULL until ready */
     const tok_tokenizer *tokenizer; /* text input's; NULL: none */
     const enc_st_text *sentence;    /* model.dir's sentence-transformers text settings; NULL */
-    openai_pooling pooling;         /* /v1/embeddings' */
+    enc_embedder pooling;           /* /v1/embeddings' */
     pool *pool;
     prepare *prep;    /* large bodies' parse and tokenization (routes.c); NULL: in place */
     spinners *spin;   /* kicked at each hand-off (spin.h); may be NULL */

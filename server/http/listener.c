@@ -287,6 +287,21 @@ static json_t *tokenizer_json(const server *s, const enc_model *m, const server_
         st && st->default_prompt_name ? json_string(st->default_prompt_name) : json_null());
 }
 
+/* /v1/model's pooling: how /v1/embeddings makes an embedding of the
+ * outputs (d_model wide) and what decided it (from). */
+static json_t *pooling_json(const enc_embedder *e, const char *from, int d_model)
+{
+    json_t *dense = json_array();
+    for (int i = 0; dense && i < e->n_dense; i++)
+        json_array_append_new(dense, json_pack("{s:i, s:i, s:b, s:s}", "in_features",
+                                               e->dense[i].in, "out_features", e->dense[i].out,
+                                               "bias", e->dense[i].bias != NULL, "activation",
+                                               e->dense[i].tanh ? "tanh" : "identity"));
+    return json_pack("{s:s, s:o, s:b, s:i, s:s}", "mode", enc_pooling_name(e->mode), "dense", dense,
+                     "normalize", e->normalize, "dimensions", enc_embed_width(e, d_model), "from",
+                     from);
+}
+
 void server_set_model(server *s, const enc_model *m, const server_text *t, pool *p)
 {
     const tok_tokenizer *tok = t ? t->tokenizer : NULL;
@@ -379,20 +394,20 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(info, "head", head_json(m));
     if (info) /* text in: the tokenizer, its limit and prompts, or null */
         json_object_set_new(info, "tokenizer", tokenizer_json(s, m, t));
+    const enc_embedder pooling =
+        t ? t->pooling : (enc_embedder){.mode = ENC_POOL_MEAN, .normalize = true};
     if (info) /* /v1/embeddings' pooling */
         json_object_set_new(info, "pooling",
-                            json_pack("{s:s, s:b, s:s}", "mode",
-                                      enc_pooling_name(t ? t->pooling : ENC_POOL_MEAN),
-                                      "normalize", t ? t->normalize : true, "from",
-                                      t && t->pooling_from ? t->pooling_from : "default"));
+                            pooling_json(&pooling,
+                                         t && t->pooling_from ? t->pooling_from : "default",
+                                         enc_model_hparams(m)->d_model));
     free(s->model_json);
     s->model_json = info ? json_dumps(info, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(info);
     s->model = m;
     s->tokenizer = tok;
     s->sentence = t ? t->sentence : NULL;
-    s->pooling = (openai_pooling){.mode = t ? t->pooling : ENC_POOL_MEAN,
-                                  .normalize = t ? t->normalize : true};
+    s->pooling = pooling;
     s->pool = p;
     atomic_store(&s->ready, 1);
 }

@@ -54,9 +54,8 @@ typedef struct server_text {
     const tok_tokenizer *tokenizer;
     const char *tokenizer_source; /* its file, or "built-in" (the built-in model's) */
     const enc_st_text *sentence;  /* borrowed: max_seq_length, prompts; NULL: none */
-    enc_pooling pooling;  /* not ENC_POOL_AUTO: start-up decided */
-    bool normalize;
-    const char *pooling_from; /* what decided: "model.pooling", "1_Pooling/config.json", ... */
+    enc_embedder pooling;         /* start-up decided; its Dense modules borrowed */
+    const char *pooling_from;     /* what decided the mode: "model.pooling", "modules.json", ... */
 } server_text;
 
 /* Serves m (borrowed) through p (borrowed) from now on, text as t says:

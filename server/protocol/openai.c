@@ -192,7 +192,8 @@ static const field_spec BODY_FIELDS[] = {
 const field_table openai_embeddings_fields = FIELD_TABLE("field", BODY_FIELDS);
 
 int openai_parse(encode_request *req, openai_request *o, const char *body, size_t len,
-                 const char *model_name, const enc_hparams *hp, const api_ctx *ctx, api_error *err)
+                 const char *model_name, const enc_hparams *hp, int width, const api_ctx *ctx,
+                 api_error *err)
 {
     memset(o, 0, sizeof *o);
     if (encode_request_init(req, hp, ctx, err) < 0)
@@ -217,9 +218,9 @@ int openai_parse(encode_request *req, openai_request *o, const char *body, size_
     }
     o->base64 = fields_choice(&openai_embeddings_fields, root, "encoding_format", 0) == 1;
     if ((v = fields_get(root, "dimensions"))) {
-        if (json_integer_value(v) > hp->d_model) {
+        if (json_integer_value(v) > width) {
             BAD("dimensions = %lld is more than the model's %d", (long long)json_integer_value(v),
-                hp->d_model);
+                width);
             goto done;
         }
         o->dimensions = (int)json_integer_value(v);
@@ -240,16 +241,13 @@ done:
 }
 
 int openai_render(const encode_request *req, const openai_request *o, const char *model_name,
-                  int d_model, const openai_pooling *pool, stream *st)
+                  int d_model, const enc_embedder *e, stream *st)
 {
-    const int B = req->batch.B, L = req->batch.L, D = d_model;
-    const int dims = o->dimensions ? o->dimensions : D;
-    float *pooled = malloc((size_t)B * (size_t)D * sizeof *pooled);
+    const int B = req->batch.B;
+    const int dims = o->dimensions ? o->dimensions : enc_embed_width(e, d_model);
+    float *pooled = enc_embed(e, req->out, B, req->batch.L, d_model, req->lengths, dims);
     if (!pooled)
         return -1;
-    enc_pool(req->out, B, L, D, req->lengths, pool->mode, pool->normalize, pooled);
-    if (dims < D)
-        enc_pool_truncate(pooled, B, D, dims, pool->normalize);
     stream_own(st, pooled); /* read as the body is sent */
     json_t *name = json_string(model_name);
     char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
@@ -336,7 +334,8 @@ typedef struct openai_state {
 static encode_request *openai_proto_parse(void *state, const proto_input *in, api_error *err)
 {
     openai_state *st = state;
-    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp, in->ctx, err) < 0)
+    if (openai_parse(&st->enc, &st->o, in->body, in->len, in->model_name, in->hp,
+                     enc_embed_width(in->pooling, in->hp->d_model), in->ctx, err) < 0)
         return NULL;
     return &st->enc;
 }

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct openai_pooling;
+struct enc_embedder;
 
 /* What a protocol's parse is given: the body, the request's headers, the
  * served model and the request context (api.h: limits, buffers, model
@@ -38,7 +38,7 @@ typedef struct proto_input {
     const enc_hparams *hp;
     const api_ctx *ctx;
     int route;                            /* the route table's proto_route of the path */
-    const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
+    const struct enc_embedder *pooling;   /* how the served model pools (model/pooling.h) */
 } proto_input;
 
 /* What a protocol's render is given besides its state. */
@@ -46,7 +46,7 @@ typedef struct proto_output {
     const char *model_name;
     const enc_hparams *hp;
     const encode_usage *usage;            /* the forward's counts and times */
-    const struct openai_pooling *pooling; /* how the served model pools (openai.h) */
+    const struct enc_embedder *pooling;   /* how the served model pools (model/pooling.h) */
     double parse_ms;                      /* parse's time (the body read, text tokenized) */
     double total_ms;                      /* since the request's headers came in */
 } proto_output;
@@ -69,7 +69,7 @@ typedef struct proto_server {
     const struct enc_embedding_info *emb; /* the embedding module, or NULL */
     bool text;                            /* the model takes text */
     const api_ctx *ctx;                   /* the limits, model and tokenizer (loaded) */
-    const struct openai_pooling *pooling; /* how the served model pools */
+    const struct enc_embedder *pooling;   /* how the served model pools */
     const char *dtype;                    /* the Linears' dtype: "float32", "bfloat16", "int8" */
     long long started;                    /* unix seconds the server started */
 } proto_server;

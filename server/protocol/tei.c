@@ -253,10 +253,11 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
             return -1;
         if (dims && (!json_is_integer(dims) || json_integer_value(dims) < 1))
             return INVALID("Input validation error: `dimensions` should be positive");
-        if (dims && json_integer_value(dims) > in->hp->d_model)
+        const int width = enc_embed_width(in->pooling, in->hp->d_model);
+        if (dims && json_integer_value(dims) > width)
             return INVALID("Input validation error: `dimensions` should be smaller than the "
                            "maximum embedding dimension (%d)",
-                           in->hp->d_model);
+                           width);
         t->dimensions = dims ? (int)json_integer_value(dims) : 0;
     }
     t->single = json_is_string(inputs) || json_is_integer(json_array_get(inputs, 0));
@@ -543,25 +544,22 @@ static encode_request *tei_parse(void *state, const proto_input *in, api_error *
 
 /* ---- responses --------------------------------------------------------------- */
 
-/* The pooled embeddings (B, dims) of the batch, normalized or not (owned;
- * NULL when out of memory). */
+/* The embeddings (B, dims; 0: all) of the batch as the served model makes
+ * them, normalized or not (owned; NULL when out of memory). */
 static float *pooled(const tei_state *t, const proto_output *out, bool normalize, int dims)
 {
     const encode_request *req = &t->p.enc;
-    const int B = req->batch.B, L = req->batch.L, D = out->hp->d_model;
-    float *x = malloc((size_t)B * (size_t)D * sizeof *x);
-    if (!x)
-        return NULL;
-    enc_pool(req->out, B, L, D, req->lengths, out->pooling->mode, normalize, x);
-    if (dims > 0 && dims < D)
-        enc_pool_truncate(x, B, D, dims, normalize);
-    return x;
+    enc_embedder e = *out->pooling;
+    e.normalize = normalize;
+    return enc_embed(&e, req->out, req->batch.B, req->batch.L, out->hp->d_model, req->lengths,
+                     dims);
 }
 
 static int render_embed(const tei_state *t, const proto_output *out, stream *st)
 {
-    const int B = t->p.enc.batch.B, D = out->hp->d_model;
-    const int dims = t->dimensions ? t->dimensions : D;
+    const int B = t->p.enc.batch.B;
+    const int dims =
+        t->dimensions ? t->dimensions : enc_embed_width(out->pooling, out->hp->d_model);
     float *x = pooled(t, out, t->normalize, dims);
     if (!x)
         return -1;
@@ -611,7 +609,7 @@ static int render_sparse(const tei_state *t, stream *st)
 
 static int render_similarity(const tei_state *t, const proto_output *out, stream *st)
 {
-    const int B = t->p.enc.batch.B, D = out->hp->d_model;
+    const int B = t->p.enc.batch.B, D = enc_embed_width(out->pooling, out->hp->d_model);
     float *x = pooled(t, out, false, 0);
     if (!x)
         return -1;

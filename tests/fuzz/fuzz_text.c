@@ -130,7 +130,7 @@ static void run_forward(const text_route *rt, const served *s, const api_ctx *ct
 {
     const protocol *p = rt->proto;
     const enc_hparams *hp = enc_model_hparams(s->model);
-    const openai_pooling pooling = {.mode = ENC_POOL_MEAN, .normalize = true};
+    const enc_embedder pooling = {.mode = ENC_POOL_MEAN, .normalize = true};
     const proto_input in = {.body = len ? body : NULL,
                             .len = len,
                             .header = no_header,

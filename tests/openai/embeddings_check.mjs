@@ -4,21 +4,24 @@
 //   node tests/openai/embeddings_check.mjs ATTND_BIN
 //
 // Starts build/attnd on tests/fixtures/hf/bert_text (mean pooling, then
-// Normalize) and on tests/fixtures/hf/roberta_text (CLS pooling, no
-// Normalize), and with the official `openai` npm package (package.json's
+// Normalize), on tests/fixtures/hf/roberta_text (CLS pooling, no
+// Normalize) and on tests/fixtures/hf/dense_text (CLS pooling, two Dense
+// modules, Normalize: 16-wide embeddings), and with the official `openai` npm package (package.json's
 // pin) calls embeddings.create on each with text.json's texts: the default
 // request (the client asks for base64 and decodes it), encoding_format
 // "float", dimensions 8 (a Matryoshka cut: renormalized where the model
 // normalizes), and token ids (text.safetensors' input_ids rows, each up to
 // its attention_mask's length).  Each embedding is checked against
 // text.safetensors, the sentence-transformers math (tools/fixtures/make_text_fixtures.py made it):
-// bert_text's mean_normalized, roberta_text's cls_pooled, within TOL; and
+// bert_text's mean_normalized, roberta_text's cls_pooled, dense_text's
+// sentence_embedding, within TOL; and
 // usage against the sum of the attention masks; 2,048 inputs in one call.
 // Also: models.list and models.retrieve give the served model as OpenAI's
 // model object; errors come in OpenAI's shape, the APIError's status, type,
 // code and param checked: a model name other than the served one is the
 // client's NotFoundError (404, model_not_found, param model) naming the
-// served model; dimensions above d_model, its BadRequestError (400, param
+// served model; dimensions above the embeddings' width (/v1/model's
+// pooling.dimensions: d_model, or the last Dense module's), its BadRequestError (400, param
 // dimensions); a missing or wrong key (a daemon with --api-key), its
 // AuthenticationError (401, invalid_api_key).
 // Prints one summary line; exits 1 on any failure.  Bounded: TIME_LIMIT_MS,
@@ -104,7 +107,7 @@ function recordingFetch(wire) {
 }
 
 // One model directory: every form of embeddings.create against its fixture.
-async function checkModel(dirName, expected, normalizes) {
+async function checkModel(dirName, expected, mode, normalizes) {
   const dir = path.join(ROOT, "tests/fixtures/hf", dirName);
   const texts = JSON.parse(fs.readFileSync(path.join(dir, "text.json"), "utf8")).texts;
   const st = readSafetensors(path.join(dir, "text.safetensors"));
@@ -121,8 +124,9 @@ async function checkModel(dirName, expected, normalizes) {
   const d = await startDaemon(attndBin, ["--model-dir", dir], {}, daemons);
   const info = await (await fetch(d.base + "/v1/model")).json();
   const served = info.name;
-  const D = info.hyperparameters.d_model;
-  check(info.pooling && info.pooling.mode === (expected === "cls_pooled" ? "cls" : "mean") &&
+  const D = info.pooling && info.pooling.dimensions;
+  check(D === want[0].length, `${dirName}: /v1/model's pooling.dimensions is ${D}, the fixture's ${want[0].length}`);
+  check(info.pooling && info.pooling.mode === mode &&
         info.pooling.normalize === normalizes && info.pooling.from === "modules.json",
         `${dirName}: /v1/model's pooling is ${JSON.stringify(info.pooling)}`);
   const wire = [];
@@ -256,8 +260,9 @@ async function checkKey() {
 }
 
 async function main() {
-  await checkModel("bert_text", "mean_normalized", true);
-  await checkModel("roberta_text", "cls_pooled", false);
+  await checkModel("bert_text", "mean_normalized", "mean", true);
+  await checkModel("roberta_text", "cls_pooled", "cls", false);
+  await checkModel("dense_text", "sentence_embedding", "cls", true);
   await checkKey();
   for (const p of problems.slice(0, 40)) console.log(p);
   console.log(`openai check: ${calls} calls with openai ${VERSION}, ` +
