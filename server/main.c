@@ -295,6 +295,20 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
             def ? " (default " : "", def ? def : "", def ? ")" : "");
 }
 
+/* How /v1/embeddings makes an embedding, and what decided it. */
+static void log_embeddings(const enc_model *m, const server_text *t)
+{
+    const enc_embedder *e = &t->pooling;
+    char dense[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < e->n_dense && n < sizeof dense; i++)
+        n += (size_t)snprintf(dense + n, sizeof dense - n, ", Dense %d -> %d%s", e->dense[i].in,
+                              e->dense[i].out, e->dense[i].tanh ? " tanh" : "");
+    fprintf(stderr, "attnd: embeddings: %s pooling%s%s: %d dimensions (%s)\n",
+            enc_pooling_name(e->mode), dense, e->normalize ? ", normalized" : "",
+            enc_embed_width(e, enc_model_hparams(m)->d_model), t->pooling_from);
+}
+
 /* The start-up steps that --check-config checks too: the model (logged),
  * its tokenizer, model.dir's sentence-transformers settings and how
  * /v1/embeddings pools, into *model, *tokenizer (NULL when there is none),
@@ -319,6 +333,7 @@ static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer 
     }
     t->tokenizer = *tokenizer;
     t->sentence = sentence;
+    log_embeddings(*model, t);
     return 0;
 }
 

@@ -742,6 +742,11 @@ START_TEST(test_embeddings_dense)
     daemon_proc d;
     const char *const args[] = {"--model-dir", DENSE_DIR, NULL};
     ck_assert_int_eq(daemon_start(&d, args, NULL), 0);
+    char *log = daemon_log_until(&d, "attnd: ready", 10000);
+    ck_assert_msg(strstr(log, "attnd: embeddings: cls pooling, Dense 32 -> 48 tanh, Dense 48 -> "
+                              "16, normalized: 16 dimensions (modules.json)"),
+                  "%s", log);
+    free(log);
     json_t *fx = json_load_file(DENSE_DIR "/text.json", 0, NULL);
     const json_t *texts = json_object_get(fx, "texts");
     int B, W;
