@@ -26,35 +26,55 @@
 
 #define HF TESTS_DIR "/fixtures/hf"
 
+/* A text fixture's encoder outputs: dir's text.safetensors (open), its
+ * last_hidden_state x (B, L, D) and each text's length from its
+ * attention_mask. */
+typedef struct text_outputs {
+    st_file f;
+    int B, L, D;
+    float *x;
+    int *lengths;
+} text_outputs;
+
+static void outputs_open(text_outputs *o, const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.safetensors", dir);
+    enc_error err = {0};
+    ck_assert_msg(st_open(&o->f, path, &err) == 0, "%s", err.message);
+    const st_tensor *t = st_find(&o->f, "last_hidden_state");
+    o->B = (int)t->shape[0], o->L = (int)t->shape[1], o->D = (int)t->shape[2];
+    o->x = torch_floats(&o->f, "last_hidden_state", NULL);
+    float *mask = torch_floats(&o->f, "attention_mask", NULL);
+    o->lengths = xcalloc((size_t)o->B, sizeof *o->lengths);
+    for (int b = 0; b < o->B; b++)
+        for (int i = 0; i < o->L; i++)
+            o->lengths[b] += mask[b * o->L + i] != 0;
+    free(mask);
+}
+
+static void outputs_close(text_outputs *o)
+{
+    free(o->lengths);
+    free(o->x);
+    st_close(&o->f);
+}
+
 /* The fixture's last_hidden_state pooled as dir's modules say, against the
  * fixture's pooled tensor want. */
 static void pooled_matches(const char *dir, enc_pooling mode, bool normalize, const char *want_name)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/text.safetensors", dir);
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, path, &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, "last_hidden_state");
-    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
-    float *x = torch_floats(&f, "last_hidden_state", NULL);
-    float *mask = torch_floats(&f, "attention_mask", NULL);
-    float *want = torch_floats(&f, want_name, NULL);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < L; i++)
-            lengths[b] += mask[b * L + i] != 0;
-    float *got = xcalloc((size_t)B * D, sizeof *got);
-    enc_pool(x, B, L, D, lengths, mode, normalize, got);
-    const double d = max_abs_diff(got, want, (size_t)B * D);
+    text_outputs o;
+    outputs_open(&o, dir);
+    float *want = torch_floats(&o.f, want_name, NULL);
+    float *got = xcalloc((size_t)o.B * o.D, sizeof *got);
+    enc_pool(o.x, o.B, o.L, o.D, o.lengths, mode, normalize, got);
+    const double d = max_abs_diff(got, want, (size_t)o.B * o.D);
     ck_assert_msg(d < 1e-5, "%s %s: pooled differs from sentence-transformers' by %g", dir,
                   want_name, d);
     free(got);
-    free(lengths);
     free(want);
-    free(mask);
-    free(x);
-    st_close(&f);
+    outputs_close(&o);
 }
 
 START_TEST(test_against_sentence_transformers)
@@ -77,32 +97,24 @@ START_TEST(test_dense_against_sentence_transformers)
     enc_st_config c;
     enc_error err = {0};
     ck_assert_msg(enc_st_config_read(HF "/dense_text", 32, &c, &err) == 0, "%s", err.message);
-    st_file f;
-    ck_assert_msg(st_open(&f, HF "/dense_text/text.safetensors", &err) == 0, "%s", err.message);
-    const st_tensor *t = st_find(&f, "last_hidden_state");
-    const int B = (int)t->shape[0], L = (int)t->shape[1], D = (int)t->shape[2];
-    float *x = torch_floats(&f, "last_hidden_state", NULL);
-    float *mask = torch_floats(&f, "attention_mask", NULL);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < L; i++)
-            lengths[b] += mask[b * L + i] != 0;
+    text_outputs o;
+    outputs_open(&o, HF "/dense_text");
     enc_embedder e = {c.pooling, c.normalize, c.dense, c.n_dense};
-    ck_assert_int_eq(enc_embed_width(&e, D), 16);
+    ck_assert_int_eq(enc_embed_width(&e, o.D), 16);
     static const char *const names[] = {"sentence_embedding", "dense_embedding"};
     for (int k = 0; k < 2; k++) {
         e.normalize = k == 0;
-        float *want = torch_floats(&f, names[k], NULL);
-        float *got = enc_embed(&e, x, B, L, D, lengths, 0);
-        const double d = max_abs_diff(got, want, (size_t)B * 16);
+        float *want = torch_floats(&o.f, names[k], NULL);
+        float *got = enc_embed(&e, o.x, o.B, o.L, o.D, o.lengths, 0);
+        const double d = max_abs_diff(got, want, (size_t)o.B * 16);
         ck_assert_msg(d < 1e-5, "%s differs from sentence-transformers' by %g", names[k], d);
         free(got);
         free(want);
     }
     e.normalize = true;
-    float *want = torch_floats(&f, "sentence_embedding", NULL);
-    float *got = enc_embed(&e, x, B, L, D, lengths, 8);
-    for (int b = 0; b < B; b++) {
+    float *want = torch_floats(&o.f, "sentence_embedding", NULL);
+    float *got = enc_embed(&e, o.x, o.B, o.L, o.D, o.lengths, 8);
+    for (int b = 0; b < o.B; b++) {
         double norm = 0;
         for (int k = 0; k < 8; k++)
             norm += (double)want[b * 16 + k] * want[b * 16 + k];
@@ -112,10 +124,7 @@ START_TEST(test_dense_against_sentence_transformers)
     }
     free(got);
     free(want);
-    free(lengths);
-    free(mask);
-    free(x);
-    st_close(&f);
+    outputs_close(&o);
     enc_st_config_free(&c);
 }
 END_TEST

@@ -62,10 +62,11 @@ json_t *post_json(const char *path, json_t *body, long *status)
 }
 
 /* The error message of a refusal with the status expected. */
-void expect_error(const char *path, const char *body, long want_status, const char *want)
+void expect_error_at(int port, const char *path, const char *body, long want_status,
+                     const char *want)
 {
     long status;
-    json_t *j = post(path, body, &status);
+    json_t *j = post_at(port, path, body, &status);
     const json_t *e = json_object_get(j, "error"); /* /v2: {"error": "..."} */
     const char *msg =
         json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
@@ -74,6 +75,12 @@ void expect_error(const char *path, const char *body, long want_status, const ch
     ck_assert_msg(msg && strstr(msg, want), "%s %s: \"%s\" does not say \"%s\"", path, body,
                   msg ? msg : "", want);
     json_decref(j);
+}
+
+void expect_error(const char *path, const char *body, long want_status, const char *want)
+{
+    ck_assert_msg(text_up, "attnd did not start on %s", TEXT_DIR);
+    expect_error_at(text_daemon.port, path, body, want_status, want);
 }
 
 /* /v1/tokenize's one list of tokens for body on port (owned), its status 200. */
@@ -87,17 +94,32 @@ json_t *tokens_of(int port, json_t *body)
     return toks;
 }
 
-/* GET /v1/model's tokenizer on port (owned). */
-json_t *model_tokenizer(int port)
+/* GET /v1/model on port (owned), its status 200. */
+json_t *model_info(int port)
 {
     http_resp m = {0};
     ck_assert_int_eq(http_do(port, "GET", "/v1/model", NULL, 0, NULL, &m), 0);
     ck_assert_int_eq(m.status, 200);
-    json_t *j = json_loads(m.body, 0, NULL);
+    json_t *j = http_json_body(&m);
     http_resp_free(&m);
+    return j;
+}
+
+/* GET /v1/model's tokenizer on port (owned). */
+json_t *model_tokenizer(int port)
+{
+    json_t *j = model_info(port);
     json_t *tok = json_incref(json_object_get(j, "tokenizer"));
     json_decref(j);
     return tok;
+}
+
+/* The n numbers of a JSON array into out. */
+void floats_of(const json_t *array, float *out, size_t n)
+{
+    ck_assert_uint_eq(json_array_size(array), n);
+    for (size_t k = 0; k < n; k++)
+        out[k] = (float)json_number_value(json_array_get(array, k));
 }
 
 /* The embedding of row b of data (float list or base64 of float32) into out (n). */
@@ -113,9 +135,7 @@ void embedding_of(const json_t *data, size_t b, float *out, size_t n)
         free(raw);
         return;
     }
-    ck_assert_uint_eq(json_array_size(e), n);
-    for (size_t k = 0; k < n; k++)
-        out[k] = (float)json_number_value(json_array_get(e, k));
+    floats_of(e, out, n);
 }
 
 /* The pooled tensor name of dir's text.safetensors, as B rows of D floats. */

@@ -39,13 +39,22 @@ json_t *post_json_at(int port, const char *path, json_t *body, long *status);
 /* The error message of a refusal with the status expected (either error
  * shape: /v2's {"error": "..."} or {"error": {"message": ...}}). */
 void expect_error(const char *path, const char *body, long want_status, const char *want);
+/* The same to the daemon on port. */
+void expect_error_at(int port, const char *path, const char *body, long want_status,
+                     const char *want);
 
 /* /v1/tokenize's one list of tokens for body on port (owned; body's
  * reference taken), its status 200. */
 json_t *tokens_of(int port, json_t *body);
 
+/* GET /v1/model on port (owned), its status 200. */
+json_t *model_info(int port);
+
 /* GET /v1/model's tokenizer on port (owned). */
 json_t *model_tokenizer(int port);
+
+/* The n numbers of a JSON array into out; the test fails on another count. */
+void floats_of(const json_t *array, float *out, size_t n);
 
 /* The embedding of row b of data (float list or base64 of float32) into out (n). */
 void embedding_of(const json_t *data, size_t b, float *out, size_t n);

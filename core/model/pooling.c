@@ -366,7 +366,7 @@ float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, con
     float *v = malloc((size_t)B * (size_t)D * sizeof *v);
     if (!v)
         return NULL;
-    enc_pool(x, B, L, D, lengths, e->mode, e->normalize && e->n_dense == 0, v);
+    enc_pool(x, B, L, D, lengths, e->mode, false, v);
     for (int i = 0; i < e->n_dense; i++) {
         const enc_dense *d = &e->dense[i];
         float *y = malloc((size_t)B * (size_t)d->out * sizeof *y);
@@ -381,7 +381,7 @@ float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, con
         v = y;
     }
     const int width = enc_embed_width(e, D);
-    for (int b = 0; e->n_dense > 0 && e->normalize && b < B; b++)
+    for (int b = 0; e->normalize && b < B; b++)
         normalize_row(v + (size_t)b * width, width);
     if (dims > 0 && dims < width)
         enc_pool_truncate(v, B, width, dims, e->normalize);
