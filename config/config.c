@@ -37,7 +37,7 @@ typedef enum cfg_type {
     CFG_POS,      /* enc_position: none | rope | alibi */
     CFG_ROPE,     /* enc_rope_style: neox | gptj */
     CFG_FFN,      /* enc_ffn: mlp | geglu | swiglu */
-    CFG_NORM,     /* enc_norm: layernorm | layernorm_nobias */
+    CFG_NORM,     /* enc_norm: layernorm | layernorm_nobias | layernorm_bias */
     CFG_POOL,     /* enc_pooling: auto | cls | mean | max | last */
     CFG_AUTOBOOL, /* int: -1 auto, 0 false, 1 true (a boolean, or "auto") */
     CFG_DTYPE,    /* enc_dtype: float32 | bfloat16 | int8 | auto */
@@ -148,12 +148,13 @@ typedef enum cfg_type {
     X("model.layer_norm_eps", "--layer-norm-eps", "ATTND_LAYER_NORM_EPS", CFG_FLOAT,               \
       model.hp.layer_norm_eps, "X", "1e-5", 0, 0, "LayerNorm epsilon, a positive number")          \
     X("model.bias", "--bias", "ATTND_BIAS", CFG_BOOL, model.hp.bias, "BOOL",                       \
-      "true", 0, 0, "biases in every Linear and LayerNorm")                                        \
+      "true", 0, 0, "biases in every Linear and LayerNorm (the norms: see model.norm)")                                        \
     X("model.ffn", "--ffn", "ATTND_FFN", CFG_FFN, model.hp.ffn, "KIND", "mlp", 0, 0,               \
       "feed-forward: mlp | geglu (GELU-gated) | swiglu (SiLU-gated); gated ones have 2 d_ff rows "  \
       "in linear1, input then gate")                                                               \
     X("model.norm", "--norm", "ATTND_NORM", CFG_NORM, model.hp.norm, "KIND", "layernorm", 0, 0,   \
-      "the block's norms: layernorm | layernorm_nobias (a weight and no bias, as ModernBERT's)")   \
+      "the block's norms: layernorm | layernorm_nobias (a weight and no bias, as ModernBERT's) | " \
+      "layernorm_bias (a bias even with model.bias false, as NomicBERT's)")                        \
     X("model.final_norm", "--final-norm", "ATTND_FINAL_NORM", CFG_BOOL, model.hp.final_norm,       \
       "BOOL", "false", 0, 0, "a norm after the last layer (tensors norm.weight, norm.bias)")      \
     X("model.first_attn_norm", "--first-attn-norm", "ATTND_FIRST_ATTN_NORM", CFG_BOOL,            \
@@ -410,7 +411,8 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
     case CFG_NORM:
         if (enc_norm_parse(v->s, (enc_norm *)p) < 0)
             return enc_error_set(err, ENC_EINVAL,
-                                 "%s: %s is not one of layernorm, layernorm_nobias", src, text);
+                                 "%s: %s is not one of layernorm, layernorm_nobias, layernorm_bias",
+                                 src, text);
         return ENC_OK;
     case CFG_POOL:
         if (enc_pooling_parse(v->s, (enc_pooling *)p) < 0)

@@ -79,10 +79,13 @@ typedef enum enc_dtype {
 } enc_dtype;
 
 /* The block's norms: LayerNorm with a weight and a bias (the bias only when
- * bias is on), or with a weight only (ModernBERT's norm_bias false). */
+ * bias is on), with a weight only (ModernBERT's norm_bias false), or with a
+ * weight and a bias whatever bias says (NomicBERT's bias-free Linears
+ * beside norms with biases). */
 typedef enum enc_norm {
     ENC_NORM_LAYERNORM,
     ENC_NORM_LAYERNORM_NOBIAS,
+    ENC_NORM_LAYERNORM_BIAS,
 } enc_norm;
 
 typedef struct enc_hparams {
@@ -161,10 +164,12 @@ int enc_ffn_rows(const enc_hparams *hp);
 /* "float32" | "bfloat16" | "auto" both ways; 0 or ENC_EINVAL. */
 int enc_dtype_parse(const char *name, enc_dtype *out);
 const char *enc_dtype_name(enc_dtype dtype);
-/* "layernorm" | "layernorm_nobias" both ways; 0 or ENC_EINVAL. */
+/* "layernorm" | "layernorm_nobias" | "layernorm_bias" both ways; 0 or
+ * ENC_EINVAL. */
 int enc_norm_parse(const char *name, enc_norm *out);
 const char *enc_norm_name(enc_norm norm);
-/* Whether the norms have a bias: bias on and norm layernorm. */
+/* Whether the norms have a bias: norm layernorm_bias, or layernorm with
+ * bias on. */
 bool enc_norm_has_bias(const enc_hparams *hp);
 /* Whether layer l is local (a sliding window) rather than global. */
 bool enc_layer_local(const enc_hparams *hp, int l);

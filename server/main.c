@@ -237,7 +237,8 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             "attnd: model %s: d_model %d, %d heads (%d kv), d_ff %d, %d layer%s, %s, %s, "
             "%zu parameters from %s%s%s\n",
             cfg->model.name, hp->d_model, hp->n_heads, hp->n_kv_heads, hp->d_ff, hp->n_layers,
-            hp->n_layers == 1 ? "" : "s", enc_activation_name(hp->activation),
+            hp->n_layers == 1 ? "" : "s",
+            hp->ffn == ENC_FFN_MLP ? enc_activation_name(hp->activation) : enc_ffn_name(hp->ffn),
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
             enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "", enc_model_sha256(m));
     if (hp->position == ENC_POS_ROPE)

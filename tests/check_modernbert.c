@@ -451,6 +451,8 @@ START_TEST(test_option_tensors_refused)
         {"first_attn_norm_off", ENC_NORM_LAYERNORM, true, false,
          "missing tensor 'layers.0.norm1.weight'"},
         {"norm_nobias", ENC_NORM_LAYERNORM_NOBIAS, true, false, "missing tensor 'norm.weight'"},
+        /* bias false, but layernorm_bias (NomicBERT's norms) asks for the norms' biases */
+        {"layer_nobias", ENC_NORM_LAYERNORM_BIAS, false, false, "missing tensor 'norm1.bias'"},
     };
     /* a gated feed-forward's linear1 of a height that is not 2 x d_ff */
     st_file g;
@@ -518,7 +520,8 @@ START_TEST(test_settings_refused)
         {{"--no-first-attn-norm"},
          "model: first_attn_norm false (layer 0's attention norm the "
          "identity) needs norm_first true"},
-        {{"--norm", "rmsnorm"}, "--norm: 'rmsnorm' is not one of layernorm, layernorm_nobias"},
+        {{"--norm", "rmsnorm"},
+         "--norm: 'rmsnorm' is not one of layernorm, layernorm_nobias, layernorm_bias"},
         {{"--ffn", "geglu", "--activation", "relu"}, "ffn geglu gates with the GELU"},
         {{"--model-dir", DIR, "--global-every", "2"},
          "model.global_every: --global-every gives 2, but " MB_DIR

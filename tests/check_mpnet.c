@@ -250,57 +250,7 @@ START_TEST(test_text_end_to_end)
     daemon_proc d;
     ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", MP_TEXT, NULL}, NULL),
                      0);
-    json_t *tfx = json_load_file(MP_TEXT "/text.json", 0, NULL);
-    ck_assert_ptr_nonnull(tfx);
-    json_t *texts = json_object_get(tfx, "texts"), *pair = json_object_get(tfx, "pair");
-    hf_ids x = hf_text_ids(MP_TEXT, "input_ids", "attention_mask");
-    hf_ids px = hf_text_ids(MP_TEXT, "pair_input_ids", NULL);
-    int dims[3];
-    float *want = hf_text_tensor(MP_TEXT, "last_hidden_state", dims);
-    const int B = dims[0], L = dims[1], D = dims[2];
-    float *pwant = hf_text_tensor(MP_TEXT, "pair_last_hidden_state", dims);
-    long status;
-    for (int k = 0; k < 2; k++) {
-        json_t *text = k ? json_pack("[[O, O]]", json_object_get(pair, "text"),
-                                     json_object_get(pair, "text_pair"))
-                         : json_incref(texts);
-        json_t *r =
-            post_json_at(d.port, "/v1/encode",
-                         json_pack("{s:o, s:s}", "text", text, "attention", "none"), &status);
-        ck_assert_int_eq(status, 200);
-        const hf_ids *ids = k ? &px : &x;
-        for (int b = 0; b < ids->B; b++) {
-            json_t *row = hf_ids_row(ids, b);
-            ck_assert_msg(
-                json_equal(json_array_get(json_object_get(r, "input_ids"), (size_t)b), row),
-                "%s %d: not Hugging Face's ids", k ? "pair" : "text", b);
-            json_decref(row);
-        }
-        const double diff = outputs_diff(json_object_get(r, "outputs"), k ? pwant : want, ids->B,
-                                         k ? px.L : L, D, ids->lengths);
-        ck_assert_msg(diff < TOL, "%s outputs differ from PyTorch's by %g", k ? "pair" : "text",
-                      diff);
-        json_decref(r);
-    }
-    int pb, pd;
-    float *pooled = pooled_fixture(MP_TEXT, "mean_normalized", &pb, &pd);
-    ck_assert_int_eq(pb, B);
-    json_t *r = post_json_at(d.port, "/v1/embeddings", json_pack("{s:O}", "input", texts), &status);
-    ck_assert_int_eq(status, 200);
-    float *got = xcalloc((size_t)D, sizeof *got);
-    for (int b = 0; b < B; b++) {
-        embedding_of(json_object_get(r, "data"), (size_t)b, got, (size_t)D);
-        const double diff = max_abs_diff(got, pooled + (size_t)b * D, (size_t)D);
-        ck_assert_msg(diff < TOL, "text %d: differs from sentence-transformers' by %g", b, diff);
-    }
-    json_decref(r);
-    free(got);
-    free(pooled);
-    free(want);
-    free(pwant);
-    hf_ids_free(&x);
-    hf_ids_free(&px);
-    json_decref(tfx);
+    text_matches_fixture(d.port, MP_TEXT, "mean_normalized", TOL);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST

@@ -57,6 +57,7 @@
     X(checkpoint_daemon, DAEMON) \
     X(modernbert, DAEMON) \
     X(mpnet, DAEMON) \
+    X(nomic, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

@@ -2,6 +2,7 @@
 #include "text_util.h"
 
 #include "hf_util.h"
+#include "test_util.h"
 #include "codec/base64.h"
 
 #include <check.h>
@@ -146,4 +147,61 @@ float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
     *B = dims[0];
     *D = dims[1];
     return v;
+}
+
+void text_matches_fixture(int port, const char *dir, const char *tensor, double tol)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/text.json", dir);
+    json_t *tfx = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(tfx);
+    json_t *texts = json_object_get(tfx, "texts"), *pair = json_object_get(tfx, "pair");
+    hf_ids x = hf_text_ids(dir, "input_ids", "attention_mask");
+    hf_ids px = hf_text_ids(dir, "pair_input_ids", NULL);
+    int dims[3];
+    float *want = hf_text_tensor(dir, "last_hidden_state", dims);
+    const int B = dims[0], L = dims[1], D = dims[2];
+    float *pwant = hf_text_tensor(dir, "pair_last_hidden_state", dims);
+    long status;
+    for (int k = 0; k < 2; k++) {
+        json_t *text = k ? json_pack("[[O, O]]", json_object_get(pair, "text"),
+                                     json_object_get(pair, "text_pair"))
+                         : json_incref(texts);
+        json_t *r =
+            post_json_at(port, "/v1/encode",
+                         json_pack("{s:o, s:s}", "text", text, "attention", "none"), &status);
+        ck_assert_int_eq(status, 200);
+        const hf_ids *ids = k ? &px : &x;
+        for (int b = 0; b < ids->B; b++) {
+            json_t *row = hf_ids_row(ids, b);
+            ck_assert_msg(
+                json_equal(json_array_get(json_object_get(r, "input_ids"), (size_t)b), row),
+                "%s %d: not Hugging Face's ids", k ? "pair" : "text", b);
+            json_decref(row);
+        }
+        const double diff = outputs_diff(json_object_get(r, "outputs"), k ? pwant : want, ids->B,
+                                         k ? px.L : L, D, ids->lengths);
+        ck_assert_msg(diff < tol, "%s outputs differ from PyTorch's by %g", k ? "pair" : "text",
+                      diff);
+        json_decref(r);
+    }
+    int pb, pd;
+    float *pooled = pooled_fixture(dir, tensor, &pb, &pd);
+    ck_assert_int_eq(pb, B);
+    json_t *r = post_json_at(port, "/v1/embeddings", json_pack("{s:O}", "input", texts), &status);
+    ck_assert_int_eq(status, 200);
+    float *got = xcalloc((size_t)D, sizeof *got);
+    for (int b = 0; b < B; b++) {
+        embedding_of(json_object_get(r, "data"), (size_t)b, got, (size_t)D);
+        const double diff = max_abs_diff(got, pooled + (size_t)b * D, (size_t)D);
+        ck_assert_msg(diff < tol, "text %d: differs from sentence-transformers' by %g", b, diff);
+    }
+    json_decref(r);
+    free(got);
+    free(pooled);
+    free(want);
+    free(pwant);
+    hf_ids_free(&x);
+    hf_ids_free(&px);
+    json_decref(tfx);
 }

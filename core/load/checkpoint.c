@@ -35,8 +35,11 @@ typedef enum slot {
     S_V_B,
     S_O_W,
     S_O_B,
-    S_1_W,
+    S_1_W, /* a gated feed-forward's: the activated rows, then the others */
     S_1_B,
+    S_1L_W, /* a gated feed-forward's rows that are not activated, where a
+               scheme keeps them apart from S_1_W's (they follow them in w_1) */
+    S_1L_B,
     S_2_W,
     S_2_B,
     S_LN1_W, /* after attention (post-norm), or before it (pre-norm) */
@@ -162,6 +165,27 @@ static const naming MPNET = {"encoder.layer.",
                              NULL,
                              "encoder.relative_attention_bias.weight"};
 
+/* NomicBERT's NomicBertBlock (NomicBertAttention, NomicBertGatedMLP) as
+ * modeling_hf_nomic_bert.py names it: fc11(x) * act(fc12(x)), so fc12's
+ * rows are the activated ones (S_1_W) and fc11's the others (S_1L_W). */
+static const naming NOMIC = {"encoder.layers.",
+                             {[S_QKV_W] = "attn.Wqkv.weight",
+                              [S_QKV_B] = "attn.Wqkv.bias",
+                              [S_O_W] = "attn.out_proj.weight",
+                              [S_O_B] = "attn.out_proj.bias",
+                              [S_1_W] = "mlp.fc12.weight",
+                              [S_1_B] = "mlp.fc12.bias",
+                              [S_1L_W] = "mlp.fc11.weight",
+                              [S_1L_B] = "mlp.fc11.bias",
+                              [S_2_W] = "mlp.fc2.weight",
+                              [S_2_B] = "mlp.fc2.bias",
+                              [S_LN1_W] = "norm1.weight",
+                              [S_LN1_B] = "norm1.bias",
+                              [S_LN2_W] = "norm2.weight",
+                              [S_LN2_B] = "norm2.bias"},
+                             NULL,
+                             NULL};
+
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
  * checkpoints ("bert." in BertForMaskedLM's names). */
@@ -181,6 +205,7 @@ static const scheme SCHEMES[] = {
     /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
     {"modernbert", &MODERNBERT, "model."},
     {"mpnet", &MPNET, "mpnet."},
+    {"nomic_bert", &NOMIC, "bert."}, /* NomicBertForPreTraining's bert.encoder.layers... */
 };
 
 /* model_type's scheme, or NULL. */
@@ -378,8 +403,12 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     }
     /* A gated feed-forward's fused input projection of another height: say
      * what the height must be. */
+    const bool halves = nm->name[S_1L_W] != NULL; /* the GLU's two halves apart */
     const st_tensor *t1 = find(ld, NAME(S_1_W), NULL);
-    if (rc == 0 && hp->ffn != ENC_FFN_MLP && t1 && t1->ndim == 2 && t1->shape[0] != F1)
+    if (halves && rc == 0 && hp->ffn == ENC_FFN_MLP)
+        return enc_error_set(ld->err, ENC_EFORMAT,
+                             "tensor '%s' is half of a gated feed-forward, but ffn is mlp", name);
+    if (!halves && rc == 0 && hp->ffn != ENC_FFN_MLP && t1 && t1->ndim == 2 && t1->shape[0] != F1)
         return enc_error_set(ld->err, ENC_EFORMAT,
                              "tensor '%s' has %lld rows; ffn %s needs 2 x d_ff = %lld (the "
                              "input's %lld rows, then the gate's)",
@@ -387,7 +416,9 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
                              (long long)F);
     /* Layer 0's attention norm may be the identity: no ln1 to bind. */
     if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, D)) < 0 ||
-        (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0 ||
+        (!halves && (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0) ||
+        (halves && ((rc = bind(ld, NAME(S_1_W), model_own(m, ly->w_1), F, D)) < 0 ||
+                    (rc = bind(ld, NAME(S_1L_W), model_own(m, ly->w_1) + F * D, F, D)) < 0)) ||
         (rc = bind_linear(ld, m, NAME(S_2_W), &ly->w_2, D, F)) < 0 ||
         (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
@@ -404,7 +435,8 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     else
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
     if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_1_B), ly->b_1, F1, 0)) < 0 ||
+        (rc = bind(ld, NAME(S_1_B), ly->b_1, halves ? F : F1, 0)) < 0 ||
+        (halves && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
         (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
         return rc;
 #undef NAME
@@ -430,6 +462,8 @@ static void layer_prefix(char *buf, size_t size, const char *model_prefix, const
 static bool stack_viewable(const loader *ld, const enc_model *m, const char *model_prefix,
                            const naming *nm, bool layer_prefixed)
 {
+    if (nm->name[S_1L_W])
+        return false; /* the feed-forward's halves are joined in params */
     static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
     for (int l = 0; l < m->hp.n_layers; l++) {
         char prefix[128], name[300];
@@ -784,6 +818,11 @@ static const embed_naming NO_TYPES_EMBED = {"embeddings.word_embeddings.weight",
                                             "embeddings.LayerNorm.", NULL};
 static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
                                               "embeddings.norm.", NULL};
+/* NomicBertEmbeddings (word and token types; positions are RoPE's) and
+ * NomicBertModel's emb_ln after it */
+static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight", NULL,
+                                         "embeddings.token_type_embeddings.weight", "emb_ln.",
+                                         NULL};
 
 /* model_type's embedding module's names. */
 static const embed_naming *embed_naming_of(const char *model_type)
@@ -791,6 +830,7 @@ static const embed_naming *embed_naming_of(const char *model_type)
     return strcmp(model_type, "distilbert") == 0 || strcmp(model_type, "mpnet") == 0
                ? &NO_TYPES_EMBED
            : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
+           : strcmp(model_type, "nomic_bert") == 0 ? &NOMIC_EMBED
                                                    : &BERT_EMBED;
 }
 
@@ -836,7 +876,7 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
     embed_config cfg = {.embedding_size = c->embedding_size > 0 ? c->embedding_size : D,
                         .pad_token_id = c->pad_token_id,
                         .eps = m->hp.layer_norm_eps,
-                        .norm_bias = m->hp.norm == ENC_NORM_LAYERNORM};
+                        .norm_bias = enc_norm_has_bias(&m->hp)};
     const int64_t E = cfg.embedding_size;
     cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
     if (m->hp.position != ENC_POS_NONE || !nm->pos)

@@ -18,36 +18,41 @@ static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
  * the feed-forward is a GLU whose activation the activation field names
- * (silu: SwiGLU). */
+ * (silu: SwiGLU); glu_names: the field names the GLU itself (swiglu,
+ * geglu) and any other name is refused. */
 typedef struct family {
     const char *model_type;
     const char *d_model, *n_heads, *d_ff, *n_layers, *activation, *eps;
     read_extras extras;
-    bool gated;
+    bool gated, glu_names;
 } family;
 
 static const family FAMILIES[] = {
     {"bert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_bert, false},
+     "hidden_act", "layer_norm_eps", read_bert, false, false},
     {"roberta", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_bert, false},
+     "hidden_act", "layer_norm_eps", read_bert, false, false},
     {"xlm-roberta", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_bert, false},
+     "hidden_act", "layer_norm_eps", read_bert, false, false},
     {"camembert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_bert, false},
+     "hidden_act", "layer_norm_eps", read_bert, false, false},
     {"electra", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_bert, false},
+     "hidden_act", "layer_norm_eps", read_bert, false, false},
     /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12), not configurable. */
     {"distilbert", "dim", "n_heads", "hidden_dim", "n_layers", "activation", NULL, read_distilbert,
-     false},
+     false, false},
     {"modernbert", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_activation", "norm_eps", read_modernbert, true},
+     "hidden_activation", "norm_eps", read_modernbert, true, false},
     {"mpnet", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
-     "hidden_act", "layer_norm_eps", read_mpnet, false},
+     "hidden_act", "layer_norm_eps", read_mpnet, false, false},
+    /* NomicBertConfig is a GPT2Config: GPT-2's key names. */
+    {"nomic_bert", "n_embd", "n_head", "n_inner", "n_layer", "activation_function",
+     "layer_norm_epsilon", read_nomic, true, true},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -370,6 +375,96 @@ static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err)
     return ENC_OK;
 }
 
+/* NomicBERT (nomic-embed-text-v1 and v1.5: the model_type of the code
+ * their repositories carry, modeling_hf_nomic_bert.py, which TEI runs as
+ * well): BERT's post-norm block with a fused Wqkv, RoPE on the whole head
+ * (rotate_half, base rotary_emb_base) in place of position embeddings, the
+ * gated feed-forward (glu_names), biases per qkv_proj_bias, mlp_fc1_bias and
+ * mlp_fc2_bias (one value: attnd's bias covers every Linear), LayerNorms
+ * with biases whatever those say (use_rms_norm false), token types.  What
+ * that code computes otherwise is refused naming the field: prenorm,
+ * parallel_block, causal, use_rms_norm, a rotary_emb_fraction other than
+ * 1, rotary_emb_interleaved, rotary_emb_scale_base (xPos),
+ * rotary_scaling_factor (dynamic NTK past max_trained_positions: its base
+ * then depends on the batch's padded length), mixture-of-experts layers
+ * (nomic-embed-text-v2-moe), norm_mlp.  n_positions stands for
+ * max_position_embeddings. */
+static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    static const struct {
+        const char *key;
+        bool ok; /* the one value attnd computes */
+        const char *why;
+    } flags[] = {
+        {"prenorm", false, "the pre-norm block"},
+        {"parallel_block", false, "attention and feed-forward side by side"},
+        {"causal", false, "a causal mask"},
+        {"use_rms_norm", false, "RMSNorm"},
+        {"rotary_emb_interleaved", false, "GPT-J's pairs, not rotate_half's"},
+        {"norm_mlp", false, "a LayerNorm inside the feed-forward"},
+    };
+    enc_hparams *hp = &c->hp;
+    int rc;
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        bool v = flags[i].ok;
+        if ((rc = bool_field(root, flags[i].key, flags[i].ok, &v, err)) < 0)
+            return rc;
+        if (v != flags[i].ok)
+            return enc_error_set(err, ENC_EINVAL, "config.json: %s %s is not supported (%s)",
+                                 flags[i].key, v ? "true" : "false", flags[i].why);
+    }
+    static const char *const unsupported[] = {"rotary_emb_scale_base", "rotary_scaling_factor",
+                                              "moe_every_n_layers"};
+    static const char *const unsupported_why[] = {
+        "xPos scaling of the rotary embedding",
+        "dynamic NTK scaling past max_trained_positions, whose base depends on the batch's "
+        "padded length; leave it null (the published config.json's value)",
+        "mixture-of-experts layers"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+        const json_t *v = json_object_get(root, unsupported[i]);
+        if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
+            return enc_error_set(err, ENC_EINVAL, "config.json: %s is not supported (%s)",
+                                 unsupported[i], unsupported_why[i]);
+    }
+    double fraction = 0.0; /* NomicBertConfig's default: learned positions, not RoPE */
+    if ((rc = number_field(root, "rotary_emb_fraction", &fraction, err)) < 0)
+        return rc;
+    if (fraction != 1.0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rotary_emb_fraction %g is not supported (1: RoPE on "
+                             "the whole head, as nomic-embed-text's)",
+                             fraction);
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = 10000.0; /* NomicBertConfig's default */
+    if ((rc = number_field(root, "rotary_emb_base", &hp->rope_theta, err)) < 0)
+        return rc;
+    c->key_rope_theta = "rotary_emb_base";
+    static const char *const bias_keys[] = {"qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias"};
+    bool bias[3];
+    for (int i = 0; i < 3; i++)
+        if ((rc = bool_field(root, bias_keys[i], true, &bias[i], err)) < 0)
+            return rc;
+    for (int i = 1; i < 3; i++)
+        if (bias[i] != bias[0])
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: %s (%s) and %s (%s) differ; attnd's bias covers "
+                                 "every Linear",
+                                 bias_keys[0], bias[0] ? "true" : "false", bias_keys[i],
+                                 bias[i] ? "true" : "false");
+    hp->bias = bias[0];
+    hp->norm = ENC_NORM_LAYERNORM_BIAS; /* nn.LayerNorm: a bias whatever the Linears have */
+    /* NomciBertGatedMLP rounds its hidden width up to its multiple_of, 256
+     * (3072, nomic-embed-text's n_inner, is one already) */
+    hp->d_ff = (hp->d_ff + 255) / 256 * 256;
+    c->type_vocab_size = 2; /* NomicBertConfig's default */
+    if ((rc = opt_int_field(root, "type_vocab_size", 1, &c->type_vocab_size, err)) < 0 ||
+        (rc = opt_int_field(root, "n_positions", 1, &c->max_position_embeddings, err)) < 0)
+        return rc;
+    return ENC_OK;
+}
+
 /* transformers 5's layer_types (ModernBertConfig: "full_attention" or
  * "sliding_attention" per layer) as attnd's global_every: layer l global
  * when l mod every = 0.  Another pattern is refused naming the first layer
@@ -621,7 +716,8 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         printable(shown, sizeof shown, json_string_value(mt));
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
-                           "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet)",
+                           "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
+                           "nomic_bert)",
                            shown);
         goto done;
     }
@@ -656,12 +752,17 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     const char *a = json_string_value(act);
     printable(c->activation, sizeof c->activation, a);
     bool known = false;
-    if (fam->gated && (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0)) {
+    if (fam->glu_names) { /* NomicBertGatedMLP: fc11(x) * act(fc12(x)) */
+        known = strcmp(a, "swiglu") == 0 || strcmp(a, "geglu") == 0;
+        hp->ffn = a[0] == 's' ? ENC_FFN_SWIGLU : ENC_FFN_GEGLU;
+        hp->activation = ENC_ACT_GELU; /* F.gelu, erf; SwiGLU's is not used */
+    } else if (fam->gated && (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0)) {
         hp->ffn = ENC_FFN_SWIGLU; /* SiLU gates; activation is not used */
         hp->activation = ENC_ACT_GELU;
         known = true;
     }
-    for (size_t i = 0; !known && i < sizeof ACTIVATIONS / sizeof *ACTIVATIONS; i++)
+    for (size_t i = 0; !known && !fam->glu_names && i < sizeof ACTIVATIONS / sizeof *ACTIVATIONS;
+         i++)
         if (strcmp(a, ACTIVATIONS[i].name) == 0 &&
             !(fam->gated && ACTIVATIONS[i].act == ENC_ACT_RELU)) {
             hp->activation = ACTIVATIONS[i].act;
@@ -671,7 +772,9 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
     if (!known) {
         rc = enc_error_set(err, ENC_EINVAL, "config.json: %s '%s' is not supported (%s)",
                            fam->activation, c->activation,
-                           fam->gated ? ACTIVATION_LIST ", silu, swish" : ACTIVATION_LIST ", relu");
+                           fam->glu_names ? "swiglu, geglu: the gated feed-forward"
+                           : fam->gated   ? ACTIVATION_LIST ", silu, swish"
+                                          : ACTIVATION_LIST ", relu");
         goto done;
     }
     if (fam->eps) {

@@ -28,6 +28,7 @@ static const char *const ffn_names[] = {
 static const char *const norm_names[] = {
     [ENC_NORM_LAYERNORM] = "layernorm",
     [ENC_NORM_LAYERNORM_NOBIAS] = "layernorm_nobias",
+    [ENC_NORM_LAYERNORM_BIAS] = "layernorm_bias",
 };
 static const char *const dtype_names[] = {
     [ENC_DTYPE_FLOAT32] = "float32",
@@ -92,7 +93,7 @@ void enc_hparams_default(enc_hparams *hp)
 
 bool enc_norm_has_bias(const enc_hparams *hp)
 {
-    return hp->bias && hp->norm == ENC_NORM_LAYERNORM;
+    return hp->norm == ENC_NORM_LAYERNORM_BIAS || (hp->bias && hp->norm == ENC_NORM_LAYERNORM);
 }
 
 bool enc_layer_local(const enc_hparams *hp, int l)
@@ -181,8 +182,9 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
             "dtype (%d) must be float32, bfloat16 or int8 (auto is resolved by the "
             "configuration)",
             (int)hp->dtype);
-    if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_NOBIAS)
-        return enc_error_set(err, ENC_EINVAL, "norm (%d) must be layernorm or layernorm_nobias",
+    if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_BIAS)
+        return enc_error_set(err, ENC_EINVAL,
+                             "norm (%d) must be layernorm, layernorm_nobias or layernorm_bias",
                              (int)hp->norm);
     if (hp->first_norm_identity && !hp->norm_first)
         return enc_error_set(err, ENC_EINVAL,
