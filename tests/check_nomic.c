@@ -54,7 +54,26 @@ START_TEST(test_config_read)
     enc_model *m = hf_load(NOMIC);
     ck_assert_str_eq(enc_model_architecture(m), "nomic_bert");
     ck_assert_int_eq(enc_model_embedding(m)->type_vocab_size, 2);
+    ck_assert_ptr_null(enc_model_head(m));
     enc_model_free(m);
+}
+END_TEST
+
+/* A task class of NomicBERT's own code (its pooling and layout are its
+ * code's, not transformers'): the encoder is served, the head left out
+ * saying which class. */
+START_TEST(test_task_class_left_out)
+{
+    static const char *const files[] = {"model.safetensors", NULL};
+    scratch s;
+    scratch_make(&s, NOMIC, "{\"architectures\": [\"NomicBertForSequenceClassification\"]}", NULL,
+                 files);
+    enc_model *m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_str_eq(enc_model_head_unsupported(m), "NomicBertForSequenceClassification");
+    ck_assert_str_eq(enc_model_head_note(m), ""); /* not read at all, whatever the files hold */
+    enc_model_free(m);
+    scratch_free(&s);
 }
 END_TEST
 
@@ -170,6 +189,7 @@ Suite *nomic_suite(void)
     TCase *tc = timed_case(s, "core", 60);
     tcase_add_test(tc, test_config_read);
     tcase_add_test(tc, test_halves_and_norm_biases);
+    tcase_add_test(tc, test_task_class_left_out);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_text_end_to_end);
     return s;

@@ -82,6 +82,10 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
 {
     const enc_head_kind kind = h->info.kind;
     const bool roberta = strcmp(fam, "roberta") == 0, modern = strcmp(fam, "modernbert") == 0;
+    if (strcmp(fam, "nomic_bert") == 0) { /* its own code's task classes: not read */
+        *unsupported = true;
+        return ENC_OK;
+    }
     names->dense_bias = names->norm_bias = true;
     h->eps = c->hp.layer_norm_eps;
     if (modern && modernbert_head(root, c, h, names, err) < 0)
