@@ -413,18 +413,20 @@ static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err)
             return enc_error_set(err, ENC_EINVAL, "config.json: %s %s is not supported (%s)",
                                  flags[i].key, v ? "true" : "false", flags[i].why);
     }
-    static const char *const unsupported[] = {"rotary_emb_scale_base", "rotary_scaling_factor",
-                                              "moe_every_n_layers"};
-    static const char *const unsupported_why[] = {
-        "xPos scaling of the rotary embedding",
-        "dynamic NTK scaling past max_trained_positions, whose base depends on the batch's "
-        "padded length; leave it null (the published config.json's value)",
-        "mixture-of-experts layers"};
+    static const struct {
+        const char *key, *why;
+    } unsupported[] = {
+        {"rotary_emb_scale_base", "xPos scaling of the rotary embedding"},
+        {"rotary_scaling_factor",
+         "dynamic NTK scaling past max_trained_positions, whose base depends on the batch's "
+         "padded length; leave it null (the published config.json's value)"},
+        {"moe_every_n_layers", "mixture-of-experts layers"},
+    };
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
-        const json_t *v = json_object_get(root, unsupported[i]);
+        const json_t *v = json_object_get(root, unsupported[i].key);
         if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
             return enc_error_set(err, ENC_EINVAL, "config.json: %s is not supported (%s)",
-                                 unsupported[i], unsupported_why[i]);
+                                 unsupported[i].key, unsupported[i].why);
     }
     double fraction = 0.0; /* NomicBertConfig's default: learned positions, not RoPE */
     if ((rc = number_field(root, "rotary_emb_fraction", &fraction, err)) < 0)
