@@ -148,7 +148,7 @@ typedef enum cfg_type {
     X("model.layer_norm_eps", "--layer-norm-eps", "ATTND_LAYER_NORM_EPS", CFG_FLOAT,               \
       model.hp.layer_norm_eps, "X", "1e-5", 0, 0, "LayerNorm epsilon, a positive number")          \
     X("model.bias", "--bias", "ATTND_BIAS", CFG_BOOL, model.hp.bias, "BOOL",                       \
-      "true", 0, 0, "biases in every Linear and LayerNorm (the norms: see model.norm)")                                        \
+      "true", 0, 0, "biases in every Linear and LayerNorm (the norms: see model.norm)")             \
     X("model.ffn", "--ffn", "ATTND_FFN", CFG_FFN, model.hp.ffn, "KIND", "mlp", 0, 0,               \
       "feed-forward: mlp | geglu (GELU-gated) | swiglu (SiLU-gated); gated ones have 2 d_ff rows "  \
       "in linear1, input then gate")                                                               \

@@ -555,30 +555,7 @@ START_TEST(test_embeddings_cls)
                                     "--normalize", "false", NULL};
         const char *const own[] = {"--model-dir", dirs[0], NULL}; /* its modules.json decides */
         ck_assert_int_eq(daemon_start(&d, k == 0 ? own : args, NULL), 0);
-        char path[512];
-        snprintf(path, sizeof path, "%s/text.json", dirs[k]);
-        json_t *fx = json_load_file(path, 0, NULL);
-        json_t *req = json_pack("{s:O}", "input", json_object_get(fx, "texts"));
-        char *body = json_dumps(req, 0);
-        json_decref(req);
-        http_resp r = {0};
-        ck_assert_int_eq(http_post_json(d.port, "/v1/embeddings", body, &r), 0);
-        ck_assert_int_eq(r.status, 200);
-        json_t *j = json_loads(r.body, 0, NULL);
-        int B, D;
-        float *want = pooled_fixture(dirs[k], want_name[k], &B, &D);
-        float *got = xcalloc((size_t)D, sizeof *got);
-        for (int b = 0; b < B; b++) {
-            embedding_of(json_object_get(j, "data"), (size_t)b, got, (size_t)D);
-            const double diff = max_abs_diff(got, want + (size_t)b * D, (size_t)D);
-            ck_assert_msg(diff < 1e-4, "%s text %d: differs by %g", dirs[k], b, diff);
-        }
-        free(got);
-        free(want);
-        json_decref(j);
-        http_resp_free(&r);
-        free(body);
-        json_decref(fx);
+        embeddings_match_fixture(d.port, dirs[k], want_name[k], 1e-4);
         daemon_stop(&d);
     }
 }

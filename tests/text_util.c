@@ -149,6 +149,32 @@ float *pooled_fixture(const char *dir, const char *name, int *B, int *D)
     return v;
 }
 
+int embeddings_match_fixture(int port, const char *dir, const char *tensor, double tol)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/text.json", dir);
+    json_t *tfx = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(tfx);
+    long status;
+    json_t *r = post_json_at(port, "/v1/embeddings",
+                             json_pack("{s:O}", "input", json_object_get(tfx, "texts")), &status);
+    ck_assert_int_eq(status, 200);
+    int B, D;
+    float *pooled = pooled_fixture(dir, tensor, &B, &D);
+    float *got = xcalloc((size_t)D, sizeof *got);
+    for (int b = 0; b < B; b++) {
+        embedding_of(json_object_get(r, "data"), (size_t)b, got, (size_t)D);
+        const double diff = max_abs_diff(got, pooled + (size_t)b * D, (size_t)D);
+        ck_assert_msg(diff < tol, "%s text %d: differs from sentence-transformers' by %g", dir, b,
+                      diff);
+    }
+    json_decref(r);
+    free(got);
+    free(pooled);
+    json_decref(tfx);
+    return B;
+}
+
 void text_matches_fixture(int port, const char *dir, const char *tensor, double tol)
 {
     char path[1024];
@@ -185,20 +211,7 @@ void text_matches_fixture(int port, const char *dir, const char *tensor, double 
                       diff);
         json_decref(r);
     }
-    int pb, pd;
-    float *pooled = pooled_fixture(dir, tensor, &pb, &pd);
-    ck_assert_int_eq(pb, B);
-    json_t *r = post_json_at(port, "/v1/embeddings", json_pack("{s:O}", "input", texts), &status);
-    ck_assert_int_eq(status, 200);
-    float *got = xcalloc((size_t)D, sizeof *got);
-    for (int b = 0; b < B; b++) {
-        embedding_of(json_object_get(r, "data"), (size_t)b, got, (size_t)D);
-        const double diff = max_abs_diff(got, pooled + (size_t)b * D, (size_t)D);
-        ck_assert_msg(diff < tol, "text %d: differs from sentence-transformers' by %g", b, diff);
-    }
-    json_decref(r);
-    free(got);
-    free(pooled);
+    ck_assert_int_eq(embeddings_match_fixture(port, dir, tensor, tol), B);
     free(want);
     free(pwant);
     hf_ids_free(&x);

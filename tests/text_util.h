@@ -63,6 +63,11 @@ void embedding_of(const json_t *data, size_t b, float *out, size_t n);
  * (owned). */
 float *pooled_fixture(const char *dir, const char *name, int *B, int *D);
 
+/* /v1/embeddings on port of text.json's texts of fixture directory dir
+ * (make_text_fixtures.py's): each row within tol of text.safetensors'
+ * tensor (a pooled one).  The number of rows. */
+int embeddings_match_fixture(int port, const char *dir, const char *tensor, double tol);
+
 /* A text fixture directory (make_text_fixtures.py's dir) served on port,
  * text in: /v1/encode gives Hugging Face's ids of text.json's texts and of
  * its pair, and last_hidden_state / pair_last_hidden_state of them within
