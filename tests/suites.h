@@ -58,6 +58,7 @@
     X(modernbert, DAEMON) \
     X(mpnet, DAEMON) \
     X(nomic, DAEMON) \
+    X(jina, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

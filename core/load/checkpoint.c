@@ -57,6 +57,9 @@ typedef struct naming {
     const char *name[N_SLOTS];
     const char *final; /* the norm after the last layer: its weight's and bias's prefix */
     const char *rel_bias; /* the relative position bias's table (hp.rel_buckets), or NULL */
+    /* A layer tensor that marks a variant of the architecture attnd does not
+     * compute, and what that variant is; NULL for none. */
+    const char *variant, *variant_why;
 } naming;
 
 /* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
@@ -77,30 +80,30 @@ static const naming TORCH = {"layers.",
                               [S_LN2_W] = "norm2.weight",
                               [S_LN2_B] = "norm2.bias"},
                              "norm.",
+                             NULL,
+                             NULL,
                              NULL};
+
+/* BertSelfAttention's and BertSelfOutput's names (JinaBERT's too). */
+#define BERT_ATTENTION                                                                             \
+    [S_Q_W] = "attention.self.query.weight", [S_Q_B] = "attention.self.query.bias",                \
+    [S_K_W] = "attention.self.key.weight", [S_K_B] = "attention.self.key.bias",                    \
+    [S_V_W] = "attention.self.value.weight", [S_V_B] = "attention.self.value.bias",                \
+    [S_O_W] = "attention.output.dense.weight", [S_O_B] = "attention.output.dense.bias",            \
+    [S_LN1_W] = "attention.output.LayerNorm.weight", [S_LN1_B] = "attention.output.LayerNorm.bias"
 
 /* transformers' BertLayer (BertSelfAttention, BertSelfOutput,
  * BertIntermediate, BertOutput), also RoBERTa's, XLM-R's, CamemBERT's and
  * ELECTRA's. */
-static const naming BERT = {"encoder.layer.",
-                            {[S_Q_W] = "attention.self.query.weight",
-                             [S_Q_B] = "attention.self.query.bias",
-                             [S_K_W] = "attention.self.key.weight",
-                             [S_K_B] = "attention.self.key.bias",
-                             [S_V_W] = "attention.self.value.weight",
-                             [S_V_B] = "attention.self.value.bias",
-                             [S_O_W] = "attention.output.dense.weight",
-                             [S_O_B] = "attention.output.dense.bias",
-                             [S_1_W] = "intermediate.dense.weight",
-                             [S_1_B] = "intermediate.dense.bias",
-                             [S_2_W] = "output.dense.weight",
-                             [S_2_B] = "output.dense.bias",
-                             [S_LN1_W] = "attention.output.LayerNorm.weight",
-                             [S_LN1_B] = "attention.output.LayerNorm.bias",
-                             [S_LN2_W] = "output.LayerNorm.weight",
-                             [S_LN2_B] = "output.LayerNorm.bias"},
-                            NULL,
-                            NULL};
+static const naming BERT = {
+    "encoder.layer.",
+    {BERT_ATTENTION, [S_1_W] = "intermediate.dense.weight", [S_1_B] = "intermediate.dense.bias",
+     [S_2_W] = "output.dense.weight", [S_2_B] = "output.dense.bias",
+     [S_LN2_W] = "output.LayerNorm.weight", [S_LN2_B] = "output.LayerNorm.bias"},
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 /* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
 static const naming DISTILBERT = {"transformer.layer.",
@@ -121,6 +124,8 @@ static const naming DISTILBERT = {"transformer.layer.",
                                    [S_LN2_W] = "output_layer_norm.weight",
                                    [S_LN2_B] = "output_layer_norm.bias"},
                                   NULL,
+                                  NULL,
+                                  NULL,
                                   NULL};
 
 /* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
@@ -140,6 +145,8 @@ static const naming MODERNBERT = {"layers.",
                                    [S_LN2_W] = "mlp_norm.weight",
                                    [S_LN2_B] = "mlp_norm.bias"},
                                   "final_norm.",
+                                  NULL,
+                                  NULL,
                                   NULL};
 
 /* transformers' MPNetLayer (MPNetAttention with its MPNetSelfAttention,
@@ -163,7 +170,9 @@ static const naming MPNET = {"encoder.layer.",
                               [S_LN2_W] = "output.LayerNorm.weight",
                               [S_LN2_B] = "output.LayerNorm.bias"},
                              NULL,
-                             "encoder.relative_attention_bias.weight"};
+                             "encoder.relative_attention_bias.weight",
+                             NULL,
+                             NULL};
 
 /* NomicBERT's NomicBertBlock (NomicBertAttention, NomicBertGatedMLP) as
  * modeling_hf_nomic_bert.py names it: fc11(x) * act(fc12(x)), so fc12's
@@ -184,7 +193,23 @@ static const naming NOMIC = {"encoder.layers.",
                               [S_LN2_W] = "norm2.weight",
                               [S_LN2_B] = "norm2.bias"},
                              NULL,
+                             NULL,
+                             NULL,
                              NULL};
+
+/* JinaBERT's JinaBertLayer (jina-bert-implementation's modeling_bert.py,
+ * feed_forward_type geglu): BERT's attention, then JinaBertGLUMLP's
+ * gated_layers (the activated rows first, no bias: b_1 stays zero), wo and
+ * layernorm. */
+static const naming JINA = {
+    "encoder.layer.",
+    {BERT_ATTENTION, [S_1_W] = "mlp.gated_layers.weight", [S_2_W] = "mlp.wo.weight",
+     [S_2_B] = "mlp.wo.bias", [S_LN2_W] = "mlp.layernorm.weight", [S_LN2_B] = "mlp.layernorm.bias"},
+    NULL,
+    NULL,
+    "attention.self.layer_norm_q.weight",
+    "JinaBERT's qk-post-norm layout (jina-embeddings-v2-base-code: "
+    "LayerNorms on the queries and keys, mlp.up_gated_layer)"};
 
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
@@ -193,28 +218,33 @@ typedef struct scheme {
     const char *model_type;
     const naming *names;
     const char *prefix;
+    bool gated; /* the scheme of this model_type when its feed-forward is gated */
 } scheme;
 
 static const scheme SCHEMES[] = {
-    {"bert", &BERT, "bert."},
-    {"roberta", &BERT, "roberta."},
-    {"xlm-roberta", &BERT, "roberta."},
-    {"camembert", &BERT, "roberta."},
-    {"electra", &BERT, "electra."},
-    {"distilbert", &DISTILBERT, "distilbert."},
+    {"bert", &BERT, "bert.", false},
+    {"bert", &JINA, "bert.", true}, /* JinaBERT: feed_forward_type geglu */
+    {"roberta", &BERT, "roberta.", false},
+    {"xlm-roberta", &BERT, "roberta.", false},
+    {"camembert", &BERT, "roberta.", false},
+    {"electra", &BERT, "electra.", false},
+    {"distilbert", &DISTILBERT, "distilbert.", false},
     /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
-    {"modernbert", &MODERNBERT, "model."},
-    {"mpnet", &MPNET, "mpnet."},
-    {"nomic_bert", &NOMIC, "bert."}, /* NomicBertForPreTraining's bert.encoder.layers... */
+    {"modernbert", &MODERNBERT, "model.", false},
+    {"mpnet", &MPNET, "mpnet.", false},
+    {"nomic_bert", &NOMIC, "bert.", false}, /* NomicBertForPreTraining's bert.encoder.layers... */
 };
 
-/* model_type's scheme, or NULL. */
-static const scheme *scheme_of(const char *model_type)
+/* c's scheme (its model_type's; a gated feed-forward's where the
+ * model_type has one), or NULL. */
+static const scheme *scheme_of(const enc_hf_config *c)
 {
+    const scheme *found = NULL;
     for (size_t i = 0; i < sizeof SCHEMES / sizeof *SCHEMES; i++)
-        if (strcmp(SCHEMES[i].model_type, model_type) == 0)
-            return &SCHEMES[i];
-    return NULL;
+        if (strcmp(SCHEMES[i].model_type, c->model_type) == 0 &&
+            (!found || SCHEMES[i].gated == (c->hp.ffn != ENC_FFN_MLP)))
+            found = &SCHEMES[i];
+    return found;
 }
 
 /* ---- binding ----------------------------------------------------------------- */
@@ -434,8 +464,10 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         return rc;
     else
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
+    /* A Linear the architecture gives no bias (JinaBERT's gated_layers)
+     * keeps b_1's zeros. */
     if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
-        (rc = bind(ld, NAME(S_1_B), ly->b_1, halves ? F : F1, 0)) < 0 ||
+        (nm->name[S_1_B] && (rc = bind(ld, NAME(S_1_B), ly->b_1, halves ? F : F1, 0)) < 0) ||
         (halves && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
         (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
         return rc;
@@ -487,6 +519,13 @@ static bool stack_viewable(const loader *ld, const enc_model *m, const char *mod
 static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const naming *nm,
                        bool layer_prefixed)
 {
+    if (nm->variant) {
+        char name[300];
+        snprintf(name, sizeof name, "%s%s0.%s", model_prefix, nm->layer, nm->variant);
+        if (find(ld, name, NULL))
+            return enc_error_set(ld->err, ENC_EINVAL, "tensor '%s': %s is not supported", name,
+                                 nm->variant_why);
+    }
     const bool views = stack_viewable(ld, m, model_prefix, nm, layer_prefixed);
     if (model_carve(m, !views, ld->err) < 0)
         return ld->err->status;
@@ -1168,7 +1207,7 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     enc_model *m = NULL;
     if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_new(hp, err)))
         return NULL;
-    const scheme *fam = scheme_of(c.model_type);
+    const scheme *fam = scheme_of(&c);
     if (!fam) { /* hfconfig.c read a model_type SCHEMES lacks */
         enc_error_set(err, ENC_EINVAL, "config.json: no tensor names for model_type '%s'",
                       c.model_type);

@@ -287,19 +287,58 @@ static int read_positions(const json_t *root, enc_hf_config *c, enc_error *err)
     return ENC_OK;
 }
 
+/* JinaBERT (jina-embeddings-v2: model_type bert, and the code of
+ * jina-bert-implementation its auto_map names, which TEI runs as well):
+ * feed_forward_type geglu makes every layer's feed-forward JinaBertGLUMLP,
+ * gelu(h[:I]) * h[I:] with h = gated_layers(x) (nn.GELU(), erf, whatever
+ * hidden_act says), then mlp.wo and mlp.layernorm: ffn geglu, the tensor
+ * names checkpoint.c's JINA scheme binds.  original (JinaBertConfig's
+ * default) or absent is BERT's feed-forward; reglu (a ReLU gate) and
+ * anything else are refused, as is the field in another model_type. */
+static int read_feed_forward(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    const json_t *v = json_object_get(root, "feed_forward_type");
+    if (!v || json_is_null(v))
+        return ENC_OK;
+    const char *t = json_string_value(v);
+    if (t && strcmp(t, "original") == 0)
+        return ENC_OK;
+    if (strcmp(c->model_type, "bert") != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: feed_forward_type is not supported for model_type %s "
+                             "(JinaBERT's field: model_type bert)",
+                             c->model_type);
+    if (!t || strcmp(t, "geglu") != 0) {
+        char shown[64] = "(not a string)";
+        if (t)
+            printable(shown, sizeof shown, t);
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: feed_forward_type '%s' is not supported (geglu, "
+                             "original)%s",
+                             shown, t && strcmp(t, "reglu") == 0 ? ": a ReLU gate" : "");
+    }
+    c->hp.ffn = ENC_FFN_GEGLU;
+    c->hp.activation = ENC_ACT_GELU;
+    c->key_activation = "feed_forward_type";
+    snprintf(c->activation, sizeof c->activation, "geglu");
+    return ENC_OK;
+}
+
 /* The BERT family (BertConfig, RobertaConfig, XLMRobertaConfig,
  * CamembertConfig, ElectraConfig and modeling_bert.py's layers, which the
  * others copy): is_decoder true makes BertModel's self-attention causal
  * (its extended attention mask), add_cross_attention true adds a
- * cross-attention to each layer: both refused.  type_vocab_size and
- * ELECTRA's embedding_size (ElectraConfig's default 128) for the embedding
- * module; then the positions. */
+ * cross-attention to each layer: both refused.  JinaBERT's
+ * feed_forward_type; type_vocab_size and ELECTRA's embedding_size
+ * (ElectraConfig's default 128) for the embedding module; then the
+ * positions. */
 static int read_bert(const json_t *root, enc_hf_config *c, enc_error *err)
 {
     bool decoder = false, cross = false;
     int rc;
     if ((rc = bool_field(root, "is_decoder", false, &decoder, err)) < 0 ||
-        (rc = bool_field(root, "add_cross_attention", false, &cross, err)) < 0)
+        (rc = bool_field(root, "add_cross_attention", false, &cross, err)) < 0 ||
+        (rc = read_feed_forward(root, c, err)) < 0)
         return rc;
     if (decoder)
         return enc_error_set(err, ENC_EINVAL,

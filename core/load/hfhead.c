@@ -82,10 +82,6 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
 {
     const enc_head_kind kind = h->info.kind;
     const bool roberta = strcmp(fam, "roberta") == 0, modern = strcmp(fam, "modernbert") == 0;
-    if (strcmp(fam, "nomic_bert") == 0) { /* its own code's task classes: not read */
-        *unsupported = true;
-        return ENC_OK;
-    }
     names->dense_bias = names->norm_bias = true;
     h->eps = c->hp.layer_norm_eps;
     if (modern && modernbert_head(root, c, h, names, err) < 0)
@@ -285,7 +281,12 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, mo
         rc = enc_error_set(err, ENC_ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = layout(root, c, family_of(c->model_type), prefix, *h, names, unsupported, err)) < 0)
+    /* The task classes of code a repository carries (trust_remote_code:
+     * NomicBERT's, JinaBERT's, with their own pooling and names), not
+     * transformers': not read. */
+    *unsupported = strcmp(c->model_type, "nomic_bert") == 0 || strncmp(klass, "JinaBert", 8) == 0;
+    if (!*unsupported &&
+        (rc = layout(root, c, family_of(c->model_type), prefix, *h, names, unsupported, err)) < 0)
         goto done;
     if (*unsupported) {
         head_free(*h);
