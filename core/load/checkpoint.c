@@ -1237,6 +1237,10 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     if (bind_layers(&ld, m, prefix, fam->names, true) < 0 ||
         bind_embeddings(&ld, m, &c, prefix) < 0 || bind_head(&ld, m, dir, &c, prefix) < 0)
         goto error;
+    /* The count is the file's: the zeros of a Linear the architecture gives
+     * no bias (JinaBERT's gated_layers) are left out. */
+    if (m->hp.bias && !fam->names->name[S_1_B])
+        m->n_params -= (size_t)enc_ffn_rows(&m->hp) * (size_t)m->hp.n_layers;
 
     /* The rest: a tensor inside the encoder stack left unbound is refused
      * (a layer past n_layers, a part attnd does not compute); the
