@@ -180,6 +180,10 @@ typedef enum cfg_type {
     X("model.rope_theta_local", "--rope-theta-local", "ATTND_ROPE_THETA_LOCAL", CFG_DOUBLE,       \
       model.hp.rope_theta_local, "THETA", "=model.rope_theta", 0, 0,                              \
       "RoPE's base on local layers (ModernBERT: 10000, global layers 160000)")                    \
+    X("model.rope_ntk", "--rope-ntk", "ATTND_ROPE_NTK", CFG_DOUBLE, model.hp.rope_ntk, "F", "1", \
+      0, 0,                                                                                        \
+      "RoPE's NTK-aware scaling (GTE's rope_scaling ntk): base theta f, each frequency over "      \
+      "f^(2 / rope_dim); 1 = none")                                                                \
     X("model.weights", "--weights", "ATTND_WEIGHTS", CFG_NSTRING, model.weights, "FILE",           \
       NULL, 0, 0, "safetensors weights file; null = build the weights from seed")                  \
     X("model.dir", "--model-dir", "ATTND_MODEL_DIR", CFG_NSTRING, model.dir, "DIR", NULL, 0, 0,    \
@@ -848,6 +852,7 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         {"model.global_every", offsetof(enc_hf_config, key_global_every)},
         {"model.local_window", offsetof(enc_hf_config, key_local_window)},
         {"model.rope_theta_local", offsetof(enc_hf_config, key_rope_theta_local)},
+        {"model.rope_ntk", offsetof(enc_hf_config, key_rope_ntk)},
     };
     for (size_t i = 0; i < sizeof checked / sizeof *checked; i++) {
         const cfg_setting *s = setting_by_key(checked[i].key);

@@ -102,6 +102,10 @@ typedef struct enc_hparams {
     double rope_theta;     /* RoPE's base, > 0 (default 10000) */
     int rope_dim;          /* dims of each head RoPE rotates: even, <= E; 0 = E */
     enc_rope_style rope_style;
+    /* GTE's fixed NTK-aware scaling (rope_scaling type ntk, factor f): the
+     * angles pos * (theta f)^(-2k / rope_dim) / f^(2 / rope_dim) when f > 1;
+     * 0 or 1: none (docs/model.md) */
+    double rope_ntk;
     enc_ffn ffn;              /* zero: mlp */
     enc_norm norm;            /* zero: layernorm */
     bool final_norm;          /* a norm after the last layer */
@@ -175,6 +179,9 @@ bool enc_norm_has_bias(const enc_hparams *hp);
 bool enc_layer_local(const enc_hparams *hp, int l);
 /* RoPE's base on layer l: rope_theta_local on a local layer when set. */
 double enc_layer_rope_theta(const enc_hparams *hp, int l);
+/* RoPE's frequency k (of rope_dim / 2) for base theta: theta^(-2k / dim),
+ * rope_ntk's scaling applied when it is above 1, in double. */
+double enc_rope_inv_freq(const enc_hparams *hp, double theta, int k, int dim);
 
 /* ALiBi's slope of each of n heads (Press et al.): 2^(-8(h+1)/n) when n is a
  * power of two; else the slopes of the power of two m below n, then every
@@ -346,7 +353,7 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
  * with the key config.json keeps each under (for messages). */
 typedef struct enc_hf_config {
     char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert |
-                            modernbert | mpnet */
+                            modernbert | mpnet | nomic_bert | new (GTE) */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
     const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
@@ -358,6 +365,8 @@ typedef struct enc_hf_config {
      * local_attention, rope_parameters.sliding_attention.rope_theta or
      * local_rope_theta (or the global one's key); NULL for the others */
     const char *key_norm, *key_global_every, *key_local_window, *key_rope_theta_local;
+    /* GTE's rope_scaling.factor, where the file gives one; NULL for the others */
+    const char *key_rope_ntk;
     char activation[32]; /* the file's activation name ("gelu_new") */
     /* The embedding module's fields (embed.c), as config.json gives them;
      * the encoder stack does not use them.  0 (pad_token_id -1) where the

@@ -242,8 +242,9 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
             enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "", enc_model_sha256(m));
     if (hp->position == ENC_POS_ROPE)
-        fprintf(stderr, "attnd: positions: rope, %s, theta %g, %d of %d dimensions a head\n",
+        fprintf(stderr, "attnd: positions: rope, %s, theta %g%s%.4g, %d of %d dimensions a head\n",
                 enc_rope_style_name(hp->rope_style), hp->rope_theta,
+                hp->rope_ntk > 1.0 ? ", ntk factor " : "", hp->rope_ntk > 1.0 ? hp->rope_ntk : 0.0,
                 hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);

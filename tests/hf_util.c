@@ -235,6 +235,34 @@ double outputs_diff(const json_t *outputs, const float *want, int B, int L, int 
     return worst;
 }
 
+void hf_forward(const enc_model *m, const enc_batch *in, bool naive, float *out)
+{
+    enc_result res = {.out = out, .attn_mode = ENC_ATTN_NONE};
+    enc_error err = {0};
+    if (naive) {
+        ck_assert_msg(enc_forward_naive(m, in, &res, &err) == 0, "%s", err.message);
+    } else {
+        enc_workspace *ws = enc_workspace_new(m);
+        ck_assert_msg(enc_forward(m, ws, in, &res, &err) == 0, "%s", err.message);
+        enc_workspace_free(ws);
+    }
+}
+
+size_t hf_stack_params(const char *dir)
+{
+    char path[640];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, path, &err) == 0, "%s: %s", path, err.message);
+    size_t n = 0;
+    for (size_t i = 0; i < f.n_tensors; i++)
+        if (strncmp(f.tensors[i].name, "encoder.layer.", 14) == 0)
+            n += f.tensors[i].numel;
+    st_close(&f);
+    return n;
+}
+
 double dir_outputs_diff(const char *dir, const char *case_dir, bool naive)
 {
     char path[640];
@@ -262,14 +290,7 @@ double dir_outputs_diff(const char *dir, const char *case_dir, bool naive)
     const size_t n = (size_t)B * L * D;
     float *out = xcalloc(n, sizeof *out);
     const enc_batch in = batch_plain(x, B, L, lengths);
-    enc_result res = {.out = out, .attn_mode = ENC_ATTN_NONE};
-    if (naive) {
-        ck_assert_msg(enc_forward_naive(m, &in, &res, &err) == 0, "%s", err.message);
-    } else {
-        enc_workspace *ws = enc_workspace_new(m);
-        ck_assert_msg(enc_forward(m, ws, &in, &res, &err) == 0, "%s", err.message);
-        enc_workspace_free(ws);
-    }
+    hf_forward(m, &in, naive, out);
     const double d = max_abs_diff(out, want, n);
     free(out);
     free(x);

@@ -74,6 +74,14 @@ json_t *embeddings_json(const float *x, int B, int L, int D);
 double outputs_diff(const json_t *outputs, const float *want, int B, int L, int D,
                     const float *lengths);
 
+/* One forward of m over in without weights (the fast one on a workspace
+ * of its own, or the naive one) into out (B x L x d_model). */
+void hf_forward(const enc_model *m, const enc_batch *in, bool naive, float *out);
+
+/* The elements of dir/model.safetensors' encoder.layer.* tensors: a
+ * directory's stack, as its file counts it. */
+size_t hf_stack_params(const char *dir);
+
 /* Loads directory dir (config.json, then the tensors) and runs it (the
  * fast forward, or the naive one) over case_dir/case.safetensors' x and
  * lengths: the largest difference from its out. */

@@ -59,6 +59,7 @@
     X(mpnet, DAEMON) \
     X(nomic, DAEMON) \
     X(jina, DAEMON) \
+    X(gte, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

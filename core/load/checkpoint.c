@@ -60,6 +60,9 @@ typedef struct naming {
     /* A layer tensor that marks a variant of the architecture attnd does not
      * compute, and what that variant is; NULL for none. */
     const char *variant, *variant_why;
+    /* S_1_W's fused rows hold the others first, then the activated ones
+     * (GTE's up_gate_proj): swapped into w_1's order as they are bound. */
+    bool gate_last;
 } naming;
 
 /* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
@@ -82,7 +85,8 @@ static const naming TORCH = {"layers.",
                              "norm.",
                              NULL,
                              NULL,
-                             NULL};
+                             NULL,
+                             false};
 
 /* BertSelfAttention's and BertSelfOutput's names (JinaBERT's too). */
 #define BERT_ATTENTION                                                                             \
@@ -103,7 +107,8 @@ static const naming BERT = {
     NULL,
     NULL,
     NULL,
-    NULL};
+    NULL,
+    false};
 
 /* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
 static const naming DISTILBERT = {"transformer.layer.",
@@ -126,7 +131,8 @@ static const naming DISTILBERT = {"transformer.layer.",
                                   NULL,
                                   NULL,
                                   NULL,
-                                  NULL};
+                                  NULL,
+                                  false};
 
 /* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
  * and ModernBertModel's final_norm; layer 0 has no attn_norm (the
@@ -147,7 +153,8 @@ static const naming MODERNBERT = {"layers.",
                                   "final_norm.",
                                   NULL,
                                   NULL,
-                                  NULL};
+                                  NULL,
+                                  false};
 
 /* transformers' MPNetLayer (MPNetAttention with its MPNetSelfAttention,
  * MPNetIntermediate, MPNetOutput) and MPNetEncoder's relative position
@@ -172,7 +179,8 @@ static const naming MPNET = {"encoder.layer.",
                              NULL,
                              "encoder.relative_attention_bias.weight",
                              NULL,
-                             NULL};
+                             NULL,
+                             false};
 
 /* NomicBERT's NomicBertBlock (NomicBertAttention, NomicBertGatedMLP) as
  * modeling_hf_nomic_bert.py names it: fc11(x) * act(fc12(x)), so fc12's
@@ -195,7 +203,8 @@ static const naming NOMIC = {"encoder.layers.",
                              NULL,
                              NULL,
                              NULL,
-                             NULL};
+                             NULL,
+                             false};
 
 /* JinaBERT's JinaBertLayer (jina-bert-implementation's modeling_bert.py,
  * feed_forward_type geglu): BERT's attention, then JinaBertGLUMLP's
@@ -209,7 +218,29 @@ static const naming JINA = {
     NULL,
     "attention.self.layer_norm_q.weight",
     "JinaBERT's qk-post-norm layout (jina-embeddings-v2-base-code: "
-    "LayerNorms on the queries and keys, mlp.up_gated_layer)"};
+    "LayerNorms on the queries and keys, mlp.up_gated_layer)",
+    false};
+
+/* GTE's NewLayer (Alibaba-NLP/new-impl's modeling.py: NewAttention with
+ * qkv_proj, pack_qkv true (hfconfig.c's read_gte); NewGatedMLP, whose up_gate_proj has no bias and
+ * holds the up rows, then the gate's; attn_ln and mlp_ln after each sublayer). */
+static const naming GTE = {"encoder.layer.",
+                           {[S_QKV_W] = "attention.qkv_proj.weight",
+                            [S_QKV_B] = "attention.qkv_proj.bias",
+                            [S_O_W] = "attention.o_proj.weight",
+                            [S_O_B] = "attention.o_proj.bias",
+                            [S_1_W] = "mlp.up_gate_proj.weight",
+                            [S_2_W] = "mlp.down_proj.weight",
+                            [S_2_B] = "mlp.down_proj.bias",
+                            [S_LN1_W] = "attn_ln.weight",
+                            [S_LN1_B] = "attn_ln.bias",
+                            [S_LN2_W] = "mlp_ln.weight",
+                            [S_LN2_B] = "mlp_ln.bias"},
+                           NULL,
+                           NULL,
+                           NULL,
+                           NULL,
+                           true};
 
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
@@ -233,6 +264,7 @@ static const scheme SCHEMES[] = {
     {"modernbert", &MODERNBERT, "model.", false},
     {"mpnet", &MPNET, "mpnet.", false},
     {"nomic_bert", &NOMIC, "bert.", false}, /* NomicBertForPreTraining's bert.encoder.layers... */
+    {"new", &GTE, "new.", true},            /* GTE: NewForSequenceClassification's new.encoder... */
 };
 
 /* c's scheme (its model_type's; a gated feed-forward's where the
@@ -403,6 +435,16 @@ static int bind_linear(loader *ld, enc_model *m, const char *name, const float *
     return ENC_OK;
 }
 
+/* The two halves of v (2n floats) trade places. */
+static void swap_halves(float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float t = v[i];
+        v[i] = v[n + i];
+        v[n + i] = t;
+    }
+}
+
 /* Binds every tensor of layer l, each named prefix + its name in nm. */
 static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const naming *nm)
 {
@@ -455,6 +497,8 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
         (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0))
         return rc;
+    if (nm->gate_last)
+        swap_halves(model_own(m, ly->w_1), F * D);
     if (!hp->bias)
         return ENC_OK;
     if (nm->name[S_QKV_B])
@@ -471,6 +515,8 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (halves && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
         (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
         return rc;
+    if (nm->gate_last && nm->name[S_1_B])
+        swap_halves(ly->b_1, F);
 #undef NAME
     return ENC_OK;
 }
@@ -494,8 +540,8 @@ static void layer_prefix(char *buf, size_t size, const char *model_prefix, const
 static bool stack_viewable(const loader *ld, const enc_model *m, const char *model_prefix,
                            const naming *nm, bool layer_prefixed)
 {
-    if (nm->name[S_1L_W])
-        return false; /* the feed-forward's halves are joined in params */
+    if (nm->name[S_1L_W] || nm->gate_last)
+        return false; /* the feed-forward's halves are joined, or swapped, in params */
     static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
     for (int l = 0; l < m->hp.n_layers; l++) {
         char prefix[128], name[300];
@@ -929,8 +975,10 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                         : c->max_position_embeddings > 0 ? c->max_position_embeddings
                         : pt && pt->ndim == 2            ? (int)pt->shape[0]
                                                          : 512; /* DistilBertConfig's */
-    const st_tensor *tt = nm->type ? find(ld, ENAME(nm->type), NULL) : NULL;
-    cfg.type_vocab_size = !nm->type                ? 0
+    /* GTE's type_vocab_size 0 is no table (NewEmbeddings adds none) */
+    const bool no_types = strcmp(c->model_type, "new") == 0 && c->type_vocab_size == 0;
+    const st_tensor *tt = nm->type && !no_types ? find(ld, ENAME(nm->type), NULL) : NULL;
+    cfg.type_vocab_size = !nm->type || no_types    ? 0
                           : c->type_vocab_size > 0 ? c->type_vocab_size
                           : tt && tt->ndim == 2    ? (int)tt->shape[0]
                                                    : 2; /* BertConfig's */

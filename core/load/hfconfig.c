@@ -19,6 +19,7 @@ static int read_distilbert(const json_t *root, enc_hf_config *c, enc_error *err)
 static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
@@ -53,6 +54,9 @@ static const family FAMILIES[] = {
     /* NomicBertConfig is a GPT2Config: GPT-2's key names. */
     {"nomic_bert", "n_embd", "n_head", "n_inner", "n_layer", "activation_function",
      "layer_norm_epsilon", read_nomic, true, true},
+    /* GTE's NewConfig (Alibaba-NLP/new-impl): its up_gate_proj gates with hidden_act */
+    {"new", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_gte, true, false},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -506,6 +510,91 @@ static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err)
     return ENC_OK;
 }
 
+/* GTE (model_type new: gte-base-en-v1.5, gte-large-en-v1.5,
+ * gte-multilingual-base and gte-multilingual-reranker-base, whose auto_map
+ * names Alibaba-NLP/new-impl's modeling.py, which TEI runs as well): BERT's
+ * post-norm block with a fused qkv_proj, RoPE over the
+ * whole head (rotate_half, base rope_theta, NewConfig's default 10000) in
+ * place of position embeddings, the gated feed-forward (up_gate_proj: the
+ * up rows, then the gate's, activated by hidden_act; no bias), token types
+ * when type_vocab_size > 0 (NewConfig's default 1; gte-base-en-v1.5's 0: no
+ * table).  rope_scaling {"type": "ntk", "factor": f} is
+ * NTKScalingRotaryEmbedding's fixed scaling (rope_ntk), which scales only
+ * where f > 1; its mixed_b variant and other types are refused, as are
+ * what that code computes otherwise: a position_embedding_type other than
+ * rope (its absolute table is no published checkpoint's), layer_norm_type
+ * rms_norm, logn_attention_scale true (queries scaled by log_512 of each
+ * text's length), pack_qkv false (q_proj, k_proj and v_proj apart: no
+ * published checkpoint's either).  unpad_inputs and use_memory_efficient_attention change
+ * how, not what: not read. */
+static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    int rc;
+    const json_t *pos = json_object_get(root, "position_embedding_type");
+    if (pos && !json_is_null(pos) &&
+        (!json_is_string(pos) || strcmp(json_string_value(pos), "rope") != 0)) {
+        char shown[64] = "(not a string)";
+        if (json_is_string(pos))
+            printable(shown, sizeof shown, json_string_value(pos));
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: position_embedding_type '%s' is not supported for "
+                             "model_type new (rope)",
+                             shown);
+    }
+    const json_t *norm = json_object_get(root, "layer_norm_type");
+    if (norm && !json_is_null(norm) &&
+        (!json_is_string(norm) || strcmp(json_string_value(norm), "layer_norm") != 0))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: layer_norm_type is not supported unless layer_norm "
+                             "(rms_norm: RMSNorm)");
+    bool logn = false, packed = true;
+    if ((rc = bool_field(root, "logn_attention_scale", false, &logn, err)) < 0 ||
+        (rc = bool_field(root, "pack_qkv", true, &packed, err)) < 0)
+        return rc;
+    if (!packed)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pack_qkv false is not supported (q_proj, k_proj and "
+                             "v_proj apart; attnd reads qkv_proj)");
+    if (logn)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: logn_attention_scale true is not supported (queries "
+                             "scaled by log_512 of each text's length)");
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = 10000.0; /* NewConfig's default */
+    if ((rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
+        return rc;
+    c->key_rope_theta = "rope_theta";
+    if (given(root, "rope_parameters"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_parameters is not supported for model_type new "
+                             "(its code reads rope_theta and rope_scaling)");
+    const json_t *rs = json_object_get(root, "rope_scaling");
+    if (rs && !json_is_null(rs)) {
+        const json_t *type = json_is_object(rs) ? json_object_get(rs, "type") : NULL;
+        if (!json_is_string(type) || strcmp(json_string_value(type), "ntk") != 0)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_scaling is not supported unless its type is "
+                                 "ntk (GTE's fixed NTK scaling)");
+        const json_t *mixed = json_object_get(rs, "mixed_b");
+        if (mixed && !json_is_null(mixed))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: rope_scaling.mixed_b is not supported (a scale of "
+                                 "its own for each frequency)");
+        double f = 0.0;
+        if ((rc = number_in(rs, "rope_scaling.", "factor", &f, NULL, err)) < 0)
+            return rc;
+        if (!(f > 0.0))
+            return enc_error_set(err, ENC_EINVAL, "config.json: missing 'rope_scaling.factor'");
+        hp->rope_ntk = f > 1.0 ? f : 1.0; /* the code scales only where f > 1 */
+        c->key_rope_ntk = "rope_scaling.factor";
+    }
+    c->type_vocab_size = 1; /* NewConfig's default */
+    return opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err);
+}
+
 /* transformers 5's layer_types (ModernBertConfig: "full_attention" or
  * "sliding_attention" per layer) as attnd's global_every: layer l global
  * when l mod every = 0.  Another pattern is refused naming the first layer
@@ -688,14 +777,15 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
 }
 
 /* What every family refuses or records: rope_scaling (a scaled RoPE: 4.x's
- * rotary embeddings read it, 5.x's turn it into rope_parameters),
+ * rotary embeddings read it, 5.x's turn it into rope_parameters; GTE's
+ * fixed NTK scaling is read_gte's),
  * quantization_config (the tensors are not the float ones attnd binds),
  * pruned_heads (4.x's from_pretrained prunes those heads: smaller
  * projections); the embedding module's vocab_size, max_position_embeddings
  * and pad_token_id. */
 static int read_common(const json_t *root, enc_hf_config *c, enc_error *err)
 {
-    if (given(root, "rope_scaling"))
+    if (given(root, "rope_scaling") && strcmp(c->model_type, "new") != 0) /* read_gte's */
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: rope_scaling is not supported (attnd computes RoPE "
                              "without scaling)");
@@ -758,7 +848,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert)",
+                           "nomic_bert, new)",
                            shown);
         goto done;
     }

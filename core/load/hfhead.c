@@ -75,8 +75,8 @@ static int modernbert_head(const json_t *root, const enc_hf_config *c, model_hea
 }
 
 /* The head's tensors and math for family fam ("bert", "roberta" for the
- * RoBERTa family and MPNet, "electra", "distilbert", "modernbert") and h's
- * kind. */
+ * RoBERTa family and MPNet, "electra", "distilbert", "modernbert", "new":
+ * GTE's, Alibaba-NLP/new-impl's classes) and h's kind. */
 static int layout(const json_t *root, const enc_hf_config *c, const char *fam, const char *prefix,
                   model_head *h, hf_head_names *names, bool *unsupported, enc_error *err)
 {
@@ -97,7 +97,8 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
     if (kind == ENC_HEAD_SEQUENCE) {
         SET(out_w, "classifier.weight", "");
         SET(out_b, "classifier.bias", "");
-        if (strcmp(fam, "bert") == 0) { /* BertPooler: tanh(dense(h[:, 0])), then classifier */
+        if (strcmp(fam, "bert") == 0 || strcmp(fam, "new") == 0) {
+            /* BertPooler (GTE's NewPooler): tanh(dense(h[:, 0])), then classifier */
             SET(dense, prefix, "pooler.dense.");
             h->act = HEAD_ACT_TANH;
         } else if (roberta || strcmp(fam, "electra") == 0) {
@@ -136,6 +137,13 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
         SET(out_b2, "lm_head.decoder.bias", "");
         h->act = HEAD_ACT_GELU;
         return ENC_OK;
+    }
+    if (strcmp(fam, "new") == 0) { /* NewLMPredictionHead: dense, hidden_act, norm, decoder */
+        SET(dense, "lm_head.dense.", "");
+        SET(norm, "lm_head.norm.", "");
+        SET(out_w, "lm_head.decoder.weight", "");
+        SET(out_b, "lm_head.decoder.bias", "");
+        return act_of(c->activation, "hidden_act", &h->act, err);
     }
     if (strcmp(fam, "distilbert") == 0) { /* vocab_transform, activation, vocab_layer_norm */
         SET(dense, "vocab_transform.", "");

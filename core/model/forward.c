@@ -423,8 +423,8 @@ static int rope_dim_of(const enc_model *m)
 }
 
 /* rt's cosines and sines of positions [0, need) for base theta: inv_freq_k
- * = theta^(-2k / rope_dim) and pos * inv_freq_k in double, each rounded to
- * float once. */
+ * = theta^(-2k / rope_dim) (enc_rope_inv_freq: NTK-scaled where rope_ntk
+ * says) and pos * inv_freq_k in double, each rounded to float once. */
 static int rope_fill(const enc_model *m, rope_table *rt, double theta, int need, enc_error *err)
 {
     if (need <= rt->cap)
@@ -437,7 +437,7 @@ static int rope_fill(const enc_model *m, rope_table *rt, double theta, int need,
     for (int p = rt->cap; p < need; p++) {
         float *row = t + (size_t)p * dim;
         for (int k = 0; k < half; k++) {
-            const double a = (double)p * pow(theta, -2.0 * k / dim);
+            const double a = (double)p * enc_rope_inv_freq(&m->hp, theta, k, dim);
             row[k] = (float)cos(a);
             row[half + k] = (float)sin(a);
         }

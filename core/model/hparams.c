@@ -85,6 +85,7 @@ void enc_hparams_default(enc_hparams *hp)
         .rope_theta = 10000.0,
         .rope_dim = 0,
         .rope_style = ENC_ROPE_NEOX,
+        .rope_ntk = 1.0,
         .ffn = ENC_FFN_MLP,
         .norm = ENC_NORM_LAYERNORM,
         .global_every = 1,
@@ -105,6 +106,16 @@ double enc_layer_rope_theta(const enc_hparams *hp, int l)
 {
     return enc_layer_local(hp, l) && hp->rope_theta_local > 0.0 ? hp->rope_theta_local
                                                                 : hp->rope_theta;
+}
+
+double enc_rope_inv_freq(const enc_hparams *hp, double theta, int k, int dim)
+{
+    /* GTE's NTKScalingRotaryEmbedding: the base times f, then every
+     * frequency divided by f^(2 / dim) -- only where f > 1 */
+    const double f = hp->rope_ntk;
+    if (!(f > 1.0))
+        return pow(theta, -2.0 * k / dim);
+    return pow(theta * f, -2.0 * k / dim) / pow(f, 2.0 / dim);
 }
 
 int enc_ffn_rows(const enc_hparams *hp)
@@ -198,6 +209,10 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
         (!(hp->rope_theta_local > 0.0) || !isfinite(hp->rope_theta_local)))
         return enc_error_set(err, ENC_EINVAL, "rope_theta_local (%g) must be a positive number",
                              hp->rope_theta_local);
+    if (hp->rope_ntk != 0.0 && (!(hp->rope_ntk >= 1.0) || !isfinite(hp->rope_ntk)))
+        return enc_error_set(err, ENC_EINVAL,
+                             "rope_ntk (%g) must be 1 or more (the NTK scaling factor; 1: none)",
+                             hp->rope_ntk);
     if (hp->rel_buckets != 0 &&
         (rc = check_range("rel_buckets", hp->rel_buckets, ENC_REL_BUCKETS, ENC_MAX_DIM, err)) < 0)
         return rc;

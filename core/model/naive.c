@@ -145,13 +145,16 @@ static double naive_additive(const enc_batch *in, int b, int i, int j)
 
 /* RoPE on n vectors of E doubles (stride E) of the token at position pos:
  * the first dim dims rotate, in pairs (k, k + dim/2) or (2k, 2k + 1), by
- * pos * theta^(-2k / dim). */
+ * pos * theta^(-2k / dim), times f^(-(2k + 2) / dim) under NTK scaling by
+ * f = rope_ntk > 1 (the same as (theta f)^(-2k / dim) / f^(2 / dim)). */
 static void naive_rope(double *x, int n, int E, const enc_hparams *hp, double theta, int pos)
 {
     const int dim = hp->rope_dim ? hp->rope_dim : E, half = dim / 2;
+    const double f = hp->rope_ntk > 1.0 ? hp->rope_ntk : 1.0;
     for (int v = 0; v < n; v++, x += E)
         for (int k = 0; k < half; k++) {
-            const double a = (double)pos * pow(theta, -2.0 * k / dim);
+            const double a =
+                (double)pos * pow(theta, -2.0 * k / dim) * pow(f, -(2.0 * k + 2.0) / dim);
             const int i0 = hp->rope_style == ENC_ROPE_NEOX ? k : 2 * k;
             const int i1 = hp->rope_style == ENC_ROPE_NEOX ? k + half : 2 * k + 1;
             const double x0 = x[i0], x1 = x[i1];

@@ -343,9 +343,10 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(hparams, "rope",
                             hp->position != ENC_POS_ROPE
                                 ? json_null()
-                                : json_pack("{s:f, s:i, s:s}", "theta", hp->rope_theta, "dim",
+                                : json_pack("{s:f, s:i, s:s, s:f}", "theta", hp->rope_theta, "dim",
                                             hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads,
-                                            "style", enc_rope_style_name(hp->rope_style)));
+                                            "style", enc_rope_style_name(hp->rope_style), "ntk",
+                                            hp->rope_ntk > 1.0 ? hp->rope_ntk : 1.0));
         /* MPNet's relative position bias: its buckets and table rows */
         json_object_set_new(hparams, "relative_bias",
                             hp->rel_buckets
