@@ -61,7 +61,8 @@ typedef struct naming {
      * compute, and what that variant is; NULL for none. */
     const char *variant, *variant_why;
     /* S_1_W's fused rows hold the others first, then the activated ones
-     * (GTE's up_gate_proj): swapped into w_1's order as they are bound. */
+     * (GTE's up_gate_proj): swapped into w_1's order as they are bound;
+     * such a scheme names no S_1_B (b_1 keeps its zeros). */
     bool gate_last;
 } naming;
 
@@ -515,8 +516,6 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (halves && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
         (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
         return rc;
-    if (nm->gate_last && nm->name[S_1_B])
-        swap_halves(ly->b_1, F);
 #undef NAME
     return ENC_OK;
 }

@@ -434,12 +434,12 @@ static int rope_fill(const enc_model *m, rope_table *rt, double theta, int need,
     if (!t)
         return enc_error_set(err, ENC_ENOMEM, "out of memory for RoPE's angles");
     rt->t = t;
-    for (int p = rt->cap; p < need; p++) {
-        float *row = t + (size_t)p * dim;
-        for (int k = 0; k < half; k++) {
-            const double a = (double)p * enc_rope_inv_freq(&m->hp, theta, k, dim);
-            row[k] = (float)cos(a);
-            row[half + k] = (float)sin(a);
+    for (int k = 0; k < half; k++) { /* a frequency, then its column of positions */
+        const double f = enc_rope_inv_freq(&m->hp, theta, k, dim);
+        for (int p = rt->cap; p < need; p++) {
+            const double a = (double)p * f;
+            t[(size_t)p * dim + k] = (float)cos(a);
+            t[(size_t)p * dim + half + k] = (float)sin(a);
         }
     }
     rt->cap = need;
