@@ -88,6 +88,20 @@ typedef enum enc_norm {
     ENC_NORM_LAYERNORM_BIAS,
 } enc_norm;
 
+/* DeBERTa-v2's relative attention (DisentangledSelfAttention, share_att_key
+ * true): the table's 2 span rows (after a LayerNorm when norm) go through
+ * each layer's query and key Linears; query i and key j at distance
+ * d = i - j (indices) read row r = span + bucket(d), clamped to the table
+ * (enc_dis_row): the score gets q_i . K_r (c2p) and k_j . Q_r (p2c), and
+ * the scale is 1 / sqrt(E (1 + c2p + p2c)). */
+typedef struct enc_disentangled {
+    int span;         /* att_span: the table holds 2 span rows; 0: no relative attention */
+    int buckets;      /* position_buckets: distances past buckets / 2 in log buckets; 0: none */
+    int max_position; /* max_relative_positions: where the log buckets reach buckets - 1 */
+    bool c2p, p2c;    /* which terms (pos_att_type) */
+    bool norm;        /* the table through a LayerNorm first (norm_rel_ebd layer_norm) */
+} enc_disentangled;
+
 typedef struct enc_hparams {
     int d_model;    /* D */
     int n_heads;    /* H; must divide d_model */
@@ -126,6 +140,10 @@ typedef struct enc_hparams {
      * ENC_REL_BUCKETS (transformers buckets into that many whatever the
      * table's size); 0: no bias. */
     int rel_buckets;
+    /* DeBERTa's disentangled attention (docs/model.md): every layer's scores
+     * get a content-to-position and a position-to-content term read from a
+     * relative position table shared by the layers; 0 span: none. */
+    enc_disentangled dis;
 } enc_hparams;
 
 /* MPNet's relative position buckets: T5's bidirectional scheme with 32
@@ -138,6 +156,12 @@ typedef struct enc_hparams {
  * logarithmically up to 128 (float32 arithmetic, as torch's); every
  * distance from 128 on is the last bucket of its side. */
 int enc_rel_bucket(int d);
+/* DeBERTa's table row for query i and key j, d = i - j (hp.dis, span > 0):
+ * span + make_log_bucket_position(d) (float32 arithmetic, as torch computes
+ * it), clamped to 0 .. 2 span - 1. */
+int enc_dis_row(const enc_disentangled *dis, int d);
+/* DeBERTa's scale factor, 1 + c2p + p2c: the scores are over sqrt(E times it). */
+int enc_dis_scale_factor(const enc_disentangled *dis);
 
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
 #define ENC_MAX_POSITION (1 << 20)
@@ -353,7 +377,7 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
  * with the key config.json keeps each under (for messages). */
 typedef struct enc_hf_config {
     char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert |
-                            modernbert | mpnet | nomic_bert | new (GTE) */
+                            modernbert | mpnet | nomic_bert | new (GTE) | deberta-v2 */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
     const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
@@ -378,6 +402,9 @@ typedef struct enc_hf_config {
     int embedding_size;          /* the word embeddings' width: ELECTRA's embedding_size (128 when
                                     absent, as ElectraConfig's), otherwise d_model */
     bool sinusoidal;             /* DistilBERT's sinusoidal_pos_embds */
+    bool no_types;     /* type_vocab_size 0 is no table (GTE's, DeBERTa's), not BERT's 2 */
+    bool no_positions; /* the embeddings add no position table (DeBERTa's
+                          position_biased_input false) */
     enc_dtype dtype;             /* torch_dtype (4.x) or dtype (5.x): bfloat16 when it says so,
                                     else float32 (what model.dtype auto runs) */
 } enc_hf_config;

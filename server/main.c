@@ -248,6 +248,12 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
                 hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
+    else if (hp->dis.span)
+        fprintf(stderr,
+                "attnd: positions: relative (DeBERTa's %s%s%s), %d table rows, %d log buckets "
+                "to %d\n",
+                hp->dis.c2p ? "c2p" : "", hp->dis.c2p && hp->dis.p2c ? " and " : "",
+                hp->dis.p2c ? "p2c" : "", 2 * hp->dis.span, hp->dis.buckets, hp->dis.max_position);
     if ((hp->dtype == ENC_DTYPE_BFLOAT16 || hp->dtype == ENC_DTYPE_INT8) &&
         enc_model_dtype(m) != hp->dtype)
         fprintf(stderr,

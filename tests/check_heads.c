@@ -51,6 +51,7 @@ static const char *const CASES[] = {
     "mpnet_seq",          "mpnet_token",
     "mpnet_mlm",          "gte_rerank",
     "gte_token",          "gte_mlm",
+    "deberta_seq",        "deberta_token",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 

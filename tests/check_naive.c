@@ -35,6 +35,12 @@ static const enc_hparams shapes[] = {
      * extra rows unused) with GQA */
     {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-5f, true), .rel_buckets = ENC_REL_BUCKETS},
     {HP_BASE(8, 2, 1, 12, 1, ENC_ACT_RELU, true, 1e-5f, true), .rel_buckets = 40},
+    /* DeBERTa's relative attention: log buckets past 2 (the batches' distances
+     * reach 8, past max_position's 6: the table's ends), with its norm; the
+     * plain clamped distance, c2p alone */
+    {HP_BASE(16, 4, 4, 24, 2, ENC_ACT_GELU, false, 1e-7f, true),
+     .dis = {.span = 4, .buckets = 4, .max_position = 6, .c2p = true, .p2c = true, .norm = true}},
+    {HP_BASE(12, 3, 3, 20, 1, ENC_ACT_GELU, false, 1e-7f, true), .dis = {.span = 3, .c2p = true}},
     /* gated feed-forwards: GeGLU (both GELUs), SwiGLU without biases, with RoPE */
     {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-5f, true), .ffn = ENC_FFN_GEGLU},
     {HP_BASE(16, 4, 2, 24, 1, ENC_ACT_GELU_TANH, true, 1e-5f, true), .position = ENC_POS_ROPE,
@@ -225,19 +231,28 @@ START_TEST(test_tiled_attention_threads)
     const int threads = 1 + _i % 3;
     enc_set_threads(threads);
     /* RoPE (neox, partial) and ALiBi (4 heads) through the same tiles; from
-     * 12 on, MPNet's relative position bias (distances past its 128) */
-    const enc_position pos = (enc_position)(_i / 4 % 3);
+     * 12 on, MPNet's relative position bias (distances past its 128); from
+     * 16 on, DeBERTa's (256 buckets as deberta-v3's, distances past 128) */
+    const enc_position pos = _i >= 16 ? ENC_POS_NONE : (enc_position)(_i / 4 % 3);
     /* odd _i: layer 1 local, its window inside a tile or across several;
      * with RoPE, its own base */
-    const enc_hparams hp = {HP_BASE(24, 4, 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true),
-                            .position = pos,
-                            .rope_theta = 10000.0,
-                            .rope_dim = 4,
-                            .ffn = _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP,
-                            .global_every = _i % 2 ? 2 : 1,
-                            .local_window = _i % 2 ? _i * 7 : 0,
-                            .rope_theta_local = pos == ENC_POS_ROPE && _i % 2 ? 100.0 : 0.0,
-                            .rel_buckets = _i >= 12 ? ENC_REL_BUCKETS : 0};
+    enc_hparams hp = {
+        HP_BASE(24, 4, _i >= 16 ? 4 : 2, 40, 2, ENC_ACT_GELU, _i % 2 == 0, 1e-5f, true),
+        .position = pos,
+        .rope_theta = 10000.0,
+        .rope_dim = 4,
+        .ffn = _i % 3 == 1 ? ENC_FFN_GEGLU : ENC_FFN_MLP,
+        .global_every = _i % 2 ? 2 : 1,
+        .local_window = _i % 2 ? _i * 7 : 0,
+        .rope_theta_local = pos == ENC_POS_ROPE && _i % 2 ? 100.0 : 0.0,
+        .rel_buckets = _i >= 12 && _i < 16 ? ENC_REL_BUCKETS : 0};
+    hp.dis = _i >= 16 ? (enc_disentangled){.span = 256,
+                                           .buckets = 256,
+                                           .max_position = 512,
+                                           .c2p = true,
+                                           .p2c = _i % 2 == 0,
+                                           .norm = true}
+                      : (enc_disentangled){0};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -758,7 +773,7 @@ Suite *naive_suite(void)
     Suite *s = timed_suite("naive");
     TCase *tc = timed_case(s, "fast_vs_naive", 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
-    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 16);
+    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 20);
     tcase_add_loop_test(tc, test_forward_many, 0, 2 * N_SHAPES);
     tcase_add_test(tc, test_fully_masked_row_is_zero);
     tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);

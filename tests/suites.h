@@ -60,6 +60,7 @@
     X(nomic, DAEMON) \
     X(jina, DAEMON) \
     X(gte, DAEMON) \
+    X(deberta, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

@@ -202,7 +202,7 @@ void mask_apply_keys(const seq_mask *sm, int i, int j0, int j1, float *s)
 
 bool mask_has_position_bias(const seq_mask *sm)
 {
-    return sm->alibi || sm->rel_dist;
+    return sm->alibi || sm->rel_dist || sm->dis;
 }
 
 void mask_rel_dist(float *rel_dist, const float *table, int H)
@@ -242,9 +242,28 @@ static void relative_bias(const seq_mask *sm, int h, int i, int j0, int step, co
     }
 }
 
+/* DeBERTa's terms on n scores of query i (mask_position_bias): c2p[i][r]
+ * + p2c[j][r], r the table's row for i - j (its column: r - dis_r0). */
+static void disentangled_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols,
+                              int n, float *restrict s)
+{
+    const int N = sm->dis_n, far = sm->dis_far, len = sm->len;
+    const float *c2p = sm->dis + (size_t)h * 2 * (size_t)len * (size_t)N;
+    const float *p2c = c2p + (size_t)len * (size_t)N;
+    const float *restrict qrow = c2p + (size_t)i * N;
+    const int32_t *row = sm->dis_row + far;
+    for (int k = 0; k < n; k++) {
+        const int j = cols ? cols[k] : j0 + k * step, d = i - j;
+        const int r = row[d < -far ? -far : d > far ? far : d] - sm->dis_r0;
+        s[k] += qrow[r] + p2c[(size_t)j * N + r];
+    }
+}
+
 void mask_position_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
                         float *s)
 {
+    if (sm->dis)
+        disentangled_bias(sm, h, i, j0, step, cols, n, s);
     if (sm->rel_dist)
         relative_bias(sm, h, i, j0, step, cols, n, s);
     if (!sm->alibi)

@@ -33,6 +33,13 @@ typedef struct seq_mask {
     /* MPNet's relative position bias by distance (mask_rel_dist;
      * enc_model.rel_dist), d = j - i in indices, not pos; NULL: none */
     const float *rel_dist;
+    /* DeBERTa's c2p and p2c terms (enc_model.dis_*): for head h at h * 2 *
+     * len * dis_n, c2p (len, dis_n) then p2c (len, dis_n), column c being
+     * the table's row dis_r0 + c (forward.c's phase_dis); query i and key j
+     * read the row dis_row[dis_far + clamp(i - j)]: NULL: none */
+    const float *dis;
+    int dis_n, dis_r0, dis_far;
+    const int32_t *dis_row;
 } seq_mask;
 
 /* Whether query i may see key j (both < len): the definition the tiles,
@@ -51,12 +58,13 @@ bool mask_restricted(const seq_mask *sm);
  * then adds a stretch of its head's row (mask_position_bias). */
 void mask_rel_dist(float *rel_dist, const float *table, int H);
 
-/* Whether sm adds a bias by position to the scores (ALiBi's, MPNet's). */
+/* Whether sm adds a bias by position to the scores (ALiBi's, MPNet's,
+ * DeBERTa's). */
 bool mask_has_position_bias(const seq_mask *sm);
 /* Adds head h's bias by position to n scores of query i, s[k] being key
  * cols[k]'s (cols NULL: key j0 + k * step's): ALiBi's -slope_h * |p_i - p_j|,
- * MPNet's table entry for the bucket of j - i.  Nothing when sm has
- * neither. */
+ * MPNet's table entry for the bucket of j - i, DeBERTa's c2p and p2c
+ * entries.  Nothing when sm has none. */
 void mask_position_bias(const seq_mask *sm, int h, int i, int j0, int step, const int *cols, int n,
                         float *s);
 

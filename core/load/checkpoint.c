@@ -64,6 +64,9 @@ typedef struct naming {
      * (GTE's up_gate_proj): swapped into w_1's order as they are bound;
      * such a scheme names no S_1_B (b_1 keeps its zeros). */
     bool gate_last;
+    /* DeBERTa's relative position table (hp.dis) and its LayerNorm's
+     * prefix, after the model's prefix; NULL where the scheme has none */
+    const char *dis_table, *dis_norm;
 } naming;
 
 /* nn.TransformerEncoder's state_dict (docs/contract.md section 2). */
@@ -87,7 +90,9 @@ static const naming TORCH = {"layers.",
                              NULL,
                              NULL,
                              NULL,
-                             false};
+                             false,
+                             NULL,
+                             NULL};
 
 /* BertSelfAttention's and BertSelfOutput's names (JinaBERT's too). */
 #define BERT_ATTENTION                                                                             \
@@ -109,7 +114,9 @@ static const naming BERT = {
     NULL,
     NULL,
     NULL,
-    false};
+    false,
+    NULL,
+    NULL};
 
 /* transformers' DistilBERT TransformerBlock (MultiHeadSelfAttention, FFN). */
 static const naming DISTILBERT = {"transformer.layer.",
@@ -133,7 +140,9 @@ static const naming DISTILBERT = {"transformer.layer.",
                                   NULL,
                                   NULL,
                                   NULL,
-                                  false};
+                                  false,
+                                  NULL,
+                                  NULL};
 
 /* transformers' ModernBertEncoderLayer (ModernBertAttention, ModernBertMLP)
  * and ModernBertModel's final_norm; layer 0 has no attn_norm (the
@@ -155,7 +164,9 @@ static const naming MODERNBERT = {"layers.",
                                   NULL,
                                   NULL,
                                   NULL,
-                                  false};
+                                  false,
+                                  NULL,
+                                  NULL};
 
 /* transformers' MPNetLayer (MPNetAttention with its MPNetSelfAttention,
  * MPNetIntermediate, MPNetOutput) and MPNetEncoder's relative position
@@ -181,7 +192,9 @@ static const naming MPNET = {"encoder.layer.",
                              "encoder.relative_attention_bias.weight",
                              NULL,
                              NULL,
-                             false};
+                             false,
+                             NULL,
+                             NULL};
 
 /* NomicBERT's NomicBertBlock (NomicBertAttention, NomicBertGatedMLP) as
  * modeling_hf_nomic_bert.py names it: fc11(x) * act(fc12(x)), so fc12's
@@ -205,7 +218,9 @@ static const naming NOMIC = {"encoder.layers.",
                              NULL,
                              NULL,
                              NULL,
-                             false};
+                             false,
+                             NULL,
+                             NULL};
 
 /* JinaBERT's JinaBertLayer (jina-bert-implementation's modeling_bert.py,
  * feed_forward_type geglu): BERT's attention, then JinaBertGLUMLP's
@@ -220,7 +235,9 @@ static const naming JINA = {
     "attention.self.layer_norm_q.weight",
     "JinaBERT's qk-post-norm layout (jina-embeddings-v2-base-code: "
     "LayerNorms on the queries and keys, mlp.up_gated_layer)",
-    false};
+    false,
+    NULL,
+    NULL};
 
 /* GTE's NewLayer (Alibaba-NLP/new-impl's modeling.py: NewAttention with
  * qkv_proj, pack_qkv true (hfconfig.c's read_gte); NewGatedMLP, whose up_gate_proj has no bias and
@@ -241,7 +258,37 @@ static const naming GTE = {"encoder.layer.",
                            NULL,
                            NULL,
                            NULL,
-                           true};
+                           true,
+                           NULL,
+                           NULL};
+
+/* transformers' DebertaV2Layer: BERT's, the attention's Linears named
+ * query_proj, key_proj and value_proj; the encoder's rel_embeddings and
+ * their LayerNorm. */
+static const naming DEBERTA = {"encoder.layer.",
+                               {[S_Q_W] = "attention.self.query_proj.weight",
+                                [S_Q_B] = "attention.self.query_proj.bias",
+                                [S_K_W] = "attention.self.key_proj.weight",
+                                [S_K_B] = "attention.self.key_proj.bias",
+                                [S_V_W] = "attention.self.value_proj.weight",
+                                [S_V_B] = "attention.self.value_proj.bias",
+                                [S_O_W] = "attention.output.dense.weight",
+                                [S_O_B] = "attention.output.dense.bias",
+                                [S_LN1_W] = "attention.output.LayerNorm.weight",
+                                [S_LN1_B] = "attention.output.LayerNorm.bias",
+                                [S_1_W] = "intermediate.dense.weight",
+                                [S_1_B] = "intermediate.dense.bias",
+                                [S_2_W] = "output.dense.weight",
+                                [S_2_B] = "output.dense.bias",
+                                [S_LN2_W] = "output.LayerNorm.weight",
+                                [S_LN2_B] = "output.LayerNorm.bias"},
+                               NULL,
+                               NULL,
+                               NULL,
+                               NULL,
+                               false,
+                               "encoder.rel_embeddings.weight",
+                               "encoder.LayerNorm."};
 
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
@@ -266,6 +313,7 @@ static const scheme SCHEMES[] = {
     {"mpnet", &MPNET, "mpnet.", false},
     {"nomic_bert", &NOMIC, "bert.", false}, /* NomicBertForPreTraining's bert.encoder.layers... */
     {"new", &GTE, "new.", true},            /* GTE: NewForSequenceClassification's new.encoder... */
+    {"deberta-v2", &DEBERTA, "deberta.", false},
 };
 
 /* c's scheme (its model_type's; a gated feed-forward's where the
@@ -500,6 +548,12 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         return rc;
     if (nm->gate_last)
         swap_halves(model_own(m, ly->w_1), F * D);
+    /* DeBERTa's scores are over sqrt(E (1 + c2p + p2c)): the query Linear
+     * takes the part past sqrt(E), so that attention scales as any other's
+     * (its bias too, below; the table's query rows through it as well) */
+    const float q_scale = (float)(1.0 / sqrt((double)enc_dis_scale_factor(&hp->dis)));
+    for (int64_t i = 0; q_scale != 1.0f && i < D * D; i++)
+        model_own(m, ly->w_q)[i] *= q_scale;
     if (!hp->bias)
         return ENC_OK;
     if (nm->name[S_QKV_B])
@@ -509,6 +563,8 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         return rc;
     else
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
+    for (int64_t i = 0; rc == 0 && q_scale != 1.0f && i < D; i++)
+        ly->b_qkv[i] *= q_scale;
     /* A Linear the architecture gives no bias (JinaBERT's gated_layers)
      * keeps b_1's zeros. */
     if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
@@ -541,6 +597,8 @@ static bool stack_viewable(const loader *ld, const enc_model *m, const char *mod
 {
     if (nm->name[S_1L_W] || nm->gate_last)
         return false; /* the feed-forward's halves are joined, or swapped, in params */
+    if (enc_dis_scale_factor(&m->hp.dis) != 1)
+        return false; /* the query Linear scaled in params (bind_layer) */
     static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
     for (int l = 0; l < m->hp.n_layers; l++) {
         char prefix[128], name[300];
@@ -592,6 +650,19 @@ static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const
     if (m->final_b) {
         snprintf(name, sizeof name, "%s%sbias", model_prefix, nm->final);
         if (bind(ld, name, m->final_b, D, 0) < 0)
+            return ld->err->status;
+    }
+    if (m->dis_table) {
+        snprintf(name, sizeof name, "%s%s", model_prefix, nm->dis_table ? nm->dis_table : "");
+        if (!nm->dis_table || bind(ld, name, m->dis_table, 2 * (int64_t)m->hp.dis.span, D) < 0)
+            return nm->dis_table ? ld->err->status
+                                 : enc_error_set(ld->err, ENC_EINVAL,
+                                                 "this checkpoint's architecture has no relative "
+                                                 "attention");
+        if (m->dis_ln_w && ((snprintf(name, sizeof name, "%s%sweight", model_prefix, nm->dis_norm),
+                             bind(ld, name, m->dis_ln_w, D, 0) < 0) ||
+                            (snprintf(name, sizeof name, "%s%sbias", model_prefix, nm->dis_norm),
+                             bind(ld, name, m->dis_ln_b, D, 0) < 0)))
             return ld->err->status;
     }
     if (m->rel_bias) {
@@ -963,8 +1034,8 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                         .norm_bias = enc_norm_has_bias(&m->hp)};
     const int64_t E = cfg.embedding_size;
     cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
-    if (m->hp.position != ENC_POS_NONE || !nm->pos)
-        cfg.pos = EMBED_POS_NONE; /* RoPE or ALiBi inside attention: no table added */
+    if (m->hp.position != ENC_POS_NONE || !nm->pos || c->no_positions)
+        cfg.pos = EMBED_POS_NONE; /* positions inside attention only: no table added */
     else
         cfg.pos = roberta                       ? EMBED_POS_ROBERTA
                   : distilbert && c->sinusoidal ? EMBED_POS_SINUSOIDAL
@@ -974,8 +1045,8 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                         : c->max_position_embeddings > 0 ? c->max_position_embeddings
                         : pt && pt->ndim == 2            ? (int)pt->shape[0]
                                                          : 512; /* DistilBertConfig's */
-    /* GTE's type_vocab_size 0 is no table (NewEmbeddings adds none) */
-    const bool no_types = strcmp(c->model_type, "new") == 0 && c->type_vocab_size == 0;
+    /* GTE's and DeBERTa's type_vocab_size 0 is no table (their embeddings add none) */
+    const bool no_types = c->no_types && c->type_vocab_size == 0;
     const st_tensor *tt = nm->type && !no_types ? find(ld, ENAME(nm->type), NULL) : NULL;
     cfg.type_vocab_size = !nm->type || no_types    ? 0
                           : c->type_vocab_size > 0 ? c->type_vocab_size

@@ -20,6 +20,7 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
 static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
@@ -57,6 +58,9 @@ static const family FAMILIES[] = {
     /* GTE's NewConfig (Alibaba-NLP/new-impl): its up_gate_proj gates with hidden_act */
     {"new", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "layer_norm_eps", read_gte, true, false},
+    /* DeBERTa-v2 and -v3 (DebertaV2Config) */
+    {"deberta-v2", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "layer_norm_eps", read_deberta, false, false},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -592,6 +596,137 @@ static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err)
         c->key_rope_ntk = "rope_scaling.factor";
     }
     c->type_vocab_size = 1; /* NewConfig's default */
+    c->no_types = true;
+    return opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err);
+}
+
+/* pos_att_type as DebertaV2Config keeps it: "p2c|c2p" (4.x's form), or a
+ * list of the names (5.x's), into dis's c2p and p2c. */
+static int pos_att_types(const json_t *v, enc_disentangled *dis, enc_error *err)
+{
+    char buf[128];
+    size_t n = 0;
+    if (json_is_string(v)) {
+        printable(buf, sizeof buf, json_string_value(v));
+    } else if (json_is_array(v)) {
+        buf[0] = '\0';
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            const char *t = json_string_value(json_array_get(v, i));
+            if (!t)
+                return enc_error_set(err, ENC_EINVAL,
+                                     "config.json: pos_att_type[%zu] is not a string", i);
+            n = strlen(buf);
+            snprintf(buf + n, sizeof buf - n, "%s%s", i ? "|" : "", t);
+        }
+    } else {
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pos_att_type is not a string or a list of them");
+    }
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+        while (*t == ' ')
+            t++;
+        for (n = strlen(t); n > 0 && t[n - 1] == ' ';)
+            t[--n] = '\0';
+        if (strcmp(t, "c2p") == 0)
+            dis->c2p = true;
+        else if (strcmp(t, "p2c") == 0)
+            dis->p2c = true;
+        else
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: pos_att_type '%s' is not supported (c2p, p2c)", t);
+    }
+    if (!dis->c2p && !dis->p2c)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: pos_att_type names neither c2p nor p2c (relative "
+                             "attention without its terms is not supported)");
+    return ENC_OK;
+}
+
+/* DeBERTa-v2 and -v3 (DebertaV2Config, modeling_deberta_v2.py): BERT's
+ * post-norm layer whose attention adds DisentangledSelfAttention's c2p and
+ * p2c terms from the encoder's rel_embeddings (hp.dis): att_span
+ * position_buckets (or max_relative_positions, < 1: max_position_embeddings,
+ * where there are no buckets), the table through the encoder's LayerNorm
+ * when norm_rel_ebd says layer_norm, the terms pos_att_type names, each
+ * layer's query and key Linears on the table (share_att_key).  The
+ * embeddings: the word table, a position table only where
+ * position_biased_input (DebertaV2Config's default true; deberta-v3's
+ * false), token types only where type_vocab_size > 0, the LayerNorm.  What
+ * else the code computes is refused naming the field: relative_attention
+ * false, share_att_key false (pos_key_proj and pos_query_proj of their
+ * own), another norm_rel_ebd, conv_kernel_size (deberta-v2-xlarge's
+ * convolution beside layer 0), an attention_head_size other than
+ * hidden_size / num_attention_heads, an embedding_size other than
+ * hidden_size (embed_proj before the LayerNorm). */
+static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    enc_disentangled *dis = &hp->dis;
+    bool rel = false, share = false, biased = true;
+    int rc, max_rel = -1, buckets = -1, conv = 0, head = hp->d_model / hp->n_heads;
+    int emb = hp->d_model;
+    if ((rc = bool_field(root, "relative_attention", false, &rel, err)) < 0 ||
+        (rc = bool_field(root, "share_att_key", false, &share, err)) < 0 ||
+        (rc = bool_field(root, "position_biased_input", true, &biased, err)) < 0 ||
+        (rc = opt_int_field(root, "conv_kernel_size", 0, &conv, err)) < 0 ||
+        (rc = opt_int_field(root, "attention_head_size", 1, &head, err)) < 0 ||
+        (rc = opt_int_field(root, "embedding_size", 1, &emb, err)) < 0)
+        return rc;
+    const json_t *v = json_object_get(root, "max_relative_positions");
+    if (v && !json_is_null(v) && !json_is_integer(v))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'max_relative_positions' is not an integer");
+    max_rel = v && json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    v = json_object_get(root, "position_buckets");
+    if (v && !json_is_null(v) && !json_is_integer(v))
+        return enc_error_set(err, ENC_EINVAL, "config.json: 'position_buckets' is not an integer");
+    buckets = v && json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    if (!rel)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: relative_attention false is not supported (DeBERTa "
+                             "without its relative attention)");
+    if (!share)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: share_att_key false is not supported (pos_key_proj "
+                             "and pos_query_proj of their own)");
+    if (conv > 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: conv_kernel_size is not supported (the convolution "
+                             "beside the first layer)");
+    if (head != hp->d_model / hp->n_heads)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attention_head_size %d is not supported (hidden_size "
+                             "/ num_attention_heads = %d)",
+                             head, hp->d_model / hp->n_heads);
+    if (emb != hp->d_model)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: embedding_size %d is not supported (embed_proj to "
+                             "hidden_size %d)",
+                             emb, hp->d_model);
+    const json_t *pt = json_object_get(root, "pos_att_type");
+    if (!pt || json_is_null(pt))
+        return enc_error_set(err, ENC_EINVAL, "config.json: missing 'pos_att_type'");
+    if ((rc = pos_att_types(pt, dis, err)) < 0)
+        return rc;
+    const json_t *nr = json_object_get(root, "norm_rel_ebd");
+    const char *norm = nr && !json_is_null(nr) ? json_string_value(nr) : "none";
+    if (!norm || (strcmp(norm, "none") != 0 && strcmp(norm, "layer_norm") != 0))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: norm_rel_ebd is not supported unless none or "
+                             "layer_norm");
+    dis->norm = strcmp(norm, "layer_norm") == 0;
+    if (max_rel < 1) /* DebertaV2Encoder: max_position_embeddings' (DebertaV2Config's 512) */
+        max_rel = c->max_position_embeddings > 0 ? c->max_position_embeddings : 512;
+    if (buckets > 0 && max_rel - 1 <= buckets / 2)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: max_relative_positions (or max_position_embeddings) "
+                             "%d must be above position_buckets / 2 + 1 (%d)",
+                             max_rel, buckets / 2 + 1);
+    dis->max_position = max_rel;
+    dis->buckets = buckets > 0 ? buckets : 0;
+    dis->span = buckets > 0 ? buckets : max_rel;
+    c->no_positions = !biased;
+    c->no_types = true; /* DebertaV2Config's type_vocab_size 0: none */
     return opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err);
 }
 
@@ -848,7 +983,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert, new)",
+                           "nomic_bert, new, deberta-v2)",
                            shown);
         goto done;
     }

@@ -76,7 +76,7 @@ static int modernbert_head(const json_t *root, const enc_hf_config *c, model_hea
 
 /* The head's tensors and math for family fam ("bert", "roberta" for the
  * RoBERTa family and MPNet, "electra", "distilbert", "modernbert", "new":
- * GTE's, Alibaba-NLP/new-impl's classes) and h's kind. */
+ * GTE's, Alibaba-NLP/new-impl's classes, "deberta-v2") and h's kind. */
 static int layout(const json_t *root, const enc_hf_config *c, const char *fam, const char *prefix,
                   model_head *h, hf_head_names *names, bool *unsupported, enc_error *err)
 {
@@ -111,6 +111,20 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
         } else if (strcmp(fam, "distilbert") == 0) { /* pre_classifier, ReLU, classifier */
             SET(dense, "pre_classifier.", "");
             h->act = HEAD_ACT_RELU;
+        } else if (strcmp(fam, "deberta-v2") == 0) {
+            /* ContextPooler: ACT2FN[pooler_hidden_act](dense(h[:, 0])), then classifier */
+            const json_t *act = json_object_get(root, "pooler_hidden_act");
+            const json_t *size = json_object_get(root, "pooler_hidden_size");
+            if (act && !json_is_null(act) && !json_is_string(act))
+                return BAD("config.json: a string expected for 'pooler_hidden_act'");
+            if (size && !json_is_null(size) &&
+                (!json_is_integer(size) || json_integer_value(size) != c->hp.d_model))
+                return BAD("config.json: pooler_hidden_size must be hidden_size (%d)",
+                           c->hp.d_model);
+            SET(dense, "pooler.dense.", "");
+            if (act_of(act && json_is_string(act) ? json_string_value(act) : "gelu",
+                       "pooler_hidden_act", &h->act, err) < 0)
+                return err->status;
         }
         return ENC_OK;
     }
@@ -162,7 +176,9 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
             SET(out_b, "decoder.bias", "");
         return ENC_OK;
     }
-    *unsupported = true; /* ElectraForMaskedLM (its generator head) */
+    /* ElectraForMaskedLM (its generator head); DebertaV2ForMaskedLM (its
+     * head's layout changed with transformers' legacy switch) */
+    *unsupported = true;
     return ENC_OK;
 }
 

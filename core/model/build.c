@@ -8,6 +8,7 @@
 #include "base/rng.h"
 #include "kernels/gemm.h"
 #include "kernels/mask.h"
+#include "kernels/ops.h"
 #include "model/embed.h"
 #include "model/head.h"
 
@@ -42,12 +43,34 @@ static void release_packed(enc_model *m, const enc_layer *ly)
     }
 }
 
+/* DeBERTa's rows of every layer (enc_model.dis_pos): the table through its
+ * LayerNorm, then through the layer's key Linear and its query Linear
+ * (which holds the scale: checkpoint.c), in float32 as transformers. */
+static void dis_rows(enc_model *m)
+{
+    const int D = m->hp.d_model, R = 2 * m->hp.dis.span;
+    const float *rel = m->dis_table;
+    if (m->dis_ln_w) { /* into the room after the layers' rows */
+        float *normed = m->dis_pos + (size_t)m->hp.n_layers * 2 * (size_t)R * (size_t)D;
+        ops_layernorm(normed, rel, m->dis_ln_w, m->dis_ln_b, R, D, m->hp.layer_norm_eps);
+        rel = normed;
+    }
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const enc_layer *ly = &m->layers[l];
+        float *k = m->dis_pos + (size_t)l * 2 * (size_t)R * (size_t)D, *q = k + (size_t)R * D;
+        ops_linear_cols(k, D, rel, D, ly->w_k, ly->b_qkv ? ly->b_qkv + D : NULL, R, D, 0, D, NULL);
+        ops_linear_cols(q, D, rel, D, ly->w_q, ly->b_qkv, R, D, 0, D, NULL);
+    }
+}
+
 void model_pack(enc_model *m)
 {
     if (m->rel_bias)
         mask_rel_dist(m->rel_dist, m->rel_bias, m->hp.n_heads);
     if (m->owned_released) /* the float32 weights are gone: the panels stay */
         return;
+    if (m->dis_table)
+        dis_rows(m);
     const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
@@ -113,7 +136,18 @@ static void fill_value(float *dst, size_t n, float v)
 }
 
 /* Stream numbers of enc_model_random, one per tensor of a layer. */
-enum { RNG_Q, RNG_K, RNG_V, RNG_OUT_W, RNG_FF1_W, RNG_FF1_B, RNG_FF2_W, RNG_FF2_B, RNG_REL };
+enum {
+    RNG_Q,
+    RNG_K,
+    RNG_V,
+    RNG_OUT_W,
+    RNG_FF1_W,
+    RNG_FF1_B,
+    RNG_FF2_W,
+    RNG_FF2_B,
+    RNG_REL,
+    RNG_DIS
+};
 
 enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err)
 {
@@ -151,6 +185,10 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     }
     if (m->final_w)
         fill_value(m->final_w, D, 1.0f);
+    if (m->dis_table) /* nn.Embedding again, and a LayerNorm's weight 1 */
+        fill_uniform(m->dis_table, 2 * (size_t)hp->dis.span * D, seed, 0, RNG_DIS, sqrt(3.0));
+    if (m->dis_ln_w)
+        fill_value(m->dis_ln_w, D, 1.0f);
     if (m->rel_bias) /* nn.Embedding: variance 1 (uniform in +-sqrt(3)), on layer 0's streams */
         fill_uniform(m->rel_bias, (size_t)hp->rel_buckets * (size_t)hp->n_heads, seed, 0, RNG_REL,
                      sqrt(3.0));

@@ -217,7 +217,8 @@ void embed_finish(embed_module *e, const enc_hparams *hp)
     e->info.dtype = dtypes[e->word_dtype];
     e->info.position = e->cfg.pos != EMBED_POS_NONE    ? positions[e->cfg.pos]
                        : hp->position == ENC_POS_ALIBI ? "alibi"
-                                                       : "rope";
+                       : hp->position == ENC_POS_ROPE  ? "rope"
+                                                       : "relative";
     e->info.tensors = (const char *const *)e->names;
 }
 

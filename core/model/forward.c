@@ -13,6 +13,7 @@
 #include "model/team.h"
 #include "model/workspace.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,12 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
         seq_mask sm = blockmask_seq_mask(in, bm, sq->b);
         sm.alibi = m->alibi;
         sm.rel_dist = m->rel_dist;
+        if (m->dis_row) {
+            sm.dis = ws->dis + sq->dis;
+            sm.dis_n = workspace_dis_rows(m, sq->len, &sm.dis_r0);
+            sm.dis_far = m->dis_far;
+            sm.dis_row = m->dis_row;
+        }
         sm.pos = in->positions ? in->positions + (size_t)sq->b * L : NULL;
         const bool csr = res->attn_format == ENC_FORMAT_CSR;
         const int heads = enc_attn_heads(res->attn_mode, H);
@@ -470,6 +477,45 @@ static void phase_rope(void *arg, int tid, int n)
     for (int t = t0; t < t1; t++) {
         const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
         ops_rope(ws->qkv + (size_t)t * Q, heads, E, cs, cs + half, half, m->hp.rope_style);
+    }
+}
+
+/* DeBERTa's terms of every (sequence, head), split by them: c2p = q K_r
+ * and p2c = k Q_r for the rows r the sequence reads (workspace_dis_rows),
+ * K and Q the table's rows through this layer's Linears (enc_model.dis_pos),
+ * scaled as the scores are (the query side holds the rest of the scale). */
+static void phase_dis(void *arg, int tid, int n)
+{
+    block_ctx *c = arg;
+    const enc_model *m = c->m;
+    enc_workspace *ws = c->ws;
+    const int H = m->hp.n_heads, E = m->head_dim, D = m->hp.d_model, Q = m->qkv_dim;
+    const size_t R = 2 * (size_t)m->hp.dis.span;
+    const float *pk = m->dis_pos + (size_t)c->layer * 2 * R * (size_t)D, *pq = pk + R * D;
+    const float scale = 1.0f / sqrtf((float)E);
+    int k0, k1;
+    team_split(ws->n_seqs * H, tid, n, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+        const seq_info *sq = &ws->seqs[k / H];
+        const int h = k % H, len = sq->len;
+        int r0;
+        const int N = workspace_dis_rows(m, len, &r0);
+        float *c2p = ws->dis + sq->dis + (size_t)h * 2 * (size_t)len * (size_t)N;
+        const float *q = ws->qkv + (size_t)sq->row * Q + (size_t)h * E;
+        const float *kk = q + D; /* n_kv_heads = n_heads */
+        const size_t off = (size_t)r0 * D + (size_t)h * E;
+        const struct {
+            bool on;
+            const float *a, *b;
+        } term[2] = {{m->hp.dis.c2p, q, pk + off}, {m->hp.dis.p2c, kk, pq + off}};
+        for (int t = 0; t < 2; t++) { /* a term the model does not have stays 0 */
+            float *out = c2p + (size_t)t * len * N;
+            if (term[t].on)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, N, E, scale, term[t].a, Q,
+                            term[t].b, D, 0.0f, out, N);
+            else
+                memset(out, 0, (size_t)len * N * sizeof *out);
+        }
     }
 }
 
@@ -707,6 +753,8 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     if (hp->position == ENC_POS_ROPE && !c.lin_rope)
         workspace_run(ws, phase_rope, &c);
     c.lin_rope = false;
+    if (m->dis_row)
+        workspace_run(ws, phase_dis, &c);
     if (c.kt)
         workspace_run(ws, phase_keys, &c);
     if (ws->gathering)
@@ -930,6 +978,8 @@ static int reserve_batch(const enc_model *m, enc_workspace *ws, enc_job *jobs, i
         rc = workspace_reserve_masks(ws, jobs, n, p->bms, p->local, &err);
     if (rc == 0 && m->hp.position == ENC_POS_ROPE)
         rc = rope_positions(ws, jobs, n, p->T, &err);
+    if (rc == 0 && m->dis_row)
+        rc = workspace_reserve_dis(ws, jobs, n, &err);
     return rc < 0 ? fail_live_jobs(jobs, n, rc, &err) : 0;
 }
 
@@ -942,7 +992,7 @@ static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *job
 {
     const int D = m->hp.d_model, H = m->hp.n_heads;
     int row = 0;
-    size_t kt = 0, goff = 0;
+    size_t kt = 0, goff = 0, doff = 0;
     bool ids = false; /* some batch gives token ids: the embedding module runs */
     ws->n_seqs = 0;
     for (int j = 0; j < n; j++) {
@@ -955,7 +1005,8 @@ static void pack_batch(const enc_model *m, enc_workspace *ws, const enc_job *job
         size_t csr = 0;
         for (int b = 0; b < in->B; b++) {
             const int len = in->lengths ? in->lengths[b] : L;
-            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff};
+            ws->seqs[ws->n_seqs++] = (seq_info){j, b, row, len, kt, csr, goff, doff};
+            doff += workspace_dis_floats(m, len);
             goff += workspace_job_gather_floats(m, p->bms, p->local, j, b);
             csr += (size_t)heads * p->bms[j]->seqs[b].nnz;
             kt += (size_t)m->hp.n_kv_heads * attention_keys_floats(len, m->head_dim);

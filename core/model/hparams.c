@@ -150,6 +150,30 @@ int enc_rel_bucket(int d)
     return side + (v < half - 1 ? v : half - 1);
 }
 
+int enc_dis_row(const enc_disentangled *dis, int d)
+{
+    int b = d;
+    const int mid = dis->buckets / 2, a = d < 0 ? -d : d;
+    if (dis->buckets > 0 && a > mid) {
+        /* make_log_bucket_position: ceil(log(|d| / mid) / log((max_position
+         * - 1) / mid) * (mid - 1)) + mid, in float32 as torch computes it,
+         * with d's sign; |d| is capped first where the row is the last one
+         * anyway, so that the float stays exact */
+        const int far = a < (1 << 24) ? a : (1 << 24);
+        const float den = logf((float)((double)(dis->max_position - 1) / mid));
+        const float t = ceilf(logf((float)far / (float)mid) / den * (float)(mid - 1));
+        const int lb = t < (float)(2 * dis->span) ? (int)t + mid : 2 * dis->span + mid;
+        b = d < 0 ? -lb : lb;
+    }
+    const int r = dis->span + b;
+    return r < 0 ? 0 : r > 2 * dis->span - 1 ? 2 * dis->span - 1 : r;
+}
+
+int enc_dis_scale_factor(const enc_disentangled *dis)
+{
+    return dis->span > 0 ? 1 + dis->c2p + dis->p2c : 1;
+}
+
 /* Checks one integer setting is in [lo, hi]. */
 static int check_range(const char *name, int v, int lo, int hi, enc_error *err)
 {
@@ -216,6 +240,32 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
     if (hp->rel_buckets != 0 &&
         (rc = check_range("rel_buckets", hp->rel_buckets, ENC_REL_BUCKETS, ENC_MAX_DIM, err)) < 0)
         return rc;
+    const enc_disentangled *dis = &hp->dis;
+    if (dis->span != 0) {
+        if ((rc = check_range("dis.span", dis->span, 1, ENC_MAX_DIM, err)) < 0 ||
+            (dis->buckets != 0 &&
+             (rc = check_range("dis.buckets", dis->buckets, 2, ENC_MAX_DIM, err)) < 0))
+            return rc;
+        if (dis->buckets &&
+            (dis->max_position - 1 <= dis->buckets / 2 || dis->max_position > ENC_MAX_POSITION))
+            return enc_error_set(err, ENC_EINVAL,
+                                 "dis.max_position (%d) must be above dis.buckets / 2 + 1 (%d) "
+                                 "and at most %d",
+                                 dis->max_position, dis->buckets / 2 + 1, ENC_MAX_POSITION);
+        if (!dis->c2p && !dis->p2c)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "relative attention (dis.span %d) needs c2p, p2c or both",
+                                 dis->span);
+        if (hp->n_kv_heads != hp->n_heads)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "relative attention (dis.span %d) needs n_kv_heads = n_heads",
+                                 dis->span);
+        if (hp->position != ENC_POS_NONE || hp->rel_buckets)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "DeBERTa's relative attention (dis.span %d) takes no other "
+                                 "positions inside attention (position %s, rel_buckets %d)",
+                                 dis->span, enc_position_name(hp->position), hp->rel_buckets);
+    }
     if ((unsigned)hp->position > ENC_POS_ALIBI)
         return enc_error_set(err, ENC_EINVAL, "position (%d) must be none, rope or alibi",
                              (int)hp->position);

@@ -63,6 +63,30 @@ enc_model *model_alloc(const enc_hparams *hp, enc_error *err)
     return m;
 }
 
+/* DeBERTa's table, its norm, the layers' rows built on it and the row of
+ * each distance (enc_model.dis_*); -1 when out of memory. */
+static int dis_alloc(enc_model *m)
+{
+    const enc_disentangled *dis = &m->hp.dis;
+    const size_t D = (size_t)m->hp.d_model, rows = 2 * (size_t)dis->span;
+    /* the nearest distance from which the rows are the first and the last
+     * (the buckets grow with it: validated, within ENC_MAX_POSITION + span) */
+    int far = 0;
+    while (enc_dis_row(dis, far) < 2 * dis->span - 1 || enc_dis_row(dis, -far) > 0)
+        far++;
+    m->dis_far = far;
+    if (!(m->dis_table = calloc(rows * D, sizeof *m->dis_table)) ||
+        !(m->dis_pos = calloc((2 * (size_t)m->hp.n_layers + 1) * rows * D, sizeof *m->dis_pos)) ||
+        !(m->dis_row = calloc(2 * (size_t)far + 1, sizeof *m->dis_row)) ||
+        (dis->norm && !(m->dis_ln_w = calloc(2 * D, sizeof *m->dis_ln_w))))
+        return -1;
+    if (dis->norm)
+        m->dis_ln_b = m->dis_ln_w + D;
+    for (int d = -far; d <= far; d++)
+        m->dis_row[far + d] = enc_dis_row(dis, d);
+    return 0;
+}
+
 enc_model *model_new(const enc_hparams *hp, enc_error *err)
 {
     if (enc_hparams_validate(hp, err) < 0)
@@ -86,8 +110,12 @@ enc_model *model_new(const enc_hparams *hp, enc_error *err)
             !(m->rel_dist = calloc((size_t)hp->n_heads * MASK_REL_ROW, sizeof *m->rel_dist)))
             goto nomem;
     }
-    m->n_params =
-        layer_floats(m, -1, NULL, NULL, true) + (size_t)hp->rel_buckets * (size_t)hp->n_heads;
+    if (hp->dis.span > 0 && dis_alloc(m) < 0)
+        goto nomem;
+    m->n_params = layer_floats(m, -1, NULL, NULL, true) +
+                  (size_t)hp->rel_buckets * (size_t)hp->n_heads +
+                  (size_t)2 * (size_t)hp->dis.span * (size_t)hp->d_model +
+                  (hp->dis.span > 0 && hp->dis.norm ? 2 * (size_t)hp->d_model : 0);
     for (int l = 0; l < hp->n_layers; l++)
         m->n_params += layer_floats(m, l, NULL, NULL, true);
     if (!(m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers)))
@@ -181,6 +209,10 @@ void model_storage_free(enc_model *m)
     free(m->alibi);
     free(m->rel_bias);
     free(m->rel_dist);
+    free(m->dis_table);
+    free(m->dis_ln_w);
+    free(m->dis_pos);
+    free(m->dis_row);
     mem_zfree(m->params, m->n_owned * sizeof *m->params);
     for (size_t i = 0; i < m->n_maps; i++) {
         munmap(m->maps[i].addr, m->maps[i].size);

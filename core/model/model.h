@@ -76,6 +76,18 @@ struct enc_model {
      * MASK_REL_ROW: mask_rel_dist, which model_pack runs). */
     float *rel_bias;
     float *rel_dist;
+    /* DeBERTa's relative attention (hp.dis): the table (2 span, D) and its
+     * LayerNorm's weight and bias (D each, when hp.dis.norm), else NULL;
+     * built on them by model_pack, each layer's key rows and query rows
+     * (the table, normed, through the layer's key and query Linears: (2
+     * span, D) each, keys first, layer after layer; then the normed table); and the table's row
+     * for each distance d in -dis_far .. dis_far at dis_row[dis_far + d]
+     * (farther, the first row or the last). */
+    float *dis_table;
+    float *dis_ln_w, *dis_ln_b;
+    float *dis_pos;
+    int32_t *dis_row;
+    int dis_far;
     char architecture[32]; /* config.json's model_type, or "" */
     struct model_file {
         char *name;      /* as in the directory */

@@ -248,10 +248,20 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
     double *gate = malloc((size_t)L * F * sizeof *gate);
     const size_t emb_E = m->embed ? (size_t)m->embed->cfg.embedding_size : 1;
     double *emb = malloc((size_t)L * emb_E * sizeof *emb);
-    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p || !gate || !emb) {
+    /* DeBERTa: the table (normed), and a layer's key and query rows of it */
+    const size_t R = 2 * (size_t)hp->dis.span;
+    double *rel = malloc((R ? R : 1) * D * sizeof *rel),
+           *posk = malloc((R ? R : 1) * D * sizeof *posk);
+    double *posq = malloc((R ? R : 1) * D * sizeof *posq);
+    if (!x || !a || !q || !z || !o || !k || !v || !hid || !p || !gate || !emb || !rel || !posk ||
+        !posq) {
         rc = enc_error_set(err, ENC_ENOMEM, "out of memory in the naive forward");
         goto done;
     }
+    for (size_t t = 0; t < R * D; t++)
+        rel[t] = m->dis_table[t];
+    if (R && hp->dis.norm)
+        naive_layernorm(rel, rel, m->dis_ln_w, m->dis_ln_b, (int)R, D, hp->layer_norm_eps);
     memset(res->out, 0, (size_t)B * LD * sizeof *res->out);
     const size_t attn_per_seq = (size_t)enc_attn_heads(res->attn_mode, H) * L * L;
     for (int l = 0; l < hp->n_layers && res->attn_mode != ENC_ATTN_NONE; l++)
@@ -283,6 +293,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             naive_linear(q, a, wq, bq, len, D, D);
             naive_linear(k, a, wk, bk, len, D, KV);
             naive_linear(v, a, wv, bv, len, D, KV);
+            if (R) { /* the query Linear holds DeBERTa's scale (checkpoint.c) */
+                naive_linear(posk, rel, wk, bk, (int)R, D, KV);
+                naive_linear(posq, rel, wq, bq, (int)R, D, D);
+            }
             const int32_t *pos = in->positions ? in->positions + (size_t)b * L : NULL;
             for (int i = 0; hp->position == ENC_POS_ROPE && i < len; i++) {
                 naive_rope(q + (size_t)i * D, H, E, hp, theta, pos ? pos[i] : i);
@@ -311,6 +325,16 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                         }
                         if (hp->rel_buckets) /* MPNet: table[bucket(j - i)][h], indices */
                             p[j] += m->rel_bias[(size_t)enc_rel_bucket(j - i) * H + h];
+                        if (R) { /* DeBERTa: q_i . K_r + k_j . Q_r, r the row of i - j */
+                            const size_t r = (size_t)enc_dis_row(&hp->dis, i - j) * D + h * E;
+                            double c2p = 0, p2c = 0;
+                            for (int e = 0; e < E; e++) {
+                                c2p += q[(size_t)i * D + h * E + e] * posk[r + e];
+                                p2c += k[(size_t)j * KV + g * E + e] * posq[r + e];
+                            }
+                            p[j] += ((hp->dis.c2p ? c2p : 0) + (hp->dis.p2c ? p2c : 0)) /
+                                    sqrt((double)E);
+                        }
                         if (p[j] > max)
                             max = p[j];
                     }
@@ -384,5 +408,8 @@ done:
     free(p);
     free(gate);
     free(emb);
+    free(rel);
+    free(posk);
+    free(posq);
     return rc;
 }

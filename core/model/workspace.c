@@ -151,6 +151,7 @@ void enc_workspace_free(enc_workspace *ws)
         team_free(ws->team);
     }
     free(ws->gather);
+    free(ws->dis);
     free(ws->resid);
     free(ws->head);
     free(ws->tokpos);
@@ -320,6 +321,33 @@ int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
     const size_t n_resid = ws->cap_T * (2 * (size_t)m->hp.n_heads + (size_t)m->hp.d_model);
     if (residue && !grow_floats(&ws->resid, &ws->cap_resid, n_resid))
         return enc_error_set(err, ENC_ENOMEM, "out of memory for the strided pattern's state");
+    return ENC_OK;
+}
+
+int workspace_dis_rows(const enc_model *m, int len, int *r0)
+{
+    const int far = m->dis_far, d = len - 1 < far ? len - 1 : far;
+    *r0 = m->dis_row[far - d];
+    return m->dis_row[far + d] - *r0 + 1;
+}
+
+size_t workspace_dis_floats(const enc_model *m, int len)
+{
+    int r0;
+    if (!m->dis_row || len <= 0)
+        return 0;
+    return 2 * (size_t)m->hp.n_heads * (size_t)len * (size_t)workspace_dis_rows(m, len, &r0);
+}
+
+int workspace_reserve_dis(enc_workspace *ws, const enc_job *jobs, int n, enc_error *err)
+{
+    size_t need = 0;
+    for (int j = 0; j < n; j++)
+        for (int b = 0; jobs[j].rc == 0 && b < jobs[j].in->B; b++)
+            need += workspace_dis_floats(ws->m, jobs[j].in->lengths ? jobs[j].in->lengths[b]
+                                                                    : jobs[j].in->L);
+    if (!grow_floats(&ws->dis, &ws->cap_dis, need))
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for the relative attention's terms");
     return ENC_OK;
 }
 

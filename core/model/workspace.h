@@ -23,6 +23,7 @@ typedef struct seq_info {
     size_t kt;
     size_t csr;    /* CSR weights: where its values start in a layer's (floats) */
     size_t gather; /* its gathered columns' keys and values in the workspace's gather */
+    size_t dis;    /* its DeBERTa terms in the workspace's dis (workspace_dis_floats) */
 } seq_info;
 
 /* One unit of attention work on packed sequence seq: query rows [i0, i1)
@@ -89,6 +90,8 @@ struct enc_workspace {
     float *gather;    /* every sequence's gathered columns (attention_gather), its own
                          allocation: sized by the masks, not the batch shape */
     size_t cap_gather;
+    float *dis; /* every sequence's DeBERTa terms (phase_dis), its own allocation */
+    size_t cap_dis;
     bool gathering; /* this batch has gathered columns or residue classes */
     int ldh;        /* h's row stride: F, padded for the GEMM (gemm_padded_ld) */
     int n_seqs;
@@ -118,6 +121,14 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
 int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
                             const enc_blockmask *const *bms, const enc_blockmask *const *lbms,
                             enc_error *err);
+/* Room for every live job's sequences' DeBERTa terms.  0 or ENC_ENOMEM. */
+int workspace_reserve_dis(enc_workspace *ws, const enc_job *jobs, int n, enc_error *err);
+
+/* DeBERTa's table rows a sequence of len tokens reads (enc_model.dis_*):
+ * returns how many, the first in *r0. */
+int workspace_dis_rows(const enc_model *m, int len, int *r0);
+/* Floats of a sequence's c2p and p2c terms, every head; 0 without them. */
+size_t workspace_dis_floats(const enc_model *m, int len);
 
 /* Floats of one key/value head's gathered area of a sequence: its gathered
  * columns, then its residue classes. */

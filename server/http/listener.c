@@ -354,6 +354,19 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
                                             "max_distance", ENC_REL_MAX_DISTANCE, "rows",
                                             hp->rel_buckets)
                                 : json_null());
+        /* DeBERTa's relative attention: its table, buckets and terms */
+        const enc_disentangled *dis = &hp->dis;
+        json_t *terms = json_array();
+        if (dis->c2p)
+            json_array_append_new(terms, json_string("c2p"));
+        if (dis->p2c)
+            json_array_append_new(terms, json_string("p2c"));
+        json_object_set_new(hparams, "relative_attention",
+                            dis->span
+                                ? json_pack("{s:i, s:i, s:i, s:o, s:b}", "span", dis->span,
+                                            "buckets", dis->buckets, "max_position",
+                                            dis->max_position, "terms", terms, "norm", dis->norm)
+                                : (json_decref(terms), json_null()));
         /* the block's norms, and each layer's attention (docs/api.md) */
         json_object_set_new(hparams, "norm", json_string(enc_norm_name(hp->norm)));
         json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
