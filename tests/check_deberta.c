@@ -5,8 +5,8 @@
  * refused, the query Linear holding the scores' extra scale, the fast and
  * the naive forward, and text end to end against
  * tests/fixtures/hf/deberta_text (tools/fixtures/make_text_fixtures.py: the
- * ids from Hugging Face's tokenizers on the xlmr tokenizer fixture, a
- * SentencePiece Unigram as deberta-v3's own, the outputs from
+ * ids from Hugging Face's tokenizers on the deberta-v3 tokenizer fixture,
+ * a SentencePiece Unigram as DebertaV2Converter writes it, the outputs from
  * tools/fixtures/deberta_reference.py's forward written after
  * modeling_deberta_v2.py, checked against its float64 formulation). */
 #include "daemon.h"
@@ -268,6 +268,28 @@ START_TEST(test_published_forms_read)
 }
 END_TEST
 
+/* microsoft/deberta-v3-base's own form: config.json without legacy
+ * (DebertaV2Config's default true: cls.predictions.*) over a file whose MLM
+ * head is lm_predictions.* (DeBERTa's own names) -- transformers leaves
+ * that head randomly initialised; attnd serves the encoder and leaves the
+ * head out, saying why. */
+START_TEST(test_mlm_head_under_other_names)
+{
+    static const char *const files[] = {"model.safetensors", NULL};
+    static const char *const drop[] = {"legacy", NULL};
+    scratch s;
+    scratch_make(&s, TESTS_DIR "/fixtures/heads/deberta_mlm_new", "{}", drop, files);
+    enc_model *m = hf_load(s.dir);
+    ck_assert_ptr_null(enc_model_head(m));
+    ck_assert_str_eq(enc_model_head_unsupported(m), "DebertaV2ForMaskedLM");
+    ck_assert_msg(strstr(enc_model_head_note(m), "cls.predictions.transform.dense.weight") &&
+                      strstr(enc_model_head_note(m), "are not in the files"),
+                  "%s", enc_model_head_note(m));
+    enc_model_free(m);
+    scratch_free(&s);
+}
+END_TEST
+
 /* deberta-v3's path, text in: Hugging Face's ids, the reference's
  * last_hidden_state of them, sentence-transformers' mean pooled, normalized
  * embeddings; /v1/model's hyperparameters say what was read. */
@@ -302,6 +324,7 @@ Suite *deberta_suite(void)
     tcase_add_test(tc, test_forward_and_naive_match);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_published_forms_read);
+    tcase_add_test(tc, test_mlm_head_under_other_names);
     tcase_add_test(tc, test_text_end_to_end);
     return s;
 }

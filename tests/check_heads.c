@@ -52,6 +52,7 @@ static const char *const CASES[] = {
     "mpnet_mlm",          "gte_rerank",
     "gte_token",          "gte_mlm",
     "deberta_seq",        "deberta_token",
+    "deberta_mlm",        "deberta_mlm_new",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 

@@ -647,6 +647,11 @@ START_TEST(test_flops_formula)
     enc_hparams hp = {HP_BASE(768, 12, 12, 3072, 1, ENC_ACT_GELU, false, 1e-5f, true)};
     double f = enc_forward_flops(&hp, 1, 128);
     ck_assert_double_eq_tol(f / 1e9, 1.86, 0.01);
+    /* deberta-v3-base's layer adds c2p and p2c: distances -127 .. 127 reach
+     * rows 129 .. 383 of its 512, so 2 x 2 x 12 heads x 128 x 255 x 64 */
+    hp.dis = (enc_disentangled){
+        .span = 256, .buckets = 256, .max_position = 512, .c2p = true, .p2c = true};
+    ck_assert_double_eq(enc_forward_flops(&hp, 1, 128) - f, 2.0 * 2 * 12 * 128 * 255 * 64);
 }
 END_TEST
 

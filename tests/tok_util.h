@@ -19,6 +19,7 @@ static const char *const NAMES[] = {
     "roberta-merges-str",
     "modernbert",
     "xlmr",
+    "deberta-v3",
     "unigram-fallback",
     "llama-bpe",
     "llama-bpe-metaspace",

@@ -135,7 +135,22 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
     if (tie && !json_is_boolean(tie))
         return BAD("config.json: a boolean expected for 'tie_word_embeddings'");
     names->tied = !tie || json_is_true(tie);
-    if (strcmp(fam, "bert") == 0) { /* BertLMPredictionHead */
+    const json_t *legacy = json_object_get(root, "legacy");
+    if (legacy && !json_is_null(legacy) && !json_is_boolean(legacy))
+        return BAD("config.json: a boolean expected for 'legacy'");
+    if (strcmp(fam, "deberta-v2") == 0 && legacy && json_is_false(legacy)) {
+        /* DebertaV2LMPredictionHead (legacy false): dense, hidden_act,
+         * LayerNorm, then the word table itself (no decoder of its own) */
+        SET(dense, "lm_predictions.lm_head.dense.", "");
+        SET(norm, "lm_predictions.lm_head.LayerNorm.", "");
+        SET(out_w, "lm_predictions.lm_head.decoder.weight", "");
+        SET(out_b, "lm_predictions.lm_head.bias", "");
+        names->tied = true;
+        return act_of(c->activation, "hidden_act", &h->act, err);
+    }
+    if (strcmp(fam, "bert") == 0 || strcmp(fam, "deberta-v2") == 0) {
+        /* BertLMPredictionHead; DeBERTa's LegacyDebertaV2LMPredictionHead
+         * (config.json's legacy, DebertaV2Config's default true), the same */
         SET(dense, "cls.predictions.transform.dense.", "");
         SET(norm, "cls.predictions.transform.LayerNorm.", "");
         SET(out_w, "cls.predictions.decoder.weight", "");
@@ -176,9 +191,7 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
             SET(out_b, "decoder.bias", "");
         return ENC_OK;
     }
-    /* ElectraForMaskedLM (its generator head); DebertaV2ForMaskedLM (its
-     * head's layout changed with transformers' legacy switch) */
-    *unsupported = true;
+    *unsupported = true; /* ElectraForMaskedLM (its generator head) */
     return ENC_OK;
 }
 

@@ -1125,6 +1125,11 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
                            + 2.0 * T * D * enc_ffn_rows(hp) /* feed-forward in */
                            + 2.0 * T * D * F;               /* feed-forward out */
     double flops = 0.0;
+    if (hp->dis.span > 0 && L > 0) { /* DeBERTa's c2p and p2c: each (L, E) by (E, rows) */
+        const int far = L - 1;
+        const double rows = enc_dis_row(&hp->dis, far) - enc_dis_row(&hp->dis, -far) + 1;
+        flops += hp->n_layers * (hp->dis.c2p + hp->dis.p2c) * 2.0 * B * hp->n_heads * L * rows * E;
+    }
     for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
         const double pairs =
             enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window) : (double)L * L;
