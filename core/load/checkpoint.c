@@ -552,8 +552,11 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
      * takes the part past sqrt(E), so that attention scales as any other's
      * (its bias too, below; the table's query rows through it as well) */
     const float q_scale = (float)(1.0 / sqrt((double)enc_dis_scale_factor(&hp->dis)));
-    for (int64_t i = 0; q_scale != 1.0f && i < D * D; i++)
-        model_own(m, ly->w_q)[i] *= q_scale;
+    if (q_scale != 1.0f) {
+        float *wq = model_own(m, ly->w_q);
+        for (int64_t i = 0; i < D * D; i++)
+            wq[i] *= q_scale;
+    }
     if (!hp->bias)
         return ENC_OK;
     if (nm->name[S_QKV_B])

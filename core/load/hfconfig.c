@@ -600,6 +600,20 @@ static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err)
     return opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err);
 }
 
+/* An optional integer field of any sign (DebertaV2Config's -1: "none"), in
+ * *out; absent or null: *out unchanged. */
+static int any_int_field(const json_t *root, const char *key, int *out, enc_error *err)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v))
+        return ENC_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < -(1 << 30) ||
+        json_integer_value(v) > (1 << 30))
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' is not an integer", key);
+    *out = (int)json_integer_value(v);
+    return ENC_OK;
+}
+
 /* pos_att_type as DebertaV2Config keeps it: "p2c|c2p" (4.x's form), or a
  * list of the names (5.x's), into dis's c2p and p2c. */
 static int pos_att_types(const json_t *v, enc_disentangled *dis, enc_error *err)
@@ -672,15 +686,9 @@ static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err)
         (rc = opt_int_field(root, "attention_head_size", 1, &head, err)) < 0 ||
         (rc = opt_int_field(root, "embedding_size", 1, &emb, err)) < 0)
         return rc;
-    const json_t *v = json_object_get(root, "max_relative_positions");
-    if (v && !json_is_null(v) && !json_is_integer(v))
-        return enc_error_set(err, ENC_EINVAL,
-                             "config.json: 'max_relative_positions' is not an integer");
-    max_rel = v && json_is_integer(v) ? (int)json_integer_value(v) : -1;
-    v = json_object_get(root, "position_buckets");
-    if (v && !json_is_null(v) && !json_is_integer(v))
-        return enc_error_set(err, ENC_EINVAL, "config.json: 'position_buckets' is not an integer");
-    buckets = v && json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    if ((rc = any_int_field(root, "max_relative_positions", &max_rel, err)) < 0 ||
+        (rc = any_int_field(root, "position_buckets", &buckets, err)) < 0)
+        return rc;
     if (!rel)
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: relative_attention false is not supported (DeBERTa "
