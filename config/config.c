@@ -37,7 +37,7 @@ typedef enum cfg_type {
     CFG_POS,      /* enc_position: none | rope | alibi */
     CFG_ROPE,     /* enc_rope_style: neox | gptj */
     CFG_FFN,      /* enc_ffn: mlp | geglu | swiglu */
-    CFG_NORM,     /* enc_norm: layernorm | layernorm_nobias | layernorm_bias */
+    CFG_NORM,     /* enc_norm: layernorm | layernorm_nobias | layernorm_bias | rmsnorm */
     CFG_POOL,     /* enc_pooling: auto | cls | mean | max | last */
     CFG_AUTOBOOL, /* int: -1 auto, 0 false, 1 true (a boolean, or "auto") */
     CFG_DTYPE,    /* enc_dtype: float32 | bfloat16 | int8 | auto */
@@ -154,7 +154,8 @@ typedef enum cfg_type {
       "in linear1, input then gate")                                                               \
     X("model.norm", "--norm", "ATTND_NORM", CFG_NORM, model.hp.norm, "KIND", "layernorm", 0, 0,   \
       "the block's norms: layernorm | layernorm_nobias (a weight and no bias, as ModernBERT's) | " \
-      "layernorm_bias (a bias even with model.bias false, as NomicBERT's)")                        \
+      "layernorm_bias (a bias even with model.bias false, as NomicBERT's) | rmsnorm (a weight, "    \
+      "no centring, no bias: Qwen3's)")                                                             \
     X("model.final_norm", "--final-norm", "ATTND_FINAL_NORM", CFG_BOOL, model.hp.final_norm,       \
       "BOOL", "false", 0, 0, "a norm after the last layer (tensors norm.weight, norm.bias)")      \
     X("model.first_attn_norm", "--first-attn-norm", "ATTND_FIRST_ATTN_NORM", CFG_BOOL,            \
@@ -414,9 +415,11 @@ static int store(attnd_config *cfg, const cfg_setting *s, const cfg_value *v, co
         return ENC_OK;
     case CFG_NORM:
         if (enc_norm_parse(v->s, (enc_norm *)p) < 0)
-            return enc_error_set(err, ENC_EINVAL,
-                                 "%s: %s is not one of layernorm, layernorm_nobias, layernorm_bias",
-                                 src, text);
+            return enc_error_set(
+                err, ENC_EINVAL,
+                "%s: %s is not one of layernorm, layernorm_nobias, layernorm_bias, "
+                "rmsnorm",
+                src, text);
         return ENC_OK;
     case CFG_POOL:
         if (enc_pooling_parse(v->s, (enc_pooling *)p) < 0)

@@ -9,7 +9,7 @@
  * Shape letters used in comments throughout core/:
  *   B  sequences in a batch          L  padded sequence length
  *   D  d_model                       H  n_heads (query heads)
- *   G  n_kv_heads (key/value heads)  E  head size = D / H
+ *   G  n_kv_heads (key/value heads)  E  head size (D / H, or hp.head_dim)
  *   F  d_ff                          T  real tokens in a batch (sum of lengths)
  *
  *     enc_hparams hp;
@@ -81,11 +81,13 @@ typedef enum enc_dtype {
 /* The block's norms: LayerNorm with a weight and a bias (the bias only when
  * bias is on), with a weight only (ModernBERT's norm_bias false), or with a
  * weight and a bias whatever bias says (NomicBERT's bias-free Linears
- * beside norms with biases). */
+ * beside norms with biases); or RMSNorm, x / sqrt(mean(x^2) + eps) times a
+ * weight, no bias (T5's, Llama's, Qwen3's). */
 typedef enum enc_norm {
     ENC_NORM_LAYERNORM,
     ENC_NORM_LAYERNORM_NOBIAS,
     ENC_NORM_LAYERNORM_BIAS,
+    ENC_NORM_RMS,
 } enc_norm;
 
 /* DeBERTa-v2's relative attention (DisentangledSelfAttention, share_att_key
@@ -104,8 +106,18 @@ typedef struct enc_disentangled {
 
 typedef struct enc_hparams {
     int d_model;    /* D */
-    int n_heads;    /* H; must divide d_model */
+    int n_heads;    /* H; must divide d_model unless head_dim is set */
     int n_kv_heads; /* G; must divide n_heads */
+    /* E, each head's size; 0: D / H.  Set, H E may differ from D: q is
+     * (H E) wide and the out-projection takes H E to D (Qwen3's head_dim). */
+    int head_dim;
+    /* A decoder's attention: query i sees keys j <= i only, on every layer,
+     * on top of the batch's own mask (Qwen3). */
+    bool causal;
+    /* Each head's q and k through a norm of E dims (hp.norm's kind, one
+     * weight per layer shared by the heads) before RoPE (Qwen3's q_norm,
+     * k_norm). */
+    bool qk_norm;
     int d_ff;       /* F */
     int n_layers;   /* blocks in the stack, >= 1 */
     enc_activation activation;
@@ -163,6 +175,9 @@ int enc_dis_row(const enc_disentangled *dis, int d);
 /* DeBERTa's scale factor, 1 + c2p + p2c: the scores are over sqrt(E times it). */
 int enc_dis_scale_factor(const enc_disentangled *dis);
 
+/* E: hp.head_dim, or D / H when it is 0. */
+int enc_head_dim(const enc_hparams *hp);
+
 /* Positions (a batch's positions, RoPE's and ALiBi's) are below this. */
 #define ENC_MAX_POSITION (1 << 20)
 
@@ -192,8 +207,8 @@ int enc_ffn_rows(const enc_hparams *hp);
 /* "float32" | "bfloat16" | "auto" both ways; 0 or ENC_EINVAL. */
 int enc_dtype_parse(const char *name, enc_dtype *out);
 const char *enc_dtype_name(enc_dtype dtype);
-/* "layernorm" | "layernorm_nobias" | "layernorm_bias" both ways; 0 or
- * ENC_EINVAL. */
+/* "layernorm" | "layernorm_nobias" | "layernorm_bias" | "rmsnorm" both
+ * ways; 0 or ENC_EINVAL. */
 int enc_norm_parse(const char *name, enc_norm *out);
 const char *enc_norm_name(enc_norm norm);
 /* Whether the norms have a bias: norm layernorm_bias, or layernorm with

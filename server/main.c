@@ -245,7 +245,7 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
         fprintf(stderr, "attnd: positions: rope, %s, theta %g%s%.4g, %d of %d dimensions a head\n",
                 enc_rope_style_name(hp->rope_style), hp->rope_theta,
                 hp->rope_ntk > 1.0 ? ", ntk factor " : "", hp->rope_ntk > 1.0 ? hp->rope_ntk : 0.0,
-                hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads, hp->d_model / hp->n_heads);
+                hp->rope_dim ? hp->rope_dim : enc_head_dim(hp), enc_head_dim(hp));
     else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
     else if (hp->dis.span)
@@ -254,6 +254,11 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
                 "to %d\n",
                 hp->dis.c2p ? "c2p" : "", hp->dis.c2p && hp->dis.p2c ? " and " : "",
                 hp->dis.p2c ? "p2c" : "", 2 * hp->dis.span, hp->dis.buckets, hp->dis.max_position);
+    if (hp->causal || hp->qk_norm)
+        fprintf(stderr, "attnd: attention: %s%s%s, %d dimensions a head\n",
+                hp->causal ? "causal (a decoder's: key j <= query i)" : "",
+                hp->causal && hp->qk_norm ? ", " : "", hp->qk_norm ? "q and k normed per head" : "",
+                enc_head_dim(hp));
     if ((hp->dtype == ENC_DTYPE_BFLOAT16 || hp->dtype == ENC_DTYPE_INT8) &&
         enc_model_dtype(m) != hp->dtype)
         fprintf(stderr,

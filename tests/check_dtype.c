@@ -83,6 +83,7 @@ static accuracy compare(const enc_model *f32, const enc_model *bf16, const float
 {
     enc_batch in = {.x = x, .B = B, .L = L, .lengths = lengths};
     in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE; /* every key */
+    in.mask.causal = enc_model_hparams(f32)->causal; /* a decoder's: every earlier one */
     return compare_batch(f32, bf16, &in, ENC_ATTN_HEADS);
 }
 
@@ -410,6 +411,7 @@ static float *forward_out(const enc_model *m, const float *x, int B, int L, cons
     float *out = xcalloc((size_t)B * L * D, sizeof *out);
     enc_batch in = {.x = x, .B = B, .L = L, .lengths = lengths};
     in.mask.window_left = in.mask.window_right = ENC_WINDOW_NONE;
+    in.mask.causal = enc_model_hparams(m)->causal;
     enc_result res = {.out = out};
     enc_workspace *ws = enc_workspace_new(m);
     enc_error err = {0};
@@ -658,7 +660,8 @@ static float *ret_embed(const enc_model *m, const tok_tokenizer *t, char texts[]
         }
     tok_encoding_free(&e);
     const enc_ids in_ids = {.input_ids = ids};
-    const enc_batch in = {.ids = &in_ids, .B = n, .L = L, .lengths = lengths};
+    enc_batch in = {.ids = &in_ids, .B = n, .L = L, .lengths = lengths};
+    in.mask.causal = enc_model_hparams(m)->causal;
     float *x = xcalloc((size_t)n * L * D, sizeof *x), *v = xcalloc((size_t)n * D, sizeof *v);
     enc_workspace *ws = enc_workspace_new(m);
     enc_result res = {.out = x, .attn_mode = ENC_ATTN_NONE};

@@ -520,8 +520,8 @@ START_TEST(test_settings_refused)
         {{"--no-first-attn-norm"},
          "model: first_attn_norm false (layer 0's attention norm the "
          "identity) needs norm_first true"},
-        {{"--norm", "rmsnorm"},
-         "--norm: 'rmsnorm' is not one of layernorm, layernorm_nobias, layernorm_bias"},
+        {{"--norm", "groupnorm"},
+         "--norm: 'groupnorm' is not one of layernorm, layernorm_nobias, layernorm_bias, rmsnorm"},
         {{"--ffn", "geglu", "--activation", "relu"}, "ffn geglu gates with the GELU"},
         {{"--model-dir", DIR, "--global-every", "2"},
          "model.global_every: --global-every gives 2, but " MB_DIR

@@ -72,6 +72,16 @@ static const enc_hparams shapes[] = {
      .final_norm = true, .first_norm_identity = true, .position = ENC_POS_ROPE,
      .rope_theta = 160000.0, .rope_theta_local = 10.0, .ffn = ENC_FFN_GEGLU, .global_every = 3,
      .local_window = 2},
+    /* heads wider than D / H (H E = 18 over D 12); Qwen3's block: RMSNorm,
+     * q and k normed per head, causal, GQA, heads of 8 over D 16, SwiGLU, no
+     * bias; the same with whole panels (D 64, heads of 32, H E 128) */
+    {HP_BASE(12, 3, 3, 20, 1, ENC_ACT_GELU, false, 1e-5f, true), .head_dim = 6},
+    {HP_BASE(16, 4, 2, 24, 2, ENC_ACT_GELU, true, 1e-6f, false), .head_dim = 8,
+     .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .causal = true,
+     .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .ffn = ENC_FFN_SWIGLU},
+    {HP_BASE(64, 4, 2, 96, 2, ENC_ACT_GELU, true, 1e-6f, false), .head_dim = 32,
+     .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .causal = true,
+     .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .ffn = ENC_FFN_SWIGLU},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -116,7 +126,7 @@ static void rand_batch_make(rand_batch *rb, const enc_model *m, uint64_t *st, in
             rb->lengths[b] = rand_int(st, 1, L);
         rb->in.lengths = rb->lengths;
     }
-    mk->causal = variant & 2;
+    mk->causal = (variant & 2) || m->hp.causal; /* a decoder's always */
     if (variant & 4) {
         mk->window_left = rand_int(st, -1, 3);
         mk->window_right = rand_int(st, -1, 3);
@@ -253,6 +263,16 @@ START_TEST(test_tiled_attention_threads)
                                            .p2c = _i % 2 == 0,
                                            .norm = true}
                       : (enc_disentangled){0};
+    if (_i >= 20) /* Qwen3's block: causal, heads of 16 (H E 64 over D 24), q and k normed */
+        hp = (enc_hparams){HP_BASE(24, 4, 2, 40, 2, ENC_ACT_GELU, true, 1e-6f, false),
+                           .head_dim = 16,
+                           .norm = ENC_NORM_RMS,
+                           .final_norm = true,
+                           .qk_norm = true,
+                           .causal = true,
+                           .position = ENC_POS_ROPE,
+                           .rope_theta = 1000000.0,
+                           .ffn = ENC_FFN_SWIGLU};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -276,7 +296,7 @@ START_TEST(test_tiled_attention_threads)
             in.mask.stride = 11;
             in.positions = given;
         }
-        in.mask.causal = variant == 1;
+        in.mask.causal = variant == 1 || hp.causal;
         if (variant == 2) {
             in.mask.window_left = 5;
             in.mask.window_right = 9;
@@ -778,7 +798,7 @@ Suite *naive_suite(void)
     Suite *s = timed_suite("naive");
     TCase *tc = timed_case(s, "fast_vs_naive", 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
-    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 20);
+    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 24);
     tcase_add_loop_test(tc, test_forward_many, 0, 2 * N_SHAPES);
     tcase_add_test(tc, test_fully_masked_row_is_zero);
     tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);

@@ -61,6 +61,7 @@
     X(jina, DAEMON) \
     X(gte, DAEMON) \
     X(deberta, DAEMON) \
+    X(qwen3, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

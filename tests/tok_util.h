@@ -18,6 +18,7 @@ static const char *const NAMES[] = {
     "roberta",
     "roberta-merges-str",
     "modernbert",
+    "qwen3",
     "xlmr",
     "deberta-v3",
     "unigram-fallback",

@@ -93,6 +93,36 @@ void ops_layernorm(float *out, const float *in, const float *w, const float *b, 
     }
 }
 
+void ops_rmsnorm(float *out, const float *in, const float *w, int M, int D, float eps)
+{
+    for (int i = 0; i < M; i++) {
+        const float *x = in + (size_t)i * D;
+        float *y = out + (size_t)i * D;
+        double lane[DLANES] = {0}; /* double: see ops_layernorm */
+        int j = 0;
+        for (; j + DLANES <= D; j += DLANES)
+            for (int k = 0; k < DLANES; k++)
+                lane[k] += (double)x[j + k] * x[j + k];
+        double ms = 0.0;
+        for (int k = 0; k < DLANES; k++)
+            ms += lane[k];
+        for (; j < D; j++)
+            ms += (double)x[j] * x[j];
+        const double rstd = 1.0 / sqrt(ms / D + (double)eps);
+        for (j = 0; j < D; j++)
+            y[j] = (float)(x[j] * rstd) * w[j];
+    }
+}
+
+void ops_norm(enc_norm kind, float *out, const float *in, const float *w, const float *b, int M,
+              int D, float eps)
+{
+    if (kind == ENC_NORM_RMS)
+        ops_rmsnorm(out, in, w, M, D, eps);
+    else
+        ops_layernorm(out, in, w, b, M, D, eps);
+}
+
 VECTOR_CLONES
 static bool all_finite(const float *x, size_t n)
 {

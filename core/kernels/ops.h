@@ -23,6 +23,12 @@ void ops_bias_act_cols(float *out, int ldc, const float *b, int M, int n0, int n
  * Statistics in double, so no finite input overflows. */
 void ops_layernorm(float *out, const float *in, const float *w, const float *b, int M, int D,
                    float eps);
+/* out (M, D) = in / sqrt(mean(in^2) + eps) * w, by rows (RMSNorm); out
+ * may be in.  Statistics in double. */
+void ops_rmsnorm(float *out, const float *in, const float *w, int M, int D, float eps);
+/* ops_rmsnorm when kind is ENC_NORM_RMS (b unused), else ops_layernorm. */
+void ops_norm(enc_norm kind, float *out, const float *in, const float *w, const float *b, int M,
+              int D, float eps);
 /* x (n) += y (n) */
 void ops_residual(float *x, const float *y, size_t n);
 /* x (n) = act(x) in place */

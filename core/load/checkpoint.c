@@ -46,6 +46,8 @@ typedef enum slot {
     S_LN1_B,
     S_LN2_W, /* after the feed-forward (post-norm), or before it */
     S_LN2_B,
+    S_QN_W, /* each head's query norm (hp.qk_norm), shared by the heads */
+    S_KN_W,
     N_SLOTS
 } slot;
 
@@ -290,6 +292,33 @@ static const naming DEBERTA = {"encoder.layer.",
                                "encoder.rel_embeddings.weight",
                                "encoder.LayerNorm."};
 
+/* transformers' Qwen3DecoderLayer (Qwen3Attention with its per-head q_norm
+ * and k_norm, Qwen3MLP: down_proj(act(gate_proj(x)) * up_proj(x)), so
+ * gate_proj's rows are the activated ones) and Qwen3Model's final norm. */
+static const naming QWEN3 = {"layers.",
+                             {[S_Q_W] = "self_attn.q_proj.weight",
+                              [S_Q_B] = "self_attn.q_proj.bias",
+                              [S_K_W] = "self_attn.k_proj.weight",
+                              [S_K_B] = "self_attn.k_proj.bias",
+                              [S_V_W] = "self_attn.v_proj.weight",
+                              [S_V_B] = "self_attn.v_proj.bias",
+                              [S_O_W] = "self_attn.o_proj.weight",
+                              [S_O_B] = "self_attn.o_proj.bias",
+                              [S_1_W] = "mlp.gate_proj.weight",
+                              [S_1L_W] = "mlp.up_proj.weight",
+                              [S_2_W] = "mlp.down_proj.weight",
+                              [S_LN1_W] = "input_layernorm.weight",
+                              [S_LN2_W] = "post_attention_layernorm.weight",
+                              [S_QN_W] = "self_attn.q_norm.weight",
+                              [S_KN_W] = "self_attn.k_norm.weight"},
+                             "norm.",
+                             NULL,
+                             NULL,
+                             NULL,
+                             false,
+                             NULL,
+                             NULL};
+
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
  * checkpoints ("bert." in BertForMaskedLM's names). */
@@ -314,6 +343,8 @@ static const scheme SCHEMES[] = {
     {"nomic_bert", &NOMIC, "bert.", false}, /* NomicBertForPreTraining's bert.encoder.layers... */
     {"new", &GTE, "new.", true},            /* GTE: NewForSequenceClassification's new.encoder... */
     {"deberta-v2", &DEBERTA, "deberta.", false},
+    /* Qwen3-Embedding's file is Qwen3Model's (layers.{i}...), Qwen3ForCausalLM's model.layers... */
+    {"qwen3", &QWEN3, "model.", true},
 };
 
 /* c's scheme (its model_type's; a gated feed-forward's where the
@@ -498,7 +529,7 @@ static void swap_halves(float *v, int64_t n)
 static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const naming *nm)
 {
     const enc_hparams *hp = &m->hp;
-    const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim;
+    const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim, Z = m->q_dim;
     const int64_t F1 = enc_ffn_rows(hp); /* gated: input rows, then gate rows */
     enc_layer *ly = &m->layers[l];
     char name[256];
@@ -514,10 +545,10 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
                                  "give q_proj_weight, k_proj_weight and v_proj_weight",
                                  name, hp->n_kv_heads, hp->n_heads);
         if ((rc = bind_linear(ld, m, name, &ly->w_q, Q, D)) == 0) {
-            ly->w_k = ly->w_q + D * D; /* one tensor: its rows q's, then k's, then v's */
+            ly->w_k = ly->w_q + Z * D; /* one tensor: its rows q's, then k's, then v's */
             ly->w_v = ly->w_k + KV * D;
         }
-    } else if ((rc = bind_linear(ld, m, NAME(S_Q_W), &ly->w_q, D, D)) < 0 ||
+    } else if ((rc = bind_linear(ld, m, NAME(S_Q_W), &ly->w_q, Z, D)) < 0 ||
                (rc = bind_linear(ld, m, NAME(S_K_W), &ly->w_k, KV, D)) < 0 ||
                (rc = bind_linear(ld, m, NAME(S_V_W), &ly->w_v, KV, D)) < 0) {
         return rc;
@@ -536,7 +567,7 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
                              name, (long long)t1->shape[0], enc_ffn_name(hp->ffn), (long long)F1,
                              (long long)F);
     /* Layer 0's attention norm may be the identity: no ln1 to bind. */
-    if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, D)) < 0 ||
+    if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, Z)) < 0 ||
         (!halves && (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0) ||
         (halves && ((rc = bind(ld, NAME(S_1_W), model_own(m, ly->w_1), F, D)) < 0 ||
                     (rc = bind(ld, NAME(S_1L_W), model_own(m, ly->w_1) + F * D, F, D)) < 0)) ||
@@ -544,7 +575,9 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
         (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
-        (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0))
+        (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0) ||
+        (ly->qn_w && (rc = bind(ld, NAME(S_QN_W), ly->qn_w, m->head_dim, 0)) < 0) ||
+        (ly->kn_w && (rc = bind(ld, NAME(S_KN_W), ly->kn_w, m->head_dim, 0)) < 0))
         return rc;
     if (nm->gate_last)
         swap_halves(model_own(m, ly->w_1), F * D);
@@ -554,19 +587,19 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     const float q_scale = (float)(1.0 / sqrt((double)enc_dis_scale_factor(&hp->dis)));
     if (q_scale != 1.0f) {
         float *wq = model_own(m, ly->w_q);
-        for (int64_t i = 0; i < D * D; i++)
+        for (int64_t i = 0; i < Z * D; i++)
             wq[i] *= q_scale;
     }
     if (!hp->bias)
         return ENC_OK;
     if (nm->name[S_QKV_B])
         rc = bind(ld, NAME(S_QKV_B), ly->b_qkv, Q, 0);
-    else if ((rc = bind(ld, NAME(S_Q_B), ly->b_qkv, D, 0)) < 0 ||
-             (rc = bind(ld, NAME(S_K_B), ly->b_qkv + D, KV, 0)) < 0)
+    else if ((rc = bind(ld, NAME(S_Q_B), ly->b_qkv, Z, 0)) < 0 ||
+             (rc = bind(ld, NAME(S_K_B), ly->b_qkv + Z, KV, 0)) < 0)
         return rc;
     else
-        rc = bind(ld, NAME(S_V_B), ly->b_qkv + D + KV, KV, 0);
-    for (int64_t i = 0; rc == 0 && q_scale != 1.0f && i < D; i++)
+        rc = bind(ld, NAME(S_V_B), ly->b_qkv + Z + KV, KV, 0);
+    for (int64_t i = 0; rc == 0 && q_scale != 1.0f && i < Z; i++)
         ly->b_qkv[i] *= q_scale;
     /* A Linear the architecture gives no bias (JinaBERT's gated_layers)
      * keeps b_1's zeros. */
@@ -981,6 +1014,8 @@ static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight"
 static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight", NULL,
                                          "embeddings.token_type_embeddings.weight", "emb_ln.",
                                          NULL};
+/* Qwen3Model's embed_tokens: the word row alone */
+static const embed_naming QWEN3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL};
 
 /* model_type's embedding module's names. */
 static const embed_naming *embed_naming_of(const char *model_type)
@@ -989,6 +1024,7 @@ static const embed_naming *embed_naming_of(const char *model_type)
                ? &NO_TYPES_EMBED
            : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
            : strcmp(model_type, "nomic_bert") == 0 ? &NOMIC_EMBED
+           : strcmp(model_type, "qwen3") == 0      ? &QWEN3_EMBED
                                                    : &BERT_EMBED;
 }
 
@@ -1034,7 +1070,8 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
     embed_config cfg = {.embedding_size = c->embedding_size > 0 ? c->embedding_size : D,
                         .pad_token_id = c->pad_token_id,
                         .eps = m->hp.layer_norm_eps,
-                        .norm_bias = enc_norm_has_bias(&m->hp)};
+                        .norm_bias = enc_norm_has_bias(&m->hp),
+                        .no_norm = !nm->norm};
     const int64_t E = cfg.embedding_size;
     cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
     if (m->hp.position != ENC_POS_NONE || !nm->pos || c->no_positions)
@@ -1126,9 +1163,9 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
         bind_embed(ld, e, ENAME(nm->type), e->type, cfg.type_vocab_size, E) < 0)
         return ld->err->status;
     char base[256];
-    snprintf(base, sizeof base, "%s%s", prefix, nm->norm);
+    snprintf(base, sizeof base, "%s%s", prefix, nm->norm ? nm->norm : "");
     snprintf(name, sizeof name, "%sweight", base);
-    if (bind_embed(ld, e, name, e->ln_w, E, 0) < 0)
+    if (e->ln_w && bind_embed(ld, e, name, e->ln_w, E, 0) < 0)
         return ld->err->status;
     snprintf(name, sizeof name, "%sbias", base);
     if (e->ln_b && bind_embed(ld, e, name, e->ln_b, E, 0) < 0)

@@ -21,6 +21,7 @@ static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
@@ -61,6 +62,9 @@ static const family FAMILIES[] = {
     /* DeBERTa-v2 and -v3 (DebertaV2Config) */
     {"deberta-v2", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "layer_norm_eps", read_deberta, false, false},
+    /* Qwen3 (Qwen3Config): Qwen3-Embedding's decoder; Qwen3MLP gates with hidden_act */
+    {"qwen3", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "rms_norm_eps", read_qwen3, true, false},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -779,6 +783,81 @@ static int layer_pattern(const json_t *lt, int n_layers, int *every, enc_error *
     return ENC_OK;
 }
 
+/* Qwen3 (transformers' Qwen3Config, Qwen3Model: Qwen/Qwen3-Embedding-0.6B,
+ * -4B, -8B and their fine-tunes): a decoder served as an encoder.
+ * Pre-norm with RMSNorm (rms_norm_eps) and a final norm; attention causal
+ * on every layer, with num_key_value_heads key/value heads of head_dim
+ * (Qwen3Config's default hidden_size / num_attention_heads; Qwen3's own
+ * are wider: 16 x 128 over hidden 1024), each head's q and k through an
+ * RMSNorm of its own (q_norm, k_norm) before RoPE (rotate_half over the
+ * whole head, base rope_parameters.rope_theta in 5.x, rope_theta in 4.x,
+ * default 10000); Qwen3MLP's down(act(gate(x)) * up(x)); no bias in any
+ * Linear; the embeddings are embed_tokens alone.  Refused: attention_bias
+ * true (no published checkpoint's), a sliding window (use_sliding_window
+ * true in 4.x, a sliding_attention layer_types entry in 5.x). */
+static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    bool attn_bias = false, sliding = false;
+    int rc;
+    if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
+        (rc = bool_field(root, "use_sliding_window", false, &sliding, err)) < 0 ||
+        (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
+        (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0)
+        return rc;
+    if (attn_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attention_bias true is not supported (biases on "
+                             "q_proj, k_proj, v_proj and o_proj only)");
+    if (sliding)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: use_sliding_window true is not supported (the layers "
+                             "from max_window_layers on attend within sliding_window)");
+    const json_t *lt = json_object_get(root, "layer_types");
+    for (size_t l = 0; lt && !json_is_null(lt) && l < json_array_size(lt); l++) {
+        const char *s = json_string_value(json_array_get(lt, l));
+        if (!s || strcmp(s, "full_attention") != 0)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: layer_types[%zu] is not supported unless "
+                                 "full_attention (every layer attends to every earlier token)",
+                                 l);
+    }
+    if (lt && !json_is_null(lt) &&
+        (!json_is_array(lt) || json_array_size(lt) != (size_t)hp->n_layers))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
+                             "entries",
+                             hp->n_layers);
+    hp->norm_first = true;
+    hp->bias = false;
+    hp->norm = ENC_NORM_RMS;
+    hp->final_norm = true;
+    hp->qk_norm = true;
+    hp->causal = true;
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = 10000.0; /* Qwen3Config's default */
+    double factor = 1.0;
+    bool theta_given = false, factor_given = false;
+    const json_t *rp = json_object_get(root, "rope_parameters");
+    if (rp && !json_is_null(rp) &&
+        (rc = rope_entry(rp, "rope_parameters.", &hp->rope_theta, &theta_given, &factor,
+                         &factor_given, err)) < 0)
+        return rc;
+    if (factor_given && factor != 1.0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_parameters.partial_rotary_factor %g is not "
+                             "supported (Qwen3 rotates the whole head)",
+                             factor);
+    c->key_rope_theta = theta_given ? "rope_parameters.rope_theta" : "rope_theta";
+    if (!theta_given && (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
+        return rc;
+    c->no_types = true; /* embed_tokens alone: no token types, no positions */
+    c->no_positions = true;
+    return ENC_OK;
+}
+
 /* ModernBERT (transformers' ModernBertConfig, ModernBertEncoderLayer):
  * pre-norm, layer 0's attention norm the identity, a final norm; a GLU
  * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) over the
@@ -991,7 +1070,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert, new, deberta-v2)",
+                           "nomic_bert, new, deberta-v2, qwen3)",
                            shown);
         goto done;
     }

@@ -23,15 +23,16 @@
  * (model_release_owned: every forward reads the bfloat16 or int8 panels). */
 static void release_packed(enc_model *m, const enc_layer *ly)
 {
-    const size_t D = (size_t)m->hp.d_model, KV = (size_t)m->kv_dim, f = sizeof(float);
+    const size_t D = (size_t)m->hp.d_model, KV = (size_t)m->kv_dim, Z = (size_t)m->q_dim;
+    const size_t f = sizeof(float);
     const struct {
         const float *w;
         size_t bytes;
         const gemm_packed *pk;
-    } ws[] = {{ly->w_q, D * D * f, ly->pk_qkv},
+    } ws[] = {{ly->w_q, Z * D * f, ly->pk_qkv},
               {ly->w_k, KV * D * f, ly->pk_qkv},
               {ly->w_v, KV * D * f, ly->pk_qkv},
-              {ly->w_o, D * D * f, ly->pk_o},
+              {ly->w_o, D * Z * f, ly->pk_o},
               {ly->w_1, (size_t)enc_ffn_rows(&m->hp) * D * f, ly->pk_1},
               {ly->w_2, D * (size_t)m->hp.d_ff * f, ly->pk_2}};
     for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
@@ -72,6 +73,7 @@ void model_pack(enc_model *m)
     if (m->dis_table)
         dis_rows(m);
     const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;
+    const int Z = m->q_dim;
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
         enc_layer *ly = &m->layers[l];
@@ -80,20 +82,20 @@ void model_pack(enc_model *m)
         gemm_packed_free(ly->pk_1);
         gemm_packed_free(ly->pk_2);
         const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v};
-        const int rows[3] = {D, KV, KV};
+        const int rows[3] = {Z, KV, KV};
         if (m->hp.dtype == ENC_DTYPE_BFLOAT16) {
             ly->pk_qkv = gemm_pack_parts_bf16(qkv, rows, 3, D);
-            ly->pk_o = gemm_pack_bf16(ly->w_o, D, D);
+            ly->pk_o = gemm_pack_bf16(ly->w_o, D, Z);
             ly->pk_1 = gemm_pack_bf16(ly->w_1, F1, D);
             ly->pk_2 = gemm_pack_bf16(ly->w_2, D, F);
         } else if (m->hp.dtype == ENC_DTYPE_INT8) { /* on any CPU, as bfloat16 */
             ly->pk_qkv = gemm_pack_parts_int8(qkv, rows, 3, D);
-            ly->pk_o = gemm_pack_int8(ly->w_o, D, D);
+            ly->pk_o = gemm_pack_int8(ly->w_o, D, Z);
             ly->pk_1 = gemm_pack_int8(ly->w_1, F1, D);
             ly->pk_2 = gemm_pack_int8(ly->w_2, D, F);
         } else {
             ly->pk_qkv = gemm_pack_parts(qkv, rows, 3, D);
-            ly->pk_o = gemm_pack(ly->w_o, D, D);
+            ly->pk_o = gemm_pack(ly->w_o, D, Z);
             ly->pk_1 = gemm_pack(ly->w_1, F1, D);
             ly->pk_2 = gemm_pack(ly->w_2, D, F);
         }
@@ -155,23 +157,23 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
     if (!m)
         return NULL;
     const size_t D = (size_t)hp->d_model, F = (size_t)hp->d_ff, KV = (size_t)m->kv_dim;
-    const size_t F1 = (size_t)enc_ffn_rows(hp);
+    const size_t F1 = (size_t)enc_ffn_rows(hp), Z = (size_t)m->q_dim;
     for (int l = 0; l < hp->n_layers; l++) {
         enc_layer *ly = &m->layers[l];
         float *w_qkv = model_own(m, ly->w_q); /* q, k and v rows one after the other */
-        if (hp->n_kv_heads == hp->n_heads) {
+        if (hp->n_kv_heads == hp->n_heads && Z == D) {
             /* nn.MultiheadAttention: xavier_uniform_ over the whole (3D, D). */
             fill_uniform(w_qkv, 3 * D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + 3 * D)));
         } else {
             /* Separate q/k/v weights: xavier_uniform_ on each. */
-            fill_uniform(w_qkv, D * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + D)));
-            fill_uniform(w_qkv + D * D, KV * D, seed, l, RNG_K, sqrt(6.0 / (double)(D + KV)));
-            fill_uniform(w_qkv + D * D + KV * D, KV * D, seed, l, RNG_V,
+            fill_uniform(w_qkv, Z * D, seed, l, RNG_Q, sqrt(6.0 / (double)(D + Z)));
+            fill_uniform(w_qkv + Z * D, KV * D, seed, l, RNG_K, sqrt(6.0 / (double)(D + KV)));
+            fill_uniform(w_qkv + Z * D + KV * D, KV * D, seed, l, RNG_V,
                          sqrt(6.0 / (double)(D + KV)));
         }
         /* nn.Linear: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in),
          * and its bias the same bound; MHA zeroes its two biases. */
-        fill_uniform(model_own(m, ly->w_o), D * D, seed, l, RNG_OUT_W, 1.0 / sqrt((double)D));
+        fill_uniform(model_own(m, ly->w_o), D * Z, seed, l, RNG_OUT_W, 1.0 / sqrt((double)Z));
         fill_uniform(model_own(m, ly->w_1), F1 * D, seed, l, RNG_FF1_W, 1.0 / sqrt((double)D));
         fill_uniform(model_own(m, ly->w_2), D * F, seed, l, RNG_FF2_W, 1.0 / sqrt((double)F));
         if (hp->bias) {
@@ -182,6 +184,10 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
         if (ly->ln1_w) /* layer 0's may be the identity */
             fill_value(ly->ln1_w, D, 1.0f);
         fill_value(ly->ln2_w, D, 1.0f);
+        if (ly->qn_w) { /* Qwen3RMSNorm's weight: ones */
+            fill_value(ly->qn_w, (size_t)m->head_dim, 1.0f);
+            fill_value(ly->kn_w, (size_t)m->head_dim, 1.0f);
+        }
     }
     if (m->final_w)
         fill_value(m->final_w, D, 1.0f);

@@ -43,7 +43,8 @@ embed_module *embed_new(const embed_config *cfg, int D, enc_error *err)
     const size_t E = (size_t)cfg->embedding_size;
     const size_t P = cfg->pos == EMBED_POS_NONE ? 0 : (size_t)cfg->max_positions;
     const size_t TV = (size_t)cfg->type_vocab_size, proj = E != (size_t)D;
-    e->n_params = P * E + TV * E + E + (cfg->norm_bias ? E : 0) + (proj ? (size_t)D * E + D : 0);
+    const bool ln = !cfg->no_norm, ln_b = ln && cfg->norm_bias;
+    e->n_params = P * E + TV * E + (ln ? E : 0) + (ln_b ? E : 0) + (proj ? (size_t)D * E + D : 0);
     if (!(e->params = mem_zalloc(e->n_params * sizeof *e->params))) {
         embed_free(e);
         enc_error_set(err, ENC_ENOMEM, "out of memory for the embedding module's tables");
@@ -57,8 +58,8 @@ embed_module *embed_new(const embed_config *cfg, int D, enc_error *err)
     } while (0)
     CARVE(pos, P * E, P > 0);
     CARVE(type, TV * E, TV > 0);
-    CARVE(ln_w, E, true);
-    CARVE(ln_b, E, cfg->norm_bias);
+    CARVE(ln_w, E, ln);
+    CARVE(ln_b, E, ln_b);
     CARVE(proj_w, (size_t)D * E, proj);
     CARVE(proj_b, (size_t)D, proj);
 #undef CARVE
@@ -353,9 +354,9 @@ void embed_rows(const embed_module *e, const enc_batch *in, int b, int i0, int i
                 p = ids[i] != pad ? pad + ++real : pad;
             ops_residual(y, e->pos + (size_t)p * E, (size_t)E);
         }
-        if (ldo != E)
+        if (ldo != E && e->ln_w)
             ops_layernorm(y, y, e->ln_w, e->ln_b, 1, E, cfg->eps);
     }
-    if (ldo == E) /* the rows in one call */
+    if (ldo == E && e->ln_w) /* the rows in one call */
         ops_layernorm(out, out, e->ln_w, e->ln_b, i1 - i0, E, cfg->eps);
 }

@@ -38,9 +38,11 @@ typedef struct embed_config {
     embed_pos pos;
     float eps;      /* the module's LayerNorm's */
     bool norm_bias; /* the LayerNorm has a bias (ModernBERT: norm_bias) */
+    bool no_norm;   /* no LayerNorm: the sum itself (Qwen3's embed_tokens) */
 } embed_config;
 
-/* x (T, D) = [Linear E -> D] LayerNorm(word[id] + type[tt] + pos[p]).  The
+/* x (T, D) = [Linear E -> D] LayerNorm(word[id] + type[tt] + pos[p]) (no
+ * LayerNorm with cfg.no_norm).  The
  * word table stays as the file stores it, never copied: F16 and BF16 rows
  * are widened per lookup, F32 rows copied; the rest, small, is float32 in
  * params.  A loaded table is in the file's read-only mapping (which the
@@ -68,7 +70,7 @@ struct embed_module {
     size_t n_params;
     float *pos;             /* (P, E) or NULL (EMBED_POS_NONE) */
     float *type;            /* (TV, E) or NULL */
-    float *ln_w, *ln_b;     /* (E); ln_b NULL without norm_bias */
+    float *ln_w, *ln_b;     /* (E), NULL with no_norm; ln_b NULL without norm_bias */
     float *proj_w, *proj_b; /* (D, E), (D): ELECTRA's embeddings_project, or NULL */
     gemm_packed *pk_proj;   /* proj_w packed (model_pack), or NULL: cblas_sgemm */
 };

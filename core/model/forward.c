@@ -51,6 +51,10 @@ int enc_batch_validate(const enc_model *m, const enc_batch *in, enc_error *err)
     int rc;
     if (in->ids && (rc = embed_validate(m->embed, in, err)) < 0)
         return rc;
+    if (m->hp.causal && !in->mask.causal)
+        return enc_error_set(err, ENC_EINVAL,
+                             "mask.causal is false, but this model attends causally (a "
+                             "decoder's attention: key j <= query i); it must be true");
 
     return mask_validate(in, err);
 }
@@ -201,8 +205,8 @@ static void phase_norm(void *arg, int tid, int n)
             ops_residual(x, c->ws->o + (size_t)a * D, (size_t)(b - a) * D);
         if (!c->ln_out)
             continue;
-        ops_layernorm(c->ln_out + (size_t)a * D, x, c->ln_w, c->ln_b, b - a, D,
-                      c->m->hp.layer_norm_eps);
+        ops_norm(c->m->hp.norm, c->ln_out + (size_t)a * D, x, c->ln_w, c->ln_b, b - a, D,
+                 c->m->hp.layer_norm_eps);
         if (c->ln_quant)
             gemm_int8_quantise(c->ws->i8rows, c->ln_out, D, D, a, b);
     }
@@ -272,7 +276,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
 {
     const enc_model *m = c->m;
     enc_workspace *ws = c->ws;
-    const int D = m->hp.d_model, H = m->hp.n_heads, Q = m->qkv_dim;
+    const int Z = m->q_dim, H = m->hp.n_heads, Q = m->qkv_dim;
     float *scratch = ws->scores + (size_t)tid * ws->attn_floats;
     int k0, k1;
     const attn_plan *pl = c->plan;
@@ -304,14 +308,14 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
             seq_attn = res->attn[c->layer] + (csr ? sq->csr : (size_t)sq->b * heads * L * L);
         uint64_t done;
         if (bs->dense && !csr) {
-            attention_rows(ws->z + (size_t)sq->row * D, D, ws->qkv + (size_t)sq->row * Q, Q,
+            attention_rows(ws->z + (size_t)sq->row * Z, Z, ws->qkv + (size_t)sq->row * Q, Q,
                            sq->len, it->i0, it->i1, H, m->hp.n_kv_heads, m->head_dim, &sm,
                            c->kt ? c->kt + sq->kt : NULL, c->prod, scratch, seq_attn,
                            res->attn_mode, L);
             done = (uint64_t)(it->i1 - it->i0) * (uint64_t)sq->len * (uint64_t)H;
         } else {
-            attn_seq as = {.z = ws->z + (size_t)sq->row * D,
-                           .z_stride = D,
+            attn_seq as = {.z = ws->z + (size_t)sq->row * Z,
+                           .z_stride = Z,
                            .qkv = ws->qkv + (size_t)sq->row * Q,
                            .qkv_stride = Q,
                            .len = sq->len,
@@ -335,7 +339,7 @@ static void run_items(block_ctx *c, int first, int count, int tid, int n)
                 const size_t T = ws->cap_T;
                 as.res_m = ws->resid + (size_t)sq->row * H;
                 as.res_s = ws->resid + T * H + (size_t)sq->row * H;
-                as.res_z = ws->resid + 2 * T * H + (size_t)sq->row * D;
+                as.res_z = ws->resid + 2 * T * H + (size_t)sq->row * Z;
             }
             if (it->kind == ITEM_RESIDUE) {
                 done = attention_residue(&as, bs, it->cls, it->i0, it->i1, scratch);
@@ -463,20 +467,30 @@ static int rope_tables(enc_workspace *ws, int need, enc_error *err)
     return rc;
 }
 
-/* RoPE on every token's query heads and key heads (contiguous in qkv),
- * split by tokens. */
-static void phase_rope(void *arg, int tid, int n)
+/* Every token's query heads and key heads (contiguous in qkv) through
+ * their norms (hp.qk_norm), then RoPE (hp.position rope), split by
+ * tokens. */
+static void phase_qk(void *arg, int tid, int n)
 {
     block_ctx *c = arg;
     const enc_model *m = c->m;
     const enc_workspace *ws = c->ws;
-    const int E = m->head_dim, heads = m->hp.n_heads + m->hp.n_kv_heads, Q = m->qkv_dim;
+    const int E = m->head_dim, H = m->hp.n_heads, heads = H + m->hp.n_kv_heads, Q = m->qkv_dim;
     const int dim = rope_dim_of(m), half = dim / 2;
+    const bool rope = m->hp.position == ENC_POS_ROPE;
     int t0, t1;
     team_split(c->T, tid, n, &t0, &t1);
     for (int t = t0; t < t1; t++) {
-        const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
-        ops_rope(ws->qkv + (size_t)t * Q, heads, E, cs, cs + half, half, m->hp.rope_style);
+        float *q = ws->qkv + (size_t)t * Q;
+        if (m->hp.qk_norm) {
+            const float eps = m->hp.layer_norm_eps;
+            ops_norm(m->hp.norm, q, q, c->ly->qn_w, NULL, H, E, eps);
+            ops_norm(m->hp.norm, q + m->q_dim, q + m->q_dim, c->ly->kn_w, NULL, heads - H, E, eps);
+        }
+        if (rope) {
+            const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
+            ops_rope(q, heads, E, cs, cs + half, half, m->hp.rope_style);
+        }
     }
 }
 
@@ -674,13 +688,13 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
 static void run_linear_qkv(block_ctx *c, float *out, int ldo, const float *in, int ldi,
                            const enc_layer *ly)
 {
-    const int D = c->m->hp.d_model, KV = c->m->kv_dim, Q = c->m->qkv_dim;
-    const bool adjacent = ly->w_k == ly->w_q + (size_t)D * D && ly->w_v == ly->w_k + (size_t)KV * D;
+    const int D = c->m->hp.d_model, KV = c->m->kv_dim, Q = c->m->qkv_dim, Z = c->m->q_dim;
+    const bool adjacent = ly->w_k == ly->w_q + (size_t)Z * D && ly->w_v == ly->w_k + (size_t)KV * D;
     c->lin_w[0] = ly->w_q;
     c->lin_w[1] = ly->w_k;
     c->lin_w[2] = ly->w_v;
-    c->lin_cut[0] = adjacent ? Q : D;
-    c->lin_cut[1] = adjacent ? Q : D + KV;
+    c->lin_cut[0] = adjacent ? Q : Z;
+    c->lin_cut[1] = adjacent ? Q : Z + KV;
     run_linear(c, out, ldo, in, ldi, ly->w_q, ly->pk_qkv, ly->b_qkv, D, Q, false);
 }
 
@@ -748,10 +762,10 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
      * pass of its own */
     c.lin_rope = hp->position == ENC_POS_ROPE && hp->rope_style == ENC_ROPE_NEOX &&
                  m->head_dim == 2 * GEMM_NR && rope_dim_of(m) == m->head_dim && ly->pk_qkv &&
-                 !gemm_packed_int8(ly->pk_qkv) && simd_enabled();
+                 !gemm_packed_int8(ly->pk_qkv) && simd_enabled() && !hp->qk_norm;
     run_linear_qkv(&c, ws->qkv, m->qkv_dim, a_in, D, ly);
-    if (hp->position == ENC_POS_ROPE && !c.lin_rope)
-        workspace_run(ws, phase_rope, &c);
+    if ((hp->position == ENC_POS_ROPE && !c.lin_rope) || hp->qk_norm)
+        workspace_run(ws, phase_qk, &c);
     c.lin_rope = false;
     if (m->dis_row)
         workspace_run(ws, phase_dis, &c);
@@ -764,7 +778,7 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     run_attention(&c);
     if (pl->n_items > pl->n_tiles)
         workspace_run(ws, phase_attention_globals, &c);
-    run_linear(&c, ws->o, D, ws->z, D, ly->w_o, ly->pk_o, ly->b_o, D, D, false);
+    run_linear(&c, ws->o, D, ws->z, m->q_dim, ly->w_o, ly->pk_o, ly->b_o, m->q_dim, D, false);
 
     /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
     const float *f_in = ws->x;
@@ -1118,10 +1132,10 @@ int enc_forward(const enc_model *m, enc_workspace *ws, const enc_batch *in, enc_
 
 double enc_forward_flops(const enc_hparams *hp, int B, int L)
 {
-    const double T = (double)B * L, D = hp->d_model, F = hp->d_ff, E = (double)D / hp->n_heads;
-    const double Q = D + 2.0 * hp->n_kv_heads * E;
+    const double T = (double)B * L, D = hp->d_model, F = hp->d_ff, E = enc_head_dim(hp);
+    const double Z = hp->n_heads * E, Q = Z + 2.0 * hp->n_kv_heads * E;
     const double linears = 2.0 * T * D * Q                  /* in-projection */
-                           + 2.0 * T * D * D                /* out-projection */
+                           + 2.0 * T * D * Z                /* out-projection */
                            + 2.0 * T * D * enc_ffn_rows(hp) /* feed-forward in */
                            + 2.0 * T * D * F;               /* feed-forward out */
     double flops = 0.0;
@@ -1131,8 +1145,9 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
         flops += hp->n_layers * (hp->dis.c2p + hp->dis.p2c) * 2.0 * B * hp->n_heads * L * rows * E;
     }
     for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
-        const double pairs =
-            enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window) : (double)L * L;
+        const double pairs = enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window)
+                             : hp->causal           ? (double)L * (L + 1) / 2
+                                                    : (double)L * L;
         flops += linears + 4.0 * B * hp->n_heads * pairs * E;
     }
     return flops;

@@ -29,6 +29,7 @@ static const char *const norm_names[] = {
     [ENC_NORM_LAYERNORM] = "layernorm",
     [ENC_NORM_LAYERNORM_NOBIAS] = "layernorm_nobias",
     [ENC_NORM_LAYERNORM_BIAS] = "layernorm_bias",
+    [ENC_NORM_RMS] = "rmsnorm",
 };
 static const char *const dtype_names[] = {
     [ENC_DTYPE_FLOAT32] = "float32",
@@ -90,6 +91,11 @@ void enc_hparams_default(enc_hparams *hp)
         .norm = ENC_NORM_LAYERNORM,
         .global_every = 1,
     };
+}
+
+int enc_head_dim(const enc_hparams *hp)
+{
+    return hp->head_dim ? hp->head_dim : hp->d_model / (hp->n_heads > 0 ? hp->n_heads : 1);
 }
 
 bool enc_norm_has_bias(const enc_hparams *hp)
@@ -188,9 +194,13 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
     if ((rc = check_range("d_model", hp->d_model, 1, ENC_MAX_DIM, err)) < 0 ||
         (rc = check_range("n_heads", hp->n_heads, 1, hp->d_model, err)) < 0)
         return rc;
-    if (hp->d_model % hp->n_heads != 0)
-        return enc_error_set(err, ENC_EINVAL, "n_heads (%d) must divide d_model (%d)", hp->n_heads,
-                             hp->d_model);
+    if (hp->head_dim != 0 &&
+        (rc = check_range("head_dim", hp->head_dim, 1, ENC_MAX_DIM / hp->n_heads, err)) < 0)
+        return rc;
+    if (hp->head_dim == 0 && hp->d_model % hp->n_heads != 0)
+        return enc_error_set(err, ENC_EINVAL,
+                             "n_heads (%d) must divide d_model (%d) unless head_dim is set",
+                             hp->n_heads, hp->d_model);
     if ((rc = check_range("n_kv_heads", hp->n_kv_heads, 1, hp->n_heads, err)) < 0 ||
         (rc = check_range("d_ff", hp->d_ff, 1, 4 * ENC_MAX_DIM, err)) < 0 ||
         (rc = check_range("n_layers", hp->n_layers, 1, ENC_MAX_LAYERS, err)) < 0)
@@ -217,9 +227,10 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
             "dtype (%d) must be float32, bfloat16 or int8 (auto is resolved by the "
             "configuration)",
             (int)hp->dtype);
-    if ((unsigned)hp->norm > ENC_NORM_LAYERNORM_BIAS)
+    if ((unsigned)hp->norm > ENC_NORM_RMS)
         return enc_error_set(err, ENC_EINVAL,
-                             "norm (%d) must be layernorm, layernorm_nobias or layernorm_bias",
+                             "norm (%d) must be layernorm, layernorm_nobias, layernorm_bias or "
+                             "rmsnorm",
                              (int)hp->norm);
     if (hp->first_norm_identity && !hp->norm_first)
         return enc_error_set(err, ENC_EINVAL,
@@ -256,9 +267,10 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
             return enc_error_set(err, ENC_EINVAL,
                                  "relative attention (dis.span %d) needs c2p, p2c or both",
                                  dis->span);
-        if (hp->n_kv_heads != hp->n_heads)
+        if (hp->n_kv_heads != hp->n_heads || enc_head_dim(hp) * hp->n_heads != hp->d_model)
             return enc_error_set(err, ENC_EINVAL,
-                                 "relative attention (dis.span %d) needs n_kv_heads = n_heads",
+                                 "relative attention (dis.span %d) needs n_kv_heads = n_heads "
+                                 "and head_dim = d_model / n_heads",
                                  dis->span);
         if (hp->position != ENC_POS_NONE || hp->rel_buckets)
             return enc_error_set(err, ENC_EINVAL,
@@ -271,7 +283,7 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
                              (int)hp->position);
     if (hp->position != ENC_POS_ROPE)
         return ENC_OK;
-    const int E = hp->d_model / hp->n_heads;
+    const int E = enc_head_dim(hp);
     if (!(hp->rope_theta > 0.0) || !isfinite(hp->rope_theta))
         return enc_error_set(err, ENC_EINVAL, "rope_theta (%g) must be a positive number",
                              hp->rope_theta);

@@ -34,12 +34,12 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
             carve->field = (present) ? base + off : NULL;                                          \
         off += (present) ? (n) : 0;                                                                \
     } while (0)
-    const size_t KV = (size_t)m->kv_dim;
-    CARVE(w_q, D * D, block && linear);
+    const size_t KV = (size_t)m->kv_dim, HE = (size_t)m->q_dim, E = (size_t)m->head_dim;
+    CARVE(w_q, HE * D, block && linear);
     CARVE(w_k, KV * D, block && linear);
     CARVE(w_v, KV * D, block && linear);
     CARVE(b_qkv, Q, block && b);
-    CARVE(w_o, D * D, block && linear);
+    CARVE(w_o, D * HE, block && linear);
     CARVE(b_o, D, block && b);
     CARVE(w_1, F1 * D, block && linear);
     CARVE(b_1, F1, block && b);
@@ -49,6 +49,8 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
     CARVE(ln1_b, D, (ln1 || (!block && hp->final_norm)) && nb);
     CARVE(ln2_w, D, block);
     CARVE(ln2_b, D, block && nb);
+    CARVE(qn_w, E, block && hp->qk_norm);
+    CARVE(kn_w, E, block && hp->qk_norm);
 #undef CARVE
     return off;
 }
@@ -95,9 +97,10 @@ enc_model *model_new(const enc_hparams *hp, enc_error *err)
     if (!m)
         goto nomem;
     m->hp = *hp;
-    m->head_dim = hp->d_model / hp->n_heads;
+    m->head_dim = enc_head_dim(hp);
+    m->q_dim = hp->n_heads * m->head_dim;
     m->kv_dim = hp->n_kv_heads * m->head_dim;
-    m->qkv_dim = hp->d_model + 2 * m->kv_dim;
+    m->qkv_dim = m->q_dim + 2 * m->kv_dim;
 
     if (hp->position == ENC_POS_ALIBI) {
         if (!(m->alibi = calloc((size_t)hp->n_heads, sizeof *m->alibi)))

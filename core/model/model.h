@@ -20,12 +20,13 @@
  * stack is not held twice, as floats and packed); model_own gives a seeded
  * model's writable storage. */
 typedef struct enc_layer {
-    /* the in-projection (D + 2*G*E, D) in three row blocks: q's (D, D), k's
-     * and v's (G*E, D) each; one after the other in params (w_k == w_q + D*D,
-     * w_v == w_k + G*E*D), anywhere in a mapping (a file's separate tensors) */
+    /* the in-projection (H*E + 2*G*E, D) in three row blocks: q's (H*E, D),
+     * k's and v's (G*E, D) each; one after the other in params (w_k == w_q +
+     * H*E*D, w_v == w_k + G*E*D), anywhere in a mapping (a file's separate
+     * tensors).  H*E is D unless hp.head_dim says otherwise. */
     const float *w_q, *w_k, *w_v;
-    float *b_qkv;     /* (D + 2*G*E) */
-    const float *w_o; /* (D, D) */
+    float *b_qkv;     /* (H*E + 2*G*E) */
+    const float *w_o; /* (D, H*E) */
     float *b_o;       /* (D) */
     const float *w_1; /* (F, D), or gated (2F, D): the input's rows, then the gate's */
     float *b_1;       /* (F) or (2F) */
@@ -35,6 +36,8 @@ typedef struct enc_layer {
     float *ln1_b;     /* (D); NULL without norm biases (enc_norm_has_bias) */
     float *ln2_w;     /* (D) */
     float *ln2_b;     /* (D) or NULL */
+    float *qn_w;      /* (E) q's norm of each head (hp.qk_norm), or NULL */
+    float *kn_w;      /* (E) k's, or NULL */
     /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
      * the CPU has no AVX-512 (cblas_sgemm on the weights above instead).
      * Once a mapped weight is packed, its pages are given back (model_pack):
@@ -51,9 +54,10 @@ typedef struct embed_module embed_module;
 
 struct enc_model {
     enc_hparams hp;
-    int head_dim;      /* E = D / H */
+    int head_dim;      /* E (enc_head_dim) */
+    int q_dim;         /* H * E: the queries' and attention's output width */
     int kv_dim;        /* G * E */
-    int qkv_dim;       /* D + 2 * G * E */
+    int qkv_dim;       /* H * E + 2 * G * E */
     enc_layer *layers; /* (n_layers) */
     float *final_w;    /* (D) the norm after the last layer, or NULL (hp.final_norm off) */
     float *final_b;    /* (D) or NULL */

@@ -42,6 +42,26 @@ static void naive_layernorm(double *y, const double *x, const float *w, const fl
     }
 }
 
+/* hp's norm of n rows of D: RMSNorm (x / sqrt(mean(x^2) + eps) * w) or
+ * LayerNorm */
+static void naive_norm(const enc_hparams *hp, double *y, const double *x, const float *w,
+                       const float *b, int n, int D)
+{
+    if (hp->norm != ENC_NORM_RMS) {
+        naive_layernorm(y, x, w, b, n, D, hp->layer_norm_eps);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const double *r = x + (size_t)i * D;
+        double ms = 0;
+        for (int k = 0; k < D; k++)
+            ms += r[k] * r[k];
+        const double s = 1.0 / sqrt(ms / D + hp->layer_norm_eps);
+        for (int k = 0; k < D; k++)
+            y[(size_t)i * D + k] = r[k] * s * w[k];
+    }
+}
+
 static double naive_act(double x, enc_activation act)
 {
     switch (act) {
@@ -224,7 +244,8 @@ static void naive_embed(const enc_model *m, const enc_batch *in, int b, int len,
             y[k] += e->pos[(size_t)p * E + k];
     }
     /* LayerNorm; then ELECTRA's embeddings_project when E != D */
-    naive_layernorm(e_rows, e_rows, e->ln_w, e->ln_b, len, E, cfg->eps);
+    if (e->ln_w)
+        naive_layernorm(e_rows, e_rows, e->ln_w, e->ln_b, len, E, cfg->eps);
     if (e->proj_w)
         naive_linear(x, e_rows, e->proj_w, e->proj_b, len, E, D);
     else
@@ -238,11 +259,11 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
         return rc;
     const enc_hparams *hp = &m->hp;
     const int B = in->B, L = in->L, D = hp->d_model, F = hp->d_ff, H = hp->n_heads;
-    const int G = hp->n_kv_heads, E = D / H, KV = G * E;
-    const size_t LD = (size_t)L * D;
+    const int G = hp->n_kv_heads, E = m->head_dim, KV = G * E, Z = m->q_dim;
+    const size_t LD = (size_t)L * D, LZ = (size_t)L * Z;
 
     double *x = malloc(LD * sizeof *x), *a = malloc(LD * sizeof *a);
-    double *q = malloc(LD * sizeof *q), *z = malloc(LD * sizeof *z), *o = malloc(LD * sizeof *o);
+    double *q = malloc(LZ * sizeof *q), *z = malloc(LZ * sizeof *z), *o = malloc(LD * sizeof *o);
     double *k = malloc((size_t)L * KV * sizeof *k), *v = malloc((size_t)L * KV * sizeof *v);
     double *hid = malloc((size_t)L * F * sizeof *hid), *p = malloc((size_t)L * sizeof *p);
     double *gate = malloc((size_t)L * F * sizeof *gate);
@@ -285,21 +306,25 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 local && hp->rope_theta_local > 0.0 ? hp->rope_theta_local : hp->rope_theta;
             /* attention sublayer; layer 0's norm the identity when first_norm_identity */
             if (hp->norm_first && !(l == 0 && hp->first_norm_identity))
-                naive_layernorm(a, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
+                naive_norm(hp, a, x, ly->ln1_w, ly->ln1_b, len, D);
             else
                 memcpy(a, x, (size_t)len * D * sizeof *a);
             const float *wq = ly->w_q, *wk = ly->w_k, *wv = ly->w_v;
-            const float *bq = ly->b_qkv, *bk = bq ? bq + D : NULL, *bv = bq ? bq + D + KV : NULL;
-            naive_linear(q, a, wq, bq, len, D, D);
+            const float *bq = ly->b_qkv, *bk = bq ? bq + Z : NULL, *bv = bq ? bq + Z + KV : NULL;
+            naive_linear(q, a, wq, bq, len, D, Z);
             naive_linear(k, a, wk, bk, len, D, KV);
             naive_linear(v, a, wv, bv, len, D, KV);
             if (R) { /* the query Linear holds DeBERTa's scale (checkpoint.c) */
                 naive_linear(posk, rel, wk, bk, (int)R, D, KV);
                 naive_linear(posq, rel, wq, bq, (int)R, D, D);
             }
+            if (hp->qk_norm) { /* each head's q and k (Qwen3's q_norm, k_norm) */
+                naive_norm(hp, q, q, ly->qn_w, NULL, len * H, E);
+                naive_norm(hp, k, k, ly->kn_w, NULL, len * G, E);
+            }
             const int32_t *pos = in->positions ? in->positions + (size_t)b * L : NULL;
             for (int i = 0; hp->position == ENC_POS_ROPE && i < len; i++) {
-                naive_rope(q + (size_t)i * D, H, E, hp, theta, pos ? pos[i] : i);
+                naive_rope(q + (size_t)i * Z, H, E, hp, theta, pos ? pos[i] : i);
                 naive_rope(k + (size_t)i * KV, G, E, hp, theta, pos ? pos[i] : i);
             }
 
@@ -317,7 +342,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                             continue;
                         double s = 0;
                         for (int e = 0; e < E; e++)
-                            s += q[(size_t)i * D + h * E + e] * k[(size_t)j * KV + g * E + e];
+                            s += q[(size_t)i * Z + h * E + e] * k[(size_t)j * KV + g * E + e];
                         p[j] = s / sqrt((double)E) + naive_additive(in, b, i, j);
                         if (hp->position == ENC_POS_ALIBI) { /* -m_h |p_i - p_j| */
                             const int pi = pos ? pos[i] : i, pj = pos ? pos[j] : j;
@@ -329,7 +354,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                             const size_t r = (size_t)enc_dis_row(&hp->dis, i - j) * D + h * E;
                             double c2p = 0, p2c = 0;
                             for (int e = 0; e < E; e++) {
-                                c2p += q[(size_t)i * D + h * E + e] * posk[r + e];
+                                c2p += q[(size_t)i * Z + h * E + e] * posk[r + e];
                                 p2c += k[(size_t)j * KV + g * E + e] * posq[r + e];
                             }
                             p[j] += ((hp->dis.c2p ? c2p : 0) + (hp->dis.p2c ? p2c : 0)) /
@@ -348,7 +373,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                         double acc = 0;
                         for (int j = 0; j < len; j++)
                             acc += p[j] * v[(size_t)j * KV + g * E + e];
-                        z[(size_t)i * D + h * E + e] = acc;
+                        z[(size_t)i * Z + h * E + e] = acc;
                     }
                     for (int j = 0; attn && j < len; j++) {
                         if (res->attn_mode == ENC_ATTN_HEADS)
@@ -358,15 +383,15 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                     }
                 }
             }
-            naive_linear(o, z, ly->w_o, ly->b_o, len, D, D);
+            naive_linear(o, z, ly->w_o, ly->b_o, len, Z, D);
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
             if (!hp->norm_first)
-                naive_layernorm(x, x, ly->ln1_w, ly->ln1_b, len, D, hp->layer_norm_eps);
+                naive_norm(hp, x, x, ly->ln1_w, ly->ln1_b, len, D);
 
             /* feed-forward sublayer */
             if (hp->norm_first)
-                naive_layernorm(a, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
+                naive_norm(hp, a, x, ly->ln2_w, ly->ln2_b, len, D);
             else
                 memcpy(a, x, (size_t)len * D * sizeof *a);
             if (hp->ffn == ENC_FFN_MLP) {
@@ -388,10 +413,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
             if (!hp->norm_first)
-                naive_layernorm(x, x, ly->ln2_w, ly->ln2_b, len, D, hp->layer_norm_eps);
+                naive_norm(hp, x, x, ly->ln2_w, ly->ln2_b, len, D);
         }
         if (hp->final_norm)
-            naive_layernorm(x, x, m->final_w, m->final_b, len, D, hp->layer_norm_eps);
+            naive_norm(hp, x, x, m->final_w, m->final_b, len, D);
         for (size_t t = 0; t < (size_t)len * D; t++)
             res->out[(size_t)b * LD + t] = (float)x[t];
     }

@@ -197,20 +197,22 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
     const size_t attn_floats =
         align64(attention_scratch_floats((int)tile, (int)L, m->head_dim) * sizeof(float)) /
         sizeof(float);
-    size_t n_td, n_tq, n_tf, n_ll, n_kt = 0, sizes[13];
+    size_t n_td, n_tz, n_tq, n_tf, n_ll, n_kt = 0, sizes[13];
     /* the packed keys: only the AVX-512 attention reads them (an int8 or
      * bfloat16 model is packed on any CPU) */
     const bool keys = m->packed && simd_supported();
     /* each sequence's keys padded to whole panels: fewer than GEMM_NR more
      * per sequence */
-    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, Q, &n_tq) && mul_ok(T, (size_t)ldh, &n_tf) &&
-              mul_ok(nth, attn_floats, &n_ll) && n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 &&
+    bool ok = mul_ok(T, D, &n_td) && mul_ok(T, (size_t)m->q_dim, &n_tz) && mul_ok(T, Q, &n_tq) &&
+              mul_ok(T, (size_t)ldh, &n_tf) && mul_ok(nth, attn_floats, &n_ll) &&
+              n_td < SIZE_MAX / 8 && n_tq < SIZE_MAX / 8 && n_tz < SIZE_MAX / 8 &&
               n_tf < SIZE_MAX / 8 && n_ll < SIZE_MAX / 8 && T + S < SIZE_MAX / 16 &&
               S < SIZE_MAX / 32 && (!keys || mul_ok(T + S * (GEMM_NR - 1), GE, &n_kt)) &&
               n_kt < SIZE_MAX / 8;
     if (!ok)
         return enc_error_set(err, ENC_ENOMEM, "batch too large for this machine's address space");
-    sizes[0] = sizes[1] = sizes[3] = sizes[4] = align64(n_td * sizeof(float));
+    sizes[0] = sizes[1] = sizes[4] = align64(n_td * sizeof(float));
+    sizes[3] = align64(n_tz * sizeof(float));
     sizes[2] = align64(n_tq * sizeof(float));
     sizes[5] = align64(n_tf * sizeof(float));
     sizes[6] = align64(n_ll * sizeof(float));
@@ -221,9 +223,10 @@ int workspace_reserve(enc_workspace *ws, size_t T, size_t L, size_t S, enc_error
     sizes[9] = align64(2 * (3 * T + 3 * S) * sizeof(attn_item));
     sizes[10] = m->packed ? nth * align64(gemm_scratch_bytes()) : 0;
     sizes[11] = align64(n_kt * sizeof(float));
-    /* int8: the Linears' inputs quantised once, D or F wide (a row's
+    /* int8: the Linears' inputs quantised once, D, H E or F wide (a row's
      * record is the same size in every row, gemm_int8_rows_bytes(1, K)) */
-    const int KI = m->hp.d_model > m->hp.d_ff ? m->hp.d_model : m->hp.d_ff;
+    int KI = m->hp.d_model > m->hp.d_ff ? m->hp.d_model : m->hp.d_ff;
+    KI = KI > m->q_dim ? KI : m->q_dim;
     size_t n_i8 = 0;
     if (m->packed && m->hp.dtype == ENC_DTYPE_INT8 &&
         (!mul_ok(T, gemm_int8_rows_bytes(1, KI), &n_i8) || n_i8 > SIZE_MAX / 2))
@@ -318,7 +321,7 @@ int workspace_reserve_masks(enc_workspace *ws, const enc_job *jobs, int n,
     ws->gathering = gather > 0;
     if (!grow_floats(&ws->gather, &ws->cap_gather, gather))
         return enc_error_set(err, ENC_ENOMEM, "out of memory for the mask's gathered columns");
-    const size_t n_resid = ws->cap_T * (2 * (size_t)m->hp.n_heads + (size_t)m->hp.d_model);
+    const size_t n_resid = ws->cap_T * (2 * (size_t)m->hp.n_heads + (size_t)m->q_dim);
     if (residue && !grow_floats(&ws->resid, &ws->cap_resid, n_resid))
         return enc_error_set(err, ENC_ENOMEM, "out of memory for the strided pattern's state");
     return ENC_OK;

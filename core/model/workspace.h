@@ -68,7 +68,7 @@ struct enc_workspace {
     float *x;      /* (T, D) the residual stream */
     float *y;      /* (T, D) a sublayer's normed input (pre-norm) */
     float *qkv;    /* (T, D + 2*G*E) */
-    float *z;      /* (T, D) attention output, heads concatenated */
+    float *z;      /* (T, H E) attention output, heads concatenated */
     float *o;      /* (T, D) a sublayer's output */
     float *h;      /* (T, ldh) feed-forward hidden layer, F used of each row */
     float *emb;    /* (T, E) the embedding module's rows before its projection (ELECTRA's

@@ -314,8 +314,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:b}, s:I, s:{s:s, s:o}, "
         "s:{s:i, s:i, s:I, s:I, s:I}, s:s, s:{s:s, s:s, s:s, s:b}}",
         "name", cfg->model.name, "hyperparameters", "d_model", hp->d_model, "n_heads", hp->n_heads,
-        "n_kv_heads", hp->n_kv_heads, "head_dim", hp->d_model / hp->n_heads, "d_ff", hp->d_ff,
-        "n_layers", hp->n_layers, "activation", enc_activation_name(hp->activation), "norm_first",
+        "n_kv_heads", hp->n_kv_heads, "head_dim", enc_head_dim(hp), "d_ff", hp->d_ff, "n_layers",
+        hp->n_layers, "activation", enc_activation_name(hp->activation), "norm_first",
         hp->norm_first, "layer_norm_eps", shortest(hp->layer_norm_eps), "bias", hp->bias,
         "parameters", (json_int_t)enc_model_param_count(m), "weights", "source",
         enc_model_source(m), "sha256", sha[0] ? json_string(sha) : json_null(), "limits",
@@ -344,8 +344,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
                             hp->position != ENC_POS_ROPE
                                 ? json_null()
                                 : json_pack("{s:f, s:i, s:s, s:f}", "theta", hp->rope_theta, "dim",
-                                            hp->rope_dim ? hp->rope_dim : hp->d_model / hp->n_heads,
-                                            "style", enc_rope_style_name(hp->rope_style), "ntk",
+                                            hp->rope_dim ? hp->rope_dim : enc_head_dim(hp), "style",
+                                            enc_rope_style_name(hp->rope_style), "ntk",
                                             hp->rope_ntk > 1.0 ? hp->rope_ntk : 1.0));
         /* MPNet's relative position bias: its buckets and table rows */
         json_object_set_new(hparams, "relative_bias",
@@ -370,6 +370,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         /* the block's norms, and each layer's attention (docs/api.md) */
         json_object_set_new(hparams, "norm", json_string(enc_norm_name(hp->norm)));
         json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
+        json_object_set_new(hparams, "qk_norm", json_boolean(hp->qk_norm));
+        json_object_set_new(hparams, "causal", json_boolean(hp->causal));
         json_object_set_new(hparams, "first_attn_norm", json_boolean(!hp->first_norm_identity));
         json_object_set_new(hparams, "global_every",
                             json_integer(hp->global_every > 1 ? hp->global_every : 1));

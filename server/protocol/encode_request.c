@@ -114,6 +114,7 @@ int encode_request_init(encode_request *req, const enc_hparams *hp, const api_ct
     req->embedding = ctx ? ctx->embedding : NULL;
     req->batch.mask.window_left = ENC_WINDOW_NONE;
     req->batch.mask.window_right = ENC_WINDOW_NONE;
+    req->batch.mask.causal = hp && hp->causal; /* a decoder's attention (mask.causal) */
     req->attn_mode = ENC_ATTN_HEADS;
     req->precision = 9;
     if (!hp || hp->d_model < 1 || hp->n_heads < 1 || hp->n_layers < 1 ||
