@@ -346,6 +346,11 @@ typedef struct enc_head_info {
     const char *problem_type; /* config.json's problem_type, or "" */
     bool mean_pooling;        /* a sequence head on the mean of the real tokens (ModernBERT's
                                  classifier_pooling "mean"), else on the first token */
+    /* or on the last token whose id is not pad_token_id (the last token
+     * when it is -1 or the batch gives embeddings), as transformers'
+     * GenericForSequenceClassification takes a decoder's (Qwen3's) */
+    bool last_pooling;
+    int pad_token_id;
     bool tied;                /* a masked LM's decoder is the word table */
     size_t n_tensors;         /* the head's tensors, as the files name them */
     const char *const *tensors;

@@ -53,6 +53,7 @@ static const char *const CASES[] = {
     "gte_token",          "gte_mlm",
     "deberta_seq",        "deberta_token",
     "deberta_mlm",        "deberta_mlm_new",
+    "qwen3_seq",          "qwen3_token",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
@@ -92,6 +93,9 @@ static void case_open(head_case *k, const char *dir)
     k->ids = (enc_ids){.input_ids = k->input_ids, .token_type_ids = k->types};
     k->in = batch_plain(NULL, k->B, k->L, k->lengths);
     k->in.ids = &k->ids;
+    enc_hf_config c;
+    ck_assert_msg(enc_hf_config_read(dir, &c, &err) == 0, "%s: %s", dir, err.message);
+    k->in.mask.causal = c.hp.causal; /* a decoder's (Qwen3's) */
     k->logits = torch_floats(&k->f, "logits", &k->n_logits);
     k->splade = torch_floats(&k->f, "splade", NULL);
     k->head = json_loads(st_metadata(&k->f, "head"), 0, NULL);

@@ -446,8 +446,24 @@ static bool wants(const enc_job *job)
     return job->rc == 0 && job->res->head != ENC_HEAD_OUT_NONE;
 }
 
-/* A sequence head: every wanted sequence's pooled row (first token, or the
- * mean of its real tokens), through dense and out, into its job's logits. */
+/* The token a last_pooling head reads in sequence sq: the last whose id is
+ * not the pad id, 0 when there is none (torch's argmax of (index * not
+ * pad)), or the last without a pad id or ids. */
+static int last_token(const model_head *h, const enc_job *job, const seq_info *sq)
+{
+    const enc_ids *ids = job->in->ids;
+    if (h->info.pad_token_id < 0 || !ids || !ids->input_ids)
+        return sq->len - 1;
+    const int32_t *row = ids->input_ids + (size_t)sq->b * job->in->L;
+    int i = sq->len - 1;
+    while (i > 0 && row[i] == h->info.pad_token_id)
+        i--;
+    return i;
+}
+
+/* A sequence head: every wanted sequence's pooled row (first token, the
+ * mean of its real tokens, or the last), through dense and out, into its
+ * job's logits. */
 static void run_sequences(head_ctx *c, enc_job *jobs, float *buf, int S)
 {
     const model_head *h = c->m->head;
@@ -461,6 +477,10 @@ static void run_sequences(head_ctx *c, enc_job *jobs, float *buf, int S)
             continue;
         float *row = pooled + (size_t)s++ * D;
         const float *x = ws->x + (size_t)sq->row * D;
+        if (h->info.last_pooling) {
+            memcpy(row, x + (size_t)last_token(h, &jobs[sq->job], sq) * D, (size_t)D * sizeof *row);
+            continue;
+        }
         if (!h->info.mean_pooling) {
             memcpy(row, x, (size_t)D * sizeof *row);
             continue;

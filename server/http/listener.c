@@ -231,8 +231,11 @@ static json_t *head_json(const enc_model *m)
                      h->n_outputs, "labels", labels, "function",
                      enc_head_function_name(h->function), "problem_type",
                      h->problem_type[0] ? json_string(h->problem_type) : json_null(), "pooling",
-                     seq ? json_string(h->mean_pooling ? "mean" : "cls") : json_null(), "tied",
-                     lm ? json_boolean(h->tied) : json_null(), "tensors", tensors);
+                     seq ? json_string(h->last_pooling   ? "last"
+                                       : h->mean_pooling ? "mean"
+                                                         : "cls")
+                         : json_null(),
+                     "tied", lm ? json_boolean(h->tied) : json_null(), "tensors", tensors);
 }
 
 /* /v1/model's "embedding": the module that turns token ids into the
