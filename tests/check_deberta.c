@@ -203,9 +203,7 @@ END_TEST
  * attnd itself refuses such a directory at start-up in one line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"relative_attention\": false}", "config.json: relative_attention false is not "
                                             "supported"},
         {"{\"share_att_key\": false}", "config.json: share_att_key false is not supported"},
@@ -229,13 +227,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"position_biased_input\": true}", "embeddings.position_embeddings.weight"},
         {"{\"type_vocab_size\": 2}", "embeddings.token_type_embeddings.weight"},
     };
+    refused_edits(DEB, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, DEB, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     scratch s;
     scratch_make(&s, DEB, "{\"share_att_key\": false}", NULL, files);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},

@@ -204,9 +204,7 @@ END_TEST
  * attnd itself refuses such a directory at start-up in one line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"position_embedding_type\": \"absolute\"}",
          "config.json: position_embedding_type 'absolute' is not supported for model_type new "
          "(rope)"},
@@ -233,13 +231,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"type_vocab_size\": 2}", "embeddings.token_type_embeddings.weight"},
         {"{\"num_hidden_layers\": 1}", "unexpected tensor 'encoder.layer.1."},
     };
+    refused_edits(GTE, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, GTE, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     scratch s;
     scratch_make(&s, GTE, "{\"logn_attention_scale\": true}", NULL, files);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},

@@ -152,9 +152,7 @@ static void write_one_tensor(const char *path, const char *name, int n)
  * line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"feed_forward_type\": \"reglu\"}",
          "config.json: feed_forward_type 'reglu' is not supported (geglu, original): a ReLU gate"},
         {"{\"feed_forward_type\": \"swiglu\"}",
@@ -173,13 +171,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"position_embedding_type\": \"absolute\"}", "embeddings.position_embeddings.weight"},
         {"{\"num_hidden_layers\": 1}", "unexpected tensor 'encoder.layer.1."},
     };
+    refused_edits(JINA, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, JINA, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     /* jina-embeddings-v2-base-code's layout (LayerNorms on queries and keys):
      * the file here in two shards, the second with layer 0's layer_norm_q */
     scratch s;

@@ -161,9 +161,7 @@ END_TEST
  * itself refuses one at start-up in one line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"relative_attention_num_buckets\": 16}",
          "config.json: relative_attention_num_buckets (16) is below 32: MPNet buckets relative "
          "positions into 32 whatever it says"},
@@ -180,13 +178,8 @@ START_TEST(test_bad_directory_refused)
          "unexpected tensor 'encoder.layer.1.attention.LayerNorm.bias' (config.json: "
          "num_hidden_layers 1)"},
     };
+    refused_edits(MP_BASE, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, MP_BASE, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     scratch s;
     scratch_make(&s, MP_BASE, "{\"relative_attention_num_buckets\": 8}", NULL, files);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},

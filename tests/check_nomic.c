@@ -115,9 +115,7 @@ END_TEST
  * attnd itself refuses such a directory at start-up in one line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"prenorm\": true}", "config.json: prenorm true is not supported (the pre-norm block)"},
         {"{\"parallel_block\": true}", "config.json: parallel_block true is not supported"},
         {"{\"causal\": true}", "config.json: causal true is not supported (a causal mask)"},
@@ -149,13 +147,8 @@ START_TEST(test_bad_directory_refused)
          "tensor 'encoder.layers.0.mlp.fc12.weight' has shape [256, 32], expected [512, 32]"},
         {"{\"n_layer\": 1}", "unexpected tensor 'encoder.layers.1."},
     };
+    refused_edits(NOMIC, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, NOMIC, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     scratch s;
     scratch_make(&s, NOMIC, "{\"rotary_scaling_factor\": 2.0}", NULL, files);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},

@@ -227,9 +227,7 @@ END_TEST
  * itself refuses such a directory at start-up in one line. */
 START_TEST(test_bad_directory_refused)
 {
-    static const struct {
-        const char *edit, *want;
-    } cases[] = {
+    static const config_refusal cases[] = {
         {"{\"attention_bias\": true}", "config.json: attention_bias true is not supported"},
         {"{\"use_sliding_window\": true}", "config.json: use_sliding_window true is not supported"},
         {"{\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
@@ -249,13 +247,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"rms_norm_eps\": 0}", "config.json: 'rms_norm_eps' is not a positive number"},
         {"{\"num_hidden_layers\": 1}", "unexpected tensor 'layers.1."},
     };
+    refused_edits(QWEN3, cases, sizeof cases / sizeof *cases);
     static const char *const files[] = {"model.safetensors", NULL};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        scratch s;
-        scratch_make(&s, QWEN3, cases[i].edit, NULL, files);
-        refused(s.dir, cases[i].want);
-        scratch_free(&s);
-    }
     scratch s;
     scratch_make(&s, QWEN3, "{\"use_sliding_window\": true}", NULL, files);
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},

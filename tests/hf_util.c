@@ -72,6 +72,17 @@ void refused(const char *dir, const char *want)
     ck_assert_msg(strstr(err.message, want) != NULL, "message '%s' lacks '%s'", err.message, want);
 }
 
+void refused_edits(const char *base, const config_refusal *cases, size_t n)
+{
+    static const char *const files[] = {"model.safetensors", NULL};
+    for (size_t i = 0; i < n; i++) {
+        scratch s;
+        scratch_make(&s, base, cases[i].edit, NULL, files);
+        refused(s.dir, cases[i].want);
+        scratch_free(&s);
+    }
+}
+
 void config_try(attnd_config *cfg, const char *const *argv, const char *const *env, char *msg,
                 size_t size)
 {

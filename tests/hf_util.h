@@ -32,6 +32,16 @@ void scratch_free(scratch *s);
  * message holding want. */
 void refused(const char *dir, const char *want);
 
+/* An edit of a directory's config.json (JSON fields merged in) and the
+ * refusal it gets. */
+typedef struct config_refusal {
+    const char *edit, *want;
+} config_refusal;
+
+/* Each of n edits of base's config.json, its model.safetensors linked,
+ * is refused with a message holding its want (refused). */
+void refused_edits(const char *base, const config_refusal *cases, size_t n);
+
 /* config_load of argv (after "attnd", NULL-terminated) and env: the
  * message into msg, or "" when it loaded (cfg then filled; config_free
  * it). */

@@ -814,7 +814,13 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
                              "config.json: use_sliding_window true is not supported (the layers "
                              "from max_window_layers on attend within sliding_window)");
     const json_t *lt = json_object_get(root, "layer_types");
-    for (size_t l = 0; lt && !json_is_null(lt) && l < json_array_size(lt); l++) {
+    if (lt && !json_is_null(lt) &&
+        (!json_is_array(lt) || json_array_size(lt) != (size_t)hp->n_layers))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
+                             "entries",
+                             hp->n_layers);
+    for (size_t l = 0; json_is_array(lt) && l < json_array_size(lt); l++) {
         const char *s = json_string_value(json_array_get(lt, l));
         if (!s || strcmp(s, "full_attention") != 0)
             return enc_error_set(err, ENC_EINVAL,
@@ -822,12 +828,6 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
                                  "full_attention (every layer attends to every earlier token)",
                                  l);
     }
-    if (lt && !json_is_null(lt) &&
-        (!json_is_array(lt) || json_array_size(lt) != (size_t)hp->n_layers))
-        return enc_error_set(err, ENC_EINVAL,
-                             "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
-                             "entries",
-                             hp->n_layers);
     hp->norm_first = true;
     hp->bias = false;
     hp->norm = ENC_NORM_RMS;
