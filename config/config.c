@@ -877,7 +877,8 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         else if (strcmp(checked[i].key, "model.global_every") == 0 && key &&
                  strcmp(key, "layer_types") == 0)
             snprintf(field, sizeof field,
-                     "layer_types makes every layer l with l mod %s = 0 global", theirs);
+                     "layer_types makes every layer l with l mod %s = %d global", theirs,
+                     c.hp.global_offset);
         else if (strcmp(checked[i].key, "model.activation") == 0)
             snprintf(field, sizeof field, "%s is %s (%s)", key, c.activation, theirs);
         else if (key)

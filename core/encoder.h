@@ -118,6 +118,11 @@ typedef struct enc_hparams {
      * weight per layer shared by the heads) before RoPE (Qwen3's q_norm,
      * k_norm). */
     bool qk_norm;
+    /* Each sublayer's output through a norm of its own (hp.norm's kind)
+     * before the residual add: attention's, then the feed-forward's
+     * (Gemma 3's post_attention_layernorm and post_feedforward_layernorm,
+     * on top of its pre-norms).  Pre-norm only. */
+    bool sublayer_norm;
     int d_ff;       /* F */
     int n_layers;   /* blocks in the stack, >= 1 */
     enc_activation activation;
@@ -138,10 +143,11 @@ typedef struct enc_hparams {
     bool first_norm_identity; /* layer 0's attention norm is the identity (ModernBERT);
                                  pre-norm only */
     /* Per-layer attention (docs/model.md): layer l is global when l mod
-     * global_every = 0, otherwise local: query i sees keys |i - j| <=
-     * local_window, on top of the batch's own mask.  0 or 1: every layer
-     * global. */
+     * global_every = global_offset, otherwise local: query i sees keys
+     * |i - j| <= local_window, on top of the batch's own mask.  0 or 1:
+     * every layer global. */
     int global_every;
+    int global_offset;       /* 0 .. global_every - 1 (ModernBERT: 0; Gemma 3: 5 of 6) */
     int local_window;        /* W >= 0 */
     double rope_theta_local; /* RoPE's base on local layers; 0: rope_theta */
     enc_dtype dtype;         /* the Linears' (not auto); zero: float32 */
@@ -427,6 +433,9 @@ typedef struct enc_hf_config {
                           position_biased_input false) */
     enc_dtype dtype;             /* torch_dtype (4.x) or dtype (5.x): bfloat16 when it says so,
                                     else float32 (what model.dtype auto runs) */
+    /* Gemma 3's scores are over sqrt(query_pre_attn_scalar), not sqrt(E);
+     * 0: sqrt(E) */
+    double query_pre_attn_scalar;
 } enc_hf_config;
 
 /* Reads dir/config.json, in the form transformers 4.x or 5.x writes it

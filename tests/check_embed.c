@@ -47,31 +47,39 @@ typedef struct emb_shape {
 static const emb_shape SHAPES[] = {
     /* BERT: word + type + absolute position, LayerNorm */
     {{HP_BASE(16, 4, 4, 32, 2, ENC_ACT_GELU, false, 1e-12f, true)},
-     {97, 2, 40, 0, 16, EMBED_POS_ABSOLUTE, 1e-12f, true, false},
+     {97, 2, 40, 0, 16, EMBED_POS_ABSOLUTE, 1e-12f, true, false, 0.0f},
      EMBED_F32},
     /* RoBERTa: positions from padding_idx + 1 over the non-pad ids */
     {{HP_BASE(16, 4, 4, 32, 1, ENC_ACT_GELU, false, 1e-5f, true)},
-     {50, 1, 30, 1, 16, EMBED_POS_ROBERTA, 1e-5f, true, false},
+     {50, 1, 30, 1, 16, EMBED_POS_ROBERTA, 1e-5f, true, false, 0.0f},
      EMBED_F32},
     /* ELECTRA: tables at E = 8, then embeddings_project to D = 16; F16 table */
     {{HP_BASE(16, 2, 2, 24, 2, ENC_ACT_GELU_TANH, false, 1e-12f, true)},
-     {61, 2, 33, 0, 8, EMBED_POS_ABSOLUTE, 1e-12f, true, false},
+     {61, 2, 33, 0, 8, EMBED_POS_ABSOLUTE, 1e-12f, true, false, 0.0f},
      EMBED_F16},
     /* DistilBERT, sinusoidal, no token types; BF16 table */
     {{HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-12f, true)},
-     {40, 0, 45, 0, 12, EMBED_POS_SINUSOIDAL, 1e-12f, true, false},
+     {40, 0, 45, 0, 12, EMBED_POS_SINUSOIDAL, 1e-12f, true, false, 0.0f},
      EMBED_BF16},
     /* ModernBERT: tok_embeddings, a norm without bias, RoPE inside; F16 */
-    {{MODERN_HP(16, 4, 24, 3)}, {70, 0, 0, 3, 16, EMBED_POS_NONE, 1e-5f, false, false}, EMBED_F16},
+    {{MODERN_HP(16, 4, 24, 3)},
+     {70, 0, 0, 3, 16, EMBED_POS_NONE, 1e-5f, false, false, 0.0f},
+     EMBED_F16},
     /* Qwen3: embed_tokens alone, no norm; BF16 */
-    {{MODERN_HP(16, 4, 24, 3)}, {90, 0, 0, 0, 16, EMBED_POS_NONE, 1e-6f, false, true}, EMBED_BF16},
+    {{MODERN_HP(16, 4, 24, 3)},
+     {90, 0, 0, 0, 16, EMBED_POS_NONE, 1e-6f, false, true, 0.0f},
+     EMBED_BF16},
+    /* Gemma 3: embed_tokens times sqrt(D) (here 4), no norm; F32 */
+    {{MODERN_HP(16, 4, 24, 3)},
+     {90, 0, 0, 0, 16, EMBED_POS_NONE, 1e-6f, false, true, 4.0f},
+     EMBED_F32},
     /* a projection down (E 20 > D 12) */
     {{HP_BASE(12, 2, 2, 16, 1, ENC_ACT_RELU, false, 1e-5f, true)},
-     {33, 3, 20, 2, 20, EMBED_POS_ROBERTA, 1e-5f, true, false},
+     {33, 3, 20, 2, 20, EMBED_POS_ROBERTA, 1e-5f, true, false, 0.0f},
      EMBED_F32},
     /* widths of whole GEMM panels: the packed projection (32 -> 64), BF16 */
     {{HP_BASE(64, 4, 4, 64, 1, ENC_ACT_GELU, false, 1e-12f, true)},
-     {300, 2, 70, 0, 32, EMBED_POS_ABSOLUTE, 1e-12f, true, false},
+     {300, 2, 70, 0, 32, EMBED_POS_ABSOLUTE, 1e-12f, true, false, 0.0f},
      EMBED_BF16},
 };
 #define N_SHAPES ((int)(sizeof SHAPES / sizeof *SHAPES))

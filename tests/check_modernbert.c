@@ -225,7 +225,7 @@ START_TEST(test_bad_directory_refused)
 END_TEST
 
 /* transformers 5's fields: a layer_types attnd cannot represent (layer l
- * global exactly when l mod N = 0), of the wrong length or with another
+ * global exactly when l mod N = K), of the wrong length or with another
  * kind of layer; a rope_parameters flat or with a scaled RoPE, a partial
  * rotary factor or a bad base; each refused naming the field. */
 START_TEST(test_bad_5x_fields_refused)
@@ -236,11 +236,11 @@ START_TEST(test_bad_5x_fields_refused)
         {"{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\", "
          "\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
          "config.json: layer_types is not a pattern attnd computes (layer l full_attention "
-         "exactly when l mod N = 0): layer 4 is full_attention"},
+         "exactly when l mod N = K, here N 3, K 0): layer 4 is full_attention"},
         {"{\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
-         "\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+         "\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
          "config.json: layer_types is not a pattern attnd computes (layer l full_attention "
-         "exactly when l mod N = 0): layer 0 is sliding_attention"},
+         "exactly when l mod N = K, here N 2, K 1): layer 4 is full_attention"},
         {"{\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"]}",
          "config.json: 'layer_types' is not a list of num_hidden_layers (6) entries"},
         {"{\"layer_types\": \"full_attention\"}",

@@ -82,6 +82,18 @@ static const enc_hparams shapes[] = {
     {HP_BASE(64, 4, 2, 96, 2, ENC_ACT_GELU, true, 1e-6f, false), .head_dim = 32,
      .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .causal = true,
      .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .ffn = ENC_FFN_SWIGLU},
+    /* Gemma 3's block: each sublayer's output normed before the add, local
+     * layers but every third from layer 2 (global_offset), q and k normed,
+     * MQA, heads of 8 (H E 32 over D 16), tanh GeGLU; the same with whole
+     * panels, layer 0 global and layer 1 local */
+    {HP_BASE(16, 4, 1, 24, 4, ENC_ACT_GELU_TANH, true, 1e-6f, false), .head_dim = 8,
+     .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .sublayer_norm = true,
+     .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .rope_theta_local = 10000.0,
+     .ffn = ENC_FFN_GEGLU, .global_every = 3, .global_offset = 2, .local_window = 2},
+    {HP_BASE(64, 2, 1, 64, 2, ENC_ACT_GELU_TANH, true, 1e-6f, false), .head_dim = 64,
+     .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .sublayer_norm = true,
+     .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .rope_theta_local = 10000.0,
+     .ffn = ENC_FFN_GEGLU, .global_every = 2, .global_offset = 0, .local_window = 3},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -273,6 +285,20 @@ START_TEST(test_tiled_attention_threads)
                            .position = ENC_POS_ROPE,
                            .rope_theta = 1000000.0,
                            .ffn = ENC_FFN_SWIGLU};
+    if (_i >= 24) /* Gemma 3's block: sublayer norms; layers 0 and 2 local (offset 1) */
+        hp = (enc_hparams){HP_BASE(24, 4, 1, 40, 3, ENC_ACT_GELU_TANH, true, 1e-6f, false),
+                           .head_dim = 16,
+                           .norm = ENC_NORM_RMS,
+                           .final_norm = true,
+                           .qk_norm = true,
+                           .sublayer_norm = true,
+                           .position = ENC_POS_ROPE,
+                           .rope_theta = 1000000.0,
+                           .rope_theta_local = 10000.0,
+                           .ffn = ENC_FFN_GEGLU,
+                           .global_every = 2,
+                           .global_offset = 1,
+                           .local_window = 5 + _i * 9};
     enc_model *m = random_model(&hp, 500 + (uint64_t)_i);
     enc_workspace *ws = enc_workspace_new(m);
     const int lens[] = {17, 65, 130, 200};
@@ -798,7 +824,7 @@ Suite *naive_suite(void)
     Suite *s = timed_suite("naive");
     TCase *tc = timed_case(s, "fast_vs_naive", 120);
     tcase_add_loop_test(tc, test_fast_matches_naive_random, 0, N_SHAPES);
-    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 24);
+    tcase_add_loop_test(tc, test_tiled_attention_threads, 0, 28);
     tcase_add_loop_test(tc, test_forward_many, 0, 2 * N_SHAPES);
     tcase_add_test(tc, test_fully_masked_row_is_zero);
     tcase_add_loop_test(tc, test_padded_equals_alone, 0, N_SHAPES);

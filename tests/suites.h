@@ -62,6 +62,7 @@
     X(gte, DAEMON) \
     X(deberta, DAEMON) \
     X(qwen3, DAEMON) \
+    X(gemma3, DAEMON) \
     X(heads, DAEMON) \
     X(predict, DAEMON) \
     X(tei, DAEMON) \

@@ -24,6 +24,7 @@ static const char *const NAMES[] = {
     "unigram-fallback",
     "llama-bpe",
     "llama-bpe-metaspace",
+    "gemma3",
     "misc",
     "misc-renumbered",
     "misc-split-removed",

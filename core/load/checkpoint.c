@@ -48,6 +48,8 @@ typedef enum slot {
     S_LN2_B,
     S_QN_W, /* each head's query norm (hp.qk_norm), shared by the heads */
     S_KN_W,
+    S_SO1_W, /* attention's output norm before the residual add (hp.sublayer_norm) */
+    S_SO2_W, /* the feed-forward's */
     N_SLOTS
 } slot;
 
@@ -319,6 +321,28 @@ static const naming QWEN3 = {"layers.",
                              NULL,
                              NULL};
 
+/* transformers' Gemma3DecoderLayer (Gemma3Attention with q_norm and
+ * k_norm, Gemma3MLP as Qwen3MLP) with its four norms: input_layernorm and
+ * pre_feedforward_layernorm before the sublayers, post_attention_layernorm
+ * and post_feedforward_layernorm on their outputs; Gemma3TextModel's final
+ * norm.  Gemma3RMSNorm's weights are stored as w - 1 (its scheme's
+ * norm_plus_one). */
+static const naming GEMMA3 = {.layer = "layers.",
+                              .name = {[S_Q_W] = "self_attn.q_proj.weight",
+                                       [S_K_W] = "self_attn.k_proj.weight",
+                                       [S_V_W] = "self_attn.v_proj.weight",
+                                       [S_O_W] = "self_attn.o_proj.weight",
+                                       [S_1_W] = "mlp.gate_proj.weight",
+                                       [S_1L_W] = "mlp.up_proj.weight",
+                                       [S_2_W] = "mlp.down_proj.weight",
+                                       [S_LN1_W] = "input_layernorm.weight",
+                                       [S_LN2_W] = "pre_feedforward_layernorm.weight",
+                                       [S_QN_W] = "self_attn.q_norm.weight",
+                                       [S_KN_W] = "self_attn.k_norm.weight",
+                                       [S_SO1_W] = "post_attention_layernorm.weight",
+                                       [S_SO2_W] = "post_feedforward_layernorm.weight"},
+                              .final = "norm."};
+
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
  * checkpoints ("bert." in BertForMaskedLM's names). */
@@ -327,24 +351,30 @@ typedef struct scheme {
     const naming *names;
     const char *prefix;
     bool gated; /* the scheme of this model_type when its feed-forward is gated */
+    /* Every norm's weight is stored as w - 1 (Gemma3RMSNorm computes with
+     * 1 + weight): 1 is added as it is bound. */
+    bool norm_plus_one;
 } scheme;
 
 static const scheme SCHEMES[] = {
-    {"bert", &BERT, "bert.", false},
-    {"bert", &JINA, "bert.", true}, /* JinaBERT: feed_forward_type geglu */
-    {"roberta", &BERT, "roberta.", false},
-    {"xlm-roberta", &BERT, "roberta.", false},
-    {"camembert", &BERT, "roberta.", false},
-    {"electra", &BERT, "electra.", false},
-    {"distilbert", &DISTILBERT, "distilbert.", false},
+    {"bert", &BERT, "bert.", false, false},
+    {"bert", &JINA, "bert.", true, false}, /* JinaBERT: feed_forward_type geglu */
+    {"roberta", &BERT, "roberta.", false, false},
+    {"xlm-roberta", &BERT, "roberta.", false, false},
+    {"camembert", &BERT, "roberta.", false, false},
+    {"electra", &BERT, "electra.", false, false},
+    {"distilbert", &DISTILBERT, "distilbert.", false, false},
     /* ModernBertForMaskedLM names the stack model.layers.{i}...; ModernBertModel layers.{i}... */
-    {"modernbert", &MODERNBERT, "model.", false},
-    {"mpnet", &MPNET, "mpnet.", false},
-    {"nomic_bert", &NOMIC, "bert.", false}, /* NomicBertForPreTraining's bert.encoder.layers... */
-    {"new", &GTE, "new.", true},            /* GTE: NewForSequenceClassification's new.encoder... */
-    {"deberta-v2", &DEBERTA, "deberta.", false},
+    {"modernbert", &MODERNBERT, "model.", false, false},
+    {"mpnet", &MPNET, "mpnet.", false, false},
+    {"nomic_bert", &NOMIC, "bert.", false,
+     false},                            /* NomicBertForPreTraining's bert.encoder.layers... */
+    {"new", &GTE, "new.", true, false}, /* GTE: NewForSequenceClassification's new.encoder... */
+    {"deberta-v2", &DEBERTA, "deberta.", false, false},
     /* Qwen3-Embedding's file is Qwen3Model's (layers.{i}...), Qwen3ForCausalLM's model.layers... */
-    {"qwen3", &QWEN3, "model.", true},
+    {"qwen3", &QWEN3, "model.", true, false},
+    /* EmbeddingGemma's file is Gemma3TextModel's (layers.{i}...) */
+    {"gemma3_text", &GEMMA3, "model.", true, true},
 };
 
 /* c's scheme (its model_type's; a gated feed-forward's where the
@@ -379,6 +409,10 @@ typedef struct loader {
     bool hashing;
     int hash_errno; /* the first failure's errno, and its path */
     const char *hash_failed;
+    /* The queries' scale past 1 / sqrt(E), folded into the weights as
+     * they are bound (bind_layer); 0: 1 */
+    double q_scale;
+    bool norm_plus_one; /* the scheme's */
 } loader;
 
 /* The tensor called name in any of the files (marking nothing), or NULL. */
@@ -525,6 +559,13 @@ static void swap_halves(float *v, int64_t n)
     }
 }
 
+/* The factor the queries take past 1 / sqrt(E) (bind_layer): DeBERTa's
+ * 1 / sqrt(1 + c2p + p2c), times loader's q_scale. */
+static double query_scale(const loader *ld, const enc_model *m)
+{
+    return (ld->q_scale > 0.0 ? ld->q_scale : 1.0) / sqrt((double)enc_dis_scale_factor(&m->hp.dis));
+}
+
 /* Binds every tensor of layer l, each named prefix + its name in nm. */
 static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const naming *nm)
 {
@@ -577,14 +618,32 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
         (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0) ||
         (ly->qn_w && (rc = bind(ld, NAME(S_QN_W), ly->qn_w, m->head_dim, 0)) < 0) ||
-        (ly->kn_w && (rc = bind(ld, NAME(S_KN_W), ly->kn_w, m->head_dim, 0)) < 0))
+        (ly->kn_w && (rc = bind(ld, NAME(S_KN_W), ly->kn_w, m->head_dim, 0)) < 0) ||
+        (ly->so1_w && (rc = bind(ld, NAME(S_SO1_W), ly->so1_w, D, 0)) < 0) ||
+        (ly->so2_w && (rc = bind(ld, NAME(S_SO2_W), ly->so2_w, D, 0)) < 0))
         return rc;
+    if (ly->so1_b)
+        return enc_error_set(ld->err, ENC_EINVAL,
+                             "this checkpoint's architecture has no biases for its sublayers' "
+                             "output norms");
     if (nm->gate_last)
         swap_halves(model_own(m, ly->w_1), F * D);
-    /* DeBERTa's scores are over sqrt(E (1 + c2p + p2c)): the query Linear
-     * takes the part past sqrt(E), so that attention scales as any other's
-     * (its bias too, below; the table's query rows through it as well) */
-    const float q_scale = (float)(1.0 / sqrt((double)enc_dis_scale_factor(&hp->dis)));
+    if (ld->norm_plus_one) {
+        float *const norms[] = {ly->ln1_w, ly->ln2_w, ly->so1_w, ly->so2_w, ly->qn_w, ly->kn_w};
+        const int64_t sizes[] = {D, D, D, D, m->head_dim, m->head_dim};
+        for (size_t k = 0; k < sizeof norms / sizeof *norms; k++)
+            for (int64_t i = 0; norms[k] && i < sizes[k]; i++)
+                norms[k][i] += 1.0f;
+    }
+    /* DeBERTa's scores are over sqrt(E (1 + c2p + p2c)), Gemma 3's over
+     * sqrt(query_pre_attn_scalar): the query Linear takes the part past
+     * sqrt(E), so that attention scales as any other's (its bias too,
+     * below; the table's query rows through it as well), or with q's own
+     * norm (which would undo it) that norm's weight */
+    const double qs = query_scale(ld, m);
+    const float q_scale = ly->qn_w ? 1.0f : (float)qs;
+    for (int64_t i = 0; ly->qn_w && qs != 1.0 && i < m->head_dim; i++)
+        ly->qn_w[i] *= (float)qs;
     if (q_scale != 1.0f) {
         float *wq = model_own(m, ly->w_q);
         for (int64_t i = 0; i < Z * D; i++)
@@ -633,7 +692,7 @@ static bool stack_viewable(const loader *ld, const enc_model *m, const char *mod
 {
     if (nm->name[S_1L_W] || nm->gate_last)
         return false; /* the feed-forward's halves are joined, or swapped, in params */
-    if (enc_dis_scale_factor(&m->hp.dis) != 1)
+    if (query_scale(ld, m) != 1.0 && !m->hp.qk_norm)
         return false; /* the query Linear scaled in params (bind_layer) */
     static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
     for (int l = 0; l < m->hp.n_layers; l++) {
@@ -682,6 +741,8 @@ static int bind_layers(loader *ld, enc_model *m, const char *model_prefix, const
             return nm->final ? ld->err->status
                              : enc_error_set(ld->err, ENC_EINVAL,
                                              "this checkpoint's architecture has no final norm");
+        for (int64_t i = 0; ld->norm_plus_one && i < D; i++)
+            m->final_w[i] += 1.0f;
     }
     if (m->final_b) {
         snprintf(name, sizeof name, "%s%sbias", model_prefix, nm->final);
@@ -998,34 +1059,48 @@ done:
  * token type tables, the LayerNorm's prefix, ELECTRA's projection's. */
 typedef struct embed_naming {
     const char *word, *pos, *type, *norm, *proj;
+    bool scaled; /* the word rows times sqrt(d_model) (Gemma3TextScaledWordEmbedding) */
 } embed_naming;
 
-static const embed_naming BERT_EMBED = {
-    "embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-    "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.", "embeddings_project."};
+static const embed_naming BERT_EMBED = {"embeddings.word_embeddings.weight",
+                                        "embeddings.position_embeddings.weight",
+                                        "embeddings.token_type_embeddings.weight",
+                                        "embeddings.LayerNorm.",
+                                        "embeddings_project.",
+                                        false};
 /* DistilBERT's and MPNet's: BERT's without token types */
 static const embed_naming NO_TYPES_EMBED = {"embeddings.word_embeddings.weight",
-                                            "embeddings.position_embeddings.weight", NULL,
-                                            "embeddings.LayerNorm.", NULL};
-static const embed_naming MODERNBERT_EMBED = {"embeddings.tok_embeddings.weight", NULL, NULL,
-                                              "embeddings.norm.", NULL};
+                                            "embeddings.position_embeddings.weight",
+                                            NULL,
+                                            "embeddings.LayerNorm.",
+                                            NULL,
+                                            false};
+static const embed_naming MODERNBERT_EMBED = {
+    "embeddings.tok_embeddings.weight", NULL, NULL, "embeddings.norm.", NULL, false};
 /* NomicBertEmbeddings (word and token types; positions are RoPE's) and
  * NomicBertModel's emb_ln after it */
-static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight", NULL,
-                                         "embeddings.token_type_embeddings.weight", "emb_ln.",
-                                         NULL};
+static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight",
+                                         NULL,
+                                         "embeddings.token_type_embeddings.weight",
+                                         "emb_ln.",
+                                         NULL,
+                                         false};
 /* Qwen3Model's embed_tokens: the word row alone */
-static const embed_naming QWEN3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL};
+static const embed_naming QWEN3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, false};
+/* Gemma3TextModel's embed_tokens: the word row times sqrt(hidden_size), a
+ * float32 scalar */
+static const embed_naming GEMMA3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, true};
 
 /* model_type's embedding module's names. */
 static const embed_naming *embed_naming_of(const char *model_type)
 {
     return strcmp(model_type, "distilbert") == 0 || strcmp(model_type, "mpnet") == 0
                ? &NO_TYPES_EMBED
-           : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
-           : strcmp(model_type, "nomic_bert") == 0 ? &NOMIC_EMBED
-           : strcmp(model_type, "qwen3") == 0      ? &QWEN3_EMBED
-                                                   : &BERT_EMBED;
+           : strcmp(model_type, "modernbert") == 0  ? &MODERNBERT_EMBED
+           : strcmp(model_type, "nomic_bert") == 0  ? &NOMIC_EMBED
+           : strcmp(model_type, "qwen3") == 0       ? &QWEN3_EMBED
+           : strcmp(model_type, "gemma3_text") == 0 ? &GEMMA3_EMBED
+                                                    : &BERT_EMBED;
 }
 
 /* Binds name (rows x cols) into dst and lists it as the module's, by the
@@ -1071,7 +1146,8 @@ static int bind_embeddings(loader *ld, enc_model *m, const enc_hf_config *c, con
                         .pad_token_id = c->pad_token_id,
                         .eps = m->hp.layer_norm_eps,
                         .norm_bias = enc_norm_has_bias(&m->hp),
-                        .no_norm = !nm->norm};
+                        .no_norm = !nm->norm,
+                        .scale = nm->scaled ? (float)sqrt((double)D) : 0.0f};
     const int64_t E = cfg.embedding_size;
     cfg.vocab_size = c->vocab_size > 0 ? c->vocab_size : t->ndim == 2 ? (int)t->shape[0] : 0;
     if (m->hp.position != ENC_POS_NONE || !nm->pos || c->no_positions)
@@ -1366,11 +1442,14 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
     if (enc_hf_config_read(dir, &c, err) < 0 || !(m = model_new(hp, err)))
         return NULL;
     const scheme *fam = scheme_of(&c);
+    if (c.query_pre_attn_scalar > 0.0)
+        ld.q_scale = sqrt((double)enc_head_dim(hp) / c.query_pre_attn_scalar);
     if (!fam) { /* hfconfig.c read a model_type SCHEMES lacks */
         enc_error_set(err, ENC_EINVAL, "config.json: no tensor names for model_type '%s'",
                       c.model_type);
         goto error;
     }
+    ld.norm_plus_one = fam->norm_plus_one;
     if (hash_file(&ld, m, dir, "config.json") < 0 || open_weights(&ld, m, dir) < 0)
         goto error;
     hash_start(&ld); /* while the tensors are bound */

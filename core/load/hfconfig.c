@@ -22,6 +22,7 @@ static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
  * each hyperparameter (checkpoint.c's SCHEMES names their tensors).  gated:
@@ -65,6 +66,10 @@ static const family FAMILIES[] = {
     /* Qwen3 (Qwen3Config): Qwen3-Embedding's decoder; Qwen3MLP gates with hidden_act */
     {"qwen3", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "rms_norm_eps", read_qwen3, true, false},
+    /* Gemma 3's text model (Gemma3TextConfig): EmbeddingGemma; Gemma3MLP gates with
+     * hidden_activation */
+    {"gemma3_text", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_activation", "rms_norm_eps", read_gemma3, true, false},
 };
 #define N_FAMILIES     (sizeof FAMILIES / sizeof *FAMILIES)
 #define DISTILBERT_EPS 1e-12f
@@ -742,17 +747,20 @@ static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err)
     return opt_int_field(root, "type_vocab_size", 0, &c->type_vocab_size, err);
 }
 
-/* transformers 5's layer_types (ModernBertConfig: "full_attention" or
- * "sliding_attention" per layer) as attnd's global_every: layer l global
- * when l mod every = 0.  Another pattern is refused naming the first layer
- * that breaks it. */
-static int layer_pattern(const json_t *lt, int n_layers, int *every, enc_error *err)
+/* layer_types (transformers 5's ModernBertConfig, Gemma3TextConfig:
+ * "full_attention" or "sliding_attention" per layer) as attnd's
+ * global_every and global_offset: layer l global when l mod every =
+ * offset.  Its period is the distance between its first two full layers
+ * (one full layer: the stack's length, none: one more than that); another
+ * pattern is refused naming the first layer that breaks it. */
+static int layer_pattern(const json_t *lt, int n_layers, int *every, int *offset, enc_error *err)
 {
     if (!json_is_array(lt) || json_array_size(lt) != (size_t)n_layers)
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: 'layer_types' is not a list of num_hidden_layers (%d) "
                              "entries",
                              n_layers);
+    int first = -1, second = -1;
     for (int l = 0; l < n_layers; l++) {
         const char *s = json_string_value(json_array_get(lt, (size_t)l));
         if (!s || (strcmp(s, "full_attention") != 0 && strcmp(s, "sliding_attention") != 0)) {
@@ -764,22 +772,25 @@ static int layer_pattern(const json_t *lt, int n_layers, int *every, enc_error *
                                  "(full_attention, sliding_attention)",
                                  l, shown);
         }
+        if (s[0] == 'f' && first < 0)
+            first = l;
+        else if (s[0] == 'f' && second < 0)
+            second = l;
     }
-    int n = n_layers > 1 ? n_layers : 1; /* the first full layer after layer 0 */
-    for (int l = 1; l < n_layers && n == n_layers; l++)
-        if (strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0)
-            n = l;
+    const int n = second >= 0 ? second - first : first >= 0 ? n_layers : n_layers + 1;
+    const int k = first >= 0 ? first % n : n_layers;
     for (int l = 0; l < n_layers; l++) {
         const bool full =
             strcmp(json_string_value(json_array_get(lt, (size_t)l)), "full_attention") == 0;
-        if (full != (l % n == 0))
+        if (full != (l % n == k))
             return enc_error_set(err, ENC_EINVAL,
                                  "config.json: layer_types is not a pattern attnd computes "
-                                 "(layer l full_attention exactly when l mod N = 0): layer %d is "
-                                 "%s",
-                                 l, full ? "full_attention" : "sliding_attention");
+                                 "(layer l full_attention exactly when l mod N = K, here N %d, K "
+                                 "%d): layer %d is %s",
+                                 n, k, l, full ? "full_attention" : "sliding_attention");
     }
-    *every = n;
+    *every = n > 1 ? n : 1;
+    *offset = n > 1 ? k : 0;
     return ENC_OK;
 }
 
@@ -858,6 +869,54 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
     return ENC_OK;
 }
 
+/* transformers 5's rope_parameters with an entry per layer type
+ * (ModernBertConfig's, Gemma3TextConfig's: full_attention and
+ * sliding_attention, each of rope_type default), their rope_theta into
+ * *global / *local where given (*g_given, *l_given).  Any other key (cls
+ * reads those two), and a partial_rotary_factor other than 1 (arch rotates
+ * the whole head), is refused. */
+static int layer_type_ropes(const json_t *root, const char *cls, const char *arch, double *global,
+                            bool *g_given, double *local, bool *l_given, enc_error *err)
+{
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (!rp || json_is_null(rp))
+        return ENC_OK;
+    if (!json_is_object(rp))
+        return enc_error_set(err, ENC_EINVAL, "config.json: 'rope_parameters' is not an object");
+    const char *key;
+    json_t *v;
+    json_object_foreach(rp, key, v)
+    {
+        if (strcmp(key, "full_attention") == 0 || strcmp(key, "sliding_attention") == 0)
+            continue;
+        char shown[64];
+        printable(shown, sizeof shown, key);
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_parameters has '%s': %s reads one entry per layer "
+                             "type, full_attention and sliding_attention",
+                             shown, cls);
+    }
+    const json_t *full = json_object_get(rp, "full_attention");
+    const json_t *sliding = json_object_get(rp, "sliding_attention");
+    double gfactor = 1.0, lfactor = 1.0;
+    bool gf_given = false, lf_given = false;
+    int rc;
+    if ((full && !json_is_null(full) &&
+         (rc = rope_entry(full, "rope_parameters.full_attention.", global, g_given, &gfactor,
+                          &gf_given, err)) < 0) ||
+        (sliding && !json_is_null(sliding) &&
+         (rc = rope_entry(sliding, "rope_parameters.sliding_attention.", local, l_given, &lfactor,
+                          &lf_given, err)) < 0))
+        return rc;
+    if ((gf_given && gfactor != 1.0) || (lf_given && lfactor != 1.0))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: rope_parameters.%s.partial_rotary_factor %g is not "
+                             "supported (%s rotates the whole head)",
+                             gf_given && gfactor != 1.0 ? "full_attention" : "sliding_attention",
+                             gf_given && gfactor != 1.0 ? gfactor : lfactor, arch);
+    return ENC_OK;
+}
+
 /* ModernBERT (transformers' ModernBertConfig, ModernBertEncoderLayer):
  * pre-norm, layer 0's attention norm the identity, a final norm; a GLU
  * feed-forward (input, gate = Wi(x).chunk(2)); RoPE (rotate_half) over the
@@ -887,7 +946,7 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
 {
     enc_hparams *hp = &c->hp;
     bool attn_bias = false, mlp_bias = false, norm_bias = false;
-    int every = 3, window = 128, rc;
+    int every = 3, offset = 0, window = 128, rc;
     if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
         (rc = bool_field(root, "mlp_bias", false, &mlp_bias, err)) < 0 ||
         (rc = bool_field(root, "norm_bias", false, &norm_bias, err)) < 0 ||
@@ -908,7 +967,7 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
     const char *every_key = "global_attn_every_n_layers";
     const json_t *lt = json_object_get(root, "layer_types");
     if (lt && !json_is_null(lt)) {
-        if ((rc = layer_pattern(lt, hp->n_layers, &every, err)) < 0)
+        if ((rc = layer_pattern(lt, hp->n_layers, &every, &offset, err)) < 0)
             return rc;
         every_key = "layer_types";
     }
@@ -933,43 +992,11 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
                              "their size from it",
                              head_dim);
 
-    double global = 160000.0, local = 10000.0, gfactor = 1.0, lfactor = 1.0;
-    bool g_given = false, l_given = false, gf_given = false, lf_given = false;
-    json_t *rp = json_object_get(root, "rope_parameters");
-    if (rp && !json_is_null(rp)) {
-        if (!json_is_object(rp))
-            return enc_error_set(err, ENC_EINVAL,
-                                 "config.json: 'rope_parameters' is not an object");
-        const char *key;
-        json_t *v;
-        json_object_foreach(rp, key, v)
-        {
-            if (strcmp(key, "full_attention") == 0 || strcmp(key, "sliding_attention") == 0)
-                continue;
-            char shown[64];
-            printable(shown, sizeof shown, key);
-            return enc_error_set(err, ENC_EINVAL,
-                                 "config.json: rope_parameters has '%s': ModernBertConfig reads "
-                                 "one entry per layer type, full_attention and sliding_attention",
-                                 shown);
-        }
-        const json_t *full = json_object_get(rp, "full_attention");
-        const json_t *sliding = json_object_get(rp, "sliding_attention");
-        if ((full && !json_is_null(full) &&
-             (rc = rope_entry(full, "rope_parameters.full_attention.", &global, &g_given, &gfactor,
-                              &gf_given, err)) < 0) ||
-            (sliding && !json_is_null(sliding) &&
-             (rc = rope_entry(sliding, "rope_parameters.sliding_attention.", &local, &l_given,
-                              &lfactor, &lf_given, err)) < 0))
-            return rc;
-        if ((gf_given && gfactor != 1.0) || (lf_given && lfactor != 1.0))
-            return enc_error_set(err, ENC_EINVAL,
-                                 "config.json: rope_parameters.%s.partial_rotary_factor %g is not "
-                                 "supported (ModernBERT rotates the whole head)",
-                                 gf_given && gfactor != 1.0 ? "full_attention"
-                                                            : "sliding_attention",
-                                 gf_given && gfactor != 1.0 ? gfactor : lfactor);
-    }
+    double global = 160000.0, local = 10000.0;
+    bool g_given = false, l_given = false;
+    if ((rc = layer_type_ropes(root, "ModernBertConfig", "ModernBERT", &global, &g_given, &local,
+                               &l_given, err)) < 0)
+        return rc;
     if (!g_given && (rc = number_field(root, "global_rope_theta", &global, err)) < 0)
         return rc;
     const json_t *lrt = json_object_get(root, "local_rope_theta");
@@ -986,6 +1013,7 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
     hp->rope_dim = 0;
     hp->rope_theta = global;
     hp->global_every = every;
+    hp->global_offset = offset;
     hp->local_window = every > 1 ? half : 0;
     hp->rope_theta_local = every > 1 ? (local_is_global ? global : local) : 0.0;
     c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "global_rope_theta";
@@ -995,6 +1023,103 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
     c->key_rope_theta_local = l_given           ? "rope_parameters.sliding_attention.rope_theta"
                               : local_is_global ? c->key_rope_theta
                                                 : "local_rope_theta";
+    return ENC_OK;
+}
+
+/* Gemma 3's text model (transformers' Gemma3TextConfig, Gemma3TextModel)
+ * with use_bidirectional_attention true: google/embeddinggemma-300m and
+ * its fine-tunes.  Pre-norm with Gemma3RMSNorm (rms_norm_eps; its 1 + w is
+ * checkpoint.c's), each sublayer's output through a norm of its own
+ * before the residual add (post_attention_layernorm,
+ * post_feedforward_layernorm: sublayer_norm), a final norm; heads of
+ * head_dim (Gemma3TextConfig's default 256) with num_key_value_heads
+ * (default 4) key/value heads, q and k through RMSNorms of their own
+ * before RoPE (rotate_half, whole head), scores over
+ * sqrt(query_pre_attn_scalar) (default 256); Gemma3MLP's
+ * down(act(gate(x)) * up(x)); no bias.  Its layers are full_attention or
+ * sliding_attention (layer_types; else sliding_window_pattern, 4.57's
+ * _sliding_window_pattern, default 6: layer i full when (i + 1) mod P =
+ * 0); a sliding layer sees |i - j| < sliding_window // 2 + 1 (the
+ * bidirectional window Gemma3TextConfig makes of sliding_window, default
+ * 4096) and turns RoPE by rope_parameters.sliding_attention.rope_theta
+ * (5.x) or rope_local_base_freq (4.x, default 10000), a full one by
+ * rope_parameters.full_attention.rope_theta or rope_theta (default 1e6).
+ * Refused naming the field: use_bidirectional_attention false or absent
+ * (the causal text generator), attention_bias true, an
+ * attn_logit_softcapping.  The embeddings are embed_tokens times
+ * sqrt(hidden_size) (checkpoint.c's). */
+static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    enc_hparams *hp = &c->hp;
+    bool bidir = false, attn_bias = false;
+    int window = 4096, rc;
+    hp->n_kv_heads = 4; /* Gemma3TextConfig's defaults */
+    hp->head_dim = 256;
+    c->query_pre_attn_scalar = 256.0;
+    if ((rc = bool_field(root, "use_bidirectional_attention", false, &bidir, err)) < 0 ||
+        (rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
+        (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
+        (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0 ||
+        (rc = opt_int_field(root, "sliding_window", 1, &window, err)) < 0 ||
+        (rc = number_field(root, "query_pre_attn_scalar", &c->query_pre_attn_scalar, err)) < 0)
+        return rc;
+    if (!bidir)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: use_bidirectional_attention is not true: a causal "
+                             "Gemma 3 (the text generator) is not supported (EmbeddingGemma's "
+                             "is true)");
+    if (attn_bias)
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attention_bias true is not supported (biases on "
+                             "q_proj, k_proj, v_proj and o_proj only)");
+    if (given(root, "attn_logit_softcapping"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "config.json: attn_logit_softcapping is not supported (scores "
+                             "through c tanh(s / c); EmbeddingGemma's is null)");
+    int every = 6, offset = 5;
+    const char *every_key = "layer_types";
+    const json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_null(lt)) {
+        if ((rc = layer_pattern(lt, hp->n_layers, &every, &offset, err)) < 0)
+            return rc;
+    } else {
+        every_key = given(root, "sliding_window_pattern") ? "sliding_window_pattern"
+                                                          : "_sliding_window_pattern";
+        if ((rc = opt_int_field(root, every_key, 1, &every, err)) < 0)
+            return rc;
+        offset = every - 1;
+    }
+    if (every > ENC_MAX_LAYERS)
+        return enc_error_set(err, ENC_EINVAL, "config.json: '%s' gives global every %d, over %d",
+                             every_key, every, ENC_MAX_LAYERS);
+    double global = 1000000.0, local = 10000.0;
+    bool g_given = false, l_given = false;
+    if ((rc = layer_type_ropes(root, "Gemma3TextConfig", "Gemma 3", &global, &g_given, &local,
+                               &l_given, err)) < 0 ||
+        (!g_given && (rc = number_field(root, "rope_theta", &global, err)) < 0) ||
+        (!l_given && (rc = number_field(root, "rope_local_base_freq", &local, err)) < 0))
+        return rc;
+    hp->norm_first = true;
+    hp->sublayer_norm = true;
+    hp->bias = false;
+    hp->norm = ENC_NORM_RMS;
+    hp->final_norm = true;
+    hp->qk_norm = true;
+    hp->position = ENC_POS_ROPE;
+    hp->rope_style = ENC_ROPE_NEOX;
+    hp->rope_dim = 0;
+    hp->rope_theta = global;
+    hp->global_every = every > 1 ? every : 1;
+    hp->global_offset = every > 1 ? offset : 0;
+    hp->local_window = every > 1 ? window / 2 : 0;
+    hp->rope_theta_local = every > 1 ? local : 0.0;
+    c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "rope_theta";
+    c->key_global_every = every_key;
+    c->key_local_window = "sliding_window";
+    c->key_rope_theta_local =
+        l_given ? "rope_parameters.sliding_attention.rope_theta" : "rope_local_base_freq";
+    c->no_types = true; /* embed_tokens alone: no token types, no positions */
+    c->no_positions = true;
     return ENC_OK;
 }
 
@@ -1070,7 +1195,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert, new, deberta-v2, qwen3)",
+                           "nomic_bert, new, deberta-v2, qwen3, gemma3_text)",
                            shown);
         goto done;
     }

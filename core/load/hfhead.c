@@ -87,6 +87,10 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
     h->eps = c->hp.layer_norm_eps;
     if (modern && modernbert_head(root, c, h, names, err) < 0)
         return err->status;
+    if (strcmp(fam, "gemma3_text") == 0) { /* no head attnd computes yet */
+        *unsupported = true;
+        return ENC_OK;
+    }
     if (strcmp(fam, "qwen3") == 0 && kind != ENC_HEAD_MASKED_LM) {
         /* GenericForSequenceClassification: score (no bias) on the last
          * token that is not pad_token_id; GenericForTokenClassification:

@@ -344,6 +344,8 @@ void embed_rows(const embed_module *e, const enc_batch *in, int b, int i0, int i
     for (int i = i0; i < i1; i++) {
         float *y = out + (size_t)(i - i0) * ldo;
         word_row(e, ids[i], y);
+        for (int k = 0; cfg->scale != 0.0f && k < E; k++) /* Gemma3TextScaledWordEmbedding */
+            y[k] *= cfg->scale;
         if (e->type) /* inputs_embeds + token_type_embeddings */
             ops_residual(y, e->type + (size_t)(tt ? tt[i] : 0) * E, (size_t)E);
         if (e->pos) { /* + position_embeddings */

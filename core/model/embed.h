@@ -39,6 +39,7 @@ typedef struct embed_config {
     float eps;      /* the module's LayerNorm's */
     bool norm_bias; /* the LayerNorm has a bias (ModernBERT: norm_bias) */
     bool no_norm;   /* no LayerNorm: the sum itself (Qwen3's embed_tokens) */
+    float scale;    /* the word row times this first (Gemma 3's sqrt(D)); 0: none */
 } embed_config;
 
 /* x (T, D) = [Linear E -> D] LayerNorm(word[id] + type[tt] + pos[p]) (no

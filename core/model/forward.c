@@ -110,6 +110,7 @@ typedef struct block_ctx {
     /* the rows of a norm phase */
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
+    const float *so_w, *so_b; /* with add_o: o through this norm first (hp.sublayer_norm) */
     float *ln_out; /* NULL: no LayerNorm */
     bool ln_quant; /* ln_out's rows also quantised into ws->i8rows, for the int8 Linear
                       that reads it next (run_norm) */
@@ -187,7 +188,8 @@ static void phase_quantise(void *arg, int tid, int n)
         gemm_int8_quantise(c->ws->i8rows, c->lin_in, c->lin_ldi, c->lin_K, r0, r1);
 }
 
-/* Residual add and LayerNorm, split by rows: x += o (if add_o), then
+/* Residual add and LayerNorm, split by rows: x += o (if add_o; o normed
+ * first with so_w), then
  * ln_out = LN(x) (if ln_out), and with ln_quant ln_out's rows quantised for
  * the int8 Linear after (as its phase_quantise would), a few rows at a time
  * while they are in L1: no pass over them from another core's cache. */
@@ -201,6 +203,10 @@ static void phase_norm(void *arg, int tid, int n)
     for (int a = r0; a < r1; a += step) {
         const int b = r1 - a < step ? r1 : a + step;
         float *x = c->ws->x + (size_t)a * D;
+        if (c->add_o && c->so_w) {
+            float *o = c->ws->o + (size_t)a * D;
+            ops_norm(c->m->hp.norm, o, o, c->so_w, c->so_b, b - a, D, c->m->hp.layer_norm_eps);
+        }
         if (c->add_o)
             ops_residual(x, c->ws->o + (size_t)a * D, (size_t)(b - a) * D);
         if (!c->ln_out)
@@ -414,10 +420,13 @@ static void phase_glu(void *arg, int tid, int n)
                 hp->activation);
 }
 
-/* Whether some layer is local (layer 0 never is). */
+/* Whether some layer is local. */
 static bool has_local_layers(const enc_hparams *hp)
 {
-    return hp->global_every > 1 && hp->n_layers > 1;
+    for (int l = 0; l < hp->n_layers && hp->global_every > 1; l++)
+        if (enc_layer_local(hp, l))
+            return true;
+    return false;
 }
 
 /* Whether the local layers' RoPE base is not the global layers'. */
@@ -780,10 +789,16 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         workspace_run(ws, phase_attention_globals, &c);
     run_linear(&c, ws->o, D, ws->z, m->q_dim, ly->w_o, ly->pk_o, ly->b_o, m->q_dim, D, false);
 
-    /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)) */
+    /* x = LN2(x + FFN(x))   or   x = x + FFN(LN2(x)), or with
+     * sublayer_norm x = x + SO2(FFN(LN2(x))) (x + SO1(MHA(..)) before) */
     const float *f_in = ws->x;
     if (hp->norm_first) {
+        const bool so = hp->sublayer_norm;
+        c.so_w = so ? ly->so1_w : NULL;
+        c.so_b = so ? ly->so1_b : NULL;
         run_norm(&c, true, ws->y, ly->ln2_w, ly->ln2_b, ly->pk_1);
+        c.so_w = so ? ly->so2_w : NULL; /* for the add after the feed-forward */
+        c.so_b = so ? ly->so2_b : NULL;
         f_in = ws->y;
     } else {
         run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b, ly->pk_1);

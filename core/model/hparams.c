@@ -105,7 +105,7 @@ bool enc_norm_has_bias(const enc_hparams *hp)
 
 bool enc_layer_local(const enc_hparams *hp, int l)
 {
-    return hp->global_every > 1 && l % hp->global_every != 0;
+    return hp->global_every > 1 && l % hp->global_every != hp->global_offset;
 }
 
 double enc_layer_rope_theta(const enc_hparams *hp, int l)
@@ -237,7 +237,14 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
                              "first_attn_norm false (layer 0's attention norm the identity) "
                              "needs norm_first true: a post-norm block's norms follow their "
                              "sublayers");
+    if (hp->sublayer_norm && !hp->norm_first)
+        return enc_error_set(err, ENC_EINVAL,
+                             "sublayer_norm (each sublayer's output normed before the residual "
+                             "add) needs norm_first true: a post-norm block's norms follow the "
+                             "add");
     if ((rc = check_range("global_every", hp->global_every, 0, ENC_MAX_LAYERS, err)) < 0 ||
+        (rc = check_range("global_offset", hp->global_offset, 0,
+                          hp->global_every > 1 ? hp->global_every - 1 : 0, err)) < 0 ||
         (rc = check_range("local_window", hp->local_window, 0, ENC_MAX_POSITION, err)) < 0)
         return rc;
     if (hp->rope_theta_local != 0.0 &&

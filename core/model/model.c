@@ -51,6 +51,10 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
     CARVE(ln2_b, D, block && nb);
     CARVE(qn_w, E, block && hp->qk_norm);
     CARVE(kn_w, E, block && hp->qk_norm);
+    CARVE(so1_w, D, block && hp->sublayer_norm);
+    CARVE(so1_b, D, block && hp->sublayer_norm && nb);
+    CARVE(so2_w, D, block && hp->sublayer_norm);
+    CARVE(so2_b, D, block && hp->sublayer_norm && nb);
 #undef CARVE
     return off;
 }

@@ -38,6 +38,10 @@ typedef struct enc_layer {
     float *ln2_b;     /* (D) or NULL */
     float *qn_w;      /* (E) q's norm of each head (hp.qk_norm), or NULL */
     float *kn_w;      /* (E) k's, or NULL */
+    /* (D) each the norm of attention's output (so1) and the feed-forward's
+     * (so2) before the residual add (hp.sublayer_norm), or NULL; biases as
+     * ln1_b's */
+    float *so1_w, *so1_b, *so2_w, *so2_b;
     /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
      * the CPU has no AVX-512 (cblas_sgemm on the weights above instead).
      * Once a mapped weight is packed, its pages are given back (model_pack):

@@ -223,6 +223,8 @@ static void naive_embed(const enc_model *m, const enc_batch *in, int b, int len,
     for (int i = 0; i < len; i++) {
         double *y = e_rows + (size_t)i * E;
         naive_word(e, ids[i], y); /* word_embeddings(input_ids) */
+        for (int k = 0; cfg->scale != 0.0f && k < E; k++)
+            y[k] *= cfg->scale;   /* times Gemma 3's embed_scale, float32 as transformers' */
         if (e->type)              /* + token_type_embeddings(token_type_ids or zeros) */
             for (int k = 0; k < E; k++)
                 y[k] += e->type[(size_t)(tt ? tt[i] : 0) * E + k];
@@ -299,9 +301,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
 
         for (int l = 0; l < hp->n_layers; l++) {
             const enc_layer *ly = &m->layers[l];
-            /* A local layer (l mod global_every != 0) sees |i - j| <= local_window
-             * besides; its RoPE turns by rope_theta_local when that is set. */
-            const bool local = hp->global_every > 1 && l % hp->global_every != 0;
+            /* A local layer (l mod global_every != global_offset) sees
+             * |i - j| <= local_window besides; its RoPE turns by
+             * rope_theta_local when that is set. */
+            const bool local = hp->global_every > 1 && l % hp->global_every != hp->global_offset;
             const double theta =
                 local && hp->rope_theta_local > 0.0 ? hp->rope_theta_local : hp->rope_theta;
             /* attention sublayer; layer 0's norm the identity when first_norm_identity */
@@ -384,6 +387,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 }
             }
             naive_linear(o, z, ly->w_o, ly->b_o, len, Z, D);
+            if (hp->sublayer_norm) /* Gemma 3's post_attention_layernorm */
+                naive_norm(hp, o, o, ly->so1_w, ly->so1_b, len, D);
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
             if (!hp->norm_first)
@@ -410,6 +415,8 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 }
             }
             naive_linear(o, hid, ly->w_2, ly->b_2, len, F, D);
+            if (hp->sublayer_norm) /* its post_feedforward_layernorm */
+                naive_norm(hp, o, o, ly->so2_w, ly->so2_b, len, D);
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
             if (!hp->norm_first)

@@ -375,9 +375,12 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
         json_object_set_new(hparams, "qk_norm", json_boolean(hp->qk_norm));
         json_object_set_new(hparams, "causal", json_boolean(hp->causal));
+        json_object_set_new(hparams, "sublayer_norm", json_boolean(hp->sublayer_norm));
         json_object_set_new(hparams, "first_attn_norm", json_boolean(!hp->first_norm_identity));
         json_object_set_new(hparams, "global_every",
                             json_integer(hp->global_every > 1 ? hp->global_every : 1));
+        json_object_set_new(hparams, "global_offset",
+                            json_integer(hp->global_every > 1 ? hp->global_offset : 0));
         json_object_set_new(hparams, "local_window",
                             hp->global_every > 1 ? json_integer(hp->local_window) : json_null());
         json_t *layers = json_array();
