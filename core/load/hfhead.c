@@ -76,7 +76,8 @@ static int modernbert_head(const json_t *root, const enc_hf_config *c, model_hea
 
 /* The head's tensors and math for family fam ("bert", "roberta" for the
  * RoBERTa family and MPNet, "electra", "distilbert", "modernbert", "new":
- * GTE's, Alibaba-NLP/new-impl's classes, "deberta-v2", "qwen3") and h's
+ * GTE's, Alibaba-NLP/new-impl's classes, "deberta-v2", "qwen3",
+ * "gemma3_text") and h's
  * kind. */
 static int layout(const json_t *root, const enc_hf_config *c, const char *fam, const char *prefix,
                   model_head *h, hf_head_names *names, bool *unsupported, enc_error *err)
@@ -87,14 +88,15 @@ static int layout(const json_t *root, const enc_hf_config *c, const char *fam, c
     h->eps = c->hp.layer_norm_eps;
     if (modern && modernbert_head(root, c, h, names, err) < 0)
         return err->status;
-    if (strcmp(fam, "gemma3_text") == 0) { /* no head attnd computes yet */
+    const bool gemma3 = strcmp(fam, "gemma3_text") == 0;
+    if (gemma3 && kind != ENC_HEAD_SEQUENCE) { /* Gemma 3 has no such class */
         *unsupported = true;
         return ENC_OK;
     }
-    if (strcmp(fam, "qwen3") == 0 && kind != ENC_HEAD_MASKED_LM) {
-        /* GenericForSequenceClassification: score (no bias) on the last
-         * token that is not pad_token_id; GenericForTokenClassification:
-         * score (a bias) on every token */
+    if ((strcmp(fam, "qwen3") == 0 || gemma3) && kind != ENC_HEAD_MASKED_LM) {
+        /* GenericForSequenceClassification (Qwen3's, Gemma3Text's): score
+         * (no bias) on the last token that is not pad_token_id;
+         * GenericForTokenClassification: score (a bias) on every token */
         SET(out_w, "score.weight", "");
         if (kind == ENC_HEAD_TOKEN)
             SET(out_b, "score.bias", "");
