@@ -1,8 +1,9 @@
 /* fuzz_tokenizer.c - fuzz target: the tokenizer.json tokenizer
  * (core/tokenizer/) on the test tokenizers bert-uncased (WordPiece),
  * roberta (byte-level BPE), xlmr (Unigram, Precompiled charsmap), llama-bpe
- * (BPE with byte fallback), unigram-fallback and misc (the remaining
- * components), loaded once.  The input is the text, valid UTF-8 or not; when
+ * (BPE with byte fallback), gemma3 (the same after Gemma's Replace and
+ * Split, whitespace runs as added tokens), unigram-fallback and misc (the
+ * remaining components), loaded once.  The input is the text, valid UTF-8 or not; when
  * it holds a 0xFF byte, the bytes before the first one and the bytes after
  * it are also encoded as a pair.  Each text (and pair) is encoded with and
  * without the post-processor's specials, then truncated to a few limits
@@ -16,7 +17,7 @@
 #include <string.h>
 
 static const char *const NAMES[] = {
-    "bert-uncased", "roberta", "xlmr", "llama-bpe", "unigram-fallback", "misc",
+    "bert-uncased", "roberta", "xlmr", "llama-bpe", "gemma3", "unigram-fallback", "misc",
 };
 enum { N_TOK = sizeof NAMES / sizeof NAMES[0] };
 
