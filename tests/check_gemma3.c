@@ -300,29 +300,16 @@ START_TEST(test_text_end_to_end)
     daemon_proc d;
     ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", GEMMA3, NULL}, NULL), 0);
     text_matches_fixture(d.port, GEMMA3, "sentence_embedding", TOL);
-    json_t *info = model_info(d.port);
-    const json_t *hp = json_object_get(info, "hyperparameters");
-    ck_assert_int_eq(json_integer_value(json_object_get(hp, "head_dim")), 16);
-    ck_assert_int_eq(json_integer_value(json_object_get(hp, "n_kv_heads")), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(hp, "norm")), "rmsnorm");
-    ck_assert_str_eq(json_string_value(json_object_get(hp, "ffn")), "geglu");
-    ck_assert(json_is_false(json_object_get(hp, "causal")));
-    ck_assert(json_is_true(json_object_get(hp, "qk_norm")));
-    ck_assert(json_is_true(json_object_get(hp, "sublayer_norm")));
-    ck_assert_int_eq(json_integer_value(json_object_get(hp, "global_every")), 2);
-    ck_assert_int_eq(json_integer_value(json_object_get(hp, "global_offset")), 1);
-    const json_t *layers = json_object_get(hp, "layers");
-    ck_assert_uint_eq(json_array_size(layers), 4);
-    for (size_t l = 0; l < 4; l++) {
-        const json_t *ly = json_array_get(layers, l);
-        ck_assert_str_eq(json_string_value(json_object_get(ly, "attention")),
-                         l % 2 ? "global" : "local");
-        ck_assert(json_real_value(json_object_get(ly, "rope_theta")) ==
-                  (l % 2 ? 1000000.0 : 10000.0));
-        if (l % 2 == 0)
-            ck_assert_int_eq(json_integer_value(json_object_get(ly, "window")), 4);
-    }
-    json_decref(info);
+    static const char LOCAL[] = "{\"attention\": \"local\", \"window\": 4, \"rope_theta\": 10000}";
+    static const char FULL[] =
+        "{\"attention\": \"global\", \"window\": null, \"rope_theta\": 1000000}";
+    char want[1024];
+    snprintf(want, sizeof want,
+             "{\"head_dim\": 16, \"n_kv_heads\": 1, \"norm\": \"rmsnorm\", \"ffn\": \"geglu\", "
+             "\"causal\": false, \"qk_norm\": true, \"sublayer_norm\": true, \"global_every\": 2, "
+             "\"global_offset\": 1, \"layers\": [%s, %s, %s, %s]}",
+             LOCAL, FULL, LOCAL, FULL);
+    expect_hyperparameters(d.port, want);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST

@@ -6,6 +6,7 @@
 #include "codec/base64.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,51 @@ json_t *model_info(int port)
     json_t *j = http_json_body(&m);
     http_resp_free(&m);
     return j;
+}
+
+/* json_equal with numbers compared by value (JSON writes 1e6 as an
+ * integer or a real alike). */
+static bool same_json(json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!same_json(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b) && json_object_size(a) == json_object_size(b)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(a, key, v)
+        {
+            if (!same_json(v, json_object_get(b, key)))
+                return false;
+        }
+        return true;
+    }
+    return json_equal(a, b);
+}
+
+void expect_hyperparameters(int port, const char *want)
+{
+    json_error_t jerr;
+    json_t *w = json_loads(want, 0, &jerr);
+    ck_assert_msg(json_is_object(w), "expect_hyperparameters: %s", jerr.text);
+    json_t *info = model_info(port);
+    const json_t *hp = json_object_get(info, "hyperparameters");
+    const char *key;
+    json_t *v;
+    json_object_foreach(w, key, v)
+    {
+        char *got = json_dumps(json_object_get(hp, key), JSON_ENCODE_ANY | JSON_COMPACT);
+        ck_assert_msg(same_json(v, json_object_get(hp, key)), "hyperparameters.%s is %s", key,
+                      got ? got : "absent");
+        free(got);
+    }
+    json_decref(info);
+    json_decref(w);
 }
 
 /* GET /v1/model's tokenizer on port (owned). */

@@ -50,6 +50,11 @@ json_t *tokens_of(int port, json_t *body);
 /* GET /v1/model on port (owned), its status 200. */
 json_t *model_info(int port);
 
+/* GET /v1/model on port: every field of the JSON object want (text) is
+ * its hyperparameters' (a nested object or list compared whole; numbers
+ * by value, so 16 and 16.0 are equal), or the test fails naming it. */
+void expect_hyperparameters(int port, const char *want);
+
 /* GET /v1/model's tokenizer on port (owned). */
 json_t *model_tokenizer(int port);
 

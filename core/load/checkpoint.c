@@ -294,54 +294,37 @@ static const naming DEBERTA = {"encoder.layer.",
                                "encoder.rel_embeddings.weight",
                                "encoder.LayerNorm."};
 
-/* transformers' Qwen3DecoderLayer (Qwen3Attention with its per-head q_norm
- * and k_norm, Qwen3MLP: down_proj(act(gate_proj(x)) * up_proj(x)), so
- * gate_proj's rows are the activated ones) and Qwen3Model's final norm. */
-static const naming QWEN3 = {"layers.",
-                             {[S_Q_W] = "self_attn.q_proj.weight",
-                              [S_Q_B] = "self_attn.q_proj.bias",
-                              [S_K_W] = "self_attn.k_proj.weight",
-                              [S_K_B] = "self_attn.k_proj.bias",
-                              [S_V_W] = "self_attn.v_proj.weight",
-                              [S_V_B] = "self_attn.v_proj.bias",
-                              [S_O_W] = "self_attn.o_proj.weight",
-                              [S_O_B] = "self_attn.o_proj.bias",
-                              [S_1_W] = "mlp.gate_proj.weight",
-                              [S_1L_W] = "mlp.up_proj.weight",
-                              [S_2_W] = "mlp.down_proj.weight",
-                              [S_LN1_W] = "input_layernorm.weight",
-                              [S_LN2_W] = "post_attention_layernorm.weight",
-                              [S_QN_W] = "self_attn.q_norm.weight",
-                              [S_KN_W] = "self_attn.k_norm.weight"},
-                             "norm.",
-                             NULL,
-                             NULL,
-                             NULL,
-                             false,
-                             NULL,
-                             NULL};
+/* The slots transformers' decoders (Qwen3's, Gemma 3's) name alike: the
+ * projections, each head's q and k norm, the attention norm, and the gated
+ * MLP, down_proj(act(gate_proj(x)) * up_proj(x)), so gate_proj's rows are
+ * the activated ones. */
+#define DECODER_SLOTS                                                                              \
+    [S_Q_W] = "self_attn.q_proj.weight", [S_K_W] = "self_attn.k_proj.weight",                      \
+    [S_V_W] = "self_attn.v_proj.weight", [S_O_W] = "self_attn.o_proj.weight",                      \
+    [S_1_W] = "mlp.gate_proj.weight", [S_1L_W] = "mlp.up_proj.weight",                             \
+    [S_2_W] = "mlp.down_proj.weight", [S_LN1_W] = "input_layernorm.weight",                        \
+    [S_QN_W] = "self_attn.q_norm.weight", [S_KN_W] = "self_attn.k_norm.weight"
 
-/* transformers' Gemma3DecoderLayer (Gemma3Attention with q_norm and
- * k_norm, Gemma3MLP as Qwen3MLP) with its four norms: input_layernorm and
- * pre_feedforward_layernorm before the sublayers, post_attention_layernorm
- * and post_feedforward_layernorm on their outputs; Gemma3TextModel's final
- * norm.  Gemma3RMSNorm's weights are stored as w - 1 (its scheme's
- * norm_plus_one). */
-static const naming GEMMA3 = {.layer = "layers.",
-                              .name = {[S_Q_W] = "self_attn.q_proj.weight",
-                                       [S_K_W] = "self_attn.k_proj.weight",
-                                       [S_V_W] = "self_attn.v_proj.weight",
-                                       [S_O_W] = "self_attn.o_proj.weight",
-                                       [S_1_W] = "mlp.gate_proj.weight",
-                                       [S_1L_W] = "mlp.up_proj.weight",
-                                       [S_2_W] = "mlp.down_proj.weight",
-                                       [S_LN1_W] = "input_layernorm.weight",
-                                       [S_LN2_W] = "pre_feedforward_layernorm.weight",
-                                       [S_QN_W] = "self_attn.q_norm.weight",
-                                       [S_KN_W] = "self_attn.k_norm.weight",
-                                       [S_SO1_W] = "post_attention_layernorm.weight",
-                                       [S_SO2_W] = "post_feedforward_layernorm.weight"},
-                              .final = "norm."};
+/* transformers' Qwen3DecoderLayer (Qwen3Attention, Qwen3MLP) and
+ * Qwen3Model's final norm. */
+static const naming QWEN3 = {
+    .layer = "layers.",
+    .name = {DECODER_SLOTS, [S_Q_B] = "self_attn.q_proj.bias", [S_K_B] = "self_attn.k_proj.bias",
+             [S_V_B] = "self_attn.v_proj.bias", [S_O_B] = "self_attn.o_proj.bias",
+             [S_LN2_W] = "post_attention_layernorm.weight"},
+    .final = "norm."};
+
+/* transformers' Gemma3DecoderLayer with its four norms: input_layernorm
+ * and pre_feedforward_layernorm before the sublayers,
+ * post_attention_layernorm and post_feedforward_layernorm on their
+ * outputs; Gemma3TextModel's final norm.  Gemma3RMSNorm's weights are
+ * stored as w - 1 (its scheme's norm_plus_one). */
+static const naming GEMMA3 = {
+    .layer = "layers.",
+    .name = {DECODER_SLOTS, [S_LN2_W] = "pre_feedforward_layernorm.weight",
+             [S_SO1_W] = "post_attention_layernorm.weight",
+             [S_SO2_W] = "post_feedforward_layernorm.weight"},
+    .final = "norm."};
 
 /* Each config.json model_type's tensor names (hfconfig.c reads its
  * config.json): its naming scheme, and the base model's prefix in task
