@@ -114,7 +114,7 @@ START_TEST(test_tensors_bound)
         {"layers.2.self_attn.v_proj.weight", ly->w_v, 16, 32, 0, 1},
         {"layers.2.self_attn.o_proj.weight", ly->w_o, 32, 64, 0, 1},
         {"layers.2.mlp.gate_proj.weight", ly->w_1, 48, 32, 0, 1},
-        {"layers.2.mlp.up_proj.weight", ly->w_1 + 48 * 32, 48, 32, 0, 1},
+        {"layers.2.mlp.up_proj.weight", ly->w_g, 48, 32, 0, 1},
         {"layers.2.mlp.down_proj.weight", ly->w_2, 32, 48, 0, 1},
         {"layers.2.input_layernorm.weight", ly->ln1_w, 32, 0, 1, 1},
         {"layers.2.pre_feedforward_layernorm.weight", ly->ln2_w, 32, 0, 1, 1},

@@ -68,8 +68,8 @@ START_TEST(test_config_read)
 END_TEST
 
 /* Bound against the file itself: up_gate_proj holds the up rows, then the
- * gate's (activated) ones; W1 holds the activated rows first, so its halves
- * are the file's swapped; no bias for it (zeros); qkv_proj as one tensor,
+ * gate's (activated) ones; W1 is the activated rows, the second half, and
+ * W_g the first; no bias for it (zeros); qkv_proj as one tensor,
  * down_proj and mlp_ln as the second Linear and norm. */
 START_TEST(test_gate_halves_swapped)
 {
@@ -83,8 +83,8 @@ START_TEST(test_gate_halves_swapped)
     ck_assert(t && t->ndim == 2 && t->shape[0] == 2 * F && t->shape[1] == D);
     const float *file = (const float *)(const void *)t->data;
     const size_t half = (size_t)F * D * sizeof(float);
-    ck_assert_msg(memcmp(ly->w_1, file + (size_t)F * D, half) == 0, "W1's first half: the gate");
-    ck_assert_msg(memcmp(ly->w_1 + (size_t)F * D, file, half) == 0, "W1's second half: up");
+    ck_assert_msg(memcmp(ly->w_1, file + (size_t)F * D, half) == 0, "W1: the file's second half");
+    ck_assert_msg(memcmp(ly->w_g, file, half) == 0, "W_g: the file's first half");
     ck_assert_ptr_null(st_find(&f, "encoder.layer.1.mlp.up_gate_proj.bias"));
     ck_assert_ptr_nonnull(ly->b_1);
     for (int i = 0; i < 2 * F; i++)

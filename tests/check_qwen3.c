@@ -98,7 +98,7 @@ START_TEST(test_tensors_bound)
     ck_assert_int_eq(m->q_dim, 64);
     ck_assert_int_eq(m->qkv_dim, 128);
     const enc_layer *ly = &m->layers[1];
-    const float *got[] = {ly->w_q, ly->w_k,   ly->w_v,   ly->w_o,  ly->w_1,  ly->w_1 + 48 * 32,
+    const float *got[] = {ly->w_q, ly->w_k,   ly->w_v,   ly->w_o,  ly->w_1,  ly->w_g,
                           ly->w_2, ly->ln1_w, ly->ln2_w, ly->qn_w, ly->kn_w, m->final_w};
     static const struct {
         const char *name;

@@ -37,8 +37,8 @@ typedef enum slot {
     S_O_B,
     S_1_W, /* a gated feed-forward's: the activated rows, then the others */
     S_1_B,
-    S_1L_W, /* a gated feed-forward's rows that are not activated, where a
-               scheme keeps them apart from S_1_W's (they follow them in w_1) */
+    S_1L_W, /* a gated feed-forward's rows that are not activated (w_g), where a
+               scheme keeps them apart from S_1_W's */
     S_1L_B,
     S_2_W,
     S_2_B,
@@ -65,8 +65,8 @@ typedef struct naming {
      * compute, and what that variant is; NULL for none. */
     const char *variant, *variant_why;
     /* S_1_W's fused rows hold the others first, then the activated ones
-     * (GTE's up_gate_proj): swapped into w_1's order as they are bound;
-     * such a scheme names no S_1_B (b_1 keeps its zeros). */
+     * (GTE's up_gate_proj): w_1 points at its second half, w_g at its
+     * first; such a scheme names no S_1_B (b_1 keeps its zeros). */
     bool gate_last;
     /* DeBERTa's relative position table (hp.dis) and its LayerNorm's
      * prefix, after the model's prefix; NULL where the scheme has none */
@@ -532,16 +532,6 @@ static int bind_linear(loader *ld, enc_model *m, const char *name, const float *
     return ENC_OK;
 }
 
-/* The two halves of v (2n floats) trade places. */
-static void swap_halves(float *v, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        const float t = v[i];
-        v[i] = v[n + i];
-        v[n + i] = t;
-    }
-}
-
 /* The factor the queries take past 1 / sqrt(E) (bind_layer): DeBERTa's
  * 1 / sqrt(1 + c2p + p2c), times loader's q_scale. */
 static double query_scale(const loader *ld, const enc_model *m)
@@ -593,8 +583,8 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     /* Layer 0's attention norm may be the identity: no ln1 to bind. */
     if (rc < 0 || (rc = bind_linear(ld, m, NAME(S_O_W), &ly->w_o, D, Z)) < 0 ||
         (!halves && (rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F1, D)) < 0) ||
-        (halves && ((rc = bind(ld, NAME(S_1_W), model_own(m, ly->w_1), F, D)) < 0 ||
-                    (rc = bind(ld, NAME(S_1L_W), model_own(m, ly->w_1) + F * D, F, D)) < 0)) ||
+        (halves && ((rc = bind_linear(ld, m, NAME(S_1_W), &ly->w_1, F, D)) < 0 ||
+                    (rc = bind_linear(ld, m, NAME(S_1L_W), &ly->w_g, F, D)) < 0)) ||
         (rc = bind_linear(ld, m, NAME(S_2_W), &ly->w_2, D, F)) < 0 ||
         (ly->ln1_w && (rc = bind(ld, NAME(S_LN1_W), ly->ln1_w, D, 0)) < 0) ||
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
@@ -609,8 +599,13 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         return enc_error_set(ld->err, ENC_EINVAL,
                              "this checkpoint's architecture has no biases for its sublayers' "
                              "output norms");
-    if (nm->gate_last)
-        swap_halves(model_own(m, ly->w_1), F * D);
+    if (!halves && F1 > F) /* one tensor: the gate's rows after the input's, or before */
+        ly->w_g = ly->w_1 + F * D;
+    if (nm->gate_last) {
+        const float *up = ly->w_1;
+        ly->w_1 = ly->w_g;
+        ly->w_g = up;
+    }
     if (ld->norm_plus_one) {
         float *const norms[] = {ly->ln1_w, ly->ln2_w, ly->so1_w, ly->so2_w, ly->qn_w, ly->kn_w};
         const int64_t sizes[] = {D, D, D, D, m->head_dim, m->head_dim};
@@ -673,11 +668,9 @@ static void layer_prefix(char *buf, size_t size, const char *model_prefix, const
 static bool stack_viewable(const loader *ld, const enc_model *m, const char *model_prefix,
                            const naming *nm, bool layer_prefixed)
 {
-    if (nm->name[S_1L_W] || nm->gate_last)
-        return false; /* the feed-forward's halves are joined, or swapped, in params */
     if (query_scale(ld, m) != 1.0 && !m->hp.qk_norm)
         return false; /* the query Linear scaled in params (bind_layer) */
-    static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_2_W};
+    static const int slots[] = {S_QKV_W, S_Q_W, S_K_W, S_V_W, S_O_W, S_1_W, S_1L_W, S_2_W};
     for (int l = 0; l < m->hp.n_layers; l++) {
         char prefix[128], name[300];
         layer_prefix(prefix, sizeof prefix, model_prefix, nm, l, layer_prefixed);

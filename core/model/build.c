@@ -24,17 +24,15 @@
 static void release_packed(enc_model *m, const enc_layer *ly)
 {
     const size_t D = (size_t)m->hp.d_model, KV = (size_t)m->kv_dim, Z = (size_t)m->q_dim;
-    const size_t f = sizeof(float);
+    const size_t F = (size_t)m->hp.d_ff, f = sizeof(float);
     const struct {
         const float *w;
         size_t bytes;
         const gemm_packed *pk;
-    } ws[] = {{ly->w_q, Z * D * f, ly->pk_qkv},
-              {ly->w_k, KV * D * f, ly->pk_qkv},
-              {ly->w_v, KV * D * f, ly->pk_qkv},
-              {ly->w_o, D * Z * f, ly->pk_o},
-              {ly->w_1, (size_t)enc_ffn_rows(&m->hp) * D * f, ly->pk_1},
-              {ly->w_2, D * (size_t)m->hp.d_ff * f, ly->pk_2}};
+    } ws[] = {{ly->w_q, Z * D * f, ly->pk_qkv},  {ly->w_k, KV * D * f, ly->pk_qkv},
+              {ly->w_v, KV * D * f, ly->pk_qkv}, {ly->w_o, D * Z * f, ly->pk_o},
+              {ly->w_1, F * D * f, ly->pk_1},    {ly->w_g, ly->w_g ? F * D * f : 0, ly->pk_1},
+              {ly->w_2, D * F * f, ly->pk_2}};
     for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) {
         if (!ws[i].pk)
             continue;
@@ -72,8 +70,7 @@ void model_pack(enc_model *m)
         return;
     if (m->dis_table)
         dis_rows(m);
-    const int D = m->hp.d_model, F = m->hp.d_ff, F1 = enc_ffn_rows(&m->hp), KV = m->kv_dim;
-    const int Z = m->q_dim;
+    const int D = m->hp.d_model, F = m->hp.d_ff, KV = m->kv_dim, Z = m->q_dim;
     m->packed = false;
     for (int l = 0; l < m->hp.n_layers; l++) {
         enc_layer *ly = &m->layers[l];
@@ -81,22 +78,22 @@ void model_pack(enc_model *m)
         gemm_packed_free(ly->pk_o);
         gemm_packed_free(ly->pk_1);
         gemm_packed_free(ly->pk_2);
-        const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v};
-        const int rows[3] = {Z, KV, KV};
+        const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v}, *ffn[2] = {ly->w_1, ly->w_g};
+        const int rows[3] = {Z, KV, KV}, ffn_rows[2] = {F, F}, n_ffn = ly->w_g ? 2 : 1;
         if (m->hp.dtype == ENC_DTYPE_BFLOAT16) {
             ly->pk_qkv = gemm_pack_parts_bf16(qkv, rows, 3, D);
             ly->pk_o = gemm_pack_bf16(ly->w_o, D, Z);
-            ly->pk_1 = gemm_pack_bf16(ly->w_1, F1, D);
+            ly->pk_1 = gemm_pack_parts_bf16(ffn, ffn_rows, n_ffn, D);
             ly->pk_2 = gemm_pack_bf16(ly->w_2, D, F);
         } else if (m->hp.dtype == ENC_DTYPE_INT8) { /* on any CPU, as bfloat16 */
             ly->pk_qkv = gemm_pack_parts_int8(qkv, rows, 3, D);
             ly->pk_o = gemm_pack_int8(ly->w_o, D, Z);
-            ly->pk_1 = gemm_pack_int8(ly->w_1, F1, D);
+            ly->pk_1 = gemm_pack_parts_int8(ffn, ffn_rows, n_ffn, D);
             ly->pk_2 = gemm_pack_int8(ly->w_2, D, F);
         } else {
             ly->pk_qkv = gemm_pack_parts(qkv, rows, 3, D);
             ly->pk_o = gemm_pack(ly->w_o, D, Z);
-            ly->pk_1 = gemm_pack(ly->w_1, F1, D);
+            ly->pk_1 = gemm_pack_parts(ffn, ffn_rows, n_ffn, D);
             ly->pk_2 = gemm_pack(ly->w_2, D, F);
         }
         m->packed = m->packed || ly->pk_qkv || ly->pk_o || ly->pk_1 || ly->pk_2;

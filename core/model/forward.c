@@ -91,7 +91,8 @@ typedef struct block_ctx {
     const float *lin_in, *lin_b;
     /* the weight (N, K) in up to three row blocks: rows [0, lin_cut[0]) at
      * lin_w[0], [lin_cut[0], lin_cut[1]) at lin_w[1], the rest at lin_w[2]
-     * (the in-projection's q, k and v, apart in a mapped file) */
+     * (the in-projection's q, k and v, a gated feed-forward's two halves,
+     * apart in a mapped file) */
     const float *lin_w[3];
     int lin_cut[2];
     const gemm_packed *lin_pk; /* lin_w packed, or NULL */
@@ -654,7 +655,7 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->lin_bf = pk && !simd_enabled() && gemm_packed_bf16(pk) ? pk : NULL;
     c->lin_out = out;
     c->lin_in = in;
-    if (!c->lin_w[0]) { /* one block, unless run_linear_qkv set three */
+    if (!c->lin_w[0]) { /* one block, unless run_linear_parts set more */
         c->lin_w[0] = w;
         c->lin_cut[0] = c->lin_cut[1] = N;
     }
@@ -692,19 +693,23 @@ static void run_linear(block_ctx *c, float *out, int ldo, const float *in, int l
     c->ws->i8rows_of = NULL; /* read, or overwritten by phase_quantise */
 }
 
-/* The in-projection of layer ly: run_linear on its q, k and v rows, one
- * block when they are adjacent (params), three when apart (a file's). */
-static void run_linear_qkv(block_ctx *c, float *out, int ldo, const float *in, int ldi,
-                           const enc_layer *ly)
+/* run_linear on a weight of n row blocks (n <= 3), block i w[i] (rows[i],
+ * K): one block when each follows the one before (params), n when apart
+ * (a file's tensors). */
+static void run_linear_parts(block_ctx *c, float *out, int ldo, const float *in, int ldi,
+                             const float *const *w, const int *rows, int n, const gemm_packed *pk,
+                             const float *b, int K)
 {
-    const int D = c->m->hp.d_model, KV = c->m->kv_dim, Q = c->m->qkv_dim, Z = c->m->q_dim;
-    const bool adjacent = ly->w_k == ly->w_q + (size_t)Z * D && ly->w_v == ly->w_k + (size_t)KV * D;
-    c->lin_w[0] = ly->w_q;
-    c->lin_w[1] = ly->w_k;
-    c->lin_w[2] = ly->w_v;
-    c->lin_cut[0] = adjacent ? Q : Z;
-    c->lin_cut[1] = adjacent ? Q : Z + KV;
-    run_linear(c, out, ldo, in, ldi, ly->w_q, ly->pk_qkv, ly->b_qkv, D, Q, false);
+    int N = 0;
+    bool adjacent = true;
+    for (int i = 0; i < n; i++) {
+        adjacent = adjacent && (i == 0 || w[i] == w[i - 1] + (size_t)rows[i - 1] * K);
+        c->lin_w[i] = w[i];
+        N += rows[i];
+    }
+    c->lin_cut[0] = adjacent ? N : rows[0];
+    c->lin_cut[1] = adjacent || n < 3 ? N : rows[0] + rows[1];
+    run_linear(c, out, ldo, in, ldi, w[0], pk, b, K, N, false);
 }
 
 /* phase_norm on the team; next: the packed weights of the Linear that
@@ -772,7 +777,9 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
     c.lin_rope = hp->position == ENC_POS_ROPE && hp->rope_style == ENC_ROPE_NEOX &&
                  m->head_dim == 2 * GEMM_NR && rope_dim_of(m) == m->head_dim && ly->pk_qkv &&
                  !gemm_packed_int8(ly->pk_qkv) && simd_enabled() && !hp->qk_norm;
-    run_linear_qkv(&c, ws->qkv, m->qkv_dim, a_in, D, ly);
+    const float *qkv[3] = {ly->w_q, ly->w_k, ly->w_v};
+    const int qkv_rows[3] = {m->q_dim, m->kv_dim, m->kv_dim};
+    run_linear_parts(&c, ws->qkv, m->qkv_dim, a_in, D, qkv, qkv_rows, 3, ly->pk_qkv, ly->b_qkv, D);
     if ((hp->position == ENC_POS_ROPE && !c.lin_rope) || hp->qk_norm)
         workspace_run(ws, phase_qk, &c);
     c.lin_rope = false;
@@ -811,7 +818,9 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
          * written, while in cache, when d_ff is a whole number of panels;
          * else in a pass of its own. */
         c.lin_glu = ly->pk_1 && simd_enabled() && gemm_glu_ok(ly->pk_1);
-        run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, 2 * F, false);
+        const float *halves[2] = {ly->w_1, ly->w_g};
+        const int rows[2] = {F, F};
+        run_linear_parts(&c, ws->h, ws->ldh, f_in, D, halves, rows, 2, ly->pk_1, ly->b_1, D);
         if (!c.lin_glu)
             workspace_run(ws, phase_glu, &c);
         c.lin_glu = false;

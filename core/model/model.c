@@ -42,6 +42,8 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
     CARVE(w_o, D * HE, block && linear);
     CARVE(b_o, D, block && b);
     CARVE(w_1, F1 * D, block && linear);
+    if (carve) /* gated: the gate's rows after the input's */
+        carve->w_g = carve->w_1 && F1 > F ? carve->w_1 + F * D : NULL;
     CARVE(b_1, F1, block && b);
     CARVE(w_2, D * F, block && linear);
     CARVE(b_2, D, block && b);

@@ -28,8 +28,12 @@ typedef struct enc_layer {
     float *b_qkv;     /* (H*E + 2*G*E) */
     const float *w_o; /* (D, H*E) */
     float *b_o;       /* (D) */
-    const float *w_1; /* (F, D), or gated (2F, D): the input's rows, then the gate's */
-    float *b_1;       /* (F) or (2F) */
+    /* the feed-forward's first Linear (F, D); gated, its gate's rows (F, D)
+     * too, w_g (NULL otherwise): act(x w_1^T) * (x w_g^T).  Adjacent in
+     * params (w_g == w_1 + F*D), anywhere in a mapping (a file's two halves,
+     * or one tensor's in either order). */
+    const float *w_1, *w_g;
+    float *b_1;       /* (F), or gated (2F): w_1's, then w_g's */
     const float *w_2; /* (D, F) */
     float *b_2;       /* (D) */
     float *ln1_w;     /* (D); NULL on layer 0 when its attention norm is the identity */

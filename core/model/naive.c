@@ -405,8 +405,7 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                     hid[t] = naive_act(hid[t], hp->activation);
             } else { /* input rows of w_1 then gate rows: act(x Wi) * (x Wg) */
                 naive_linear(hid, a, ly->w_1, ly->b_1, len, D, F);
-                naive_linear(gate, a, ly->w_1 + (size_t)F * D, ly->b_1 ? ly->b_1 + F : NULL, len, D,
-                             F);
+                naive_linear(gate, a, ly->w_g, ly->b_1 ? ly->b_1 + F : NULL, len, D, F);
                 for (size_t t = 0; t < (size_t)len * F; t++) {
                     const double u = hid[t];
                     hid[t] = (hp->ffn == ENC_FFN_SWIGLU ? u / (1.0 + exp(-u))
