@@ -61,6 +61,7 @@
     X(jina, DAEMON) \
     X(gte, DAEMON) \
     X(deberta, DAEMON) \
+    X(qwen2, DAEMON) \
     X(qwen3, DAEMON) \
     X(gemma3, DAEMON) \
     X(heads, DAEMON) \

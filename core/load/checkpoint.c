@@ -294,7 +294,7 @@ static const naming DEBERTA = {"encoder.layer.",
                                "encoder.rel_embeddings.weight",
                                "encoder.LayerNorm."};
 
-/* The slots transformers' decoders (Qwen3's, Gemma 3's) name alike: the
+/* The slots transformers' decoders (Qwen's, Gemma 3's) name alike: the
  * projections, each head's q and k norm, the attention norm, and the gated
  * MLP, down_proj(act(gate_proj(x)) * up_proj(x)), so gate_proj's rows are
  * the activated ones. */
@@ -305,13 +305,14 @@ static const naming DEBERTA = {"encoder.layer.",
     [S_2_W] = "mlp.down_proj.weight", [S_LN1_W] = "input_layernorm.weight",                        \
     [S_QN_W] = "self_attn.q_norm.weight", [S_KN_W] = "self_attn.k_norm.weight"
 
-/* transformers' Qwen3DecoderLayer (Qwen3Attention, Qwen3MLP) and
- * Qwen3Model's final norm. */
-static const naming QWEN3 = {
+/* transformers' Qwen2DecoderLayer and Qwen3DecoderLayer (their Attention
+ * and MLP) and Qwen2Model's and Qwen3Model's final norm.  Qwen2's q, k and
+ * v have biases (hp.bias), no other Linear (b_o, b_2 keep their zeros);
+ * Qwen3's have none, but q_norm and k_norm (hp.qk_norm). */
+static const naming QWEN = {
     .layer = "layers.",
     .name = {DECODER_SLOTS, [S_Q_B] = "self_attn.q_proj.bias", [S_K_B] = "self_attn.k_proj.bias",
-             [S_V_B] = "self_attn.v_proj.bias", [S_O_B] = "self_attn.o_proj.bias",
-             [S_LN2_W] = "post_attention_layernorm.weight"},
+             [S_V_B] = "self_attn.v_proj.bias", [S_LN2_W] = "post_attention_layernorm.weight"},
     .final = "norm."};
 
 /* transformers' Gemma3DecoderLayer with its four norms: input_layernorm
@@ -354,8 +355,10 @@ static const scheme SCHEMES[] = {
      false},                            /* NomicBertForPreTraining's bert.encoder.layers... */
     {"new", &GTE, "new.", true, false}, /* GTE: NewForSequenceClassification's new.encoder... */
     {"deberta-v2", &DEBERTA, "deberta.", false, false},
-    /* Qwen3-Embedding's file is Qwen3Model's (layers.{i}...), Qwen3ForCausalLM's model.layers... */
-    {"qwen3", &QWEN3, "model.", true, false},
+    /* gte-Qwen2's and Qwen3-Embedding's files are Qwen2Model's and Qwen3Model's
+     * (layers.{i}...), Qwen2ForCausalLM's and Qwen3ForCausalLM's model.layers... */
+    {"qwen2", &QWEN, "model.", true, false},
+    {"qwen3", &QWEN, "model.", true, false},
     /* EmbeddingGemma's file is Gemma3TextModel's (layers.{i}...) */
     {"gemma3_text", &GEMMA3, "model.", true, true},
 };
@@ -638,12 +641,12 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         rc = bind(ld, NAME(S_V_B), ly->b_qkv + Z + KV, KV, 0);
     for (int64_t i = 0; rc == 0 && q_scale != 1.0f && i < Z; i++)
         ly->b_qkv[i] *= q_scale;
-    /* A Linear the architecture gives no bias (JinaBERT's gated_layers)
-     * keeps b_1's zeros. */
-    if (rc < 0 || (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0 ||
+    /* A Linear the architecture gives no bias (JinaBERT's gated_layers,
+     * Qwen2's o_proj and MLP) keeps its zeros. */
+    if (rc < 0 || (nm->name[S_O_B] && (rc = bind(ld, NAME(S_O_B), ly->b_o, D, 0)) < 0) ||
         (nm->name[S_1_B] && (rc = bind(ld, NAME(S_1_B), ly->b_1, halves ? F : F1, 0)) < 0) ||
-        (halves && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
-        (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0)
+        (halves && nm->name[S_1L_B] && (rc = bind(ld, NAME(S_1L_B), ly->b_1 + F, F, 0)) < 0) ||
+        (nm->name[S_2_B] && (rc = bind(ld, NAME(S_2_B), ly->b_2, D, 0)) < 0))
         return rc;
 #undef NAME
     return ENC_OK;
@@ -1061,8 +1064,8 @@ static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight",
                                          "emb_ln.",
                                          NULL,
                                          false};
-/* Qwen3Model's embed_tokens: the word row alone */
-static const embed_naming QWEN3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, false};
+/* Qwen2Model's and Qwen3Model's embed_tokens: the word row alone */
+static const embed_naming QWEN_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, false};
 /* Gemma3TextModel's embed_tokens: the word row times sqrt(hidden_size), a
  * float32 scalar */
 static const embed_naming GEMMA3_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, true};
@@ -1074,7 +1077,7 @@ static const embed_naming *embed_naming_of(const char *model_type)
                ? &NO_TYPES_EMBED
            : strcmp(model_type, "modernbert") == 0  ? &MODERNBERT_EMBED
            : strcmp(model_type, "nomic_bert") == 0  ? &NOMIC_EMBED
-           : strcmp(model_type, "qwen3") == 0       ? &QWEN3_EMBED
+           : strncmp(model_type, "qwen", 4) == 0    ? &QWEN_EMBED
            : strcmp(model_type, "gemma3_text") == 0 ? &GEMMA3_EMBED
                                                     : &BERT_EMBED;
 }
@@ -1451,9 +1454,12 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
         bind_embeddings(&ld, m, &c, prefix) < 0 || bind_head(&ld, m, dir, &c, prefix) < 0)
         goto error;
     /* The count is the file's: the zeros of a Linear the architecture gives
-     * no bias (JinaBERT's gated_layers) are left out. */
-    if (m->hp.bias && !fam->names->name[S_1_B])
-        m->n_params -= (size_t)enc_ffn_rows(&m->hp) * (size_t)m->hp.n_layers;
+     * no bias (JinaBERT's gated_layers, Qwen2's o_proj and MLP) are left out. */
+    const size_t unbiased = (fam->names->name[S_1_B] ? 0 : (size_t)enc_ffn_rows(&m->hp)) +
+                            (fam->names->name[S_O_B] ? 0 : (size_t)m->hp.d_model) +
+                            (fam->names->name[S_2_B] ? 0 : (size_t)m->hp.d_model);
+    if (m->hp.bias)
+        m->n_params -= unbiased * (size_t)m->hp.n_layers;
 
     /* The rest: a tensor inside the encoder stack left unbound is refused
      * (a layer past n_layers, a part attnd does not compute); the

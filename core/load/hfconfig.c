@@ -21,6 +21,7 @@ static int read_mpnet(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_nomic(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_qwen2(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err);
 
@@ -63,6 +64,9 @@ static const family FAMILIES[] = {
     /* DeBERTa-v2 and -v3 (DebertaV2Config) */
     {"deberta-v2", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "layer_norm_eps", read_deberta, false, false},
+    /* Qwen2 (Qwen2Config): gte-Qwen2's decoder; Qwen2MLP gates with hidden_act */
+    {"qwen2", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "rms_norm_eps", read_qwen2, true, false},
     /* Qwen3 (Qwen3Config): Qwen3-Embedding's decoder; Qwen3MLP gates with hidden_act */
     {"qwen3", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "rms_norm_eps", read_qwen3, true, false},
@@ -794,25 +798,31 @@ static int layer_pattern(const json_t *lt, int n_layers, int *every, int *offset
     return ENC_OK;
 }
 
-/* Qwen3 (transformers' Qwen3Config, Qwen3Model: Qwen/Qwen3-Embedding-0.6B,
- * -4B, -8B and their fine-tunes): a decoder served as an encoder.
- * Pre-norm with RMSNorm (rms_norm_eps) and a final norm; attention causal
- * on every layer, with num_key_value_heads key/value heads of head_dim
- * (Qwen3Config's default hidden_size / num_attention_heads; Qwen3's own
- * are wider: 16 x 128 over hidden 1024), each head's q and k through an
- * RMSNorm of its own (q_norm, k_norm) before RoPE (rotate_half over the
- * whole head, base rope_parameters.rope_theta in 5.x, rope_theta in 4.x,
- * default 10000); Qwen3MLP's down(act(gate(x)) * up(x)); no bias in any
- * Linear; the embeddings are embed_tokens alone.  Refused: attention_bias
- * true (no published checkpoint's), a sliding window (use_sliding_window
- * true in 4.x, a sliding_attention layer_types entry in 5.x). */
-static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
+/* Qwen2 and Qwen3 (transformers' Qwen2Config and Qwen3Config, Qwen2Model
+ * and Qwen3Model: Alibaba-NLP/gte-Qwen2-1.5B-instruct and -7B,
+ * Qwen/Qwen3-Embedding-0.6B, -4B, -8B and their fine-tunes): decoders served
+ * as encoders.  Pre-norm with RMSNorm (rms_norm_eps) and a final norm;
+ * num_key_value_heads key/value heads of head_dim (the default hidden_size
+ * / num_attention_heads; Qwen3's own are wider: 16 x 128 over hidden
+ * 1024); RoPE (rotate_half over the whole head, base
+ * rope_parameters.rope_theta in 5.x, rope_theta in 4.x, default 10000);
+ * down(act(gate(x)) * up(x)); the embeddings are embed_tokens alone.
+ * Qwen2 gives q_proj, k_proj and v_proj a bias and nothing else one;
+ * Qwen3 no Linear a bias, and each head's q and k an RMSNorm of its own
+ * (q_norm, k_norm) before RoPE.  Attention is causal on every layer unless
+ * is_causal is false (gte-Qwen2's config.json: the bidirectional attention
+ * its own modelling code computes, which vLLM honours too).  Refused:
+ * Qwen3's attention_bias true (no published checkpoint's), a sliding window
+ * (use_sliding_window true in 4.x, a sliding_attention layer_types entry in
+ * 5.x). */
+static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error *err)
 {
     enc_hparams *hp = &c->hp;
-    bool attn_bias = false, sliding = false;
+    bool attn_bias = false, sliding = false, causal = true;
     int rc;
-    if ((rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0 ||
+    if ((qwen3 && (rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0) ||
         (rc = bool_field(root, "use_sliding_window", false, &sliding, err)) < 0 ||
+        (rc = bool_field(root, "is_causal", true, &causal, err)) < 0 ||
         (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
         (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0)
         return rc;
@@ -836,19 +846,19 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
         if (!s || strcmp(s, "full_attention") != 0)
             return enc_error_set(err, ENC_EINVAL,
                                  "config.json: layer_types[%zu] is not supported unless "
-                                 "full_attention (every layer attends to every earlier token)",
+                                 "full_attention (every layer attends to every token)",
                                  l);
     }
     hp->norm_first = true;
-    hp->bias = false;
+    hp->bias = !qwen3; /* Qwen2's on q, k and v (checkpoint.c names no other) */
     hp->norm = ENC_NORM_RMS;
     hp->final_norm = true;
-    hp->qk_norm = true;
-    hp->causal = true;
+    hp->qk_norm = qwen3;
+    hp->causal = causal;
     hp->position = ENC_POS_ROPE;
     hp->rope_style = ENC_ROPE_NEOX;
     hp->rope_dim = 0;
-    hp->rope_theta = 10000.0; /* Qwen3Config's default */
+    hp->rope_theta = 10000.0; /* Qwen2Config's and Qwen3Config's default */
     double factor = 1.0;
     bool theta_given = false, factor_given = false;
     const json_t *rp = json_object_get(root, "rope_parameters");
@@ -859,14 +869,24 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
     if (factor_given && factor != 1.0)
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: rope_parameters.partial_rotary_factor %g is not "
-                             "supported (Qwen3 rotates the whole head)",
-                             factor);
+                             "supported (%s rotates the whole head)",
+                             factor, qwen3 ? "Qwen3" : "Qwen2");
     c->key_rope_theta = theta_given ? "rope_parameters.rope_theta" : "rope_theta";
     if (!theta_given && (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
         return rc;
     c->no_types = true; /* embed_tokens alone: no token types, no positions */
     c->no_positions = true;
     return ENC_OK;
+}
+
+static int read_qwen2(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    return read_qwen(root, c, false, err);
+}
+
+static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    return read_qwen(root, c, true, err);
 }
 
 /* transformers 5's rope_parameters with an entry per layer type
@@ -1195,7 +1215,7 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert, new, deberta-v2, qwen3, gemma3_text)",
+                           "nomic_bert, new, deberta-v2, qwen2, qwen3, gemma3_text)",
                            shown);
         goto done;
     }

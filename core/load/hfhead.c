@@ -287,12 +287,14 @@ static int read_function(const json_t *root, model_head *h, enc_error *err)
 }
 
 /* model_type's family of heads (MPNet's are RoBERTa's: MPNetClassificationHead
- * and MPNetLMHead compute and name theirs the same way). */
+ * and MPNetLMHead compute and name theirs the same way; Qwen2's Qwen3's). */
 static const char *family_of(const char *model_type)
 {
     if (strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0 ||
         strcmp(model_type, "camembert") == 0 || strcmp(model_type, "mpnet") == 0)
         return "roberta";
+    if (strcmp(model_type, "qwen2") == 0) /* GenericFor*Classification, as Qwen3's */
+        return "qwen3";
     return model_type;
 }
 
