@@ -54,7 +54,7 @@ static const char *const CASES[] = {
     "deberta_seq",        "deberta_token",
     "deberta_mlm",        "deberta_mlm_new",
     "qwen3_seq",          "qwen3_token",
-    "gemma3_seq",
+    "gemma3_seq",         "qwen2_seq",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 
