@@ -158,31 +158,15 @@ END_TEST
  * miss it by far. */
 START_TEST(test_forward_and_naive_match)
 {
-    hf_ids x = hf_text_ids(DEB, "input_ids", "attention_mask");
-    int dims[3];
-    float *want = hf_text_tensor(DEB, "last_hidden_state", dims);
-    const int B = x.B, L = x.L, D = dims[2];
-    int32_t *ids = xcalloc((size_t)B * L, sizeof *ids);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    for (int i = 0; i < B * L; i++)
-        ids[i] = (int32_t)x.ids[i];
-    for (int b = 0; b < B; b++)
-        lengths[b] = (int)x.lengths[b];
-    ck_assert_msg(L > 9, "the fixture's longest text (%d tokens) reaches no log bucket", L);
-    const enc_ids in_ids = {.input_ids = ids};
-    enc_batch in = batch_plain(NULL, B, L, lengths);
-    in.ids = &in_ids;
-    float *out = xcalloc((size_t)B * L * D, sizeof *out);
+    hf_case k;
+    hf_case_load(&k, DEB);
+    ck_assert_msg(k.L > 9, "the fixture's longest text (%d tokens) reaches no log bucket", k.L);
     for (int drop = 0; drop < 3; drop++) { /* none, c2p, p2c */
         enc_model *m = hf_load(DEB);
         m->hp.dis.c2p = drop != 1;
         m->hp.dis.p2c = drop != 2;
         for (int naive = 0; naive < 2; naive++) {
-            hf_forward(m, &in, naive, out);
-            double d = 0.0;
-            for (int b = 0; b < B; b++)
-                d = fmax(d, max_abs_diff(out + (size_t)b * L * D, want + (size_t)b * L * D,
-                                         (size_t)lengths[b] * D));
+            const double d = hf_case_diff(&k, m, naive);
             if (!drop)
                 ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
             else
@@ -191,11 +175,7 @@ START_TEST(test_forward_and_naive_match)
         }
         enc_model_free(m);
     }
-    free(out);
-    free(ids);
-    free(lengths);
-    free(want);
-    hf_ids_free(&x);
+    hf_case_free(&k);
 }
 END_TEST
 

@@ -153,36 +153,17 @@ END_TEST
  * far. */
 START_TEST(test_forward_and_naive_match)
 {
-    hf_ids x = hf_text_ids(GEMMA3, "input_ids", "attention_mask");
-    int dims[3];
-    float *want = hf_text_tensor(GEMMA3, "last_hidden_state", dims);
-    const int B = x.B, L = x.L, D = dims[2];
-    int32_t *ids = xcalloc((size_t)B * L, sizeof *ids);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    int longest = 0;
-    for (int i = 0; i < B * L; i++)
-        ids[i] = (int32_t)x.ids[i];
-    for (int b = 0; b < B; b++) {
-        lengths[b] = (int)x.lengths[b];
-        longest = lengths[b] > longest ? lengths[b] : longest;
-    }
-    ck_assert_msg(longest > 2 * 4 + 1, "the window of 4 must bite: longest text %d", longest);
-    const enc_ids in_ids = {.input_ids = ids};
-    float *out = xcalloc((size_t)B * L * D, sizeof *out);
+    hf_case k;
+    hf_case_load(&k, GEMMA3);
+    ck_assert_msg(k.longest > 2 * 4 + 1, "the window of 4 must bite: longest text %d", k.longest);
     for (int variant = 0; variant < 4; variant++) {
         enc_model *m = hf_load(GEMMA3);
         m->hp.sublayer_norm = variant != 1;
         if (variant == 2)
             m->hp.global_every = 1; /* every layer global */
         m->hp.qk_norm = variant != 3;
-        enc_batch in = batch_plain(NULL, B, L, lengths);
-        in.ids = &in_ids;
         for (int naive = 0; naive < 2; naive++) {
-            hf_forward(m, &in, naive, out);
-            double d = 0.0;
-            for (int b = 0; b < B; b++)
-                d = fmax(d, max_abs_diff(out + (size_t)b * L * D, want + (size_t)b * L * D,
-                                         (size_t)lengths[b] * D));
+            const double d = hf_case_diff(&k, m, naive);
             if (variant == 0)
                 ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
             else
@@ -190,11 +171,7 @@ START_TEST(test_forward_and_naive_match)
         }
         enc_model_free(m);
     }
-    free(out);
-    free(ids);
-    free(lengths);
-    free(want);
-    hf_ids_free(&x);
+    hf_case_free(&k);
 }
 END_TEST
 

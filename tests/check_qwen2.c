@@ -136,32 +136,16 @@ END_TEST
  * and v biases, both miss it by far. */
 START_TEST(test_forward_and_naive_match)
 {
-    hf_ids x = hf_text_ids(QWEN2, "input_ids", "attention_mask");
-    int dims[3];
-    float *want = hf_text_tensor(QWEN2, "last_hidden_state", dims);
-    const int B = x.B, L = x.L, D = dims[2];
-    int32_t *ids = xcalloc((size_t)B * L, sizeof *ids);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    for (int i = 0; i < B * L; i++)
-        ids[i] = (int32_t)x.ids[i];
-    for (int b = 0; b < B; b++)
-        lengths[b] = (int)x.lengths[b];
-    const enc_ids in_ids = {.input_ids = ids};
-    float *out = xcalloc((size_t)B * L * D, sizeof *out);
+    hf_case k;
+    hf_case_load(&k, QWEN2);
     for (int variant = 0; variant < 3; variant++) { /* as is, causal, no q/k/v biases */
         enc_model *m = hf_load(QWEN2);
         m->hp.causal = variant == 1;
         for (int l = 0; variant == 2 && l < m->hp.n_layers; l++)
             memset(m->layers[l].b_qkv, 0, (size_t)m->qkv_dim * sizeof(float));
-        enc_batch in = batch_plain(NULL, B, L, lengths);
-        in.ids = &in_ids;
-        in.mask.causal = m->hp.causal;
+        k.in.mask.causal = m->hp.causal;
         for (int naive = 0; naive < 2; naive++) {
-            hf_forward(m, &in, naive, out);
-            double d = 0.0;
-            for (int b = 0; b < B; b++)
-                d = fmax(d, max_abs_diff(out + (size_t)b * L * D, want + (size_t)b * L * D,
-                                         (size_t)lengths[b] * D));
+            const double d = hf_case_diff(&k, m, naive);
             if (variant == 0)
                 ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
             else
@@ -169,11 +153,7 @@ START_TEST(test_forward_and_naive_match)
         }
         enc_model_free(m);
     }
-    free(out);
-    free(ids);
-    free(lengths);
-    free(want);
-    hf_ids_free(&x);
+    hf_case_free(&k);
 }
 END_TEST
 

@@ -138,31 +138,15 @@ END_TEST
  * both ways, both miss it by far. */
 START_TEST(test_forward_and_naive_match)
 {
-    hf_ids x = hf_text_ids(QWEN3, "input_ids", "attention_mask");
-    int dims[3];
-    float *want = hf_text_tensor(QWEN3, "last_hidden_state", dims);
-    const int B = x.B, L = x.L, D = dims[2];
-    int32_t *ids = xcalloc((size_t)B * L, sizeof *ids);
-    int *lengths = xcalloc((size_t)B, sizeof *lengths);
-    for (int i = 0; i < B * L; i++)
-        ids[i] = (int32_t)x.ids[i];
-    for (int b = 0; b < B; b++)
-        lengths[b] = (int)x.lengths[b];
-    const enc_ids in_ids = {.input_ids = ids};
-    float *out = xcalloc((size_t)B * L * D, sizeof *out);
+    hf_case k;
+    hf_case_load(&k, QWEN3);
     for (int variant = 0; variant < 3; variant++) { /* as is, no q/k norms, bidirectional */
         enc_model *m = hf_load(QWEN3);
         m->hp.qk_norm = variant != 1;
         m->hp.causal = variant != 2;
-        enc_batch in = batch_plain(NULL, B, L, lengths);
-        in.ids = &in_ids;
-        in.mask.causal = m->hp.causal;
+        k.in.mask.causal = m->hp.causal;
         for (int naive = 0; naive < 2; naive++) {
-            hf_forward(m, &in, naive, out);
-            double d = 0.0;
-            for (int b = 0; b < B; b++)
-                d = fmax(d, max_abs_diff(out + (size_t)b * L * D, want + (size_t)b * L * D,
-                                         (size_t)lengths[b] * D));
+            const double d = hf_case_diff(&k, m, naive);
             if (variant == 0)
                 ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
             else
@@ -172,21 +156,16 @@ START_TEST(test_forward_and_naive_match)
     }
     /* a batch that does not say causal is refused, naming the field */
     enc_model *m = hf_load(QWEN3);
-    enc_batch in = batch_plain(NULL, B, L, lengths);
-    in.ids = &in_ids;
+    k.in.mask.causal = false;
     enc_workspace *ws = enc_workspace_new(m);
-    enc_result res = {.out = out};
+    enc_result res = {.out = k.out};
     enc_error err = {0};
-    ck_assert_int_eq(enc_forward(m, ws, &in, &res, &err), ENC_EINVAL);
+    ck_assert_int_eq(enc_forward(m, ws, &k.in, &res, &err), ENC_EINVAL);
     ck_assert_msg(strstr(err.message, "mask.causal is false, but this model attends causally"),
                   "%s", err.message);
     enc_workspace_free(ws);
     enc_model_free(m);
-    free(out);
-    free(ids);
-    free(lengths);
-    free(want);
-    hf_ids_free(&x);
+    hf_case_free(&k);
 }
 END_TEST
 

@@ -387,3 +387,47 @@ void hf_ids_free(hf_ids *x)
     free(x->lengths);
     x->ids = x->lengths = NULL;
 }
+
+void hf_case_load(hf_case *c, const char *dir)
+{
+    memset(c, 0, sizeof *c);
+    hf_ids x = hf_text_ids(dir, "input_ids", "attention_mask");
+    int dims[3];
+    c->want = hf_text_tensor(dir, "last_hidden_state", dims);
+    c->B = x.B;
+    c->L = x.L;
+    c->D = dims[2];
+    ck_assert(dims[0] == c->B && dims[1] == c->L);
+    c->ids = xcalloc((size_t)c->B * c->L, sizeof *c->ids);
+    c->lengths = xcalloc((size_t)c->B, sizeof *c->lengths);
+    c->out = xcalloc((size_t)c->B * c->L * c->D, sizeof *c->out);
+    for (int i = 0; i < c->B * c->L; i++)
+        c->ids[i] = (int32_t)x.ids[i];
+    for (int b = 0; b < c->B; b++) {
+        c->lengths[b] = (int)x.lengths[b];
+        c->longest = c->lengths[b] > c->longest ? c->lengths[b] : c->longest;
+    }
+    hf_ids_free(&x);
+    c->in_ids = (enc_ids){.input_ids = c->ids};
+    c->in = batch_plain(NULL, c->B, c->L, c->lengths);
+    c->in.ids = &c->in_ids;
+}
+
+double hf_case_diff(hf_case *c, const enc_model *m, bool naive)
+{
+    hf_forward(m, &c->in, naive, c->out);
+    const size_t row = (size_t)c->L * c->D;
+    double d = 0.0;
+    for (int b = 0; b < c->B; b++)
+        d = fmax(d,
+                 max_abs_diff(c->out + b * row, c->want + b * row, (size_t)c->lengths[b] * c->D));
+    return d;
+}
+
+void hf_case_free(hf_case *c)
+{
+    free(c->ids);
+    free(c->lengths);
+    free(c->want);
+    free(c->out);
+}

@@ -112,4 +112,23 @@ hf_ids hf_text_ids(const char *dir, const char *ids_name, const char *mask_name)
 json_t *hf_ids_row(const hf_ids *x, int b);
 void hf_ids_free(hf_ids *x);
 
+/* A text fixture's batch and its reference, from dir's text.safetensors:
+ * the ids as a forward takes them, each text's length (its longest in
+ * longest), last_hidden_state (want), and a batch over them (in: no mask
+ * but the lengths; a suite may set in.mask).  Not to be copied: in points
+ * at the case's own ids. */
+typedef struct hf_case {
+    int B, L, D, longest;
+    int32_t *ids;
+    int *lengths;
+    float *want, *out; /* (B, L, D) each: the reference, hf_case_diff's outputs */
+    enc_ids in_ids;
+    enc_batch in;
+} hf_case;
+void hf_case_load(hf_case *c, const char *dir);
+/* m's forward over c->in (the fast one, or the naive one) into c->out: the
+ * largest difference from want over each text's real tokens. */
+double hf_case_diff(hf_case *c, const enc_model *m, bool naive);
+void hf_case_free(hf_case *c);
+
 #endif
