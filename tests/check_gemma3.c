@@ -259,12 +259,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"rms_norm_eps\": 0}", "config.json: 'rms_norm_eps' is not a positive number"},
     };
     refused_edits(GEMMA3, cases, sizeof cases / sizeof *cases);
-    static const char *const files[] = {"model.safetensors", NULL};
-    scratch s;
-    scratch_make(&s, GEMMA3, "{\"use_bidirectional_attention\": false}", NULL, files);
-    startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
-                    "config.json: use_bidirectional_attention is not true", 2);
-    scratch_free(&s);
+    edit_startup_refused(GEMMA3, "{\"use_bidirectional_attention\": false}",
+                         "config.json: use_bidirectional_attention is not true");
 }
 END_TEST
 

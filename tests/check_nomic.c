@@ -149,12 +149,8 @@ START_TEST(test_bad_directory_refused)
         {"{\"n_layer\": 1}", "unexpected tensor 'encoder.layers.1."},
     };
     refused_edits(NOMIC, cases, sizeof cases / sizeof *cases);
-    static const char *const files[] = {"model.safetensors", NULL};
-    scratch s;
-    scratch_make(&s, NOMIC, "{\"rotary_scaling_factor\": 2.0}", NULL, files);
-    startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
-                    "config.json: rotary_scaling_factor is not supported", 2);
-    scratch_free(&s);
+    edit_startup_refused(NOMIC, "{\"rotary_scaling_factor\": 2.0}",
+                         "config.json: rotary_scaling_factor is not supported");
 }
 END_TEST
 

@@ -127,6 +127,15 @@ void startup_refused(const char *const *args, const char *want, int status)
     free(out);
 }
 
+void edit_startup_refused(const char *base, const char *edit, const char *want)
+{
+    static const char *const files[] = {"model.safetensors", NULL};
+    scratch s;
+    scratch_make(&s, base, edit, NULL, files);
+    startup_refused((const char *const[]){"--model-dir", s.dir, NULL}, want, 2);
+    scratch_free(&s);
+}
+
 static int by_string(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);

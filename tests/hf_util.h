@@ -51,6 +51,9 @@ void config_try(attnd_config *cfg, const char *const *argv, const char *const *e
 /* attnd args... --check-config exits with status and, as its one last line,
  * "attnd: ..." holding want. */
 void startup_refused(const char *const *args, const char *want, int status);
+/* startup_refused (status 2) of --model-dir: a copy of base with edit
+ * merged into its config.json, its model.safetensors linked. */
+void edit_startup_refused(const char *base, const char *edit, const char *want);
 
 /* Directory dir loaded as the daemon loads it (config.json, then the
  * tensors); owned, the test failing with the message otherwise. */
