@@ -641,6 +641,7 @@ fixtures: deps-fixtures
 	node tests/tokenizer/truncation.mjs tests/fixtures/tokenizers
 	$(PYTHON) tools/fixtures/make_text_fixtures.py tests/fixtures/hf
 	node tools/fixtures/make_prompt_fixture.mjs tests/fixtures/hf
+	$(PYTHON) tools/fixtures/make_reranker_fixture.py tests/fixtures/hf
 	$(PYTHON) tools/fixtures/make_pipeline_fixtures.py tests/fixtures/pipelines
 
 format:

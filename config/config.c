@@ -193,6 +193,16 @@ typedef enum cfg_type {
     X("model.tokenizer", "--tokenizer", "ATTND_TOKENIZER", CFG_NSTRING, model.tokenizer, "FILE",   \
       NULL, 0, 0, "Hugging Face tokenizer.json for text input; null = model.dir's tokenizer.json "  \
       "when it has one, the built-in model's without model.dir and model.weights")                 \
+    X("model.score_tokens", "--score-tokens", "ATTND_SCORE_TOKENS", CFG_NSTRING,                   \
+      model.score_tokens, "TOKENS", NULL, 0, 0,                                                    \
+      "a causal LM directory (Qwen3ForCausalLM) served as a reranker: \"yes,no\" scores a "        \
+      "sequence lm_head's logit of yes less no's at its last token (one token: its logit); null "  \
+      "= model.dir's LogitScore module, else none")                                               \
+    X("model.rerank_template", "--rerank-template", "ATTND_RERANK_TEMPLATE", CFG_NSTRING,          \
+      model.rerank_template, "TEXT", NULL, 0, 0,                                                   \
+      "each [query, document] pair made one text, {query} and {document} in it replaced: a "       \
+      "template, qwen3-reranker (Qwen3-Reranker's prompt) or none (the tokenizer's pair); null = " \
+      "qwen3-reranker for a causal LM's reranker, else none")                                      \
     X("model.pooling", "--pooling", "ATTND_POOLING", CFG_POOL, model.pooling, "MODE", "auto", 0,   \
       0, "sentence embeddings (/v1/embeddings): cls | mean | max | last; auto = model.dir's "      \
       "sentence-transformers Pooling module, else mean")                                           \

@@ -67,6 +67,9 @@ typedef struct attnd_config {
         char *weights;           /* NULL = build from seed */
         char *dir;               /* a Hugging Face directory; NULL = none */
         char *tokenizer;         /* tokenizer.json; NULL = dir's, when it has one */
+        char *score_tokens;      /* "yes,no": a causal LM as a reranker; NULL = dir's
+                                    LogitScore module, else none */
+        char *rerank_template;   /* pairs made one text; NULL = auto */
         enc_pooling pooling;     /* sentence embeddings; ENC_POOL_AUTO = dir's modules */
         int normalize;           /* -1 auto (dir's modules, else 1), 0, 1 */
         enc_dtype dtype;         /* the Linears' as asked: auto = the checkpoint's; hp.dtype

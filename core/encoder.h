@@ -162,6 +162,14 @@ typedef struct enc_hparams {
      * get a content-to-position and a position-to-content term read from a
      * relative position table shared by the layers; 0 span: none. */
     enc_disentangled dis;
+    /* A causal LM's directory (Qwen3ForCausalLM) served as a reranker
+     * (docs/model.md, "Rerankers from causal LMs"): a sequence's score is
+     * lm_head's logit of token score_ids[0] minus score_ids[1]'s at its
+     * last token (n_score_ids 1: the first's alone), as sentence-
+     * transformers' LogitScore computes it.  0: as the directory's
+     * LogitScore module says, else none. */
+    int n_score_ids;
+    int score_ids[2];
 } enc_hparams;
 
 /* MPNet's relative position buckets: T5's bidirectional scheme with 32
@@ -357,6 +365,11 @@ typedef struct enc_head_info {
      * GenericForSequenceClassification takes a decoder's (Qwen3's) */
     bool last_pooling;
     int pad_token_id;
+    /* A causal LM's reranker (enc_hparams.score_ids): its one output is
+     * lm_head's logit of score_ids[0] minus score_ids[1]'s (n_score_ids 1:
+     * the first's); 0 otherwise */
+    int n_score_ids;
+    int score_ids[2];
     bool tied;                /* a masked LM's decoder is the word table */
     size_t n_tensors;         /* the head's tensors, as the files name them */
     const char *const *tensors;

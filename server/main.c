@@ -22,6 +22,15 @@
 
 extern char **environ;
 
+/* Qwen3-Reranker's prompt, as its model card builds it (the default
+ * instruction; docs/api.md shows how to give another). */
+static const char QWEN3_RERANKER[] =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query "
+    "and the Instruct provided. Note that the answer can only be \"yes\" or \"no\"."
+    "<|im_end|>\n<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant "
+    "passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
 /* Whether the model is the built-in one: no directory, no weights file;
  * its weights come from model.seed. */
 static bool model_builtin(const attnd_config *cfg)
@@ -29,15 +38,74 @@ static bool model_builtin(const attnd_config *cfg)
     return !cfg->model.dir && !cfg->model.weights;
 }
 
-/* Loads the directory or the weights file, or builds the model from the
- * seed. */
+/* The tokenizer.json text input uses: model.tokenizer, else model.dir's
+ * when it has one; NULL when neither (path's room holds model.dir's). */
+static const char *tokenizer_file(const attnd_config *cfg, char *path, size_t size)
+{
+    if (cfg->model.tokenizer || !cfg->model.dir)
+        return cfg->model.tokenizer;
+    snprintf(path, size, "%s/tokenizer.json", cfg->model.dir);
+    return access(path, F_OK) == 0 ? path : NULL;
+}
+
+/* model.score_tokens ("yes,no", or one token): the ids the tokenizer's
+ * vocabulary gives its tokens (as transformers' convert_tokens_to_ids: a
+ * token's own string, not text to encode), into hp's score ids.  The
+ * tokenizer is read here and freed: text input's is loaded after the
+ * model, which these ids are part of.  0, or -1 with err naming the
+ * setting. */
+static int score_tokens_from_config(const attnd_config *cfg, enc_hparams *hp, enc_error *err)
+{
+    const char *spec = cfg->model.score_tokens;
+    if (!spec)
+        return 0;
+    char path[PATH_MAX];
+    const char *file = tokenizer_file(cfg, path, sizeof path);
+    if (!cfg->model.dir || !file)
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.score_tokens needs a model.dir and a tokenizer (its "
+                             "tokenizer.json, or model.tokenizer) to look its tokens up in");
+    const char *comma = strchr(spec, ',');
+    const size_t n1 = comma ? (size_t)(comma - spec) : strlen(spec);
+    if (n1 == 0 || (comma && (!comma[1] || strchr(comma + 1, ','))))
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.score_tokens: '%s' must be one token or two, comma-separated "
+                             "(\"yes,no\": the score is yes's logit less no's)",
+                             spec);
+    tok_tokenizer *tok = tok_load(file, err);
+    if (!tok)
+        return -1;
+    const char *names[2] = {spec, comma ? comma + 1 : NULL};
+    char first[256];
+    snprintf(first, sizeof first, "%.*s", (int)(n1 < 255 ? n1 : 255), spec);
+    names[0] = first;
+    int rc = 0;
+    hp->n_score_ids = comma ? 2 : 1;
+    for (int i = 0; i < hp->n_score_ids && rc == 0; i++) {
+        const int32_t id = tok_token_id(tok, names[i]);
+        if (id < 0)
+            rc = enc_error_set(err, ENC_EINVAL,
+                               "model.score_tokens: '%s' is not a token of %s (tokens are the "
+                               "vocabulary's own strings, as its model.vocab writes them)",
+                               names[i], file);
+        hp->score_ids[i] = id;
+    }
+    tok_free(tok);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Loads the directory (with model.score_tokens' ids) or the weights file,
+ * or builds the model from the seed. */
 static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
 {
+    enc_hparams hp = cfg->model.hp;
+    if (score_tokens_from_config(cfg, &hp, err) < 0)
+        return NULL;
     if (cfg->model.dir)
-        return enc_model_load_dir(cfg->model.dir, &cfg->model.hp, err);
+        return enc_model_load_dir(cfg->model.dir, &hp, err);
     if (cfg->model.weights)
-        return enc_model_load(cfg->model.weights, &cfg->model.hp, err);
-    return enc_model_random(&cfg->model.hp, cfg->model.seed, err);
+        return enc_model_load(cfg->model.weights, &hp, err);
+    return enc_model_random(&hp, cfg->model.seed, err);
 }
 
 /* The tokenizer_config.json beside tokenizer file, when there is one: the
@@ -75,12 +143,7 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
                                             const char **source, enc_error *err)
 {
     static char path[PATH_MAX];
-    const char *file = cfg->model.tokenizer;
-    if (!file && cfg->model.dir) {
-        snprintf(path, sizeof path, "%s/tokenizer.json", cfg->model.dir);
-        if (access(path, F_OK) == 0)
-            file = path;
-    }
+    const char *file = tokenizer_file(cfg, path, sizeof path);
     *source = file ? file : "built-in";
     if (!file && !model_builtin(cfg))
         return NULL;
@@ -308,6 +371,11 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
             "prompts: %s%s%s%s\n",
             max, from, cfg->server.auto_truncate ? "cut" : "refused", names[0] ? names : "none",
             def ? " (default " : "", def ? def : "", def ? ")" : "");
+    if (t->pair_template)
+        fprintf(stderr, "attnd: text: a [query, document] pair is one text, %s (%s)\n",
+                t->pair_template == QWEN3_RERANKER ? "Qwen3-Reranker's prompt"
+                                                   : "model.rerank_template",
+                t->pair_template_from);
 }
 
 /* How /v1/embeddings makes an embedding, and what decided it. */
@@ -322,6 +390,41 @@ static void log_embeddings(const enc_model *m, const server_text *t)
     fprintf(stderr, "attnd: embeddings: %s pooling%s%s: %d dimensions (%s)\n",
             enc_pooling_name(e->mode), dense, e->normalize ? ", normalized" : "",
             enc_embed_width(e, enc_model_hparams(m)->d_model), t->pooling_from);
+}
+
+/* model.rerank_template into t->pair_template (NULL: the tokenizer's pair)
+ * and what decided it: null is Qwen3-Reranker's prompt for a causal LM's
+ * reranker (the model's head has score tokens), else none.  0, or -1 with
+ * err naming the setting. */
+static int template_from_config(const attnd_config *cfg, const enc_model *m, server_text *t,
+                                enc_error *err)
+{
+    const char *v = cfg->model.rerank_template;
+    const enc_head_info *h = enc_model_head(m);
+    t->pair_template = NULL;
+    t->pair_template_from = "model.rerank_template";
+    if (!v) {
+        if (!h || h->n_score_ids == 0)
+            return 0;
+        v = "qwen3-reranker";
+        t->pair_template_from = "a causal LM's reranker";
+    }
+    if (strcmp(v, "none") == 0)
+        return 0;
+    const char *doc = strstr(v, "{document}");
+    if (strcmp(v, "qwen3-reranker") == 0)
+        t->pair_template = QWEN3_RERANKER;
+    else if (!doc || strstr(doc + 1, "{document}") || !strstr(v, "{query}"))
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.rerank_template must hold {query} and {document} once (or "
+                             "be qwen3-reranker or none)");
+    else
+        t->pair_template = v;
+    if (!t->tokenizer)
+        return enc_error_set(err, ENC_EINVAL,
+                             "model.rerank_template: pairs made one text need a tokenizer "
+                             "(model.dir's tokenizer.json, or model.tokenizer)");
+    return 0;
 }
 
 /* The start-up steps that --check-config checks too: the model (logged),
@@ -348,6 +451,10 @@ static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer 
     }
     t->tokenizer = *tokenizer;
     t->sentence = sentence;
+    if (template_from_config(cfg, *model, t, err) < 0) {
+        fprintf(stderr, "attnd: %s\n", err->message);
+        return -1;
+    }
     log_embeddings(*model, t);
     return 0;
 }

@@ -846,8 +846,9 @@ START_TEST(test_help_lists_the_null_settings)
     for (char *c = list; *c; c++)
         if (*c == '\n')
             *c = ' ';
-    static const char *const nullable[] = {"server.api_key", "server.cors_origin", "model.weights",
-                                           "model.dir", "model.tokenizer"};
+    static const char *const nullable[] = {
+        "server.api_key",  "server.cors_origin", "model.weights",        "model.dir",
+        "model.tokenizer", "model.score_tokens", "model.rerank_template"};
     for (size_t i = 0; i < sizeof nullable / sizeof *nullable; i++)
         ck_assert_msg(listed(list, nullable[i]), "--help's list '%s' lacks %s", list, nullable[i]);
     int tried = 0, took = 0;

@@ -270,9 +270,26 @@ START_TEST(test_st_refusals)
                "2 pooling modes are true");
     st_refused(MODULES(""), "{\"pooling_mode_mean_sqrt_len_tokens\": true}",
                "pooling_mode_mean_sqrt_len_tokens is not supported");
-    st_refused("[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
-               "\"sentence_transformers.models.Transformer\"}]",
-               "{}", "no Pooling module");
+    st_refused("[]", "{}", "no Pooling module");
+    /* a CrossEncoder's (sentence-transformers 5.4+): the Transformer alone,
+     * or a causal LM's with its LogitScore; no pooling read from it */
+    static const char *const cross[] = {
+        "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+        "\"sentence_transformers.base.modules.transformer.Transformer\"}]",
+        "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+        "\"sentence_transformers.base.modules.transformer.Transformer\"}, {\"idx\": 1, \"name\": "
+        "\"1\", \"path\": \"1_LogitScore\", \"type\": "
+        "\"sentence_transformers.cross_encoder.modules.logit_score.LogitScore\"}]"};
+    for (size_t i = 0; i < 2; i++) {
+        const enc_st_config c = st_refused(cross[i], "{}", NULL);
+        ck_assert(c.cross_encoder && !c.found && c.n_dense == 0);
+    }
+    /* a LogitScore anywhere else is not one */
+    st_refused(MODULES(", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_LogitScore\", \"type\": "
+                       "\"sentence_transformers.cross_encoder.modules.logit_score.LogitScore\"}"),
+               "{\"pooling_mode\": \"mean\"}",
+               "module 2 (sentence_transformers.cross_encoder.modules.logit_score.LogitScore) "
+               "is not supported");
     st_refused("{", "{}", "modules.json");
 }
 END_TEST

@@ -27,22 +27,10 @@
 #define TEXT_DIR  TESTS_DIR "/fixtures/hf/bert_text"
 #define PIPELINES TESTS_DIR "/fixtures/pipelines"
 
-/* POST path with body on the running daemon: the status, the parsed body. */
-static json_t *post(const char *path, const char *body, long *status)
-{
-    http_resp r;
-    ck_assert_int_eq(http_post_json(dp.port, path, body, &r), 0);
-    *status = r.status;
-    json_t *j = json_loads(r.body, JSON_DECODE_ANY, NULL);
-    ck_assert_msg(j != NULL, "%s: not JSON: %s", path, r.body);
-    http_resp_free(&r);
-    return j;
-}
-
 static json_t *post_ok(const char *path, const char *body)
 {
     long status;
-    json_t *j = post(path, body, &status);
+    json_t *j = daemon_post(path, body, &status);
     if (status != 200) {
         char *s = json_dumps(j, JSON_ENCODE_ANY);
         ck_abort_msg("%s %s: %ld %s", path, body, status, s);
@@ -269,14 +257,14 @@ START_TEST(test_tei_embed_ids)
     }
     char *body = dump(json_pack("{s:O}", "inputs", row), JSON_COMPACT);
     long status;
-    json_t *e = post("/embed", body, &status);
+    json_t *e = daemon_post("/embed", body, &status);
     const char *msg = json_string_value(json_object_get(e, "error"));
     ck_assert_msg(status == 422 && msg && strstr(msg, "inputs has 33 tokens") &&
                       strstr(msg, "at most 8"),
                   "ids over the limit: %ld %s", status, msg ? msg : "?");
     json_decref(e);
     free(body);
-    e = post("/embed", "{\"inputs\": [[2, 50], [2, 999999, 3]]}", &status);
+    e = daemon_post("/embed", "{\"inputs\": [[2, 50], [2, 999999, 3]]}", &status);
     msg = json_string_value(json_object_get(e, "error"));
     ck_assert_msg(status == 422 && msg && strstr(msg, "inputs[1][1] = 999999"),
                   "an id out of range: %ld %s", status, msg ? msg : "?");
@@ -349,6 +337,64 @@ START_TEST(test_tei_predict)
     json_decref(want);
     json_decref(p);
     ck_assert_int_eq(daemon_stop(&dp), 0);
+}
+END_TEST
+
+/* A CrossEncoder as sentence-transformers 5.4 and later save it:
+ * modules.json holds its Transformer alone (no Pooling, which attnd once
+ * required) and config_sentence_transformers.json its activation_fn, which
+ * wins over config.json's.  Here Identity: the head's function (transformers'
+ * pipeline's, POST /'s) is none; /rerank's scores stay TEI's sigmoid, the
+ * pipeline's scores. */
+START_TEST(test_tei_rerank_st_modules)
+{
+    json_t *p = pipeline("bert_rerank");
+    scratch s;
+    scratch_make(&s, PIPELINES "/bert_rerank", NULL, NULL,
+                 (const char *const[]){"model.safetensors", "tokenizer.json",
+                                       "tokenizer_config.json", NULL});
+    scratch_write(&s, "modules.json",
+                  "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+                  "\"sentence_transformers.base.modules.transformer.Transformer\"}]");
+    scratch_write(&s, "sentence_bert_config.json",
+                  "{\"transformer_task\": \"sequence-classification\", \"module_output_name\": "
+                  "\"scores\"}");
+    scratch_write(&s, "config_sentence_transformers.json",
+                  "{\"model_type\": \"CrossEncoder\", \"activation_fn\": "
+                  "\"torch.nn.modules.linear.Identity\", \"prompts\": {}, "
+                  "\"default_prompt_name\": null}");
+    start_or_fail((const char *const[]){"--model-dir", s.dir, NULL}, NULL);
+    const json_t *cases = json_object_get(p, "cases");
+    const json_t *c = json_array_get(cases, 0);
+    const double want = json_number_value(
+        json_object_get(json_array_get(json_object_get(c, "output"), 0), "score"));
+    char *body = dump(json_pack("{s:O,s:[O]}", "query", json_object_get(c, "text"), "texts",
+                                json_object_get(c, "text_pair")),
+                      JSON_COMPACT);
+    json_t *got = post_ok("/rerank", body);
+    const double score = json_number_value(json_object_get(json_array_get(got, 0), "score"));
+    ck_assert_msg(fabs(score - want) < 1e-5, "/rerank scored %g, want %g", score, want);
+    json_decref(got);
+    free(body);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *model = http_json_body(&r);
+    const json_t *head = json_object_get(model, "head");
+    ck_assert_str_eq(json_string_value(json_object_get(head, "function")), "none");
+    ck_assert_str_eq(json_string_value(json_object_get(head, "kind")), "sequence");
+    json_decref(model);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    /* an activation attnd lacks is refused, naming the file */
+    scratch_write(&s, "config_sentence_transformers.json",
+                  "{\"model_type\": \"CrossEncoder\", \"activation_fn\": "
+                  "\"torch.nn.modules.activation.Tanh\"}");
+    startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
+                    "config_sentence_transformers.json: the CrossEncoder activation "
+                    "'torch.nn.modules.activation.Tanh' is not supported",
+                    1);
+    scratch_free(&s);
+    json_decref(p);
 }
 END_TEST
 
@@ -629,7 +675,8 @@ START_TEST(test_tei_prompts_truncation)
                      (json_int_t)strlen("query: Hello"));
     json_decref(t);
     long status;
-    json_t *e = post("/embed", "{\"inputs\": \"Hello\", \"prompt_name\": \"passage\"}", &status);
+    json_t *e =
+        daemon_post("/embed", "{\"inputs\": \"Hello\", \"prompt_name\": \"passage\"}", &status);
     ck_assert_msg(status == 422 && strstr(json_string_value(json_object_get(e, "error")), "query"),
                   "unknown prompt: %ld", status);
     json_decref(e);
@@ -706,7 +753,7 @@ START_TEST(test_tei_errors)
     };
     for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
         long status;
-        json_t *j = post(bad[t].path, bad[t].body, &status);
+        json_t *j = daemon_post(bad[t].path, bad[t].body, &status);
         const char *e = json_string_value(json_object_get(j, "error"));
         const char *type = json_string_value(json_object_get(j, "error_type"));
         ck_assert_msg(status == bad[t].status && e && strstr(e, bad[t].msg) && type &&
@@ -730,6 +777,7 @@ Suite *tei_suite(void)
     tcase_add_test(tc, test_tei_embed_ids);
     tcase_add_test(tc, test_tei_predict);
     tcase_add_test(tc, test_tei_rerank);
+    tcase_add_test(tc, test_tei_rerank_st_modules);
     tcase_add_loop_test(tc, test_tei_root_pipelines, 0, 2);
     tcase_add_test(tc, test_tei_sparse);
     tcase_add_test(tc, test_tei_tokenize_decode);

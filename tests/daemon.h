@@ -83,6 +83,10 @@ struct json_t; /* jansson's */
 /* r's body parsed as JSON (owned), or the test fails. */
 struct json_t *http_json_body(const http_resp *r);
 
+/* POST path with body on the running daemon (dp): *status and the body
+ * parsed as JSON, any JSON value (owned); the test fails otherwise. */
+struct json_t *daemon_post(const char *path, const char *body, long *status);
+
 /* The value of metric name (an attnd_* sample without labels) in GET
  * /metrics on port; the test fails when there is no answer or no such
  * sample. */

@@ -30,6 +30,17 @@ json_t *http_json_body(const http_resp *r)
     return j;
 }
 
+json_t *daemon_post(const char *path, const char *body, long *status)
+{
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, path, body, &r), 0);
+    *status = r.status;
+    json_t *j = json_loads(r.body, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(j != NULL, "%s: not JSON: %s", path, r.body);
+    http_resp_free(&r);
+    return j;
+}
+
 long http_metric(int port, const char *name)
 {
     http_resp r;

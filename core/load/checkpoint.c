@@ -1286,6 +1286,66 @@ static int bind_decoder(loader *ld, model_head *h, const char *name, bool tied, 
     return ENC_OK;
 }
 
+/* Row r (cols wide) of tensor t as float32 into dst: widened exactly. */
+static void read_row(const st_tensor *t, int64_t r, int64_t cols, float *dst)
+{
+    const size_t at = (size_t)r * (size_t)cols;
+    for (int64_t k = 0; k < cols; k++) {
+        uint16_t half;
+        switch (t->dtype) {
+        case ST_F32:
+            memcpy(&dst[k], t->data + (at + (size_t)k) * 4, 4);
+            break;
+        case ST_F16:
+            memcpy(&half, t->data + (at + (size_t)k) * 2, 2);
+            dst[k] = st_f16_to_f32(half);
+            break;
+        default: /* BF16: lookup allows no other */
+            memcpy(&half, t->data + (at + (size_t)k) * 2, 2);
+            dst[k] = st_bf16_to_f32(half);
+            break;
+        }
+    }
+}
+
+/* A causal LM's reranker (hfhead.c's score_head): the score's weight row,
+ * lm_head's (or, tied and not saved, the word table's) row of the first
+ * score id minus the second's, into h->mem's D floats.  One subtraction
+ * rounded once: logit(a) - logit(b) = (w_a - w_b) . h. */
+static int bind_score(loader *ld, enc_model *m, model_head *h, const hf_head_names *nm,
+                      const char *word, int64_t V)
+{
+    const int64_t D = m->hp.d_model;
+    const bool saved = find(ld, nm->out_w, NULL) != NULL;
+    const char *name = saved || !nm->tied ? nm->out_w : word;
+    size_t fi = 0;
+    const st_tensor *t = lookup(ld, name, V, D, &fi);
+    if (!t)
+        return ld->err->status;
+    if (head_alloc(h, (size_t)(3 * D)) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory for the head");
+    const enc_head_info *in = &h->info;
+    float *w = h->mem, *a = w + D, *b = a + D;
+    read_row(t, in->score_ids[0], D, a);
+    if (in->n_score_ids > 1)
+        read_row(t, in->score_ids[1], D, b); /* else b stays zero */
+    for (int64_t k = 0; k < D; k++) {
+        w[k] = (float)((double)a[k] - (double)b[k]);
+        if (!isfinite(a[k]) || !isfinite(b[k]))
+            return enc_error_set(ld->err, ENC_EFORMAT,
+                                 "tensor '%s' has a non-finite value in the score tokens' rows",
+                                 name);
+    }
+    if (saved && head_add_tensor(h, name) < 0)
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory");
+    if (saved)
+        st_release(&ld->files[fi], t); /* two rows read: the rest's pages go back */
+    h->info.tied = !saved;
+    h->out = (head_linear){.N = 1, .K = (int)D, .w = w};
+    head_finish(h);
+    return ENC_OK;
+}
+
 /* The head config.json's architectures names (hfhead.c), its tensors bound
  * (docs/model.md, "Task heads"): the dense, norm and last Linear copied into
  * the head's own memory, a masked LM's decoder read where a file holds it
@@ -1295,7 +1355,7 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
 {
     hf_head_names nm;
     model_head *h = NULL;
-    if (hf_head_read(dir, c, prefix, &h, &nm, m->klass, &m->head_unsupported, ld->err) < 0)
+    if (hf_head_read(dir, c, &m->hp, prefix, &h, &nm, m->klass, &m->head_unsupported, ld->err) < 0)
         return ld->err->status;
     if (!h)
         return ENC_OK;
@@ -1304,6 +1364,8 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
     char word[300], name[300];
     const bool lm = h->info.kind == ENC_HEAD_MASKED_LM;
     snprintf(word, sizeof word, "%s%s", prefix, embed_naming_of(c->model_type)->word);
+    if (h->info.n_score_ids > 0)
+        return bind_score(ld, m, h, &nm, word, c->vocab_size);
     const bool saved = find(ld, nm.out_w, NULL) != NULL;
     const char *dec = nm.tied ? word : nm.out_w;
     /* the head's own first tensor: a masked LM's transform (its decoder

@@ -248,9 +248,44 @@ static int read_labels(const json_t *root, model_head *h, enc_error *err)
     return ENC_OK;
 }
 
+/* A CrossEncoder's activation, named as torch's class: into *fn; false
+ * for another. */
+static bool activation_name(const char *name, enc_head_function *fn)
+{
+    if (name && strcmp(name, "torch.nn.modules.activation.Sigmoid") == 0)
+        *fn = ENC_HEAD_FN_SIGMOID;
+    else if (name && strcmp(name, "torch.nn.modules.linear.Identity") == 0)
+        *fn = ENC_HEAD_FN_NONE;
+    else
+        return false;
+    return true;
+}
+
+/* dir/file's JSON, NULL (err clear) when there is no such file. */
+static json_t *read_json(const char *dir, const char *file, enc_error *err)
+{
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
+        BAD("model.dir: the path is too long");
+        return NULL;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    fclose(f);
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    if (!j)
+        enc_error_set(err, ENC_EFORMAT, "%s: %s (line %d)", file, jerr.text, jerr.line);
+    return j;
+}
+
 /* How scores come from logits: a sentence-transformers CrossEncoder's
- * activation, else transformers' TextClassificationPipeline's rule. */
-static int read_function(const json_t *root, model_head *h, enc_error *err)
+ * activation (5.4+: config_sentence_transformers.json's activation_fn,
+ * which wins; 4+: config.json's sentence_transformers.activation_fn;
+ * earlier: sbert_ce_default_activation_function), else transformers'
+ * TextClassificationPipeline's rule. */
+static int read_function(const char *dir, const json_t *root, model_head *h, enc_error *err)
 {
     const json_t *pt = json_object_get(root, "problem_type");
     if (pt && !json_is_null(pt)) {
@@ -266,24 +301,105 @@ static int read_function(const json_t *root, model_head *h, enc_error *err)
                        : strcmp(p, "multi_label_classification") == 0 || h->n_labels == 1
                            ? ENC_HEAD_FN_SIGMOID
                            : ENC_HEAD_FN_SOFTMAX;
-    /* CrossEncoder (sentence-transformers 4+: sentence_transformers.activation_fn;
-     * earlier: sbert_ce_default_activation_function) */
-    const json_t *st = json_object_get(root, "sentence_transformers");
-    const json_t *fn = st ? json_object_get(st, "activation_fn") : NULL;
-    if (!fn)
-        fn = json_object_get(root, "sbert_ce_default_activation_function");
-    if (!fn || json_is_null(fn))
+    json_t *stc = read_json(dir, "config_sentence_transformers.json", err);
+    if (!stc && err->status)
+        return err->status;
+    const char *file = "config_sentence_transformers.json";
+    const json_t *fn = stc ? json_object_get(stc, "activation_fn") : NULL;
+    if (!fn || json_is_null(fn)) {
+        const json_t *st = json_object_get(root, "sentence_transformers");
+        file = "config.json";
+        fn = st ? json_object_get(st, "activation_fn") : NULL;
+        if (!fn)
+            fn = json_object_get(root, "sbert_ce_default_activation_function");
+    }
+    int rc = ENC_OK;
+    if (fn && !json_is_null(fn) && !activation_name(json_string_value(fn), &h->info.function))
+        rc = BAD("%s: the CrossEncoder activation '%.80s' is not supported "
+                 "(torch.nn.modules.activation.Sigmoid, torch.nn.modules.linear.Identity)",
+                 file, json_is_string(fn) ? json_string_value(fn) : "(not a string)");
+    json_decref(stc);
+    return rc;
+}
+
+/* The token ids a causal LM's reranker differences: hp's, else those of
+ * the directory's LogitScore module (sentence-transformers 5.4+ saves one
+ * after a causal LM's Transformer: modules.json names it, its config.json
+ * gives true_token_id and false_token_id, null for none); *n 0 when
+ * neither names any. */
+static int score_ids(const char *dir, const enc_hparams *hp, int vocab, int ids[2], int *n,
+                     enc_error *err)
+{
+    *n = hp->n_score_ids;
+    ids[0] = hp->score_ids[0];
+    ids[1] = hp->score_ids[1];
+    if (*n > 0) {
+        for (int i = 0; i < *n; i++)
+            if (ids[i] >= vocab)
+                return BAD("model.score_tokens: token id %d is past vocab_size (%d)", ids[i],
+                           vocab);
         return ENC_OK;
-    const char *name = json_string_value(fn);
-    if (name && strcmp(name, "torch.nn.modules.activation.Sigmoid") == 0)
-        h->info.function = ENC_HEAD_FN_SIGMOID;
-    else if (name && strcmp(name, "torch.nn.modules.linear.Identity") == 0)
-        h->info.function = ENC_HEAD_FN_NONE;
-    else
-        return BAD("config.json: the CrossEncoder activation '%.80s' is not supported "
-                   "(torch.nn.modules.activation.Sigmoid, torch.nn.modules.linear.Identity)",
-                   name ? name : "(not a string)");
-    return ENC_OK;
+    }
+    json_t *mods = read_json(dir, "modules.json", err);
+    if (!mods)
+        return err->status;
+    int rc = ENC_OK;
+    const char *sub = NULL;
+    for (size_t i = 0; i < json_array_size(mods) && !sub; i++) {
+        const json_t *m = json_array_get(mods, i);
+        const char *type = json_string_value(json_object_get(m, "type"));
+        const char *dot = type ? strrchr(type, '.') : NULL;
+        if (dot && strcmp(dot + 1, "LogitScore") == 0)
+            sub = json_string_value(json_object_get(m, "path"));
+    }
+    char file[300];
+    json_t *cfg = NULL;
+    if (sub && (size_t)snprintf(file, sizeof file, "%s/config.json", sub) < sizeof file &&
+        (cfg = read_json(dir, file, err))) {
+        const json_t *t = json_object_get(cfg, "true_token_id"),
+                     *f = json_object_get(cfg, "false_token_id"),
+                     *in = json_object_get(cfg, "module_input_name");
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= vocab ||
+            (f && !json_is_null(f) &&
+             (!json_is_integer(f) || json_integer_value(f) < 0 || json_integer_value(f) >= vocab)))
+            rc = BAD("%s: true_token_id (and false_token_id, unless null) must be token ids "
+                     "below vocab_size (%d)",
+                     file, vocab);
+        else if (in && !json_is_null(in) &&
+                 (!json_is_string(in) || strcmp(json_string_value(in), "causal_logits") != 0))
+            rc = BAD("%s: module_input_name must be \"causal_logits\" (the LM's logits)", file);
+        else {
+            ids[0] = (int)json_integer_value(t);
+            ids[1] = f && !json_is_null(f) ? (int)json_integer_value(f) : 0;
+            *n = f && !json_is_null(f) ? 2 : 1;
+        }
+        json_decref(cfg);
+    } else if (sub && !err->status) {
+        rc = BAD("modules.json: the LogitScore module's %s/config.json is missing", sub);
+    }
+    json_decref(mods);
+    return err->status ? err->status : rc;
+}
+
+/* A causal LM read as a reranker (enc_hparams.score_ids): lm_head's rows
+ * of the score ids, differenced, on the last token (transformers'
+ * Qwen3ForCausalLM: lm_head, a Linear without bias, the word table when
+ * tie_word_embeddings is true and it is not saved). */
+static int score_head(const json_t *root, model_head *h, hf_head_names *names, const int ids[2],
+                      int n, enc_error *err)
+{
+    const json_t *tie = json_object_get(root, "tie_word_embeddings");
+    if (tie && !json_is_boolean(tie))
+        return BAD("config.json: a boolean expected for 'tie_word_embeddings'");
+    names->tied = tie && json_is_true(tie); /* Qwen3Config's default: false */
+    SET(out_w, "lm_head.weight", "");
+    h->info.last_pooling = true;
+    h->info.pad_token_id = -1; /* the sequence's own last token, as LogitScore reads it */
+    h->info.n_score_ids = n;
+    h->info.score_ids[0] = ids[0];
+    h->info.score_ids[1] = n > 1 ? ids[1] : 0;
+    return head_add_label(h, "LABEL_0") < 0 ? enc_error_set(err, ENC_ENOMEM, "out of memory")
+                                            : ENC_OK;
 }
 
 /* model_type's family of heads (MPNet's are RoBERTa's: MPNetClassificationHead
@@ -298,8 +414,9 @@ static const char *family_of(const char *model_type)
     return model_type;
 }
 
-int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, model_head **h,
-                 hf_head_names *names, char *klass, bool *unsupported, enc_error *err)
+int hf_head_read(const char *dir, const enc_hf_config *c, const enc_hparams *hp, const char *prefix,
+                 model_head **h, hf_head_names *names, char *klass, bool *unsupported,
+                 enc_error *err)
 {
     *h = NULL;
     *unsupported = false;
@@ -323,6 +440,13 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, mo
         rc = BAD("config.json: architectures must be an array of class names");
         goto done;
     }
+    const bool causal_lm = first && ends_with(json_string_value(first), "ForCausalLM");
+    if (hp->n_score_ids > 0 && !causal_lm) {
+        rc = BAD("model.score_tokens: config.json's architectures[0] (%.80s) is not a causal LM "
+                 "(...ForCausalLM), whose lm_head the score tokens are read from",
+                 first ? json_string_value(first) : "none");
+        goto done;
+    }
     if (!first)
         goto done;
     snprintf(klass, 80, "%s", json_string_value(first));
@@ -330,6 +454,17 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, mo
     for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
         if (ends_with(klass, KINDS[i].suffix))
             kind = KINDS[i].kind;
+    int ids[2] = {0, 0}, n_ids = 0;
+    if (causal_lm && (rc = score_ids(dir, hp, c->vocab_size, ids, &n_ids, err)) < 0)
+        goto done;
+    if (n_ids > 0 && strcmp(family_of(c->model_type), "qwen3") != 0) {
+        rc = BAD("%s read as a reranker: attnd computes a causal LM's score tokens for Qwen2 "
+                 "and Qwen3 (model_type '%s')",
+                 klass, c->model_type);
+        goto done;
+    }
+    if (n_ids > 0)
+        kind = ENC_HEAD_SEQUENCE;
     if (kind == ENC_HEAD_NONE) {
         *unsupported = !ends_with(klass, "Model"); /* BertModel: no head */
         goto done;
@@ -342,8 +477,11 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, mo
      * NomicBERT's, JinaBERT's, with their own pooling and names), not
      * transformers': not read. */
     *unsupported = strcmp(c->model_type, "nomic_bert") == 0 || strncmp(klass, "JinaBert", 8) == 0;
-    if (!*unsupported &&
-        (rc = layout(root, c, family_of(c->model_type), prefix, *h, names, unsupported, err)) < 0)
+    if (n_ids > 0)
+        rc = score_head(root, *h, names, ids, n_ids, err);
+    else if (!*unsupported)
+        rc = layout(root, c, family_of(c->model_type), prefix, *h, names, unsupported, err);
+    if (rc < 0)
         goto done;
     if (*unsupported) {
         head_free(*h);
@@ -358,8 +496,8 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const char *prefix, mo
         }
         (*h)->out.N = c->vocab_size;
     } else {
-        if ((rc = read_labels(root, *h, err)) < 0 ||
-            (kind == ENC_HEAD_SEQUENCE && (rc = read_function(root, *h, err)) < 0))
+        if ((n_ids == 0 && (rc = read_labels(root, *h, err)) < 0) ||
+            (kind == ENC_HEAD_SEQUENCE && (rc = read_function(dir, root, *h, err)) < 0))
             goto done;
         (*h)->out.N = (*h)->n_labels;
     }

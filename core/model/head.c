@@ -138,7 +138,8 @@ static int by_name(const void *a, const void *b)
 
 void head_finish(model_head *h)
 {
-    qsort(h->tensors, h->n_tensors, sizeof *h->tensors, by_name);
+    if (h->n_tensors) /* a tied score head lists none */
+        qsort(h->tensors, h->n_tensors, sizeof *h->tensors, by_name);
     h->info.architecture = h->architecture;
     h->info.problem_type = h->problem_type;
     h->info.labels = h->info.kind == ENC_HEAD_MASKED_LM ? NULL : (const char *const *)h->labels;

@@ -258,6 +258,13 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
     if (hp->rel_buckets != 0 &&
         (rc = check_range("rel_buckets", hp->rel_buckets, ENC_REL_BUCKETS, ENC_MAX_DIM, err)) < 0)
         return rc;
+    if (hp->n_score_ids < 0 || hp->n_score_ids > 2)
+        return enc_error_set(err, ENC_EINVAL, "n_score_ids (%d) must be 0, 1 or 2",
+                             hp->n_score_ids);
+    for (int i = 0; i < hp->n_score_ids; i++)
+        if (hp->score_ids[i] < 0)
+            return enc_error_set(err, ENC_EINVAL, "score_ids[%d] (%d) must be a token id", i,
+                                 hp->score_ids[i]);
     const enc_disentangled *dis = &hp->dis;
     if (dis->span != 0) {
         if ((rc = check_range("dis.span", dis->span, 1, ENC_MAX_DIM, err)) < 0 ||

@@ -266,6 +266,10 @@ int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error
         const char *cls = class_of(type);
         if (strcmp(cls, "Transformer") == 0 && i == 0)
             continue;
+        if (strcmp(cls, "LogitScore") == 0 && i == 1 && json_array_size(mods) == 2) {
+            c->cross_encoder = true; /* the head's: hfhead.c reads its config */
+            continue;
+        }
         if (strcmp(cls, "Pooling") == 0 && !pooled && i == 1) {
             char cfg[4096 + 64];
             snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, sub);
@@ -287,12 +291,16 @@ int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error
                            "Pooling, Dense modules, then Normalize",
                            path, i, type);
     }
-    if (rc == 0 && !pooled)
+    /* a Transformer alone is a CrossEncoder's too: no SentenceTransformer
+     * makes sentence embeddings without a Pooling module */
+    if (rc == 0 && !pooled && json_array_size(mods) == 1)
+        c->cross_encoder = true;
+    if (rc == 0 && !pooled && !c->cross_encoder)
         rc = enc_error_set(err, ENC_EINVAL, "%s has no Pooling module after its Transformer", path);
     json_decref(mods);
     if (rc < 0)
         enc_st_config_free(c);
-    c->found = rc == 0;
+    c->found = rc == 0 && pooled;
     return rc;
 }
 

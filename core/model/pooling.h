@@ -45,7 +45,11 @@ typedef struct enc_dense {
 
 /* Sentence-transformers' modules of a directory. */
 typedef struct enc_st_config {
-    bool found;          /* the directory has modules.json */
+    bool found; /* the directory has modules.json with a Pooling module */
+    /* modules.json is a CrossEncoder's (sentence-transformers 5.4+): a
+     * Transformer, then a LogitScore (a causal LM's, which the model's head
+     * reads: hfhead.c) or nothing; found false, no pooling */
+    bool cross_encoder;
     enc_pooling pooling; /* from its Pooling module's config.json */
     bool normalize;      /* a Normalize module follows */
     bool include_prompt; /* the Pooling module pools a prompt's tokens too (its
@@ -56,12 +60,11 @@ typedef struct enc_st_config {
 
 /* Reads dir/modules.json, its Pooling module's config.json and each Dense
  * module's config.json and model.safetensors (linear.weight, linear.bias),
- * the first taking d_model features.  No modules.json: 0 with c->found
- * false.  0, or a negative enc_status with err naming the file and field
- * (c then empty): a module attnd does not implement (a second Transformer,
- * LayerNorm, ...), a pooling mode it lacks (weightedmean,
- * mean_sqrt_len_tokens, several modes at once), a Dense activation other
- * than Tanh and Identity, features that do not chain, weights missing or of
+ * the first taking d_model features.  No modules.json, or a CrossEncoder's
+ * (c->cross_encoder): 0 with c->found false.  0, or a negative enc_status with err naming the file
+ * and field (c then empty): a module attnd does not implement (a second Transformer, LayerNorm,
+ * ...), a pooling mode it lacks (weightedmean, mean_sqrt_len_tokens, several modes at once), a
+ * Dense activation other than Tanh and Identity, features that do not chain, weights missing or of
  * the wrong shape (a Dense saved as pytorch_model.bin only among them). */
 int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error *err);
 

@@ -644,6 +644,23 @@ int tok_encoding_set_ids(tok_encoding *out, const int32_t *ids, size_t n)
     return 0;
 }
 
+int tok_encoding_append(tok_encoding *out, const tok_encoding *more, uint32_t shift)
+{
+    if (grow_out(out, out->n + more->n) < 0)
+        return ENC_ENOMEM;
+    for (size_t i = 0, k = out->n; i < more->n; i++, k++) {
+        out->ids[k] = more->ids[i];
+        out->type_ids[k] = more->type_ids[i];
+        out->special[k] = more->special[i];
+        out->seq[k] = more->seq[i];
+        const bool offsets = more->seq[i] != 255; /* a post-processor's keep [0, 0) */
+        out->start[k] = more->start[i] + (offsets ? shift : 0);
+        out->stop[k] = more->stop[i] + (offsets ? shift : 0);
+    }
+    out->n += more->n;
+    return 0;
+}
+
 void tok_encoding_free(tok_encoding *e)
 {
     if (!e)

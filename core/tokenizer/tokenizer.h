@@ -82,6 +82,11 @@ size_t tok_added_special(const tok_tokenizer *t, bool pair);
  * ENC_ENOMEM. */
 int tok_encoding_set_ids(tok_encoding *out, const int32_t *ids, size_t n);
 
+/* Appends more's tokens to *out (its arrays grown), their offsets moved on
+ * by shift code points (a text that follows out's in one string).  0, or
+ * ENC_ENOMEM. */
+int tok_encoding_append(tok_encoding *out, const tok_encoding *more, uint32_t shift);
+
 void tok_encoding_free(tok_encoding *e);
 
 /* ids (n) as text, as tokenizers' Tokenizer.decode(ids, skip_special_tokens):

@@ -46,6 +46,7 @@ struct server {
     const enc_model *model; /* NULL until ready */
     const tok_tokenizer *tokenizer; /* text input's; NULL: none */
     const enc_st_text *sentence;    /* model.dir's sentence-transformers text settings; NULL */
+    const char *pair_template;      /* model.rerank_template resolved (api_ctx's); NULL */
     enc_embedder pooling;           /* /v1/embeddings' */
     pool *pool;
     prepare *prep;    /* large bodies' parse and tokenization (routes.c); NULL: in place */

@@ -226,7 +226,10 @@ static json_t *head_json(const enc_model *m)
     for (size_t i = 0; i < h->n_tensors; i++)
         json_array_append_new(tensors, json_string(h->tensors[i]));
     const bool seq = h->kind == ENC_HEAD_SEQUENCE, lm = h->kind == ENC_HEAD_MASKED_LM;
-    return json_pack("{s:s, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:o}", "kind",
+    json_t *score = h->n_score_ids ? json_array() : json_null();
+    for (int i = 0; i < h->n_score_ids; i++)
+        json_array_append_new(score, json_integer(h->score_ids[i]));
+    return json_pack("{s:s, s:s, s:i, s:o, s:s, s:o, s:o, s:o, s:o, s:o}", "kind",
                      enc_head_kind_name(h->kind), "architecture", h->architecture, "outputs",
                      h->n_outputs, "labels", labels, "function",
                      enc_head_function_name(h->function), "problem_type",
@@ -235,7 +238,8 @@ static json_t *head_json(const enc_model *m)
                                        : h->mean_pooling ? "mean"
                                                          : "cls")
                          : json_null(),
-                     "tied", lm ? json_boolean(h->tied) : json_null(), "tensors", tensors);
+                     "tied", lm ? json_boolean(h->tied) : json_null(), "score_tokens", score,
+                     "tensors", tensors);
 }
 
 /* /v1/model's "embedding": the module that turns token ids into the
@@ -281,13 +285,14 @@ static json_t *tokenizer_json(const server *s, const enc_model *m, const server_
     for (size_t i = 0; prompts && st && i < st->n_prompts; i++)
         json_object_set_new(prompts, st->prompts[i].name, json_string(st->prompts[i].text));
     return json_pack(
-        "{s:s, s:I, s:I, s:I, s:o, s:s, s:b, s:o, s:o}", "source",
+        "{s:s, s:I, s:I, s:I, s:o, s:s, s:b, s:o, s:o, s:o}", "source",
         t->tokenizer_source ? t->tokenizer_source : "", "vocab_size", (json_int_t)tok_id_count(tok),
         "specials_per_text", (json_int_t)tok_added_special(tok, false), "specials_per_pair",
         (json_int_t)tok_added_special(tok, true), "max_input_length",
         max < SIZE_MAX ? json_integer((json_int_t)max) : json_null(), "max_input_length_from", from,
         "auto_truncate", s->cfg->server.auto_truncate, "prompts", prompts, "default_prompt_name",
-        st && st->default_prompt_name ? json_string(st->default_prompt_name) : json_null());
+        st && st->default_prompt_name ? json_string(st->default_prompt_name) : json_null(),
+        "pair_template", t->pair_template ? json_string(t->pair_template) : json_null());
 }
 
 /* /v1/model's pooling: how /v1/embeddings makes an embedding of the
@@ -429,6 +434,7 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
     s->model = m;
     s->tokenizer = tok;
     s->sentence = t ? t->sentence : NULL;
+    s->pair_template = t ? t->pair_template : NULL;
     s->pooling = pooling;
     s->pool = p;
     atomic_store(&s->ready, 1);

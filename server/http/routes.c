@@ -133,7 +133,8 @@ static api_ctx request_ctx(const server *s)
                    .embedding = s->model ? enc_model_embedding(s->model) : NULL,
                    .tokenizer = s->tokenizer,
                    .sentence = s->sentence,
-                   .auto_truncate = cfg->server.auto_truncate};
+                   .auto_truncate = cfg->server.auto_truncate,
+                   .pair_template = s->pair_template};
     return ctx;
 }
 

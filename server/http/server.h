@@ -56,6 +56,8 @@ typedef struct server_text {
     const enc_st_text *sentence;  /* borrowed: max_seq_length, prompts; NULL: none */
     enc_embedder pooling;         /* start-up decided; its Dense modules borrowed */
     const char *pooling_from;     /* what decided the mode: "model.pooling", "modules.json", ... */
+    const char *pair_template;    /* model.rerank_template resolved (api_ctx's); NULL: none */
+    const char *pair_template_from; /* what decided it, for the log and /v1/model */
 } server_text;
 
 /* Serves m (borrowed) through p (borrowed) from now on, text as t says:

@@ -80,6 +80,10 @@ typedef struct api_ctx {
      * (load/sentence.h: max_seq_length, prompts), or NULL: none */
     const struct enc_st_text *sentence;
     bool auto_truncate; /* server.auto_truncate: "truncate" where a request does not say */
+    /* borrowed: model.rerank_template as start-up resolved it: every
+     * [query, document] pair made one text, {query} and {document} in it
+     * replaced (text.c); NULL: the tokenizer's pair template */
+    const char *pair_template;
 } api_ctx;
 
 /* Wording the codecs share for their messages: */

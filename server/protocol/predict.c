@@ -163,13 +163,13 @@ int predict_init(predict_request *p, const proto_input *in, api_error *err)
     return 0;
 }
 
-int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
+int predict_prepare(predict_request *p, json_t *inputs, const char *field, const text_options *o,
                     const proto_input *in, api_error *err)
 {
     encode_request *req = &p->enc;
     const api_ctx *ctx = in->ctx;
     if (check_pairs(p, inputs, err) < 0 ||
-        encode_set_text(req, inputs, "inputs", o, in->hp, ctx, err) < 0 ||
+        encode_set_text(req, inputs, field, o, in->hp, ctx, err) < 0 ||
         encode_text_lengths(req, err) < 0)
         return -1;
     p->tok = ctx->tokenizer;
@@ -213,7 +213,7 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
     if (text_read_options(root, in->ctx, TEXT_OPT_AUTO, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
-    return predict_prepare(p, fields_get(root, "inputs"), &o, in, err);
+    return predict_prepare(p, fields_get(root, "inputs"), "inputs", &o, in, err);
 }
 
 static encode_request *predict_parse(void *state, const proto_input *in, api_error *err)

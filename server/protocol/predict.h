@@ -45,8 +45,9 @@ int predict_init(predict_request *p, const proto_input *in, api_error *err);
  * p's batch, and the head's output asked for: text- and
  * token-classification's logits, fill-mask's rows at its mask tokens
  * (each text needs one).  p->head and the options set, and with explain,
- * p->enc's.  0 or -1 with err set (400 naming the input, 413). */
-int predict_prepare(predict_request *p, json_t *inputs, const text_options *o,
+ * p->enc's; field names inputs in messages ("inputs", /rerank's "texts").
+ * 0 or -1 with err set (400 naming the input, 413). */
+int predict_prepare(predict_request *p, json_t *inputs, const char *field, const text_options *o,
                     const proto_input *in, api_error *err);
 
 /* Sequence b's answer once the forward has run (answer.h's shapes; *row:

@@ -360,7 +360,7 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
     json_t *inputs = v ? predict_inputs(v, &t->single, err) : NULL;
     if (!inputs)
         return err->kind ? -1 : INVALID("Input validation error: `inputs` " EMPTY_WORDS);
-    const int rc = predict_prepare(&t->p, inputs, &opts, in, err);
+    const int rc = predict_prepare(&t->p, inputs, "inputs", &opts, in, err);
     json_decref(inputs);
     return rc;
 }
@@ -394,7 +394,7 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
         json_array_append_new(pairs, json_pack("[O,O]", query, x));
     }
     t->single = false;
-    const int rc = predict_prepare(&t->p, pairs, &opts, in, err);
+    const int rc = predict_prepare(&t->p, pairs, "texts", &opts, in, err);
     json_decref(pairs);
     return rc;
 }
@@ -471,7 +471,7 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
         text_opts(params ? params : root, in, false, &opts, err) < 0)
         return -1;
     t->single = json_is_string(inputs);
-    return predict_prepare(p, (json_t *)(uintptr_t)inputs, &opts, in, err);
+    return predict_prepare(p, (json_t *)(uintptr_t)inputs, "inputs", &opts, in, err);
 }
 
 /* POST /: the route of the model's kind and the body's form. */

@@ -237,6 +237,91 @@ static int ids_item(const tok_tokenizer *tok, const json_t *item, const char *at
     return 0;
 }
 
+/* part (n bytes) into *out at *len, every "{query}" in it replaced by q
+ * (qn bytes) unless q is NULL; -1 when out of memory. */
+static int fill(char **out, size_t *len, size_t *cap, const char *part, size_t n, const char *q,
+                size_t qn)
+{
+    static const char KEY[] = "{query}";
+    const size_t kn = sizeof KEY - 1;
+    for (size_t i = 0; i < n;) {
+        const bool key = q && n - i >= kn && memcmp(part + i, KEY, kn) == 0;
+        const char *src = key ? q : part + i;
+        const size_t sn = key ? qn : 1;
+        if (*len + sn + 1 > *cap) {
+            const size_t c = (*len + sn + 1) * 2;
+            char *p = realloc(*out, c);
+            if (!p)
+                return -1;
+            *out = p;
+            *cap = c;
+        }
+        memcpy(*out + *len, src, sn);
+        *len += sn;
+        (*out)[*len] = '\0';
+        i += key ? kn : 1;
+    }
+    return 0;
+}
+
+/* A [query, document] pair made one text by the model's template
+ * (model.rerank_template, docs/api.md): the template up to {document} with
+ * {query} replaced, then the document, tokenized as one text and cut from
+ * its end (when o says to cut) to leave room for the rest of the template,
+ * tokenized apart and kept whole -- as Qwen3-Reranker's model card builds
+ * its inputs.  No special tokens are added: the template holds its own, as
+ * a chat template's text does.  Offsets are in the whole templated text. */
+static int templated(const tok_tokenizer *tok, const json_t *q, const json_t *d, const char *at,
+                     const text_options *o, size_t max, const char *from, tok_encoding *e,
+                     api_error *err)
+{
+    const char *tpl = o->pair_template, *doc = strstr(tpl, "{document}");
+    const char *qs = json_string_value(q);
+    const size_t qn = json_string_length(q);
+    char *head = NULL, *tail = NULL;
+    size_t hn = 0, hcap = 0, tn = 0, tcap = 0, whole = 0;
+    tok_encoding rest = {0};
+    enc_error ee = {0};
+    int rc = 0;
+    if (fill(&head, &hn, &hcap, tpl, (size_t)(doc - tpl), qs, qn) < 0 ||
+        fill(&head, &hn, &hcap, json_string_value(d), json_string_length(d), NULL, 0) < 0 ||
+        fill(&tail, &tn, &tcap, doc + 10, strlen(doc + 10), qs, qn) < 0) {
+        rc = api_error_set(err, API_UNAVAILABLE, "out of memory");
+        goto done;
+    }
+    const bool cut = (o->flags & TEXT_TRUNCATE) && !(o->flags & TEXT_NO_LIMIT) && max < SIZE_MAX;
+    if ((rc = tok_encode(tok, tail ? tail : "", tn, NULL, 0, false, 0, &rest, NULL, &ee)) < 0)
+        goto failed;
+    if (cut && rest.n >= max) {
+        rc = TOO_LARGE("%s: model.rerank_template's text after {document} has %zu tokens; the "
+                       "model takes at most %zu (%s)",
+                       at, rest.n, max, from);
+        goto done;
+    }
+    if ((rc = tok_encode(tok, head, hn, NULL, 0, false, cut ? max - rest.n : 0, e, &whole, &ee)) <
+        0)
+        goto failed;
+    if ((rc = tok_encoding_append(e, &rest, (uint32_t)text_chars(head, hn))) < 0) {
+        rc = api_error_set(err, API_UNAVAILABLE, "out of memory");
+        goto done;
+    }
+    if (e->n > max && !(o->flags & TEXT_NO_LIMIT))
+        rc =
+            TOO_LARGE("%s has %zu tokens, made one text by model.rerank_template; the model "
+                      "takes at most %zu (%s)%s",
+                      at, whole + rest.n, max, from,
+                      o->flags & TEXT_SAY_TRUNCATE ? "; \"truncate\": true cuts the document" : "");
+    goto done;
+failed:
+    rc = api_error_set(err, api_error_of_core(rc), "%s: %s", at,
+                       rc == ENC_ENOMEM ? "out of memory" : ee.message);
+done:
+    tok_encoding_free(&rest);
+    free(head);
+    free(tail);
+    return rc;
+}
+
 /* One item: a string, or [a, b] (with TEXT_IDS, or a list of token ids); at
  * names it ("text", "text[3]"). */
 static int one(const tok_tokenizer *tok, const json_t *item, const char *at, const text_options *o,
@@ -255,6 +340,8 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
             return BAD("%s is a [text, text_pair] pair; prompt_name is only used with single "
                        "texts",
                        at);
+        if (o->pair_template)
+            return templated(tok, a, b, at, o, max, from, e, err);
     } else if (!json_is_string(item)) {
         return BAD("%s must be a string or a [text, text_pair] pair, not %s", at,
                    fields_kind(item));
@@ -309,6 +396,9 @@ int text_tokenize(const json_t *v, const char *field, const api_ctx *ctx, const 
     const size_t max = text_max_tokens(ctx, &from);
     scratch sc = {0};
     int rc = 0;
+    text_options with = *o;
+    with.pair_template = ctx->pair_template;
+    o = &with;
     for (size_t b = 0; b < B && rc == 0; b++) {
         char at[64];
         if (list)

@@ -81,6 +81,9 @@ typedef struct text_options {
     const char *prompt;      /* prepended to every single text (not a pair's), as
                                 sentence-transformers' encode does; NULL: none */
     bool prompt_given;       /* the request named it: a pair is then refused */
+    /* a [query, document] pair made one text (api_ctx.pair_template;
+       text_tokenize sets it); NULL: the tokenizer's pair */
+    const char *pair_template;
 } text_options;
 
 /* The request fields text_read_options reads, for a route's field table. */
