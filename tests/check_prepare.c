@@ -3,8 +3,8 @@
  * (order, a stop that runs what is queued, refusal after it, priority),
  * then
  * build/attnd with one HTTP thread and one prepare worker: a small
- * /v1/embeddings request answered while 1 MB texts are still queued on
- * other connections; a 1 MB text cut to the token limit answering what its
+ * /v1/embeddings request answered while 256 KiB texts are still queued on
+ * other connections; a 256 KiB text cut to the token limit answering what its
  * first words answer on the HTTP thread (/v1/embeddings, /v1/tokenize), and
  * refused uncut with the contract's 413; clients that close their
  * connection mid-prepare; SIGTERM with prepares queued. */
@@ -195,7 +195,11 @@ static const char *const ARGS[] = {"--d-model", "16", "--n-heads", "4", "--d-ff"
                                    "--auto-truncate", "--max-seq-len", "16", NULL};
 /* clang-format on */
 
-#define BIG_BYTES (1u << 20)
+/* A big text: 256 KiB, a good part of a second for the prepare worker,
+ * several seconds beside two busy loops (make test-busy), where its nice
+ * 10 gets about a tenth of a core: four 1 MB texts took over a minute
+ * there. */
+#define BIG_BYTES (256u << 10)
 #define N_BIG     4
 
 /* The sentence whose repetitions make a big text: over 16 tokens. */
@@ -261,7 +265,7 @@ static double *reference(size_t *dims)
     return v;
 }
 
-/* N_BIG connections, each sent a 1 MB text whole. */
+/* N_BIG connections, each sent a 256 KiB text whole. */
 static void send_bigs(int *fd)
 {
     size_t len;
@@ -287,7 +291,7 @@ static int answered(const int *fd)
     return n;
 }
 
-/* While four 1 MB texts wait for the one prepare worker, a small request on
+/* While four 256 KiB texts wait for the one prepare worker, a small request on
  * another connection is answered: when its answer is in, none of the big
  * ones is (each takes the worker a good part of a second; with
  * --tokenize-threads 0 the one HTTP thread tokenizes the big texts whose
@@ -314,7 +318,8 @@ START_TEST(test_small_beside_big)
     ck_assert_int_eq(raw_response(small_fd, 30000, &r), 0);
     const int early = answered(fd);
     close(small_fd);
-    ck_assert_msg(early == 0, "%d of the 1 MB texts were answered before the small request", early);
+    ck_assert_msg(early == 0, "%d of the 256 KiB texts were answered before the small request",
+                  early);
     double *small = embedding_of(&r, &d2);
     ck_assert_uint_eq(d2, dims);
     expect_same(small, ref, dims);
@@ -359,7 +364,7 @@ static char *tokenize_answer(size_t bytes)
     return answer;
 }
 
-/* /v1/tokenize answers from the body too: a 1 MB text's (on the prepare
+/* /v1/tokenize answers from the body too: a 256 KiB text's (on the prepare
  * worker) cut to 16 tokens is the one sentence's (on the HTTP thread). */
 START_TEST(test_tokenize_big)
 {
@@ -375,7 +380,7 @@ START_TEST(test_tokenize_big)
 }
 END_TEST
 
-/* A 1 MB text a request does not let be cut: the contract's 413, naming
+/* A 256 KiB text a request does not let be cut: the contract's 413, naming
  * the field, from the prepare worker's parse. */
 START_TEST(test_big_refused)
 {
@@ -423,7 +428,7 @@ START_TEST(test_disconnect_mid_prepare)
 }
 END_TEST
 
-/* SIGTERM while 1 MB texts are queued for the prepare worker: each
+/* SIGTERM while 256 KiB texts are queued for the prepare worker: each
  * accepted request is answered (its embedding, or 503 when it reached the
  * compute pool after the server had closed) and the daemon exits 0.  None
  * is answered before the SIGTERM: a forward waits 3 s in the compute queue
