@@ -50,12 +50,14 @@ static const char *tokenizer_file(const attnd_config *cfg, char *path, size_t si
 
 /* model.score_tokens ("yes,no", or one token): the ids the tokenizer's
  * vocabulary gives its tokens (as transformers' convert_tokens_to_ids: a
- * token's own string, not text to encode), into hp's score ids.  The
- * tokenizer is read here and freed: text input's is loaded after the
- * model, which these ids are part of.  0, or -1 with err naming the
- * setting. */
-static int score_tokens_from_config(const attnd_config *cfg, enc_hparams *hp, enc_error *err)
+ * token's own string, not text to encode), into hp's score ids.  The model
+ * needs them, so text input's tokenizer is loaded here, before it, into
+ * *tok (tokenizer_from_config takes it on).  0 (*tok NULL without the
+ * setting), or -1 with err naming the setting. */
+static int score_tokens_from_config(const attnd_config *cfg, tok_tokenizer **tok, enc_hparams *hp,
+                                    enc_error *err)
 {
+    *tok = NULL;
     const char *spec = cfg->model.score_tokens;
     if (!spec)
         return 0;
@@ -72,8 +74,7 @@ static int score_tokens_from_config(const attnd_config *cfg, enc_hparams *hp, en
                              "model.score_tokens: '%s' must be one token or two, comma-separated "
                              "(\"yes,no\": the score is yes's logit less no's)",
                              spec);
-    tok_tokenizer *tok = tok_load(file, err);
-    if (!tok)
+    if (!(*tok = tok_load(file, err)))
         return -1;
     const char *names[2] = {spec, comma ? comma + 1 : NULL};
     char first[256];
@@ -82,7 +83,7 @@ static int score_tokens_from_config(const attnd_config *cfg, enc_hparams *hp, en
     int rc = 0;
     hp->n_score_ids = comma ? 2 : 1;
     for (int i = 0; i < hp->n_score_ids && rc == 0; i++) {
-        const int32_t id = tok_token_id(tok, names[i]);
+        const int32_t id = tok_token_id(*tok, names[i]);
         if (id < 0)
             rc = enc_error_set(err, ENC_EINVAL,
                                "model.score_tokens: '%s' is not a token of %s (tokens are the "
@@ -90,22 +91,18 @@ static int score_tokens_from_config(const attnd_config *cfg, enc_hparams *hp, en
                                names[i], file);
         hp->score_ids[i] = id;
     }
-    tok_free(tok);
     return rc < 0 ? -1 : 0;
 }
 
-/* Loads the directory (with model.score_tokens' ids) or the weights file,
- * or builds the model from the seed. */
-static enc_model *model_from_config(const attnd_config *cfg, enc_error *err)
+/* Loads the directory or the weights file, or builds the model from the
+ * seed, with hp (the configuration's, score ids resolved). */
+static enc_model *model_from_config(const attnd_config *cfg, const enc_hparams *hp, enc_error *err)
 {
-    enc_hparams hp = cfg->model.hp;
-    if (score_tokens_from_config(cfg, &hp, err) < 0)
-        return NULL;
     if (cfg->model.dir)
-        return enc_model_load_dir(cfg->model.dir, &hp, err);
+        return enc_model_load_dir(cfg->model.dir, hp, err);
     if (cfg->model.weights)
-        return enc_model_load(cfg->model.weights, &hp, err);
-    return enc_model_random(&hp, cfg->model.seed, err);
+        return enc_model_load(cfg->model.weights, hp, err);
+    return enc_model_random(hp, cfg->model.seed, err);
 }
 
 /* The tokenizer_config.json beside tokenizer file, when there is one: the
@@ -138,9 +135,11 @@ static int tokenizer_roles(tok_tokenizer *tok, const char *file, enc_error *err)
  * which then gets an embedding module drawn from model.seed as wide as the
  * tokenizer's vocabulary (docs/model.md).  NULL with err clear: none (the
  * model takes embeddings or token ids only).  *source: the file, or
- * "built-in". */
+ * "built-in".  early: the file already loaded (score_tokens_from_config),
+ * or NULL; taken on, freed on failure. */
 static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *model,
-                                            const char **source, enc_error *err)
+                                            tok_tokenizer *early, const char **source,
+                                            enc_error *err)
 {
     static char path[PATH_MAX];
     const char *file = tokenizer_file(cfg, path, sizeof path);
@@ -152,11 +151,13 @@ static tok_tokenizer *tokenizer_from_config(const attnd_config *cfg, enc_model *
                       "model.tokenizer: text needs a model that takes token ids (a model.dir "
                       "with its embeddings, or the built-in model); this model takes embeddings "
                       "only");
+        tok_free(early);
         return NULL;
     }
-    tok_tokenizer *tok =
-        file ? tok_load(file, err)
-             : tok_load_json((const char *)builtin_tokenizer_json, builtin_tokenizer_json_len, err);
+    tok_tokenizer *tok = early  ? early
+                         : file ? tok_load(file, err)
+                                : tok_load_json((const char *)builtin_tokenizer_json,
+                                                builtin_tokenizer_json_len, err);
     if (!tok)
         return NULL;
     if (model_builtin(cfg)) {
@@ -435,13 +436,17 @@ static int template_from_config(const attnd_config *cfg, const enc_model *m, ser
 static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer **tokenizer,
                       enc_st_text *sentence, enc_st_config *modules, server_text *t, enc_error *err)
 {
-    if (!(*model = model_from_config(cfg, err))) {
+    enc_hparams hp = cfg->model.hp;
+    tok_tokenizer *early = NULL;
+    if (score_tokens_from_config(cfg, &early, &hp, err) < 0 ||
+        !(*model = model_from_config(cfg, &hp, err))) {
+        tok_free(early);
         fprintf(stderr, "attnd: %s%s\n", cfg->model.weights ? "model.weights: " : "", err->message);
         return -1;
     }
     log_model(cfg, *model);
     bool pooling_failed = false;
-    if ((!(*tokenizer = tokenizer_from_config(cfg, *model, &t->tokenizer_source, err)) &&
+    if ((!(*tokenizer = tokenizer_from_config(cfg, *model, early, &t->tokenizer_source, err)) &&
          err->status != ENC_OK) ||
         sentence_from_config(cfg, sentence, err) < 0 ||
         (pooling_failed = pooling_from_config(cfg, enc_model_hparams(*model)->d_model, sentence,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BAD(...) enc_error_set(err, ENC_EINVAL, __VA_ARGS__)
 
@@ -269,10 +270,8 @@ static json_t *read_json(const char *dir, const char *file, enc_error *err)
         BAD("model.dir: the path is too long");
         return NULL;
     }
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (access(path, F_OK) != 0)
         return NULL;
-    fclose(f);
     json_error_t jerr;
     json_t *j = json_load_file(path, 0, &jerr);
     if (!j)

@@ -4,6 +4,7 @@
  * and the tokens as the responses show them. */
 #include "protocol/text.h"
 
+#include "codec/strbuf.h"
 #include "encoder.h"
 #include "load/sentence.h"
 #include "protocol/fields.h"
@@ -237,31 +238,18 @@ static int ids_item(const tok_tokenizer *tok, const json_t *item, const char *at
     return 0;
 }
 
-/* part (n bytes) into *out at *len, every "{query}" in it replaced by q
- * (qn bytes) unless q is NULL; -1 when out of memory. */
-static int fill(char **out, size_t *len, size_t *cap, const char *part, size_t n, const char *q,
-                size_t qn)
+/* part (n bytes) onto b, every "{query}" in it replaced by q (qn bytes). */
+static void put_filled(strbuf *b, const char *part, size_t n, const char *q, size_t qn)
 {
     static const char KEY[] = "{query}";
     const size_t kn = sizeof KEY - 1;
-    for (size_t i = 0; i < n;) {
-        const bool key = q && n - i >= kn && memcmp(part + i, KEY, kn) == 0;
-        const char *src = key ? q : part + i;
-        const size_t sn = key ? qn : 1;
-        if (*len + sn + 1 > *cap) {
-            const size_t c = (*len + sn + 1) * 2;
-            char *p = realloc(*out, c);
-            if (!p)
-                return -1;
-            *out = p;
-            *cap = c;
-        }
-        memcpy(*out + *len, src, sn);
-        *len += sn;
-        (*out)[*len] = '\0';
-        i += key ? kn : 1;
+    for (const char *end = part + n, *k; part < end; part = k + kn) {
+        k = memmem(part, (size_t)(end - part), KEY, kn);
+        strbuf_put(b, part, (size_t)((k ? k : end) - part));
+        if (!k)
+            break;
+        strbuf_put(b, q, qn);
     }
-    return 0;
 }
 
 /* A [query, document] pair made one text by the model's template
@@ -275,22 +263,25 @@ static int templated(const tok_tokenizer *tok, const json_t *q, const json_t *d,
                      const text_options *o, size_t max, const char *from, tok_encoding *e,
                      api_error *err)
 {
-    const char *tpl = o->pair_template, *doc = strstr(tpl, "{document}");
+    static const char DOC[] = "{document}";
+    const char *tpl = o->pair_template, *doc = strstr(tpl, DOC), *after = doc + sizeof DOC - 1;
     const char *qs = json_string_value(q);
     const size_t qn = json_string_length(q);
-    char *head = NULL, *tail = NULL;
-    size_t hn = 0, hcap = 0, tn = 0, tcap = 0, whole = 0;
+    strbuf hb = {0}, tb = {0};
+    put_filled(&hb, tpl, (size_t)(doc - tpl), qs, qn);
+    strbuf_put(&hb, json_string_value(d), json_string_length(d));
+    put_filled(&tb, after, strlen(after), qs, qn);
+    size_t hn = 0, tn = 0, whole = 0;
+    char *head = strbuf_detach(&hb, &hn), *tail = strbuf_detach(&tb, &tn);
     tok_encoding rest = {0};
     enc_error ee = {0};
     int rc = 0;
-    if (fill(&head, &hn, &hcap, tpl, (size_t)(doc - tpl), qs, qn) < 0 ||
-        fill(&head, &hn, &hcap, json_string_value(d), json_string_length(d), NULL, 0) < 0 ||
-        fill(&tail, &tn, &tcap, doc + 10, strlen(doc + 10), qs, qn) < 0) {
+    if (!head || !tail) {
         rc = api_error_set(err, API_UNAVAILABLE, "out of memory");
         goto done;
     }
     const bool cut = (o->flags & TEXT_TRUNCATE) && !(o->flags & TEXT_NO_LIMIT) && max < SIZE_MAX;
-    if ((rc = tok_encode(tok, tail ? tail : "", tn, NULL, 0, false, 0, &rest, NULL, &ee)) < 0)
+    if ((rc = tok_encode(tok, tail, tn, NULL, 0, false, 0, &rest, NULL, &ee)) < 0)
         goto failed;
     if (cut && rest.n >= max) {
         rc = TOO_LARGE("%s: model.rerank_template's text after {document} has %zu tokens; the "
