@@ -17,9 +17,16 @@
  * phases of a forward, far shorter than the gap between requests. */
 #define SPIN_LIMIT 20000
 
+/* What helper tid starts with: its team, and its share's number. */
+typedef struct helper_arg {
+    team *t;
+    int tid;
+} helper_arg;
+
 struct team {
     int n;
     pthread_t *threads; /* (n - 1) helpers */
+    helper_arg *args;   /* (n - 1) theirs, kept here: see helper_main */
     team_fn fn;
     void *arg;
     atomic_uint generation; /* bumped for each run */
@@ -31,11 +38,6 @@ struct team {
     pthread_cond_t wake;
     int sleepers; /* helpers waiting on wake (under lock) */
 };
-
-typedef struct helper_arg {
-    team *t;
-    int tid;
-} helper_arg;
 
 /* Runs share tid of run gen unless someone has taken it already: the
  * helper whose share it is, or the caller, when it is done with its own
@@ -51,10 +53,15 @@ static void run_share(team *t, int tid, unsigned gen)
     atomic_fetch_sub_explicit(&t->pending, 1, memory_order_release);
 }
 
+/* A helper allocates nothing when it starts: a thread's first malloc or
+ * free maps its own heap (a 64 MiB arena), and a helper the scheduler
+ * starts late would map it after team_new has returned, into an address
+ * space limited in between (test_pool_ready_before_limit failed so, its
+ * worker's forward out of memory, when the limit counted the arenas of
+ * two late helpers as room). */
 static void *helper_main(void *p)
 {
-    helper_arg ha = *(helper_arg *)p;
-    free(p);
+    const helper_arg ha = *(const helper_arg *)p;
     team *t = ha.t;
     unsigned seen = 0;
     for (;;) {
@@ -93,18 +100,14 @@ team *team_new(int n)
     pthread_cond_init(&t->wake, NULL);
     if (t->n > 1) {
         t->threads = calloc((size_t)t->n - 1, sizeof *t->threads);
+        t->args = calloc((size_t)t->n - 1, sizeof *t->args);
         t->claimed = calloc((size_t)t->n, sizeof *t->claimed);
-        if (!t->threads || !t->claimed)
+        if (!t->threads || !t->args || !t->claimed)
             goto fail;
         for (int i = 1; i < t->n; i++) {
-            helper_arg *ha = malloc(sizeof *ha);
-            if (!ha)
+            t->args[i - 1] = (helper_arg){t, i};
+            if (pthread_create(&t->threads[i - 1], NULL, helper_main, &t->args[i - 1]) != 0)
                 goto fail;
-            *ha = (helper_arg){t, i};
-            if (pthread_create(&t->threads[i - 1], NULL, helper_main, ha) != 0) {
-                free(ha);
-                goto fail;
-            }
         }
     }
     return t;
@@ -176,6 +179,7 @@ void team_free(team *t)
         if (t->threads[i])
             pthread_join(t->threads[i], NULL);
     free(t->threads);
+    free(t->args);
     free(t->claimed);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->wake);
