@@ -66,9 +66,20 @@ static char *card_template(const json_t *f)
     return t;
 }
 
+/* The end a case cuts: its "truncation_direction". */
+static tok_direction direction(const json_t *k)
+{
+    const char *d = json_string_value(json_object_get(k, "truncation_direction"));
+    ck_assert_msg(d != NULL, "fixture: a case without truncation_direction");
+    return strcmp(d, "left") == 0 ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT;
+}
+
 /* A [query, document] pair made one text by the template: the ids are the
  * model card's (prefix, middle, suffix tokenized apart by Hugging Face's
- * tokenizers), whole and with the middle cut to max_length. */
+ * tokenizers), whole and with the middle cut to max_length from the right,
+ * or from the left: the document's first tokens go, the template and the
+ * query stay (by tokenizers' offsets).  A limit the text around the
+ * document alone passes is refused from the left, naming it. */
 START_TEST(test_pair_template_ids)
 {
     json_t *f = fixture(RERANKER);
@@ -84,7 +95,7 @@ START_TEST(test_pair_template_ids)
                                  json_is_integer(max) ? (int)json_integer_value(max) : 1 << 20,
                              .tokenizer = tok,
                              .pair_template = tpl};
-        const text_options o = {.flags = TEXT_TRUNCATE};
+        const text_options o = {.flags = TEXT_TRUNCATE, .direction = direction(k)};
         const json_t *docs = json_object_get(k, "documents");
         for (size_t d = 0; d < json_array_size(docs); d++) {
             const json_t *doc = json_array_get(docs, d);
@@ -105,8 +116,24 @@ START_TEST(test_pair_template_ids)
             json_decref(pair);
         }
     }
-    ck_assert_uint_ge(checked, 5);
-    ck_assert_uint_ge(cut, 1);
+    ck_assert_uint_ge(checked, 6);
+    ck_assert_uint_ge(cut, 2);
+    const json_t *k = fcase(f, 2);
+    ck_assert_int_eq(direction(k), TOK_TRUNCATE_LEFT);
+    const size_t around = json_array_size(json_object_get(f, "prefix_ids")) +
+                          json_array_size(json_object_get(f, "suffix_ids"));
+    const api_ctx ctx = {.max_seq_len = (int)around + 3, .tokenizer = tok, .pair_template = tpl};
+    const text_options o = {.flags = TEXT_TRUNCATE, .direction = TOK_TRUNCATE_LEFT};
+    json_t *pair =
+        json_pack("[[O,O]]", json_object_get(k, "query"),
+                  json_object_get(json_array_get(json_object_get(k, "documents"), 0), "document"));
+    text_batch tb;
+    api_error ae = {0};
+    ck_assert_int_ne(text_tokenize(pair, "inputs", &ctx, &o, &tb, &ae), 0);
+    ck_assert_int_eq(ae.kind, API_TOO_LARGE);
+    ck_assert_msg(strstr(ae.message, "inputs[0]") && strstr(ae.message, "before {document}"), "%s",
+                  ae.message);
+    json_decref(pair);
     free(tpl);
     tok_free(tok);
     json_decref(f);
@@ -129,8 +156,9 @@ static void rerank_case(const json_t *f, size_t c, bool raw, double tol)
     json_t *texts = json_array();
     for (size_t d = 0; d < json_array_size(docs); d++)
         json_array_append(texts, json_object_get(json_array_get(docs, d), "document"));
-    char *body = dump(json_pack("{s:O,s:o,s:b,s:b}", "query", json_object_get(k, "query"), "texts",
-                                texts, "raw_scores", raw, "truncate", 1));
+    char *body = dump(json_pack(
+        "{s:O,s:o,s:b,s:b,s:O}", "query", json_object_get(k, "query"), "texts", texts, "raw_scores",
+        raw, "truncate", 1, "truncation_direction", json_object_get(k, "truncation_direction")));
     long status;
     json_t *got = daemon_post("/rerank", body, &status);
     ck_assert_msg(status == 200, "/rerank: %ld", status);
@@ -205,6 +233,7 @@ START_TEST(test_logit_score_module)
     ck_assert_int_eq(daemon_stop(&dp), 0);
     start_or_fail((const char *const[]){"--model-dir", RERANKER, "--max-seq-len", max, NULL}, NULL);
     rerank_case(f, 1, false, 1e-5);
+    rerank_case(f, 2, false, 1e-5); /* its document cut from the left */
     long status;
     json_t *got = daemon_post("/rerank", body, &status);
     ck_assert_int_eq(status, 422); /* TEI's Validation */

@@ -661,6 +661,20 @@ int tok_encoding_append(tok_encoding *out, const tok_encoding *more, uint32_t sh
     return 0;
 }
 
+void tok_encoding_remove(tok_encoding *e, size_t from, size_t count)
+{
+    if (!count)
+        return;
+    const size_t to = from + count, rest = e->n - to;
+    memmove(e->ids + from, e->ids + to, rest * sizeof *e->ids);
+    memmove(e->type_ids + from, e->type_ids + to, rest * sizeof *e->type_ids);
+    memmove(e->special + from, e->special + to, rest * sizeof *e->special);
+    memmove(e->seq + from, e->seq + to, rest * sizeof *e->seq);
+    memmove(e->start + from, e->start + to, rest * sizeof *e->start);
+    memmove(e->stop + from, e->stop + to, rest * sizeof *e->stop);
+    e->n -= count;
+}
+
 void tok_encoding_free(tok_encoding *e)
 {
     if (!e)

@@ -87,6 +87,10 @@ int tok_encoding_set_ids(tok_encoding *out, const int32_t *ids, size_t n);
  * ENC_ENOMEM. */
 int tok_encoding_append(tok_encoding *out, const tok_encoding *more, uint32_t shift);
 
+/* Removes e's tokens from .. from + count (count at most e->n - from), those
+ * after them moved down, their offsets as they were. */
+void tok_encoding_remove(tok_encoding *e, size_t from, size_t count);
+
 void tok_encoding_free(tok_encoding *e);
 
 /* ids (n) as text, as tokenizers' Tokenizer.decode(ids, skip_special_tokens):
