@@ -78,8 +78,9 @@ static tok_direction direction(const json_t *k)
  * model card's (prefix, middle, suffix tokenized apart by Hugging Face's
  * tokenizers), whole and with the middle cut to max_length from the right,
  * or from the left: the document's first tokens go, the template and the
- * query stay (by tokenizers' offsets).  A limit the text around the
- * document alone passes is refused from the left, naming it. */
+ * query stay (by tokenizers' offsets).  A limit that the text around the
+ * document alone passes is refused from either end, naming it: a cut takes
+ * the document's tokens only. */
 START_TEST(test_pair_template_ids)
 {
     json_t *f = fixture(RERANKER);
@@ -123,16 +124,19 @@ START_TEST(test_pair_template_ids)
     const size_t around = json_array_size(json_object_get(f, "prefix_ids")) +
                           json_array_size(json_object_get(f, "suffix_ids"));
     const api_ctx ctx = {.max_seq_len = (int)around + 3, .tokenizer = tok, .pair_template = tpl};
-    const text_options o = {.flags = TEXT_TRUNCATE, .direction = TOK_TRUNCATE_LEFT};
     json_t *pair =
         json_pack("[[O,O]]", json_object_get(k, "query"),
                   json_object_get(json_array_get(json_object_get(k, "documents"), 0), "document"));
-    text_batch tb;
-    api_error ae = {0};
-    ck_assert_int_ne(text_tokenize(pair, "inputs", &ctx, &o, &tb, &ae), 0);
-    ck_assert_int_eq(ae.kind, API_TOO_LARGE);
-    ck_assert_msg(strstr(ae.message, "inputs[0]") && strstr(ae.message, "before {document}"), "%s",
-                  ae.message);
+    for (int left = 0; left < 2; left++) {
+        const text_options o = {.flags = TEXT_TRUNCATE,
+                                .direction = left ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT};
+        text_batch tb;
+        api_error ae = {0};
+        ck_assert_int_ne(text_tokenize(pair, "inputs", &ctx, &o, &tb, &ae), 0);
+        ck_assert_int_eq(ae.kind, API_TOO_LARGE);
+        ck_assert_msg(strstr(ae.message, "inputs[0]") && strstr(ae.message, "before {document}"),
+                      "%s", ae.message);
+    }
     json_decref(pair);
     free(tpl);
     tok_free(tok);

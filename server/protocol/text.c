@@ -258,10 +258,10 @@ static void put_filled(strbuf *b, const char *part, size_t n, const char *q, siz
  * its end (when o says to cut) to leave room for the rest of the template,
  * tokenized apart and kept whole -- as Qwen3-Reranker's model card builds
  * its inputs.  A cut from the left takes the document's first tokens (those
- * ending past the text before it) instead, so the template and the query
- * stay whole either way.  No special tokens are added: the template holds
- * its own, as a chat template's text does.  Offsets are in the whole
- * templated text. */
+ * ending past the text before it) instead.  A cut takes the document's
+ * tokens only: the template and the query stay whole, or the pair is
+ * refused.  No special tokens are added: the template holds its own, as a
+ * chat template's text does.  Offsets are in the whole templated text. */
 static int templated(const tok_tokenizer *tok, const json_t *q, const json_t *d, const char *at,
                      const text_options *o, size_t max, const char *from, tok_encoding *e,
                      api_error *err)
@@ -293,22 +293,21 @@ static int templated(const tok_tokenizer *tok, const json_t *q, const json_t *d,
                        at, rest.n, max, from);
         goto done;
     }
-    const bool left = cut && o->direction == TOK_TRUNCATE_LEFT;
-    if ((rc = tok_encode(tok, head, hn, NULL, 0, false, cut && !left ? max - rest.n : 0, e, &whole,
-                         &ee)) < 0)
+    if ((rc = tok_encode(tok, head, hn, NULL, 0, false, 0, e, &whole, &ee)) < 0)
         goto failed;
-    if (left && e->n > max - rest.n) {
+    const size_t room = cut ? max - rest.n : SIZE_MAX;
+    if (e->n > room) {
         size_t kept = 0; /* the text before the document's tokens */
         while (kept < e->n && e->stop[kept] <= before)
             kept++;
-        if (kept > max - rest.n) {
+        if (kept > room) {
             rc = TOO_LARGE("%s: model.rerank_template's text before {document}, the query in it, "
                            "has %zu tokens and the text after it %zu; the model takes at most "
                            "%zu (%s)",
                            at, kept, rest.n, max, from);
             goto done;
         }
-        tok_encoding_remove(e, kept, e->n - (max - rest.n));
+        tok_encoding_remove(e, o->direction == TOK_TRUNCATE_LEFT ? kept : room, e->n - room);
     }
     if ((rc = tok_encoding_append(e, &rest, (uint32_t)text_chars(head, hn))) < 0) {
         rc = api_error_set(err, API_UNAVAILABLE, "out of memory");
