@@ -152,10 +152,10 @@ static char *dump(json_t *j)
     return s;
 }
 
-/* /rerank of case c on the running daemon, each document's score (the
- * sigmoid; raw: the logit difference) against the fixture's within tol,
- * and the answer in the fixture's order (highest score first). */
-static void rerank_case(const json_t *f, size_t c, bool raw, double tol)
+/* /rerank of case c on the running daemon (raw_scores as raw), each
+ * document's score against the fixture's number key within tol, and the
+ * answer in that number's order (highest first). */
+static void rerank_against(const json_t *f, size_t c, bool raw, const char *key, double tol)
 {
     const json_t *k = fcase(f, c), *docs = json_object_get(k, "documents");
     json_t *texts = json_array();
@@ -172,19 +172,25 @@ static void rerank_case(const json_t *f, size_t c, bool raw, double tol)
     for (size_t i = 0; i < json_array_size(got); i++) {
         const json_t *o = json_array_get(got, i);
         const size_t d = (size_t)json_integer_value(json_object_get(o, "index"));
-        const json_t *doc = json_array_get(docs, d);
-        ck_assert_msg(num(doc, "score") <= above,
-                      "case %zu: document %zu ranked %zu is out of "
-                      "the fixture's order",
-                      c, d, i);
-        above = num(doc, "score");
-        const double want = raw ? num(doc, "logit_diff") : num(doc, "score");
+        const double want = num(json_array_get(docs, d), key);
+        ck_assert_msg(want <= above,
+                      "case %zu: document %zu ranked %zu is out of the fixture's %s "
+                      "order",
+                      c, d, i, key);
+        above = want;
         const double s = json_number_value(json_object_get(o, "score"));
-        ck_assert_msg(fabs(s - want) < tol, "case %zu document %zu: %s %.7g, want %.7g", c, d,
-                      raw ? "logit difference" : "score", s, want);
+        ck_assert_msg(fabs(s - want) < tol, "case %zu document %zu: %.7g, want %s %.7g", c, d, s,
+                      key, want);
     }
     json_decref(got);
     free(body);
+}
+
+/* rerank_against the fixture's score (the sigmoid), raw: its logit
+ * difference. */
+static void rerank_case(const json_t *f, size_t c, bool raw, double tol)
+{
+    rerank_against(f, c, raw, raw ? "logit_diff" : "score", tol);
 }
 
 /* A body's scores are not the fixture's documents mixed up: the spread
@@ -314,6 +320,49 @@ START_TEST(test_dtypes)
 }
 END_TEST
 
+/* s: the LogitScore directory's model, tokenizer and modules.json with
+ * 1_LogitScore/config.json holding config. */
+static void logit_score_dir(scratch *s, const char *config)
+{
+    scratch_make(
+        s, RERANKER, NULL, NULL,
+        (const char *const[]){"model.safetensors", "tokenizer.json", "modules.json", NULL});
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/1_LogitScore", s->dir);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    scratch_write(s, "1_LogitScore/config.json", config);
+}
+
+/* One score token: the head is lm_head's row of it alone, raw_scores its
+ * logit (the fixture's logit_true), from --score-tokens yes on the tied
+ * directory and from a LogitScore module whose false_token_id is null (as
+ * zeroentropy/zerank-2 saves it); /v1/model's head names one token. */
+START_TEST(test_one_token)
+{
+    json_t *tied = fixture(TIED), *f = fixture(RERANKER);
+    start_or_fail((const char *const[]){"--model-dir", TIED, "--score-tokens", "yes", NULL}, NULL);
+    rerank_against(tied, 0, true, "logit_true", 1e-4);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+
+    scratch s;
+    logit_score_dir(&s, "{\"true_token_id\": 1003, \"false_token_id\": null}");
+    start_or_fail((const char *const[]){"--model-dir", s.dir, NULL}, NULL);
+    rerank_against(f, 0, true, "logit_true", 1e-4);
+    http_resp r;
+    ck_assert_int_eq(http_do(dp.port, "GET", "/v1/model", NULL, 0, NULL, &r), 0);
+    json_t *model = http_json_body(&r);
+    const json_t *ids = json_object_get(json_object_get(model, "head"), "score_tokens");
+    ck_assert_uint_eq(json_array_size(ids), 1);
+    ck_assert_int_eq(json_integer_value(json_array_get(ids, 0)), 1003);
+    json_decref(model);
+    http_resp_free(&r);
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    scratch_free(&s);
+    json_decref(f);
+    json_decref(tied);
+}
+END_TEST
+
 /* Each setting's refusal at start-up, naming it. */
 START_TEST(test_refused)
 {
@@ -329,13 +378,7 @@ START_TEST(test_refused)
         "model.rerank_template must hold {query} and {document} once", 1);
     /* a LogitScore module naming a token past the vocabulary */
     scratch s;
-    scratch_make(
-        &s, RERANKER, NULL, NULL,
-        (const char *const[]){"model.safetensors", "tokenizer.json", "modules.json", NULL});
-    char sub[128];
-    snprintf(sub, sizeof sub, "%s/1_LogitScore", s.dir);
-    ck_assert_int_eq(mkdir(sub, 0755), 0);
-    scratch_write(&s, "1_LogitScore/config.json", "{\"true_token_id\": 99999}");
+    logit_score_dir(&s, "{\"true_token_id\": 99999}");
     startup_refused((const char *const[]){"--model-dir", s.dir, NULL},
                     "1_LogitScore/config.json: true_token_id (and false_token_id, unless null) "
                     "must be token ids below vocab_size",
@@ -353,6 +396,7 @@ Suite *reranker_suite(void)
     tcase_add_test(tc, test_logit_score_module);
     tcase_add_test(tc, test_score_tokens_tied);
     tcase_add_test(tc, test_dtypes);
+    tcase_add_test(tc, test_one_token);
     tcase_add_test(tc, test_refused);
     return s;
 }
