@@ -308,10 +308,14 @@ START_TEST(test_dtypes)
     for (int tied = 0; tied < 2; tied++) {
         json_t *f = fixture(tied ? TIED : RERANKER);
         for (size_t i = 0; i < sizeof DT / sizeof *DT; i++) {
-            const char *argv[] = {"--model-dir", tied ? TIED : RERANKER,         "--dtype",
-                                  DT[i].dtype,   tied ? "--score-tokens" : NULL, "yes,no",
-                                  NULL};
-            start_or_fail(argv, NULL);
+            if (tied)
+                start_or_fail((const char *const[]){"--model-dir", TIED, "--dtype", DT[i].dtype,
+                                                    "--score-tokens", "yes,no", NULL},
+                              NULL);
+            else
+                start_or_fail(
+                    (const char *const[]){"--model-dir", RERANKER, "--dtype", DT[i].dtype, NULL},
+                    NULL);
             rerank_case(f, 0, false, DT[i].tol);
             ck_assert_int_eq(daemon_stop(&dp), 0);
         }
