@@ -118,6 +118,15 @@ typedef struct enc_hparams {
      * weight per layer shared by the heads) before RoPE (Qwen3's q_norm,
      * k_norm). */
     bool qk_norm;
+    /* With qk_norm: one norm over all of q's H E dims and one over k's G E
+     * instead (hp.norm's kind, with a bias where the norms have one):
+     * JinaBERT qk-post-norm's layer_norm_q and layer_norm_k. */
+    bool qk_norm_whole;
+    /* Post-norm only: attention's output and the residual through a norm
+     * of its own, then the residual added again before LN1:
+     * x = LN1(x + SO1(x + MHA(x))) (JinaBERT qk-post-norm's
+     * attention.output.LayerNorm, then its layer_norm_1). */
+    bool double_residual;
     /* Each sublayer's output through a norm of its own (hp.norm's kind)
      * before the residual add: attention's, then the feed-forward's
      * (Gemma 3's post_attention_layernorm and post_feedforward_layernorm,

@@ -321,10 +321,16 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
     if (hp->causal || hp->qk_norm)
         fprintf(stderr, "attnd: attention: %s%s%s, %d dimensions a head\n",
                 hp->causal ? "causal (a decoder's: key j <= query i)" : "",
-                hp->causal && hp->qk_norm ? ", " : "", hp->qk_norm ? "q and k normed per head" : "",
+                hp->causal && hp->qk_norm ? ", " : "",
+                !hp->qk_norm        ? ""
+                : hp->qk_norm_whole ? "q and k normed whole"
+                                    : "q and k normed per head",
                 enc_head_dim(hp));
     if (hp->sublayer_norm)
         fprintf(stderr, "attnd: block: each sublayer's output normed before the residual add\n");
+    if (hp->double_residual)
+        fprintf(stderr, "attnd: block: attention's output and the residual normed, then the "
+                        "residual added again\n");
     if ((hp->dtype == ENC_DTYPE_BFLOAT16 || hp->dtype == ENC_DTYPE_INT8) &&
         enc_model_dtype(m) != hp->dtype)
         fprintf(stderr,

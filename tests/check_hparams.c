@@ -53,6 +53,14 @@ static void set_eps_zero(enc_hparams *hp) { hp->layer_norm_eps = 0.0f; }
 static void set_eps_nan(enc_hparams *hp) { hp->layer_norm_eps = NAN; }
 static void set_activation_bad(enc_hparams *hp) { hp->activation = (enc_activation)7; }
 static void set_heads_zero(enc_hparams *hp) { hp->n_heads = 0; }
+static void set_whole_without_qk_norm(enc_hparams *hp)
+{
+    hp->qk_norm_whole = true;
+}
+static void set_double_residual_pre_norm(enc_hparams *hp)
+{
+    hp->double_residual = hp->norm_first = true;
+}
 
 static const struct {
     void (*apply)(enc_hparams *);
@@ -69,6 +77,10 @@ static const struct {
     {set_eps_nan, "layer_norm_eps"},
     {set_activation_bad, "activation"},
     {set_heads_zero, "n_heads (0)"},
+    {set_whole_without_qk_norm, "qk_norm_whole (one norm over all of q's and of k's heads) "
+                                "needs qk_norm true"},
+    {set_double_residual_pre_norm, "double_residual (attention's output and the residual "
+                                   "normed, then the residual added again) needs a post-norm"},
 };
 
 START_TEST(test_invalid_setting_named)

@@ -26,8 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define JINA TESTS_DIR "/fixtures/hf/jina_text"
-#define TOL  1e-4
+#define JINA      TESTS_DIR "/fixtures/hf/jina_text"
+#define JINA_CODE TESTS_DIR "/fixtures/hf/jina_code_text"
+#define TOL       1e-4
 
 /* jina-embeddings-v2-base-en's config.json (shrunk): BERT's post-norm block
  * with biases, the GEGLU feed-forward (feed_forward_type geglu: exact GELU
@@ -186,8 +187,8 @@ START_TEST(test_bad_directory_refused)
                   "{\"weight_map\": {\"embeddings.word_embeddings.weight\": \"a.safetensors\", "
                   "\"encoder.layer.0.attention.self.layer_norm_q.weight\": \"b.safetensors\"}}");
     refused(s.dir, "tensor 'encoder.layer.0.attention.self.layer_norm_q.weight': JinaBERT's "
-                   "qk-post-norm layout (jina-embeddings-v2-base-code: LayerNorms on the queries "
-                   "and keys, mlp.up_gated_layer) is not supported");
+                   "qk-post-norm layout (jina-embeddings-v2-base-code's) without config.json's "
+                   "auto_map naming jinaai/jina-bert-v2-qk-post-norm is not supported");
     scratch_free(&s);
     edit_startup_refused(JINA, "{\"feed_forward_type\": \"reglu\"}",
                          "config.json: feed_forward_type 'reglu' is not supported");
@@ -213,6 +214,142 @@ START_TEST(test_text_end_to_end)
 }
 END_TEST
 
+/* jina-embeddings-v2-base-code's config.json (shrunk): jina-embeddings-v2's
+ * fields, its auto_map naming jina-bert-v2-qk-post-norm's code, which makes
+ * the block that code's (hfconfig.c, read_feed_forward). */
+START_TEST(test_code_config_read)
+{
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(JINA_CODE, &c, &err) == 0, "%s", err.message);
+    ck_assert(!c.hp.norm_first && c.hp.bias && c.hp.qk_norm && c.hp.qk_norm_whole &&
+              c.hp.double_residual && !c.hp.sublayer_norm);
+    ck_assert_int_eq(c.hp.ffn, ENC_FFN_GEGLU);
+    ck_assert_int_eq(c.hp.activation, ENC_ACT_GELU);
+    ck_assert_int_eq(c.hp.position, ENC_POS_ALIBI);
+    ck_assert_int_eq(c.hp.norm, ENC_NORM_LAYERNORM);
+    /* jina-embeddings-v2-base-en's: the qk-post-norm block left off */
+    ck_assert_msg(enc_hf_config_read(JINA, &c, &err) == 0, "%s", err.message);
+    ck_assert(!c.hp.qk_norm && !c.hp.qk_norm_whole && !c.hp.double_residual);
+}
+END_TEST
+
+/* Each tensor of the file where the block reads it: layer_norm_q / _k as the
+ * whole query's and key's norms with their biases, attention.output.LayerNorm
+ * as SO1, layer_norm_1 and layer_norm_2 as LN1 and LN2, up_gated_layer's
+ * second half as the activated rows (w_1), its first as w_g, no bias for
+ * it; the stack's parameters are the file's encoder.layer.* elements. */
+START_TEST(test_code_tensors_bound)
+{
+    enc_model *m = hf_load(JINA_CODE);
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, JINA_CODE "/model.safetensors", &err) == 0, "%s", err.message);
+    const int D = 48, F = 64;
+    for (int l = 0; l < 2; l++) {
+        const enc_layer *ly = &m->layers[l];
+        const struct {
+            const char *name;
+            const float *got;
+            size_t n, off;
+        } parts[] = {
+            {"attention.self.layer_norm_q.weight", ly->qn_w, D, 0},
+            {"attention.self.layer_norm_q.bias", ly->qn_b, D, 0},
+            {"attention.self.layer_norm_k.weight", ly->kn_w, D, 0},
+            {"attention.self.layer_norm_k.bias", ly->kn_b, D, 0},
+            {"attention.output.LayerNorm.weight", ly->so1_w, D, 0},
+            {"attention.output.LayerNorm.bias", ly->so1_b, D, 0},
+            {"layer_norm_1.weight", ly->ln1_w, D, 0},
+            {"layer_norm_1.bias", ly->ln1_b, D, 0},
+            {"layer_norm_2.weight", ly->ln2_w, D, 0},
+            {"layer_norm_2.bias", ly->ln2_b, D, 0},
+            {"mlp.up_gated_layer.weight", ly->w_1, (size_t)F * D, (size_t)F * D},
+            {"mlp.up_gated_layer.weight", ly->w_g, (size_t)F * D, 0},
+            {"mlp.down_layer.weight", ly->w_2, (size_t)D * F, 0},
+            {"mlp.down_layer.bias", ly->b_2, D, 0},
+        };
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "encoder.layer.%d.%s", l, parts[i].name);
+            const st_tensor *t = st_find(&f, name);
+            ck_assert_ptr_nonnull(t);
+            ck_assert_ptr_nonnull(parts[i].got);
+            ck_assert_msg(memcmp(parts[i].got, (const float *)t->data + parts[i].off,
+                                 parts[i].n * sizeof(float)) == 0,
+                          "%s", name);
+        }
+        for (int i = 0; i < 2 * F; i++)
+            ck_assert(ly->b_1[i] == 0.0f);
+        ck_assert_ptr_null(ly->so2_w);
+    }
+    ck_assert_uint_eq(enc_model_param_count(m), hf_stack_params(JINA_CODE));
+    st_close(&f);
+    enc_model_free(m);
+}
+END_TEST
+
+/* The fast forward and the naive one on the fixture's ids give the
+ * reference's last hidden state; without the q and k norms, or with the
+ * residual added once, both miss it by far. */
+START_TEST(test_code_forward_and_naive)
+{
+    hf_case k;
+    hf_case_load(&k, JINA_CODE);
+    for (int drop = 0; drop < 3; drop++) { /* none, q and k norms, the second residual */
+        enc_model *m = hf_load(JINA_CODE);
+        m->hp.qk_norm = drop != 1;
+        m->hp.double_residual = drop != 2;
+        for (int naive = 0; naive < 2; naive++) {
+            const double d = hf_case_diff(&k, m, naive);
+            if (!drop)
+                ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
+            else
+                ck_assert_msg(d > 1e-2, "naive %d: without %s within %g", naive,
+                              drop == 1 ? "the q and k norms" : "the second residual", d);
+        }
+        enc_model_free(m);
+    }
+    hf_case_free(&k);
+}
+END_TEST
+
+/* jina-embeddings-v2-base-code's path, text in, as jina_text's (bfloat16
+ * and int8: the dtype suite's fixture directories); /v1/model says what
+ * was read. */
+START_TEST(test_code_text_end_to_end)
+{
+    daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d, (const char *const[]){"--model-dir", JINA_CODE, NULL}, NULL),
+                     0);
+    text_matches_fixture(d.port, JINA_CODE, "mean_normalized", TOL);
+    json_t *info = model_info(d.port);
+    const json_t *hp = json_object_get(info, "hyperparameters");
+    ck_assert(json_is_true(json_object_get(hp, "qk_norm")));
+    ck_assert(json_is_true(json_object_get(hp, "qk_norm_whole")));
+    ck_assert(json_is_true(json_object_get(hp, "double_residual")));
+    json_decref(info);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* The code named without its layout, or its layout without the code named:
+ * refused naming the tensor. */
+START_TEST(test_code_mismatch_refused)
+{
+    static const config_refusal on_base[] = {
+        {"{\"auto_map\": {\"AutoModel\": "
+         "\"jinaai/jina-bert-v2-qk-post-norm--modeling_bert.JinaBertModel\"}}",
+         "missing tensor 'encoder.layer.0.mlp.up_gated_layer.weight'"},
+    };
+    refused_edits(JINA, on_base, 1);
+    static const config_refusal on_code[] = {
+        {"{\"auto_map\": null}", "without config.json's auto_map naming "
+                                 "jinaai/jina-bert-v2-qk-post-norm is not supported"},
+    };
+    refused_edits(JINA_CODE, on_code, 1);
+}
+END_TEST
+
 Suite *jina_suite(void)
 {
     Suite *s = timed_suite("jina");
@@ -222,5 +359,10 @@ Suite *jina_suite(void)
     tcase_add_test(tc, test_task_class_left_out);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_text_end_to_end);
+    tcase_add_test(tc, test_code_config_read);
+    tcase_add_test(tc, test_code_tensors_bound);
+    tcase_add_test(tc, test_code_forward_and_naive);
+    tcase_add_test(tc, test_code_text_end_to_end);
+    tcase_add_test(tc, test_code_mismatch_refused);
     return s;
 }

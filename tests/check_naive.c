@@ -94,6 +94,15 @@ static const enc_hparams shapes[] = {
      .norm = ENC_NORM_RMS, .final_norm = true, .qk_norm = true, .sublayer_norm = true,
      .position = ENC_POS_ROPE, .rope_theta = 1000000.0, .rope_theta_local = 10000.0,
      .ffn = ENC_FFN_GEGLU, .global_every = 2, .global_offset = 0, .local_window = 3},
+    /* JinaBERT qk-post-norm's block: q and k LayerNormed whole (with biases),
+     * attention's output normed with the residual, then added to it again;
+     * ALiBi, GeGLU; the same over whole panels */
+    {HP_BASE(12, 3, 3, 20, 2, ENC_ACT_GELU, false, 1e-12f, true), .qk_norm = true,
+     .qk_norm_whole = true, .double_residual = true, .position = ENC_POS_ALIBI,
+     .ffn = ENC_FFN_GEGLU},
+    {HP_BASE(64, 2, 2, 64, 2, ENC_ACT_GELU, false, 1e-12f, true), .qk_norm = true,
+     .qk_norm_whole = true, .double_residual = true, .position = ENC_POS_ALIBI,
+     .ffn = ENC_FFN_GEGLU},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 

@@ -46,9 +46,14 @@ typedef enum slot {
     S_LN1_B,
     S_LN2_W, /* after the feed-forward (post-norm), or before it */
     S_LN2_B,
-    S_QN_W, /* each head's query norm (hp.qk_norm), shared by the heads */
+    S_QN_W, /* each head's query norm (hp.qk_norm), shared by the heads; or the
+               whole query's (hp.qk_norm_whole) */
     S_KN_W,
-    S_SO1_W, /* attention's output norm before the residual add (hp.sublayer_norm) */
+    S_QN_B, /* the whole query's norm's bias (hp.qk_norm_whole) */
+    S_KN_B,
+    S_SO1_W, /* attention's output norm before the residual add (hp.sublayer_norm), or
+                over it and the residual (hp.double_residual) */
+    S_SO1_B,
     S_SO2_W, /* the feed-forward's */
     N_SLOTS
 } slot;
@@ -237,11 +242,43 @@ static const naming JINA = {
     NULL,
     NULL,
     "attention.self.layer_norm_q.weight",
-    "JinaBERT's qk-post-norm layout (jina-embeddings-v2-base-code: "
-    "LayerNorms on the queries and keys, mlp.up_gated_layer)",
+    "JinaBERT's qk-post-norm layout (jina-embeddings-v2-base-code's) without config.json's "
+    "auto_map naming jinaai/jina-bert-v2-qk-post-norm",
     false,
     NULL,
     NULL};
+
+/* JinaBERT qk-post-norm's JinaBertLayer (jina-bert-v2-qk-post-norm's
+ * modeling_bert.py, which jina-embeddings-v2-base-code's auto_map names;
+ * TEI's jina_code.rs): BERT's Linears, layer_norm_q and layer_norm_k over
+ * the whole query and key (hp.qk_norm_whole), attention.output.LayerNorm
+ * over attention's output and the residual, layer_norm_1 over that and the
+ * residual again (hp.double_residual), then mlp.up_gated_layer (no bias;
+ * its first half the rows not activated: gate_last), mlp.down_layer and
+ * layer_norm_2. */
+static const naming JINA_CODE = {.layer = "encoder.layer.",
+                                 .name = {[S_Q_W] = "attention.self.query.weight",
+                                          [S_Q_B] = "attention.self.query.bias",
+                                          [S_K_W] = "attention.self.key.weight",
+                                          [S_K_B] = "attention.self.key.bias",
+                                          [S_V_W] = "attention.self.value.weight",
+                                          [S_V_B] = "attention.self.value.bias",
+                                          [S_QN_W] = "attention.self.layer_norm_q.weight",
+                                          [S_QN_B] = "attention.self.layer_norm_q.bias",
+                                          [S_KN_W] = "attention.self.layer_norm_k.weight",
+                                          [S_KN_B] = "attention.self.layer_norm_k.bias",
+                                          [S_O_W] = "attention.output.dense.weight",
+                                          [S_O_B] = "attention.output.dense.bias",
+                                          [S_SO1_W] = "attention.output.LayerNorm.weight",
+                                          [S_SO1_B] = "attention.output.LayerNorm.bias",
+                                          [S_LN1_W] = "layer_norm_1.weight",
+                                          [S_LN1_B] = "layer_norm_1.bias",
+                                          [S_1_W] = "mlp.up_gated_layer.weight",
+                                          [S_2_W] = "mlp.down_layer.weight",
+                                          [S_2_B] = "mlp.down_layer.bias",
+                                          [S_LN2_W] = "layer_norm_2.weight",
+                                          [S_LN2_B] = "layer_norm_2.bias"},
+                                 .gate_last = true};
 
 /* GTE's NewLayer (Alibaba-NLP/new-impl's modeling.py: NewAttention with
  * qkv_proj, pack_qkv true (hfconfig.c's read_gte); NewGatedMLP, whose up_gate_proj has no bias and
@@ -367,6 +404,10 @@ static const scheme SCHEMES[] = {
  * model_type has one), or NULL. */
 static const scheme *scheme_of(const enc_hf_config *c)
 {
+    /* JinaBERT qk-post-norm's (hfconfig.c's read_feed_forward: model_type bert) */
+    static const scheme jina_code = {"bert", &JINA_CODE, "bert.", true, false};
+    if (c->hp.double_residual)
+        return &jina_code;
     const scheme *found = NULL;
     for (size_t i = 0; i < sizeof SCHEMES / sizeof *SCHEMES; i++)
         if (strcmp(SCHEMES[i].model_type, c->model_type) == 0 &&
@@ -548,6 +589,7 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     const enc_hparams *hp = &m->hp;
     const int64_t D = hp->d_model, F = hp->d_ff, KV = m->kv_dim, Q = m->qkv_dim, Z = m->q_dim;
     const int64_t F1 = enc_ffn_rows(hp); /* gated: input rows, then gate rows */
+    const int64_t qn = hp->qk_norm_whole ? Z : m->head_dim, kn = hp->qk_norm_whole ? KV : qn;
     enc_layer *ly = &m->layers[l];
     char name[256];
     int rc = 0;
@@ -593,15 +635,30 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
         (rc = bind(ld, NAME(S_LN2_W), ly->ln2_w, D, 0)) < 0 ||
         (ly->ln1_b && (rc = bind(ld, NAME(S_LN1_B), ly->ln1_b, D, 0)) < 0) ||
         (ly->ln2_b && (rc = bind(ld, NAME(S_LN2_B), ly->ln2_b, D, 0)) < 0) ||
-        (ly->qn_w && (rc = bind(ld, NAME(S_QN_W), ly->qn_w, m->head_dim, 0)) < 0) ||
-        (ly->kn_w && (rc = bind(ld, NAME(S_KN_W), ly->kn_w, m->head_dim, 0)) < 0) ||
+        (ly->qn_w && (rc = bind(ld, NAME(S_QN_W), ly->qn_w, qn, 0)) < 0) ||
+        (ly->kn_w && (rc = bind(ld, NAME(S_KN_W), ly->kn_w, kn, 0)) < 0) ||
         (ly->so1_w && (rc = bind(ld, NAME(S_SO1_W), ly->so1_w, D, 0)) < 0) ||
         (ly->so2_w && (rc = bind(ld, NAME(S_SO2_W), ly->so2_w, D, 0)) < 0))
         return rc;
-    if (ly->so1_b)
-        return enc_error_set(ld->err, ENC_EINVAL,
-                             "this checkpoint's architecture has no biases for its sublayers' "
-                             "output norms");
+    /* the biases of norms other than LN1 and LN2: where the scheme names them */
+    const struct {
+        float *b;
+        slot s;
+        int64_t n;
+    } nbias[] = {{ly->qn_b, S_QN_B, qn},
+                 {ly->kn_b, S_KN_B, kn},
+                 {ly->so1_b, S_SO1_B, D},
+                 {ly->so2_b, N_SLOTS, D}};
+    for (size_t k = 0; k < sizeof nbias / sizeof *nbias; k++) {
+        if (!nbias[k].b)
+            continue;
+        if (nbias[k].s == N_SLOTS || !nm->name[nbias[k].s])
+            return enc_error_set(ld->err, ENC_EINVAL,
+                                 "this checkpoint's architecture has no biases for its "
+                                 "sublayers' output norms or its q and k norms");
+        if ((rc = bind(ld, NAME(nbias[k].s), nbias[k].b, nbias[k].n, 0)) < 0)
+            return rc;
+    }
     if (!halves && F1 > F) /* one tensor: the gate's rows after the input's, or before */
         ly->w_g = ly->w_1 + F * D;
     if (nm->gate_last) {
@@ -611,7 +668,7 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
     }
     if (ld->norm_plus_one) {
         float *const norms[] = {ly->ln1_w, ly->ln2_w, ly->so1_w, ly->so2_w, ly->qn_w, ly->kn_w};
-        const int64_t sizes[] = {D, D, D, D, m->head_dim, m->head_dim};
+        const int64_t sizes[] = {D, D, D, D, qn, kn};
         for (size_t k = 0; k < sizeof norms / sizeof *norms; k++)
             for (int64_t i = 0; norms[k] && i < sizes[k]; i++)
                 norms[k][i] += 1.0f;
@@ -623,8 +680,11 @@ static int bind_layer(loader *ld, enc_model *m, int l, const char *prefix, const
      * norm (which would undo it) that norm's weight */
     const double qs = query_scale(ld, m);
     const float q_scale = ly->qn_w ? 1.0f : (float)qs;
-    for (int64_t i = 0; ly->qn_w && qs != 1.0 && i < m->head_dim; i++)
+    for (int64_t i = 0; ly->qn_w && qs != 1.0 && i < qn; i++) {
         ly->qn_w[i] *= (float)qs;
+        if (ly->qn_b)
+            ly->qn_b[i] *= (float)qs;
+    }
     if (q_scale != 1.0f) {
         float *wq = model_own(m, ly->w_q);
         for (int64_t i = 0; i < Z * D; i++)

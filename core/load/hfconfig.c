@@ -342,6 +342,23 @@ static int read_feed_forward(const json_t *root, enc_hf_config *c, enc_error *er
     c->hp.activation = ENC_ACT_GELU;
     c->key_activation = "feed_forward_type";
     snprintf(c->activation, sizeof c->activation, "geglu");
+    /* jina-bert-v2-qk-post-norm's code (jina-embeddings-v2-base-code): its
+     * JinaBertSelfAttention normalizes the whole query and key
+     * (layer_norm_q, layer_norm_k), its JinaBertLayer adds the residual
+     * twice (layer_norm_1 after attention.output.LayerNorm): checkpoint.c's
+     * JINA_CODE scheme.  Known, as TEI knows it, by the code auto_map
+     * names. */
+    json_t *am = json_object_get(root, "auto_map");
+    const char *key;
+    json_t *v_am;
+    json_object_foreach(am, key, v_am)
+    {
+        const char *ref = json_string_value(v_am);
+        if (ref && strstr(ref, "jina-bert-v2-qk-post-norm")) {
+            c->hp.qk_norm = c->hp.qk_norm_whole = c->hp.double_residual = true;
+            break;
+        }
+    }
     return ENC_OK;
 }
 

@@ -181,13 +181,14 @@ enc_model *enc_model_random(const enc_hparams *hp, uint64_t seed, enc_error *err
         if (ly->ln1_w) /* layer 0's may be the identity */
             fill_value(ly->ln1_w, D, 1.0f);
         fill_value(ly->ln2_w, D, 1.0f);
-        if (ly->so1_w) {
+        if (ly->so1_w)
             fill_value(ly->so1_w, D, 1.0f);
+        if (ly->so2_w)
             fill_value(ly->so2_w, D, 1.0f);
-        }
-        if (ly->qn_w) { /* Qwen3RMSNorm's weight: ones */
-            fill_value(ly->qn_w, (size_t)m->head_dim, 1.0f);
-            fill_value(ly->kn_w, (size_t)m->head_dim, 1.0f);
+        if (ly->qn_w) { /* Qwen3RMSNorm's weight: ones (a whole q's or k's LayerNorm's too) */
+            const bool whole = hp->qk_norm_whole;
+            fill_value(ly->qn_w, whole ? (size_t)m->q_dim : (size_t)m->head_dim, 1.0f);
+            fill_value(ly->kn_w, whole ? (size_t)m->kv_dim : (size_t)m->head_dim, 1.0f);
         }
     }
     if (m->final_w)

@@ -112,6 +112,7 @@ typedef struct block_ctx {
     const float *ln_w, *ln_b;
     bool add_o;    /* x += o first */
     const float *so_w, *so_b; /* with add_o: o through this norm first (hp.sublayer_norm) */
+    const float *dr_w, *dr_b; /* with add_o: o = norm(x + o) first (hp.double_residual) */
     float *ln_out; /* NULL: no LayerNorm */
     bool ln_quant; /* ln_out's rows also quantised into ws->i8rows, for the int8 Linear
                       that reads it next (run_norm) */
@@ -207,6 +208,11 @@ static void phase_norm(void *arg, int tid, int n)
         if (c->add_o && c->so_w) {
             float *o = c->ws->o + (size_t)a * D;
             ops_norm(c->m->hp.norm, o, o, c->so_w, c->so_b, b - a, D, c->m->hp.layer_norm_eps);
+        }
+        if (c->add_o && c->dr_w) {
+            float *o = c->ws->o + (size_t)a * D;
+            ops_residual(o, x, (size_t)(b - a) * D);
+            ops_norm(c->m->hp.norm, o, o, c->dr_w, c->dr_b, b - a, D, c->m->hp.layer_norm_eps);
         }
         if (c->add_o)
             ops_residual(x, c->ws->o + (size_t)a * D, (size_t)(b - a) * D);
@@ -492,10 +498,14 @@ static void phase_qk(void *arg, int tid, int n)
     team_split(c->T, tid, n, &t0, &t1);
     for (int t = t0; t < t1; t++) {
         float *q = ws->qkv + (size_t)t * Q;
-        if (m->hp.qk_norm) {
+        if (m->hp.qk_norm) { /* each head's, or q's and k's whole (qk_norm_whole) */
             const float eps = m->hp.layer_norm_eps;
-            ops_norm(m->hp.norm, q, q, c->ly->qn_w, NULL, H, E, eps);
-            ops_norm(m->hp.norm, q + m->q_dim, q + m->q_dim, c->ly->kn_w, NULL, heads - H, E, eps);
+            const bool whole = m->hp.qk_norm_whole;
+            const enc_layer *ly = c->ly;
+            ops_norm(m->hp.norm, q, q, ly->qn_w, ly->qn_b, whole ? 1 : H, whole ? m->q_dim : E,
+                     eps);
+            ops_norm(m->hp.norm, q + m->q_dim, q + m->q_dim, ly->kn_w, ly->kn_b,
+                     whole ? 1 : heads - H, whole ? m->kv_dim : E, eps);
         }
         if (rope) {
             const float *cs = c->rope->t + (size_t)ws->tokpos[t] * dim;
@@ -807,8 +817,11 @@ static bool block_forward(const enc_model *m, int l, enc_workspace *ws, const en
         c.so_w = so ? ly->so2_w : NULL; /* for the add after the feed-forward */
         c.so_b = so ? ly->so2_b : NULL;
         f_in = ws->y;
-    } else {
+    } else { /* with double_residual x = LN1(x + SO1(x + MHA(x))) */
+        c.dr_w = hp->double_residual ? ly->so1_w : NULL;
+        c.dr_b = hp->double_residual ? ly->so1_b : NULL;
         run_norm(&c, true, ws->x, ly->ln1_w, ly->ln1_b, ly->pk_1);
+        c.dr_w = c.dr_b = NULL;
     }
     if (hp->ffn == ENC_FFN_MLP) {
         run_linear(&c, ws->h, ws->ldh, f_in, D, ly->w_1, ly->pk_1, ly->b_1, D, F, true);

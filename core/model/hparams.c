@@ -242,6 +242,15 @@ int enc_hparams_validate(const enc_hparams *hp, enc_error *err)
                              "sublayer_norm (each sublayer's output normed before the residual "
                              "add) needs norm_first true: a post-norm block's norms follow the "
                              "add");
+    if (hp->qk_norm_whole && !hp->qk_norm)
+        return enc_error_set(err, ENC_EINVAL,
+                             "qk_norm_whole (one norm over all of q's and of k's heads) needs "
+                             "qk_norm true");
+    if (hp->double_residual && (hp->norm_first || hp->sublayer_norm))
+        return enc_error_set(err, ENC_EINVAL,
+                             "double_residual (attention's output and the residual normed, then "
+                             "the residual added again) needs a post-norm block: norm_first and "
+                             "sublayer_norm false");
     if ((rc = check_range("global_every", hp->global_every, 0, ENC_MAX_LAYERS, err)) < 0 ||
         (rc = check_range("global_offset", hp->global_offset, 0,
                           hp->global_every > 1 ? hp->global_every - 1 : 0, err)) < 0 ||

@@ -51,10 +51,14 @@ static size_t layer_floats(const enc_model *m, int l, enc_layer *carve, float *b
     CARVE(ln1_b, D, (ln1 || (!block && hp->final_norm)) && nb);
     CARVE(ln2_w, D, block);
     CARVE(ln2_b, D, block && nb);
-    CARVE(qn_w, E, block && hp->qk_norm);
-    CARVE(kn_w, E, block && hp->qk_norm);
-    CARVE(so1_w, D, block && hp->sublayer_norm);
-    CARVE(so1_b, D, block && hp->sublayer_norm && nb);
+    const bool whole = hp->qk_norm && hp->qk_norm_whole,
+               so1 = hp->sublayer_norm || hp->double_residual;
+    CARVE(qn_w, whole ? HE : E, block && hp->qk_norm);
+    CARVE(kn_w, whole ? KV : E, block && hp->qk_norm);
+    CARVE(qn_b, HE, block && whole && nb);
+    CARVE(kn_b, KV, block && whole && nb);
+    CARVE(so1_w, D, block && so1);
+    CARVE(so1_b, D, block && so1 && nb);
     CARVE(so2_w, D, block && hp->sublayer_norm);
     CARVE(so2_b, D, block && hp->sublayer_norm && nb);
 #undef CARVE

@@ -40,11 +40,14 @@ typedef struct enc_layer {
     float *ln1_b;     /* (D); NULL without norm biases (enc_norm_has_bias) */
     float *ln2_w;     /* (D) */
     float *ln2_b;     /* (D) or NULL */
-    float *qn_w;      /* (E) q's norm of each head (hp.qk_norm), or NULL */
-    float *kn_w;      /* (E) k's, or NULL */
+    float *qn_w;      /* (E) q's norm of each head (hp.qk_norm), or NULL; (H*E) with
+                         hp.qk_norm_whole */
+    float *kn_w;      /* (E) k's, or NULL; (G*E) with hp.qk_norm_whole */
+    float *qn_b, *kn_b; /* their biases: with hp.qk_norm_whole and norm biases, else NULL */
     /* (D) each the norm of attention's output (so1) and the feed-forward's
      * (so2) before the residual add (hp.sublayer_norm), or NULL; biases as
-     * ln1_b's */
+     * ln1_b's.  With hp.double_residual so1 alone: the norm of attention's
+     * output plus the residual. */
     float *so1_w, *so1_b, *so2_w, *so2_b;
     /* The four Linear weights packed for gemm_packed_cols, owned; NULL when
      * the CPU has no AVX-512 (cblas_sgemm on the weights above instead).

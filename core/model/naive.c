@@ -321,7 +321,10 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
                 naive_linear(posk, rel, wk, bk, (int)R, D, KV);
                 naive_linear(posq, rel, wq, bq, (int)R, D, D);
             }
-            if (hp->qk_norm) { /* each head's q and k (Qwen3's q_norm, k_norm) */
+            if (hp->qk_norm && hp->qk_norm_whole) { /* each token's q and k (JinaBERT's) */
+                naive_norm(hp, q, q, ly->qn_w, ly->qn_b, len, Z);
+                naive_norm(hp, k, k, ly->kn_w, ly->kn_b, len, KV);
+            } else if (hp->qk_norm) { /* each head's q and k (Qwen3's q_norm, k_norm) */
                 naive_norm(hp, q, q, ly->qn_w, NULL, len * H, E);
                 naive_norm(hp, k, k, ly->kn_w, NULL, len * G, E);
             }
@@ -389,6 +392,11 @@ int enc_forward_naive(const enc_model *m, const enc_batch *in, enc_result *res, 
             naive_linear(o, z, ly->w_o, ly->b_o, len, Z, D);
             if (hp->sublayer_norm) /* Gemma 3's post_attention_layernorm */
                 naive_norm(hp, o, o, ly->so1_w, ly->so1_b, len, D);
+            if (hp->double_residual) { /* JinaBERT qk-post-norm's attention.output.LayerNorm */
+                for (size_t t = 0; t < (size_t)len * D; t++)
+                    o[t] += x[t];
+                naive_norm(hp, o, o, ly->so1_w, ly->so1_b, len, D);
+            }
             for (size_t t = 0; t < (size_t)len * D; t++)
                 x[t] += o[t];
             if (!hp->norm_first)

@@ -379,6 +379,8 @@ void server_set_model(server *s, const enc_model *m, const server_text *t, pool 
         json_object_set_new(hparams, "norm", json_string(enc_norm_name(hp->norm)));
         json_object_set_new(hparams, "final_norm", json_boolean(hp->final_norm));
         json_object_set_new(hparams, "qk_norm", json_boolean(hp->qk_norm));
+        json_object_set_new(hparams, "qk_norm_whole", json_boolean(hp->qk_norm_whole));
+        json_object_set_new(hparams, "double_residual", json_boolean(hp->double_residual));
         json_object_set_new(hparams, "causal", json_boolean(hp->causal));
         json_object_set_new(hparams, "sublayer_norm", json_boolean(hp->sublayer_norm));
         json_object_set_new(hparams, "first_attn_norm", json_boolean(!hp->first_norm_identity));
