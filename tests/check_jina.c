@@ -111,17 +111,18 @@ START_TEST(test_gate_and_slopes)
 }
 END_TEST
 
-/* A task class of JinaBERT's own code: the encoder is served, the head left
+/* A task class of JinaBERT's own code other than the reranker's
+ * (tests/fixtures/heads/jina_rerank): the encoder is served, the head left
  * out saying which class. */
 START_TEST(test_task_class_left_out)
 {
     static const char *const files[] = {"model.safetensors", NULL};
     scratch s;
-    scratch_make(&s, JINA, "{\"architectures\": [\"JinaBertForSequenceClassification\"]}", NULL,
+    scratch_make(&s, JINA, "{\"architectures\": [\"JinaBertForTokenClassification\"]}", NULL,
                  files);
     enc_model *m = hf_load(s.dir);
     ck_assert_ptr_null(enc_model_head(m));
-    ck_assert_str_eq(enc_model_head_unsupported(m), "JinaBertForSequenceClassification");
+    ck_assert_str_eq(enc_model_head_unsupported(m), "JinaBertForTokenClassification");
     enc_model_free(m);
     scratch_free(&s);
 }

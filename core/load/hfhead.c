@@ -474,8 +474,14 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const enc_hparams *hp,
     }
     /* The task classes of code a repository carries (trust_remote_code:
      * NomicBERT's, JinaBERT's, with their own pooling and names), not
-     * transformers': not read. */
-    *unsupported = strcmp(c->model_type, "nomic_bert") == 0 || strncmp(klass, "JinaBert", 8) == 0;
+     * transformers': not read, but JinaBertForSequenceClassification
+     * (jina-reranker-v1), which subclasses BertForSequenceClassification:
+     * BertPooler and classifier on JinaBertModel.  JinaBertForMaskedLM is
+     * what jina-embeddings-v2 directories name, whose files hold JinaBertModel
+     * alone. */
+    *unsupported = strcmp(c->model_type, "nomic_bert") == 0 ||
+                   (strncmp(klass, "JinaBert", 8) == 0 &&
+                    strcmp(klass, "JinaBertForSequenceClassification") != 0);
     if (n_ids > 0)
         rc = score_head(root, *h, names, ids, n_ids, err);
     else if (!*unsupported)
