@@ -415,6 +415,18 @@ static int template_from_config(const attnd_config *cfg, const enc_model *m, ser
             return 0;
         v = "qwen3-reranker";
         t->pair_template_from = "a causal LM's reranker";
+        /* a chat template attnd does not render (zeroentropy/zerank-2's
+         * prompt is its own): say which prompt pairs take instead */
+        char path[4096];
+        if (cfg->model.dir &&
+            snprintf(path, sizeof path, "%s/chat_template.jinja", cfg->model.dir) <
+                (int)sizeof path &&
+            access(path, F_OK) == 0)
+            fprintf(stderr,
+                    "attnd: warning: %s is not rendered: each [query, document] pair takes "
+                    "Qwen3-Reranker's prompt; where the model card's differs, give it as "
+                    "model.rerank_template (--rerank-template)\n",
+                    path);
     }
     if (strcmp(v, "none") == 0)
         return 0;

@@ -391,6 +391,33 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* A directory with a chat_template.jinja (zerank-2's form) and no
+ * model.rerank_template: the start-up says that the template is not
+ * rendered and which prompt pairs take; with the setting given, nothing. */
+START_TEST(test_chat_template_warned)
+{
+    scratch s;
+    logit_score_dir(&s, "{\"true_token_id\": 1003, \"false_token_id\": null}");
+    scratch_write(&s, "chat_template.jinja", "{{ query }} {{ document }}");
+    char *out = NULL;
+    ck_assert_int_eq(
+        run_attnd((const char *const[]){"--model-dir", s.dir, "--check-config", NULL}, NULL, &out),
+        0);
+    ck_assert_msg(strstr(out, "chat_template.jinja is not rendered: each [query, document] pair "
+                              "takes Qwen3-Reranker's prompt"),
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(
+        run_attnd((const char *const[]){"--model-dir", s.dir, "--check-config", "--rerank-template",
+                                        "{query}|{document}", NULL},
+                  NULL, &out),
+        0);
+    ck_assert_msg(!strstr(out, "is not rendered"), "%s", out);
+    free(out);
+    scratch_free(&s);
+}
+END_TEST
+
 Suite *reranker_suite(void)
 {
     Suite *s = timed_suite("reranker");
@@ -402,5 +429,6 @@ Suite *reranker_suite(void)
     tcase_add_test(tc, test_dtypes);
     tcase_add_test(tc, test_one_token);
     tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_chat_template_warned);
     return s;
 }
