@@ -276,6 +276,123 @@ START_TEST(test_roles)
 }
 END_TEST
 
+/* The reference entry's with_special encoding ws with the template's
+ * specials in place of its own, into want and types: each text's tokens
+ * (special_tokens_mask 0; a pair's by sequence_ids), after bos where
+ * add_bos and before eos where add_eos.  Returns their number. */
+static size_t bos_eos_expected(const json_t *ws, int32_t bos, bool add_bos, int32_t eos,
+                               bool add_eos, int32_t *want, uint8_t *types)
+{
+    const json_t *ids = json_object_get(ws, "ids"), *seqs = json_object_get(ws, "sequence_ids"),
+                 *mask = json_object_get(ws, "special_tokens_mask");
+    const int texts = json_is_array(seqs) ? 2 : 1;
+    size_t n = 0;
+    for (int s = 0; s < texts; s++) {
+        if (add_bos) {
+            types[n] = (uint8_t)s;
+            want[n++] = bos;
+        }
+        for (size_t i = 0; i < json_array_size(ids); i++) {
+            const json_t *q = json_array_get(seqs, i);
+            if (json_integer_value(json_array_get(mask, i)) == 0 &&
+                (texts == 1 || (json_is_integer(q) && json_integer_value(q) == s))) {
+                types[n] = (uint8_t)s;
+                want[n++] = (int32_t)json_integer_value(json_array_get(ids, i));
+            }
+        }
+        if (add_eos) {
+            types[n] = (uint8_t)s;
+            want[n++] = eos;
+        }
+    }
+    return n;
+}
+
+/* transformers' LlamaTokenizerFast (and CodeLlama's, Gemma's) rebuilds the
+ * post-processor from tokenizer_config.json's add_bos_token (default true)
+ * and add_eos_token (default false): [bos] $A [eos], [bos] $B [eos] for a
+ * pair's second (type 1).  Checked on the llama-bpe fixture against Hugging
+ * Face's own ids of every text and pair (reference.json, whose template is
+ * bos alone) with the specials placed by that rule; a class that does not
+ * rebuild keeps tokenizer.json's; the refusals name the key. */
+START_TEST(test_bos_eos_template)
+{
+    json_t *ref = tokenizer_fixture_json("llama-bpe", "reference.json");
+    static const struct {
+        const char *cfg;
+        bool bos, eos; /* the template the file should give */
+    } cases[] = {
+        {"{\"tokenizer_class\": \"LlamaTokenizer\", \"add_eos_token\": true}", true, true},
+        {"{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_bos_token\": false, "
+         "\"add_eos_token\": true, \"eos_token\": {\"content\": \"</s>\"}}",
+         false, true},
+        {"{\"tokenizer_class\": \"CodeLlamaTokenizer\", \"add_bos_token\": false}", false, false},
+        {"{\"tokenizer_class\": \"LlamaTokenizer\"}", true, false},
+        /* not rebuilt: tokenizer.json's bos alone */
+        {"{\"tokenizer_class\": \"PreTrainedTokenizerFast\", \"add_eos_token\": true}", true,
+         false},
+    };
+    enc_error err = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tok_tokenizer *t = tokenizer_fixture("llama-bpe");
+        const int32_t bos = tok_token_id(t, "<s>"), eos = tok_token_id(t, "</s>");
+        ck_assert_msg(tok_read_config(t, cases[c].cfg, strlen(cases[c].cfg), &err) == 0, "%s: %s",
+                      cases[c].cfg, err.message);
+        ck_assert_uint_eq(tok_added_special(t, false), cases[c].bos + cases[c].eos);
+        ck_assert_uint_eq(tok_added_special(t, true), 2 * (cases[c].bos + cases[c].eos));
+        size_t checked = 0;
+        for (int p = 0; p < 2; p++) {
+            const json_t *list = json_object_get(ref, p ? "pairs" : "items");
+            for (size_t i = 0; i < json_array_size(list); i++) {
+                const json_t *it = json_array_get(list, i);
+                const char *a = json_string_value(json_object_get(it, "text"));
+                const char *b = p ? json_string_value(json_object_get(it, "text_pair")) : NULL;
+                const json_t *ws = json_object_get(it, "with_special");
+                const size_t m = json_array_size(json_object_get(ws, "ids")) + 4;
+                int32_t *want = xcalloc(m, sizeof *want);
+                uint8_t *types = xcalloc(m, 1);
+                const size_t n =
+                    bos_eos_expected(ws, bos, cases[c].bos, eos, cases[c].eos, want, types);
+                tok_encoding e = {0};
+                ck_assert_int_eq(
+                    tok_encode(t, a, strlen(a), b, b ? strlen(b) : 0, true, 0, &e, NULL, &err), 0);
+                ck_assert_msg(e.n == n, "%s: '%s': %zu ids, want %zu", cases[c].cfg, a, e.n, n);
+                for (size_t k = 0; k < n; k++)
+                    ck_assert_msg(e.ids[k] == want[k] && e.type_ids[k] == types[k],
+                                  "%s: '%s' id %zu: %d (type %u), want %d (type %u)", cases[c].cfg,
+                                  a, k, e.ids[k], e.type_ids[k], want[k], types[k]);
+                tok_encoding_free(&e);
+                free(want);
+                free(types);
+                checked++;
+            }
+        }
+        ck_assert_uint_ge(checked, 10);
+        tok_free(t);
+    }
+    static const struct {
+        const char *cfg, *err;
+    } bad[] = {
+        {"{\"tokenizer_class\": \"LlamaTokenizer\", \"add_eos_token\": \"yes\"}",
+         "tokenizer_config.json: add_eos_token must be true or false"},
+        {"{\"tokenizer_class\": \"LlamaTokenizer\", \"add_eos_token\": true, \"eos_token\": null}",
+         "tokenizer_config.json: add_eos_token true needs eos_token (LlamaTokenizer adds it to "
+         "every text)"},
+        /* Gemma's default tokens, which this vocabulary has not */
+        {"{\"tokenizer_class\": \"GemmaTokenizer\"}",
+         "tokenizer_config.json: bos_token '<bos>' is not a token of tokenizer.json"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+        tok_tokenizer *t = tokenizer_fixture("llama-bpe");
+        enc_error_clear(&err);
+        ck_assert_int_lt(tok_read_config(t, bad[c].cfg, strlen(bad[c].cfg), &err), 0);
+        ck_assert_msg(strstr(err.message, bad[c].err), "%s: %s", bad[c].cfg, err.message);
+        tok_free(t);
+    }
+    json_decref(ref);
+}
+END_TEST
+
 /* Decoder.decode over token strings (convert_tokens_to_string): WordPiece
  * joins "##" pieces and spaces words, as decode of their ids does. */
 START_TEST(test_decode_tokens)
@@ -365,6 +482,7 @@ Suite *tokenizer_decode_suite(void)
     tcase_add_test(tc, test_decode_errors);
     tcase_add_test(tc, test_clean_up);
     tcase_add_test(tc, test_roles);
+    tcase_add_test(tc, test_bos_eos_template);
     tcase_add_test(tc, test_decode_tokens);
     return s;
 }

@@ -256,6 +256,59 @@ static size_t post_added(const post *p, bool pair)
     return 0;
 }
 
+int tok_set_bos_eos(tok_tokenizer *t, int32_t bos, bool add_bos, int32_t eos, bool add_eos,
+                    enc_error *err)
+{
+    post *p = calloc(1, sizeof *p);
+    if (!p || !(p->pair = calloc(6, sizeof *p->pair)) ||
+        !(p->single = calloc(3, sizeof *p->single))) {
+        post_clear(p);
+        free(p);
+        return enc_error_set(err, ENC_ENOMEM, "out of memory for the post-processor");
+    }
+    p->kind = POST_TEMPLATE;
+    /* the pair's template; one text's is its A part */
+    for (int seq = 0; seq < 2; seq++) {
+        const struct {
+            bool on;
+            int32_t id;
+        } around[2] = {{add_bos, bos}, {add_eos, eos}};
+        for (int k = 0; k < 3; k++) {
+            const bool special = k != 1;
+            if (special && !around[k / 2].on)
+                continue;
+            tmpl_piece *pc = &p->pair[p->n_pair++];
+            *pc = (tmpl_piece){.special = special, .seq = seq, .type_id = (uint32_t)seq};
+            if (special && !(pc->ids = malloc(sizeof *pc->ids)))
+                goto oom;
+            if (special) {
+                pc->ids[0] = around[k / 2].id;
+                pc->n_ids = 1;
+            }
+            if (seq == 1)
+                continue;
+            tmpl_piece *one = &p->single[p->n_single++];
+            *one = *pc;
+            one->ids = NULL;
+            if (special && !(one->ids = malloc(sizeof *one->ids)))
+                goto oom;
+            if (special)
+                one->ids[0] = pc->ids[0];
+        }
+    }
+    post_clear(t->post);
+    free(t->post);
+    t->post = p;
+    t->added_single = post_added(p, false);
+    t->added_pair = post_added(p, true);
+    t->trims = false;
+    return ENC_OK;
+oom:
+    post_clear(p);
+    free(p);
+    return enc_error_set(err, ENC_ENOMEM, "out of memory for the post-processor");
+}
+
 /* Gives added token x the id Hugging Face gives it, whatever the file says:
  * tokenizers' deserializer adds the tokens in file order
  * (AddedVocabulary::add_tokens), each taking the vocabulary's id when the

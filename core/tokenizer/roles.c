@@ -64,6 +64,58 @@ static const char *role_content(const json_t *v)
                              : json_string_value(json_object_get(v, "content"));
 }
 
+/* transformers' LlamaTokenizerFast (the class AutoTokenizer makes of
+ * LlamaTokenizer and CodeLlamaTokenizer with a tokenizer.json) and
+ * GemmaTokenizerFast replace tokenizer.json's post-processor when they are
+ * made (update_post_processor): [bos_token] $A [eos_token], then [bos_token]
+ * $B [eos_token] for a pair's second text (type 1), each where add_bos_token
+ * (default true) and add_eos_token (default false) say.  Mistral's and
+ * Llama's embedders (e5-mistral's add_eos_token) rely on it.  Other classes
+ * keep tokenizer.json's.  0, or a negative status with err set. */
+static int bos_eos_template(tok_tokenizer *t, const json_t *root, enc_error *err)
+{
+    static const struct {
+        const char *cls, *bos, *eos;
+    } CLASSES[] = {
+        {"LlamaTokenizer", "<s>", "</s>"},     {"LlamaTokenizerFast", "<s>", "</s>"},
+        {"CodeLlamaTokenizer", "<s>", "</s>"}, {"CodeLlamaTokenizerFast", "<s>", "</s>"},
+        {"GemmaTokenizer", "<bos>", "<eos>"},  {"GemmaTokenizerFast", "<bos>", "<eos>"},
+    };
+    const char *cls = json_string_value(json_object_get(root, "tokenizer_class"));
+    size_t c = 0;
+    while (cls && c < sizeof CLASSES / sizeof *CLASSES && strcmp(cls, CLASSES[c].cls) != 0)
+        c++;
+    if (!cls || c == sizeof CLASSES / sizeof *CLASSES)
+        return ENC_OK;
+    static const char *const ADD[2] = {"add_bos_token", "add_eos_token"};
+    static const char *const TOKEN[2] = {"bos_token", "eos_token"};
+    bool add[2] = {true, false};
+    int32_t id[2] = {-1, -1};
+    for (int k = 0; k < 2; k++) {
+        const json_t *a = json_object_get(root, ADD[k]);
+        if (a && !json_is_null(a) && !json_is_boolean(a))
+            return enc_error_set(err, ENC_EFORMAT,
+                                 "tokenizer_config.json: %s must be true or false", ADD[k]);
+        if (a && json_is_boolean(a))
+            add[k] = json_is_true(a);
+        if (!add[k])
+            continue;
+        const json_t *v = json_object_get(root, TOKEN[k]);
+        const char *s = !v ? (k ? CLASSES[c].eos : CLASSES[c].bos) : role_content(v);
+        if (!s)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "tokenizer_config.json: %s true needs %s (%s adds it to every "
+                                 "text)",
+                                 ADD[k], TOKEN[k], cls);
+        if ((id[k] = tok_token_id(t, s)) < 0)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "tokenizer_config.json: %s '%.64s' is not a token of "
+                                 "tokenizer.json",
+                                 TOKEN[k], s);
+    }
+    return tok_set_bos_eos(t, id[0], add[0], id[1], add[1], err);
+}
+
 int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *err)
 {
     static const char *const KEYS[TOK_ROLES] = {"unk_token", "pad_token", "mask_token"};
@@ -110,6 +162,8 @@ int tok_read_config(tok_tokenizer *t, const char *text, size_t len, enc_error *e
     if (rc == ENC_OK && m && !json_is_null(m) &&
         (rc = read_max_length(m, &max_length, err)) == ENC_OK)
         t->model_max_length = max_length;
+    if (rc == ENC_OK)
+        rc = bos_eos_template(t, root, err);
     json_decref(root);
     return rc;
 }

@@ -102,6 +102,14 @@ struct tok_tokenizer {
  * [PAD] / <pad>, [MASK] / <mask>; no clean-up. */
 void tok_roles_default(tok_tokenizer *t, const json_t *root);
 
+/* Replaces t's post-processor by a TemplateProcessing of [bos] $A:0 [eos]
+ * for one text, then [bos:1] $B:1 [eos:1] for a pair's second, each
+ * special where its add_ is set (load.c; transformers' LlamaTokenizerFast
+ * and GemmaTokenizerFast build this from add_bos_token / add_eos_token,
+ * roles.c).  0, or ENC_ENOMEM with err set (t unchanged). */
+int tok_set_bos_eos(tok_tokenizer *t, int32_t bos, bool add_bos, int32_t eos, bool add_eos,
+                    enc_error *err);
+
 /* The added token already parsed with that content, or NULL (tokenizer.c). */
 const added_token *tok_added_named(const tok_tokenizer *t, const char *content);
 
