@@ -55,7 +55,7 @@ static const char *const CASES[] = {
     "deberta_mlm",        "deberta_mlm_new",
     "qwen3_seq",          "qwen3_token",
     "gemma3_seq",         "qwen2_seq",
-    "jina_rerank",
+    "jina_rerank",        "mistral_seq",
 };
 #define N_CASES ((int)(sizeof CASES / sizeof *CASES))
 

@@ -103,6 +103,15 @@ static const enc_hparams shapes[] = {
     {HP_BASE(64, 2, 2, 64, 2, ENC_ACT_GELU, false, 1e-12f, true), .qk_norm = true,
      .qk_norm_whole = true, .double_residual = true, .position = ENC_POS_ALIBI,
      .ffn = ENC_FFN_GEGLU},
+    /* Mistral's block: Qwen3's without bias or q/k norms, causal, every layer
+     * local (global_every past the last layer) within its sliding window; the
+     * same over whole panels */
+    {HP_BASE(16, 4, 2, 24, 2, ENC_ACT_GELU, true, 1e-5f, false), .norm = ENC_NORM_RMS,
+     .final_norm = true, .causal = true, .position = ENC_POS_ROPE, .rope_theta = 10000.0,
+     .ffn = ENC_FFN_SWIGLU, .global_every = 3, .global_offset = 2, .local_window = 2},
+    {HP_BASE(64, 2, 1, 64, 3, ENC_ACT_GELU, true, 1e-5f, false), .norm = ENC_NORM_RMS,
+     .final_norm = true, .causal = true, .position = ENC_POS_ROPE, .rope_theta = 10000.0,
+     .ffn = ENC_FFN_SWIGLU, .global_every = 4, .global_offset = 3, .local_window = 5},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
@@ -749,6 +758,17 @@ START_TEST(test_local_layer_scores)
     ck_assert_uint_eq(mask_band_pairs(5, W), 25);
     const double want_flops = NL * linears + 4.0 * 4 * 4 * (2 * 300.0 * 300 + 3 * band);
     ck_assert_double_eq_tol(enc_forward_flops(&hp, 1, 300), want_flops, 1.0);
+    /* a causal model's (Mistral's): each row's keys up to its own, the band's
+     * W back at most on the local layers */
+    enc_hparams causal_hp = hp;
+    causal_hp.causal = true;
+    double lower = 0.0, lower_band = 0.0;
+    for (int i = 0; i < 300; i++) {
+        lower += i + 1;
+        lower_band += (i < W ? i : W) + 1;
+    }
+    ck_assert_double_eq_tol(enc_forward_flops(&causal_hp, 1, 300),
+                            NL * linears + 4.0 * 4 * 4 * (2 * lower + 3 * lower_band), 1.0);
     free(x);
     free(out);
     enc_workspace_free(ws);

@@ -65,14 +65,8 @@ START_TEST(test_config_read)
     ck_assert_uint_eq(e->n_tensors, 1); /* embed_tokens alone */
     ck_assert_str_eq(e->tensors[0], "embed_tokens.weight");
     /* the stack's parameters: every tensor of the file but embed_tokens */
-    st_file f;
-    ck_assert_msg(st_open(&f, QWEN3 "/model.safetensors", &err) == 0, "%s", err.message);
-    size_t n = 0;
-    for (size_t i = 0; i < f.n_tensors; i++)
-        if (strcmp(f.tensors[i].name, "embed_tokens.weight") != 0)
-            n += f.tensors[i].numel;
-    st_close(&f);
-    ck_assert_uint_eq(enc_model_param_count(m), n);
+    ck_assert_uint_eq(enc_model_param_count(m),
+                      file_params_but(QWEN3 "/model.safetensors", "embed_tokens.weight"));
     ck_assert_ptr_null(enc_model_head(m)); /* Qwen3ForCausalLM's lm_head: not computed */
     enc_model_free(m);
     /* the work: q 64 wide, k and v 32 each, the out-projection 64 -> 32;
@@ -92,43 +86,27 @@ END_TEST
 START_TEST(test_tensors_bound)
 {
     enc_model *m = hf_load(QWEN3);
-    st_file f;
-    enc_error err = {0};
-    ck_assert_msg(st_open(&f, QWEN3 "/model.safetensors", &err) == 0, "%s", err.message);
     ck_assert_int_eq(m->q_dim, 64);
     ck_assert_int_eq(m->qkv_dim, 128);
     const enc_layer *ly = &m->layers[1];
-    const float *got[] = {ly->w_q, ly->w_k,   ly->w_v,   ly->w_o,  ly->w_1,  ly->w_g,
-                          ly->w_2, ly->ln1_w, ly->ln2_w, ly->qn_w, ly->kn_w, m->final_w};
-    static const struct {
-        const char *name;
-        int rows, cols;
-    } parts[] = {
-        {"layers.1.self_attn.q_proj.weight", 64, 32},
-        {"layers.1.self_attn.k_proj.weight", 32, 32},
-        {"layers.1.self_attn.v_proj.weight", 32, 32},
-        {"layers.1.self_attn.o_proj.weight", 32, 64},
-        {"layers.1.mlp.gate_proj.weight", 48, 32},
-        {"layers.1.mlp.up_proj.weight", 48, 32},
-        {"layers.1.mlp.down_proj.weight", 32, 48},
-        {"layers.1.input_layernorm.weight", 32, 0},
-        {"layers.1.post_attention_layernorm.weight", 32, 0},
-        {"layers.1.self_attn.q_norm.weight", 16, 0},
-        {"layers.1.self_attn.k_norm.weight", 16, 0},
-        {"norm.weight", 32, 0},
+    const bound_tensor parts[] = {
+        {"layers.1.self_attn.q_proj.weight", ly->w_q, 64, 32},
+        {"layers.1.self_attn.k_proj.weight", ly->w_k, 32, 32},
+        {"layers.1.self_attn.v_proj.weight", ly->w_v, 32, 32},
+        {"layers.1.self_attn.o_proj.weight", ly->w_o, 32, 64},
+        {"layers.1.mlp.gate_proj.weight", ly->w_1, 48, 32},
+        {"layers.1.mlp.up_proj.weight", ly->w_g, 48, 32},
+        {"layers.1.mlp.down_proj.weight", ly->w_2, 32, 48},
+        {"layers.1.input_layernorm.weight", ly->ln1_w, 32, 0},
+        {"layers.1.post_attention_layernorm.weight", ly->ln2_w, 32, 0},
+        {"layers.1.self_attn.q_norm.weight", ly->qn_w, 16, 0},
+        {"layers.1.self_attn.k_norm.weight", ly->kn_w, 16, 0},
+        {"norm.weight", m->final_w, 32, 0},
     };
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-        const st_tensor *t = st_find(&f, parts[i].name);
-        ck_assert_msg(t != NULL, "%s", parts[i].name);
-        ck_assert_int_eq(t->shape[0], parts[i].rows);
-        if (parts[i].cols)
-            ck_assert_int_eq(t->shape[1], parts[i].cols);
-        ck_assert_msg(memcmp(got[i], t->data, t->numel * sizeof(float)) == 0, "%s", parts[i].name);
-    }
+    expect_bound(m, QWEN3 "/model.safetensors", parts, sizeof parts / sizeof *parts);
     ck_assert_ptr_null(ly->b_qkv); /* no bias anywhere */
     ck_assert_ptr_null(ly->b_1);
     ck_assert_ptr_null(ly->ln1_b);
-    st_close(&f);
     enc_model_free(m);
 }
 END_TEST
@@ -145,13 +123,8 @@ START_TEST(test_forward_and_naive_match)
         m->hp.qk_norm = variant != 1;
         m->hp.causal = variant != 2;
         k.in.mask.causal = m->hp.causal;
-        for (int naive = 0; naive < 2; naive++) {
-            const double d = hf_case_diff(&k, m, naive);
-            if (variant == 0)
-                ck_assert_msg(d < TOL, "naive %d: outputs differ by %g", naive, d);
-            else
-                ck_assert_msg(d > 1e-1, "variant %d naive %d: within %g", variant, naive, d);
-        }
+        static const char *const CHANGED[] = {NULL, "without the q/k norms", "bidirectional"};
+        hf_case_expect(&k, m, CHANGED[variant], TOL, 1e-1);
         enc_model_free(m);
     }
     /* a batch that does not say causal is refused, naming the field */

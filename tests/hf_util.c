@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "load/safetensors.h"
 #include "load/sha256.h"
+#include "model/model.h"
 #include "test_util.h"
 #include "torch_fixture.h"
 
@@ -439,4 +440,47 @@ void hf_case_free(hf_case *c)
     free(c->lengths);
     free(c->want);
     free(c->out);
+}
+
+void expect_bound(const enc_model *m, const char *file, const bound_tensor *parts, size_t n)
+{
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, file, &err) == 0, "%s", err.message);
+    for (size_t i = 0; i < n; i++) {
+        const st_tensor *t = st_find(&f, parts[i].name);
+        ck_assert_msg(t != NULL, "%s", parts[i].name);
+        ck_assert_int_eq(t->shape[0], parts[i].rows);
+        if (parts[i].cols) {
+            ck_assert_int_eq(t->shape[1], parts[i].cols);
+            ck_assert_msg(model_mapped(m, parts[i].got), "%s: not read in place", parts[i].name);
+        }
+        ck_assert_msg(memcmp(parts[i].got, t->data, t->numel * sizeof(float)) == 0, "%s",
+                      parts[i].name);
+    }
+    st_close(&f);
+}
+
+size_t file_params_but(const char *file, const char *skip)
+{
+    st_file f;
+    enc_error err = {0};
+    ck_assert_msg(st_open(&f, file, &err) == 0, "%s", err.message);
+    size_t n = 0;
+    for (size_t i = 0; i < f.n_tensors; i++)
+        if (strcmp(f.tensors[i].name, skip) != 0)
+            n += f.tensors[i].numel;
+    st_close(&f);
+    return n;
+}
+
+void hf_case_expect(hf_case *c, const enc_model *m, const char *changed, double tol, double far)
+{
+    for (int naive = 0; naive < 2; naive++) {
+        const double d = hf_case_diff(c, m, naive);
+        if (!changed)
+            ck_assert_msg(d < tol, "naive %d: outputs differ by %g", naive, d);
+        else
+            ck_assert_msg(d > far, "naive %d: %s within %g", naive, changed, d);
+    }
 }

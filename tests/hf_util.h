@@ -133,5 +133,22 @@ void hf_case_load(hf_case *c, const char *dir);
  * largest difference from want over each text's real tokens. */
 double hf_case_diff(hf_case *c, const enc_model *m, bool naive);
 void hf_case_free(hf_case *c);
+/* Both forwards of m over c: within tol of the reference where changed is
+ * NULL, else (m changed as that says) further than far from it. */
+void hf_case_expect(hf_case *c, const enc_model *m, const char *changed, double tol, double far);
+
+/* A tensor of a model file and where the model bound it (cols 0: a
+ * vector). */
+typedef struct bound_tensor {
+    const char *name;
+    const float *got;
+    int64_t rows, cols;
+} bound_tensor;
+/* Each of parts is in file (a float32 safetensors path) with that shape,
+ * bound with the same values, and a matrix read in place in m's mapping. */
+void expect_bound(const enc_model *m, const char *file, const bound_tensor *parts, size_t n);
+/* The parameters of file's tensors but the one named skip (the stack's
+ * where skip is the word table). */
+size_t file_params_but(const char *file, const char *skip);
 
 #endif

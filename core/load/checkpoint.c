@@ -342,10 +342,11 @@ static const naming DEBERTA = {"encoder.layer.",
     [S_2_W] = "mlp.down_proj.weight", [S_LN1_W] = "input_layernorm.weight",                        \
     [S_QN_W] = "self_attn.q_norm.weight", [S_KN_W] = "self_attn.k_norm.weight"
 
-/* transformers' Qwen2DecoderLayer and Qwen3DecoderLayer (their Attention
- * and MLP) and Qwen2Model's and Qwen3Model's final norm.  Qwen2's q, k and
- * v have biases (hp.bias), no other Linear (b_o, b_2 keep their zeros);
- * Qwen3's have none, but q_norm and k_norm (hp.qk_norm). */
+/* transformers' Qwen2DecoderLayer, Qwen3DecoderLayer and
+ * MistralDecoderLayer (their Attention and MLP) and their Models' final
+ * norm.  Qwen2's q, k and v have biases (hp.bias), no other Linear (b_o,
+ * b_2 keep their zeros); Qwen3's have none, but q_norm and k_norm
+ * (hp.qk_norm); Mistral's neither. */
 static const naming QWEN = {
     .layer = "layers.",
     .name = {DECODER_SLOTS, [S_Q_B] = "self_attn.q_proj.bias", [S_K_B] = "self_attn.k_proj.bias",
@@ -392,10 +393,12 @@ static const scheme SCHEMES[] = {
      false},                            /* NomicBertForPreTraining's bert.encoder.layers... */
     {"new", &GTE, "new.", true, false}, /* GTE: NewForSequenceClassification's new.encoder... */
     {"deberta-v2", &DEBERTA, "deberta.", false, false},
-    /* gte-Qwen2's and Qwen3-Embedding's files are Qwen2Model's and Qwen3Model's
-     * (layers.{i}...), Qwen2ForCausalLM's and Qwen3ForCausalLM's model.layers... */
+    /* gte-Qwen2's, Qwen3-Embedding's and e5-mistral's files are Qwen2Model's,
+     * Qwen3Model's and MistralModel's (layers.{i}...), the ...ForCausalLM's
+     * model.layers... */
     {"qwen2", &QWEN, "model.", true, false},
     {"qwen3", &QWEN, "model.", true, false},
+    {"mistral", &QWEN, "model.", true, false},
     /* EmbeddingGemma's file is Gemma3TextModel's (layers.{i}...) */
     {"gemma3_text", &GEMMA3, "model.", true, true},
 };
@@ -1124,7 +1127,7 @@ static const embed_naming NOMIC_EMBED = {"embeddings.word_embeddings.weight",
                                          "emb_ln.",
                                          NULL,
                                          false};
-/* Qwen2Model's and Qwen3Model's embed_tokens: the word row alone */
+/* Qwen2Model's, Qwen3Model's and MistralModel's embed_tokens: the word row alone */
 static const embed_naming QWEN_EMBED = {"embed_tokens.weight", NULL, NULL, NULL, NULL, false};
 /* Gemma3TextModel's embed_tokens: the word row times sqrt(hidden_size), a
  * float32 scalar */
@@ -1135,9 +1138,9 @@ static const embed_naming *embed_naming_of(const char *model_type)
 {
     return strcmp(model_type, "distilbert") == 0 || strcmp(model_type, "mpnet") == 0
                ? &NO_TYPES_EMBED
-           : strcmp(model_type, "modernbert") == 0  ? &MODERNBERT_EMBED
-           : strcmp(model_type, "nomic_bert") == 0  ? &NOMIC_EMBED
-           : strncmp(model_type, "qwen", 4) == 0    ? &QWEN_EMBED
+           : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
+           : strcmp(model_type, "nomic_bert") == 0 ? &NOMIC_EMBED
+           : strncmp(model_type, "qwen", 4) == 0 || strcmp(model_type, "mistral") == 0 ? &QWEN_EMBED
            : strcmp(model_type, "gemma3_text") == 0 ? &GEMMA3_EMBED
                                                     : &BERT_EMBED;
 }

@@ -23,6 +23,7 @@ static int read_gte(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen2(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_mistral(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
@@ -70,6 +71,9 @@ static const family FAMILIES[] = {
     /* Qwen3 (Qwen3Config): Qwen3-Embedding's decoder; Qwen3MLP gates with hidden_act */
     {"qwen3", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "rms_norm_eps", read_qwen3, true, false},
+    /* Mistral (MistralConfig): e5-mistral's decoder; MistralMLP gates with hidden_act */
+    {"mistral", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
+     "hidden_act", "rms_norm_eps", read_mistral, true, false},
     /* Gemma 3's text model (Gemma3TextConfig): EmbeddingGemma; Gemma3MLP gates with
      * hidden_activation */
     {"gemma3_text", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
@@ -815,31 +819,49 @@ static int layer_pattern(const json_t *lt, int n_layers, int *every, int *offset
     return ENC_OK;
 }
 
-/* Qwen2 and Qwen3 (transformers' Qwen2Config and Qwen3Config, Qwen2Model
- * and Qwen3Model: Alibaba-NLP/gte-Qwen2-1.5B-instruct and -7B,
- * Qwen/Qwen3-Embedding-0.6B, -4B, -8B and their fine-tunes): decoders served
- * as encoders.  Pre-norm with RMSNorm (rms_norm_eps) and a final norm;
- * num_key_value_heads key/value heads of head_dim (the default hidden_size
- * / num_attention_heads; Qwen3's own are wider: 16 x 128 over hidden
- * 1024); RoPE (rotate_half over the whole head, base
+/* The decoders read alike (read_decoder). */
+typedef enum { DEC_QWEN2, DEC_QWEN3, DEC_MISTRAL } decoder_kind;
+
+/* Qwen2, Qwen3 and Mistral (transformers' Qwen2Config, Qwen3Config and
+ * MistralConfig; Qwen2Model, Qwen3Model and MistralModel:
+ * Alibaba-NLP/gte-Qwen2-1.5B-instruct and -7B, Qwen/Qwen3-Embedding-0.6B,
+ * -4B, -8B, intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-
+ * Mistral, Linq-AI-Research/Linq-Embed-Mistral and their fine-tunes):
+ * decoders served as encoders.  Pre-norm with RMSNorm (rms_norm_eps) and a
+ * final norm; num_key_value_heads key/value heads of head_dim (the default
+ * hidden_size / num_attention_heads; Qwen3's own are wider: 16 x 128 over
+ * hidden 1024); RoPE (rotate_half over the whole head, base
  * rope_parameters.rope_theta in 5.x, rope_theta in 4.x, default 10000);
  * down(act(gate(x)) * up(x)); the embeddings are embed_tokens alone.
  * Qwen2 gives q_proj, k_proj and v_proj a bias and nothing else one;
  * Qwen3 no Linear a bias, and each head's q and k an RMSNorm of its own
- * (q_norm, k_norm) before RoPE.  Attention is causal on every layer unless
- * is_causal is false (gte-Qwen2's config.json: the bidirectional attention
- * its own modelling code computes, which vLLM honours too).  Refused:
- * Qwen3's attention_bias true (no published checkpoint's), a sliding window
- * (use_sliding_window true in 4.x, a sliding_attention layer_types entry in
- * 5.x). */
-static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error *err)
+ * (q_norm, k_norm) before RoPE; Mistral neither.
+ *
+ * Qwen's attention is causal on every layer unless is_causal is false
+ * (gte-Qwen2's config.json: the bidirectional attention its own modelling
+ * code computes, which vLLM honours too).  Refused: Qwen3's attention_bias
+ * true (no published checkpoint's), a sliding window (use_sliding_window
+ * true in 4.x, a sliding_attention layer_types entry in 5.x).
+ *
+ * Mistral's is causal, and on every layer within sliding_window W
+ * (MistralConfig's default 4096 where the field is absent; null: none):
+ * query i sees keys i - W < j <= i, as transformers' sliding-window
+ * causal mask has it (later 4.x and 5.x), attnd's local window of
+ * W - 1 on every layer (global_every one more than the layers).
+ * num_key_value_heads absent is MistralConfig's 8, null the heads.  Not
+ * read, as MistralModel reads neither: is_causal, layer_types (5.x's
+ * MistralConfig warns of it). */
+static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind, enc_error *err)
 {
     enc_hparams *hp = &c->hp;
+    const bool qwen3 = kind == DEC_QWEN3, mistral = kind == DEC_MISTRAL;
     bool attn_bias = false, sliding = false, causal = true;
-    int rc;
+    int window = 4096, rc;
+    if (mistral && !json_object_get(root, "num_key_value_heads"))
+        hp->n_kv_heads = 8;
     if ((qwen3 && (rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0) ||
-        (rc = bool_field(root, "use_sliding_window", false, &sliding, err)) < 0 ||
-        (rc = bool_field(root, "is_causal", true, &causal, err)) < 0 ||
+        (!mistral && (rc = bool_field(root, "use_sliding_window", false, &sliding, err)) < 0) ||
+        (!mistral && (rc = bool_field(root, "is_causal", true, &causal, err)) < 0) ||
         (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
         (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0)
         return rc;
@@ -851,7 +873,7 @@ static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: use_sliding_window true is not supported (the layers "
                              "from max_window_layers on attend within sliding_window)");
-    const json_t *lt = json_object_get(root, "layer_types");
+    const json_t *lt = mistral ? NULL : json_object_get(root, "layer_types");
     if (lt && !json_is_null(lt) &&
         (!json_is_array(lt) || json_array_size(lt) != (size_t)hp->n_layers))
         return enc_error_set(err, ENC_EINVAL,
@@ -866,16 +888,36 @@ static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error
                                  "full_attention (every layer attends to every token)",
                                  l);
     }
+    if (mistral) {
+        const json_t *w = json_object_get(root, "sliding_window");
+        if (w && json_is_null(w))
+            window = 0; /* none */
+        else if ((rc = opt_int_field(root, "sliding_window", 1, &window, err)) < 0)
+            return rc;
+        if (window > 0 && hp->n_layers >= ENC_MAX_LAYERS)
+            return enc_error_set(err, ENC_EINVAL,
+                                 "config.json: a sliding_window over num_hidden_layers %d is not "
+                                 "supported (at most %d)",
+                                 hp->n_layers, ENC_MAX_LAYERS - 1);
+        if (window > ENC_MAX_POSITION)
+            window = 0; /* wider than any sequence attnd takes: every key in reach */
+    }
     hp->norm_first = true;
-    hp->bias = !qwen3; /* Qwen2's on q, k and v (checkpoint.c names no other) */
+    hp->bias = kind == DEC_QWEN2; /* Qwen2's on q, k and v (checkpoint.c names no other) */
     hp->norm = ENC_NORM_RMS;
     hp->final_norm = true;
     hp->qk_norm = qwen3;
     hp->causal = causal;
+    if (window > 0) { /* every layer local: l mod (n + 1) = n never holds */
+        hp->global_every = hp->n_layers + 1;
+        hp->global_offset = hp->n_layers;
+        hp->local_window = window - 1;
+        c->key_local_window = "sliding_window";
+    }
     hp->position = ENC_POS_ROPE;
     hp->rope_style = ENC_ROPE_NEOX;
     hp->rope_dim = 0;
-    hp->rope_theta = 10000.0; /* Qwen2Config's and Qwen3Config's default */
+    hp->rope_theta = 10000.0; /* Qwen2Config's, Qwen3Config's and MistralConfig's default */
     double factor = 1.0;
     bool theta_given = false, factor_given = false;
     const json_t *rp = json_object_get(root, "rope_parameters");
@@ -887,7 +929,10 @@ static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error
         return enc_error_set(err, ENC_EINVAL,
                              "config.json: rope_parameters.partial_rotary_factor %g is not "
                              "supported (%s rotates the whole head)",
-                             factor, qwen3 ? "Qwen3" : "Qwen2");
+                             factor,
+                             mistral ? "Mistral"
+                             : qwen3 ? "Qwen3"
+                                     : "Qwen2");
     c->key_rope_theta = theta_given ? "rope_parameters.rope_theta" : "rope_theta";
     if (!theta_given && (rc = number_field(root, "rope_theta", &hp->rope_theta, err)) < 0)
         return rc;
@@ -898,12 +943,17 @@ static int read_qwen(const json_t *root, enc_hf_config *c, bool qwen3, enc_error
 
 static int read_qwen2(const json_t *root, enc_hf_config *c, enc_error *err)
 {
-    return read_qwen(root, c, false, err);
+    return read_decoder(root, c, DEC_QWEN2, err);
 }
 
 static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
 {
-    return read_qwen(root, c, true, err);
+    return read_decoder(root, c, DEC_QWEN3, err);
+}
+
+static int read_mistral(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    return read_decoder(root, c, DEC_MISTRAL, err);
 }
 
 /* transformers 5's rope_parameters with an entry per layer type

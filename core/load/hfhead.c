@@ -402,14 +402,15 @@ static int score_head(const json_t *root, model_head *h, hf_head_names *names, c
 }
 
 /* model_type's family of heads (MPNet's are RoBERTa's: MPNetClassificationHead
- * and MPNetLMHead compute and name theirs the same way; Qwen2's Qwen3's). */
+ * and MPNetLMHead compute and name theirs the same way; Qwen2's and
+ * Mistral's Qwen3's). */
 static const char *family_of(const char *model_type)
 {
     if (strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0 ||
         strcmp(model_type, "camembert") == 0 || strcmp(model_type, "mpnet") == 0)
         return "roberta";
-    if (strcmp(model_type, "qwen2") == 0) /* GenericFor*Classification, as Qwen3's */
-        return "qwen3";
+    if (strcmp(model_type, "qwen2") == 0 || strcmp(model_type, "mistral") == 0)
+        return "qwen3"; /* GenericFor*Classification, as Qwen3's */
     return model_type;
 }
 
@@ -456,7 +457,7 @@ int hf_head_read(const char *dir, const enc_hf_config *c, const enc_hparams *hp,
     int ids[2] = {0, 0}, n_ids = 0;
     if (causal_lm && (rc = score_ids(dir, hp, c->vocab_size, ids, &n_ids, err)) < 0)
         goto done;
-    if (n_ids > 0 && strcmp(family_of(c->model_type), "qwen3") != 0) {
+    if (n_ids > 0 && strncmp(c->model_type, "qwen", 4) != 0) {
         rc = BAD("%s read as a reranker: attnd computes a causal LM's score tokens for Qwen2 "
                  "and Qwen3 (model_type '%s')",
                  klass, c->model_type);

@@ -1182,9 +1182,10 @@ double enc_forward_flops(const enc_hparams *hp, int B, int L)
         flops += hp->n_layers * (hp->dis.c2p + hp->dis.p2c) * 2.0 * B * hp->n_heads * L * rows * E;
     }
     for (int l = 0; l < hp->n_layers; l++) { /* QK^T and AV over each layer's pairs */
-        const double pairs = enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window)
-                             : hp->causal           ? (double)L * (L + 1) / 2
-                                                    : (double)L * L;
+        /* a causal layer's pairs: the diagonal and half the rest */
+        const double all =
+            enc_layer_local(hp, l) ? (double)mask_band_pairs(L, hp->local_window) : (double)L * L;
+        const double pairs = hp->causal ? (all + L) / 2 : all;
         flops += linears + 4.0 * B * hp->n_heads * pairs * E;
     }
     return flops;
