@@ -305,12 +305,14 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
             hp->ffn == ENC_FFN_MLP ? enc_activation_name(hp->activation) : enc_ffn_name(hp->ffn),
             hp->norm_first ? "pre-norm" : "post-norm", enc_model_param_count(m),
             enc_model_source(m), enc_model_sha256(m)[0] ? ", sha256 " : "", enc_model_sha256(m));
-    if (hp->position == ENC_POS_ROPE)
-        fprintf(stderr, "attnd: positions: rope, %s, theta %g%s%.4g, %d of %d dimensions a head\n",
-                enc_rope_style_name(hp->rope_style), hp->rope_theta,
-                hp->rope_ntk > 1.0 ? ", ntk factor " : "", hp->rope_ntk > 1.0 ? hp->rope_ntk : 0.0,
+    if (hp->position == ENC_POS_ROPE) {
+        char ntk[48] = "";
+        if (hp->rope_ntk > 1.0)
+            snprintf(ntk, sizeof ntk, ", ntk factor %.4g", hp->rope_ntk);
+        fprintf(stderr, "attnd: positions: rope, %s, theta %g%s, %d of %d dimensions a head\n",
+                enc_rope_style_name(hp->rope_style), hp->rope_theta, ntk,
                 hp->rope_dim ? hp->rope_dim : enc_head_dim(hp), enc_head_dim(hp));
-    else if (hp->position == ENC_POS_ALIBI)
+    } else if (hp->position == ENC_POS_ALIBI)
         fprintf(stderr, "attnd: positions: alibi, %d head slopes\n", hp->n_heads);
     else if (hp->dis.span)
         fprintf(stderr,
@@ -326,6 +328,22 @@ static void log_model(const attnd_config *cfg, const enc_model *m)
                 : hp->qk_norm_whole ? "q and k normed whole"
                                     : "q and k normed per head",
                 enc_head_dim(hp));
+    int local = 0;
+    for (int l = 0; l < hp->n_layers; l++)
+        local += enc_layer_local(hp, l);
+    if (local > 0) {
+        char theta[48] = "";
+        if (hp->position == ENC_POS_ROPE && hp->rope_theta_local > 0.0)
+            snprintf(theta, sizeof theta, ", rope theta %g", hp->rope_theta_local);
+        char seen[64];
+        if (hp->causal)
+            snprintf(seen, sizeof seen, "itself and the %d key%s before it", hp->local_window,
+                     hp->local_window == 1 ? "" : "s");
+        else
+            snprintf(seen, sizeof seen, "the keys within %d of it", hp->local_window);
+        fprintf(stderr, "attnd: layers: %d of %d local (each query seeing %s)%s\n", local,
+                hp->n_layers, seen, theta);
+    }
     if (hp->sublayer_norm)
         fprintf(stderr, "attnd: block: each sublayer's output normed before the residual add\n");
     if (hp->double_residual)

@@ -273,6 +273,13 @@ START_TEST(test_text_end_to_end)
              "\"global_offset\": 1, \"layers\": [%s, %s, %s, %s]}",
              LOCAL, FULL, LOCAL, FULL);
     expect_hyperparameters(d.port, want);
+    char *log = daemon_log(&d);
+    ck_assert_msg(strstr(log, "attnd: positions: rope, neox, theta 1e+06, 16 of 16 dimensions") &&
+                      strstr(log,
+                             "attnd: layers: 2 of 4 local (each query seeing the keys within 4 "
+                             "of it), rope theta 10000\n"),
+                  "%s", log);
+    free(log);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST

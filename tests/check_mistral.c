@@ -287,6 +287,13 @@ START_TEST(test_text_end_to_end)
              LOCAL, LOCAL);
     expect_hyperparameters(d.port, want);
     window_in_weights(d.port);
+    char *log = daemon_log(&d); /* the start-up lines say what was read */
+    ck_assert_msg(strstr(log, "attnd: positions: rope, neox, theta 10000, 8 of 8 dimensions a "
+                              "head\n") &&
+                      strstr(log, "attnd: layers: 2 of 2 local (each query seeing itself and the "
+                                  "5 keys before it)\n"),
+                  "%s", log);
+    free(log);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST

@@ -192,9 +192,9 @@ function denseOf(a, H) {
   });
 }
 
-// The CSR's pairs as allowed[i][j].
-function pairsOf(a) {
-  const c = readCsr(a, 1), n = c.indptr.length - 1;
+// The CSR's pairs as allowed[i][j] (H: the heads its values hold).
+function pairsOf(a, H = 1) {
+  const c = readCsr(a, H), n = c.indptr.length - 1;
   const A = Array.from({ length: n }, () => new Array(n).fill(false));
   for (let i = 0; i < n; i++) for (let e = c.indptr[i]; e < c.indptr[i + 1]; e++) A[i][c.indices[e]] = true;
   return A;
@@ -1187,6 +1187,35 @@ async function main() {
   lg = await linesOf();
   check(lg.length === 4 && lg.every((g) => g.layer === "3" && g.lines.every(([i, j]) => Math.abs(i - j) <= WM)) && lg[0].lines.length > 0,
         "modernbert lines view, layer 3: no line beyond the window");
+
+  // 14b. A decoder with a sliding window (tests/fixtures/hf/mistral_text: 2
+  //     layers, both local, causal within 6 keys): the model line says
+  //     causal, the causal box is checked and fixed, a text longer than the
+  //     window shows each query itself and the 5 keys before it alone, and
+  //     the labels and legend say so.
+  const dw = await startDaemon(["--model-dir", path.join(repoDir, "tests/fixtures/hf/mistral_text")]);
+  await page.goto(dw.base + "/#view=head&layer=1&head=0");
+  await page.waitForFunction(() => document.getElementById("results").dataset.state === "done");
+  check((await page.textContent("#model-info")).includes("causal attention"),
+        "mistral: the model line says causal: " + (await page.textContent("#model-info")));
+  check((await page.isChecked("#causal")) && (await page.isDisabled("#causal")), "mistral: the causal box is checked and fixed");
+  st = await runAndWait(page, async () => {
+    await page.fill("#text", "The quick brown fox jumps over the lazy dog.");
+    await page.click("#run");
+  });
+  check(st === "done", "mistral: ran: " + (await page.textContent("#error")));
+  api = await fetchSame(dw.base, await page.evaluate(() => window.attnd.lastRequest));
+  const NW = denseOf(api.attention_layers.find((x) => x.layer === 1).attention, 4)[0].length;
+  const causalBand = Array.from({ length: NW }, (_, i) => Array.from({ length: NW }, (_, j) => j <= i && i - j <= 5));
+  check(NW > 8 && JSON.stringify(pairsOf(api.attention_layers.find((x) => x.layer === 1).attention, 4)) === JSON.stringify(causalBand),
+        `mistral: attnd's CSR lists each query's own key and the 5 before it (${NW} tokens)`);
+  await checkPatternGrid(page, causalBand, NW, "mistral layer 1 (causal, window 6)");
+  check((await page.textContent("#pattern-legend")).includes("each query sees itself and the 5 keys before it"),
+        "mistral: the legend says what a query sees: " + (await page.textContent("#pattern-legend")));
+  await page.selectOption("#view", "model");
+  check((await page.$$eval("#model-view .mv-l", (els) => els.map((e) => e.textContent))).join(" | ") ===
+        "layer 0 (local, 5 back) | layer 1 (local, 5 back)", "mistral model view: the layers' labels");
+  await page.selectOption("#view", "head");
 
   // 15. The model's answer beside the attention (tests/fixtures/pipelines):
   //     a classifier's labels and scores, a masked LM's tokens at [MASK],
