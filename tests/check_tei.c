@@ -55,6 +55,22 @@ static json_t *pipeline(const char *name)
     return p;
 }
 
+/* The first label's score in a pipeline case's output. */
+static double case_score(const json_t *c)
+{
+    return json_number_value(
+        json_object_get(json_array_get(json_object_get(c, "output"), 0), "score"));
+}
+
+/* s: bert_rerank's model and tokenizer, to which a test adds
+ * sentence-transformers' files. */
+static void rerank_copy(scratch *s)
+{
+    scratch_make(s, PIPELINES "/bert_rerank", NULL, NULL,
+                 (const char *const[]){"model.safetensors", "tokenizer.json",
+                                       "tokenizer_config.json", NULL});
+}
+
 static void start_pipeline(const char *name)
 {
     char dir[512];
@@ -350,9 +366,7 @@ START_TEST(test_tei_rerank_st_modules)
 {
     json_t *p = pipeline("bert_rerank");
     scratch s;
-    scratch_make(&s, PIPELINES "/bert_rerank", NULL, NULL,
-                 (const char *const[]){"model.safetensors", "tokenizer.json",
-                                       "tokenizer_config.json", NULL});
+    rerank_copy(&s);
     scratch_write(&s, "modules.json",
                   "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
                   "\"sentence_transformers.base.modules.transformer.Transformer\"}]");
@@ -366,8 +380,7 @@ START_TEST(test_tei_rerank_st_modules)
     start_or_fail((const char *const[]){"--model-dir", s.dir, NULL}, NULL);
     const json_t *cases = json_object_get(p, "cases");
     const json_t *c = json_array_get(cases, 0);
-    const double want = json_number_value(
-        json_object_get(json_array_get(json_object_get(c, "output"), 0), "score"));
+    const double want = case_score(c);
     char *body = dump(json_pack("{s:O,s:[O]}", "query", json_object_get(c, "text"), "texts",
                                 json_object_get(c, "text_pair")),
                       JSON_COMPACT);
@@ -398,6 +411,113 @@ START_TEST(test_tei_rerank_st_modules)
 }
 END_TEST
 
+/* POST body to path: a 400 whose message holds want. */
+static void refused_400(const char *path, const char *body, const char *want)
+{
+    http_resp r;
+    ck_assert_int_eq(http_post_json(dp.port, path, body, &r), 0);
+    http_assert_error(&r, 400, "invalid_request", want);
+    http_resp_free(&r);
+}
+
+/* The first label's score /v1/predict gives a [query, passage] pair, with
+ * prompt_name when not NULL. */
+static double pair_score(const char *query, const json_t *passage, const char *prompt_name)
+{
+    json_t *body = json_pack("{s:[[s,O]]}", "inputs", query, passage);
+    if (prompt_name)
+        json_object_set_new(body, "prompt_name", json_string(prompt_name));
+    char *text = dump(body, JSON_COMPACT);
+    json_t *got = post_ok("/v1/predict", text);
+    const json_t *first = json_array_get(json_array_get(json_object_get(got, "predictions"), 0), 0);
+    const double score = json_number_value(json_object_get(first, "score"));
+    json_decref(got);
+    free(text);
+    return score;
+}
+
+/* A CrossEncoder's prompts (sentence-transformers 5.4+:
+ * config_sentence_transformers.json's model_type CrossEncoder, prompts,
+ * default_prompt_name) go before each pair's first text, as its predict and
+ * rank put them (its input formatter's prepend_prompt_to_texts).  With the
+ * default prompt "What is ", the query "the capital of France?" scores as
+ * the pipeline's "What is the capital of France?" (transformers in torch)
+ * on /v1/predict, TEI's /predict and /rerank, and tokenizes to its ids;
+ * prompt_name "how" makes "bake bread?" the pipeline's "How do I bake
+ * bread?", and "none" leaves a text as it is.  Another model's pairs get no
+ * prompt, and /v1/predict refuses its prompt_name. */
+START_TEST(test_cross_encoder_prompts)
+{
+    json_t *p = pipeline("bert_rerank");
+    const json_t *cases = json_object_get(p, "cases");
+    const json_t *c0 = json_array_get(cases, 0), *c4 = json_array_get(cases, 4);
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "text")),
+                     "What is the capital of France?");
+    ck_assert_str_eq(json_string_value(json_object_get(c4, "text")), "How do I bake bread?");
+    const double want0 = case_score(c0);
+    const double want4 = case_score(c4);
+    const json_t *passage0 = json_object_get(c0, "text_pair"),
+                 *passage4 = json_object_get(c4, "text_pair");
+    scratch s;
+    rerank_copy(&s);
+    scratch_write(&s, "config_sentence_transformers.json",
+                  "{\"model_type\": \"CrossEncoder\", \"prompts\": {\"what\": \"What is \", "
+                  "\"how\": \"How do I \", \"none\": \"\"}, \"default_prompt_name\": \"what\"}");
+    start_or_fail((const char *const[]){"--model-dir", s.dir, NULL}, NULL);
+    double got = pair_score("the capital of France?", passage0, NULL);
+    ck_assert_msg(fabs(got - want0) < 1e-5, "/v1/predict, the default prompt: %g, want %g", got,
+                  want0);
+    got = pair_score("bake bread?", passage4, "how");
+    ck_assert_msg(fabs(got - want4) < 1e-5, "/v1/predict, prompt_name how: %g, want %g", got,
+                  want4);
+    got = pair_score("What is the capital of France?", passage0, "none");
+    ck_assert_msg(fabs(got - want0) < 1e-5, "/v1/predict, prompt_name none: %g, want %g", got,
+                  want0);
+    char *body =
+        dump(json_pack("{s:s,s:[O]}", "query", "the capital of France?", "texts", passage0),
+             JSON_COMPACT);
+    json_t *r = post_ok("/rerank", body);
+    got = json_number_value(json_object_get(json_array_get(r, 0), "score"));
+    ck_assert_msg(fabs(got - want0) < 1e-5, "/rerank: %g, want %g", got, want0);
+    json_decref(r);
+    free(body);
+    body =
+        dump(json_pack("{s:[[s,O]]}", "inputs", "the capital of France?", passage0), JSON_COMPACT);
+    r = post_ok("/predict", body);
+    got = json_number_value(json_object_get(json_array_get(json_array_get(r, 0), 0), "score"));
+    ck_assert_msg(fabs(got - want0) < 1e-5, "/predict: %g, want %g", got, want0);
+    json_decref(r);
+    free(body);
+    body = dump(json_pack("{s:[[s,O]]}", "text", "the capital of France?", passage0), JSON_COMPACT);
+    r = post_ok("/v1/tokenize", body);
+    const json_t *toks = json_array_get(json_object_get(r, "tokens"), 0),
+                 *ids = json_object_get(c0, "input_ids");
+    ck_assert_uint_eq(json_array_size(toks), json_array_size(ids));
+    for (size_t i = 0; i < json_array_size(ids); i++)
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(toks, i), "id")),
+                         json_integer_value(json_array_get(ids, i)));
+    json_decref(r);
+    free(body);
+    refused_400("/v1/predict", "{\"inputs\": [[\"a\", \"b\"]], \"prompt_name\": \"query\"}",
+                "prompt_name 'query' is not one of the model's prompts: what, how, none");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    /* a model that is not a CrossEncoder: no prompt on its pairs' scores */
+    scratch_write(&s, "config_sentence_transformers.json",
+                  "{\"prompts\": {\"what\": \"What is \"}, \"default_prompt_name\": \"what\"}");
+    start_or_fail((const char *const[]){"--model-dir", s.dir, NULL}, NULL);
+    got = pair_score("What is the capital of France?", passage0, NULL);
+    ck_assert_msg(fabs(got - want0) < 1e-5, "not a CrossEncoder: %g, want %g", got, want0);
+    refused_400("/v1/predict", "{\"inputs\": [[\"a\", \"b\"]], \"prompt_name\": \"what\"}",
+                "prompt_name: this route takes a CrossEncoder's prompts only");
+    refused_400("/v1/tokenize", "{\"text\": [[\"a\", \"b\"]], \"prompt_name\": \"what\"}",
+                "text[0] is a [text, text_pair] pair; prompt_name is only used with single texts "
+                "(and a CrossEncoder's pairs)");
+    ck_assert_int_eq(daemon_stop(&dp), 0);
+    scratch_free(&s);
+    json_decref(p);
+}
+END_TEST
+
 /* /rerank: one query against its passages, by the cross-encoder's sigmoid
  * (the pipeline's score of each pair), highest first, with the text when
  * asked; raw_scores its logit; POST / with query the same; explain. */
@@ -416,8 +536,7 @@ START_TEST(test_tei_rerank)
         if (!json_equal(json_object_get(c, "text"), query))
             continue;
         json_array_append(texts, json_object_get(c, "text_pair"));
-        score[n++] = json_number_value(
-            json_object_get(json_array_get(json_object_get(c, "output"), 0), "score"));
+        score[n++] = case_score(c);
     }
     ck_assert_uint_ge(n, 3);
     for (int root = 0; root <= 1; root++) {
@@ -778,6 +897,7 @@ Suite *tei_suite(void)
     tcase_add_test(tc, test_tei_predict);
     tcase_add_test(tc, test_tei_rerank);
     tcase_add_test(tc, test_tei_rerank_st_modules);
+    tcase_add_test(tc, test_cross_encoder_prompts);
     tcase_add_loop_test(tc, test_tei_root_pipelines, 0, 2);
     tcase_add_test(tc, test_tei_sparse);
     tcase_add_test(tc, test_tei_tokenize_decode);

@@ -57,6 +57,8 @@ static int read_prompts(const char *dir, enc_st_text *t, enc_error *err)
     int rc = load(dir, NAME, &root, err);
     if (rc != ENC_OK || !root)
         return rc;
+    const json_t *type = json_object_get(root, "model_type");
+    t->cross_encoder = json_is_string(type) && strcmp(json_string_value(type), "CrossEncoder") == 0;
     json_t *prompts = json_object_get(root, "prompts");
     const json_t *def = json_object_get(root, "default_prompt_name");
     if (prompts && !json_is_null(prompts) && !json_is_object(prompts)) {

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A prompt: its name and the text prepended to an input. */
@@ -25,6 +26,10 @@ typedef struct enc_st_text {
     enc_st_prompt *prompts; /* owned (n_prompts), in the file's order */
     size_t n_prompts;
     char *default_prompt_name; /* owned: one of the prompts' names, or NULL */
+    /* config_sentence_transformers.json's model_type is "CrossEncoder"
+     * (sentence-transformers 5.4+): its predict and rank put the prompt
+     * before a pair's first text */
+    bool cross_encoder;
 } enc_st_text;
 
 /* Reads dir/sentence_bert_config.json and dir/config_sentence_transformers.json

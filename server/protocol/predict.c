@@ -45,6 +45,7 @@ static const field_spec BODY_FIELDS[] = {
     {.name = "raw_scores", .type = FIELD_BOOL},
     TEXT_FIELD_TRUNCATE,
     TEXT_FIELD_DIRECTION,
+    TEXT_FIELD_PROMPT_NAME,
     {.name = "explain", .type = FIELD_BOOL},
     {.name = "explain_from", .type = FIELD_INT, .min = 0, .max = INT_MAX},
     {.name = "model", .type = FIELD_STRING},
@@ -210,7 +211,7 @@ static int parse_body(predict_request *p, json_t *root, const proto_input *in, a
     if (!(p->head = predict_head(in->ctx, err)) || parse_options(p, root, err) < 0)
         return -1;
     text_options o;
-    if (text_read_options(root, in->ctx, TEXT_OPT_AUTO, &o, err) < 0)
+    if (text_read_options(root, in->ctx, TEXT_OPT_AUTO | TEXT_OPT_SCORE, &o, err) < 0)
         return -1;
     o.flags |= TEXT_SPECIALS;
     return predict_prepare(p, fields_get(root, "inputs"), "inputs", &o, in, err);

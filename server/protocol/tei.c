@@ -96,12 +96,14 @@ static int get_bool(const json_t *o, const char *key, bool def, bool *out, api_e
 }
 
 /* truncate (default server.auto_truncate), truncation_direction (TEI's
- * "Right", "right", "Left", "left") and, with prompts, prompt_name (default:
- * the model's default prompt), their types checked here as TEI's framework
- * does: the tokenizing options (text.h), with the special tokens. */
-static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_options *opts,
+ * "Right", "right", "Left", "left") and, with TEXT_OPT_PROMPT in what,
+ * prompt_name (default: the model's default prompt), their types checked
+ * here as TEI's framework does: the tokenizing options (text.h), with the
+ * special tokens.  TEXT_OPT_SCORE: a CrossEncoder's default prompt. */
+static int text_opts(const json_t *o, const proto_input *in, unsigned what, text_options *opts,
                      api_error *err)
 {
+    const bool prompts = what & TEXT_OPT_PROMPT;
     bool truncate;
     if (get_bool(o, "truncate", false, &truncate, err) < 0)
         return -1;
@@ -116,8 +118,7 @@ static int text_opts(const json_t *o, const proto_input *in, bool prompts, text_
         return INVALID("`prompt_name` must be a string, not %s", fields_kind(prompt));
     if (prompt && !prompts)
         return INVALID("`prompt_name` is not taken by this route");
-    if (text_read_options(o, in->ctx, TEXT_OPT_AUTO | (prompts ? TEXT_OPT_PROMPT : 0), opts, err) <
-        0)
+    if (text_read_options(o, in->ctx, TEXT_OPT_AUTO | what, opts, err) < 0)
         return -1;
     opts->flags |= TEXT_SPECIALS;
     return 0;
@@ -244,7 +245,7 @@ static int parse_embed(tei_state *t, const json_t *root, const proto_input *in, 
     const json_t *inputs = fields_get(root, "inputs");
     text_options opts;
     if (embed_form(inputs, err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
-        text_opts(root, in, true, &opts, err) < 0)
+        text_opts(root, in, TEXT_OPT_PROMPT, &opts, err) < 0)
         return -1;
     opts.flags |= TEXT_IDS;
     if (t->route == TEI_ROUTE_EMBED) {
@@ -353,7 +354,7 @@ static int parse_predict(tei_state *t, const json_t *root, const proto_input *in
         return WRONG_MODEL("Model is not a classifier model");
     t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
-    if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
+    if (text_opts(root, in, TEXT_OPT_SCORE, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0)
         return -1;
     const json_t *v = fields_get(root, "inputs");
@@ -378,7 +379,7 @@ static int parse_rerank(tei_state *t, const json_t *root, const proto_input *in,
         return WRONG_MODEL("model is not a re-ranker model");
     t->p.head = enc_model_head(in->ctx->model);
     text_options opts;
-    if (text_opts(root, in, false, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
+    if (text_opts(root, in, TEXT_OPT_SCORE, &opts, err) < 0 || tei_scores(t, root, err) < 0 ||
         explain_option(t, root, err) < 0 ||
         get_bool(root, "return_text", false, &t->return_text, err) < 0)
         return -1;
@@ -418,7 +419,7 @@ static int parse_similarity(tei_state *t, const json_t *root, const proto_input 
     if (kind_of(in->ctx) != KIND_EMBEDDING)
         return WRONG_MODEL("Model is not an embedding model");
     text_options opts;
-    if (text_opts(params ? params : root, in, true, &opts, err) < 0)
+    if (text_opts(params ? params : root, in, TEXT_OPT_PROMPT, &opts, err) < 0)
         return -1;
     json_t *all = json_pack("[O]", source);
     json_array_extend(all, (json_t *)(uintptr_t)sentences);
@@ -468,7 +469,7 @@ static int parse_pipeline(tei_state *t, const json_t *root, const proto_input *i
     p->aggregate = !a || strcmp(a, "simple") == 0;
     text_options opts;
     if (texts_only(inputs, "inputs", err) < 0 || check_empty(inputs, "inputs", err) < 0 ||
-        text_opts(params ? params : root, in, false, &opts, err) < 0)
+        text_opts(params ? params : root, in, TEXT_OPT_SCORE, &opts, err) < 0)
         return -1;
     t->single = json_is_string(inputs);
     return predict_prepare(p, (json_t *)(uintptr_t)inputs, "inputs", &opts, in, err);

@@ -100,11 +100,17 @@ int text_read_options(const json_t *root, const api_ctx *ctx, unsigned what, tex
     const json_t *dir = fields_get(root, "truncation_direction");
     const char *d = json_string_value(dir); /* one of TEXT_DIRECTIONS: checked */
     o->direction = d && (d[0] == 'l' || d[0] == 'L') ? TOK_TRUNCATE_LEFT : TOK_TRUNCATE_RIGHT;
-    if (!(what & TEXT_OPT_PROMPT))
-        return 0;
+    const enc_st_text *st = ctx->sentence;
+    const bool cross_encoder = st && st->cross_encoder;
     const json_t *name = fields_get(root, "prompt_name");
+    if (!(what & TEXT_OPT_PROMPT) && !((what & TEXT_OPT_SCORE) && cross_encoder))
+        return name && (what & TEXT_OPT_SCORE)
+                   ? BAD("prompt_name: this route takes a CrossEncoder's prompts only "
+                         "(config_sentence_transformers.json's model_type CrossEncoder), and the "
+                         "model is not one")
+                   : 0;
+    o->pair_prompt = cross_encoder;
     if (!name) { /* sentence-transformers' encode: the default prompt, where there is one */
-        const enc_st_text *st = ctx->sentence;
         o->prompt =
             st && st->default_prompt_name ? text_prompt(ctx, st->default_prompt_name) : NULL;
         return 0;
@@ -344,10 +350,12 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
             return BAD("%s must be a string or a [text, text_pair] pair of strings", at);
         a = json_array_get(item, 0);
         b = json_array_get(item, 1);
-        if (o->prompt_given)
+        if (o->prompt_given && (!o->pair_prompt || o->pair_template))
             return BAD("%s is a [text, text_pair] pair; prompt_name is only used with single "
-                       "texts",
-                       at);
+                       "texts%s",
+                       at,
+                       o->pair_template ? " (a pair takes model.rerank_template's form)"
+                                        : " (and a CrossEncoder's pairs)");
         if (o->pair_template)
             return templated(tok, a, b, at, o, max, from, e, err);
     } else if (!json_is_string(item)) {
@@ -356,7 +364,7 @@ static int one(const tok_tokenizer *tok, const json_t *item, const char *at, con
     }
     size_t alen = json_string_length(a);
     const char *atext = json_string_value(a);
-    if (o->prompt && !b && !(atext = prompted(sc, o->prompt, atext, &alen)))
+    if (o->prompt && (!b || o->pair_prompt) && !(atext = prompted(sc, o->prompt, atext, &alen)))
         return api_error_set(err, API_UNAVAILABLE, "out of memory");
     enc_error ee = {0};
     size_t whole = 0;

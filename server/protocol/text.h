@@ -78,9 +78,12 @@ typedef struct text_options {
     unsigned flags;          /* TEXT_* */
     tok_direction direction; /* with TEXT_TRUNCATE: TOK_TRUNCATE_RIGHT keeps a text's first
                                 tokens, TOK_TRUNCATE_LEFT its last */
-    const char *prompt;      /* prepended to every single text (not a pair's), as
-                                sentence-transformers' encode does; NULL: none */
-    bool prompt_given;       /* the request named it: a pair is then refused */
+    const char *prompt;      /* prepended to every single text, as sentence-transformers'
+                                encode does, and with pair_prompt to a pair's first;
+                                NULL: none */
+    bool prompt_given;       /* the request named it: a pair is then refused but with
+                                pair_prompt */
+    bool pair_prompt;        /* the model is a CrossEncoder (enc_st_text.cross_encoder) */
     /* a [query, document] pair made one text (api_ctx.pair_template;
        text_tokenize sets it); NULL: the tokenizer's pair */
     const char *pair_template;
@@ -105,6 +108,10 @@ extern const char *const TEXT_DIRECTIONS[]; /* "right", "left", "Right", "Left" 
 enum {
     TEXT_OPT_AUTO = 1,   /* "truncate" absent: ctx->auto_truncate (else false) */
     TEXT_OPT_PROMPT = 2, /* "prompt_name"; absent: the model's default prompt, if any */
+    /* a scoring route (/v1/predict, TEI's /predict and /rerank): a
+     * CrossEncoder's prompts as TEXT_OPT_PROMPT reads them (its predict and
+     * rank apply them); another model's none, and a prompt_name refused */
+    TEXT_OPT_SCORE = 4,
 };
 
 /* A request's "truncate", "truncation_direction" and (TEXT_OPT_PROMPT)
