@@ -803,14 +803,18 @@ START_TEST(test_tei_prompts_truncation)
 }
 END_TEST
 
-/* GET /info: the model's kind as TEI names it, its labels, the limits. */
+/* GET /info: the model's kind as TEI names it (an embedding model's pooling
+ * as TEI's Pool prints it: cls, mean, splade, last_token), its labels, the
+ * limits. */
 START_TEST(test_tei_info)
 {
     static const struct {
-        const char *dir, *kind;
-    } cases[] = {{TEXT_DIR, "embedding"},
-                 {PIPELINES "/bert_text_cls", "classifier"},
-                 {PIPELINES "/bert_rerank", "reranker"}};
+        const char *dir, *kind, *pooling;
+        int max_input;
+    } cases[] = {{TEXT_DIR, "embedding", "mean", 64},
+                 {TESTS_DIR "/fixtures/hf/mistral_text", "embedding", "last_token", 128},
+                 {PIPELINES "/bert_text_cls", "classifier", NULL, 64},
+                 {PIPELINES "/bert_rerank", "reranker", NULL, 64}};
     const char *dir = cases[_i].dir, *kind = cases[_i].kind;
     start_or_fail((const char *const[]){"--model-dir", dir, "--max-batch", "8", NULL}, NULL);
     http_resp r;
@@ -819,11 +823,12 @@ START_TEST(test_tei_info)
     json_t *j = json_loads(r.body, 0, NULL), *type = json_object_get(j, "model_type");
     ck_assert_msg(json_object_get(type, kind), "%s: %s", dir, r.body);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_client_batch_size")), 8);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "max_input_length")), 64);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "max_input_length")),
+                     cases[_i].max_input);
     ck_assert_str_eq(json_string_value(json_object_get(j, "model_dtype")), "float32");
-    if (strcmp(kind, "embedding") == 0)
+    if (cases[_i].pooling)
         ck_assert_str_eq(json_string_value(json_object_get(json_object_get(type, kind), "pooling")),
-                         "mean");
+                         cases[_i].pooling);
     else
         ck_assert_uint_ge(
             json_object_size(json_object_get(json_object_get(type, kind), "id2label")), 1);
@@ -901,7 +906,7 @@ Suite *tei_suite(void)
     tcase_add_loop_test(tc, test_tei_root_pipelines, 0, 2);
     tcase_add_test(tc, test_tei_sparse);
     tcase_add_test(tc, test_tei_tokenize_decode);
-    tcase_add_loop_test(tc, test_tei_info, 0, 3);
+    tcase_add_loop_test(tc, test_tei_info, 0, 4);
     tcase_add_test(tc, test_tei_errors);
     tcase_add_test(tc, test_tei_prompts_truncation);
     return s;

@@ -928,8 +928,10 @@ static json_t *model_type(const proto_server *sv)
     const api_ctx *ctx = sv->ctx;
     const enc_head_info *h = enc_model_head(ctx->model);
     switch (kind_of(ctx)) {
-    case KIND_EMBEDDING:
-        return json_pack("{s:{s:s}}", "embedding", "pooling", enc_pooling_name(sv->pooling->mode));
+    case KIND_EMBEDDING: /* TEI's Pool as it prints it: last_token, not attnd's "last" */
+        return json_pack("{s:{s:s}}", "embedding", "pooling",
+                         sv->pooling->mode == ENC_POOL_LAST ? "last_token"
+                                                            : enc_pooling_name(sv->pooling->mode));
     case KIND_CLASSIFIER:
         return json_pack("{s:o}", "classifier", labels_of(h));
     case KIND_RERANKER:
