@@ -74,7 +74,8 @@ END_TEST
 /* MistralConfig's defaults where fields are absent (sliding_window 4096,
  * num_key_value_heads 8) or null (no window; the heads), transformers 5's
  * rope_parameters, and the fields MistralModel does not read (is_causal,
- * layer_types) changing nothing. */
+ * layer_types) changing nothing; use_bidirectional_attention (TEI's) without
+ * a window. */
 START_TEST(test_defaults_and_5x_form)
 {
     static const char *const no_window[] = {"sliding_window", NULL};
@@ -84,18 +85,22 @@ START_TEST(test_defaults_and_5x_form)
         const char *const *remove;
         int every, window, kv; /* window -1: none */
         double theta;
+        bool causal;
     } cases[] = {
-        {"{}", no_window, 3, 4095, 2, 10000.0},
-        {"{\"sliding_window\": null}", NULL, 1, -1, 2, 10000.0},
-        {"{\"sliding_window\": 1}", NULL, 3, 0, 2, 10000.0},
-        {"{\"sliding_window\": 2000000}", NULL, 1, -1, 2, 10000.0}, /* beyond any sequence */
-        {"{}", no_kv, 3, WINDOW - 1, 8, 10000.0},
-        {"{\"num_key_value_heads\": null}", NULL, 3, WINDOW - 1, 4, 10000.0},
+        {"{}", no_window, 3, 4095, 2, 10000.0, true},
+        {"{\"sliding_window\": null}", NULL, 1, -1, 2, 10000.0, true},
+        {"{\"sliding_window\": 1}", NULL, 3, 0, 2, 10000.0, true},
+        {"{\"sliding_window\": 2000000}", NULL, 1, -1, 2, 10000.0, true}, /* beyond any sequence */
+        {"{}", no_kv, 3, WINDOW - 1, 8, 10000.0, true},
+        {"{\"num_key_value_heads\": null}", NULL, 3, WINDOW - 1, 4, 10000.0, true},
         {"{\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}, "
          "\"rope_theta\": null, \"dtype\": \"float32\", \"torch_dtype\": null}",
-         NULL, 3, WINDOW - 1, 2, 1000000.0},
+         NULL, 3, WINDOW - 1, 2, 1000000.0, true},
         {"{\"is_causal\": false, \"layer_types\": [\"full_attention\", \"full_attention\"]}", NULL,
-         3, WINDOW - 1, 2, 10000.0},
+         3, WINDOW - 1, 2, 10000.0, true},
+        /* TEI's reading of the field, without a window */
+        {"{\"use_bidirectional_attention\": true, \"sliding_window\": null}", NULL, 1, -1, 2,
+         10000.0, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         scratch s;
@@ -109,7 +114,7 @@ START_TEST(test_defaults_and_5x_form)
             ck_assert_int_eq(c.hp.local_window, cases[i].window);
         ck_assert(enc_layer_local(&c.hp, 1) == (cases[i].window >= 0));
         ck_assert_int_eq(c.hp.n_kv_heads, cases[i].kv);
-        ck_assert(c.hp.rope_theta == cases[i].theta && c.hp.causal);
+        ck_assert(c.hp.rope_theta == cases[i].theta && c.hp.causal == cases[i].causal);
         scratch_free(&s);
     }
 }
@@ -170,6 +175,8 @@ START_TEST(test_bad_directory_refused)
 {
     static const config_refusal cases[] = {
         {"{\"sliding_window\": 0}", "config.json: 'sliding_window' is not a positive integer"},
+        {"{\"use_bidirectional_attention\": true}",
+         "config.json: use_bidirectional_attention true with sliding_window 6 is not supported"},
         {"{\"sliding_window\": \"4096\"}",
          "config.json: 'sliding_window' is not a positive integer"},
         {"{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}",

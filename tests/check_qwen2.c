@@ -128,6 +128,35 @@ START_TEST(test_forward_and_naive_match)
 }
 END_TEST
 
+/* use_bidirectional_attention true (TEI's reading, the field of the Qwen3
+ * embedders that attend both ways) in place of is_causal false: the same
+ * bidirectional model, the fixture's outputs again; false (or absent) with
+ * is_causal absent: causal. */
+START_TEST(test_bidirectional_flag)
+{
+    hf_case k;
+    hf_case_load(&k, QWEN2);
+    static const char *const files[] = {"model.safetensors", NULL};
+    scratch s;
+    scratch_make(&s, QWEN2, "{\"is_causal\": null, \"use_bidirectional_attention\": true}", NULL,
+                 files);
+    enc_model *m = hf_load(s.dir);
+    ck_assert(!m->hp.causal);
+    k.in.mask.causal = false;
+    hf_case_expect(&k, m, NULL, TOL, 0.0);
+    enc_model_free(m);
+    scratch_free(&s);
+    scratch_make(&s, QWEN2, "{\"is_causal\": null, \"use_bidirectional_attention\": false}", NULL,
+                 NULL);
+    enc_hf_config c;
+    enc_error err = {0};
+    ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s", err.message);
+    ck_assert(c.hp.causal);
+    scratch_free(&s);
+    hf_case_free(&k);
+}
+END_TEST
+
 /* What transformers (or gte-Qwen2's code) computes otherwise is refused
  * naming the field; attnd itself refuses such a directory at start-up in
  * one line. */
@@ -135,6 +164,8 @@ START_TEST(test_bad_directory_refused)
 {
     static const config_refusal cases[] = {
         {"{\"is_causal\": \"no\"}", "config.json: 'is_causal'"},
+        {"{\"use_bidirectional_attention\": 1}",
+         "config.json: 'use_bidirectional_attention' is not true or false"},
         {"{\"use_sliding_window\": true}", "config.json: use_sliding_window true is not supported"},
         {"{\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
          "config.json: layer_types[1] is not supported unless full_attention"},
@@ -183,6 +214,7 @@ Suite *qwen2_suite(void)
     tcase_add_test(tc, test_config_read);
     tcase_add_test(tc, test_tensors_bound);
     tcase_add_test(tc, test_forward_and_naive_match);
+    tcase_add_test(tc, test_bidirectional_flag);
     tcase_add_test(tc, test_bad_directory_refused);
     tcase_add_test(tc, test_text_end_to_end);
     return s;

@@ -163,6 +163,12 @@ START_TEST(test_5x_form_and_defaults)
     scratch_make(&s, QWEN3, "{\"rope_theta\": null}", NULL, NULL);
     ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s", err.message);
     ck_assert(c.hp.rope_theta == 10000.0); /* Qwen3Config's default */
+    ck_assert(c.hp.causal);
+    scratch_free(&s);
+    /* voyage-4-nano's and pplx-embed's field: attention both ways */
+    scratch_make(&s, QWEN3, "{\"use_bidirectional_attention\": true}", NULL, NULL);
+    ck_assert_msg(enc_hf_config_read(s.dir, &c, &err) == 0, "%s", err.message);
+    ck_assert(!c.hp.causal);
     scratch_free(&s);
     static const char *const files[] = {"model.safetensors", NULL};
     scratch_make(&s, QWEN3, "{\"num_key_value_heads\": null, \"head_dim\": null}", NULL, files);

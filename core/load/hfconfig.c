@@ -839,9 +839,12 @@ typedef enum { DEC_QWEN2, DEC_QWEN3, DEC_MISTRAL } decoder_kind;
  *
  * Qwen's attention is causal on every layer unless is_causal is false
  * (gte-Qwen2's config.json: the bidirectional attention its own modelling
- * code computes, which vLLM honours too).  Refused: Qwen3's attention_bias
- * true (no published checkpoint's), a sliding window (use_sliding_window
- * true in 4.x, a sliding_attention layer_types entry in 5.x).
+ * code computes, which vLLM honours too) or use_bidirectional_attention
+ * true (voyageai/voyage-4-nano's and perplexity-ai's pplx-embed's Qwen3:
+ * the attention their code computes, which TEI honours).  Refused: Qwen3's
+ * attention_bias true (no published checkpoint's), a sliding window
+ * (use_sliding_window true in 4.x, a sliding_attention layer_types entry in
+ * 5.x).
  *
  * Mistral's is causal, and on every layer within sliding_window W
  * (MistralConfig's default 4096 where the field is absent; null: none):
@@ -850,18 +853,21 @@ typedef enum { DEC_QWEN2, DEC_QWEN3, DEC_MISTRAL } decoder_kind;
  * W - 1 on every layer (global_every one more than the layers).
  * num_key_value_heads absent is MistralConfig's 8, null the heads.  Not
  * read, as MistralModel reads neither: is_causal, layer_types (5.x's
- * MistralConfig warns of it). */
+ * MistralConfig warns of it).  use_bidirectional_attention true (TEI's
+ * reading) attends both ways, with sliding_window null only: no code
+ * defines a window both ways for Mistral. */
 static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind, enc_error *err)
 {
     enc_hparams *hp = &c->hp;
     const bool qwen3 = kind == DEC_QWEN3, mistral = kind == DEC_MISTRAL;
-    bool attn_bias = false, sliding = false, causal = true;
+    bool attn_bias = false, sliding = false, causal = true, bidir = false;
     int window = 4096, rc;
     if (mistral && !json_object_get(root, "num_key_value_heads"))
         hp->n_kv_heads = 8;
     if ((qwen3 && (rc = bool_field(root, "attention_bias", false, &attn_bias, err)) < 0) ||
         (!mistral && (rc = bool_field(root, "use_sliding_window", false, &sliding, err)) < 0) ||
         (!mistral && (rc = bool_field(root, "is_causal", true, &causal, err)) < 0) ||
+        (rc = bool_field(root, "use_bidirectional_attention", false, &bidir, err)) < 0 ||
         (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
         (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0)
         return rc;
@@ -901,13 +907,20 @@ static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind,
                                  hp->n_layers, ENC_MAX_LAYERS - 1);
         if (window > ENC_MAX_POSITION)
             window = 0; /* wider than any sequence attnd takes: every key in reach */
+        if (bidir && window > 0)
+            return enc_error_set(
+                err, ENC_EINVAL,
+                "config.json: use_bidirectional_attention true with sliding_window "
+                "%d is not supported (no code defines Mistral's window both ways; "
+                "sliding_window null: every key)",
+                window);
     }
     hp->norm_first = true;
     hp->bias = kind == DEC_QWEN2; /* Qwen2's on q, k and v (checkpoint.c names no other) */
     hp->norm = ENC_NORM_RMS;
     hp->final_norm = true;
     hp->qk_norm = qwen3;
-    hp->causal = causal;
+    hp->causal = causal && !bidir;
     if (window > 0) { /* every layer local: l mod (n + 1) = n never holds */
         hp->global_every = hp->n_layers + 1;
         hp->global_offset = hp->n_layers;
