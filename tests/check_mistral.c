@@ -188,6 +188,9 @@ START_TEST(test_bad_directory_refused)
         {"{\"head_dim\": 16}",
          "tensor 'layers.0.self_attn.q_proj.weight' has shape [32, 32], expected [64, 32]"},
         {"{\"num_hidden_layers\": 1}", "unexpected tensor 'layers.1."},
+        {"{\"num_hidden_layers\": 256}",
+         "config.json: a sliding_window over num_hidden_layers 256 is not supported (at most "
+         "255)"},
     };
     refused_edits(MISTRAL, cases, sizeof cases / sizeof *cases);
     edit_startup_refused(MISTRAL, "{\"sliding_window\": 0}",

@@ -900,13 +900,13 @@ static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind,
             window = 0; /* none */
         else if ((rc = opt_int_field(root, "sliding_window", 1, &window, err)) < 0)
             return rc;
+        if (window > ENC_MAX_POSITION)
+            window = 0; /* wider than any sequence attnd takes: every key in reach */
         if (window > 0 && hp->n_layers >= ENC_MAX_LAYERS)
             return enc_error_set(err, ENC_EINVAL,
                                  "config.json: a sliding_window over num_hidden_layers %d is not "
                                  "supported (at most %d)",
                                  hp->n_layers, ENC_MAX_LAYERS - 1);
-        if (window > ENC_MAX_POSITION)
-            window = 0; /* wider than any sequence attnd takes: every key in reach */
         if (bidir && window > 0)
             return enc_error_set(
                 err, ENC_EINVAL,
