@@ -334,6 +334,14 @@ typedef struct enc_embedding_info {
 } enc_embedding_info;
 const enc_embedding_info *enc_model_embedding(const enc_model *m);
 
+/* The model's own projection of its token states after the final norm
+ * (voyage-4-nano's linear.weight: config.json's num_labels rows of
+ * hidden_size, no bias; float32 whatever the model's dtype), which its
+ * embeddings are made from (model/pooling.h's enc_embedder.project).
+ * Borrowed; NULL for a model without one. */
+struct enc_dense;
+const struct enc_dense *enc_model_projection(const enc_model *m);
+
 /* ---- the checkpoint's task head (model/head.c) ---------------------------- */
 
 /* What a Hugging Face directory's architectures name on top of the encoder
@@ -425,7 +433,8 @@ size_t enc_head_floats(const enc_model *m, enc_head_output what, int B, int L);
  * with the key config.json keeps each under (for messages). */
 typedef struct enc_hf_config {
     char model_type[32]; /* bert | roberta | xlm-roberta | camembert | electra | distilbert |
-                            modernbert | mpnet | nomic_bert | new (GTE) | deberta-v2 */
+                            modernbert | mpnet | nomic_bert | new (GTE) | deberta-v2 | qwen2 |
+                            qwen3 | bidirectional_pplx_qwen3 | mistral | gemma3_text */
     enc_hparams hp;
     const char *key_d_model, *key_n_heads, *key_d_ff, *key_n_layers, *key_activation;
     const char *key_eps; /* NULL: the architecture fixes it (DistilBERT: 1e-12) */
@@ -458,6 +467,9 @@ typedef struct enc_hf_config {
     /* Gemma 3's scores are over sqrt(query_pre_attn_scalar), not sqrt(E);
      * 0: sqrt(E) */
     double query_pre_attn_scalar;
+    /* Qwen3's num_labels where config.json gives that field: the rows of
+     * voyage-4-nano's projection (linear.weight); 0: not given */
+    int num_labels;
 } enc_hf_config;
 
 /* Reads dir/config.json, in the form transformers 4.x or 5.x writes it

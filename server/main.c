@@ -220,13 +220,16 @@ static bool some_prompt(const enc_st_text *st)
  * mean and normalized.  0, or -1 with err set (a module attnd does not run,
  * or a Pooling module that leaves the prompts' tokens out: the caller adds
  * how to do without them). */
-static int pooling_from_config(const attnd_config *cfg, int d_model, const enc_st_text *sentence,
-                               enc_st_config *st, server_text *t, enc_error *err)
+static int pooling_from_config(const attnd_config *cfg, const enc_model *m,
+                               const enc_st_text *sentence, enc_st_config *st, server_text *t,
+                               enc_error *err)
 {
     const bool pool_auto = cfg->model.pooling == ENC_POOL_AUTO,
                norm_auto = cfg->model.normalize < 0;
+    const enc_dense *project = enc_model_projection(m);
+    const int width = project ? project->out : enc_model_hparams(m)->d_model;
     if (cfg->model.dir && (pool_auto || norm_auto) &&
-        enc_st_config_read(cfg->model.dir, d_model, st, err) < 0)
+        enc_st_config_read(cfg->model.dir, width, st, err) < 0)
         return -1;
     if (st->found && !st->include_prompt && some_prompt(sentence)) {
         enc_error_set(err, ENC_EINVAL,
@@ -237,8 +240,12 @@ static int pooling_from_config(const attnd_config *cfg, int d_model, const enc_s
     }
     /* the settings over the directory's modules over the default */
     enc_embedder *e = &t->pooling;
-    *e = (enc_embedder){
-        .mode = ENC_POOL_MEAN, .normalize = true, .dense = st->dense, .n_dense = st->n_dense};
+    *e = (enc_embedder){.mode = ENC_POOL_MEAN,
+                        .normalize = true,
+                        .project = project,
+                        .dense = st->dense,
+                        .n_dense = st->n_dense,
+                        .int8_tanh = st->int8_tanh};
     if (st->found)
         e->mode = st->pooling, e->normalize = st->normalize;
     if (!pool_auto)
@@ -407,14 +414,18 @@ static void log_text(const attnd_config *cfg, const enc_model *m, const server_t
 static void log_embeddings(const enc_model *m, const server_text *t)
 {
     const enc_embedder *e = &t->pooling;
-    char dense[256] = "";
+    char project[64] = "", dense[256] = "";
+    if (e->project)
+        snprintf(project, sizeof project, "the model's projection %d -> %d, ", e->project->in,
+                 e->project->out);
     size_t n = 0;
     for (int i = 0; i < e->n_dense && n < sizeof dense; i++)
         n += (size_t)snprintf(dense + n, sizeof dense - n, ", Dense %d -> %d%s", e->dense[i].in,
                               e->dense[i].out, e->dense[i].tanh ? " tanh" : "");
-    fprintf(stderr, "attnd: embeddings: %s pooling%s%s: %d dimensions (%s)\n",
-            enc_pooling_name(e->mode), dense, e->normalize ? ", normalized" : "",
-            enc_embed_width(e, enc_model_hparams(m)->d_model), t->pooling_from);
+    fprintf(stderr, "attnd: embeddings: %s%s pooling%s%s%s: %d dimensions (%s)\n", project,
+            enc_pooling_name(e->mode), dense, e->int8_tanh ? ", round(127 tanh) (int8)" : "",
+            e->normalize ? ", normalized" : "", enc_embed_width(e, enc_model_hparams(m)->d_model),
+            t->pooling_from);
 }
 
 /* model.rerank_template into t->pair_template (NULL: the tokenizer's pair)
@@ -485,8 +496,7 @@ static int load_model(const attnd_config *cfg, enc_model **model, tok_tokenizer 
     if ((!(*tokenizer = tokenizer_from_config(cfg, *model, early, &t->tokenizer_source, err)) &&
          err->status != ENC_OK) ||
         sentence_from_config(cfg, sentence, err) < 0 ||
-        (pooling_failed = pooling_from_config(cfg, enc_model_hparams(*model)->d_model, sentence,
-                                              modules, t, err) < 0)) {
+        (pooling_failed = pooling_from_config(cfg, *model, sentence, modules, t, err) < 0)) {
         fprintf(stderr, "attnd: %s\n%s", err->message, pooling_failed ? POOLING_HINT : "");
         return -1;
     }

@@ -99,7 +99,8 @@ START_TEST(test_dense_against_sentence_transformers)
     ck_assert_msg(enc_st_config_read(HF "/dense_text", 32, &c, &err) == 0, "%s", err.message);
     text_outputs o;
     outputs_open(&o, HF "/dense_text");
-    enc_embedder e = {c.pooling, c.normalize, c.dense, c.n_dense};
+    enc_embedder e = {
+        .mode = c.pooling, .normalize = c.normalize, .dense = c.dense, .n_dense = c.n_dense};
     ck_assert_int_eq(enc_embed_width(&e, o.D), 16);
     static const char *const names[] = {"sentence_embedding", "dense_embedding"};
     for (int k = 0; k < 2; k++) {
@@ -152,6 +153,65 @@ START_TEST(test_modes_worked)
     const float z[2] = {0, 0};
     enc_pool(z, 1, 1, 2, NULL, ENC_POOL_CLS, true, out);
     ck_assert(out[0] == 0 && out[1] == 0);
+}
+END_TEST
+
+/* The model's projection (voyage-4-nano's) against a naive one: every
+ * token projected in double, then pooled, in each mode (the code projects
+ * the pooled row for the linear modes, the tokens for max), and
+ * enc_project_tokens' packed rows; worked on the same x as
+ * test_modes_worked, projected 2 -> 3 by W = [[1, 0], [0, 1], [1, -2]]. */
+START_TEST(test_projection_worked)
+{
+    const float x[2 * 3 * 2] = {1, 2, 3, -4, 5, 0, -1, 6, 3, 2, 99, 99};
+    const int lengths[2] = {3, 2};
+    float w[3 * 2] = {1, 0, 0, 1, 1, -2};
+    const enc_dense project = {.in = 2, .out = 3, .weight = w};
+    /* the projected tokens, by hand: (x0, x1, x0 - 2 x1) */
+    const float tok[5 * 3] = {1,  2, -3,  3, -4, 11, 5, 0, 5, /* sequence 0 */
+                              -1, 6, -13, 3, 2,  -1 /* sequence 1 */};
+    enc_embedder e = {.project = &project};
+    ck_assert_int_eq(enc_token_width(&e, 2), 3);
+    ck_assert_int_eq(enc_embed_width(&e, 2), 3);
+    float *packed = enc_project_tokens(&e, x, 2, 3, 2, lengths);
+    ck_assert(max_abs_diff(packed, tok, 15) == 0.0);
+    free(packed);
+    static const struct {
+        enc_pooling mode;
+        float want[6];
+    } cases[] = {
+        {ENC_POOL_CLS, {1, 2, -3, -1, 6, -13}},
+        {ENC_POOL_LAST, {5, 0, 5, 3, 2, -1}},
+        {ENC_POOL_MEAN, {3, -2.0f / 3, 13.0f / 3, 1, 4, -7}},
+        /* max over the projected tokens: not the projected max (5, 2) -> (5, 2, 1) */
+        {ENC_POOL_MAX, {5, 2, 11, 3, 6, -1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        e.mode = cases[i].mode;
+        float *got = enc_embed(&e, x, 2, 3, 2, lengths, 0);
+        ck_assert_msg(max_abs_diff(got, cases[i].want, 6) < 1e-6, "%s",
+                      enc_pooling_name(cases[i].mode));
+        free(got);
+    }
+}
+END_TEST
+
+/* pplx-embed's quantizer: round(127 tanh(x)), after the pooling and before
+ * the norm: 127 tanh(0.01) = 1.27 -> 1, 127 tanh(-2) = -122.46 -> -122,
+ * 127 tanh(10) -> 127, 0 -> 0. */
+START_TEST(test_int8_tanh_worked)
+{
+    const float x[4] = {0.01f, -2.0f, 10.0f, 0.0f};
+    enc_embedder e = {.mode = ENC_POOL_CLS, .int8_tanh = true};
+    float *got = enc_embed(&e, x, 1, 1, 4, NULL, 0);
+    ck_assert(got[0] == 1 && got[1] == -122 && got[2] == 127 && got[3] == 0);
+    free(got);
+    e.normalize = true; /* TEI's /embed: the integers normalized */
+    got = enc_embed(&e, x, 1, 1, 4, NULL, 0);
+    const double n = sqrt(1.0 + 122.0 * 122 + 127.0 * 127);
+    ck_assert(fabs(got[0] - 1 / n) < 1e-7 && fabs(got[1] + 122 / n) < 1e-7 &&
+              fabs(got[2] - 127 / n) < 1e-7 && got[3] == 0);
+    free(got);
 }
 END_TEST
 
@@ -450,6 +510,8 @@ Suite *pooling_suite(void)
     TCase *tc = timed_case(s, "pooling", 60);
     tcase_add_test(tc, test_against_sentence_transformers);
     tcase_add_test(tc, test_modes_worked);
+    tcase_add_test(tc, test_projection_worked);
+    tcase_add_test(tc, test_int8_tanh_worked);
     tcase_add_test(tc, test_truncate);
     tcase_add_test(tc, test_st_files);
     tcase_add_test(tc, test_st_refusals);

@@ -63,6 +63,7 @@
     X(deberta, DAEMON) \
     X(qwen2, DAEMON) \
     X(qwen3, DAEMON) \
+    X(qwen3_embedders, DAEMON) \
     X(mistral, DAEMON) \
     X(reranker, DAEMON) \
     X(gemma3, DAEMON) \

@@ -398,6 +398,7 @@ static const scheme SCHEMES[] = {
      * model.layers... */
     {"qwen2", &QWEN, "model.", true, false},
     {"qwen3", &QWEN, "model.", true, false},
+    {"bidirectional_pplx_qwen3", &QWEN, "model.", true, false},
     {"mistral", &QWEN, "model.", true, false},
     /* EmbeddingGemma's file is Gemma3TextModel's (layers.{i}...) */
     {"gemma3_text", &GEMMA3, "model.", true, true},
@@ -1140,7 +1141,9 @@ static const embed_naming *embed_naming_of(const char *model_type)
                ? &NO_TYPES_EMBED
            : strcmp(model_type, "modernbert") == 0 ? &MODERNBERT_EMBED
            : strcmp(model_type, "nomic_bert") == 0 ? &NOMIC_EMBED
-           : strncmp(model_type, "qwen", 4) == 0 || strcmp(model_type, "mistral") == 0 ? &QWEN_EMBED
+           : strncmp(model_type, "qwen", 4) == 0 || strcmp(model_type, "mistral") == 0 ||
+                   strcmp(model_type, "bidirectional_pplx_qwen3") == 0
+               ? &QWEN_EMBED
            : strcmp(model_type, "gemma3_text") == 0 ? &GEMMA3_EMBED
                                                     : &BERT_EMBED;
 }
@@ -1538,6 +1541,25 @@ static int bind_head(loader *ld, enc_model *m, const char *dir, const enc_hf_con
     return rc;
 }
 
+/* voyage-4-nano's projection, as TEI's qwen3.rs reads it: with
+ * config.json's num_labels, a linear.weight (num_labels, hidden_size)
+ * beside the model's tensors (no prefix), no bias, through which every
+ * token state goes after the final norm.  Without num_labels the tensor is
+ * listed as ignored, as TEI skips it. */
+static int bind_projection(loader *ld, enc_model *m, const enc_hf_config *c)
+{
+    static const char name[] = "linear.weight";
+    if (c->num_labels <= 0 || !find(ld, name, NULL))
+        return ENC_OK;
+    const int D = m->hp.d_model, P = c->num_labels;
+    if (!(m->project.weight = malloc((size_t)P * (size_t)D * sizeof *m->project.weight)))
+        return enc_error_set(ld->err, ENC_ENOMEM, "out of memory for %s", name);
+    m->project.in = D;
+    m->project.out = P;
+    m->n_params += (size_t)P * (size_t)D;
+    return bind(ld, name, m->project.weight, P, D);
+}
+
 enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error *err)
 {
     enc_hf_config c;
@@ -1576,7 +1598,8 @@ enc_model *enc_model_load_dir(const char *dir, const enc_hparams *hp, enc_error 
         goto error;
     }
     if (bind_layers(&ld, m, prefix, fam->names, true) < 0 ||
-        bind_embeddings(&ld, m, &c, prefix) < 0 || bind_head(&ld, m, dir, &c, prefix) < 0)
+        bind_embeddings(&ld, m, &c, prefix) < 0 || bind_head(&ld, m, dir, &c, prefix) < 0 ||
+        bind_projection(&ld, m, &c) < 0)
         goto error;
     /* The count is the file's: the zeros of a Linear the architecture gives
      * no bias (JinaBERT's gated_layers, Qwen2's o_proj and MLP) are left out. */

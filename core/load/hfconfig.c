@@ -24,6 +24,7 @@ static int read_deberta(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen2(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_mistral(const json_t *root, enc_hf_config *c, enc_error *err);
+static int read_pplx(const json_t *root, enc_hf_config *c, enc_error *err);
 static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err);
 
 /* The architectures a directory's config.json may name and where it keeps
@@ -71,6 +72,9 @@ static const family FAMILIES[] = {
     /* Qwen3 (Qwen3Config): Qwen3-Embedding's decoder; Qwen3MLP gates with hidden_act */
     {"qwen3", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "rms_norm_eps", read_qwen3, true, false},
+    /* pplx-embed-v1's PPLXQwen3Config: Qwen3Config under its own name */
+    {"bidirectional_pplx_qwen3", "hidden_size", "num_attention_heads", "intermediate_size",
+     "num_hidden_layers", "hidden_act", "rms_norm_eps", read_pplx, true, false},
     /* Mistral (MistralConfig): e5-mistral's decoder; MistralMLP gates with hidden_act */
     {"mistral", "hidden_size", "num_attention_heads", "intermediate_size", "num_hidden_layers",
      "hidden_act", "rms_norm_eps", read_mistral, true, false},
@@ -841,7 +845,10 @@ typedef enum { DEC_QWEN2, DEC_QWEN3, DEC_MISTRAL } decoder_kind;
  * (gte-Qwen2's config.json: the bidirectional attention its own modelling
  * code computes, which vLLM honours too) or use_bidirectional_attention
  * true (voyageai/voyage-4-nano's and perplexity-ai's pplx-embed's Qwen3:
- * the attention their code computes, which TEI honours).  Refused: Qwen3's
+ * the attention their code computes, which TEI honours).  Qwen3's
+ * num_labels, where config.json gives the field itself, is the width of
+ * voyage-4-nano's projection (checkpoint.c binds its linear.weight, as
+ * TEI's qwen3.rs reads it).  Refused: Qwen3's
  * attention_bias true (no published checkpoint's), a sliding window
  * (use_sliding_window true in 4.x, a sliding_attention layer_types entry in
  * 5.x).
@@ -869,6 +876,7 @@ static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind,
         (!mistral && (rc = bool_field(root, "is_causal", true, &causal, err)) < 0) ||
         (rc = bool_field(root, "use_bidirectional_attention", false, &bidir, err)) < 0 ||
         (rc = opt_int_field(root, "num_key_value_heads", 1, &hp->n_kv_heads, err)) < 0 ||
+        (qwen3 && (rc = opt_int_field(root, "num_labels", 1, &c->num_labels, err)) < 0) ||
         (rc = opt_int_field(root, "head_dim", 1, &hp->head_dim, err)) < 0)
         return rc;
     if (attn_bias)
@@ -967,6 +975,18 @@ static int read_qwen3(const json_t *root, enc_hf_config *c, enc_error *err)
 static int read_mistral(const json_t *root, enc_hf_config *c, enc_error *err)
 {
     return read_decoder(root, c, DEC_MISTRAL, err);
+}
+
+/* perplexity-ai/pplx-embed-v1-0.6b and -4b (model_type
+ * bidirectional_pplx_qwen3, architectures PPLXQwen3Model): Qwen3Config's
+ * fields, and a Qwen3Model whose every layer attends both ways whatever
+ * the fields say (the checkpoint's modeling.py sets is_causal false on
+ * each; its config.json says use_bidirectional_attention true too). */
+static int read_pplx(const json_t *root, enc_hf_config *c, enc_error *err)
+{
+    int rc = read_decoder(root, c, DEC_QWEN3, err);
+    c->hp.causal = false;
+    return rc;
 }
 
 /* transformers 5's rope_parameters with an entry per layer type
@@ -1295,7 +1315,8 @@ int enc_hf_config_read(const char *dir, enc_hf_config *c, enc_error *err)
         rc = enc_error_set(err, ENC_EINVAL,
                            "config.json: model_type '%s' is not supported (bert, roberta, "
                            "xlm-roberta, camembert, electra, distilbert, modernbert, mpnet, "
-                           "nomic_bert, new, deberta-v2, qwen2, qwen3, gemma3_text)",
+                           "nomic_bert, new, deberta-v2, qwen2, qwen3, "
+                           "bidirectional_pplx_qwen3, mistral, gemma3_text)",
                            shown);
         goto done;
     }

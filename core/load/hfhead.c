@@ -402,14 +402,15 @@ static int score_head(const json_t *root, model_head *h, hf_head_names *names, c
 }
 
 /* model_type's family of heads (MPNet's are RoBERTa's: MPNetClassificationHead
- * and MPNetLMHead compute and name theirs the same way; Qwen2's and
- * Mistral's Qwen3's). */
+ * and MPNetLMHead compute and name theirs the same way; Qwen2's, Mistral's
+ * and pplx-embed's Qwen3's). */
 static const char *family_of(const char *model_type)
 {
     if (strcmp(model_type, "roberta") == 0 || strcmp(model_type, "xlm-roberta") == 0 ||
         strcmp(model_type, "camembert") == 0 || strcmp(model_type, "mpnet") == 0)
         return "roberta";
-    if (strcmp(model_type, "qwen2") == 0 || strcmp(model_type, "mistral") == 0)
+    if (strcmp(model_type, "qwen2") == 0 || strcmp(model_type, "mistral") == 0 ||
+        strcmp(model_type, "bidirectional_pplx_qwen3") == 0)
         return "qwen3"; /* GenericFor*Classification, as Qwen3's */
     return model_type;
 }

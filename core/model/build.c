@@ -116,6 +116,7 @@ void enc_model_free(enc_model *m)
     }
     embed_free(m->embed);
     head_free(m->head);
+    free(m->project.weight);
     model_storage_free(m);
 }
 

@@ -306,6 +306,11 @@ const char *enc_model_architecture(const enc_model *m)
     return m->architecture;
 }
 
+const struct enc_dense *enc_model_projection(const enc_model *m)
+{
+    return m->project.weight ? &m->project : NULL;
+}
+
 size_t enc_model_file_count(const enc_model *m)
 {
     return m->n_files;

@@ -7,6 +7,7 @@
 
 #include "encoder.h"
 #include "kernels/gemm.h"
+#include "model/pooling.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,6 +117,9 @@ struct enc_model {
     char klass[80];          /* config.json's architectures[0], or "" */
     bool head_unsupported;   /* klass names a head attnd does not compute */
     char head_note[160];     /* why, when the files lack what it needs, or "" */
+    /* The projection of the token states after the final norm
+     * (enc_model_projection: weight owned, NULL when the model has none) */
+    enc_dense project;
 };
 
 /* Allocates a model with hp's shapes and carves the layers out of one

@@ -277,8 +277,14 @@ int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error
             pooled = true;
             continue;
         }
-        if (strcmp(cls, "Dense") == 0 && pooled) {
+        if (strcmp(cls, "Dense") == 0 && pooled && !c->int8_tanh) {
             rc = add_dense(dir, sub, d_model, c, err);
+            continue;
+        }
+        /* perplexity-ai's own module (trust_remote_code): forward's
+         * quantization "int8" by default, which encode() keeps */
+        if (strcmp(type, "st_quantize.FlexibleQuantizer") == 0 && pooled && !c->int8_tanh) {
+            c->int8_tanh = true;
             continue;
         }
         if (strcmp(cls, "Normalize") == 0 && pooled && !c->normalize &&
@@ -288,7 +294,8 @@ int enc_st_config_read(const char *dir, int d_model, enc_st_config *c, enc_error
         }
         rc = enc_error_set(err, ENC_EINVAL,
                            "%s: module %zu (%s) is not supported: attnd runs Transformer, "
-                           "Pooling, Dense modules, then Normalize",
+                           "Pooling, Dense modules, st_quantize.FlexibleQuantizer, then "
+                           "Normalize, in that order",
                            path, i, type);
     }
     /* a Transformer alone is a CrossEncoder's too: no SentenceTransformer
@@ -363,32 +370,89 @@ void enc_pool_truncate(float *x, int B, int D, int dims, bool normalize)
     }
 }
 
+int enc_token_width(const enc_embedder *e, int D)
+{
+    return e->project ? e->project->out : D;
+}
+
 int enc_embed_width(const enc_embedder *e, int D)
 {
-    return e->n_dense > 0 ? e->dense[e->n_dense - 1].out : D;
+    return e->n_dense > 0 ? e->dense[e->n_dense - 1].out : enc_token_width(e, D);
+}
+
+/* y (M, d->out) = act(d's weight . x (M, d->in) + bias): owned, NULL when
+ * out of memory. */
+static float *dense_rows(const enc_dense *d, const float *x, int M)
+{
+    float *y = malloc((size_t)M * (size_t)d->out * sizeof *y);
+    if (!y)
+        return NULL;
+    ops_linear_cols(y, d->out, x, d->in, d->weight, d->bias, M, d->in, 0, d->out, NULL);
+    for (size_t k = 0; d->tanh && k < (size_t)M * (size_t)d->out; k++)
+        y[k] = tanhf(y[k]);
+    return y;
+}
+
+float *enc_project_tokens(const enc_embedder *e, const float *x, int B, int L, int D,
+                          const int *lengths)
+{
+    const int P = e->project->out;
+    size_t rows = 0;
+    for (int b = 0; b < B; b++)
+        rows += (size_t)(lengths ? lengths[b] : L);
+    float *y = malloc((rows ? rows : 1) * (size_t)P * sizeof *y), *o = y;
+    for (int b = 0; y && b < B; b++) {
+        const int len = lengths ? lengths[b] : L;
+        ops_linear_cols(o, P, x + (size_t)b * L * D, D, e->project->weight, NULL, len, D, 0, P,
+                        NULL);
+        o += (size_t)len * P;
+    }
+    return y;
+}
+
+/* The pooled rows (B, enc_token_width) of x (B, L, D): through e->project
+ * before the pooling for max (not linear), after it otherwise. */
+static float *pooled_tokens(const enc_embedder *e, const float *x, int B, int L, int D,
+                            const int *lengths)
+{
+    const int W = enc_token_width(e, D);
+    float *v = malloc((size_t)B * (size_t)W * sizeof *v);
+    if (!v || !e->project || e->mode != ENC_POOL_MAX) {
+        if (v)
+            enc_pool(x, B, L, D, lengths, e->mode, false, v);
+        if (!v || !e->project)
+            return v;
+        float *y = dense_rows(e->project, v, B);
+        free(v);
+        return y;
+    }
+    for (int b = 0; b < B; b++) { /* one sequence's tokens at a time */
+        const int len = lengths ? lengths[b] : L;
+        float *t = dense_rows(e->project, x + (size_t)b * L * D, len);
+        if (!t) {
+            free(v);
+            return NULL;
+        }
+        enc_pool(t, 1, len, W, NULL, ENC_POOL_MAX, false, v + (size_t)b * W);
+        free(t);
+    }
+    return v;
 }
 
 float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, const int *lengths,
                  int dims)
 {
-    float *v = malloc((size_t)B * (size_t)D * sizeof *v);
-    if (!v)
-        return NULL;
-    enc_pool(x, B, L, D, lengths, e->mode, false, v);
-    for (int i = 0; i < e->n_dense; i++) {
-        const enc_dense *d = &e->dense[i];
-        float *y = malloc((size_t)B * (size_t)d->out * sizeof *y);
-        if (!y) {
-            free(v);
-            return NULL;
-        }
-        ops_linear_cols(y, d->out, v, d->in, d->weight, d->bias, B, d->in, 0, d->out, NULL);
-        for (size_t k = 0; d->tanh && k < (size_t)B * (size_t)d->out; k++)
-            y[k] = tanhf(y[k]);
+    float *v = pooled_tokens(e, x, B, L, D, lengths);
+    for (int i = 0; v && i < e->n_dense; i++) {
+        float *y = dense_rows(&e->dense[i], v, B);
         free(v);
         v = y;
     }
+    if (!v)
+        return NULL;
     const int width = enc_embed_width(e, D);
+    for (size_t k = 0; e->int8_tanh && k < (size_t)B * (size_t)width; k++)
+        v[k] = rintf(127.0f * tanhf(v[k])); /* torch.round's half to even */
     for (int b = 0; e->normalize && b < B; b++)
         normalize_row(v + (size_t)b * width, width);
     if (dims > 0 && dims < width)

@@ -6,7 +6,8 @@
  *
  *     enc_st_config st;
  *     if (enc_st_config_read(dir, d_model, &st, &err) < 0) ... a module attnd lacks, named
- *     const enc_embedder e = {st.pooling, st.normalize, st.dense, st.n_dense};
+ *     const enc_embedder e = {.mode = st.pooling, .normalize = st.normalize, .dense = st.dense,
+ *                             .n_dense = st.n_dense, .int8_tanh = st.int8_tanh};
  *     float *emb = enc_embed(&e, out, B, L, D, lengths, 0); // (B, enc_embed_width(&e, D))
  *     ...
  *     free(emb);
@@ -56,11 +57,15 @@ typedef struct enc_st_config {
                             include_prompt; absent: true) */
     enc_dense *dense;    /* owned: the Dense modules after the Pooling, in order */
     int n_dense;
+    /* a FlexibleQuantizer follows them (st_quantize.py, perplexity-ai's
+     * pplx-embed-v1): each value round(127 tanh(x)), its int8 form */
+    bool int8_tanh;
 } enc_st_config;
 
 /* Reads dir/modules.json, its Pooling module's config.json and each Dense
  * module's config.json and model.safetensors (linear.weight, linear.bias),
- * the first taking d_model features.  No modules.json, or a CrossEncoder's
+ * the first taking d_model features (the model's token states, after its
+ * own projection where it has one).  No modules.json, or a CrossEncoder's
  * (c->cross_encoder): 0 with c->found false.  0, or a negative enc_status with err naming the file
  * and field (c then empty): a module attnd does not implement (a second Transformer, LayerNorm,
  * ...), a pooling mode it lacks (weightedmean, mean_sqrt_len_tokens, several modes at once), a
@@ -76,20 +81,41 @@ void enc_st_config_free(enc_st_config *c);
 typedef struct enc_embedder {
     enc_pooling mode; /* not ENC_POOL_AUTO */
     bool normalize;
-    const enc_dense *dense; /* borrowed: n_dense modules, the first taking D features */
+    /* borrowed: the model's own projection of each token state, D features
+     * in, before the pooling (voyage-4-nano's linear: no bias, no
+     * activation); NULL: none */
+    const enc_dense *project;
+    const enc_dense *dense; /* borrowed: n_dense modules, the first taking the tokens' width */
     int n_dense;
+    bool int8_tanh; /* after the Dense modules: round(127 tanh(x)) (enc_st_config's) */
 } enc_embedder;
 
-/* The embeddings' width: the last Dense module's out_features, else D. */
+/* The token states' width the pooling sees: e->project's out_features,
+ * else D. */
+int enc_token_width(const enc_embedder *e, int D);
+
+/* The embeddings' width: the last Dense module's out_features, else
+ * enc_token_width. */
 int enc_embed_width(const enc_embedder *e, int D);
 
 /* The embeddings (B, dims) of x (B, L, D; lengths as enc_pool's): each
- * sequence pooled as e->mode, through the Dense modules, divided by its L2
+ * sequence's tokens through e->project, pooled as e->mode, through the
+ * Dense modules, round(127 tanh(x)) when e->int8_tanh, divided by its L2
  * norm when e->normalize, then cut to its first dims values, unit length
- * again when e->normalize (dims 0: all enc_embed_width).  Owned; NULL when
- * out of memory. */
+ * again when e->normalize (dims 0: all enc_embed_width).  The projection
+ * is linear and has no bias, so it follows the pooling where the pooling
+ * is a weighted sum of the tokens (cls, last, mean): the same values, up
+ * to rounding, for a fraction of the work.  Owned; NULL when out of
+ * memory. */
 float *enc_embed(const enc_embedder *e, const float *x, int B, int L, int D, const int *lengths,
                  int dims);
+
+/* Each sequence's first lengths[b] token states of x (B, L, D) through
+ * e->project, packed one after another (sum of lengths, enc_token_width)
+ * (TEI's /embed_all).  Owned; NULL when out of memory.  e->project must
+ * not be NULL. */
+float *enc_project_tokens(const enc_embedder *e, const float *x, int B, int L, int D,
+                          const int *lengths);
 
 /* out (B, D) = the pooling of each sequence b of x (B, L, D: row-major, the
  * sequence's first lengths[b] rows its tokens; lengths NULL: L), then, when

@@ -305,9 +305,12 @@ static json_t *pooling_json(const enc_embedder *e, const char *from, int d_model
                                                e->dense[i].in, "out_features", e->dense[i].out,
                                                "bias", e->dense[i].bias != NULL, "activation",
                                                e->dense[i].tanh ? "tanh" : "identity"));
-    return json_pack("{s:s, s:o, s:b, s:i, s:s}", "mode", enc_pooling_name(e->mode), "dense", dense,
-                     "normalize", e->normalize, "dimensions", enc_embed_width(e, d_model), "from",
-                     from);
+    json_t *project = e->project ? json_pack("{s:i, s:i}", "in_features", e->project->in,
+                                             "out_features", e->project->out)
+                                 : json_null();
+    return json_pack("{s:s, s:o, s:o, s:b, s:b, s:i, s:s}", "mode", enc_pooling_name(e->mode),
+                     "projection", project, "dense", dense, "int8_tanh", e->int8_tanh, "normalize",
+                     e->normalize, "dimensions", enc_embed_width(e, d_model), "from", from);
 }
 
 void server_set_model(server *s, const enc_model *m, const server_text *t, pool *p)

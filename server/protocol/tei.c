@@ -575,16 +575,32 @@ static int render_embed(const tei_state *t, const proto_output *out, stream *st)
     return 0;
 }
 
+/* Each sequence's token states: the outputs, or, for a model with its own
+ * projection (voyage-4-nano's), the outputs through it, as TEI's. */
 static int render_embed_all(const tei_state *t, const proto_output *out, stream *st)
 {
     const encode_request *req = &t->p.enc;
+    const enc_embedder *e = out->pooling;
     const size_t L = (size_t)req->batch.L, D = (size_t)out->hp->d_model;
+    const float *x = req->out;
+    size_t row = L * D, W = D; /* sequence b's first state at x + b * row */
+    if (e->project) {
+        float *y =
+            enc_project_tokens(e, req->out, req->batch.B, req->batch.L, (int)D, req->lengths);
+        if (!y)
+            return -1;
+        stream_own(st, y);
+        x = y;
+        row = 0;
+        W = (size_t)e->project->out;
+    }
     stream_puts(st, "[");
     for (int b = 0; b < req->batch.B; b++) {
         const size_t len = encode_seq_len(req, (size_t)b);
-        const stream_view v = {req->out + (size_t)b * L * D, STREAM_FLOAT32, 2, {len, D}, {D, 1}};
+        const stream_view v = {x, STREAM_FLOAT32, 2, {len, W}, {W, 1}};
         stream_puts(st, b ? "," : "");
         stream_json(st, &v, 9);
+        x += row ? row : len * W; /* the projected rows are packed */
     }
     stream_puts(st, "]");
     return 0;
