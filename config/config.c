@@ -882,9 +882,6 @@ static int from_checkpoint(attnd_config *cfg, const bool *set, const char *const
         else if (strcmp(checked[i].key, "model.norm") == 0 && key)
             snprintf(field, sizeof field, "%s is %s (%s)", key,
                      c.hp.norm == ENC_NORM_LAYERNORM ? "true" : "false", theirs);
-        else if (strcmp(checked[i].key, "model.local_window") == 0 && key)
-            snprintf(field, sizeof field, c.hp.causal ? "%s - 1 is %s" : "%s / 2 is %s", key,
-                     theirs);
         else if (strcmp(checked[i].key, "model.global_every") == 0 && key &&
                  strcmp(key, "layer_types") == 0)
             snprintf(field, sizeof field,

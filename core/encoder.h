@@ -444,7 +444,10 @@ typedef struct enc_hf_config {
     const char *key_rope_theta;
     /* ModernBERT's: norm_bias, layer_types or global_attn_every_n_layers,
      * local_attention, rope_parameters.sliding_attention.rope_theta or
-     * local_rope_theta (or the global one's key); NULL for the others */
+     * local_rope_theta (or the global one's key); Gemma 3's and Mistral's
+     * their own; NULL for the others.  key_local_window is the expression
+     * that gives local_window ("local_attention / 2", "sliding_window -
+     * 1") */
     const char *key_norm, *key_global_every, *key_local_window, *key_rope_theta_local;
     /* GTE's rope_scaling.factor, where the file gives one; NULL for the others */
     const char *key_rope_ntk;

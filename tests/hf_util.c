@@ -105,6 +105,17 @@ void config_try(attnd_config *cfg, const char *const *argv, const char *const *e
         free(envp[i]);
 }
 
+void settings_refused(const settings_refusal *cases, size_t n)
+{
+    attnd_config cfg;
+    char msg[1024];
+    for (size_t i = 0; i < n; i++) {
+        config_try(&cfg, cases[i].argv, NULL, msg, sizeof msg);
+        ck_assert_msg(strstr(msg, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, msg,
+                      cases[i].want);
+    }
+}
+
 void startup_refused(const char *const *args, const char *want, int status)
 {
     const char *argv[24];

@@ -48,6 +48,16 @@ void refused_edits(const char *base, const config_refusal *cases, size_t n);
 void config_try(attnd_config *cfg, const char *const *argv, const char *const *env, char *msg,
                 size_t size);
 
+/* A command line (after "attnd", NULL-terminated) config_load refuses,
+ * and what its message holds. */
+typedef struct settings_refusal {
+    const char *const argv[8];
+    const char *want;
+} settings_refusal;
+/* config_try of each of n command lines fails with a message holding its
+ * want. */
+void settings_refused(const settings_refusal *cases, size_t n);
+
 /* attnd args... --check-config exits with status and, as its one last line,
  * "attnd: ..." holding want. */
 void startup_refused(const char *const *args, const char *want, int status);

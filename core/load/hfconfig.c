@@ -933,7 +933,7 @@ static int read_decoder(const json_t *root, enc_hf_config *c, decoder_kind kind,
         hp->global_every = hp->n_layers + 1;
         hp->global_offset = hp->n_layers;
         hp->local_window = window - 1;
-        c->key_local_window = "sliding_window";
+        c->key_local_window = "sliding_window - 1";
     }
     hp->position = ENC_POS_ROPE;
     hp->rope_style = ENC_ROPE_NEOX;
@@ -1139,7 +1139,7 @@ static int read_modernbert(const json_t *root, enc_hf_config *c, enc_error *err)
     c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "global_rope_theta";
     c->key_norm = "norm_bias";
     c->key_global_every = every_key;
-    c->key_local_window = "local_attention";
+    c->key_local_window = "local_attention / 2";
     c->key_rope_theta_local = l_given           ? "rope_parameters.sliding_attention.rope_theta"
                               : local_is_global ? c->key_rope_theta
                                                 : "local_rope_theta";
@@ -1235,7 +1235,7 @@ static int read_gemma3(const json_t *root, enc_hf_config *c, enc_error *err)
     hp->rope_theta_local = every > 1 ? local : 0.0;
     c->key_rope_theta = g_given ? "rope_parameters.full_attention.rope_theta" : "rope_theta";
     c->key_global_every = every_key;
-    c->key_local_window = "sliding_window";
+    c->key_local_window = "sliding_window / 2";
     c->key_rope_theta_local =
         l_given ? "rope_parameters.sliding_attention.rope_theta" : "rope_local_base_freq";
     c->no_types = true; /* embed_tokens alone: no token types, no positions */
